@@ -1,0 +1,100 @@
+# pybpfprof — build, test, demo, bench.
+#   make            build ./pybpfprof
+#   sudo make demo  install Debian dependencies, build, profile the bundled example
+#   sudo make check install Debian dependencies, build, run every test (real BPF, as root)
+#   sudo make bench overhead and size figures (not part of check)
+
+BUILD    ?= build
+CC       ?= cc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+ARCH     := x86
+
+WARN      := -Wall -Wextra -Werror
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD)
+LDLIBS    := -lbpf -lelf -lzstd -lz -lm
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
+	      -I. -Iinclude -Ibpf
+
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+LIB_SRCS  := $(filter-out user/main.c,$(wildcard user/*.c))
+LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/%.o,$(LIB_SRCS))
+SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS))
+HEADERS   := $(wildcard include/*.h user/*.h)
+TEST_SRCS := $(wildcard tests/test_*.c)
+TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+
+# Debian packages the build, the tests and the demo need.
+DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
+		pkg-config libcmocka-dev python3 debootstrap zstd
+
+.PHONY: all deps demo check test unit integration bench clean vmlinux pythons
+.DELETE_ON_ERROR:
+
+all: pybpfprof
+
+pybpfprof: $(BUILD)/main.o $(BUILD)/libpybpfprof.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libpybpfprof.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/san/libpybpfprof.a: $(SAN_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/san/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/san
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/py_offsets.h include/sample_record.h vmlinux.h | $(BUILD)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	llvm-strip -g $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@
+
+# Unit and integration tests run under ASan+UBSan against the same library.
+$(BUILD)/tests/%: tests/%.c tests/testlib.h $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -Itests -o $@ $< $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
+
+$(BUILD) $(BUILD)/san $(BUILD)/tests:
+	mkdir -p $@
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "pybpfprof: missing Debian packages: $$missing (run as root: sudo make deps)" >&2; exit 1; fi; \
+		echo "installing: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+demo: deps
+	$(MAKE) all
+	./tests/demo.sh
+
+check: deps
+	$(MAKE) all $(TESTS)
+	./tests/run-tests.sh $(TESTS)
+
+bench: deps
+	$(MAKE) all
+	./bench/bench.sh
+
+# Debian sid's python3.14 and python3.15 in a debootstrap'd chroot (cached).
+pythons: deps
+	./tests/pythons/provision-sid.sh
+
+clean:
+	rm -rf $(BUILD) pybpfprof

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What BPF and userspace must agree on about one CPython process: where its
+ * interpreter list is and the layout of the few structures the sampler reads.
+ *
+ * Userspace fills one `struct py_proc_config` per target process (from a
+ * per-minor-version table for 2.7 and 3.6-3.12, from the target's own
+ * _Py_DebugOffsets for 3.13+) and stores it in the BPF `proc_configs` map
+ * keyed by host tgid. Every field is data; BPF has no version `if`s beyond
+ * the small enums below.
+ */
+#ifndef PYBPFPROF_PY_OFFSETS_H
+#define PYBPFPROF_PY_OFFSETS_H
+
+#ifdef __bpf__
+/* vmlinux.h provides __u8 .. __u64 */
+#else
+#include <linux/types.h>
+#endif
+
+/* An offset that does not exist in this version. */
+#define PY_OFF_NONE 0xffffffffu
+
+/* How a frame records the instruction it is executing. */
+enum py_lasti_kind {
+	PY_LASTI_INT_BYTES = 0, /* <= 3.9: int f_lasti, a byte offset into co_code */
+	PY_LASTI_INT_UNITS = 1, /* 3.10: int f_lasti, counted in 2-byte code units */
+	PY_LASTI_PTR = 2,       /* 3.11+: pointer into co_code_adaptive (prev_instr / instr_ptr) */
+};
+
+/* How the thread state reaches the innermost frame. */
+enum py_frame_link {
+	PY_FRAME_LINK_DIRECT = 0, /* tstate->frame (<=3.10) or tstate->current_frame (3.13+) */
+	PY_FRAME_LINK_CFRAME = 1, /* 3.11/3.12: tstate->cframe->current_frame */
+};
+
+/* How code object strings are stored. */
+enum py_string_kind {
+	PY_STRING_BYTES = 0,   /* 2.7: PyStringObject (ob_size, ob_sval) */
+	PY_STRING_UNICODE = 1, /* 3.x: PEP 393 compact unicode */
+};
+
+struct py_offsets {
+	/* _PyRuntime / interpreter list */
+	__u32 runtime_interpreters_head; /* offset in _PyRuntime; NONE for 2.7/3.6 (interp_head symbol) */
+	__u32 interp_next;
+	__u32 interp_threads_head;
+	__u32 interp_id;                 /* NONE before 3.7 */
+
+	/* PyThreadState */
+	__u32 tstate_next;
+	__u32 tstate_interp;
+	__u32 tstate_thread_id;          /* pthread_self() == fsbase on x86-64 */
+	__u32 tstate_native_thread_id;   /* NONE before 3.8; namespace tid */
+	__u32 tstate_frame;              /* frame / cframe / current_frame, see frame_link */
+	__u32 cframe_current_frame;      /* only with PY_FRAME_LINK_CFRAME */
+
+	/* Frames: PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
+	__u32 frame_previous;            /* f_back / previous */
+	__u32 frame_code;                /* f_code / f_executable */
+	__u32 frame_lasti;               /* f_lasti (int) or prev_instr / instr_ptr (pointer) */
+	__u32 frame_owner;               /* char owner, NONE before 3.11 */
+	__u32 frame_read_size;           /* bytes covering every field above */
+	__u8 frame_link;                 /* enum py_frame_link */
+	__u8 lasti_kind;                 /* enum py_lasti_kind */
+	__u8 owner_boundary;             /* owner >= this is not a Python frame (C stack / interpreter) */
+	__u8 string_kind;                /* enum py_string_kind */
+	__u64 code_ptr_mask;             /* ~0, or ~3 where f_executable is a tagged _PyStackRef (3.14+) */
+
+	/* PyCodeObject */
+	__u32 code_argcount;             /* int */
+	__u32 code_firstlineno;          /* int */
+	__u32 code_filename;
+	__u32 code_name;
+	__u32 code_qualname;             /* NONE before 3.11 */
+	__u32 code_linetable;            /* co_lnotab (<=3.9) / co_linetable (3.10+) */
+	__u32 code_code;                 /* co_code bytes object, NONE from 3.11 */
+	__u32 code_code_adaptive;        /* inline bytecode, 3.11+ */
+
+	/* Strings (str in 3.x, PyStringObject in 2.7) and bytes */
+	__u32 unicode_length;
+	__u32 unicode_state;
+	__u32 unicode_ascii_data;        /* sizeof(PyASCIIObject) */
+	__u32 unicode_compact_data;      /* sizeof(PyCompactUnicodeObject) */
+	__u32 bytes_size;                /* ob_size of bytes (2.7 str) */
+	__u32 bytes_data;                /* ob_sval */
+};
+
+#define PY_PROC_HAS_GIL_HOLDER 0x1u  /* gil_holder_addr/gil_locked_addr are valid */
+
+struct py_proc_config {
+	__u64 interp_head_addr;  /* target address holding the first PyInterpreterState * */
+	__u64 gil_holder_addr;   /* target address of the GIL's last holder (PyThreadState *) */
+	__u64 gil_locked_addr;   /* target address of the GIL's locked flag (int) */
+	__u32 version_hex;       /* PY_VERSION_HEX of the target */
+	__u32 flags;             /* PY_PROC_* */
+	struct py_offsets off;
+};
+
+/*
+ * Identity check for a code object, computed the same way by BPF (from the
+ * live object) and by userspace (when it reads the object to symbolize it),
+ * so that a freed and reused code address is not given a stale name.
+ */
+static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount)
+{
+	return ((__u32)firstlineno * 2654435761u) ^ ((__u32)argcount << 24) ^ 0x5bd1e995u;
+}
+
+#endif

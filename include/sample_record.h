@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ring-buffer record: one per sample, written by bpf/pyperf.bpf.c and
+ * read by user/sampler.c. Variable length: the header, then py_frame_count
+ * `struct pbp_py_frame` leaf first, then kernel_frame_count u64 kernel
+ * addresses leaf first.
+ */
+#ifndef PYBPFPROF_SAMPLE_RECORD_H
+#define PYBPFPROF_SAMPLE_RECORD_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+/* Python frames kept per sample; deeper stacks lose their root side. */
+#define PBP_MAX_PY_FRAMES 1024
+/* Kernel frames kept per sample (the kernel's own perf limit is 127). */
+#define PBP_MAX_KERNEL_FRAMES 128
+
+/* Record flags. */
+#define PBP_REC_PY_TRUNCATED  0x0001u /* more Python frames than PBP_MAX_PY_FRAMES: root side cut */
+#define PBP_REC_READ_FAULT    0x0002u /* a read of target memory failed mid-walk */
+#define PBP_REC_NO_TSTATE     0x0004u /* thread has no (known) PyThreadState */
+#define PBP_REC_HAS_GIL       0x0008u /* thread held the GIL when sampled */
+#define PBP_REC_USER_MODE     0x0010u /* sample interrupted user code */
+#define PBP_REC_NO_FRAME      0x0020u /* thread state has no current frame (idle / shutting down) */
+
+struct pbp_py_frame {
+	__u64 code_addr;     /* PyCodeObject * */
+	__u32 instr_offset;  /* raw: f_lasti, or byte offset of instr pointer from the code object */
+	__u32 checksum;      /* py_code_checksum() of the live code object */
+};
+
+struct pbp_record {
+	__u64 time_ns;           /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 tstate_addr;       /* PyThreadState * (0 if none) */
+	__u32 pid;               /* host tgid */
+	__u32 tid;               /* host tid */
+	__u32 cpu;
+	__u32 flags;             /* PBP_REC_* */
+	__u16 py_frame_count;
+	__u16 kernel_frame_count;
+	__u32 reserved;
+	/* struct pbp_py_frame py[py_frame_count]; __u64 kernel_ips[kernel_frame_count]; */
+};
+
+/* Per-CPU counters (index into the `counters` array map). */
+enum pbp_counter {
+	PBP_CNT_SAMPLES = 0,      /* perf events that hit a target thread */
+	PBP_CNT_LOST = 1,         /* records dropped: ring buffer full */
+	PBP_CNT_READ_FAULTS = 2,  /* samples with a failed target read */
+	PBP_CNT_TRUNCATED = 3,    /* samples whose Python stack was cut */
+	PBP_CNT_NO_TSTATE = 4,    /* samples of threads with no thread state */
+	PBP_CNT_MAX = 8,
+};
+
+#endif

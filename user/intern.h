@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Interning: byte-string keys to dense ids 0, 1, 2, ... in first-seen order.
+ * Used for string and frame deduplication by every writer. Keys are copied
+ * into stable storage; intern_key() returns them by id.
+ */
+#ifndef PYBPFPROF_INTERN_H
+#define PYBPFPROF_INTERN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct intern_entry {
+	uint64_t hash;
+	uint32_t id;
+	uint32_t used;
+};
+
+struct intern_key {
+	const uint8_t *data;
+	size_t len;
+};
+
+struct intern_chunk;
+
+struct intern_table {
+	struct intern_entry *slots; /* open addressing, power-of-two capacity */
+	size_t capacity;
+	struct intern_key *keys;    /* by id */
+	size_t count;
+	size_t keys_capacity;
+	struct intern_chunk *chunks; /* key storage: never moves */
+	size_t bytes;                /* total key bytes held */
+};
+
+void intern_init(struct intern_table *table);
+void intern_free(struct intern_table *table);
+/* Forget every key (ids restart at 0); keeps the allocations. */
+void intern_clear(struct intern_table *table);
+/* The id of key, adding it if new (*is_new tells). Negative errno on ENOMEM. */
+int64_t intern_add(struct intern_table *table, const void *key, size_t len, bool *is_new);
+/* The id of key, or -1 if absent. */
+int64_t intern_find(const struct intern_table *table, const void *key, size_t len);
+const void *intern_key(const struct intern_table *table, uint32_t id, size_t *len);
+static inline size_t intern_count(const struct intern_table *table) { return table->count; }
+
+uint64_t intern_hash(const void *key, size_t len);
+
+#endif

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The profile model every format writes and reads: a stream of samples, each
+ * with its frames root to leaf, plus string metadata.
+ *
+ * Conventions (each format maps to and from these):
+ *  - line, end_line: 1-based, -1 when unknown.
+ *  - column, end_column: 0-based (CPython's col_offset), -1 when unknown.
+ *    MOJO stores column + 1 with 0 for unknown; Tachyon stores them as is.
+ *  - opcode: 0-254, or -1 when not captured.
+ *  - timestamps: microseconds on CLOCK_MONOTONIC. Formats without timestamps
+ *    (MOJO) derive them per thread from the time metric and vice versa.
+ */
+#ifndef PYBPFPROF_PROFILE_H
+#define PYBPFPROF_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pf_frame_kind {
+	PF_FRAME_PYTHON = 0,
+	PF_FRAME_NATIVE = 1,  /* file: the native location (e.g. "native@7f12..", a library) */
+	PF_FRAME_KERNEL = 2,  /* name: the kernel symbol */
+	PF_FRAME_INVALID = 3, /* the stack could not be read beyond this point (root side) */
+};
+
+struct pf_frame {
+	enum pf_frame_kind kind;
+	const char *file; /* never NULL: "" when unknown */
+	const char *name; /* never NULL: qualified name for Python frames */
+	int32_t line;
+	int32_t end_line;
+	int32_t column;
+	int32_t end_column;
+	int16_t opcode;
+};
+
+/* Status bits. The low byte is Tachyon's status byte, bit for bit. */
+#define PF_STATUS_HAS_GIL        0x01u
+#define PF_STATUS_ON_CPU         0x02u
+#define PF_STATUS_UNKNOWN        0x04u
+#define PF_STATUS_GIL_REQUESTED  0x08u
+#define PF_STATUS_HAS_EXCEPTION  0x10u
+#define PF_STATUS_MAIN_THREAD    0x20u
+#define PF_STATUS_TACHYON_MASK   0xffu
+#define PF_STATUS_GC             0x100u /* garbage collector running (MOJO GC event) */
+#define PF_STATUS_IDLE           0x200u /* thread idle (MOJO IDLE event, full mode) */
+
+/* Which metrics a sample carries. */
+#define PF_METRIC_TIME   0x1u
+#define PF_METRIC_MEMORY 0x2u
+
+struct pf_sample {
+	uint32_t pid;
+	uint32_t iid;          /* interpreter id */
+	uint64_t tid;          /* OS thread id */
+	uint64_t timestamp_us; /* CLOCK_MONOTONIC µs; 0 when the source had none */
+	uint32_t status;       /* PF_STATUS_* */
+	uint32_t metrics;      /* PF_METRIC_* present */
+	uint64_t time_us;      /* time this sample stands for */
+	int64_t memory;        /* bytes allocated (+) or freed (-) */
+	size_t frame_count;
+	const struct pf_frame *frames; /* root (outermost) first, leaf last */
+};
+
+enum pf_format {
+	PF_FORMAT_UNKNOWN = 0,
+	PF_FORMAT_MOJO,
+	PF_FORMAT_TACHYON,
+	PF_FORMAT_COLLAPSED,
+};
+
+/* "mojo", "tachyon", "collapsed" -> format; UNKNOWN otherwise. */
+enum pf_format pf_format_from_name(const char *name);
+/* From a path's extension: .mojo, .bin/.tachyon, .collapsed/.folded/.txt. */
+enum pf_format pf_format_from_path(const char *path);
+/* From a file's first bytes (MOJ / TACH); UNKNOWN if neither. */
+enum pf_format pf_format_from_magic(const void *head, size_t len);
+const char *pf_format_name(enum pf_format format);
+
+struct pf_writer_options {
+	int compression_level;    /* Tachyon: zstd level 1-22; 0 = no compression; default 5 */
+	bool atomic;              /* write to a temporary name, rename at close, unlink on abort */
+	unsigned flush_interval_ms; /* streaming writers: at least this often the file is readable (0 = 1000) */
+};
+#define PF_WRITER_OPTIONS_DEFAULT { .compression_level = 5, .atomic = false, .flush_interval_ms = 1000 }
+
+struct pf_writer;
+
+/*
+ * Every call returns 0 or a negative errno. On error, pf_writer_error()
+ * says what went wrong in one line (without the program name).
+ */
+int pf_writer_open(struct pf_writer **writer_out, const char *path, enum pf_format format,
+		   const struct pf_writer_options *options);
+int pf_writer_set_metadata(struct pf_writer *writer, const char *key, const char *value);
+int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sample);
+/* Make everything written so far readable on disk (MOJO: flush; Tachyon: checkpoint). */
+int pf_writer_flush(struct pf_writer *writer);
+/* Finish the file and free the writer (also on error). */
+int pf_writer_close(struct pf_writer *writer);
+/* Give up: remove the output (if atomic, or nothing valid was written) and free. */
+void pf_writer_abort(struct pf_writer *writer);
+const char *pf_writer_error(const struct pf_writer *writer);
+uint64_t pf_writer_bytes(const struct pf_writer *writer);
+
+struct pf_reader;
+
+int pf_reader_open(struct pf_reader **reader_out, const char *path, enum pf_format format);
+/*
+ * 1 and *sample filled (valid until the next call), 0 at the end, negative
+ * errno on bad data; pf_reader_error() then says where, e.g.
+ * "truncated at byte 1234".
+ */
+int pf_reader_next_sample(struct pf_reader *reader, struct pf_sample *sample);
+/* Metadata seen so far, in file order (MOJO has some at the end). */
+size_t pf_reader_metadata_count(const struct pf_reader *reader);
+void pf_reader_metadata_at(const struct pf_reader *reader, size_t index, const char **key,
+			   const char **value);
+/* Last value for key, or NULL. */
+const char *pf_reader_metadata(const struct pf_reader *reader, const char *key);
+const char *pf_reader_error(const struct pf_reader *reader);
+enum pf_format pf_reader_format(const struct pf_reader *reader);
+void pf_reader_close(struct pf_reader *reader);
+
+/*
+ * Backends. Each format implements this table; profile.c dispatches.
+ */
+struct pf_writer_ops {
+	int (*set_metadata)(void *state, const char *key, const char *value);
+	int (*add_sample)(void *state, const struct pf_sample *sample);
+	int (*flush)(void *state);
+	int (*finish)(void *state);   /* write trailer; the file descriptor stays open */
+	void (*destroy)(void *state); /* free everything; never touches the file */
+	const char *(*error)(const void *state);
+	uint64_t (*bytes)(const void *state);
+};
+
+struct pf_reader_ops {
+	int (*next_sample)(void *state, struct pf_sample *sample);
+	size_t (*metadata_count)(const void *state);
+	void (*metadata_at)(const void *state, size_t index, const char **key, const char **value);
+	const char *(*error)(const void *state);
+	void (*destroy)(void *state);
+};
+
+/* Backend constructors. They borrow fd: profile.c opens and closes it. */
+int mojo_writer_create(int fd, const struct pf_writer_options *options, void **state,
+		       const struct pf_writer_ops **ops);
+int tachyon_writer_create(int fd, const struct pf_writer_options *options, void **state,
+			  const struct pf_writer_ops **ops);
+int collapsed_writer_create(int fd, const struct pf_writer_options *options, void **state,
+			    const struct pf_writer_ops **ops);
+/* errbuf receives a one-line reason on failure. */
+int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
+		       size_t errlen);
+int tachyon_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
+			  size_t errlen);
+
+#endif
