@@ -107,7 +107,9 @@ uint64_t pf_writer_bytes(const struct pf_writer *writer);
 
 struct pf_reader;
 
-int pf_reader_open(struct pf_reader **reader_out, const char *path, enum pf_format format);
+/* format UNKNOWN: from the magic, else the extension. errbuf gets a one-line reason on failure. */
+int pf_reader_open(struct pf_reader **reader_out, const char *path, enum pf_format format,
+		   char *errbuf, size_t errlen);
 /*
  * 1 and *sample filled (valid until the next call), 0 at the end, negative
  * errno on bad data; pf_reader_error() then says where, e.g.
@@ -157,5 +159,7 @@ int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, c
 		       size_t errlen);
 int tachyon_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
 			  size_t errlen);
+int collapsed_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
+			    size_t errlen);
 
 #endif
