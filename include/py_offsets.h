@@ -87,6 +87,7 @@ struct py_offsets {
 };
 
 #define PY_PROC_HAS_GIL_HOLDER 0x1u  /* gil_holder_addr/gil_locked_addr are valid */
+#define PY_PROC_PENDING        0x2u  /* a target whose runtime is not found yet: sample it without Python frames */
 
 struct py_proc_config {
 	__u64 interp_head_addr;  /* target address holding the first PyInterpreterState * */

@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Discovery of CPython in live processes: for every interpreter on the
+ * machine, start tests/scripts/marker_threads.py, discover it, and check the
+ * discovered config by walking the target's own memory the way BPF will:
+ * interpreters -> thread states -> frames -> code objects -> names.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "testlib.h"
+
+#include "proc_maps.h"
+#include "py_discover.h"
+#include "target_mem.h"
+
+#define SCRIPT "tests/scripts/marker_threads.py"
+#define SID_ROOT "/var/cache/pybpfprof/sid"
+#define RUN_IN_SID "tests/pythons/run-python.sh"
+/* Bounds on walks of target memory: far above what the script creates. */
+#define MAX_INTERPS 16
+#define MAX_TSTATES 256
+#define MAX_FRAMES 128
+#define MAX_NAME 256
+/* Guards against a hung child, not a measurement. */
+#define READY_WAIT_MS 60000
+#define DISCOVER_RETRIES 500
+
+/* ---------------------------------------------------------------- children */
+
+static pid_t children[64];
+static size_t child_count;
+
+static void kill_children(void)
+{
+	for (size_t i = 0; i < child_count; i++) {
+		kill(children[i], SIGKILL);
+		waitpid(children[i], NULL, 0);
+	}
+	child_count = 0;
+}
+
+static pid_t spawn(char *const argv[], int *stdout_fd)
+{
+	int pipe_fds[2];
+	pid_t pid;
+
+	if (pipe2(pipe_fds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipe_fds[1], STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pipe_fds[1]);
+	if (pid < 0) {
+		close(pipe_fds[0]);
+		return -1;
+	}
+	children[child_count++] = pid;
+	*stdout_fd = pipe_fds[0];
+	return pid;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The script's report: "main <ident>", "thread <ident>", "ready". */
+struct report {
+	unsigned long long main_ident, thread_ident;
+};
+
+static int read_report(int fd, struct report *report)
+{
+	char buf[512];
+	size_t used = 0;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	while (used < sizeof(buf) - 1) {
+		ssize_t got;
+
+		if (poll(&pfd, 1, READY_WAIT_MS) <= 0)
+			return -1;
+		got = read(fd, buf + used, sizeof(buf) - 1 - used);
+		if (got <= 0)
+			return -1;
+		used += (size_t)got;
+		buf[used] = 0;
+		if (strstr(buf, "ready\n"))
+			break;
+	}
+	if (sscanf(buf, "main %llu\nthread %llu\nready", &report->main_ident, &report->thread_ident) != 2)
+		return -1;
+	return 0;
+}
+
+/* --------------------------------------------------------- the interpreters */
+
+enum launch { LAUNCH_DIRECT, LAUNCH_SID_CHROOT };
+
+struct interpreter {
+	const char *label;
+	const char *path_glob;   /* on the host, or inside the sid chroot */
+	enum launch launch;
+	unsigned major, minor;
+};
+
+static const struct interpreter interpreters[] = {
+	{ "2.7", "/root/.pyenv/versions/2.7.*/bin/python2.7", LAUNCH_DIRECT, 2, 7 },
+	{ "3.6", "/root/.pyenv/versions/3.6.*/bin/python3.6", LAUNCH_DIRECT, 3, 6 },
+	{ "3.7", "/root/.pyenv/versions/3.7.*/bin/python3.7", LAUNCH_DIRECT, 3, 7 },
+	{ "3.8", "/root/.pyenv/versions/3.8.*/bin/python3.8", LAUNCH_DIRECT, 3, 8 },
+	{ "3.9", "/root/.pyenv/versions/3.9.*/bin/python3.9", LAUNCH_DIRECT, 3, 9 },
+	{ "3.10", "/root/.pyenv/versions/3.10.*/bin/python3.10", LAUNCH_DIRECT, 3, 10 },
+	{ "3.11", "/root/.pyenv/versions/3.11.*/bin/python3.11", LAUNCH_DIRECT, 3, 11 },
+	{ "3.12", "/root/.pyenv/versions/3.12.*/bin/python3.12", LAUNCH_DIRECT, 3, 12 },
+	{ "3.13", "/root/.pyenv/versions/3.13.*/bin/python3.13", LAUNCH_DIRECT, 3, 13 },
+	{ "3.11 static (Debian)", "/usr/bin/python3.11", LAUNCH_DIRECT, 3, 11 },
+	{ "3.14 (sid chroot)", "/usr/bin/python3.14", LAUNCH_SID_CHROOT, 3, 14 },
+	{ "3.15 (sid chroot)", "/usr/bin/python3.15", LAUNCH_SID_CHROOT, 3, 15 },
+};
+
+/* The interpreter's path, or 0 if it is not on this machine. */
+static int find_interpreter(const struct interpreter *interp, char *path, size_t pathlen)
+{
+	char pattern[512];
+	glob_t found;
+	int ok;
+
+	snprintf(pattern, sizeof(pattern), "%s%s", interp->launch == LAUNCH_SID_CHROOT ? SID_ROOT : "",
+		 interp->path_glob);
+	if (glob(pattern, 0, NULL, &found))
+		return 0;
+	ok = found.gl_pathc > 0 && access(found.gl_pathv[0], X_OK) == 0;
+	if (ok)
+		snprintf(path, pathlen, "%s", found.gl_pathv[0]);
+	globfree(&found);
+	if (ok && interp->launch == LAUNCH_SID_CHROOT)
+		ok = access(SID_ROOT ".stamp", F_OK) == 0 && access(RUN_IN_SID, X_OK) == 0;
+	return ok;
+}
+
+static pid_t start_script(const struct interpreter *interp, const char *path, int *stdout_fd)
+{
+	char version[16];
+
+	if (interp->launch == LAUNCH_SID_CHROOT) {
+		snprintf(version, sizeof(version), "%u.%u", interp->major, interp->minor);
+		/* run-python.sh copies the script into the chroot and execs chroot, which execs python:
+		 * the pid stays the Python process's */
+		return spawn((char *const[]){ RUN_IN_SID, version, SCRIPT, NULL }, stdout_fd);
+	}
+	return spawn((char *const[]){ (char *)path, SCRIPT, NULL }, stdout_fd);
+}
+
+/* The line of "def NAME(" in the script, 1-based; what co_firstlineno must say. */
+static int def_line(const char *function)
+{
+	size_t len;
+	char *text = (char *)read_whole_file(SCRIPT, &len);
+	char needle[64];
+	int line = 1, found = -1;
+
+	assert_non_null(text);
+	snprintf(needle, sizeof(needle), "def %s(", function);
+	for (char *at = text; *at; at++) {
+		if (!strncmp(at, needle, strlen(needle)) && (at == text || at[-1] == '\n')) {
+			found = line;
+			break;
+		}
+		if (*at == '\n')
+			line++;
+	}
+	free(text);
+	return found;
+}
+
+/* ------------------------------------------ walking the target with the config */
+
+static uint64_t read_ptr(pid_t pid, uint64_t addr)
+{
+	uint64_t value = 0;
+
+	assert_int_equal(target_read_u64(pid, addr, &value), 0);
+	return value;
+}
+
+/* A code object's name: PEP 393 compact ASCII (3.x) or PyStringObject (2.7). */
+static void read_name(pid_t pid, const struct py_offsets *off, uint64_t str, char *out, size_t outlen)
+{
+	int64_t length = 0;
+	uint64_t data;
+
+	if (off->string_kind == PY_STRING_BYTES) {
+		assert_int_equal(target_read(pid, str + off->bytes_size, &length, sizeof(length)), 0);
+		data = str + off->bytes_data;
+	} else {
+		uint32_t state = 0;
+
+		assert_int_equal(target_read(pid, str + off->unicode_state, &state, sizeof(state)), 0);
+		assert_int_equal(target_read(pid, str + off->unicode_length, &length, sizeof(length)), 0);
+		/* compact (bit 5) and ascii (bit 6): our names are plain identifiers */
+		assert_true((state >> 5 & 1) && (state >> 6 & 1));
+		data = str + off->unicode_ascii_data;
+	}
+	assert_true(length > 0 && (size_t)length < outlen);
+	assert_int_equal(target_read(pid, data, out, (size_t)length), 0);
+	out[length] = 0;
+}
+
+static uint64_t innermost_frame(pid_t pid, const struct py_offsets *off, uint64_t tstate)
+{
+	uint64_t link = read_ptr(pid, tstate + off->tstate_frame);
+
+	if (off->frame_link == PY_FRAME_LINK_CFRAME)
+		return link ? read_ptr(pid, link + off->cframe_current_frame) : 0;
+	return link;
+}
+
+struct found_function {
+	const char *name;
+	int firstlineno, argcount;
+	int found;
+};
+
+/* Walks the thread's frames from the innermost; records the frame named want->name. */
+static void find_function(pid_t pid, const struct py_offsets *off, uint64_t tstate, struct found_function *want)
+{
+	uint64_t frame = innermost_frame(pid, off, tstate);
+
+	for (int depth = 0; frame && depth < MAX_FRAMES && !want->found; depth++) {
+		uint64_t code;
+		char name[MAX_NAME];
+
+		if (off->frame_owner != PY_OFF_NONE) {
+			uint8_t owner = 0;
+
+			assert_int_equal(target_read(pid, frame + off->frame_owner, &owner, 1), 0);
+			if (owner >= off->owner_boundary) {
+				frame = read_ptr(pid, frame + off->frame_previous);
+				continue;
+			}
+		}
+		code = read_ptr(pid, frame + off->frame_code) & off->code_ptr_mask;
+		assert_true(code != 0);
+		read_name(pid, off, read_ptr(pid, code + off->code_name), name, sizeof(name));
+		if (!strcmp(name, want->name)) {
+			int32_t firstlineno = 0, argcount = 0;
+
+			assert_int_equal(target_read_s32(pid, code + off->code_firstlineno, &firstlineno), 0);
+			assert_int_equal(target_read_s32(pid, code + off->code_argcount, &argcount), 0);
+			want->firstlineno = firstlineno;
+			want->argcount = argcount;
+			want->found = 1;
+		}
+		frame = read_ptr(pid, frame + off->frame_previous);
+	}
+}
+
+/* The thread state whose thread_id is ident, searched in every interpreter; 0 if none. */
+static uint64_t find_tstate(pid_t pid, const struct py_proc_config *config, unsigned long long ident)
+{
+	const struct py_offsets *off = &config->off;
+	uint64_t interp = read_ptr(pid, config->interp_head_addr);
+
+	for (int i = 0; interp && i < MAX_INTERPS; i++) {
+		uint64_t tstate = read_ptr(pid, interp + off->interp_threads_head);
+
+		for (int t = 0; tstate && t < MAX_TSTATES; t++) {
+			if (read_ptr(pid, tstate + off->tstate_thread_id) == ident) {
+				assert_int_equal(read_ptr(pid, tstate + off->tstate_interp), interp);
+				return tstate;
+			}
+			tstate = read_ptr(pid, tstate + off->tstate_next);
+		}
+		interp = read_ptr(pid, interp + off->interp_next);
+	}
+	return 0;
+}
+
+static int discover_with_retries(pid_t pid, struct py_target *target, char *err, size_t errlen)
+{
+	int rc = -EAGAIN;
+
+	for (int attempt = 0; attempt < DISCOVER_RETRIES && rc == -EAGAIN; attempt++) {
+		rc = py_discover(pid, target, err, errlen);
+		if (rc == -EAGAIN)
+			sleep_ms(20);
+	}
+	return rc;
+}
+
+static void assert_function_in_thread(pid_t pid, const struct py_proc_config *config, uint64_t tstate,
+				      const char *name, int argcount)
+{
+	struct found_function want = { .name = name };
+	int line = def_line(name);
+
+	find_function(pid, &config->off, tstate, &want);
+	if (!want.found)
+		fail_msg("%s not found in its thread's frames", name);
+	assert_int_equal(want.firstlineno, line);
+	assert_int_equal(want.argcount, argcount);
+	assert_int_equal(py_code_checksum(want.firstlineno, want.argcount), py_code_checksum(line, argcount));
+}
+
+static void assert_gil_plausible(pid_t pid, const struct py_target *target, uint64_t main_tstate,
+				 uint64_t thread_tstate)
+{
+	uint64_t holder;
+	int32_t locked = -1;
+
+	if (target->major == 2) {
+		assert_false(target->config.flags & PY_PROC_HAS_GIL_HOLDER);
+		return;
+	}
+	assert_true(target->config.flags & PY_PROC_HAS_GIL_HOLDER);
+	/* only two threads ever ran Python, so the last holder is one of them */
+	holder = read_ptr(pid, target->config.gil_holder_addr);
+	assert_true(holder == main_tstate || holder == thread_tstate);
+	assert_int_equal(target_read_s32(pid, target->config.gil_locked_addr, &locked), 0);
+	assert_true(locked == 0 || locked == 1);
+}
+
+static void test_interpreter(void **state)
+{
+	const struct interpreter *interp = *state;
+	char path[4096], err[1024];
+	struct py_target target;
+	struct report report;
+	uint64_t main_tstate, thread_tstate;
+	unsigned expected_micro;
+	int fd, rc;
+	pid_t pid;
+
+	if (!find_interpreter(interp, path, sizeof(path))) {
+		print_message("CPython %s not installed here\n", interp->label);
+		skip();
+	}
+	pid = start_script(interp, path, &fd);
+	assert_true(pid > 0);
+	rc = read_report(fd, &report);
+	close(fd);
+	assert_int_equal(rc, 0);
+
+	rc = discover_with_retries(pid, &target, err, sizeof(err));
+	if (rc)
+		fail_msg("py_discover(%s): %d: %s", interp->label, rc, err);
+	assert_int_equal(target.pid, pid);
+	assert_int_equal(target.major, interp->major);
+	assert_int_equal(target.minor, interp->minor);
+	assert_int_equal(target.config.version_hex >> 16, interp->major << 8 | interp->minor);
+	if (sscanf(path, "/root/.pyenv/versions/%*u.%*u.%u/", &expected_micro) == 1)
+		assert_int_equal(target.micro, expected_micro);
+	assert_non_null(strstr(target.runtime_path, "python"));
+
+	main_tstate = find_tstate(pid, &target.config, report.main_ident);
+	thread_tstate = find_tstate(pid, &target.config, report.thread_ident);
+	assert_true(main_tstate != 0);
+	assert_true(thread_tstate != 0);
+	assert_true(main_tstate != thread_tstate);
+	assert_function_in_thread(pid, &target.config, main_tstate, "marker_main", 2);
+	assert_function_in_thread(pid, &target.config, thread_tstate, "marker_thread", 1);
+	assert_gil_plausible(pid, &target, main_tstate, thread_tstate);
+	kill_children();
+}
+
+/* ----------------------------------------------------------------- errors */
+
+static void test_no_such_process(void **state)
+{
+	char err[256];
+	struct py_target target;
+	pid_t pid = fork();
+
+	(void)state;
+	if (pid == 0)
+		_exit(0);
+	assert_true(pid > 0);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(py_discover(pid, &target, err, sizeof(err)), -ESRCH);
+	assert_non_null(strstr(err, "no such process"));
+}
+
+/* Whether some mapping of pid has a path containing name. */
+static int maps_name(pid_t pid, const char *name)
+{
+	struct proc_maps maps;
+	int found = 0;
+
+	if (proc_maps_read(pid, &maps))
+		return 0;
+	for (size_t i = 0; i < maps.count && !found; i++)
+		found = strstr(maps.maps[i].path, name) != NULL;
+	proc_maps_free(&maps);
+	return found;
+}
+
+static void test_not_python(void **state)
+{
+	char exe_link[64], exe[4096] = "", err[2048];
+	struct py_target target;
+	int fd;
+	pid_t pid = spawn((char *const[]){ "/bin/sleep", "10", NULL }, &fd);
+
+	(void)state;
+	assert_true(pid > 0);
+	close(fd);
+	/* until exec and the dynamic loader are done the child's maps are still this test binary's */
+	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", (int)pid);
+	for (int attempt = 0; attempt < DISCOVER_RETRIES && !(strstr(exe, "sleep") && maps_name(pid, "libc.so"));
+	     attempt++) {
+		ssize_t len = readlink(exe_link, exe, sizeof(exe) - 1);
+
+		exe[len > 0 ? len : 0] = 0;
+		sleep_ms(10);
+	}
+	assert_non_null(strstr(exe, "sleep"));
+
+	assert_int_equal(py_discover(pid, &target, err, sizeof(err)), -ENOEXEC);
+	assert_non_null(strstr(err, "not a Python process"));
+	assert_non_null(strstr(err, "searched"));
+	assert_non_null(strstr(err, "sleep"));
+	assert_non_null(strstr(err, "libc.so"));
+	kill_children();
+}
+
+/*
+ * A process stopped right at exec (PTRACE_TRACEME): the dynamic loader has not
+ * mapped libpython yet, or, for a static build, the runtime is not initialised.
+ * Either way the caller must be told to retry, not that this is not Python.
+ */
+static void test_fresh_exec_is_retry(void **state)
+{
+	const struct interpreter *interp = *state;
+	char path[4096], err[1024];
+	struct py_target target;
+	int status = 0;
+	pid_t pid;
+
+	if (!find_interpreter(interp, path, sizeof(path))) {
+		print_message("CPython %s not installed here\n", interp->label);
+		skip();
+	}
+	pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execv(path, (char *const[]){ path, "-c", "pass", NULL });
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	children[child_count++] = pid;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP);
+
+	assert_int_equal(py_discover(pid, &target, err, sizeof(err)), -EAGAIN);
+	assert_non_null(strstr(err, "retry"));
+	kill_children();
+}
+
+/* -------------------------------------------------------------- unit parts */
+
+static void test_proc_maps_parse(void **state)
+{
+	static const char text[] =
+		"00400000-00420000 r--p 00000000 08:01 1234 /usr/bin/python3.11\n"
+		"7f0000000000-7f0000021000 rw-p 00000000 00:00 0 \n"
+		"7f1000000000-7f1000100000 r-xp 00010000 08:01 99 /opt/my dir/libpython3.9.so.1.0 (deleted)\n"
+		"7f2000000000-7f2000001000 r--p 00000000 08:01 99 /opt/my dir/libpython3.9.so.1.0\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n";
+	FILE *stream = fmemopen((void *)text, sizeof(text) - 1, "r");
+	struct proc_maps maps;
+	const struct proc_map *first;
+
+	(void)state;
+	assert_non_null(stream);
+	assert_int_equal(proc_maps_parse(stream, &maps), 0);
+	fclose(stream);
+	assert_int_equal(maps.count, 5);
+	assert_int_equal(maps.maps[0].start, 0x400000);
+	assert_int_equal(maps.maps[0].end, 0x420000);
+	assert_string_equal(maps.maps[0].perms, "r--p");
+	assert_string_equal(maps.maps[1].path, "");
+	assert_string_equal(maps.maps[2].path, "/opt/my dir/libpython3.9.so.1.0");
+	assert_int_equal(maps.maps[2].offset, 0x10000);
+	assert_string_equal(maps.maps[4].path, "[stack]");
+	first = proc_maps_first_of(&maps, "/opt/my dir/libpython3.9.so.1.0");
+	assert_non_null(first);
+	assert_int_equal(first->start, 0x7f1000000000);
+	assert_string_equal(proc_maps_basename(first->path), "libpython3.9.so.1.0");
+	proc_maps_free(&maps);
+}
+
+static void test_offsets_table(void **state)
+{
+	const struct py_offsets *off;
+
+	(void)state;
+	assert_null(py_offsets_for_version(3, 5));
+	assert_null(py_offsets_for_version(3, 13)); /* read from the target instead */
+	off = py_offsets_for_version(2, 7);
+	assert_non_null(off);
+	assert_int_equal(off->string_kind, PY_STRING_BYTES);
+	assert_int_equal(off->runtime_interpreters_head, PY_OFF_NONE);
+	off = py_offsets_for_version(3, 10);
+	assert_non_null(off);
+	assert_int_equal(off->lasti_kind, PY_LASTI_INT_UNITS);
+	off = py_offsets_for_version(3, 11);
+	assert_non_null(off);
+	assert_int_equal(off->frame_link, PY_FRAME_LINK_CFRAME);
+	assert_int_equal(off->owner_boundary, 255);
+	off = py_offsets_for_version(3, 12);
+	assert_non_null(off);
+	assert_int_equal(off->owner_boundary, 3);
+	assert_int_equal(off->unicode_ascii_data, 40);
+	for (unsigned minor = 6; minor <= 12; minor++) {
+		off = py_offsets_for_version(3, minor);
+		assert_non_null(off);
+		assert_int_equal(off->string_kind, PY_STRING_UNICODE);
+		assert_true(off->frame_read_size > off->frame_previous && off->frame_read_size > off->frame_code);
+		assert_non_null(py_gil_layout_for_version(3, minor));
+	}
+}
+
+/* Rebuilds the _Py_DebugOffsets blob from a decoded dump in the shared specs. */
+static int blob_from_dump(const char *name, uint8_t *blob, size_t bloblen, size_t *len)
+{
+	char path[1024], line[256];
+	FILE *dump;
+
+	snprintf(path, sizeof(path), "%s/../specs/cpython-debug-offsets/%s", testdata_dir(), name);
+	dump = fopen(path, "r");
+	if (!dump)
+		return -1;
+	memset(blob, 0, bloblen);
+	*len = 0;
+	while (fgets(line, sizeof(line), dump)) {
+		unsigned at;
+		char field[128], value[64];
+		unsigned long long number;
+
+		if (sscanf(line, "# sizeof(_Py_DebugOffsets) = %zu", len) == 1)
+			continue;
+		if (sscanf(line, " %u %127s %63s", &at, field, value) != 3 || at + 8 > bloblen)
+			continue;
+		if (!strcmp(field, "cookie"))
+			memcpy(blob + at, "xdebugpy", 8);
+		else if (sscanf(value, "%lli", &number) == 1)
+			memcpy(blob + at, &number, 8);
+	}
+	fclose(dump);
+	return *len ? 0 : -1;
+}
+
+struct debug_case {
+	const char *dump;
+	uint32_t version_hex;
+	uint32_t thread_id, frame_owner, frame_code, compact_data;
+	uint64_t code_ptr_mask;
+};
+
+static void test_debug_offsets(void **state)
+{
+	const struct debug_case *c = *state;
+	uint8_t blob[2048];
+	size_t len;
+	struct py_offsets off;
+	struct py_gil_layout gil;
+	uint32_t version_hex = 0;
+	char err[256];
+
+	if (blob_from_dump(c->dump, blob, sizeof(blob), &len)) {
+		print_message("no %s in the shared specs\n", c->dump);
+		skip();
+	}
+	assert_int_equal(py_offsets_from_debug(blob, len, &off, &version_hex, err, sizeof(err)), 0);
+	assert_int_equal(version_hex, c->version_hex);
+	assert_int_equal(off.tstate_thread_id, c->thread_id);
+	assert_int_equal(off.frame_owner, c->frame_owner);
+	assert_int_equal(off.frame_code, c->frame_code);
+	assert_int_equal(off.unicode_compact_data, c->compact_data);
+	assert_int_equal(off.code_ptr_mask, c->code_ptr_mask);
+	assert_int_equal(off.frame_link, PY_FRAME_LINK_DIRECT);
+	assert_int_equal(off.lasti_kind, PY_LASTI_PTR);
+	assert_int_equal(off.owner_boundary, 3);
+	assert_true(off.frame_read_size > off.frame_owner);
+	assert_int_equal(py_gil_layout_from_debug(blob, len, &gil, err, sizeof(err)), 0);
+	assert_int_equal(gil.where, PY_GIL_VIA_INTERP_POINTER);
+	assert_int_equal(gil.holder, 8);
+	assert_int_equal(gil.locked, 16);
+
+	/* too short for its own layout */
+	assert_int_equal(py_offsets_from_debug(blob, len - 8, &off, NULL, err, sizeof(err)), -EINVAL);
+	/* a future minor needs its layout added */
+	blob[10] = 16;
+	assert_int_equal(py_offsets_from_debug(blob, len, &off, NULL, err, sizeof(err)), -ENOTSUP);
+	assert_non_null(strstr(err, "3.16"));
+	/* not a debug-offsets blob at all */
+	blob[0] = 'X';
+	assert_int_equal(py_offsets_from_debug(blob, len, &off, NULL, err, sizeof(err)), -EINVAL);
+}
+
+static const struct debug_case debug_313 = { "py3.13.0.txt", 0x30d00f0, 152, 70, 0, 56, ~0ull };
+static const struct debug_case debug_314 = { "py3.14.10.txt", 0x30e0af0, 152, 74, 0, 56, ~3ull };
+static const struct debug_case debug_315 = { "py3.15.2.txt", 0x30f02f0, 176, 74, 0, 56, ~3ull };
+
+static int teardown_children(void **state)
+{
+	(void)state;
+	kill_children();
+	return 0;
+}
+
+/* Named after the interpreter, so a failure says which one. */
+#define INTERPRETER_TEST(i, label) \
+	{ "discover CPython " label, test_interpreter, NULL, teardown_children, (void *)&interpreters[i] }
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_proc_maps_parse),
+		cmocka_unit_test(test_offsets_table),
+		{ "debug offsets 3.13", test_debug_offsets, NULL, NULL, (void *)&debug_313 },
+		{ "debug offsets 3.14", test_debug_offsets, NULL, NULL, (void *)&debug_314 },
+		{ "debug offsets 3.15", test_debug_offsets, NULL, NULL, (void *)&debug_315 },
+		cmocka_unit_test(test_no_such_process),
+		cmocka_unit_test_teardown(test_not_python, teardown_children),
+		{ "fresh exec: libpython not mapped yet", test_fresh_exec_is_retry, NULL, teardown_children,
+		  (void *)&interpreters[7] },
+		{ "fresh exec: static runtime not initialised", test_fresh_exec_is_retry, NULL, teardown_children,
+		  (void *)&interpreters[9] },
+		INTERPRETER_TEST(0, "2.7"), INTERPRETER_TEST(1, "3.6"), INTERPRETER_TEST(2, "3.7"),
+		INTERPRETER_TEST(3, "3.8"), INTERPRETER_TEST(4, "3.9"), INTERPRETER_TEST(5, "3.10"),
+		INTERPRETER_TEST(6, "3.11"), INTERPRETER_TEST(7, "3.12"), INTERPRETER_TEST(8, "3.13"),
+		INTERPRETER_TEST(9, "3.11 static (Debian)"), INTERPRETER_TEST(10, "3.14 (sid chroot)"),
+		INTERPRETER_TEST(11, "3.15 (sid chroot)"),
+	};
+	int failed = cmocka_run_group_tests_name("py_discover", tests, NULL, NULL);
+
+	kill_children();
+	return failed;
+}

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+#include "elf_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Guards against corrupt section headers claiming absurd counts. */
+#define ELF_MAX_SECTIONS 65536u
+#define ELF_MAX_SYMBOLS (1u << 24)
+#define ELF_MAX_PHDRS 4096u
+
+int elf_file_open(struct elf_file *file, const char *path)
+{
+	Elf *elf;
+
+	file->fd = -1;
+	file->elf = NULL;
+	snprintf(file->path, sizeof(file->path), "%s", path);
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	file->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (file->fd < 0)
+		return -errno;
+	elf = elf_begin(file->fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64) {
+		if (elf)
+			elf_end(elf);
+		close(file->fd);
+		file->fd = -1;
+		return -ENOEXEC;
+	}
+	file->elf = elf;
+	return 0;
+}
+
+int elf_file_open_in(struct elf_file *file, pid_t pid, const char *path_in_target)
+{
+	char path[sizeof(file->path)];
+
+	if (path_in_target[0] != '/')
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, path_in_target);
+	return elf_file_open(file, path);
+}
+
+int elf_file_open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
+			 uint64_t map_end, uint64_t inode)
+{
+	char map_file[96];
+	struct stat st;
+	int rc = elf_file_open_in(file, pid, path_in_target);
+
+	if (!rc && fstat(file->fd, &st) == 0 && (uint64_t)st.st_ino == inode)
+		return 0;
+	if (!rc)
+		elf_file_close(file);
+	snprintf(map_file, sizeof(map_file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map_start, map_end);
+	/* map_files needs CAP_SYS_ADMIN: keep the first error when it is refused */
+	return elf_file_open(file, map_file) ? (rc ? rc : -ENOENT) : 0;
+}
+
+void elf_file_close(struct elf_file *file)
+{
+	if (file->elf)
+		elf_end(file->elf);
+	if (file->fd >= 0)
+		close(file->fd);
+	file->elf = NULL;
+	file->fd = -1;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *shdr)
+{
+	size_t names_index;
+	Elf_Scn *scn = NULL;
+	unsigned seen = 0;
+
+	if (elf_getshdrstrndx(elf, &names_index))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn)) && seen++ < ELF_MAX_SECTIONS) {
+		const char *scn_name;
+
+		if (!gelf_getshdr(scn, shdr))
+			continue;
+		scn_name = elf_strptr(elf, names_index, shdr->sh_name);
+		if (scn_name && !strcmp(scn_name, name))
+			return scn;
+	}
+	return NULL;
+}
+
+static Elf_Scn *find_section_of_type(Elf *elf, Elf64_Word type, GElf_Shdr *shdr)
+{
+	Elf_Scn *scn = NULL;
+	unsigned seen = 0;
+
+	while ((scn = elf_nextscn(elf, scn)) && seen++ < ELF_MAX_SECTIONS) {
+		if (gelf_getshdr(scn, shdr) && shdr->sh_type == type)
+			return scn;
+	}
+	return NULL;
+}
+
+static int symbol_in_table(Elf *elf, Elf64_Word table_type, const char *name, uint64_t *addr, uint64_t *size)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section_of_type(elf, table_type, &shdr);
+	Elf_Data *data;
+	size_t count;
+
+	if (!scn || !shdr.sh_entsize)
+		return -ENOENT;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return -ENOENT;
+	count = shdr.sh_size / shdr.sh_entsize;
+	if (count > ELF_MAX_SYMBOLS)
+		count = ELF_MAX_SYMBOLS;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Sym sym;
+		const char *sym_name;
+
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+			continue;
+		sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+		if (sym_name && !strcmp(sym_name, name)) {
+			*addr = sym.st_value;
+			if (size)
+				*size = sym.st_size;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_file_symbol(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size)
+{
+	/* .symtab first: it also holds static symbols such as 2.7's interp_head */
+	if (!symbol_in_table(file->elf, SHT_SYMTAB, name, addr, size))
+		return 0;
+	return symbol_in_table(file->elf, SHT_DYNSYM, name, addr, size);
+}
+
+int elf_file_section(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size)
+{
+	GElf_Shdr shdr;
+
+	if (!find_section(file->elf, name, &shdr))
+		return -ENOENT;
+	*addr = shdr.sh_addr;
+	if (size)
+		*size = shdr.sh_size;
+	return 0;
+}
+
+int elf_file_section_data(const struct elf_file *file, const char *name, const void **data, size_t *len)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section(file->elf, name, &shdr);
+	Elf_Data *contents;
+
+	if (!scn)
+		return -ENOENT;
+	if (shdr.sh_type == SHT_NOBITS)
+		return -ENODATA;
+	contents = elf_getdata(scn, NULL);
+	if (!contents || !contents->d_buf)
+		return -ENODATA;
+	*data = contents->d_buf;
+	*len = contents->d_size;
+	return 0;
+}
+
+int elf_file_load_bias(const struct elf_file *file, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
+{
+	size_t count;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t page_mask = ~((uint64_t)(page > 0 ? page : 4096) - 1);
+
+	if (elf_getphdrnum(file->elf, &count))
+		return -ENOEXEC;
+	if (count > ELF_MAX_PHDRS)
+		count = ELF_MAX_PHDRS;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Phdr phdr;
+		uint64_t seg_file_start, seg_vaddr_start;
+
+		if (!gelf_getphdr(file->elf, (int)i, &phdr) || phdr.p_type != PT_LOAD)
+			continue;
+		/* the kernel maps each PT_LOAD from page-aligned file offset to page-aligned vaddr */
+		seg_file_start = phdr.p_offset & page_mask;
+		seg_vaddr_start = phdr.p_vaddr & page_mask;
+		if (map_offset < seg_file_start || map_offset >= phdr.p_offset + phdr.p_filesz)
+			continue;
+		*bias = map_start - (seg_vaddr_start + (map_offset - seg_file_start));
+		return 0;
+	}
+	return -ENOENT;
+}

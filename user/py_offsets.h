@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where CPython keeps what the sampler reads, per version: a table for 2.7 and
+ * 3.6-3.12 (generated from each version's headers by tests/scripts/gen_py_offsets.sh),
+ * and a decoder of the _Py_DebugOffsets a 3.13+ target carries at the start of _PyRuntime.
+ */
+#ifndef PYBPFPROF_USER_PY_OFFSETS_H
+#define PYBPFPROF_USER_PY_OFFSETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* the shared contract: a plain "py_offsets.h" here would name this very file */
+#include "../include/py_offsets.h"
+
+/* Where the GIL's last holder and locked flag live. */
+enum py_gil_where {
+	PY_GIL_UNKNOWN = 0,            /* not recorded (2.7) */
+	PY_GIL_STATIC_SYMBOLS,         /* 3.6: static gil_last_holder / gil_locked in the runtime ELF */
+	PY_GIL_IN_RUNTIME,             /* 3.7-3.11: _PyRuntime + holder / locked */
+	PY_GIL_VIA_INTERP_POINTER,     /* 3.12+: *(interp + pointer) + holder / locked */
+};
+
+struct py_gil_layout {
+	enum py_gil_where where;
+	uint32_t pointer;  /* offset of the struct _gil_runtime_state * in PyInterpreterState */
+	uint32_t holder;   /* last_holder, from _PyRuntime or from the gil state */
+	uint32_t locked;   /* locked, likewise */
+};
+
+/* The sizeof(_Py_DebugOffsets) of the largest layout known: read at least this much. */
+#define PY_DEBUG_OFFSETS_MAX_SIZE 1024u
+#define PY_DEBUG_OFFSETS_COOKIE "xdebugpy"
+
+/* The table entry for 2.7 / 3.6-3.12 by (major, minor); NULL if none. */
+const struct py_offsets *py_offsets_for_version(unsigned major, unsigned minor);
+/* Its GIL layout; NULL if the version has no table entry. */
+const struct py_gil_layout *py_gil_layout_for_version(unsigned major, unsigned minor);
+
+/* Fill offsets from a _Py_DebugOffsets blob read from the target (3.13+); -EINVAL with a reason
+ * if it is not one (no cookie, too short, implausible offsets), -ENOTSUP for a free-threaded
+ * build or a minor version whose layout is not known (a new minor needs one entry in
+ * debug_layouts[] in py_offsets.c). */
+int py_offsets_from_debug(const void *debug_offsets, size_t len, struct py_offsets *out, uint32_t *version_hex,
+			  char *err, size_t errlen);
+/* The GIL layout from the same blob; PY_GIL_UNKNOWN if it gives none. Same errors. */
+int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err,
+			     size_t errlen);
+
+#endif
