@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Walking a thread's Python frames, leaf first, into the per-CPU record.
+ *
+ * Frames are copied from the target in windows: up to 3.10 a window is one
+ * PyFrameObject; from 3.11 it is the PBP_WINDOW_BYTES ending just past the
+ * current frame, because its callers usually sit just below it in the same
+ * data-stack chunk and one bulk copy is far cheaper than a read per frame.
+ * A frame whose `previous` falls outside the copy starts a new window.
+ */
+#ifndef PYBPFPROF_BPF_FRAME_WALK_H
+#define PYBPFPROF_BPF_FRAME_WALK_H
+
+#include "maps.h"
+#include "thread_state.h"
+
+/* Iterations beyond the kept frames, for skipped shim frames (3.12+). */
+#define PBP_MAX_SKIPPED_FRAMES 64
+#define PBP_PAGE_MASK 0xfffull
+
+struct pbp_frame_walk_ctx {
+	const struct py_proc_config *config;
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_cpu_window *window;
+};
+
+static __always_inline int pbp_read_window(struct pbp_frame_walk_ctx *ctx, __u64 start, __u64 len)
+{
+	if (len == 0 || len > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ)
+		return -1;
+	if (bpf_probe_read_user(ctx->window->bytes, len, (const void *)start) != 0)
+		return -1;
+	ctx->scratch->walk.window_start = start;
+	ctx->scratch->walk.window_len = len;
+	return 0;
+}
+
+/* Copy target memory so that the frame at addr (size bytes) is inside the window. */
+static __always_inline int pbp_load_window(struct pbp_frame_walk_ctx *ctx, __u64 addr, __u32 size)
+{
+	__u64 end = addr + size;
+	__u64 page_start = addr & ~PBP_PAGE_MASK;
+
+	if (ctx->config->off.frame_owner == PY_OFF_NONE)
+		return pbp_read_window(ctx, addr, size);
+	if (ctx->scratch->walk.window_len != 0 && end > PBP_WINDOW_BYTES &&
+	    pbp_read_window(ctx, end - PBP_WINDOW_BYTES, PBP_WINDOW_BYTES) == 0)
+		return 0;
+	if (end > PBP_WINDOW_FIRST_BYTES &&
+	    pbp_read_window(ctx, end - PBP_WINDOW_FIRST_BYTES, PBP_WINDOW_FIRST_BYTES) == 0)
+		return 0;
+	/* The window crossed into an unmapped page (a chunk's edge): the
+	 * frame's own page is mapped, so copy from its start. */
+	return pbp_read_window(ctx, page_start, end - page_start);
+}
+
+/* py_code_checksum() of the code object at code_addr; -1 if unreadable. */
+static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
+					      const struct py_offsets *off, __u64 code_addr)
+{
+	__u32 argcount_off = off->code_argcount;
+	__u32 firstlineno_off = off->code_firstlineno;
+	__u32 low = argcount_off < firstlineno_off ? argcount_off : firstlineno_off;
+	__u32 high = argcount_off < firstlineno_off ? firstlineno_off : argcount_off;
+	__u64 distance = (__u64)high - low;
+	__s32 argcount = 0, firstlineno = 0;
+
+	if (distance < PBP_CODE_SPAN_MAX) {
+		__u64 span = distance + sizeof(__s32);
+
+		if (bpf_probe_read_user(scratch->code_buf, span, (const void *)(code_addr + low)) != 0)
+			return -1;
+		argcount = *(__s32 *)(scratch->code_buf + ((argcount_off - low) & (PBP_CODE_SPAN_MAX - 1)));
+		firstlineno = *(__s32 *)(scratch->code_buf + ((firstlineno_off - low) & (PBP_CODE_SPAN_MAX - 1)));
+	} else if (bpf_probe_read_user(&argcount, sizeof(argcount), (const void *)(code_addr + argcount_off)) != 0 ||
+		   bpf_probe_read_user(&firstlineno, sizeof(firstlineno), (const void *)(code_addr + firstlineno_off)) != 0) {
+		return -1;
+	}
+	return py_code_checksum(firstlineno, argcount);
+}
+
+static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, const __u8 *frame, __u64 code_addr)
+{
+	const __u8 *lasti = frame + (off->frame_lasti & (PBP_FRAME_MAX_READ - 1));
+
+	if (off->lasti_kind == PY_LASTI_PTR)
+		return (__u32)(*(const __u64 *)lasti - code_addr);
+	return (__u32)*(const __s32 *)lasti;
+}
+
+static long pbp_frame_step(__u32 index, void *opaque)
+{
+	struct pbp_frame_walk_ctx *ctx = opaque;
+	const struct py_offsets *off = &ctx->config->off;
+	struct pbp_cpu_scratch *scratch = ctx->scratch;
+	struct pbp_frame_walk *walk = &scratch->walk;
+	__u64 addr = walk->frame_addr;
+	__u32 size = off->frame_read_size;
+	struct pbp_py_frame *out;
+	__u64 rel, code_addr;
+	const __u8 *frame;
+	__u32 count;
+	long checksum;
+
+	(void)index;
+	if (addr == 0)
+		return 1;
+	if (size == 0 || size > PBP_FRAME_MAX_READ)
+		goto fault;
+	if (addr < walk->window_start || addr + size > walk->window_start + walk->window_len) {
+		if (pbp_load_window(ctx, addr, size) != 0)
+			goto fault;
+	}
+	rel = addr - walk->window_start;
+	if (rel > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ)
+		goto fault;
+	frame = ctx->window->bytes + rel;
+	walk->frame_addr = *(const __u64 *)(frame + (off->frame_previous & (PBP_FRAME_MAX_READ - 1)));
+
+	if (off->frame_owner != PY_OFF_NONE &&
+	    frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)] >= off->owner_boundary)
+		return 0;
+	code_addr = *(const __u64 *)(frame + (off->frame_code & (PBP_FRAME_MAX_READ - 1))) & off->code_ptr_mask;
+	if (code_addr == 0)
+		return 0;
+
+	count = walk->frame_count;
+	if (count >= PBP_MAX_PY_FRAMES) {
+		walk->flags |= PBP_REC_PY_TRUNCATED;
+		return 1;
+	}
+	if (code_addr == walk->last_code_addr) {
+		checksum = walk->last_checksum;
+	} else {
+		checksum = pbp_code_checksum(scratch, off, code_addr);
+		if (checksum < 0)
+			goto fault;
+		walk->last_code_addr = code_addr;
+		walk->last_checksum = (__u32)checksum;
+	}
+	out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
+	out->code_addr = code_addr;
+	out->instr_offset = pbp_instr_offset(off, frame, code_addr);
+	out->checksum = (__u32)checksum;
+	walk->frame_count = count + 1;
+	return 0;
+
+fault:
+	walk->flags |= PBP_REC_READ_FAULT;
+	return 1;
+}
+
+static __always_inline __u64 pbp_current_frame(const struct py_proc_config *config, __u64 tstate_addr)
+{
+	__u64 link = pbp_read_u64(tstate_addr + config->off.tstate_frame);
+
+	if (config->off.frame_link == PY_FRAME_LINK_CFRAME && link != 0)
+		return pbp_read_u64(link + config->off.cframe_current_frame);
+	return link;
+}
+
+/* Fills scratch->out.py from the thread's current frame; returns frames written, flags in walk. */
+static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config,
+					     struct pbp_cpu_scratch *scratch, __u64 tstate_addr)
+{
+	__u32 zero = 0;
+	struct pbp_cpu_window *window = bpf_map_lookup_elem(&cpu_window, &zero);
+	struct pbp_frame_walk_ctx ctx = { .config = config, .scratch = scratch };
+	struct pbp_frame_walk *walk = &scratch->walk;
+
+	walk->frame_addr = pbp_current_frame(config, tstate_addr);
+	walk->window_start = 0;
+	walk->window_len = 0;
+	walk->last_code_addr = 0;
+	walk->last_checksum = 0;
+	walk->frame_count = 0;
+	walk->flags = 0;
+	if (walk->frame_addr == 0) {
+		walk->flags = PBP_REC_NO_FRAME;
+		return 0;
+	}
+	if (!window)
+		return 0;
+	ctx.window = window;
+	bpf_loop(PBP_MAX_PY_FRAMES + PBP_MAX_SKIPPED_FRAMES, pbp_frame_step, &ctx, 0);
+	if (walk->frame_addr != 0 && !(walk->flags & PBP_REC_READ_FAULT))
+		walk->flags |= PBP_REC_PY_TRUNCATED;
+	return walk->frame_count;
+}
+
+#endif

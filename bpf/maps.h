@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* The maps the sample path shares with userspace, and its per-CPU scratch. */
+#ifndef PYBPFPROF_BPF_MAPS_H
+#define PYBPFPROF_BPF_MAPS_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "py_offsets.h"
+#include "proc_event.h"
+#include "sample_record.h"
+
+#define PBP_MAX_TARGETS 4096
+#define PBP_MAX_CACHED_THREADS 16384
+
+/*
+ * Target memory is copied in windows: from 3.11 the frames of one thread
+ * sit next to each other in its data stack, so one copy usually holds many
+ * of them. The first window of a sample is small (most stacks are shallow
+ * and a copy costs more the larger it is); deeper stacks continue with
+ * large ones. The buffer has slack after the window so that a frame near
+ * its end can be read with masked field offsets.
+ */
+#define PBP_WINDOW_FIRST_BYTES 4096
+#define PBP_WINDOW_BYTES 16384
+#define PBP_FRAME_MAX_READ 256  /* frame_read_size is at most this */
+#define PBP_WINDOW_BUF (PBP_WINDOW_BYTES + 2 * PBP_FRAME_MAX_READ + 512)
+#define PBP_CODE_SPAN_MAX 128   /* one read covers co_argcount..co_firstlineno when closer than this */
+
+/* tid -> its PyThreadState, revalidated on every use. */
+struct pbp_tstate_cache_entry {
+	__u64 tstate_addr;  /* 0: no thread state was found at checked_ns */
+	__u64 checked_ns;
+};
+
+/* Walk state lives in map memory (not in the bpf_loop ctx on the stack) so
+ * that the verifier sees it as unknown and converges on the loop body. */
+struct pbp_frame_walk {
+	__u64 frame_addr;      /* next frame to visit, 0 at the end */
+	__u64 window_start;    /* target address of window[0] */
+	__u64 window_len;      /* valid bytes in window */
+	__u64 last_code_addr;  /* the previous frame's code object, to reuse its checksum */
+	__u32 last_checksum;
+	__u32 frame_count;     /* frames written to the record */
+	__u32 flags;           /* PBP_REC_* found while walking */
+	__u32 pad;
+};
+
+struct pbp_tstate_walk {
+	__u64 interp_addr;
+	__u64 tstate_addr;     /* thread state being checked, 0 = move to the next interpreter */
+	__u64 found_addr;
+	__u64 fsbase;
+	__u32 interps_seen;
+	__u32 tstates_seen;    /* in the current interpreter */
+};
+
+/* Leaf-first frames, then room for the kernel stack right after the last frame. */
+struct pbp_sample_buf {
+	struct pbp_record rec;
+	struct pbp_py_frame py[PBP_MAX_PY_FRAMES];
+	__u64 kernel_room[PBP_MAX_KERNEL_FRAMES];
+};
+
+struct pbp_cpu_scratch {
+	struct pbp_sample_buf out;
+	struct pbp_frame_walk walk;
+	struct pbp_tstate_walk tswalk;
+	__u8 code_buf[PBP_CODE_SPAN_MAX + 8];
+};
+
+/* Separate from pbp_cpu_scratch: a per-CPU map value is capped at 32 KiB. */
+struct pbp_cpu_window {
+	__u8 bytes[PBP_WINDOW_BUF];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PBP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct py_proc_config);
+} proc_configs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PBP_MAX_CACHED_THREADS);
+	__type(key, __u32);
+	__type(value, struct pbp_tstate_cache_entry);
+} tstate_cache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pbp_cpu_scratch);
+} cpu_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pbp_cpu_window);
+} cpu_window SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Size set by userspace before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} proc_events SEC(".maps");
+
+static __always_inline void pbp_count(__u32 counter)
+{
+	__u64 *value = bpf_map_lookup_elem(&counters, &counter);
+
+	if (value)
+		*value += 1;
+}
+
+#endif

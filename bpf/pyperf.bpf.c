@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sample path: on every cpu-clock tick that lands in a target process,
+ * one ring-buffer record with the thread's Python stack (leaf first) and
+ * kernel stack. Plus exec/exit notices on a second, low-rate ring buffer.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "frame_walk.h"
+#include "maps.h"
+#include "thread_state.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile bool kernel_stacks = true;
+const volatile bool watch_exec = false;
+/* Wake the consumer once this much is waiting (0: never; it consumes on a timer). */
+const volatile __u64 wakeup_bytes = 0;
+
+/* The context only allows 8-byte loads of its registers, and cs is a u16 in
+ * a union on recent kernels: load its whole word. */
+static __always_inline bool pbp_sampled_user_mode(struct bpf_perf_event_data *ctx)
+{
+	const volatile __u64 *cs_word =
+		(const volatile __u64 *)((const char *)ctx + __builtin_offsetof(struct pt_regs, cs));
+
+	return (*cs_word & 3) == 3;
+}
+
+static __always_inline void pbp_fill_gil(const struct py_proc_config *config, struct pbp_record *rec)
+{
+	__s32 locked = 0;
+
+	if (!(config->flags & PY_PROC_HAS_GIL_HOLDER))
+		return;
+	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)config->gil_locked_addr) != 0 || !locked)
+		return;
+	if (pbp_read_u64(config->gil_holder_addr) == rec->tstate_addr)
+		rec->flags |= PBP_REC_HAS_GIL;
+}
+
+static __always_inline void pbp_fill_python(const struct py_proc_config *config,
+					    struct pbp_cpu_scratch *scratch, __u32 tid)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, tid, rec->time_ns);
+
+	if (tstate_addr == 0) {
+		rec->flags |= PBP_REC_NO_TSTATE;
+		pbp_count(PBP_CNT_NO_TSTATE);
+		return;
+	}
+	rec->tstate_addr = tstate_addr;
+	pbp_fill_gil(config, rec);
+	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr);
+	rec->flags |= scratch->walk.flags;
+	if (scratch->walk.flags & PBP_REC_READ_FAULT)
+		pbp_count(PBP_CNT_READ_FAULTS);
+	if (scratch->walk.flags & PBP_REC_PY_TRUNCATED)
+		pbp_count(PBP_CNT_TRUNCATED);
+}
+
+static __always_inline __u32 pbp_fill_kernel_stack(struct bpf_perf_event_data *ctx,
+						   struct pbp_cpu_scratch *scratch, __u32 py_count)
+{
+	long bytes;
+
+	if (py_count > PBP_MAX_PY_FRAMES)
+		return 0;
+	bytes = bpf_get_stack(ctx, &scratch->out.py[py_count], PBP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	return bytes > 0 ? (__u32)bytes / sizeof(__u64) : 0;
+}
+
+static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
+		    (__u64)rec->kernel_frame_count * sizeof(__u64);
+	__u64 wakeup = BPF_RB_NO_WAKEUP;
+
+	if (len > sizeof(scratch->out))
+		len = sizeof(scratch->out);
+	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		wakeup = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, &scratch->out, len, wakeup) != 0)
+		pbp_count(PBP_CNT_LOST);
+}
+
+SEC("perf_event")
+int pbp_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u32 zero = 0;
+	const struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_record *rec;
+	bool user_mode;
+
+	if (!config)
+		return 0;
+	scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
+	if (!scratch)
+		return 0;
+	pbp_count(PBP_CNT_SAMPLES);
+	user_mode = pbp_sampled_user_mode(ctx);
+	rec = &scratch->out.rec;
+	rec->time_ns = bpf_ktime_get_ns();
+	rec->tstate_addr = 0;
+	rec->pid = tgid;
+	rec->tid = (__u32)pid_tgid;
+	rec->cpu = bpf_get_smp_processor_id();
+	rec->flags = user_mode ? PBP_REC_USER_MODE : 0;
+	rec->py_frame_count = 0;
+	rec->kernel_frame_count = 0;
+	rec->reserved = 0;
+
+	if (!(config->flags & PY_PROC_PENDING))
+		pbp_fill_python(config, scratch, rec->tid);
+	/* An interrupted user-mode thread has no kernel stack to report. */
+	if (kernel_stacks && !user_mode)
+		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, scratch, rec->py_frame_count);
+	pbp_send(scratch);
+	return 0;
+}
+
+static __always_inline void pbp_send_proc_event(__u32 type, __u32 pid)
+{
+	struct pbp_proc_event *event = bpf_ringbuf_reserve(&proc_events, sizeof(*event), 0);
+
+	if (!event)
+		return;
+	event->type = type;
+	event->pid = pid;
+	bpf_get_current_comm(event->comm, sizeof(event->comm));
+	bpf_ringbuf_submit(event, 0);
+}
+
+SEC("tp_btf/sched_process_exec")
+int pbp_exec(__u64 *ctx)
+{
+	struct task_struct *task = (struct task_struct *)ctx[0];
+	__u32 tgid = task->tgid;
+
+	if (watch_exec || bpf_map_lookup_elem(&proc_configs, &tgid))
+		pbp_send_proc_event(PBP_PROC_EXEC, tgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int pbp_exit(__u64 *ctx)
+{
+	/* Only the first argument: later kernels appended group_dead. */
+	struct task_struct *task = (struct task_struct *)ctx[0];
+	__u32 tgid = task->tgid;
+
+	if (task->pid == task->tgid && bpf_map_lookup_elem(&proc_configs, &tgid))
+		pbp_send_proc_event(PBP_PROC_EXIT, tgid);
+	return 0;
+}

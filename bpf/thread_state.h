@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finding the sampled thread's PyThreadState: PyThreadState.thread_id is
+ * pthread_self(), which on x86-64 is the thread's fsbase. A tid -> tstate
+ * LRU cache answers most samples after one 8-byte read that revalidates the
+ * entry; otherwise a bounded walk of the interpreters' thread lists.
+ */
+#ifndef PYBPFPROF_BPF_THREAD_STATE_H
+#define PYBPFPROF_BPF_THREAD_STATE_H
+
+#include "maps.h"
+#include <bpf/bpf_core_read.h>
+
+#define PBP_MAX_INTERPRETERS 8
+#define PBP_MAX_TSTATES_PER_INTERP 256
+#define PBP_TSTATE_WALK_STEPS (PBP_MAX_INTERPRETERS * (PBP_MAX_TSTATES_PER_INTERP + 1) + 1)
+/* A thread with no thread state is walked for again only after this long. */
+#define PBP_NEGATIVE_CACHE_NS (50ull * 1000 * 1000)
+
+struct pbp_tstate_walk_ctx {
+	const struct py_proc_config *config;
+	struct pbp_tstate_walk *state;
+};
+
+static __always_inline __u64 pbp_read_u64(__u64 addr)
+{
+	__u64 value = 0;
+
+	if (bpf_probe_read_user(&value, sizeof(value), (const void *)addr) != 0)
+		return 0;
+	return value;
+}
+
+static __always_inline __u64 pbp_current_fsbase(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(task, thread.fsbase);
+}
+
+static long pbp_tstate_walk_step(__u32 index, void *opaque)
+{
+	struct pbp_tstate_walk_ctx *ctx = opaque;
+	const struct py_offsets *off = &ctx->config->off;
+	struct pbp_tstate_walk *state = ctx->state;
+	__u64 tstate = state->tstate_addr;
+
+	(void)index;
+	if (tstate == 0) {
+		state->interps_seen += 1;
+		if (state->interps_seen >= PBP_MAX_INTERPRETERS || state->interp_addr == 0)
+			return 1;
+		state->interp_addr = pbp_read_u64(state->interp_addr + off->interp_next);
+		if (state->interp_addr == 0)
+			return 1;
+		state->tstate_addr = pbp_read_u64(state->interp_addr + off->interp_threads_head);
+		state->tstates_seen = 0;
+		return 0;
+	}
+	if (pbp_read_u64(tstate + off->tstate_thread_id) == state->fsbase) {
+		state->found_addr = tstate;
+		return 1;
+	}
+	state->tstates_seen += 1;
+	state->tstate_addr = state->tstates_seen >= PBP_MAX_TSTATES_PER_INTERP
+				     ? 0 : pbp_read_u64(tstate + off->tstate_next);
+	return 0;
+}
+
+static __always_inline __u64 pbp_walk_for_tstate(const struct py_proc_config *config,
+						 struct pbp_tstate_walk *state, __u64 fsbase)
+{
+	struct pbp_tstate_walk_ctx ctx = { .config = config, .state = state };
+
+	state->fsbase = fsbase;
+	state->found_addr = 0;
+	state->interps_seen = 0;
+	state->tstates_seen = 0;
+	state->interp_addr = pbp_read_u64(config->interp_head_addr);
+	if (state->interp_addr == 0)
+		return 0;
+	state->tstate_addr = pbp_read_u64(state->interp_addr + config->off.interp_threads_head);
+	bpf_loop(PBP_TSTATE_WALK_STEPS, pbp_tstate_walk_step, &ctx, 0);
+	return state->found_addr;
+}
+
+/* The current thread's PyThreadState address, or 0 if it has none. */
+static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config,
+					     struct pbp_tstate_walk *state, __u32 tid, __u64 now_ns)
+{
+	__u64 fsbase = pbp_current_fsbase();
+	struct pbp_tstate_cache_entry *cached = bpf_map_lookup_elem(&tstate_cache, &tid);
+	struct pbp_tstate_cache_entry fresh = { .checked_ns = now_ns };
+
+	if (fsbase == 0)
+		return 0;
+	if (cached) {
+		if (cached->tstate_addr == 0) {
+			if (now_ns - cached->checked_ns < PBP_NEGATIVE_CACHE_NS)
+				return 0;
+		} else if (pbp_read_u64(cached->tstate_addr + config->off.tstate_thread_id) == fsbase) {
+			return cached->tstate_addr;
+		}
+	}
+	fresh.tstate_addr = pbp_walk_for_tstate(config, state, fsbase);
+	bpf_map_update_elem(&tstate_cache, &tid, &fresh, BPF_ANY);
+	return fresh.tstate_addr;
+}
+
+#endif

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Process lifecycle events sent by bpf/pyperf.bpf.c on the small
+ * `proc_events` ring buffer: an exec (so userspace can discover a Python
+ * process that starts later, or re-discover a launched child once it has
+ * exec'd python) and the exit of a target's thread-group leader.
+ */
+#ifndef PYBPFPROF_PROC_EVENT_H
+#define PYBPFPROF_PROC_EVENT_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define PBP_COMM_LEN 16
+
+enum pbp_proc_event_type {
+	PBP_PROC_EXEC = 1, /* pid has just exec'd comm */
+	PBP_PROC_EXIT = 2, /* the leader of target pid has exited */
+};
+
+struct pbp_proc_event {
+	__u32 type; /* enum pbp_proc_event_type */
+	__u32 pid;  /* host tgid */
+	char comm[PBP_COMM_LEN];
+};
+
+#endif

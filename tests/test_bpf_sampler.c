@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The BPF sampler against real interpreters (root, real BPF): each test
+ * starts a script from tests/scripts/, makes it a target, samples it and
+ * checks what a user would see: the right leaf function, full or truncated
+ * deep stacks, every thread, kernel read-path frames, nothing from
+ * non-targets, and counters that agree.
+ */
+#include "testlib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "bpf_sampler.h"
+#include "ksyms.h"
+#include "py_discover.h"
+#include "symbolize_py.h"
+
+#define SAMPLE_HZ 997
+#define SAMPLE_MS 1500
+
+struct recorded {
+	struct pbp_record **records;
+	size_t count, capacity;
+	size_t exec_events, exit_events;
+	pid_t last_exec_pid, last_exit_pid;
+};
+
+struct python_child {
+	pid_t pid;
+	struct py_target target;
+};
+
+static struct bpf_sampler *sampler;
+static char open_error[256];
+/* The script a test started, killed by the teardown even when the test fails. */
+static pid_t running_child;
+
+static const char *const all_versions[] = {
+	"2.7.18", "3.6.15", "3.7.16", "3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0",
+};
+/* The versions the deeper tests run on. */
+static const char *const main_versions[] = { "2.7.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
+
+static void python_path(char *out, size_t len, const char *version)
+{
+	snprintf(out, len, "/root/.pyenv/versions/%s/bin/python", version);
+}
+
+static int have_python(const char *version)
+{
+	char path[256];
+
+	python_path(path, sizeof(path), version);
+	return access(path, X_OK) == 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec delay = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&delay, &delay) != 0 && errno == EINTR)
+		;
+}
+
+static int on_record(void *ctx, const struct pbp_record *record, size_t size)
+{
+	struct recorded *rec = ctx;
+	struct pbp_record *copy;
+
+	if (rec->count == rec->capacity) {
+		size_t capacity = rec->capacity ? rec->capacity * 2 : 1024;
+		struct pbp_record **bigger = realloc(rec->records, capacity * sizeof(*bigger));
+
+		if (!bigger)
+			return -ENOMEM;
+		rec->records = bigger;
+		rec->capacity = capacity;
+	}
+	copy = malloc(size);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, record, size);
+	assert_true(size == sizeof(*record) + record->py_frame_count * sizeof(struct pbp_py_frame) +
+				    record->kernel_frame_count * sizeof(uint64_t));
+	rec->records[rec->count++] = copy;
+	return 0;
+}
+
+static void on_proc(void *ctx, const struct pbp_proc_event *event)
+{
+	struct recorded *rec = ctx;
+
+	if (event->type == PBP_PROC_EXEC) {
+		rec->exec_events++;
+		rec->last_exec_pid = (pid_t)event->pid;
+	} else if (event->type == PBP_PROC_EXIT) {
+		rec->exit_events++;
+		rec->last_exit_pid = (pid_t)event->pid;
+	}
+}
+
+static void recorded_free(struct recorded *rec)
+{
+	for (size_t i = 0; i < rec->count; i++)
+		free(rec->records[i]);
+	free(rec->records);
+	memset(rec, 0, sizeof(*rec));
+}
+
+static void drain(void)
+{
+	struct recorded ignored = { 0 };
+
+	assert_true(bpf_sampler_consume(sampler, on_record, on_proc, &ignored) >= 0);
+	recorded_free(&ignored);
+}
+
+static void collect(struct recorded *rec, long ms)
+{
+	for (long waited = 0; waited < ms; waited += 100) {
+		sleep_ms(100);
+		assert_true(bpf_sampler_consume(sampler, on_record, on_proc, rec) >= 0);
+	}
+}
+
+static const struct pbp_py_frame *py_frames(const struct pbp_record *record)
+{
+	return (const struct pbp_py_frame *)(record + 1);
+}
+
+static const uint64_t *kernel_ips(const struct pbp_record *record)
+{
+	return (const uint64_t *)(py_frames(record) + record->py_frame_count);
+}
+
+/* Starts `python script args...` with its stdout on a pipe and waits for its "ready" line. */
+static pid_t start_script(const char *version, const char *script, const char *arg)
+{
+	char python[256], script_path[256], line[64] = "";
+	int out[2];
+	pid_t pid;
+	struct pollfd ready;
+	ssize_t got;
+
+	python_path(python, sizeof(python), version);
+	snprintf(script_path, sizeof(script_path), "tests/scripts/%s", script);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(out[1], STDOUT_FILENO);
+		close(out[0]);
+		close(out[1]);
+		execl(python, python, script_path, arg, (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	running_child = pid;
+	ready = (struct pollfd){ .fd = out[0], .events = POLLIN };
+	assert_int_equal(poll(&ready, 1, 20000), 1);
+	got = read(out[0], line, sizeof(line) - 1);
+	close(out[0]);
+	assert_true(got > 0);
+	assert_non_null(strstr(line, "ready"));
+	return pid;
+}
+
+static void stop_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (pid == running_child)
+		running_child = 0;
+}
+
+static int stop_running_child(void **state)
+{
+	(void)state;
+	if (running_child)
+		stop_child(running_child);
+	return 0;
+}
+
+static void discover(pid_t pid, struct py_target *target)
+{
+	char err[512] = "";
+	int rc = -EAGAIN;
+
+	for (int attempt = 0; attempt < 100 && rc == -EAGAIN; attempt++) {
+		rc = py_discover(pid, target, err, sizeof(err));
+		if (rc == -EAGAIN)
+			sleep_ms(20);
+	}
+	if (rc != 0)
+		fail_msg("py_discover(%d): %s", (int)pid, err);
+}
+
+/* Starts the script, makes it a target, samples it; the script keeps running (for symbolizing). */
+static void sample_script(const char *version, const char *script, const char *arg, struct python_child *child,
+			  struct recorded *rec)
+{
+	drain();
+	child->pid = start_script(version, script, arg);
+	discover(child->pid, &child->target);
+	assert_int_equal(bpf_sampler_add_target(sampler, child->pid, &child->target.config), 0);
+	collect(rec, SAMPLE_MS);
+	assert_int_equal(bpf_sampler_remove_target(sampler, child->pid), 0);
+	for (size_t i = 0; i < rec->count; i++)
+		assert_int_equal(rec->records[i]->pid, child->pid);
+}
+
+/* The name of the code object behind a frame, "" if it cannot be resolved. */
+static const char *frame_name(struct pysym_cache *cache, const struct python_child *child,
+			      const struct pbp_py_frame *frame)
+{
+	struct pf_frame resolved;
+
+	if (pysym_resolve(cache, child->pid, &child->target.config, frame->code_addr, frame->checksum,
+			  frame->instr_offset, &resolved) != 0)
+		return "";
+	return resolved.name;
+}
+
+/* Names equal, or name is a qualified name ending in ".expected". */
+static int names_match(const char *name, const char *expected)
+{
+	size_t len = strlen(name), want = strlen(expected);
+
+	return strcmp(name, expected) == 0 ||
+	       (len > want && name[len - want - 1] == '.' && strcmp(name + len - want, expected) == 0);
+}
+
+static size_t count_leaf(struct recorded *rec, struct pysym_cache *cache, const struct python_child *child,
+			 const char *expected, size_t *with_python)
+{
+	size_t matches = 0;
+
+	*with_python = 0;
+	for (size_t i = 0; i < rec->count; i++) {
+		const struct pbp_record *record = rec->records[i];
+
+		if (record->py_frame_count == 0)
+			continue;
+		(*with_python)++;
+		if (names_match(frame_name(cache, child, &py_frames(record)[0]), expected))
+			matches++;
+	}
+	return matches;
+}
+
+static int group_setup(void **state)
+{
+	struct bpf_sampler_options options = { .frequency_hz = SAMPLE_HZ, .kernel_stacks = true };
+
+	(void)state;
+	if (bpf_sampler_open(&sampler, &options, open_error, sizeof(open_error)) != 0)
+		sampler = NULL;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	bpf_sampler_close(sampler);
+	return 0;
+}
+
+static int require_sampler(void **state)
+{
+	(void)state;
+	if (!sampler)
+		fail_msg("bpf_sampler_open: %s", open_error);
+	return 0;
+}
+
+static void spin_dominates(const char *version)
+{
+	struct python_child child;
+	struct recorded rec = { 0 };
+	struct pysym_cache *cache = pysym_cache_new();
+	size_t with_python, matches;
+
+	sample_script(version, "bpf_spin.py", NULL, &child, &rec);
+	matches = count_leaf(&rec, cache, &child, "bpf_spin_here", &with_python);
+	print_message("%s: %zu records, %zu with Python frames, %zu in bpf_spin_here\n", version, rec.count,
+		      with_python, matches);
+	assert_true(rec.count >= 100);
+	assert_true(with_python * 10 >= rec.count * 9);
+	assert_true(matches * 10 >= with_python * 9);
+	for (size_t i = 0; i < rec.count; i++)
+		assert_false(rec.records[i]->flags & (PBP_REC_READ_FAULT | PBP_REC_NO_TSTATE | PBP_REC_PY_TRUNCATED));
+	stop_child(child.pid);
+	pysym_cache_free(cache);
+	recorded_free(&rec);
+}
+
+static void test_spinning_function_dominates(void **state)
+{
+	size_t ran = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(all_versions) / sizeof(all_versions[0]); i++) {
+		if (!have_python(all_versions[i]))
+			continue;
+		spin_dominates(all_versions[i]);
+		ran++;
+	}
+	if (!ran)
+		skip();
+}
+
+/* Records of a recursion script: how many are complete (depth + the module frame + the leaf). */
+static void check_recursion(const char *version, const char *depth_arg, unsigned depth, int truncated)
+{
+	struct python_child child;
+	struct recorded rec = { 0 };
+	struct pysym_cache *cache = pysym_cache_new();
+	uint64_t before[PBP_CNT_MAX], after[PBP_CNT_MAX];
+	size_t deep = 0;
+
+	assert_int_equal(bpf_sampler_counters(sampler, before), 0);
+	sample_script(version, "bpf_recurse.py", depth_arg, &child, &rec);
+	assert_int_equal(bpf_sampler_counters(sampler, after), 0);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+		const struct pbp_py_frame *frames = py_frames(record);
+
+		if (record->py_frame_count == 0 || !names_match(frame_name(cache, &child, &frames[0]), "bpf_recurse_leaf"))
+			continue;
+		if (truncated) {
+			assert_int_equal(record->py_frame_count, PBP_MAX_PY_FRAMES);
+			assert_true(record->flags & PBP_REC_PY_TRUNCATED);
+		} else {
+			/* The leaf, depth bpf_recurse calls, <module> (2.7-3.10 may add none, 3.12 skips its shim). */
+			assert_int_equal(record->py_frame_count, depth + 1);
+			assert_false(record->flags & PBP_REC_PY_TRUNCATED);
+			assert_true(names_match(frame_name(cache, &child, &frames[depth]), "<module>"));
+		}
+		assert_true(names_match(frame_name(cache, &child, &frames[1]), "bpf_recurse"));
+		assert_true(names_match(frame_name(cache, &child, &frames[record->py_frame_count - 1]),
+					truncated ? "bpf_recurse" : "<module>"));
+		deep++;
+	}
+	print_message("%s depth %s: %zu records, %zu walked from the leaf\n", version, depth_arg, rec.count, deep);
+	assert_true(deep * 10 >= rec.count * 8);
+	if (truncated)
+		assert_true(after[PBP_CNT_TRUNCATED] - before[PBP_CNT_TRUNCATED] >= deep);
+	stop_child(child.pid);
+	pysym_cache_free(cache);
+	recorded_free(&rec);
+}
+
+static void test_recursion_500_is_complete(void **state)
+{
+	size_t ran = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(main_versions) / sizeof(main_versions[0]); i++) {
+		if (!have_python(main_versions[i]))
+			continue;
+		/* 499 recursive calls + leaf + <module> = 501 frames */
+		check_recursion(main_versions[i], "499", 500, 0);
+		ran++;
+	}
+	if (!ran)
+		skip();
+}
+
+static void test_recursion_1200_is_truncated(void **state)
+{
+	size_t ran = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(main_versions) / sizeof(main_versions[0]); i++) {
+		if (!have_python(main_versions[i]))
+			continue;
+		check_recursion(main_versions[i], "1200", 1200, 1);
+		ran++;
+	}
+	if (!ran)
+		skip();
+}
+
+static void check_threads(const char *version)
+{
+	static const char *const functions[] = { "bpf_thread_a", "bpf_thread_b", "bpf_thread_c", "bpf_thread_d" };
+	struct python_child child;
+	struct recorded rec = { 0 };
+	struct pysym_cache *cache = pysym_cache_new();
+	pid_t tid_of_function[4] = { 0 };
+	size_t without_gil = 0;
+
+	sample_script(version, "bpf_threads.py", NULL, &child, &rec);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+		const char *leaf;
+
+		if (record->py_frame_count == 0)
+			continue;
+		leaf = frame_name(cache, &child, &py_frames(record)[0]);
+		for (int f = 0; f < 4; f++) {
+			if (!names_match(leaf, functions[f]))
+				continue;
+			/* One function, one thread. */
+			if (tid_of_function[f] == 0)
+				tid_of_function[f] = (pid_t)record->tid;
+			assert_int_equal(tid_of_function[f], record->tid);
+			if (!(record->flags & PBP_REC_HAS_GIL))
+				without_gil++;
+		}
+	}
+	print_message("%s: %zu records, threads %d %d %d %d, %zu samples without the GIL\n", version, rec.count,
+		      tid_of_function[0], tid_of_function[1], tid_of_function[2], tid_of_function[3], without_gil);
+	for (int f = 0; f < 4; f++) {
+		assert_true(tid_of_function[f] != 0);
+		for (int g = 0; g < f; g++)
+			assert_true(tid_of_function[f] != tid_of_function[g]);
+	}
+	stop_child(child.pid);
+	pysym_cache_free(cache);
+	recorded_free(&rec);
+}
+
+static void test_every_thread_is_walked(void **state)
+{
+	size_t ran = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(main_versions) / sizeof(main_versions[0]); i++) {
+		if (!have_python(main_versions[i]))
+			continue;
+		check_threads(main_versions[i]);
+		ran++;
+	}
+	if (!ran)
+		skip();
+}
+
+static void test_kernel_read_path_is_named(void **state)
+{
+	struct python_child child;
+	struct recorded rec = { 0 };
+	struct ksyms *ksyms = NULL;
+	char err[256];
+	size_t in_kernel = 0, read_path = 0;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	if (ksyms_load(&ksyms, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	sample_script("3.11.7", "bpf_read_zero.py", NULL, &child, &rec);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+		int named_read = 0;
+
+		if (record->kernel_frame_count == 0)
+			continue;
+		in_kernel++;
+		assert_false(record->flags & PBP_REC_USER_MODE);
+		for (unsigned k = 0; k < record->kernel_frame_count; k++) {
+			const char *name = ksyms_resolve(ksyms, kernel_ips(record)[k], NULL, NULL);
+
+			if (name && strstr(name, "read"))
+				named_read = 1;
+		}
+		read_path += named_read;
+	}
+	print_message("%zu records, %zu with kernel frames, %zu through a read symbol\n", rec.count, in_kernel,
+		      read_path);
+	assert_true(in_kernel >= 20);
+	assert_true(read_path * 2 >= in_kernel);
+	stop_child(child.pid);
+	ksyms_free(ksyms);
+	recorded_free(&rec);
+}
+
+static void test_non_target_gives_nothing(void **state)
+{
+	struct recorded rec = { 0 };
+	uint64_t before[PBP_CNT_MAX], after[PBP_CNT_MAX];
+	pid_t pid;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	drain();
+	pid = start_script("3.11.7", "bpf_spin.py", NULL);
+	assert_int_equal(bpf_sampler_counters(sampler, before), 0);
+	collect(&rec, 700);
+	assert_int_equal(bpf_sampler_counters(sampler, after), 0);
+	stop_child(pid);
+	assert_int_equal(rec.count, 0);
+	assert_true(after[PBP_CNT_SAMPLES] == before[PBP_CNT_SAMPLES]);
+	recorded_free(&rec);
+}
+
+static void test_counters_match_records(void **state)
+{
+	struct python_child child;
+	struct recorded rec = { 0 };
+	uint64_t before[PBP_CNT_MAX], after[PBP_CNT_MAX];
+	uint64_t samples, lost;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	assert_int_equal(bpf_sampler_counters(sampler, before), 0);
+	sample_script("3.11.7", "bpf_spin.py", NULL, &child, &rec);
+	/* Samples taken between remove_target and the last consume are still in the ring. */
+	assert_true(bpf_sampler_consume(sampler, on_record, NULL, &rec) >= 0);
+	assert_int_equal(bpf_sampler_counters(sampler, after), 0);
+	samples = after[PBP_CNT_SAMPLES] - before[PBP_CNT_SAMPLES];
+	lost = after[PBP_CNT_LOST] - before[PBP_CNT_LOST];
+	print_message("%" PRIu64 " samples, %" PRIu64 " lost, %zu records\n", samples, lost, rec.count);
+	assert_true(samples > 0);
+	assert_int_equal(samples, rec.count + lost);
+	assert_int_equal(after[PBP_CNT_READ_FAULTS], before[PBP_CNT_READ_FAULTS]);
+	stop_child(child.pid);
+	recorded_free(&rec);
+}
+
+static void test_pending_target_gets_kernel_only_records(void **state)
+{
+	struct recorded rec = { 0 };
+	pid_t pid;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	drain();
+	pid = start_script("3.11.7", "bpf_read_zero.py", NULL);
+	assert_int_equal(bpf_sampler_add_target(sampler, pid, NULL), 0);
+	collect(&rec, 700);
+	assert_int_equal(bpf_sampler_remove_target(sampler, pid), 0);
+	stop_child(pid);
+	assert_true(rec.count > 0);
+	for (size_t i = 0; i < rec.count; i++) {
+		assert_int_equal(rec.records[i]->py_frame_count, 0);
+		assert_false(rec.records[i]->flags & PBP_REC_NO_TSTATE);
+	}
+	recorded_free(&rec);
+}
+
+/* A launched child is a pending target before it execs python: the exec and the exit are reported. */
+static void test_exec_and_exit_of_a_target_are_reported(void **state)
+{
+	struct recorded rec = { 0 };
+	char python[256];
+	int go[2];
+	pid_t pid;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	drain();
+	python_path(python, sizeof(python), "3.11.7");
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char byte;
+
+		close(go[1]);
+		if (read(go[0], &byte, 1) != 1)
+			_exit(1);
+		execl(python, python, "-c", "pass", (char *)NULL);
+		_exit(127);
+	}
+	close(go[0]);
+	assert_int_equal(bpf_sampler_add_target(sampler, pid, NULL), 0);
+	assert_int_equal(write(go[1], "x", 1), 1);
+	close(go[1]);
+	waitpid(pid, NULL, 0);
+	for (int tick = 0; tick < 20 && rec.exit_events == 0; tick++) {
+		bpf_sampler_wait(sampler, 100);
+		assert_true(bpf_sampler_consume(sampler, on_record, on_proc, &rec) >= 0);
+	}
+	bpf_sampler_remove_target(sampler, pid);
+	assert_true(rec.exec_events >= 1);
+	assert_int_equal(rec.last_exec_pid, pid);
+	assert_int_equal(rec.exit_events, 1);
+	assert_int_equal(rec.last_exit_pid, pid);
+	recorded_free(&rec);
+}
+
+/* Not a check: BPF run time per sample at a few stack depths, for the report. Runs on other
+ * processes' ticks (which only look up the target map) are charged at the idle cost per run. */
+static void measure_cost(const char *version, const char *depth_arg, const char *label, double idle_ns_per_run)
+{
+	struct python_child child;
+	struct recorded rec = { 0 };
+	uint64_t ns_before, runs_before, ns_after, runs_after;
+	double other_runs, per_record;
+
+	assert_int_equal(bpf_sampler_prog_stats(sampler, &ns_before, &runs_before), 0);
+	sample_script(version, "bpf_recurse.py", depth_arg, &child, &rec);
+	assert_int_equal(bpf_sampler_prog_stats(sampler, &ns_after, &runs_after), 0);
+	assert_true(rec.count > 0 && runs_after - runs_before >= rec.count);
+	other_runs = (double)(runs_after - runs_before - rec.count);
+	per_record = ((double)(ns_after - ns_before) - other_runs * idle_ns_per_run) / (double)rec.count;
+	print_message("%s %s Python frames: %.0f ns per record (%zu records, %" PRIu64 " runs)\n", version, label,
+		      per_record, rec.count, runs_after - runs_before);
+	stop_child(child.pid);
+	recorded_free(&rec);
+}
+
+static double idle_cost_per_run(void)
+{
+	uint64_t ns_before, runs_before, ns_after, runs_after;
+
+	assert_int_equal(bpf_sampler_prog_stats(sampler, &ns_before, &runs_before), 0);
+	sleep_ms(1000);
+	assert_int_equal(bpf_sampler_prog_stats(sampler, &ns_after, &runs_after), 0);
+	return runs_after > runs_before ? (double)(ns_after - ns_before) / (double)(runs_after - runs_before) : 0;
+}
+
+static void test_report_cost_per_sample(void **state)
+{
+	static const char *const versions[] = { "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
+	double idle_ns;
+
+	(void)state;
+	assert_int_equal(bpf_sampler_enable_stats(sampler), 0);
+	drain();
+	idle_ns = idle_cost_per_run();
+	print_message("no target: %.0f ns per run\n", idle_ns);
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		if (!have_python(versions[i]))
+			continue;
+		/* depth d gives d + 1 frames with <module>; 3.12+ skip their shim. */
+		measure_cost(versions[i], "4", "5", idle_ns);
+		measure_cost(versions[i], "31", "32", idle_ns);
+		measure_cost(versions[i], "127", "128", idle_ns);
+		measure_cost(versions[i], "499", "500", idle_ns);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_spinning_function_dominates, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_recursion_500_is_complete, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_recursion_1200_is_truncated, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_every_thread_is_walked, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_kernel_read_path_is_named, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_non_target_gives_nothing, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_counters_match_records, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_pending_target_gets_kernel_only_records, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_exec_and_exit_of_a_target_are_reported, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_report_cost_per_sample, require_sampler, stop_running_child),
+	};
+
+	if (geteuid() != 0) {
+		print_message("test_bpf_sampler needs root (real BPF)\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+/* Kernel symbolization from kallsyms: real addresses back to their names, modules, hidden addresses. */
+#include "testlib.h"
+
+#include <errno.h>
+#include <inttypes.h>
+
+#include "ksyms.h"
+
+/* The address of a code symbol named name (and its module, if any) as /proc/kallsyms lists it. */
+static int kallsyms_lookup(const char *name, int want_module, uint64_t *addr, char *module, size_t modlen)
+{
+	FILE *file = fopen("/proc/kallsyms", "r");
+	char line[1024], sym[512], mod[128];
+	int found = 0;
+
+	if (!file)
+		return 0;
+	while (!found && fgets(line, sizeof(line), file)) {
+		char type;
+		int fields = sscanf(line, "%" SCNx64 " %c %511s [%127[^]]]", addr, &type, sym, mod);
+
+		if (fields < 3 || (type != 't' && type != 'T'))
+			continue;
+		if (want_module ? fields == 4 && (!name || strcmp(sym, name) == 0) : fields == 3 && strcmp(sym, name) == 0) {
+			if (want_module)
+				snprintf(module, modlen, "%s", mod);
+			found = 1;
+		}
+	}
+	fclose(file);
+	return found;
+}
+
+static void test_resolves_vfs_read(void **state)
+{
+	struct ksyms *ksyms;
+	char err[256];
+	uint64_t addr, offset = 99;
+	const char *module = "x";
+	const char *name;
+
+	(void)state;
+	if (!kallsyms_lookup("vfs_read", 0, &addr, NULL, 0) || addr == 0)
+		skip();
+	assert_int_equal(ksyms_load(&ksyms, err, sizeof(err)), 0);
+	assert_true(ksyms_count(ksyms) > 1000);
+	name = ksyms_resolve(ksyms, addr, &offset, &module);
+	assert_non_null(name);
+	assert_string_equal(name, "vfs_read");
+	assert_int_equal(offset, 0);
+	assert_null(module);
+	/* An address inside the function. */
+	name = ksyms_resolve(ksyms, addr + 5, &offset, NULL);
+	assert_string_equal(name, "vfs_read");
+	assert_int_equal(offset, 5);
+	ksyms_free(ksyms);
+}
+
+static void test_names_module_of_a_module_symbol(void **state)
+{
+	struct ksyms *ksyms;
+	char err[256], module_name[128];
+	uint64_t addr;
+	const char *module = NULL;
+
+	(void)state;
+	if (!kallsyms_lookup(NULL, 1, &addr, module_name, sizeof(module_name)) || addr == 0)
+		skip(); /* no modules loaded */
+	assert_int_equal(ksyms_load(&ksyms, err, sizeof(err)), 0);
+	assert_non_null(ksyms_resolve(ksyms, addr, NULL, &module));
+	assert_non_null(module);
+	assert_string_equal(module, module_name);
+	ksyms_free(ksyms);
+}
+
+static void write_file(const char *name, const char *text, char *path, size_t pathlen)
+{
+	snprintf(path, pathlen, "%s/%s", test_tmpdir(), name);
+	assert_int_equal(write_whole_file(path, text, strlen(text)), 0);
+}
+
+static void test_unsorted_file_with_data_symbols(void **state)
+{
+	static const char text[] = "ffffffff81000300 T third\n"
+				   "ffffffff81000100 T first\n"
+				   "ffffffff81000180 D some_data\n"
+				   "ffffffff81000200 t second\n"
+				   "ffffffffc0000000 t mod_func\t[mymod]\n";
+	struct ksyms *ksyms;
+	char path[256], err[256];
+	uint64_t offset;
+	const char *module;
+
+	(void)state;
+	write_file("kallsyms", text, path, sizeof(path));
+	assert_int_equal(ksyms_load_file(&ksyms, path, err, sizeof(err)), 0);
+	assert_int_equal(ksyms_count(ksyms), 4);
+	assert_null(ksyms_resolve(ksyms, 0xffffffff810000ffull, NULL, NULL));
+	/* Data symbols do not cut a function short. */
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffff81000190ull, &offset, NULL), "first");
+	assert_int_equal(offset, 0x90);
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffff81000200ull, NULL, NULL), "second");
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffff81000301ull, NULL, &module), "third");
+	assert_null(module);
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffffc0000010ull, NULL, &module), "mod_func");
+	assert_string_equal(module, "mymod");
+	ksyms_free(ksyms);
+}
+
+static void test_hidden_addresses_are_reported(void **state)
+{
+	static const char text[] = "0000000000000000 T first\n0000000000000000 T second\n";
+	struct ksyms *ksyms = NULL;
+	char path[256], err[256] = "";
+
+	(void)state;
+	write_file("kallsyms-hidden", text, path, sizeof(path));
+	assert_int_equal(ksyms_load_file(&ksyms, path, err, sizeof(err)), -EPERM);
+	assert_null(ksyms);
+	assert_non_null(strstr(err, "kptr_restrict"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resolves_vfs_read),
+		cmocka_unit_test(test_names_module_of_a_module_symbol),
+		cmocka_unit_test(test_unsorted_file_with_data_symbols),
+		cmocka_unit_test(test_hidden_addresses_are_reported),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The BPF sampler: loads bpf/pyperf.bpf.c, opens one cpu-clock perf event
+ * per online CPU, and hands back the ring-buffer records of target
+ * processes plus exec/exit notices.
+ */
+#ifndef PYBPFPROF_BPF_SAMPLER_H
+#define PYBPFPROF_BPF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proc_event.h"
+#include "py_offsets.h"
+#include "sample_record.h"
+
+#define BPF_SAMPLER_DEFAULT_RINGBUF_BYTES (16u << 20)
+
+struct bpf_sampler_options {
+	unsigned frequency_hz;  /* samples per second per CPU */
+	bool kernel_stacks;     /* record kernel stacks of samples taken in the kernel */
+	bool watch_exec;        /* report every exec on the system, not only targets' */
+	size_t ringbuf_bytes;   /* 0 = BPF_SAMPLER_DEFAULT_RINGBUF_BYTES; rounded up to a power of two */
+};
+
+struct bpf_sampler;
+
+/* Return 0 to go on, a negative errno to stop consume() (which then returns it). */
+typedef int (*bpf_sampler_record_fn)(void *ctx, const struct pbp_record *record, size_t size);
+typedef void (*bpf_sampler_proc_fn)(void *ctx, const struct pbp_proc_event *event);
+
+/*
+ * Checks privileges (root, or CAP_BPF+CAP_PERFMON), kernel BTF and the
+ * kernel's maximum sample rate first and says which is missing; then loads
+ * the programs and attaches them. Sampling starts at once, but only
+ * targets added with bpf_sampler_add_target() produce records.
+ */
+int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options,
+		     char *err, size_t errlen);
+/* Starts (or updates) sampling tgid; config NULL = pending: kernel stacks only, no Python frames.
+ * -EINVAL if the frame layout does not fit the BPF frame copy (frame_read_size <= 256). */
+int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config);
+int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid);
+/* Drains both ring buffers without blocking; returns the number of records consumed or -errno.
+ * on_proc may be NULL. */
+int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,
+			bpf_sampler_proc_fn on_proc, void *ctx);
+/* Blocks up to timeout_ms until a proc event arrives or the record buffer fills past its
+ * wakeup mark; returns > 0 if there is something to consume, 0 on timeout, -errno. */
+int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms);
+/* Each counter (enum pbp_counter) summed over CPUs. */
+int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX]);
+/* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
+int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
+/* Total BPF run time and runs of the sample program (zero unless stats are enabled). */
+int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, uint64_t *run_count);
+/* The libbpf message logged last (e.g. a verifier complaint), "" if none. */
+const char *bpf_sampler_last_libbpf_message(void);
+void bpf_sampler_close(struct bpf_sampler *sampler);
+
+#endif

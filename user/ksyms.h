@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* Kernel addresses to symbol names, from /proc/kallsyms loaded once. */
+#ifndef PYBPFPROF_KSYMS_H
+#define PYBPFPROF_KSYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ksyms;
+
+/* Loads /proc/kallsyms. -EPERM with a hint if every address reads as 0 (kernel.kptr_restrict). */
+int ksyms_load(struct ksyms **out, char *err, size_t errlen);
+/* The same from another file in kallsyms format. */
+int ksyms_load_file(struct ksyms **out, const char *path, char *err, size_t errlen);
+/* The symbol containing addr (the nearest one at or below it), NULL if below every symbol.
+ * offset (optional) gets addr - symbol address; module (optional) the module name or NULL
+ * for the core kernel. Strings live as long as the ksyms. */
+const char *ksyms_resolve(const struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module);
+size_t ksyms_count(const struct ksyms *ksyms);
+void ksyms_free(struct ksyms *ksyms);
+
+#endif
