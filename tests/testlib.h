@@ -4,6 +4,7 @@
 #define PYBPFPROF_TESTLIB_H
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -76,3 +77,220 @@ static inline int write_whole_file(const char *path, const void *data, size_t le
 }
 
 #endif
+
+/* ---- for tests that run real interpreters and the pybpfprof binary ---- */
+
+/* snprintf into an array, failing the test rather than silently cutting a path. */
+#define FORMAT(buffer, ...)                                                              \
+	do {                                                                             \
+		if ((size_t)snprintf((buffer), sizeof(buffer), __VA_ARGS__) >= sizeof(buffer)) \
+			fail_msg("text too long for %s", #buffer);                       \
+	} while (0)
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+/* The checkout: $PYBPFPROF_SRCDIR, else found upwards from the test binary. */
+static inline const char *test_source_dir(void)
+{
+	static char dir[PATH_MAX];
+	const char *env = getenv("PYBPFPROF_SRCDIR");
+
+	if (env && *env)
+		return env;
+	if (dir[0])
+		return dir;
+	if (realpath("/proc/self/exe", dir)) {
+		for (int depth = 0; depth < 5; depth++) {
+			char probe[PATH_MAX + 64];
+			char *slash = strrchr(dir, '/');
+
+			if (!slash || slash == dir)
+				break;
+			*slash = 0;
+			snprintf(probe, sizeof(probe), "%s/tests/pythons/list-pythons.sh", dir);
+			if (access(probe, R_OK) == 0)
+				return dir;
+		}
+	}
+	snprintf(dir, sizeof(dir), ".");
+	return dir;
+}
+
+struct test_python {
+	char label[32];    /* "3.12", "3.11-static", "3.14" */
+	char version[32];  /* "3.12.1" */
+	char kind[16];     /* pyenv, static, chroot */
+	char command[1024]; /* what runs a script: append the script path */
+};
+
+/* The interpreters tests/pythons/list-pythons.sh finds on this machine. */
+static inline size_t test_pythons(struct test_python *out, size_t max)
+{
+	char command[PATH_MAX + 64], line[2048];
+	size_t count = 0;
+	FILE *list;
+
+	snprintf(command, sizeof(command), "%s/tests/pythons/list-pythons.sh 2>/dev/null",
+		 test_source_dir());
+	list = popen(command, "r");
+	if (!list)
+		return 0;
+	while (count < max && fgets(line, sizeof(line), list)) {
+		char *fields[4], *save = NULL, *field = strtok_r(line, "\t\n", &save);
+		int n = 0;
+
+		for (; field && n < 4; field = strtok_r(NULL, "\t\n", &save))
+			fields[n++] = field;
+		if (n != 4)
+			continue;
+		snprintf(out[count].label, sizeof(out[count].label), "%s", fields[0]);
+		snprintf(out[count].version, sizeof(out[count].version), "%s", fields[1]);
+		snprintf(out[count].kind, sizeof(out[count].kind), "%s", fields[2]);
+		snprintf(out[count].command, sizeof(out[count].command), "%s", fields[3]);
+		count++;
+	}
+	pclose(list);
+	return count;
+}
+
+/* Split a command line on spaces into argv (no quoting: our commands have none). */
+static inline int split_command(char *command, char **argv, int max)
+{
+	char *save = NULL;
+	int argc = 0;
+
+	for (char *word = strtok_r(command, " ", &save); word && argc < max - 1;
+	     word = strtok_r(NULL, " ", &save))
+		argv[argc++] = word;
+	argv[argc] = NULL;
+	return argc;
+}
+
+/* Start argv with stdout on a pipe (if out_fd) and stderr into a file (if err_path). */
+static inline pid_t spawn(char *const argv[], int *out_fd, const char *err_path)
+{
+	int out_pipe[2] = { -1, -1 };
+	pid_t pid;
+
+	if (out_fd && pipe(out_pipe) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (out_fd) {
+			dup2(out_pipe[1], 1);
+			close(out_pipe[0]);
+			close(out_pipe[1]);
+		}
+		if (err_path) {
+			int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+			if (err_fd >= 0)
+				dup2(err_fd, 2);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (out_fd) {
+		close(out_pipe[1]);
+		*out_fd = out_pipe[0];
+	}
+	return pid;
+}
+
+/* Shell-style status of a child: exit code, or 128 + signal. */
+static inline int wait_status(pid_t pid)
+{
+	int status = 0;
+
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Runs argv to the end; its stderr lands in err (NUL-terminated). */
+static inline int run_capture(char *const argv[], char *err, size_t errlen)
+{
+	char err_path[PATH_MAX];
+	size_t len = 0;
+	uint8_t *text;
+	int status;
+	pid_t pid;
+
+	snprintf(err_path, sizeof(err_path), "%s/stderr.%d", test_tmpdir(), (int)getpid());
+	pid = spawn(argv, NULL, err_path);
+	status = pid > 0 ? wait_status(pid) : 127;
+	text = read_whole_file(err_path, &len);
+	snprintf(err, errlen, "%s", text ? (char *)text : "");
+	free(text);
+	unlink(err_path);
+	return status;
+}
+
+/* The pybpfprof binary under test. */
+static inline const char *pybpfprof_binary(void)
+{
+	static char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/pybpfprof", test_source_dir());
+	return path;
+}
+
+static inline bool file_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * CPython 3.15's own reader (`python3.15 -m profiling.sampling replay`) in
+ * the sid chroot of tests/pythons/provision-sid.sh. Returns the number of
+ * samples it replayed from a Tachyon file, or -1 if the chroot is absent;
+ * -2 (with its output in err) if it refused the file.
+ */
+#define SID_CHROOT "/var/cache/pybpfprof/sid"
+
+static inline long cpython_replay_samples(const char *tachyon_path, char *err, size_t errlen)
+{
+	char inside[128], copy[PATH_MAX + 128], command[PATH_MAX * 2];
+	uint8_t *data;
+	size_t len = 0;
+	long replayed = -2;
+	FILE *output;
+
+	if (access(SID_CHROOT "/usr/bin/python3.15", X_OK) != 0)
+		return -1;
+	snprintf(inside, sizeof(inside), "/tmp/pybpfprof-replay-%d.bin", (int)getpid());
+	snprintf(copy, sizeof(copy), "%s%s", SID_CHROOT, inside);
+	data = read_whole_file(tachyon_path, &len);
+	if (!data || write_whole_file(copy, data, len) != 0) {
+		free(data);
+		snprintf(err, errlen, "cannot copy %s into the chroot", tachyon_path);
+		return -2;
+	}
+	free(data);
+	snprintf(command, sizeof(command),
+		 "chroot %s python3.15 -m profiling.sampling replay --collapsed -o /tmp/replay.out %s 2>&1",
+		 SID_CHROOT, inside);
+	output = popen(command, "r");
+	err[0] = 0;
+	if (output) {
+		char line[4096];
+		size_t used = 0;
+
+		while (fgets(line, sizeof(line), output)) {
+			const char *found = strstr(line, "Replayed ");
+
+			if (found)
+				replayed = strtol(found + 9, NULL, 10);
+			if (used < errlen)
+				used += (size_t)snprintf(err + used, errlen - used, "%s", line);
+		}
+		if (pclose(output) != 0)
+			replayed = -2;
+	}
+	unlink(copy);
+	return replayed;
+}

@@ -1,0 +1,116 @@
+# The profiling target of tests/test_record.c; runs unchanged on 2.7 and 3.6-3.15.
+# Each phase is a function whose name the test looks for in the samples.
+import os
+import sys
+import threading
+import time
+
+SPLIT_SECONDS = 2.5
+PHASE_SECONDS = 0.8
+
+
+# while loops, not range(): Python 2's range builds a list, which would skew the split.
+def heavy():  # heavy-body
+    total = 0  # heavy-body
+    i = 0  # heavy-body
+    while i < 30000:  # heavy-body
+        total += i  # heavy-body
+        i += 1  # heavy-body
+    return total  # heavy-body
+
+
+def light():  # light-body
+    total = 0  # light-body
+    i = 0  # light-body
+    while i < 10000:  # light-body
+        total += i  # light-body
+        i += 1  # light-body
+    return total  # light-body
+
+
+def phase_split():
+    end = time.time() + SPLIT_SECONDS
+    while time.time() < end:
+        heavy()
+        light()
+
+
+def bottom(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+
+
+def recurse(depth, leaf):
+    if depth > 1:
+        return recurse(depth - 1, leaf)
+    return leaf(PHASE_SECONDS)
+
+
+def bottom_deep(seconds):
+    bottom_spin_until = time.time() + seconds
+    while time.time() < bottom_spin_until:
+        pass
+
+
+def phase_recursion():
+    recurse(500, bottom)
+
+
+def phase_deep():
+    recurse(1500, bottom_deep)
+
+
+def spin(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+
+
+def worker_0():
+    spin(PHASE_SECONDS)
+
+
+def worker_1():
+    spin(PHASE_SECONDS)
+
+
+def worker_2():
+    spin(PHASE_SECONDS)
+
+
+def worker_3():
+    spin(PHASE_SECONDS)
+
+
+def phase_threads():
+    threads = [threading.Thread(target=f) for f in (worker_0, worker_1, worker_2, worker_3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def read_zero():
+    fd = os.open("/dev/zero", os.O_RDONLY)
+    end = time.time() + PHASE_SECONDS
+    while time.time() < end:
+        os.read(fd, 1 << 20)
+    os.close(fd)
+
+
+def main():
+    sys.setrecursionlimit(10000)
+    phases = sys.argv[1:] or ["split", "recursion", "deep", "threads", "read"]
+    table = {
+        "split": phase_split,
+        "recursion": phase_recursion,
+        "deep": phase_deep,
+        "threads": phase_threads,
+        "read": read_zero,
+    }
+    for name in phases:
+        table[name]()
+
+
+main()

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `pybpfprof convert` and `pybpfprof dump` as a user runs them: every
+ * reference file survives MOJO -> Tachyon -> MOJO and Tachyon -> MOJO ->
+ * Tachyon with every sample intact (as far as both formats hold a field),
+ * collapsed output adds up, and bad input fails in one line without
+ * leaving a file behind.
+ */
+#include "testlib.h"
+
+#include "profile.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#define MAX_THREADS 64
+
+/* A thread's samples as canonical text, so two readings can be compared. */
+struct thread_samples {
+	uint64_t tid;
+	uint32_t iid;
+	char *text;     /* one line per sample */
+	size_t len;
+	FILE *stream;
+	size_t count;
+};
+
+struct profile_text {
+	struct thread_samples threads[MAX_THREADS];
+	size_t thread_count;
+	size_t samples;
+};
+
+enum compare_fields {
+	COMPARE_TIME = 1,      /* the time metric */
+	COMPARE_TIMESTAMP = 2, /* absolute timestamps */
+};
+
+static struct thread_samples *thread_of(struct profile_text *profile, uint64_t tid, uint32_t iid)
+{
+	struct thread_samples *thread;
+
+	for (size_t i = 0; i < profile->thread_count; i++)
+		if (profile->threads[i].tid == tid && profile->threads[i].iid == iid)
+			return &profile->threads[i];
+	assert_true(profile->thread_count < MAX_THREADS);
+	thread = &profile->threads[profile->thread_count++];
+	thread->tid = tid;
+	thread->iid = iid;
+	thread->stream = open_memstream(&thread->text, &thread->len);
+	assert_non_null(thread->stream);
+	return thread;
+}
+
+static void print_frame(FILE *out, const struct pf_frame *frame)
+{
+	/* Tachyon stores the end line as a delta from the line: "unknown end" reads back as the line. */
+	int32_t end_line = frame->end_line == -1 ? frame->line : frame->end_line;
+
+	fprintf(out, ";%d|%s|%s|%d|%d|%d|%d", frame->kind, frame->file, frame->name, frame->line,
+		end_line, frame->column, frame->end_column);
+}
+
+static void read_profile(const char *path, unsigned fields, struct profile_text *profile)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char err[512];
+	int got;
+
+	memset(profile, 0, sizeof(*profile));
+	if (pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
+		struct thread_samples *thread = thread_of(profile, sample.tid, sample.iid);
+
+		if (fields & COMPARE_TIME)
+			fprintf(thread->stream, "t=%llu", (unsigned long long)sample.time_us);
+		if (fields & COMPARE_TIMESTAMP)
+			fprintf(thread->stream, "ts=%llu", (unsigned long long)sample.timestamp_us);
+		for (size_t i = 0; i < sample.frame_count; i++)
+			print_frame(thread->stream, &sample.frames[i]);
+		fputc('\n', thread->stream);
+		thread->count++;
+		profile->samples++;
+	}
+	if (got < 0)
+		fail_msg("%s: %s", path, pf_reader_error(reader));
+	pf_reader_close(reader);
+	for (size_t i = 0; i < profile->thread_count; i++)
+		fclose(profile->threads[i].stream);
+}
+
+static void free_profile(struct profile_text *profile)
+{
+	for (size_t i = 0; i < profile->thread_count; i++)
+		free(profile->threads[i].text);
+}
+
+/* Same threads, and in each the same samples in the same order. */
+static void assert_same_samples(const char *what, struct profile_text *a, struct profile_text *b)
+{
+	assert_int_equal(a->samples, b->samples);
+	assert_int_equal(a->thread_count, b->thread_count);
+	for (size_t i = 0; i < a->thread_count; i++) {
+		struct thread_samples *other = NULL;
+
+		for (size_t j = 0; j < b->thread_count; j++)
+			if (b->threads[j].tid == a->threads[i].tid && b->threads[j].iid == a->threads[i].iid)
+				other = &b->threads[j];
+		if (!other)
+			fail_msg("%s: thread %llu missing", what, (unsigned long long)a->threads[i].tid);
+		if (a->threads[i].len != other->len || memcmp(a->threads[i].text, other->text, other->len))
+			fail_msg("%s: thread %llu differs", what, (unsigned long long)a->threads[i].tid);
+	}
+}
+
+static int convert(const char *in, const char *out, char *err, size_t errlen)
+{
+	char *argv[] = { (char *)pybpfprof_binary(), "convert", (char *)in, "-o", (char *)out, NULL };
+
+	return run_capture(argv, err, errlen);
+}
+
+static size_t list_testdata(const char *sub, const char *extension, char names[][64], size_t max)
+{
+	char dir_path[PATH_MAX];
+	struct dirent *entry;
+	size_t count = 0;
+	DIR *dir;
+
+	testdata_path(dir_path, sizeof(dir_path), sub);
+	dir = opendir(dir_path);
+	assert_non_null(dir);
+	while ((entry = readdir(dir)) && count < max) {
+		size_t len = strlen(entry->d_name), ext = strlen(extension);
+
+		if (len > ext && strcmp(entry->d_name + len - ext, extension) == 0)
+			FORMAT(names[count++], "%.*s", (int)(len - ext), entry->d_name);
+	}
+	closedir(dir);
+	assert_true(count > 0);
+	return count;
+}
+
+static void mojo_tachyon_mojo(void **state)
+{
+	char names[16][64];
+	size_t count = list_testdata("mojo", ".mojo", names, 16);
+
+	(void)state;
+	for (size_t i = 0; i < count; i++) {
+		char original[PATH_MAX], middle[PATH_MAX], back[PATH_MAX], err[1024], relative[128];
+		struct profile_text before, after;
+		bool memory_only = strcmp(names[i], "mode_xm") == 0;
+
+		FORMAT(relative, "mojo/%s.mojo", names[i]);
+		testdata_path(original, sizeof(original), relative);
+		FORMAT(middle, "%s/%s.bin", test_tmpdir(), names[i]);
+		FORMAT(back, "%s/%s.back.mojo", test_tmpdir(), names[i]);
+		if (convert(original, middle, err, sizeof(err)) != 0)
+			fail_msg("%s -> tachyon: %s", names[i], err);
+		if (convert(middle, back, err, sizeof(err)) != 0)
+			fail_msg("%s -> mojo: %s", names[i], err);
+		/* Tachyon holds frames, threads and (as timestamps) time; not memory, pids, GC. */
+		{
+			char replay_err[8192];
+			long replayed = cpython_replay_samples(middle, replay_err, sizeof(replay_err));
+
+			/* -1: no sid chroot, nothing to check against. */
+			if (replayed != -1 && replayed < 0)
+				fail_msg("python3.15 replay refused %s: %s", middle, replay_err);
+			if (replayed >= 0)
+				print_message("%s: CPython 3.15 replays %ld samples\n", names[i], replayed);
+		}
+		read_profile(original, memory_only ? 0 : COMPARE_TIME, &before);
+		read_profile(back, memory_only ? 0 : COMPARE_TIME, &after);
+		print_message("%s: %zu samples, %zu threads survive MOJO -> Tachyon -> MOJO\n", names[i],
+			      after.samples, after.thread_count);
+		assert_same_samples(names[i], &before, &after);
+		free_profile(&before);
+		free_profile(&after);
+	}
+}
+
+static void tachyon_mojo_tachyon(void **state)
+{
+	char names[16][64];
+	size_t count = list_testdata("tachyon", ".bin", names, 16);
+
+	(void)state;
+	for (size_t i = 0; i < count; i++) {
+		char original[PATH_MAX], middle[PATH_MAX], back[PATH_MAX], err[1024], relative[128];
+		struct profile_text before, after;
+
+		FORMAT(relative, "tachyon/%s.bin", names[i]);
+		testdata_path(original, sizeof(original), relative);
+		FORMAT(middle, "%s/%s.mojo", test_tmpdir(), names[i]);
+		FORMAT(back, "%s/%s.back.bin", test_tmpdir(), names[i]);
+		if (convert(original, middle, err, sizeof(err)) != 0)
+			fail_msg("%s -> mojo: %s", names[i], err);
+		if (convert(middle, back, err, sizeof(err)) != 0)
+			fail_msg("%s -> tachyon: %s", names[i], err);
+		/* MOJO holds frames, threads and time deltas, from which timestamps come back. */
+		read_profile(original, COMPARE_TIMESTAMP, &before);
+		read_profile(back, COMPARE_TIMESTAMP, &after);
+		print_message("%s: %zu samples, %zu threads survive Tachyon -> MOJO -> Tachyon\n",
+			      names[i], after.samples, after.thread_count);
+		assert_same_samples(names[i], &before, &after);
+		free_profile(&before);
+		free_profile(&after);
+	}
+}
+
+/* Collapsed output: one line per distinct stack, weights adding up to the total time. */
+static void collapsed_adds_up(void **state)
+{
+	char original[PATH_MAX], out[PATH_MAX], err[1024];
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	unsigned long long total_in = 0, total_out = 0;
+	size_t len;
+	char *text, *line, *save = NULL;
+
+	(void)state;
+	testdata_path(original, sizeof(original), "mojo/out311.mojo");
+	FORMAT(out, "%s/out311.collapsed", test_tmpdir());
+	if (convert(original, out, err, sizeof(err)) != 0)
+		fail_msg("collapsed: %s", err);
+	assert_int_equal(pf_reader_open(&reader, original, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+	while (pf_reader_next_sample(reader, &sample) > 0)
+		total_in += sample.time_us;
+	pf_reader_close(reader);
+	text = (char *)read_whole_file(out, &len);
+	assert_non_null(text);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *space = strrchr(line, ' ');
+
+		assert_non_null(space);
+		total_out += strtoull(space + 1, NULL, 10);
+		/* Root first: every stack of this profile starts in the import machinery or a module. */
+		assert_null(strchr(line, '\r'));
+	}
+	free(text);
+	assert_true(total_in > 0);
+	assert_int_equal(total_in, total_out);
+}
+
+/* ---- bad input ---- */
+
+static size_t count_lines(const char *text)
+{
+	size_t lines = 0;
+
+	for (; *text; text++)
+		lines += *text == '\n';
+	return lines;
+}
+
+static void assert_one_line_failure(char *const argv[], const char *needle)
+{
+	char err[2048];
+	int status = run_capture(argv, err, sizeof(err));
+
+	print_message("%s %s -> exit %d: %s", argv[1], argv[2] ? argv[2] : "", status, err);
+	assert_true(status != 0);
+	assert_int_equal(count_lines(err), 1);
+	if (!strstr(err, needle))
+		fail_msg("expected '%s' in: %s", needle, err);
+}
+
+/* Nothing named like the output, finished or partial, may be left in dir. */
+static void assert_no_output_left(const char *dir, const char *name)
+{
+	struct dirent *entry;
+	DIR *handle = opendir(dir);
+
+	assert_non_null(handle);
+	while ((entry = readdir(handle)))
+		if (strncmp(entry->d_name, name, strlen(name)) == 0)
+			fail_msg("left behind: %s/%s", dir, entry->d_name);
+	closedir(handle);
+}
+
+static void bad_input(void **state)
+{
+	char good[PATH_MAX], truncated[PATH_MAX], garbage[PATH_MAX], dir[PATH_MAX], out[PATH_MAX];
+	uint8_t *data;
+	size_t len;
+
+	(void)state;
+	testdata_path(good, sizeof(good), "mojo/out39.mojo");
+	FORMAT(dir, "%s/bad", test_tmpdir());
+	mkdir(dir, 0755);
+	FORMAT(truncated, "%s/truncated.mojo", dir);
+	FORMAT(garbage, "%s/garbage.data", dir);
+	data = read_whole_file(good, &len);
+	assert_non_null(data);
+	assert_int_equal(write_whole_file(truncated, data, len / 2), 0);
+	free(data);
+	assert_int_equal(write_whole_file(garbage, "hello, not a profile\n", 21), 0);
+
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "dump", "/no/such/file.mojo", NULL };
+
+		assert_one_line_failure(argv, "No such file");
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "dump", garbage, NULL };
+
+		assert_one_line_failure(argv, "unknown format");
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "dump", truncated, NULL };
+		int devnull = open("/dev/null", O_WRONLY), saved = dup(1);
+
+		dup2(devnull, 1);
+		assert_one_line_failure(argv, "truncated at byte");
+		dup2(saved, 1);
+		close(saved);
+		close(devnull);
+	}
+	FORMAT(out, "%s/result.bin", dir);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", truncated, "-o", out, NULL };
+
+		assert_one_line_failure(argv, "truncated at byte");
+		assert_no_output_left(dir, "result");
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", garbage, "-o", out, NULL };
+
+		assert_one_line_failure(argv, "unknown format");
+		assert_no_output_left(dir, "result");
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o",
+				 "/no/such/dir/result.bin", NULL };
+
+		assert_one_line_failure(argv, "cannot write");
+	}
+	{
+		char yaml[PATH_MAX];
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", yaml, NULL };
+
+		FORMAT(yaml, "%s/result.yaml", dir);
+		assert_one_line_failure(argv, "cannot tell the format");
+		assert_no_output_left(dir, "result");
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", out, "-f", "svgz", NULL };
+
+		assert_one_line_failure(argv, "unknown format");
+		assert_no_output_left(dir, "result");
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(mojo_tachyon_mojo),
+		cmocka_unit_test(tachyon_mojo_tachyon),
+		cmocka_unit_test(collapsed_adds_up),
+		cmocka_unit_test(bad_input),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,691 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The profiler end to end, as a user runs it: real interpreters under the
+ * real BPF sampler (root), files read back with our readers. For every
+ * interpreter on the machine: a 3:1 split shows in the right proportions
+ * with the right files and lines, a 500-frame recursion appears whole, a
+ * 1500-frame one is cut at the root and marked, 4 threads each show their
+ * own function, and reading /dev/zero shows the kernel's read path under
+ * the Python frame that called it.
+ */
+#include "testlib.h"
+
+#include "profile.h"
+
+#include <math.h>
+#include <sys/stat.h>
+
+#define WORKLOAD "workload.py"
+#define MAX_PYTHONS 32
+#define SPLIT_EXPECTED 0.75
+#define SPLIT_TOLERANCE 0.03
+
+/* Interpreters the acceptance criteria name; one absent is skipped, and says so. */
+static const char *const wanted_labels[] = {
+	"2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
+	"3.11-static", "3.14", "3.15",
+};
+
+static struct test_python pythons[MAX_PYTHONS];
+static size_t python_count;
+
+static const struct test_python *find_python(const char *label)
+{
+	for (size_t i = 0; i < python_count; i++)
+		if (strcmp(pythons[i].label, label) == 0)
+			return &pythons[i];
+	return NULL;
+}
+
+static void script_path(char *out, size_t len, const char *name)
+{
+	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
+		fail_msg("path too long");
+}
+
+/* Line numbers of the script carrying a marker comment (e.g. "# heavy-body"). */
+static size_t marked_lines(const char *marker, int *lines, size_t max)
+{
+	char path[PATH_MAX], text[512];
+	size_t count = 0;
+	int number = 0;
+	FILE *file;
+
+	script_path(path, sizeof(path), WORKLOAD);
+	file = fopen(path, "r");
+	assert_non_null(file);
+	while (fgets(text, sizeof(text), file) && count < max) {
+		number++;
+		if (strstr(text, marker))
+			lines[count++] = number;
+	}
+	fclose(file);
+	return count;
+}
+
+static bool line_is_marked(int line, const int *lines, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (lines[i] == line)
+			return true;
+	return false;
+}
+
+static bool ends_with(const char *text, const char *suffix)
+{
+	size_t len = strlen(text), suffix_len = strlen(suffix);
+
+	return len >= suffix_len && strcmp(text + len - suffix_len, suffix) == 0;
+}
+
+static const struct pf_frame *python_leaf(const struct pf_sample *sample)
+{
+	for (size_t i = sample->frame_count; i-- > 0;)
+		if (sample->frames[i].kind == PF_FRAME_PYTHON)
+			return &sample->frames[i];
+	return NULL;
+}
+
+static size_t count_named(const struct pf_sample *sample, const char *name)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < sample->frame_count; i++)
+		count += strcmp(sample->frames[i].name, name) == 0;
+	return count;
+}
+
+static size_t count_kind(const struct pf_sample *sample, enum pf_frame_kind kind)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < sample->frame_count; i++)
+		count += sample->frames[i].kind == kind;
+	return count;
+}
+
+/* ---- what one workload profile must show ---- */
+
+struct workload_findings {
+	size_t samples;
+	size_t heavy, light;
+	size_t heavy_wrong_place, light_wrong_place;
+	size_t recursion_samples, recursion_whole;
+	size_t deep_samples, deep_cut_and_marked;
+	uint64_t worker_tid[4];
+	size_t worker_samples[4];
+	size_t worker_tid_conflicts;
+	size_t read_samples, read_with_kernel_read_path, read_kernel_before_python;
+};
+
+static void note_split(struct workload_findings *found, const struct pf_sample *sample,
+		       const int *heavy_lines, size_t heavy_count, const int *light_lines,
+		       size_t light_count)
+{
+	const struct pf_frame *leaf = python_leaf(sample);
+
+	if (!leaf || !count_named(sample, "phase_split"))
+		return;
+	if (strcmp(leaf->name, "heavy") == 0) {
+		found->heavy++;
+		if (!ends_with(leaf->file, WORKLOAD) ||
+		    !line_is_marked(leaf->line, heavy_lines, heavy_count))
+			found->heavy_wrong_place++;
+	} else if (strcmp(leaf->name, "light") == 0) {
+		found->light++;
+		if (!ends_with(leaf->file, WORKLOAD) ||
+		    !line_is_marked(leaf->line, light_lines, light_count))
+			found->light_wrong_place++;
+	}
+}
+
+static void note_recursion(struct workload_findings *found, const struct pf_sample *sample)
+{
+	const struct pf_frame *leaf = python_leaf(sample);
+
+	if (!leaf)
+		return;
+	if (strcmp(leaf->name, "bottom") == 0) {
+		found->recursion_samples++;
+		/* Whole: all 500 levels and the module frame at the root, no cut marker. */
+		if (count_named(sample, "recurse") == 500 && sample->frames[0].kind == PF_FRAME_PYTHON &&
+		    strcmp(sample->frames[0].name, "<module>") == 0)
+			found->recursion_whole++;
+	} else if (strcmp(leaf->name, "bottom_deep") == 0) {
+		found->deep_samples++;
+		if (sample->frames[0].kind == PF_FRAME_INVALID &&
+		    count_kind(sample, PF_FRAME_PYTHON) == 1024)
+			found->deep_cut_and_marked++;
+	}
+}
+
+static void note_threads(struct workload_findings *found, const struct pf_sample *sample)
+{
+	static const char *const workers[4] = { "worker_0", "worker_1", "worker_2", "worker_3" };
+
+	for (int w = 0; w < 4; w++) {
+		if (!count_named(sample, workers[w]))
+			continue;
+		if (found->worker_samples[w] == 0)
+			found->worker_tid[w] = sample->tid;
+		else if (found->worker_tid[w] != sample->tid)
+			found->worker_tid_conflicts++;
+		found->worker_samples[w]++;
+	}
+}
+
+static void note_read(struct workload_findings *found, const struct pf_sample *sample)
+{
+	const struct pf_frame *leaf = python_leaf(sample);
+	bool kernel_read = false, kernel_seen = false, python_after_kernel = false;
+
+	if (!leaf || strcmp(leaf->name, "read_zero") != 0)
+		return;
+	found->read_samples++;
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		const struct pf_frame *frame = &sample->frames[i];
+
+		if (frame->kind == PF_FRAME_KERNEL) {
+			kernel_seen = true;
+			if (strstr(frame->name, "vfs_read") || strstr(frame->name, "ksys_read"))
+				kernel_read = true;
+		} else if (frame->kind == PF_FRAME_PYTHON && kernel_seen) {
+			python_after_kernel = true;
+		}
+	}
+	found->read_with_kernel_read_path += kernel_read;
+	found->read_kernel_before_python += python_after_kernel;
+}
+
+static void analyse_workload(const char *path, struct workload_findings *found)
+{
+	int heavy_lines[8], light_lines[8];
+	size_t heavy_count = marked_lines("# heavy-body", heavy_lines, 8);
+	size_t light_count = marked_lines("# light-body", light_lines, 8);
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char err[512];
+	int got;
+
+	memset(found, 0, sizeof(*found));
+	assert_int_equal(pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
+		found->samples++;
+		note_split(found, &sample, heavy_lines, heavy_count, light_lines, light_count);
+		note_recursion(found, &sample);
+		note_threads(found, &sample);
+		note_read(found, &sample);
+	}
+	if (got < 0)
+		fail_msg("%s: %s", path, pf_reader_error(reader));
+	pf_reader_close(reader);
+}
+
+static void assert_dump_accepts(const char *path)
+{
+	char *argv[] = { (char *)pybpfprof_binary(), "dump", (char *)path, NULL };
+	char err[4096];
+	int devnull = open("/dev/null", O_WRONLY), saved = dup(1);
+	int status;
+
+	/* The dump's text goes nowhere; its exit status and stderr are what we check. */
+	dup2(devnull, 1);
+	status = run_capture(argv, err, sizeof(err));
+	dup2(saved, 1);
+	close(saved);
+	close(devnull);
+	if (status != 0)
+		fail_msg("pybpfprof dump %s: exit %d: %s", path, status, err);
+}
+
+/* The reference reader, where the sid chroot has it, must replay every sample. */
+static void assert_cpython_accepts(const char *tachyon, size_t samples)
+{
+	char err[8192];
+	long replayed = cpython_replay_samples(tachyon, err, sizeof(err));
+
+	if (replayed == -1) {
+		print_message("CPython 3.15 replay not checked: the sid chroot is absent\n");
+		return;
+	}
+	if (replayed != (long)samples)
+		fail_msg("python3.15 replay of %s: %ld of %zu samples: %s", tachyon, replayed, samples, err);
+}
+
+static void check_workload_findings(const char *label, const char *path,
+				    const struct workload_findings *found)
+{
+	double heavy_share = (double)found->heavy / (double)(found->heavy + found->light);
+
+	print_message("%s: %s: %zu samples; split %zu:%zu (%.1f%% heavy); recursion %zu/%zu whole; "
+		      "deep %zu/%zu cut; workers %zu %zu %zu %zu; read %zu, %zu with kernel read path\n",
+		      label, path, found->samples, found->heavy, found->light, 100 * heavy_share,
+		      found->recursion_whole, found->recursion_samples, found->deep_cut_and_marked,
+		      found->deep_samples, found->worker_samples[0], found->worker_samples[1],
+		      found->worker_samples[2], found->worker_samples[3], found->read_samples,
+		      found->read_with_kernel_read_path);
+	/* 2.5 s of the split at 1 kHz: enough samples for +-3 points to be meaningful. */
+	assert_true(found->heavy + found->light >= 800);
+	assert_true(fabs(heavy_share - SPLIT_EXPECTED) <= SPLIT_TOLERANCE);
+	assert_int_equal(found->heavy_wrong_place, 0);
+	assert_int_equal(found->light_wrong_place, 0);
+	assert_true(found->recursion_samples >= 100);
+	assert_int_equal(found->recursion_whole, found->recursion_samples);
+	assert_true(found->deep_samples >= 50);
+	assert_int_equal(found->deep_cut_and_marked, found->deep_samples);
+	for (int w = 0; w < 4; w++) {
+		assert_true(found->worker_samples[w] >= 20);
+		for (int other = 0; other < w; other++)
+			assert_true(found->worker_tid[w] != found->worker_tid[other]);
+	}
+	assert_int_equal(found->worker_tid_conflicts, 0);
+	assert_true(found->read_samples >= 50);
+	/* Most reads are sampled inside the syscall, under the Python frame. */
+	assert_true(found->read_with_kernel_read_path * 2 >= found->read_samples);
+	assert_int_equal(found->read_kernel_before_python, 0);
+}
+
+static void profile_workload(void **state)
+{
+	const char *label = *state;
+	const struct test_python *python = find_python(label);
+	char command[1200], script[PATH_MAX], mojo[PATH_MAX], tachyon[PATH_MAX], err[4096];
+	char *argv[32];
+	struct workload_findings from_mojo, from_tachyon;
+	int argc, status;
+
+	if (!python) {
+		print_message("%s is absent on this machine (3.14/3.15: run 'make pythons'); skipped\n",
+			      label);
+		skip();
+	}
+	FORMAT(mojo, "%s/workload-%s.mojo", test_tmpdir(), label);
+	FORMAT(tachyon, "%s/workload-%s.bin", test_tmpdir(), label);
+	script_path(script, sizeof(script), WORKLOAD);
+	FORMAT(command, "%s -q -F 1000 -o %s -o %s -- %s %s", pybpfprof_binary(),
+		 mojo, tachyon, python->command, script);
+	argc = split_command(command, argv, 32);
+	assert_true(argc > 6);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", label, status, err);
+	analyse_workload(mojo, &from_mojo);
+	check_workload_findings(label, "mojo", &from_mojo);
+	/* Tachyon keeps the innermost 256 frames: whole-stack checks apply to MOJO only. */
+	analyse_workload(tachyon, &from_tachyon);
+	assert_int_equal(from_tachyon.samples, from_mojo.samples);
+	assert_int_equal(from_tachyon.heavy, from_mojo.heavy);
+	assert_int_equal(from_tachyon.light, from_mojo.light);
+	assert_int_equal(from_tachyon.read_with_kernel_read_path, from_mojo.read_with_kernel_read_path);
+	assert_dump_accepts(mojo);
+	assert_dump_accepts(tachyon);
+	assert_cpython_accepts(tachyon, from_tachyon.samples);
+}
+
+/* ---- attach, exit status, signals ---- */
+
+struct running_python {
+	pid_t pid;
+};
+
+/* A Python spinning in the split phase for a while; returns once it runs. */
+static void start_spinner(struct running_python *target, const char *phases)
+{
+	const struct test_python *python = find_python("3.12");
+	char command[1200], script[PATH_MAX];
+	char *argv[32];
+
+	if (!python)
+		python = &pythons[0];
+	assert_true(python_count > 0);
+	script_path(script, sizeof(script), WORKLOAD);
+	FORMAT(command, "%s %s %s", python->command, script, phases);
+	split_command(command, argv, 32);
+	target->pid = spawn(argv, NULL, NULL);
+	assert_true(target->pid > 0);
+	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
+	usleep(300 * 1000);
+}
+
+static void stop_spinner(struct running_python *target)
+{
+	kill(target->pid, SIGKILL);
+	wait_status(target->pid);
+}
+
+static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_name,
+			       char *err, size_t errlen)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	size_t count = 0;
+	int got;
+
+	err[0] = 0;
+	if (pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, errlen))
+		return 0;
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
+		const struct pf_frame *leaf = python_leaf(&sample);
+
+		if ((pid == 0 || sample.pid == pid) && leaf &&
+		    (!leaf_name || strcmp(leaf->name, leaf_name) == 0))
+			count++;
+	}
+	if (got < 0)
+		snprintf(err, errlen, "%s", pf_reader_error(reader));
+	pf_reader_close(reader);
+	return count;
+}
+
+static void attach_by_pid(void **state)
+{
+	struct running_python target;
+	char pid_text[16], mojo[PATH_MAX], tachyon[PATH_MAX], err[4096];
+	size_t heavy;
+
+	(void)state;
+	start_spinner(&target, "split split");
+	FORMAT(pid_text, "%d", (int)target.pid);
+	FORMAT(mojo, "%s/attach.mojo", test_tmpdir());
+	FORMAT(tachyon, "%s/attach.bin", test_tmpdir());
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-p", pid_text, "-d", "1.5",
+				 "-o", mojo, "-o", tachyon, NULL };
+		int status = run_capture(argv, err, sizeof(err));
+
+		stop_spinner(&target);
+		if (status != 0)
+			fail_msg("pybpfprof -p: exit %d: %s", status, err);
+	}
+	heavy = count_samples_of(mojo, (uint32_t)target.pid, "heavy", err, sizeof(err));
+	assert_string_equal(err, "");
+	assert_true(heavy > 500);
+	assert_int_equal(count_samples_of(tachyon, 0, "heavy", err, sizeof(err)), heavy);
+	assert_string_equal(err, "");
+}
+
+static void launch_passes_exit_status(void **state)
+{
+	const struct test_python *python = find_python("3.12");
+	char command[1400], out[PATH_MAX], err[4096];
+	char *argv[32];
+
+	(void)state;
+	if (!python)
+		skip();
+	FORMAT(out, "%s/exit.mojo", test_tmpdir());
+	FORMAT(command, "%s -q -o %s -- %s -c import\\ sys;sys.exit(7)",
+		 pybpfprof_binary(), out, python->command);
+	split_command(command, argv, 32);
+	/* split_command has no quoting: put the -c program back together. */
+	for (int i = 0; argv[i]; i++)
+		if (strcmp(argv[i], "-c") == 0 && argv[i + 1]) {
+			argv[i + 1] = "import sys; sys.exit(7)";
+			argv[i + 2] = NULL;
+			break;
+		}
+	assert_int_equal(run_capture(argv, err, sizeof(err)), 7);
+	count_samples_of(out, 0, NULL, err, sizeof(err));
+	assert_string_equal(err, "");
+}
+
+static void interrupted_run_leaves_valid_files(void **state)
+{
+	struct running_python target;
+	char pid_text[16], mojo[PATH_MAX], tachyon[PATH_MAX], err_path[PATH_MAX], err[512];
+	int signals[] = { SIGINT, SIGTERM };
+
+	(void)state;
+	start_spinner(&target, "split split split");
+	FORMAT(pid_text, "%d", (int)target.pid);
+	FORMAT(err_path, "%s/signal.err", test_tmpdir());
+	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-p", pid_text, "-o", mojo,
+				 "-o", tachyon, NULL };
+		pid_t profiler;
+
+		FORMAT(mojo, "%s/signal-%d.mojo", test_tmpdir(), signals[i]);
+		FORMAT(tachyon, "%s/signal-%d.bin", test_tmpdir(), signals[i]);
+		profiler = spawn(argv, NULL, err_path);
+		usleep(1500 * 1000);
+		kill(profiler, signals[i]);
+		assert_int_equal(wait_status(profiler), 0);
+		assert_true(count_samples_of(mojo, 0, "heavy", err, sizeof(err)) > 300);
+		assert_string_equal(err, "");
+		assert_true(count_samples_of(tachyon, 0, "heavy", err, sizeof(err)) > 300);
+		assert_string_equal(err, "");
+	}
+	stop_spinner(&target);
+}
+
+/* SIGKILL cannot be caught: what was flushed (each second) must still read. */
+static void killed_run_leaves_readable_files(void **state)
+{
+	struct running_python target;
+	char pid_text[16], mojo[PATH_MAX], tachyon[PATH_MAX], err[512];
+	pid_t profiler;
+	size_t mojo_heavy, tachyon_heavy;
+
+	(void)state;
+	start_spinner(&target, "split split split");
+	FORMAT(pid_text, "%d", (int)target.pid);
+	FORMAT(mojo, "%s/killed.mojo", test_tmpdir());
+	FORMAT(tachyon, "%s/killed.bin", test_tmpdir());
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-p", pid_text, "-o", mojo,
+				 "-o", tachyon, NULL };
+
+		profiler = spawn(argv, NULL, NULL);
+	}
+	usleep(3500 * 1000);
+	kill(profiler, SIGKILL);
+	wait_status(profiler);
+	stop_spinner(&target);
+	/* A MOJO file may end inside a sample: every complete one before it counts. */
+	mojo_heavy = count_samples_of(mojo, 0, "heavy", err, sizeof(err));
+	assert_true(mojo_heavy > 1000);
+	tachyon_heavy = count_samples_of(tachyon, 0, "heavy", err, sizeof(err));
+	assert_string_equal(err, "");
+	assert_true(tachyon_heavy > 1000);
+}
+
+/* No target: every Python process, including one that starts after the profiler. */
+static void system_wide_finds_later_processes(void **state)
+{
+	struct running_python before, later;
+	char out[PATH_MAX], err[512], err_path[PATH_MAX];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-d", "3", "-o", out, NULL };
+	pid_t profiler;
+
+	(void)state;
+	FORMAT(out, "%s/system.mojo", test_tmpdir());
+	FORMAT(err_path, "%s/system.err", test_tmpdir());
+	start_spinner(&before, "split split");
+	profiler = spawn(argv, NULL, err_path);
+	usleep(800 * 1000);
+	start_spinner(&later, "split split");
+	assert_int_equal(wait_status(profiler), 0);
+	stop_spinner(&before);
+	stop_spinner(&later);
+	assert_true(count_samples_of(out, (uint32_t)before.pid, "heavy", err, sizeof(err)) > 300);
+	assert_string_equal(err, "");
+	assert_true(count_samples_of(out, (uint32_t)later.pid, "heavy", err, sizeof(err)) > 300);
+	assert_string_equal(err, "");
+}
+
+/* ---- bad input: one clear line, non-zero exit, no output file ---- */
+
+static void expect_clean_failure(char *const argv[], const char *output, const char *needle)
+{
+	char err[4096];
+	int status;
+	size_t lines = 0;
+
+	unlink(output);
+	status = run_capture(argv, err, sizeof(err));
+	for (const char *c = err; *c; c++)
+		lines += *c == '\n';
+	print_message("%s -> exit %d: %s", argv[1], status, err);
+	assert_true(status != 0);
+	assert_int_equal(lines, 1);
+	assert_non_null(strstr(err, "pybpfprof"));
+	if (!strstr(err, needle))
+		fail_msg("expected '%s' in: %s", needle, err);
+	assert_false(file_exists(output));
+}
+
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	wait_status(pid);
+	return pid;
+}
+
+static void bad_pid(void **state)
+{
+	char out[PATH_MAX], pid_text[16];
+	char *argv[] = { (char *)pybpfprof_binary(), "-p", pid_text, "-o", out, NULL };
+
+	(void)state;
+	FORMAT(out, "%s/bad-pid.mojo", test_tmpdir());
+	FORMAT(pid_text, "%d", (int)dead_pid());
+	expect_clean_failure(argv, out, "no such process");
+}
+
+static void not_python(void **state)
+{
+	char out[PATH_MAX], pid_text[16];
+	char *argv[] = { (char *)pybpfprof_binary(), "-p", pid_text, "-o", out, NULL };
+	char *sleeper[] = { "sleep", "30", NULL };
+	pid_t pid = spawn(sleeper, NULL, NULL);
+
+	(void)state;
+	usleep(100 * 1000);
+	FORMAT(out, "%s/not-python.mojo", test_tmpdir());
+	FORMAT(pid_text, "%d", (int)pid);
+	expect_clean_failure(argv, out, "not a Python process");
+	kill(pid, SIGKILL);
+	wait_status(pid);
+}
+
+/*
+ * A CPython we have no offsets for: a program that loads a library named
+ * libpython3.5m.so carrying 3.5's version string, as a real 3.5 would.
+ */
+static void unsupported_version(void **state)
+{
+	char dir[PATH_MAX], build[PATH_MAX * 3], out[PATH_MAX], pid_text[16], program[PATH_MAX];
+	char *argv[] = { (char *)pybpfprof_binary(), "-p", pid_text, "-o", out, NULL };
+	char *runner[] = { program, NULL };
+	pid_t pid;
+
+	(void)state;
+	FORMAT(dir, "%s/fake35", test_tmpdir());
+	mkdir(dir, 0755);
+	FORMAT(build,
+		 "printf 'const char version[] = \"3.5.10 (default, Jan  1 2020, 00:00:00) \\\\n[GCC 12]\";\\n"
+		 "static void *interp_head; void *head(void) { return &interp_head; }\\n' > %s/lib.c && "
+		 "cc -shared -fPIC -o %s/libpython3.5m.so.1.0 %s/lib.c && "
+		 "printf '#include <unistd.h>\\nvoid *head(void); int main(void) { head(); for (;;) pause(); }\\n' > %s/main.c && "
+		 "cc -o %s/python3.5 %s/main.c -L%s -l:libpython3.5m.so.1.0 -Wl,-rpath,%s",
+		 dir, dir, dir, dir, dir, dir, dir, dir);
+	assert_int_equal(system(build), 0);
+	FORMAT(program, "%s/python3.5", dir);
+	pid = spawn(runner, NULL, NULL);
+	usleep(200 * 1000);
+	FORMAT(out, "%s/unsupported.mojo", test_tmpdir());
+	FORMAT(pid_text, "%d", (int)pid);
+	expect_clean_failure(argv, out, "3.5");
+	kill(pid, SIGKILL);
+	wait_status(pid);
+}
+
+static void unwritable_output(void **state)
+{
+	struct running_python target;
+	char pid_text[16];
+	char *argv[] = { (char *)pybpfprof_binary(), "-p", pid_text, "-o",
+			 "/nonexistent-dir/out.mojo", NULL };
+
+	(void)state;
+	start_spinner(&target, "split");
+	FORMAT(pid_text, "%d", (int)target.pid);
+	expect_clean_failure(argv, "/nonexistent-dir/out.mojo", "cannot write");
+	stop_spinner(&target);
+}
+
+static void unknown_format(void **state)
+{
+	char out[PATH_MAX], out_ext[PATH_MAX];
+	char *by_flag[] = { (char *)pybpfprof_binary(), "-p", "1", "-f", "yaml", "-o", out, NULL };
+	char *by_extension[] = { (char *)pybpfprof_binary(), "-p", "1", "-o", out_ext, NULL };
+
+	(void)state;
+	FORMAT(out, "%s/unknown.mojo", test_tmpdir());
+	FORMAT(out_ext, "%s/unknown.yaml", test_tmpdir());
+	expect_clean_failure(by_flag, out, "unknown format");
+	expect_clean_failure(by_extension, out_ext, "cannot tell the format");
+}
+
+static void command_not_found(void **state)
+{
+	char out[PATH_MAX];
+	char *argv[] = { (char *)pybpfprof_binary(), "-o", out, "--", "/no/such/python", NULL };
+
+	(void)state;
+	FORMAT(out, "%s/notfound.mojo", test_tmpdir());
+	expect_clean_failure(argv, out, "cannot run '/no/such/python'");
+}
+
+static void not_root(void **state)
+{
+	char out[PATH_MAX];
+	char *argv[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+			 "--inh-caps=-all", (char *)pybpfprof_binary(), "-p", "1", "-o", out, NULL };
+	char err[4096];
+	int status;
+
+	(void)state;
+	/* nobody must be able to write where the output goes: the failure is about privilege. */
+	FORMAT(out, "/tmp/pybpfprof-notroot-%d.mojo", (int)getpid());
+	unlink(out);
+	status = run_capture(argv, err, sizeof(err));
+	print_message("as nobody -> exit %d: %s", status, err);
+	assert_true(status != 0);
+	assert_non_null(strchr(err, '\n'));
+	assert_string_equal(strchr(err, '\n'), "\n"); /* one line */
+	assert_non_null(strstr(err, "pybpfprof"));
+	assert_true(strstr(err, "root") || strstr(err, "CAP_BPF"));
+	assert_false(file_exists(out));
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[64];
+	size_t count = 0;
+
+	python_count = test_pythons(pythons, MAX_PYTHONS);
+	for (size_t i = 0; i < sizeof(wanted_labels) / sizeof(wanted_labels[0]); i++) {
+		static char names[16][64];
+
+		FORMAT(names[i], "workload_%s", wanted_labels[i]);
+		tests[count++] = (struct CMUnitTest){ .name = names[i], .test_func = profile_workload,
+						      .initial_state = (void *)wanted_labels[i] };
+	}
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(attach_by_pid);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(launch_passes_exit_status);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(interrupted_run_leaves_valid_files);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(killed_run_leaves_readable_files);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(system_wide_finds_later_processes);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(bad_pid);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(not_python);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unsupported_version);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unwritable_output);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unknown_format);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(command_not_found);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(not_root);
+	return _cmocka_run_group_tests("record", tests, count, NULL, NULL);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One ring-buffer record to one profile sample: Python frames through the
+ * code-object cache, kernel frames through kallsyms, flags to status bits.
+ * A frame that cannot be named is kept as "<unresolved>" and the sample is
+ * marked invalid at its root — never dropped silently.
+ */
+#ifndef PYBPFPROF_SAMPLE_RESOLVE_H
+#define PYBPFPROF_SAMPLE_RESOLVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "intern.h"
+#include "profile.h"
+#include "py_discover.h"
+#include "sample_record.h"
+
+struct pysym_cache;
+struct ksyms;
+
+struct sample_resolver {
+	struct pysym_cache *python;
+	const struct ksyms *kernel;    /* NULL: kernel frames are shown by address */
+	uint64_t period_us;            /* the time one sample stands for */
+	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
+	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + PBP_MAX_KERNEL_FRAMES];
+	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
+	uint64_t stale_frames;         /* ... of which the code object was freed and reused */
+	uint64_t bad_records;          /* records shorter than they claim */
+};
+
+int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
+			 uint64_t period_us);
+void sample_resolver_free(struct sample_resolver *resolver);
+/*
+ * python: the target's runtime description, or NULL while it is pending
+ * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed
+ * record, -ENOMEM. *sample points into the resolver until the next call.
+ */
+int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+		   const struct py_target *python, struct pf_sample *sample);
+
+#endif
