@@ -131,11 +131,11 @@ static int copy_samples(struct pf_reader *reader, struct pf_writer *writer, cons
 
 static void convert_usage(FILE *out)
 {
-	fputs("Usage: pybpfprof convert IN -o OUT [-f mojo|tachyon|collapsed] [-c LEVEL|none]\n"
+	fputs("Usage: pybpfprof convert IN -o OUT [-f mojo|tachyon|collapsed|svg] [-c LEVEL|none]\n"
 	      "Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
 	      "  -o, --output OUT        the file to write (written whole, or not at all)\n"
 	      "  -f, --format FORMAT     output format (default: from OUT's extension:\n"
-	      "                          .mojo, .bin/.tachyon, .collapsed/.folded/.txt)\n"
+	      "                          .mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg)\n"
 	      "  -c, --compression L     Tachyon zstd level 1-22, or 'none' (default 5)\n",
 	      out);
 }
@@ -190,7 +190,7 @@ int convert_main(int argc, char **argv)
 		case 'f':
 			out_format = pf_format_from_name(optarg);
 			if (out_format == PF_FORMAT_UNKNOWN) {
-				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use mojo, tachyon or collapsed)\n",
+				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
 					optarg);
 				return 2;
 			}
@@ -218,7 +218,7 @@ int convert_main(int argc, char **argv)
 	if (out_format == PF_FORMAT_UNKNOWN)
 		out_format = pf_format_from_path(output);
 	if (out_format == PF_FORMAT_UNKNOWN) {
-		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f mojo|tachyon|collapsed)\n",
+		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f mojo|tachyon|collapsed|svg)\n",
 			output);
 		return 2;
 	}

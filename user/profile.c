@@ -42,6 +42,8 @@ enum pf_format pf_format_from_name(const char *name)
 		return PF_FORMAT_TACHYON;
 	if (strcasecmp(name, "collapsed") == 0 || strcasecmp(name, "folded") == 0)
 		return PF_FORMAT_COLLAPSED;
+	if (strcasecmp(name, "svg") == 0 || strcasecmp(name, "flamegraph") == 0)
+		return PF_FORMAT_SVG;
 	return PF_FORMAT_UNKNOWN;
 }
 
@@ -60,6 +62,8 @@ enum pf_format pf_format_from_path(const char *path)
 	if (strcasecmp(dot, "collapsed") == 0 || strcasecmp(dot, "folded") == 0 ||
 	    strcasecmp(dot, "txt") == 0)
 		return PF_FORMAT_COLLAPSED;
+	if (strcasecmp(dot, "svg") == 0)
+		return PF_FORMAT_SVG;
 	return PF_FORMAT_UNKNOWN;
 }
 
@@ -84,6 +88,8 @@ const char *pf_format_name(enum pf_format format)
 		return "tachyon";
 	case PF_FORMAT_COLLAPSED:
 		return "collapsed";
+	case PF_FORMAT_SVG:
+		return "svg";
 	default:
 		return "unknown";
 	}
@@ -99,6 +105,8 @@ static int create_backend(struct pf_writer *writer, enum pf_format format,
 		return tachyon_writer_create(writer->fd, options, &writer->state, &writer->ops);
 	case PF_FORMAT_COLLAPSED:
 		return collapsed_writer_create(writer->fd, options, &writer->state, &writer->ops);
+	case PF_FORMAT_SVG:
+		return flamegraph_writer_create(writer->fd, options, &writer->state, &writer->ops);
 	default:
 		return -EINVAL;
 	}
@@ -291,6 +299,12 @@ int pf_reader_open(struct pf_reader **reader_out, const char *path, enum pf_form
 		}
 	}
 	reader->format = format;
+	if (format == PF_FORMAT_SVG) {
+		snprintf(errbuf, errlen, "an SVG flame graph cannot be read back (it keeps no samples)");
+		close(reader->fd);
+		free(reader);
+		return -EINVAL;
+	}
 	err = create_reader_backend(reader);
 	if (err) {
 		snprintf(errbuf, errlen, "%s", reader->error[0] ? reader->error : strerror(-err));

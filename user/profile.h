@@ -69,11 +69,12 @@ enum pf_format {
 	PF_FORMAT_MOJO,
 	PF_FORMAT_TACHYON,
 	PF_FORMAT_COLLAPSED,
+	PF_FORMAT_SVG, /* flame graph: write-only */
 };
 
-/* "mojo", "tachyon", "collapsed" -> format; UNKNOWN otherwise. */
+/* "mojo", "tachyon", "collapsed", "svg"/"flamegraph" -> format; UNKNOWN otherwise. */
 enum pf_format pf_format_from_name(const char *name);
-/* From a path's extension: .mojo, .bin/.tachyon, .collapsed/.folded/.txt. */
+/* From a path's extension: .mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg. */
 enum pf_format pf_format_from_path(const char *path);
 /* From a file's first bytes (MOJ / TACH); UNKNOWN if neither. */
 enum pf_format pf_format_from_magic(const void *head, size_t len);
@@ -154,6 +155,8 @@ int tachyon_writer_create(int fd, const struct pf_writer_options *options, void 
 			  const struct pf_writer_ops **ops);
 int collapsed_writer_create(int fd, const struct pf_writer_options *options, void **state,
 			    const struct pf_writer_ops **ops);
+int flamegraph_writer_create(int fd, const struct pf_writer_options *options, void **state,
+			     const struct pf_writer_ops **ops);
 /* errbuf receives a one-line reason on failure. */
 int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
 		       size_t errlen);

@@ -43,8 +43,8 @@ enum {
 
 static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 0 },
-	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed). Default: pybpfprof.mojo", 0 },
-	{ "format", 'f', "FORMAT", 0, "mojo, tachyon or collapsed (overrides the extension)", 0 },
+	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed, .svg). Default: pybpfprof.mojo", 0 },
+	{ "format", 'f', "FORMAT", 0, "mojo, tachyon, collapsed or svg (overrides the extension)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
@@ -185,7 +185,7 @@ static int resolve_formats(struct record_args *args)
 	if (args->format_name) {
 		forced = pf_format_from_name(args->format_name);
 		if (forced == PF_FORMAT_UNKNOWN) {
-			fprintf(stderr, "pybpfprof: unknown format '%s' (use mojo, tachyon or collapsed)\n",
+			fprintf(stderr, "pybpfprof: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
 				args->format_name);
 			return -EINVAL;
 		}
@@ -200,7 +200,7 @@ static int resolve_formats(struct record_args *args)
 
 		output->format = forced != PF_FORMAT_UNKNOWN ? forced : pf_format_from_path(output->path);
 		if (output->format == PF_FORMAT_UNKNOWN) {
-			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use .mojo, .bin, .collapsed or -f FORMAT)\n",
+			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use .mojo, .bin, .collapsed, .svg or -f FORMAT)\n",
 				output->path);
 			return -EINVAL;
 		}
