@@ -6,7 +6,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
-#include "py_offsets.h"
+#include "py_proc_config.h"
 #include "proc_event.h"
 #include "sample_record.h"
 

@@ -9,8 +9,8 @@
  * keyed by host tgid. Every field is data; BPF has no version `if`s beyond
  * the small enums below.
  */
-#ifndef PYBPFPROF_PY_OFFSETS_H
-#define PYBPFPROF_PY_OFFSETS_H
+#ifndef PYBPFPROF_PY_PROC_CONFIG_H
+#define PYBPFPROF_PY_PROC_CONFIG_H
 
 #ifdef __bpf__
 /* vmlinux.h provides __u8 .. __u64 */
@@ -51,7 +51,7 @@ struct py_offsets {
 	__u32 tstate_next;
 	__u32 tstate_interp;
 	__u32 tstate_thread_id;          /* pthread_self() == fsbase on x86-64 */
-	__u32 tstate_native_thread_id;   /* NONE before 3.8; namespace tid */
+	__u32 tstate_native_thread_id;   /* NONE before 3.11 (not in the table); namespace tid */
 	__u32 tstate_frame;              /* frame / cframe / current_frame, see frame_link */
 	__u32 cframe_current_frame;      /* only with PY_FRAME_LINK_CFRAME */
 

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "proc_event.h"
-#include "py_offsets.h"
+#include "py_proc_config.h"
 #include "sample_record.h"
 
 #define BPF_SAMPLER_DEFAULT_RINGBUF_BYTES (16u << 20)

@@ -8,6 +8,7 @@
  * bytes when they carry only memory, else a sample count.
  */
 #include "profile.h"
+#include "fd_write.h"
 #include "intern.h"
 
 #include <errno.h>
@@ -147,21 +148,13 @@ static int collapsed_flush(void *state)
 
 static int write_all(struct collapsed_writer *writer, const char *data, size_t len)
 {
-	while (len) {
-		ssize_t wrote = write(writer->fd, data, len);
+	size_t written;
+	int err = fd_write_all(writer->fd, data, len, &written);
 
-		if (wrote < 0) {
-			if (errno == EINTR)
-				continue;
-			snprintf(writer->error, sizeof(writer->error), "write failed: %s",
-				 strerror(errno));
-			return -errno;
-		}
-		data += wrote;
-		len -= (size_t)wrote;
-		writer->bytes_written += (size_t)wrote;
-	}
-	return 0;
+	writer->bytes_written += written;
+	if (err)
+		snprintf(writer->error, sizeof(writer->error), "write failed: %s", strerror(-err));
+	return err;
 }
 
 static int collapsed_finish(void *state)

@@ -9,28 +9,7 @@
 #include <string.h>
 
 #include "mojo.h"
-
-static void print_quoted(FILE *out, const char *text)
-{
-	const unsigned char *c;
-
-	fputc('"', out);
-	for (c = (const unsigned char *)text; *c; c++) {
-		switch (*c) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\r': fputs("\\r", out); break;
-		case '\t': fputs("\\t", out); break;
-		default:
-			if (*c < 0x20 || *c >= 0x7f)
-				fprintf(out, "\\x%02x", *c);
-			else
-				fputc(*c, out);
-		}
-	}
-	fputc('"', out);
-}
+#include "text_quote.h"
 
 static const char *dump_name(enum mojo_event_id id)
 {
@@ -60,18 +39,18 @@ static void print_args(FILE *out, const struct mojo_raw_event *event)
 	switch (event->id) {
 	case MOJO_METADATA:
 		fputs(" key=", out);
-		print_quoted(out, event->strs[0]);
+		fput_quoted_cstr(out, event->strs[0]);
 		fputs(" value=", out);
-		print_quoted(out, event->strs[1]);
+		fput_quoted_cstr(out, event->strs[1]);
 		break;
 	case MOJO_STACK:
 		fprintf(out, " pid=%lld iid=%lld tid=", (long long)event->ints[0],
 			event->int_count > 1 ? (long long)event->ints[1] : 0LL);
-		print_quoted(out, event->strs[0]);
+		fput_quoted_cstr(out, event->strs[0]);
 		break;
 	case MOJO_STRING:
 		fprintf(out, " key=%llu value=", (unsigned long long)event->ints[0]);
-		print_quoted(out, event->strs[0]);
+		fput_quoted_cstr(out, event->strs[0]);
 		break;
 	case MOJO_FRAME:
 		/* The first three are keys, unsigned. */
@@ -89,7 +68,7 @@ static void print_args(FILE *out, const struct mojo_raw_event *event)
 		break;
 	case MOJO_FRAME_KERNEL:
 		fputs(" symbol=", out);
-		print_quoted(out, event->strs[0]);
+		fput_quoted_cstr(out, event->strs[0]);
 		break;
 	case MOJO_METRIC_TIME:
 		fprintf(out, " value=%llu", (unsigned long long)event->time);

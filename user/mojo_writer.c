@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd_write.h"
 #include "intern.h"
 #include "mojo.h"
 #include "profile.h"
@@ -92,21 +93,11 @@ static uint64_t monotonic_ms(void)
 static int write_out(struct mojo_writer *writer)
 {
 	size_t done = 0;
+	int err = fd_write_all(writer->fd, writer->buf, writer->len, &done);
 
-	while (done < writer->len) {
-		ssize_t wrote = write(writer->fd, writer->buf + done, writer->len - done);
-
-		if (wrote < 0 && errno == EINTR)
-			continue;
-		if (wrote <= 0) {
-			int err = wrote < 0 ? -errno : -EIO;
-
-			return writer_fail(writer, err, "write error after %llu bytes: %s",
-					   (unsigned long long)(writer->written + done),
-					   strerror(-err));
-		}
-		done += (size_t)wrote;
-	}
+	if (err)
+		return writer_fail(writer, err, "write error after %llu bytes: %s",
+				   (unsigned long long)(writer->written + done), strerror(-err));
 	writer->written += done;
 	writer->len = 0;
 	writer->last_flush_ms = monotonic_ms();

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* the shared contract: a plain "py_offsets.h" here would name this very file */
-#include "../include/py_offsets.h"
+/* the shared contract with BPF: the struct this table fills */
+#include "py_proc_config.h"
 
 /* Where the GIL's last holder and locked flag live. */
 enum py_gil_where {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -448,10 +449,18 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		session->resolver.unresolved_frames);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;
+		struct rusage usage;
+		double cpu_s = 0;
 
 		bpf_sampler_prog_stats(session->sampler, &run_ns, &runs);
 		fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " runs, %.0f ns per run\n", runs,
 			runs ? (double)run_ns / (double)runs : 0.0);
+		/* Our own cost only: RUSAGE_SELF leaves out the launched command. */
+		if (getrusage(RUSAGE_SELF, &usage) == 0)
+			cpu_s = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+				(double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys (%.2f%% of a core)\n", cpu_s,
+			seconds > 0 ? 100.0 * cpu_s / seconds : 0.0);
 	}
 }
 

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "profile.h"
-#include "py_offsets.h"
+#include "py_proc_config.h"
 
 /* Longest file or function name kept, in characters (longer ones are cut). */
 #define PYSYM_MAX_STRING_CHARS 4096u

@@ -8,33 +8,12 @@
  *   String ... / Frame ... / Stats ... / Footer ...
  */
 #include "tachyon.h"
+#include "text_quote.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-static void print_quoted(FILE *out, const char *text, size_t len)
-{
-	fputc('"', out);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)text[i];
-
-		switch (c) {
-		case '"': fputs("\\\"", out); break;
-		case '\\': fputs("\\\\", out); break;
-		case '\n': fputs("\\n", out); break;
-		case '\r': fputs("\\r", out); break;
-		case '\t': fputs("\\t", out); break;
-		default:
-			if (c < 0x20 || c == 0x7f)
-				fprintf(out, "\\x%02x", c);
-			else
-				fputc(c, out);
-		}
-	}
-	fputc('"', out);
-}
 
 static void print_header(FILE *out, const struct tachyon_file *file)
 {
@@ -120,7 +99,7 @@ static void print_tables(FILE *out, const struct tachyon_file *file)
 		const char *text = tachyon_file_string(file, i, &len);
 
 		fprintf(out, "String index=%" PRIu32 " value=", i);
-		print_quoted(out, text, len);
+		fput_quoted(out, text, len);
 		fputc('\n', out);
 	}
 	for (uint32_t i = 0; i < footer->frame_count; i++) {

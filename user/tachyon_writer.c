@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "fd_write.h"
 #include "profile.h"
 #include "varint.h"
 
@@ -94,20 +95,10 @@ static int fail(struct tachyon_writer *w, int err, const char *fmt, ...)
 
 static int pwrite_all(struct tachyon_writer *w, const void *data, size_t len, uint64_t offset)
 {
-	const uint8_t *p = data;
+	int err = fd_pwrite_all(w->fd, data, len, offset);
 
-	while (len) {
-		ssize_t n = pwrite(w->fd, p, len, (off_t)offset);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return fail(w, n < 0 ? -errno : -EIO, "write at byte %" PRIu64 " failed: %s",
-				    offset, n < 0 ? strerror(errno) : "no progress");
-		p += n;
-		len -= (size_t)n;
-		offset += (uint64_t)n;
-	}
+	if (err)
+		return fail(w, err, "write at byte %" PRIu64 " failed: %s", offset, strerror(-err));
 	return 0;
 }
 

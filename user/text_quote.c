@@ -17,6 +17,9 @@ void fput_quoted(FILE *out, const char *text, size_t len)
 		case '\n':
 			fputs("\\n", out);
 			break;
+		case '\r':
+			fputs("\\r", out);
+			break;
 		case '\t':
 			fputs("\\t", out);
 			break;
