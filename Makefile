@@ -33,7 +33,7 @@ TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd
 
-.PHONY: all deps demo check test unit integration bench clean vmlinux pythons
+.PHONY: all deps demo check bench clean vmlinux pythons
 .DELETE_ON_ERROR:
 
 all: pybpfprof
@@ -55,7 +55,7 @@ $(BUILD)/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)
 $(BUILD)/san/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/san
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) include/py_offsets.h include/sample_record.h vmlinux.h | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h) vmlinux.h | $(BUILD)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 	llvm-strip -g $@
 

@@ -38,7 +38,7 @@ def primes_below(limit):
     return found
 
 
-def checksum_chunks(chunks=64, size=256 * 1024):
+def checksum_chunks(chunks=12, size=256 * 1024):
     digest = hashlib.sha256()
     with open("/dev/urandom", "rb") as source:
         for _ in range(chunks):

@@ -57,22 +57,6 @@ static void test_resolves_vfs_read(void **state)
 	ksyms_free(ksyms);
 }
 
-static void test_names_module_of_a_module_symbol(void **state)
-{
-	struct ksyms *ksyms;
-	char err[256], module_name[128];
-	uint64_t addr;
-	const char *module = NULL;
-
-	(void)state;
-	if (!kallsyms_lookup(NULL, 1, &addr, module_name, sizeof(module_name)) || addr == 0)
-		skip(); /* no modules loaded */
-	assert_int_equal(ksyms_load(&ksyms, err, sizeof(err)), 0);
-	assert_non_null(ksyms_resolve(ksyms, addr, NULL, &module));
-	assert_non_null(module);
-	assert_string_equal(module, module_name);
-	ksyms_free(ksyms);
-}
 
 static void write_file(const char *name, const char *text, char *path, size_t pathlen)
 {
@@ -125,7 +109,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolves_vfs_read),
-		cmocka_unit_test(test_names_module_of_a_module_symbol),
 		cmocka_unit_test(test_unsorted_file_with_data_symbols),
 		cmocka_unit_test(test_hidden_addresses_are_reported),
 	};

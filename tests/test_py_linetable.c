@@ -13,32 +13,6 @@
 #include "py_linetable.h"
 
 /* The checkout: $PYBPFPROF_SRCDIR, else the first parent of this binary holding tests/scripts. */
-static const char *source_dir(void)
-{
-	static char dir[PATH_MAX];
-	const char *env = getenv("PYBPFPROF_SRCDIR");
-	char probe[PATH_MAX + 64];
-
-	if (env && *env)
-		return env;
-	if (dir[0])
-		return dir;
-	if (!realpath("/proc/self/exe", dir))
-		return ".";
-	for (int depth = 0; depth < 5; depth++) {
-		char *slash = strrchr(dir, '/');
-
-		if (!slash || slash == dir)
-			break;
-		*slash = 0;
-		snprintf(probe, sizeof(probe), "%s/tests/scripts/linetable_dump.py", dir);
-		if (access(probe, R_OK) == 0)
-			return dir;
-	}
-	snprintf(dir, sizeof(dir), ".");
-	return dir;
-}
-
 /* The command running interpreter `label` (tests/pythons/list-pythons.sh), or false if absent. */
 static bool interpreter_command(const char *label, char *command, size_t len)
 {
@@ -46,7 +20,7 @@ static bool interpreter_command(const char *label, char *command, size_t len)
 	bool found = false;
 	FILE *pipe;
 
-	snprintf(list, sizeof(list), "%s/tests/pythons/list-pythons.sh 2>/dev/null", source_dir());
+	snprintf(list, sizeof(list), "%s/tests/pythons/list-pythons.sh 2>/dev/null", test_source_dir());
 	pipe = popen(list, "r");
 	if (!pipe)
 		return false;
@@ -201,7 +175,7 @@ static void check_interpreter(const char *label)
 		print_message("python %s is not installed\n", label);
 		skip();
 	}
-	snprintf(run, sizeof(run), "%s %s/tests/scripts/linetable_dump.py", command, source_dir());
+	snprintf(run, sizeof(run), "%s %s/tests/scripts/linetable_dump.py", command, test_source_dir());
 	output = command_output(run, &status);
 	assert_non_null(output);
 	assert_int_equal(status, 0);

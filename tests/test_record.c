@@ -341,7 +341,7 @@ static void start_spinner(struct running_python *target, const char *phases)
 	script_path(script, sizeof(script), WORKLOAD);
 	FORMAT(command, "%s %s %s", python->command, script, phases);
 	split_command(command, argv, 32);
-	target->pid = spawn(argv, NULL, NULL);
+	target->pid = test_spawn(argv, NULL, NULL);
 	assert_true(target->pid > 0);
 	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
 	usleep(300 * 1000);
@@ -350,7 +350,7 @@ static void start_spinner(struct running_python *target, const char *phases)
 static void stop_spinner(struct running_python *target)
 {
 	kill(target->pid, SIGKILL);
-	wait_status(target->pid);
+	test_wait_status(target->pid);
 }
 
 static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_name,
@@ -446,10 +446,10 @@ static void interrupted_run_leaves_valid_files(void **state)
 
 		FORMAT(mojo, "%s/signal-%d.mojo", test_tmpdir(), signals[i]);
 		FORMAT(tachyon, "%s/signal-%d.bin", test_tmpdir(), signals[i]);
-		profiler = spawn(argv, NULL, err_path);
+		profiler = test_spawn(argv, NULL, err_path);
 		usleep(1500 * 1000);
 		kill(profiler, signals[i]);
-		assert_int_equal(wait_status(profiler), 0);
+		assert_int_equal(test_wait_status(profiler), 0);
 		assert_true(count_samples_of(mojo, 0, "heavy", err, sizeof(err)) > 300);
 		assert_string_equal(err, "");
 		assert_true(count_samples_of(tachyon, 0, "heavy", err, sizeof(err)) > 300);
@@ -475,11 +475,11 @@ static void killed_run_leaves_readable_files(void **state)
 		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-p", pid_text, "-o", mojo,
 				 "-o", tachyon, NULL };
 
-		profiler = spawn(argv, NULL, NULL);
+		profiler = test_spawn(argv, NULL, NULL);
 	}
 	usleep(3500 * 1000);
 	kill(profiler, SIGKILL);
-	wait_status(profiler);
+	test_wait_status(profiler);
 	stop_spinner(&target);
 	/* A MOJO file may end inside a sample: every complete one before it counts. */
 	mojo_heavy = count_samples_of(mojo, 0, "heavy", err, sizeof(err));
@@ -501,10 +501,10 @@ static void system_wide_finds_later_processes(void **state)
 	FORMAT(out, "%s/system.mojo", test_tmpdir());
 	FORMAT(err_path, "%s/system.err", test_tmpdir());
 	start_spinner(&before, "split split");
-	profiler = spawn(argv, NULL, err_path);
+	profiler = test_spawn(argv, NULL, err_path);
 	usleep(800 * 1000);
 	start_spinner(&later, "split split");
-	assert_int_equal(wait_status(profiler), 0);
+	assert_int_equal(test_wait_status(profiler), 0);
 	stop_spinner(&before);
 	stop_spinner(&later);
 	assert_true(count_samples_of(out, (uint32_t)before.pid, "heavy", err, sizeof(err)) > 300);
@@ -540,7 +540,7 @@ static pid_t dead_pid(void)
 
 	if (pid == 0)
 		_exit(0);
-	wait_status(pid);
+	test_wait_status(pid);
 	return pid;
 }
 
@@ -560,7 +560,7 @@ static void not_python(void **state)
 	char out[PATH_MAX], pid_text[16];
 	char *argv[] = { (char *)pybpfprof_binary(), "-p", pid_text, "-o", out, NULL };
 	char *sleeper[] = { "sleep", "30", NULL };
-	pid_t pid = spawn(sleeper, NULL, NULL);
+	pid_t pid = test_spawn(sleeper, NULL, NULL);
 
 	(void)state;
 	usleep(100 * 1000);
@@ -568,7 +568,7 @@ static void not_python(void **state)
 	FORMAT(pid_text, "%d", (int)pid);
 	expect_clean_failure(argv, out, "not a Python process");
 	kill(pid, SIGKILL);
-	wait_status(pid);
+	test_wait_status(pid);
 }
 
 /*
@@ -594,13 +594,13 @@ static void unsupported_version(void **state)
 		 dir, dir, dir, dir, dir, dir, dir, dir);
 	assert_int_equal(system(build), 0);
 	FORMAT(program, "%s/python3.5", dir);
-	pid = spawn(runner, NULL, NULL);
+	pid = test_spawn(runner, NULL, NULL);
 	usleep(200 * 1000);
 	FORMAT(out, "%s/unsupported.mojo", test_tmpdir());
 	FORMAT(pid_text, "%d", (int)pid);
 	expect_clean_failure(argv, out, "3.5");
 	kill(pid, SIGKILL);
-	wait_status(pid);
+	test_wait_status(pid);
 }
 
 static void unwritable_output(void **state)

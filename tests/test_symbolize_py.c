@@ -23,39 +23,13 @@
 #define PARK_MARKER "# parked here"
 #define WALK_MAX_FRAMES 32
 
-static const char *source_dir(void)
-{
-	static char dir[PATH_MAX];
-	const char *env = getenv("PYBPFPROF_SRCDIR");
-	char probe[PATH_MAX + 64];
-
-	if (env && *env)
-		return env;
-	if (dir[0])
-		return dir;
-	if (!realpath("/proc/self/exe", dir))
-		return ".";
-	for (int depth = 0; depth < 5; depth++) {
-		char *slash = strrchr(dir, '/');
-
-		if (!slash || slash == dir)
-			break;
-		*slash = 0;
-		snprintf(probe, sizeof(probe), "%s/tests/scripts/" TARGET_SCRIPT, dir);
-		if (access(probe, R_OK) == 0)
-			return dir;
-	}
-	snprintf(dir, sizeof(dir), ".");
-	return dir;
-}
-
 static bool interpreter_command(const char *label, char *command, size_t len)
 {
 	char list[PATH_MAX + 64], line[1024];
 	bool found = false;
 	FILE *pipe;
 
-	snprintf(list, sizeof(list), "%s/tests/pythons/list-pythons.sh 2>/dev/null", source_dir());
+	snprintf(list, sizeof(list), "%s/tests/pythons/list-pythons.sh 2>/dev/null", test_source_dir());
 	pipe = popen(list, "r");
 	if (!pipe)
 		return false;
@@ -86,7 +60,7 @@ static void find_park_site(struct park_site *site)
 	FILE *file;
 	int number = 0;
 
-	snprintf(path, sizeof(path), "%s/tests/scripts/" TARGET_SCRIPT, source_dir());
+	snprintf(path, sizeof(path), "%s/tests/scripts/" TARGET_SCRIPT, test_source_dir());
 	file = fopen(path, "r");
 	assert_non_null(file);
 	site->line = -1;
@@ -123,7 +97,7 @@ static void start_target(const char *command, struct target_process *target)
 	unsigned long long code_id = 0;
 
 	snprintf(shell_command, sizeof(shell_command), "exec %s %s/tests/scripts/" TARGET_SCRIPT, command,
-		 source_dir());
+		 test_source_dir());
 	/* Close-on-exec, so that later targets do not hold this one's stdin open past our exit. */
 	assert_int_equal(pipe2(in_pipe, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);

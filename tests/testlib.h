@@ -171,7 +171,7 @@ static inline int split_command(char *command, char **argv, int max)
 }
 
 /* Start argv with stdout on a pipe (if out_fd) and stderr into a file (if err_path). */
-static inline pid_t spawn(char *const argv[], int *out_fd, const char *err_path)
+static inline pid_t test_spawn(char *const argv[], int *out_fd, const char *err_path)
 {
 	int out_pipe[2] = { -1, -1 };
 	pid_t pid;
@@ -202,7 +202,7 @@ static inline pid_t spawn(char *const argv[], int *out_fd, const char *err_path)
 }
 
 /* Shell-style status of a child: exit code, or 128 + signal. */
-static inline int wait_status(pid_t pid)
+static inline int test_wait_status(pid_t pid)
 {
 	int status = 0;
 
@@ -221,8 +221,8 @@ static inline int run_capture(char *const argv[], char *err, size_t errlen)
 	pid_t pid;
 
 	snprintf(err_path, sizeof(err_path), "%s/stderr.%d", test_tmpdir(), (int)getpid());
-	pid = spawn(argv, NULL, err_path);
-	status = pid > 0 ? wait_status(pid) : 127;
+	pid = test_spawn(argv, NULL, err_path);
+	status = pid > 0 ? test_wait_status(pid) : 127;
 	text = read_whole_file(err_path, &len);
 	snprintf(err, errlen, "%s", text ? (char *)text : "");
 	free(text);

@@ -1,6 +1,7 @@
 # The profiling target of tests/test_record.c; runs unchanged on 2.7 and 3.6-3.15.
 # Each phase is a function whose name the test looks for in the samples.
 import os
+import random
 import sys
 import threading
 import time
@@ -10,29 +11,34 @@ PHASE_SECONDS = 0.8
 
 
 # while loops, not range(): Python 2's range builds a list, which would skew the split.
-def heavy():  # heavy-body
+def heavy(n):  # heavy-body
     total = 0  # heavy-body
     i = 0  # heavy-body
-    while i < 30000:  # heavy-body
+    limit = 3 * n  # heavy-body
+    while i < limit:  # heavy-body
         total += i  # heavy-body
         i += 1  # heavy-body
     return total  # heavy-body
 
 
-def light():  # light-body
+def light(n):  # light-body
     total = 0  # light-body
     i = 0  # light-body
-    while i < 10000:  # light-body
+    while i < n:  # light-body
         total += i  # light-body
         i += 1  # light-body
     return total  # light-body
 
 
 def phase_split():
+    # Rounds of random length: a round as long as the sampling period would
+    # otherwise be sampled at the same point every time and skew the split.
+    rng = random.Random(1234)
     end = time.time() + SPLIT_SECONDS
     while time.time() < end:
-        heavy()
-        light()
+        n = rng.randint(2000, 12000)
+        heavy(n)
+        light(n)
 
 
 def bottom(seconds):
