@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 python=${PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 [ -x "$python" ] || python=/usr/bin/python3
-rounds=${ROUNDS:-1500}
+rounds=${ROUNDS:-4500}
 out=$(mktemp -d /tmp/pybpfprof-bench.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
@@ -15,7 +15,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "workload: $python bench/fixed_work.py $rounds"
 base=$(for _ in 1 2 3; do "$python" bench/fixed_work.py "$rounds"; done | median)
 echo "unprofiled: ${base} s (median of 3)"
-printf '\n%-8s %10s %11s %10s %10s %9s %6s %11s %11s %9s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown received expect lost mojo_B/smp tach_B/smp
+printf '\n%-8s %10s %11s %10s %10s %9s %6s %11s %11s %9s %8s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown received expect lost mojo_B/smp tach_B/smp start_s
 for hz in 1000 20000; do
 	runs=()
 	for _ in 1 2 3; do
@@ -23,24 +23,26 @@ for hz in 1000 20000; do
 		elapsed=$(./pybpfprof --bpf-stats -F "$hz" -o "$out/b.mojo" -o "$out/b.bin" -- "$python" bench/fixed_work.py "$rounds" 2>"$log")
 		samples=$(sed -n 's/^pybpfprof: \([0-9]*\) samples in \([0-9.]*\) s.*; \([0-9]*\) lost;.*/\1 \2 \3/p' "$log")
 		bpf_ns=$(sed -n 's/^pybpfprof: bpf: [0-9]* runs, \([0-9]*\) ns per run.*/\1/p' "$log")
-		cpu_s=$(sed -n 's/^pybpfprof: cpu: \([0-9.]*\) s user+sys.*/\1/p' "$log")
+		cpu_s=$(sed -n 's/^pybpfprof: cpu: \([0-9.]*\) s user+sys while sampling.*/\1/p' "$log")
+		setup_s=$(sed -n 's/.*, \([0-9.]*\) s to start$/\1/p' "$log")
 		read -r count secs lost <<<"$samples"
 		mojo=$(stat -c %s "$out/b.mojo"); tach=$(stat -c %s "$out/b.bin")
-		runs+=("$elapsed $bpf_ns $cpu_s $count $secs $lost $mojo $tach")
+		runs+=("$elapsed $bpf_ns $cpu_s $count $secs $lost $mojo $tach $setup_s")
 	done
 	# The run with the median elapsed time stands for this rate.
 	line=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
-	read -r elapsed bpf_ns cpu_s count secs lost mojo tach <<<"$line"
+	read -r elapsed bpf_ns cpu_s count secs lost mojo tach setup_s <<<"$line"
 	awk -v hz="$hz" -v e="$elapsed" -v b="$base" -v ns="$bpf_ns" -v cpu="$cpu_s" -v n="$count" \
-	    -v s="$secs" -v lost="$lost" -v mojo="$mojo" -v tach="$tach" 'BEGIN {
-		printf "%-8s %10d %11.1f %9.2f%% %9.1f%% %9d %6d %11d %11.1f %9.1f\n",
+	    -v s="$secs" -v lost="$lost" -v mojo="$mojo" -v tach="$tach" -v setup="$setup_s" 'BEGIN {
+		printf "%-8s %10d %11.1f %9.2f%% %9.1f%% %9d %6d %11d %11.1f %9.1f %8.3f\n",
 		hz "Hz", ns, cpu * 1e6 / n, 100 * cpu / s, 100 * (e - b) / b, n, e * hz, lost,
-		mojo / n, tach / n }'
+		mojo / n, tach / n, setup }'
 done
 cat <<'TXT'
 
 bpf_ns/smp: BPF run time per run of the sample program (kernel.bpf_stats_enabled).
-cpu_us/smp, cpu%core: the profiler's own user+sys time, per sample and as a share of one core.
+cpu_us/smp, cpu%core: the profiler's own user+sys time while sampling, per sample and as a share
+  of one core; start_s: its CPU time before sampling began (BPF verification, kallsyms, discovery).
 slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM: compare runs).
 received/expect: samples written vs the workload's elapsed time x rate (one busy thread).
 TXT

@@ -14,31 +14,6 @@
 
 /* The checkout: $PYBPFPROF_SRCDIR, else the first parent of this binary holding tests/scripts. */
 /* The command running interpreter `label` (tests/pythons/list-pythons.sh), or false if absent. */
-static bool interpreter_command(const char *label, char *command, size_t len)
-{
-	char list[PATH_MAX + 64], line[1024];
-	bool found = false;
-	FILE *pipe;
-
-	snprintf(list, sizeof(list), "%s/tests/pythons/list-pythons.sh 2>/dev/null", test_source_dir());
-	pipe = popen(list, "r");
-	if (!pipe)
-		return false;
-	while (fgets(line, sizeof(line), pipe)) {
-		char *fields[4], *save = NULL, *field = strtok_r(line, "\t\n", &save);
-		int count = 0;
-
-		for (; field && count < 4; field = strtok_r(NULL, "\t\n", &save))
-			fields[count++] = field;
-		if (count == 4 && strcmp(fields[0], label) == 0 && !found) {
-			snprintf(command, len, "%s", fields[3]);
-			found = true;
-		}
-	}
-	pclose(pipe);
-	return found;
-}
-
 /* All of a command's standard output (NUL-terminated), or NULL; *status its exit status. */
 static char *command_output(const char *command, int *status)
 {
@@ -171,7 +146,7 @@ static void check_interpreter(const char *label)
 	int status = -1;
 	char *output;
 
-	if (!interpreter_command(label, command, sizeof(command))) {
+	if (!test_python_command(label, command, sizeof(command))) {
 		print_message("python %s is not installed\n", label);
 		skip();
 	}

@@ -23,31 +23,6 @@
 #define PARK_MARKER "# parked here"
 #define WALK_MAX_FRAMES 32
 
-static bool interpreter_command(const char *label, char *command, size_t len)
-{
-	char list[PATH_MAX + 64], line[1024];
-	bool found = false;
-	FILE *pipe;
-
-	snprintf(list, sizeof(list), "%s/tests/pythons/list-pythons.sh 2>/dev/null", test_source_dir());
-	pipe = popen(list, "r");
-	if (!pipe)
-		return false;
-	while (fgets(line, sizeof(line), pipe)) {
-		char *fields[4], *save = NULL, *field = strtok_r(line, "\t\n", &save);
-		int count = 0;
-
-		for (; field && count < 4; field = strtok_r(NULL, "\t\n", &save))
-			fields[count++] = field;
-		if (count == 4 && strcmp(fields[0], label) == 0 && !found) {
-			snprintf(command, len, "%s", fields[3]);
-			found = true;
-		}
-	}
-	pclose(pipe);
-	return found;
-}
-
 /* Where the script parks: the marker's line, and the columns of the call on it. */
 struct park_site {
 	int line;
@@ -239,7 +214,7 @@ static void check_interpreter(const char *label)
 						      "level_\xf0\xa0\x80\x80" };
 	int rc;
 
-	if (!interpreter_command(label, command, sizeof(command))) {
+	if (!test_python_command(label, command, sizeof(command))) {
 		print_message("python %s is not installed\n", label);
 		skip();
 	}

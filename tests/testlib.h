@@ -294,3 +294,15 @@ static inline long cpython_replay_samples(const char *tachyon_path, char *err, s
 	unlink(copy);
 	return replayed;
 }
+
+/* The command that runs interpreter `label` (as test_pythons lists it); false if absent. */
+static inline bool test_python_command(const char *label, char *command, size_t len)
+{
+	struct test_python found[32];
+	size_t count = test_pythons(found, 32);
+
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(found[i].label, label) == 0)
+			return (size_t)snprintf(command, len, "%s", found[i].command) < len;
+	return false;
+}

@@ -46,6 +46,7 @@ struct session {
 	uint64_t samples_written;
 	uint64_t start_ms;
 	uint64_t start_us;
+	double setup_cpu_s;          /* our CPU time before sampling started (BPF load, kallsyms) */
 	int write_error;
 	char write_error_text[512];
 };
@@ -401,6 +402,17 @@ static void show_status(struct session *session, uint64_t now_ms, bool final)
 	fflush(stderr);
 }
 
+static double own_cpu_seconds(void)
+{
+	struct rusage usage;
+
+	/* RUSAGE_SELF leaves out the launched command. */
+	if (getrusage(RUSAGE_SELF, &usage) != 0)
+		return 0;
+	return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+	       (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
 static void format_size(uint64_t bytes, char *out, size_t len)
 {
 	if (bytes >= 1 << 20)
@@ -449,18 +461,14 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		session->resolver.unresolved_frames);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;
-		struct rusage usage;
-		double cpu_s = 0;
+		double sampling_cpu_s = own_cpu_seconds() - session->setup_cpu_s;
 
 		bpf_sampler_prog_stats(session->sampler, &run_ns, &runs);
 		fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " runs, %.0f ns per run\n", runs,
 			runs ? (double)run_ns / (double)runs : 0.0);
-		/* Our own cost only: RUSAGE_SELF leaves out the launched command. */
-		if (getrusage(RUSAGE_SELF, &usage) == 0)
-			cpu_s = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-				(double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys (%.2f%% of a core)\n", cpu_s,
-			seconds > 0 ? 100.0 * cpu_s / seconds : 0.0);
+		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
+			sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
+			session->setup_cpu_s);
 	}
 }
 
@@ -640,6 +648,7 @@ int session_run(const struct session_options *options)
 	session.python_version_written = false;
 	session.start_ms = monotonic_ms();
 	session.start_us = monotonic_us();
+	session.setup_cpu_s = own_cpu_seconds();
 	write_start_metadata(&session);
 	for (size_t i = 0; i < session.targets.count; i++)
 		if (session.targets.items[i].state == TARGET_READY) {
