@@ -662,6 +662,19 @@ static void not_root(void **state)
 	assert_false(file_exists(out));
 }
 
+/* A kernel without BTF, as the profiler sees it: /sys/kernel/btf hidden in a private mount namespace. */
+static void kernel_without_btf(void **state)
+{
+	char out[PATH_MAX], script[PATH_MAX * 2];
+	char *argv[] = { "unshare", "--mount", "--propagation", "private", "sh", "-c", script, NULL };
+
+	(void)state;
+	FORMAT(out, "%s/no-btf.mojo", test_tmpdir());
+	FORMAT(script, "mount -t tmpfs none /sys/kernel/btf && exec %s -p 1 -o %s",
+	       pybpfprof_binary(), out);
+	expect_clean_failure(argv, out, "no BTF");
+}
+
 int main(void)
 {
 	struct CMUnitTest tests[64];
@@ -687,5 +700,6 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unknown_format);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(command_not_found);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(not_root);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(kernel_without_btf);
 	return _cmocka_run_group_tests("record", tests, count, NULL, NULL);
 }
