@@ -536,12 +536,13 @@ static void run_loop(struct session *session)
 		}
 		if (now >= deadline)
 			break;
+		/* Exits are rare: look for them a few times a second, not every tick. */
 		if (now >= next_liveness) {
 			check_liveness(session);
 			next_liveness = now + LIVENESS_EVERY_MS;
+			if (every_target_ended(session))
+				break;
 		}
-		if (every_target_ended(session))
-			break;
 		if (now >= next_flush) {
 			for (size_t i = 0; i < session->writer_count; i++)
 				pf_writer_flush(session->writers[i]);
