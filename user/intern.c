@@ -122,13 +122,16 @@ static struct intern_entry *probe(const struct intern_table *table, uint64_t has
 
 	for (;;) {
 		struct intern_entry *entry = &table->slots[at];
-		const struct intern_key *stored;
 
 		if (!entry->used)
 			return entry;
-		stored = &table->keys[entry->id];
-		if (entry->hash == hash && stored->len == len && memcmp(stored->data, key, len) == 0)
-			return entry;
+		/* The stored key lives elsewhere in memory: touch it only when the hash matches. */
+		if (entry->hash == hash) {
+			const struct intern_key *stored = &table->keys[entry->id];
+
+			if (stored->len == len && memcmp(stored->data, key, len) == 0)
+				return entry;
+		}
 		at = (at + 1) & (table->capacity - 1);
 	}
 }
