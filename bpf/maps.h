@@ -31,6 +31,7 @@
 struct pbp_tstate_cache_entry {
 	__u64 tstate_addr;  /* 0: no thread state was found at checked_ns */
 	__u64 checked_ns;
+	__u64 interp_id;    /* of the interpreter the thread state belongs to */
 };
 
 /* Walk state lives in map memory (not in the bpf_loop ctx on the stack) so
@@ -50,6 +51,7 @@ struct pbp_tstate_walk {
 	__u64 interp_addr;
 	__u64 tstate_addr;     /* thread state being checked, 0 = move to the next interpreter */
 	__u64 found_addr;
+	__u64 found_interp;    /* interpreter holding found_addr */
 	__u64 fsbase;
 	__u32 interps_seen;
 	__u32 tstates_seen;    /* in the current interpreter */

@@ -46,7 +46,8 @@ static __always_inline void pbp_fill_python(const struct py_proc_config *config,
 					    struct pbp_cpu_scratch *scratch, __u32 tid)
 {
 	struct pbp_record *rec = &scratch->out.rec;
-	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, tid, rec->time_ns);
+	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, tid, rec->time_ns,
+					    &rec->interp_id);
 
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
@@ -116,7 +117,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	rec->flags = user_mode ? PBP_REC_USER_MODE : 0;
 	rec->py_frame_count = 0;
 	rec->kernel_frame_count = 0;
-	rec->reserved = 0;
+	rec->interp_id = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))
 		pbp_fill_python(config, scratch, rec->tid);

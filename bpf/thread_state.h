@@ -59,6 +59,7 @@ static long pbp_tstate_walk_step(__u32 index, void *opaque)
 	}
 	if (pbp_read_u64(tstate + off->tstate_thread_id) == state->fsbase) {
 		state->found_addr = tstate;
+		state->found_interp = state->interp_addr;
 		return 1;
 	}
 	state->tstates_seen += 1;
@@ -74,6 +75,7 @@ static __always_inline __u64 pbp_walk_for_tstate(const struct py_proc_config *co
 
 	state->fsbase = fsbase;
 	state->found_addr = 0;
+	state->found_interp = 0;
 	state->interps_seen = 0;
 	state->tstates_seen = 0;
 	state->interp_addr = pbp_read_u64(config->interp_head_addr);
@@ -84,9 +86,22 @@ static __always_inline __u64 pbp_walk_for_tstate(const struct py_proc_config *co
 	return state->found_addr;
 }
 
-/* The current thread's PyThreadState address, or 0 if it has none. */
+/* Its interpreter's id, read once per walk (it is cached with the thread state). */
+static __always_inline __u64 pbp_read_interp_id(const struct py_proc_config *config, __u64 interp)
+{
+	__s64 id = 0;
+
+	if (interp == 0 || config->off.interp_id == PY_OFF_NONE)
+		return 0;
+	if (bpf_probe_read_user(&id, sizeof(id), (const void *)(interp + config->off.interp_id)) != 0)
+		return 0;
+	return (__u64)id;
+}
+
+/* The current thread's PyThreadState address, or 0 if it has none; *interp_id its interpreter's id. */
 static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config,
-					     struct pbp_tstate_walk *state, __u32 tid, __u64 now_ns)
+					     struct pbp_tstate_walk *state, __u32 tid, __u64 now_ns,
+					     __u32 *interp_id)
 {
 	__u64 fsbase = pbp_current_fsbase();
 	struct pbp_tstate_cache_entry *cached = bpf_map_lookup_elem(&tstate_cache, &tid);
@@ -99,11 +114,14 @@ static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config
 			if (now_ns - cached->checked_ns < PBP_NEGATIVE_CACHE_NS)
 				return 0;
 		} else if (pbp_read_u64(cached->tstate_addr + config->off.tstate_thread_id) == fsbase) {
+			*interp_id = (__u32)cached->interp_id;
 			return cached->tstate_addr;
 		}
 	}
 	fresh.tstate_addr = pbp_walk_for_tstate(config, state, fsbase);
+	fresh.interp_id = fresh.tstate_addr ? pbp_read_interp_id(config, state->found_interp) : 0;
 	bpf_map_update_elem(&tstate_cache, &tid, &fresh, BPF_ANY);
+	*interp_id = (__u32)fresh.interp_id;
 	return fresh.tstate_addr;
 }
 

@@ -40,7 +40,7 @@ struct pbp_record {
 	__u32 flags;             /* PBP_REC_* */
 	__u16 py_frame_count;
 	__u16 kernel_frame_count;
-	__u32 reserved;
+	__u32 interp_id;         /* PyInterpreterState.id of the thread's interpreter (0 if unknown) */
 	/* struct pbp_py_frame py[py_frame_count]; __u64 kernel_ips[kernel_frame_count]; */
 };
 

@@ -129,7 +129,7 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	resolver->frames[0] = invalid_frame;
 	*sample = (struct pf_sample){
 		.pid = record->pid,
-		.iid = 0,
+		.iid = record->interp_id,
 		.tid = record->tid,
 		.timestamp_us = record->time_ns / 1000,
 		.status = status_of(record),
