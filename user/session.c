@@ -23,9 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How often the ring buffer is drained: short enough that code objects are
- * read while their process still runs, long enough to batch records. */
-#define TICK_MS 10
+/*
+ * How often the ring buffer is drained. Fast while samples bring new code
+ * objects (imports, exec'd code: they may be freed within milliseconds and
+ * must be read while they live); slow once everything is cached, because each
+ * wakeup costs far more than the records it drains at 1 kHz.
+ */
+#define TICK_FAST_MS 10
+#define TICK_SLOW_MS 50
 #define FLUSH_EVERY_MS 1000
 #define LIVENESS_EVERY_MS 200
 #define STARTUP_DISCOVERY_MS 2000
@@ -515,12 +520,17 @@ static void run_loop(struct session *session)
 				    : UINT64_MAX;
 	bool show = !options->quiet && isatty(STDERR_FILENO);
 	int forwarded = 0;
+	int tick_ms = TICK_FAST_MS;
 
 	while (!session->write_error) {
+		struct pysym_stats before, after;
 		uint64_t now;
 
-		bpf_sampler_wait(session->sampler, TICK_MS);
+		bpf_sampler_wait(session->sampler, tick_ms);
+		pysym_cache_stats(session->resolver.python, &before);
 		bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
+		pysym_cache_stats(session->resolver.python, &after);
+		tick_ms = after.misses != before.misses ? TICK_FAST_MS : TICK_SLOW_MS;
 		now = monotonic_ms();
 		retry_pending(session, now);
 		if (stop_signal) {
