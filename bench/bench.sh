@@ -15,7 +15,23 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "workload: $python bench/fixed_work.py $rounds"
 base=$(for _ in 1 2 3; do "$python" bench/fixed_work.py "$rounds"; done | median)
 echo "unprofiled: ${base} s (median of 3)"
-printf '\n%-8s %10s %11s %10s %10s %9s %6s %11s %11s %9s %8s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown received expect lost mojo_B/smp tach_B/smp start_s
+# The floor: the same perf events firing on every CPU with a program that
+# matches nothing (its target is an idle Python), while the workload runs.
+floor_of() {
+	local hz=$1 idle profiler elapsed
+	"$python" -c 'import time; time.sleep(600)' &
+	idle=$!
+	sleep 0.3
+	./pybpfprof -q -F "$hz" -p "$idle" -o "$out/floor.mojo" &
+	profiler=$!
+	sleep 0.5
+	elapsed=$("$python" bench/fixed_work.py "$rounds")
+	kill -INT "$profiler"; wait "$profiler" || true
+	kill "$idle"; wait "$idle" 2>/dev/null || true
+	echo "$elapsed"
+}
+
+printf '\n%-8s %10s %11s %10s %10s %9s %9s %6s %11s %11s %9s %8s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown vs_floor received expect lost mojo_B/smp tach_B/smp start_s
 for hz in 1000 20000; do
 	runs=()
 	for _ in 1 2 3; do
@@ -29,13 +45,14 @@ for hz in 1000 20000; do
 		mojo=$(stat -c %s "$out/b.mojo"); tach=$(stat -c %s "$out/b.bin")
 		runs+=("$elapsed $bpf_ns $cpu_s $count $secs $lost $mojo $tach $setup_s")
 	done
+	floor=$(floor_of "$hz")
 	# The run with the median elapsed time stands for this rate.
 	line=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
 	read -r elapsed bpf_ns cpu_s count secs lost mojo tach setup_s <<<"$line"
-	awk -v hz="$hz" -v e="$elapsed" -v b="$base" -v ns="$bpf_ns" -v cpu="$cpu_s" -v n="$count" \
+	awk -v hz="$hz" -v e="$elapsed" -v b="$base" -v f="$floor" -v ns="$bpf_ns" -v cpu="$cpu_s" -v n="$count" \
 	    -v s="$secs" -v lost="$lost" -v mojo="$mojo" -v tach="$tach" -v setup="$setup_s" 'BEGIN {
-		printf "%-8s %10d %11.1f %9.2f%% %9.1f%% %9d %6d %11d %11.1f %9.1f %8.3f\n",
-		hz "Hz", ns, cpu * 1e6 / n, 100 * cpu / s, 100 * (e - b) / b, n, e * hz, lost,
+		printf "%-8s %10d %11.1f %9.2f%% %9.1f%% %8.1f%% %9d %6d %11d %11.1f %9.1f %8.3f\n",
+		hz "Hz", ns, cpu * 1e6 / n, 100 * cpu / s, 100 * (e - b) / b, 100 * (e - f) / f, n, e * hz, lost,
 		mojo / n, tach / n, setup }'
 done
 cat <<'TXT'
@@ -43,6 +60,8 @@ cat <<'TXT'
 bpf_ns/smp: BPF run time per run of the sample program (kernel.bpf_stats_enabled).
 cpu_us/smp, cpu%core: the profiler's own user+sys time while sampling, per sample and as a share
   of one core; start_s: its CPU time before sampling began (BPF verification, kallsyms, discovery).
-slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM: compare runs).
+slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM: compare runs);
+  vs_floor: profiled vs the same rate of perf events with nothing to sample (the timer interrupts'
+  own cost, large on a VM at high rates).
 received/expect: samples written vs the workload's elapsed time x rate (one busy thread).
 TXT
