@@ -17,6 +17,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile bool kernel_stacks = true;
 const volatile bool watch_exec = false;
+const volatile bool follow_forks = false;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). */
 const volatile __u64 wakeup_bytes = 0;
 
@@ -128,7 +129,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-static __always_inline void pbp_send_proc_event(__u32 type, __u32 pid)
+static __always_inline void pbp_send_proc_event(__u32 type, __u32 pid, __u32 parent_pid)
 {
 	struct pbp_proc_event *event = bpf_ringbuf_reserve(&proc_events, sizeof(*event), 0);
 
@@ -136,6 +137,8 @@ static __always_inline void pbp_send_proc_event(__u32 type, __u32 pid)
 		return;
 	event->type = type;
 	event->pid = pid;
+	event->parent_pid = parent_pid;
+	event->reserved = 0;
 	bpf_get_current_comm(event->comm, sizeof(event->comm));
 	bpf_ringbuf_submit(event, 0);
 }
@@ -145,9 +148,34 @@ int pbp_exec(__u64 *ctx)
 {
 	struct task_struct *task = (struct task_struct *)ctx[0];
 	__u32 tgid = task->tgid;
+	struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
 
-	if (watch_exec || bpf_map_lookup_elem(&proc_configs, &tgid))
-		pbp_send_proc_event(PBP_PROC_EXEC, tgid);
+	/* A new image: the old addresses describe nothing in it until userspace looks again. */
+	if (config)
+		config->flags |= PY_PROC_PENDING;
+	if (watch_exec || config)
+		pbp_send_proc_event(PBP_PROC_EXEC, tgid, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int pbp_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx[0];
+	struct task_struct *child = (struct task_struct *)ctx[1];
+	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
+	const struct py_proc_config *config;
+
+	/* New processes only: a new thread shares its process's config already. */
+	if (!follow_forks || child->pid != child->tgid || child_tgid == parent_tgid)
+		return 0;
+	config = bpf_map_lookup_elem(&proc_configs, &parent_tgid);
+	if (!config)
+		return 0;
+	/* The child's memory is a copy of its parent's, so the same addresses describe it,
+	 * and it is sampled from its first instruction: it has not run yet. */
+	bpf_map_update_elem(&proc_configs, &child_tgid, config, BPF_NOEXIST);
+	pbp_send_proc_event(PBP_PROC_FORK, child_tgid, parent_tgid);
 	return 0;
 }
 
@@ -159,6 +187,6 @@ int pbp_exit(__u64 *ctx)
 	__u32 tgid = task->tgid;
 
 	if (task->pid == task->tgid && bpf_map_lookup_elem(&proc_configs, &tgid))
-		pbp_send_proc_event(PBP_PROC_EXIT, tgid);
+		pbp_send_proc_event(PBP_PROC_EXIT, tgid, 0);
 	return 0;
 }

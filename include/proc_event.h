@@ -17,11 +17,14 @@
 enum pbp_proc_event_type {
 	PBP_PROC_EXEC = 1, /* pid has just exec'd comm */
 	PBP_PROC_EXIT = 2, /* the leader of target pid has exited */
+	PBP_PROC_FORK = 3, /* target parent_pid forked pid, which now has the parent's config */
 };
 
 struct pbp_proc_event {
-	__u32 type; /* enum pbp_proc_event_type */
-	__u32 pid;  /* host tgid */
+	__u32 type;       /* enum pbp_proc_event_type */
+	__u32 pid;        /* host tgid */
+	__u32 parent_pid; /* PBP_PROC_FORK: the forking target's tgid */
+	__u32 reserved;
 	char comm[PBP_COMM_LEN];
 };
 

@@ -513,6 +513,61 @@ static void system_wide_finds_later_processes(void **state)
 	assert_string_equal(err, "");
 }
 
+/* Launch mode follows fork(): each child is sampled with its own stack and pid. */
+static void forked_children_are_profiled(void **state)
+{
+	static const char *const labels[] = { "2.7", "3.12" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		const struct test_python *python = find_python(labels[i]);
+		char command[1400], script[PATH_MAX], out[PATH_MAX], err[4096];
+		uint32_t child_pids[8] = { 0 }, parent_pid = 0;
+		size_t child_count = 0, parent_samples = 0, child_samples = 0;
+		struct pf_reader *reader;
+		struct pf_sample sample;
+		char *argv[32];
+		int status;
+
+		if (!python) {
+			print_message("%s is absent on this machine; skipped\n", labels[i]);
+			continue;
+		}
+		script_path(script, sizeof(script), "fork_children.py");
+		FORMAT(out, "%s/fork-%s.mojo", test_tmpdir(), labels[i]);
+		FORMAT(command, "%s -q -o %s -- %s %s", pybpfprof_binary(), out, python->command, script);
+		split_command(command, argv, 32);
+		status = run_capture(argv, err, sizeof(err));
+		if (status != 0)
+			fail_msg("%s: pybpfprof exited %d: %s", labels[i], status, err);
+		assert_int_equal(pf_reader_open(&reader, out, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+		while (pf_reader_next_sample(reader, &sample) > 0) {
+			if (count_named(&sample, "parent_spin")) {
+				if (!parent_pid)
+					parent_pid = sample.pid;
+				assert_int_equal(sample.pid, parent_pid);
+				parent_samples++;
+			} else if (count_named(&sample, "child_spin")) {
+				bool known = false;
+
+				for (size_t c = 0; c < child_count; c++)
+					known |= child_pids[c] == sample.pid;
+				if (!known && child_count < 8)
+					child_pids[child_count++] = sample.pid;
+				child_samples++;
+			}
+		}
+		pf_reader_close(reader);
+		print_message("%s: parent %u: %zu samples; %zu children: %zu samples\n", labels[i],
+			      parent_pid, parent_samples, child_count, child_samples);
+		assert_true(parent_samples >= 200);
+		assert_int_equal(child_count, 2);
+		assert_true(child_samples >= 400);
+		for (size_t c = 0; c < child_count; c++)
+			assert_true(child_pids[c] != parent_pid);
+	}
+}
+
 /* ---- bad input: one clear line, non-zero exit, no output file ---- */
 
 static void expect_clean_failure(char *const argv[], const char *output, const char *needle)
@@ -693,6 +748,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(interrupted_run_leaves_valid_files);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(killed_run_leaves_readable_files);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(system_wide_finds_later_processes);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(forked_children_are_profiled);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(bad_pid);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(not_python);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unsupported_version);

@@ -30,6 +30,7 @@ struct bpf_sampler {
 	int perf_count;
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
+	struct bpf_link *fork_link;
 	int stats_fd;
 	/* The callbacks of the consume() call in progress. */
 	bpf_sampler_record_fn on_record;
@@ -269,6 +270,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	}
 	sampler->skel->rodata->kernel_stacks = options->kernel_stacks;
 	sampler->skel->rodata->watch_exec = options->watch_exec;
+	sampler->skel->rodata->follow_forks = options->follow_forks;
 	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
 	rc = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
 	if (rc) {
@@ -328,6 +330,8 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 		rc = attach_tracepoint(sampler->skel->progs.pbp_exec, &sampler->exec_link, err, errlen);
 	if (!rc)
 		rc = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, err, errlen);
+	if (!rc && options->follow_forks)
+		rc = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, err, errlen);
 	if (!rc)
 		rc = attach_perf_events(sampler, options->frequency_hz, err, errlen);
 	if (rc) {
@@ -459,6 +463,7 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	free(sampler->perf_fds);
 	bpf_link__destroy(sampler->exec_link);
 	bpf_link__destroy(sampler->exit_link);
+	bpf_link__destroy(sampler->fork_link);
 	ring_buffer__free(sampler->rings);
 	if (sampler->stats_fd >= 0)
 		close(sampler->stats_fd);

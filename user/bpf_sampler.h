@@ -22,6 +22,7 @@ struct bpf_sampler_options {
 	unsigned frequency_hz;  /* samples per second per CPU */
 	bool kernel_stacks;     /* record kernel stacks of samples taken in the kernel */
 	bool watch_exec;        /* report every exec on the system, not only targets' */
+	bool follow_forks;      /* a process forked by a target becomes a target (PBP_PROC_FORK) */
 	size_t ringbuf_bytes;   /* 0 = BPF_SAMPLER_DEFAULT_RINGBUF_BYTES; rounded up to a power of two */
 };
 

@@ -48,6 +48,7 @@ static const struct argp_option record_options[] = {
 	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
+	{ "children", 'C', NULL, 0, "With -p: also profile the processes they fork (a launched command's are always followed)", 0 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
@@ -154,6 +155,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'q':
 		session->quiet = true;
+		break;
+	case 'C':
+		session->children = true;
 		break;
 	case OPT_NO_KERNEL:
 		session->kernel_stacks = false;

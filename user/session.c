@@ -167,7 +167,7 @@ static void write_start_metadata(struct session *session)
 	set_metadata_all(session, "austin", "3.7.0");
 	set_metadata_u64(session, "interval", period_us ? period_us : 1);
 	set_metadata_all(session, "mode", "cpu");
-	if (options->pid_count > 1 || session->system_wide || options->command)
+	if (options->pid_count > 1 || session->system_wide || options->command || options->children)
 		set_metadata_all(session, "multiprocess", "on");
 	set_metadata_all(session, "pybpfprof", PYBPFPROF_VERSION);
 	set_metadata_u64(session, "frequency", options->frequency_hz);
@@ -275,12 +275,43 @@ static void on_exec(struct session *session, pid_t pid)
 	try_discover(session, target, monotonic_ms());
 }
 
+/* A target forked: BPF already samples the child with the parent's description. */
+static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
+{
+	struct target *parent = target_set_find(&session->targets, parent_pid);
+	struct py_target python;
+	enum target_origin origin;
+	enum target_state state;
+	struct target *child;
+
+	if (!parent || parent->state == TARGET_GONE) {
+		bpf_sampler_remove_target(session->sampler, pid);
+		return;
+	}
+	/* Copy before adding: adding may move the parent in memory. */
+	python = parent->python;
+	origin = parent->origin;
+	state = parent->state;
+	child = target_set_add(&session->targets, pid, origin);
+	if (!child)
+		return;
+	child->python = python;
+	child->python.pid = pid;
+	child->state = state;
+	child->start_ticks = proc_start_ticks(pid);
+	child->pending_since_ms = monotonic_ms();
+	child->next_attempt_ms = 0;
+}
+
 static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
 {
 	struct session *session = ctx;
 	struct target *target;
 
 	switch (event->type) {
+	case PBP_PROC_FORK:
+		on_fork(session, (pid_t)event->pid, (pid_t)event->parent_pid);
+		break;
 	case PBP_PROC_EXEC:
 		on_exec(session, (pid_t)event->pid);
 		break;
@@ -572,6 +603,8 @@ static int open_sampler(struct session *session)
 		.frequency_hz = options->frequency_hz,
 		.kernel_stacks = options->kernel_stacks,
 		.watch_exec = session->system_wide || options->command != NULL,
+		/* Launched commands and the whole host include children; -p only with -C. */
+		.follow_forks = session->system_wide || options->command != NULL || options->children,
 		.ringbuf_bytes = options->ringbuf_bytes,
 	};
 	char err_text[512] = "";

@@ -28,6 +28,7 @@ struct session_options {
 	unsigned frequency_hz;
 	double duration_s;         /* 0: until Ctrl-C, SIGTERM, or every target has exited */
 	bool kernel_stacks;
+	bool children;             /* -p: also profile processes the targets fork */
 	bool quiet;
 	bool bpf_stats;            /* report BPF run time per sample at the end */
 	int compression_level;     /* Tachyon zstd level, 0 = none */
