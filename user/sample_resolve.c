@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct pf_frame invalid_frame = {
@@ -24,6 +25,7 @@ int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *k
 	resolver->kernel = kernel;
 	resolver->period_us = period_us;
 	intern_init(&resolver->kernel_names);
+	intern_init(&resolver->kernel_addresses);
 	return 0;
 }
 
@@ -31,11 +33,14 @@ void sample_resolver_free(struct sample_resolver *resolver)
 {
 	pysym_cache_free(resolver->python);
 	intern_free(&resolver->kernel_names);
+	intern_free(&resolver->kernel_addresses);
+	free(resolver->kernel_name_of);
+	resolver->kernel_name_of = NULL;
 	resolver->python = NULL;
 }
 
 /* Kernel symbol text, interned so the frame's name outlives this sample. */
-static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t address)
+static const char *name_kernel_address(struct sample_resolver *resolver, uint64_t address)
 {
 	const char *module = NULL, *symbol = NULL;
 	uint64_t offset = 0;
@@ -54,6 +59,31 @@ static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t 
 	if (id < 0)
 		return "<kernel>";
 	return intern_key(&resolver->kernel_names, (uint32_t)id, NULL);
+}
+
+/* The same few kernel addresses recur in every sample: name each once. */
+static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t address)
+{
+	size_t known = intern_count(&resolver->kernel_addresses);
+	bool is_new;
+	int64_t id;
+
+	/* Room for one more name first, so an address is never known without its name. */
+	if (known >= resolver->kernel_name_capacity) {
+		size_t capacity = resolver->kernel_name_capacity ? resolver->kernel_name_capacity * 2 : 256;
+		const char **names = realloc(resolver->kernel_name_of, capacity * sizeof(*names));
+
+		if (!names)
+			return "<kernel>";
+		resolver->kernel_name_of = names;
+		resolver->kernel_name_capacity = capacity;
+	}
+	id = intern_add(&resolver->kernel_addresses, &address, sizeof(address), &is_new);
+	if (id < 0)
+		return "<kernel>";
+	if (is_new)
+		resolver->kernel_name_of[id] = name_kernel_address(resolver, address);
+	return resolver->kernel_name_of[id];
 }
 
 static void python_frame(struct sample_resolver *resolver, pid_t pid,
