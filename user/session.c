@@ -249,12 +249,14 @@ static void on_exec(struct session *session, pid_t pid)
 {
 	struct target *target = target_set_find(&session->targets, pid);
 	enum target_origin origin;
+	bool known = false;
 
 	if (target) {
 		if (target->state == TARGET_GONE && !session->system_wide)
 			return;
 		pysym_forget_pid(session->resolver.python, pid);
 		origin = target->origin;
+		known = true;
 	} else if (session->system_wide) {
 		origin = TARGET_FROM_SCAN;
 	} else if (session->launched && proc_descends_from(pid, session->launch.pid)) {
@@ -269,8 +271,10 @@ static void on_exec(struct session *session, pid_t pid)
 	target->start_ticks = proc_start_ticks(pid);
 	target->pending_since_ms = monotonic_ms();
 	target->next_attempt_ms = 0;
-	/* Launched processes are sampled (kernel stacks) while their runtime is being found. */
-	if (origin == TARGET_FROM_LAUNCH)
+	/* Launched processes are sampled (kernel stacks) while their runtime is being found; a
+	 * known target is marked pending here too, since a fork notice handled just before this
+	 * exec notice may have given BPF the old image's description again. */
+	if (origin == TARGET_FROM_LAUNCH || known)
 		bpf_sampler_add_target(session->sampler, pid, NULL);
 	try_discover(session, target, monotonic_ms());
 }
@@ -301,6 +305,10 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	child->start_ticks = proc_start_ticks(pid);
 	child->pending_since_ms = monotonic_ms();
 	child->next_attempt_ms = 0;
+	/* The parent may have become ready after the fork: BPF then copied its pending entry,
+	 * and nothing else would ever tell BPF that the child is ready too. */
+	if (state == TARGET_READY)
+		target_became_ready(session, child);
 }
 
 static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
