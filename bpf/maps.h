@@ -26,6 +26,7 @@
 #define PBP_FRAME_MAX_READ 256  /* frame_read_size is at most this */
 #define PBP_WINDOW_BUF (PBP_WINDOW_BYTES + 2 * PBP_FRAME_MAX_READ + 512)
 #define PBP_CODE_SPAN_MAX 128   /* one read covers co_argcount..co_firstlineno when closer than this */
+#define PBP_GIL_SPAN_MAX 64     /* one read covers the GIL's holder and locked flag when closer than this */
 
 /* tid -> its PyThreadState, revalidated on every use. */
 struct pbp_tstate_cache_entry {
@@ -69,6 +70,7 @@ struct pbp_cpu_scratch {
 	struct pbp_frame_walk walk;
 	struct pbp_tstate_walk tswalk;
 	__u8 code_buf[PBP_CODE_SPAN_MAX + 8];
+	__u8 gil_buf[PBP_GIL_SPAN_MAX + 8];
 };
 
 /* Separate from pbp_cpu_scratch: a per-CPU map value is capped at 32 KiB. */

@@ -31,15 +31,28 @@ static __always_inline bool pbp_sampled_user_mode(struct bpf_perf_event_data *ct
 	return (*cs_word & 3) == 3;
 }
 
-static __always_inline void pbp_fill_gil(const struct py_proc_config *config, struct pbp_record *rec)
+/* The GIL's holder and locked flag sit side by side in every version: one read usually covers both. */
+static __always_inline void pbp_fill_gil(const struct py_proc_config *config, struct pbp_cpu_scratch *scratch,
+					 struct pbp_record *rec)
 {
+	__u64 holder_addr = config->gil_holder_addr, locked_addr = config->gil_locked_addr;
+	__u64 low = holder_addr < locked_addr ? holder_addr : locked_addr;
+	__u64 distance = (holder_addr < locked_addr ? locked_addr : holder_addr) - low;
+	__u64 holder = 0;
 	__s32 locked = 0;
 
 	if (!(config->flags & PY_PROC_HAS_GIL_HOLDER))
 		return;
-	if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)config->gil_locked_addr) != 0 || !locked)
+	if (distance < PBP_GIL_SPAN_MAX) {
+		if (bpf_probe_read_user(scratch->gil_buf, distance + sizeof(__u64), (const void *)low) != 0)
+			return;
+		locked = *(__s32 *)(scratch->gil_buf + ((locked_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
+		holder = *(__u64 *)(scratch->gil_buf + ((holder_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
+	} else if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)locked_addr) != 0 ||
+		   bpf_probe_read_user(&holder, sizeof(holder), (const void *)holder_addr) != 0) {
 		return;
-	if (pbp_read_u64(config->gil_holder_addr) == rec->tstate_addr)
+	}
+	if (locked && holder == rec->tstate_addr)
 		rec->flags |= PBP_REC_HAS_GIL;
 }
 
@@ -56,7 +69,7 @@ static __always_inline void pbp_fill_python(const struct py_proc_config *config,
 		return;
 	}
 	rec->tstate_addr = tstate_addr;
-	pbp_fill_gil(config, rec);
+	pbp_fill_gil(config, scratch, rec);
 	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr);
 	rec->flags |= scratch->walk.flags;
 	if (scratch->walk.flags & PBP_REC_READ_FAULT)

@@ -18,12 +18,13 @@
 
 /* What the runtime ELF provides, as link-time addresses. */
 struct runtime_symbols {
-	bool has_runtime, has_interp_head, has_py_version, has_static_gil;
+	bool has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate;
 	uint64_t runtime;          /* _PyRuntime */
 	uint64_t interp_head;      /* 2.7 / 3.6: static PyInterpreterState *interp_head */
 	uint64_t py_version;       /* 3.11+: const unsigned long Py_Version */
 	uint64_t gil_last_holder;  /* 3.6: static gil state */
 	uint64_t gil_locked;
+	uint64_t current_tstate;   /* 2.7: _PyThreadState_Current */
 };
 
 struct discovery {
@@ -113,6 +114,7 @@ static void find_runtime_symbols(const struct elf_file *elf, struct runtime_symb
 	sym->has_py_version = !elf_file_symbol(elf, "Py_Version", &sym->py_version, NULL);
 	sym->has_static_gil = !elf_file_symbol(elf, "gil_last_holder", &sym->gil_last_holder, NULL) &&
 			      !elf_file_symbol(elf, "gil_locked", &sym->gil_locked, NULL);
+	sym->has_current_tstate = !elf_file_symbol(elf, "_PyThreadState_Current", &sym->current_tstate, NULL);
 }
 
 static int open_runtime_elf(struct discovery *d)
@@ -336,6 +338,14 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 			return 0;
 		config->gil_holder_addr = d->bias + d->sym.gil_last_holder;
 		config->gil_locked_addr = d->bias + d->sym.gil_locked;
+		break;
+	case PY_GIL_CURRENT_TSTATE:
+		if (!d->sym.has_current_tstate)
+			return 0;
+		/* The pointer is set exactly while a thread holds the GIL, so its low half
+		 * serves as the locked flag: BPF covers both with one read. */
+		config->gil_holder_addr = d->bias + d->sym.current_tstate;
+		config->gil_locked_addr = d->bias + d->sym.current_tstate;
 		break;
 	case PY_GIL_IN_RUNTIME:
 		config->gil_holder_addr = d->bias + d->sym.runtime + gil->holder;

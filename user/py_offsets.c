@@ -54,7 +54,7 @@ static const struct py_version_entry version_table[] = {
 		.bytes_size = 16,
 		.bytes_data = 36,
 	}, .gil = {
-		.where = PY_GIL_UNKNOWN, /* the 2.x lock records no holder */
+		.where = PY_GIL_CURRENT_TSTATE, /* the 2.x lock itself records no holder */
 	} },
 	/* generated from /root/.pyenv/versions/3.6.15/include/python3.6m */
 	{ .major = 3, .minor = 6, .off = {

@@ -15,7 +15,8 @@
 
 /* Where the GIL's last holder and locked flag live. */
 enum py_gil_where {
-	PY_GIL_UNKNOWN = 0,            /* not recorded (2.7) */
+	PY_GIL_UNKNOWN = 0,            /* not recorded */
+	PY_GIL_CURRENT_TSTATE,         /* 2.7: _PyThreadState_Current is the holder, NULL while the GIL is free */
 	PY_GIL_STATIC_SYMBOLS,         /* 3.6: static gil_last_holder / gil_locked in the runtime ELF */
 	PY_GIL_IN_RUNTIME,             /* 3.7-3.11: _PyRuntime + holder / locked */
 	PY_GIL_VIA_INTERP_POINTER,     /* 3.12+: *(interp + pointer) + holder / locked */

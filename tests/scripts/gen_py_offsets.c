@@ -161,7 +161,7 @@ int main(void)
 #elif PY_VERSION_HEX >= 0x03020000
 	printf("\t\t.where = PY_GIL_STATIC_SYMBOLS, /* gil_last_holder, gil_locked */\n");
 #else
-	printf("\t\t.where = PY_GIL_UNKNOWN, /* the 2.x lock records no holder */\n");
+	printf("\t\t.where = PY_GIL_CURRENT_TSTATE, /* the 2.x lock itself records no holder */\n");
 #endif
 	printf("\t} },\n");
 	return 0;
