@@ -54,29 +54,51 @@ static __always_inline int pbp_load_window(struct pbp_frame_walk_ctx *ctx, __u64
 	return pbp_read_window(ctx, page_start, end - page_start);
 }
 
-/* py_code_checksum() of the code object at code_addr; -1 if unreadable. */
+static __always_inline __u32 pbp_min_u32(__u32 a, __u32 b)
+{
+	return a < b ? a : b;
+}
+
+static __always_inline __u32 pbp_max_u32(__u32 a, __u32 b)
+{
+	return a < b ? b : a;
+}
+
+/* py_code_checksum() of the code object at code_addr (one read of its identity fields); -1 if unreadable. */
 static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 					      const struct py_offsets *off, __u64 code_addr)
 {
-	__u32 argcount_off = off->code_argcount;
-	__u32 firstlineno_off = off->code_firstlineno;
-	__u32 low = argcount_off < firstlineno_off ? argcount_off : firstlineno_off;
-	__u32 high = argcount_off < firstlineno_off ? firstlineno_off : argcount_off;
-	__u64 distance = (__u64)high - low;
-	__s32 argcount = 0, firstlineno = 0;
+	__u32 low = pbp_min_u32(pbp_min_u32(off->code_argcount, off->code_firstlineno),
+				pbp_min_u32(off->code_filename, off->code_name));
+	__u32 high = pbp_max_u32(pbp_max_u32(off->code_argcount, off->code_firstlineno),
+				 pbp_max_u32(off->code_filename, off->code_name));
+	__u64 span = (__u64)high - low + sizeof(__u64);
+	const __u8 *fields = scratch->code_buf;
+	__s32 argcount, firstlineno;
+	__u64 filename_addr, name_addr;
 
-	if (distance < PBP_CODE_SPAN_MAX) {
-		__u64 span = distance + sizeof(__s32);
-
-		if (bpf_probe_read_user(scratch->code_buf, span, (const void *)(code_addr + low)) != 0)
-			return -1;
-		argcount = *(__s32 *)(scratch->code_buf + ((argcount_off - low) & (PBP_CODE_SPAN_MAX - 1)));
-		firstlineno = *(__s32 *)(scratch->code_buf + ((firstlineno_off - low) & (PBP_CODE_SPAN_MAX - 1)));
-	} else if (bpf_probe_read_user(&argcount, sizeof(argcount), (const void *)(code_addr + argcount_off)) != 0 ||
-		   bpf_probe_read_user(&firstlineno, sizeof(firstlineno), (const void *)(code_addr + firstlineno_off)) != 0) {
+	/* Userspace refuses layouts where this does not hold (frame_layout_fits). */
+	if (span > PBP_CODE_SPAN_MAX)
 		return -1;
+	if (bpf_probe_read_user(scratch->code_buf, span, (const void *)(code_addr + low)) != 0)
+		return -1;
+	argcount = *(const __s32 *)(fields + ((off->code_argcount - low) & (PBP_CODE_SPAN_MAX - 1)));
+	firstlineno = *(const __s32 *)(fields + ((off->code_firstlineno - low) & (PBP_CODE_SPAN_MAX - 1)));
+	filename_addr = *(const __u64 *)(fields + ((off->code_filename - low) & (PBP_CODE_SPAN_MAX - 1)));
+	name_addr = *(const __u64 *)(fields + ((off->code_name - low) & (PBP_CODE_SPAN_MAX - 1)));
+	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr);
+}
+
+static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 code_addr, __u32 checksum)
+{
+	__u64 identity = code_addr ^ ((__u64)checksum << 32);
+	__u32 slot = (__u32)((identity * 0x9e3779b97f4a7c15ull) >> 52) & (PBP_SEEN_CODE_SLOTS - 1);
+	__u64 *seen = bpf_map_lookup_elem(&seen_code, &slot);
+
+	if (seen && *seen != identity) {
+		*seen = identity;
+		walk->new_code = 1;
 	}
-	return py_code_checksum(firstlineno, argcount);
 }
 
 static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, const __u8 *frame, __u64 code_addr)
@@ -137,6 +159,7 @@ static long pbp_frame_step(__u32 index, void *opaque)
 			goto fault;
 		walk->last_code_addr = code_addr;
 		walk->last_checksum = (__u32)checksum;
+		pbp_note_code(walk, code_addr, (__u32)checksum);
 	}
 	out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
 	out->code_addr = code_addr;
@@ -175,6 +198,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->last_checksum = 0;
 	walk->frame_count = 0;
 	walk->flags = 0;
+	walk->new_code = 0;
 	if (walk->frame_addr == 0) {
 		walk->flags = PBP_REC_NO_FRAME;
 		return 0;

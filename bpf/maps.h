@@ -25,7 +25,7 @@
 #define PBP_WINDOW_BYTES 16384
 #define PBP_FRAME_MAX_READ 256  /* frame_read_size is at most this */
 #define PBP_WINDOW_BUF (PBP_WINDOW_BYTES + 2 * PBP_FRAME_MAX_READ + 512)
-#define PBP_CODE_SPAN_MAX 128   /* one read covers co_argcount..co_firstlineno when closer than this */
+#define PBP_CODE_SPAN_MAX 128   /* one read covers a code object's identity fields (argcount, firstlineno, filename, name) */
 #define PBP_GIL_SPAN_MAX 64     /* one read covers the GIL's holder and locked flag when closer than this */
 
 /* tid -> its PyThreadState, revalidated on every use. */
@@ -45,7 +45,7 @@ struct pbp_frame_walk {
 	__u32 last_checksum;
 	__u32 frame_count;     /* frames written to the record */
 	__u32 flags;           /* PBP_REC_* found while walking */
-	__u32 pad;
+	__u32 new_code;        /* a frame ran a code object this CPU had not sent before */
 };
 
 struct pbp_tstate_walk {
@@ -66,6 +66,7 @@ struct pbp_sample_buf {
 };
 
 struct pbp_cpu_scratch {
+	__u64 wakeup_consumer_mark;  /* consumer position + 1 when this CPU last woke it for new code */
 	struct pbp_sample_buf out;
 	struct pbp_frame_walk walk;
 	struct pbp_tstate_walk tswalk;
@@ -105,6 +106,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pbp_cpu_window);
 } cpu_window SEC(".maps");
+
+/*
+ * Code objects this CPU has sent, direct-mapped by address: a record with one
+ * that is not here wakes the consumer at once, so that it reads the object
+ * while it still exists (a module body is freed as soon as its import ends).
+ * A collision costs an extra wakeup or a later read, never a wrong name.
+ */
+#define PBP_SEEN_CODE_SLOTS 4096
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_SEEN_CODE_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} seen_code SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -100,8 +100,21 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
 		len = sizeof(scratch->out);
 	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		wakeup = BPF_RB_FORCE_WAKEUP;
+	/* New code objects are read by the consumer before they can be freed. A wakeup costs
+	 * more than a sample: none while the last one from this CPU is still unanswered (the
+	 * consumer has not moved since), as that consumer will see this record too. */
+	if (scratch->walk.new_code) {
+		__u64 consumer_mark = bpf_ringbuf_query(&events, BPF_RB_CONS_POS) + 1;
+
+		if (consumer_mark != scratch->wakeup_consumer_mark) {
+			wakeup = BPF_RB_FORCE_WAKEUP;
+			scratch->wakeup_consumer_mark = consumer_mark;
+		}
+	}
 	if (bpf_ringbuf_output(&events, &scratch->out, len, wakeup) != 0)
 		pbp_count(PBP_CNT_LOST);
+	else if (wakeup == BPF_RB_FORCE_WAKEUP)
+		pbp_count(PBP_CNT_WAKEUPS);
 }
 
 SEC("perf_event")
@@ -132,6 +145,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	rec->py_frame_count = 0;
 	rec->kernel_frame_count = 0;
 	rec->interp_id = 0;
+	scratch->walk.new_code = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))
 		pbp_fill_python(config, scratch, rec->tid);

@@ -101,11 +101,19 @@ struct py_proc_config {
 /*
  * Identity check for a code object, computed the same way by BPF (from the
  * live object) and by userspace (when it reads the object to symbolize it),
- * so that a freed and reused code address is not given a stale name.
+ * so that a freed and reused code address is not given a stale name. The
+ * file and name pointers tell apart the objects that line and argument
+ * counts cannot: every module body starts at line 1 with no arguments.
  */
-static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount)
+static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount, __u64 filename_addr, __u64 name_addr)
 {
-	return ((__u32)firstlineno * 2654435761u) ^ ((__u32)argcount << 24) ^ 0x5bd1e995u;
+	__u64 mixed = ((__u64)(__u32)firstlineno << 32 | (__u32)argcount) ^
+		      filename_addr * 0x9e3779b97f4a7c15ull ^ name_addr * 0xc2b2ae3d27d4eb4full;
+
+	mixed ^= mixed >> 31;
+	mixed *= 0xbf58476d1ce4e5b9ull;
+	mixed ^= mixed >> 29;
+	return (__u32)mixed;
 }
 
 #endif

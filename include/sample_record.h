@@ -51,6 +51,7 @@ enum pbp_counter {
 	PBP_CNT_READ_FAULTS = 2,  /* samples with a failed target read */
 	PBP_CNT_TRUNCATED = 3,    /* samples whose Python stack was cut */
 	PBP_CNT_NO_TSTATE = 4,    /* samples of threads with no thread state */
+	PBP_CNT_WAKEUPS = 5,      /* records that woke the consumer (new code objects, a filling buffer) */
 	PBP_CNT_MAX = 8,
 };
 

@@ -574,6 +574,63 @@ static void forked_children_are_profiled(void **state)
 	}
 }
 
+/* The module index of a frame in a startup_mod_N.py module body, or -1. */
+static int startup_module_of(const struct pf_frame *frame)
+{
+	const char *base = frame->file ? strrchr(frame->file, '/') : NULL;
+	int index = -1;
+
+	if (!base || strcmp(frame->name, "<module>") != 0 || sscanf(base, "/startup_mod_%d.py", &index) != 1)
+		return -1;
+	return index;
+}
+
+/* Startup: module bodies are freed when their import ends, yet each one is named. */
+static void imported_module_bodies_are_named(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < python_count; i++) {
+		const struct test_python *python = &pythons[i];
+		char command[1400], script[PATH_MAX], out[PATH_MAX], err[4096];
+		bool seen[20] = { false };
+		size_t modules_seen = 0, module_samples = 0, unresolved_samples = 0;
+		struct pf_reader *reader;
+		struct pf_sample sample;
+		char *argv[32];
+		int status;
+
+		script_path(script, sizeof(script), "import_modules.py");
+		FORMAT(out, "%s/imports-%s.mojo", test_tmpdir(), python->label);
+		FORMAT(command, "%s -q -o %s -- %s %s", pybpfprof_binary(), out, python->command, script);
+		split_command(command, argv, 32);
+		status = run_capture(argv, err, sizeof(err));
+		if (status != 0)
+			fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+		assert_int_equal(pf_reader_open(&reader, out, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+		while (pf_reader_next_sample(reader, &sample) > 0) {
+			bool in_module = false;
+
+			for (size_t f = 0; f < sample.frame_count; f++) {
+				int index = startup_module_of(&sample.frames[f]);
+
+				if (index >= 0 && index < 20) {
+					modules_seen += !seen[index];
+					seen[index] = true;
+					in_module = true;
+				}
+			}
+			module_samples += in_module;
+			unresolved_samples += count_named(&sample, "<unresolved>") > 0;
+		}
+		pf_reader_close(reader);
+		print_message("%s: %zu of 20 module bodies named in %zu samples; %zu samples with unresolved frames\n",
+			      python->label, modules_seen, module_samples, unresolved_samples);
+		/* About 8 samples a body: a body is missed only if every one of its samples is. */
+		assert_true(modules_seen >= 18);
+		assert_true(unresolved_samples * 10 <= module_samples + unresolved_samples);
+	}
+}
+
 /* ---- bad input: one clear line, non-zero exit, no output file ---- */
 
 static void expect_clean_failure(char *const argv[], const char *output, const char *needle)
@@ -741,6 +798,9 @@ int main(void)
 	struct CMUnitTest tests[64];
 	size_t count = 0;
 
+	/* TEST_FILTER=forked_* runs the matching tests only (these take minutes in all). */
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	python_count = test_pythons(pythons, MAX_PYTHONS);
 	for (size_t i = 0; i < sizeof(wanted_labels) / sizeof(wanted_labels[0]); i++) {
 		static char names[16][64];
@@ -755,6 +815,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(killed_run_leaves_readable_files);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(system_wide_finds_later_processes);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(forked_children_are_profiled);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(imported_module_bodies_are_named);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(bad_pid);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(not_python);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unsupported_version);

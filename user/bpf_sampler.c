@@ -342,6 +342,21 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	return 0;
 }
 
+/* The identity fields BPF copies from each code object in one read of at most 128 bytes. */
+static bool code_identity_fits(const struct py_offsets *off)
+{
+	const uint32_t fields[] = { off->code_argcount, off->code_firstlineno, off->code_filename, off->code_name };
+	uint32_t low = UINT32_MAX, high = 0;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i] == PY_OFF_NONE)
+			return false;
+		low = fields[i] < low ? fields[i] : low;
+		high = fields[i] > high ? fields[i] : high;
+	}
+	return high - low + 8 <= 128;
+}
+
 /* BPF reads frame fields from a copy of frame_read_size (<= 256) bytes with masked offsets:
  * an offset outside the copy would read the wrong bytes, so refuse it here. */
 static bool frame_layout_fits(const struct py_offsets *off)
@@ -350,7 +365,7 @@ static bool frame_layout_fits(const struct py_offsets *off)
 
 	return size > 0 && size <= 256 && off->frame_previous + 8 <= size && off->frame_code + 8 <= size &&
 	       off->frame_lasti + (off->lasti_kind == PY_LASTI_PTR ? 8u : 4u) <= size &&
-	       (off->frame_owner == PY_OFF_NONE || off->frame_owner < size);
+	       (off->frame_owner == PY_OFF_NONE || off->frame_owner < size) && code_identity_fits(off);
 }
 
 int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config)

@@ -234,6 +234,25 @@ static void retry_pending(struct session *session, uint64_t now_ms)
 	}
 }
 
+/* How long the loop may sleep: no later than the next discovery attempt of a pending target,
+ * since every moment a launched Python runs undiscovered is lost to its profile. */
+static int wait_budget_ms(const struct session *session, int tick_ms, uint64_t now_ms)
+{
+	uint64_t budget = (uint64_t)tick_ms;
+
+	for (size_t i = 0; i < session->targets.count; i++) {
+		const struct target *target = &session->targets.items[i];
+
+		if (target->state != TARGET_PENDING)
+			continue;
+		if (target->next_attempt_ms <= now_ms)
+			return 0;
+		if (target->next_attempt_ms - now_ms < budget)
+			budget = target->next_attempt_ms - now_ms;
+	}
+	return (int)budget;
+}
+
 static void check_liveness(struct session *session)
 {
 	for (size_t i = 0; i < session->targets.count; i++) {
@@ -511,8 +530,9 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		/* Ticks on other processes cost little and would halve the average: charge every
 		 * run's time to the samples of targets too. */
 		fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " runs, %.0f ns per run; %" PRIu64
-				" target samples, %.0f ns per target sample\n", runs,
+				" target samples, %" PRIu64 " wakeups, %.0f ns per target sample\n", runs,
 			runs ? (double)run_ns / (double)runs : 0.0, counters[PBP_CNT_SAMPLES],
+			counters[PBP_CNT_WAKEUPS],
 			counters[PBP_CNT_SAMPLES] ? (double)run_ns / (double)counters[PBP_CNT_SAMPLES] : 0.0);
 		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
 			sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
@@ -569,7 +589,7 @@ static void run_loop(struct session *session)
 		struct pysym_stats before, after;
 		uint64_t now;
 
-		bpf_sampler_wait(session->sampler, tick_ms);
+		bpf_sampler_wait(session->sampler, wait_budget_ms(session, tick_ms, monotonic_ms()));
 		pysym_cache_stats(session->resolver.python, &before);
 		bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
 		pysym_cache_stats(session->resolver.python, &after);

@@ -495,7 +495,8 @@ static int read_code_object(struct pysym_cache *cache, const struct py_proc_conf
 	if (rc < 0)
 		return rc;
 	entry->firstlineno = int_at(object, off->code_firstlineno);
-	if (py_code_checksum(entry->firstlineno, int_at(object, off->code_argcount)) != entry->checksum)
+	if (py_code_checksum(entry->firstlineno, int_at(object, off->code_argcount),
+			     pointer_at(object, off->code_filename), pointer_at(object, off->code_name)) != entry->checksum)
 		return -ESTALE;
 	name_offset = off->code_qualname != PY_OFF_NONE ? off->code_qualname : off->code_name;
 	rc = read_name(cache, entry->pid, off, pointer_at(object, off->code_filename), &entry->file);
