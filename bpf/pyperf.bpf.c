@@ -145,6 +145,8 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	rec->py_frame_count = 0;
 	rec->kernel_frame_count = 0;
 	rec->interp_id = 0;
+	rec->reserved = 0;
+	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 	scratch->walk.new_code = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))

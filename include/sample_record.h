@@ -41,6 +41,8 @@ struct pbp_record {
 	__u16 py_frame_count;
 	__u16 kernel_frame_count;
 	__u32 interp_id;         /* PyInterpreterState.id of the thread's interpreter (0 if unknown) */
+	__u32 reserved;
+	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* struct pbp_py_frame py[py_frame_count]; __u64 kernel_ips[kernel_frame_count]; */
 };
 

@@ -631,6 +631,67 @@ static void imported_module_bodies_are_named(void **state)
 	}
 }
 
+struct native_findings {
+	size_t loop_samples;    /* samples under compress_loop */
+	size_t in_libz;         /* ... whose leaf is a native frame in libz */
+	size_t native_frames;   /* native frames anywhere */
+};
+
+static void profile_native_work(const struct test_python *python, const char *extra, struct native_findings *found)
+{
+	char command[1400], script[PATH_MAX], out[PATH_MAX], err[4096];
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char *argv[32];
+	int status;
+
+	memset(found, 0, sizeof(*found));
+	script_path(script, sizeof(script), "native_work.py");
+	FORMAT(out, "%s/native-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(command, "%s -q %s -o %s -- %s %s", pybpfprof_binary(), extra, out, python->command, script);
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+	assert_int_equal(pf_reader_open(&reader, out, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+	while (pf_reader_next_sample(reader, &sample) > 0) {
+		const struct pf_frame *leaf = sample.frame_count ? &sample.frames[sample.frame_count - 1] : NULL;
+
+		found->native_frames += count_kind(&sample, PF_FRAME_NATIVE);
+		if (!count_named(&sample, "compress_loop"))
+			continue;
+		found->loop_samples++;
+		found->in_libz += leaf && leaf->kind == PF_FRAME_NATIVE && strstr(leaf->file, "/libz.so");
+	}
+	pf_reader_close(reader);
+}
+
+/* A sample that lands in a C library names it (and its function, where the library has a symbol). */
+static void native_leaf_frames_name_c_code(void **state)
+{
+	static const char *const labels[] = { "2.7", "3.12", "3.15" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		const struct test_python *python = find_python(labels[i]);
+		struct native_findings found;
+
+		if (!python) {
+			print_message("%s is absent on this machine; skipped\n", labels[i]);
+			continue;
+		}
+		profile_native_work(python, "", &found);
+		print_message("%s: %zu of %zu compress_loop samples end in libz\n", labels[i], found.in_libz,
+			      found.loop_samples);
+		assert_true(found.loop_samples >= 500);
+		/* zlib.compress at level 9 spends nearly all its time in libz's deflate. */
+		assert_true(found.in_libz * 10 >= found.loop_samples * 7);
+		profile_native_work(python, "--no-native", &found);
+		assert_true(found.loop_samples >= 500);
+		assert_int_equal(found.native_frames, 0);
+	}
+}
+
 /* ---- bad input: one clear line, non-zero exit, no output file ---- */
 
 static void expect_clean_failure(char *const argv[], const char *output, const char *needle)
@@ -816,6 +877,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(system_wide_finds_later_processes);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(forked_children_are_profiled);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(imported_module_bodies_are_named);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_leaf_frames_name_c_code);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(bad_pid);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(not_python);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unsupported_version);

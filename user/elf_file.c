@@ -2,11 +2,13 @@
 #include "elf_file.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -146,6 +148,86 @@ int elf_file_symbol(const struct elf_file *file, const char *name, uint64_t *add
 	if (!symbol_in_table(file->elf, SHT_SYMTAB, name, addr, size))
 		return 0;
 	return symbol_in_table(file->elf, SHT_DYNSYM, name, addr, size);
+}
+
+static bool is_sized_function(const GElf_Sym *sym)
+{
+	unsigned type = GELF_ST_TYPE(sym->st_info);
+
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF && sym->st_value &&
+	       sym->st_size;
+}
+
+static int compare_functions(const void *left, const void *right)
+{
+	const struct elf_function *a = left, *b = right;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+static int functions_in_table(Elf *elf, Elf64_Word table_type, struct elf_function **functions,
+			      size_t *count, char **names)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = find_section_of_type(elf, table_type, &shdr);
+	Elf_Data *data = scn && shdr.sh_entsize ? elf_getdata(scn, NULL) : NULL;
+	size_t symbols, kept = 0, names_len = 0, used = 0;
+
+	if (!data)
+		return -ENOENT;
+	symbols = shdr.sh_size / shdr.sh_entsize;
+	if (symbols > ELF_MAX_SYMBOLS)
+		symbols = ELF_MAX_SYMBOLS;
+	/* Two passes: count and measure, then copy, so that one allocation holds the names. */
+	for (size_t i = 0; i < symbols; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(data, (int)i, &sym) || !is_sized_function(&sym))
+			continue;
+		name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		kept++;
+		names_len += strlen(name) + 1;
+	}
+	if (!kept)
+		return -ENOENT;
+	*functions = calloc(kept, sizeof(**functions));
+	*names = malloc(names_len);
+	if (!*functions || !*names) {
+		free(*functions);
+		free(*names);
+		return -ENOMEM;
+	}
+	*count = 0;
+	for (size_t i = 0; i < symbols && *count < kept; i++) {
+		GElf_Sym sym;
+		const char *name;
+		size_t len;
+
+		if (!gelf_getsym(data, (int)i, &sym) || !is_sized_function(&sym))
+			continue;
+		name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		len = strlen(name) + 1;
+		memcpy(*names + used, name, len);
+		(*functions)[(*count)++] = (struct elf_function){ sym.st_value, sym.st_size, *names + used };
+		used += len;
+	}
+	qsort(*functions, *count, sizeof(**functions), compare_functions);
+	return 0;
+}
+
+int elf_file_functions(const struct elf_file *file, struct elf_function **functions, size_t *count,
+		       char **names)
+{
+	int rc = functions_in_table(file->elf, SHT_SYMTAB, functions, count, names);
+
+	if (rc == -ENOENT)
+		rc = functions_in_table(file->elf, SHT_DYNSYM, functions, count, names);
+	return rc;
 }
 
 int elf_file_section(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size)

@@ -31,6 +31,18 @@ int elf_file_symbol(const struct elf_file *file, const char *name, uint64_t *add
 int elf_file_section(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size);
 /* The file's contents of an allocated section (valid until close); 0, -ENOENT, or -ENODATA (NOBITS). */
 int elf_file_section_data(const struct elf_file *file, const char *name, const void **data, size_t *len);
+/* A function symbol: [addr, addr + size) at link time. */
+struct elf_function {
+	uint64_t addr;
+	uint64_t size;
+	const char *name;  /* points into the caller's copy of the names */
+};
+
+/* Every sized function symbol of .symtab (else .dynsym: stripped libraries), sorted by address.
+ * *names holds every name; the caller frees *functions and *names. 0, -ENOENT (no symbol
+ * table), -ENOMEM. */
+int elf_file_functions(const struct elf_file *file, struct elf_function **functions, size_t *count,
+		       char **names);
 /* Runtime address minus link-time address, given where the mapping at map_offset of the file starts. */
 int elf_file_load_bias(const struct elf_file *file, uint64_t map_start, uint64_t map_offset, uint64_t *bias);
 

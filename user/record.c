@@ -39,6 +39,7 @@ enum {
 	OPT_NO_KERNEL = 0x100,
 	OPT_BPF_STATS,
 	OPT_RINGBUF,
+	OPT_NO_NATIVE,
 };
 
 static const struct argp_option record_options[] = {
@@ -50,6 +51,7 @@ static const struct argp_option record_options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile the processes they fork (a launched command's are always followed)", 0 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
+	{ "no-native", OPT_NO_NATIVE, NULL, 0, "Do not name the native function (C extension, libc) a sample landed in", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
@@ -162,6 +164,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case OPT_NO_KERNEL:
 		session->kernel_stacks = false;
 		break;
+	case OPT_NO_NATIVE:
+		session->native_frames = false;
+		break;
 	case OPT_BPF_STATS:
 		session->bpf_stats = true;
 		break;
@@ -223,6 +228,7 @@ int record_main(int argc, char **argv)
 		.session = {
 			.frequency_hz = 1000,
 			.kernel_stacks = true,
+			.native_frames = true,
 			.compression_level = 5,
 		},
 	};

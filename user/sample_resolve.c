@@ -2,6 +2,7 @@
 #include "sample_resolve.h"
 
 #include "ksyms.h"
+#include "symbolize_native.h"
 #include "symbolize_py.h"
 
 #include <errno.h>
@@ -148,6 +149,14 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	for (size_t i = record->py_frame_count; i-- > 0;)
 		python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
 			     &resolver->frames[count++], &incomplete);
+	/* A sample that landed in native code outside the interpreter (an extension, libc)
+	 * says where; inside the interpreter the Python frames already do. */
+	if (record->user_ip && resolver->native && python &&
+	    nativesym_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
+			      &resolver->frames[count]) > 0) {
+		count++;
+		resolver->native_frames++;
+	}
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];
 

@@ -18,17 +18,20 @@
 
 struct pysym_cache;
 struct ksyms;
+struct nativesym;
 
 struct sample_resolver {
 	struct pysym_cache *python;
 	const struct ksyms *kernel;    /* NULL: kernel frames are shown by address */
+	struct nativesym *native;      /* NULL: no native leaf frames */
 	uint64_t period_us;            /* the time one sample stands for */
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
 	const char **kernel_name_of;          /* by address id: its name in kernel_names */
 	size_t kernel_name_capacity;
-	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + PBP_MAX_KERNEL_FRAMES];
+	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES];
 	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
+	uint64_t native_frames;        /* samples given a native leaf frame */
 	uint64_t stale_frames;         /* ... of which the code object was freed and reused */
 	uint64_t bad_records;          /* records shorter than they claim */
 };

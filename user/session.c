@@ -7,6 +7,7 @@
 #include "ksyms.h"
 #include "launch.h"
 #include "sample_resolve.h"
+#include "symbolize_native.h"
 #include "symbolize_py.h"
 #include "target_set.h"
 
@@ -274,6 +275,8 @@ static void on_exec(struct session *session, pid_t pid)
 		if (target->state == TARGET_GONE && !session->system_wide)
 			return;
 		pysym_forget_pid(session->resolver.python, pid);
+		if (session->resolver.native)
+			nativesym_forget_pid(session->resolver.native, pid);
 		origin = target->origin;
 		known = true;
 	} else if (session->system_wide) {
@@ -666,6 +669,8 @@ static void release(struct session *session)
 	abort_writers(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
+	nativesym_free(session->resolver.native);
+	session->resolver.native = NULL;
 	sample_resolver_free(&session->resolver);
 	ksyms_free(session->ksyms);
 	target_set_free(&session->targets);
@@ -707,6 +712,11 @@ int session_run(const struct session_options *options)
 	if (!err)
 		err = sample_resolver_init(&session.resolver, session.ksyms,
 					   1000000 / options->frequency_hz);
+	if (!err && options->native_frames) {
+		session.resolver.native = nativesym_new();
+		if (!session.resolver.native)
+			err = -ENOMEM;
+	}
 	if (!err)
 		err = discover_named_pids(&session);
 	for (size_t i = 0; !err && i < session.targets.count; i++)

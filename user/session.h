@@ -28,6 +28,7 @@ struct session_options {
 	unsigned frequency_hz;
 	double duration_s;         /* 0: until Ctrl-C, SIGTERM, or every target has exited */
 	bool kernel_stacks;
+	bool native_frames;      /* name the native function of samples outside the interpreter */
 	bool children;             /* -p: also profile processes the targets fork */
 	bool quiet;
 	bool bpf_stats;            /* report BPF run time per sample at the end */
