@@ -443,8 +443,6 @@ static struct pf_frame expected_frame(const struct pf_frame *f)
 {
 	struct pf_frame e = *f;
 
-	if (f->kind == PF_FRAME_NATIVE)
-		e.kind = PF_FRAME_PYTHON; /* Tachyon has no frame kinds */
 	if (f->kind == PF_FRAME_KERNEL) {
 		e.file = "<kernel>";
 		e.line = e.end_line = e.column = e.end_column = e.opcode = -1;

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "profile.h"
+
 enum mojo_event_id {
 	MOJO_RESERVED = 0,
 	MOJO_METADATA = 1,
@@ -40,7 +42,7 @@ enum mojo_event_id {
 /* Austin's readers expect references to fit in 4 varint bytes. */
 #define MOJO_KEY_LIMIT (1u << 27)
 
-#define MOJO_NATIVE_PREFIX "native@"
+#define MOJO_NATIVE_PREFIX PF_NATIVE_FILE_PREFIX
 /* The tool version Austin's readers key their format choice on. */
 #define MOJO_AUSTIN_COMPAT_VERSION "3.7.0"
 

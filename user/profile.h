@@ -25,6 +25,11 @@ enum pf_frame_kind {
 	PF_FRAME_INVALID = 3, /* the stack could not be read beyond this point (root side) */
 };
 
+/* How the formats without a frame kind (MOJO, Tachyon) mark a native frame: its file
+ * string starts with this (Austin's convention; a library path or a pc in hex follows). */
+#define PF_NATIVE_FILE_PREFIX "native@"
+
+
 struct pf_frame {
 	enum pf_frame_kind kind;
 	const char *file; /* never NULL: "" when unknown */

@@ -931,6 +931,9 @@ static enum pf_frame_kind frame_kind(const char *file, const char *name)
 		return PF_FRAME_KERNEL;
 	if (!strcmp(file, "~") && !strcmp(name, "<truncated>"))
 		return PF_FRAME_INVALID;
+	/* CPython's own "~" "<native>" marker stays as it is, so that it is written back the same. */
+	if (!strncmp(file, PF_NATIVE_FILE_PREFIX, strlen(PF_NATIVE_FILE_PREFIX)))
+		return PF_FRAME_NATIVE;
 	return PF_FRAME_PYTHON;
 }
 
@@ -948,6 +951,9 @@ static int build_frame_cache(struct tachyon_reader *reader)
 		frame->file = tachyon_file_string(reader->file, entry->file, NULL);
 		frame->name = tachyon_file_string(reader->file, entry->func, NULL);
 		frame->kind = frame_kind(frame->file, frame->name);
+		/* The prefix only stood for the kind the format cannot hold. */
+		if (frame->kind == PF_FRAME_NATIVE)
+			frame->file += strlen(PF_NATIVE_FILE_PREFIX);
 		frame->line = entry->line;
 		frame->end_line = entry->end_line;
 		frame->column = entry->column;
