@@ -110,28 +110,53 @@ static Elf_Scn *find_section_of_type(Elf *elf, Elf64_Word type, GElf_Shdr *shdr)
 	return NULL;
 }
 
-static int symbol_in_table(Elf *elf, Elf64_Word table_type, const char *name, uint64_t *addr, uint64_t *size)
+/* A symbol table: its entries, how many (bounded), and the string section its names are in. */
+struct symbol_table {
+	Elf *elf;
+	Elf_Data *data;
+	size_t count;
+	size_t names_section;
+};
+
+static int open_symbol_table(Elf *elf, Elf64_Word table_type, struct symbol_table *table)
 {
 	GElf_Shdr shdr;
 	Elf_Scn *scn = find_section_of_type(elf, table_type, &shdr);
-	Elf_Data *data;
-	size_t count;
 
 	if (!scn || !shdr.sh_entsize)
 		return -ENOENT;
-	data = elf_getdata(scn, NULL);
-	if (!data)
+	table->elf = elf;
+	table->data = elf_getdata(scn, NULL);
+	if (!table->data)
 		return -ENOENT;
-	count = shdr.sh_size / shdr.sh_entsize;
-	if (count > ELF_MAX_SYMBOLS)
-		count = ELF_MAX_SYMBOLS;
-	for (size_t i = 0; i < count; i++) {
-		GElf_Sym sym;
-		const char *sym_name;
+	table->count = shdr.sh_size / shdr.sh_entsize;
+	if (table->count > ELF_MAX_SYMBOLS)
+		table->count = ELF_MAX_SYMBOLS;
+	table->names_section = shdr.sh_link;
+	return 0;
+}
 
-		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
-			continue;
-		sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+/* Entry i of the table and its name; NULL for an undefined or nameless symbol. */
+static const char *defined_symbol(const struct symbol_table *table, size_t i, GElf_Sym *sym)
+{
+	const char *name;
+
+	if (!gelf_getsym(table->data, (int)i, sym) || sym->st_shndx == SHN_UNDEF)
+		return NULL;
+	name = elf_strptr(table->elf, table->names_section, sym->st_name);
+	return name && *name ? name : NULL;
+}
+
+static int symbol_in_table(Elf *elf, Elf64_Word table_type, const char *name, uint64_t *addr, uint64_t *size)
+{
+	struct symbol_table table;
+
+	if (open_symbol_table(elf, table_type, &table))
+		return -ENOENT;
+	for (size_t i = 0; i < table.count; i++) {
+		GElf_Sym sym;
+		const char *sym_name = defined_symbol(&table, i, &sym);
+
 		if (sym_name && !strcmp(sym_name, name)) {
 			*addr = sym.st_value;
 			if (size)
@@ -150,12 +175,15 @@ int elf_file_symbol(const struct elf_file *file, const char *name, uint64_t *add
 	return symbol_in_table(file->elf, SHT_DYNSYM, name, addr, size);
 }
 
-static bool is_sized_function(const GElf_Sym *sym)
+/* A named function with an address and a size: something an address can fall inside. */
+static const char *sized_function(const struct symbol_table *table, size_t i, GElf_Sym *sym)
 {
+	const char *name = defined_symbol(table, i, sym);
 	unsigned type = GELF_ST_TYPE(sym->st_info);
 
-	return (type == STT_FUNC || type == STT_GNU_IFUNC) && sym->st_shndx != SHN_UNDEF && sym->st_value &&
-	       sym->st_size;
+	if (!name || (type != STT_FUNC && type != STT_GNU_IFUNC) || !sym->st_value || !sym->st_size)
+		return NULL;
+	return name;
 }
 
 static int compare_functions(const void *left, const void *right)
@@ -168,28 +196,18 @@ static int compare_functions(const void *left, const void *right)
 static int functions_in_table(Elf *elf, Elf64_Word table_type, struct elf_function **functions,
 			      size_t *count, char **names)
 {
-	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section_of_type(elf, table_type, &shdr);
-	Elf_Data *data = scn && shdr.sh_entsize ? elf_getdata(scn, NULL) : NULL;
-	size_t symbols, kept = 0, names_len = 0, used = 0;
+	struct symbol_table table;
+	size_t kept = 0, names_len = 0, used = 0;
+	GElf_Sym sym;
 
-	if (!data)
+	if (open_symbol_table(elf, table_type, &table))
 		return -ENOENT;
-	symbols = shdr.sh_size / shdr.sh_entsize;
-	if (symbols > ELF_MAX_SYMBOLS)
-		symbols = ELF_MAX_SYMBOLS;
-	/* Two passes: count and measure, then copy, so that one allocation holds the names. */
-	for (size_t i = 0; i < symbols; i++) {
-		GElf_Sym sym;
-		const char *name;
+	/* Measure first, so that one allocation holds every name. */
+	for (size_t i = 0; i < table.count; i++) {
+		const char *name = sized_function(&table, i, &sym);
 
-		if (!gelf_getsym(data, (int)i, &sym) || !is_sized_function(&sym))
-			continue;
-		name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-		if (!name || !*name)
-			continue;
-		kept++;
-		names_len += strlen(name) + 1;
+		kept += name != NULL;
+		names_len += name ? strlen(name) + 1 : 0;
 	}
 	if (!kept)
 		return -ENOENT;
@@ -201,17 +219,12 @@ static int functions_in_table(Elf *elf, Elf64_Word table_type, struct elf_functi
 		return -ENOMEM;
 	}
 	*count = 0;
-	for (size_t i = 0; i < symbols && *count < kept; i++) {
-		GElf_Sym sym;
-		const char *name;
-		size_t len;
+	for (size_t i = 0; i < table.count && *count < kept; i++) {
+		const char *name = sized_function(&table, i, &sym);
+		size_t len = name ? strlen(name) + 1 : 0;
 
-		if (!gelf_getsym(data, (int)i, &sym) || !is_sized_function(&sym))
+		if (!name || used + len > names_len)
 			continue;
-		name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-		if (!name || !*name)
-			continue;
-		len = strlen(name) + 1;
 		memcpy(*names + used, name, len);
 		(*functions)[(*count)++] = (struct elf_function){ sym.st_value, sym.st_size, *names + used };
 		used += len;
