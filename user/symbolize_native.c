@@ -111,8 +111,10 @@ static struct pid_maps *maps_of(struct nativesym *symbolizer, pid_t pid)
 	}
 	slot = &symbolizer->pids[symbolizer->pid_count];
 	*slot = (struct pid_maps){ .pid = pid };
+	/* Unreadable maps (the process has exited: its last samples drain after it) are kept
+	 * as empty, so that they are tried again at the re-read pace, not once per sample. */
 	if (proc_maps_read(pid, &slot->maps) < 0)
-		return NULL;
+		slot->maps = (struct proc_maps){ 0 };
 	slot->read_ms = now_ms();
 	symbolizer->pid_count++;
 	return slot;
@@ -199,17 +201,16 @@ int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_
 	struct mapped_file *file;
 	uint64_t bias;
 
-	if (!maps)
-		return -ESRCH;
 	maps->used = ++symbolizer->clock;
 	map = mapping_at(&maps->maps, ip);
 	if (!map && now_ms() - maps->read_ms >= NATIVESYM_REREAD_MS) {
+		/* Also on failure: the next attempt waits as long again. */
+		maps->read_ms = now_ms();
 		struct proc_maps fresh;
 
 		if (proc_maps_read(pid, &fresh) == 0) {
 			proc_maps_free(&maps->maps);
 			maps->maps = fresh;
-			maps->read_ms = now_ms();
 			map = mapping_at(&maps->maps, ip);
 		}
 	}

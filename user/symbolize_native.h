@@ -23,7 +23,8 @@ void nativesym_forget_pid(struct nativesym *symbolizer, pid_t pid);
  * 1 with *frame filled (kind native; name the function, or "[libfoo.so.1]" when no symbol
  * covers ip; file the mapped file as the target sees it), 0 when ip is in skip_path (the
  * interpreter itself, which the Python frames already describe) or outside every file
- * mapping (anonymous memory, [vdso]), negative errno when the maps cannot be read.
+ * mapping (anonymous memory, [vdso]) or in a process whose maps cannot be read (they are
+ * read again at most every 100 ms), -ENOMEM.
  * The frame's strings live as long as the symbolizer.
  */
 int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
