@@ -22,10 +22,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-LIB_SRCS  := $(filter-out user/main.c,$(wildcard user/*.c))
-LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/%.o,$(LIB_SRCS))
+USER_SRCS := $(shell find user -name '*.c' | sort)
+LIB_SRCS  := $(filter-out user/cli/main.c,$(USER_SRCS))
+LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS))
-HEADERS   := $(wildcard include/*.h user/*.h)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
@@ -35,10 +35,11 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 
 .PHONY: all deps demo check bench clean vmlinux pythons
 .DELETE_ON_ERROR:
+.SECONDARY: $(BPF_OBJS)
 
 all: pybpfprof
 
-pybpfprof: $(BUILD)/main.o $(BUILD)/libpybpfprof.a
+pybpfprof: $(BUILD)/obj/cli/main.o $(BUILD)/libpybpfprof.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libpybpfprof.a: $(LIB_OBJS)
@@ -49,24 +50,31 @@ $(BUILD)/san/libpybpfprof.a: $(SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)
-	$(CC) $(CFLAGS) -c $< -o $@
+# Header dependencies are generated (-MMD -MP); only the sampler includes the skeleton.
+$(BUILD)/obj/%.o: user/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/san/%.o: user/%.c $(HEADERS) $(SKELS) | $(BUILD)/san
-	$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
+$(BUILD)/san/%.o: user/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(wildcard include/*.h) vmlinux.h | $(BUILD)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(BUILD)/obj/sampler/bpf_sampler.o $(BUILD)/san/sampler/bpf_sampler.o: $(SKELS)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c | $(BUILD)
+	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
 	llvm-strip -g $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
 # Unit and integration tests run under ASan+UBSan against the same library.
-$(BUILD)/tests/%: tests/%.c tests/testlib.h $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(SAN_FLAGS) -Itests -o $@ $< $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
+$(BUILD)/tests/%: tests/%.c $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests -o $@ $< $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
 
-$(BUILD) $(BUILD)/san $(BUILD)/tests:
+$(BUILD) $(BUILD)/tests:
 	mkdir -p $@
 
 vmlinux:

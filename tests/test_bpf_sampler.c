@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "bpf_sampler.h"
-#include "ksyms.h"
-#include "py_discover.h"
-#include "symbolize_py.h"
+#include "sampler/bpf_sampler.h"
+#include "symbolize/ksyms.h"
+#include "symbolize/symbolize_py.h"
+#include "target/py_discover.h"
 
 #define SAMPLE_HZ 997
 #define SAMPLE_MS 1500

@@ -8,7 +8,7 @@
  */
 #include "testlib.h"
 
-#include "profile.h"
+#include "profile/profile.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The SVG flame graph writer: geometry, colours, escaping, metadata, format dispatch. */
+#include "profile/profile.h"
 #include "testlib.h"
-#include "profile.h"
 
 
 #define PLOT_LEFT  10.0

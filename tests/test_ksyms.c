@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 
-#include "ksyms.h"
+#include "symbolize/ksyms.h"
 
 /* The address of a code symbol named name (and its module, if any) as /proc/kallsyms lists it. */
 static int kallsyms_lookup(const char *name, int want_module, uint64_t *addr, char *module, size_t modlen)

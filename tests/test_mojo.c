@@ -9,9 +9,9 @@
 
 #include "testlib.h"
 
-#include "mojo.h"
-#include "profile.h"
-#include "varint.h"
+#include "formats/mojo/mojo.h"
+#include "formats/varint.h"
+#include "profile/profile.h"
 
 static const char *const reference_names[] = {
 	"out39", "out311", "out313", "mode_xfgP", "mode_xm", "outp_sleep", "mp",

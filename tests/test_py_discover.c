@@ -17,9 +17,9 @@
 
 #include "testlib.h"
 
-#include "proc_maps.h"
-#include "py_discover.h"
-#include "target_mem.h"
+#include "target/proc_maps.h"
+#include "target/py_discover.h"
+#include "target/target_mem.h"
 
 #define SCRIPT "tests/scripts/marker_threads.py"
 #define SID_ROOT "/var/cache/pybpfprof/sid"
@@ -536,13 +536,13 @@ static void test_offsets_table(void **state)
 	}
 }
 
-/* Rebuilds the _Py_DebugOffsets blob from a decoded dump in the shared specs. */
+/* Rebuilds the _Py_DebugOffsets blob from a decoded dump in tests/data. */
 static int blob_from_dump(const char *name, uint8_t *blob, size_t bloblen, size_t *len)
 {
 	char path[1024], line[256];
 	FILE *dump;
 
-	snprintf(path, sizeof(path), "%s/../specs/cpython-debug-offsets/%s", testdata_dir(), name);
+	snprintf(path, sizeof(path), "%s/cpython-debug-offsets/%s", testdata_dir(), name);
 	dump = fopen(path, "r");
 	if (!dump)
 		return -1;
@@ -583,10 +583,8 @@ static void test_debug_offsets(void **state)
 	uint32_t version_hex = 0;
 	char err[256];
 
-	if (blob_from_dump(c->dump, blob, sizeof(blob), &len)) {
-		print_message("no %s in the shared specs\n", c->dump);
-		skip();
-	}
+	if (blob_from_dump(c->dump, blob, sizeof(blob), &len))
+		fail_msg("no readable %s in tests/data/cpython-debug-offsets", c->dump);
 	assert_int_equal(py_offsets_from_debug(blob, len, &off, &version_hex, err, sizeof(err)), 0);
 	assert_int_equal(version_hex, c->version_hex);
 	assert_int_equal(off.tstate_thread_id, c->thread_id);

@@ -9,8 +9,8 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "symbolize/py_linetable.h"
 #include "testlib.h"
-#include "py_linetable.h"
 
 /* The checkout: $PYBPFPROF_SRCDIR, else the first parent of this binary holding tests/scripts. */
 /* The command running interpreter `label` (tests/pythons/list-pythons.sh), or false if absent. */

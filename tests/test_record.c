@@ -10,7 +10,7 @@
  */
 #include "testlib.h"
 
-#include "profile.h"
+#include "profile/profile.h"
 
 #include <math.h>
 #include <sys/stat.h>

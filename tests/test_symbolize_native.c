@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "symbolize_native.h"
+#include "symbolize/symbolize_native.h"
 
 static uint64_t code_address(void (*function)(void))
 {

@@ -14,10 +14,10 @@
 #include <stdbool.h>
 #include <sys/wait.h>
 
+#include "symbolize/symbolize_py.h"
+#include "target/py_discover.h"
+#include "target/target_mem.h"
 #include "testlib.h"
-#include "py_discover.h"
-#include "symbolize_py.h"
-#include "target_mem.h"
 
 #define TARGET_SCRIPT "linetable_target.py"
 #define PARK_MARKER "# parked here"

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
-#include "profile.h"
-#include "tachyon.h"
-#include "varint.h"
+#include "formats/tachyon/tachyon.h"
+#include "formats/varint.h"
+#include "profile/profile.h"
 
 static const char *const reference_names[] = { "t1", "mt", "gcnat", "rle", "att315" };
 #define REFERENCE_COUNT (sizeof(reference_names) / sizeof(reference_names[0]))

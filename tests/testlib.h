@@ -15,12 +15,12 @@
 
 #include <cmocka.h>
 
-/* The reference files: $PYBPFPROF_TESTDATA, else ../shared/testdata beside the checkout. */
+/* The reference files (tests/data/README.md): $PYBPFPROF_TESTDATA, else tests/data of this checkout. */
 static inline const char *testdata_dir(void)
 {
 	const char *dir = getenv("PYBPFPROF_TESTDATA");
 
-	return dir && *dir ? dir : "../shared/testdata";
+	return dir && *dir ? dir : "tests/data";
 }
 
 static inline void testdata_path(char *out, size_t len, const char *relative)

@@ -7,7 +7,8 @@
 #
 # Environment:
 #   PYBPFPROF_SID_DIR     chroot directory   (default /var/cache/pybpfprof/sid)
-#   PYBPFPROF_SID_MIRROR  Debian mirror      (default http://deb.debian.org/debian)
+#   PYBPFPROF_SID_MIRROR  Debian mirror      (default: the first Debian source of this
+#                         host's apt configuration)
 #
 # On success prints the chroot path on stdout. Needs root. Safe to call from
 # several processes at once (flock). A finished chroot is marked with a stamp
@@ -15,7 +16,6 @@
 set -euo pipefail
 
 DIR="${PYBPFPROF_SID_DIR:-/var/cache/pybpfprof/sid}"
-MIRROR="${PYBPFPROF_SID_MIRROR:-http://deb.debian.org/debian}"
 SUITE=sid
 PYTHONS=(python3.14 python3.15)
 STAMP="$DIR.stamp"
@@ -41,6 +41,26 @@ for arg in "$@"; do
 done
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap and chroot need it)"
+
+# The first Debian archive this host's apt uses (deb822 "URIs:" or one-line "deb"),
+# leaving out security and update archives, which carry no sid.
+host_apt_mirror() {
+	local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources)
+	local f uri
+	for f in "${files[@]}"; do
+		[[ -r $f ]] || continue
+		while read -r uri; do
+			case "$uri" in
+			*security* | *-updates* | *backports*) continue ;;
+			http://* | https://*) echo "${uri%/}"; return 0 ;;
+			esac
+		done < <(sed -n -e 's/^[[:space:]]*URIs:[[:space:]]*//p' \
+			-e 's/^[[:space:]]*deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\([^[:space:]]*\).*/\2/p' "$f" |
+			tr ' ' '\n')
+	done
+	return 1
+}
+MIRROR="${PYBPFPROF_SID_MIRROR:-$(host_apt_mirror || true)}"
 
 chroot_ok() {
 	[[ -f "$STAMP" ]] || return 1
@@ -109,6 +129,7 @@ mirror_ok() {
 		return 0 # let debootstrap find out
 	fi
 }
+[[ -n $MIRROR ]] || die "no Debian mirror in this host's apt sources; set PYBPFPROF_SID_MIRROR"
 mirror_ok || die "Debian mirror $MIRROR is unreachable (cannot fetch dists/$SUITE/InRelease)"
 
 start=$SECONDS

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/* The layering of user/ (tests/scripts/check-layers.sh): the tree keeps it, and a
+ * wrong include is caught and named. */
+#include "testlib.h"
+
+#include <sys/wait.h>
+
+#define CHECK_LAYERS "tests/scripts/check-layers.sh"
+
+/* Runs the check on dir; its output goes to out. Returns the exit status. */
+static int run_check(const char *dir, char *out, size_t len)
+{
+	char command[512];
+	FILE *pipe;
+	size_t used = 0;
+	int status;
+
+	snprintf(command, sizeof(command), "%s %s 2>&1", CHECK_LAYERS, dir);
+	pipe = popen(command, "r");
+	assert_non_null(pipe);
+	while (used + 1 < len && fgets(out + used, (int)(len - used), pipe))
+		used += strlen(out + used);
+	out[used] = 0;
+	status = pclose(pipe);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void the_tree_keeps_its_layers(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	if (run_check("user", out, sizeof(out)) != 0)
+		print_message("%s", out);
+	assert_int_equal(run_check("user", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "ok"));
+}
+
+/* A format that reaches up into the session is refused, with the file and line. */
+static void an_include_up_the_layers_is_refused(void **state)
+{
+	char command[1024], dir[200], out[4096];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/layers", test_tmpdir());
+	snprintf(command, sizeof(command),
+		 "rm -rf %s && cp -r user %s && sed -i '0,/^#include \"/s//#include \"session\\/session.h\"\\n&/' "
+		 "%s/formats/collapsed.c",
+		 dir, dir, dir);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(run_check(dir, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "formats/collapsed.c:"));
+	assert_non_null(strstr(out, "may not include \"session/session.h\""));
+}
+
+/* The BPF contract stays out of the formats: they know only the profile model. */
+static void the_bpf_contract_is_refused_in_formats(void **state)
+{
+	char command[1024], dir[200], out[4096];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/contract", test_tmpdir());
+	snprintf(command, sizeof(command),
+		 "rm -rf %s && cp -r user %s && sed -i '0,/^#include \"/s//#include \"sample_record.h\"\\n&/' "
+		 "%s/formats/varint.c",
+		 dir, dir, dir);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(run_check(dir, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "formats/varint.c:"));
+	assert_non_null(strstr(out, "\"sample_record.h\""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(the_tree_keeps_its_layers),
+		cmocka_unit_test(an_include_up_the_layers_is_refused),
+		cmocka_unit_test(the_bpf_contract_is_refused_in_formats),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `pybpfprof convert IN -o OUT [-f FORMAT]`: any format to any other through
+ * the profile model. The output appears only when complete (atomic writer).
+ *
+ * MOJO has time metrics but no timestamps, Tachyon timestamps but no
+ * metrics: a sample without a timestamp gets its thread's running sum of
+ * time metrics, and Tachyon's reader gives back each thread's delta as the
+ * metric, so MOJO -> Tachyon -> MOJO keeps every metric.
+ */
+#include "cli/commands.h"
+#include "profile/profile.h"
+#include "util/intern.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct thread_clock {
+	struct intern_table threads; /* (pid, tid) -> id */
+	uint64_t *now_us;            /* by id */
+	size_t capacity;
+};
+
+struct thread_key {
+	uint64_t pid;
+	uint64_t tid;
+};
+
+static int thread_clock_advance(struct thread_clock *clock, const struct pf_sample *sample,
+				uint64_t base_us, uint64_t step_us, uint64_t *timestamp)
+{
+	struct thread_key key = { sample->pid, sample->tid };
+	int64_t id = intern_add(&clock->threads, &key, sizeof(key), NULL);
+
+	if (id < 0)
+		return (int)id;
+	if ((size_t)id >= clock->capacity) {
+		size_t capacity = clock->capacity ? clock->capacity * 2 : 64;
+		uint64_t *now = realloc(clock->now_us, capacity * sizeof(*now));
+
+		if (!now)
+			return -ENOMEM;
+		memset(now + clock->capacity, 0, (capacity - clock->capacity) * sizeof(*now));
+		clock->now_us = now;
+		clock->capacity = capacity;
+	}
+	if (clock->now_us[id] == 0)
+		clock->now_us[id] = base_us;
+	clock->now_us[id] += step_us;
+	*timestamp = clock->now_us[id];
+	return 0;
+}
+
+static int copy_new_metadata(struct pf_reader *reader, struct pf_writer *writer, size_t *copied)
+{
+	size_t count = pf_reader_metadata_count(reader);
+
+	for (; *copied < count; (*copied)++) {
+		const char *key, *value;
+		int err;
+
+		pf_reader_metadata_at(reader, *copied, &key, &value);
+		err = pf_writer_set_metadata(writer, key, value);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static uint64_t interval_of(struct pf_reader *reader)
+{
+	const char *interval = pf_reader_metadata(reader, "interval");
+	unsigned long long value = interval ? strtoull(interval, NULL, 10) : 0;
+
+	return value ? value : 1000;
+}
+
+/* Streams every sample; returns 0 or negative errno with *stage telling which side failed. */
+static int copy_samples(struct pf_reader *reader, struct pf_writer *writer, const char **stage)
+{
+	struct thread_clock clock = { 0 };
+	size_t metadata_copied = 0;
+	bool started = false;
+	uint64_t interval_us = 0, base_us = 0;
+	struct pf_sample sample;
+	int got, err = 0;
+
+	intern_init(&clock.threads);
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
+		if (!started) {
+			const char *start = pf_reader_metadata(reader, "start_time_us");
+
+			interval_us = interval_of(reader);
+			/* Derived timestamps count from the source's start (a MOJO file we wrote
+			 * from Tachyon keeps it), else from 0: the writer's base is the same. */
+			if (start)
+				base_us = strtoull(start, NULL, 10);
+			else if (pf_reader_format(reader) != PF_FORMAT_TACHYON)
+				err = pf_writer_set_metadata(writer, "start_time_us", "0");
+			started = true;
+		}
+		if (!err)
+			err = copy_new_metadata(reader, writer, &metadata_copied);
+		if (!err && sample.timestamp_us == 0) {
+			uint64_t step = sample.metrics & PF_METRIC_TIME ? sample.time_us : interval_us;
+
+			err = thread_clock_advance(&clock, &sample, base_us, step, &sample.timestamp_us);
+		}
+		if (!err)
+			err = pf_writer_add_sample(writer, &sample);
+		if (err) {
+			*stage = "write";
+			break;
+		}
+	}
+	if (!err && got < 0) {
+		*stage = "read";
+		err = got;
+	}
+	if (!err)
+		err = copy_new_metadata(reader, writer, &metadata_copied);
+	intern_free(&clock.threads);
+	free(clock.now_us);
+	return err;
+}
+
+static void convert_usage(FILE *out)
+{
+	fputs("Usage: pybpfprof convert IN -o OUT [-f mojo|tachyon|collapsed|svg] [-c LEVEL|none]\n"
+	      "Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
+	      "  -o, --output OUT        the file to write (written whole, or not at all)\n"
+	      "  -f, --format FORMAT     output format (default: from OUT's extension:\n"
+	      "                          .mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg)\n"
+	      "  -c, --compression L     Tachyon zstd level 1-22, or 'none' (default 5)\n",
+	      out);
+}
+
+static int parse_compression(const char *text, int *level)
+{
+	char *end;
+	long value;
+
+	if (strcmp(text, "none") == 0) {
+		*level = 0;
+		return 0;
+	}
+	value = strtol(text, &end, 10);
+	if (*end || value < 1 || value > 22)
+		return -EINVAL;
+	*level = (int)value;
+	return 0;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+int convert_main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "compression", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct pf_writer_options writer_options = PF_WRITER_OPTIONS_DEFAULT;
+	enum pf_format out_format = PF_FORMAT_UNKNOWN;
+	const char *output = NULL, *input, *stage = "read";
+	struct pf_reader *reader;
+	struct pf_writer *writer;
+	char err_text[512];
+	int opt, err;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "o:f:c:h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'f':
+			out_format = pf_format_from_name(optarg);
+			if (out_format == PF_FORMAT_UNKNOWN) {
+				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			if (parse_compression(optarg, &writer_options.compression_level)) {
+				fprintf(stderr, "pybpfprof: convert: bad compression '%s' (1-22 or none)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'h':
+			convert_usage(stdout);
+			return 0;
+		default:
+			convert_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1 || !output) {
+		fprintf(stderr, "pybpfprof: convert: expected IN and -o OUT (try 'pybpfprof convert --help')\n");
+		return 2;
+	}
+	input = argv[optind];
+	if (out_format == PF_FORMAT_UNKNOWN)
+		out_format = pf_format_from_path(output);
+	if (out_format == PF_FORMAT_UNKNOWN) {
+		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f mojo|tachyon|collapsed|svg)\n",
+			output);
+		return 2;
+	}
+	if (same_file(input, output)) {
+		fprintf(stderr, "pybpfprof: convert: %s: input and output are the same file\n", input);
+		return 2;
+	}
+	err = pf_reader_open(&reader, input, PF_FORMAT_UNKNOWN, err_text, sizeof(err_text));
+	if (err) {
+		fprintf(stderr, "pybpfprof: convert: %s: %s\n", input, err_text);
+		return 1;
+	}
+	writer_options.atomic = true;
+	err = pf_writer_open(&writer, output, out_format, &writer_options);
+	if (err) {
+		fprintf(stderr, "pybpfprof: convert: %s: cannot write: %s\n", output, strerror(-err));
+		pf_reader_close(reader);
+		return 1;
+	}
+	err = copy_samples(reader, writer, &stage);
+	if (err) {
+		if (strcmp(stage, "read") == 0)
+			fprintf(stderr, "pybpfprof: convert: %s: %s\n", input, pf_reader_error(reader));
+		else
+			fprintf(stderr, "pybpfprof: convert: %s: %s\n", output, pf_writer_error(writer));
+		pf_writer_abort(writer);
+		pf_reader_close(reader);
+		return 1;
+	}
+	pf_reader_close(reader);
+	err = pf_writer_close(writer);
+	if (err) {
+		fprintf(stderr, "pybpfprof: convert: %s: %s\n", output, strerror(-err));
+		return 1;
+	}
+	return 0;
+}

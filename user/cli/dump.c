@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `pybpfprof dump FILE`: the file's own events, one per line (see
+ * mojo_dump.c and tachyon_dump.c). `--samples`: the samples as any reader
+ * of the profile model sees them, whatever the format.
+ */
+#include "cli/commands.h"
+#include "formats/mojo/mojo.h"
+#include "formats/tachyon/tachyon.h"
+#include "profile/profile.h"
+#include "util/text_quote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *frame_kind_name(enum pf_frame_kind kind)
+{
+	switch (kind) {
+	case PF_FRAME_PYTHON:
+		return "python";
+	case PF_FRAME_NATIVE:
+		return "native";
+	case PF_FRAME_KERNEL:
+		return "kernel";
+	default:
+		return "invalid";
+	}
+}
+
+static void print_sample(FILE *out, const struct pf_sample *sample)
+{
+	fprintf(out, "Sample pid=%" PRIu32 " iid=%" PRIu32 " tid=%" PRIu64 " ts=%" PRIu64
+		     " status=0x%" PRIx32,
+		sample->pid, sample->iid, sample->tid, sample->timestamp_us, sample->status);
+	if (sample->metrics & PF_METRIC_TIME)
+		fprintf(out, " time=%" PRIu64, sample->time_us);
+	if (sample->metrics & PF_METRIC_MEMORY)
+		fprintf(out, " memory=%" PRId64, sample->memory);
+	fprintf(out, " n=%zu\n", sample->frame_count);
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		const struct pf_frame *frame = &sample->frames[i];
+
+		fprintf(out, "\t%s file=", frame_kind_name(frame->kind));
+		fput_quoted_cstr(out, frame->file);
+		fputs(" name=", out);
+		fput_quoted_cstr(out, frame->name);
+		fprintf(out, " line=%" PRId32 " end_line=%" PRId32 " column=%" PRId32
+			     " end_column=%" PRId32 " opcode=%d\n",
+			frame->line, frame->end_line, frame->column, frame->end_column,
+			frame->opcode);
+	}
+}
+
+static int dump_samples(const char *path, FILE *out)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char err[512];
+	size_t metadata_count;
+	int got;
+
+	got = pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err));
+	if (got < 0) {
+		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, err);
+		return 1;
+	}
+	fprintf(out, "pybpfprof-dump format=%s samples\n", pf_format_name(pf_reader_format(reader)));
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
+		print_sample(out, &sample);
+	/* Metadata last: MOJO writes some of it (duration, ...) after the samples. */
+	metadata_count = pf_reader_metadata_count(reader);
+	for (size_t i = 0; i < metadata_count; i++) {
+		const char *key, *value;
+
+		pf_reader_metadata_at(reader, i, &key, &value);
+		fputs("Metadata key=", out);
+		fput_quoted_cstr(out, key);
+		fputs(" value=", out);
+		fput_quoted_cstr(out, value);
+		fputc('\n', out);
+	}
+	if (got < 0)
+		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, pf_reader_error(reader));
+	pf_reader_close(reader);
+	return got < 0 ? 1 : 0;
+}
+
+static int dump_events(const char *path, FILE *out)
+{
+	char err[512] = "";
+	uint8_t head[4];
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int result;
+
+	if (fd < 0) {
+		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	got = pread(fd, head, sizeof(head), 0);
+	switch (pf_format_from_magic(head, got > 0 ? (size_t)got : 0)) {
+	case PF_FORMAT_MOJO:
+		result = mojo_dump(fd, out, err, sizeof(err));
+		break;
+	case PF_FORMAT_TACHYON:
+		result = tachyon_dump(fd, out, err, sizeof(err));
+		break;
+	default:
+		close(fd);
+		/* Collapsed text has no events of its own: show its samples. */
+		if (pf_format_from_path(path) == PF_FORMAT_COLLAPSED)
+			return dump_samples(path, out);
+		fprintf(stderr, "pybpfprof: dump: %s: unknown format (neither MOJO nor Tachyon)\n",
+			path);
+		return 1;
+	}
+	close(fd);
+	if (result < 0) {
+		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, err[0] ? err : strerror(-result));
+		return 1;
+	}
+	return 0;
+}
+
+static void dump_usage(FILE *out)
+{
+	fputs("Usage: pybpfprof dump [--samples] FILE\n"
+	      "Print a MOJO, Tachyon or collapsed file as text, one event per line.\n"
+	      "  -s, --samples   print the samples (frames resolved) instead of the raw events\n",
+	      out);
+}
+
+int dump_main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "samples", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool samples = false;
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "sh", options, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			samples = true;
+			break;
+		case 'h':
+			dump_usage(stdout);
+			return 0;
+		default:
+			dump_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "pybpfprof: dump: expected exactly one FILE (try 'pybpfprof dump --help')\n");
+		return 2;
+	}
+	return samples ? dump_samples(argv[optind], stdout) : dump_events(argv[optind], stdout);
+}

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The profiler's command line (argp, as bcc's libbpf-tools do):
+ *   pybpfprof -p PID[,PID...] -o out.mojo       attach until Ctrl-C / exit
+ *   pybpfprof -o out.bin -- python3 app.py      launch and profile
+ *   pybpfprof -o all.mojo                       every Python process on the host
+ */
+#include "cli/commands.h"
+#include "session/session.h"
+#include "util/version.h"
+
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FREQUENCY_HZ 100000
+
+const char *argp_program_version = "pybpfprof " PYBPFPROF_VERSION;
+
+static const char doc[] =
+	"pybpfprof: sample CPython stacks (Python, and kernel frames) with eBPF.\n"
+	"\n"
+	"USAGE: pybpfprof [OPTIONS] -p PID[,PID...]\n"
+	"       pybpfprof [OPTIONS] -- COMMAND [ARGS...]\n"
+	"       pybpfprof [OPTIONS]                 (every Python process on the host)\n"
+	"       pybpfprof dump [--samples] FILE\n"
+	"       pybpfprof convert IN -o OUT [-f FORMAT]\n"
+	"       pybpfprof top [-n N] FILE\n"
+	"\n"
+	"EXAMPLES:\n"
+	"    sudo pybpfprof -p 4242 -o app.mojo            # until Ctrl-C or exit\n"
+	"    sudo pybpfprof -p 4242,4243 -d 30 -o app.bin  # two processes, 30 s, Tachyon\n"
+	"    sudo pybpfprof -F 1000 -o run.mojo -- python3 app.py --flag";
+
+enum {
+	OPT_NO_KERNEL = 0x100,
+	OPT_BPF_STATS,
+	OPT_RINGBUF,
+	OPT_NO_NATIVE,
+};
+
+static const struct argp_option record_options[] = {
+	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 0 },
+	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed, .svg). Default: pybpfprof.mojo", 0 },
+	{ "format", 'f', "FORMAT", 0, "mojo, tachyon, collapsed or svg (overrides the extension)", 0 },
+	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000)", 0 },
+	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
+	{ "children", 'C', NULL, 0, "With -p: also profile the processes they fork (a launched command's are always followed)", 0 },
+	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
+	{ "no-native", OPT_NO_NATIVE, NULL, 0, "Do not name the native function (C extension, libc) a sample landed in", 0 },
+	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
+	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
+	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", OPTION_HIDDEN, "Ring buffer size", 0 },
+	{ 0 },
+};
+
+struct record_args {
+	struct session_options session;
+	const char *format_name;
+	bool frequency_set;
+	bool interval_set;
+};
+
+static int parse_uint(const char *text, unsigned long long max, unsigned long long *value)
+{
+	char *end;
+
+	errno = 0;
+	*value = strtoull(text, &end, 10);
+	return errno || *end || end == text || *value > max || text[0] == '-' ? -EINVAL : 0;
+}
+
+static int parse_pids(struct record_args *args, char *list, struct argp_state *state)
+{
+	char *saveptr = NULL;
+
+	for (char *item = strtok_r(list, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
+		unsigned long long pid;
+
+		if (parse_uint(item, INT_MAX, &pid) || pid == 0)
+			argp_error(state, "invalid PID '%s'", item);
+		if (args->session.pid_count == SESSION_MAX_PIDS)
+			argp_error(state, "at most %d processes", SESSION_MAX_PIDS);
+		args->session.pids[args->session.pid_count++] = (pid_t)pid;
+	}
+	return 0;
+}
+
+/* Austin's -i: "1ms", "100us", "2s", or a bare number of microseconds. */
+static int parse_interval_us(const char *text, double *interval_us)
+{
+	char *unit;
+	double value = strtod(text, &unit);
+
+	if (unit == text || !(value > 0) || !isfinite(value))
+		return -EINVAL;
+	if (*unit == 0 || strcmp(unit, "us") == 0)
+		*interval_us = value;
+	else if (strcmp(unit, "ms") == 0)
+		*interval_us = value * 1e3;
+	else if (strcmp(unit, "s") == 0)
+		*interval_us = value * 1e6;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static error_t parse_option(int key, char *arg, struct argp_state *state)
+{
+	struct record_args *args = state->input;
+	struct session_options *session = &args->session;
+	unsigned long long number;
+	double interval_us = 0;
+	char *end;
+
+	switch (key) {
+	case 'p':
+		return parse_pids(args, arg, state);
+	case 'o':
+		if (session->output_count == SESSION_MAX_OUTPUTS)
+			argp_error(state, "at most %d outputs", SESSION_MAX_OUTPUTS);
+		session->outputs[session->output_count++].path = arg;
+		break;
+	case 'f':
+		args->format_name = arg;
+		break;
+	case 'F':
+		if (parse_uint(arg, MAX_FREQUENCY_HZ, &number) || number == 0)
+			argp_error(state, "invalid frequency '%s' (1-%d Hz)", arg, MAX_FREQUENCY_HZ);
+		session->frequency_hz = (unsigned)number;
+		args->frequency_set = true;
+		break;
+	case 'i':
+		if (parse_interval_us(arg, &interval_us) || interval_us < 10)
+			argp_error(state, "invalid interval '%s' (e.g. 1ms, 100us; at least 10us)", arg);
+		session->frequency_hz = (unsigned)llround(1e6 / interval_us);
+		args->interval_set = true;
+		break;
+	case 'd':
+		session->duration_s = strtod(arg, &end);
+		if (end == arg || *end || !(session->duration_s > 0) || !isfinite(session->duration_s))
+			argp_error(state, "invalid duration '%s' (seconds)", arg);
+		break;
+	case 'c':
+		if (strcmp(arg, "none") == 0) {
+			session->compression_level = 0;
+		} else if (parse_uint(arg, 22, &number) || number == 0) {
+			argp_error(state, "invalid compression '%s' (1-22 or none)", arg);
+		} else {
+			session->compression_level = (int)number;
+		}
+		break;
+	case 'q':
+		session->quiet = true;
+		break;
+	case 'C':
+		session->children = true;
+		break;
+	case OPT_NO_KERNEL:
+		session->kernel_stacks = false;
+		break;
+	case OPT_NO_NATIVE:
+		session->native_frames = false;
+		break;
+	case OPT_BPF_STATS:
+		session->bpf_stats = true;
+		break;
+	case OPT_RINGBUF:
+		if (parse_uint(arg, 1024, &number) || number == 0)
+			argp_error(state, "invalid ring buffer size '%s' MB", arg);
+		session->ringbuf_bytes = (size_t)number << 20;
+		break;
+	case ARGP_KEY_ARG:
+		/* Everything from the first operand on is the command (with or without "--"). */
+		session->command = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int resolve_formats(struct record_args *args)
+{
+	struct session_options *session = &args->session;
+	enum pf_format forced = PF_FORMAT_UNKNOWN;
+
+	if (args->format_name) {
+		forced = pf_format_from_name(args->format_name);
+		if (forced == PF_FORMAT_UNKNOWN) {
+			fprintf(stderr, "pybpfprof: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
+				args->format_name);
+			return -EINVAL;
+		}
+	}
+	if (session->output_count == 0)
+		session->outputs[session->output_count++].path =
+			forced == PF_FORMAT_TACHYON     ? "pybpfprof.bin"
+			: forced == PF_FORMAT_COLLAPSED ? "pybpfprof.collapsed"
+							: "pybpfprof.mojo";
+	for (size_t i = 0; i < session->output_count; i++) {
+		struct session_output *output = &session->outputs[i];
+
+		output->format = forced != PF_FORMAT_UNKNOWN ? forced : pf_format_from_path(output->path);
+		if (output->format == PF_FORMAT_UNKNOWN) {
+			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use .mojo, .bin, .collapsed, .svg or -f FORMAT)\n",
+				output->path);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int record_main(int argc, char **argv)
+{
+	static const struct argp argp = {
+		.options = record_options,
+		.parser = parse_option,
+		.doc = doc,
+	};
+	struct record_args args = {
+		.session = {
+			.frequency_hz = 1000,
+			.kernel_stacks = true,
+			.native_frames = true,
+			.compression_level = 5,
+		},
+	};
+	int err;
+
+	err = argp_parse(&argp, argc, argv, 0, NULL, &args);
+	if (err)
+		return 2;
+	if (args.frequency_set && args.interval_set) {
+		fprintf(stderr, "pybpfprof: -F and -i both set the rate: give one\n");
+		return 2;
+	}
+	if (args.session.pid_count && args.session.command) {
+		fprintf(stderr, "pybpfprof: give either -p PID or a command to launch, not both\n");
+		return 2;
+	}
+	if (resolve_formats(&args))
+		return 2;
+	return session_run(&args.session);
+}

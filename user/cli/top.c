@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `pybpfprof top FILE`: the functions that took the time, by own (self)
+ * time and by total (inclusive) time, from any format we read.
+ */
+#include "cli/commands.h"
+#include "profile/profile.h"
+#include "util/intern.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct function_weights {
+	struct intern_table names; /* "name (file)" or "name [kernel]" -> id */
+	uint64_t *self;
+	uint64_t *total;
+	uint64_t *last_sample; /* sample number that last added to total: count a function once per stack */
+	size_t capacity;
+	uint64_t grand_total;
+	uint64_t samples;
+};
+
+static int weights_reserve(struct function_weights *weights, size_t id)
+{
+	size_t capacity = weights->capacity ? weights->capacity : 256;
+	uint64_t *self, *total, *last;
+
+	if (id < weights->capacity)
+		return 0;
+	while (capacity <= id)
+		capacity *= 2;
+	self = realloc(weights->self, capacity * sizeof(*self));
+	total = self ? realloc(weights->total, capacity * sizeof(*total)) : NULL;
+	last = total ? realloc(weights->last_sample, capacity * sizeof(*last)) : NULL;
+	if (self)
+		weights->self = self;
+	if (total)
+		weights->total = total;
+	if (!last)
+		return -ENOMEM;
+	weights->last_sample = last;
+	memset(self + weights->capacity, 0, (capacity - weights->capacity) * sizeof(*self));
+	memset(total + weights->capacity, 0, (capacity - weights->capacity) * sizeof(*total));
+	memset(last + weights->capacity, 0xff, (capacity - weights->capacity) * sizeof(*last));
+	weights->capacity = capacity;
+	return 0;
+}
+
+static int64_t function_id(struct function_weights *weights, const struct pf_frame *frame)
+{
+	char label[1024];
+	int len;
+
+	switch (frame->kind) {
+	case PF_FRAME_KERNEL:
+		len = snprintf(label, sizeof(label), "%s [kernel]", frame->name);
+		break;
+	case PF_FRAME_INVALID:
+		len = snprintf(label, sizeof(label), "[truncated stack]");
+		break;
+	default:
+		len = snprintf(label, sizeof(label), "%s (%s)", frame->name, frame->file);
+		break;
+	}
+	if (len < 0)
+		return -EINVAL;
+	if ((size_t)len >= sizeof(label))
+		len = sizeof(label) - 1;
+	return intern_add(&weights->names, label, (size_t)len, NULL);
+}
+
+static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
+{
+	uint64_t weight = sample->metrics & PF_METRIC_TIME ? sample->time_us : 1;
+
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		int64_t id = function_id(weights, &sample->frames[i]);
+
+		if (id < 0 || weights_reserve(weights, (size_t)id))
+			return -ENOMEM;
+		if (weights->last_sample[id] != weights->samples) {
+			weights->total[id] += weight;
+			weights->last_sample[id] = weights->samples;
+		}
+		if (i + 1 == sample->frame_count)
+			weights->self[id] += weight;
+	}
+	weights->grand_total += weight;
+	weights->samples++;
+	return 0;
+}
+
+static const uint64_t *sort_by;
+
+static int compare_ids(const void *a, const void *b)
+{
+	uint64_t wa = sort_by[*(const uint32_t *)a], wb = sort_by[*(const uint32_t *)b];
+
+	return wa < wb ? 1 : wa > wb ? -1 : 0;
+}
+
+static void print_ranking(const struct function_weights *weights, const char *title,
+			  const uint64_t *by, size_t limit)
+{
+	size_t count = intern_count(&weights->names);
+	uint32_t *ids = malloc(count * sizeof(*ids));
+
+	if (!ids)
+		return;
+	for (size_t i = 0; i < count; i++)
+		ids[i] = (uint32_t)i;
+	sort_by = by;
+	qsort(ids, count, sizeof(*ids), compare_ids);
+	printf("%s\n", title);
+	for (size_t i = 0; i < count && i < limit && by[ids[i]] > 0; i++)
+		printf("  %6.2f%%  %s\n", 100.0 * (double)by[ids[i]] / (double)weights->grand_total,
+		       (const char *)intern_key(&weights->names, ids[i], NULL));
+	free(ids);
+}
+
+int top_main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "lines", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct function_weights weights = { 0 };
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	size_t limit = 10;
+	char err[512];
+	int opt, got;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "n:h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			limit = strtoul(optarg, NULL, 10);
+			break;
+		case 'h':
+			puts("Usage: pybpfprof top [-n N] FILE\nThe functions with the most own and total time.");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "pybpfprof: top: expected exactly one FILE (try 'pybpfprof top --help')\n");
+		return 2;
+	}
+	if (pf_reader_open(&reader, argv[optind], PF_FORMAT_UNKNOWN, err, sizeof(err))) {
+		fprintf(stderr, "pybpfprof: top: %s: %s\n", argv[optind], err);
+		return 1;
+	}
+	intern_init(&weights.names);
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
+		if (add_sample(&weights, &sample)) {
+			got = -ENOMEM;
+			break;
+		}
+	if (got < 0)
+		fprintf(stderr, "pybpfprof: top: %s: %s\n", argv[optind],
+			got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
+	else if (weights.samples == 0)
+		printf("%s: no samples\n", argv[optind]);
+	else {
+		printf("%s: %" PRIu64 " samples (%s)\n", argv[optind], weights.samples,
+		       pf_format_name(pf_reader_format(reader)));
+		print_ranking(&weights, "own time (where the CPU was):", weights.self, limit);
+		print_ranking(&weights, "total time (with callees):", weights.total, limit);
+	}
+	pf_reader_close(reader);
+	intern_free(&weights.names);
+	free(weights.self);
+	free(weights.total);
+	free(weights.last_sample);
+	return got < 0 ? 1 : 0;
+}

@@ -1,0 +1,807 @@
+// SPDX-License-Identifier: MIT
+/*
+ * An SVG flame graph (the flamegraph.pl layout: root at the bottom, callees
+ * stacked above, siblings in name order) that opens in any browser: one
+ * self-contained file, hover tooltips, a small inline script for click to
+ * zoom and search.
+ *
+ * Samples are merged into a tree as they arrive: a node per distinct
+ * (parent, frame) pair, where a frame is kind + file + name (lines are
+ * merged so the graph is by function), so memory grows with distinct
+ * stacks, not samples. Widths are time when samples carry it, else bytes
+ * allocated, else sample counts; everything is written at finish.
+ */
+#include "profile/profile.h"
+#include "util/fd_write.h"
+#include "util/intern.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FG_WIDTH        1200
+#define FG_XPAD         10
+#define FG_PLOT_WIDTH   (FG_WIDTH - 2 * FG_XPAD)
+#define FG_ROW          16
+#define FG_TOP          60   /* title, subtitle, controls */
+#define FG_BOTTOM       34   /* the details line */
+#define FG_CHAR_WIDTH   7.0  /* average glyph width of 12 px Verdana */
+#define FG_MIN_PERMILLE 1    /* narrower than 0.1% of the total: not drawn */
+#define FG_ROOT_FRAME   UINT32_MAX
+#define FG_DRAIN_BYTES  (1 << 20)
+
+/* Metadata shown in the subtitle; the rest has no place in a picture. */
+enum fg_meta { META_PYTHON, META_MODE, META_INTERVAL, META_DURATION, META_SAMPLES, META_LOST, META_COUNT };
+static const char *const meta_keys[META_COUNT] = { "python", "mode", "interval", "duration",
+						   "samples", "lost_samples" };
+
+struct fg_node {
+	uint32_t frame;  /* frame id, FG_ROOT_FRAME for the root */
+	uint32_t parent; /* node id */
+	uint64_t weight; /* this frame and everything it called */
+};
+
+struct fg_child_key {
+	uint32_t parent;
+	uint32_t frame;
+};
+
+/* A frame id's parts, decoded from its interned key at finish. */
+struct fg_frame_view {
+	enum pf_frame_kind kind;
+	const char *file;
+	const char *label; /* what the box says */
+};
+
+struct flamegraph_writer {
+	int fd;
+	struct intern_table frames;   /* kind byte, file, NUL, name -> frame id */
+	struct intern_table children; /* fg_child_key -> node id - 1 (node 0 is the root) */
+	struct fg_node *nodes;
+	size_t nodes_capacity;
+	char *key;                    /* scratch for one frame key */
+	size_t key_capacity;
+	char *metadata[META_COUNT];
+	uint64_t sample_count;
+	uint32_t metrics_seen;        /* PF_METRIC_* of any sample: picks the unit */
+	uint64_t bytes_written;
+	char error[256];
+};
+
+/* What finish computes from the tree before writing. */
+struct fg_layout {
+	size_t node_count;
+	uint32_t *order;             /* non-root node ids sorted by (parent, label, file) */
+	uint64_t *offset;            /* by node: weight to the left of it within the root */
+	uint32_t *depth;             /* by node: 0 for the root */
+	struct fg_frame_view *views; /* by frame id */
+	uint32_t max_visible_depth;
+	uint64_t total;
+};
+
+/* ---- aggregation ---- */
+
+static int reserve_bytes(char **buffer, size_t *capacity, size_t needed)
+{
+	size_t grown = *capacity ? *capacity : 256;
+	char *moved;
+
+	if (needed <= *capacity)
+		return 0;
+	while (grown < needed)
+		grown *= 2;
+	moved = realloc(*buffer, grown);
+	if (!moved)
+		return -ENOMEM;
+	*buffer = moved;
+	*capacity = grown;
+	return 0;
+}
+
+static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_frame *frame)
+{
+	/* Lines and columns are left out on purpose: one box per function. */
+	size_t file_len = strlen(frame->file), name_len = strlen(frame->name);
+	size_t len = 1 + file_len + 1 + name_len;
+
+	if (reserve_bytes(&writer->key, &writer->key_capacity, len))
+		return -ENOMEM;
+	writer->key[0] = (char)frame->kind;
+	memcpy(writer->key + 1, frame->file, file_len);
+	writer->key[1 + file_len] = 0;
+	memcpy(writer->key + 2 + file_len, frame->name, name_len);
+	return intern_add(&writer->frames, writer->key, len, NULL);
+}
+
+static int reserve_nodes(struct flamegraph_writer *writer, size_t count)
+{
+	size_t capacity = writer->nodes_capacity ? writer->nodes_capacity : 1024;
+	struct fg_node *nodes;
+
+	if (count <= writer->nodes_capacity)
+		return 0;
+	while (capacity < count)
+		capacity *= 2;
+	nodes = realloc(writer->nodes, capacity * sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	writer->nodes = nodes;
+	writer->nodes_capacity = capacity;
+	return 0;
+}
+
+/* The node for frame under parent, created with weight 0 if new. */
+static int64_t child_node(struct flamegraph_writer *writer, uint32_t parent, uint32_t frame)
+{
+	struct fg_child_key key = { .parent = parent, .frame = frame };
+	bool is_new = false;
+	int64_t id = intern_add(&writer->children, &key, sizeof(key), &is_new);
+	uint32_t node;
+
+	if (id < 0)
+		return id;
+	node = (uint32_t)id + 1;
+	if (is_new) {
+		if (reserve_nodes(writer, (size_t)node + 1))
+			return -ENOMEM;
+		writer->nodes[node] = (struct fg_node){ .frame = frame, .parent = parent };
+	}
+	return node;
+}
+
+static uint64_t sample_weight(const struct pf_sample *sample)
+{
+	if (sample->metrics & PF_METRIC_TIME)
+		return sample->time_us;
+	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
+	if (sample->metrics & PF_METRIC_MEMORY)
+		return sample->memory > 0 ? (uint64_t)sample->memory : 0;
+	return 1;
+}
+
+static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
+{
+	struct flamegraph_writer *writer = state;
+	uint64_t weight = sample_weight(sample);
+	uint32_t node = 0;
+
+	writer->sample_count++;
+	writer->metrics_seen |= sample->metrics;
+	writer->nodes[0].weight += weight;
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		int64_t frame = intern_frame(writer, &sample->frames[i]);
+		int64_t child;
+
+		if (frame < 0)
+			return (int)frame;
+		child = child_node(writer, node, (uint32_t)frame);
+		if (child < 0)
+			return (int)child;
+		node = (uint32_t)child;
+		writer->nodes[node].weight += weight;
+	}
+	return 0;
+}
+
+static int flamegraph_set_metadata(void *state, const char *key, const char *value)
+{
+	struct flamegraph_writer *writer = state;
+
+	for (int i = 0; i < META_COUNT; i++) {
+		char *copy;
+
+		if (strcmp(key, meta_keys[i]) != 0)
+			continue;
+		copy = strdup(value);
+		if (!copy)
+			return -ENOMEM;
+		free(writer->metadata[i]);
+		writer->metadata[i] = copy;
+	}
+	return 0;
+}
+
+static int flamegraph_flush(void *state)
+{
+	(void)state;
+	return 0; /* the picture needs every sample: written whole at finish */
+}
+
+/* ---- layout ---- */
+
+static void decode_frame(const struct flamegraph_writer *writer, uint32_t id,
+			 struct fg_frame_view *view)
+{
+	size_t len;
+	const char *key = intern_key(&writer->frames, id, &len);
+	const char *file = key + 1;
+	const char *name = file + strlen(file) + 1;
+
+	view->kind = (enum pf_frame_kind)key[0];
+	view->file = file;
+	switch (view->kind) {
+	case PF_FRAME_INVALID:
+		view->label = "[truncated]";
+		break;
+	case PF_FRAME_NATIVE:
+		view->label = *name ? name : *file ? file : "[native]";
+		break;
+	default:
+		view->label = *name ? name : "[unknown]";
+		break;
+	}
+}
+
+static const struct fg_frame_view root_view = { .kind = PF_FRAME_PYTHON, .file = "", .label = "all" };
+
+static const struct fg_frame_view *node_view(const struct fg_layout *layout,
+					     const struct fg_node *node)
+{
+	return node->frame == FG_ROOT_FRAME ? &root_view : &layout->views[node->frame];
+}
+
+static int compare_siblings(const void *a, const void *b, void *context)
+{
+	const struct flamegraph_writer *writer = ((void **)context)[0];
+	const struct fg_layout *layout = ((void **)context)[1];
+	const struct fg_node *left = &writer->nodes[*(const uint32_t *)a];
+	const struct fg_node *right = &writer->nodes[*(const uint32_t *)b];
+	const struct fg_frame_view *left_view = node_view(layout, left);
+	const struct fg_frame_view *right_view = node_view(layout, right);
+	int by_name;
+
+	if (left->parent != right->parent)
+		return left->parent < right->parent ? -1 : 1;
+	by_name = strcmp(left_view->label, right_view->label);
+	if (by_name)
+		return by_name;
+	by_name = strcmp(left_view->file, right_view->file);
+	if (by_name)
+		return by_name;
+	return (int)left_view->kind - (int)right_view->kind;
+}
+
+/*
+ * Sorting by parent id puts every parent's group after its own position is
+ * known (a parent is always created before its children, so has a smaller
+ * id): one pass assigns offsets and depths without recursion.
+ */
+static void place_nodes(const struct flamegraph_writer *writer, struct fg_layout *layout)
+{
+	uint32_t current_parent = UINT32_MAX;
+	uint64_t cursor = 0;
+
+	layout->offset[0] = 0;
+	layout->depth[0] = 0;
+	layout->max_visible_depth = 0;
+	for (size_t i = 0; i + 1 < layout->node_count; i++) {
+		uint32_t id = layout->order[i];
+		const struct fg_node *node = &writer->nodes[id];
+
+		if (node->parent != current_parent) {
+			current_parent = node->parent;
+			cursor = layout->offset[current_parent];
+		}
+		layout->offset[id] = cursor;
+		layout->depth[id] = layout->depth[node->parent] + 1;
+		cursor += node->weight;
+		if (node->weight * 1000 >= layout->total * FG_MIN_PERMILLE &&
+		    layout->depth[id] > layout->max_visible_depth)
+			layout->max_visible_depth = layout->depth[id];
+	}
+}
+
+static void layout_free(struct fg_layout *layout)
+{
+	free(layout->order);
+	free(layout->offset);
+	free(layout->depth);
+	free(layout->views);
+}
+
+static int layout_build(const struct flamegraph_writer *writer, struct fg_layout *layout)
+{
+	size_t frame_count = intern_count(&writer->frames);
+	const void *context[2] = { writer, layout };
+
+	layout->node_count = 1 + intern_count(&writer->children);
+	layout->total = writer->nodes[0].weight;
+	layout->order = malloc(layout->node_count * sizeof(*layout->order));
+	layout->offset = malloc(layout->node_count * sizeof(*layout->offset));
+	layout->depth = malloc(layout->node_count * sizeof(*layout->depth));
+	layout->views = malloc((frame_count ? frame_count : 1) * sizeof(*layout->views));
+	if (!layout->order || !layout->offset || !layout->depth || !layout->views)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < frame_count; id++)
+		decode_frame(writer, id, &layout->views[id]);
+	for (size_t i = 0; i + 1 < layout->node_count; i++)
+		layout->order[i] = (uint32_t)i + 1;
+	qsort_r(layout->order, layout->node_count - 1, sizeof(*layout->order), compare_siblings,
+		(void *)context);
+	place_nodes(writer, layout);
+	return 0;
+}
+
+/* ---- text ---- */
+
+/* Length of the valid UTF-8 sequence XML accepts at text, or 0 if there is none. */
+static size_t xml_char_length(const unsigned char *text)
+{
+	unsigned char lead = text[0];
+	unsigned char low = 0x80, high = 0xbf;
+	size_t len;
+
+	if (lead < 0x80)
+		return lead >= 0x20 || lead == '\t' ? 1 : 0;
+	if (lead >= 0xc2 && lead <= 0xdf)
+		len = 2;
+	else if (lead >= 0xe0 && lead <= 0xef)
+		len = 3;
+	else if (lead >= 0xf0 && lead <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	/* No overlong forms, surrogates, or code points past U+10FFFF. */
+	if (lead == 0xe0)
+		low = 0xa0;
+	else if (lead == 0xed)
+		high = 0x9f;
+	else if (lead == 0xf0)
+		low = 0x90;
+	else if (lead == 0xf4)
+		high = 0x8f;
+	if (text[1] < low || text[1] > high)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (text[i] < 0x80 || text[i] > 0xbf)
+			return 0;
+	/* U+FFFE and U+FFFF are not XML characters either. */
+	if (lead == 0xef && text[1] == 0xbf && text[2] >= 0xbe)
+		return 0;
+	return len;
+}
+
+/* Characters as a reader sees them: each valid sequence or stray byte is one. */
+static size_t xml_char_count(const char *text)
+{
+	const unsigned char *at = (const unsigned char *)text;
+	size_t count = 0;
+
+	while (*at) {
+		size_t len = xml_char_length(at);
+
+		at += len ? len : 1;
+		count++;
+	}
+	return count;
+}
+
+/* At most max_chars characters of text, escaped; bytes XML cannot hold become U+FFFD. */
+static void put_xml_prefix(FILE *out, const char *text, size_t max_chars)
+{
+	const unsigned char *at = (const unsigned char *)text;
+
+	for (size_t written = 0; *at && written < max_chars; written++) {
+		size_t len = xml_char_length(at);
+
+		switch (len ? *at : 0) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&apos;", out); break;
+		case 0: fputs("\xef\xbf\xbd", out); break;
+		default: fwrite(at, 1, len, out); break;
+		}
+		at += len ? len : 1;
+	}
+}
+
+static void put_xml(FILE *out, const char *text)
+{
+	put_xml_prefix(out, text, SIZE_MAX);
+}
+
+/* The label cut to a box width_px wide, ".." marking a cut; nothing under 3 characters. */
+static void put_label(FILE *out, const char *label, double width_px)
+{
+	double room = (width_px - 6) / FG_CHAR_WIDTH;
+	size_t fits = room > 0 ? (size_t)room : 0;
+
+	if (fits < 3)
+		return;
+	if (xml_char_count(label) <= fits) {
+		put_xml(out, label);
+		return;
+	}
+	put_xml_prefix(out, label, fits - 2);
+	fputs("..", out);
+}
+
+enum fg_unit { UNIT_TIME, UNIT_BYTES, UNIT_SAMPLES };
+
+static enum fg_unit writer_unit(const struct flamegraph_writer *writer)
+{
+	if (writer->metrics_seen & PF_METRIC_TIME)
+		return UNIT_TIME;
+	if (writer->metrics_seen & PF_METRIC_MEMORY)
+		return UNIT_BYTES;
+	return UNIT_SAMPLES;
+}
+
+static void put_amount(FILE *out, uint64_t value, enum fg_unit unit)
+{
+	switch (unit) {
+	case UNIT_TIME:
+		if (value >= 1000000)
+			fprintf(out, "%.2f s", (double)value / 1e6);
+		else if (value >= 1000)
+			fprintf(out, "%.2f ms", (double)value / 1e3);
+		else
+			fprintf(out, "%" PRIu64 " \xc2\xb5s", value);
+		break;
+	case UNIT_BYTES:
+		if (value >= 1 << 20)
+			fprintf(out, "%.2f MiB", (double)value / (1 << 20));
+		else if (value >= 1 << 10)
+			fprintf(out, "%.2f KiB", (double)value / (1 << 10));
+		else
+			fprintf(out, "%" PRIu64 " B", value);
+		break;
+	default:
+		fprintf(out, "%" PRIu64 " sample%s", value, value == 1 ? "" : "s");
+		break;
+	}
+}
+
+/* A metadata number in µs, shown in human units; other text as is. */
+static void put_meta_time(FILE *out, const char *value)
+{
+	char *end;
+	unsigned long long us = strtoull(value, &end, 10);
+
+	if (*value && !*end)
+		put_amount(out, us, UNIT_TIME);
+	else
+		put_xml(out, value);
+}
+
+/* ---- SVG ---- */
+
+static int write_all(struct flamegraph_writer *writer, const char *data, size_t len)
+{
+	size_t written;
+	int err = fd_write_all(writer->fd, data, len, &written);
+
+	writer->bytes_written += written;
+	if (err)
+		snprintf(writer->error, sizeof(writer->error), "write failed: %s", strerror(-err));
+	return err;
+}
+
+struct svg_out {
+	FILE *file;
+	char *buffer;
+	size_t buffer_len;
+};
+
+/* Writes what is buffered, so a large graph never sits in memory twice. */
+static int svg_drain(struct flamegraph_writer *writer, struct svg_out *out)
+{
+	long used;
+	int err;
+
+	if (fflush(out->file) || (used = ftell(out->file)) < 0)
+		return -ENOMEM;
+	err = write_all(writer, out->buffer, (size_t)used);
+	rewind(out->file);
+	return err;
+}
+
+/* Preceded by the geometry: var W (plot width), X (left pad), C (char width). */
+static const char svg_script[] =
+	"var fs=[],zoomed=null;\n"
+	"function $(i){return document.getElementById(i);}\n"
+	"function lab(n,w){var c=Math.floor((w-6)/C);if(c<3)return '';"
+	"var a=Array.from(n);return a.length<=c?n:a.slice(0,c-2).join('')+'..';}\n"
+	"function place(f,x,w){f.r.setAttribute('x',x);f.r.setAttribute('width',w);"
+	"f.t.setAttribute('x',x+3);f.t.textContent=lab(f.n,w);}\n"
+	"function zoom(z){zoomed=z;$('unzoom').style.display=z?'':'none';"
+	"fs.forEach(function(f){var s=f.g.style;s.display='';s.opacity='';"
+	"if(!z){place(f,f.x,f.w);return;}"
+	"var e=1e-3,k=W/z.w;"
+	"if(f.y>z.y&&f.x<=z.x+e&&f.x+f.w>=z.x+z.w-e){place(f,X,W);s.opacity='0.5';}"
+	"else if(f.y<=z.y&&f.x>=z.x-e&&f.x+f.w<=z.x+z.w+e)place(f,X+(f.x-z.x)*k,f.w*k);"
+	"else s.display='none';});}\n"
+	"function search(){var t=prompt('Search frames (regular expression):','');"
+	"if(t===null)return;var re=null;try{if(t)re=new RegExp(t);}catch(x){alert(x);return;}"
+	"var m=[];fs.forEach(function(f){var hit=re&&re.test(f.n);"
+	"f.r.setAttribute('fill',hit?'rgb(230,0,230)':f.c);if(hit)m.push([f.x,f.x+f.w]);});"
+	"m.sort(function(a,b){return a[0]-b[0];});var end=-1,sum=0;"
+	"m.forEach(function(r){if(r[1]<=end)return;sum+=r[1]-Math.max(r[0],end);end=r[1];});"
+	"$('matched').textContent=re?'Matched: '+(100*sum/W).toFixed(1)+'%':'';}\n"
+	"window.addEventListener('load',function(){"
+	"Array.prototype.forEach.call(document.querySelectorAll('g.f'),function(g){"
+	"var r=g.querySelector('rect');var f={g:g,r:r,t:g.querySelector('text'),"
+	"x:+r.getAttribute('x'),w:+r.getAttribute('width'),y:+r.getAttribute('y'),"
+	"n:g.getAttribute('data-n'),c:r.getAttribute('fill')};g.fg=f;fs.push(f);"
+	"g.addEventListener('click',function(){zoom(f);});"
+	"g.addEventListener('mouseover',function(){$('details').textContent="
+	"g.querySelector('title').textContent;});"
+	"g.addEventListener('mouseout',function(){$('details').textContent=' ';});});"
+	"$('unzoom').addEventListener('click',function(){zoom(null);});"
+	"$('search').addEventListener('click',search);"
+	"document.addEventListener('keydown',function(e){if((e.ctrlKey||e.metaKey)&&e.key=='f'){"
+	"e.preventDefault();search();}if(e.key=='Escape')zoom(null);});});\n"
+	"]]></script>\n";
+
+static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
+{
+	char *const *meta = writer->metadata;
+	const char *separator = "";
+
+	fputs("<text id=\"sub\" x=\"600\" y=\"44\">", out);
+	if (meta[META_PYTHON]) {
+		fputs("Python ", out);
+		put_xml(out, meta[META_PYTHON]);
+		separator = " \xc2\xb7 ";
+	}
+	if (meta[META_MODE]) {
+		fprintf(out, "%smode ", separator);
+		put_xml(out, meta[META_MODE]);
+		separator = " \xc2\xb7 ";
+	}
+	if (meta[META_INTERVAL]) {
+		fprintf(out, "%sinterval ", separator);
+		put_meta_time(out, meta[META_INTERVAL]);
+		separator = " \xc2\xb7 ";
+	}
+	if (meta[META_DURATION]) {
+		fprintf(out, "%sduration ", separator);
+		put_meta_time(out, meta[META_DURATION]);
+		separator = " \xc2\xb7 ";
+	}
+	fputs(separator, out);
+	if (meta[META_SAMPLES])
+		put_xml(out, meta[META_SAMPLES]);
+	else
+		fprintf(out, "%" PRIu64, writer->sample_count);
+	fputs(" samples", out);
+	if (meta[META_LOST] && strcmp(meta[META_LOST], "0") != 0) {
+		fputs(" (", out);
+		put_xml(out, meta[META_LOST]);
+		fputs(" lost)", out);
+	}
+	fputs(" \xc2\xb7 width: ", out);
+	fputs(writer_unit(writer) == UNIT_TIME    ? "time"
+	      : writer_unit(writer) == UNIT_BYTES ? "bytes allocated"
+						  : "samples",
+	      out);
+	fputs("</text>\n", out);
+}
+
+static void write_header(const struct flamegraph_writer *writer, FILE *out, int height)
+{
+	fprintf(out,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+		"xmlns=\"http://www.w3.org/2000/svg\">\n"
+		"<style>text{font-family:Verdana,sans-serif;font-size:12px;fill:#000}"
+		"#title{font-size:17px;text-anchor:middle}#sub{fill:#555;text-anchor:middle}"
+		"#unzoom,#search{cursor:pointer}g.f{cursor:pointer}"
+		"g.f:hover rect{stroke:#000;stroke-width:0.5}</style>\n"
+		"<defs><linearGradient id=\"bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
+		"<stop stop-color=\"#eeeeee\" offset=\"5%%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%%\"/>"
+		"</linearGradient></defs>\n",
+		FG_WIDTH, height, FG_WIDTH, height);
+	fprintf(out, "<script type=\"text/ecmascript\"><![CDATA[\nvar W=%d,X=%d,C=%g;\n",
+		FG_PLOT_WIDTH, FG_XPAD, FG_CHAR_WIDTH);
+	fputs(svg_script, out);
+	fprintf(out,
+		"<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"url(#bg)\"/>\n"
+		"<text id=\"title\" x=\"%d\" y=\"24\">Flame Graph</text>\n",
+		FG_WIDTH, height, FG_WIDTH / 2);
+	write_subtitle(writer, out);
+	fprintf(out,
+		"<text id=\"unzoom\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n"
+		"<text id=\"search\" x=\"%d\" y=\"24\" text-anchor=\"end\">Search</text>\n"
+		"<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
+		"<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n",
+		FG_XPAD, FG_WIDTH - FG_XPAD, FG_XPAD, height - 12, FG_WIDTH - FG_XPAD,
+		height - 12);
+}
+
+/* flamegraph.pl's palettes, the shade picked by a hash of the name so a function keeps its colour. */
+static void frame_colour(const struct fg_frame_view *view, int rgb[3])
+{
+	uint64_t hash = intern_hash(view->label, strlen(view->label));
+	double v1 = (double)(hash & 0xff) / 255.0;
+	double v2 = (double)((hash >> 8) & 0xff) / 255.0;
+	double v3 = (double)((hash >> 16) & 0xff) / 255.0;
+
+	switch (view->kind) {
+	case PF_FRAME_KERNEL: /* "orange", as flamegraph.pl draws _[k] */
+		rgb[0] = 190 + (int)(65 * v1), rgb[1] = 90 + (int)(65 * v1), rgb[2] = 0;
+		break;
+	case PF_FRAME_NATIVE: /* "aqua" */
+		rgb[0] = 50 + (int)(60 * v1), rgb[1] = 165 + (int)(55 * v1),
+		rgb[2] = 165 + (int)(55 * v1);
+		break;
+	case PF_FRAME_INVALID:
+		rgb[0] = rgb[1] = rgb[2] = 170 + (int)(30 * v1);
+		break;
+	default: /* "hot" */
+		rgb[0] = 205 + (int)(50 * v3), rgb[1] = (int)(230 * v1), rgb[2] = (int)(55 * v2);
+		break;
+	}
+}
+
+static void write_tooltip(FILE *out, const struct fg_frame_view *view, uint64_t weight,
+			  uint64_t total, enum fg_unit unit)
+{
+	put_xml(out, view->label);
+	if (*view->file && view->kind != PF_FRAME_INVALID && strcmp(view->file, view->label)) {
+		fputs(" (", out);
+		put_xml(out, view->file);
+		fputc(')', out);
+	}
+	if (view->kind == PF_FRAME_KERNEL)
+		fputs(" [kernel]", out);
+	else if (view->kind == PF_FRAME_NATIVE)
+		fputs(" [native]", out);
+	fputs(": ", out);
+	put_amount(out, weight, unit);
+	fprintf(out, ", %.2f%%", total ? 100.0 * (double)weight / (double)total : 0.0);
+}
+
+static void write_frame(const struct flamegraph_writer *writer, const struct fg_layout *layout,
+			FILE *out, uint32_t id, int height)
+{
+	const struct fg_node *node = &writer->nodes[id];
+	const struct fg_frame_view *view = node_view(layout, node);
+	double scale = (double)FG_PLOT_WIDTH / (double)layout->total;
+	double x = FG_XPAD + (double)layout->offset[id] * scale;
+	double width = (double)node->weight * scale;
+	int y = height - FG_BOTTOM - (int)(layout->depth[id] + 1) * FG_ROW;
+	int rgb[3];
+
+	frame_colour(view, rgb);
+	fputs("<g class=\"f\" data-n=\"", out);
+	put_xml(out, view->label);
+	fputs("\"><title>", out);
+	write_tooltip(out, view, node->weight, layout->total, writer_unit(writer));
+	fprintf(out,
+		"</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
+		"fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
+		x, y, width, FG_ROW - 1, rgb[0], rgb[1], rgb[2], x + 3, y + 11.5);
+	put_label(out, view->label, width);
+	fputs("</text></g>\n", out);
+}
+
+static bool node_visible(const struct flamegraph_writer *writer, const struct fg_layout *layout,
+			 uint32_t id)
+{
+	return writer->nodes[id].weight * 1000 >= layout->total * FG_MIN_PERMILLE;
+}
+
+static int write_frames(struct flamegraph_writer *writer, const struct fg_layout *layout,
+			struct svg_out *out, int height)
+{
+	fputs("<g id=\"frames\">\n", out->file);
+	write_frame(writer, layout, out->file, 0, height);
+	for (size_t i = 0; i + 1 < layout->node_count; i++) {
+		uint32_t id = layout->order[i];
+
+		if (!node_visible(writer, layout, id))
+			continue;
+		write_frame(writer, layout, out->file, id, height);
+		if (ftell(out->file) > FG_DRAIN_BYTES) {
+			int err = svg_drain(writer, out);
+
+			if (err)
+				return err;
+		}
+	}
+	fputs("</g>\n", out->file);
+	return 0;
+}
+
+static void write_empty_note(FILE *out, int height)
+{
+	fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No samples</text>\n",
+		FG_WIDTH / 2, height - FG_BOTTOM - FG_ROW / 2);
+}
+
+static int write_svg(struct flamegraph_writer *writer, const struct fg_layout *layout,
+		     struct svg_out *out)
+{
+	int height = FG_TOP + (int)(layout->max_visible_depth + 1) * FG_ROW + FG_BOTTOM;
+	int err = 0;
+
+	write_header(writer, out->file, height);
+	if (layout->total)
+		err = write_frames(writer, layout, out, height);
+	else
+		write_empty_note(out->file, height);
+	if (err)
+		return err;
+	fputs("</svg>\n", out->file);
+	return svg_drain(writer, out);
+}
+
+static int flamegraph_finish(void *state)
+{
+	struct flamegraph_writer *writer = state;
+	struct fg_layout layout = { 0 };
+	struct svg_out out = { 0 };
+	int err = layout_build(writer, &layout);
+
+	if (!err) {
+		out.file = open_memstream(&out.buffer, &out.buffer_len);
+		err = out.file ? write_svg(writer, &layout, &out) : -ENOMEM;
+	}
+	if (err == -ENOMEM && !writer->error[0])
+		snprintf(writer->error, sizeof(writer->error), "out of memory");
+	if (out.file)
+		fclose(out.file);
+	free(out.buffer);
+	layout_free(&layout);
+	return err;
+}
+
+static void flamegraph_destroy(void *state)
+{
+	struct flamegraph_writer *writer = state;
+
+	intern_free(&writer->frames);
+	intern_free(&writer->children);
+	for (int i = 0; i < META_COUNT; i++)
+		free(writer->metadata[i]);
+	free(writer->nodes);
+	free(writer->key);
+	free(writer);
+}
+
+static const char *flamegraph_error(const void *state)
+{
+	return ((const struct flamegraph_writer *)state)->error;
+}
+
+static uint64_t flamegraph_bytes(const void *state)
+{
+	return ((const struct flamegraph_writer *)state)->bytes_written;
+}
+
+static const struct pf_writer_ops flamegraph_writer_ops = {
+	.set_metadata = flamegraph_set_metadata,
+	.add_sample = flamegraph_add_sample,
+	.flush = flamegraph_flush,
+	.finish = flamegraph_finish,
+	.destroy = flamegraph_destroy,
+	.error = flamegraph_error,
+	.bytes = flamegraph_bytes,
+};
+
+int flamegraph_writer_create(int fd, const struct pf_writer_options *options, void **state,
+			     const struct pf_writer_ops **ops)
+{
+	struct flamegraph_writer *writer = calloc(1, sizeof(*writer));
+
+	(void)options;
+	if (!writer)
+		return -ENOMEM;
+	writer->fd = fd;
+	intern_init(&writer->frames);
+	intern_init(&writer->children);
+	if (reserve_nodes(writer, 1)) {
+		free(writer);
+		return -ENOMEM;
+	}
+	writer->nodes[0] = (struct fg_node){ .frame = FG_ROOT_FRAME, .parent = 0 };
+	*state = writer;
+	*ops = &flamegraph_writer_ops;
+	return 0;
+}

@@ -1,0 +1,847 @@
+// SPDX-License-Identifier: MIT
+/*
+ * MOJO reader: a raw event decoder over a refilled buffer (shared with the
+ * dump), and on top of it the strict sample assembly of Austin's reference
+ * decoder, turning events into profile-model samples.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/mojo/mojo.h"
+#include "formats/varint.h"
+#include "profile/profile.h"
+#include "util/intern.h"
+
+#define STREAM_INITIAL_CAP (64u * 1024u)
+/* One event (a string, in practice) larger than this is corrupt data, not a profile. */
+#define STREAM_MAX_EVENT (64u * 1024u * 1024u)
+/* Deeper than any real stack; stops a corrupt file from growing one sample without end. */
+#define MAX_SAMPLE_FRAMES (1u << 20)
+
+/* ---- raw events ---- */
+
+static int stream_fail(struct mojo_stream *stream, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int stream_fail(struct mojo_stream *stream, int err, const char *fmt, ...)
+{
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(stream->error, sizeof(stream->error), fmt, args);
+	va_end(args);
+	return err;
+}
+
+/* 1 if bytes were added, 0 at the end of the file, negative errno. */
+static int stream_fill(struct mojo_stream *stream)
+{
+	ssize_t got;
+
+	if (stream->pos > 0) {
+		memmove(stream->buf, stream->buf + stream->pos, stream->len - stream->pos);
+		stream->base += stream->pos;
+		stream->len -= stream->pos;
+		stream->pos = 0;
+	}
+	if (stream->len == stream->cap) {
+		size_t cap = stream->cap * 2;
+		uint8_t *buf;
+
+		if (cap > STREAM_MAX_EVENT)
+			return stream_fail(stream, -EFBIG, "event at byte %llu is larger than %u bytes",
+					   (unsigned long long)stream->base, STREAM_MAX_EVENT);
+		buf = realloc(stream->buf, cap);
+		if (!buf)
+			return stream_fail(stream, -ENOMEM, "out of memory reading byte %llu",
+					   (unsigned long long)stream->base);
+		stream->buf = buf;
+		stream->cap = cap;
+	}
+	do
+		got = read(stream->fd, stream->buf + stream->len, stream->cap - stream->len);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return stream_fail(stream, -errno, "read error at byte %llu: %s",
+				   (unsigned long long)(stream->base + stream->len), strerror(errno));
+	if (got == 0) {
+		stream->eof = 1;
+		return 0;
+	}
+	stream->len += (size_t)got;
+	return 1;
+}
+
+/* A varint that has not ended within what is available may just be cut off. */
+static bool varint_may_continue(const uint8_t *in, size_t len)
+{
+	size_t i;
+
+	if (len >= VARINT_MAX_BYTES)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!(in[i] & 0x80))
+			return false;
+	return true;
+}
+
+enum field_result { FIELD_NEED_MORE = 0, FIELD_BAD = -1 };
+
+/*
+ * Field layouts: i signed varint, u unsigned varint (TIME), k reference key,
+ * s string. Keys are unsigned: Austin writes some frame keys as 64-bit
+ * values (all ones, for example), beyond what a signed field holds.
+ */
+static const char *event_layout(enum mojo_event_id id, int version)
+{
+	switch (id) {
+	case MOJO_METADATA: return "ss";
+	case MOJO_STACK: return version >= 3 ? "iis" : "is";
+	case MOJO_FRAME: return version >= 2 ? "kkkiiii" : "kkki";
+	case MOJO_FRAME_REF: return "k";
+	case MOJO_FRAME_KERNEL: return "s";
+	case MOJO_METRIC_TIME: return "u";
+	case MOJO_METRIC_MEMORY: return "i";
+	case MOJO_STRING: return "ks";
+	case MOJO_STRING_REF: return "k";
+	default: return "";
+	}
+}
+
+/*
+ * Decode the event at in[0..len): bytes consumed, FIELD_NEED_MORE if the
+ * data ends inside it, FIELD_BAD with *why set if it cannot be valid.
+ */
+static long decode_event(const uint8_t *in, size_t len, int version, struct mojo_raw_event *event,
+			 const char **why)
+{
+	const char *layout;
+	size_t at = 1;
+
+	if (len == 0)
+		return FIELD_NEED_MORE;
+	if (in[0] == MOJO_RESERVED || in[0] >= MOJO_EVENT_COUNT) {
+		*why = "unknown event id";
+		return FIELD_BAD;
+	}
+	event->id = in[0];
+	event->int_count = 0;
+	event->str_count = 0;
+	event->time = 0;
+	for (layout = event_layout(event->id, version); *layout; layout++) {
+		size_t used;
+
+		if (*layout == 's') {
+			const uint8_t *nul = memchr(in + at, 0, len - at);
+
+			if (!nul)
+				return FIELD_NEED_MORE;
+			event->strs[event->str_count++] = (const char *)(in + at);
+			at = (size_t)(nul - in) + 1;
+			continue;
+		}
+		if (*layout == 'u') {
+			used = mojo_uvarint_decode(in + at, len - at, &event->time);
+		} else if (*layout == 'k') {
+			uint64_t key;
+
+			used = mojo_uvarint_decode(in + at, len - at, &key);
+			event->ints[event->int_count++] = (int64_t)key;
+		} else {
+			used = mojo_varint_decode(in + at, len - at, &event->ints[event->int_count++]);
+		}
+		if (!used) {
+			if (varint_may_continue(in + at, len - at))
+				return FIELD_NEED_MORE;
+			*why = *layout == 'u' ? "bad unsigned varint"
+			       : *layout == 'k' ? "bad key varint" : "bad varint";
+			return FIELD_BAD;
+		}
+		at += used;
+	}
+	return (long)at;
+}
+
+uint64_t mojo_stream_offset(const struct mojo_stream *stream)
+{
+	return stream->base + stream->pos;
+}
+
+int mojo_stream_next(struct mojo_stream *stream, struct mojo_raw_event *event)
+{
+	for (;;) {
+		const char *why = NULL;
+		long used;
+		int filled;
+
+		if (stream->pos == stream->len && stream->eof)
+			return 0;
+		used = decode_event(stream->buf + stream->pos, stream->len - stream->pos,
+				    stream->version, event, &why);
+		if (used > 0) {
+			event->offset = mojo_stream_offset(stream);
+			stream->pos += (size_t)used;
+			return 1;
+		}
+		if (used == FIELD_BAD) {
+			uint8_t id = stream->buf[stream->pos];
+
+			if (id == MOJO_RESERVED || id >= MOJO_EVENT_COUNT)
+				return stream_fail(stream, -EBADMSG, "unknown event id %u at byte %llu",
+						   stream->buf[stream->pos],
+						   (unsigned long long)mojo_stream_offset(stream));
+			return stream_fail(stream, -EBADMSG, "%s in %s event at byte %llu", why,
+					   mojo_event_name(event->id),
+					   (unsigned long long)mojo_stream_offset(stream));
+		}
+		if (stream->eof)
+			return stream_fail(stream, -EBADMSG, "truncated at byte %llu",
+					   (unsigned long long)(stream->base + stream->len));
+		filled = stream_fill(stream);
+		if (filled < 0)
+			return filled;
+	}
+}
+
+int mojo_stream_peek_id(struct mojo_stream *stream, int *id)
+{
+	while (stream->pos == stream->len) {
+		int filled;
+
+		if (stream->eof)
+			return 0;
+		filled = stream_fill(stream);
+		if (filled < 0)
+			return filled;
+	}
+	*id = stream->buf[stream->pos];
+	return 1;
+}
+
+int mojo_stream_open(struct mojo_stream *stream, int fd)
+{
+	int64_t version;
+	size_t used = 0;
+
+	memset(stream, 0, sizeof(*stream));
+	stream->fd = fd;
+	stream->cap = STREAM_INITIAL_CAP;
+	stream->buf = malloc(stream->cap);
+	if (!stream->buf)
+		return stream_fail(stream, -ENOMEM, "out of memory");
+	/* The header is a few bytes: keep filling until it decodes or the file ends. */
+	while (!stream->eof) {
+		if (stream->len >= 3 && memcmp(stream->buf, MOJO_MAGIC, 3) != 0)
+			break;
+		if (stream->len > 3 &&
+		    (used = mojo_varint_decode(stream->buf + 3, stream->len - 3, &version)) != 0)
+			break;
+		if (stream->len > 3 + VARINT_MAX_BYTES)
+			break;
+		int filled = stream_fill(stream);
+		if (filled < 0)
+			return filled;
+	}
+	if (stream->len < 3 && stream->eof)
+		return stream_fail(stream, -EBADMSG, "not a MOJO file: truncated at byte %zu",
+				   stream->len);
+	if (memcmp(stream->buf, MOJO_MAGIC, 3) != 0)
+		return stream_fail(stream, -EBADMSG, "not a MOJO file (no MOJ magic at byte 0)");
+	if (!used) {
+		if (stream->eof && varint_may_continue(stream->buf + 3, stream->len - 3))
+			return stream_fail(stream, -EBADMSG, "truncated at byte %zu", stream->len);
+		return stream_fail(stream, -EBADMSG, "bad version varint at byte 3");
+	}
+	if (version < 1 || version > MOJO_VERSION)
+		return stream_fail(stream, -ENOTSUP, "unsupported MOJO version %lld (supported: 1-%d)",
+				   (long long)version, MOJO_VERSION);
+	stream->version = (int)version;
+	stream->pos = 3 + used;
+	return 0;
+}
+
+void mojo_stream_close(struct mojo_stream *stream)
+{
+	free(stream->buf);
+	stream->buf = NULL;
+}
+
+const char *mojo_event_name(enum mojo_event_id id)
+{
+	static const char *const names[MOJO_EVENT_COUNT] = {
+		[MOJO_RESERVED] = "RESERVED",	  [MOJO_METADATA] = "METADATA",
+		[MOJO_STACK] = "STACK",		  [MOJO_FRAME] = "FRAME",
+		[MOJO_FRAME_INVALID] = "FRAME_INVALID", [MOJO_FRAME_REF] = "FRAME_REF",
+		[MOJO_FRAME_KERNEL] = "FRAME_KERNEL", [MOJO_GC] = "GC",
+		[MOJO_IDLE] = "IDLE",		  [MOJO_METRIC_TIME] = "TIME",
+		[MOJO_METRIC_MEMORY] = "MEMORY",  [MOJO_STRING] = "STRING",
+		[MOJO_STRING_REF] = "STRING_REF",
+	};
+
+	return (unsigned)id < MOJO_EVENT_COUNT ? names[id] : "unknown";
+}
+
+/* ---- samples ---- */
+
+enum sample_mode { MODE_TIME, MODE_MEMORY, MODE_FULL };
+
+struct frame_list {
+	struct pf_frame *items;
+	size_t count, cap;
+};
+
+struct mojo_reader {
+	struct mojo_stream stream;
+	struct intern_table values;       /* string contents: stable storage */
+	struct intern_table string_slots; /* (pid, key) -> index in string_values */
+	const char **string_values;
+	size_t string_values_cap;
+	struct intern_table frame_slots;  /* (pid, key) -> index in frame_defs */
+	struct pf_frame *frame_defs;
+	size_t frame_defs_cap;
+
+	char **meta_keys, **meta_values;
+	size_t meta_count, meta_cap;
+	enum sample_mode mode;
+
+	bool seen_stack;  /* definitions need a pid */
+	bool in_sample;
+	bool yielded;     /* the current sample was handed out: clear it next call */
+	bool done;
+	int failure;
+	uint32_t pid, iid;
+	uint64_t tid;
+	bool invalid, gc, idle, has_time, has_memory;
+	uint64_t time_us;
+	int64_t memory;
+	struct frame_list user, kernel, out;
+	char error[200];
+};
+
+static int reader_fail(struct mojo_reader *reader, int err, uint64_t offset, const char *what)
+{
+	snprintf(reader->error, sizeof(reader->error), "%s at byte %llu", what,
+		 (unsigned long long)offset);
+	return err;
+}
+
+static int frame_list_push(struct frame_list *list, const struct pf_frame *frame)
+{
+	if (list->count == list->cap) {
+		size_t cap = list->cap ? list->cap * 2 : 64;
+		struct pf_frame *items = realloc(list->items, cap * sizeof(*items));
+
+		if (!items)
+			return -ENOMEM;
+		list->items = items;
+		list->cap = cap;
+	}
+	list->items[list->count++] = *frame;
+	return 0;
+}
+
+/* A stable NUL-terminated copy of text, shared by every use of the same text. */
+static const char *store_value(struct mojo_reader *reader, const char *text)
+{
+	int64_t id = intern_add(&reader->values, text, strlen(text) + 1, NULL);
+
+	return id < 0 ? NULL : intern_key(&reader->values, (uint32_t)id, NULL);
+}
+
+struct scoped_key {
+	uint32_t pid;
+	uint32_t pad;
+	int64_t key;
+};
+
+static int64_t scoped_slot(struct intern_table *table, uint32_t pid, int64_t key, bool add)
+{
+	struct scoped_key scoped = { .pid = pid, .key = key };
+
+	return add ? intern_add(table, &scoped, sizeof(scoped), NULL)
+		   : intern_find(table, &scoped, sizeof(scoped));
+}
+
+static int grow_array(void **array, size_t *cap, size_t needed, size_t item_size)
+{
+	size_t new_cap = *cap ? *cap : 256;
+	void *grown;
+
+	if (needed < *cap)
+		return 0;
+	while (new_cap <= needed)
+		new_cap *= 2;
+	grown = realloc(*array, new_cap * item_size);
+	if (!grown)
+		return -ENOMEM;
+	*array = grown;
+	*cap = new_cap;
+	return 0;
+}
+
+static int add_metadata(struct mojo_reader *reader, const char *key, const char *value)
+{
+	char *key_copy, *value_copy;
+
+	if (reader->meta_count == reader->meta_cap) {
+		size_t cap = reader->meta_cap ? reader->meta_cap * 2 : 16;
+		char **keys = realloc(reader->meta_keys, cap * sizeof(*keys));
+
+		if (!keys)
+			return -ENOMEM;
+		reader->meta_keys = keys;
+		char **values = realloc(reader->meta_values, cap * sizeof(*values));
+		if (!values)
+			return -ENOMEM;
+		reader->meta_values = values;
+		reader->meta_cap = cap;
+	}
+	key_copy = strdup(key);
+	value_copy = strdup(value);
+	if (!key_copy || !value_copy) {
+		free(key_copy);
+		free(value_copy);
+		return -ENOMEM;
+	}
+	reader->meta_keys[reader->meta_count] = key_copy;
+	reader->meta_values[reader->meta_count] = value_copy;
+	reader->meta_count++;
+	if (strcmp(key, "mode") == 0)
+		reader->mode = strcmp(value, "full") == 0     ? MODE_FULL
+			       : strcmp(value, "memory") == 0 ? MODE_MEMORY
+							      : MODE_TIME;
+	return 0;
+}
+
+static bool parse_hex_tid(const char *text, uint64_t *tid)
+{
+	uint64_t value = 0;
+	size_t i;
+
+	if (!*text || strlen(text) > 16)
+		return false;
+	for (i = 0; text[i]; i++) {
+		char c = text[i];
+		unsigned digit;
+
+		if (c >= '0' && c <= '9')
+			digit = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			digit = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			digit = (unsigned)(c - 'A' + 10);
+		else
+			return false;
+		value = value << 4 | digit;
+	}
+	*tid = value;
+	return true;
+}
+
+static void clear_sample(struct mojo_reader *reader)
+{
+	reader->in_sample = false;
+	reader->invalid = reader->gc = reader->idle = false;
+	reader->has_time = reader->has_memory = false;
+	reader->time_us = 0;
+	reader->memory = 0;
+	reader->user.count = reader->kernel.count = 0;
+}
+
+static int start_sample(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	int64_t pid = event->ints[0];
+	int64_t iid = event->int_count > 1 ? event->ints[1] : 0;
+
+	if (pid < 0 || pid > UINT32_MAX)
+		return reader_fail(reader, -EBADMSG, event->offset, "bad pid in STACK");
+	if (iid < 0 || iid > UINT32_MAX)
+		return reader_fail(reader, -EBADMSG, event->offset, "bad interpreter id in STACK");
+	if (!parse_hex_tid(event->strs[0], &reader->tid))
+		return reader_fail(reader, -EBADMSG, event->offset,
+				   "thread id in STACK is not a hexadecimal number");
+	clear_sample(reader);
+	reader->pid = (uint32_t)pid;
+	reader->iid = (uint32_t)iid;
+	reader->in_sample = true;
+	reader->seen_stack = true;
+	return 0;
+}
+
+static int define_string(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	const char *value;
+	int64_t slot;
+
+	value = store_value(reader, event->strs[0]);
+	slot = scoped_slot(&reader->string_slots, reader->pid, event->ints[0], true);
+	if (!value || slot < 0 ||
+	    grow_array((void **)&reader->string_values, &reader->string_values_cap, (size_t)slot,
+		       sizeof(*reader->string_values)))
+		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
+	reader->string_values[slot] = value;
+	return 0;
+}
+
+static const char *lookup_string(struct mojo_reader *reader, int64_t key)
+{
+	int64_t slot;
+
+	/* Austin's reference decoder never looks this key up. */
+	if (key == MOJO_STRING_KEY_UNKNOWN)
+		return "<unknown>";
+	slot = scoped_slot(&reader->string_slots, reader->pid, key, false);
+	return slot < 0 ? NULL : reader->string_values[slot];
+}
+
+/* MOJO stores 0 for unknown and 1-based columns; the model -1 and 0-based. */
+static int32_t line_from_mojo(int64_t value)
+{
+	return value <= 0 || value > INT32_MAX ? -1 : (int32_t)value;
+}
+
+static int32_t column_from_mojo(int64_t value)
+{
+	return value <= 0 || value > INT32_MAX ? -1 : (int32_t)(value - 1);
+}
+
+static int define_frame(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	struct pf_frame frame = { .opcode = -1 };
+	int64_t slot;
+
+	frame.file = lookup_string(reader, event->ints[1]);
+	frame.name = lookup_string(reader, event->ints[2]);
+	if (!frame.file || !frame.name)
+		return reader_fail(reader, -EBADMSG, event->offset,
+				   "FRAME names an undefined string");
+	frame.kind = strncmp(frame.file, MOJO_NATIVE_PREFIX, strlen(MOJO_NATIVE_PREFIX)) == 0
+			     ? PF_FRAME_NATIVE
+			     : PF_FRAME_PYTHON;
+	frame.line = line_from_mojo(event->ints[3]);
+	frame.end_line = event->int_count > 4 ? line_from_mojo(event->ints[4]) : -1;
+	frame.column = event->int_count > 5 ? column_from_mojo(event->ints[5]) : -1;
+	frame.end_column = event->int_count > 6 ? column_from_mojo(event->ints[6]) : -1;
+	slot = scoped_slot(&reader->frame_slots, reader->pid, event->ints[0], true);
+	if (slot < 0 || grow_array((void **)&reader->frame_defs, &reader->frame_defs_cap,
+				   (size_t)slot, sizeof(*reader->frame_defs)))
+		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
+	reader->frame_defs[slot] = frame;
+	return 0;
+}
+
+static int add_frame(struct mojo_reader *reader, struct frame_list *list,
+		     const struct pf_frame *frame, uint64_t offset)
+{
+	if (reader->user.count + reader->kernel.count >= MAX_SAMPLE_FRAMES)
+		return reader_fail(reader, -EBADMSG, offset, "stack deeper than 1048576 frames");
+	if (frame_list_push(list, frame))
+		return reader_fail(reader, -ENOMEM, offset, "out of memory");
+	return 0;
+}
+
+static int reference_frame(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	int64_t slot = scoped_slot(&reader->frame_slots, reader->pid, event->ints[0], false);
+
+	if (slot < 0)
+		return reader_fail(reader, -EBADMSG, event->offset,
+				   "FRAME_REF to a frame not defined for this pid");
+	return add_frame(reader, &reader->user, &reader->frame_defs[slot], event->offset);
+}
+
+static int kernel_frame(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	struct pf_frame frame = {
+		.kind = PF_FRAME_KERNEL, .file = "", .line = -1, .end_line = -1,
+		.column = -1, .end_column = -1, .opcode = -1,
+	};
+
+	frame.name = store_value(reader, event->strs[0]);
+	if (!frame.name)
+		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
+	return add_frame(reader, &reader->kernel, &frame, event->offset);
+}
+
+static int time_metric(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	if (reader->has_time || (reader->has_memory && reader->mode != MODE_FULL))
+		return reader_fail(reader, -EBADMSG, event->offset, "two metrics in one sample");
+	if (reader->has_memory)
+		return reader_fail(reader, -EBADMSG, event->offset, "TIME after MEMORY");
+	reader->has_time = true;
+	reader->time_us = event->time;
+	return 0;
+}
+
+static int memory_metric(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	if (reader->has_memory || (reader->has_time && reader->mode != MODE_FULL))
+		return reader_fail(reader, -EBADMSG, event->offset, "two metrics in one sample");
+	reader->has_memory = true;
+	reader->memory = event->ints[0];
+	return 0;
+}
+
+static int idle_event(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	/* Full mode only, between TIME and MEMORY. */
+	if (reader->mode != MODE_FULL || !reader->has_time || reader->has_memory || reader->idle)
+		return reader_fail(reader, -EBADMSG, event->offset, "IDLE outside its slot");
+	reader->idle = true;
+	return 0;
+}
+
+static int apply_sample_event(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	switch (event->id) {
+	case MOJO_FRAME_INVALID:
+		reader->invalid = true;
+		return 0;
+	case MOJO_FRAME_REF:
+		return reference_frame(reader, event);
+	case MOJO_FRAME_KERNEL:
+		return kernel_frame(reader, event);
+	case MOJO_GC:
+		if (reader->has_time || reader->has_memory)
+			return reader_fail(reader, -EBADMSG, event->offset, "GC after the metric");
+		reader->gc = true;
+		return 0;
+	case MOJO_IDLE:
+		return idle_event(reader, event);
+	case MOJO_METRIC_TIME:
+		return time_metric(reader, event);
+	case MOJO_METRIC_MEMORY:
+		return memory_metric(reader, event);
+	default:
+		return reader_fail(reader, -EBADMSG, event->offset, "unexpected event");
+	}
+}
+
+static int apply_event(struct mojo_reader *reader, const struct mojo_raw_event *event)
+{
+	char what[64];
+
+	switch (event->id) {
+	case MOJO_METADATA:
+		if (add_metadata(reader, event->strs[0], event->strs[1]))
+			return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
+		return 0;
+	case MOJO_STACK:
+		return start_sample(reader, event);
+	default:
+		break;
+	}
+	if (!reader->seen_stack) {
+		snprintf(what, sizeof(what), "%s before the first STACK", mojo_event_name(event->id));
+		return reader_fail(reader, -EBADMSG, event->offset, what);
+	}
+	switch (event->id) {
+	case MOJO_STRING:
+		return define_string(reader, event);
+	case MOJO_FRAME:
+		return define_frame(reader, event);
+	case MOJO_STRING_REF:
+		if (!lookup_string(reader, event->ints[0]))
+			return reader_fail(reader, -EBADMSG, event->offset,
+					   "STRING_REF to an undefined string");
+		return 0;
+	default:
+		break;
+	}
+	if (!reader->in_sample) {
+		snprintf(what, sizeof(what), "%s outside a sample (after METADATA)",
+			 mojo_event_name(event->id));
+		return reader_fail(reader, -EBADMSG, event->offset, what);
+	}
+	return apply_sample_event(reader, event);
+}
+
+static bool metrics_complete(const struct mojo_reader *reader)
+{
+	switch (reader->mode) {
+	case MODE_FULL: return reader->has_time && reader->has_memory;
+	case MODE_MEMORY: return reader->has_memory;
+	default: return reader->has_time;
+	}
+}
+
+static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
+{
+	static const struct pf_frame invalid = {
+		.kind = PF_FRAME_INVALID, .file = "", .name = "", .line = -1, .end_line = -1,
+		.column = -1, .end_column = -1, .opcode = -1,
+	};
+	size_t i;
+
+	reader->out.count = 0;
+	if (reader->invalid && frame_list_push(&reader->out, &invalid))
+		return -ENOMEM;
+	for (i = 0; i < reader->user.count; i++)
+		if (frame_list_push(&reader->out, &reader->user.items[i]))
+			return -ENOMEM;
+	for (i = 0; i < reader->kernel.count; i++)
+		if (frame_list_push(&reader->out, &reader->kernel.items[i]))
+			return -ENOMEM;
+	memset(sample, 0, sizeof(*sample));
+	sample->pid = reader->pid;
+	sample->iid = reader->iid;
+	sample->tid = reader->tid;
+	sample->status = (reader->gc ? PF_STATUS_GC : 0) | (reader->idle ? PF_STATUS_IDLE : 0);
+	sample->metrics = (reader->has_time ? PF_METRIC_TIME : 0) |
+			  (reader->has_memory ? PF_METRIC_MEMORY : 0);
+	sample->time_us = reader->time_us;
+	sample->memory = reader->memory;
+	sample->frame_count = reader->out.count;
+	sample->frames = reader->out.items;
+	reader->yielded = true;
+	return 1;
+}
+
+static int fail_from_stream(struct mojo_reader *reader, int err)
+{
+	snprintf(reader->error, sizeof(reader->error), "%s", reader->stream.error);
+	return err;
+}
+
+static int read_until_sample(struct mojo_reader *reader, struct pf_sample *sample)
+{
+	/* Each pass consumes at least one event or returns: bounded by the file. */
+	for (;;) {
+		struct mojo_raw_event event;
+		int id, got, err;
+
+		got = mojo_stream_peek_id(&reader->stream, &id);
+		if (got < 0)
+			return fail_from_stream(reader, got);
+		if (got == 0) {
+			reader->done = true;
+			if (!reader->in_sample)
+				return 0;
+			/* A cut between a sample's events leaves it without its metrics. */
+			if (!metrics_complete(reader))
+				return reader_fail(reader, -EBADMSG,
+						   mojo_stream_offset(&reader->stream), "truncated");
+			return yield_sample(reader, sample);
+		}
+		if (reader->in_sample && (id == MOJO_STACK || id == MOJO_METADATA))
+			return yield_sample(reader, sample);
+		got = mojo_stream_next(&reader->stream, &event);
+		if (got < 0)
+			return fail_from_stream(reader, got);
+		if (got == 0)
+			continue;
+		err = apply_event(reader, &event);
+		if (err)
+			return err;
+	}
+}
+
+static int reader_next_sample(void *state, struct pf_sample *sample)
+{
+	struct mojo_reader *reader = state;
+	int result;
+
+	if (reader->failure)
+		return reader->failure;
+	if (reader->yielded) {
+		reader->yielded = false;
+		clear_sample(reader);
+	}
+	if (reader->done)
+		return 0;
+	result = read_until_sample(reader, sample);
+	if (result < 0) {
+		reader->failure = result;
+		if (result == -ENOMEM && !reader->error[0])
+			snprintf(reader->error, sizeof(reader->error), "out of memory");
+	}
+	return result;
+}
+
+static size_t reader_metadata_count(const void *state)
+{
+	const struct mojo_reader *reader = state;
+
+	return reader->meta_count;
+}
+
+static void reader_metadata_at(const void *state, size_t index, const char **key,
+			       const char **value)
+{
+	const struct mojo_reader *reader = state;
+
+	*key = index < reader->meta_count ? reader->meta_keys[index] : NULL;
+	*value = index < reader->meta_count ? reader->meta_values[index] : NULL;
+}
+
+static const char *reader_error(const void *state)
+{
+	const struct mojo_reader *reader = state;
+
+	return reader->error;
+}
+
+static void reader_destroy(void *state)
+{
+	struct mojo_reader *reader = state;
+	size_t i;
+
+	if (!reader)
+		return;
+	mojo_stream_close(&reader->stream);
+	intern_free(&reader->values);
+	intern_free(&reader->string_slots);
+	intern_free(&reader->frame_slots);
+	free(reader->string_values);
+	free(reader->frame_defs);
+	for (i = 0; i < reader->meta_count; i++) {
+		free(reader->meta_keys[i]);
+		free(reader->meta_values[i]);
+	}
+	free(reader->meta_keys);
+	free(reader->meta_values);
+	free(reader->user.items);
+	free(reader->kernel.items);
+	free(reader->out.items);
+	free(reader);
+}
+
+static const struct pf_reader_ops mojo_reader_ops = {
+	.next_sample = reader_next_sample,
+	.metadata_count = reader_metadata_count,
+	.metadata_at = reader_metadata_at,
+	.error = reader_error,
+	.destroy = reader_destroy,
+};
+
+int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
+		       size_t errlen)
+{
+	struct mojo_reader *reader = calloc(1, sizeof(*reader));
+	int err;
+
+	if (!reader) {
+		if (errlen)
+			snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	intern_init(&reader->values);
+	intern_init(&reader->string_slots);
+	intern_init(&reader->frame_slots);
+	err = mojo_stream_open(&reader->stream, fd);
+	if (err) {
+		if (errlen)
+			snprintf(errbuf, errlen, "%s", reader->stream.error);
+		reader_destroy(reader);
+		return err;
+	}
+	*state = reader;
+	*ops = &mojo_reader_ops;
+	return 0;
+}

@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: MIT
+/*
+ * MOJO writer: streams samples as Austin 3.7 would, but with dense per-pid
+ * keys (1-2 byte references instead of Austin's 4-byte masked pointers).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "formats/mojo/mojo.h"
+#include "formats/varint.h"
+#include "profile/profile.h"
+#include "util/fd_write.h"
+#include "util/intern.h"
+
+#define WRITE_BUFFER_SIZE (64u * 1024u)
+#define DEFAULT_FLUSH_INTERVAL_MS 1000u
+
+enum writer_mode { MODE_CPU, MODE_WALL, MODE_MEMORY, MODE_FULL };
+
+/* Definitions are scoped to a pid, so each pid has its own key space. */
+struct pid_tables {
+	uint32_t pid;
+	struct intern_table strings;
+	struct intern_table frames;
+};
+
+struct metadata_pair {
+	char *key;
+	char *value;
+};
+
+/* The identity of a frame definition: two string ids and the location. */
+struct frame_identity {
+	uint32_t file_id;
+	uint32_t name_id;
+	int32_t line, end_line, column, end_column;
+};
+
+struct frame_ids {
+	uint32_t file_id, name_id, frame_id;
+};
+
+struct mojo_writer {
+	int fd;
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t written;
+	unsigned flush_interval_ms;
+	uint64_t last_flush_ms;
+
+	struct pid_tables **pid_slots; /* open addressing on pid */
+	size_t pid_cap, pid_count;
+	struct frame_ids *scratch;
+	size_t scratch_cap;
+
+	struct metadata_pair *pending; /* metadata set before the first sample */
+	size_t pending_count, pending_cap;
+	bool started;
+	enum writer_mode mode;
+
+	int failure;
+	char error[200];
+};
+
+static int writer_fail(struct mojo_writer *writer, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int writer_fail(struct mojo_writer *writer, int err, const char *fmt, ...)
+{
+	va_list args;
+
+	va_start(args, fmt);
+	vsnprintf(writer->error, sizeof(writer->error), fmt, args);
+	va_end(args);
+	writer->failure = err;
+	return err;
+}
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
+}
+
+static int write_out(struct mojo_writer *writer)
+{
+	size_t done = 0;
+	int err = fd_write_all(writer->fd, writer->buf, writer->len, &done);
+
+	if (err)
+		return writer_fail(writer, err, "write error after %llu bytes: %s",
+				   (unsigned long long)(writer->written + done), strerror(-err));
+	writer->written += done;
+	writer->len = 0;
+	writer->last_flush_ms = monotonic_ms();
+	return 0;
+}
+
+/* Room for n more bytes: write out what is buffered, grow only for huge events. */
+static int reserve(struct mojo_writer *writer, size_t n)
+{
+	uint8_t *grown;
+	size_t cap;
+
+	if (writer->len + n <= writer->cap)
+		return 0;
+	if (writer->len && write_out(writer))
+		return writer->failure;
+	if (n <= writer->cap)
+		return 0;
+	for (cap = writer->cap; cap < n; cap *= 2)
+		;
+	grown = realloc(writer->buf, cap);
+	if (!grown)
+		return writer_fail(writer, -ENOMEM, "out of memory");
+	writer->buf = grown;
+	writer->cap = cap;
+	return 0;
+}
+
+static int put_event(struct mojo_writer *writer, enum mojo_event_id id)
+{
+	if (reserve(writer, 1))
+		return writer->failure;
+	writer->buf[writer->len++] = (uint8_t)id;
+	return 0;
+}
+
+static int put_varint(struct mojo_writer *writer, int64_t value)
+{
+	if (reserve(writer, VARINT_MAX_BYTES))
+		return writer->failure;
+	writer->len += mojo_varint_encode(value, writer->buf + writer->len);
+	return 0;
+}
+
+static int put_uvarint(struct mojo_writer *writer, uint64_t value)
+{
+	if (reserve(writer, VARINT_MAX_BYTES))
+		return writer->failure;
+	writer->len += mojo_uvarint_encode(value, writer->buf + writer->len);
+	return 0;
+}
+
+static int put_string(struct mojo_writer *writer, const char *text)
+{
+	size_t size = strlen(text) + 1;
+
+	if (reserve(writer, size))
+		return writer->failure;
+	memcpy(writer->buf + writer->len, text, size);
+	writer->len += size;
+	return 0;
+}
+
+static int put_metadata(struct mojo_writer *writer, const char *key, const char *value)
+{
+	if (put_event(writer, MOJO_METADATA) || put_string(writer, key) ||
+	    put_string(writer, value))
+		return writer->failure;
+	return 0;
+}
+
+static int parse_mode(const char *value, enum writer_mode *mode)
+{
+	static const char *const names[] = { "cpu", "wall", "memory", "full" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(value, names[i]) == 0) {
+			*mode = (enum writer_mode)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* The last value the caller gave for key before the first sample, or NULL. */
+static const char *pending_value(const struct mojo_writer *writer, const char *key)
+{
+	size_t i;
+
+	for (i = writer->pending_count; i > 0; i--)
+		if (strcmp(writer->pending[i - 1].key, key) == 0)
+			return writer->pending[i - 1].value;
+	return NULL;
+}
+
+static void free_pending(struct mojo_writer *writer)
+{
+	size_t i;
+
+	for (i = 0; i < writer->pending_count; i++) {
+		free(writer->pending[i].key);
+		free(writer->pending[i].value);
+	}
+	free(writer->pending);
+	writer->pending = NULL;
+	writer->pending_count = writer->pending_cap = 0;
+}
+
+/*
+ * Austin's readers pick the format from `austin` and the metrics from
+ * `mode`, so those (and `interval`, our marker) lead, whatever the caller set.
+ */
+static int emit_start_metadata(struct mojo_writer *writer)
+{
+	static const char *const required[][2] = {
+		{ "austin", MOJO_AUSTIN_COMPAT_VERSION },
+		{ "interval", "1000" },
+		{ "mode", "cpu" },
+		{ "pybpfprof", "1" },
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		const char *value = pending_value(writer, required[i][0]);
+
+		if (put_metadata(writer, required[i][0], value ? value : required[i][1]))
+			return writer->failure;
+	}
+	for (i = 0; i < writer->pending_count; i++) {
+		bool is_required = false;
+
+		for (j = 0; j < sizeof(required) / sizeof(required[0]); j++)
+			is_required |= strcmp(writer->pending[i].key, required[j][0]) == 0;
+		if (!is_required &&
+		    put_metadata(writer, writer->pending[i].key, writer->pending[i].value))
+			return writer->failure;
+	}
+	free_pending(writer);
+	writer->started = true;
+	return 0;
+}
+
+static int add_pending(struct mojo_writer *writer, const char *key, const char *value)
+{
+	struct metadata_pair pair;
+
+	if (writer->pending_count == writer->pending_cap) {
+		size_t cap = writer->pending_cap ? writer->pending_cap * 2 : 8;
+		struct metadata_pair *grown = realloc(writer->pending, cap * sizeof(*grown));
+
+		if (!grown)
+			return writer_fail(writer, -ENOMEM, "out of memory");
+		writer->pending = grown;
+		writer->pending_cap = cap;
+	}
+	pair.key = strdup(key);
+	pair.value = strdup(value);
+	if (!pair.key || !pair.value) {
+		free(pair.key);
+		free(pair.value);
+		return writer_fail(writer, -ENOMEM, "out of memory");
+	}
+	writer->pending[writer->pending_count++] = pair;
+	return 0;
+}
+
+static int writer_set_metadata(void *state, const char *key, const char *value)
+{
+	struct mojo_writer *writer = state;
+
+	if (writer->failure)
+		return writer->failure;
+	if (!key || !value || !*key) {
+		snprintf(writer->error, sizeof(writer->error), "metadata needs a key and a value");
+		return -EINVAL;
+	}
+	if (strcmp(key, "mode") == 0) {
+		enum writer_mode mode;
+
+		if (parse_mode(value, &mode)) {
+			snprintf(writer->error, sizeof(writer->error),
+				 "unknown MOJO mode \"%s\" (cpu, wall, memory or full)", value);
+			return -EINVAL;
+		}
+		/* Samples already written carry the old mode's metrics. */
+		if (writer->started && mode != writer->mode) {
+			snprintf(writer->error, sizeof(writer->error),
+				 "the MOJO mode cannot change after the first sample");
+			return -EINVAL;
+		}
+		writer->mode = mode;
+	}
+	if (!writer->started)
+		return add_pending(writer, key, value);
+	return put_metadata(writer, key, value);
+}
+
+static uint64_t pid_hash(uint32_t pid)
+{
+	return (uint64_t)pid * 0x9E3779B97F4A7C15ull;
+}
+
+static struct pid_tables **pid_slot(struct pid_tables **slots, size_t cap, uint32_t pid)
+{
+	size_t mask = cap - 1, i = (size_t)(pid_hash(pid) >> 32) & mask;
+
+	while (slots[i] && slots[i]->pid != pid)
+		i = (i + 1) & mask;
+	return &slots[i];
+}
+
+static int grow_pid_slots(struct mojo_writer *writer)
+{
+	size_t cap = writer->pid_cap ? writer->pid_cap * 2 : 16, i;
+	struct pid_tables **slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < writer->pid_cap; i++)
+		if (writer->pid_slots[i])
+			*pid_slot(slots, cap, writer->pid_slots[i]->pid) = writer->pid_slots[i];
+	free(writer->pid_slots);
+	writer->pid_slots = slots;
+	writer->pid_cap = cap;
+	return 0;
+}
+
+static struct pid_tables *tables_for_pid(struct mojo_writer *writer, uint32_t pid)
+{
+	struct pid_tables **slot;
+
+	if ((writer->pid_count + 1) * 2 > writer->pid_cap && grow_pid_slots(writer))
+		return NULL;
+	slot = pid_slot(writer->pid_slots, writer->pid_cap, pid);
+	if (!*slot) {
+		*slot = calloc(1, sizeof(**slot));
+		if (!*slot)
+			return NULL;
+		(*slot)->pid = pid;
+		intern_init(&(*slot)->strings);
+		intern_init(&(*slot)->frames);
+		writer->pid_count++;
+	}
+	return *slot;
+}
+
+static int32_t line_to_mojo(int32_t line)
+{
+	return line < 0 ? 0 : line;
+}
+
+static int64_t column_to_mojo(int32_t column)
+{
+	return column < 0 ? 0 : (int64_t)column + 1;
+}
+
+static bool is_located(const struct pf_frame *frame)
+{
+	return frame->kind == PF_FRAME_PYTHON || frame->kind == PF_FRAME_NATIVE;
+}
+
+/* Austin's readers know a native frame by its file string's "native@" prefix. */
+static const char *mojo_file_of(const struct pf_frame *frame, char *buffer, size_t size)
+{
+	const char *file = frame->file ? frame->file : "";
+
+	if (frame->kind != PF_FRAME_NATIVE ||
+	    strncmp(file, MOJO_NATIVE_PREFIX, strlen(MOJO_NATIVE_PREFIX)) == 0)
+		return file;
+	snprintf(buffer, size, "%s%s", MOJO_NATIVE_PREFIX, file);
+	return buffer;
+}
+
+/* The string's id in tables, defining it (STRING event) if new. */
+static int64_t define_string(struct mojo_writer *writer, struct pid_tables *tables,
+			     const char *text)
+{
+	bool is_new;
+	int64_t id;
+
+	text = text ? text : "";
+	id = intern_add(&tables->strings, text, strlen(text), &is_new);
+	if (id < 0)
+		return writer_fail(writer, -ENOMEM, "out of memory");
+	if (is_new && (put_event(writer, MOJO_STRING) ||
+		       put_varint(writer, id + MOJO_FIRST_STRING_KEY) || put_string(writer, text)))
+		return writer->failure;
+	return id;
+}
+
+static int define_frame(struct mojo_writer *writer, struct pid_tables *tables,
+			const struct pf_frame *frame, struct frame_ids *ids)
+{
+	struct frame_identity identity;
+	bool is_new;
+	int64_t id;
+
+	memset(&identity, 0, sizeof(identity));
+	identity.file_id = ids->file_id;
+	identity.name_id = ids->name_id;
+	identity.line = line_to_mojo(frame->line);
+	identity.end_line = line_to_mojo(frame->end_line);
+	identity.column = (int32_t)(frame->column < 0 ? -1 : frame->column);
+	identity.end_column = (int32_t)(frame->end_column < 0 ? -1 : frame->end_column);
+	id = intern_add(&tables->frames, &identity, sizeof(identity), &is_new);
+	if (id < 0)
+		return writer_fail(writer, -ENOMEM, "out of memory");
+	ids->frame_id = (uint32_t)id;
+	if (!is_new)
+		return 0;
+	if (put_event(writer, MOJO_FRAME) || put_varint(writer, id + MOJO_FIRST_FRAME_KEY) ||
+	    put_varint(writer, (int64_t)ids->file_id + MOJO_FIRST_STRING_KEY) ||
+	    put_varint(writer, (int64_t)ids->name_id + MOJO_FIRST_STRING_KEY) ||
+	    put_varint(writer, identity.line) || put_varint(writer, identity.end_line) ||
+	    put_varint(writer, column_to_mojo(frame->column)) ||
+	    put_varint(writer, column_to_mojo(frame->end_column)))
+		return writer->failure;
+	return 0;
+}
+
+/* Keys must stay below 2^27; a pid that would pass it starts a fresh key space. */
+static void keep_keys_in_range(struct pid_tables *tables, size_t frame_count)
+{
+	uint64_t strings_after = intern_count(&tables->strings) + 2 * (uint64_t)frame_count;
+	uint64_t frames_after = intern_count(&tables->frames) + (uint64_t)frame_count;
+
+	if (strings_after + MOJO_FIRST_STRING_KEY >= MOJO_KEY_LIMIT ||
+	    frames_after + MOJO_FIRST_FRAME_KEY >= MOJO_KEY_LIMIT) {
+		intern_clear(&tables->strings);
+		intern_clear(&tables->frames);
+	}
+}
+
+static int write_definitions(struct mojo_writer *writer, struct pid_tables *tables,
+			     const struct pf_sample *sample)
+{
+	size_t i;
+
+	if (sample->frame_count > writer->scratch_cap) {
+		struct frame_ids *grown = realloc(writer->scratch,
+						  sample->frame_count * sizeof(*grown));
+
+		if (!grown)
+			return writer_fail(writer, -ENOMEM, "out of memory");
+		writer->scratch = grown;
+		writer->scratch_cap = sample->frame_count;
+	}
+	/* Readers expect every STRING of a sample before its FRAMEs. */
+	for (i = 0; i < sample->frame_count; i++) {
+		char native_file[PATH_MAX + sizeof(MOJO_NATIVE_PREFIX)];
+		int64_t file_id, name_id;
+
+		if (!is_located(&sample->frames[i]))
+			continue;
+		file_id = define_string(writer, tables, mojo_file_of(&sample->frames[i], native_file,
+								     sizeof(native_file)));
+		if (file_id < 0)
+			return (int)file_id;
+		name_id = define_string(writer, tables, sample->frames[i].name);
+		if (name_id < 0)
+			return (int)name_id;
+		writer->scratch[i].file_id = (uint32_t)file_id;
+		writer->scratch[i].name_id = (uint32_t)name_id;
+	}
+	for (i = 0; i < sample->frame_count; i++)
+		if (is_located(&sample->frames[i]) &&
+		    define_frame(writer, tables, &sample->frames[i], &writer->scratch[i]))
+			return writer->failure;
+	return 0;
+}
+
+static int write_invalid(struct mojo_writer *writer, const struct pf_sample *sample)
+{
+	size_t i;
+
+	for (i = 0; i < sample->frame_count; i++)
+		if (sample->frames[i].kind == PF_FRAME_INVALID)
+			return put_event(writer, MOJO_FRAME_INVALID);
+	return 0;
+}
+
+static int write_refs(struct mojo_writer *writer, const struct pf_sample *sample)
+{
+	size_t i;
+
+	for (i = 0; i < sample->frame_count; i++)
+		if (is_located(&sample->frames[i]) &&
+		    (put_event(writer, MOJO_FRAME_REF) ||
+		     put_varint(writer, (int64_t)writer->scratch[i].frame_id + MOJO_FIRST_FRAME_KEY)))
+			return writer->failure;
+	for (i = 0; i < sample->frame_count; i++) {
+		const char *symbol = sample->frames[i].name ? sample->frames[i].name : "";
+
+		if (sample->frames[i].kind == PF_FRAME_KERNEL &&
+		    (put_event(writer, MOJO_FRAME_KERNEL) || put_string(writer, symbol)))
+			return writer->failure;
+	}
+	return 0;
+}
+
+static int write_metrics(struct mojo_writer *writer, const struct pf_sample *sample)
+{
+	bool time = writer->mode != MODE_MEMORY;
+	bool memory = writer->mode == MODE_MEMORY || writer->mode == MODE_FULL;
+
+	if ((sample->status & PF_STATUS_GC) && put_event(writer, MOJO_GC))
+		return writer->failure;
+	if (time && (put_event(writer, MOJO_METRIC_TIME) || put_uvarint(writer, sample->time_us)))
+		return writer->failure;
+	if (writer->mode == MODE_FULL && (sample->status & PF_STATUS_IDLE) &&
+	    put_event(writer, MOJO_IDLE))
+		return writer->failure;
+	if (memory && (put_event(writer, MOJO_METRIC_MEMORY) || put_varint(writer, sample->memory)))
+		return writer->failure;
+	return 0;
+}
+
+static int write_stack(struct mojo_writer *writer, const struct pf_sample *sample)
+{
+	char tid[24];
+
+	snprintf(tid, sizeof(tid), "%" PRIx64, sample->tid);
+	if (put_event(writer, MOJO_STACK) || put_varint(writer, sample->pid) ||
+	    put_varint(writer, sample->iid) || put_string(writer, tid))
+		return writer->failure;
+	return 0;
+}
+
+static int writer_add_sample(void *state, const struct pf_sample *sample)
+{
+	struct mojo_writer *writer = state;
+	struct pid_tables *tables;
+
+	if (writer->failure)
+		return writer->failure;
+	if (!writer->started && emit_start_metadata(writer))
+		return writer->failure;
+	tables = tables_for_pid(writer, sample->pid);
+	if (!tables)
+		return writer_fail(writer, -ENOMEM, "out of memory");
+	keep_keys_in_range(tables, sample->frame_count);
+	if (write_stack(writer, sample) || write_definitions(writer, tables, sample) ||
+	    write_invalid(writer, sample) || write_refs(writer, sample) ||
+	    write_metrics(writer, sample))
+		return writer->failure;
+	if (monotonic_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
+		return write_out(writer);
+	return 0;
+}
+
+static int writer_flush(void *state)
+{
+	struct mojo_writer *writer = state;
+
+	if (writer->failure)
+		return writer->failure;
+	return write_out(writer);
+}
+
+static int writer_finish(void *state)
+{
+	struct mojo_writer *writer = state;
+
+	if (writer->failure)
+		return writer->failure;
+	if (!writer->started && emit_start_metadata(writer))
+		return writer->failure;
+	return write_out(writer);
+}
+
+static void writer_destroy(void *state)
+{
+	struct mojo_writer *writer = state;
+	size_t i;
+
+	if (!writer)
+		return;
+	for (i = 0; i < writer->pid_cap; i++) {
+		if (writer->pid_slots[i]) {
+			intern_free(&writer->pid_slots[i]->strings);
+			intern_free(&writer->pid_slots[i]->frames);
+			free(writer->pid_slots[i]);
+		}
+	}
+	free(writer->pid_slots);
+	free(writer->scratch);
+	free_pending(writer);
+	free(writer->buf);
+	free(writer);
+}
+
+static const char *writer_error(const void *state)
+{
+	const struct mojo_writer *writer = state;
+
+	return writer->error;
+}
+
+static uint64_t writer_bytes(const void *state)
+{
+	const struct mojo_writer *writer = state;
+
+	return writer->written + writer->len;
+}
+
+static const struct pf_writer_ops mojo_writer_ops = {
+	.set_metadata = writer_set_metadata,
+	.add_sample = writer_add_sample,
+	.flush = writer_flush,
+	.finish = writer_finish,
+	.destroy = writer_destroy,
+	.error = writer_error,
+	.bytes = writer_bytes,
+};
+
+int mojo_writer_create(int fd, const struct pf_writer_options *options, void **state,
+		       const struct pf_writer_ops **ops)
+{
+	struct mojo_writer *writer = calloc(1, sizeof(*writer));
+
+	if (!writer)
+		return -ENOMEM;
+	writer->fd = fd;
+	writer->cap = WRITE_BUFFER_SIZE;
+	writer->buf = malloc(writer->cap);
+	if (!writer->buf) {
+		free(writer);
+		return -ENOMEM;
+	}
+	writer->flush_interval_ms = options && options->flush_interval_ms
+					    ? options->flush_interval_ms
+					    : DEFAULT_FLUSH_INTERVAL_MS;
+	writer->last_flush_ms = monotonic_ms();
+	writer->mode = MODE_CPU;
+	memcpy(writer->buf, MOJO_MAGIC, 3);
+	writer->len = 3 + mojo_varint_encode(MOJO_VERSION, writer->buf + 3);
+	*state = writer;
+	*ops = &mojo_writer_ops;
+	return 0;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tachyon, CPython 3.15's profiling binary format (version 1), laid out as
+ * CPython 3.15.2's reader accepts it. The writer and reader backends are
+ * declared in profile.h; this header holds the constants and the record
+ * decoder that the reader and the dump share.
+ */
+#ifndef PYBPFPROF_TACHYON_H
+#define PYBPFPROF_TACHYON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/intern.h"
+
+#define TACHYON_MAGIC            0x54414348u
+#define TACHYON_VERSION          1u
+#define TACHYON_HEADER_SIZE      64u
+#define TACHYON_FOOTER_SIZE      32u
+#define TACHYON_STATS_SIZE       56u
+#define TACHYON_STATS_VERSION    1u
+#define TACHYON_STATS_MAGIC      "TACHSTAT"
+#define TACHYON_MAX_DEPTH        256u
+#define TACHYON_OPCODE_NONE      255u
+#define TACHYON_COMPRESSION_NONE 0u
+#define TACHYON_COMPRESSION_ZSTD 1u
+#define TACHYON_MAX_DECOMPRESSED (1ull << 30)
+#define TACHYON_REPEAT_FLUSH     (16u * 1024u) /* pending REPEAT bytes before a forced flush */
+
+/* Header offsets (CPython 3.15.2's layout, not the format document's). */
+#define TACHYON_OFF_MAGIC        0
+#define TACHYON_OFF_VERSION      4
+#define TACHYON_OFF_PYTHON       8
+#define TACHYON_OFF_START        12
+#define TACHYON_OFF_INTERVAL     20
+#define TACHYON_OFF_SAMPLES      28
+#define TACHYON_OFF_THREADS      36
+#define TACHYON_OFF_STRINGS      40
+#define TACHYON_OFF_FRAMES       48
+#define TACHYON_OFF_COMPRESSION  56
+#define TACHYON_OFF_CONFIG       60
+
+/* Config word: bits 0-2 mode + 1, bit 3 features present, bits 4+ features. */
+#define TACHYON_CONFIG_MODE_MASK     0x7u
+#define TACHYON_CONFIG_FEATURES_FLAG 0x8u
+#define TACHYON_CONFIG_FEATURES_SHIFT 4
+
+/* Stats block "present" bits. */
+#define TACHYON_STATS_HAS_ERROR_RATE 0x1u
+#define TACHYON_STATS_HAS_MISSED     0x2u
+
+enum tachyon_encoding {
+	TACHYON_ENC_REPEAT = 0,
+	TACHYON_ENC_FULL = 1,
+	TACHYON_ENC_SUFFIX = 2,
+	TACHYON_ENC_POP_PUSH = 3,
+};
+
+/* Profiling modes as CPython numbers them; the config word holds mode + 1. */
+extern const char *const tachyon_mode_names[5];
+
+struct tachyon_header {
+	uint32_t magic;
+	uint32_t version;
+	uint8_t python[3];
+	uint64_t start_time_us;
+	uint64_t interval_us;
+	uint64_t sample_count;
+	uint32_t thread_count;
+	uint64_t string_table_offset;
+	uint64_t frame_table_offset;
+	uint32_t compression;
+	uint32_t config;
+};
+
+struct tachyon_stats {
+	double duration_sec;
+	double sample_rate;
+	double error_rate;
+	double missed_samples;
+	uint32_t present;
+};
+
+struct tachyon_footer {
+	uint32_t string_count;
+	uint32_t frame_count;
+	uint64_t file_size;
+};
+
+struct tachyon_frame_entry {
+	uint32_t file;
+	uint32_t func;
+	int32_t line;
+	int32_t end_line;
+	int32_t column;
+	int32_t end_column;
+	uint8_t opcode;
+};
+
+/* What the decoder hands out, one unit at a time. */
+enum tachyon_event_kind {
+	TACHYON_EV_FULL,
+	TACHYON_EV_SUFFIX,
+	TACHYON_EV_POP_PUSH,
+	TACHYON_EV_REPEAT,      /* a REPEAT record's head: count follows as REPEAT_ITEM events */
+	TACHYON_EV_REPEAT_ITEM, /* one sample of the current REPEAT group */
+};
+
+struct tachyon_thread {
+	uint64_t tid;
+	uint32_t iid;
+	uint64_t timestamp_us; /* start + this thread's deltas so far */
+	uint32_t depth;
+	uint32_t stack[TACHYON_MAX_DEPTH]; /* frame indices, innermost first */
+};
+
+struct tachyon_event {
+	enum tachyon_event_kind kind;
+	uint64_t at;          /* offset of the record in the decompressed sample data */
+	uint64_t tid;
+	uint32_t iid;
+	uint64_t delta;
+	uint8_t status;
+	uint64_t count;       /* FULL: depth; SUFFIX: shared; POP_PUSH: pop; REPEAT: count */
+	uint32_t new_count;   /* SUFFIX, POP_PUSH: frames in new_frames; FULL: depth */
+	const uint32_t *new_frames;
+	const struct tachyon_thread *thread; /* state after this event (not for REPEAT) */
+};
+
+struct tachyon_file;
+
+/*
+ * Map and validate a file: header, footer, tables, stats. On failure *out
+ * is still set when the header parsed (so a dump can show it) and errbuf
+ * holds one line. Returns 0 or negative errno.
+ */
+int tachyon_file_open(int fd, struct tachyon_file **out, char *errbuf, size_t errlen);
+void tachyon_file_close(struct tachyon_file *file);
+const struct tachyon_header *tachyon_file_header(const struct tachyon_file *file);
+/* NULL when the file has no stats block. */
+const struct tachyon_stats *tachyon_file_stats(const struct tachyon_file *file);
+const struct tachyon_footer *tachyon_file_footer(const struct tachyon_file *file);
+bool tachyon_file_swapped(const struct tachyon_file *file);
+/* Tables: valid only after tachyon_file_open returned 0. */
+const char *tachyon_file_string(const struct tachyon_file *file, uint32_t index, size_t *len);
+const struct tachyon_frame_entry *tachyon_file_frame(const struct tachyon_file *file,
+						     uint32_t index);
+/*
+ * Decode the next unit of the sample data. 1 and *event filled, 0 at a
+ * clean end (counts checked), negative errno with errbuf set on bad data.
+ */
+int tachyon_file_next(struct tachyon_file *file, struct tachyon_event *event, char *errbuf,
+		      size_t errlen);
+
+/*
+ * Print a Tachyon file as text, one line per record (see tachyon_dump.c).
+ * Returns 0, or negative errno with the reason in err after printing what
+ * decoded.
+ */
+int tachyon_dump(int fd, FILE *out, char *err, size_t errlen);
+
+#endif

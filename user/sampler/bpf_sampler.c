@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+#include "sampler/bpf_sampler.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "pyperf.skel.h"
+
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+#define CAP_SYS_ADMIN_BIT 21
+#define MAX_CPUS 4096
+
+struct bpf_sampler {
+	struct pyperf_bpf *skel;
+	struct ring_buffer *rings;        /* records + proc events, one epoll set */
+	int *perf_fds;                    /* one per online CPU, -1 where unused */
+	struct bpf_link **perf_links;
+	int perf_count;
+	struct bpf_link *exec_link;
+	struct bpf_link *exit_link;
+	struct bpf_link *fork_link;
+	int stats_fd;
+	/* The callbacks of the consume() call in progress. */
+	bpf_sampler_record_fn on_record;
+	bpf_sampler_proc_fn on_proc;
+	void *callback_ctx;
+	int callback_error;
+};
+
+/* libbpf's last warning, kept for the error message instead of printed. */
+static char last_libbpf_message[1024];
+
+static int keep_libbpf_message(enum libbpf_print_level level, const char *format, va_list args)
+{
+	if (getenv("PYBPFPROF_LIBBPF_DEBUG"))
+		return vfprintf(stderr, format, args);
+	if (level != LIBBPF_DEBUG)
+		vsnprintf(last_libbpf_message, sizeof(last_libbpf_message), format, args);
+	return 0;
+}
+
+const char *bpf_sampler_last_libbpf_message(void)
+{
+	return last_libbpf_message;
+}
+
+static int read_sysctl_u64(const char *path, uint64_t *value)
+{
+	FILE *file = fopen(path, "r");
+	int ok;
+
+	if (!file)
+		return -errno;
+	ok = fscanf(file, "%" SCNu64, value) == 1;
+	fclose(file);
+	return ok ? 0 : -EINVAL;
+}
+
+static int effective_caps(uint64_t *caps)
+{
+	FILE *file = fopen("/proc/self/status", "r");
+	char line[256];
+	int found = 0;
+
+	if (!file)
+		return -errno;
+	while (fgets(line, sizeof(line), file))
+		if (sscanf(line, "CapEff: %" SCNx64, caps) == 1) {
+			found = 1;
+			break;
+		}
+	fclose(file);
+	return found ? 0 : -ENOENT;
+}
+
+static int check_privileges(char *err, size_t errlen)
+{
+	uint64_t caps = 0;
+	uint64_t bpf_perfmon = (1ull << CAP_BPF_BIT) | (1ull << CAP_PERFMON_BIT);
+
+	if (geteuid() == 0)
+		return 0;
+	if (effective_caps(&caps) == 0 &&
+	    ((caps & bpf_perfmon) == bpf_perfmon || (caps & (1ull << CAP_SYS_ADMIN_BIT))))
+		return 0;
+	snprintf(err, errlen, "not permitted: run as root or with CAP_BPF and CAP_PERFMON");
+	return -EPERM;
+}
+
+static int check_kernel(const struct bpf_sampler_options *options, char *err, size_t errlen)
+{
+	uint64_t max_rate = 0;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		snprintf(err, errlen, "kernel has no BTF (/sys/kernel/btf/vmlinux missing): needs CONFIG_DEBUG_INFO_BTF");
+		return -ENOTSUP;
+	}
+	if (options->frequency_hz == 0) {
+		snprintf(err, errlen, "sampling frequency must be at least 1 Hz");
+		return -EINVAL;
+	}
+	if (read_sysctl_u64("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) == 0 &&
+	    options->frequency_hz > max_rate) {
+		snprintf(err, errlen, "frequency %u Hz is above kernel.perf_event_max_sample_rate (%" PRIu64 ")",
+			 options->frequency_hz, max_rate);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Parses a CPU list such as "0-3,8" into online[]; returns the highest CPU + 1. */
+static int online_cpus(bool online[MAX_CPUS])
+{
+	FILE *file = fopen("/sys/devices/system/cpu/online", "r");
+	char list[4096];
+	char *cursor;
+	int highest = 0;
+
+	if (!file)
+		return -errno;
+	if (!fgets(list, sizeof(list), file)) {
+		fclose(file);
+		return -EIO;
+	}
+	fclose(file);
+	memset(online, 0, MAX_CPUS * sizeof(online[0]));
+	for (cursor = list; *cursor && *cursor != '\n';) {
+		char *end;
+		long first = strtol(cursor, &end, 10), last = first;
+
+		if (end == cursor)
+			return -EINVAL;
+		if (*end == '-')
+			last = strtol(end + 1, &end, 10);
+		if (first < 0 || last >= MAX_CPUS || last < first)
+			return -EINVAL;
+		for (long cpu = first; cpu <= last; cpu++)
+			online[cpu] = true;
+		if (last + 1 > highest)
+			highest = (int)last + 1;
+		cursor = *end == ',' ? end + 1 : end;
+	}
+	return highest;
+}
+
+static size_t round_up_pow2(size_t bytes)
+{
+	size_t size = 4096;
+
+	while (size < bytes && size < ((size_t)1 << 30))
+		size <<= 1;
+	return size;
+}
+
+static int open_cpu_clock(int cpu, unsigned frequency_hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = frequency_hz,
+	};
+	long fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *err, size_t errlen)
+{
+	static bool online[MAX_CPUS];
+	int cpu_limit = online_cpus(online);
+
+	if (cpu_limit < 0) {
+		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online: %s", strerror(-cpu_limit));
+		return cpu_limit;
+	}
+	sampler->perf_fds = calloc((size_t)cpu_limit, sizeof(*sampler->perf_fds));
+	sampler->perf_links = calloc((size_t)cpu_limit, sizeof(*sampler->perf_links));
+	if (!sampler->perf_fds || !sampler->perf_links) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	sampler->perf_count = cpu_limit;
+	for (int cpu = 0; cpu < cpu_limit; cpu++)
+		sampler->perf_fds[cpu] = -1;
+	for (int cpu = 0; cpu < cpu_limit; cpu++) {
+		int fd, rc;
+
+		if (!online[cpu])
+			continue;
+		fd = open_cpu_clock(cpu, frequency_hz);
+		if (fd < 0) {
+			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu, frequency_hz,
+				 strerror(-fd));
+			return fd;
+		}
+		sampler->perf_fds[cpu] = fd;
+		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
+		rc = libbpf_get_error(sampler->perf_links[cpu]);
+		if (rc) {
+			sampler->perf_links[cpu] = NULL;
+			snprintf(err, errlen, "attaching the sampler to cpu %d: %s", cpu, strerror(-rc));
+			return rc;
+		}
+		/* The link closes the perf event when destroyed. */
+		sampler->perf_fds[cpu] = -1;
+	}
+	return 0;
+}
+
+static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, char *err, size_t errlen)
+{
+	int rc;
+
+	*link = bpf_program__attach(prog);
+	rc = libbpf_get_error(*link);
+	if (rc) {
+		*link = NULL;
+		snprintf(err, errlen, "attaching %s: %s", bpf_program__name(prog), strerror(-rc));
+	}
+	return rc;
+}
+
+static int on_ring_record(void *ctx, void *data, size_t size)
+{
+	struct bpf_sampler *sampler = ctx;
+	int rc;
+
+	if (size < sizeof(struct pbp_record) || !sampler->on_record)
+		return 0;
+	rc = sampler->on_record(sampler->callback_ctx, data, size);
+	if (rc < 0)
+		sampler->callback_error = rc;
+	return rc < 0 ? rc : 0;
+}
+
+static int on_ring_proc_event(void *ctx, void *data, size_t size)
+{
+	struct bpf_sampler *sampler = ctx;
+
+	if (size >= sizeof(struct pbp_proc_event) && sampler->on_proc)
+		sampler->on_proc(sampler->callback_ctx, data);
+	return 0;
+}
+
+static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
+			 char *err, size_t errlen)
+{
+	size_t ring_bytes = round_up_pow2(options->ringbuf_bytes ? options->ringbuf_bytes
+								  : BPF_SAMPLER_DEFAULT_RINGBUF_BYTES);
+	int rc;
+
+	sampler->skel = pyperf_bpf__open();
+	if (!sampler->skel) {
+		snprintf(err, errlen, "opening the BPF object: %s", strerror(errno));
+		return -errno ? -errno : -EINVAL;
+	}
+	sampler->skel->rodata->kernel_stacks = options->kernel_stacks;
+	sampler->skel->rodata->watch_exec = options->watch_exec;
+	sampler->skel->rodata->follow_forks = options->follow_forks;
+	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
+	rc = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
+	if (rc) {
+		snprintf(err, errlen, "sizing the ring buffer to %zu bytes: %s", ring_bytes, strerror(-rc));
+		return rc;
+	}
+	rc = pyperf_bpf__load(sampler->skel);
+	if (rc) {
+		snprintf(err, errlen, "loading the BPF programs: %s (%s)", strerror(-rc), last_libbpf_message);
+		return rc;
+	}
+	return 0;
+}
+
+static int open_rings(struct bpf_sampler *sampler, char *err, size_t errlen)
+{
+	int rc;
+
+	sampler->rings = ring_buffer__new(bpf_map__fd(sampler->skel->maps.events), on_ring_record, sampler, NULL);
+	if (!sampler->rings) {
+		rc = -errno;
+		snprintf(err, errlen, "opening the record ring buffer: %s", strerror(-rc));
+		return rc;
+	}
+	rc = ring_buffer__add(sampler->rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event,
+			      sampler);
+	if (rc) {
+		snprintf(err, errlen, "opening the process-event ring buffer: %s", strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options, char *err, size_t errlen)
+{
+	struct bpf_sampler *sampler;
+	int rc;
+
+	*out = NULL;
+	rc = check_privileges(err, errlen);
+	if (rc)
+		return rc;
+	rc = check_kernel(options, err, errlen);
+	if (rc)
+		return rc;
+	sampler = calloc(1, sizeof(*sampler));
+	if (!sampler) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	sampler->stats_fd = -1;
+	libbpf_set_print(keep_libbpf_message);
+	rc = load_programs(sampler, options, err, errlen);
+	if (!rc)
+		rc = open_rings(sampler, err, errlen);
+	if (!rc)
+		rc = attach_tracepoint(sampler->skel->progs.pbp_exec, &sampler->exec_link, err, errlen);
+	if (!rc)
+		rc = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, err, errlen);
+	if (!rc && options->follow_forks)
+		rc = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, err, errlen);
+	if (!rc)
+		rc = attach_perf_events(sampler, options->frequency_hz, err, errlen);
+	if (rc) {
+		bpf_sampler_close(sampler);
+		return rc;
+	}
+	*out = sampler;
+	return 0;
+}
+
+/* The identity fields BPF copies from each code object in one read of at most 128 bytes. */
+static bool code_identity_fits(const struct py_offsets *off)
+{
+	const uint32_t fields[] = { off->code_argcount, off->code_firstlineno, off->code_filename, off->code_name };
+	uint32_t low = UINT32_MAX, high = 0;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i] == PY_OFF_NONE)
+			return false;
+		low = fields[i] < low ? fields[i] : low;
+		high = fields[i] > high ? fields[i] : high;
+	}
+	return high - low + 8 <= 128;
+}
+
+/* BPF reads frame fields from a copy of frame_read_size (<= 256) bytes with masked offsets:
+ * an offset outside the copy would read the wrong bytes, so refuse it here. */
+static bool frame_layout_fits(const struct py_offsets *off)
+{
+	uint32_t size = off->frame_read_size;
+
+	return size > 0 && size <= 256 && off->frame_previous + 8 <= size && off->frame_code + 8 <= size &&
+	       off->frame_lasti + (off->lasti_kind == PY_LASTI_PTR ? 8u : 4u) <= size &&
+	       (off->frame_owner == PY_OFF_NONE || off->frame_owner < size) && code_identity_fits(off);
+}
+
+int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config)
+{
+	struct py_proc_config pending = { .flags = PY_PROC_PENDING };
+	uint32_t key = (uint32_t)tgid;
+
+	if (config && !(config->flags & PY_PROC_PENDING) && !frame_layout_fits(&config->off))
+		return -EINVAL;
+	if (bpf_map__update_elem(sampler->skel->maps.proc_configs, &key, sizeof(key), config ? config : &pending,
+				 sizeof(pending), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid)
+{
+	uint32_t key = (uint32_t)tgid;
+
+	if (bpf_map__delete_elem(sampler->skel->maps.proc_configs, &key, sizeof(key), 0))
+		return -errno;
+	return 0;
+}
+
+int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,
+			bpf_sampler_proc_fn on_proc, void *ctx)
+{
+	int consumed;
+
+	sampler->on_record = on_record;
+	sampler->on_proc = on_proc;
+	sampler->callback_ctx = ctx;
+	sampler->callback_error = 0;
+	consumed = ring_buffer__consume(sampler->rings);
+	sampler->on_record = NULL;
+	sampler->on_proc = NULL;
+	sampler->callback_ctx = NULL;
+	if (sampler->callback_error)
+		return sampler->callback_error;
+	return consumed;
+}
+
+int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms)
+{
+	struct epoll_event event;
+	int ready = epoll_wait(ring_buffer__epoll_fd(sampler->rings), &event, 1, timeout_ms);
+
+	if (ready < 0)
+		return errno == EINTR ? 0 : -errno;
+	return ready;
+}
+
+int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX])
+{
+	int cpus = libbpf_num_possible_cpus();
+	uint64_t *per_cpu;
+
+	if (cpus <= 0)
+		return cpus < 0 ? cpus : -EINVAL;
+	per_cpu = calloc((size_t)cpus, sizeof(*per_cpu));
+	if (!per_cpu)
+		return -ENOMEM;
+	for (uint32_t counter = 0; counter < PBP_CNT_MAX; counter++) {
+		totals[counter] = 0;
+		if (bpf_map__lookup_elem(sampler->skel->maps.counters, &counter, sizeof(counter), per_cpu,
+					 (size_t)cpus * sizeof(*per_cpu), 0)) {
+			int rc = -errno;
+
+			free(per_cpu);
+			return rc;
+		}
+		for (int cpu = 0; cpu < cpus; cpu++)
+			totals[counter] += per_cpu[cpu];
+	}
+	free(per_cpu);
+	return 0;
+}
+
+int bpf_sampler_enable_stats(struct bpf_sampler *sampler)
+{
+	if (sampler->stats_fd >= 0)
+		return 0;
+	sampler->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	return sampler->stats_fd < 0 ? -errno : 0;
+}
+
+int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, uint64_t *run_count)
+{
+	struct bpf_prog_info info;
+	uint32_t info_len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(sampler->skel->progs.pbp_sample), &info, &info_len))
+		return -errno;
+	*run_time_ns = info.run_time_ns;
+	*run_count = info.run_cnt;
+	return 0;
+}
+
+void bpf_sampler_close(struct bpf_sampler *sampler)
+{
+	if (!sampler)
+		return;
+	for (int cpu = 0; cpu < sampler->perf_count; cpu++) {
+		bpf_link__destroy(sampler->perf_links[cpu]);
+		if (sampler->perf_fds[cpu] >= 0)
+			close(sampler->perf_fds[cpu]);
+	}
+	free(sampler->perf_links);
+	free(sampler->perf_fds);
+	bpf_link__destroy(sampler->exec_link);
+	bpf_link__destroy(sampler->exit_link);
+	bpf_link__destroy(sampler->fork_link);
+	ring_buffer__free(sampler->rings);
+	if (sampler->stats_fd >= 0)
+		close(sampler->stats_fd);
+	pyperf_bpf__destroy(sampler->skel);
+	free(sampler);
+}

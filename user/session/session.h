@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One profiling run: the targets (-p pids, a launched command, or every
+ * Python process), the BPF sampler, the output files, signals, the status
+ * line, and how the run ends — always with complete, valid output files.
+ */
+#ifndef PYBPFPROF_SESSION_H
+#define PYBPFPROF_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "profile/profile.h"
+
+#define SESSION_MAX_OUTPUTS 8
+#define SESSION_MAX_PIDS 64
+
+struct session_output {
+	const char *path;
+	enum pf_format format;
+};
+
+struct session_options {
+	pid_t pids[SESSION_MAX_PIDS];
+	size_t pid_count;
+	char **command;            /* NULL-terminated argv of the command to launch, or NULL */
+	unsigned frequency_hz;
+	double duration_s;         /* 0: until Ctrl-C, SIGTERM, or every target has exited */
+	bool kernel_stacks;
+	bool native_frames;      /* name the native function of samples outside the interpreter */
+	bool children;             /* -p: also profile processes the targets fork */
+	bool quiet;
+	bool bpf_stats;            /* report BPF run time per sample at the end */
+	int compression_level;     /* Tachyon zstd level, 0 = none */
+	size_t ringbuf_bytes;      /* 0 = the sampler's default */
+	struct session_output outputs[SESSION_MAX_OUTPUTS];
+	size_t output_count;
+};
+
+/* Runs to the end; returns the process exit status (the launched command's, in launch mode). */
+int session_run(const struct session_options *options);
+
+#endif

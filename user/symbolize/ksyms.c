@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+#include "symbolize/ksyms.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ksym {
+	uint64_t addr;
+	uint32_t name;    /* offset into names */
+	uint32_t module;  /* offset into names, UINT32_MAX for the core kernel */
+};
+
+struct ksyms {
+	struct ksym *syms;
+	size_t count, capacity;
+	char *names;
+	size_t names_len, names_capacity;
+};
+
+#define NO_MODULE UINT32_MAX
+
+static int grow(void **data, size_t *capacity, size_t needed, size_t item)
+{
+	size_t next = *capacity ? *capacity : 4096;
+	void *bigger;
+
+	if (needed <= *capacity)
+		return 0;
+	while (next < needed)
+		next *= 2;
+	bigger = realloc(*data, next * item);
+	if (!bigger)
+		return -ENOMEM;
+	*data = bigger;
+	*capacity = next;
+	return 0;
+}
+
+static int intern_name(struct ksyms *ksyms, const char *name, uint32_t *offset)
+{
+	size_t len = strlen(name) + 1;
+
+	if (ksyms->names_len + len > UINT32_MAX - 1)
+		return -E2BIG;
+	if (grow((void **)&ksyms->names, &ksyms->names_capacity, ksyms->names_len + len, 1))
+		return -ENOMEM;
+	memcpy(ksyms->names + ksyms->names_len, name, len);
+	*offset = (uint32_t)ksyms->names_len;
+	ksyms->names_len += len;
+	return 0;
+}
+
+/* Code symbols only: data symbols would swallow text addresses between them. */
+static int is_code_type(char type)
+{
+	return type == 't' || type == 'T' || type == 'w' || type == 'W';
+}
+
+static int add_line(struct ksyms *ksyms, const char *line, uint32_t *last_module)
+{
+	char name[512], module[128];
+	uint64_t addr;
+	char type;
+	struct ksym *sym;
+	int fields = sscanf(line, "%" SCNx64 " %c %511s [%127[^]]]", &addr, &type, name, module);
+
+	if (fields < 3 || !is_code_type(type))
+		return 0;
+	if (grow((void **)&ksyms->syms, &ksyms->capacity, ksyms->count + 1, sizeof(*ksyms->syms)))
+		return -ENOMEM;
+	sym = &ksyms->syms[ksyms->count];
+	sym->addr = addr;
+	sym->module = NO_MODULE;
+	if (intern_name(ksyms, name, &sym->name))
+		return -ENOMEM;
+	if (fields == 4) {
+		/* Modules' symbols come grouped: share one copy of the name. */
+		if (*last_module == NO_MODULE || strcmp(ksyms->names + *last_module, module) != 0) {
+			if (intern_name(ksyms, module, last_module))
+				return -ENOMEM;
+		}
+		sym->module = *last_module;
+	}
+	ksyms->count++;
+	return 0;
+}
+
+static int by_address(const void *a, const void *b)
+{
+	const struct ksym *left = a, *right = b;
+
+	return left->addr < right->addr ? -1 : left->addr > right->addr;
+}
+
+static int all_zero(const struct ksyms *ksyms)
+{
+	for (size_t i = 0; i < ksyms->count; i++)
+		if (ksyms->syms[i].addr)
+			return 0;
+	return 1;
+}
+
+int ksyms_load_file(struct ksyms **out, const char *path, char *err, size_t errlen)
+{
+	struct ksyms *ksyms;
+	uint32_t last_module = NO_MODULE;
+	char line[1024];
+	FILE *file;
+	int rc = 0;
+
+	*out = NULL;
+	file = fopen(path, "r");
+	if (!file) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	ksyms = calloc(1, sizeof(*ksyms));
+	if (!ksyms) {
+		fclose(file);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	while (rc == 0 && fgets(line, sizeof(line), file))
+		rc = add_line(ksyms, line, &last_module);
+	fclose(file);
+	if (rc) {
+		snprintf(err, errlen, "reading %s: %s", path, strerror(-rc));
+		ksyms_free(ksyms);
+		return rc;
+	}
+	if (ksyms->count == 0 || all_zero(ksyms)) {
+		snprintf(err, errlen, "%s shows no kernel addresses (%s): kernel stacks cannot be named; "
+			 "run as root or lower kernel.kptr_restrict", path,
+			 ksyms->count ? "all are 0" : "no code symbols");
+		ksyms_free(ksyms);
+		return -EPERM;
+	}
+	qsort(ksyms->syms, ksyms->count, sizeof(*ksyms->syms), by_address);
+	*out = ksyms;
+	return 0;
+}
+
+int ksyms_load(struct ksyms **out, char *err, size_t errlen)
+{
+	return ksyms_load_file(out, "/proc/kallsyms", err, errlen);
+}
+
+const char *ksyms_resolve(const struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module)
+{
+	size_t low = 0, high = ksyms->count;
+	const struct ksym *sym;
+
+	/* Find the last symbol with sym.addr <= addr. */
+	while (low < high) {
+		size_t mid = low + (high - low) / 2;
+
+		if (ksyms->syms[mid].addr <= addr)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	if (low == 0)
+		return NULL;
+	sym = &ksyms->syms[low - 1];
+	if (offset)
+		*offset = addr - sym->addr;
+	if (module)
+		*module = sym->module == NO_MODULE ? NULL : ksyms->names + sym->module;
+	return ksyms->names + sym->name;
+}
+
+size_t ksyms_count(const struct ksyms *ksyms)
+{
+	return ksyms->count;
+}
+
+void ksyms_free(struct ksyms *ksyms)
+{
+	if (!ksyms)
+		return;
+	free(ksyms->syms);
+	free(ksyms->names);
+	free(ksyms);
+}

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+#include "symbolize/sample_resolve.h"
+
+#include "symbolize/ksyms.h"
+#include "symbolize/symbolize_native.h"
+#include "symbolize/symbolize_py.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct pf_frame invalid_frame = {
+	.kind = PF_FRAME_INVALID, .file = "", .name = "",
+	.line = -1, .end_line = -1, .column = -1, .end_column = -1, .opcode = -1,
+};
+
+int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
+			 uint64_t period_us)
+{
+	memset(resolver, 0, sizeof(*resolver));
+	resolver->python = pysym_cache_new();
+	if (!resolver->python)
+		return -ENOMEM;
+	resolver->kernel = kernel;
+	resolver->period_us = period_us;
+	intern_init(&resolver->kernel_names);
+	intern_init(&resolver->kernel_addresses);
+	return 0;
+}
+
+void sample_resolver_free(struct sample_resolver *resolver)
+{
+	pysym_cache_free(resolver->python);
+	intern_free(&resolver->kernel_names);
+	intern_free(&resolver->kernel_addresses);
+	free(resolver->kernel_name_of);
+	resolver->kernel_name_of = NULL;
+	resolver->python = NULL;
+}
+
+/* Kernel symbol text, interned so the frame's name outlives this sample. */
+static const char *name_kernel_address(struct sample_resolver *resolver, uint64_t address)
+{
+	const char *module = NULL, *symbol = NULL;
+	uint64_t offset = 0;
+	char text[512];
+	int64_t id;
+
+	if (resolver->kernel)
+		symbol = ksyms_resolve(resolver->kernel, address, &offset, &module);
+	if (symbol && module && *module)
+		snprintf(text, sizeof(text), "%s [%s]", symbol, module);
+	else if (symbol)
+		snprintf(text, sizeof(text), "%s", symbol);
+	else
+		snprintf(text, sizeof(text), "0x%" PRIx64, address);
+	id = intern_add(&resolver->kernel_names, text, strlen(text), NULL);
+	if (id < 0)
+		return "<kernel>";
+	return intern_key(&resolver->kernel_names, (uint32_t)id, NULL);
+}
+
+/* The same few kernel addresses recur in every sample: name each once. */
+static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t address)
+{
+	size_t known = intern_count(&resolver->kernel_addresses);
+	bool is_new;
+	int64_t id;
+
+	/* Room for one more name first, so an address is never known without its name. */
+	if (known >= resolver->kernel_name_capacity) {
+		size_t capacity = resolver->kernel_name_capacity ? resolver->kernel_name_capacity * 2 : 256;
+		const char **names = realloc(resolver->kernel_name_of, capacity * sizeof(*names));
+
+		if (!names)
+			return "<kernel>";
+		resolver->kernel_name_of = names;
+		resolver->kernel_name_capacity = capacity;
+	}
+	id = intern_add(&resolver->kernel_addresses, &address, sizeof(address), &is_new);
+	if (id < 0)
+		return "<kernel>";
+	if (is_new)
+		resolver->kernel_name_of[id] = name_kernel_address(resolver, address);
+	return resolver->kernel_name_of[id];
+}
+
+static void python_frame(struct sample_resolver *resolver, pid_t pid,
+			 const struct py_target *python, const struct pbp_py_frame *raw,
+			 struct pf_frame *frame, bool *incomplete)
+{
+	int err = -ENOENT;
+
+	if (python)
+		err = pysym_resolve(resolver->python, pid, &python->config, raw->code_addr,
+				    raw->checksum, raw->instr_offset, frame);
+	if (err == 0)
+		return;
+	resolver->unresolved_frames++;
+	if (err == -ESTALE)
+		resolver->stale_frames++;
+	*frame = (struct pf_frame){ .kind = PF_FRAME_PYTHON, .file = "<unknown>",
+				    .name = "<unresolved>", .line = -1, .end_line = -1,
+				    .column = -1, .end_column = -1, .opcode = -1 };
+	*incomplete = true;
+}
+
+static uint32_t status_of(const struct pbp_record *record)
+{
+	/* cpu-clock only fires on a running task: every sample was on CPU. */
+	uint32_t status = PF_STATUS_ON_CPU;
+
+	if (record->flags & PBP_REC_HAS_GIL)
+		status |= PF_STATUS_HAS_GIL;
+	if (record->tid == record->pid)
+		status |= PF_STATUS_MAIN_THREAD;
+	if (record->flags & PBP_REC_NO_TSTATE)
+		status |= PF_STATUS_UNKNOWN;
+	return status;
+}
+
+int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+		   const struct py_target *python, struct pf_sample *sample)
+{
+	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
+	const uint64_t *kernel_ips;
+	size_t needed = sizeof(*record), count = 0, first_python;
+	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
+
+	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
+	    record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES) {
+		resolver->bad_records++;
+		return -EINVAL;
+	}
+	needed += (size_t)record->py_frame_count * sizeof(*py_frames) +
+		  (size_t)record->kernel_frame_count * sizeof(uint64_t);
+	if (size < needed) {
+		resolver->bad_records++;
+		return -EINVAL;
+	}
+	kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count);
+
+	/* Slot 0 is kept for the invalid marker; filled in once we know. */
+	first_python = 1;
+	count = first_python;
+	/* The record is leaf first; the model is root first. */
+	for (size_t i = record->py_frame_count; i-- > 0;)
+		python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
+			     &resolver->frames[count++], &incomplete);
+	/* A sample that landed in native code outside the interpreter (an extension, libc)
+	 * says where; inside the interpreter the Python frames already do. */
+	if (record->user_ip && resolver->native && python &&
+	    nativesym_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
+			      &resolver->frames[count]) > 0) {
+		count++;
+		resolver->native_frames++;
+	}
+	for (size_t i = record->kernel_frame_count; i-- > 0;) {
+		struct pf_frame *frame = &resolver->frames[count++];
+
+		*frame = (struct pf_frame){ .kind = PF_FRAME_KERNEL, .file = "",
+					    .name = kernel_frame_name(resolver, kernel_ips[i]),
+					    .line = -1, .end_line = -1, .column = -1,
+					    .end_column = -1, .opcode = -1 };
+	}
+	resolver->frames[0] = invalid_frame;
+	*sample = (struct pf_sample){
+		.pid = record->pid,
+		.iid = record->interp_id,
+		.tid = record->tid,
+		.timestamp_us = record->time_ns / 1000,
+		.status = status_of(record),
+		.metrics = PF_METRIC_TIME,
+		.time_us = resolver->period_us,
+		.frame_count = incomplete ? count : count - first_python,
+		.frames = incomplete ? resolver->frames : resolver->frames + first_python,
+	};
+	return 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Names a user-space address of a target: which file it is in (from
+ * /proc/PID/maps) and which function (from that file's ELF symbols, read
+ * once per file with libelf). It serves the native leaf frame of a sample
+ * that landed outside the interpreter: a C extension, libc, libz.
+ */
+#ifndef PYBPFPROF_SYMBOLIZE_NATIVE_H
+#define PYBPFPROF_SYMBOLIZE_NATIVE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile/profile.h"
+
+struct nativesym;
+
+struct nativesym *nativesym_new(void);
+void nativesym_free(struct nativesym *symbolizer);
+/* The process is gone, or exec'd: its mappings no longer hold. */
+void nativesym_forget_pid(struct nativesym *symbolizer, pid_t pid);
+/*
+ * 1 with *frame filled (kind native; name the function, or "[libfoo.so.1]" when no symbol
+ * covers ip; file the mapped file as the target sees it), 0 when ip is in skip_path (the
+ * interpreter itself, which the Python frames already describe) or outside every file
+ * mapping (anonymous memory, [vdso]) or in a process whose maps cannot be read (they are
+ * read again at most every 100 ms), -ENOMEM.
+ * The frame's strings live as long as the symbolizer.
+ */
+int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
+		      struct pf_frame *frame);
+
+#endif

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: MIT */
+#include "symbolize/symbolize_py.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/py_linetable.h"
+#include "target/target_mem.h"
+#include "util/intern.h"
+
+/* A code object as read once from one process; status -ESTALE remembers a reused address. */
+struct code_entry {
+	uint64_t code_addr;
+	pid_t pid;
+	uint32_t checksum;
+	int status;
+	unsigned major, minor;
+	int32_t firstlineno;
+	const char *file; /* in cache->strings */
+	const char *name;
+	uint8_t *linetable;
+	size_t linetable_len;
+	bool linetable_missing; /* too large to read: lines unknown */
+};
+
+/* One decoded (code object, raw offset): what a hit returns without further work. */
+struct frame_slot {
+	uint64_t code_addr;
+	pid_t pid;
+	uint32_t checksum;
+	uint32_t instr_offset;
+	bool used;
+	const struct code_entry *code;
+	struct py_location location;
+};
+
+/* Decoded frames kept before the table starts over (code objects are kept). */
+#define PYSYM_MAX_FRAME_SLOTS (1u << 20)
+#define PYSYM_INITIAL_CAPACITY 1024u
+/* The code object's fields lie within this many bytes of its start in every layout. */
+#define PYSYM_MAX_CODE_READ 1024u
+
+struct pysym_cache {
+	struct code_entry **codes; /* open addressing; NULL = empty */
+	size_t codes_capacity;
+	size_t codes_count;
+	struct frame_slot *frames; /* open addressing */
+	size_t frames_capacity;
+	size_t frames_count;
+	struct intern_table strings; /* NUL-terminated file and function names */
+	struct pysym_stats stats;
+};
+
+static uint64_t mix64(uint64_t value)
+{
+	value ^= value >> 33;
+	value *= 0xff51afd7ed558ccdull;
+	value ^= value >> 33;
+	value *= 0xc4ceb9fe1a85ec53ull;
+	value ^= value >> 33;
+	return value;
+}
+
+static uint64_t code_hash(pid_t pid, uint64_t code_addr, uint32_t checksum)
+{
+	return mix64(code_addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(uint32_t)pid << 32 | checksum));
+}
+
+static uint64_t frame_hash(pid_t pid, uint64_t code_addr, uint32_t checksum, uint32_t instr_offset)
+{
+	return mix64(code_hash(pid, code_addr, checksum) ^ instr_offset);
+}
+
+struct pysym_cache *pysym_cache_new(void)
+{
+	struct pysym_cache *cache = calloc(1, sizeof(*cache));
+
+	if (!cache)
+		return NULL;
+	cache->codes = calloc(PYSYM_INITIAL_CAPACITY, sizeof(*cache->codes));
+	cache->frames = calloc(PYSYM_INITIAL_CAPACITY, sizeof(*cache->frames));
+	if (!cache->codes || !cache->frames) {
+		free(cache->codes);
+		free(cache->frames);
+		free(cache);
+		return NULL;
+	}
+	cache->codes_capacity = PYSYM_INITIAL_CAPACITY;
+	cache->frames_capacity = PYSYM_INITIAL_CAPACITY;
+	intern_init(&cache->strings);
+	return cache;
+}
+
+static void code_entry_free(struct code_entry *entry)
+{
+	if (entry) {
+		free(entry->linetable);
+		free(entry);
+	}
+}
+
+void pysym_cache_free(struct pysym_cache *cache)
+{
+	if (!cache)
+		return;
+	for (size_t i = 0; i < cache->codes_capacity; i++)
+		code_entry_free(cache->codes[i]);
+	free(cache->codes);
+	free(cache->frames);
+	intern_free(&cache->strings);
+	free(cache);
+}
+
+void pysym_cache_stats(const struct pysym_cache *cache, struct pysym_stats *stats)
+{
+	*stats = cache->stats;
+}
+
+/* --- the code object table --- */
+
+static struct code_entry *find_code(const struct pysym_cache *cache, pid_t pid, uint64_t code_addr,
+				    uint32_t checksum)
+{
+	size_t mask = cache->codes_capacity - 1;
+
+	for (size_t i = code_hash(pid, code_addr, checksum) & mask, probes = 0; probes <= mask;
+	     i = (i + 1) & mask, probes++) {
+		struct code_entry *entry = cache->codes[i];
+
+		if (!entry)
+			return NULL;
+		if (entry->code_addr == code_addr && entry->pid == pid && entry->checksum == checksum)
+			return entry;
+	}
+	return NULL;
+}
+
+static void place_code(struct code_entry **codes, size_t capacity, struct code_entry *entry)
+{
+	size_t mask = capacity - 1;
+	size_t i = code_hash(entry->pid, entry->code_addr, entry->checksum) & mask;
+
+	while (codes[i])
+		i = (i + 1) & mask;
+	codes[i] = entry;
+}
+
+/* Rebuild at capacity, keeping entries not of drop_pid (0 keeps all); dropped entries are freed. */
+static int rebuild_codes(struct pysym_cache *cache, size_t capacity, pid_t drop_pid)
+{
+	struct code_entry **codes = calloc(capacity, sizeof(*codes));
+	size_t count = 0;
+
+	if (!codes)
+		return -ENOMEM;
+	for (size_t i = 0; i < cache->codes_capacity; i++) {
+		struct code_entry *entry = cache->codes[i];
+
+		if (!entry)
+			continue;
+		if (drop_pid && entry->pid == drop_pid) {
+			code_entry_free(entry);
+			continue;
+		}
+		place_code(codes, capacity, entry);
+		count++;
+	}
+	free(cache->codes);
+	cache->codes = codes;
+	cache->codes_capacity = capacity;
+	cache->codes_count = count;
+	return 0;
+}
+
+static int add_code(struct pysym_cache *cache, struct code_entry *entry)
+{
+	if ((cache->codes_count + 1) * 2 > cache->codes_capacity) {
+		int rc = rebuild_codes(cache, cache->codes_capacity * 2, 0);
+
+		if (rc < 0)
+			return rc;
+	}
+	place_code(cache->codes, cache->codes_capacity, entry);
+	cache->codes_count++;
+	return 0;
+}
+
+/* --- the decoded frame table --- */
+
+static struct frame_slot *find_frame(const struct pysym_cache *cache, pid_t pid, uint64_t code_addr,
+				     uint32_t checksum, uint32_t instr_offset)
+{
+	size_t mask = cache->frames_capacity - 1;
+
+	for (size_t i = frame_hash(pid, code_addr, checksum, instr_offset) & mask, probes = 0; probes <= mask;
+	     i = (i + 1) & mask, probes++) {
+		struct frame_slot *slot = &cache->frames[i];
+
+		if (!slot->used)
+			return NULL;
+		if (slot->code_addr == code_addr && slot->instr_offset == instr_offset && slot->pid == pid &&
+		    slot->checksum == checksum)
+			return slot;
+	}
+	return NULL;
+}
+
+static void place_frame(struct frame_slot *frames, size_t capacity, const struct frame_slot *slot)
+{
+	size_t mask = capacity - 1;
+	size_t i = frame_hash(slot->pid, slot->code_addr, slot->checksum, slot->instr_offset) & mask;
+
+	while (frames[i].used)
+		i = (i + 1) & mask;
+	frames[i] = *slot;
+}
+
+static int rebuild_frames(struct pysym_cache *cache, size_t capacity, pid_t drop_pid)
+{
+	struct frame_slot *frames = calloc(capacity, sizeof(*frames));
+	size_t count = 0;
+
+	if (!frames)
+		return -ENOMEM;
+	for (size_t i = 0; i < cache->frames_capacity; i++) {
+		const struct frame_slot *slot = &cache->frames[i];
+
+		if (!slot->used || (drop_pid && slot->pid == drop_pid))
+			continue;
+		place_frame(frames, capacity, slot);
+		count++;
+	}
+	free(cache->frames);
+	cache->frames = frames;
+	cache->frames_capacity = capacity;
+	cache->frames_count = count;
+	return 0;
+}
+
+static int add_frame(struct pysym_cache *cache, const struct frame_slot *slot)
+{
+	if (cache->frames_count >= PYSYM_MAX_FRAME_SLOTS) {
+		/* Bounded memory: decoded locations are cheap to recompute from the kept code objects. */
+		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
+		cache->frames_count = 0;
+	}
+	if ((cache->frames_count + 1) * 2 > cache->frames_capacity) {
+		int rc = rebuild_frames(cache, cache->frames_capacity * 2, 0);
+
+		if (rc < 0)
+			return rc;
+	}
+	place_frame(cache->frames, cache->frames_capacity, slot);
+	cache->frames_count++;
+	return 0;
+}
+
+void pysym_forget_pid(struct pysym_cache *cache, pid_t pid)
+{
+	/* Frame slots point at code entries: drop them first. On ENOMEM keep the old tables and
+	 * clear what points at the pid instead, so nothing dangles. */
+	if (rebuild_frames(cache, cache->frames_capacity, pid) < 0) {
+		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
+		cache->frames_count = 0;
+	}
+	if (rebuild_codes(cache, cache->codes_capacity, pid) < 0) {
+		for (size_t i = 0; i < cache->codes_capacity; i++) {
+			if (cache->codes[i] && cache->codes[i]->pid == pid)
+				cache->codes[i]->pid = 0; /* no target has pid 0: unreachable, freed with the cache */
+		}
+	}
+}
+
+/* --- reading the target --- */
+
+static const char *intern_string(struct pysym_cache *cache, const char *text, size_t len)
+{
+	int64_t id;
+	size_t stored_len;
+
+	/* The NUL is part of the key so that the stored copy is a C string. */
+	id = intern_add(&cache->strings, text, len + 1, NULL);
+	if (id < 0)
+		return NULL;
+	return intern_key(&cache->strings, (uint32_t)id, &stored_len);
+}
+
+static size_t utf8_encode(uint32_t code_point, char *out)
+{
+	if (code_point >= 0xd800 && code_point <= 0xdfff)
+		code_point = 0xfffd; /* a lone surrogate has no UTF-8 form */
+	if (code_point < 0x80) {
+		out[0] = (char)code_point;
+		return 1;
+	}
+	if (code_point < 0x800) {
+		out[0] = (char)(0xc0 | code_point >> 6);
+		out[1] = (char)(0x80 | (code_point & 0x3f));
+		return 2;
+	}
+	if (code_point < 0x10000) {
+		out[0] = (char)(0xe0 | code_point >> 12);
+		out[1] = (char)(0x80 | ((code_point >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (code_point & 0x3f));
+		return 3;
+	}
+	if (code_point > 0x10ffff)
+		return utf8_encode(0xfffd, out);
+	out[0] = (char)(0xf0 | code_point >> 18);
+	out[1] = (char)(0x80 | ((code_point >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((code_point >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (code_point & 0x3f));
+	return 4;
+}
+
+/* PEP 393 state bits. */
+#define UNICODE_KIND(state) (((state) >> 2) & 7u)
+#define UNICODE_COMPACT(state) (((state) >> 5) & 1u)
+#define UNICODE_ASCII(state) (((state) >> 6) & 1u)
+
+static int read_header_field(pid_t pid, uint64_t addr, uint32_t offset, void *value, size_t len)
+{
+	if (offset == PY_OFF_NONE)
+		return -EINVAL;
+	return target_read(pid, addr + offset, value, len);
+}
+
+/* A 3.x str as UTF-8 into a malloc'd buffer (*text, *len). */
+static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, char **text, size_t *len)
+{
+	uint32_t state, kind;
+	int64_t length;
+	uint64_t data_offset;
+	uint8_t *raw;
+	char *utf8;
+	size_t out_len = 0;
+	int rc;
+
+	rc = read_header_field(pid, addr, off->unicode_state, &state, sizeof(state));
+	if (rc == 0)
+		rc = read_header_field(pid, addr, off->unicode_length, &length, sizeof(length));
+	if (rc < 0)
+		return rc;
+	kind = UNICODE_KIND(state);
+	if (length < 0 || !UNICODE_COMPACT(state) || (kind != 1 && kind != 2 && kind != 4))
+		return -EINVAL;
+	if (UNICODE_ASCII(state) && kind != 1)
+		return -EINVAL;
+	data_offset = UNICODE_ASCII(state) ? off->unicode_ascii_data : off->unicode_compact_data;
+	if (data_offset == PY_OFF_NONE)
+		return -EINVAL;
+	if ((uint64_t)length > PYSYM_MAX_STRING_CHARS)
+		length = PYSYM_MAX_STRING_CHARS;
+	raw = malloc((size_t)length * kind + 1);
+	utf8 = malloc((size_t)length * 4 + 1);
+	if (!raw || !utf8) {
+		free(raw);
+		free(utf8);
+		return -ENOMEM;
+	}
+	rc = target_read(pid, addr + data_offset, raw, (size_t)length * kind);
+	for (int64_t i = 0; rc == 0 && i < length; i++) {
+		uint32_t code_point;
+
+		if (kind == 1) {
+			code_point = raw[i];
+		} else if (kind == 2) {
+			uint16_t unit;
+
+			memcpy(&unit, raw + i * 2, sizeof(unit));
+			code_point = unit;
+		} else {
+			memcpy(&code_point, raw + i * 4, sizeof(code_point));
+		}
+		out_len += utf8_encode(code_point, utf8 + out_len);
+	}
+	free(raw);
+	if (rc < 0) {
+		free(utf8);
+		return rc;
+	}
+	utf8[out_len] = 0;
+	*text = utf8;
+	*len = out_len;
+	return 0;
+}
+
+/* A bytes object (2.7 str) into a malloc'd buffer, NUL-terminated; at most max_len bytes. */
+static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, size_t max_len, bool truncate,
+		      uint8_t **data, size_t *len)
+{
+	int64_t size;
+	uint8_t *buffer;
+	int rc;
+
+	rc = read_header_field(pid, addr, off->bytes_size, &size, sizeof(size));
+	if (rc < 0)
+		return rc;
+	if (off->bytes_data == PY_OFF_NONE || size < 0)
+		return -EINVAL;
+	if ((uint64_t)size > max_len) {
+		if (!truncate)
+			return -E2BIG;
+		size = (int64_t)max_len;
+	}
+	buffer = malloc((size_t)size + 1);
+	if (!buffer)
+		return -ENOMEM;
+	rc = target_read(pid, addr + off->bytes_data, buffer, (size_t)size);
+	if (rc < 0) {
+		free(buffer);
+		return rc;
+	}
+	buffer[size] = 0;
+	*data = buffer;
+	*len = (size_t)size;
+	return 0;
+}
+
+/* A name or file name, interned in the cache. */
+static int read_name(struct pysym_cache *cache, pid_t pid, const struct py_offsets *off, uint64_t addr,
+		     const char **out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (off->string_kind == PY_STRING_UNICODE)
+		rc = read_unicode(pid, off, addr, &text, &len);
+	else
+		rc = read_bytes(pid, off, addr, PYSYM_MAX_STRING_CHARS, true, (uint8_t **)&text, &len);
+	if (rc < 0)
+		return rc;
+	*out = intern_string(cache, text, strlen(text)); /* an embedded NUL ends the name */
+	free(text);
+	return *out ? 0 : -ENOMEM;
+}
+
+static bool field_in(uint32_t offset, size_t width, size_t span)
+{
+	return offset != PY_OFF_NONE && offset + width <= span;
+}
+
+static uint64_t pointer_at(const uint8_t *object, uint32_t offset)
+{
+	uint64_t value;
+
+	memcpy(&value, object + offset, sizeof(value));
+	return value;
+}
+
+static int32_t int_at(const uint8_t *object, uint32_t offset)
+{
+	int32_t value;
+
+	memcpy(&value, object + offset, sizeof(value));
+	return value;
+}
+
+/* How many bytes of the code object hold every field we use. */
+static size_t code_read_span(const struct py_offsets *off)
+{
+	const uint32_t pointer_fields[] = { off->code_filename, off->code_name, off->code_qualname,
+					    off->code_linetable };
+	size_t span = 0;
+
+	for (size_t i = 0; i < sizeof(pointer_fields) / sizeof(pointer_fields[0]); i++) {
+		if (pointer_fields[i] != PY_OFF_NONE && pointer_fields[i] + 8u > span)
+			span = pointer_fields[i] + 8u;
+	}
+	if (off->code_argcount != PY_OFF_NONE && off->code_argcount + 4u > span)
+		span = off->code_argcount + 4u;
+	if (off->code_firstlineno != PY_OFF_NONE && off->code_firstlineno + 4u > span)
+		span = off->code_firstlineno + 4u;
+	return span;
+}
+
+/* Fill entry from the code object at entry->code_addr: its identity first, then the strings. */
+static int read_code_object(struct pysym_cache *cache, const struct py_proc_config *config,
+			    struct code_entry *entry)
+{
+	const struct py_offsets *off = &config->off;
+	uint8_t object[PYSYM_MAX_CODE_READ];
+	size_t span = code_read_span(off);
+	uint32_t name_offset;
+	int rc;
+
+	if (span > sizeof(object) || !field_in(off->code_argcount, 4, span) ||
+	    !field_in(off->code_firstlineno, 4, span) || !field_in(off->code_filename, 8, span) ||
+	    !field_in(off->code_name, 8, span) || !field_in(off->code_linetable, 8, span))
+		return -EINVAL;
+	rc = target_read(entry->pid, entry->code_addr, object, span);
+	if (rc < 0)
+		return rc;
+	entry->firstlineno = int_at(object, off->code_firstlineno);
+	if (py_code_checksum(entry->firstlineno, int_at(object, off->code_argcount),
+			     pointer_at(object, off->code_filename), pointer_at(object, off->code_name)) != entry->checksum)
+		return -ESTALE;
+	name_offset = off->code_qualname != PY_OFF_NONE ? off->code_qualname : off->code_name;
+	rc = read_name(cache, entry->pid, off, pointer_at(object, off->code_filename), &entry->file);
+	if (rc == 0)
+		rc = read_name(cache, entry->pid, off, pointer_at(object, name_offset), &entry->name);
+	if (rc == 0)
+		rc = read_bytes(entry->pid, off, pointer_at(object, off->code_linetable),
+				PYSYM_MAX_LINETABLE_BYTES, false, &entry->linetable, &entry->linetable_len);
+	if (rc == -E2BIG) {
+		/* Still worth a name; re-reading would not make the table smaller. */
+		entry->linetable_missing = true;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* The byte offset into the code of the instruction, or -1 if the frame has not started. */
+static int64_t instruction_byte_offset(const struct py_offsets *off, uint32_t instr_offset)
+{
+	switch (off->lasti_kind) {
+	case PY_LASTI_INT_BYTES:
+		return (int32_t)instr_offset < 0 ? -1 : (int64_t)(int32_t)instr_offset;
+	case PY_LASTI_INT_UNITS:
+		return (int32_t)instr_offset < 0 ? -1 : (int64_t)(int32_t)instr_offset * 2;
+	default: /* PY_LASTI_PTR */
+		if (off->code_code_adaptive == PY_OFF_NONE)
+			return -1;
+		return (int64_t)instr_offset < (int64_t)off->code_code_adaptive
+			       ? -1
+			       : (int64_t)instr_offset - off->code_code_adaptive;
+	}
+}
+
+static void locate(const struct code_entry *code, const struct py_offsets *off, uint32_t instr_offset,
+		   struct py_location *location)
+{
+	int64_t byte_offset = instruction_byte_offset(off, instr_offset);
+
+	if (byte_offset < 0) {
+		*location = (struct py_location){ code->firstlineno, code->firstlineno, -1, -1 };
+		return;
+	}
+	if (byte_offset > UINT32_MAX || code->linetable_missing ||
+	    py_linetable_lookup(code->major, code->minor, code->linetable, code->linetable_len,
+				code->firstlineno, (uint32_t)byte_offset, location) < 0)
+		*location = (struct py_location){ -1, -1, -1, -1 };
+}
+
+/* The cached code object for the key, reading it on first sight. */
+static int code_for(struct pysym_cache *cache, pid_t pid, const struct py_proc_config *config,
+		    uint64_t code_addr, uint32_t checksum, const struct code_entry **out)
+{
+	struct code_entry *entry = find_code(cache, pid, code_addr, checksum);
+	int rc;
+
+	if (entry) {
+		*out = entry;
+		return entry->status;
+	}
+	entry = calloc(1, sizeof(*entry));
+	if (!entry)
+		return -ENOMEM;
+	entry->pid = pid;
+	entry->code_addr = code_addr;
+	entry->checksum = checksum;
+	entry->major = (config->version_hex >> 24) & 0xff;
+	entry->minor = (config->version_hex >> 16) & 0xff;
+	rc = read_code_object(cache, config, entry);
+	if (rc < 0 && rc != -ESTALE) {
+		/* Not remembered: a failed read may succeed later (-ESRCH ends with pysym_forget_pid). */
+		code_entry_free(entry);
+		cache->stats.read_errors++;
+		return rc;
+	}
+	if (rc == -ESTALE) {
+		/* The object BPF saw is gone for good: remember the refusal, not the new object. */
+		free(entry->linetable);
+		entry->linetable = NULL;
+		entry->status = -ESTALE;
+	}
+	if (add_code(cache, entry) < 0) {
+		code_entry_free(entry);
+		return -ENOMEM;
+	}
+	*out = entry;
+	return entry->status;
+}
+
+static void fill_frame(struct pf_frame *frame, const struct code_entry *code, const struct py_location *location)
+{
+	frame->kind = PF_FRAME_PYTHON;
+	frame->file = code->file;
+	frame->name = code->name;
+	frame->line = location->line;
+	frame->end_line = location->end_line;
+	frame->column = location->column;
+	frame->end_column = location->end_column;
+	frame->opcode = -1;
+}
+
+int pysym_resolve(struct pysym_cache *cache, pid_t pid, const struct py_proc_config *config,
+		  uint64_t code_addr, uint32_t checksum, uint32_t instr_offset, struct pf_frame *frame)
+{
+	const struct frame_slot *hit = find_frame(cache, pid, code_addr, checksum, instr_offset);
+	struct frame_slot slot;
+	const struct code_entry *code;
+	int rc;
+
+	if (hit) {
+		cache->stats.hits++;
+		fill_frame(frame, hit->code, &hit->location);
+		return 0;
+	}
+	cache->stats.misses++;
+	rc = code_for(cache, pid, config, code_addr, checksum, &code);
+	if (rc < 0) {
+		if (rc == -ESTALE)
+			cache->stats.stale++;
+		return rc;
+	}
+	slot = (struct frame_slot){ .code_addr = code_addr, .pid = pid, .checksum = checksum,
+				    .instr_offset = instr_offset, .used = true, .code = code };
+	locate(code, &config->off, instr_offset, &slot.location);
+	rc = add_frame(cache, &slot);
+	if (rc < 0)
+		return rc;
+	fill_frame(frame, code, &slot.location);
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Python frames from what BPF sends (code object address, raw instruction
+ * offset, checksum) to file, qualified name and source location. Each code
+ * object is read from the target once; each (code object, offset) is decoded
+ * once; afterwards a frame costs one hash lookup.
+ */
+#ifndef PYBPFPROF_SYMBOLIZE_PY_H
+#define PYBPFPROF_SYMBOLIZE_PY_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile/profile.h"
+#include "py_proc_config.h"
+
+/* Longest file or function name kept, in characters (longer ones are cut). */
+#define PYSYM_MAX_STRING_CHARS 4096u
+/* Largest line table read from a target, in bytes. */
+#define PYSYM_MAX_LINETABLE_BYTES (1u << 20)
+
+struct pysym_cache;
+
+struct pysym_cache *pysym_cache_new(void);
+void pysym_cache_free(struct pysym_cache *cache);
+
+/*
+ * Fill *frame (kind PF_FRAME_PYTHON; file/name strings owned by the cache,
+ * valid until pysym_cache_free). Cached per (pid, code_addr, checksum): the
+ * code object is read once (filename, co_qualname from 3.11 else co_name,
+ * firstlineno, argcount, the line table); the checksum recomputed from the
+ * object read must match the one BPF sent, else -ESTALE (the code object was
+ * freed and its memory reused). Locations are cached per offset.
+ *
+ * instr_offset is raw from BPF, by config->off.lasti_kind:
+ *   PY_LASTI_INT_BYTES  f_lasti in bytes; negative (-1 as u32) = not started: the first line
+ *   PY_LASTI_INT_UNITS  f_lasti in 2-byte code units; negative likewise
+ *   PY_LASTI_PTR        instruction pointer - code_addr; before code_code_adaptive = not started
+ * A line table that cannot be decoded gives line -1 rather than an error.
+ * Errors: -ESTALE, a read error from target_read (-ESRCH, -EFAULT, ...),
+ * -EINVAL for an object that is not a code object of this layout, -ENOMEM.
+ */
+int pysym_resolve(struct pysym_cache *cache, pid_t pid, const struct py_proc_config *config,
+		  uint64_t code_addr, uint32_t checksum, uint32_t instr_offset, struct pf_frame *frame);
+
+/* The process is gone or was replaced (exec): drop its entries. Frames filled before stay valid. */
+void pysym_forget_pid(struct pysym_cache *cache, pid_t pid);
+
+struct pysym_stats {
+	uint64_t hits;        /* frames answered by one lookup */
+	uint64_t misses;      /* frames that needed decoding (and maybe a read) */
+	uint64_t read_errors; /* code objects that could not be read */
+	uint64_t stale;       /* frames refused with -ESTALE */
+};
+
+void pysym_cache_stats(const struct pysym_cache *cache, struct pysym_stats *stats);
+
+#endif

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+#include "target/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * Under sudo the command should run as the user who typed it, not as root:
+ * their files, their environment's ownership, no root-owned outputs.
+ */
+static int drop_to_sudo_user(void)
+{
+	const char *uid_text = getenv("SUDO_UID");
+	const char *gid_text = getenv("SUDO_GID");
+	const char *user = getenv("SUDO_USER");
+	uid_t uid;
+	gid_t gid;
+
+	if (getuid() != 0 || !uid_text || !gid_text)
+		return 0;
+	uid = (uid_t)strtoul(uid_text, NULL, 10);
+	gid = (gid_t)strtoul(gid_text, NULL, 10);
+	if (uid == 0)
+		return 0;
+	if (user && initgroups(user, gid) < 0)
+		return -errno;
+	if (!user && setgroups(0, NULL) < 0)
+		return -errno;
+	if (setgid(gid) < 0 || setuid(uid) < 0)
+		return -errno;
+	return 0;
+}
+
+static void report_and_exit(int error_fd, int err)
+{
+	ssize_t wrote = write(error_fd, &err, sizeof(err));
+
+	(void)wrote;
+	_exit(127);
+}
+
+static void run_child(int gate_read, int error_write, char *const argv[])
+{
+	char go;
+	ssize_t got;
+	int err;
+
+	/* If the profiler dies before opening the gate, don't run unprofiled. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	do {
+		got = read(gate_read, &go, 1);
+	} while (got < 0 && errno == EINTR);
+	close(gate_read);
+	if (got != 0)
+		_exit(127); /* the gate was not opened by closing it: cancelled */
+	prctl(PR_SET_PDEATHSIG, 0);
+	err = drop_to_sudo_user();
+	if (err)
+		report_and_exit(error_write, err);
+	/* Default dispositions for the command, whatever the profiler did. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	execvp(argv[0], argv);
+	report_and_exit(error_write, -errno);
+}
+
+int launch_prepare(struct launch *launch, char *const argv[], char *err, size_t errlen)
+{
+	int gate[2], error_pipe[2];
+
+	memset(launch, 0, sizeof(*launch));
+	launch->gate_fd = launch->error_fd = -1;
+	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(error_pipe, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+		return -errno;
+	}
+	launch->pid = fork();
+	if (launch->pid < 0) {
+		int saved = errno;
+
+		snprintf(err, errlen, "cannot fork: %s", strerror(saved));
+		close(gate[0]), close(gate[1]), close(error_pipe[0]), close(error_pipe[1]);
+		return -saved;
+	}
+	if (launch->pid == 0) {
+		close(gate[1]);
+		close(error_pipe[0]);
+		run_child(gate[0], error_pipe[1], argv);
+	}
+	close(gate[0]);
+	close(error_pipe[1]);
+	launch->gate_fd = gate[1];
+	launch->error_fd = error_pipe[0];
+	return 0;
+}
+
+int launch_start(struct launch *launch, char *const argv[], char *err, size_t errlen)
+{
+	int child_err = 0;
+	ssize_t got;
+
+	close(launch->gate_fd);
+	launch->gate_fd = -1;
+	/* EOF means exec succeeded (the pipe closed on exec); 4 bytes mean it failed. */
+	do {
+		got = read(launch->error_fd, &child_err, sizeof(child_err));
+	} while (got < 0 && errno == EINTR);
+	close(launch->error_fd);
+	launch->error_fd = -1;
+	if (got == (ssize_t)sizeof(child_err) && child_err < 0) {
+		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-child_err));
+		launch_wait(launch);
+		return child_err;
+	}
+	return 0;
+}
+
+void launch_cancel(struct launch *launch)
+{
+	if (launch->pid <= 0 || launch->reaped)
+		return;
+	if (launch->gate_fd >= 0) {
+		/* A byte instead of EOF tells the child to give up without running. */
+		ssize_t wrote = write(launch->gate_fd, "x", 1);
+
+		(void)wrote;
+		close(launch->gate_fd);
+		launch->gate_fd = -1;
+	}
+	if (launch->error_fd >= 0) {
+		close(launch->error_fd);
+		launch->error_fd = -1;
+	}
+	launch_wait(launch);
+}
+
+bool launch_poll_exit(struct launch *launch)
+{
+	pid_t got;
+
+	if (launch->reaped)
+		return true;
+	got = waitpid(launch->pid, &launch->wait_status, WNOHANG);
+	if (got == launch->pid || (got < 0 && errno == ECHILD))
+		launch->reaped = true;
+	return launch->reaped;
+}
+
+void launch_wait(struct launch *launch)
+{
+	while (!launch->reaped) {
+		pid_t got = waitpid(launch->pid, &launch->wait_status, 0);
+
+		if (got == launch->pid || (got < 0 && errno != EINTR))
+			launch->reaped = true;
+	}
+}
+
+int launch_exit_code(const struct launch *launch)
+{
+	if (WIFEXITED(launch->wait_status))
+		return WEXITSTATUS(launch->wait_status);
+	if (WIFSIGNALED(launch->wait_status))
+		return 128 + WTERMSIG(launch->wait_status);
+	return 1;
+}

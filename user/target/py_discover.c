@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: MIT
+#include "target/py_discover.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "target/elf_file.h"
+#include "target/proc_maps.h"
+#include "target/target_mem.h"
+
+/* Distinct files a process maps, looked at when naming the runtime; more is not a real process. */
+#define MAX_CANDIDATES 16
+
+#define SUPPORTED_VERSIONS "offsets are known for 2.7 and 3.6-3.12; 3.13+ are read from the target"
+
+/* What the runtime ELF provides, as link-time addresses. */
+struct runtime_symbols {
+	bool has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate;
+	uint64_t runtime;          /* _PyRuntime */
+	uint64_t interp_head;      /* 2.7 / 3.6: static PyInterpreterState *interp_head */
+	uint64_t py_version;       /* 3.11+: const unsigned long Py_Version */
+	uint64_t gil_last_holder;  /* 3.6: static gil state */
+	uint64_t gil_locked;
+	uint64_t current_tstate;   /* 2.7: _PyThreadState_Current */
+};
+
+struct discovery {
+	pid_t pid;
+	const struct proc_maps *maps;
+	const char *runtime_path;
+	struct elf_file elf;
+	struct runtime_symbols sym;
+	uint64_t bias;
+	char *err;
+	size_t errlen;
+};
+
+static bool is_libpython(const char *name)
+{
+	return !strncmp(name, "libpython", strlen("libpython")) && strstr(name, ".so");
+}
+
+static bool is_python_binary(const char *name)
+{
+	return !strncmp(name, "python", strlen("python"));
+}
+
+static bool already_listed(const char **paths, size_t count, const char *path)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (!strcmp(paths[i], path))
+			return true;
+	}
+	return false;
+}
+
+/* libpython first: with a shared build the binary only has a stub main. */
+static size_t python_candidates(const struct proc_maps *maps, const char **out, size_t max)
+{
+	size_t count = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < maps->count && count < max; i++) {
+			const char *path = maps->maps[i].path;
+			const char *name = proc_maps_basename(path);
+			bool wanted = pass == 0 ? is_libpython(name) : is_python_binary(name) && !is_libpython(name);
+
+			if (path[0] == '/' && wanted && !already_listed(out, count, path))
+				out[count++] = path;
+		}
+	}
+	return count;
+}
+
+/* "searched a, b, c" listing every distinct executable file mapped (the ELFs), cut to fit. */
+static void describe_searched(const struct proc_maps *maps, char *out, size_t outlen)
+{
+	const char *listed[64];
+	size_t count = 0, used = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < maps->count && count < sizeof(listed) / sizeof(listed[0]); i++) {
+		const char *path = maps->maps[i].path;
+		int n;
+
+		if (path[0] != '/' || !strchr(maps->maps[i].perms, 'x') || already_listed(listed, count, path))
+			continue;
+		listed[count] = path;
+		n = snprintf(out + used, outlen - used, "%s%s", count ? ", " : "", path);
+		count++;
+		if (n < 0 || (size_t)n >= outlen - used) {
+			if (outlen > 4)
+				strcpy(out + outlen - 4, "...");
+			return;
+		}
+		used += (size_t)n;
+	}
+	if (!count)
+		snprintf(out, outlen, "no executable file mappings");
+}
+
+static void find_runtime_symbols(const struct elf_file *elf, struct runtime_symbols *sym)
+{
+	uint64_t size;
+
+	memset(sym, 0, sizeof(*sym));
+	/* stripped 3.10+ builds still have the section that holds the runtime */
+	sym->has_runtime = !elf_file_symbol(elf, "_PyRuntime", &sym->runtime, NULL) ||
+			   !elf_file_section(elf, ".PyRuntime", &sym->runtime, &size);
+	sym->has_interp_head = !elf_file_symbol(elf, "interp_head", &sym->interp_head, NULL);
+	sym->has_py_version = !elf_file_symbol(elf, "Py_Version", &sym->py_version, NULL);
+	sym->has_static_gil = !elf_file_symbol(elf, "gil_last_holder", &sym->gil_last_holder, NULL) &&
+			      !elf_file_symbol(elf, "gil_locked", &sym->gil_locked, NULL);
+	sym->has_current_tstate = !elf_file_symbol(elf, "_PyThreadState_Current", &sym->current_tstate, NULL);
+}
+
+static int open_runtime_elf(struct discovery *d)
+{
+	const char *candidates[MAX_CANDIDATES];
+	size_t count = python_candidates(d->maps, candidates, MAX_CANDIDATES);
+	bool saw_libpython = false;
+	int open_err = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		const struct proc_map *map = proc_maps_first_of(d->maps, candidates[i]);
+		int rc = elf_file_open_mapped(&d->elf, d->pid, candidates[i], map->start, map->end, map->inode);
+
+		saw_libpython |= is_libpython(proc_maps_basename(candidates[i]));
+		if (rc) {
+			open_err = rc;
+			continue;
+		}
+		find_runtime_symbols(&d->elf, &d->sym);
+		if (d->sym.has_runtime || d->sym.has_interp_head) {
+			d->runtime_path = candidates[i];
+			return 0;
+		}
+		elf_file_close(&d->elf);
+	}
+	if (count == 0) {
+		char searched[1024];
+
+		describe_searched(d->maps, searched, sizeof(searched));
+		snprintf(d->err, d->errlen,
+			 "pid %d: not a Python process (no libpython or python binary in its maps; searched %s)",
+			 (int)d->pid, searched);
+		return -ENOEXEC;
+	}
+	if (open_err && open_err != -ENOEXEC) {
+		snprintf(d->err, d->errlen, "pid %d: cannot open %s (through /proc/%d/root or map_files): %s",
+			 (int)d->pid, candidates[0], (int)d->pid, strerror(-open_err));
+		return open_err;
+	}
+	if (!saw_libpython) {
+		/* a python binary without the runtime links libpython, which the loader has not mapped yet */
+		snprintf(d->err, d->errlen, "pid %d: %s is mapped but libpython is not (yet); retry", (int)d->pid,
+			 candidates[0]);
+		return -EAGAIN;
+	}
+	snprintf(d->err, d->errlen, "pid %d: not a Python process (no _PyRuntime or interp_head symbol in %s)",
+		 (int)d->pid, candidates[0]);
+	return -ENOEXEC;
+}
+
+static int compute_load_bias(struct discovery *d)
+{
+	const struct proc_map *first = proc_maps_first_of(d->maps, d->runtime_path);
+	int rc = first ? elf_file_load_bias(&d->elf, first->start, first->offset, &d->bias) : -ENOENT;
+
+	if (rc)
+		snprintf(d->err, d->errlen, "pid %d: cannot compute the load address of %s", (int)d->pid,
+			 d->runtime_path);
+	return rc ? -ENOEXEC : 0;
+}
+
+static int read_failed(const struct discovery *d, int rc, const char *what)
+{
+	if (rc == -ESRCH) {
+		snprintf(d->err, d->errlen, "pid %d: process exited during discovery", (int)d->pid);
+		return -ESRCH;
+	}
+	snprintf(d->err, d->errlen, "pid %d: cannot read %s: %s", (int)d->pid, what, strerror(-rc));
+	return rc;
+}
+
+/* "3.9" in libpython3.9.so.1.0, python3.9, libpython3.6m.so, python2.7 */
+static bool version_from_name(const char *path, unsigned *major, unsigned *minor)
+{
+	const char *name = proc_maps_basename(path);
+	const char *digits = strstr(name, "python");
+
+	return digits && sscanf(digits + strlen("python"), "%u.%u", major, minor) == 2;
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * PY_VERSION ("3.9.18") is a string literal in .rodata, though the linker may
+ * have merged it as the tail of a longer string such as a path ending in it;
+ * so look for "M.m.<digits>" ending a string and not preceded by a digit.
+ */
+static bool micro_from_rodata(const struct elf_file *elf, unsigned major, unsigned minor, unsigned *micro)
+{
+	const char *data;
+	const void *raw;
+	size_t len;
+	char prefix[24];
+	size_t prefix_len;
+
+	if (elf_file_section_data(elf, ".rodata", &raw, &len))
+		return false;
+	data = raw;
+	prefix_len = (size_t)snprintf(prefix, sizeof(prefix), "%u.%u.", major, minor);
+	for (size_t i = 0; i + prefix_len < len; i++) {
+		size_t end = i + prefix_len;
+		unsigned value = 0;
+
+		if (memcmp(data + i, prefix, prefix_len) || (i > 0 && (is_digit(data[i - 1]) || data[i - 1] == '.')))
+			continue;
+		while (end < len && end - i - prefix_len < 3 && is_digit(data[end]))
+			value = value * 10 + (unsigned)(data[end++] - '0');
+		if (end > i + prefix_len && end < len && data[end] == 0) {
+			*micro = value;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void set_version(struct py_target *target, uint32_t version_hex)
+{
+	target->config.version_hex = version_hex;
+	target->major = version_hex >> 24;
+	target->minor = (version_hex >> 16) & 0xff;
+	target->micro = (version_hex >> 8) & 0xff;
+}
+
+/* 3.13+: everything comes from the _Py_DebugOffsets at the start of _PyRuntime. */
+static int configure_from_debug_offsets(struct discovery *d, const uint8_t *blob, size_t len, struct py_target *target,
+					struct py_gil_layout *gil)
+{
+	char reason[256];
+	uint32_t version_hex;
+	int rc = py_offsets_from_debug(blob, len, &target->config.off, &version_hex, reason, sizeof(reason));
+
+	if (!rc)
+		rc = py_gil_layout_from_debug(blob, len, gil, reason, sizeof(reason));
+	if (rc) {
+		snprintf(d->err, d->errlen, "pid %d: %s: %s", (int)d->pid, d->runtime_path, reason);
+		return rc == -ENOTSUP ? -ENOTSUP : -ENOEXEC;
+	}
+	set_version(target, version_hex);
+	return 0;
+}
+
+static int configure_from_table(struct discovery *d, struct py_target *target, struct py_gil_layout *gil)
+{
+	const struct py_offsets *off;
+	unsigned major = 0, minor = 0, micro = 0;
+	uint64_t version_hex;
+	int rc;
+
+	if (d->sym.has_py_version) {
+		rc = target_read_u64(d->pid, d->bias + d->sym.py_version, &version_hex);
+		if (rc)
+			return read_failed(d, rc, "Py_Version");
+		set_version(target, (uint32_t)version_hex);
+	} else {
+		if (!version_from_name(d->runtime_path, &major, &minor)) {
+			snprintf(d->err, d->errlen, "pid %d: cannot tell the CPython version of %s (no Py_Version, "
+				 "no version in the file name)", (int)d->pid, d->runtime_path);
+			return -ENOTSUP;
+		}
+		/* the micro only labels output; an unknown one is not a reason to give up */
+		micro_from_rodata(&d->elf, major, minor, &micro);
+		set_version(target, (major << 24) | (minor << 16) | (micro << 8) | 0xf0);
+	}
+	off = py_offsets_for_version(target->major, target->minor);
+	if (!off) {
+		snprintf(d->err, d->errlen, "pid %d: CPython %u.%u.%u is not supported (" SUPPORTED_VERSIONS ")",
+			 (int)d->pid, target->major, target->minor, target->micro);
+		return -ENOTSUP;
+	}
+	target->config.off = *off;
+	*gil = *py_gil_layout_for_version(target->major, target->minor);
+	return 0;
+}
+
+static int configure_offsets(struct discovery *d, struct py_target *target, struct py_gil_layout *gil)
+{
+	uint8_t blob[PY_DEBUG_OFFSETS_MAX_SIZE];
+	int rc;
+
+	if (d->sym.has_runtime) {
+		rc = target_read(d->pid, d->bias + d->sym.runtime, blob, sizeof(blob));
+		if (rc)
+			return read_failed(d, rc, "_PyRuntime");
+		if (!memcmp(blob, PY_DEBUG_OFFSETS_COOKIE, strlen(PY_DEBUG_OFFSETS_COOKIE)))
+			return configure_from_debug_offsets(d, blob, sizeof(blob), target, gil);
+	}
+	return configure_from_table(d, target, gil);
+}
+
+static int locate_interp_head(struct discovery *d, struct py_target *target)
+{
+	const struct py_offsets *off = &target->config.off;
+
+	if (off->runtime_interpreters_head != PY_OFF_NONE && d->sym.has_runtime) {
+		target->config.interp_head_addr = d->bias + d->sym.runtime + off->runtime_interpreters_head;
+		return 0;
+	}
+	if (off->runtime_interpreters_head == PY_OFF_NONE && d->sym.has_interp_head) {
+		target->config.interp_head_addr = d->bias + d->sym.interp_head;
+		return 0;
+	}
+	snprintf(d->err, d->errlen, "pid %d: CPython %u.%u in %s lacks the %s symbol (stripped?)", (int)d->pid,
+		 target->major, target->minor, d->runtime_path,
+		 off->runtime_interpreters_head == PY_OFF_NONE ? "interp_head" : "_PyRuntime");
+	return -ENOEXEC;
+}
+
+static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint64_t first_interp,
+		      struct py_target *target)
+{
+	struct py_proc_config *config = &target->config;
+	uint64_t gil_state = 0;
+	int rc;
+
+	switch (gil->where) {
+	case PY_GIL_STATIC_SYMBOLS:
+		if (!d->sym.has_static_gil)
+			return 0;
+		config->gil_holder_addr = d->bias + d->sym.gil_last_holder;
+		config->gil_locked_addr = d->bias + d->sym.gil_locked;
+		break;
+	case PY_GIL_CURRENT_TSTATE:
+		if (!d->sym.has_current_tstate)
+			return 0;
+		/* The pointer is set exactly while a thread holds the GIL, so its low half
+		 * serves as the locked flag: BPF covers both with one read. */
+		config->gil_holder_addr = d->bias + d->sym.current_tstate;
+		config->gil_locked_addr = d->bias + d->sym.current_tstate;
+		break;
+	case PY_GIL_IN_RUNTIME:
+		config->gil_holder_addr = d->bias + d->sym.runtime + gil->holder;
+		config->gil_locked_addr = d->bias + d->sym.runtime + gil->locked;
+		break;
+	case PY_GIL_VIA_INTERP_POINTER:
+		/* per-interpreter GIL: the first interpreter's, which is the main one's unless subinterpreters
+		 * with their own GIL exist */
+		rc = target_read_u64(d->pid, first_interp + gil->pointer, &gil_state);
+		if (rc)
+			return read_failed(d, rc, "the interpreter's GIL pointer");
+		if (!gil_state)
+			return 0;
+		config->gil_holder_addr = gil_state + gil->holder;
+		config->gil_locked_addr = gil_state + gil->locked;
+		break;
+	default:
+		return 0;
+	}
+	config->flags |= PY_PROC_HAS_GIL_HOLDER;
+	return 0;
+}
+
+static int describe_runtime(struct discovery *d, struct py_target *target)
+{
+	struct py_gil_layout gil = { .where = PY_GIL_UNKNOWN };
+	uint64_t first_interp = 0;
+	int rc = compute_load_bias(d);
+
+	if (!rc)
+		rc = configure_offsets(d, target, &gil);
+	if (!rc)
+		rc = locate_interp_head(d, target);
+	if (rc)
+		return rc;
+	rc = target_read_u64(d->pid, target->config.interp_head_addr, &first_interp);
+	if (rc)
+		return read_failed(d, rc, "the interpreter list head");
+	if (!first_interp) {
+		snprintf(d->err, d->errlen, "pid %d: CPython %u.%u.%u runtime not initialised yet; retry", (int)d->pid,
+			 target->major, target->minor, target->micro);
+		return -EAGAIN;
+	}
+	snprintf(target->runtime_path, sizeof(target->runtime_path), "%s", d->runtime_path);
+	target->load_bias = d->bias;
+	return locate_gil(d, &gil, first_interp, target);
+}
+
+int py_discover(pid_t pid, struct py_target *target, char *err, size_t errlen)
+{
+	struct proc_maps maps;
+	struct discovery d = { .pid = pid, .maps = &maps, .err = err, .errlen = errlen, .elf = { .fd = -1 } };
+	int rc;
+
+	memset(target, 0, sizeof(*target));
+	target->pid = pid;
+	if (errlen)
+		err[0] = 0;
+	rc = proc_maps_read(pid, &maps);
+	if (rc) {
+		snprintf(err, errlen, rc == -ESRCH ? "pid %d: no such process" : "pid %d: cannot read its maps: %s",
+			 (int)pid, strerror(-rc));
+		return rc;
+	}
+	rc = open_runtime_elf(&d);
+	if (!rc) {
+		rc = describe_runtime(&d, target);
+		elf_file_close(&d.elf);
+	}
+	proc_maps_free(&maps);
+	return rc;
+}

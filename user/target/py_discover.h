@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Finding CPython in a running process: which mapped ELF holds the runtime,
+ * which version it is, and the per-process config BPF needs to walk its stacks.
+ */
+#ifndef PYBPFPROF_PY_DISCOVER_H
+#define PYBPFPROF_PY_DISCOVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "target/py_offsets.h"
+
+struct py_target {
+	pid_t pid;
+	char runtime_path[4096];   /* ELF holding _PyRuntime / interp_head, as the target sees it */
+	uint64_t load_bias;        /* runtime ELF's load address - its link-time address */
+	unsigned major, minor, micro;
+	struct py_proc_config config;  /* ready to store in the BPF proc_configs map */
+};
+
+/* 0, or: -ESRCH (no such process), -ENOEXEC (not a Python process), -ENOTSUP (version without
+ * offsets), -EAGAIN (libpython/runtime not mapped or not initialised yet: retry soon). err gets one
+ * line of context without the program name, e.g.
+ * "pid 4242: not a Python process (no libpython or python binary in its maps; searched /usr/bin/bash, ...)"
+ * "pid 4242: CPython 3.5.10 is not supported (offsets are known for 2.7 and 3.6-3.12; 3.13+ are read from the target)"
+ * Other negative errnos (-EACCES, -EFAULT, -ENOMEM) come with their context too. */
+int py_discover(pid_t pid, struct py_target *target, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The processes being profiled: how each became a target, whether its
+ * CPython runtime has been found yet, and when it ended. Discovery is
+ * retried while a freshly exec'd interpreter is still mapping libpython.
+ */
+#ifndef PYBPFPROF_TARGET_SET_H
+#define PYBPFPROF_TARGET_SET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "target/py_discover.h"
+#include "util/intern.h"
+
+enum target_origin {
+	TARGET_FROM_PID,    /* -p PID: errors are the user's to see */
+	TARGET_FROM_LAUNCH, /* the launched command or a descendant of it */
+	TARGET_FROM_SCAN,   /* system-wide: any Python process, quietly skipped if not */
+};
+
+enum target_state {
+	TARGET_PENDING,      /* runtime not found yet: retry soon */
+	TARGET_WAITING_EXEC, /* not Python now (a shell, a wrapper): look again when it exec's */
+	TARGET_READY,
+	TARGET_GONE,
+};
+
+struct target {
+	pid_t pid;
+	enum target_origin origin;
+	enum target_state state;
+	unsigned long long start_ticks; /* /proc/PID/stat starttime: tells a reused pid */
+	struct py_target python;        /* valid when READY */
+	uint64_t pending_since_ms;
+	uint64_t next_attempt_ms;
+	int last_error;
+	char last_error_text[512];
+	uint64_t samples;
+};
+
+struct target_set {
+	struct target *items;
+	size_t count;
+	size_t capacity;
+	struct intern_table index; /* pid -> position in items */
+};
+
+void target_set_init(struct target_set *set);
+void target_set_free(struct target_set *set);
+/* Adds pid (or returns the existing entry for it). NULL on ENOMEM. */
+struct target *target_set_add(struct target_set *set, pid_t pid, enum target_origin origin);
+struct target *target_set_find(const struct target_set *set, pid_t pid);
+
+/*
+ * One discovery attempt at now_ms. Returns 0 when the target became READY,
+ * -EAGAIN while it should stay pending (next_attempt_ms says when), or the
+ * error that ends it (last_error_text says why).
+ */
+int target_discover(struct target *target, uint64_t now_ms);
+/* Whether pid still runs the process we started with. */
+bool target_alive(const struct target *target);
+/* Start time of pid from /proc/PID/stat, 0 if gone. */
+unsigned long long proc_start_ticks(pid_t pid);
+/* Whether pid descends from ancestor (bounded walk up the parent chain). */
+bool proc_descends_from(pid_t pid, pid_t ancestor);
+uint64_t monotonic_ms(void);
+
+#endif
