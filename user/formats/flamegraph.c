@@ -617,7 +617,7 @@ static void write_header(const struct flamegraph_writer *writer, FILE *out, int 
 /* flamegraph.pl's palettes, the shade picked by a hash of the name so a function keeps its colour. */
 static void frame_colour(const struct fg_frame_view *view, int rgb[3])
 {
-	uint64_t hash = intern_hash(view->label, strlen(view->label));
+	uint64_t hash = hash_bytes(view->label, strlen(view->label));
 	double v1 = (double)(hash & 0xff) / 255.0;
 	double v2 = (double)((hash >> 8) & 0xff) / 255.0;
 	double v3 = (double)((hash >> 16) & 0xff) / 255.0;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "util/intern.h"
 
+#include "util/array.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@ struct intern_chunk {
 void intern_init(struct intern_table *table)
 {
 	memset(table, 0, sizeof(*table));
+	hash_index_init(&table->index);
 }
 
 static void free_chunks(struct intern_chunk *chunk)
@@ -31,7 +34,7 @@ static void free_chunks(struct intern_chunk *chunk)
 
 void intern_free(struct intern_table *table)
 {
-	free(table->slots);
+	hash_index_free(&table->index);
 	free(table->keys);
 	free_chunks(table->chunks);
 	memset(table, 0, sizeof(*table));
@@ -39,8 +42,7 @@ void intern_free(struct intern_table *table)
 
 void intern_clear(struct intern_table *table)
 {
-	if (table->slots)
-		memset(table->slots, 0, table->capacity * sizeof(*table->slots));
+	hash_index_clear(&table->index);
 	/* Keep the newest chunk for reuse, drop the rest. */
 	if (table->chunks) {
 		free_chunks(table->chunks->next);
@@ -49,22 +51,6 @@ void intern_clear(struct intern_table *table)
 	}
 	table->count = 0;
 	table->bytes = 0;
-}
-
-uint64_t intern_hash(const void *key, size_t len)
-{
-	/* FNV-1a with a final avalanche: keys are short (names, small structs). */
-	const uint8_t *bytes = key;
-	uint64_t hash = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++) {
-		hash ^= bytes[i];
-		hash *= 0x100000001b3ull;
-	}
-	hash ^= hash >> 33;
-	hash *= 0xff51afd7ed558ccdull;
-	hash ^= hash >> 33;
-	return hash;
 }
 
 static const uint8_t *store_key(struct intern_table *table, const void *key, size_t len)
@@ -91,96 +77,43 @@ static const uint8_t *store_key(struct intern_table *table, const void *key, siz
 	return copy;
 }
 
-static int grow_slots(struct intern_table *table)
+/* Does the key stored under id equal the probe? (touched only when the hashes match) */
+static bool key_matches(const void *context, uint32_t id, const void *probe)
 {
-	size_t capacity = table->capacity ? table->capacity * 2 : 256;
-	struct intern_entry *slots = calloc(capacity, sizeof(*slots));
+	const struct intern_table *table = context;
+	const struct intern_key *wanted = probe;
+	const struct intern_key *stored = &table->keys[id];
 
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < table->capacity; i++) {
-		struct intern_entry *old = &table->slots[i];
-		size_t at;
-
-		if (!old->used)
-			continue;
-		at = old->hash & (capacity - 1);
-		while (slots[at].used)
-			at = (at + 1) & (capacity - 1);
-		slots[at] = *old;
-	}
-	free(table->slots);
-	table->slots = slots;
-	table->capacity = capacity;
-	return 0;
-}
-
-static struct intern_entry *probe(const struct intern_table *table, uint64_t hash, const void *key,
-				  size_t len)
-{
-	size_t at = hash & (table->capacity - 1);
-
-	for (;;) {
-		struct intern_entry *entry = &table->slots[at];
-
-		if (!entry->used)
-			return entry;
-		/* The stored key lives elsewhere in memory: touch it only when the hash matches. */
-		if (entry->hash == hash) {
-			const struct intern_key *stored = &table->keys[entry->id];
-
-			if (stored->len == len && memcmp(stored->data, key, len) == 0)
-				return entry;
-		}
-		at = (at + 1) & (table->capacity - 1);
-	}
+	return stored->len == wanted->len && memcmp(stored->data, wanted->data, wanted->len) == 0;
 }
 
 int64_t intern_find(const struct intern_table *table, const void *key, size_t len)
 {
-	struct intern_entry *entry;
+	struct intern_key wanted = { .data = key, .len = len };
 
-	if (!table->capacity)
-		return -1;
-	entry = probe(table, intern_hash(key, len), key, len);
-	return entry->used ? (int64_t)entry->id : -1;
+	return hash_index_find(&table->index, hash_bytes(key, len), key_matches, table, &wanted);
 }
 
 int64_t intern_add(struct intern_table *table, const void *key, size_t len, bool *is_new)
 {
-	uint64_t hash = intern_hash(key, len);
-	struct intern_entry *entry;
+	struct intern_key wanted = { .data = key, .len = len };
+	uint64_t hash = hash_bytes(key, len);
+	int64_t id = hash_index_find(&table->index, hash, key_matches, table, &wanted);
 	const uint8_t *copy;
 
-	/* Keep the load factor under 1/2 so probes stay short. */
-	if ((table->count + 1) * 2 > table->capacity && grow_slots(table))
+	if (is_new)
+		*is_new = id < 0;
+	if (id >= 0)
+		return id;
+	if (table->count >= UINT32_MAX || ARRAY_RESERVE(table->keys, table->keys_capacity, table->count + 1))
 		return -ENOMEM;
-	entry = probe(table, hash, key, len);
-	if (entry->used) {
-		if (is_new)
-			*is_new = false;
-		return entry->id;
-	}
-	if (table->count == table->keys_capacity) {
-		size_t capacity = table->keys_capacity ? table->keys_capacity * 2 : 256;
-		struct intern_key *keys = realloc(table->keys, capacity * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		table->keys = keys;
-		table->keys_capacity = capacity;
-	}
 	copy = store_key(table, key, len);
 	if (!copy)
 		return -ENOMEM;
+	if (hash_index_insert(&table->index, hash, (uint32_t)table->count))
+		return -ENOMEM;
 	table->keys[table->count] = (struct intern_key){ .data = copy, .len = len };
-	entry->hash = hash;
-	entry->id = (uint32_t)table->count;
-	entry->used = 1;
-	table->count++;
-	if (is_new)
-		*is_new = true;
-	return entry->id;
+	return (int64_t)table->count++;
 }
 
 const void *intern_key(const struct intern_table *table, uint32_t id, size_t *len)

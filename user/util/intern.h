@@ -11,11 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct intern_entry {
-	uint64_t hash;
-	uint32_t id;
-	uint32_t used;
-};
+#include "util/hash.h"
 
 struct intern_key {
 	const uint8_t *data;
@@ -25,8 +21,7 @@ struct intern_key {
 struct intern_chunk;
 
 struct intern_table {
-	struct intern_entry *slots; /* open addressing, power-of-two capacity */
-	size_t capacity;
+	struct hash_index index;    /* hash -> id */
 	struct intern_key *keys;    /* by id */
 	size_t count;
 	size_t keys_capacity;
@@ -44,7 +39,5 @@ int64_t intern_add(struct intern_table *table, const void *key, size_t len, bool
 int64_t intern_find(const struct intern_table *table, const void *key, size_t len);
 const void *intern_key(const struct intern_table *table, uint32_t id, size_t *len);
 static inline size_t intern_count(const struct intern_table *table) { return table->count; }
-
-uint64_t intern_hash(const void *key, size_t len);
 
 #endif
