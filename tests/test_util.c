@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+/* util/: growth, the hash index (insert, find, remove with backward shift), error buffers. */
+#include "testlib.h"
+
+#include "util/array.h"
+#include "util/errbuf.h"
+#include "util/hash.h"
+
+#include <errno.h>
+
+static void array_grows_by_doubling_and_keeps_items(void **state)
+{
+	int *items = NULL;
+	size_t capacity = 0;
+
+	(void)state;
+	assert_int_equal(ARRAY_RESERVE(items, capacity, 1), 0);
+	assert_int_equal(capacity, 16);
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(ARRAY_RESERVE(items, capacity, (size_t)i + 1), 0);
+		items[i] = i;
+	}
+	assert_int_equal(capacity, 1024);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(items[i], i);
+	free(items);
+}
+
+static void array_refuses_sizes_that_overflow(void **state)
+{
+	char *items = NULL;
+	size_t capacity = 0;
+	void *raw = NULL;
+	size_t raw_capacity = 0;
+
+	(void)state;
+	assert_int_equal(ARRAY_RESERVE(items, capacity, SIZE_MAX), -ENOMEM);
+	assert_null(items);
+	assert_int_equal(capacity, 0);
+	assert_int_equal(array_reserve(&raw, &raw_capacity, SIZE_MAX / 8, 64, 16), -ENOMEM);
+	assert_null(raw);
+}
+
+struct pair_list {
+	uint64_t keys[4096];
+	size_t count;
+};
+
+static bool key_at_matches(const void *context, uint32_t position, const void *key)
+{
+	const struct pair_list *list = context;
+
+	return list->keys[position] == *(const uint64_t *)key;
+}
+
+/* Keys that all land in a few slots exercise probing and the backward shift. */
+static uint64_t crowded_hash(uint64_t key)
+{
+	return key % 7;
+}
+
+static void hash_index_finds_what_it_holds_after_removals(void **state)
+{
+	static struct pair_list list;
+	struct hash_index index;
+
+	(void)state;
+	hash_index_init(&index);
+	list.count = 0;
+	for (uint64_t key = 1000; key < 1000 + 3000; key++) {
+		list.keys[list.count] = key;
+		assert_int_equal(hash_index_insert(&index, crowded_hash(key) | (key << 20), (uint32_t)list.count), 0);
+		list.count++;
+	}
+	/* remove every third key */
+	for (size_t i = 0; i < list.count; i += 3)
+		hash_index_remove(&index, crowded_hash(list.keys[i]) | (list.keys[i] << 20), (uint32_t)i);
+	for (size_t i = 0; i < list.count; i++) {
+		uint64_t key = list.keys[i];
+		int64_t found = hash_index_find(&index, crowded_hash(key) | (key << 20), key_at_matches, &list, &key);
+
+		if (i % 3 == 0)
+			assert_int_equal(found, -1);
+		else
+			assert_int_equal(found, (int64_t)i);
+	}
+	assert_int_equal(index.count, 2000);
+	hash_index_clear(&index);
+	assert_int_equal(index.count, 0);
+	hash_index_free(&index);
+}
+
+/* Equal hashes (a real collision) are told apart by the caller's match. */
+static void hash_index_tells_colliding_keys_apart(void **state)
+{
+	static struct pair_list list = { .keys = { 11, 22, 33 }, .count = 3 };
+	struct hash_index index;
+	uint64_t probe;
+
+	(void)state;
+	hash_index_init(&index);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(hash_index_insert(&index, 42, i), 0);
+	for (uint32_t i = 0; i < 3; i++) {
+		probe = list.keys[i];
+		assert_int_equal(hash_index_find(&index, 42, key_at_matches, &list, &probe), i);
+	}
+	probe = 44;
+	assert_int_equal(hash_index_find(&index, 42, key_at_matches, &list, &probe), -1);
+	hash_index_remove(&index, 42, 1);
+	probe = 33;
+	assert_int_equal(hash_index_find(&index, 42, key_at_matches, &list, &probe), 2);
+	hash_index_free(&index);
+}
+
+static void hashes_mix_every_bit(void **state)
+{
+	(void)state;
+	assert_int_not_equal(hash_mix64(1), hash_mix64(2));
+	assert_int_not_equal(hash_bytes("ab", 2), hash_bytes("ba", 2));
+	assert_int_not_equal(hash_combine(1, 2), hash_combine(2, 1));
+	assert_int_equal(hash_bytes("same", 4), hash_bytes("same", 4));
+}
+
+static void errbuf_returns_the_error_it_describes(void **state)
+{
+	struct errbuf buf;
+	char small[8];
+
+	(void)state;
+	assert_int_equal(errbuf_set(&buf, -EINVAL, "bad %s at %d", "thing", 7), -EINVAL);
+	assert_string_equal(buf.text, "bad thing at 7");
+	assert_int_equal(errbuf_format(small, sizeof(small), -EIO, "%s", "truncated text"), -EIO);
+	assert_string_equal(small, "truncat");
+	errbuf_clear(&buf);
+	assert_string_equal(buf.text, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(array_grows_by_doubling_and_keeps_items),
+		cmocka_unit_test(array_refuses_sizes_that_overflow),
+		cmocka_unit_test(hash_index_finds_what_it_holds_after_removals),
+		cmocka_unit_test(hash_index_tells_colliding_keys_apart),
+		cmocka_unit_test(hashes_mix_every_bit),
+		cmocka_unit_test(errbuf_returns_the_error_it_describes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
