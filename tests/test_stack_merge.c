@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/* symbolize/stack_merge: Python frames placed at the eval activations that ran them. */
+#include "testlib.h"
+
+#include "symbolize/stack_merge.h"
+#include "util/array.h"
+
+#include <errno.h>
+
+struct named_native {
+	const char *name; /* NULL: no symbol */
+	bool foreign;
+};
+
+#define I(name) { name, false } /* the interpreter's own function */
+#define F(name) { name, true }  /* a function of another file */
+
+/* Renders a merge as "a;b;c" root to leaf, with the test's names. */
+static void render(const struct merge_step *steps, size_t count, const char *const *python,
+		   const struct named_native *native, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	for (size_t i = count; i-- > 0;) {
+		const char *name = steps[i].source == MERGE_PYTHON ? python[steps[i].index]
+								   : native[steps[i].index].name;
+
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ";" : "", name ? name : "?");
+	}
+}
+
+static int merge(const char *const *python, const bool *entry, size_t python_count,
+		 const struct named_native *native, size_t native_count, unsigned major, bool keep_all,
+		 char *out, size_t len)
+{
+	uint8_t roles[64];
+	struct merge_step steps[128];
+	size_t count = 0;
+	struct merge_input input = {
+		.python_count = python_count, .python_entry = entry,
+		.native_count = native_count, .native_role = roles, .keep_all = keep_all,
+	};
+	int err;
+
+	for (size_t i = 0; i < native_count; i++)
+		roles[i] = native[i].foreign ? NATIVE_ROLE_FOREIGN
+					     : stack_merge_role_of_name(native[i].name, major);
+	err = stack_merge(&input, steps, &count);
+	render(steps, count, python, native, out, len);
+	return err;
+}
+
+/* The 3.11 `sorted(key=key)` sample of a real stack, leaf first. */
+static const struct named_native sorted_311[] = {
+	I("rangeiter_next"), I("_PyEval_EvalFrameDefault"), I("_PyEval_Vector"),
+	I("PyObject_CallOneArg"), I("list_sort_impl"), I("list_sort"),
+	I("cfunction_vectorcall_FASTCALL_KEYWORDS"), I("PyObject_Vectorcall"), I("builtin_sorted"),
+	I("_PyEval_EvalFrameDefault"), I("PyEval_EvalCode"), I("run_mod"), I("Py_BytesMain"),
+	F("__libc_start_call_main"), F("__libc_start_main"), I("_start"),
+};
+static const char *const sorted_python[] = { "key", "outer", "main", "<module>" };
+static const bool sorted_entry_311[] = { true, false, false, true };
+
+static void sorted_lands_between_caller_and_key(void **state)
+{
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(merge(sorted_python, sorted_entry_311, 4, sorted_311, ARRAY_SIZE(sorted_311), 3,
+			       false, out, sizeof(out)), 0);
+	assert_string_equal(out, "<module>;main;outer;builtin_sorted;list_sort;list_sort_impl;key;rangeiter_next");
+}
+
+static void keep_all_shows_machinery_and_bootstrap(void **state)
+{
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(merge(sorted_python, sorted_entry_311, 4, sorted_311, ARRAY_SIZE(sorted_311), 3,
+			       true, out, sizeof(out)), 0);
+	assert_string_equal(out, "_start;__libc_start_main;__libc_start_call_main;Py_BytesMain;run_mod;"
+				 "PyEval_EvalCode;<module>;main;outer;builtin_sorted;PyObject_Vectorcall;"
+				 "cfunction_vectorcall_FASTCALL_KEYWORDS;list_sort;list_sort_impl;"
+				 "PyObject_CallOneArg;_PyEval_Vector;key;rangeiter_next");
+}
+
+/* Up to 3.10 every Python frame has its own activation. */
+static void one_frame_per_activation_up_to_310(void **state)
+{
+	static const struct named_native native[] = {
+		F("deflate_slow"), F("deflate"), F("zlib_compress"),
+		I("cfunction_vectorcall_O"), I("_PyEval_EvalFrameDefault"), I("_PyFunction_Vectorcall"),
+		I("_PyEval_EvalFrameDefault"), I("PyEval_EvalCode"), I("_start"),
+	};
+	static const char *const python[] = { "compress_it", "<module>" };
+	static const bool entry[] = { true, true };
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(merge(python, entry, 2, native, ARRAY_SIZE(native), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "<module>;compress_it;zlib_compress;deflate;deflate_slow");
+}
+
+/* 2.7's eval loop is PyEval_EvalFrameEx. */
+static void python_27_eval_is_named_differently(void **state)
+{
+	static const struct named_native native[] = {
+		F("read"), I("posix_read"), I("PyEval_EvalFrameEx"), I("PyEval_EvalCodeEx"),
+		I("PyEval_EvalFrameEx"), I("Py_Main"), I("_start"),
+	};
+	static const char *const python[] = { "read_chunk", "<module>" };
+	static const bool entry[] = { true, true };
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(stack_merge_role_of_name("PyEval_EvalFrameEx", 2), NATIVE_ROLE_EVAL);
+	assert_int_equal(stack_merge_role_of_name("_PyEval_EvalFrameDefault", 2), NATIVE_ROLE_CALL_MACHINERY);
+	assert_int_equal(merge(python, entry, 2, native, ARRAY_SIZE(native), 2, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "<module>;read_chunk;posix_read;read");
+}
+
+/* A stripped interpreter's unnamed functions are left out unless all are asked for. */
+static void unnamed_interpreter_frames_are_left_out(void **state)
+{
+	static const struct named_native native[] = {
+		F("deflate"), I(NULL), I(NULL), I("PyObject_Vectorcall"),
+		I("_PyEval_EvalFrameDefault"), I(NULL), I("_start"),
+	};
+	static const char *const python[] = { "f", "<module>" };
+	static const bool entry[] = { false, true };
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(merge(python, entry, 2, native, ARRAY_SIZE(native), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "<module>;f;deflate");
+	assert_int_equal(merge(python, entry, 2, native, ARRAY_SIZE(native), 3, true, out, sizeof(out)), 0);
+	assert_string_equal(out, "_start;?;<module>;f;PyObject_Vectorcall;?;?;deflate");
+}
+
+/* More activations than marked groups, or Python frames left over: both stacks, old order. */
+static void disagreeing_counts_keep_both_stacks(void **state)
+{
+	static const struct named_native three_evals[] = {
+		F("memcpy"), I("_PyEval_EvalFrameDefault"), I("builtin_exec"),
+		I("_PyEval_EvalFrameDefault"), I("_PyEval_EvalFrameDefault"), I("_start"),
+	};
+	static const char *const python[] = { "leaf", "mid", "<module>" };
+	static const bool one_group[] = { false, false, true };
+	static const bool three_groups[] = { true, true, true };
+	static const bool four_groups_of_three[] = { true, false, false };
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(merge(python, one_group, 3, three_evals, ARRAY_SIZE(three_evals), 3, false, out,
+			       sizeof(out)), -EPROTO);
+	assert_string_equal(out, "<module>;mid;leaf;memcpy");
+	assert_int_equal(merge(python, three_groups, 3, three_evals, ARRAY_SIZE(three_evals), 3, false, out,
+			       sizeof(out)), 0);
+	assert_string_equal(out, "<module>;mid;builtin_exec;leaf;memcpy");
+	/* two groups ({leaf}, {mid, <module>}) for three activations */
+	assert_int_equal(merge(python, four_groups_of_three, 3, three_evals, ARRAY_SIZE(three_evals), 3,
+			       false, out, sizeof(out)), -EPROTO);
+}
+
+/* A Python stack cut at its root gives what is left to the outermost activation. */
+static void a_truncated_python_stack_still_merges(void **state)
+{
+	static const struct named_native native[] = {
+		I("_PyEval_EvalFrameDefault"), I("_PyEval_EvalFrameDefault"), I("_start"),
+	};
+	static const char *const python[] = { "a", "b", "c" };
+	static const bool entry[] = { true, false, false };
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(merge(python, entry, 3, native, ARRAY_SIZE(native), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "c;b;a");
+}
+
+/* No activation at all (a thread outside Python): every native frame is shown. */
+static void a_native_thread_shows_its_native_stack(void **state)
+{
+	static const struct named_native native[] = {
+		F("futex_wait"), I("take_gil"), I("PyEval_RestoreThread"), F("start_thread"),
+	};
+	char out[1024];
+
+	(void)state;
+	assert_int_equal(merge(NULL, NULL, 0, native, ARRAY_SIZE(native), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "start_thread;take_gil;futex_wait");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sorted_lands_between_caller_and_key),
+		cmocka_unit_test(keep_all_shows_machinery_and_bootstrap),
+		cmocka_unit_test(one_frame_per_activation_up_to_310),
+		cmocka_unit_test(python_27_eval_is_named_differently),
+		cmocka_unit_test(unnamed_interpreter_frames_are_left_out),
+		cmocka_unit_test(disagreeing_counts_keep_both_stacks),
+		cmocka_unit_test(a_truncated_python_stack_still_merges),
+		cmocka_unit_test(a_native_thread_shows_its_native_stack),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
