@@ -8,6 +8,7 @@
  */
 #include "testlib.h"
 
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 
 #include <dirent.h>
@@ -69,7 +70,7 @@ static void read_profile(const char *path, unsigned fields, struct profile_text 
 	int got;
 
 	memset(profile, 0, sizeof(*profile));
-	if (pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err)))
+	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
 		fail_msg("%s: %s", path, err);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		struct thread_samples *thread = thread_of(profile, sample.tid, sample.iid);
@@ -227,7 +228,7 @@ static void collapsed_adds_up(void **state)
 	FORMAT(out, "%s/out311.collapsed", test_tmpdir());
 	if (convert(original, out, err, sizeof(err)) != 0)
 		fail_msg("collapsed: %s", err);
-	assert_int_equal(pf_reader_open(&reader, original, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+	assert_int_equal(format_registry_open_reader(&reader, original, err, sizeof(err)), 0);
 	while (pf_reader_next_sample(reader, &sample) > 0)
 		total_in += sample.time_us;
 	pf_reader_close(reader);

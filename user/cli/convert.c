@@ -9,6 +9,7 @@
  * metric, so MOJO -> Tachyon -> MOJO keeps every metric.
  */
 #include "cli/commands.h"
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/intern.h"
 
@@ -100,7 +101,7 @@ static int copy_samples(struct pf_reader *reader, struct pf_writer *writer, cons
 			 * from Tachyon keeps it), else from 0: the writer's base is the same. */
 			if (start)
 				base_us = strtoull(start, NULL, 10);
-			else if (pf_reader_format(reader) != PF_FORMAT_TACHYON)
+			else if (!pf_reader_format(reader)->timestamps)
 				err = pf_writer_set_metadata(writer, "start_time_us", "0");
 			started = true;
 		}
@@ -174,7 +175,7 @@ int convert_main(int argc, char **argv)
 		{ 0 },
 	};
 	struct pf_writer_options writer_options = PF_WRITER_OPTIONS_DEFAULT;
-	enum pf_format out_format = PF_FORMAT_UNKNOWN;
+	const struct pf_format *out_format = NULL;
 	const char *output = NULL, *input, *stage = "read";
 	struct pf_reader *reader;
 	struct pf_writer *writer;
@@ -188,8 +189,8 @@ int convert_main(int argc, char **argv)
 			output = optarg;
 			break;
 		case 'f':
-			out_format = pf_format_from_name(optarg);
-			if (out_format == PF_FORMAT_UNKNOWN) {
+			out_format = format_registry_find_name(optarg);
+			if (!out_format) {
 				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
 					optarg);
 				return 2;
@@ -215,9 +216,9 @@ int convert_main(int argc, char **argv)
 		return 2;
 	}
 	input = argv[optind];
-	if (out_format == PF_FORMAT_UNKNOWN)
-		out_format = pf_format_from_path(output);
-	if (out_format == PF_FORMAT_UNKNOWN) {
+	if (!out_format)
+		out_format = format_registry_find_path(output);
+	if (!out_format) {
 		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f mojo|tachyon|collapsed|svg)\n",
 			output);
 		return 2;
@@ -226,7 +227,7 @@ int convert_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: convert: %s: input and output are the same file\n", input);
 		return 2;
 	}
-	err = pf_reader_open(&reader, input, PF_FORMAT_UNKNOWN, err_text, sizeof(err_text));
+	err = format_registry_open_reader(&reader, input, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "pybpfprof: convert: %s: %s\n", input, err_text);
 		return 1;

@@ -6,6 +6,7 @@
  *   pybpfprof -o all.mojo                       every Python process on the host
  */
 #include "cli/commands.h"
+#include "formats/format_registry.h"
 #include "session/session.h"
 #include "util/version.h"
 
@@ -190,11 +191,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 static int resolve_formats(struct record_args *args)
 {
 	struct session_options *session = &args->session;
-	enum pf_format forced = PF_FORMAT_UNKNOWN;
+	const struct pf_format *forced = NULL;
 
 	if (args->format_name) {
-		forced = pf_format_from_name(args->format_name);
-		if (forced == PF_FORMAT_UNKNOWN) {
+		forced = format_registry_find_name(args->format_name);
+		if (!forced) {
 			fprintf(stderr, "pybpfprof: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
 				args->format_name);
 			return -EINVAL;
@@ -202,14 +203,12 @@ static int resolve_formats(struct record_args *args)
 	}
 	if (session->output_count == 0)
 		session->outputs[session->output_count++].path =
-			forced == PF_FORMAT_TACHYON     ? "pybpfprof.bin"
-			: forced == PF_FORMAT_COLLAPSED ? "pybpfprof.collapsed"
-							: "pybpfprof.mojo";
+			(forced ? forced : format_registry_find_name("mojo"))->default_file;
 	for (size_t i = 0; i < session->output_count; i++) {
 		struct session_output *output = &session->outputs[i];
 
-		output->format = forced != PF_FORMAT_UNKNOWN ? forced : pf_format_from_path(output->path);
-		if (output->format == PF_FORMAT_UNKNOWN) {
+		output->format = forced ? forced : format_registry_find_path(output->path);
+		if (!output->format) {
 			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use .mojo, .bin, .collapsed, .svg or -f FORMAT)\n",
 				output->path);
 			return -EINVAL;

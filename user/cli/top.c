@@ -4,6 +4,7 @@
  * time and by total (inclusive) time, from any format we read.
  */
 #include "cli/commands.h"
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/intern.h"
 
@@ -153,7 +154,7 @@ int top_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: top: expected exactly one FILE (try 'pybpfprof top --help')\n");
 		return 2;
 	}
-	if (pf_reader_open(&reader, argv[optind], PF_FORMAT_UNKNOWN, err, sizeof(err))) {
+	if (format_registry_open_reader(&reader, argv[optind], err, sizeof(err))) {
 		fprintf(stderr, "pybpfprof: top: %s: %s\n", argv[optind], err);
 		return 1;
 	}
@@ -170,7 +171,7 @@ int top_main(int argc, char **argv)
 		printf("%s: no samples\n", argv[optind]);
 	else {
 		printf("%s: %" PRIu64 " samples (%s)\n", argv[optind], weights.samples,
-		       pf_format_name(pf_reader_format(reader)));
+		       pf_reader_format(reader)->name);
 		print_ranking(&weights, "own time (where the CPU was):", weights.self, limit);
 		print_ranking(&weights, "total time (with callees):", weights.total, limit);
 	}

@@ -7,7 +7,9 @@
  * by those suffixes). The weight is microseconds when samples carry time,
  * bytes when they carry only memory, else a sample count.
  */
+#include "formats/collapsed.h"
 #include "profile/profile.h"
+#include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
 
@@ -25,7 +27,6 @@ struct collapsed_writer {
 	size_t weights_capacity;
 	char *line;                 /* scratch for building one stack's text */
 	size_t line_capacity;
-	uint64_t bytes_written;
 	char error[256];
 };
 
@@ -148,13 +149,12 @@ static int collapsed_flush(void *state)
 
 static int write_all(struct collapsed_writer *writer, const char *data, size_t len)
 {
-	size_t written;
-	int err = fd_write_all(writer->fd, data, len, &written);
+	int err = fd_write_all(writer->fd, data, len, NULL);
 
-	writer->bytes_written += written;
 	if (err)
-		snprintf(writer->error, sizeof(writer->error), "write failed: %s", strerror(-err));
-	return err;
+		return errbuf_format(writer->error, sizeof(writer->error), err, "write failed: %s",
+				     strerror(-err));
+	return 0;
 }
 
 static int collapsed_finish(void *state)
@@ -203,11 +203,6 @@ static const char *collapsed_error(const void *state)
 	return ((const struct collapsed_writer *)state)->error;
 }
 
-static uint64_t collapsed_bytes(const void *state)
-{
-	return ((const struct collapsed_writer *)state)->bytes_written;
-}
-
 static const struct pf_writer_ops collapsed_writer_ops = {
 	.set_metadata = collapsed_set_metadata,
 	.add_sample = collapsed_add_sample,
@@ -215,7 +210,6 @@ static const struct pf_writer_ops collapsed_writer_ops = {
 	.finish = collapsed_finish,
 	.destroy = collapsed_destroy,
 	.error = collapsed_error,
-	.bytes = collapsed_bytes,
 };
 
 int collapsed_writer_create(int fd, const struct pf_writer_options *options, void **state,

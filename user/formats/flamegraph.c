@@ -11,7 +11,9 @@
  * stacks, not samples. Widths are time when samples carry it, else bytes
  * allocated, else sample counts; everything is written at finish.
  */
+#include "formats/flamegraph.h"
 #include "profile/profile.h"
+#include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
 
@@ -67,7 +69,6 @@ struct flamegraph_writer {
 	char *metadata[META_COUNT];
 	uint64_t sample_count;
 	uint32_t metrics_seen;        /* PF_METRIC_* of any sample: picks the unit */
-	uint64_t bytes_written;
 	char error[256];
 };
 
@@ -473,13 +474,12 @@ static void put_meta_time(FILE *out, const char *value)
 
 static int write_all(struct flamegraph_writer *writer, const char *data, size_t len)
 {
-	size_t written;
-	int err = fd_write_all(writer->fd, data, len, &written);
+	int err = fd_write_all(writer->fd, data, len, NULL);
 
-	writer->bytes_written += written;
 	if (err)
-		snprintf(writer->error, sizeof(writer->error), "write failed: %s", strerror(-err));
-	return err;
+		return errbuf_format(writer->error, sizeof(writer->error), err, "write failed: %s",
+				     strerror(-err));
+	return 0;
 }
 
 struct svg_out {
@@ -770,11 +770,6 @@ static const char *flamegraph_error(const void *state)
 	return ((const struct flamegraph_writer *)state)->error;
 }
 
-static uint64_t flamegraph_bytes(const void *state)
-{
-	return ((const struct flamegraph_writer *)state)->bytes_written;
-}
-
 static const struct pf_writer_ops flamegraph_writer_ops = {
 	.set_metadata = flamegraph_set_metadata,
 	.add_sample = flamegraph_add_sample,
@@ -782,7 +777,6 @@ static const struct pf_writer_ops flamegraph_writer_ops = {
 	.finish = flamegraph_finish,
 	.destroy = flamegraph_destroy,
 	.error = flamegraph_error,
-	.bytes = flamegraph_bytes,
 };
 
 int flamegraph_writer_create(int fd, const struct pf_writer_options *options, void **state,

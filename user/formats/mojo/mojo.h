@@ -83,6 +83,10 @@ const char *mojo_event_name(enum mojo_event_id id);
  * format in the header line). 0, or negative errno with a one-line reason
  * in err after printing everything that decoded.
  */
-int mojo_dump(int fd, FILE *out, char *err, size_t errlen);
+pf_dump_fn mojo_dump;
+
+/* The backends behind the "mojo" format descriptor (formats/format_registry.c). */
+pf_writer_create_fn mojo_writer_create;
+pf_reader_create_fn mojo_reader_create;
 
 #endif

@@ -598,13 +598,6 @@ static const char *writer_error(const void *state)
 	return writer->error;
 }
 
-static uint64_t writer_bytes(const void *state)
-{
-	const struct mojo_writer *writer = state;
-
-	return writer->written + writer->len;
-}
-
 static const struct pf_writer_ops mojo_writer_ops = {
 	.set_metadata = writer_set_metadata,
 	.add_sample = writer_add_sample,
@@ -612,7 +605,6 @@ static const struct pf_writer_ops mojo_writer_ops = {
 	.finish = writer_finish,
 	.destroy = writer_destroy,
 	.error = writer_error,
-	.bytes = writer_bytes,
 };
 
 int mojo_writer_create(int fd, const struct pf_writer_options *options, void **state,

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tachyon, CPython 3.15's profiling binary format (version 1), laid out as
- * CPython 3.15.2's reader accepts it. The writer and reader backends are
- * declared in profile.h; this header holds the constants and the record
- * decoder that the reader and the dump share.
+ * CPython 3.15.2's reader accepts it: the constants, the record decoder that
+ * the reader and the dump share, and the backends' constructors.
  */
 #ifndef PYBPFPROF_TACHYON_H
 #define PYBPFPROF_TACHYON_H
@@ -13,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "profile/profile.h"
 #include "util/intern.h"
 
 #define TACHYON_MAGIC            0x54414348u
@@ -159,6 +159,10 @@ int tachyon_file_next(struct tachyon_file *file, struct tachyon_event *event, ch
  * Returns 0, or negative errno with the reason in err after printing what
  * decoded.
  */
-int tachyon_dump(int fd, FILE *out, char *err, size_t errlen);
+pf_dump_fn tachyon_dump;
+
+/* The backends behind the "tachyon" format descriptor (formats/format_registry.c). */
+pf_writer_create_fn tachyon_writer_create;
+pf_reader_create_fn tachyon_reader_create;
 
 #endif

@@ -798,13 +798,6 @@ static const char *writer_error(const void *state)
 	return ((const struct tachyon_writer *)state)->error;
 }
 
-static uint64_t writer_bytes(const void *state)
-{
-	const struct tachyon_writer *w = state;
-
-	return w->data_end + w->held_len;
-}
-
 static const struct pf_writer_ops tachyon_writer_ops = {
 	.set_metadata = writer_set_metadata,
 	.add_sample = writer_add_sample,
@@ -812,7 +805,6 @@ static const struct pf_writer_ops tachyon_writer_ops = {
 	.finish = writer_finish,
 	.destroy = writer_destroy,
 	.error = writer_error,
-	.bytes = writer_bytes,
 };
 
 static int setup_compression(struct tachyon_writer *w)
