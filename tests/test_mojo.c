@@ -85,7 +85,10 @@ static char *format_sample(const struct pf_sample *sample, const char *mode)
 		else if (frame->kind == PF_FRAME_KERNEL)
 			fprintf(out, ";kernel:%s:0", frame->name);
 		else
-			fprintf(out, ";%s:%s:%d", frame->file, frame->name,
+			/* The reference decoder keeps Austin's native@ file prefix; ours strips it. */
+			fprintf(out, ";%s%s:%s:%d",
+				frame->kind == PF_FRAME_NATIVE ? PF_NATIVE_FILE_PREFIX : "", frame->file,
+				frame->name,
 				frame->line < 0 ? 0 : frame->line);
 	}
 	if (sample->status & PF_STATUS_GC)
@@ -335,7 +338,7 @@ static void test_reference_files_match_expected(void **unused)
 static const struct pf_frame frames_main[] = {
 	{ PF_FRAME_PYTHON, "/srv/app/main.py", "<module>", 10, 12, 0, 17, -1 },
 	{ PF_FRAME_PYTHON, "/srv/app/main.py", "Worker.run", 20, 20, 4, 30, -1 },
-	{ PF_FRAME_NATIVE, "native@7f00deadbeef", "PyEval_EvalCode", 519, -1, -1, -1, -1 },
+	{ PF_FRAME_NATIVE, "7f00deadbeef", "PyEval_EvalCode", 519, -1, -1, -1, -1 },
 	{ PF_FRAME_PYTHON, "/srv/app/lib.py", "helper", -1, -1, -1, -1, -1 },
 	{ PF_FRAME_KERNEL, "", "entry_SYSCALL_64", -1, -1, -1, -1, -1 },
 	{ PF_FRAME_KERNEL, "", "do_syscall_64", -1, -1, -1, -1, -1 },

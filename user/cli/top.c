@@ -76,7 +76,9 @@ static int64_t function_id(struct function_weights *weights, const struct pf_fra
 
 static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
 {
-	uint64_t weight = sample->metrics & PF_METRIC_TIME ? sample->time_us : 1;
+	int64_t signed_weight = pf_sample_weight(sample);
+	/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
+	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
 
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		int64_t id = function_id(weights, &sample->frames[i]);
@@ -169,6 +171,9 @@ int top_main(int argc, char **argv)
 			got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else if (weights.samples == 0)
 		printf("%s: no samples\n", argv[optind]);
+	else if (weights.grand_total == 0)
+		printf("%s: %" PRIu64 " samples, all of weight 0 (frees only)\n", argv[optind],
+		       weights.samples);
 	else {
 		printf("%s: %" PRIu64 " samples (%s)\n", argv[optind], weights.samples,
 		       pf_reader_format(reader)->name);

@@ -87,15 +87,6 @@ static size_t append_frame(char *out, const struct pf_frame *frame)
 	}
 }
 
-static int64_t sample_weight(const struct pf_sample *sample)
-{
-	if (sample->metrics & PF_METRIC_TIME)
-		return (int64_t)sample->time_us;
-	if (sample->metrics & PF_METRIC_MEMORY)
-		return sample->memory;
-	return 1;
-}
-
 static int collapsed_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct collapsed_writer *writer = state;
@@ -131,7 +122,7 @@ static int collapsed_add_sample(void *state, const struct pf_sample *sample)
 		writer->weights = weights;
 		writer->weights_capacity = capacity;
 	}
-	writer->weights[id] += sample_weight(sample);
+	writer->weights[id] += pf_sample_weight(sample);
 	return 0;
 }
 
@@ -253,8 +244,7 @@ static void parse_frame(char *text, struct pf_frame *frame)
 	size_t len = strlen(text);
 	char *last_colon, *name_colon;
 
-	*frame = (struct pf_frame){ .kind = PF_FRAME_PYTHON, .file = "", .name = text, .line = -1,
-				    .end_line = -1, .column = -1, .end_column = -1, .opcode = -1 };
+	*frame = pf_frame_unlocated(PF_FRAME_PYTHON, "", text);
 	if (ends_with(text, len, "_[k]") || ends_with(text, len, "_[n]")) {
 		frame->kind = text[len - 2] == 'k' ? PF_FRAME_KERNEL : PF_FRAME_NATIVE;
 		text[len - 4] = 0;

@@ -153,20 +153,12 @@ static int64_t child_node(struct flamegraph_writer *writer, uint32_t parent, uin
 	return node;
 }
 
-static uint64_t sample_weight(const struct pf_sample *sample)
-{
-	if (sample->metrics & PF_METRIC_TIME)
-		return sample->time_us;
-	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
-	if (sample->metrics & PF_METRIC_MEMORY)
-		return sample->memory > 0 ? (uint64_t)sample->memory : 0;
-	return 1;
-}
-
 static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct flamegraph_writer *writer = state;
-	uint64_t weight = sample_weight(sample);
+	int64_t signed_weight = pf_sample_weight(sample);
+	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
+	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
 	uint32_t node = 0;
 
 	writer->sample_count++;

@@ -32,6 +32,35 @@ struct pf_reader {
 	char error[512];
 };
 
+const char *pf_native_file_stored(const struct pf_frame *frame, char *buffer, size_t size)
+{
+	const char *file = frame->file ? frame->file : "";
+
+	if (frame->kind != PF_FRAME_NATIVE)
+		return file;
+	snprintf(buffer, size, "%s%s", PF_NATIVE_FILE_PREFIX, file);
+	return buffer;
+}
+
+bool pf_native_file_strip(const char **file)
+{
+	size_t len = strlen(PF_NATIVE_FILE_PREFIX);
+
+	if (strncmp(*file, PF_NATIVE_FILE_PREFIX, len) != 0)
+		return false;
+	*file += len;
+	return true;
+}
+
+int64_t pf_sample_weight(const struct pf_sample *sample)
+{
+	if (sample->metrics & PF_METRIC_TIME)
+		return (int64_t)sample->time_us;
+	if (sample->metrics & PF_METRIC_MEMORY)
+		return sample->memory;
+	return 1;
+}
+
 static int open_output(struct pf_writer *writer, bool atomic)
 {
 	if (!atomic) {

@@ -42,6 +42,23 @@ struct pf_frame {
 	int16_t opcode;
 };
 
+/* A frame with no location: line, end_line, column, end_column and opcode all unknown (-1). */
+static inline struct pf_frame pf_frame_unlocated(enum pf_frame_kind kind, const char *file,
+						 const char *name)
+{
+	return (struct pf_frame){ .kind = kind, .file = file, .name = name, .line = -1,
+				  .end_line = -1, .column = -1, .end_column = -1, .opcode = -1 };
+}
+
+/*
+ * The file string the formats without a frame kind (MOJO, Tachyon) store: a native
+ * frame's file behind PF_NATIVE_FILE_PREFIX (built in buffer, cut to size), any other
+ * frame's file as it is. Their readers undo it with pf_native_file_strip.
+ */
+const char *pf_native_file_stored(const struct pf_frame *frame, char *buffer, size_t size);
+/* If *file carries PF_NATIVE_FILE_PREFIX, skips it and returns true (a native frame). */
+bool pf_native_file_strip(const char **file);
+
 /* Status bits. The low byte is Tachyon's status byte, bit for bit. */
 #define PF_STATUS_HAS_GIL        0x01u
 #define PF_STATUS_ON_CPU         0x02u
@@ -76,6 +93,13 @@ struct pf_writer_options {
 	unsigned flush_interval_ms; /* streaming writers: at least this often the file is readable (0 = 1000) */
 };
 #define PF_WRITER_OPTIONS_DEFAULT { .compression_level = 5, .atomic = false, .flush_interval_ms = 1000 }
+
+/*
+ * What a sample weighs in an aggregate (collapsed stacks, flame graph, top): the
+ * microseconds it stands for when it carries time, else the bytes it allocated
+ * (negative: freed) when it carries memory, else 1 (a sample count).
+ */
+int64_t pf_sample_weight(const struct pf_sample *sample);
 
 struct pf_format;
 struct pf_writer;

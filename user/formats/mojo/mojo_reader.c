@@ -512,17 +512,18 @@ static int32_t column_from_mojo(int64_t value)
 
 static int define_frame(struct mojo_reader *reader, const struct mojo_raw_event *event)
 {
-	struct pf_frame frame = { .opcode = -1 };
+	const char *file = lookup_string(reader, event->ints[1]);
+	const char *name = lookup_string(reader, event->ints[2]);
+	enum pf_frame_kind kind;
+	struct pf_frame frame;
 	int64_t slot;
 
-	frame.file = lookup_string(reader, event->ints[1]);
-	frame.name = lookup_string(reader, event->ints[2]);
-	if (!frame.file || !frame.name)
+	if (!file || !name)
 		return reader_fail(reader, -EBADMSG, event->offset,
 				   "FRAME names an undefined string");
-	frame.kind = strncmp(frame.file, MOJO_NATIVE_PREFIX, strlen(MOJO_NATIVE_PREFIX)) == 0
-			     ? PF_FRAME_NATIVE
-			     : PF_FRAME_PYTHON;
+	/* The prefix only stood for the kind the format cannot hold. */
+	kind = pf_native_file_strip(&file) ? PF_FRAME_NATIVE : PF_FRAME_PYTHON;
+	frame = pf_frame_unlocated(kind, file, name);
 	frame.line = line_from_mojo(event->ints[3]);
 	frame.end_line = event->int_count > 4 ? line_from_mojo(event->ints[4]) : -1;
 	frame.column = event->int_count > 5 ? column_from_mojo(event->ints[5]) : -1;
@@ -557,12 +558,9 @@ static int reference_frame(struct mojo_reader *reader, const struct mojo_raw_eve
 
 static int kernel_frame(struct mojo_reader *reader, const struct mojo_raw_event *event)
 {
-	struct pf_frame frame = {
-		.kind = PF_FRAME_KERNEL, .file = "", .line = -1, .end_line = -1,
-		.column = -1, .end_column = -1, .opcode = -1,
-	};
+	struct pf_frame frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",
+						   store_value(reader, event->strs[0]));
 
-	frame.name = store_value(reader, event->strs[0]);
 	if (!frame.name)
 		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
 	return add_frame(reader, &reader->kernel, &frame, event->offset);
@@ -673,10 +671,7 @@ static bool metrics_complete(const struct mojo_reader *reader)
 
 static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 {
-	static const struct pf_frame invalid = {
-		.kind = PF_FRAME_INVALID, .file = "", .name = "", .line = -1, .end_line = -1,
-		.column = -1, .end_column = -1, .opcode = -1,
-	};
+	const struct pf_frame invalid = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
 	size_t i;
 
 	reader->out.count = 0;

@@ -361,18 +361,6 @@ static bool is_located(const struct pf_frame *frame)
 	return frame->kind == PF_FRAME_PYTHON || frame->kind == PF_FRAME_NATIVE;
 }
 
-/* Austin's readers know a native frame by its file string's "native@" prefix. */
-static const char *mojo_file_of(const struct pf_frame *frame, char *buffer, size_t size)
-{
-	const char *file = frame->file ? frame->file : "";
-
-	if (frame->kind != PF_FRAME_NATIVE ||
-	    strncmp(file, MOJO_NATIVE_PREFIX, strlen(MOJO_NATIVE_PREFIX)) == 0)
-		return file;
-	snprintf(buffer, size, "%s%s", MOJO_NATIVE_PREFIX, file);
-	return buffer;
-}
-
 /* The string's id in tables, defining it (STRING event) if new. */
 static int64_t define_string(struct mojo_writer *writer, struct pid_tables *tables,
 			     const char *text)
@@ -454,8 +442,10 @@ static int write_definitions(struct mojo_writer *writer, struct pid_tables *tabl
 
 		if (!is_located(&sample->frames[i]))
 			continue;
-		file_id = define_string(writer, tables, mojo_file_of(&sample->frames[i], native_file,
-								     sizeof(native_file)));
+		/* Austin's readers know a native frame by its file string's prefix. */
+		file_id = define_string(writer, tables,
+					pf_native_file_stored(&sample->frames[i], native_file,
+							      sizeof(native_file)));
 		if (file_id < 0)
 			return (int)file_id;
 		name_id = define_string(writer, tables, sample->frames[i].name);

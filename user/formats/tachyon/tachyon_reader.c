@@ -931,9 +931,6 @@ static enum pf_frame_kind frame_kind(const char *file, const char *name)
 		return PF_FRAME_KERNEL;
 	if (!strcmp(file, "~") && !strcmp(name, "<truncated>"))
 		return PF_FRAME_INVALID;
-	/* CPython's own "~" "<native>" marker stays as it is, so that it is written back the same. */
-	if (!strncmp(file, PF_NATIVE_FILE_PREFIX, strlen(PF_NATIVE_FILE_PREFIX)))
-		return PF_FRAME_NATIVE;
 	return PF_FRAME_PYTHON;
 }
 
@@ -950,10 +947,10 @@ static int build_frame_cache(struct tachyon_reader *reader)
 
 		frame->file = tachyon_file_string(reader->file, entry->file, NULL);
 		frame->name = tachyon_file_string(reader->file, entry->func, NULL);
-		frame->kind = frame_kind(frame->file, frame->name);
-		/* The prefix only stood for the kind the format cannot hold. */
-		if (frame->kind == PF_FRAME_NATIVE)
-			frame->file += strlen(PF_NATIVE_FILE_PREFIX);
+		/* The prefix only stood for the kind the format cannot hold. CPython's own "~"
+		 * "<native>" marker stays as it is, so that it is written back the same. */
+		frame->kind = pf_native_file_strip(&frame->file) ? PF_FRAME_NATIVE
+								 : frame_kind(frame->file, frame->name);
 		frame->line = entry->line;
 		frame->end_line = entry->end_line;
 		frame->column = entry->column;

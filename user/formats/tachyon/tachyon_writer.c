@@ -352,24 +352,19 @@ static int64_t intern_string(struct tachyon_writer *w, const char *text)
 
 static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *frame)
 {
-	const char *file = frame->file ? frame->file : "";
+	char native_file[PATH_MAX + sizeof(PF_NATIVE_FILE_PREFIX)];
+	/* A file without a frame kind: the prefix tells readers (ours) a native frame. */
+	const char *file = pf_native_file_stored(frame, native_file, sizeof(native_file));
 	const char *name = frame->name ? frame->name : "";
 	int32_t line = frame->line, end_line = frame->end_line;
 	int32_t column = frame->column, end_column = frame->end_column;
 	uint8_t opcode = frame->opcode >= 0 && frame->opcode < 255 ? (uint8_t)frame->opcode
 								   : TACHYON_OPCODE_NONE;
-	char native_file[PATH_MAX + sizeof(PF_NATIVE_FILE_PREFIX)];
 	uint8_t key[FRAME_KEY_MAX];
 	int64_t file_id, name_id, id;
 	size_t n = 0;
 	bool is_new;
 
-	if (frame->kind == PF_FRAME_NATIVE &&
-	    strncmp(file, PF_NATIVE_FILE_PREFIX, strlen(PF_NATIVE_FILE_PREFIX)) != 0) {
-		/* A file without a frame kind: the prefix tells readers (ours) what it is. */
-		snprintf(native_file, sizeof(native_file), "%s%s", PF_NATIVE_FILE_PREFIX, file);
-		file = native_file;
-	}
 	if (frame->kind == PF_FRAME_KERNEL || frame->kind == PF_FRAME_INVALID) {
 		file = frame->kind == PF_FRAME_KERNEL ? "<kernel>" : "~";
 		name = frame->kind == PF_FRAME_KERNEL ? name : "<truncated>";
