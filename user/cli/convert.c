@@ -151,7 +151,7 @@ static int parse_compression(const char *text, int *level)
 		return 0;
 	}
 	value = strtol(text, &end, 10);
-	if (*end || value < 1 || value > 22)
+	if (*end || value < 1 || value > PF_COMPRESSION_LEVEL_MAX)
 		return -EINVAL;
 	*level = (int)value;
 	return 0;

@@ -151,7 +151,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'c':
 		if (strcmp(arg, "none") == 0) {
 			session->compression_level = 0;
-		} else if (parse_uint(arg, 22, &number) || number == 0) {
+		} else if (parse_uint(arg, PF_COMPRESSION_LEVEL_MAX, &number) || number == 0) {
 			argp_error(state, "invalid compression '%s' (1-22 or none)", arg);
 		} else {
 			session->compression_level = (int)number;
@@ -229,7 +229,7 @@ int record_main(int argc, char **argv)
 			.frequency_hz = 1000,
 			.kernel_stacks = true,
 			.native_frames = true,
-			.compression_level = 5,
+			.compression_level = PF_COMPRESSION_LEVEL_DEFAULT,
 		},
 	};
 	int err;

@@ -87,12 +87,17 @@ struct pf_sample {
 	const struct pf_frame *frames; /* root (outermost) first, leaf last */
 };
 
+/* Tachyon's zstd levels: 1 to PF_COMPRESSION_LEVEL_MAX, 0 for none. */
+#define PF_COMPRESSION_LEVEL_DEFAULT 5
+#define PF_COMPRESSION_LEVEL_MAX 22
+
 struct pf_writer_options {
-	int compression_level;    /* Tachyon: zstd level 1-22; 0 = no compression; default 5 */
+	int compression_level;    /* Tachyon: zstd level 1-22; 0 = no compression */
 	bool atomic;              /* write to a temporary name, rename at close, unlink on abort */
 	unsigned flush_interval_ms; /* streaming writers: at least this often the file is readable (0 = 1000) */
 };
-#define PF_WRITER_OPTIONS_DEFAULT { .compression_level = 5, .atomic = false, .flush_interval_ms = 1000 }
+#define PF_WRITER_OPTIONS_DEFAULT \
+	{ .compression_level = PF_COMPRESSION_LEVEL_DEFAULT, .atomic = false, .flush_interval_ms = 1000 }
 
 /*
  * What a sample weighs in an aggregate (collapsed stacks, flame graph, top): the

@@ -42,6 +42,17 @@
 #define TACHYON_OFF_COMPRESSION  56
 #define TACHYON_OFF_CONFIG       60
 
+/* Footer offsets from its start: counts, the file size, then reserved zero bytes. */
+#define TACHYON_FOOTER_OFF_STRINGS   0
+#define TACHYON_FOOTER_OFF_FRAMES    4
+#define TACHYON_FOOTER_OFF_FILE_SIZE 8
+#define TACHYON_FOOTER_OFF_RESERVED  16
+
+/* Frame-table strings of frames that are not Python code. */
+#define TACHYON_KERNEL_FILE    "<kernel>"    /* ours: a kernel frame, the symbol is its name */
+#define TACHYON_MARKER_FILE    "~"           /* CPython's file of its synthetic frames */
+#define TACHYON_TRUNCATED_NAME "<truncated>" /* with "~": the stack could not be read on */
+
 /* Config word: bits 0-2 mode + 1, bit 3 features present, bits 4+ features. */
 #define TACHYON_CONFIG_MODE_MASK     0x7u
 #define TACHYON_CONFIG_FEATURES_FLAG 0x8u
@@ -59,7 +70,11 @@ enum tachyon_encoding {
 };
 
 /* Profiling modes as CPython numbers them; the config word holds mode + 1. */
-extern const char *const tachyon_mode_names[5];
+#define TACHYON_MODE_COUNT 5
+extern const char *const tachyon_mode_names[TACHYON_MODE_COUNT];
+/* Feature bits of the config word (from TACHYON_CONFIG_FEATURES_SHIFT), as metadata names them. */
+#define TACHYON_FEATURE_COUNT 5
+extern const char *const tachyon_feature_names[TACHYON_FEATURE_COUNT];
 
 struct tachyon_header {
 	uint32_t magic;

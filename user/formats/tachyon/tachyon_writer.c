@@ -366,8 +366,8 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 	bool is_new;
 
 	if (frame->kind == PF_FRAME_KERNEL || frame->kind == PF_FRAME_INVALID) {
-		file = frame->kind == PF_FRAME_KERNEL ? "<kernel>" : "~";
-		name = frame->kind == PF_FRAME_KERNEL ? name : "<truncated>";
+		file = frame->kind == PF_FRAME_KERNEL ? TACHYON_KERNEL_FILE : TACHYON_MARKER_FILE;
+		name = frame->kind == PF_FRAME_KERNEL ? name : TACHYON_TRUNCATED_NAME;
 		line = end_line = column = end_column = -1;
 		opcode = TACHYON_OPCODE_NONE;
 	}
@@ -635,8 +635,10 @@ static int checkpoint(struct tachyon_writer *w)
 		write_stats(out, w);
 	out_u32(out, (uint32_t)intern_count(&w->strings));
 	out_u32(out, (uint32_t)intern_count(&w->frames));
-	out_u64(out, out->offset + out->len + 8 + 16);
-	out_put(out, (uint8_t[16]){ 0 }, 16);
+	/* The file size: this field's offset in the footer onwards is what remains. */
+	out_u64(out, out->offset + out->len + TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_FILE_SIZE);
+	out_put(out, (uint8_t[TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_RESERVED]){ 0 },
+		TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_RESERVED);
 	out_flush(out);
 	err = out->err;
 	end = out->offset;
@@ -705,7 +707,7 @@ static int parse_python(struct tachyon_writer *w, const char *text)
 
 static uint32_t mode_bits(const char *text)
 {
-	for (uint32_t i = 0; i < 5; i++)
+	for (uint32_t i = 0; i < TACHYON_MODE_COUNT; i++)
 		if (!strcmp(text, tachyon_mode_names[i]))
 			return i + 1;
 	return 0;
@@ -713,14 +715,14 @@ static uint32_t mode_bits(const char *text)
 
 static uint32_t feature_bits(const char *text)
 {
-	static const char *const names[] = { "all_threads", "native", "gc", "opcodes", "blocking" };
 	uint32_t bits = 0;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		size_t len = strlen(names[i]);
+	for (size_t i = 0; i < TACHYON_FEATURE_COUNT; i++) {
+		const char *name = tachyon_feature_names[i];
+		size_t len = strlen(name);
 		const char *at = text;
 
-		while ((at = strstr(at, names[i]))) {
+		while ((at = strstr(at, name))) {
 			if ((at == text || at[-1] == ',') && (at[len] == 0 || at[len] == ','))
 				bits |= 1u << i;
 			at += len;
@@ -828,7 +830,7 @@ int tachyon_writer_create(int fd, const struct pf_writer_options *options, void 
 	intern_init(&w->frames);
 	intern_init(&w->thread_ids);
 	w->fd = fd;
-	w->level = options ? options->compression_level : 5;
+	w->level = options ? options->compression_level : PF_COMPRESSION_LEVEL_DEFAULT;
 	if (w->level < 0 || w->level > ZSTD_maxCLevel()) {
 		writer_destroy(w);
 		return -EINVAL;
