@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * MOJO v3 (Austin's binary format): event ids, the constants our writer and
- * reader agree on, the raw event decoder shared by the reader and the dump.
+ * reader agree on, the raw event decoder (mojo_stream.c) shared by the reader
+ * and the dump, and the backends' constructors.
  */
 #ifndef PYBPFPROF_MOJO_H
 #define PYBPFPROF_MOJO_H
@@ -76,7 +77,7 @@ int mojo_stream_peek_id(struct mojo_stream *stream, int *id);
 void mojo_stream_close(struct mojo_stream *stream);
 uint64_t mojo_stream_offset(const struct mojo_stream *stream);
 
-const char *mojo_event_name(enum mojo_event_id id);
+const char *mojo_stream_event_name(enum mojo_event_id id);
 
 /*
  * Write one line per event of the MOJO file on fd to out (see the dump
