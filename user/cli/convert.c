@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "util/array.h"
 #include "util/intern.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 struct thread_clock {
 	struct intern_table threads; /* (pid, tid) -> id */
 	uint64_t *now_us;            /* by id */
+	size_t count;                /* ids with a clock */
 	size_t capacity;
 };
 
@@ -40,16 +42,11 @@ static int thread_clock_advance(struct thread_clock *clock, const struct pf_samp
 
 	if (id < 0)
 		return (int)id;
-	if ((size_t)id >= clock->capacity) {
-		size_t capacity = clock->capacity ? clock->capacity * 2 : 64;
-		uint64_t *now = realloc(clock->now_us, capacity * sizeof(*now));
-
-		if (!now)
-			return -ENOMEM;
-		memset(now + clock->capacity, 0, (capacity - clock->capacity) * sizeof(*now));
-		clock->now_us = now;
-		clock->capacity = capacity;
-	}
+	if (array_reserve((void **)&clock->now_us, &clock->capacity, (size_t)id + 1,
+			  sizeof(*clock->now_us), 64))
+		return -ENOMEM;
+	while (clock->count <= (size_t)id)
+		clock->now_us[clock->count++] = 0;
 	if (clock->now_us[id] == 0)
 		clock->now_us[id] = base_us;
 	clock->now_us[id] += step_us;

@@ -9,6 +9,7 @@
  */
 #include "formats/collapsed.h"
 #include "profile/profile.h"
+#include "util/array.h"
 #include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
@@ -24,6 +25,7 @@ struct collapsed_writer {
 	int fd;
 	struct intern_table stacks; /* stack text -> id */
 	int64_t *weights;           /* by stack id */
+	size_t weights_count;       /* stack ids with a weight */
 	size_t weights_capacity;
 	char *line;                 /* scratch for building one stack's text */
 	size_t line_capacity;
@@ -32,19 +34,7 @@ struct collapsed_writer {
 
 static int line_reserve(struct collapsed_writer *writer, size_t needed)
 {
-	char *line;
-	size_t capacity = writer->line_capacity ? writer->line_capacity : 1024;
-
-	if (needed <= writer->line_capacity)
-		return 0;
-	while (capacity < needed)
-		capacity *= 2;
-	line = realloc(writer->line, capacity);
-	if (!line)
-		return -ENOMEM;
-	writer->line = line;
-	writer->line_capacity = capacity;
-	return 0;
+	return array_reserve((void **)&writer->line, &writer->line_capacity, needed, 1, 1024);
 }
 
 /* ';' separates frames and a newline ends the stack: neither may appear inside a frame. */
@@ -91,7 +81,6 @@ static int collapsed_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct collapsed_writer *writer = state;
 	size_t bound = 1, len = 0;
-	bool is_new;
 	int64_t id;
 
 	for (size_t i = 0; i < sample->frame_count; i++)
@@ -108,20 +97,13 @@ static int collapsed_add_sample(void *state, const struct pf_sample *sample)
 		memcpy(writer->line, "[no frames]", 11);
 		len = 11;
 	}
-	id = intern_add(&writer->stacks, writer->line, len, &is_new);
+	id = intern_add(&writer->stacks, writer->line, len, NULL);
 	if (id < 0)
 		return (int)id;
-	if ((size_t)id >= writer->weights_capacity) {
-		size_t capacity = writer->weights_capacity ? writer->weights_capacity * 2 : 1024;
-		int64_t *weights = realloc(writer->weights, capacity * sizeof(*weights));
-
-		if (!weights)
-			return -ENOMEM;
-		memset(weights + writer->weights_capacity, 0,
-		       (capacity - writer->weights_capacity) * sizeof(*weights));
-		writer->weights = weights;
-		writer->weights_capacity = capacity;
-	}
+	if (ARRAY_RESERVE(writer->weights, writer->weights_capacity, (size_t)id + 1))
+		return -ENOMEM;
+	while (writer->weights_count <= (size_t)id)
+		writer->weights[writer->weights_count++] = 0;
 	writer->weights[id] += pf_sample_weight(sample);
 	return 0;
 }

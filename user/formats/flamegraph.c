@@ -13,6 +13,7 @@
  */
 #include "formats/flamegraph.h"
 #include "profile/profile.h"
+#include "util/array.h"
 #include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
@@ -85,30 +86,13 @@ struct fg_layout {
 
 /* ---- aggregation ---- */
 
-static int reserve_bytes(char **buffer, size_t *capacity, size_t needed)
-{
-	size_t grown = *capacity ? *capacity : 256;
-	char *moved;
-
-	if (needed <= *capacity)
-		return 0;
-	while (grown < needed)
-		grown *= 2;
-	moved = realloc(*buffer, grown);
-	if (!moved)
-		return -ENOMEM;
-	*buffer = moved;
-	*capacity = grown;
-	return 0;
-}
-
 static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_frame *frame)
 {
 	/* Lines and columns are left out on purpose: one box per function. */
 	size_t file_len = strlen(frame->file), name_len = strlen(frame->name);
 	size_t len = 1 + file_len + 1 + name_len;
 
-	if (reserve_bytes(&writer->key, &writer->key_capacity, len))
+	if (array_reserve((void **)&writer->key, &writer->key_capacity, len, 1, 256))
 		return -ENOMEM;
 	writer->key[0] = (char)frame->kind;
 	memcpy(writer->key + 1, frame->file, file_len);
@@ -119,19 +103,8 @@ static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_fr
 
 static int reserve_nodes(struct flamegraph_writer *writer, size_t count)
 {
-	size_t capacity = writer->nodes_capacity ? writer->nodes_capacity : 1024;
-	struct fg_node *nodes;
-
-	if (count <= writer->nodes_capacity)
-		return 0;
-	while (capacity < count)
-		capacity *= 2;
-	nodes = realloc(writer->nodes, capacity * sizeof(*nodes));
-	if (!nodes)
-		return -ENOMEM;
-	writer->nodes = nodes;
-	writer->nodes_capacity = capacity;
-	return 0;
+	return array_reserve((void **)&writer->nodes, &writer->nodes_capacity, count,
+			     sizeof(*writer->nodes), 1024);
 }
 
 /* The node for frame under parent, created with weight 0 if new. */

@@ -61,7 +61,7 @@ struct mojo_raw_event {
 struct mojo_stream {
 	int fd;
 	uint8_t *buf;
-	size_t cap, pos, len;
+	size_t capacity, pos, len;
 	uint64_t base; /* file offset of buf[0] */
 	int eof;
 	int version;

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "profile/profile.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 #include "util/intern.h"
 
 /* Deeper than any real stack; stops a corrupt file from growing one sample without end. */
@@ -22,9 +24,13 @@
 
 enum sample_mode { MODE_TIME, MODE_MEMORY, MODE_FULL };
 
+struct metadata_pair {
+	char *key, *value;
+};
+
 struct frame_list {
 	struct pf_frame *items;
-	size_t count, cap;
+	size_t count, capacity;
 };
 
 struct mojo_reader {
@@ -32,13 +38,13 @@ struct mojo_reader {
 	struct intern_table values;       /* string contents: stable storage */
 	struct intern_table string_slots; /* (pid, key) -> index in string_values */
 	const char **string_values;
-	size_t string_values_cap;
+	size_t string_values_capacity;
 	struct intern_table frame_slots;  /* (pid, key) -> index in frame_defs */
 	struct pf_frame *frame_defs;
-	size_t frame_defs_cap;
+	size_t frame_defs_capacity;
 
-	char **meta_keys, **meta_values;
-	size_t meta_count, meta_cap;
+	struct metadata_pair *metadata;
+	size_t metadata_count, metadata_capacity;
 	enum sample_mode mode;
 
 	bool seen_stack;  /* definitions need a pid */
@@ -57,22 +63,15 @@ struct mojo_reader {
 
 static int reader_fail(struct mojo_reader *reader, int err, uint64_t offset, const char *what)
 {
-	snprintf(reader->error, sizeof(reader->error), "%s at byte %llu", what,
-		 (unsigned long long)offset);
-	return err;
+	return errbuf_format(reader->error, sizeof(reader->error), err, "%s at byte %llu", what,
+			     (unsigned long long)offset);
 }
 
 static int frame_list_push(struct frame_list *list, const struct pf_frame *frame)
 {
-	if (list->count == list->cap) {
-		size_t cap = list->cap ? list->cap * 2 : 64;
-		struct pf_frame *items = realloc(list->items, cap * sizeof(*items));
-
-		if (!items)
-			return -ENOMEM;
-		list->items = items;
-		list->cap = cap;
-	}
+	if (array_reserve((void **)&list->items, &list->capacity, list->count + 1,
+			  sizeof(*list->items), 64))
+		return -ENOMEM;
 	list->items[list->count++] = *frame;
 	return 0;
 }
@@ -99,40 +98,12 @@ static int64_t scoped_slot(struct intern_table *table, uint32_t pid, int64_t key
 		   : intern_find(table, &scoped, sizeof(scoped));
 }
 
-static int grow_array(void **array, size_t *cap, size_t needed, size_t item_size)
-{
-	size_t new_cap = *cap ? *cap : 256;
-	void *grown;
-
-	if (needed < *cap)
-		return 0;
-	while (new_cap <= needed)
-		new_cap *= 2;
-	grown = realloc(*array, new_cap * item_size);
-	if (!grown)
-		return -ENOMEM;
-	*array = grown;
-	*cap = new_cap;
-	return 0;
-}
-
 static int add_metadata(struct mojo_reader *reader, const char *key, const char *value)
 {
 	char *key_copy, *value_copy;
 
-	if (reader->meta_count == reader->meta_cap) {
-		size_t cap = reader->meta_cap ? reader->meta_cap * 2 : 16;
-		char **keys = realloc(reader->meta_keys, cap * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		reader->meta_keys = keys;
-		char **values = realloc(reader->meta_values, cap * sizeof(*values));
-		if (!values)
-			return -ENOMEM;
-		reader->meta_values = values;
-		reader->meta_cap = cap;
-	}
+	if (ARRAY_RESERVE(reader->metadata, reader->metadata_capacity, reader->metadata_count + 1))
+		return -ENOMEM;
 	key_copy = strdup(key);
 	value_copy = strdup(value);
 	if (!key_copy || !value_copy) {
@@ -140,9 +111,7 @@ static int add_metadata(struct mojo_reader *reader, const char *key, const char 
 		free(value_copy);
 		return -ENOMEM;
 	}
-	reader->meta_keys[reader->meta_count] = key_copy;
-	reader->meta_values[reader->meta_count] = value_copy;
-	reader->meta_count++;
+	reader->metadata[reader->metadata_count++] = (struct metadata_pair){ key_copy, value_copy };
 	if (strcmp(key, "mode") == 0)
 		reader->mode = strcmp(value, "full") == 0     ? MODE_FULL
 			       : strcmp(value, "memory") == 0 ? MODE_MEMORY
@@ -213,8 +182,8 @@ static int define_string(struct mojo_reader *reader, const struct mojo_raw_event
 	value = store_value(reader, event->strs[0]);
 	slot = scoped_slot(&reader->string_slots, reader->pid, event->ints[0], true);
 	if (!value || slot < 0 ||
-	    grow_array((void **)&reader->string_values, &reader->string_values_cap, (size_t)slot,
-		       sizeof(*reader->string_values)))
+	    array_reserve((void **)&reader->string_values, &reader->string_values_capacity,
+			  (size_t)slot + 1, sizeof(*reader->string_values), 256))
 		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
 	reader->string_values[slot] = value;
 	return 0;
@@ -261,8 +230,8 @@ static int define_frame(struct mojo_reader *reader, const struct mojo_raw_event 
 	frame.column = event->int_count > 5 ? column_from_mojo(event->ints[5]) : -1;
 	frame.end_column = event->int_count > 6 ? column_from_mojo(event->ints[6]) : -1;
 	slot = scoped_slot(&reader->frame_slots, reader->pid, event->ints[0], true);
-	if (slot < 0 || grow_array((void **)&reader->frame_defs, &reader->frame_defs_cap,
-				   (size_t)slot, sizeof(*reader->frame_defs)))
+	if (slot < 0 || array_reserve((void **)&reader->frame_defs, &reader->frame_defs_capacity,
+				      (size_t)slot + 1, sizeof(*reader->frame_defs), 256))
 		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
 	reader->frame_defs[slot] = frame;
 	return 0;
@@ -432,8 +401,7 @@ static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 
 static int fail_from_stream(struct mojo_reader *reader, int err)
 {
-	snprintf(reader->error, sizeof(reader->error), "%s", reader->stream.error);
-	return err;
+	return errbuf_format(reader->error, sizeof(reader->error), err, "%s", reader->stream.error);
 }
 
 static int read_until_sample(struct mojo_reader *reader, struct pf_sample *sample)
@@ -486,7 +454,7 @@ static int reader_next_sample(void *state, struct pf_sample *sample)
 	if (result < 0) {
 		reader->failure = result;
 		if (result == -ENOMEM && !reader->error[0])
-			snprintf(reader->error, sizeof(reader->error), "out of memory");
+			errbuf_format(reader->error, sizeof(reader->error), result, "out of memory");
 	}
 	return result;
 }
@@ -495,7 +463,7 @@ static size_t reader_metadata_count(const void *state)
 {
 	const struct mojo_reader *reader = state;
 
-	return reader->meta_count;
+	return reader->metadata_count;
 }
 
 static void reader_metadata_at(const void *state, size_t index, const char **key,
@@ -503,8 +471,8 @@ static void reader_metadata_at(const void *state, size_t index, const char **key
 {
 	const struct mojo_reader *reader = state;
 
-	*key = index < reader->meta_count ? reader->meta_keys[index] : NULL;
-	*value = index < reader->meta_count ? reader->meta_values[index] : NULL;
+	*key = index < reader->metadata_count ? reader->metadata[index].key : NULL;
+	*value = index < reader->metadata_count ? reader->metadata[index].value : NULL;
 }
 
 static const char *reader_error(const void *state)
@@ -527,12 +495,11 @@ static void reader_destroy(void *state)
 	intern_free(&reader->frame_slots);
 	free(reader->string_values);
 	free(reader->frame_defs);
-	for (i = 0; i < reader->meta_count; i++) {
-		free(reader->meta_keys[i]);
-		free(reader->meta_values[i]);
+	for (i = 0; i < reader->metadata_count; i++) {
+		free(reader->metadata[i].key);
+		free(reader->metadata[i].value);
 	}
-	free(reader->meta_keys);
-	free(reader->meta_values);
+	free(reader->metadata);
 	free(reader->user.items);
 	free(reader->kernel.items);
 	free(reader->out.items);
@@ -553,18 +520,14 @@ int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, c
 	struct mojo_reader *reader = calloc(1, sizeof(*reader));
 	int err;
 
-	if (!reader) {
-		if (errlen)
-			snprintf(errbuf, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!reader)
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	intern_init(&reader->values);
 	intern_init(&reader->string_slots);
 	intern_init(&reader->frame_slots);
 	err = mojo_stream_open(&reader->stream, fd);
 	if (err) {
-		if (errlen)
-			snprintf(errbuf, errlen, "%s", reader->stream.error);
+		errbuf_format(errbuf, errlen, err, "%s", reader->stream.error);
 		reader_destroy(reader);
 		return err;
 	}

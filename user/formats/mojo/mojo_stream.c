@@ -12,9 +12,10 @@
 #include <unistd.h>
 
 #include "formats/varint.h"
+#include "util/array.h"
 #include "util/errbuf.h"
 
-#define STREAM_INITIAL_CAP (64u * 1024u)
+#define STREAM_INITIAL_CAPACITY (64u * 1024u)
 /* One event (a string, in practice) larger than this is corrupt data, not a profile. */
 #define STREAM_MAX_EVENT (64u * 1024u * 1024u)
 
@@ -29,24 +30,19 @@ static int stream_fill(struct mojo_stream *stream)
 		stream->len -= stream->pos;
 		stream->pos = 0;
 	}
-	if (stream->len == stream->cap) {
-		size_t cap = stream->cap * 2;
-		uint8_t *buf;
-
-		if (cap > STREAM_MAX_EVENT)
+	if (stream->len == stream->capacity) {
+		if (stream->capacity * 2 > STREAM_MAX_EVENT)
 			return errbuf_format(stream->error, sizeof(stream->error), -EFBIG,
 					     "event at byte %llu is larger than %u bytes",
 					     (unsigned long long)stream->base, STREAM_MAX_EVENT);
-		buf = realloc(stream->buf, cap);
-		if (!buf)
+		if (array_reserve((void **)&stream->buf, &stream->capacity, stream->len + 1, 1,
+				  STREAM_INITIAL_CAPACITY))
 			return errbuf_format(stream->error, sizeof(stream->error), -ENOMEM,
 					     "out of memory reading byte %llu",
 					     (unsigned long long)stream->base);
-		stream->buf = buf;
-		stream->cap = cap;
 	}
 	do
-		got = read(stream->fd, stream->buf + stream->len, stream->cap - stream->len);
+		got = read(stream->fd, stream->buf + stream->len, stream->capacity - stream->len);
 	while (got < 0 && errno == EINTR);
 	if (got < 0)
 		return errbuf_format(stream->error, sizeof(stream->error), -errno,
@@ -216,8 +212,8 @@ int mojo_stream_open(struct mojo_stream *stream, int fd)
 
 	memset(stream, 0, sizeof(*stream));
 	stream->fd = fd;
-	stream->cap = STREAM_INITIAL_CAP;
-	stream->buf = malloc(stream->cap);
+	stream->capacity = STREAM_INITIAL_CAPACITY;
+	stream->buf = malloc(stream->capacity);
 	if (!stream->buf)
 		return errbuf_format(stream->error, sizeof(stream->error), -ENOMEM,
 				     "out of memory");

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 
 #include "formats/varint.h"
 #include "profile/profile.h"
+#include "util/array.h"
 #include "util/errbuf.h"
 
 const char *const tachyon_mode_names[TACHYON_MODE_COUNT] = { "wall", "cpu", "gil", "all",
@@ -581,15 +581,9 @@ static int find_thread(struct tachyon_file *file, uint64_t tid, uint32_t iid, bo
 	if (intern_count(&file->thread_ids) >= file->header.thread_count &&
 	    intern_find(&file->thread_ids, key, sizeof(key)) < 0)
 		return -ERANGE;
-	if (intern_count(&file->thread_ids) == file->thread_capacity) {
-		size_t capacity = file->thread_capacity ? file->thread_capacity * 2 : 8;
-		struct tachyon_thread **threads = realloc(file->threads, capacity * sizeof(*threads));
-
-		if (!threads)
-			return -ENOMEM;
-		file->threads = threads;
-		file->thread_capacity = capacity;
-	}
+	if (array_reserve((void **)&file->threads, &file->thread_capacity,
+			  intern_count(&file->thread_ids) + 1, sizeof(*file->threads), 8))
+		return -ENOMEM;
 	id = intern_add(&file->thread_ids, key, sizeof(key), &is_new);
 	if (id < 0)
 		return (int)id;

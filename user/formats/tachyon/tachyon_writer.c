@@ -12,7 +12,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,8 @@
 
 #include "formats/varint.h"
 #include "profile/profile.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 #include "util/fd_write.h"
 
 #define STAGE_SIZE     (64u * 1024u)       /* raw record bytes gathered before compressing */
@@ -81,42 +82,13 @@ struct tachyon_writer {
 	char error[256];
 };
 
-static int fail(struct tachyon_writer *w, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct tachyon_writer *w, int err, const char *fmt, ...)
-{
-	va_list args;
-
-	va_start(args, fmt);
-	vsnprintf(w->error, sizeof(w->error), fmt, args);
-	va_end(args);
-	return err;
-}
-
 static int pwrite_all(struct tachyon_writer *w, const void *data, size_t len, uint64_t offset)
 {
 	int err = fd_pwrite_all(w->fd, data, len, offset);
 
 	if (err)
-		return fail(w, err, "write at byte %" PRIu64 " failed: %s", offset, strerror(-err));
-	return 0;
-}
-
-static int grow(uint8_t **buf, size_t *capacity, size_t need)
-{
-	size_t capacity_new = *capacity ? *capacity : 256;
-	uint8_t *bigger;
-
-	if (need <= *capacity)
-		return 0;
-	while (capacity_new < need)
-		capacity_new *= 2;
-	bigger = realloc(*buf, capacity_new);
-	if (!bigger)
-		return -ENOMEM;
-	*buf = bigger;
-	*capacity = capacity_new;
+		return errbuf_format(w->error, sizeof(w->error), err,
+				     "write at byte %" PRIu64 " failed: %s", offset, strerror(-err));
 	return 0;
 }
 
@@ -133,8 +105,9 @@ static int sink(struct tachyon_writer *w, const uint8_t *data, size_t len)
 			w->data_end += len;
 		return err;
 	}
-	if (grow(&w->held, &w->held_capacity, w->held_len + len))
-		return fail(w, -ENOMEM, "out of memory holding %zu bytes of samples", w->held_len + len);
+	if (array_reserve((void **)&w->held, &w->held_capacity, w->held_len + len, 1, 256))
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory holding %zu bytes of samples", w->held_len + len);
 	memcpy(w->held + w->held_len, data, len);
 	w->held_len += len;
 	return 0;
@@ -151,7 +124,8 @@ static int compress_stage(struct tachyon_writer *w, ZSTD_EndDirective mode)
 
 		remaining = ZSTD_compressStream2(w->cctx, &output, &input, mode);
 		if (ZSTD_isError(remaining))
-			return fail(w, -EIO, "zstd compression failed: %s", ZSTD_getErrorName(remaining));
+			return errbuf_format(w->error, sizeof(w->error), -EIO,
+					     "zstd compression failed: %s", ZSTD_getErrorName(remaining));
 		err = sink(w, w->zout, output.pos);
 		if (err)
 			return err;
@@ -330,8 +304,10 @@ static int write_stack_record(struct tachyon_writer *w, struct writer_thread *t,
 static int add_repeat(struct tachyon_writer *w, struct writer_thread *t, uint64_t delta,
 		      uint8_t status)
 {
-	if (grow(&t->repeat, &t->repeat_capacity, t->repeat_len + VARINT_MAX_BYTES + 1))
-		return fail(w, -ENOMEM, "out of memory for a REPEAT group");
+	if (array_reserve((void **)&t->repeat, &t->repeat_capacity,
+			  t->repeat_len + VARINT_MAX_BYTES + 1, 1, 256))
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory for a REPEAT group");
 	t->repeat_len += leb128_encode(delta, t->repeat + t->repeat_len);
 	t->repeat[t->repeat_len++] = status;
 	t->repeat_count++;
@@ -344,9 +320,11 @@ static int64_t intern_string(struct tachyon_writer *w, const char *text)
 	int64_t id = intern_add(&w->strings, text, strlen(text), &is_new);
 
 	if (id < 0)
-		return fail(w, (int)id, "out of memory interning strings");
+		return errbuf_format(w->error, sizeof(w->error), (int)id,
+				     "out of memory interning strings");
 	if (id > UINT32_MAX)
-		return fail(w, -EOVERFLOW, "more than 2^32 distinct strings");
+		return errbuf_format(w->error, sizeof(w->error), -EOVERFLOW,
+				     "more than 2^32 distinct strings");
 	return id;
 }
 
@@ -391,9 +369,11 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 	key[n++] = opcode;
 	id = intern_add(&w->frames, key, n, &is_new);
 	if (id < 0)
-		return fail(w, (int)id, "out of memory interning frames");
+		return errbuf_format(w->error, sizeof(w->error), (int)id,
+				     "out of memory interning frames");
 	if (id > UINT32_MAX)
-		return fail(w, -EOVERFLOW, "more than 2^32 distinct frames");
+		return errbuf_format(w->error, sizeof(w->error), -EOVERFLOW,
+				     "more than 2^32 distinct frames");
 	return id;
 }
 
@@ -405,25 +385,22 @@ static int find_thread(struct tachyon_writer *w, uint64_t tid, uint32_t iid,
 
 	memcpy(key, &tid, 8);
 	memcpy(key + 8, &iid, 4);
-	if (intern_count(&w->thread_ids) == w->thread_capacity) {
-		size_t capacity = w->thread_capacity ? w->thread_capacity * 2 : 8;
-		struct writer_thread **threads = realloc(w->threads, capacity * sizeof(*threads));
-
-		if (!threads)
-			return fail(w, -ENOMEM, "out of memory for threads");
-		w->threads = threads;
-		w->thread_capacity = capacity;
-	}
+	if (array_reserve((void **)&w->threads, &w->thread_capacity,
+			  intern_count(&w->thread_ids) + 1, sizeof(*w->threads), 8))
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory for threads");
 	id = intern_add(&w->thread_ids, key, sizeof(key), first);
 	if (id < 0)
-		return fail(w, (int)id, "out of memory for threads");
+		return errbuf_format(w->error, sizeof(w->error), (int)id,
+				     "out of memory for threads");
 	if (id >= UINT32_MAX)
-		return fail(w, -EOVERFLOW, "too many threads");
+		return errbuf_format(w->error, sizeof(w->error), -EOVERFLOW, "too many threads");
 	if (*first) {
 		/* Set before anything can fail so destroy() frees only real pointers. */
 		w->threads[id] = calloc(1, sizeof(**w->threads));
 		if (!w->threads[id])
-			return fail(w, -ENOMEM, "out of memory for threads");
+			return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+					     "out of memory for threads");
 		w->threads[id]->tid = tid;
 		w->threads[id]->iid = iid;
 		w->threads[id]->last_ts = w->start_time_us;
@@ -624,7 +601,8 @@ static int checkpoint(struct tachyon_writer *w)
 
 	out = calloc(1, sizeof(*out));
 	if (!out)
-		return fail(w, -ENOMEM, "out of memory writing the tables");
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory writing the tables");
 	out->w = w;
 	out->offset = w->data_end;
 	write_strings(out, &w->strings);
@@ -647,7 +625,8 @@ static int checkpoint(struct tachyon_writer *w)
 		err = write_header(w, w->data_end, frame_offset);
 	/* Earlier checkpoints never end later than this one, but a reused fd might. */
 	if (!err && w->file_end > end && ftruncate(w->fd, (off_t)end) < 0)
-		err = fail(w, -errno, "cannot truncate the file: %s", strerror(errno));
+		err = errbuf_format(w->error, sizeof(w->error), -errno,
+				    "cannot truncate the file: %s", strerror(errno));
 	if (!err)
 		w->file_end = end;
 	return err;
@@ -764,7 +743,8 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 		w->has_lost_samples = !err;
 	}
 	if (err)
-		return fail(w, err, "bad value for metadata %s: \"%s\"", key, value);
+		return errbuf_format(w->error, sizeof(w->error), err,
+				     "bad value for metadata %s: \"%s\"", key, value);
 	return 0;
 }
 
