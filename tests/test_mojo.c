@@ -289,18 +289,18 @@ static void test_varint_vectors(void **unused)
 		uint8_t out[VARINT_MAX_BYTES];
 		int64_t value;
 
-		assert_int_equal(mojo_varint_encode(vectors[i].value, out), vectors[i].len);
+		assert_int_equal(varint_mojo_encode(vectors[i].value, out), vectors[i].len);
 		assert_memory_equal(out, vectors[i].bytes, vectors[i].len);
-		assert_int_equal(mojo_varint_decode(vectors[i].bytes, vectors[i].len, &value),
+		assert_int_equal(varint_mojo_decode(vectors[i].bytes, vectors[i].len, &value),
 				 vectors[i].len);
 		assert_int_equal(value, vectors[i].value);
 		if (vectors[i].value >= 0) {
 			uint64_t unsigned_value;
 
-			assert_int_equal(mojo_uvarint_encode((uint64_t)vectors[i].value, out),
+			assert_int_equal(varint_mojo_unsigned_encode((uint64_t)vectors[i].value, out),
 					 vectors[i].len);
 			assert_memory_equal(out, vectors[i].bytes, vectors[i].len);
-			assert_int_equal(mojo_uvarint_decode(vectors[i].bytes, vectors[i].len,
+			assert_int_equal(varint_mojo_unsigned_decode(vectors[i].bytes, vectors[i].len,
 							     &unsigned_value),
 					 vectors[i].len);
 			assert_int_equal(unsigned_value, (uint64_t)vectors[i].value);

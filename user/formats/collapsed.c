@@ -272,27 +272,21 @@ static int collapsed_next_sample(void *state, struct pf_sample *sample)
 			reader->line[--len] = 0;
 	} while (len == 0);
 	space = strrchr(reader->line, ' ');
-	if (!space || space == reader->line) {
-		snprintf(reader->error, sizeof(reader->error),
-			 "line %" PRIu64 ": expected 'frame;frame;... weight'", reader->line_number);
-		return -EINVAL;
-	}
+	if (!space || space == reader->line)
+		return errbuf_format(reader->error, sizeof(reader->error), -EINVAL,
+				     "line %" PRIu64 ": expected 'frame;frame;... weight'", reader->line_number);
 	*space = 0;
 	errno = 0;
 	weight = strtoll(space + 1, &end, 10);
-	if (errno || *end || end == space + 1 || weight < 0) {
-		snprintf(reader->error, sizeof(reader->error),
-			 "line %" PRIu64 ": bad weight '%s'", reader->line_number, space + 1);
-		return -EINVAL;
-	}
+	if (errno || *end || end == space + 1 || weight < 0)
+		return errbuf_format(reader->error, sizeof(reader->error), -EINVAL,
+				     "line %" PRIu64 ": bad weight '%s'", reader->line_number, space + 1);
 	for (frame_text = strtok_r(reader->line, ";", &saveptr); frame_text;
 	     frame_text = strtok_r(NULL, ";", &saveptr)) {
-		if (count == COLLAPSED_MAX_FRAMES) {
-			snprintf(reader->error, sizeof(reader->error),
-				 "line %" PRIu64 ": more than %d frames", reader->line_number,
-				 COLLAPSED_MAX_FRAMES);
-			return -E2BIG;
-		}
+		if (count == COLLAPSED_MAX_FRAMES)
+			return errbuf_format(reader->error, sizeof(reader->error), -E2BIG,
+					     "line %" PRIu64 ": more than %d frames", reader->line_number,
+					     COLLAPSED_MAX_FRAMES);
 		parse_frame(frame_text, &reader->frames[count++]);
 	}
 	*sample = (struct pf_sample){ .metrics = PF_METRIC_TIME, .time_us = (uint64_t)weight,
@@ -352,9 +346,8 @@ int collapsed_reader_create(int fd, void **state, const struct pf_reader_ops **o
 
 		if (own_fd >= 0)
 			close(own_fd);
-		snprintf(errbuf, errlen, "cannot read: %s", strerror(-err));
 		free(reader);
-		return err;
+		return errbuf_format(errbuf, errlen, err, "cannot read: %s", strerror(-err));
 	}
 	*state = reader;
 	*ops = &collapsed_reader_ops;

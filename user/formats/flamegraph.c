@@ -709,7 +709,7 @@ static int flamegraph_finish(void *state)
 		err = out.file ? write_svg(writer, &layout, &out) : -ENOMEM;
 	}
 	if (err == -ENOMEM && !writer->error[0])
-		snprintf(writer->error, sizeof(writer->error), "out of memory");
+		errbuf_format(writer->error, sizeof(writer->error), err, "out of memory");
 	if (out.file)
 		fclose(out.file);
 	free(out.buffer);

@@ -120,8 +120,9 @@ int format_registry_find_file(const char *path, const struct pf_format **format,
 	if (!*format)
 		*format = format_registry_find_path(path);
 	if (!*format)
-		return errbuf_format(errbuf, errlen, -EPROTO,
-				     "unknown format (neither MOJO nor Tachyon, and no known extension)");
+		return errbuf_format(
+			errbuf, errlen, -EPROTO,
+			"unknown format (neither MOJO nor Tachyon, and no known extension)");
 	return 0;
 }
 

@@ -200,7 +200,8 @@ int pf_reader_open(struct pf_reader **reader_out, const char *path,
 		return err;
 	}
 	if (!format->reader_create) {
-		errbuf_format(errbuf, errlen, 0, "%s: this format cannot be read back (it keeps no samples)",
+		errbuf_format(errbuf, errlen, 0,
+			      "%s: this format cannot be read back (it keeps no samples)",
 			      format->name);
 		close(reader->fd);
 		free(reader);
@@ -209,7 +210,8 @@ int pf_reader_open(struct pf_reader **reader_out, const char *path,
 	err = format->reader_create(reader->fd, &reader->state, &reader->ops, reader->error,
 				    sizeof(reader->error));
 	if (err) {
-		errbuf_format(errbuf, errlen, err, "%s", reader->error[0] ? reader->error : strerror(-err));
+		errbuf_format(errbuf, errlen, err, "%s",
+			      reader->error[0] ? reader->error : strerror(-err));
 		close(reader->fd);
 		free(reader);
 		return err;

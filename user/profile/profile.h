@@ -96,8 +96,9 @@ struct pf_writer_options {
 	bool atomic;              /* write to a temporary name, rename at close, unlink on abort */
 	unsigned flush_interval_ms; /* streaming writers: at least this often the file is readable (0 = 1000) */
 };
-#define PF_WRITER_OPTIONS_DEFAULT \
-	{ .compression_level = PF_COMPRESSION_LEVEL_DEFAULT, .atomic = false, .flush_interval_ms = 1000 }
+#define PF_WRITER_OPTIONS_DEFAULT                                                     \
+	{ .compression_level = PF_COMPRESSION_LEVEL_DEFAULT, .atomic = false, \
+	  .flush_interval_ms = 1000 }
 
 /*
  * What a sample weighs in an aggregate (collapsed stacks, flame graph, top): the

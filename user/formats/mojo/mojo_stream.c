@@ -125,14 +125,14 @@ static long decode_event(const uint8_t *in, size_t len, int version, struct mojo
 			continue;
 		}
 		if (*layout == 'u') {
-			used = mojo_uvarint_decode(in + at, len - at, &event->time);
+			used = varint_mojo_unsigned_decode(in + at, len - at, &event->time);
 		} else if (*layout == 'k') {
 			uint64_t key;
 
-			used = mojo_uvarint_decode(in + at, len - at, &key);
+			used = varint_mojo_unsigned_decode(in + at, len - at, &key);
 			event->ints[event->int_count++] = (int64_t)key;
 		} else {
-			used = mojo_varint_decode(in + at, len - at, &event->ints[event->int_count++]);
+			used = varint_mojo_decode(in + at, len - at, &event->ints[event->int_count++]);
 		}
 		if (!used) {
 			if (varint_may_continue(in + at, len - at))
@@ -222,7 +222,7 @@ int mojo_stream_open(struct mojo_stream *stream, int fd)
 		if (stream->len >= 3 && memcmp(stream->buf, MOJO_MAGIC, 3) != 0)
 			break;
 		if (stream->len > 3 &&
-		    (used = mojo_varint_decode(stream->buf + 3, stream->len - 3, &version)) != 0)
+		    (used = varint_mojo_decode(stream->buf + 3, stream->len - 3, &version)) != 0)
 			break;
 		if (stream->len > 3 + VARINT_MAX_BYTES)
 			break;

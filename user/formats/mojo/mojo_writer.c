@@ -115,7 +115,7 @@ static int put_varint(struct mojo_writer *writer, int64_t value)
 {
 	if (reserve(writer, VARINT_MAX_BYTES))
 		return writer->failure;
-	writer->len += mojo_varint_encode(value, writer->buf + writer->len);
+	writer->len += varint_mojo_encode(value, writer->buf + writer->len);
 	return 0;
 }
 
@@ -123,7 +123,7 @@ static int put_uvarint(struct mojo_writer *writer, uint64_t value)
 {
 	if (reserve(writer, VARINT_MAX_BYTES))
 		return writer->failure;
-	writer->len += mojo_uvarint_encode(value, writer->buf + writer->len);
+	writer->len += varint_mojo_unsigned_encode(value, writer->buf + writer->len);
 	return 0;
 }
 
@@ -242,24 +242,19 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 
 	if (writer->failure)
 		return writer->failure;
-	if (!key || !value || !*key) {
-		snprintf(writer->error, sizeof(writer->error), "metadata needs a key and a value");
-		return -EINVAL;
-	}
+	if (!key || !value || !*key)
+		return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
+				     "metadata needs a key and a value");
 	if (strcmp(key, "mode") == 0) {
 		enum writer_mode mode;
 
-		if (parse_mode(value, &mode)) {
-			snprintf(writer->error, sizeof(writer->error),
-				 "unknown MOJO mode \"%s\" (cpu, wall, memory or full)", value);
-			return -EINVAL;
-		}
+		if (parse_mode(value, &mode))
+			return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
+					     "unknown MOJO mode \"%s\" (cpu, wall, memory or full)", value);
 		/* Samples already written carry the old mode's metrics. */
-		if (writer->started && mode != writer->mode) {
-			snprintf(writer->error, sizeof(writer->error),
-				 "the MOJO mode cannot change after the first sample");
-			return -EINVAL;
-		}
+		if (writer->started && mode != writer->mode)
+			return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
+					     "the MOJO mode cannot change after the first sample");
 		writer->mode = mode;
 	}
 	if (!writer->started)
@@ -562,7 +557,7 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 	writer->last_flush_ms = clock_monotonic_ms();
 	writer->mode = MODE_CPU;
 	memcpy(writer->buf, MOJO_MAGIC, 3);
-	writer->len = 3 + mojo_varint_encode(MOJO_VERSION, writer->buf + 3);
+	writer->len = 3 + varint_mojo_encode(MOJO_VERSION, writer->buf + 3);
 	*state = writer;
 	*ops = &mojo_writer_ops;
 	return 0;

@@ -214,7 +214,7 @@ static int parse_strings(struct tachyon_file *file, char *errbuf, size_t errlen)
 				     "out of memory for %" PRIu32 " strings", count);
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t len;
-		size_t n = leb128_decode(file->map + pos, end - pos, &len);
+		size_t n = varint_leb128_decode(file->map + pos, end - pos, &len);
 
 		if (!n || len > end - pos - n)
 			return errbuf_format(errbuf, errlen, -EINVAL,
@@ -251,22 +251,22 @@ static bool parse_frame(const struct tachyon_file *file, size_t *pos, size_t end
 	int64_t line, end_delta, column, col_delta;
 	size_t n;
 
-	if (!(n = leb128_decode(p + *pos, end - *pos, &file_idx)))
+	if (!(n = varint_leb128_decode(p + *pos, end - *pos, &file_idx)))
 		return false;
 	*pos += n;
-	if (!(n = leb128_decode(p + *pos, end - *pos, &func_idx)))
+	if (!(n = varint_leb128_decode(p + *pos, end - *pos, &func_idx)))
 		return false;
 	*pos += n;
-	if (!(n = zigzag_decode(p + *pos, end - *pos, &line)))
+	if (!(n = varint_zigzag_decode(p + *pos, end - *pos, &line)))
 		return false;
 	*pos += n;
-	if (!(n = zigzag_decode(p + *pos, end - *pos, &end_delta)))
+	if (!(n = varint_zigzag_decode(p + *pos, end - *pos, &end_delta)))
 		return false;
 	*pos += n;
-	if (!(n = zigzag_decode(p + *pos, end - *pos, &column)))
+	if (!(n = varint_zigzag_decode(p + *pos, end - *pos, &column)))
 		return false;
 	*pos += n;
-	if (!(n = zigzag_decode(p + *pos, end - *pos, &col_delta)))
+	if (!(n = varint_zigzag_decode(p + *pos, end - *pos, &col_delta)))
 		return false;
 	*pos += n;
 	if (*pos >= end)
@@ -517,7 +517,7 @@ static uint64_t take_varint(struct cursor *c)
 
 	if (c->bad)
 		return 0;
-	n = leb128_decode(c->p + c->pos, c->len - c->pos, &value);
+	n = varint_leb128_decode(c->p + c->pos, c->len - c->pos, &value);
 	if (!n)
 		c->bad = true;
 	c->pos += n;

@@ -133,8 +133,10 @@ static int build_frame_cache(struct tachyon_reader *reader)
 		frame->name = tachyon_file_string(reader->file, entry->func, NULL);
 		/* The prefix only stood for the kind the format cannot hold. CPython's own "~"
 		 * "<native>" marker stays as it is, so that it is written back the same. */
-		frame->kind = pf_native_file_strip(&frame->file) ? PF_FRAME_NATIVE
-								 : frame_kind(frame->file, frame->name);
+		if (pf_native_file_strip(&frame->file))
+			frame->kind = PF_FRAME_NATIVE;
+		else
+			frame->kind = frame_kind(frame->file, frame->name);
 		frame->line = entry->line;
 		frame->end_line = entry->end_line;
 		frame->column = entry->column;

@@ -88,7 +88,8 @@ static int pwrite_all(struct tachyon_writer *w, const void *data, size_t len, ui
 
 	if (err)
 		return errbuf_format(w->error, sizeof(w->error), err,
-				     "write at byte %" PRIu64 " failed: %s", offset, strerror(-err));
+				     "write at byte %" PRIu64 " failed: %s", offset,
+				     strerror(-err));
 	return 0;
 }
 
@@ -107,7 +108,8 @@ static int sink(struct tachyon_writer *w, const uint8_t *data, size_t len)
 	}
 	if (array_reserve((void **)&w->held, &w->held_capacity, w->held_len + len, 1, 256))
 		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
-				     "out of memory holding %zu bytes of samples", w->held_len + len);
+				     "out of memory holding %zu bytes of samples",
+				     w->held_len + len);
 	memcpy(w->held + w->held_len, data, len);
 	w->held_len += len;
 	return 0;
@@ -125,7 +127,8 @@ static int compress_stage(struct tachyon_writer *w, ZSTD_EndDirective mode)
 		remaining = ZSTD_compressStream2(w->cctx, &output, &input, mode);
 		if (ZSTD_isError(remaining))
 			return errbuf_format(w->error, sizeof(w->error), -EIO,
-					     "zstd compression failed: %s", ZSTD_getErrorName(remaining));
+					     "zstd compression failed: %s",
+					     ZSTD_getErrorName(remaining));
 		err = sink(w, w->zout, output.pos);
 		if (err)
 			return err;
@@ -202,7 +205,7 @@ static int flush_repeat(struct tachyon_writer *w, struct writer_thread *t)
 	if (!t->repeat_count)
 		return 0;
 	n = put_thread_head(head, t, TACHYON_ENC_REPEAT);
-	n += leb128_encode(t->repeat_count, head + n);
+	n += varint_leb128_encode(t->repeat_count, head + n);
 	err = emit(w, head, n);
 	if (!err)
 		err = emit(w, t->repeat, t->repeat_len);
@@ -286,18 +289,18 @@ static int write_stack_record(struct tachyon_writer *w, struct writer_thread *t,
 		if (sizes[e] < sizes[encoding])
 			encoding = e;
 	n = put_thread_head(record, t, encoding);
-	n += leb128_encode(delta, record + n);
+	n += varint_leb128_encode(delta, record + n);
 	record[n++] = status;
 	if (encoding == TACHYON_ENC_FULL) {
 		fresh = depth;
-		n += leb128_encode(depth, record + n);
+		n += varint_leb128_encode(depth, record + n);
 	} else {
-		n += leb128_encode(encoding == TACHYON_ENC_SUFFIX ? shared : t->depth - shared,
+		n += varint_leb128_encode(encoding == TACHYON_ENC_SUFFIX ? shared : t->depth - shared,
 				   record + n);
-		n += leb128_encode(fresh, record + n);
+		n += varint_leb128_encode(fresh, record + n);
 	}
 	for (uint32_t i = 0; i < fresh; i++)
-		n += leb128_encode(stack[i], record + n);
+		n += varint_leb128_encode(stack[i], record + n);
 	return emit(w, record, n);
 }
 
@@ -308,7 +311,7 @@ static int add_repeat(struct tachyon_writer *w, struct writer_thread *t, uint64_
 			  t->repeat_len + VARINT_MAX_BYTES + 1, 1, 256))
 		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
 				     "out of memory for a REPEAT group");
-	t->repeat_len += leb128_encode(delta, t->repeat + t->repeat_len);
+	t->repeat_len += varint_leb128_encode(delta, t->repeat + t->repeat_len);
 	t->repeat[t->repeat_len++] = status;
 	t->repeat_count++;
 	return t->repeat_len >= TACHYON_REPEAT_FLUSH ? flush_repeat(w, t) : 0;
@@ -359,12 +362,13 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 	name_id = intern_string(w, name);
 	if (name_id < 0)
 		return name_id;
-	n += leb128_encode((uint64_t)file_id, key + n);
-	n += leb128_encode((uint64_t)name_id, key + n);
-	n += zigzag_encode(line, key + n);
-	n += zigzag_encode(line == -1 || end_line < 0 ? 0 : (int64_t)end_line - line, key + n);
-	n += zigzag_encode(column, key + n);
-	n += zigzag_encode(column == -1 || end_column < 0 ? 0 : (int64_t)end_column - column,
+	n += varint_leb128_encode((uint64_t)file_id, key + n);
+	n += varint_leb128_encode((uint64_t)name_id, key + n);
+	n += varint_zigzag_encode(line, key + n);
+	n += varint_zigzag_encode(line == -1 || end_line < 0 ? 0 : (int64_t)end_line - line,
+				  key + n);
+	n += varint_zigzag_encode(column, key + n);
+	n += varint_zigzag_encode(column == -1 || end_column < 0 ? 0 : (int64_t)end_column - column,
 			   key + n);
 	key[n++] = opcode;
 	id = intern_add(&w->frames, key, n, &is_new);
@@ -518,7 +522,7 @@ static void write_strings(struct table_out *out, const struct intern_table *stri
 		size_t len;
 		const void *text = intern_key(strings, (uint32_t)i, &len);
 
-		out_put(out, len_bytes, leb128_encode(len, len_bytes));
+		out_put(out, len_bytes, varint_leb128_encode(len, len_bytes));
 		out_put(out, text, len);
 	}
 }
