@@ -128,13 +128,18 @@ static int copy_samples(struct pf_reader *reader, struct pf_writer *writer, cons
 
 static void convert_usage(FILE *out)
 {
-	fputs("Usage: pybpfprof convert IN -o OUT [-f mojo|tachyon|collapsed|svg] [-c LEVEL|none]\n"
-	      "Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
-	      "  -o, --output OUT        the file to write (written whole, or not at all)\n"
-	      "  -f, --format FORMAT     output format (default: from OUT's extension:\n"
-	      "                          .mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg)\n"
-	      "  -c, --compression L     Tachyon zstd level 1-22, or 'none' (default 5)\n",
-	      out);
+	char names[256], extensions[256];
+
+	fprintf(out,
+		"Usage: pybpfprof convert IN -o OUT [-f %s] [-c LEVEL|none]\n"
+		"Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
+		"  -o, --output OUT        the file to write (written whole, or not at all)\n"
+		"  -f, --format FORMAT     output format (default: from OUT's extension:\n"
+		"                          %s)\n"
+		"  -c, --compression L     Tachyon zstd level 1-%d, or 'none' (default %d)\n",
+		format_registry_names(names, sizeof(names), "|", "|"),
+		format_registry_extensions(extensions, sizeof(extensions), true),
+		PF_COMPRESSION_LEVEL_MAX, PF_COMPRESSION_LEVEL_DEFAULT);
 }
 
 static int parse_compression(const char *text, int *level)
@@ -175,7 +180,7 @@ int convert_main(int argc, char **argv)
 	const char *output = NULL, *input, *stage = "read";
 	struct pf_reader *reader;
 	struct pf_writer *writer;
-	char err_text[512];
+	char err_text[512], names[256];
 	int opt, err;
 
 	optind = 1;
@@ -187,8 +192,8 @@ int convert_main(int argc, char **argv)
 		case 'f':
 			out_format = format_registry_find_name(optarg);
 			if (!out_format) {
-				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
-					optarg);
+				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use %s)\n",
+					optarg, format_registry_names(names, sizeof(names), ", ", " or "));
 				return 2;
 			}
 			break;
@@ -215,8 +220,8 @@ int convert_main(int argc, char **argv)
 	if (!out_format)
 		out_format = format_registry_find_path(output);
 	if (!out_format) {
-		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f mojo|tachyon|collapsed|svg)\n",
-			output);
+		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f %s)\n",
+			output, format_registry_names(names, sizeof(names), "|", "|"));
 		return 2;
 	}
 	if (same_file(input, output)) {

@@ -192,12 +192,13 @@ static int resolve_formats(struct record_args *args)
 {
 	struct session_options *session = &args->session;
 	const struct pf_format *forced = NULL;
+	char names[256];
 
 	if (args->format_name) {
 		forced = format_registry_find_name(args->format_name);
 		if (!forced) {
-			fprintf(stderr, "pybpfprof: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
-				args->format_name);
+			fprintf(stderr, "pybpfprof: unknown format '%s' (use %s)\n", args->format_name,
+				format_registry_names(names, sizeof(names), ", ", " or "));
 			return -EINVAL;
 		}
 	}
@@ -209,8 +210,8 @@ static int resolve_formats(struct record_args *args)
 
 		output->format = forced ? forced : format_registry_find_path(output->path);
 		if (!output->format) {
-			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use .mojo, .bin, .collapsed, .svg or -f FORMAT)\n",
-				output->path);
+			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use %s or -f FORMAT)\n",
+				output->path, format_registry_extensions(names, sizeof(names), false));
 			return -EINVAL;
 		}
 	}

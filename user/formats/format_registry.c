@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -96,6 +97,44 @@ const struct pf_format *format_registry_find_magic(const void *head, size_t len)
 			    memcmp(head, formats[i].magics[m].bytes, formats[i].magics[m].len) == 0)
 				return &formats[i];
 	return NULL;
+}
+
+/* Appends text to out (size bytes, *used taken so far), cutting it short rather than overflowing. */
+static void append(char *out, size_t size, size_t *used, const char *text)
+{
+	int len = snprintf(out + *used, size - *used, "%s", text);
+
+	if (len > 0)
+		*used += (size_t)len < size - *used ? (size_t)len : size - *used - 1;
+}
+
+const char *format_registry_names(char *out, size_t size, const char *separator, const char *last)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(formats); i++) {
+		if (i)
+			append(out, size, &used, i + 1 == ARRAY_SIZE(formats) ? last : separator);
+		append(out, size, &used, formats[i].name);
+	}
+	return out;
+}
+
+const char *format_registry_extensions(char *out, size_t size, bool every_extension)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(formats); i++) {
+		for (size_t e = 0; e < PF_FORMAT_MAX_NAMES && formats[i].extensions[e]; e++) {
+			if (e && !every_extension)
+				break;
+			append(out, size, &used, e ? "/." : i ? ", ." : ".");
+			append(out, size, &used, formats[i].extensions[e]);
+		}
+	}
+	return out;
 }
 
 int format_registry_find_file(const char *path, const struct pf_format **format, char *errbuf,
