@@ -180,7 +180,7 @@ typedef int pf_dump_fn(int fd, FILE *out, char *errbuf, size_t errlen);
 
 struct pf_format_magic {
 	const uint8_t *bytes;
-	size_t len; /* 0: no more */
+	size_t len;
 };
 
 #define PF_FORMAT_MAX_NAMES 4
@@ -193,9 +193,9 @@ struct pf_format_magic {
  */
 struct pf_format {
 	const char *name;                              /* canonical: "mojo" */
-	const char *aliases[PF_FORMAT_MAX_NAMES];      /* other names -f takes; NULL-terminated */
-	const char *extensions[PF_FORMAT_MAX_NAMES];   /* without the dot; NULL-terminated */
-	struct pf_format_magic magics[PF_FORMAT_MAX_MAGICS]; /* the first bytes of its files */
+	const char *aliases[PF_FORMAT_MAX_NAMES];      /* other names -f takes; unused: NULL */
+	const char *extensions[PF_FORMAT_MAX_NAMES];   /* without the dot, the first for messages */
+	struct pf_format_magic magics[PF_FORMAT_MAX_MAGICS]; /* its files' first bytes; unused: len 0 */
 	const char *default_file;                      /* record's output when -o is not given */
 	bool timestamps;                 /* samples carry timestamps, the file its start time */
 	pf_writer_create_fn *writer_create;
