@@ -356,6 +356,48 @@ static void bad_input(void **state)
 	}
 }
 
+/* The registry answers every name, alias, extension and magic of the formats it lists. */
+static void registry_lookups(void **state)
+{
+	static const struct {
+		const char *name, *path, *canonical;
+	} cases[] = {
+		{ "mojo", "/tmp/a.mojo", "mojo" },
+		{ "TACHYON", "/tmp/a.tachyon", "tachyon" },
+		{ "bin", "x.BIN", "tachyon" },
+		{ "collapsed", "a.folded", "collapsed" },
+		{ "folded", "dir.v2/a.txt", "collapsed" },
+		{ "flamegraph", "a.svg", "svg" },
+	};
+	static const uint8_t tachyon_le[] = { 0x48, 0x43, 0x41, 0x54, 0 };
+	char text[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct pf_format *by_name = format_registry_find_name(cases[i].name);
+
+		assert_non_null(by_name);
+		assert_string_equal(by_name->name, cases[i].canonical);
+		assert_ptr_equal(format_registry_find_path(cases[i].path), by_name);
+		assert_non_null(by_name->writer_create);
+		assert_non_null(by_name->default_file);
+	}
+	assert_null(format_registry_find_name("svgz"));
+	assert_null(format_registry_find_name(NULL));
+	assert_null(format_registry_find_path("/tmp/dir.mojo/noext"));
+	assert_null(format_registry_find_path("a.yaml"));
+	assert_string_equal(format_registry_find_magic("MOJ\x03", 4)->name, "mojo");
+	assert_string_equal(format_registry_find_magic("TACH", 4)->name, "tachyon");
+	assert_string_equal(format_registry_find_magic(tachyon_le, 4)->name, "tachyon");
+	assert_null(format_registry_find_magic("MO", 2));
+	assert_null(format_registry_find_magic("TAC", 3));
+	assert_string_equal(format_registry_names(text, sizeof(text), ", ", " or "),
+			    "mojo, tachyon, collapsed or svg");
+	assert_string_equal(format_registry_extensions(text, sizeof(text), true),
+			    ".mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg");
+	assert_string_equal(format_registry_extensions(text, 12, false), ".mojo, .bin");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +405,7 @@ int main(void)
 		cmocka_unit_test(tachyon_mojo_tachyon),
 		cmocka_unit_test(collapsed_adds_up),
 		cmocka_unit_test(bad_input),
+		cmocka_unit_test(registry_lookups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
