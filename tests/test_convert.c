@@ -8,6 +8,7 @@
  */
 #include "testlib.h"
 
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 
 #include <dirent.h>
@@ -69,7 +70,7 @@ static void read_profile(const char *path, unsigned fields, struct profile_text 
 	int got;
 
 	memset(profile, 0, sizeof(*profile));
-	if (pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err)))
+	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
 		fail_msg("%s: %s", path, err);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		struct thread_samples *thread = thread_of(profile, sample.tid, sample.iid);
@@ -227,7 +228,7 @@ static void collapsed_adds_up(void **state)
 	FORMAT(out, "%s/out311.collapsed", test_tmpdir());
 	if (convert(original, out, err, sizeof(err)) != 0)
 		fail_msg("collapsed: %s", err);
-	assert_int_equal(pf_reader_open(&reader, original, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+	assert_int_equal(format_registry_open_reader(&reader, original, err, sizeof(err)), 0);
 	while (pf_reader_next_sample(reader, &sample) > 0)
 		total_in += sample.time_us;
 	pf_reader_close(reader);
@@ -355,6 +356,48 @@ static void bad_input(void **state)
 	}
 }
 
+/* The registry answers every name, alias, extension and magic of the formats it lists. */
+static void registry_lookups(void **state)
+{
+	static const struct {
+		const char *name, *path, *canonical;
+	} cases[] = {
+		{ "mojo", "/tmp/a.mojo", "mojo" },
+		{ "TACHYON", "/tmp/a.tachyon", "tachyon" },
+		{ "bin", "x.BIN", "tachyon" },
+		{ "collapsed", "a.folded", "collapsed" },
+		{ "folded", "dir.v2/a.txt", "collapsed" },
+		{ "flamegraph", "a.svg", "svg" },
+	};
+	static const uint8_t tachyon_le[] = { 0x48, 0x43, 0x41, 0x54, 0 };
+	char text[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct pf_format *by_name = format_registry_find_name(cases[i].name);
+
+		assert_non_null(by_name);
+		assert_string_equal(by_name->name, cases[i].canonical);
+		assert_ptr_equal(format_registry_find_path(cases[i].path), by_name);
+		assert_non_null(by_name->writer_create);
+		assert_non_null(by_name->default_file);
+	}
+	assert_null(format_registry_find_name("svgz"));
+	assert_null(format_registry_find_name(NULL));
+	assert_null(format_registry_find_path("/tmp/dir.mojo/noext"));
+	assert_null(format_registry_find_path("a.yaml"));
+	assert_string_equal(format_registry_find_magic("MOJ\x03", 4)->name, "mojo");
+	assert_string_equal(format_registry_find_magic("TACH", 4)->name, "tachyon");
+	assert_string_equal(format_registry_find_magic(tachyon_le, 4)->name, "tachyon");
+	assert_null(format_registry_find_magic("MO", 2));
+	assert_null(format_registry_find_magic("TAC", 3));
+	assert_string_equal(format_registry_names(text, sizeof(text), ", ", " or "),
+			    "mojo, tachyon, collapsed or svg");
+	assert_string_equal(format_registry_extensions(text, sizeof(text), true),
+			    ".mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg");
+	assert_string_equal(format_registry_extensions(text, 12, false), ".mojo, .bin");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +405,7 @@ int main(void)
 		cmocka_unit_test(tachyon_mojo_tachyon),
 		cmocka_unit_test(collapsed_adds_up),
 		cmocka_unit_test(bad_input),
+		cmocka_unit_test(registry_lookups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The SVG flame graph writer: geometry, colours, escaping, metadata, format dispatch. */
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "testlib.h"
 
@@ -33,7 +34,7 @@ static struct pf_writer *open_svg(const char *name, char *path, size_t path_len)
 	struct pf_writer *writer = NULL;
 
 	snprintf(path, path_len, "%s/%s", test_tmpdir(), name);
-	assert_int_equal(pf_writer_open(&writer, path, PF_FORMAT_SVG, NULL), 0);
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name("svg"), NULL), 0);
 	return writer;
 }
 
@@ -281,18 +282,19 @@ static void test_format_dispatch(void **state)
 {
 	char path[512], err[256];
 	struct pf_writer *writer = open_svg("dispatch.svg", path, sizeof(path));
+	const struct pf_format *svg = format_registry_find_name("svg");
 	struct pf_reader *reader = NULL;
 
 	(void)state;
 	assert_int_equal(pf_writer_close(writer), 0);
-	assert_int_equal(pf_format_from_name("svg"), PF_FORMAT_SVG);
-	assert_int_equal(pf_format_from_name("flamegraph"), PF_FORMAT_SVG);
-	assert_int_equal(pf_format_from_path("/tmp/x.SVG"), PF_FORMAT_SVG);
-	assert_string_equal(pf_format_name(PF_FORMAT_SVG), "svg");
+	assert_non_null(svg);
+	assert_ptr_equal(format_registry_find_name("flamegraph"), svg);
+	assert_ptr_equal(format_registry_find_path("/tmp/x.SVG"), svg);
+	assert_string_equal(svg->name, "svg");
 	/* Write-only: there is no SVG reader. */
-	assert_true(pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err)) < 0);
+	assert_true(format_registry_open_reader(&reader, path, err, sizeof(err)) < 0);
 	assert_null(reader);
-	assert_true(pf_reader_open(&reader, path, PF_FORMAT_SVG, err, sizeof(err)) < 0);
+	assert_true(pf_reader_open(&reader, path, svg, err, sizeof(err)) < 0);
 	assert_null(reader);
 }
 

@@ -10,6 +10,7 @@
  */
 #include "testlib.h"
 
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 
 #include <math.h>
@@ -208,7 +209,7 @@ static void analyse_workload(const char *path, struct workload_findings *found)
 	int got;
 
 	memset(found, 0, sizeof(*found));
-	assert_int_equal(pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+	assert_int_equal(format_registry_open_reader(&reader, path, err, sizeof(err)), 0);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		found->samples++;
 		note_split(found, &sample, heavy_lines, heavy_count, light_lines, light_count);
@@ -362,7 +363,7 @@ static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_
 	int got;
 
 	err[0] = 0;
-	if (pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, errlen))
+	if (format_registry_open_reader(&reader, path, err, errlen))
 		return 0;
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		const struct pf_frame *leaf = python_leaf(&sample);
@@ -541,7 +542,7 @@ static void forked_children_are_profiled(void **state)
 		status = run_capture(argv, err, sizeof(err));
 		if (status != 0)
 			fail_msg("%s: pybpfprof exited %d: %s", labels[i], status, err);
-		assert_int_equal(pf_reader_open(&reader, out, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+		assert_int_equal(format_registry_open_reader(&reader, out, err, sizeof(err)), 0);
 		while (pf_reader_next_sample(reader, &sample) > 0) {
 			if (count_named(&sample, "parent_spin")) {
 				if (!parent_pid)
@@ -606,7 +607,7 @@ static void imported_module_bodies_are_named(void **state)
 		status = run_capture(argv, err, sizeof(err));
 		if (status != 0)
 			fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
-		assert_int_equal(pf_reader_open(&reader, out, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+		assert_int_equal(format_registry_open_reader(&reader, out, err, sizeof(err)), 0);
 		while (pf_reader_next_sample(reader, &sample) > 0) {
 			bool in_module = false;
 
@@ -653,7 +654,7 @@ static void profile_native_work(const struct test_python *python, const char *ex
 	status = run_capture(argv, err, sizeof(err));
 	if (status != 0)
 		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
-	assert_int_equal(pf_reader_open(&reader, out, PF_FORMAT_UNKNOWN, err, sizeof(err)), 0);
+	assert_int_equal(format_registry_open_reader(&reader, out, err, sizeof(err)), 0);
 	while (pf_reader_next_sample(reader, &sample) > 0) {
 		const struct pf_frame *leaf = sample.frame_count ? &sample.frames[sample.frame_count - 1] : NULL;
 

@@ -162,12 +162,12 @@ static void test_leb128_vectors(void **unused)
 
 	(void)unused;
 	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
-		assert_int_equal(leb128_encode(vectors[i].value, buf), vectors[i].len);
+		assert_int_equal(varint_leb128_encode(vectors[i].value, buf), vectors[i].len);
 		assert_memory_equal(buf, vectors[i].bytes, vectors[i].len);
-		assert_int_equal(leb128_decode(vectors[i].bytes, vectors[i].len, &value), vectors[i].len);
+		assert_int_equal(varint_leb128_decode(vectors[i].bytes, vectors[i].len, &value), vectors[i].len);
 		assert_true(value == vectors[i].value);
 		/* One byte short is not a value. */
-		assert_int_equal(leb128_decode(vectors[i].bytes, vectors[i].len - 1, &value), 0);
+		assert_int_equal(varint_leb128_decode(vectors[i].bytes, vectors[i].len - 1, &value), 0);
 	}
 }
 
@@ -193,9 +193,9 @@ static void test_zigzag_vectors(void **unused)
 
 	(void)unused;
 	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
-		assert_int_equal(zigzag_encode(vectors[i].value, buf), vectors[i].len);
+		assert_int_equal(varint_zigzag_encode(vectors[i].value, buf), vectors[i].len);
 		assert_memory_equal(buf, vectors[i].bytes, vectors[i].len);
-		assert_int_equal(zigzag_decode(vectors[i].bytes, vectors[i].len, &value), vectors[i].len);
+		assert_int_equal(varint_zigzag_decode(vectors[i].bytes, vectors[i].len, &value), vectors[i].len);
 		assert_true(value == vectors[i].value);
 	}
 }
@@ -921,7 +921,7 @@ static void swap64_at(uint8_t *p)
 
 static size_t skip_varint(const uint8_t *p, size_t len, uint64_t *value)
 {
-	size_t n = leb128_decode(p, len, value);
+	size_t n = varint_leb128_decode(p, len, value);
 
 	assert_true(n > 0);
 	return n;

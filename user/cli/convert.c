@@ -9,12 +9,13 @@
  * metric, so MOJO -> Tachyon -> MOJO keeps every metric.
  */
 #include "cli/commands.h"
+#include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "util/array.h"
 #include "util/intern.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 struct thread_clock {
 	struct intern_table threads; /* (pid, tid) -> id */
 	uint64_t *now_us;            /* by id */
+	size_t count;                /* ids with a clock */
 	size_t capacity;
 };
 
@@ -39,16 +41,11 @@ static int thread_clock_advance(struct thread_clock *clock, const struct pf_samp
 
 	if (id < 0)
 		return (int)id;
-	if ((size_t)id >= clock->capacity) {
-		size_t capacity = clock->capacity ? clock->capacity * 2 : 64;
-		uint64_t *now = realloc(clock->now_us, capacity * sizeof(*now));
-
-		if (!now)
-			return -ENOMEM;
-		memset(now + clock->capacity, 0, (capacity - clock->capacity) * sizeof(*now));
-		clock->now_us = now;
-		clock->capacity = capacity;
-	}
+	if (array_reserve((void **)&clock->now_us, &clock->capacity, (size_t)id + 1,
+			  sizeof(*clock->now_us), 64))
+		return -ENOMEM;
+	while (clock->count <= (size_t)id)
+		clock->now_us[clock->count++] = 0;
 	if (clock->now_us[id] == 0)
 		clock->now_us[id] = base_us;
 	clock->now_us[id] += step_us;
@@ -100,7 +97,7 @@ static int copy_samples(struct pf_reader *reader, struct pf_writer *writer, cons
 			 * from Tachyon keeps it), else from 0: the writer's base is the same. */
 			if (start)
 				base_us = strtoull(start, NULL, 10);
-			else if (pf_reader_format(reader) != PF_FORMAT_TACHYON)
+			else if (!pf_reader_format(reader)->timestamps)
 				err = pf_writer_set_metadata(writer, "start_time_us", "0");
 			started = true;
 		}
@@ -131,13 +128,18 @@ static int copy_samples(struct pf_reader *reader, struct pf_writer *writer, cons
 
 static void convert_usage(FILE *out)
 {
-	fputs("Usage: pybpfprof convert IN -o OUT [-f mojo|tachyon|collapsed|svg] [-c LEVEL|none]\n"
-	      "Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
-	      "  -o, --output OUT        the file to write (written whole, or not at all)\n"
-	      "  -f, --format FORMAT     output format (default: from OUT's extension:\n"
-	      "                          .mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg)\n"
-	      "  -c, --compression L     Tachyon zstd level 1-22, or 'none' (default 5)\n",
-	      out);
+	char names[256], extensions[256];
+
+	fprintf(out,
+		"Usage: pybpfprof convert IN -o OUT [-f %s] [-c LEVEL|none]\n"
+		"Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
+		"  -o, --output OUT        the file to write (written whole, or not at all)\n"
+		"  -f, --format FORMAT     output format (default: from OUT's extension:\n"
+		"                          %s)\n"
+		"  -c, --compression L     Tachyon zstd level 1-%d, or 'none' (default %d)\n",
+		format_registry_names(names, sizeof(names), "|", "|"),
+		format_registry_extensions(extensions, sizeof(extensions), true),
+		PF_COMPRESSION_LEVEL_MAX, PF_COMPRESSION_LEVEL_DEFAULT);
 }
 
 static int parse_compression(const char *text, int *level)
@@ -150,7 +152,7 @@ static int parse_compression(const char *text, int *level)
 		return 0;
 	}
 	value = strtol(text, &end, 10);
-	if (*end || value < 1 || value > 22)
+	if (*end || value < 1 || value > PF_COMPRESSION_LEVEL_MAX)
 		return -EINVAL;
 	*level = (int)value;
 	return 0;
@@ -174,11 +176,11 @@ int convert_main(int argc, char **argv)
 		{ 0 },
 	};
 	struct pf_writer_options writer_options = PF_WRITER_OPTIONS_DEFAULT;
-	enum pf_format out_format = PF_FORMAT_UNKNOWN;
+	const struct pf_format *out_format = NULL;
 	const char *output = NULL, *input, *stage = "read";
 	struct pf_reader *reader;
 	struct pf_writer *writer;
-	char err_text[512];
+	char err_text[512], names[256];
 	int opt, err;
 
 	optind = 1;
@@ -188,10 +190,10 @@ int convert_main(int argc, char **argv)
 			output = optarg;
 			break;
 		case 'f':
-			out_format = pf_format_from_name(optarg);
-			if (out_format == PF_FORMAT_UNKNOWN) {
-				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
-					optarg);
+			out_format = format_registry_find_name(optarg);
+			if (!out_format) {
+				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use %s)\n",
+					optarg, format_registry_names(names, sizeof(names), ", ", " or "));
 				return 2;
 			}
 			break;
@@ -215,18 +217,18 @@ int convert_main(int argc, char **argv)
 		return 2;
 	}
 	input = argv[optind];
-	if (out_format == PF_FORMAT_UNKNOWN)
-		out_format = pf_format_from_path(output);
-	if (out_format == PF_FORMAT_UNKNOWN) {
-		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f mojo|tachyon|collapsed|svg)\n",
-			output);
+	if (!out_format)
+		out_format = format_registry_find_path(output);
+	if (!out_format) {
+		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f %s)\n",
+			output, format_registry_names(names, sizeof(names), "|", "|"));
 		return 2;
 	}
 	if (same_file(input, output)) {
 		fprintf(stderr, "pybpfprof: convert: %s: input and output are the same file\n", input);
 		return 2;
 	}
-	err = pf_reader_open(&reader, input, PF_FORMAT_UNKNOWN, err_text, sizeof(err_text));
+	err = format_registry_open_reader(&reader, input, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "pybpfprof: convert: %s: %s\n", input, err_text);
 		return 1;

@@ -5,8 +5,7 @@
  * of the profile model sees them, whatever the format.
  */
 #include "cli/commands.h"
-#include "formats/mojo/mojo.h"
-#include "formats/tachyon/tachyon.h"
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/text_quote.h"
 
@@ -64,12 +63,12 @@ static int dump_samples(const char *path, FILE *out)
 	size_t metadata_count;
 	int got;
 
-	got = pf_reader_open(&reader, path, PF_FORMAT_UNKNOWN, err, sizeof(err));
+	got = format_registry_open_reader(&reader, path, err, sizeof(err));
 	if (got < 0) {
 		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, err);
 		return 1;
 	}
-	fprintf(out, "pybpfprof-dump format=%s samples\n", pf_format_name(pf_reader_format(reader)));
+	fprintf(out, "pybpfprof-dump format=%s samples\n", pf_reader_format(reader)->name);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
 		print_sample(out, &sample);
 	/* Metadata last: MOJO writes some of it (duration, ...) after the samples. */
@@ -92,8 +91,9 @@ static int dump_samples(const char *path, FILE *out)
 
 static int dump_events(const char *path, FILE *out)
 {
+	const struct pf_format *format;
 	char err[512] = "";
-	uint8_t head[4];
+	uint8_t head[8];
 	ssize_t got;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int result;
@@ -103,22 +103,18 @@ static int dump_events(const char *path, FILE *out)
 		return 1;
 	}
 	got = pread(fd, head, sizeof(head), 0);
-	switch (pf_format_from_magic(head, got > 0 ? (size_t)got : 0)) {
-	case PF_FORMAT_MOJO:
-		result = mojo_dump(fd, out, err, sizeof(err));
-		break;
-	case PF_FORMAT_TACHYON:
-		result = tachyon_dump(fd, out, err, sizeof(err));
-		break;
-	default:
+	format = format_registry_find_magic(head, got > 0 ? (size_t)got : 0);
+	if (!format || !format->dump) {
 		close(fd);
-		/* Collapsed text has no events of its own: show its samples. */
-		if (pf_format_from_path(path) == PF_FORMAT_COLLAPSED)
+		/* A format without events of its own (collapsed text): show its samples. */
+		format = format_registry_find_path(path);
+		if (format && format->reader_create && !format->dump)
 			return dump_samples(path, out);
 		fprintf(stderr, "pybpfprof: dump: %s: unknown format (neither MOJO nor Tachyon)\n",
 			path);
 		return 1;
 	}
+	result = format->dump(fd, out, err, sizeof(err));
 	close(fd);
 	if (result < 0) {
 		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, err[0] ? err : strerror(-result));

@@ -6,6 +6,7 @@
  *   pybpfprof -o all.mojo                       every Python process on the host
  */
 #include "cli/commands.h"
+#include "formats/format_registry.h"
 #include "session/session.h"
 #include "util/version.h"
 
@@ -150,7 +151,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case 'c':
 		if (strcmp(arg, "none") == 0) {
 			session->compression_level = 0;
-		} else if (parse_uint(arg, 22, &number) || number == 0) {
+		} else if (parse_uint(arg, PF_COMPRESSION_LEVEL_MAX, &number) || number == 0) {
 			argp_error(state, "invalid compression '%s' (1-22 or none)", arg);
 		} else {
 			session->compression_level = (int)number;
@@ -190,28 +191,27 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 static int resolve_formats(struct record_args *args)
 {
 	struct session_options *session = &args->session;
-	enum pf_format forced = PF_FORMAT_UNKNOWN;
+	const struct pf_format *forced = NULL;
+	char names[256];
 
 	if (args->format_name) {
-		forced = pf_format_from_name(args->format_name);
-		if (forced == PF_FORMAT_UNKNOWN) {
-			fprintf(stderr, "pybpfprof: unknown format '%s' (use mojo, tachyon, collapsed or svg)\n",
-				args->format_name);
+		forced = format_registry_find_name(args->format_name);
+		if (!forced) {
+			fprintf(stderr, "pybpfprof: unknown format '%s' (use %s)\n", args->format_name,
+				format_registry_names(names, sizeof(names), ", ", " or "));
 			return -EINVAL;
 		}
 	}
 	if (session->output_count == 0)
 		session->outputs[session->output_count++].path =
-			forced == PF_FORMAT_TACHYON     ? "pybpfprof.bin"
-			: forced == PF_FORMAT_COLLAPSED ? "pybpfprof.collapsed"
-							: "pybpfprof.mojo";
+			(forced ? forced : format_registry_find_name("mojo"))->default_file;
 	for (size_t i = 0; i < session->output_count; i++) {
 		struct session_output *output = &session->outputs[i];
 
-		output->format = forced != PF_FORMAT_UNKNOWN ? forced : pf_format_from_path(output->path);
-		if (output->format == PF_FORMAT_UNKNOWN) {
-			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use .mojo, .bin, .collapsed, .svg or -f FORMAT)\n",
-				output->path);
+		output->format = forced ? forced : format_registry_find_path(output->path);
+		if (!output->format) {
+			fprintf(stderr, "pybpfprof: cannot tell the format of '%s' from its extension (use %s or -f FORMAT)\n",
+				output->path, format_registry_extensions(names, sizeof(names), false));
 			return -EINVAL;
 		}
 	}
@@ -230,7 +230,7 @@ int record_main(int argc, char **argv)
 			.frequency_hz = 1000,
 			.kernel_stacks = true,
 			.native_frames = true,
-			.compression_level = 5,
+			.compression_level = PF_COMPRESSION_LEVEL_DEFAULT,
 		},
 	};
 	int err;

@@ -4,7 +4,9 @@
  * time and by total (inclusive) time, from any format we read.
  */
 #include "cli/commands.h"
+#include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "util/array.h"
 #include "util/intern.h"
 
 #include <errno.h>
@@ -14,39 +16,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct function_weight {
+	uint64_t self;
+	uint64_t total;
+	uint64_t last_sample; /* sample number that last added to total: count a function once per stack */
+};
+
 struct function_weights {
-	struct intern_table names; /* "name (file)" or "name [kernel]" -> id */
-	uint64_t *self;
-	uint64_t *total;
-	uint64_t *last_sample; /* sample number that last added to total: count a function once per stack */
-	size_t capacity;
+	struct intern_table names;           /* "name (file)" or "name [kernel]" -> id */
+	struct function_weight *by_function; /* by id */
+	size_t function_count;
+	size_t function_capacity;
 	uint64_t grand_total;
 	uint64_t samples;
 };
 
 static int weights_reserve(struct function_weights *weights, size_t id)
 {
-	size_t capacity = weights->capacity ? weights->capacity : 256;
-	uint64_t *self, *total, *last;
-
-	if (id < weights->capacity)
-		return 0;
-	while (capacity <= id)
-		capacity *= 2;
-	self = realloc(weights->self, capacity * sizeof(*self));
-	total = self ? realloc(weights->total, capacity * sizeof(*total)) : NULL;
-	last = total ? realloc(weights->last_sample, capacity * sizeof(*last)) : NULL;
-	if (self)
-		weights->self = self;
-	if (total)
-		weights->total = total;
-	if (!last)
+	if (ARRAY_RESERVE(weights->by_function, weights->function_capacity, id + 1))
 		return -ENOMEM;
-	weights->last_sample = last;
-	memset(self + weights->capacity, 0, (capacity - weights->capacity) * sizeof(*self));
-	memset(total + weights->capacity, 0, (capacity - weights->capacity) * sizeof(*total));
-	memset(last + weights->capacity, 0xff, (capacity - weights->capacity) * sizeof(*last));
-	weights->capacity = capacity;
+	while (weights->function_count <= id)
+		weights->by_function[weights->function_count++] =
+			(struct function_weight){ .last_sample = UINT64_MAX };
 	return 0;
 }
 
@@ -75,36 +66,49 @@ static int64_t function_id(struct function_weights *weights, const struct pf_fra
 
 static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
 {
-	uint64_t weight = sample->metrics & PF_METRIC_TIME ? sample->time_us : 1;
+	int64_t signed_weight = pf_sample_weight(sample);
+	/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
+	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
 
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		int64_t id = function_id(weights, &sample->frames[i]);
+		struct function_weight *function;
 
 		if (id < 0 || weights_reserve(weights, (size_t)id))
 			return -ENOMEM;
-		if (weights->last_sample[id] != weights->samples) {
-			weights->total[id] += weight;
-			weights->last_sample[id] = weights->samples;
+		function = &weights->by_function[id];
+		if (function->last_sample != weights->samples) {
+			function->total += weight;
+			function->last_sample = weights->samples;
 		}
 		if (i + 1 == sample->frame_count)
-			weights->self[id] += weight;
+			function->self += weight;
 	}
 	weights->grand_total += weight;
 	weights->samples++;
 	return 0;
 }
 
-static const uint64_t *sort_by;
+enum ranking { RANK_SELF, RANK_TOTAL };
+
+static const struct function_weight *sort_functions;
+static enum ranking sort_ranking;
+
+static uint64_t ranked_weight(const struct function_weight *function, enum ranking ranking)
+{
+	return ranking == RANK_SELF ? function->self : function->total;
+}
 
 static int compare_ids(const void *a, const void *b)
 {
-	uint64_t wa = sort_by[*(const uint32_t *)a], wb = sort_by[*(const uint32_t *)b];
+	uint64_t wa = ranked_weight(&sort_functions[*(const uint32_t *)a], sort_ranking);
+	uint64_t wb = ranked_weight(&sort_functions[*(const uint32_t *)b], sort_ranking);
 
 	return wa < wb ? 1 : wa > wb ? -1 : 0;
 }
 
 static void print_ranking(const struct function_weights *weights, const char *title,
-			  const uint64_t *by, size_t limit)
+			  enum ranking ranking, size_t limit)
 {
 	size_t count = intern_count(&weights->names);
 	uint32_t *ids = malloc(count * sizeof(*ids));
@@ -113,12 +117,18 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 		return;
 	for (size_t i = 0; i < count; i++)
 		ids[i] = (uint32_t)i;
-	sort_by = by;
+	sort_functions = weights->by_function;
+	sort_ranking = ranking;
 	qsort(ids, count, sizeof(*ids), compare_ids);
 	printf("%s\n", title);
-	for (size_t i = 0; i < count && i < limit && by[ids[i]] > 0; i++)
-		printf("  %6.2f%%  %s\n", 100.0 * (double)by[ids[i]] / (double)weights->grand_total,
+	for (size_t i = 0; i < count && i < limit; i++) {
+		uint64_t weight = ranked_weight(&weights->by_function[ids[i]], ranking);
+
+		if (weight == 0)
+			break;
+		printf("  %6.2f%%  %s\n", 100.0 * (double)weight / (double)weights->grand_total,
 		       (const char *)intern_key(&weights->names, ids[i], NULL));
+	}
 	free(ids);
 }
 
@@ -153,7 +163,7 @@ int top_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: top: expected exactly one FILE (try 'pybpfprof top --help')\n");
 		return 2;
 	}
-	if (pf_reader_open(&reader, argv[optind], PF_FORMAT_UNKNOWN, err, sizeof(err))) {
+	if (format_registry_open_reader(&reader, argv[optind], err, sizeof(err))) {
 		fprintf(stderr, "pybpfprof: top: %s: %s\n", argv[optind], err);
 		return 1;
 	}
@@ -168,16 +178,17 @@ int top_main(int argc, char **argv)
 			got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else if (weights.samples == 0)
 		printf("%s: no samples\n", argv[optind]);
+	else if (weights.grand_total == 0)
+		printf("%s: %" PRIu64 " samples, all of weight 0 (frees only)\n", argv[optind],
+		       weights.samples);
 	else {
 		printf("%s: %" PRIu64 " samples (%s)\n", argv[optind], weights.samples,
-		       pf_format_name(pf_reader_format(reader)));
-		print_ranking(&weights, "own time (where the CPU was):", weights.self, limit);
-		print_ranking(&weights, "total time (with callees):", weights.total, limit);
+		       pf_reader_format(reader)->name);
+		print_ranking(&weights, "own time (where the CPU was):", RANK_SELF, limit);
+		print_ranking(&weights, "total time (with callees):", RANK_TOTAL, limit);
 	}
 	pf_reader_close(reader);
 	intern_free(&weights.names);
-	free(weights.self);
-	free(weights.total);
-	free(weights.last_sample);
+	free(weights.by_function);
 	return got < 0 ? 1 : 0;
 }

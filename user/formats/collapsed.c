@@ -7,7 +7,10 @@
  * by those suffixes). The weight is microseconds when samples carry time,
  * bytes when they carry only memory, else a sample count.
  */
+#include "formats/collapsed.h"
 #include "profile/profile.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
 
@@ -22,28 +25,16 @@ struct collapsed_writer {
 	int fd;
 	struct intern_table stacks; /* stack text -> id */
 	int64_t *weights;           /* by stack id */
+	size_t weights_count;       /* stack ids with a weight */
 	size_t weights_capacity;
 	char *line;                 /* scratch for building one stack's text */
 	size_t line_capacity;
-	uint64_t bytes_written;
 	char error[256];
 };
 
 static int line_reserve(struct collapsed_writer *writer, size_t needed)
 {
-	char *line;
-	size_t capacity = writer->line_capacity ? writer->line_capacity : 1024;
-
-	if (needed <= writer->line_capacity)
-		return 0;
-	while (capacity < needed)
-		capacity *= 2;
-	line = realloc(writer->line, capacity);
-	if (!line)
-		return -ENOMEM;
-	writer->line = line;
-	writer->line_capacity = capacity;
-	return 0;
+	return array_reserve((void **)&writer->line, &writer->line_capacity, needed, 1, 1024);
 }
 
 /* ';' separates frames and a newline ends the stack: neither may appear inside a frame. */
@@ -86,20 +77,10 @@ static size_t append_frame(char *out, const struct pf_frame *frame)
 	}
 }
 
-static int64_t sample_weight(const struct pf_sample *sample)
-{
-	if (sample->metrics & PF_METRIC_TIME)
-		return (int64_t)sample->time_us;
-	if (sample->metrics & PF_METRIC_MEMORY)
-		return sample->memory;
-	return 1;
-}
-
 static int collapsed_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct collapsed_writer *writer = state;
 	size_t bound = 1, len = 0;
-	bool is_new;
 	int64_t id;
 
 	for (size_t i = 0; i < sample->frame_count; i++)
@@ -116,21 +97,14 @@ static int collapsed_add_sample(void *state, const struct pf_sample *sample)
 		memcpy(writer->line, "[no frames]", 11);
 		len = 11;
 	}
-	id = intern_add(&writer->stacks, writer->line, len, &is_new);
+	id = intern_add(&writer->stacks, writer->line, len, NULL);
 	if (id < 0)
 		return (int)id;
-	if ((size_t)id >= writer->weights_capacity) {
-		size_t capacity = writer->weights_capacity ? writer->weights_capacity * 2 : 1024;
-		int64_t *weights = realloc(writer->weights, capacity * sizeof(*weights));
-
-		if (!weights)
-			return -ENOMEM;
-		memset(weights + writer->weights_capacity, 0,
-		       (capacity - writer->weights_capacity) * sizeof(*weights));
-		writer->weights = weights;
-		writer->weights_capacity = capacity;
-	}
-	writer->weights[id] += sample_weight(sample);
+	if (ARRAY_RESERVE(writer->weights, writer->weights_capacity, (size_t)id + 1))
+		return -ENOMEM;
+	while (writer->weights_count <= (size_t)id)
+		writer->weights[writer->weights_count++] = 0;
+	writer->weights[id] += pf_sample_weight(sample);
 	return 0;
 }
 
@@ -148,13 +122,12 @@ static int collapsed_flush(void *state)
 
 static int write_all(struct collapsed_writer *writer, const char *data, size_t len)
 {
-	size_t written;
-	int err = fd_write_all(writer->fd, data, len, &written);
+	int err = fd_write_all(writer->fd, data, len, NULL);
 
-	writer->bytes_written += written;
 	if (err)
-		snprintf(writer->error, sizeof(writer->error), "write failed: %s", strerror(-err));
-	return err;
+		return errbuf_format(writer->error, sizeof(writer->error), err, "write failed: %s",
+				     strerror(-err));
+	return 0;
 }
 
 static int collapsed_finish(void *state)
@@ -203,11 +176,6 @@ static const char *collapsed_error(const void *state)
 	return ((const struct collapsed_writer *)state)->error;
 }
 
-static uint64_t collapsed_bytes(const void *state)
-{
-	return ((const struct collapsed_writer *)state)->bytes_written;
-}
-
 static const struct pf_writer_ops collapsed_writer_ops = {
 	.set_metadata = collapsed_set_metadata,
 	.add_sample = collapsed_add_sample,
@@ -215,7 +183,6 @@ static const struct pf_writer_ops collapsed_writer_ops = {
 	.finish = collapsed_finish,
 	.destroy = collapsed_destroy,
 	.error = collapsed_error,
-	.bytes = collapsed_bytes,
 };
 
 int collapsed_writer_create(int fd, const struct pf_writer_options *options, void **state,
@@ -259,8 +226,7 @@ static void parse_frame(char *text, struct pf_frame *frame)
 	size_t len = strlen(text);
 	char *last_colon, *name_colon;
 
-	*frame = (struct pf_frame){ .kind = PF_FRAME_PYTHON, .file = "", .name = text, .line = -1,
-				    .end_line = -1, .column = -1, .end_column = -1, .opcode = -1 };
+	*frame = pf_frame_unlocated(PF_FRAME_PYTHON, "", text);
 	if (ends_with(text, len, "_[k]") || ends_with(text, len, "_[n]")) {
 		frame->kind = text[len - 2] == 'k' ? PF_FRAME_KERNEL : PF_FRAME_NATIVE;
 		text[len - 4] = 0;
@@ -306,27 +272,21 @@ static int collapsed_next_sample(void *state, struct pf_sample *sample)
 			reader->line[--len] = 0;
 	} while (len == 0);
 	space = strrchr(reader->line, ' ');
-	if (!space || space == reader->line) {
-		snprintf(reader->error, sizeof(reader->error),
-			 "line %" PRIu64 ": expected 'frame;frame;... weight'", reader->line_number);
-		return -EINVAL;
-	}
+	if (!space || space == reader->line)
+		return errbuf_format(reader->error, sizeof(reader->error), -EINVAL,
+				     "line %" PRIu64 ": expected 'frame;frame;... weight'", reader->line_number);
 	*space = 0;
 	errno = 0;
 	weight = strtoll(space + 1, &end, 10);
-	if (errno || *end || end == space + 1 || weight < 0) {
-		snprintf(reader->error, sizeof(reader->error),
-			 "line %" PRIu64 ": bad weight '%s'", reader->line_number, space + 1);
-		return -EINVAL;
-	}
+	if (errno || *end || end == space + 1 || weight < 0)
+		return errbuf_format(reader->error, sizeof(reader->error), -EINVAL,
+				     "line %" PRIu64 ": bad weight '%s'", reader->line_number, space + 1);
 	for (frame_text = strtok_r(reader->line, ";", &saveptr); frame_text;
 	     frame_text = strtok_r(NULL, ";", &saveptr)) {
-		if (count == COLLAPSED_MAX_FRAMES) {
-			snprintf(reader->error, sizeof(reader->error),
-				 "line %" PRIu64 ": more than %d frames", reader->line_number,
-				 COLLAPSED_MAX_FRAMES);
-			return -E2BIG;
-		}
+		if (count == COLLAPSED_MAX_FRAMES)
+			return errbuf_format(reader->error, sizeof(reader->error), -E2BIG,
+					     "line %" PRIu64 ": more than %d frames", reader->line_number,
+					     COLLAPSED_MAX_FRAMES);
 		parse_frame(frame_text, &reader->frames[count++]);
 	}
 	*sample = (struct pf_sample){ .metrics = PF_METRIC_TIME, .time_us = (uint64_t)weight,
@@ -386,9 +346,8 @@ int collapsed_reader_create(int fd, void **state, const struct pf_reader_ops **o
 
 		if (own_fd >= 0)
 			close(own_fd);
-		snprintf(errbuf, errlen, "cannot read: %s", strerror(-err));
 		free(reader);
-		return err;
+		return errbuf_format(errbuf, errlen, err, "cannot read: %s", strerror(-err));
 	}
 	*state = reader;
 	*ops = &collapsed_reader_ops;

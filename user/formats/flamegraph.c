@@ -11,7 +11,10 @@
  * stacks, not samples. Widths are time when samples carry it, else bytes
  * allocated, else sample counts; everything is written at finish.
  */
+#include "formats/flamegraph.h"
 #include "profile/profile.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
 
@@ -20,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define FG_WIDTH        1200
 #define FG_XPAD         10
@@ -67,7 +69,6 @@ struct flamegraph_writer {
 	char *metadata[META_COUNT];
 	uint64_t sample_count;
 	uint32_t metrics_seen;        /* PF_METRIC_* of any sample: picks the unit */
-	uint64_t bytes_written;
 	char error[256];
 };
 
@@ -84,30 +85,13 @@ struct fg_layout {
 
 /* ---- aggregation ---- */
 
-static int reserve_bytes(char **buffer, size_t *capacity, size_t needed)
-{
-	size_t grown = *capacity ? *capacity : 256;
-	char *moved;
-
-	if (needed <= *capacity)
-		return 0;
-	while (grown < needed)
-		grown *= 2;
-	moved = realloc(*buffer, grown);
-	if (!moved)
-		return -ENOMEM;
-	*buffer = moved;
-	*capacity = grown;
-	return 0;
-}
-
 static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_frame *frame)
 {
 	/* Lines and columns are left out on purpose: one box per function. */
 	size_t file_len = strlen(frame->file), name_len = strlen(frame->name);
 	size_t len = 1 + file_len + 1 + name_len;
 
-	if (reserve_bytes(&writer->key, &writer->key_capacity, len))
+	if (array_reserve((void **)&writer->key, &writer->key_capacity, len, 1, 256))
 		return -ENOMEM;
 	writer->key[0] = (char)frame->kind;
 	memcpy(writer->key + 1, frame->file, file_len);
@@ -118,19 +102,8 @@ static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_fr
 
 static int reserve_nodes(struct flamegraph_writer *writer, size_t count)
 {
-	size_t capacity = writer->nodes_capacity ? writer->nodes_capacity : 1024;
-	struct fg_node *nodes;
-
-	if (count <= writer->nodes_capacity)
-		return 0;
-	while (capacity < count)
-		capacity *= 2;
-	nodes = realloc(writer->nodes, capacity * sizeof(*nodes));
-	if (!nodes)
-		return -ENOMEM;
-	writer->nodes = nodes;
-	writer->nodes_capacity = capacity;
-	return 0;
+	return array_reserve((void **)&writer->nodes, &writer->nodes_capacity, count,
+			     sizeof(*writer->nodes), 1024);
 }
 
 /* The node for frame under parent, created with weight 0 if new. */
@@ -152,20 +125,12 @@ static int64_t child_node(struct flamegraph_writer *writer, uint32_t parent, uin
 	return node;
 }
 
-static uint64_t sample_weight(const struct pf_sample *sample)
-{
-	if (sample->metrics & PF_METRIC_TIME)
-		return sample->time_us;
-	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
-	if (sample->metrics & PF_METRIC_MEMORY)
-		return sample->memory > 0 ? (uint64_t)sample->memory : 0;
-	return 1;
-}
-
 static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct flamegraph_writer *writer = state;
-	uint64_t weight = sample_weight(sample);
+	int64_t signed_weight = pf_sample_weight(sample);
+	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
+	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
 	uint32_t node = 0;
 
 	writer->sample_count++;
@@ -473,13 +438,12 @@ static void put_meta_time(FILE *out, const char *value)
 
 static int write_all(struct flamegraph_writer *writer, const char *data, size_t len)
 {
-	size_t written;
-	int err = fd_write_all(writer->fd, data, len, &written);
+	int err = fd_write_all(writer->fd, data, len, NULL);
 
-	writer->bytes_written += written;
 	if (err)
-		snprintf(writer->error, sizeof(writer->error), "write failed: %s", strerror(-err));
-	return err;
+		return errbuf_format(writer->error, sizeof(writer->error), err, "write failed: %s",
+				     strerror(-err));
+	return 0;
 }
 
 struct svg_out {
@@ -744,7 +708,7 @@ static int flamegraph_finish(void *state)
 		err = out.file ? write_svg(writer, &layout, &out) : -ENOMEM;
 	}
 	if (err == -ENOMEM && !writer->error[0])
-		snprintf(writer->error, sizeof(writer->error), "out of memory");
+		errbuf_format(writer->error, sizeof(writer->error), err, "out of memory");
 	if (out.file)
 		fclose(out.file);
 	free(out.buffer);
@@ -770,11 +734,6 @@ static const char *flamegraph_error(const void *state)
 	return ((const struct flamegraph_writer *)state)->error;
 }
 
-static uint64_t flamegraph_bytes(const void *state)
-{
-	return ((const struct flamegraph_writer *)state)->bytes_written;
-}
-
 static const struct pf_writer_ops flamegraph_writer_ops = {
 	.set_metadata = flamegraph_set_metadata,
 	.add_sample = flamegraph_add_sample,
@@ -782,7 +741,6 @@ static const struct pf_writer_ops flamegraph_writer_ops = {
 	.finish = flamegraph_finish,
 	.destroy = flamegraph_destroy,
 	.error = flamegraph_error,
-	.bytes = flamegraph_bytes,
 };
 
 int flamegraph_writer_create(int fd, const struct pf_writer_options *options, void **state,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "formats/varint.h"
 
-size_t mojo_uvarint_encode(uint64_t value, uint8_t *out)
+size_t varint_mojo_unsigned_encode(uint64_t value, uint8_t *out)
 {
 	size_t n = 0;
 	uint8_t first = value & 0x3f;
@@ -17,11 +17,11 @@ size_t mojo_uvarint_encode(uint64_t value, uint8_t *out)
 	return n;
 }
 
-size_t mojo_varint_encode(int64_t value, uint8_t *out)
+size_t varint_mojo_encode(int64_t value, uint8_t *out)
 {
 	/* Negate in unsigned arithmetic: INT64_MIN has no positive twin. */
 	uint64_t magnitude = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
-	size_t n = mojo_uvarint_encode(magnitude, out);
+	size_t n = varint_mojo_unsigned_encode(magnitude, out);
 
 	if (value < 0)
 		out[0] |= 0x40;
@@ -60,7 +60,7 @@ static size_t mojo_magnitude_decode(const uint8_t *in, size_t len, uint64_t *mag
 	return n;
 }
 
-size_t mojo_uvarint_decode(const uint8_t *in, size_t len, uint64_t *value)
+size_t varint_mojo_unsigned_decode(const uint8_t *in, size_t len, uint64_t *value)
 {
 	int negative;
 	size_t n = mojo_magnitude_decode(in, len, value, &negative);
@@ -69,7 +69,7 @@ size_t mojo_uvarint_decode(const uint8_t *in, size_t len, uint64_t *value)
 	return n && !negative ? n : 0;
 }
 
-size_t mojo_varint_decode(const uint8_t *in, size_t len, int64_t *value)
+size_t varint_mojo_decode(const uint8_t *in, size_t len, int64_t *value)
 {
 	uint64_t magnitude;
 	int negative;
@@ -81,7 +81,7 @@ size_t mojo_varint_decode(const uint8_t *in, size_t len, int64_t *value)
 	return n;
 }
 
-size_t leb128_encode(uint64_t value, uint8_t *out)
+size_t varint_leb128_encode(uint64_t value, uint8_t *out)
 {
 	size_t n = 0;
 
@@ -94,7 +94,7 @@ size_t leb128_encode(uint64_t value, uint8_t *out)
 	return n;
 }
 
-size_t leb128_decode(const uint8_t *in, size_t len, uint64_t *value)
+size_t varint_leb128_decode(const uint8_t *in, size_t len, uint64_t *value)
 {
 	uint64_t result = 0;
 	unsigned shift = 0;
@@ -117,17 +117,17 @@ size_t leb128_decode(const uint8_t *in, size_t len, uint64_t *value)
 	return n;
 }
 
-size_t zigzag_encode(int64_t value, uint8_t *out)
+size_t varint_zigzag_encode(int64_t value, uint8_t *out)
 {
 	uint64_t zz = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
 
-	return leb128_encode(zz, out);
+	return varint_leb128_encode(zz, out);
 }
 
-size_t zigzag_decode(const uint8_t *in, size_t len, int64_t *value)
+size_t varint_zigzag_decode(const uint8_t *in, size_t len, int64_t *value)
 {
 	uint64_t zz;
-	size_t n = leb128_decode(in, len, &zz);
+	size_t n = varint_leb128_decode(in, len, &zz);
 
 	if (n)
 		*value = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);

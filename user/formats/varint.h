@@ -15,15 +15,15 @@
 
 #define VARINT_MAX_BYTES 11
 
-size_t mojo_varint_encode(int64_t value, uint8_t *out);
-size_t mojo_varint_decode(const uint8_t *in, size_t len, int64_t *value);
+size_t varint_mojo_encode(int64_t value, uint8_t *out);
+size_t varint_mojo_decode(const uint8_t *in, size_t len, int64_t *value);
 /* The magnitude alone (MOJO's unsigned uses: TIME metric). */
-size_t mojo_uvarint_encode(uint64_t value, uint8_t *out);
-size_t mojo_uvarint_decode(const uint8_t *in, size_t len, uint64_t *value);
+size_t varint_mojo_unsigned_encode(uint64_t value, uint8_t *out);
+size_t varint_mojo_unsigned_decode(const uint8_t *in, size_t len, uint64_t *value);
 
-size_t leb128_encode(uint64_t value, uint8_t *out);
-size_t leb128_decode(const uint8_t *in, size_t len, uint64_t *value);
-size_t zigzag_encode(int64_t value, uint8_t *out);
-size_t zigzag_decode(const uint8_t *in, size_t len, int64_t *value);
+size_t varint_leb128_encode(uint64_t value, uint8_t *out);
+size_t varint_leb128_decode(const uint8_t *in, size_t len, uint64_t *value);
+size_t varint_zigzag_encode(int64_t value, uint8_t *out);
+size_t varint_zigzag_decode(const uint8_t *in, size_t len, int64_t *value);
 
 #endif

@@ -5,13 +5,13 @@
  * go to a temporary name renamed at close; an aborted writer leaves nothing.
  */
 #include "profile/profile.h"
+#include "util/errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,88 +28,37 @@ struct pf_reader {
 	const struct pf_reader_ops *ops;
 	void *state;
 	int fd;
-	enum pf_format format;
+	const struct pf_format *format;
 	char error[512];
 };
 
-enum pf_format pf_format_from_name(const char *name)
+const char *pf_native_file_stored(const struct pf_frame *frame, char *buffer, size_t size)
 {
-	if (!name)
-		return PF_FORMAT_UNKNOWN;
-	if (strcasecmp(name, "mojo") == 0)
-		return PF_FORMAT_MOJO;
-	if (strcasecmp(name, "tachyon") == 0 || strcasecmp(name, "bin") == 0)
-		return PF_FORMAT_TACHYON;
-	if (strcasecmp(name, "collapsed") == 0 || strcasecmp(name, "folded") == 0)
-		return PF_FORMAT_COLLAPSED;
-	if (strcasecmp(name, "svg") == 0 || strcasecmp(name, "flamegraph") == 0)
-		return PF_FORMAT_SVG;
-	return PF_FORMAT_UNKNOWN;
+	const char *file = frame->file ? frame->file : "";
+
+	if (frame->kind != PF_FRAME_NATIVE)
+		return file;
+	snprintf(buffer, size, "%s%s", PF_NATIVE_FILE_PREFIX, file);
+	return buffer;
 }
 
-enum pf_format pf_format_from_path(const char *path)
+bool pf_native_file_strip(const char **file)
 {
-	const char *slash = strrchr(path, '/');
-	const char *dot = strrchr(slash ? slash : path, '.');
+	size_t len = strlen(PF_NATIVE_FILE_PREFIX);
 
-	if (!dot)
-		return PF_FORMAT_UNKNOWN;
-	dot++;
-	if (strcasecmp(dot, "mojo") == 0)
-		return PF_FORMAT_MOJO;
-	if (strcasecmp(dot, "bin") == 0 || strcasecmp(dot, "tachyon") == 0)
-		return PF_FORMAT_TACHYON;
-	if (strcasecmp(dot, "collapsed") == 0 || strcasecmp(dot, "folded") == 0 ||
-	    strcasecmp(dot, "txt") == 0)
-		return PF_FORMAT_COLLAPSED;
-	if (strcasecmp(dot, "svg") == 0)
-		return PF_FORMAT_SVG;
-	return PF_FORMAT_UNKNOWN;
+	if (strncmp(*file, PF_NATIVE_FILE_PREFIX, len) != 0)
+		return false;
+	*file += len;
+	return true;
 }
 
-enum pf_format pf_format_from_magic(const void *head, size_t len)
+int64_t pf_sample_weight(const struct pf_sample *sample)
 {
-	static const uint8_t tachyon_le[4] = { 0x48, 0x43, 0x41, 0x54 };
-	static const uint8_t tachyon_be[4] = { 0x54, 0x41, 0x43, 0x48 };
-
-	if (len >= 3 && memcmp(head, "MOJ", 3) == 0)
-		return PF_FORMAT_MOJO;
-	if (len >= 4 && (memcmp(head, tachyon_le, 4) == 0 || memcmp(head, tachyon_be, 4) == 0))
-		return PF_FORMAT_TACHYON;
-	return PF_FORMAT_UNKNOWN;
-}
-
-const char *pf_format_name(enum pf_format format)
-{
-	switch (format) {
-	case PF_FORMAT_MOJO:
-		return "mojo";
-	case PF_FORMAT_TACHYON:
-		return "tachyon";
-	case PF_FORMAT_COLLAPSED:
-		return "collapsed";
-	case PF_FORMAT_SVG:
-		return "svg";
-	default:
-		return "unknown";
-	}
-}
-
-static int create_backend(struct pf_writer *writer, enum pf_format format,
-			  const struct pf_writer_options *options)
-{
-	switch (format) {
-	case PF_FORMAT_MOJO:
-		return mojo_writer_create(writer->fd, options, &writer->state, &writer->ops);
-	case PF_FORMAT_TACHYON:
-		return tachyon_writer_create(writer->fd, options, &writer->state, &writer->ops);
-	case PF_FORMAT_COLLAPSED:
-		return collapsed_writer_create(writer->fd, options, &writer->state, &writer->ops);
-	case PF_FORMAT_SVG:
-		return flamegraph_writer_create(writer->fd, options, &writer->state, &writer->ops);
-	default:
-		return -EINVAL;
-	}
+	if (sample->metrics & PF_METRIC_TIME)
+		return (int64_t)sample->time_us;
+	if (sample->metrics & PF_METRIC_MEMORY)
+		return sample->memory;
+	return 1;
 }
 
 static int open_output(struct pf_writer *writer, bool atomic)
@@ -143,8 +92,8 @@ static void free_writer(struct pf_writer *writer)
 	free(writer);
 }
 
-int pf_writer_open(struct pf_writer **writer_out, const char *path, enum pf_format format,
-		   const struct pf_writer_options *options)
+int pf_writer_open(struct pf_writer **writer_out, const char *path,
+		   const struct pf_format *format, const struct pf_writer_options *options)
 {
 	struct pf_writer_options defaults = PF_WRITER_OPTIONS_DEFAULT;
 	struct pf_writer *writer;
@@ -153,7 +102,7 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path, enum pf_form
 	*writer_out = NULL;
 	if (!options)
 		options = &defaults;
-	if (format == PF_FORMAT_UNKNOWN)
+	if (!format || !format->writer_create)
 		return -EINVAL;
 	writer = calloc(1, sizeof(*writer));
 	if (!writer)
@@ -169,7 +118,7 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path, enum pf_form
 		free_writer(writer);
 		return err;
 	}
-	err = create_backend(writer, format, options);
+	err = format->writer_create(writer->fd, options, &writer->state, &writer->ops);
 	if (err) {
 		close(writer->fd);
 		unlink(writer->temp_path ? writer->temp_path : writer->path);
@@ -204,11 +153,6 @@ const char *pf_writer_error(const struct pf_writer *writer)
 	return backend && *backend ? backend : "write failed";
 }
 
-uint64_t pf_writer_bytes(const struct pf_writer *writer)
-{
-	return writer->ops->bytes(writer->state);
-}
-
 int pf_writer_close(struct pf_writer *writer)
 {
 	int err = writer->ops->finish(writer->state);
@@ -238,36 +182,8 @@ void pf_writer_abort(struct pf_writer *writer)
 	free_writer(writer);
 }
 
-static int sniff_format(int fd, enum pf_format *format)
-{
-	uint8_t head[4];
-	ssize_t got = pread(fd, head, sizeof(head), 0);
-
-	if (got < 0)
-		return -errno;
-	*format = pf_format_from_magic(head, (size_t)got);
-	return 0;
-}
-
-static int create_reader_backend(struct pf_reader *reader)
-{
-	switch (reader->format) {
-	case PF_FORMAT_MOJO:
-		return mojo_reader_create(reader->fd, &reader->state, &reader->ops, reader->error,
-					  sizeof(reader->error));
-	case PF_FORMAT_TACHYON:
-		return tachyon_reader_create(reader->fd, &reader->state, &reader->ops, reader->error,
-					     sizeof(reader->error));
-	case PF_FORMAT_COLLAPSED:
-		return collapsed_reader_create(reader->fd, &reader->state, &reader->ops,
-					       reader->error, sizeof(reader->error));
-	default:
-		return -EINVAL;
-	}
-}
-
-int pf_reader_open(struct pf_reader **reader_out, const char *path, enum pf_format format,
-		   char *errbuf, size_t errlen)
+int pf_reader_open(struct pf_reader **reader_out, const char *path,
+		   const struct pf_format *format, char *errbuf, size_t errlen)
 {
 	struct pf_reader *reader;
 	int err;
@@ -276,38 +192,26 @@ int pf_reader_open(struct pf_reader **reader_out, const char *path, enum pf_form
 	reader = calloc(1, sizeof(*reader));
 	if (!reader)
 		return -ENOMEM;
+	reader->format = format;
 	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (reader->fd < 0) {
-		err = -errno;
-		snprintf(errbuf, errlen, "cannot open: %s", strerror(-err));
+		err = errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
 		free(reader);
 		return err;
 	}
-	if (format == PF_FORMAT_UNKNOWN) {
-		err = sniff_format(reader->fd, &format);
-		if (!err && format == PF_FORMAT_UNKNOWN)
-			format = pf_format_from_path(path);
-		if (!err && format == PF_FORMAT_UNKNOWN)
-			err = -EPROTO;
-		if (err) {
-			snprintf(errbuf, errlen, "%s",
-				 err == -EPROTO ? "unknown format (neither MOJO nor Tachyon, and no known extension)"
-						: strerror(-err));
-			close(reader->fd);
-			free(reader);
-			return err;
-		}
-	}
-	reader->format = format;
-	if (format == PF_FORMAT_SVG) {
-		snprintf(errbuf, errlen, "an SVG flame graph cannot be read back (it keeps no samples)");
+	if (!format->reader_create) {
+		errbuf_format(errbuf, errlen, 0,
+			      "%s: this format cannot be read back (it keeps no samples)",
+			      format->name);
 		close(reader->fd);
 		free(reader);
 		return -EINVAL;
 	}
-	err = create_reader_backend(reader);
+	err = format->reader_create(reader->fd, &reader->state, &reader->ops, reader->error,
+				    sizeof(reader->error));
 	if (err) {
-		snprintf(errbuf, errlen, "%s", reader->error[0] ? reader->error : strerror(-err));
+		errbuf_format(errbuf, errlen, err, "%s",
+			      reader->error[0] ? reader->error : strerror(-err));
 		close(reader->fd);
 		free(reader);
 		return err;
@@ -354,7 +258,7 @@ const char *pf_reader_error(const struct pf_reader *reader)
 	return backend && *backend ? backend : reader->error;
 }
 
-enum pf_format pf_reader_format(const struct pf_reader *reader)
+const struct pf_format *pf_reader_format(const struct pf_reader *reader)
 {
 	return reader->format;
 }

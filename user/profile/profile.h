@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum pf_frame_kind {
 	PF_FRAME_PYTHON = 0,
@@ -40,6 +41,23 @@ struct pf_frame {
 	int32_t end_column;
 	int16_t opcode;
 };
+
+/* A frame with no location: line, end_line, column, end_column and opcode all unknown (-1). */
+static inline struct pf_frame pf_frame_unlocated(enum pf_frame_kind kind, const char *file,
+						 const char *name)
+{
+	return (struct pf_frame){ .kind = kind, .file = file, .name = name, .line = -1,
+				  .end_line = -1, .column = -1, .end_column = -1, .opcode = -1 };
+}
+
+/*
+ * The file string the formats without a frame kind (MOJO, Tachyon) store: a native
+ * frame's file behind PF_NATIVE_FILE_PREFIX (built in buffer, cut to size), any other
+ * frame's file as it is. Their readers undo it with pf_native_file_strip.
+ */
+const char *pf_native_file_stored(const struct pf_frame *frame, char *buffer, size_t size);
+/* If *file carries PF_NATIVE_FILE_PREFIX, skips it and returns true (a native frame). */
+bool pf_native_file_strip(const char **file);
 
 /* Status bits. The low byte is Tachyon's status byte, bit for bit. */
 #define PF_STATUS_HAS_GIL        0x01u
@@ -69,37 +87,35 @@ struct pf_sample {
 	const struct pf_frame *frames; /* root (outermost) first, leaf last */
 };
 
-enum pf_format {
-	PF_FORMAT_UNKNOWN = 0,
-	PF_FORMAT_MOJO,
-	PF_FORMAT_TACHYON,
-	PF_FORMAT_COLLAPSED,
-	PF_FORMAT_SVG, /* flame graph: write-only */
-};
-
-/* "mojo", "tachyon", "collapsed", "svg"/"flamegraph" -> format; UNKNOWN otherwise. */
-enum pf_format pf_format_from_name(const char *name);
-/* From a path's extension: .mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg. */
-enum pf_format pf_format_from_path(const char *path);
-/* From a file's first bytes (MOJ / TACH); UNKNOWN if neither. */
-enum pf_format pf_format_from_magic(const void *head, size_t len);
-const char *pf_format_name(enum pf_format format);
+/* Tachyon's zstd levels: 1 to PF_COMPRESSION_LEVEL_MAX, 0 for none. */
+#define PF_COMPRESSION_LEVEL_DEFAULT 5
+#define PF_COMPRESSION_LEVEL_MAX 22
 
 struct pf_writer_options {
-	int compression_level;    /* Tachyon: zstd level 1-22; 0 = no compression; default 5 */
+	int compression_level;    /* Tachyon: zstd level 1-22; 0 = no compression */
 	bool atomic;              /* write to a temporary name, rename at close, unlink on abort */
 	unsigned flush_interval_ms; /* streaming writers: at least this often the file is readable (0 = 1000) */
 };
-#define PF_WRITER_OPTIONS_DEFAULT { .compression_level = 5, .atomic = false, .flush_interval_ms = 1000 }
+#define PF_WRITER_OPTIONS_DEFAULT                                                     \
+	{ .compression_level = PF_COMPRESSION_LEVEL_DEFAULT, .atomic = false, \
+	  .flush_interval_ms = 1000 }
 
+/*
+ * What a sample weighs in an aggregate (collapsed stacks, flame graph, top): the
+ * microseconds it stands for when it carries time, else the bytes it allocated
+ * (negative: freed) when it carries memory, else 1 (a sample count).
+ */
+int64_t pf_sample_weight(const struct pf_sample *sample);
+
+struct pf_format;
 struct pf_writer;
 
 /*
  * Every call returns 0 or a negative errno. On error, pf_writer_error()
  * says what went wrong in one line (without the program name).
  */
-int pf_writer_open(struct pf_writer **writer_out, const char *path, enum pf_format format,
-		   const struct pf_writer_options *options);
+int pf_writer_open(struct pf_writer **writer_out, const char *path,
+		   const struct pf_format *format, const struct pf_writer_options *options);
 int pf_writer_set_metadata(struct pf_writer *writer, const char *key, const char *value);
 int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sample);
 /* Make everything written so far readable on disk (MOJO: flush; Tachyon: checkpoint). */
@@ -109,13 +125,13 @@ int pf_writer_close(struct pf_writer *writer);
 /* Give up: remove the output (if atomic, or nothing valid was written) and free. */
 void pf_writer_abort(struct pf_writer *writer);
 const char *pf_writer_error(const struct pf_writer *writer);
-uint64_t pf_writer_bytes(const struct pf_writer *writer);
 
 struct pf_reader;
 
-/* format UNKNOWN: from the magic, else the extension. errbuf gets a one-line reason on failure. */
-int pf_reader_open(struct pf_reader **reader_out, const char *path, enum pf_format format,
-		   char *errbuf, size_t errlen);
+/* format: the file's (formats/format_registry.h tells it from the magic or the extension).
+ * errbuf gets a one-line reason on failure. */
+int pf_reader_open(struct pf_reader **reader_out, const char *path,
+		   const struct pf_format *format, char *errbuf, size_t errlen);
 /*
  * 1 and *sample filled (valid until the next call), 0 at the end, negative
  * errno on bad data; pf_reader_error() then says where, e.g.
@@ -129,7 +145,7 @@ void pf_reader_metadata_at(const struct pf_reader *reader, size_t index, const c
 /* Last value for key, or NULL. */
 const char *pf_reader_metadata(const struct pf_reader *reader, const char *key);
 const char *pf_reader_error(const struct pf_reader *reader);
-enum pf_format pf_reader_format(const struct pf_reader *reader);
+const struct pf_format *pf_reader_format(const struct pf_reader *reader);
 void pf_reader_close(struct pf_reader *reader);
 
 /*
@@ -142,7 +158,6 @@ struct pf_writer_ops {
 	int (*finish)(void *state);   /* write trailer; the file descriptor stays open */
 	void (*destroy)(void *state); /* free everything; never touches the file */
 	const char *(*error)(const void *state);
-	uint64_t (*bytes)(const void *state);
 };
 
 struct pf_reader_ops {
@@ -154,20 +169,38 @@ struct pf_reader_ops {
 };
 
 /* Backend constructors. They borrow fd: profile.c opens and closes it. */
-int mojo_writer_create(int fd, const struct pf_writer_options *options, void **state,
-		       const struct pf_writer_ops **ops);
-int tachyon_writer_create(int fd, const struct pf_writer_options *options, void **state,
-			  const struct pf_writer_ops **ops);
-int collapsed_writer_create(int fd, const struct pf_writer_options *options, void **state,
-			    const struct pf_writer_ops **ops);
-int flamegraph_writer_create(int fd, const struct pf_writer_options *options, void **state,
-			     const struct pf_writer_ops **ops);
+typedef int pf_writer_create_fn(int fd, const struct pf_writer_options *options, void **state,
+				const struct pf_writer_ops **ops);
 /* errbuf receives a one-line reason on failure. */
-int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
-		       size_t errlen);
-int tachyon_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
-			  size_t errlen);
-int collapsed_reader_create(int fd, void **state, const struct pf_reader_ops **ops, char *errbuf,
-			    size_t errlen);
+typedef int pf_reader_create_fn(int fd, void **state, const struct pf_reader_ops **ops,
+				char *errbuf, size_t errlen);
+/* The raw event dump (`pybpfprof dump`): 0, or negative errno with a one-line reason in errbuf
+ * after printing everything that decoded. */
+typedef int pf_dump_fn(int fd, FILE *out, char *errbuf, size_t errlen);
+
+struct pf_format_magic {
+	const uint8_t *bytes;
+	size_t len;
+};
+
+#define PF_FORMAT_MAX_NAMES 4
+#define PF_FORMAT_MAX_MAGICS 2
+
+/*
+ * Everything the program knows about one file format. formats/format_registry.c
+ * holds the one table of these and the lookups by name, extension and magic;
+ * the generic writer and reader above dispatch through a descriptor.
+ */
+struct pf_format {
+	const char *name;                              /* canonical: "mojo" */
+	const char *aliases[PF_FORMAT_MAX_NAMES];      /* other names -f takes; unused: NULL */
+	const char *extensions[PF_FORMAT_MAX_NAMES];   /* without the dot, the first for messages */
+	struct pf_format_magic magics[PF_FORMAT_MAX_MAGICS]; /* its files' first bytes; unused: len 0 */
+	const char *default_file;                      /* record's output when -o is not given */
+	bool timestamps;                 /* samples carry timestamps, the file its start time */
+	pf_writer_create_fn *writer_create;
+	pf_reader_create_fn *reader_create; /* NULL: write-only (it keeps no samples) */
+	pf_dump_fn *dump;                   /* NULL: `dump` shows the samples */
+};
 
 #endif

@@ -18,7 +18,7 @@
 
 struct session_output {
 	const char *path;
-	enum pf_format format;
+	const struct pf_format *format;
 };
 
 struct session_options {

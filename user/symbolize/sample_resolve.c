@@ -11,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct pf_frame invalid_frame = {
-	.kind = PF_FRAME_INVALID, .file = "", .name = "",
-	.line = -1, .end_line = -1, .column = -1, .end_column = -1, .opcode = -1,
-};
-
 int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
 			 uint64_t period_us)
 {
@@ -101,9 +96,7 @@ static void python_frame(struct sample_resolver *resolver, pid_t pid,
 	resolver->unresolved_frames++;
 	if (err == -ESTALE)
 		resolver->stale_frames++;
-	*frame = (struct pf_frame){ .kind = PF_FRAME_PYTHON, .file = "<unknown>",
-				    .name = "<unresolved>", .line = -1, .end_line = -1,
-				    .column = -1, .end_column = -1, .opcode = -1 };
+	*frame = pf_frame_unlocated(PF_FRAME_PYTHON, "<unknown>", "<unresolved>");
 	*incomplete = true;
 }
 
@@ -160,12 +153,10 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];
 
-		*frame = (struct pf_frame){ .kind = PF_FRAME_KERNEL, .file = "",
-					    .name = kernel_frame_name(resolver, kernel_ips[i]),
-					    .line = -1, .end_line = -1, .column = -1,
-					    .end_column = -1, .opcode = -1 };
+		*frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",
+					    kernel_frame_name(resolver, kernel_ips[i]));
 	}
-	resolver->frames[0] = invalid_frame;
+	resolver->frames[0] = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
 	*sample = (struct pf_sample){
 		.pid = record->pid,
 		.iid = record->interp_id,

@@ -221,8 +221,7 @@ int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_
 		return -ENOMEM;
 	if (file->elf_open && elf_file_load_bias(&file->elf, map->start, map->offset, &bias) == 0)
 		function = function_at(file, ip - bias);
-	*frame = (struct pf_frame){ .kind = PF_FRAME_NATIVE, .file = file->path,
-				    .name = function ? function->name : file->bracket_name,
-				    .line = -1, .end_line = -1, .column = -1, .end_column = -1, .opcode = -1 };
+	*frame = pf_frame_unlocated(PF_FRAME_NATIVE, file->path,
+				    function ? function->name : file->bracket_name);
 	return 1;
 }

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * MOJO v3 (Austin's binary format): event ids, the constants our writer and
- * reader agree on, the raw event decoder shared by the reader and the dump.
+ * reader agree on, the raw event decoder (mojo_stream.c) shared by the reader
+ * and the dump, and the backends' constructors.
  */
 #ifndef PYBPFPROF_MOJO_H
 #define PYBPFPROF_MOJO_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "profile/profile.h"
 
@@ -60,7 +60,7 @@ struct mojo_raw_event {
 struct mojo_stream {
 	int fd;
 	uint8_t *buf;
-	size_t cap, pos, len;
+	size_t capacity, pos, len;
 	uint64_t base; /* file offset of buf[0] */
 	int eof;
 	int version;
@@ -76,13 +76,17 @@ int mojo_stream_peek_id(struct mojo_stream *stream, int *id);
 void mojo_stream_close(struct mojo_stream *stream);
 uint64_t mojo_stream_offset(const struct mojo_stream *stream);
 
-const char *mojo_event_name(enum mojo_event_id id);
+const char *mojo_stream_event_name(enum mojo_event_id id);
 
 /*
  * Write one line per event of the MOJO file on fd to out (see the dump
  * format in the header line). 0, or negative errno with a one-line reason
  * in err after printing everything that decoded.
  */
-int mojo_dump(int fd, FILE *out, char *err, size_t errlen);
+pf_dump_fn mojo_dump;
+
+/* The backends behind the "mojo" format descriptor (formats/format_registry.c). */
+pf_writer_create_fn mojo_writer_create;
+pf_reader_create_fn mojo_reader_create;
 
 #endif

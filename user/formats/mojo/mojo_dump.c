@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "formats/mojo/mojo.h"
+#include "util/errbuf.h"
 #include "util/text_quote.h"
 
 static const char *dump_name(enum mojo_event_id id)
@@ -97,13 +98,10 @@ int mojo_dump(int fd, FILE *out, char *err, size_t errlen)
 			fputc('\n', out);
 		}
 	}
-	if (result < 0 && errlen)
-		snprintf(err, errlen, "%s", stream.error);
+	if (result < 0)
+		errbuf_format(err, errlen, result, "%s", stream.error);
 	mojo_stream_close(&stream);
-	if (result == 0 && ferror(out)) {
-		if (errlen)
-			snprintf(err, errlen, "cannot write the dump: %s", strerror(EIO));
-		return -EIO;
-	}
+	if (result == 0 && ferror(out))
+		return errbuf_format(err, errlen, -EIO, "cannot write the dump: %s", strerror(EIO));
 	return result < 0 ? result : 0;
 }

@@ -1,298 +1,36 @@
 // SPDX-License-Identifier: MIT
 /*
- * MOJO reader: a raw event decoder over a refilled buffer (shared with the
- * dump), and on top of it the strict sample assembly of Austin's reference
- * decoder, turning events into profile-model samples.
+ * MOJO sample reader (the pf_reader backend): the strict sample assembly of
+ * Austin's reference decoder, turning the stream decoder's events
+ * (mojo_stream.c) into profile-model samples.
  */
+#include "formats/mojo/mojo.h"
+
 #include <errno.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "formats/mojo/mojo.h"
-#include "formats/varint.h"
 #include "profile/profile.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 #include "util/intern.h"
 
-#define STREAM_INITIAL_CAP (64u * 1024u)
-/* One event (a string, in practice) larger than this is corrupt data, not a profile. */
-#define STREAM_MAX_EVENT (64u * 1024u * 1024u)
 /* Deeper than any real stack; stops a corrupt file from growing one sample without end. */
 #define MAX_SAMPLE_FRAMES (1u << 20)
-
-/* ---- raw events ---- */
-
-static int stream_fail(struct mojo_stream *stream, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int stream_fail(struct mojo_stream *stream, int err, const char *fmt, ...)
-{
-	va_list args;
-
-	va_start(args, fmt);
-	vsnprintf(stream->error, sizeof(stream->error), fmt, args);
-	va_end(args);
-	return err;
-}
-
-/* 1 if bytes were added, 0 at the end of the file, negative errno. */
-static int stream_fill(struct mojo_stream *stream)
-{
-	ssize_t got;
-
-	if (stream->pos > 0) {
-		memmove(stream->buf, stream->buf + stream->pos, stream->len - stream->pos);
-		stream->base += stream->pos;
-		stream->len -= stream->pos;
-		stream->pos = 0;
-	}
-	if (stream->len == stream->cap) {
-		size_t cap = stream->cap * 2;
-		uint8_t *buf;
-
-		if (cap > STREAM_MAX_EVENT)
-			return stream_fail(stream, -EFBIG, "event at byte %llu is larger than %u bytes",
-					   (unsigned long long)stream->base, STREAM_MAX_EVENT);
-		buf = realloc(stream->buf, cap);
-		if (!buf)
-			return stream_fail(stream, -ENOMEM, "out of memory reading byte %llu",
-					   (unsigned long long)stream->base);
-		stream->buf = buf;
-		stream->cap = cap;
-	}
-	do
-		got = read(stream->fd, stream->buf + stream->len, stream->cap - stream->len);
-	while (got < 0 && errno == EINTR);
-	if (got < 0)
-		return stream_fail(stream, -errno, "read error at byte %llu: %s",
-				   (unsigned long long)(stream->base + stream->len), strerror(errno));
-	if (got == 0) {
-		stream->eof = 1;
-		return 0;
-	}
-	stream->len += (size_t)got;
-	return 1;
-}
-
-/* A varint that has not ended within what is available may just be cut off. */
-static bool varint_may_continue(const uint8_t *in, size_t len)
-{
-	size_t i;
-
-	if (len >= VARINT_MAX_BYTES)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!(in[i] & 0x80))
-			return false;
-	return true;
-}
-
-enum field_result { FIELD_NEED_MORE = 0, FIELD_BAD = -1 };
-
-/*
- * Field layouts: i signed varint, u unsigned varint (TIME), k reference key,
- * s string. Keys are unsigned: Austin writes some frame keys as 64-bit
- * values (all ones, for example), beyond what a signed field holds.
- */
-static const char *event_layout(enum mojo_event_id id, int version)
-{
-	switch (id) {
-	case MOJO_METADATA: return "ss";
-	case MOJO_STACK: return version >= 3 ? "iis" : "is";
-	case MOJO_FRAME: return version >= 2 ? "kkkiiii" : "kkki";
-	case MOJO_FRAME_REF: return "k";
-	case MOJO_FRAME_KERNEL: return "s";
-	case MOJO_METRIC_TIME: return "u";
-	case MOJO_METRIC_MEMORY: return "i";
-	case MOJO_STRING: return "ks";
-	case MOJO_STRING_REF: return "k";
-	default: return "";
-	}
-}
-
-/*
- * Decode the event at in[0..len): bytes consumed, FIELD_NEED_MORE if the
- * data ends inside it, FIELD_BAD with *why set if it cannot be valid.
- */
-static long decode_event(const uint8_t *in, size_t len, int version, struct mojo_raw_event *event,
-			 const char **why)
-{
-	const char *layout;
-	size_t at = 1;
-
-	if (len == 0)
-		return FIELD_NEED_MORE;
-	if (in[0] == MOJO_RESERVED || in[0] >= MOJO_EVENT_COUNT) {
-		*why = "unknown event id";
-		return FIELD_BAD;
-	}
-	event->id = in[0];
-	event->int_count = 0;
-	event->str_count = 0;
-	event->time = 0;
-	for (layout = event_layout(event->id, version); *layout; layout++) {
-		size_t used;
-
-		if (*layout == 's') {
-			const uint8_t *nul = memchr(in + at, 0, len - at);
-
-			if (!nul)
-				return FIELD_NEED_MORE;
-			event->strs[event->str_count++] = (const char *)(in + at);
-			at = (size_t)(nul - in) + 1;
-			continue;
-		}
-		if (*layout == 'u') {
-			used = mojo_uvarint_decode(in + at, len - at, &event->time);
-		} else if (*layout == 'k') {
-			uint64_t key;
-
-			used = mojo_uvarint_decode(in + at, len - at, &key);
-			event->ints[event->int_count++] = (int64_t)key;
-		} else {
-			used = mojo_varint_decode(in + at, len - at, &event->ints[event->int_count++]);
-		}
-		if (!used) {
-			if (varint_may_continue(in + at, len - at))
-				return FIELD_NEED_MORE;
-			*why = *layout == 'u' ? "bad unsigned varint"
-			       : *layout == 'k' ? "bad key varint" : "bad varint";
-			return FIELD_BAD;
-		}
-		at += used;
-	}
-	return (long)at;
-}
-
-uint64_t mojo_stream_offset(const struct mojo_stream *stream)
-{
-	return stream->base + stream->pos;
-}
-
-int mojo_stream_next(struct mojo_stream *stream, struct mojo_raw_event *event)
-{
-	for (;;) {
-		const char *why = NULL;
-		long used;
-		int filled;
-
-		if (stream->pos == stream->len && stream->eof)
-			return 0;
-		used = decode_event(stream->buf + stream->pos, stream->len - stream->pos,
-				    stream->version, event, &why);
-		if (used > 0) {
-			event->offset = mojo_stream_offset(stream);
-			stream->pos += (size_t)used;
-			return 1;
-		}
-		if (used == FIELD_BAD) {
-			uint8_t id = stream->buf[stream->pos];
-
-			if (id == MOJO_RESERVED || id >= MOJO_EVENT_COUNT)
-				return stream_fail(stream, -EBADMSG, "unknown event id %u at byte %llu",
-						   stream->buf[stream->pos],
-						   (unsigned long long)mojo_stream_offset(stream));
-			return stream_fail(stream, -EBADMSG, "%s in %s event at byte %llu", why,
-					   mojo_event_name(event->id),
-					   (unsigned long long)mojo_stream_offset(stream));
-		}
-		if (stream->eof)
-			return stream_fail(stream, -EBADMSG, "truncated at byte %llu",
-					   (unsigned long long)(stream->base + stream->len));
-		filled = stream_fill(stream);
-		if (filled < 0)
-			return filled;
-	}
-}
-
-int mojo_stream_peek_id(struct mojo_stream *stream, int *id)
-{
-	while (stream->pos == stream->len) {
-		int filled;
-
-		if (stream->eof)
-			return 0;
-		filled = stream_fill(stream);
-		if (filled < 0)
-			return filled;
-	}
-	*id = stream->buf[stream->pos];
-	return 1;
-}
-
-int mojo_stream_open(struct mojo_stream *stream, int fd)
-{
-	int64_t version;
-	size_t used = 0;
-
-	memset(stream, 0, sizeof(*stream));
-	stream->fd = fd;
-	stream->cap = STREAM_INITIAL_CAP;
-	stream->buf = malloc(stream->cap);
-	if (!stream->buf)
-		return stream_fail(stream, -ENOMEM, "out of memory");
-	/* The header is a few bytes: keep filling until it decodes or the file ends. */
-	while (!stream->eof) {
-		if (stream->len >= 3 && memcmp(stream->buf, MOJO_MAGIC, 3) != 0)
-			break;
-		if (stream->len > 3 &&
-		    (used = mojo_varint_decode(stream->buf + 3, stream->len - 3, &version)) != 0)
-			break;
-		if (stream->len > 3 + VARINT_MAX_BYTES)
-			break;
-		int filled = stream_fill(stream);
-		if (filled < 0)
-			return filled;
-	}
-	if (stream->len < 3 && stream->eof)
-		return stream_fail(stream, -EBADMSG, "not a MOJO file: truncated at byte %zu",
-				   stream->len);
-	if (memcmp(stream->buf, MOJO_MAGIC, 3) != 0)
-		return stream_fail(stream, -EBADMSG, "not a MOJO file (no MOJ magic at byte 0)");
-	if (!used) {
-		if (stream->eof && varint_may_continue(stream->buf + 3, stream->len - 3))
-			return stream_fail(stream, -EBADMSG, "truncated at byte %zu", stream->len);
-		return stream_fail(stream, -EBADMSG, "bad version varint at byte 3");
-	}
-	if (version < 1 || version > MOJO_VERSION)
-		return stream_fail(stream, -ENOTSUP, "unsupported MOJO version %lld (supported: 1-%d)",
-				   (long long)version, MOJO_VERSION);
-	stream->version = (int)version;
-	stream->pos = 3 + used;
-	return 0;
-}
-
-void mojo_stream_close(struct mojo_stream *stream)
-{
-	free(stream->buf);
-	stream->buf = NULL;
-}
-
-const char *mojo_event_name(enum mojo_event_id id)
-{
-	static const char *const names[MOJO_EVENT_COUNT] = {
-		[MOJO_RESERVED] = "RESERVED",	  [MOJO_METADATA] = "METADATA",
-		[MOJO_STACK] = "STACK",		  [MOJO_FRAME] = "FRAME",
-		[MOJO_FRAME_INVALID] = "FRAME_INVALID", [MOJO_FRAME_REF] = "FRAME_REF",
-		[MOJO_FRAME_KERNEL] = "FRAME_KERNEL", [MOJO_GC] = "GC",
-		[MOJO_IDLE] = "IDLE",		  [MOJO_METRIC_TIME] = "TIME",
-		[MOJO_METRIC_MEMORY] = "MEMORY",  [MOJO_STRING] = "STRING",
-		[MOJO_STRING_REF] = "STRING_REF",
-	};
-
-	return (unsigned)id < MOJO_EVENT_COUNT ? names[id] : "unknown";
-}
 
 /* ---- samples ---- */
 
 enum sample_mode { MODE_TIME, MODE_MEMORY, MODE_FULL };
 
+struct metadata_pair {
+	char *key, *value;
+};
+
 struct frame_list {
 	struct pf_frame *items;
-	size_t count, cap;
+	size_t count, capacity;
 };
 
 struct mojo_reader {
@@ -300,13 +38,13 @@ struct mojo_reader {
 	struct intern_table values;       /* string contents: stable storage */
 	struct intern_table string_slots; /* (pid, key) -> index in string_values */
 	const char **string_values;
-	size_t string_values_cap;
+	size_t string_values_capacity;
 	struct intern_table frame_slots;  /* (pid, key) -> index in frame_defs */
 	struct pf_frame *frame_defs;
-	size_t frame_defs_cap;
+	size_t frame_defs_capacity;
 
-	char **meta_keys, **meta_values;
-	size_t meta_count, meta_cap;
+	struct metadata_pair *metadata;
+	size_t metadata_count, metadata_capacity;
 	enum sample_mode mode;
 
 	bool seen_stack;  /* definitions need a pid */
@@ -325,22 +63,15 @@ struct mojo_reader {
 
 static int reader_fail(struct mojo_reader *reader, int err, uint64_t offset, const char *what)
 {
-	snprintf(reader->error, sizeof(reader->error), "%s at byte %llu", what,
-		 (unsigned long long)offset);
-	return err;
+	return errbuf_format(reader->error, sizeof(reader->error), err, "%s at byte %llu", what,
+			     (unsigned long long)offset);
 }
 
 static int frame_list_push(struct frame_list *list, const struct pf_frame *frame)
 {
-	if (list->count == list->cap) {
-		size_t cap = list->cap ? list->cap * 2 : 64;
-		struct pf_frame *items = realloc(list->items, cap * sizeof(*items));
-
-		if (!items)
-			return -ENOMEM;
-		list->items = items;
-		list->cap = cap;
-	}
+	if (array_reserve((void **)&list->items, &list->capacity, list->count + 1,
+			  sizeof(*list->items), 64))
+		return -ENOMEM;
 	list->items[list->count++] = *frame;
 	return 0;
 }
@@ -367,40 +98,12 @@ static int64_t scoped_slot(struct intern_table *table, uint32_t pid, int64_t key
 		   : intern_find(table, &scoped, sizeof(scoped));
 }
 
-static int grow_array(void **array, size_t *cap, size_t needed, size_t item_size)
-{
-	size_t new_cap = *cap ? *cap : 256;
-	void *grown;
-
-	if (needed < *cap)
-		return 0;
-	while (new_cap <= needed)
-		new_cap *= 2;
-	grown = realloc(*array, new_cap * item_size);
-	if (!grown)
-		return -ENOMEM;
-	*array = grown;
-	*cap = new_cap;
-	return 0;
-}
-
 static int add_metadata(struct mojo_reader *reader, const char *key, const char *value)
 {
 	char *key_copy, *value_copy;
 
-	if (reader->meta_count == reader->meta_cap) {
-		size_t cap = reader->meta_cap ? reader->meta_cap * 2 : 16;
-		char **keys = realloc(reader->meta_keys, cap * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		reader->meta_keys = keys;
-		char **values = realloc(reader->meta_values, cap * sizeof(*values));
-		if (!values)
-			return -ENOMEM;
-		reader->meta_values = values;
-		reader->meta_cap = cap;
-	}
+	if (ARRAY_RESERVE(reader->metadata, reader->metadata_capacity, reader->metadata_count + 1))
+		return -ENOMEM;
 	key_copy = strdup(key);
 	value_copy = strdup(value);
 	if (!key_copy || !value_copy) {
@@ -408,9 +111,7 @@ static int add_metadata(struct mojo_reader *reader, const char *key, const char 
 		free(value_copy);
 		return -ENOMEM;
 	}
-	reader->meta_keys[reader->meta_count] = key_copy;
-	reader->meta_values[reader->meta_count] = value_copy;
-	reader->meta_count++;
+	reader->metadata[reader->metadata_count++] = (struct metadata_pair){ key_copy, value_copy };
 	if (strcmp(key, "mode") == 0)
 		reader->mode = strcmp(value, "full") == 0     ? MODE_FULL
 			       : strcmp(value, "memory") == 0 ? MODE_MEMORY
@@ -481,8 +182,8 @@ static int define_string(struct mojo_reader *reader, const struct mojo_raw_event
 	value = store_value(reader, event->strs[0]);
 	slot = scoped_slot(&reader->string_slots, reader->pid, event->ints[0], true);
 	if (!value || slot < 0 ||
-	    grow_array((void **)&reader->string_values, &reader->string_values_cap, (size_t)slot,
-		       sizeof(*reader->string_values)))
+	    array_reserve((void **)&reader->string_values, &reader->string_values_capacity,
+			  (size_t)slot + 1, sizeof(*reader->string_values), 256))
 		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
 	reader->string_values[slot] = value;
 	return 0;
@@ -512,24 +213,25 @@ static int32_t column_from_mojo(int64_t value)
 
 static int define_frame(struct mojo_reader *reader, const struct mojo_raw_event *event)
 {
-	struct pf_frame frame = { .opcode = -1 };
+	const char *file = lookup_string(reader, event->ints[1]);
+	const char *name = lookup_string(reader, event->ints[2]);
+	enum pf_frame_kind kind;
+	struct pf_frame frame;
 	int64_t slot;
 
-	frame.file = lookup_string(reader, event->ints[1]);
-	frame.name = lookup_string(reader, event->ints[2]);
-	if (!frame.file || !frame.name)
+	if (!file || !name)
 		return reader_fail(reader, -EBADMSG, event->offset,
 				   "FRAME names an undefined string");
-	frame.kind = strncmp(frame.file, MOJO_NATIVE_PREFIX, strlen(MOJO_NATIVE_PREFIX)) == 0
-			     ? PF_FRAME_NATIVE
-			     : PF_FRAME_PYTHON;
+	/* The prefix only stood for the kind the format cannot hold. */
+	kind = pf_native_file_strip(&file) ? PF_FRAME_NATIVE : PF_FRAME_PYTHON;
+	frame = pf_frame_unlocated(kind, file, name);
 	frame.line = line_from_mojo(event->ints[3]);
 	frame.end_line = event->int_count > 4 ? line_from_mojo(event->ints[4]) : -1;
 	frame.column = event->int_count > 5 ? column_from_mojo(event->ints[5]) : -1;
 	frame.end_column = event->int_count > 6 ? column_from_mojo(event->ints[6]) : -1;
 	slot = scoped_slot(&reader->frame_slots, reader->pid, event->ints[0], true);
-	if (slot < 0 || grow_array((void **)&reader->frame_defs, &reader->frame_defs_cap,
-				   (size_t)slot, sizeof(*reader->frame_defs)))
+	if (slot < 0 || array_reserve((void **)&reader->frame_defs, &reader->frame_defs_capacity,
+				      (size_t)slot + 1, sizeof(*reader->frame_defs), 256))
 		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
 	reader->frame_defs[slot] = frame;
 	return 0;
@@ -557,12 +259,9 @@ static int reference_frame(struct mojo_reader *reader, const struct mojo_raw_eve
 
 static int kernel_frame(struct mojo_reader *reader, const struct mojo_raw_event *event)
 {
-	struct pf_frame frame = {
-		.kind = PF_FRAME_KERNEL, .file = "", .line = -1, .end_line = -1,
-		.column = -1, .end_column = -1, .opcode = -1,
-	};
+	struct pf_frame frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",
+						   store_value(reader, event->strs[0]));
 
-	frame.name = store_value(reader, event->strs[0]);
 	if (!frame.name)
 		return reader_fail(reader, -ENOMEM, event->offset, "out of memory");
 	return add_frame(reader, &reader->kernel, &frame, event->offset);
@@ -638,7 +337,7 @@ static int apply_event(struct mojo_reader *reader, const struct mojo_raw_event *
 		break;
 	}
 	if (!reader->seen_stack) {
-		snprintf(what, sizeof(what), "%s before the first STACK", mojo_event_name(event->id));
+		snprintf(what, sizeof(what), "%s before the first STACK", mojo_stream_event_name(event->id));
 		return reader_fail(reader, -EBADMSG, event->offset, what);
 	}
 	switch (event->id) {
@@ -656,7 +355,7 @@ static int apply_event(struct mojo_reader *reader, const struct mojo_raw_event *
 	}
 	if (!reader->in_sample) {
 		snprintf(what, sizeof(what), "%s outside a sample (after METADATA)",
-			 mojo_event_name(event->id));
+			 mojo_stream_event_name(event->id));
 		return reader_fail(reader, -EBADMSG, event->offset, what);
 	}
 	return apply_sample_event(reader, event);
@@ -673,10 +372,7 @@ static bool metrics_complete(const struct mojo_reader *reader)
 
 static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 {
-	static const struct pf_frame invalid = {
-		.kind = PF_FRAME_INVALID, .file = "", .name = "", .line = -1, .end_line = -1,
-		.column = -1, .end_column = -1, .opcode = -1,
-	};
+	const struct pf_frame invalid = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
 	size_t i;
 
 	reader->out.count = 0;
@@ -705,8 +401,7 @@ static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 
 static int fail_from_stream(struct mojo_reader *reader, int err)
 {
-	snprintf(reader->error, sizeof(reader->error), "%s", reader->stream.error);
-	return err;
+	return errbuf_format(reader->error, sizeof(reader->error), err, "%s", reader->stream.error);
 }
 
 static int read_until_sample(struct mojo_reader *reader, struct pf_sample *sample)
@@ -759,7 +454,7 @@ static int reader_next_sample(void *state, struct pf_sample *sample)
 	if (result < 0) {
 		reader->failure = result;
 		if (result == -ENOMEM && !reader->error[0])
-			snprintf(reader->error, sizeof(reader->error), "out of memory");
+			errbuf_format(reader->error, sizeof(reader->error), result, "out of memory");
 	}
 	return result;
 }
@@ -768,7 +463,7 @@ static size_t reader_metadata_count(const void *state)
 {
 	const struct mojo_reader *reader = state;
 
-	return reader->meta_count;
+	return reader->metadata_count;
 }
 
 static void reader_metadata_at(const void *state, size_t index, const char **key,
@@ -776,8 +471,8 @@ static void reader_metadata_at(const void *state, size_t index, const char **key
 {
 	const struct mojo_reader *reader = state;
 
-	*key = index < reader->meta_count ? reader->meta_keys[index] : NULL;
-	*value = index < reader->meta_count ? reader->meta_values[index] : NULL;
+	*key = index < reader->metadata_count ? reader->metadata[index].key : NULL;
+	*value = index < reader->metadata_count ? reader->metadata[index].value : NULL;
 }
 
 static const char *reader_error(const void *state)
@@ -800,12 +495,11 @@ static void reader_destroy(void *state)
 	intern_free(&reader->frame_slots);
 	free(reader->string_values);
 	free(reader->frame_defs);
-	for (i = 0; i < reader->meta_count; i++) {
-		free(reader->meta_keys[i]);
-		free(reader->meta_values[i]);
+	for (i = 0; i < reader->metadata_count; i++) {
+		free(reader->metadata[i].key);
+		free(reader->metadata[i].value);
 	}
-	free(reader->meta_keys);
-	free(reader->meta_values);
+	free(reader->metadata);
 	free(reader->user.items);
 	free(reader->kernel.items);
 	free(reader->out.items);
@@ -826,18 +520,14 @@ int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, c
 	struct mojo_reader *reader = calloc(1, sizeof(*reader));
 	int err;
 
-	if (!reader) {
-		if (errlen)
-			snprintf(errbuf, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!reader)
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	intern_init(&reader->values);
 	intern_init(&reader->string_slots);
 	intern_init(&reader->frame_slots);
 	err = mojo_stream_open(&reader->stream, fd);
 	if (err) {
-		if (errlen)
-			snprintf(errbuf, errlen, "%s", reader->stream.error);
+		errbuf_format(errbuf, errlen, err, "%s", reader->stream.error);
 		reader_destroy(reader);
 		return err;
 	}

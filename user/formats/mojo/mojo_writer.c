@@ -6,17 +6,18 @@
 #include <errno.h>
 #include <limits.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "formats/mojo/mojo.h"
 #include "formats/varint.h"
 #include "profile/profile.h"
+#include "util/array.h"
+#include "util/clock.h"
+#include "util/errbuf.h"
 #include "util/fd_write.h"
+#include "util/hash.h"
 #include "util/intern.h"
 
 #define WRITE_BUFFER_SIZE (64u * 1024u)
@@ -50,18 +51,19 @@ struct frame_ids {
 struct mojo_writer {
 	int fd;
 	uint8_t *buf;
-	size_t len, cap;
+	size_t len, capacity;
 	uint64_t written;
 	unsigned flush_interval_ms;
 	uint64_t last_flush_ms;
 
-	struct pid_tables **pid_slots; /* open addressing on pid */
-	size_t pid_cap, pid_count;
+	struct pid_tables **pids;     /* in first-seen order */
+	size_t pid_count, pid_capacity;
+	struct hash_index pid_index; /* pid -> position in pids */
 	struct frame_ids *scratch;
-	size_t scratch_cap;
+	size_t scratch_capacity;
 
 	struct metadata_pair *pending; /* metadata set before the first sample */
-	size_t pending_count, pending_cap;
+	size_t pending_count, pending_capacity;
 	bool started;
 	enum writer_mode mode;
 
@@ -69,27 +71,10 @@ struct mojo_writer {
 	char error[200];
 };
 
-static int writer_fail(struct mojo_writer *writer, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int writer_fail(struct mojo_writer *writer, int err, const char *fmt, ...)
-{
-	va_list args;
-
-	va_start(args, fmt);
-	vsnprintf(writer->error, sizeof(writer->error), fmt, args);
-	va_end(args);
-	writer->failure = err;
-	return err;
-}
-
-static uint64_t monotonic_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-}
+/* Describes the failure and makes it sticky: every later call returns it. */
+#define writer_fail(writer, err, ...)                                                       \
+	((writer)->failure = errbuf_format((writer)->error, sizeof((writer)->error), (err), \
+					   __VA_ARGS__))
 
 static int write_out(struct mojo_writer *writer)
 {
@@ -101,29 +86,19 @@ static int write_out(struct mojo_writer *writer)
 				   (unsigned long long)(writer->written + done), strerror(-err));
 	writer->written += done;
 	writer->len = 0;
-	writer->last_flush_ms = monotonic_ms();
+	writer->last_flush_ms = clock_monotonic_ms();
 	return 0;
 }
 
 /* Room for n more bytes: write out what is buffered, grow only for huge events. */
 static int reserve(struct mojo_writer *writer, size_t n)
 {
-	uint8_t *grown;
-	size_t cap;
-
-	if (writer->len + n <= writer->cap)
+	if (writer->len + n <= writer->capacity)
 		return 0;
 	if (writer->len && write_out(writer))
 		return writer->failure;
-	if (n <= writer->cap)
-		return 0;
-	for (cap = writer->cap; cap < n; cap *= 2)
-		;
-	grown = realloc(writer->buf, cap);
-	if (!grown)
+	if (array_reserve((void **)&writer->buf, &writer->capacity, n, 1, WRITE_BUFFER_SIZE))
 		return writer_fail(writer, -ENOMEM, "out of memory");
-	writer->buf = grown;
-	writer->cap = cap;
 	return 0;
 }
 
@@ -139,7 +114,7 @@ static int put_varint(struct mojo_writer *writer, int64_t value)
 {
 	if (reserve(writer, VARINT_MAX_BYTES))
 		return writer->failure;
-	writer->len += mojo_varint_encode(value, writer->buf + writer->len);
+	writer->len += varint_mojo_encode(value, writer->buf + writer->len);
 	return 0;
 }
 
@@ -147,7 +122,7 @@ static int put_uvarint(struct mojo_writer *writer, uint64_t value)
 {
 	if (reserve(writer, VARINT_MAX_BYTES))
 		return writer->failure;
-	writer->len += mojo_uvarint_encode(value, writer->buf + writer->len);
+	writer->len += varint_mojo_unsigned_encode(value, writer->buf + writer->len);
 	return 0;
 }
 
@@ -205,7 +180,7 @@ static void free_pending(struct mojo_writer *writer)
 	}
 	free(writer->pending);
 	writer->pending = NULL;
-	writer->pending_count = writer->pending_cap = 0;
+	writer->pending_count = writer->pending_capacity = 0;
 }
 
 /*
@@ -246,15 +221,9 @@ static int add_pending(struct mojo_writer *writer, const char *key, const char *
 {
 	struct metadata_pair pair;
 
-	if (writer->pending_count == writer->pending_cap) {
-		size_t cap = writer->pending_cap ? writer->pending_cap * 2 : 8;
-		struct metadata_pair *grown = realloc(writer->pending, cap * sizeof(*grown));
-
-		if (!grown)
-			return writer_fail(writer, -ENOMEM, "out of memory");
-		writer->pending = grown;
-		writer->pending_cap = cap;
-	}
+	if (array_reserve((void **)&writer->pending, &writer->pending_capacity,
+			  writer->pending_count + 1, sizeof(*writer->pending), 8))
+		return writer_fail(writer, -ENOMEM, "out of memory");
 	pair.key = strdup(key);
 	pair.value = strdup(value);
 	if (!pair.key || !pair.value) {
@@ -272,24 +241,19 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 
 	if (writer->failure)
 		return writer->failure;
-	if (!key || !value || !*key) {
-		snprintf(writer->error, sizeof(writer->error), "metadata needs a key and a value");
-		return -EINVAL;
-	}
+	if (!key || !value || !*key)
+		return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
+				     "metadata needs a key and a value");
 	if (strcmp(key, "mode") == 0) {
 		enum writer_mode mode;
 
-		if (parse_mode(value, &mode)) {
-			snprintf(writer->error, sizeof(writer->error),
-				 "unknown MOJO mode \"%s\" (cpu, wall, memory or full)", value);
-			return -EINVAL;
-		}
+		if (parse_mode(value, &mode))
+			return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
+					     "unknown MOJO mode \"%s\" (cpu, wall, memory or full)", value);
 		/* Samples already written carry the old mode's metrics. */
-		if (writer->started && mode != writer->mode) {
-			snprintf(writer->error, sizeof(writer->error),
-				 "the MOJO mode cannot change after the first sample");
-			return -EINVAL;
-		}
+		if (writer->started && mode != writer->mode)
+			return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
+					     "the MOJO mode cannot change after the first sample");
 		writer->mode = mode;
 	}
 	if (!writer->started)
@@ -297,53 +261,35 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 	return put_metadata(writer, key, value);
 }
 
-static uint64_t pid_hash(uint32_t pid)
+static bool pid_matches(const void *context, uint32_t position, const void *key)
 {
-	return (uint64_t)pid * 0x9E3779B97F4A7C15ull;
-}
+	const struct mojo_writer *writer = context;
 
-static struct pid_tables **pid_slot(struct pid_tables **slots, size_t cap, uint32_t pid)
-{
-	size_t mask = cap - 1, i = (size_t)(pid_hash(pid) >> 32) & mask;
-
-	while (slots[i] && slots[i]->pid != pid)
-		i = (i + 1) & mask;
-	return &slots[i];
-}
-
-static int grow_pid_slots(struct mojo_writer *writer)
-{
-	size_t cap = writer->pid_cap ? writer->pid_cap * 2 : 16, i;
-	struct pid_tables **slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < writer->pid_cap; i++)
-		if (writer->pid_slots[i])
-			*pid_slot(slots, cap, writer->pid_slots[i]->pid) = writer->pid_slots[i];
-	free(writer->pid_slots);
-	writer->pid_slots = slots;
-	writer->pid_cap = cap;
-	return 0;
+	return writer->pids[position]->pid == *(const uint32_t *)key;
 }
 
 static struct pid_tables *tables_for_pid(struct mojo_writer *writer, uint32_t pid)
 {
-	struct pid_tables **slot;
+	uint64_t hash = hash_mix64(pid);
+	int64_t found = hash_index_find(&writer->pid_index, hash, pid_matches, writer, &pid);
+	struct pid_tables *tables;
 
-	if ((writer->pid_count + 1) * 2 > writer->pid_cap && grow_pid_slots(writer))
+	if (found >= 0)
+		return writer->pids[found];
+	if (ARRAY_RESERVE(writer->pids, writer->pid_capacity, writer->pid_count + 1))
 		return NULL;
-	slot = pid_slot(writer->pid_slots, writer->pid_cap, pid);
-	if (!*slot) {
-		*slot = calloc(1, sizeof(**slot));
-		if (!*slot)
-			return NULL;
-		(*slot)->pid = pid;
-		intern_init(&(*slot)->strings);
-		intern_init(&(*slot)->frames);
-		writer->pid_count++;
+	tables = calloc(1, sizeof(*tables));
+	if (!tables)
+		return NULL;
+	if (hash_index_insert(&writer->pid_index, hash, (uint32_t)writer->pid_count)) {
+		free(tables);
+		return NULL;
 	}
-	return *slot;
+	tables->pid = pid;
+	intern_init(&tables->strings);
+	intern_init(&tables->frames);
+	writer->pids[writer->pid_count++] = tables;
+	return tables;
 }
 
 static int32_t line_to_mojo(int32_t line)
@@ -359,18 +305,6 @@ static int64_t column_to_mojo(int32_t column)
 static bool is_located(const struct pf_frame *frame)
 {
 	return frame->kind == PF_FRAME_PYTHON || frame->kind == PF_FRAME_NATIVE;
-}
-
-/* Austin's readers know a native frame by its file string's "native@" prefix. */
-static const char *mojo_file_of(const struct pf_frame *frame, char *buffer, size_t size)
-{
-	const char *file = frame->file ? frame->file : "";
-
-	if (frame->kind != PF_FRAME_NATIVE ||
-	    strncmp(file, MOJO_NATIVE_PREFIX, strlen(MOJO_NATIVE_PREFIX)) == 0)
-		return file;
-	snprintf(buffer, size, "%s%s", MOJO_NATIVE_PREFIX, file);
-	return buffer;
 }
 
 /* The string's id in tables, defining it (STRING event) if new. */
@@ -438,15 +372,8 @@ static int write_definitions(struct mojo_writer *writer, struct pid_tables *tabl
 {
 	size_t i;
 
-	if (sample->frame_count > writer->scratch_cap) {
-		struct frame_ids *grown = realloc(writer->scratch,
-						  sample->frame_count * sizeof(*grown));
-
-		if (!grown)
-			return writer_fail(writer, -ENOMEM, "out of memory");
-		writer->scratch = grown;
-		writer->scratch_cap = sample->frame_count;
-	}
+	if (ARRAY_RESERVE(writer->scratch, writer->scratch_capacity, sample->frame_count))
+		return writer_fail(writer, -ENOMEM, "out of memory");
 	/* Readers expect every STRING of a sample before its FRAMEs. */
 	for (i = 0; i < sample->frame_count; i++) {
 		char native_file[PATH_MAX + sizeof(MOJO_NATIVE_PREFIX)];
@@ -454,8 +381,10 @@ static int write_definitions(struct mojo_writer *writer, struct pid_tables *tabl
 
 		if (!is_located(&sample->frames[i]))
 			continue;
-		file_id = define_string(writer, tables, mojo_file_of(&sample->frames[i], native_file,
-								     sizeof(native_file)));
+		/* Austin's readers know a native frame by its file string's prefix. */
+		file_id = define_string(writer, tables,
+					pf_native_file_stored(&sample->frames[i], native_file,
+							      sizeof(native_file)));
 		if (file_id < 0)
 			return (int)file_id;
 		name_id = define_string(writer, tables, sample->frames[i].name);
@@ -545,7 +474,7 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	    write_invalid(writer, sample) || write_refs(writer, sample) ||
 	    write_metrics(writer, sample))
 		return writer->failure;
-	if (monotonic_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
+	if (clock_monotonic_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
 		return write_out(writer);
 	return 0;
 }
@@ -577,14 +506,13 @@ static void writer_destroy(void *state)
 
 	if (!writer)
 		return;
-	for (i = 0; i < writer->pid_cap; i++) {
-		if (writer->pid_slots[i]) {
-			intern_free(&writer->pid_slots[i]->strings);
-			intern_free(&writer->pid_slots[i]->frames);
-			free(writer->pid_slots[i]);
-		}
+	for (i = 0; i < writer->pid_count; i++) {
+		intern_free(&writer->pids[i]->strings);
+		intern_free(&writer->pids[i]->frames);
+		free(writer->pids[i]);
 	}
-	free(writer->pid_slots);
+	free(writer->pids);
+	hash_index_free(&writer->pid_index);
 	free(writer->scratch);
 	free_pending(writer);
 	free(writer->buf);
@@ -598,13 +526,6 @@ static const char *writer_error(const void *state)
 	return writer->error;
 }
 
-static uint64_t writer_bytes(const void *state)
-{
-	const struct mojo_writer *writer = state;
-
-	return writer->written + writer->len;
-}
-
 static const struct pf_writer_ops mojo_writer_ops = {
 	.set_metadata = writer_set_metadata,
 	.add_sample = writer_add_sample,
@@ -612,7 +533,6 @@ static const struct pf_writer_ops mojo_writer_ops = {
 	.finish = writer_finish,
 	.destroy = writer_destroy,
 	.error = writer_error,
-	.bytes = writer_bytes,
 };
 
 int mojo_writer_create(int fd, const struct pf_writer_options *options, void **state,
@@ -623,8 +543,9 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 	if (!writer)
 		return -ENOMEM;
 	writer->fd = fd;
-	writer->cap = WRITE_BUFFER_SIZE;
-	writer->buf = malloc(writer->cap);
+	hash_index_init(&writer->pid_index);
+	writer->capacity = WRITE_BUFFER_SIZE;
+	writer->buf = malloc(writer->capacity);
 	if (!writer->buf) {
 		free(writer);
 		return -ENOMEM;
@@ -632,10 +553,10 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 	writer->flush_interval_ms = options && options->flush_interval_ms
 					    ? options->flush_interval_ms
 					    : DEFAULT_FLUSH_INTERVAL_MS;
-	writer->last_flush_ms = monotonic_ms();
+	writer->last_flush_ms = clock_monotonic_ms();
 	writer->mode = MODE_CPU;
 	memcpy(writer->buf, MOJO_MAGIC, 3);
-	writer->len = 3 + mojo_varint_encode(MOJO_VERSION, writer->buf + 3);
+	writer->len = 3 + varint_mojo_encode(MOJO_VERSION, writer->buf + 3);
 	*state = writer;
 	*ops = &mojo_writer_ops;
 	return 0;

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tachyon, CPython 3.15's profiling binary format (version 1), laid out as
- * CPython 3.15.2's reader accepts it. The writer and reader backends are
- * declared in profile.h; this header holds the constants and the record
- * decoder that the reader and the dump share.
+ * CPython 3.15.2's reader accepts it: the constants, the record decoder that
+ * the reader and the dump share, and the backends' constructors.
  */
 #ifndef PYBPFPROF_TACHYON_H
 #define PYBPFPROF_TACHYON_H
@@ -11,8 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
+#include "profile/profile.h"
 #include "util/intern.h"
 
 #define TACHYON_MAGIC            0x54414348u
@@ -42,6 +41,17 @@
 #define TACHYON_OFF_COMPRESSION  56
 #define TACHYON_OFF_CONFIG       60
 
+/* Footer offsets from its start: counts, the file size, then reserved zero bytes. */
+#define TACHYON_FOOTER_OFF_STRINGS   0
+#define TACHYON_FOOTER_OFF_FRAMES    4
+#define TACHYON_FOOTER_OFF_FILE_SIZE 8
+#define TACHYON_FOOTER_OFF_RESERVED  16
+
+/* Frame-table strings of frames that are not Python code. */
+#define TACHYON_KERNEL_FILE    "<kernel>"    /* ours: a kernel frame, the symbol is its name */
+#define TACHYON_MARKER_FILE    "~"           /* CPython's file of its synthetic frames */
+#define TACHYON_TRUNCATED_NAME "<truncated>" /* with "~": the stack could not be read on */
+
 /* Config word: bits 0-2 mode + 1, bit 3 features present, bits 4+ features. */
 #define TACHYON_CONFIG_MODE_MASK     0x7u
 #define TACHYON_CONFIG_FEATURES_FLAG 0x8u
@@ -59,7 +69,11 @@ enum tachyon_encoding {
 };
 
 /* Profiling modes as CPython numbers them; the config word holds mode + 1. */
-extern const char *const tachyon_mode_names[5];
+#define TACHYON_MODE_COUNT 5
+extern const char *const tachyon_mode_names[TACHYON_MODE_COUNT];
+/* Feature bits of the config word (from TACHYON_CONFIG_FEATURES_SHIFT), as metadata names them. */
+#define TACHYON_FEATURE_COUNT 5
+extern const char *const tachyon_feature_names[TACHYON_FEATURE_COUNT];
 
 struct tachyon_header {
 	uint32_t magic;
@@ -159,6 +173,10 @@ int tachyon_file_next(struct tachyon_file *file, struct tachyon_event *event, ch
  * Returns 0, or negative errno with the reason in err after printing what
  * decoded.
  */
-int tachyon_dump(int fd, FILE *out, char *err, size_t errlen);
+pf_dump_fn tachyon_dump;
+
+/* The backends behind the "tachyon" format descriptor (formats/format_registry.c). */
+pf_writer_create_fn tachyon_writer_create;
+pf_reader_create_fn tachyon_reader_create;
 
 #endif

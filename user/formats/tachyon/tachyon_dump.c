@@ -8,6 +8,7 @@
  *   String ... / Frame ... / Stats ... / Footer ...
  */
 #include "formats/tachyon/tachyon.h"
+#include "util/errbuf.h"
 #include "util/text_quote.h"
 
 #include <errno.h>
@@ -136,9 +137,7 @@ int tachyon_dump(int fd, FILE *out, char *err, size_t errlen)
 	if (!ret)
 		print_tables(out, file);
 	tachyon_file_close(file);
-	if (!ret && ferror(out)) {
-		snprintf(err, errlen, "cannot write the dump: %s", strerror(EIO));
-		ret = -EIO;
-	}
+	if (!ret && ferror(out))
+		return errbuf_format(err, errlen, -EIO, "cannot write the dump: %s", strerror(EIO));
 	return ret;
 }

@@ -12,8 +12,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +19,8 @@
 
 #include "formats/varint.h"
 #include "profile/profile.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 #include "util/fd_write.h"
 
 #define STAGE_SIZE     (64u * 1024u)       /* raw record bytes gathered before compressing */
@@ -81,42 +81,14 @@ struct tachyon_writer {
 	char error[256];
 };
 
-static int fail(struct tachyon_writer *w, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct tachyon_writer *w, int err, const char *fmt, ...)
-{
-	va_list args;
-
-	va_start(args, fmt);
-	vsnprintf(w->error, sizeof(w->error), fmt, args);
-	va_end(args);
-	return err;
-}
-
 static int pwrite_all(struct tachyon_writer *w, const void *data, size_t len, uint64_t offset)
 {
 	int err = fd_pwrite_all(w->fd, data, len, offset);
 
 	if (err)
-		return fail(w, err, "write at byte %" PRIu64 " failed: %s", offset, strerror(-err));
-	return 0;
-}
-
-static int grow(uint8_t **buf, size_t *capacity, size_t need)
-{
-	size_t capacity_new = *capacity ? *capacity : 256;
-	uint8_t *bigger;
-
-	if (need <= *capacity)
-		return 0;
-	while (capacity_new < need)
-		capacity_new *= 2;
-	bigger = realloc(*buf, capacity_new);
-	if (!bigger)
-		return -ENOMEM;
-	*buf = bigger;
-	*capacity = capacity_new;
+		return errbuf_format(w->error, sizeof(w->error), err,
+				     "write at byte %" PRIu64 " failed: %s", offset,
+				     strerror(-err));
 	return 0;
 }
 
@@ -133,8 +105,10 @@ static int sink(struct tachyon_writer *w, const uint8_t *data, size_t len)
 			w->data_end += len;
 		return err;
 	}
-	if (grow(&w->held, &w->held_capacity, w->held_len + len))
-		return fail(w, -ENOMEM, "out of memory holding %zu bytes of samples", w->held_len + len);
+	if (array_reserve((void **)&w->held, &w->held_capacity, w->held_len + len, 1, 256))
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory holding %zu bytes of samples",
+				     w->held_len + len);
 	memcpy(w->held + w->held_len, data, len);
 	w->held_len += len;
 	return 0;
@@ -151,7 +125,9 @@ static int compress_stage(struct tachyon_writer *w, ZSTD_EndDirective mode)
 
 		remaining = ZSTD_compressStream2(w->cctx, &output, &input, mode);
 		if (ZSTD_isError(remaining))
-			return fail(w, -EIO, "zstd compression failed: %s", ZSTD_getErrorName(remaining));
+			return errbuf_format(w->error, sizeof(w->error), -EIO,
+					     "zstd compression failed: %s",
+					     ZSTD_getErrorName(remaining));
 		err = sink(w, w->zout, output.pos);
 		if (err)
 			return err;
@@ -228,7 +204,7 @@ static int flush_repeat(struct tachyon_writer *w, struct writer_thread *t)
 	if (!t->repeat_count)
 		return 0;
 	n = put_thread_head(head, t, TACHYON_ENC_REPEAT);
-	n += leb128_encode(t->repeat_count, head + n);
+	n += varint_leb128_encode(t->repeat_count, head + n);
 	err = emit(w, head, n);
 	if (!err)
 		err = emit(w, t->repeat, t->repeat_len);
@@ -312,27 +288,29 @@ static int write_stack_record(struct tachyon_writer *w, struct writer_thread *t,
 		if (sizes[e] < sizes[encoding])
 			encoding = e;
 	n = put_thread_head(record, t, encoding);
-	n += leb128_encode(delta, record + n);
+	n += varint_leb128_encode(delta, record + n);
 	record[n++] = status;
 	if (encoding == TACHYON_ENC_FULL) {
 		fresh = depth;
-		n += leb128_encode(depth, record + n);
+		n += varint_leb128_encode(depth, record + n);
 	} else {
-		n += leb128_encode(encoding == TACHYON_ENC_SUFFIX ? shared : t->depth - shared,
+		n += varint_leb128_encode(encoding == TACHYON_ENC_SUFFIX ? shared : t->depth - shared,
 				   record + n);
-		n += leb128_encode(fresh, record + n);
+		n += varint_leb128_encode(fresh, record + n);
 	}
 	for (uint32_t i = 0; i < fresh; i++)
-		n += leb128_encode(stack[i], record + n);
+		n += varint_leb128_encode(stack[i], record + n);
 	return emit(w, record, n);
 }
 
 static int add_repeat(struct tachyon_writer *w, struct writer_thread *t, uint64_t delta,
 		      uint8_t status)
 {
-	if (grow(&t->repeat, &t->repeat_capacity, t->repeat_len + VARINT_MAX_BYTES + 1))
-		return fail(w, -ENOMEM, "out of memory for a REPEAT group");
-	t->repeat_len += leb128_encode(delta, t->repeat + t->repeat_len);
+	if (array_reserve((void **)&t->repeat, &t->repeat_capacity,
+			  t->repeat_len + VARINT_MAX_BYTES + 1, 1, 256))
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory for a REPEAT group");
+	t->repeat_len += varint_leb128_encode(delta, t->repeat + t->repeat_len);
 	t->repeat[t->repeat_len++] = status;
 	t->repeat_count++;
 	return t->repeat_len >= TACHYON_REPEAT_FLUSH ? flush_repeat(w, t) : 0;
@@ -344,35 +322,32 @@ static int64_t intern_string(struct tachyon_writer *w, const char *text)
 	int64_t id = intern_add(&w->strings, text, strlen(text), &is_new);
 
 	if (id < 0)
-		return fail(w, (int)id, "out of memory interning strings");
+		return errbuf_format(w->error, sizeof(w->error), (int)id,
+				     "out of memory interning strings");
 	if (id > UINT32_MAX)
-		return fail(w, -EOVERFLOW, "more than 2^32 distinct strings");
+		return errbuf_format(w->error, sizeof(w->error), -EOVERFLOW,
+				     "more than 2^32 distinct strings");
 	return id;
 }
 
 static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *frame)
 {
-	const char *file = frame->file ? frame->file : "";
+	char native_file[PATH_MAX + sizeof(PF_NATIVE_FILE_PREFIX)];
+	/* A file without a frame kind: the prefix tells readers (ours) a native frame. */
+	const char *file = pf_native_file_stored(frame, native_file, sizeof(native_file));
 	const char *name = frame->name ? frame->name : "";
 	int32_t line = frame->line, end_line = frame->end_line;
 	int32_t column = frame->column, end_column = frame->end_column;
 	uint8_t opcode = frame->opcode >= 0 && frame->opcode < 255 ? (uint8_t)frame->opcode
 								   : TACHYON_OPCODE_NONE;
-	char native_file[PATH_MAX + sizeof(PF_NATIVE_FILE_PREFIX)];
 	uint8_t key[FRAME_KEY_MAX];
 	int64_t file_id, name_id, id;
 	size_t n = 0;
 	bool is_new;
 
-	if (frame->kind == PF_FRAME_NATIVE &&
-	    strncmp(file, PF_NATIVE_FILE_PREFIX, strlen(PF_NATIVE_FILE_PREFIX)) != 0) {
-		/* A file without a frame kind: the prefix tells readers (ours) what it is. */
-		snprintf(native_file, sizeof(native_file), "%s%s", PF_NATIVE_FILE_PREFIX, file);
-		file = native_file;
-	}
 	if (frame->kind == PF_FRAME_KERNEL || frame->kind == PF_FRAME_INVALID) {
-		file = frame->kind == PF_FRAME_KERNEL ? "<kernel>" : "~";
-		name = frame->kind == PF_FRAME_KERNEL ? name : "<truncated>";
+		file = frame->kind == PF_FRAME_KERNEL ? TACHYON_KERNEL_FILE : TACHYON_MARKER_FILE;
+		name = frame->kind == PF_FRAME_KERNEL ? name : TACHYON_TRUNCATED_NAME;
 		line = end_line = column = end_column = -1;
 		opcode = TACHYON_OPCODE_NONE;
 	}
@@ -386,19 +361,22 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 	name_id = intern_string(w, name);
 	if (name_id < 0)
 		return name_id;
-	n += leb128_encode((uint64_t)file_id, key + n);
-	n += leb128_encode((uint64_t)name_id, key + n);
-	n += zigzag_encode(line, key + n);
-	n += zigzag_encode(line == -1 || end_line < 0 ? 0 : (int64_t)end_line - line, key + n);
-	n += zigzag_encode(column, key + n);
-	n += zigzag_encode(column == -1 || end_column < 0 ? 0 : (int64_t)end_column - column,
+	n += varint_leb128_encode((uint64_t)file_id, key + n);
+	n += varint_leb128_encode((uint64_t)name_id, key + n);
+	n += varint_zigzag_encode(line, key + n);
+	n += varint_zigzag_encode(line == -1 || end_line < 0 ? 0 : (int64_t)end_line - line,
+				  key + n);
+	n += varint_zigzag_encode(column, key + n);
+	n += varint_zigzag_encode(column == -1 || end_column < 0 ? 0 : (int64_t)end_column - column,
 			   key + n);
 	key[n++] = opcode;
 	id = intern_add(&w->frames, key, n, &is_new);
 	if (id < 0)
-		return fail(w, (int)id, "out of memory interning frames");
+		return errbuf_format(w->error, sizeof(w->error), (int)id,
+				     "out of memory interning frames");
 	if (id > UINT32_MAX)
-		return fail(w, -EOVERFLOW, "more than 2^32 distinct frames");
+		return errbuf_format(w->error, sizeof(w->error), -EOVERFLOW,
+				     "more than 2^32 distinct frames");
 	return id;
 }
 
@@ -410,25 +388,22 @@ static int find_thread(struct tachyon_writer *w, uint64_t tid, uint32_t iid,
 
 	memcpy(key, &tid, 8);
 	memcpy(key + 8, &iid, 4);
-	if (intern_count(&w->thread_ids) == w->thread_capacity) {
-		size_t capacity = w->thread_capacity ? w->thread_capacity * 2 : 8;
-		struct writer_thread **threads = realloc(w->threads, capacity * sizeof(*threads));
-
-		if (!threads)
-			return fail(w, -ENOMEM, "out of memory for threads");
-		w->threads = threads;
-		w->thread_capacity = capacity;
-	}
+	if (array_reserve((void **)&w->threads, &w->thread_capacity,
+			  intern_count(&w->thread_ids) + 1, sizeof(*w->threads), 8))
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory for threads");
 	id = intern_add(&w->thread_ids, key, sizeof(key), first);
 	if (id < 0)
-		return fail(w, (int)id, "out of memory for threads");
+		return errbuf_format(w->error, sizeof(w->error), (int)id,
+				     "out of memory for threads");
 	if (id >= UINT32_MAX)
-		return fail(w, -EOVERFLOW, "too many threads");
+		return errbuf_format(w->error, sizeof(w->error), -EOVERFLOW, "too many threads");
 	if (*first) {
 		/* Set before anything can fail so destroy() frees only real pointers. */
 		w->threads[id] = calloc(1, sizeof(**w->threads));
 		if (!w->threads[id])
-			return fail(w, -ENOMEM, "out of memory for threads");
+			return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+					     "out of memory for threads");
 		w->threads[id]->tid = tid;
 		w->threads[id]->iid = iid;
 		w->threads[id]->last_ts = w->start_time_us;
@@ -546,7 +521,7 @@ static void write_strings(struct table_out *out, const struct intern_table *stri
 		size_t len;
 		const void *text = intern_key(strings, (uint32_t)i, &len);
 
-		out_put(out, len_bytes, leb128_encode(len, len_bytes));
+		out_put(out, len_bytes, varint_leb128_encode(len, len_bytes));
 		out_put(out, text, len);
 	}
 }
@@ -629,7 +604,8 @@ static int checkpoint(struct tachyon_writer *w)
 
 	out = calloc(1, sizeof(*out));
 	if (!out)
-		return fail(w, -ENOMEM, "out of memory writing the tables");
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory writing the tables");
 	out->w = w;
 	out->offset = w->data_end;
 	write_strings(out, &w->strings);
@@ -640,8 +616,10 @@ static int checkpoint(struct tachyon_writer *w)
 		write_stats(out, w);
 	out_u32(out, (uint32_t)intern_count(&w->strings));
 	out_u32(out, (uint32_t)intern_count(&w->frames));
-	out_u64(out, out->offset + out->len + 8 + 16);
-	out_put(out, (uint8_t[16]){ 0 }, 16);
+	/* The file size: this field's offset in the footer onwards is what remains. */
+	out_u64(out, out->offset + out->len + TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_FILE_SIZE);
+	out_put(out, (uint8_t[TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_RESERVED]){ 0 },
+		TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_RESERVED);
 	out_flush(out);
 	err = out->err;
 	end = out->offset;
@@ -650,7 +628,8 @@ static int checkpoint(struct tachyon_writer *w)
 		err = write_header(w, w->data_end, frame_offset);
 	/* Earlier checkpoints never end later than this one, but a reused fd might. */
 	if (!err && w->file_end > end && ftruncate(w->fd, (off_t)end) < 0)
-		err = fail(w, -errno, "cannot truncate the file: %s", strerror(errno));
+		err = errbuf_format(w->error, sizeof(w->error), -errno,
+				    "cannot truncate the file: %s", strerror(errno));
 	if (!err)
 		w->file_end = end;
 	return err;
@@ -710,7 +689,7 @@ static int parse_python(struct tachyon_writer *w, const char *text)
 
 static uint32_t mode_bits(const char *text)
 {
-	for (uint32_t i = 0; i < 5; i++)
+	for (uint32_t i = 0; i < TACHYON_MODE_COUNT; i++)
 		if (!strcmp(text, tachyon_mode_names[i]))
 			return i + 1;
 	return 0;
@@ -718,14 +697,14 @@ static uint32_t mode_bits(const char *text)
 
 static uint32_t feature_bits(const char *text)
 {
-	static const char *const names[] = { "all_threads", "native", "gc", "opcodes", "blocking" };
 	uint32_t bits = 0;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		size_t len = strlen(names[i]);
+	for (size_t i = 0; i < TACHYON_FEATURE_COUNT; i++) {
+		const char *name = tachyon_feature_names[i];
+		size_t len = strlen(name);
 		const char *at = text;
 
-		while ((at = strstr(at, names[i]))) {
+		while ((at = strstr(at, name))) {
 			if ((at == text || at[-1] == ',') && (at[len] == 0 || at[len] == ','))
 				bits |= 1u << i;
 			at += len;
@@ -767,7 +746,8 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 		w->has_lost_samples = !err;
 	}
 	if (err)
-		return fail(w, err, "bad value for metadata %s: \"%s\"", key, value);
+		return errbuf_format(w->error, sizeof(w->error), err,
+				     "bad value for metadata %s: \"%s\"", key, value);
 	return 0;
 }
 
@@ -798,13 +778,6 @@ static const char *writer_error(const void *state)
 	return ((const struct tachyon_writer *)state)->error;
 }
 
-static uint64_t writer_bytes(const void *state)
-{
-	const struct tachyon_writer *w = state;
-
-	return w->data_end + w->held_len;
-}
-
 static const struct pf_writer_ops tachyon_writer_ops = {
 	.set_metadata = writer_set_metadata,
 	.add_sample = writer_add_sample,
@@ -812,7 +785,6 @@ static const struct pf_writer_ops tachyon_writer_ops = {
 	.finish = writer_finish,
 	.destroy = writer_destroy,
 	.error = writer_error,
-	.bytes = writer_bytes,
 };
 
 static int setup_compression(struct tachyon_writer *w)
@@ -841,7 +813,7 @@ int tachyon_writer_create(int fd, const struct pf_writer_options *options, void 
 	intern_init(&w->frames);
 	intern_init(&w->thread_ids);
 	w->fd = fd;
-	w->level = options ? options->compression_level : 5;
+	w->level = options ? options->compression_level : PF_COMPRESSION_LEVEL_DEFAULT;
 	if (w->level < 0 || w->level > ZSTD_maxCLevel()) {
 		writer_destroy(w);
 		return -EINVAL;
