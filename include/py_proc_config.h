@@ -21,6 +21,14 @@
 /* An offset that does not exist in this version. */
 #define PY_OFF_NONE 0xffffffffu
 
+/*
+ * How much BPF copies per read. BPF reads fields out of the copy at offsets
+ * masked with (limit - 1), so both are powers of two, and userspace refuses
+ * a layout that does not fit them (bpf_sampler_add_target).
+ */
+#define PBP_FRAME_MAX_READ 256  /* py_offsets.frame_read_size is at most this */
+#define PBP_CODE_SPAN_MAX 128   /* a code object's argcount, firstlineno, filename and name, in one read */
+
 /* How a frame records the instruction it is executing. */
 enum py_lasti_kind {
 	PY_LASTI_INT_BYTES = 0, /* <= 3.9: int f_lasti, a byte offset into co_code */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ring-buffer record: one per sample, written by bpf/pyperf.bpf.c and
- * read by user/sampler.c. Variable length: the header, then py_frame_count
- * `struct pbp_py_frame` leaf first, then kernel_frame_count u64 kernel
- * addresses leaf first.
+ * The ring-buffer record: one per sample, written by bpf/pyperf.bpf.c,
+ * handed out by user/sampler/bpf_sampler.c and read by
+ * user/symbolize/sample_resolve.c. Variable length: the header, then
+ * py_frame_count `struct pbp_py_frame` leaf first, then kernel_frame_count
+ * u64 kernel addresses leaf first.
  */
 #ifndef PYBPFPROF_SAMPLE_RECORD_H
 #define PYBPFPROF_SAMPLE_RECORD_H
@@ -16,6 +17,8 @@
 #define PBP_MAX_PY_FRAMES 1024
 /* Kernel frames kept per sample (the kernel's own perf limit is 127). */
 #define PBP_MAX_KERNEL_FRAMES 128
+/* The record ring buffer's size unless userspace sets another before load (a power of two). */
+#define PBP_RINGBUF_DEFAULT_BYTES (16u << 20)
 
 /* Record flags. */
 #define PBP_REC_PY_TRUNCATED  0x0001u /* more Python frames than PBP_MAX_PY_FRAMES: root side cut */

@@ -260,7 +260,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 			 char *err, size_t errlen)
 {
 	size_t ring_bytes = round_up_pow2(options->ringbuf_bytes ? options->ringbuf_bytes
-								  : BPF_SAMPLER_DEFAULT_RINGBUF_BYTES);
+								  : PBP_RINGBUF_DEFAULT_BYTES);
 	int rc;
 
 	sampler->skel = pyperf_bpf__open();
@@ -342,7 +342,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	return 0;
 }
 
-/* The identity fields BPF copies from each code object in one read of at most 128 bytes. */
+/* The identity fields BPF copies from each code object in one read of at most PBP_CODE_SPAN_MAX bytes. */
 static bool code_identity_fits(const struct py_offsets *off)
 {
 	const uint32_t fields[] = { off->code_argcount, off->code_firstlineno, off->code_filename, off->code_name };
@@ -354,16 +354,16 @@ static bool code_identity_fits(const struct py_offsets *off)
 		low = fields[i] < low ? fields[i] : low;
 		high = fields[i] > high ? fields[i] : high;
 	}
-	return high - low + 8 <= 128;
+	return high - low + sizeof(uint64_t) <= PBP_CODE_SPAN_MAX;
 }
 
-/* BPF reads frame fields from a copy of frame_read_size (<= 256) bytes with masked offsets:
+/* BPF reads frame fields from a copy of frame_read_size (<= PBP_FRAME_MAX_READ) bytes with masked offsets:
  * an offset outside the copy would read the wrong bytes, so refuse it here. */
 static bool frame_layout_fits(const struct py_offsets *off)
 {
 	uint32_t size = off->frame_read_size;
 
-	return size > 0 && size <= 256 && off->frame_previous + 8 <= size && off->frame_code + 8 <= size &&
+	return size > 0 && size <= PBP_FRAME_MAX_READ && off->frame_previous + 8 <= size && off->frame_code + 8 <= size &&
 	       off->frame_lasti + (off->lasti_kind == PY_LASTI_PTR ? 8u : 4u) <= size &&
 	       (off->frame_owner == PY_OFF_NONE || off->frame_owner < size) && code_identity_fits(off);
 }

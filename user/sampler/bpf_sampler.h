@@ -16,14 +16,12 @@
 #include "py_proc_config.h"
 #include "sample_record.h"
 
-#define BPF_SAMPLER_DEFAULT_RINGBUF_BYTES (16u << 20)
-
 struct bpf_sampler_options {
 	unsigned frequency_hz;  /* samples per second per CPU */
 	bool kernel_stacks;     /* record kernel stacks of samples taken in the kernel */
 	bool watch_exec;        /* report every exec on the system, not only targets' */
 	bool follow_forks;      /* a process forked by a target becomes a target (PBP_PROC_FORK) */
-	size_t ringbuf_bytes;   /* 0 = BPF_SAMPLER_DEFAULT_RINGBUF_BYTES; rounded up to a power of two */
+	size_t ringbuf_bytes;   /* 0 = PBP_RINGBUF_DEFAULT_BYTES; rounded up to a power of two */
 };
 
 struct bpf_sampler;
@@ -41,7 +39,7 @@ typedef void (*bpf_sampler_proc_fn)(void *ctx, const struct pbp_proc_event *even
 int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options,
 		     char *err, size_t errlen);
 /* Starts (or updates) sampling tgid; config NULL = pending: kernel stacks only, no Python frames.
- * -EINVAL if the frame layout does not fit the BPF frame copy (frame_read_size <= 256). */
+ * -EINVAL if the frame layout does not fit the BPF frame copy (frame_read_size <= PBP_FRAME_MAX_READ). */
 int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config);
 int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid);
 /* Drains both ring buffers without blocking; returns the number of records consumed or -errno.
