@@ -49,6 +49,33 @@ struct pbp_record {
 	/* struct pbp_py_frame py[py_frame_count]; __u64 kernel_ips[kernel_frame_count]; */
 };
 
+/*
+ * BPF writes these layouts and userspace reads them: both compile this
+ * header, so a field that moves on one side only fails the build.
+ */
+#define PBP_RECORD_LAYOUT "struct pbp_record / pbp_py_frame: layout shared by BPF and userspace"
+_Static_assert(sizeof(struct pbp_py_frame) == 16, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_py_frame, code_addr) == 0, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_py_frame, instr_offset) == 8, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_py_frame, checksum) == 12, PBP_RECORD_LAYOUT);
+_Static_assert(sizeof(struct pbp_record) == 56, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, time_ns) == 0, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, tstate_addr) == 8, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, pid) == 16, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, tid) == 20, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, cpu) == 24, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, flags) == 28, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, py_frame_count) == 32, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, kernel_frame_count) == 34, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, interp_id) == 36, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
+/* The record is followed by 8-byte aligned frames and kernel addresses. */
+_Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);
+/* BPF indexes the frames with a mask. */
+_Static_assert((PBP_MAX_PY_FRAMES & (PBP_MAX_PY_FRAMES - 1)) == 0, "PBP_MAX_PY_FRAMES is a power of two");
+_Static_assert((PBP_RINGBUF_DEFAULT_BYTES & (PBP_RINGBUF_DEFAULT_BYTES - 1)) == 0,
+	       "a ring buffer's size is a power of two");
+
 /* Per-CPU counters (index into the `counters` array map). */
 enum pbp_counter {
 	PBP_CNT_SAMPLES = 0,      /* perf events that hit a target thread */
