@@ -172,10 +172,13 @@ static __always_inline void pbp_send_proc_event(__u32 type, __u32 pid, __u32 par
 	bpf_ringbuf_submit(event, 0);
 }
 
+/* BPF_PROG hands each program its raw ctx as well as the typed arguments it unpacks from it. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wunused-parameter"
+
 SEC("tp_btf/sched_process_exec")
-int pbp_exec(__u64 *ctx)
+int BPF_PROG(pbp_exec, struct task_struct *task)
 {
-	struct task_struct *task = (struct task_struct *)ctx[0];
 	__u32 tgid = task->tgid;
 	struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
 
@@ -188,10 +191,8 @@ int pbp_exec(__u64 *ctx)
 }
 
 SEC("tp_btf/sched_process_fork")
-int pbp_fork(__u64 *ctx)
+int BPF_PROG(pbp_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct task_struct *parent = (struct task_struct *)ctx[0];
-	struct task_struct *child = (struct task_struct *)ctx[1];
 	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
 	const struct py_proc_config *config;
 
@@ -208,14 +209,15 @@ int pbp_fork(__u64 *ctx)
 	return 0;
 }
 
+/* Only the first argument: later kernels appended group_dead. */
 SEC("tp_btf/sched_process_exit")
-int pbp_exit(__u64 *ctx)
+int BPF_PROG(pbp_exit, struct task_struct *task)
 {
-	/* Only the first argument: later kernels appended group_dead. */
-	struct task_struct *task = (struct task_struct *)ctx[0];
 	__u32 tgid = task->tgid;
 
 	if (task->pid == task->tgid && bpf_map_lookup_elem(&proc_configs, &tgid))
 		pbp_send_proc_event(PBP_PROC_EXIT, tgid, 0);
 	return 0;
 }
+
+#pragma clang diagnostic pop
