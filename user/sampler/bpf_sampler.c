@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,16 +18,11 @@
 
 #include "pyperf.skel.h"
 
-#define CAP_PERFMON_BIT 38
-#define CAP_BPF_BIT 39
-#define CAP_SYS_ADMIN_BIT 21
-#define MAX_CPUS 4096
 
 struct bpf_sampler {
 	struct pyperf_bpf *skel;
 	struct ring_buffer *rings;        /* records + proc events, one epoll set */
-	int *perf_fds;                    /* one per online CPU, -1 where unused */
-	struct bpf_link **perf_links;
+	struct bpf_link **perf_links;     /* one per possible CPU, NULL where absent */
 	int perf_count;
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
@@ -88,12 +84,12 @@ static int effective_caps(uint64_t *caps)
 static int check_privileges(char *err, size_t errlen)
 {
 	uint64_t caps = 0;
-	uint64_t bpf_perfmon = (1ull << CAP_BPF_BIT) | (1ull << CAP_PERFMON_BIT);
+	uint64_t bpf_perfmon = (1ull << CAP_BPF) | (1ull << CAP_PERFMON);
 
 	if (geteuid() == 0)
 		return 0;
 	if (effective_caps(&caps) == 0 &&
-	    ((caps & bpf_perfmon) == bpf_perfmon || (caps & (1ull << CAP_SYS_ADMIN_BIT))))
+	    ((caps & bpf_perfmon) == bpf_perfmon || (caps & (1ull << CAP_SYS_ADMIN))))
 		return 0;
 	snprintf(err, errlen, "not permitted: run as root or with CAP_BPF and CAP_PERFMON");
 	return -EPERM;
@@ -120,41 +116,6 @@ static int check_kernel(const struct bpf_sampler_options *options, char *err, si
 	return 0;
 }
 
-/* Parses a CPU list such as "0-3,8" into online[]; returns the highest CPU + 1. */
-static int online_cpus(bool online[MAX_CPUS])
-{
-	FILE *file = fopen("/sys/devices/system/cpu/online", "r");
-	char list[4096];
-	char *cursor;
-	int highest = 0;
-
-	if (!file)
-		return -errno;
-	if (!fgets(list, sizeof(list), file)) {
-		fclose(file);
-		return -EIO;
-	}
-	fclose(file);
-	memset(online, 0, MAX_CPUS * sizeof(online[0]));
-	for (cursor = list; *cursor && *cursor != '\n';) {
-		char *end;
-		long first = strtol(cursor, &end, 10), last = first;
-
-		if (end == cursor)
-			return -EINVAL;
-		if (*end == '-')
-			last = strtol(end + 1, &end, 10);
-		if (first < 0 || last >= MAX_CPUS || last < first)
-			return -EINVAL;
-		for (long cpu = first; cpu <= last; cpu++)
-			online[cpu] = true;
-		if (last + 1 > highest)
-			highest = (int)last + 1;
-		cursor = *end == ',' ? end + 1 : end;
-	}
-	return highest;
-}
-
 static size_t round_up_pow2(size_t bytes)
 {
 	size_t size = 4096;
@@ -178,60 +139,54 @@ static int open_cpu_clock(int cpu, unsigned frequency_hz)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+/* One cpu-clock event per possible CPU, as bcc's libbpf-tools profile does: a CPU that
+ * is absent (ENODEV) is skipped, any other failure is an error. */
 static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *err, size_t errlen)
 {
-	static bool online[MAX_CPUS];
-	int cpu_limit = online_cpus(online);
+	int cpus = libbpf_num_possible_cpus();
 
-	if (cpu_limit < 0) {
-		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online: %s", strerror(-cpu_limit));
-		return cpu_limit;
+	if (cpus < 0) {
+		snprintf(err, errlen, "counting the possible CPUs: %s", strerror(-cpus));
+		return cpus;
 	}
-	sampler->perf_fds = calloc((size_t)cpu_limit, sizeof(*sampler->perf_fds));
-	sampler->perf_links = calloc((size_t)cpu_limit, sizeof(*sampler->perf_links));
-	if (!sampler->perf_fds || !sampler->perf_links) {
+	sampler->perf_links = calloc((size_t)cpus, sizeof(*sampler->perf_links));
+	if (!sampler->perf_links) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	sampler->perf_count = cpu_limit;
-	for (int cpu = 0; cpu < cpu_limit; cpu++)
-		sampler->perf_fds[cpu] = -1;
-	for (int cpu = 0; cpu < cpu_limit; cpu++) {
-		int fd, rc;
+	sampler->perf_count = cpus;
+	for (int cpu = 0; cpu < cpus; cpu++) {
+		int fd = open_cpu_clock(cpu, frequency_hz), err_attach;
 
-		if (!online[cpu])
+		if (fd == -ENODEV)
 			continue;
-		fd = open_cpu_clock(cpu, frequency_hz);
 		if (fd < 0) {
 			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu, frequency_hz,
 				 strerror(-fd));
 			return fd;
 		}
-		sampler->perf_fds[cpu] = fd;
-		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
-		rc = libbpf_get_error(sampler->perf_links[cpu]);
-		if (rc) {
-			sampler->perf_links[cpu] = NULL;
-			snprintf(err, errlen, "attaching the sampler to cpu %d: %s", cpu, strerror(-rc));
-			return rc;
-		}
 		/* The link closes the perf event when destroyed. */
-		sampler->perf_fds[cpu] = -1;
+		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
+		if (!sampler->perf_links[cpu]) {
+			err_attach = -errno;
+			close(fd);
+			snprintf(err, errlen, "attaching the sampler to cpu %d: %s", cpu, strerror(-err_attach));
+			return err_attach;
+		}
 	}
 	return 0;
 }
 
 static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, char *err, size_t errlen)
 {
-	int rc;
+	int err_attach;
 
 	*link = bpf_program__attach(prog);
-	rc = libbpf_get_error(*link);
-	if (rc) {
-		*link = NULL;
-		snprintf(err, errlen, "attaching %s: %s", bpf_program__name(prog), strerror(-rc));
-	}
-	return rc;
+	if (*link)
+		return 0;
+	err_attach = -errno;
+	snprintf(err, errlen, "attaching %s: %s", bpf_program__name(prog), strerror(-err_attach));
+	return err_attach;
 }
 
 static int on_ring_record(void *ctx, void *data, size_t size)
@@ -469,13 +424,9 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 {
 	if (!sampler)
 		return;
-	for (int cpu = 0; cpu < sampler->perf_count; cpu++) {
+	for (int cpu = 0; cpu < sampler->perf_count; cpu++)
 		bpf_link__destroy(sampler->perf_links[cpu]);
-		if (sampler->perf_fds[cpu] >= 0)
-			close(sampler->perf_fds[cpu]);
-	}
 	free(sampler->perf_links);
-	free(sampler->perf_fds);
 	bpf_link__destroy(sampler->exec_link);
 	bpf_link__destroy(sampler->exit_link);
 	bpf_link__destroy(sampler->fork_link);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The BPF sampler: loads bpf/pyperf.bpf.c, opens one cpu-clock perf event
- * per online CPU, and hands back the ring-buffer records of target
- * processes plus exec/exit notices.
+ * per possible CPU that is present, and hands back the ring-buffer records
+ * of target processes plus exec/fork/exit notices.
  */
 #ifndef PYBPFPROF_BPF_SAMPLER_H
 #define PYBPFPROF_BPF_SAMPLER_H
