@@ -670,5 +670,8 @@ int main(void)
 		print_message("test_bpf_sampler needs root (real BPF)\n");
 		return 0;
 	}
+	/* TEST_FILTER=*thread* runs the matching tests only. */
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
