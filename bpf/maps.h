@@ -126,6 +126,14 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* Failed reads per enum pbp_error site. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_ERR_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} read_errors SEC(".maps");
+
 /* Userspace may set another size before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -145,6 +153,17 @@ static __always_inline void pbp_count(__u32 counter)
 
 	if (value)
 		*value += 1;
+}
+
+/* A read at site failed: count it, and name it in the record if it is the sample's first. */
+static __always_inline void pbp_read_failed(struct pbp_record *rec, __u32 site)
+{
+	__u64 *failures = bpf_map_lookup_elem(&read_errors, &site);
+
+	if (failures)
+		*failures += 1;
+	if (rec->error == PBP_ERR_NONE)
+		rec->error = (__u8)site;
 }
 
 #endif

@@ -44,12 +44,15 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 	if (!(config->flags & PY_PROC_HAS_GIL_HOLDER))
 		return;
 	if (distance < PBP_GIL_SPAN_MAX) {
-		if (bpf_probe_read_user(scratch->gil_buf, distance + sizeof(__u64), (const void *)low) != 0)
+		if (bpf_probe_read_user(scratch->gil_buf, distance + sizeof(__u64), (const void *)low) != 0) {
+			pbp_read_failed(rec, PBP_ERR_GIL);
 			return;
+		}
 		locked = *(__s32 *)(scratch->gil_buf + ((locked_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
 		holder = *(__u64 *)(scratch->gil_buf + ((holder_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
 	} else if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)locked_addr) != 0 ||
 		   bpf_probe_read_user(&holder, sizeof(holder), (const void *)holder_addr) != 0) {
+		pbp_read_failed(rec, PBP_ERR_GIL);
 		return;
 	}
 	if (locked && holder == rec->tstate_addr)
@@ -57,11 +60,10 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 }
 
 static __always_inline void pbp_fill_python(const struct py_proc_config *config,
-					    struct pbp_cpu_scratch *scratch, __u32 tid)
+					    struct pbp_cpu_scratch *scratch)
 {
 	struct pbp_record *rec = &scratch->out.rec;
-	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, tid, rec->time_ns,
-					    &rec->interp_id);
+	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, rec);
 
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
@@ -145,12 +147,13 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	rec->py_frame_count = 0;
 	rec->kernel_frame_count = 0;
 	rec->interp_id = 0;
-	rec->reserved = 0;
+	rec->error = PBP_ERR_NONE;
+	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 	scratch->walk.new_code = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))
-		pbp_fill_python(config, scratch, rec->tid);
+		pbp_fill_python(config, scratch);
 	/* An interrupted user-mode thread has no kernel stack to report. */
 	if (kernel_stacks && !user_mode)
 		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, scratch, rec->py_frame_count);

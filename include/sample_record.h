@@ -44,9 +44,36 @@ struct pbp_record {
 	__u16 py_frame_count;
 	__u16 kernel_frame_count;
 	__u32 interp_id;         /* PyInterpreterState.id of the thread's interpreter (0 if unknown) */
-	__u32 reserved;
+	__u8 error;              /* enum pbp_error: the sample's first failed read, PBP_ERR_NONE if none */
+	__u8 reserved[7];        /* zero */
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* struct pbp_py_frame py[py_frame_count]; __u64 kernel_ips[kernel_frame_count]; */
+};
+
+/*
+ * Which read of target memory failed: one value per read site in bpf/. A
+ * record's `error` holds the first of its sample (a later read may have
+ * recovered, e.g. a stale cached thread state followed by a fresh walk:
+ * the flags say whether the stack is complete); the `read_errors` map counts
+ * every failure per site and CPU. bpf_sampler_error_name() names them.
+ */
+enum pbp_error {
+	PBP_ERR_NONE = 0,
+	PBP_ERR_INTERP_HEAD = 1,      /* the first PyInterpreterState * (py_proc_config.interp_head_addr) */
+	PBP_ERR_INTERP_NEXT = 2,      /* PyInterpreterState.next */
+	PBP_ERR_INTERP_THREADS = 3,   /* PyInterpreterState.threads.head */
+	PBP_ERR_INTERP_ID = 4,        /* PyInterpreterState.id */
+	PBP_ERR_TSTATE_THREAD_ID = 5, /* PyThreadState.thread_id, walking the thread list */
+	PBP_ERR_TSTATE_NEXT = 6,      /* PyThreadState.next */
+	PBP_ERR_TSTATE_CACHED = 7,    /* PyThreadState.thread_id of the thread's cached thread state */
+	PBP_ERR_TSTATE_FRAME = 8,     /* PyThreadState.frame / cframe / current_frame */
+	PBP_ERR_CFRAME_FRAME = 9,     /* _PyCFrame.current_frame (3.11, 3.12) */
+	PBP_ERR_LAYOUT = 10,          /* not a read: the config's layout exceeds PBP_FRAME_MAX_READ or PBP_CODE_SPAN_MAX */
+	PBP_ERR_FRAME_OBJECT = 11,    /* a PyFrameObject (up to 3.10) */
+	PBP_ERR_DATA_STACK = 12,      /* the data-stack window holding an interpreter frame (3.11+) */
+	PBP_ERR_CODE_OBJECT = 13,     /* a code object's identity fields */
+	PBP_ERR_GIL = 14,             /* the GIL's holder and locked flag */
+	PBP_ERR_COUNT = 15,           /* number of codes, the size of the read_errors map */
 };
 
 /*
@@ -68,9 +95,11 @@ _Static_assert(__builtin_offsetof(struct pbp_record, flags) == 28, PBP_RECORD_LA
 _Static_assert(__builtin_offsetof(struct pbp_record, py_frame_count) == 32, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, kernel_frame_count) == 34, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, interp_id) == 36, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, error) == 40, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 /* The record is followed by 8-byte aligned frames and kernel addresses. */
 _Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);
+_Static_assert(PBP_ERR_COUNT <= 256, "an enum pbp_error fits pbp_record.error");
 /* BPF indexes the frames with a mask. */
 _Static_assert((PBP_MAX_PY_FRAMES & (PBP_MAX_PY_FRAMES - 1)) == 0, "PBP_MAX_PY_FRAMES is a power of two");
 _Static_assert((PBP_RINGBUF_DEFAULT_BYTES & (PBP_RINGBUF_DEFAULT_BYTES - 1)) == 0,

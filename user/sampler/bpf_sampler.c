@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "pyperf.skel.h"
+#include "util/array.h"
 
 
 struct bpf_sampler {
@@ -373,30 +374,63 @@ int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms)
 	return ready;
 }
 
-int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX])
+/* totals[key] = the per-CPU values of map[key] summed, for every key below count. */
+static int sum_per_cpu(const struct bpf_map *map, uint32_t count, uint64_t *totals)
 {
 	int cpus = libbpf_num_possible_cpus();
 	uint64_t *per_cpu;
+	int err = 0;
 
 	if (cpus <= 0)
 		return cpus < 0 ? cpus : -EINVAL;
 	per_cpu = calloc((size_t)cpus, sizeof(*per_cpu));
 	if (!per_cpu)
 		return -ENOMEM;
-	for (uint32_t counter = 0; counter < PBP_CNT_MAX; counter++) {
-		totals[counter] = 0;
-		if (bpf_map__lookup_elem(sampler->skel->maps.counters, &counter, sizeof(counter), per_cpu,
-					 (size_t)cpus * sizeof(*per_cpu), 0)) {
-			int rc = -errno;
-
-			free(per_cpu);
-			return rc;
+	for (uint32_t key = 0; key < count; key++) {
+		totals[key] = 0;
+		if (bpf_map__lookup_elem(map, &key, sizeof(key), per_cpu, (size_t)cpus * sizeof(*per_cpu), 0)) {
+			err = -errno;
+			break;
 		}
 		for (int cpu = 0; cpu < cpus; cpu++)
-			totals[counter] += per_cpu[cpu];
+			totals[key] += per_cpu[cpu];
 	}
 	free(per_cpu);
-	return 0;
+	return err;
+}
+
+int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX])
+{
+	return sum_per_cpu(sampler->skel->maps.counters, PBP_CNT_MAX, totals);
+}
+
+int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT])
+{
+	return sum_per_cpu(sampler->skel->maps.read_errors, PBP_ERR_COUNT, totals);
+}
+
+static const char *const error_names[] = {
+	[PBP_ERR_NONE] = "none",
+	[PBP_ERR_INTERP_HEAD] = "interp_head",
+	[PBP_ERR_INTERP_NEXT] = "interp_next",
+	[PBP_ERR_INTERP_THREADS] = "interp_threads",
+	[PBP_ERR_INTERP_ID] = "interp_id",
+	[PBP_ERR_TSTATE_THREAD_ID] = "tstate_thread_id",
+	[PBP_ERR_TSTATE_NEXT] = "tstate_next",
+	[PBP_ERR_TSTATE_CACHED] = "tstate_cached",
+	[PBP_ERR_TSTATE_FRAME] = "tstate_frame",
+	[PBP_ERR_CFRAME_FRAME] = "cframe_frame",
+	[PBP_ERR_LAYOUT] = "layout",
+	[PBP_ERR_FRAME_OBJECT] = "frame_object",
+	[PBP_ERR_DATA_STACK] = "data_stack",
+	[PBP_ERR_CODE_OBJECT] = "code_object",
+	[PBP_ERR_GIL] = "gil",
+};
+_Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum pbp_error");
+
+const char *bpf_sampler_error_name(unsigned code)
+{
+	return code < ARRAY_SIZE(error_names) ? error_names[code] : NULL;
 }
 
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler)

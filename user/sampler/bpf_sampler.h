@@ -51,6 +51,10 @@ int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_re
 int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms);
 /* Each counter (enum pbp_counter) summed over CPUs. */
 int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX]);
+/* Failed reads of target memory per site (enum pbp_error), summed over CPUs. */
+int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT]);
+/* A short name for an enum pbp_error ("data_stack", "gil", ...), NULL if code is not one. */
+const char *bpf_sampler_error_name(unsigned code);
 /* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
 /* Total BPF run time and runs of the sample program (zero unless stats are enabled). */
