@@ -48,11 +48,6 @@ static int keep_libbpf_message(enum libbpf_print_level level, const char *format
 	return 0;
 }
 
-const char *bpf_sampler_last_libbpf_message(void)
-{
-	return last_libbpf_message;
-}
-
 static int read_sysctl_u64(const char *path, uint64_t *value)
 {
 	FILE *file = fopen(path, "r");

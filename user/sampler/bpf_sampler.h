@@ -59,8 +59,6 @@ const char *bpf_sampler_error_name(unsigned code);
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
 /* Total BPF run time and runs of the sample program (zero unless stats are enabled). */
 int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, uint64_t *run_count);
-/* The libbpf message logged last (e.g. a verifier complaint), "" if none. */
-const char *bpf_sampler_last_libbpf_message(void);
 void bpf_sampler_close(struct bpf_sampler *sampler);
 
 #endif
