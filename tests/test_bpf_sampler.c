@@ -189,16 +189,16 @@ static int stop_running_child(void **state)
 
 static void discover(pid_t pid, struct py_target *target)
 {
-	char err[512] = "";
-	int rc = -EAGAIN;
+	char errbuf[512] = "";
+	int err = -EAGAIN;
 
-	for (int attempt = 0; attempt < 100 && rc == -EAGAIN; attempt++) {
-		rc = py_discover(pid, target, err, sizeof(err));
-		if (rc == -EAGAIN)
+	for (int attempt = 0; attempt < 100 && err == -EAGAIN; attempt++) {
+		err = py_discover(pid, target, errbuf, sizeof(errbuf));
+		if (err == -EAGAIN)
 			sleep_ms(20);
 	}
-	if (rc != 0)
-		fail_msg("py_discover(%d): %s", (int)pid, err);
+	if (err != 0)
+		fail_msg("py_discover(%d): %s", (int)pid, errbuf);
 }
 
 /* Starts the script, makes it a target, samples it; the script keeps running (for symbolizing). */
@@ -456,14 +456,14 @@ static void test_kernel_read_path_is_named(void **state)
 	struct python_child child;
 	struct recorded rec = { 0 };
 	struct ksyms *ksyms = NULL;
-	char err[256];
+	char errbuf[256];
 	size_t in_kernel = 0, read_path = 0;
 
 	(void)state;
 	if (!have_python("3.11.7"))
 		skip();
-	if (ksyms_load(&ksyms, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
+	if (ksyms_load(&ksyms, errbuf, sizeof(errbuf)) != 0)
+		fail_msg("%s", errbuf);
 	sample_script("3.11.7", "bpf_read_zero.py", NULL, &child, &rec);
 	for (size_t i = 0; i < rec.count; i++) {
 		const struct pbp_record *record = rec.records[i];

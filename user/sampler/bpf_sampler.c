@@ -18,6 +18,7 @@
 
 #include "pyperf.skel.h"
 #include "util/array.h"
+#include "util/errbuf.h"
 
 
 struct bpf_sampler {
@@ -77,7 +78,7 @@ static int effective_caps(uint64_t *caps)
 	return found ? 0 : -ENOENT;
 }
 
-static int check_privileges(char *err, size_t errlen)
+static int check_privileges(char *errbuf, size_t errlen)
 {
 	uint64_t caps = 0;
 	uint64_t bpf_perfmon = (1ull << CAP_BPF) | (1ull << CAP_PERFMON);
@@ -87,28 +88,23 @@ static int check_privileges(char *err, size_t errlen)
 	if (effective_caps(&caps) == 0 &&
 	    ((caps & bpf_perfmon) == bpf_perfmon || (caps & (1ull << CAP_SYS_ADMIN))))
 		return 0;
-	snprintf(err, errlen, "not permitted: run as root or with CAP_BPF and CAP_PERFMON");
-	return -EPERM;
+	return errbuf_format(errbuf, errlen, -EPERM, "not permitted: run as root or with CAP_BPF and CAP_PERFMON");
 }
 
-static int check_kernel(const struct bpf_sampler_options *options, char *err, size_t errlen)
+static int check_kernel(const struct bpf_sampler_options *options, char *errbuf, size_t errlen)
 {
 	uint64_t max_rate = 0;
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		snprintf(err, errlen, "kernel has no BTF (/sys/kernel/btf/vmlinux missing): needs CONFIG_DEBUG_INFO_BTF");
-		return -ENOTSUP;
-	}
-	if (options->frequency_hz == 0) {
-		snprintf(err, errlen, "sampling frequency must be at least 1 Hz");
-		return -EINVAL;
-	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		return errbuf_format(errbuf, errlen, -ENOTSUP,
+				     "kernel has no BTF (/sys/kernel/btf/vmlinux missing): needs CONFIG_DEBUG_INFO_BTF");
+	if (options->frequency_hz == 0)
+		return errbuf_format(errbuf, errlen, -EINVAL, "sampling frequency must be at least 1 Hz");
 	if (read_sysctl_u64("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) == 0 &&
-	    options->frequency_hz > max_rate) {
-		snprintf(err, errlen, "frequency %u Hz is above kernel.perf_event_max_sample_rate (%" PRIu64 ")",
-			 options->frequency_hz, max_rate);
-		return -EINVAL;
-	}
+	    options->frequency_hz > max_rate)
+		return errbuf_format(errbuf, errlen, -EINVAL,
+				     "frequency %u Hz is above kernel.perf_event_max_sample_rate (%" PRIu64 ")",
+				     options->frequency_hz, max_rate);
 	return 0;
 }
 
@@ -137,65 +133,57 @@ static int open_cpu_clock(int cpu, unsigned frequency_hz)
 
 /* One cpu-clock event per possible CPU, as bcc's libbpf-tools profile does: a CPU that
  * is absent (ENODEV) is skipped, any other failure is an error. */
-static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *err, size_t errlen)
+static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *errbuf, size_t errlen)
 {
 	int cpus = libbpf_num_possible_cpus();
 
-	if (cpus < 0) {
-		snprintf(err, errlen, "counting the possible CPUs: %s", strerror(-cpus));
-		return cpus;
-	}
+	if (cpus < 0)
+		return errbuf_format(errbuf, errlen, cpus, "counting the possible CPUs: %s", strerror(-cpus));
 	sampler->perf_links = calloc((size_t)cpus, sizeof(*sampler->perf_links));
-	if (!sampler->perf_links) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!sampler->perf_links)
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	sampler->perf_count = cpus;
 	for (int cpu = 0; cpu < cpus; cpu++) {
-		int fd = open_cpu_clock(cpu, frequency_hz), err_attach;
+		int fd = open_cpu_clock(cpu, frequency_hz), err;
 
 		if (fd == -ENODEV)
 			continue;
-		if (fd < 0) {
-			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu, frequency_hz,
-				 strerror(-fd));
-			return fd;
-		}
+		if (fd < 0)
+			return errbuf_format(errbuf, errlen, fd, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu,
+					     frequency_hz, strerror(-fd));
 		/* The link closes the perf event when destroyed. */
 		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
 		if (!sampler->perf_links[cpu]) {
-			err_attach = -errno;
+			err = -errno;
 			close(fd);
-			snprintf(err, errlen, "attaching the sampler to cpu %d: %s", cpu, strerror(-err_attach));
-			return err_attach;
+			return errbuf_format(errbuf, errlen, err, "attaching the sampler to cpu %d: %s", cpu, strerror(-err));
 		}
 	}
 	return 0;
 }
 
-static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, char *err, size_t errlen)
+static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, char *errbuf, size_t errlen)
 {
-	int err_attach;
+	int err;
 
 	*link = bpf_program__attach(prog);
 	if (*link)
 		return 0;
-	err_attach = -errno;
-	snprintf(err, errlen, "attaching %s: %s", bpf_program__name(prog), strerror(-err_attach));
-	return err_attach;
+	err = -errno;
+	return errbuf_format(errbuf, errlen, err, "attaching %s: %s", bpf_program__name(prog), strerror(-err));
 }
 
 static int on_ring_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *sampler = ctx;
-	int rc;
+	int err;
 
 	if (size < sizeof(struct pbp_record) || !sampler->on_record)
 		return 0;
-	rc = sampler->on_record(sampler->callback_ctx, data, size);
-	if (rc < 0)
-		sampler->callback_error = rc;
-	return rc < 0 ? rc : 0;
+	err = sampler->on_record(sampler->callback_ctx, data, size);
+	if (err < 0)
+		sampler->callback_error = err;
+	return err < 0 ? err : 0;
 }
 
 static int on_ring_proc_event(void *ctx, void *data, size_t size)
@@ -208,86 +196,80 @@ static int on_ring_proc_event(void *ctx, void *data, size_t size)
 }
 
 static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
-			 char *err, size_t errlen)
+			 char *errbuf, size_t errlen)
 {
 	size_t ring_bytes = round_up_pow2(options->ringbuf_bytes ? options->ringbuf_bytes
 								  : PBP_RINGBUF_DEFAULT_BYTES);
-	int rc;
+	int err;
 
 	sampler->skel = pyperf_bpf__open();
 	if (!sampler->skel) {
-		snprintf(err, errlen, "opening the BPF object: %s", strerror(errno));
-		return -errno ? -errno : -EINVAL;
+		err = errno ? -errno : -EINVAL;
+		return errbuf_format(errbuf, errlen, err, "opening the BPF object: %s", strerror(-err));
 	}
 	sampler->skel->rodata->kernel_stacks = options->kernel_stacks;
 	sampler->skel->rodata->watch_exec = options->watch_exec;
 	sampler->skel->rodata->follow_forks = options->follow_forks;
 	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
-	rc = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
-	if (rc) {
-		snprintf(err, errlen, "sizing the ring buffer to %zu bytes: %s", ring_bytes, strerror(-rc));
-		return rc;
-	}
-	rc = pyperf_bpf__load(sampler->skel);
-	if (rc) {
-		snprintf(err, errlen, "loading the BPF programs: %s (%s)", strerror(-rc), last_libbpf_message);
-		return rc;
-	}
+	err = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
+				     strerror(-err));
+	err = pyperf_bpf__load(sampler->skel);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "loading the BPF programs: %s (%s)", strerror(-err),
+				     last_libbpf_message);
 	return 0;
 }
 
-static int open_rings(struct bpf_sampler *sampler, char *err, size_t errlen)
+static int open_rings(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
 {
-	int rc;
+	int err;
 
 	sampler->rings = ring_buffer__new(bpf_map__fd(sampler->skel->maps.events), on_ring_record, sampler, NULL);
 	if (!sampler->rings) {
-		rc = -errno;
-		snprintf(err, errlen, "opening the record ring buffer: %s", strerror(-rc));
-		return rc;
+		err = -errno;
+		return errbuf_format(errbuf, errlen, err, "opening the record ring buffer: %s", strerror(-err));
 	}
-	rc = ring_buffer__add(sampler->rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event,
-			      sampler);
-	if (rc) {
-		snprintf(err, errlen, "opening the process-event ring buffer: %s", strerror(-rc));
-		return rc;
-	}
+	err = ring_buffer__add(sampler->rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event,
+			       sampler);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "opening the process-event ring buffer: %s", strerror(-err));
 	return 0;
 }
 
-int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options, char *err, size_t errlen)
+int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options, char *errbuf,
+		     size_t errlen)
 {
 	struct bpf_sampler *sampler;
-	int rc;
+	int err;
 
 	*out = NULL;
-	rc = check_privileges(err, errlen);
-	if (rc)
-		return rc;
-	rc = check_kernel(options, err, errlen);
-	if (rc)
-		return rc;
+	err = check_privileges(errbuf, errlen);
+	if (err)
+		return err;
+	err = check_kernel(options, errbuf, errlen);
+	if (err)
+		return err;
 	sampler = calloc(1, sizeof(*sampler));
-	if (!sampler) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!sampler)
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	sampler->stats_fd = -1;
 	libbpf_set_print(keep_libbpf_message);
-	rc = load_programs(sampler, options, err, errlen);
-	if (!rc)
-		rc = open_rings(sampler, err, errlen);
-	if (!rc)
-		rc = attach_tracepoint(sampler->skel->progs.pbp_exec, &sampler->exec_link, err, errlen);
-	if (!rc)
-		rc = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, err, errlen);
-	if (!rc && options->follow_forks)
-		rc = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, err, errlen);
-	if (!rc)
-		rc = attach_perf_events(sampler, options->frequency_hz, err, errlen);
-	if (rc) {
+	err = load_programs(sampler, options, errbuf, errlen);
+	if (!err)
+		err = open_rings(sampler, errbuf, errlen);
+	if (!err)
+		err = attach_tracepoint(sampler->skel->progs.pbp_exec, &sampler->exec_link, errbuf, errlen);
+	if (!err)
+		err = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, errbuf, errlen);
+	if (!err && options->follow_forks)
+		err = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, errbuf, errlen);
+	if (!err)
+		err = attach_perf_events(sampler, options->frequency_hz, errbuf, errlen);
+	if (err) {
 		bpf_sampler_close(sampler);
-		return rc;
+		return err;
 	}
 	*out = sampler;
 	return 0;

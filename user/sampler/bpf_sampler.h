@@ -37,7 +37,7 @@ typedef void (*bpf_sampler_proc_fn)(void *ctx, const struct pbp_proc_event *even
  * targets added with bpf_sampler_add_target() produce records.
  */
 int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options,
-		     char *err, size_t errlen);
+		     char *errbuf, size_t errlen);
 /* Starts (or updates) sampling tgid; config NULL = pending: kernel stacks only, no Python frames.
  * -EINVAL if the frame layout does not fit the BPF frame copy (frame_read_size <= PBP_FRAME_MAX_READ). */
 int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config);
