@@ -131,8 +131,8 @@ static int open_cpu_clock(int cpu, unsigned frequency_hz)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* One cpu-clock event per possible CPU, as bcc's libbpf-tools profile does: a CPU that
- * is absent (ENODEV) is skipped, any other failure is an error. */
+/* One cpu-clock event per possible CPU: one that is not present (ENODEV) runs nothing
+ * to sample and is skipped; any other failure is an error. */
 static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *errbuf, size_t errlen)
 {
 	int cpus = libbpf_num_possible_cpus();
