@@ -610,6 +610,17 @@ static void spoil_gil(struct py_proc_config *config)
 	config->flags |= PY_PROC_HAS_GIL_HOLDER;
 }
 
+/* Code objects' identity fields 2 GiB past their objects: beyond any mapping near the heap. */
+static void spoil_code_fields(struct py_proc_config *config)
+{
+	const uint32_t far = 0x80000000u;
+
+	config->off.code_argcount += far;
+	config->off.code_firstlineno += far;
+	config->off.code_filename += far;
+	config->off.code_name += far;
+}
+
 /* No interpreter list: no thread state, and the record and the counter both name the read. */
 static void test_unreadable_interpreter_list_is_counted_at_its_site(void **state)
 {
@@ -665,6 +676,34 @@ static void test_unreadable_gil_is_counted_at_its_site(void **state)
 		      failures[PBP_ERR_GIL], bpf_sampler_error_name(PBP_ERR_GIL));
 	assert_true(walked * 10 >= rec.count * 9);
 	assert_true(failures[PBP_ERR_GIL] >= walked);
+	recorded_free(&rec);
+}
+
+/* Unreadable code objects: the walk stops at the leaf with a read fault that names them. */
+static void test_unreadable_code_object_is_counted_at_its_site(void **state)
+{
+	struct recorded rec = { 0 };
+	uint64_t failures[PBP_ERR_COUNT];
+	size_t named = 0;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	sample_spoiled(spoil_code_fields, &rec, failures);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		if (record->flags & (PBP_REC_NO_TSTATE | PBP_REC_NO_FRAME))
+			continue;
+		assert_int_equal(record->py_frame_count, 0);
+		assert_true(record->flags & PBP_REC_READ_FAULT);
+		assert_int_equal(record->error, PBP_ERR_CODE_OBJECT);
+		named++;
+	}
+	print_message("%zu records, %zu name %s, %" PRIu64 " counted\n", rec.count, named,
+		      bpf_sampler_error_name(PBP_ERR_CODE_OBJECT), failures[PBP_ERR_CODE_OBJECT]);
+	assert_true(named * 10 >= rec.count * 9);
+	assert_int_equal(failures[PBP_ERR_CODE_OBJECT], named);
 	recorded_free(&rec);
 }
 
@@ -778,6 +817,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreadable_interpreter_list_is_counted_at_its_site, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_unreadable_gil_is_counted_at_its_site, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_unreadable_code_object_is_counted_at_its_site, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_report_cost_per_sample, require_sampler, stop_running_child),
 	};
