@@ -64,7 +64,8 @@ static __always_inline __u32 pbp_max_u32(__u32 a, __u32 b)
 	return a < b ? b : a;
 }
 
-/* py_code_checksum() of the code object at code_addr (one read of its identity fields); -1 if unreadable. */
+/* py_code_checksum() of the code object at code_addr (one read of its identity fields),
+ * or -(enum pbp_error) if it cannot be read. */
 static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 					      const struct py_offsets *off, __u64 code_addr)
 {
@@ -79,9 +80,9 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 
 	/* Userspace refuses layouts where this does not hold (frame_layout_fits). */
 	if (span > PBP_CODE_SPAN_MAX)
-		return -1;
+		return -PBP_ERR_LAYOUT;
 	if (bpf_probe_read_user(scratch->code_buf, span, (const void *)(code_addr + low)) != 0)
-		return -1;
+		return -PBP_ERR_CODE_OBJECT;
 	argcount = *(const __s32 *)(fields + ((off->code_argcount - low) & (PBP_CODE_SPAN_MAX - 1)));
 	firstlineno = *(const __s32 *)(fields + ((off->code_firstlineno - low) & (PBP_CODE_SPAN_MAX - 1)));
 	filename_addr = *(const __u64 *)(fields + ((off->code_filename - low) & (PBP_CODE_SPAN_MAX - 1)));
@@ -118,6 +119,8 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	struct pbp_frame_walk *walk = &scratch->walk;
 	__u64 addr = walk->frame_addr;
 	__u32 size = off->frame_read_size;
+	/* Up to 3.10 a window is one frame object; from 3.11 a stretch of the data stack. */
+	__u32 site = off->frame_owner == PY_OFF_NONE ? PBP_ERR_FRAME_OBJECT : PBP_ERR_DATA_STACK;
 	struct pbp_py_frame *out;
 	__u64 rel, code_addr;
 	const __u8 *frame;
@@ -127,8 +130,10 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	(void)index;
 	if (addr == 0)
 		return 1;
-	if (size == 0 || size > PBP_FRAME_MAX_READ)
+	if (size == 0 || size > PBP_FRAME_MAX_READ) {
+		site = PBP_ERR_LAYOUT;
 		goto fault;
+	}
 	if (addr < walk->window_start || addr + size > walk->window_start + walk->window_len) {
 		if (pbp_load_window(ctx, addr, size) != 0)
 			goto fault;
@@ -155,8 +160,10 @@ static long pbp_frame_step(__u32 index, void *opaque)
 		checksum = walk->last_checksum;
 	} else {
 		checksum = pbp_code_checksum(scratch, off, code_addr);
-		if (checksum < 0)
+		if (checksum < 0) {
+			site = (__u32)-checksum;
 			goto fault;
+		}
 		walk->last_code_addr = code_addr;
 		walk->last_checksum = (__u32)checksum;
 		pbp_note_code(walk, code_addr, (__u32)checksum);
@@ -170,15 +177,17 @@ static long pbp_frame_step(__u32 index, void *opaque)
 
 fault:
 	walk->flags |= PBP_REC_READ_FAULT;
+	pbp_read_failed(&scratch->out.rec, site);
 	return 1;
 }
 
-static __always_inline __u64 pbp_current_frame(const struct py_proc_config *config, __u64 tstate_addr)
+static __always_inline __u64 pbp_current_frame(const struct py_proc_config *config, struct pbp_record *rec,
+					       __u64 tstate_addr)
 {
-	__u64 link = pbp_read_u64(tstate_addr + config->off.tstate_frame);
+	__u64 link = pbp_read_u64(rec, tstate_addr + config->off.tstate_frame, PBP_ERR_TSTATE_FRAME);
 
 	if (config->off.frame_link == PY_FRAME_LINK_CFRAME && link != 0)
-		return pbp_read_u64(link + config->off.cframe_current_frame);
+		return pbp_read_u64(rec, link + config->off.cframe_current_frame, PBP_ERR_CFRAME_FRAME);
 	return link;
 }
 
@@ -191,7 +200,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	struct pbp_frame_walk_ctx ctx = { .config = config, .scratch = scratch };
 	struct pbp_frame_walk *walk = &scratch->walk;
 
-	walk->frame_addr = pbp_current_frame(config, tstate_addr);
+	walk->frame_addr = pbp_current_frame(config, &scratch->out.rec, tstate_addr);
 	walk->window_start = 0;
 	walk->window_len = 0;
 	walk->last_code_addr = 0;

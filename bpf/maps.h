@@ -23,9 +23,7 @@
  */
 #define PBP_WINDOW_FIRST_BYTES 4096
 #define PBP_WINDOW_BYTES 16384
-#define PBP_FRAME_MAX_READ 256  /* frame_read_size is at most this */
 #define PBP_WINDOW_BUF (PBP_WINDOW_BYTES + 2 * PBP_FRAME_MAX_READ + 512)
-#define PBP_CODE_SPAN_MAX 128   /* one read covers a code object's identity fields (argcount, firstlineno, filename, name) */
 #define PBP_GIL_SPAN_MAX 64     /* one read covers the GIL's holder and locked flag when closer than this */
 
 /* tid -> its PyThreadState, revalidated on every use. */
@@ -128,15 +126,25 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* Size set by userspace before load. */
+/* Failed reads per enum pbp_error site. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_ERR_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} read_errors SEC(".maps");
+
+/* Userspace may set another size before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
+	__uint(max_entries, PBP_RINGBUF_DEFAULT_BYTES);
 } events SEC(".maps");
 
+/* Exec, fork and exit notices are rare and small. */
+#define PBP_PROC_EVENTS_BYTES (64u << 10)
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 << 10);
+	__uint(max_entries, PBP_PROC_EVENTS_BYTES);
 } proc_events SEC(".maps");
 
 static __always_inline void pbp_count(__u32 counter)
@@ -145,6 +153,17 @@ static __always_inline void pbp_count(__u32 counter)
 
 	if (value)
 		*value += 1;
+}
+
+/* A read at site failed: count it, and name it in the record if it is the sample's first. */
+static __always_inline void pbp_read_failed(struct pbp_record *rec, __u32 site)
+{
+	__u64 *failures = bpf_map_lookup_elem(&read_errors, &site);
+
+	if (failures)
+		*failures += 1;
+	if (rec->error == PBP_ERR_NONE)
+		rec->error = (__u8)site;
 }
 
 #endif

@@ -44,12 +44,15 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 	if (!(config->flags & PY_PROC_HAS_GIL_HOLDER))
 		return;
 	if (distance < PBP_GIL_SPAN_MAX) {
-		if (bpf_probe_read_user(scratch->gil_buf, distance + sizeof(__u64), (const void *)low) != 0)
+		if (bpf_probe_read_user(scratch->gil_buf, distance + sizeof(__u64), (const void *)low) != 0) {
+			pbp_read_failed(rec, PBP_ERR_GIL);
 			return;
+		}
 		locked = *(__s32 *)(scratch->gil_buf + ((locked_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
 		holder = *(__u64 *)(scratch->gil_buf + ((holder_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
 	} else if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)locked_addr) != 0 ||
 		   bpf_probe_read_user(&holder, sizeof(holder), (const void *)holder_addr) != 0) {
+		pbp_read_failed(rec, PBP_ERR_GIL);
 		return;
 	}
 	if (locked && holder == rec->tstate_addr)
@@ -57,11 +60,10 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 }
 
 static __always_inline void pbp_fill_python(const struct py_proc_config *config,
-					    struct pbp_cpu_scratch *scratch, __u32 tid)
+					    struct pbp_cpu_scratch *scratch)
 {
 	struct pbp_record *rec = &scratch->out.rec;
-	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, tid, rec->time_ns,
-					    &rec->interp_id);
+	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, rec);
 
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
@@ -145,12 +147,13 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	rec->py_frame_count = 0;
 	rec->kernel_frame_count = 0;
 	rec->interp_id = 0;
-	rec->reserved = 0;
+	rec->error = PBP_ERR_NONE;
+	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 	scratch->walk.new_code = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))
-		pbp_fill_python(config, scratch, rec->tid);
+		pbp_fill_python(config, scratch);
 	/* An interrupted user-mode thread has no kernel stack to report. */
 	if (kernel_stacks && !user_mode)
 		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, scratch, rec->py_frame_count);
@@ -172,10 +175,13 @@ static __always_inline void pbp_send_proc_event(__u32 type, __u32 pid, __u32 par
 	bpf_ringbuf_submit(event, 0);
 }
 
+/* BPF_PROG hands each program its raw ctx as well as the typed arguments it unpacks from it. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wunused-parameter"
+
 SEC("tp_btf/sched_process_exec")
-int pbp_exec(__u64 *ctx)
+int BPF_PROG(pbp_exec, struct task_struct *task)
 {
-	struct task_struct *task = (struct task_struct *)ctx[0];
 	__u32 tgid = task->tgid;
 	struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
 
@@ -188,10 +194,8 @@ int pbp_exec(__u64 *ctx)
 }
 
 SEC("tp_btf/sched_process_fork")
-int pbp_fork(__u64 *ctx)
+int BPF_PROG(pbp_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct task_struct *parent = (struct task_struct *)ctx[0];
-	struct task_struct *child = (struct task_struct *)ctx[1];
 	__u32 parent_tgid = parent->tgid, child_tgid = child->tgid;
 	const struct py_proc_config *config;
 
@@ -208,14 +212,15 @@ int pbp_fork(__u64 *ctx)
 	return 0;
 }
 
+/* Only the first argument: later kernels appended group_dead. */
 SEC("tp_btf/sched_process_exit")
-int pbp_exit(__u64 *ctx)
+int BPF_PROG(pbp_exit, struct task_struct *task)
 {
-	/* Only the first argument: later kernels appended group_dead. */
-	struct task_struct *task = (struct task_struct *)ctx[0];
 	__u32 tgid = task->tgid;
 
 	if (task->pid == task->tgid && bpf_map_lookup_elem(&proc_configs, &tgid))
 		pbp_send_proc_event(PBP_PROC_EXIT, tgid, 0);
 	return 0;
 }
+
+#pragma clang diagnostic pop

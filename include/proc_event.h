@@ -28,4 +28,11 @@ struct pbp_proc_event {
 	char comm[PBP_COMM_LEN];
 };
 
+#define PBP_PROC_EVENT_LAYOUT "struct pbp_proc_event: layout shared by BPF and userspace"
+_Static_assert(sizeof(struct pbp_proc_event) == 32, PBP_PROC_EVENT_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_proc_event, type) == 0, PBP_PROC_EVENT_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_proc_event, pid) == 4, PBP_PROC_EVENT_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_proc_event, parent_pid) == 8, PBP_PROC_EVENT_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_proc_event, comm) == 16, PBP_PROC_EVENT_LAYOUT);
+
 #endif

@@ -21,6 +21,14 @@
 /* An offset that does not exist in this version. */
 #define PY_OFF_NONE 0xffffffffu
 
+/*
+ * How much BPF copies per read. BPF reads fields out of the copy at offsets
+ * masked with (limit - 1), so both are powers of two, and userspace refuses
+ * a layout that does not fit them (bpf_sampler_add_target).
+ */
+#define PBP_FRAME_MAX_READ 256  /* py_offsets.frame_read_size is at most this */
+#define PBP_CODE_SPAN_MAX 128   /* a code object's argcount, firstlineno, filename and name, in one read */
+
 /* How a frame records the instruction it is executing. */
 enum py_lasti_kind {
 	PY_LASTI_INT_BYTES = 0, /* <= 3.9: int f_lasti, a byte offset into co_code */
@@ -97,6 +105,28 @@ struct py_proc_config {
 	__u32 flags;             /* PY_PROC_* */
 	struct py_offsets off;
 };
+
+/*
+ * Userspace writes these layouts into the proc_configs map and BPF reads
+ * them: both compile this header. The offsets table is pinned up to the
+ * thread state's fields (later ones come and go as the reader needs them);
+ * the config's own fields and where the table starts, fully.
+ */
+#define PY_PROC_CONFIG_LAYOUT "struct py_proc_config: layout shared by BPF and userspace"
+_Static_assert(__builtin_offsetof(struct py_offsets, runtime_interpreters_head) == 0, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_offsets, interp_next) == 4, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_offsets, interp_threads_head) == 8, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_offsets, interp_id) == 12, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_offsets, tstate_next) == 16, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_proc_config, interp_head_addr) == 0, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_proc_config, gil_holder_addr) == 8, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_proc_config, gil_locked_addr) == 16, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_proc_config, version_hex) == 24, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_proc_config, flags) == 28, PY_PROC_CONFIG_LAYOUT);
+_Static_assert(__builtin_offsetof(struct py_proc_config, off) == 32, PY_PROC_CONFIG_LAYOUT);
+/* BPF masks field offsets with these limits minus one. */
+_Static_assert((PBP_FRAME_MAX_READ & (PBP_FRAME_MAX_READ - 1)) == 0, "PBP_FRAME_MAX_READ is a power of two");
+_Static_assert((PBP_CODE_SPAN_MAX & (PBP_CODE_SPAN_MAX - 1)) == 0, "PBP_CODE_SPAN_MAX is a power of two");
 
 /*
  * Identity check for a code object, computed the same way by BPF (from the

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ring-buffer record: one per sample, written by bpf/pyperf.bpf.c and
- * read by user/sampler.c. Variable length: the header, then py_frame_count
- * `struct pbp_py_frame` leaf first, then kernel_frame_count u64 kernel
- * addresses leaf first.
+ * The ring-buffer record: one per sample, written by bpf/pyperf.bpf.c,
+ * handed out by user/sampler/bpf_sampler.c and read by
+ * user/symbolize/sample_resolve.c. Variable length: the header, then
+ * py_frame_count `struct pbp_py_frame` leaf first, then kernel_frame_count
+ * u64 kernel addresses leaf first.
  */
 #ifndef PYBPFPROF_SAMPLE_RECORD_H
 #define PYBPFPROF_SAMPLE_RECORD_H
@@ -16,6 +17,8 @@
 #define PBP_MAX_PY_FRAMES 1024
 /* Kernel frames kept per sample (the kernel's own perf limit is 127). */
 #define PBP_MAX_KERNEL_FRAMES 128
+/* The record ring buffer's size unless userspace sets another before load (a power of two). */
+#define PBP_RINGBUF_DEFAULT_BYTES (16u << 20)
 
 /* Record flags. */
 #define PBP_REC_PY_TRUNCATED  0x0001u /* more Python frames than PBP_MAX_PY_FRAMES: root side cut */
@@ -41,10 +44,66 @@ struct pbp_record {
 	__u16 py_frame_count;
 	__u16 kernel_frame_count;
 	__u32 interp_id;         /* PyInterpreterState.id of the thread's interpreter (0 if unknown) */
-	__u32 reserved;
+	__u8 error;              /* enum pbp_error: the sample's first failed read, PBP_ERR_NONE if none */
+	__u8 reserved[7];        /* zero */
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* struct pbp_py_frame py[py_frame_count]; __u64 kernel_ips[kernel_frame_count]; */
 };
+
+/*
+ * Which read of target memory failed: one value per read site in bpf/. A
+ * record's `error` holds the first of its sample (a later read may have
+ * recovered, e.g. a stale cached thread state followed by a fresh walk:
+ * the flags say whether the stack is complete); the `read_errors` map counts
+ * every failure per site and CPU. bpf_sampler_error_name() names them.
+ */
+enum pbp_error {
+	PBP_ERR_NONE = 0,
+	PBP_ERR_INTERP_HEAD = 1,      /* the first PyInterpreterState * (py_proc_config.interp_head_addr) */
+	PBP_ERR_INTERP_NEXT = 2,      /* PyInterpreterState.next */
+	PBP_ERR_INTERP_THREADS = 3,   /* PyInterpreterState.threads.head */
+	PBP_ERR_INTERP_ID = 4,        /* PyInterpreterState.id */
+	PBP_ERR_TSTATE_THREAD_ID = 5, /* PyThreadState.thread_id, walking the thread list */
+	PBP_ERR_TSTATE_NEXT = 6,      /* PyThreadState.next */
+	PBP_ERR_TSTATE_CACHED = 7,    /* PyThreadState.thread_id of the thread's cached thread state */
+	PBP_ERR_TSTATE_FRAME = 8,     /* PyThreadState.frame / cframe / current_frame */
+	PBP_ERR_CFRAME_FRAME = 9,     /* _PyCFrame.current_frame (3.11, 3.12) */
+	PBP_ERR_LAYOUT = 10,          /* not a read: the config's layout exceeds PBP_FRAME_MAX_READ or PBP_CODE_SPAN_MAX */
+	PBP_ERR_FRAME_OBJECT = 11,    /* a PyFrameObject (up to 3.10) */
+	PBP_ERR_DATA_STACK = 12,      /* the data-stack window holding an interpreter frame (3.11+) */
+	PBP_ERR_CODE_OBJECT = 13,     /* a code object's identity fields */
+	PBP_ERR_GIL = 14,             /* the GIL's holder and locked flag */
+	PBP_ERR_COUNT = 15,           /* number of codes, the size of the read_errors map */
+};
+
+/*
+ * BPF writes these layouts and userspace reads them: both compile this
+ * header, so a field that moves on one side only fails the build.
+ */
+#define PBP_RECORD_LAYOUT "struct pbp_record / pbp_py_frame: layout shared by BPF and userspace"
+_Static_assert(sizeof(struct pbp_py_frame) == 16, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_py_frame, code_addr) == 0, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_py_frame, instr_offset) == 8, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_py_frame, checksum) == 12, PBP_RECORD_LAYOUT);
+_Static_assert(sizeof(struct pbp_record) == 56, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, time_ns) == 0, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, tstate_addr) == 8, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, pid) == 16, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, tid) == 20, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, cpu) == 24, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, flags) == 28, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, py_frame_count) == 32, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, kernel_frame_count) == 34, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, interp_id) == 36, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, error) == 40, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
+/* The record is followed by 8-byte aligned frames and kernel addresses. */
+_Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);
+_Static_assert(PBP_ERR_COUNT <= 256, "an enum pbp_error fits pbp_record.error");
+/* BPF indexes the frames with a mask. */
+_Static_assert((PBP_MAX_PY_FRAMES & (PBP_MAX_PY_FRAMES - 1)) == 0, "PBP_MAX_PY_FRAMES is a power of two");
+_Static_assert((PBP_RINGBUF_DEFAULT_BYTES & (PBP_RINGBUF_DEFAULT_BYTES - 1)) == 0,
+	       "a ring buffer's size is a power of two");
 
 /* Per-CPU counters (index into the `counters` array map). */
 enum pbp_counter {
@@ -54,7 +113,7 @@ enum pbp_counter {
 	PBP_CNT_TRUNCATED = 3,    /* samples whose Python stack was cut */
 	PBP_CNT_NO_TSTATE = 4,    /* samples of threads with no thread state */
 	PBP_CNT_WAKEUPS = 5,      /* records that woke the consumer (new code objects, a filling buffer) */
-	PBP_CNT_MAX = 8,
+	PBP_CNT_MAX = 6,          /* number of counters, the size of the counters map */
 };
 
 #endif

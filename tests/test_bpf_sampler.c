@@ -189,16 +189,16 @@ static int stop_running_child(void **state)
 
 static void discover(pid_t pid, struct py_target *target)
 {
-	char err[512] = "";
-	int rc = -EAGAIN;
+	char errbuf[512] = "";
+	int err = -EAGAIN;
 
-	for (int attempt = 0; attempt < 100 && rc == -EAGAIN; attempt++) {
-		rc = py_discover(pid, target, err, sizeof(err));
-		if (rc == -EAGAIN)
+	for (int attempt = 0; attempt < 100 && err == -EAGAIN; attempt++) {
+		err = py_discover(pid, target, errbuf, sizeof(errbuf));
+		if (err == -EAGAIN)
 			sleep_ms(20);
 	}
-	if (rc != 0)
-		fail_msg("py_discover(%d): %s", (int)pid, err);
+	if (err != 0)
+		fail_msg("py_discover(%d): %s", (int)pid, errbuf);
 }
 
 /* Starts the script, makes it a target, samples it; the script keeps running (for symbolizing). */
@@ -456,14 +456,14 @@ static void test_kernel_read_path_is_named(void **state)
 	struct python_child child;
 	struct recorded rec = { 0 };
 	struct ksyms *ksyms = NULL;
-	char err[256];
+	char errbuf[256];
 	size_t in_kernel = 0, read_path = 0;
 
 	(void)state;
 	if (!have_python("3.11.7"))
 		skip();
-	if (ksyms_load(&ksyms, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
+	if (ksyms_load(&ksyms, errbuf, sizeof(errbuf)) != 0)
+		fail_msg("%s", errbuf);
 	sample_script("3.11.7", "bpf_read_zero.py", NULL, &child, &rec);
 	for (size_t i = 0; i < rec.count; i++) {
 		const struct pbp_record *record = rec.records[i];
@@ -554,6 +554,156 @@ static void test_pending_target_gets_kernel_only_records(void **state)
 		assert_int_equal(rec.records[i]->py_frame_count, 0);
 		assert_false(rec.records[i]->flags & PBP_REC_NO_TSTATE);
 	}
+	recorded_free(&rec);
+}
+
+static void test_every_error_code_has_a_name(void **state)
+{
+	(void)state;
+	for (unsigned code = 0; code < PBP_ERR_COUNT; code++) {
+		const char *name = bpf_sampler_error_name(code);
+
+		assert_non_null(name);
+		assert_true(name[0] != '\0');
+		for (unsigned other = 0; other < code; other++)
+			assert_string_not_equal(name, bpf_sampler_error_name(other));
+	}
+	assert_null(bpf_sampler_error_name(PBP_ERR_COUNT));
+}
+
+/* Samples bpf_spin.py with a config spoiled by spoil(); returns the failures counted per site. */
+static void sample_spoiled(void (*spoil)(struct py_proc_config *config), struct recorded *rec,
+			   uint64_t failures[PBP_ERR_COUNT])
+{
+	uint64_t before[PBP_ERR_COUNT], after[PBP_ERR_COUNT];
+	struct python_child child;
+	struct py_proc_config config;
+
+	drain();
+	child.pid = start_script("3.11.7", "bpf_spin.py", NULL);
+	discover(child.pid, &child.target);
+	config = child.target.config;
+	spoil(&config);
+	assert_int_equal(bpf_sampler_error_counts(sampler, before), 0);
+	assert_int_equal(bpf_sampler_add_target(sampler, child.pid, &config), 0);
+	collect(rec, 700);
+	assert_int_equal(bpf_sampler_remove_target(sampler, child.pid), 0);
+	assert_true(bpf_sampler_consume(sampler, on_record, NULL, rec) >= 0);
+	assert_int_equal(bpf_sampler_error_counts(sampler, after), 0);
+	stop_child(child.pid);
+	for (unsigned code = 0; code < PBP_ERR_COUNT; code++)
+		failures[code] = after[code] - before[code];
+}
+
+/* Page zero is never mapped. */
+#define UNMAPPED_ADDR 8
+
+static void spoil_interp_head(struct py_proc_config *config)
+{
+	config->interp_head_addr = UNMAPPED_ADDR;
+}
+
+static void spoil_gil(struct py_proc_config *config)
+{
+	config->gil_holder_addr = UNMAPPED_ADDR;
+	config->gil_locked_addr = UNMAPPED_ADDR + sizeof(uint64_t);
+	config->flags |= PY_PROC_HAS_GIL_HOLDER;
+}
+
+/* Code objects' identity fields 2 GiB past their objects: beyond any mapping near the heap. */
+static void spoil_code_fields(struct py_proc_config *config)
+{
+	const uint32_t far = 0x80000000u;
+
+	config->off.code_argcount += far;
+	config->off.code_firstlineno += far;
+	config->off.code_filename += far;
+	config->off.code_name += far;
+}
+
+/* No interpreter list: no thread state, and the record and the counter both name the read. */
+static void test_unreadable_interpreter_list_is_counted_at_its_site(void **state)
+{
+	struct recorded rec = { 0 };
+	uint64_t failures[PBP_ERR_COUNT];
+	size_t named = 0;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	sample_spoiled(spoil_interp_head, &rec, failures);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		assert_true(record->flags & PBP_REC_NO_TSTATE);
+		assert_int_equal(record->py_frame_count, 0);
+		if (record->error == PBP_ERR_NONE)
+			continue; /* a thread whose failed walk is cached for a while */
+		assert_int_equal(record->error, PBP_ERR_INTERP_HEAD);
+		named++;
+	}
+	print_message("%zu records, %zu name %s, %" PRIu64 " counted\n", rec.count, named,
+		      bpf_sampler_error_name(PBP_ERR_INTERP_HEAD), failures[PBP_ERR_INTERP_HEAD]);
+	assert_true(named > 0);
+	assert_int_equal(failures[PBP_ERR_INTERP_HEAD], named);
+	for (unsigned code = 0; code < PBP_ERR_COUNT; code++)
+		if (code != PBP_ERR_INTERP_HEAD)
+			assert_int_equal(failures[code], 0);
+	recorded_free(&rec);
+}
+
+/* An unreadable GIL: the stack is still walked, each record names the GIL read. */
+static void test_unreadable_gil_is_counted_at_its_site(void **state)
+{
+	struct recorded rec = { 0 };
+	uint64_t failures[PBP_ERR_COUNT];
+	size_t walked = 0;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	sample_spoiled(spoil_gil, &rec, failures);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		if (record->flags & PBP_REC_NO_TSTATE)
+			continue;
+		assert_int_equal(record->error, PBP_ERR_GIL);
+		assert_false(record->flags & (PBP_REC_HAS_GIL | PBP_REC_READ_FAULT));
+		walked += record->py_frame_count > 0;
+	}
+	print_message("%zu records, %zu walked, %" PRIu64 " %s failures\n", rec.count, walked,
+		      failures[PBP_ERR_GIL], bpf_sampler_error_name(PBP_ERR_GIL));
+	assert_true(walked * 10 >= rec.count * 9);
+	assert_true(failures[PBP_ERR_GIL] >= walked);
+	recorded_free(&rec);
+}
+
+/* Unreadable code objects: the walk stops at the leaf with a read fault that names them. */
+static void test_unreadable_code_object_is_counted_at_its_site(void **state)
+{
+	struct recorded rec = { 0 };
+	uint64_t failures[PBP_ERR_COUNT];
+	size_t named = 0;
+
+	(void)state;
+	if (!have_python("3.11.7"))
+		skip();
+	sample_spoiled(spoil_code_fields, &rec, failures);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		if (record->flags & (PBP_REC_NO_TSTATE | PBP_REC_NO_FRAME))
+			continue;
+		assert_int_equal(record->py_frame_count, 0);
+		assert_true(record->flags & PBP_REC_READ_FAULT);
+		assert_int_equal(record->error, PBP_ERR_CODE_OBJECT);
+		named++;
+	}
+	print_message("%zu records, %zu name %s, %" PRIu64 " counted\n", rec.count, named,
+		      bpf_sampler_error_name(PBP_ERR_CODE_OBJECT), failures[PBP_ERR_CODE_OBJECT]);
+	assert_true(named * 10 >= rec.count * 9);
+	assert_int_equal(failures[PBP_ERR_CODE_OBJECT], named);
 	recorded_free(&rec);
 }
 
@@ -663,6 +813,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_counters_match_records, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_pending_target_gets_kernel_only_records, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_exec_and_exit_of_a_target_are_reported, require_sampler, stop_running_child),
+		cmocka_unit_test(test_every_error_code_has_a_name),
+		cmocka_unit_test_setup_teardown(test_unreadable_interpreter_list_is_counted_at_its_site, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_unreadable_gil_is_counted_at_its_site, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_unreadable_code_object_is_counted_at_its_site, require_sampler,
+						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_report_cost_per_sample, require_sampler, stop_running_child),
 	};
 
@@ -670,5 +827,8 @@ int main(void)
 		print_message("test_bpf_sampler needs root (real BPF)\n");
 		return 0;
 	}
+	/* TEST_FILTER=*thread* runs the matching tests only. */
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

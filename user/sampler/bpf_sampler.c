@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,17 +17,14 @@
 #include <bpf/libbpf.h>
 
 #include "pyperf.skel.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 
-#define CAP_PERFMON_BIT 38
-#define CAP_BPF_BIT 39
-#define CAP_SYS_ADMIN_BIT 21
-#define MAX_CPUS 4096
 
 struct bpf_sampler {
 	struct pyperf_bpf *skel;
 	struct ring_buffer *rings;        /* records + proc events, one epoll set */
-	int *perf_fds;                    /* one per online CPU, -1 where unused */
-	struct bpf_link **perf_links;
+	struct bpf_link **perf_links;     /* one per possible CPU, NULL where absent */
 	int perf_count;
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
@@ -49,11 +47,6 @@ static int keep_libbpf_message(enum libbpf_print_level level, const char *format
 	if (level != LIBBPF_DEBUG)
 		vsnprintf(last_libbpf_message, sizeof(last_libbpf_message), format, args);
 	return 0;
-}
-
-const char *bpf_sampler_last_libbpf_message(void)
-{
-	return last_libbpf_message;
 }
 
 static int read_sysctl_u64(const char *path, uint64_t *value)
@@ -85,74 +78,34 @@ static int effective_caps(uint64_t *caps)
 	return found ? 0 : -ENOENT;
 }
 
-static int check_privileges(char *err, size_t errlen)
+static int check_privileges(char *errbuf, size_t errlen)
 {
 	uint64_t caps = 0;
-	uint64_t bpf_perfmon = (1ull << CAP_BPF_BIT) | (1ull << CAP_PERFMON_BIT);
+	uint64_t bpf_perfmon = (1ull << CAP_BPF) | (1ull << CAP_PERFMON);
 
 	if (geteuid() == 0)
 		return 0;
 	if (effective_caps(&caps) == 0 &&
-	    ((caps & bpf_perfmon) == bpf_perfmon || (caps & (1ull << CAP_SYS_ADMIN_BIT))))
+	    ((caps & bpf_perfmon) == bpf_perfmon || (caps & (1ull << CAP_SYS_ADMIN))))
 		return 0;
-	snprintf(err, errlen, "not permitted: run as root or with CAP_BPF and CAP_PERFMON");
-	return -EPERM;
+	return errbuf_format(errbuf, errlen, -EPERM, "not permitted: run as root or with CAP_BPF and CAP_PERFMON");
 }
 
-static int check_kernel(const struct bpf_sampler_options *options, char *err, size_t errlen)
+static int check_kernel(const struct bpf_sampler_options *options, char *errbuf, size_t errlen)
 {
 	uint64_t max_rate = 0;
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		snprintf(err, errlen, "kernel has no BTF (/sys/kernel/btf/vmlinux missing): needs CONFIG_DEBUG_INFO_BTF");
-		return -ENOTSUP;
-	}
-	if (options->frequency_hz == 0) {
-		snprintf(err, errlen, "sampling frequency must be at least 1 Hz");
-		return -EINVAL;
-	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		return errbuf_format(errbuf, errlen, -ENOTSUP,
+				     "kernel has no BTF (/sys/kernel/btf/vmlinux missing): needs CONFIG_DEBUG_INFO_BTF");
+	if (options->frequency_hz == 0)
+		return errbuf_format(errbuf, errlen, -EINVAL, "sampling frequency must be at least 1 Hz");
 	if (read_sysctl_u64("/proc/sys/kernel/perf_event_max_sample_rate", &max_rate) == 0 &&
-	    options->frequency_hz > max_rate) {
-		snprintf(err, errlen, "frequency %u Hz is above kernel.perf_event_max_sample_rate (%" PRIu64 ")",
-			 options->frequency_hz, max_rate);
-		return -EINVAL;
-	}
+	    options->frequency_hz > max_rate)
+		return errbuf_format(errbuf, errlen, -EINVAL,
+				     "frequency %u Hz is above kernel.perf_event_max_sample_rate (%" PRIu64 ")",
+				     options->frequency_hz, max_rate);
 	return 0;
-}
-
-/* Parses a CPU list such as "0-3,8" into online[]; returns the highest CPU + 1. */
-static int online_cpus(bool online[MAX_CPUS])
-{
-	FILE *file = fopen("/sys/devices/system/cpu/online", "r");
-	char list[4096];
-	char *cursor;
-	int highest = 0;
-
-	if (!file)
-		return -errno;
-	if (!fgets(list, sizeof(list), file)) {
-		fclose(file);
-		return -EIO;
-	}
-	fclose(file);
-	memset(online, 0, MAX_CPUS * sizeof(online[0]));
-	for (cursor = list; *cursor && *cursor != '\n';) {
-		char *end;
-		long first = strtol(cursor, &end, 10), last = first;
-
-		if (end == cursor)
-			return -EINVAL;
-		if (*end == '-')
-			last = strtol(end + 1, &end, 10);
-		if (first < 0 || last >= MAX_CPUS || last < first)
-			return -EINVAL;
-		for (long cpu = first; cpu <= last; cpu++)
-			online[cpu] = true;
-		if (last + 1 > highest)
-			highest = (int)last + 1;
-		cursor = *end == ',' ? end + 1 : end;
-	}
-	return highest;
 }
 
 static size_t round_up_pow2(size_t bytes)
@@ -178,73 +131,59 @@ static int open_cpu_clock(int cpu, unsigned frequency_hz)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *err, size_t errlen)
+/* One cpu-clock event per possible CPU: one that is not present (ENODEV) runs nothing
+ * to sample and is skipped; any other failure is an error. */
+static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *errbuf, size_t errlen)
 {
-	static bool online[MAX_CPUS];
-	int cpu_limit = online_cpus(online);
+	int cpus = libbpf_num_possible_cpus();
 
-	if (cpu_limit < 0) {
-		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online: %s", strerror(-cpu_limit));
-		return cpu_limit;
-	}
-	sampler->perf_fds = calloc((size_t)cpu_limit, sizeof(*sampler->perf_fds));
-	sampler->perf_links = calloc((size_t)cpu_limit, sizeof(*sampler->perf_links));
-	if (!sampler->perf_fds || !sampler->perf_links) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	sampler->perf_count = cpu_limit;
-	for (int cpu = 0; cpu < cpu_limit; cpu++)
-		sampler->perf_fds[cpu] = -1;
-	for (int cpu = 0; cpu < cpu_limit; cpu++) {
-		int fd, rc;
+	if (cpus < 0)
+		return errbuf_format(errbuf, errlen, cpus, "counting the possible CPUs: %s", strerror(-cpus));
+	sampler->perf_links = calloc((size_t)cpus, sizeof(*sampler->perf_links));
+	if (!sampler->perf_links)
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
+	sampler->perf_count = cpus;
+	for (int cpu = 0; cpu < cpus; cpu++) {
+		int fd = open_cpu_clock(cpu, frequency_hz), err;
 
-		if (!online[cpu])
+		if (fd == -ENODEV)
 			continue;
-		fd = open_cpu_clock(cpu, frequency_hz);
-		if (fd < 0) {
-			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu, frequency_hz,
-				 strerror(-fd));
-			return fd;
-		}
-		sampler->perf_fds[cpu] = fd;
-		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
-		rc = libbpf_get_error(sampler->perf_links[cpu]);
-		if (rc) {
-			sampler->perf_links[cpu] = NULL;
-			snprintf(err, errlen, "attaching the sampler to cpu %d: %s", cpu, strerror(-rc));
-			return rc;
-		}
+		if (fd < 0)
+			return errbuf_format(errbuf, errlen, fd, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu,
+					     frequency_hz, strerror(-fd));
 		/* The link closes the perf event when destroyed. */
-		sampler->perf_fds[cpu] = -1;
+		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
+		if (!sampler->perf_links[cpu]) {
+			err = -errno;
+			close(fd);
+			return errbuf_format(errbuf, errlen, err, "attaching the sampler to cpu %d: %s", cpu, strerror(-err));
+		}
 	}
 	return 0;
 }
 
-static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, char *err, size_t errlen)
+static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, char *errbuf, size_t errlen)
 {
-	int rc;
+	int err;
 
 	*link = bpf_program__attach(prog);
-	rc = libbpf_get_error(*link);
-	if (rc) {
-		*link = NULL;
-		snprintf(err, errlen, "attaching %s: %s", bpf_program__name(prog), strerror(-rc));
-	}
-	return rc;
+	if (*link)
+		return 0;
+	err = -errno;
+	return errbuf_format(errbuf, errlen, err, "attaching %s: %s", bpf_program__name(prog), strerror(-err));
 }
 
 static int on_ring_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *sampler = ctx;
-	int rc;
+	int err;
 
 	if (size < sizeof(struct pbp_record) || !sampler->on_record)
 		return 0;
-	rc = sampler->on_record(sampler->callback_ctx, data, size);
-	if (rc < 0)
-		sampler->callback_error = rc;
-	return rc < 0 ? rc : 0;
+	err = sampler->on_record(sampler->callback_ctx, data, size);
+	if (err < 0)
+		sampler->callback_error = err;
+	return err < 0 ? err : 0;
 }
 
 static int on_ring_proc_event(void *ctx, void *data, size_t size)
@@ -257,92 +196,86 @@ static int on_ring_proc_event(void *ctx, void *data, size_t size)
 }
 
 static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
-			 char *err, size_t errlen)
+			 char *errbuf, size_t errlen)
 {
 	size_t ring_bytes = round_up_pow2(options->ringbuf_bytes ? options->ringbuf_bytes
-								  : BPF_SAMPLER_DEFAULT_RINGBUF_BYTES);
-	int rc;
+								  : PBP_RINGBUF_DEFAULT_BYTES);
+	int err;
 
 	sampler->skel = pyperf_bpf__open();
 	if (!sampler->skel) {
-		snprintf(err, errlen, "opening the BPF object: %s", strerror(errno));
-		return -errno ? -errno : -EINVAL;
+		err = errno ? -errno : -EINVAL;
+		return errbuf_format(errbuf, errlen, err, "opening the BPF object: %s", strerror(-err));
 	}
 	sampler->skel->rodata->kernel_stacks = options->kernel_stacks;
 	sampler->skel->rodata->watch_exec = options->watch_exec;
 	sampler->skel->rodata->follow_forks = options->follow_forks;
 	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
-	rc = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
-	if (rc) {
-		snprintf(err, errlen, "sizing the ring buffer to %zu bytes: %s", ring_bytes, strerror(-rc));
-		return rc;
-	}
-	rc = pyperf_bpf__load(sampler->skel);
-	if (rc) {
-		snprintf(err, errlen, "loading the BPF programs: %s (%s)", strerror(-rc), last_libbpf_message);
-		return rc;
-	}
+	err = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
+				     strerror(-err));
+	err = pyperf_bpf__load(sampler->skel);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "loading the BPF programs: %s (%s)", strerror(-err),
+				     last_libbpf_message);
 	return 0;
 }
 
-static int open_rings(struct bpf_sampler *sampler, char *err, size_t errlen)
+static int open_rings(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
 {
-	int rc;
+	int err;
 
 	sampler->rings = ring_buffer__new(bpf_map__fd(sampler->skel->maps.events), on_ring_record, sampler, NULL);
 	if (!sampler->rings) {
-		rc = -errno;
-		snprintf(err, errlen, "opening the record ring buffer: %s", strerror(-rc));
-		return rc;
+		err = -errno;
+		return errbuf_format(errbuf, errlen, err, "opening the record ring buffer: %s", strerror(-err));
 	}
-	rc = ring_buffer__add(sampler->rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event,
-			      sampler);
-	if (rc) {
-		snprintf(err, errlen, "opening the process-event ring buffer: %s", strerror(-rc));
-		return rc;
-	}
+	err = ring_buffer__add(sampler->rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event,
+			       sampler);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "opening the process-event ring buffer: %s", strerror(-err));
 	return 0;
 }
 
-int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options, char *err, size_t errlen)
+int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options, char *errbuf,
+		     size_t errlen)
 {
 	struct bpf_sampler *sampler;
-	int rc;
+	int err;
 
 	*out = NULL;
-	rc = check_privileges(err, errlen);
-	if (rc)
-		return rc;
-	rc = check_kernel(options, err, errlen);
-	if (rc)
-		return rc;
+	err = check_privileges(errbuf, errlen);
+	if (err)
+		return err;
+	err = check_kernel(options, errbuf, errlen);
+	if (err)
+		return err;
 	sampler = calloc(1, sizeof(*sampler));
-	if (!sampler) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!sampler)
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	sampler->stats_fd = -1;
 	libbpf_set_print(keep_libbpf_message);
-	rc = load_programs(sampler, options, err, errlen);
-	if (!rc)
-		rc = open_rings(sampler, err, errlen);
-	if (!rc)
-		rc = attach_tracepoint(sampler->skel->progs.pbp_exec, &sampler->exec_link, err, errlen);
-	if (!rc)
-		rc = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, err, errlen);
-	if (!rc && options->follow_forks)
-		rc = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, err, errlen);
-	if (!rc)
-		rc = attach_perf_events(sampler, options->frequency_hz, err, errlen);
-	if (rc) {
+	err = load_programs(sampler, options, errbuf, errlen);
+	if (!err)
+		err = open_rings(sampler, errbuf, errlen);
+	if (!err)
+		err = attach_tracepoint(sampler->skel->progs.pbp_exec, &sampler->exec_link, errbuf, errlen);
+	if (!err)
+		err = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, errbuf, errlen);
+	if (!err && options->follow_forks)
+		err = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, errbuf, errlen);
+	if (!err)
+		err = attach_perf_events(sampler, options->frequency_hz, errbuf, errlen);
+	if (err) {
 		bpf_sampler_close(sampler);
-		return rc;
+		return err;
 	}
 	*out = sampler;
 	return 0;
 }
 
-/* The identity fields BPF copies from each code object in one read of at most 128 bytes. */
+/* The identity fields BPF copies from each code object in one read of at most PBP_CODE_SPAN_MAX bytes. */
 static bool code_identity_fits(const struct py_offsets *off)
 {
 	const uint32_t fields[] = { off->code_argcount, off->code_firstlineno, off->code_filename, off->code_name };
@@ -354,16 +287,16 @@ static bool code_identity_fits(const struct py_offsets *off)
 		low = fields[i] < low ? fields[i] : low;
 		high = fields[i] > high ? fields[i] : high;
 	}
-	return high - low + 8 <= 128;
+	return high - low + sizeof(uint64_t) <= PBP_CODE_SPAN_MAX;
 }
 
-/* BPF reads frame fields from a copy of frame_read_size (<= 256) bytes with masked offsets:
+/* BPF reads frame fields from a copy of frame_read_size (<= PBP_FRAME_MAX_READ) bytes with masked offsets:
  * an offset outside the copy would read the wrong bytes, so refuse it here. */
 static bool frame_layout_fits(const struct py_offsets *off)
 {
 	uint32_t size = off->frame_read_size;
 
-	return size > 0 && size <= 256 && off->frame_previous + 8 <= size && off->frame_code + 8 <= size &&
+	return size > 0 && size <= PBP_FRAME_MAX_READ && off->frame_previous + 8 <= size && off->frame_code + 8 <= size &&
 	       off->frame_lasti + (off->lasti_kind == PY_LASTI_PTR ? 8u : 4u) <= size &&
 	       (off->frame_owner == PY_OFF_NONE || off->frame_owner < size) && code_identity_fits(off);
 }
@@ -418,30 +351,63 @@ int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms)
 	return ready;
 }
 
-int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX])
+/* totals[key] = the per-CPU values of map[key] summed, for every key below count. */
+static int sum_per_cpu(const struct bpf_map *map, uint32_t count, uint64_t *totals)
 {
 	int cpus = libbpf_num_possible_cpus();
 	uint64_t *per_cpu;
+	int err = 0;
 
 	if (cpus <= 0)
 		return cpus < 0 ? cpus : -EINVAL;
 	per_cpu = calloc((size_t)cpus, sizeof(*per_cpu));
 	if (!per_cpu)
 		return -ENOMEM;
-	for (uint32_t counter = 0; counter < PBP_CNT_MAX; counter++) {
-		totals[counter] = 0;
-		if (bpf_map__lookup_elem(sampler->skel->maps.counters, &counter, sizeof(counter), per_cpu,
-					 (size_t)cpus * sizeof(*per_cpu), 0)) {
-			int rc = -errno;
-
-			free(per_cpu);
-			return rc;
+	for (uint32_t key = 0; key < count; key++) {
+		totals[key] = 0;
+		if (bpf_map__lookup_elem(map, &key, sizeof(key), per_cpu, (size_t)cpus * sizeof(*per_cpu), 0)) {
+			err = -errno;
+			break;
 		}
 		for (int cpu = 0; cpu < cpus; cpu++)
-			totals[counter] += per_cpu[cpu];
+			totals[key] += per_cpu[cpu];
 	}
 	free(per_cpu);
-	return 0;
+	return err;
+}
+
+int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX])
+{
+	return sum_per_cpu(sampler->skel->maps.counters, PBP_CNT_MAX, totals);
+}
+
+int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT])
+{
+	return sum_per_cpu(sampler->skel->maps.read_errors, PBP_ERR_COUNT, totals);
+}
+
+static const char *const error_names[] = {
+	[PBP_ERR_NONE] = "none",
+	[PBP_ERR_INTERP_HEAD] = "interp_head",
+	[PBP_ERR_INTERP_NEXT] = "interp_next",
+	[PBP_ERR_INTERP_THREADS] = "interp_threads",
+	[PBP_ERR_INTERP_ID] = "interp_id",
+	[PBP_ERR_TSTATE_THREAD_ID] = "tstate_thread_id",
+	[PBP_ERR_TSTATE_NEXT] = "tstate_next",
+	[PBP_ERR_TSTATE_CACHED] = "tstate_cached",
+	[PBP_ERR_TSTATE_FRAME] = "tstate_frame",
+	[PBP_ERR_CFRAME_FRAME] = "cframe_frame",
+	[PBP_ERR_LAYOUT] = "layout",
+	[PBP_ERR_FRAME_OBJECT] = "frame_object",
+	[PBP_ERR_DATA_STACK] = "data_stack",
+	[PBP_ERR_CODE_OBJECT] = "code_object",
+	[PBP_ERR_GIL] = "gil",
+};
+_Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum pbp_error");
+
+const char *bpf_sampler_error_name(unsigned code)
+{
+	return code < ARRAY_SIZE(error_names) ? error_names[code] : NULL;
 }
 
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler)
@@ -469,13 +435,9 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 {
 	if (!sampler)
 		return;
-	for (int cpu = 0; cpu < sampler->perf_count; cpu++) {
+	for (int cpu = 0; cpu < sampler->perf_count; cpu++)
 		bpf_link__destroy(sampler->perf_links[cpu]);
-		if (sampler->perf_fds[cpu] >= 0)
-			close(sampler->perf_fds[cpu]);
-	}
 	free(sampler->perf_links);
-	free(sampler->perf_fds);
 	bpf_link__destroy(sampler->exec_link);
 	bpf_link__destroy(sampler->exit_link);
 	bpf_link__destroy(sampler->fork_link);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The BPF sampler: loads bpf/pyperf.bpf.c, opens one cpu-clock perf event
- * per online CPU, and hands back the ring-buffer records of target
- * processes plus exec/exit notices.
+ * per possible CPU that is present, and hands back the ring-buffer records
+ * of target processes plus exec/fork/exit notices.
  */
 #ifndef PYBPFPROF_BPF_SAMPLER_H
 #define PYBPFPROF_BPF_SAMPLER_H
@@ -16,14 +16,12 @@
 #include "py_proc_config.h"
 #include "sample_record.h"
 
-#define BPF_SAMPLER_DEFAULT_RINGBUF_BYTES (16u << 20)
-
 struct bpf_sampler_options {
 	unsigned frequency_hz;  /* samples per second per CPU */
 	bool kernel_stacks;     /* record kernel stacks of samples taken in the kernel */
 	bool watch_exec;        /* report every exec on the system, not only targets' */
 	bool follow_forks;      /* a process forked by a target becomes a target (PBP_PROC_FORK) */
-	size_t ringbuf_bytes;   /* 0 = BPF_SAMPLER_DEFAULT_RINGBUF_BYTES; rounded up to a power of two */
+	size_t ringbuf_bytes;   /* 0 = PBP_RINGBUF_DEFAULT_BYTES; rounded up to a power of two */
 };
 
 struct bpf_sampler;
@@ -39,9 +37,9 @@ typedef void (*bpf_sampler_proc_fn)(void *ctx, const struct pbp_proc_event *even
  * targets added with bpf_sampler_add_target() produce records.
  */
 int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options *options,
-		     char *err, size_t errlen);
+		     char *errbuf, size_t errlen);
 /* Starts (or updates) sampling tgid; config NULL = pending: kernel stacks only, no Python frames.
- * -EINVAL if the frame layout does not fit the BPF frame copy (frame_read_size <= 256). */
+ * -EINVAL if the frame layout does not fit the BPF frame copy (frame_read_size <= PBP_FRAME_MAX_READ). */
 int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config);
 int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid);
 /* Drains both ring buffers without blocking; returns the number of records consumed or -errno.
@@ -53,12 +51,14 @@ int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_re
 int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms);
 /* Each counter (enum pbp_counter) summed over CPUs. */
 int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX]);
+/* Failed reads of target memory per site (enum pbp_error), summed over CPUs. */
+int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT]);
+/* A short name for an enum pbp_error ("data_stack", "gil", ...), NULL if code is not one. */
+const char *bpf_sampler_error_name(unsigned code);
 /* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
 /* Total BPF run time and runs of the sample program (zero unless stats are enabled). */
 int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, uint64_t *run_count);
-/* The libbpf message logged last (e.g. a verifier complaint), "" if none. */
-const char *bpf_sampler_last_libbpf_message(void);
 void bpf_sampler_close(struct bpf_sampler *sampler);
 
 #endif
