@@ -423,9 +423,13 @@ static void check_threads(const char *version)
 		      version, rec.count, tid_of_function[0], tid_of_function[1], tid_of_function[2],
 		      tid_of_function[3], without_gil, user_without, user_samples);
 	/* A thread running bytecode holds the GIL; the others wait for it mostly in the kernel.
-	 * 3.x: under 1% of user-mode samples lack it; 2.7's lock is also fought over in user
-	 * space (about a quarter). */
-	assert_true(user_without * 2 < user_samples);
+	 * 3.x: under 1% of user-mode samples lack it. 2.7's lock is also fought over in user
+	 * space: a quarter of the samples on a quiet machine, up to 60% when the target gets
+	 * both CPUs (the waiters spin instead of sleeping); the holder still shows in the rest. */
+	if (strncmp(version, "2.", 2) == 0)
+		assert_true(user_without * 4 < user_samples * 3);
+	else
+		assert_true(user_without * 20 < user_samples);
 	for (int f = 0; f < 4; f++) {
 		assert_true(tid_of_function[f] != 0);
 		for (int g = 0; g < f; g++)
