@@ -26,7 +26,7 @@ declare -A allowed=(
 )
 # folders that may include the BPF contract in include/
 contract_users=" sampler target symbolize session cli "
-contract_headers=" sample_record.h py_proc_config.h proc_event.h "
+contract_headers=" sample_record.h py_proc_config.h proc_event.h unwind_table.h "
 
 bad=0 files=0
 while IFS= read -r file; do
