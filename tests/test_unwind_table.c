@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The compact unwind tables (include/unwind_table.h): rows of a program the
+ * test compiles, checked against readelf's interpretation of the same CFI;
+ * the interpreters' real files (supported share, the PLT, _start); files
+ * without CFI, truncated and not ELF at all.
+ */
+#include "testlib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+
+#include "target/elf_file.h"
+#include "target/unwind_table.h"
+#include "util/array.h"
+#include "util/clock.h"
+
+/* Callee-saved registers in use across a call (pushes: rsp rows, rbp saved at CFA-N),
+ * and alloca, which makes the compiler keep a frame pointer (rbp rows). */
+static const char test_program[] =
+	"#include <alloca.h>\n"
+	"#include <string.h>\n"
+	"__attribute__((noinline)) long leaf(long a) { __asm__ volatile(\"\" : : : \"memory\"); return a * 3; }\n"
+	"__attribute__((noinline)) long pushes(long a, long b, long c, long d, long e) {\n"
+	"  long x = leaf(a), y = leaf(b + x), z = leaf(c + y), w = leaf(d + z), v = leaf(e + w);\n"
+	"  return x * y + z * w + v * a + b * c + d * e;\n"
+	"}\n"
+	"__attribute__((noinline)) long framed(int n) {\n"
+	"  char *buffer = alloca((size_t)n + 1);\n"
+	"  memset(buffer, n, (size_t)n);\n"
+	"  buffer[n] = 0;\n"
+	"  return leaf((long)strlen(buffer));\n"
+	"}\n"
+	"int main(int argc, char **argv) { (void)argv; return (int)(pushes(argc, 2, 3, 4, 5) + framed(argc + 10)); }\n";
+
+/* The program compiled with extra cc flags, then run through extra shell steps ("" for none). */
+static void compile_program(char *path, size_t len, const char *name, const char *flags, const char *after)
+{
+	char source[256], command[1536];
+
+	snprintf(source, sizeof(source), "%s/%s.c", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s", test_tmpdir(), name);
+	assert_int_equal(write_whole_file(source, test_program, strlen(test_program)), 0);
+	snprintf(command, sizeof(command), "cc %s -o %s %s %s", flags, path, source, after);
+	assert_int_equal(system(command), 0);
+}
+
+static int build_table(const char *path, struct unwind_table *table, struct errbuf *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int result;
+
+	assert_true(fd >= 0);
+	result = unwind_table_build(fd, table, err);
+	close(fd);
+	return result;
+}
+
+static void function_range(const char *path, const char *name, uint64_t *start, uint64_t *size)
+{
+	struct elf_file file;
+
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_file_symbol(&file, name, start, size), 0);
+	elf_file_close(&file);
+}
+
+/* ---- readelf's interpretation ---- */
+
+struct readelf_row {
+	uint64_t pc;
+	char cfa[32]; /* "rsp+16", "rbp+16", "exp" */
+	char rbp[32]; /* "u" (not saved) or "c-16" */
+	char ra[32];  /* "c-8", or "u" */
+};
+
+/* Rows of the FDE that covers pc, as `readelf --debug-dump=frames-interp` prints them. */
+static size_t readelf_fde_rows(const char *path, uint64_t pc, struct readelf_row *rows, size_t capacity,
+			       uint64_t *fde_start, uint64_t *fde_end)
+{
+	char command[1024], line[1024];
+	FILE *pipe;
+	bool inside = false;
+	int rbp_column = -1, ra_column = -1;
+	size_t count = 0;
+
+	snprintf(command, sizeof(command), "readelf --debug-dump=frames-interp %s", path);
+	pipe = popen(command, "r");
+	assert_non_null(pipe);
+	while (fgets(line, sizeof(line), pipe)) {
+		char *fde = strstr(line, " FDE cie=");
+		char *tokens[32];
+		int ntokens = 0;
+
+		if (fde) {
+			uint64_t start, end;
+
+			if (inside)
+				break;
+			if (sscanf(strstr(fde, "pc="), "pc=%" SCNx64 "..%" SCNx64, &start, &end) == 2 &&
+			    start <= pc && pc < end) {
+				inside = true;
+				*fde_start = start;
+				*fde_end = end;
+			}
+			continue;
+		}
+		if (!inside)
+			continue;
+		for (char *save = NULL, *token = strtok_r(line, " \t\n", &save); token && ntokens < 32;
+		     token = strtok_r(NULL, " \t\n", &save))
+			tokens[ntokens++] = token;
+		if (!ntokens)
+			continue;
+		if (!strcmp(tokens[0], "LOC")) {
+			for (int i = 0; i < ntokens; i++) {
+				if (!strcmp(tokens[i], "rbp"))
+					rbp_column = i;
+				if (!strcmp(tokens[i], "ra"))
+					ra_column = i;
+			}
+			continue;
+		}
+		assert_true(count < capacity);
+		assert_true(ra_column > 0 && ra_column < ntokens);
+		rows[count].pc = strtoull(tokens[0], NULL, 16);
+		snprintf(rows[count].cfa, sizeof(rows[count].cfa), "%s", tokens[1]);
+		snprintf(rows[count].rbp, sizeof(rows[count].rbp), "%s",
+			 rbp_column > 0 && rbp_column < ntokens ? tokens[rbp_column] : "u");
+		snprintf(rows[count].ra, sizeof(rows[count].ra), "%s", tokens[ra_column]);
+		count++;
+	}
+	pclose(pipe);
+	assert_true(inside);
+	return count;
+}
+
+/* One of our rows in readelf's notation. */
+static void describe_row(const struct unwind_row *row, char *cfa, char *rbp, size_t len)
+{
+	switch (row->kind) {
+	case UNWIND_ROW_CFA_RSP:
+	case UNWIND_ROW_CFA_RBP:
+		snprintf(cfa, len, "%s+%u", row->kind == UNWIND_ROW_CFA_RSP ? "rsp" : "rbp", 8u * row->cfa_offset8);
+		break;
+	case UNWIND_ROW_PLT:
+		snprintf(cfa, len, "exp");
+		break;
+	default:
+		snprintf(cfa, len, "kind-%u", row->kind);
+	}
+	if (row->rbp_offset8)
+		snprintf(rbp, len, "c-%u", 8u * row->rbp_offset8);
+	else
+		snprintf(rbp, len, "u");
+}
+
+/* Every readelf row of the function's FDE has our rule at its pc; ours start only where readelf's do. */
+static void check_function_against_readelf(const char *path, const struct unwind_table *table, const char *name,
+					   unsigned *rsp_rows, unsigned *rbp_rows)
+{
+	struct readelf_row rows[256];
+	uint64_t start, size, fde_start = 0, fde_end = 0;
+	size_t count;
+
+	function_range(path, name, &start, &size);
+	count = readelf_fde_rows(path, start, rows, ARRAY_SIZE(rows), &fde_start, &fde_end);
+	assert_true(count >= 2);
+	assert_int_equal(rows[0].pc, fde_start);
+	for (size_t i = 0; i < count; i++) {
+		const struct unwind_row *row = unwind_table_lookup(table, rows[i].pc);
+		char cfa[32], rbp[32];
+
+		assert_non_null(row);
+		describe_row(row, cfa, rbp, sizeof(cfa));
+		assert_string_equal(rows[i].ra, "c-8");
+		assert_string_equal(cfa, rows[i].cfa);
+		assert_string_equal(rbp, rows[i].rbp);
+		*rsp_rows += row->kind == UNWIND_ROW_CFA_RSP;
+		*rbp_rows += row->kind == UNWIND_ROW_CFA_RBP;
+	}
+	for (size_t r = 0; r < table->count; r++) {
+		bool at_readelf_row = false;
+
+		if (table->rows[r].pc < fde_start || table->rows[r].pc >= fde_end)
+			continue;
+		for (size_t i = 0; i < count; i++)
+			at_readelf_row |= rows[i].pc == table->rows[r].pc;
+		assert_true(at_readelf_row);
+	}
+	/* past the function: not its last rule (another function's row, or a GAP) */
+	assert_true(unwind_table_lookup(table, fde_end)->pc == fde_end);
+}
+
+static void test_rows_match_readelf(void **state)
+{
+	struct unwind_table table;
+	struct errbuf err;
+	unsigned rsp_rows = 0, rbp_rows = 0;
+	char path[512];
+
+	(void)state;
+	compile_program(path, sizeof(path), "cfi_program", "-O2 -fomit-frame-pointer -fasynchronous-unwind-tables", "");
+	assert_int_equal(build_table(path, &table, &err), 0);
+	assert_int_equal(table.source, UNWIND_CFI_EH_FRAME);
+	assert_int_equal(table.id.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+	for (size_t i = 1; i < table.count; i++)
+		assert_true(table.rows[i - 1].pc < table.rows[i].pc);
+	check_function_against_readelf(path, &table, "pushes", &rsp_rows, &rbp_rows);
+	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
+	assert_true(rsp_rows > 0);
+	assert_true(rbp_rows > 0);
+	unwind_table_free(&table);
+}
+
+/* Without .eh_frame, .debug_frame gives the same rules. */
+static void test_debug_frame_when_no_eh_frame(void **state)
+{
+	struct unwind_table table;
+	struct errbuf err;
+	unsigned rsp_rows = 0, rbp_rows = 0;
+	char path[512], after[1024];
+
+	(void)state;
+	snprintf(after, sizeof(after), "&& objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr %s/debug_frame_program",
+		 test_tmpdir());
+	compile_program(path, sizeof(path), "debug_frame_program",
+			"-O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables", after);
+	assert_int_equal(build_table(path, &table, &err), 0);
+	assert_int_equal(table.source, UNWIND_CFI_DEBUG_FRAME);
+	check_function_against_readelf(path, &table, "pushes", &rsp_rows, &rbp_rows);
+	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
+	unwind_table_free(&table);
+}
+
+/* ---- the interpreters' files ---- */
+
+static double supported_share(const struct unwind_table *table)
+{
+	size_t described = table->count - table->stats.by_kind[UNWIND_ROW_GAP];
+
+	return described ? 1.0 - (double)table->stats.by_kind[UNWIND_ROW_UNSUPPORTED] / (double)described : 0;
+}
+
+/* Every pc of .plt past its first entry (PLT0 has plain rows) uses the PLT rule. */
+static void check_plt(const char *path, const struct unwind_table *table)
+{
+	struct elf_file file;
+	uint64_t plt, size;
+
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_file_section(&file, ".plt", &plt, &size), 0);
+	elf_file_close(&file);
+	assert_true(size > 16);
+	for (uint64_t pc = plt + 16; pc < plt + size; pc++) {
+		const struct unwind_row *row = unwind_table_lookup(table, pc);
+
+		assert_non_null(row);
+		assert_int_equal(row->kind, UNWIND_ROW_PLT);
+	}
+}
+
+static void check_real_file(const char *path, bool has_start)
+{
+	struct unwind_table table;
+	struct errbuf err;
+	uint64_t started;
+	int result;
+
+	if (access(path, R_OK)) {
+		print_message("%s: absent, skipped\n", path);
+		skip();
+	}
+	started = clock_monotonic_us();
+	result = build_table(path, &table, &err);
+	if (result)
+		fail_msg("%s: %s", path, err.text);
+	print_message("%s: %zu rows (%zu bytes), %zu FDEs (%zu skipped), %zu CFI rows, %zu gaps, %zu plt, %zu root,"
+		      " %zu unsupported, %.4f%% supported, built in %" PRIu64 " ms\n",
+		      path, table.count, table.count * sizeof(struct unwind_row), table.stats.fdes,
+		      table.stats.fdes_skipped, table.stats.cfi_rows, table.stats.by_kind[UNWIND_ROW_GAP],
+		      table.stats.by_kind[UNWIND_ROW_PLT], table.stats.by_kind[UNWIND_ROW_ROOT],
+		      table.stats.by_kind[UNWIND_ROW_UNSUPPORTED], 100 * supported_share(&table),
+		      (clock_monotonic_us() - started) / 1000);
+	assert_true(supported_share(&table) >= 0.999);
+	assert_int_equal(table.stats.fdes_skipped, 0);
+	check_plt(path, &table);
+	if (has_start) {
+		uint64_t start, size;
+
+		function_range(path, "_start", &start, &size);
+		assert_int_equal(unwind_table_lookup(&table, start)->kind, UNWIND_ROW_ROOT);
+		assert_int_equal(unwind_table_lookup(&table, start + size - 1)->kind, UNWIND_ROW_ROOT);
+	}
+	unwind_table_free(&table);
+}
+
+static void test_libpython312(void **state)
+{
+	(void)state;
+	check_real_file("/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0", false);
+}
+
+static void test_debian_python311(void **state)
+{
+	(void)state;
+	check_real_file("/usr/bin/python3.11", true);
+}
+
+static void test_libc(void **state)
+{
+	(void)state;
+	check_real_file("/lib/x86_64-linux-gnu/libc.so.6", false);
+}
+
+/* ---- bad files ---- */
+
+static char last_error[ERRBUF_SIZE];
+
+static void expect_failure(const char *path, int expected)
+{
+	struct unwind_table table;
+	struct errbuf err;
+	int result = build_table(path, &table, &err);
+
+	assert_true(result < 0);
+	if (expected)
+		assert_int_equal(result, expected);
+	assert_true(strlen(err.text) > 0);
+	assert_null(table.rows);
+	assert_int_equal(table.count, 0);
+	print_message("%s: %s\n", strrchr(path, '/') + 1, err.text);
+	snprintf(last_error, sizeof(last_error), "%s", err.text);
+}
+
+static void test_no_cfi(void **state)
+{
+	char path[512], after[1024];
+
+	(void)state;
+	snprintf(after, sizeof(after), "&& objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr %s/no_cfi",
+		 test_tmpdir());
+	compile_program(path, sizeof(path), "no_cfi", "-O2 -fno-asynchronous-unwind-tables -fno-unwind-tables", after);
+	expect_failure(path, -ENODATA);
+}
+
+static void test_not_elf(void **state)
+{
+	char path[512];
+	static const char text[] = "#!/bin/sh\necho this is not an ELF file\n";
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/not_elf", test_tmpdir());
+	assert_int_equal(write_whole_file(path, text, sizeof(text) - 1), 0);
+	expect_failure(path, -ENOEXEC);
+	assert_int_equal(write_whole_file(path, "", 0), 0);
+	expect_failure(path, -ENOEXEC);
+}
+
+/* Cut at many lengths: an error (or, where the cut spares what is read, a table), never a crash. */
+static void test_truncated_elf(void **state)
+{
+	char path[512], cut[512];
+	uint8_t *data;
+	size_t len, failures = 0, lengths = 0;
+
+	(void)state;
+	compile_program(path, sizeof(path), "to_truncate", "-O2 -fasynchronous-unwind-tables", "");
+	data = read_whole_file(path, &len);
+	assert_non_null(data);
+	snprintf(cut, sizeof(cut), "%s/truncated", test_tmpdir());
+	for (size_t keep = 0; keep < len; keep += keep < 128 ? 7 : len / 61 + 1) {
+		struct unwind_table table;
+		struct errbuf err;
+		int result;
+
+		assert_int_equal(write_whole_file(cut, data, keep), 0);
+		result = build_table(cut, &table, &err);
+		lengths++;
+		if (result) {
+			assert_true(strlen(err.text) > 0);
+			assert_null(table.rows);
+			failures++;
+		}
+		unwind_table_free(&table);
+	}
+	assert_int_equal(write_whole_file(cut, data, len - 1), 0);
+	free(data);
+	expect_failure(cut, -ENOEXEC);
+	assert_non_null(strstr(last_error, "truncated"));
+	print_message("%zu of %zu cut lengths refused\n", failures, lengths);
+	assert_true(failures > 0);
+}
+
+static void test_file_id_is_stable(void **state)
+{
+	struct unwind_file_id first, second;
+	char path[512];
+	int fd;
+
+	(void)state;
+	compile_program(path, sizeof(path), "identity", "-O2 -Wl,--build-id=none", "");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &first), 0);
+	assert_int_equal(unwind_table_file_id(fd, &second), 0);
+	close(fd);
+	assert_int_equal(first.kind, UNWIND_FILE_ID_INODE);
+	assert_int_equal(first.len, 16);
+	assert_memory_equal(&first, &second, sizeof(first));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows_match_readelf),
+		cmocka_unit_test(test_debug_frame_when_no_eh_frame),
+		cmocka_unit_test(test_libpython312),
+		cmocka_unit_test(test_debian_python311),
+		cmocka_unit_test(test_libc),
+		cmocka_unit_test(test_no_cfi),
+		cmocka_unit_test(test_not_elf),
+		cmocka_unit_test(test_truncated_elf),
+		cmocka_unit_test(test_file_id_is_stable),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
