@@ -194,6 +194,16 @@ static void check_function_against_readelf(const char *path, const struct unwind
 	assert_true(unwind_table_lookup(table, fde_end)->pc == fde_end);
 }
 
+/* crt1's _start says its return address is undefined: the end of every stack. */
+static void check_start_is_root(const char *path, const struct unwind_table *table)
+{
+	uint64_t start, size;
+
+	function_range(path, "_start", &start, &size);
+	assert_int_equal(unwind_table_lookup(table, start)->kind, UNWIND_ROW_ROOT);
+	assert_int_equal(unwind_table_lookup(table, start + size - 1)->kind, UNWIND_ROW_ROOT);
+}
+
 static void test_rows_match_readelf(void **state)
 {
 	struct unwind_table table;
@@ -213,6 +223,7 @@ static void test_rows_match_readelf(void **state)
 	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
 	assert_true(rsp_rows > 0);
 	assert_true(rbp_rows > 0);
+	check_start_is_root(path, &table);
 	unwind_table_free(&table);
 }
 
@@ -279,22 +290,17 @@ static void check_real_file(const char *path, bool has_start)
 	if (result)
 		fail_msg("%s: %s", path, err.text);
 	print_message("%s: %zu rows (%zu bytes), %zu FDEs (%zu skipped), %zu CFI rows, %zu gaps, %zu plt, %zu root,"
-		      " %zu unsupported, %.4f%% supported, built in %" PRIu64 " ms\n",
+		      " %zu unsupported, %.4f%% supported, %" PRIu64 " CFI bytes replayed, built in %" PRIu64 " ms\n",
 		      path, table.count, table.count * sizeof(struct unwind_row), table.stats.fdes,
 		      table.stats.fdes_skipped, table.stats.cfi_rows, table.stats.by_kind[UNWIND_ROW_GAP],
 		      table.stats.by_kind[UNWIND_ROW_PLT], table.stats.by_kind[UNWIND_ROW_ROOT],
-		      table.stats.by_kind[UNWIND_ROW_UNSUPPORTED], 100 * supported_share(&table),
+		      table.stats.by_kind[UNWIND_ROW_UNSUPPORTED], 100 * supported_share(&table), table.stats.work,
 		      (clock_monotonic_us() - started) / 1000);
 	assert_true(supported_share(&table) >= 0.999);
 	assert_int_equal(table.stats.fdes_skipped, 0);
 	check_plt(path, &table);
-	if (has_start) {
-		uint64_t start, size;
-
-		function_range(path, "_start", &start, &size);
-		assert_int_equal(unwind_table_lookup(&table, start)->kind, UNWIND_ROW_ROOT);
-		assert_int_equal(unwind_table_lookup(&table, start + size - 1)->kind, UNWIND_ROW_ROOT);
-	}
+	if (has_start)
+		check_start_is_root(path, &table);
 	unwind_table_free(&table);
 }
 
@@ -395,6 +401,126 @@ static void test_truncated_elf(void **state)
 	assert_true(failures > 0);
 }
 
+/* A library of many small functions, written as assembly with CFI directives: each pushes and pops rbx `pushes` times. */
+static void assemble_library(char *path, size_t len, const char *name, unsigned functions, unsigned pushes)
+{
+	char source[512], command[1536];
+	FILE *out;
+
+	snprintf(source, sizeof(source), "%s/%s.s", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s.so", test_tmpdir(), name);
+	out = fopen(source, "w");
+	assert_non_null(out);
+	fprintf(out, "\t.text\n");
+	for (unsigned f = 0; f < functions; f++) {
+		fprintf(out, "\t.globl f%u\n\t.type f%u, @function\nf%u:\n\t.cfi_startproc\n", f, f, f);
+		for (unsigned i = 0; i < pushes; i++)
+			fprintf(out, "\tpushq %%rbx\n\t.cfi_adjust_cfa_offset 8\n");
+		for (unsigned i = 0; i < pushes; i++)
+			fprintf(out, "\tpopq %%rbx\n\t.cfi_adjust_cfa_offset -8\n");
+		fprintf(out, "\tret\n\t.cfi_endproc\n\t.size f%u, .-f%u\n", f, f);
+	}
+	assert_int_equal(fclose(out), 0);
+	snprintf(command, sizeof(command), "cc -shared -nostdlib -o %s %s", path, source);
+	assert_int_equal(system(command), 0);
+}
+
+/* Past UNWIND_TABLE_MAX_ROWS the file gets no table, and says why. */
+static void test_too_many_rows(void **state)
+{
+	char path[512];
+
+	(void)state;
+	/* 2 * 9 rows per function (the first merges with the previous function's last) */
+	assemble_library(path, sizeof(path), "many_rows", UNWIND_TABLE_MAX_ROWS / 18 + 1000, 9);
+	expect_failure(path, -E2BIG);
+	assert_non_null(strstr(last_error, "over the limit"));
+}
+
+/* One function of 80k rows: libdw would replay its 400 KB program 80k times. */
+static void test_too_costly_cfi(void **state)
+{
+	char path[512];
+	uint64_t started;
+
+	(void)state;
+	assemble_library(path, sizeof(path), "long_function", 1, 40000);
+	started = clock_monotonic_ms();
+	expect_failure(path, -E2BIG);
+	assert_non_null(strstr(last_error, "too costly"));
+	print_message("refused in %" PRIu64 " ms\n", clock_monotonic_ms() - started);
+}
+
+/* The file offset and size of a section, for corrupting it. */
+static void section_extent(const char *path, const char *name, uint64_t *offset, uint64_t *size)
+{
+	char command[1024], line[512];
+	FILE *pipe;
+	bool found = false;
+
+	snprintf(command, sizeof(command), "readelf -SW %s", path);
+	pipe = popen(command, "r");
+	assert_non_null(pipe);
+	while (fgets(line, sizeof(line), pipe)) {
+		char section[64], type[64];
+		uint64_t addr;
+		char *bracket = strchr(line, ']');
+
+		if (bracket && sscanf(bracket + 1, "%63s %63s %" SCNx64 " %" SCNx64 " %" SCNx64, section, type, &addr,
+				      offset, size) == 5 && !strcmp(section, name))
+			found = true;
+		if (found)
+			break;
+	}
+	pclose(pipe);
+	assert_true(found);
+}
+
+/* Random bytes in .eh_frame and its index: a table or an error, never a crash (ASan watches). */
+static void test_corrupted_cfi(void **state)
+{
+	char path[512], corrupt[512];
+	uint64_t eh_frame, eh_frame_size, hdr, hdr_size;
+	unsigned seed = 12345, built = 0, rounds = 300;
+	uint8_t *data;
+	size_t len;
+
+	(void)state;
+	compile_program(path, sizeof(path), "to_corrupt", "-O2 -fasynchronous-unwind-tables", "");
+	section_extent(path, ".eh_frame", &eh_frame, &eh_frame_size);
+	section_extent(path, ".eh_frame_hdr", &hdr, &hdr_size);
+	data = read_whole_file(path, &len);
+	assert_non_null(data);
+	assert_true(eh_frame + eh_frame_size <= len && hdr + hdr_size <= len);
+	snprintf(corrupt, sizeof(corrupt), "%s/corrupt", test_tmpdir());
+	for (unsigned round = 0; round < rounds; round++) {
+		uint8_t *copy = malloc(len);
+		struct unwind_table table;
+		struct errbuf err;
+
+		assert_non_null(copy);
+		memcpy(copy, data, len);
+		for (int i = 0; i < 1 + (int)(round % 8); i++) {
+			bool in_hdr = rand_r(&seed) % 4 == 0;
+			uint64_t at = in_hdr ? hdr + (uint64_t)rand_r(&seed) % hdr_size
+					     : eh_frame + (uint64_t)rand_r(&seed) % eh_frame_size;
+
+			copy[at] = (uint8_t)rand_r(&seed);
+		}
+		assert_int_equal(write_whole_file(corrupt, copy, len), 0);
+		free(copy);
+		if (!build_table(corrupt, &table, &err)) {
+			built++;
+			assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+		} else {
+			assert_true(strlen(err.text) > 0);
+		}
+		unwind_table_free(&table);
+	}
+	free(data);
+	print_message("%u of %u corrupted files still gave a table\n", built, rounds);
+}
+
 static void test_file_id_is_stable(void **state)
 {
 	struct unwind_file_id first, second;
@@ -424,6 +550,9 @@ int main(void)
 		cmocka_unit_test(test_no_cfi),
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_truncated_elf),
+		cmocka_unit_test(test_too_many_rows),
+		cmocka_unit_test(test_too_costly_cfi),
+		cmocka_unit_test(test_corrupted_cfi),
 		cmocka_unit_test(test_file_id_is_stable),
 	};
 

@@ -41,13 +41,13 @@ struct unwind_table_stats {
 	size_t fdes;          /* FDEs turned into rows */
 	size_t fdes_skipped;  /* FDEs whose address encoding is not understood */
 	size_t cfi_rows;      /* rows the CFI describes, before sorting and merging */
+	uint64_t work;        /* CFI program bytes libdw replayed (it replays an FDE's per row) */
 	size_t by_kind[UNWIND_ROW_GAP + 1]; /* final rows of each kind */
 };
 
 struct unwind_table {
 	struct unwind_row *rows; /* sorted by pc, unique pcs, the last one a GAP */
 	size_t count;
-	size_t capacity;
 	struct unwind_file_id id;
 	uint8_t source; /* enum unwind_cfi_source */
 	struct unwind_table_stats stats;
