@@ -48,6 +48,7 @@
 /* Native frames one sample may walk. */
 #define UNWIND_MAX_FRAMES 256
 
+/* The order matters to the builder: at one pc a rule wins over a GAP. */
 enum unwind_row_kind {
 	UNWIND_ROW_CFA_RSP = 0,
 	UNWIND_ROW_CFA_RBP = 1,

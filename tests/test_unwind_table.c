@@ -437,6 +437,30 @@ static void test_too_many_rows(void **state)
 	assert_non_null(strstr(last_error, "over the limit"));
 }
 
+/* Adjacent functions: no GAP between them, and where one's last rule is the next one's first, one row. */
+static void test_adjacent_functions_share_no_gap(void **state)
+{
+	struct unwind_table table;
+	struct errbuf err;
+	uint64_t first, last, size;
+	char path[512];
+
+	(void)state;
+	assemble_library(path, sizeof(path), "adjacent", 3, 2);
+	assert_int_equal(build_table(path, &table, &err), 0);
+	function_range(path, "f0", &first, &size);
+	function_range(path, "f2", &last, &size);
+	/* f0: rsp+8, +16, +24, +16, +8 (ret); f1 and f2 the same, their first row merged: 1 + 3 * 4 rows, a GAP */
+	assert_int_equal(table.count, 14);
+	for (size_t i = 0; i + 1 < table.count; i++) {
+		assert_true(table.rows[i].pc >= first && table.rows[i].pc < last + size);
+		assert_int_equal(table.rows[i].kind, UNWIND_ROW_CFA_RSP);
+	}
+	assert_int_equal(table.rows[table.count - 1].pc, last + size);
+	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+	unwind_table_free(&table);
+}
+
 /* One function of 80k rows: libdw would replay its 400 KB program 80k times. */
 static void test_too_costly_cfi(void **state)
 {
@@ -550,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_no_cfi),
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_truncated_elf),
+		cmocka_unit_test(test_adjacent_functions_share_no_gap),
 		cmocka_unit_test(test_too_many_rows),
 		cmocka_unit_test(test_too_costly_cfi),
 		cmocka_unit_test(test_corrupted_cfi),

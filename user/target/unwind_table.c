@@ -529,14 +529,14 @@ static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
 		offset = next;
 		if (dwarf_cfi_cie_p(&entry))
 			continue;
-		if (!fde_range(walk, &entry.fde, &start, &end)) {
+		/* start 0: a function the linker discarded (.debug_frame keeps its FDE);
+		 * end past 4 GiB: not representable, its trailing GAP row included */
+		if (!fde_range(walk, &entry.fde, &start, &end) || !start || end > UINT32_MAX) {
 			walk->table->stats.fdes_skipped++;
 			continue;
 		}
 		if (start == end)
 			continue;
-		if (end > UINT32_MAX) /* the trailing GAP row is at end */
-			return errbuf_set(walk->err, -EOVERFLOW, "CFI for address 0x%" PRIx64 " past 4 GiB", end - 1);
 		walk->table->stats.fdes++;
 		err = add_fde_rows(walk, list, start, end, (size_t)(entry.fde.end - entry.fde.start));
 		if (err)
@@ -548,15 +548,19 @@ static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
 	return 0;
 }
 
-/* Sorted by pc; at one pc, a function's row before another FDE's trailing GAP. */
+/* Sorted by pc; at one pc, a function's row before another FDE's trailing GAP
+ * (kinds are ordered so), and overlapping FDEs' rows in a fixed order. */
 static int compare_rows(const void *left, const void *right)
 {
 	const struct wide_row *a = left, *b = right;
-	bool a_gap = a->row.kind == UNWIND_ROW_GAP, b_gap = b->row.kind == UNWIND_ROW_GAP;
 
 	if (a->pc != b->pc)
 		return a->pc < b->pc ? -1 : 1;
-	return (int)a_gap - (int)b_gap;
+	if (a->row.kind != b->row.kind)
+		return a->row.kind < b->row.kind ? -1 : 1;
+	if (a->row.cfa_offset8 != b->row.cfa_offset8)
+		return a->row.cfa_offset8 < b->row.cfa_offset8 ? -1 : 1;
+	return (int)a->row.rbp_offset8 - (int)b->row.rbp_offset8;
 }
 
 static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
@@ -568,14 +572,18 @@ static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
 static int finish_table(struct row_list *list, struct unwind_table *table, struct errbuf *err)
 {
 	size_t kept = 0;
+	uint64_t previous_pc = 0;
 
 	qsort(list->items, list->count, sizeof(*list->items), compare_rows);
 	for (size_t i = 0; i < list->count; i++) {
-		const struct wide_row *item = &list->items[i];
+		const struct wide_row item = list->items[i];
+		/* the first row at a pc wins, even when it merged into the row before it */
+		bool same_pc = i && item.pc == previous_pc;
 
-		if (kept && (item->pc == list->items[kept - 1].pc || same_rule(&item->row, &list->items[kept - 1].row)))
+		previous_pc = item.pc;
+		if (same_pc || (kept && same_rule(&item.row, &list->items[kept - 1].row)))
 			continue;
-		list->items[kept++] = *item;
+		list->items[kept++] = item;
 	}
 	if (kept > UNWIND_TABLE_MAX_ROWS)
 		return errbuf_set(err, -E2BIG, "the unwind table has %zu rows, over the limit of %u", kept,

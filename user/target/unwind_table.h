@@ -39,7 +39,7 @@ enum unwind_cfi_source {
 /* What the build saw, for tests and the bench. */
 struct unwind_table_stats {
 	size_t fdes;          /* FDEs turned into rows */
-	size_t fdes_skipped;  /* FDEs whose address encoding is not understood */
+	size_t fdes_skipped;  /* FDEs not understood (address encoding), discarded, or past 4 GiB */
 	size_t cfi_rows;      /* rows the CFI describes, before sorting and merging */
 	uint64_t work;        /* CFI program bytes libdw replayed (it replays an FDE's per row) */
 	size_t by_kind[UNWIND_ROW_GAP + 1]; /* final rows of each kind */
@@ -57,10 +57,11 @@ struct unwind_table {
  * Builds the table of the ELF file open at fd (read with pread; the offset of
  * fd is not used). 0, or a negative errno with err describing it:
  * -ENOEXEC (not a 64-bit x86-64 ELF, or unreadable/truncated headers),
- * -ENODATA (no .eh_frame nor .debug_frame), -E2BIG (more than
- * UNWIND_TABLE_MAX_ROWS rows, or CFI too costly to interpret),
- * -EOVERFLOW (CFI for addresses past 4 GiB), -EIO (CFI libdw cannot read),
- * -ENOMEM. On error the table is empty.
+ * -ENODATA (no usable FDE in .eh_frame nor .debug_frame), -E2BIG (more than
+ * UNWIND_TABLE_MAX_ROWS rows, or CFI too costly to interpret), -EIO (CFI
+ * libdw cannot read), -ENOMEM. On error the table is empty but its id is set
+ * when the file could be identified (to remember that the file has none).
+ * FDEs past 4 GiB or for discarded code (address 0) are skipped and counted.
  */
 int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *err);
 void unwind_table_free(struct unwind_table *table);
