@@ -70,49 +70,46 @@ static void function_range(const char *path, const char *name, uint64_t *start, 
 /* ---- readelf's interpretation ---- */
 
 struct readelf_row {
+	uint64_t fde_start, fde_end; /* the FDE the row belongs to */
 	uint64_t pc;
-	char cfa[32]; /* "rsp+16", "rbp+16", "exp" */
-	char rbp[32]; /* "u" (not saved) or "c-16" */
+	char cfa[32]; /* "rsp+16", "rbp+16", "exp", "rdi+0" */
+	char rbp[32]; /* "u" (not saved), "c-16", "r3 (rbx)" */
 	char ra[32];  /* "c-8", or "u" */
 };
 
-/* Rows of the FDE that covers pc, as `readelf --debug-dump=frames-interp` prints them. */
-static size_t readelf_fde_rows(const char *path, uint64_t pc, struct readelf_row *rows, size_t capacity,
-			       uint64_t *fde_start, uint64_t *fde_end)
+typedef void (*readelf_row_fn)(const struct readelf_row *row, void *context);
+
+/* Calls fn for every row `readelf --debug-dump=frames-interp` prints (the last one of a pc). */
+static void readelf_each_row(const char *path, readelf_row_fn fn, void *context)
 {
 	char command[1024], line[1024];
-	FILE *pipe;
-	bool inside = false;
+	struct readelf_row row = { 0 }, pending = { 0 };
+	bool has_pending = false;
 	int rbp_column = -1, ra_column = -1;
-	size_t count = 0;
+	FILE *pipe;
 
 	snprintf(command, sizeof(command), "readelf --debug-dump=frames-interp %s", path);
 	pipe = popen(command, "r");
 	assert_non_null(pipe);
 	while (fgets(line, sizeof(line), pipe)) {
-		char *fde = strstr(line, " FDE cie=");
+		char *fde = strstr(line, " FDE cie="), *range;
 		char *tokens[32];
 		int ntokens = 0;
 
-		if (fde) {
-			uint64_t start, end;
-
-			if (inside)
-				break;
-			if (sscanf(strstr(fde, "pc="), "pc=%" SCNx64 "..%" SCNx64, &start, &end) == 2 &&
-			    start <= pc && pc < end) {
-				inside = true;
-				*fde_start = start;
-				*fde_end = end;
-			}
+		if (fde || strstr(line, " CIE") || strstr(line, "ZERO terminator")) {
+			row.fde_start = row.fde_end = 0;
+			rbp_column = ra_column = -1;
+			if (fde && (range = strstr(fde, "pc=")))
+				assert_int_equal(sscanf(range, "pc=%" SCNx64 "..%" SCNx64, &row.fde_start, &row.fde_end), 2);
 			continue;
 		}
-		if (!inside)
-			continue;
 		for (char *save = NULL, *token = strtok_r(line, " \t\n", &save); token && ntokens < 32;
-		     token = strtok_r(NULL, " \t\n", &save))
+		     token = strtok_r(NULL, " \t\n", &save)) {
+			if (token[0] == '(' && ntokens)
+				continue; /* "r3 (rbx)": the register's name, part of the previous column */
 			tokens[ntokens++] = token;
-		if (!ntokens)
+		}
+		if (!ntokens || row.fde_start == row.fde_end)
 			continue;
 		if (!strcmp(tokens[0], "LOC")) {
 			for (int i = 0; i < ntokens; i++) {
@@ -123,18 +120,37 @@ static size_t readelf_fde_rows(const char *path, uint64_t pc, struct readelf_row
 			}
 			continue;
 		}
-		assert_true(count < capacity);
-		assert_true(ra_column > 0 && ra_column < ntokens);
-		rows[count].pc = strtoull(tokens[0], NULL, 16);
-		snprintf(rows[count].cfa, sizeof(rows[count].cfa), "%s", tokens[1]);
-		snprintf(rows[count].rbp, sizeof(rows[count].rbp), "%s",
-			 rbp_column > 0 && rbp_column < ntokens ? tokens[rbp_column] : "u");
-		snprintf(rows[count].ra, sizeof(rows[count].ra), "%s", tokens[ra_column]);
-		count++;
+		if (ra_column <= 0)
+			fail_msg("no ra column before: %s", line);
+		row.pc = strtoull(tokens[0], NULL, 16);
+		snprintf(row.cfa, sizeof(row.cfa), "%s", tokens[1]);
+		snprintf(row.rbp, sizeof(row.rbp), "%s", rbp_column > 0 && rbp_column < ntokens ? tokens[rbp_column] : "u");
+		snprintf(row.ra, sizeof(row.ra), "%s", ra_column < ntokens ? tokens[ra_column] : "?");
+		if (has_pending && (pending.pc != row.pc || pending.fde_start != row.fde_start))
+			fn(&pending, context);
+		pending = row;
+		has_pending = true;
 	}
+	if (has_pending)
+		fn(&pending, context);
 	pclose(pipe);
-	assert_true(inside);
-	return count;
+}
+
+/* The rows of the FDE that covers one pc. */
+struct fde_rows {
+	uint64_t pc;
+	struct readelf_row rows[256];
+	size_t count;
+};
+
+static void collect_fde_row(const struct readelf_row *row, void *context)
+{
+	struct fde_rows *fde = context;
+
+	if (row->fde_start <= fde->pc && fde->pc < row->fde_end) {
+		assert_true(fde->count < ARRAY_SIZE(fde->rows));
+		fde->rows[fde->count++] = *row;
+	}
 }
 
 /* One of our rows in readelf's notation. */
@@ -161,15 +177,18 @@ static void describe_row(const struct unwind_row *row, char *cfa, char *rbp, siz
 static void check_function_against_readelf(const char *path, const struct unwind_table *table, const char *name,
 					   unsigned *rsp_rows, unsigned *rbp_rows)
 {
-	struct readelf_row rows[256];
-	uint64_t start, size, fde_start = 0, fde_end = 0;
-	size_t count;
+	static struct fde_rows fde;
+	uint64_t size, fde_start, fde_end;
+	const struct readelf_row *rows = fde.rows;
 
-	function_range(path, name, &start, &size);
-	count = readelf_fde_rows(path, start, rows, ARRAY_SIZE(rows), &fde_start, &fde_end);
-	assert_true(count >= 2);
+	memset(&fde, 0, sizeof(fde));
+	function_range(path, name, &fde.pc, &size);
+	readelf_each_row(path, collect_fde_row, &fde);
+	assert_true(fde.count >= 2);
+	fde_start = rows[0].fde_start;
+	fde_end = rows[0].fde_end;
 	assert_int_equal(rows[0].pc, fde_start);
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < fde.count; i++) {
 		const struct unwind_row *row = unwind_table_lookup(table, rows[i].pc);
 		char cfa[32], rbp[32];
 
@@ -186,12 +205,61 @@ static void check_function_against_readelf(const char *path, const struct unwind
 
 		if (table->rows[r].pc < fde_start || table->rows[r].pc >= fde_end)
 			continue;
-		for (size_t i = 0; i < count; i++)
+		for (size_t i = 0; i < fde.count; i++)
 			at_readelf_row |= rows[i].pc == table->rows[r].pc;
 		assert_true(at_readelf_row);
 	}
 	/* past the function: not its last rule (another function's row, or a GAP) */
 	assert_true(unwind_table_lookup(table, fde_end)->pc == fde_end);
+}
+
+/* What we should make of one readelf row, compared with what we made. */
+struct file_comparison {
+	const struct unwind_table *table;
+	size_t rows, mismatches;
+};
+
+static bool is_simple_rule(const struct readelf_row *row)
+{
+	unsigned offset;
+	char reg[8];
+
+	return sscanf(row->cfa, "%3[rspb]+%u", reg, &offset) == 2 && (!strcmp(reg, "rsp") || !strcmp(reg, "rbp")) &&
+	       !strcmp(row->ra, "c-8") && (!strcmp(row->rbp, "u") || !strncmp(row->rbp, "c-", 2));
+}
+
+static void compare_file_row(const struct readelf_row *row, void *context)
+{
+	struct file_comparison *comparison = context;
+	const struct unwind_row *ours = unwind_table_lookup(comparison->table, row->pc);
+	char cfa[32], rbp[32];
+	bool same;
+
+	comparison->rows++;
+	assert_non_null(ours);
+	describe_row(ours, cfa, rbp, sizeof(cfa));
+	if (!strcmp(row->ra, "u"))
+		same = ours->kind == UNWIND_ROW_ROOT;
+	else if (!strcmp(row->cfa, "exp"))
+		same = ours->kind == UNWIND_ROW_PLT || ours->kind == UNWIND_ROW_UNSUPPORTED;
+	else if (is_simple_rule(row))
+		same = !strcmp(cfa, row->cfa) && !strcmp(rbp, row->rbp);
+	else
+		same = ours->kind == UNWIND_ROW_UNSUPPORTED;
+	if (!same && comparison->mismatches++ < 5)
+		print_message("at 0x%" PRIx64 ": readelf says CFA %s rbp %s ra %s, we say kind %u CFA %s rbp %s\n",
+			      row->pc, row->cfa, row->rbp, row->ra, ours->kind, cfa, rbp);
+}
+
+/* Every row readelf prints for the file, looked up in our table: the same rule. */
+static void check_file_against_readelf(const char *path, const struct unwind_table *table)
+{
+	struct file_comparison comparison = { .table = table };
+
+	readelf_each_row(path, compare_file_row, &comparison);
+	print_message("%s: %zu readelf rows compared, %zu differ\n", path, comparison.rows, comparison.mismatches);
+	assert_true(comparison.rows > 0);
+	assert_int_equal(comparison.mismatches, 0);
 }
 
 /* crt1's _start says its return address is undefined: the end of every stack. */
@@ -224,6 +292,7 @@ static void test_rows_match_readelf(void **state)
 	assert_true(rsp_rows > 0);
 	assert_true(rbp_rows > 0);
 	check_start_is_root(path, &table);
+	check_file_against_readelf(path, &table);
 	unwind_table_free(&table);
 }
 
@@ -244,6 +313,7 @@ static void test_debug_frame_when_no_eh_frame(void **state)
 	assert_int_equal(table.source, UNWIND_CFI_DEBUG_FRAME);
 	check_function_against_readelf(path, &table, "pushes", &rsp_rows, &rbp_rows);
 	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
+	check_file_against_readelf(path, &table);
 	unwind_table_free(&table);
 }
 
@@ -299,6 +369,7 @@ static void check_real_file(const char *path, bool has_start)
 	assert_true(supported_share(&table) >= 0.999);
 	assert_int_equal(table.stats.fdes_skipped, 0);
 	check_plt(path, &table);
+	check_file_against_readelf(path, &table);
 	if (has_start)
 		check_start_is_root(path, &table);
 	unwind_table_free(&table);
