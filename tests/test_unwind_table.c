@@ -47,15 +47,15 @@ static void compile_program(char *path, size_t len, const char *name, const char
 	assert_int_equal(system(command), 0);
 }
 
-static int build_table(const char *path, struct unwind_table *table, struct errbuf *err)
+static int build_table(const char *path, struct unwind_table *table, struct errbuf *error)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int result;
+	int err;
 
 	assert_true(fd >= 0);
-	result = unwind_table_build(fd, table, err);
+	err = unwind_table_build(fd, table, error);
 	close(fd);
-	return result;
+	return err;
 }
 
 static void function_range(const char *path, const char *name, uint64_t *start, uint64_t *size)
@@ -275,13 +275,13 @@ static void check_start_is_root(const char *path, const struct unwind_table *tab
 static void test_rows_match_readelf(void **state)
 {
 	struct unwind_table table;
-	struct errbuf err;
+	struct errbuf error;
 	unsigned rsp_rows = 0, rbp_rows = 0;
 	char path[512];
 
 	(void)state;
 	compile_program(path, sizeof(path), "cfi_program", "-O2 -fomit-frame-pointer -fasynchronous-unwind-tables", "");
-	assert_int_equal(build_table(path, &table, &err), 0);
+	assert_int_equal(build_table(path, &table, &error), 0);
 	assert_int_equal(table.source, UNWIND_CFI_EH_FRAME);
 	assert_int_equal(table.id.kind, UNWIND_FILE_ID_BUILD_ID);
 	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
@@ -300,16 +300,17 @@ static void test_rows_match_readelf(void **state)
 static void test_debug_frame_when_no_eh_frame(void **state)
 {
 	struct unwind_table table;
-	struct errbuf err;
+	struct errbuf error;
 	unsigned rsp_rows = 0, rbp_rows = 0;
 	char path[512], after[1024];
 
 	(void)state;
-	snprintf(after, sizeof(after), "&& objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr %s/debug_frame_program",
+	snprintf(after, sizeof(after),
+		 "&& objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr %s/debug_frame_program",
 		 test_tmpdir());
 	compile_program(path, sizeof(path), "debug_frame_program",
 			"-O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables", after);
-	assert_int_equal(build_table(path, &table, &err), 0);
+	assert_int_equal(build_table(path, &table, &error), 0);
 	assert_int_equal(table.source, UNWIND_CFI_DEBUG_FRAME);
 	check_function_against_readelf(path, &table, "pushes", &rsp_rows, &rbp_rows);
 	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
@@ -347,18 +348,18 @@ static void check_plt(const char *path, const struct unwind_table *table)
 static void check_real_file(const char *path, bool has_start)
 {
 	struct unwind_table table;
-	struct errbuf err;
+	struct errbuf error;
 	uint64_t started;
-	int result;
+	int err;
 
 	if (access(path, R_OK)) {
 		print_message("%s: absent, skipped\n", path);
 		skip();
 	}
 	started = clock_monotonic_us();
-	result = build_table(path, &table, &err);
-	if (result)
-		fail_msg("%s: %s", path, err.text);
+	err = build_table(path, &table, &error);
+	if (err)
+		fail_msg("%s: %s", path, error.text);
 	print_message("%s: %zu rows (%zu bytes), %zu FDEs (%zu skipped), %zu CFI rows, %zu gaps, %zu plt, %zu root,"
 		      " %zu unsupported, %.4f%% supported, %" PRIu64 " CFI bytes replayed, built in %" PRIu64 " ms\n",
 		      path, table.count, table.count * sizeof(struct unwind_row), table.stats.fdes,
@@ -400,17 +401,17 @@ static char last_error[ERRBUF_SIZE];
 static void expect_failure(const char *path, int expected)
 {
 	struct unwind_table table;
-	struct errbuf err;
-	int result = build_table(path, &table, &err);
+	struct errbuf error;
+	int err = build_table(path, &table, &error);
 
-	assert_true(result < 0);
+	assert_true(err < 0);
 	if (expected)
-		assert_int_equal(result, expected);
-	assert_true(strlen(err.text) > 0);
+		assert_int_equal(err, expected);
+	assert_true(strlen(error.text) > 0);
 	assert_null(table.rows);
 	assert_int_equal(table.count, 0);
-	print_message("%s: %s\n", strrchr(path, '/') + 1, err.text);
-	snprintf(last_error, sizeof(last_error), "%s", err.text);
+	print_message("%s: %s\n", strrchr(path, '/') + 1, error.text);
+	snprintf(last_error, sizeof(last_error), "%s", error.text);
 }
 
 static void test_no_cfi(void **state)
@@ -451,14 +452,14 @@ static void test_truncated_elf(void **state)
 	snprintf(cut, sizeof(cut), "%s/truncated", test_tmpdir());
 	for (size_t keep = 0; keep < len; keep += keep < 128 ? 7 : len / 61 + 1) {
 		struct unwind_table table;
-		struct errbuf err;
-		int result;
+		struct errbuf error;
+		int err;
 
 		assert_int_equal(write_whole_file(cut, data, keep), 0);
-		result = build_table(cut, &table, &err);
+		err = build_table(cut, &table, &error);
 		lengths++;
-		if (result) {
-			assert_true(strlen(err.text) > 0);
+		if (err) {
+			assert_true(strlen(error.text) > 0);
 			assert_null(table.rows);
 			failures++;
 		}
@@ -472,7 +473,7 @@ static void test_truncated_elf(void **state)
 	assert_true(failures > 0);
 }
 
-/* A library of many small functions, written as assembly with CFI directives: each pushes and pops rbx `pushes` times. */
+/* A library of many small functions in assembly with CFI directives: each pushes and pops rbx `pushes` times. */
 static void assemble_library(char *path, size_t len, const char *name, unsigned functions, unsigned pushes)
 {
 	char source[512], command[1536];
@@ -512,13 +513,13 @@ static void test_too_many_rows(void **state)
 static void test_adjacent_functions_share_no_gap(void **state)
 {
 	struct unwind_table table;
-	struct errbuf err;
+	struct errbuf error;
 	uint64_t first, last, size;
 	char path[512];
 
 	(void)state;
 	assemble_library(path, sizeof(path), "adjacent", 3, 2);
-	assert_int_equal(build_table(path, &table, &err), 0);
+	assert_int_equal(build_table(path, &table, &error), 0);
 	function_range(path, "f0", &first, &size);
 	function_range(path, "f2", &last, &size);
 	/* f0: rsp+8, +16, +24, +16, +8 (ret); f1 and f2 the same, their first row merged: 1 + 3 * 4 rows, a GAP */
@@ -591,7 +592,7 @@ static void test_corrupted_cfi(void **state)
 	for (unsigned round = 0; round < rounds; round++) {
 		uint8_t *copy = malloc(len);
 		struct unwind_table table;
-		struct errbuf err;
+		struct errbuf error;
 
 		assert_non_null(copy);
 		memcpy(copy, data, len);
@@ -604,11 +605,11 @@ static void test_corrupted_cfi(void **state)
 		}
 		assert_int_equal(write_whole_file(corrupt, copy, len), 0);
 		free(copy);
-		if (!build_table(corrupt, &table, &err)) {
+		if (!build_table(corrupt, &table, &error)) {
 			built++;
 			assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
 		} else {
-			assert_true(strlen(err.text) > 0);
+			assert_true(strlen(error.text) > 0);
 		}
 		unwind_table_free(&table);
 	}

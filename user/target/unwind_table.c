@@ -47,7 +47,7 @@ struct cfi_walk {
 	Dwarf_Off cie_offset;
 	int cie_encoding;     /* DW_EH_PE_*, or -1: not understood */
 	struct unwind_table *table;
-	struct errbuf *err;
+	struct errbuf *error;
 };
 
 /* ---- identity ---- */
@@ -114,42 +114,42 @@ static int file_id_of_elf(int fd, Elf *elf, struct unwind_file_id *id)
 }
 
 /* Section headers past the end of the file: libelf would see no sections and we would say "no CFI". */
-static int check_section_headers(int fd, const GElf_Ehdr *ehdr, uint64_t *file_size, struct errbuf *err)
+static int check_section_headers(int fd, const GElf_Ehdr *ehdr, uint64_t *file_size, struct errbuf *error)
 {
 	struct stat st;
 	/* e_shnum 0 with headers present: the count is in the first header, which must fit */
 	uint64_t count = ehdr->e_shoff ? (ehdr->e_shnum ? ehdr->e_shnum : 1) : 0;
 
 	if (fstat(fd, &st))
-		return errbuf_set(err, -errno, "fstat: %s", strerror(errno));
+		return errbuf_set(error, -errno, "fstat: %s", strerror(errno));
 	*file_size = (uint64_t)st.st_size;
 	if (count && (ehdr->e_shoff > *file_size || count > (*file_size - ehdr->e_shoff) / sizeof(Elf64_Shdr)))
-		return errbuf_set(err, -ENOEXEC, "truncated file: %" PRIu64 " section headers at %" PRIu64
+		return errbuf_set(error, -ENOEXEC, "truncated file: %" PRIu64 " section headers at %" PRIu64
 				  " do not fit in its %" PRIu64 " bytes", count, (uint64_t)ehdr->e_shoff, *file_size);
 	return 0;
 }
 
 /* The file as a 64-bit x86-64 ELF, read (never mapped). */
-static int open_elf(int fd, Elf **elf_out, uint64_t *file_size, struct errbuf *err)
+static int open_elf(int fd, Elf **elf_out, uint64_t *file_size, struct errbuf *error)
 {
 	Elf *elf;
 	GElf_Ehdr ehdr;
-	int result;
+	int err;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return errbuf_set(err, -ENOSYS, "libelf: %s", elf_errmsg(-1));
+		return errbuf_set(error, -ENOSYS, "libelf: %s", elf_errmsg(-1));
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
-		return errbuf_set(err, -ENOEXEC, "not an ELF file: %s", elf_errmsg(-1));
+		return errbuf_set(error, -ENOEXEC, "not an ELF file: %s", elf_errmsg(-1));
 	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || !gelf_getehdr(elf, &ehdr) ||
 	    ehdr.e_machine != EM_X86_64) {
 		elf_end(elf);
-		return errbuf_set(err, -ENOEXEC, "not a 64-bit x86-64 ELF file");
+		return errbuf_set(error, -ENOEXEC, "not a 64-bit x86-64 ELF file");
 	}
-	result = check_section_headers(fd, &ehdr, file_size, err);
-	if (result) {
+	err = check_section_headers(fd, &ehdr, file_size, error);
+	if (err) {
 		elf_end(elf);
-		return result;
+		return err;
 	}
 	*elf_out = elf;
 	return 0;
@@ -157,16 +157,16 @@ static int open_elf(int fd, Elf **elf_out, uint64_t *file_size, struct errbuf *e
 
 int unwind_table_file_id(int fd, struct unwind_file_id *id)
 {
-	struct errbuf err;
+	struct errbuf error;
 	uint64_t file_size;
 	Elf *elf;
-	int result = open_elf(fd, &elf, &file_size, &err);
+	int err = open_elf(fd, &elf, &file_size, &error);
 
-	if (result)
-		return result;
-	result = file_id_of_elf(fd, elf, id);
+	if (err)
+		return err;
+	err = file_id_of_elf(fd, elf, id);
 	elf_end(elf);
-	return result;
+	return err;
 }
 
 /* ---- FDE address ranges ---- */
@@ -461,13 +461,13 @@ struct row_list {
 	size_t capacity;
 };
 
-static int row_list_add(struct row_list *list, uint64_t pc, struct unwind_row row, struct errbuf *err)
+static int row_list_add(struct row_list *list, uint64_t pc, struct unwind_row row, struct errbuf *error)
 {
 	/* before merging, gaps may double the count */
 	if (list->count >= 2 * (size_t)UNWIND_TABLE_MAX_ROWS)
-		return errbuf_set(err, -E2BIG, "CFI describes more than %u rows", 2 * UNWIND_TABLE_MAX_ROWS);
+		return errbuf_set(error, -E2BIG, "CFI describes more than %u rows", 2 * UNWIND_TABLE_MAX_ROWS);
 	if (ARRAY_RESERVE(list->items, list->capacity, list->count + 1))
-		return errbuf_set(err, -ENOMEM, "out of memory for %zu unwind rows", list->count + 1);
+		return errbuf_set(error, -ENOMEM, "out of memory for %zu unwind rows", list->count + 1);
 	list->items[list->count++] = (struct wide_row){ .pc = pc, .row = row };
 	return 0;
 }
@@ -488,12 +488,12 @@ static int add_fde_rows(struct cfi_walk *walk, struct row_list *list, uint64_t s
 
 		walk->table->stats.work += program_bytes + 1;
 		if (walk->table->stats.work > UNWIND_MAX_WORK)
-			return errbuf_set(walk->err, -E2BIG,
+			return errbuf_set(walk->error, -E2BIG,
 					  "CFI too costly to interpret: over %llu program bytes replayed, at the FDE at 0x%" PRIx64,
 					  (unsigned long long)UNWIND_MAX_WORK, start);
 		if (dwarf_cfi_addrframe(walk->cfi, pc, &frame)) {
 			/* libdw cannot read this FDE (unknown opcode, bad CIE): no rule for the rest */
-			err = row_list_add(list, pc, (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED }, walk->err);
+			err = row_list_add(list, pc, (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED }, walk->error);
 			if (err)
 				return err;
 			break;
@@ -503,7 +503,7 @@ static int add_fde_rows(struct cfi_walk *walk, struct row_list *list, uint64_t s
 		free(frame);
 		if (ra_regno < 0 || row_start > pc || row_end <= pc)
 			row = (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED };
-		err = row_list_add(list, pc, row, walk->err);
+		err = row_list_add(list, pc, row, walk->error);
 		if (err)
 			return err;
 		walk->table->stats.cfi_rows++;
@@ -511,17 +511,17 @@ static int add_fde_rows(struct cfi_walk *walk, struct row_list *list, uint64_t s
 			break;
 		pc = row_end;
 	}
-	return row_list_add(list, end, (struct unwind_row){ .kind = UNWIND_ROW_GAP }, walk->err);
+	return row_list_add(list, end, (struct unwind_row){ .kind = UNWIND_ROW_GAP }, walk->error);
 }
 
 static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
 {
 	Dwarf_Off offset = 0, next;
 	Dwarf_CFI_Entry entry;
-	int result = 0, err;
+	int status = 0, err;
 
 	while (offset != (Dwarf_Off)-1 &&
-	       (result = dwarf_next_cfi(walk->e_ident, walk->data, walk->eh_frame, offset, &next, &entry)) == 0) {
+	       (status = dwarf_next_cfi(walk->e_ident, walk->data, walk->eh_frame, offset, &next, &entry)) == 0) {
 		uint64_t start, end;
 
 		if (next <= offset)
@@ -542,8 +542,8 @@ static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
 		if (err)
 			return err;
 	}
-	if (result < 0)
-		return errbuf_set(walk->err, -EIO, "unreadable CFI at offset %" PRIu64 ": %s", (uint64_t)offset,
+	if (status < 0)
+		return errbuf_set(walk->error, -EIO, "unreadable CFI at offset %" PRIu64 ": %s", (uint64_t)offset,
 				  dwarf_errmsg(-1));
 	return 0;
 }
@@ -569,7 +569,7 @@ static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
 }
 
 /* Sorts, keeps one row per pc, drops a row whose rule its predecessor already gives. */
-static int finish_table(struct row_list *list, struct unwind_table *table, struct errbuf *err)
+static int finish_table(struct row_list *list, struct unwind_table *table, struct errbuf *error)
 {
 	size_t kept = 0;
 	uint64_t previous_pc = 0;
@@ -586,11 +586,11 @@ static int finish_table(struct row_list *list, struct unwind_table *table, struc
 		list->items[kept++] = item;
 	}
 	if (kept > UNWIND_TABLE_MAX_ROWS)
-		return errbuf_set(err, -E2BIG, "the unwind table has %zu rows, over the limit of %u", kept,
+		return errbuf_set(error, -E2BIG, "the unwind table has %zu rows, over the limit of %u", kept,
 				  UNWIND_TABLE_MAX_ROWS);
 	table->rows = calloc(kept ? kept : 1, sizeof(*table->rows));
 	if (!table->rows)
-		return errbuf_set(err, -ENOMEM, "out of memory for %zu unwind rows", kept);
+		return errbuf_set(error, -ENOMEM, "out of memory for %zu unwind rows", kept);
 	for (size_t i = 0; i < kept; i++) {
 		table->rows[i] = list->items[i].row;
 		table->rows[i].pc = (uint32_t)list->items[i].pc;
@@ -603,7 +603,7 @@ static int finish_table(struct row_list *list, struct unwind_table *table, struc
 /* ---- sources ---- */
 
 /* Refuses a file whose compressed debug sections would inflate past the bound (libdw inflates them all). */
-static int check_compressed_sections(Elf *elf, struct errbuf *err)
+static int check_compressed_sections(Elf *elf, struct errbuf *error)
 {
 	Elf_Scn *scn = NULL;
 	unsigned seen = 0;
@@ -615,14 +615,14 @@ static int check_compressed_sections(Elf *elf, struct errbuf *err)
 		if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED))
 			continue;
 		if (!gelf_getchdr(scn, &chdr) || chdr.ch_size > UNWIND_MAX_CFI_BYTES)
-			return errbuf_set(err, -E2BIG, "a compressed section inflates past %u bytes",
+			return errbuf_set(error, -E2BIG, "a compressed section inflates past %u bytes",
 					  UNWIND_MAX_CFI_BYTES);
 	}
 	return 0;
 }
 
 static int section_data(Elf *elf, uint64_t file_size, const char *name, Elf_Data **data, uint64_t *addr,
-			struct errbuf *err)
+			struct errbuf *error)
 {
 	GElf_Shdr shdr;
 	Elf_Scn *scn = elf_section_by_name(elf, name, &shdr);
@@ -630,15 +630,15 @@ static int section_data(Elf *elf, uint64_t file_size, const char *name, Elf_Data
 	if (!scn || shdr.sh_type == SHT_NOBITS || !shdr.sh_size)
 		return -ENODATA;
 	if (shdr.sh_size > UNWIND_MAX_CFI_BYTES)
-		return errbuf_set(err, -E2BIG, "%s is %" PRIu64 " bytes, over the limit of %u", name,
+		return errbuf_set(error, -E2BIG, "%s is %" PRIu64 " bytes, over the limit of %u", name,
 				  (uint64_t)shdr.sh_size, UNWIND_MAX_CFI_BYTES);
 	if (!(shdr.sh_flags & SHF_COMPRESSED) &&
 	    (shdr.sh_offset > file_size || shdr.sh_size > file_size - shdr.sh_offset))
-		return errbuf_set(err, -ENOEXEC, "truncated file: %s ends past its %" PRIu64 " bytes", name,
+		return errbuf_set(error, -ENOEXEC, "truncated file: %s ends past its %" PRIu64 " bytes", name,
 				  file_size);
 	*data = elf_getdata(scn, NULL);
 	if (!*data || !(*data)->d_buf || !(*data)->d_size)
-		return errbuf_set(err, -ENOEXEC, "%s cannot be read (truncated file?): %s", name, elf_errmsg(-1));
+		return errbuf_set(error, -ENOEXEC, "%s cannot be read (truncated file?): %s", name, elf_errmsg(-1));
 	*addr = shdr.sh_addr;
 	return 0;
 }
@@ -648,7 +648,7 @@ static int walk_cfi(struct cfi_walk *walk, Elf *elf, struct row_list *list)
 	const char *ident = elf_getident(elf, NULL);
 
 	if (!ident)
-		return errbuf_set(walk->err, -ENOEXEC, "no ELF identification");
+		return errbuf_set(walk->error, -ENOEXEC, "no ELF identification");
 	memcpy(walk->e_ident, ident, EI_NIDENT);
 	walk->cie_offset = (Dwarf_Off)-1;
 	walk->cie_encoding = -1;
@@ -656,90 +656,92 @@ static int walk_cfi(struct cfi_walk *walk, Elf *elf, struct row_list *list)
 }
 
 /* A section without one usable FDE counts as no CFI, so the other section is tried. */
-static int rows_or_nodata(int result, const struct row_list *list)
+static int rows_or_nodata(int err, const struct row_list *list)
 {
-	return !result && !list->count ? -ENODATA : result;
+	return !err && !list->count ? -ENODATA : err;
 }
 
-static int rows_of_eh_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list, struct errbuf *err)
+static int rows_of_eh_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list,
+			    struct errbuf *error)
 {
-	struct cfi_walk walk = { .eh_frame = true, .table = table, .err = err };
-	int result = section_data(elf, file_size, ".eh_frame", &walk.data, &walk.section_addr, err);
+	struct cfi_walk walk = { .eh_frame = true, .table = table, .error = error };
+	int err = section_data(elf, file_size, ".eh_frame", &walk.data, &walk.section_addr, error);
 
-	if (result)
-		return result;
+	if (err)
+		return err;
 	walk.cfi = dwarf_getcfi_elf(elf);
 	if (!walk.cfi)
-		return errbuf_set(err, -EIO, "libdw cannot read .eh_frame: %s", dwarf_errmsg(-1));
-	result = walk_cfi(&walk, elf, list);
+		return errbuf_set(error, -EIO, "libdw cannot read .eh_frame: %s", dwarf_errmsg(-1));
+	err = walk_cfi(&walk, elf, list);
 	dwarf_cfi_end(walk.cfi);
 	table->source = UNWIND_CFI_EH_FRAME;
-	return rows_or_nodata(result, list);
+	return rows_or_nodata(err, list);
 }
 
-static int rows_of_debug_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list, struct errbuf *err)
+static int rows_of_debug_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list,
+			       struct errbuf *error)
 {
-	struct cfi_walk walk = { .eh_frame = false, .table = table, .err = err };
+	struct cfi_walk walk = { .eh_frame = false, .table = table, .error = error };
 	GElf_Shdr shdr;
 	Dwarf *dwarf;
-	int result;
+	int err;
 
 	if (!elf_section_by_name(elf, ".debug_frame", &shdr))
 		return -ENODATA;
-	result = check_compressed_sections(elf, err);
-	if (result)
-		return result;
+	err = check_compressed_sections(elf, error);
+	if (err)
+		return err;
 	dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 	if (!dwarf)
-		return errbuf_set(err, -EIO, "libdw cannot read the DWARF: %s", dwarf_errmsg(-1));
+		return errbuf_set(error, -EIO, "libdw cannot read the DWARF: %s", dwarf_errmsg(-1));
 	/* after dwarf_begin_elf, which inflated the section if it was compressed */
-	result = section_data(elf, file_size, ".debug_frame", &walk.data, &walk.section_addr, err);
-	walk.cfi = result ? NULL : dwarf_getcfi(dwarf);
-	if (!result && !walk.cfi)
-		result = errbuf_set(err, -EIO, "libdw cannot read .debug_frame: %s", dwarf_errmsg(-1));
-	if (!result)
-		result = walk_cfi(&walk, elf, list);
+	err = section_data(elf, file_size, ".debug_frame", &walk.data, &walk.section_addr, error);
+	walk.cfi = err ? NULL : dwarf_getcfi(dwarf);
+	if (!err && !walk.cfi)
+		err = errbuf_set(error, -EIO, "libdw cannot read .debug_frame: %s", dwarf_errmsg(-1));
+	if (!err)
+		err = walk_cfi(&walk, elf, list);
 	dwarf_end(dwarf);
 	table->source = UNWIND_CFI_DEBUG_FRAME;
-	return rows_or_nodata(result, list);
+	return rows_or_nodata(err, list);
 }
 
-int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *err)
+int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error)
 {
 	struct row_list list = { 0 };
 	uint64_t file_size;
 	Elf *elf;
-	int result;
+	int err;
 
 	memset(table, 0, sizeof(*table));
-	errbuf_clear(err);
-	result = open_elf(fd, &elf, &file_size, err);
-	if (result)
-		return result;
-	result = file_id_of_elf(fd, elf, &table->id);
-	if (result) {
-		errbuf_set(err, result, "cannot identify the file: %s", strerror(-result));
+	errbuf_clear(error);
+	err = open_elf(fd, &elf, &file_size, error);
+	if (err)
+		return err;
+	err = file_id_of_elf(fd, elf, &table->id);
+	if (err) {
+		errbuf_set(error, err, "cannot identify the file: %s", strerror(-err));
 	} else {
-		result = rows_of_eh_frame(elf, file_size, table, &list, err);
-		if (result == -ENODATA) {
+		err = rows_of_eh_frame(elf, file_size, table, &list, error);
+		if (err == -ENODATA) {
 			memset(&table->stats, 0, sizeof(table->stats));
 			list.count = 0;
-			result = rows_of_debug_frame(elf, file_size, table, &list, err);
+			err = rows_of_debug_frame(elf, file_size, table, &list, error);
 		}
-		if (result == -ENODATA)
-			errbuf_set(err, result, "no CFI: neither .eh_frame nor .debug_frame");
+		if (err == -ENODATA)
+			errbuf_set(error, err, "no CFI: neither .eh_frame nor .debug_frame");
 	}
-	if (!result)
-		result = finish_table(&list, table, err);
+	if (!err)
+		err = finish_table(&list, table, error);
 	free(list.items);
 	elf_end(elf);
-	if (result) {
+	if (err) {
 		struct unwind_file_id id = table->id;
 
 		unwind_table_free(table);
 		table->id = id;
 	}
-	return result;
+	return err;
 }
 
 void unwind_table_free(struct unwind_table *table)

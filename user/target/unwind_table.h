@@ -55,7 +55,7 @@ struct unwind_table {
 
 /*
  * Builds the table of the ELF file open at fd (read with pread; the offset of
- * fd is not used). 0, or a negative errno with err describing it:
+ * fd is not used). 0, or a negative errno with error describing it:
  * -ENOEXEC (not a 64-bit x86-64 ELF, or unreadable/truncated headers),
  * -ENODATA (no usable FDE in .eh_frame nor .debug_frame), -E2BIG (more than
  * UNWIND_TABLE_MAX_ROWS rows, or CFI too costly to interpret), -EIO (CFI
@@ -63,7 +63,7 @@ struct unwind_table {
  * when the file could be identified (to remember that the file has none).
  * FDEs past 4 GiB or for discarded code (address 0) are skipped and counted.
  */
-int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *err);
+int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error);
 void unwind_table_free(struct unwind_table *table);
 
 /* The row that holds file pc (the search BPF does), or NULL below the first row. */
