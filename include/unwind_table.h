@@ -23,13 +23,15 @@
  *   PLT                a PLT stub: CFA = rsp + 8 + ((pc & 15) >= 11 ? 8 : 0)
  *                      (pc & 15 is the same at runtime: PLTs are 16-byte
  *                      aligned and biases page-aligned); rbp unchanged.
- *   ROOT               the outermost frame (_start): the walk ends, complete.
+ *   ROOT               the outermost frame (_start; a thread's in clone): the
+ *                      walk ends, complete.
  *   UNSUPPORTED        a rule the compact form cannot express (signal frames,
  *                      expressions, registers saved in registers): end the walk.
  *   GAP                no CFI covers [pc, next row): end the walk.
  *
  * rsp and rbp are DWARF registers 7 and 6; nothing else is tracked, which
- * covers 99.99% of rows of CPython and its libraries.
+ * covers every row of libpython 3.12 and Debian's python3.11, and all but 6
+ * of libc's (the context-switching functions, whose CFA is in rdi or rdx).
  */
 #ifndef PYBPFPROF_UNWIND_TABLE_H
 #define PYBPFPROF_UNWIND_TABLE_H
@@ -40,8 +42,9 @@
 #include <linux/types.h>
 #endif
 
-/* Rows of one file's table. libpython has ~64k, libc ~20k; larger files get no
- * native unwinding (the builder fails with -E2BIG) rather than an unbounded map. */
+/* Rows of one file's table, GAPs included: libpython 3.12 has 69k, Debian's
+ * python3.11 65k, libc 28k. Larger files get no native unwinding (the builder
+ * fails with -E2BIG) rather than an unbounded map. */
 #define UNWIND_TABLE_MAX_ROWS (1u << 18)
 /* Halvings of [0, count) that bring any count <= UNWIND_TABLE_MAX_ROWS to one row. */
 #define UNWIND_SEARCH_STEPS 19
