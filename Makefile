@@ -13,7 +13,7 @@ ARCH     := x86
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD)
-LDLIBS    := -lbpf -lelf -lzstd -lz -lm
+LDLIBS    := -lbpf -ldw -lelf -lzstd -lz -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 
@@ -31,7 +31,8 @@ TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
 # Debian packages the build, the tests and the demo need.
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
-		pkg-config libcmocka-dev python3 debootstrap zstd
+		pkg-config libcmocka-dev python3 debootstrap zstd \
+		libdw-dev
 
 .PHONY: all deps demo check bench clean vmlinux pythons
 .DELETE_ON_ERROR:

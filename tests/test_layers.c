@@ -71,12 +71,30 @@ static void the_bpf_contract_is_refused_in_formats(void **state)
 	assert_non_null(strstr(out, "\"sample_record.h\""));
 }
 
+/* ... also when named in angle brackets, as target/unwind_table.h names the contract it shares a name with. */
+static void the_bpf_contract_in_angle_brackets_is_refused_in_formats(void **state)
+{
+	char command[1024], dir[200], out[4096];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/contract_angle", test_tmpdir());
+	snprintf(command, sizeof(command),
+		 "rm -rf %s && cp -r user %s && sed -i '0,/^#include \"/s//#include <unwind_table.h>\\n&/' "
+		 "%s/formats/varint.c",
+		 dir, dir, dir);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(run_check(dir, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "formats/varint.c:"));
+	assert_non_null(strstr(out, "<unwind_table.h>"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_tree_keeps_its_layers),
 		cmocka_unit_test(an_include_up_the_layers_is_refused),
 		cmocka_unit_test(the_bpf_contract_is_refused_in_formats),
+		cmocka_unit_test(the_bpf_contract_in_angle_brackets_is_refused_in_formats),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,8 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Guards against corrupt section headers claiming absurd counts. */
-#define ELF_MAX_SECTIONS 65536u
+#include "target/elf_section.h"
+
+/* Guards against corrupt headers claiming absurd counts. */
 #define ELF_MAX_SYMBOLS (1u << 24)
 #define ELF_MAX_PHDRS 4096u
 
@@ -78,38 +79,6 @@ void elf_file_close(struct elf_file *file)
 	file->fd = -1;
 }
 
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *shdr)
-{
-	size_t names_index;
-	Elf_Scn *scn = NULL;
-	unsigned seen = 0;
-
-	if (elf_getshdrstrndx(elf, &names_index))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn)) && seen++ < ELF_MAX_SECTIONS) {
-		const char *scn_name;
-
-		if (!gelf_getshdr(scn, shdr))
-			continue;
-		scn_name = elf_strptr(elf, names_index, shdr->sh_name);
-		if (scn_name && !strcmp(scn_name, name))
-			return scn;
-	}
-	return NULL;
-}
-
-static Elf_Scn *find_section_of_type(Elf *elf, Elf64_Word type, GElf_Shdr *shdr)
-{
-	Elf_Scn *scn = NULL;
-	unsigned seen = 0;
-
-	while ((scn = elf_nextscn(elf, scn)) && seen++ < ELF_MAX_SECTIONS) {
-		if (gelf_getshdr(scn, shdr) && shdr->sh_type == type)
-			return scn;
-	}
-	return NULL;
-}
-
 /* A symbol table: its entries, how many (bounded), and the string section its names are in. */
 struct symbol_table {
 	Elf *elf;
@@ -121,7 +90,7 @@ struct symbol_table {
 static int open_symbol_table(Elf *elf, Elf64_Word table_type, struct symbol_table *table)
 {
 	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section_of_type(elf, table_type, &shdr);
+	Elf_Scn *scn = elf_section_of_type(elf, table_type, &shdr);
 
 	if (!scn || !shdr.sh_entsize)
 		return -ENOENT;
@@ -247,7 +216,7 @@ int elf_file_section(const struct elf_file *file, const char *name, uint64_t *ad
 {
 	GElf_Shdr shdr;
 
-	if (!find_section(file->elf, name, &shdr))
+	if (!elf_section_by_name(file->elf, name, &shdr))
 		return -ENOENT;
 	*addr = shdr.sh_addr;
 	if (size)
@@ -258,7 +227,7 @@ int elf_file_section(const struct elf_file *file, const char *name, uint64_t *ad
 int elf_file_section_data(const struct elf_file *file, const char *name, const void **data, size_t *len)
 {
 	GElf_Shdr shdr;
-	Elf_Scn *scn = find_section(file->elf, name, &shdr);
+	Elf_Scn *scn = elf_section_by_name(file->elf, name, &shdr);
 	Elf_Data *contents;
 
 	if (!scn)

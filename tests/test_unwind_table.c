@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The compact unwind tables (include/unwind_table.h): rows of a program the
+ * test compiles, checked against readelf's interpretation of the same CFI;
+ * the interpreters' real files (supported share, the PLT, _start); files
+ * without CFI, truncated and not ELF at all.
+ */
+#include "testlib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+
+#include "target/elf_file.h"
+#include "target/unwind_table.h"
+#include "util/array.h"
+#include "util/clock.h"
+
+/* Callee-saved registers in use across a call (pushes: rsp rows, rbp saved at CFA-N),
+ * and alloca, which makes the compiler keep a frame pointer (rbp rows). */
+static const char test_program[] =
+	"#include <alloca.h>\n"
+	"#include <string.h>\n"
+	"__attribute__((noinline)) long leaf(long a) { __asm__ volatile(\"\" : : : \"memory\"); return a * 3; }\n"
+	"__attribute__((noinline)) long pushes(long a, long b, long c, long d, long e) {\n"
+	"  long x = leaf(a), y = leaf(b + x), z = leaf(c + y), w = leaf(d + z), v = leaf(e + w);\n"
+	"  return x * y + z * w + v * a + b * c + d * e;\n"
+	"}\n"
+	"__attribute__((noinline)) long framed(int n) {\n"
+	"  char *buffer = alloca((size_t)n + 1);\n"
+	"  memset(buffer, n, (size_t)n);\n"
+	"  buffer[n] = 0;\n"
+	"  return leaf((long)strlen(buffer));\n"
+	"}\n"
+	"int main(int argc, char **argv) { (void)argv; return (int)(pushes(argc, 2, 3, 4, 5) + framed(argc + 10)); }\n";
+
+/* The program compiled with extra cc flags, then run through extra shell steps ("" for none). */
+static void compile_program(char *path, size_t len, const char *name, const char *flags, const char *after)
+{
+	char source[256], command[1536];
+
+	snprintf(source, sizeof(source), "%s/%s.c", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s", test_tmpdir(), name);
+	assert_int_equal(write_whole_file(source, test_program, strlen(test_program)), 0);
+	snprintf(command, sizeof(command), "cc %s -o %s %s %s", flags, path, source, after);
+	assert_int_equal(system(command), 0);
+}
+
+static int build_table(const char *path, struct unwind_table *table, struct errbuf *error)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err;
+
+	assert_true(fd >= 0);
+	err = unwind_table_build(fd, table, error);
+	close(fd);
+	return err;
+}
+
+static void function_range(const char *path, const char *name, uint64_t *start, uint64_t *size)
+{
+	struct elf_file file;
+
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_file_symbol(&file, name, start, size), 0);
+	elf_file_close(&file);
+}
+
+/* ---- readelf's interpretation ---- */
+
+struct readelf_row {
+	uint64_t fde_start, fde_end; /* the FDE the row belongs to */
+	uint64_t pc;
+	char cfa[32]; /* "rsp+16", "rbp+16", "exp", "rdi+0" */
+	char rbp[32]; /* "u" (not saved), "c-16", "r3 (rbx)" */
+	char ra[32];  /* "c-8", or "u" */
+};
+
+typedef void (*readelf_row_fn)(const struct readelf_row *row, void *context);
+
+/* Calls fn for every row `readelf --debug-dump=frames-interp` prints (the last one of a pc). */
+static void readelf_each_row(const char *path, readelf_row_fn fn, void *context)
+{
+	char command[1024], line[1024];
+	struct readelf_row row = { 0 }, pending = { 0 };
+	bool has_pending = false;
+	int rbp_column = -1, ra_column = -1;
+	FILE *pipe;
+
+	snprintf(command, sizeof(command), "readelf --debug-dump=frames-interp %s", path);
+	pipe = popen(command, "r");
+	assert_non_null(pipe);
+	while (fgets(line, sizeof(line), pipe)) {
+		char *fde = strstr(line, " FDE cie="), *range;
+		char *tokens[32];
+		int ntokens = 0;
+
+		if (fde || strstr(line, " CIE") || strstr(line, "ZERO terminator")) {
+			row.fde_start = row.fde_end = 0;
+			rbp_column = ra_column = -1;
+			if (fde && (range = strstr(fde, "pc=")))
+				assert_int_equal(sscanf(range, "pc=%" SCNx64 "..%" SCNx64, &row.fde_start, &row.fde_end), 2);
+			continue;
+		}
+		for (char *save = NULL, *token = strtok_r(line, " \t\n", &save); token && ntokens < 32;
+		     token = strtok_r(NULL, " \t\n", &save)) {
+			if (token[0] == '(' && ntokens)
+				continue; /* "r3 (rbx)": the register's name, part of the previous column */
+			tokens[ntokens++] = token;
+		}
+		if (!ntokens || row.fde_start == row.fde_end)
+			continue;
+		if (!strcmp(tokens[0], "LOC")) {
+			for (int i = 0; i < ntokens; i++) {
+				if (!strcmp(tokens[i], "rbp"))
+					rbp_column = i;
+				if (!strcmp(tokens[i], "ra"))
+					ra_column = i;
+			}
+			continue;
+		}
+		if (ra_column <= 0)
+			fail_msg("no ra column before: %s", line);
+		row.pc = strtoull(tokens[0], NULL, 16);
+		snprintf(row.cfa, sizeof(row.cfa), "%s", tokens[1]);
+		snprintf(row.rbp, sizeof(row.rbp), "%s", rbp_column > 0 && rbp_column < ntokens ? tokens[rbp_column] : "u");
+		snprintf(row.ra, sizeof(row.ra), "%s", ra_column < ntokens ? tokens[ra_column] : "?");
+		if (has_pending && (pending.pc != row.pc || pending.fde_start != row.fde_start))
+			fn(&pending, context);
+		pending = row;
+		has_pending = true;
+	}
+	if (has_pending)
+		fn(&pending, context);
+	pclose(pipe);
+}
+
+/* The rows of the FDE that covers one pc. */
+struct fde_rows {
+	uint64_t pc;
+	struct readelf_row rows[256];
+	size_t count;
+};
+
+static void collect_fde_row(const struct readelf_row *row, void *context)
+{
+	struct fde_rows *fde = context;
+
+	if (row->fde_start <= fde->pc && fde->pc < row->fde_end) {
+		assert_true(fde->count < ARRAY_SIZE(fde->rows));
+		fde->rows[fde->count++] = *row;
+	}
+}
+
+/* One of our rows in readelf's notation. */
+static void describe_row(const struct unwind_row *row, char *cfa, char *rbp, size_t len)
+{
+	switch (row->kind) {
+	case UNWIND_ROW_CFA_RSP:
+	case UNWIND_ROW_CFA_RBP:
+		snprintf(cfa, len, "%s+%u", row->kind == UNWIND_ROW_CFA_RSP ? "rsp" : "rbp", 8u * row->cfa_offset8);
+		break;
+	case UNWIND_ROW_PLT:
+		snprintf(cfa, len, "exp");
+		break;
+	default:
+		snprintf(cfa, len, "kind-%u", row->kind);
+	}
+	if (row->rbp_offset8)
+		snprintf(rbp, len, "c-%u", 8u * row->rbp_offset8);
+	else
+		snprintf(rbp, len, "u");
+}
+
+/* Every readelf row of the function's FDE has our rule at its pc; ours start only where readelf's do. */
+static void check_function_against_readelf(const char *path, const struct unwind_table *table, const char *name,
+					   unsigned *rsp_rows, unsigned *rbp_rows)
+{
+	static struct fde_rows fde;
+	uint64_t size, fde_start, fde_end;
+	const struct readelf_row *rows = fde.rows;
+
+	memset(&fde, 0, sizeof(fde));
+	function_range(path, name, &fde.pc, &size);
+	readelf_each_row(path, collect_fde_row, &fde);
+	assert_true(fde.count >= 2);
+	fde_start = rows[0].fde_start;
+	fde_end = rows[0].fde_end;
+	assert_int_equal(rows[0].pc, fde_start);
+	for (size_t i = 0; i < fde.count; i++) {
+		const struct unwind_row *row = unwind_table_lookup(table, rows[i].pc);
+		char cfa[32], rbp[32];
+
+		assert_non_null(row);
+		describe_row(row, cfa, rbp, sizeof(cfa));
+		assert_string_equal(rows[i].ra, "c-8");
+		assert_string_equal(cfa, rows[i].cfa);
+		assert_string_equal(rbp, rows[i].rbp);
+		*rsp_rows += row->kind == UNWIND_ROW_CFA_RSP;
+		*rbp_rows += row->kind == UNWIND_ROW_CFA_RBP;
+	}
+	for (size_t r = 0; r < table->count; r++) {
+		bool at_readelf_row = false;
+
+		if (table->rows[r].pc < fde_start || table->rows[r].pc >= fde_end)
+			continue;
+		for (size_t i = 0; i < fde.count; i++)
+			at_readelf_row |= rows[i].pc == table->rows[r].pc;
+		assert_true(at_readelf_row);
+	}
+	/* past the function: not its last rule (another function's row, or a GAP) */
+	assert_true(unwind_table_lookup(table, fde_end)->pc == fde_end);
+}
+
+/* What we should make of one readelf row, compared with what we made. */
+struct file_comparison {
+	const struct unwind_table *table;
+	size_t rows, mismatches;
+};
+
+static bool is_simple_rule(const struct readelf_row *row)
+{
+	unsigned offset;
+	char reg[8];
+
+	return sscanf(row->cfa, "%3[rspb]+%u", reg, &offset) == 2 && (!strcmp(reg, "rsp") || !strcmp(reg, "rbp")) &&
+	       !strcmp(row->ra, "c-8") && (!strcmp(row->rbp, "u") || !strncmp(row->rbp, "c-", 2));
+}
+
+static void compare_file_row(const struct readelf_row *row, void *context)
+{
+	struct file_comparison *comparison = context;
+	const struct unwind_row *ours = unwind_table_lookup(comparison->table, row->pc);
+	char cfa[32], rbp[32];
+	bool same;
+
+	comparison->rows++;
+	assert_non_null(ours);
+	describe_row(ours, cfa, rbp, sizeof(cfa));
+	if (!strcmp(row->ra, "u"))
+		same = ours->kind == UNWIND_ROW_ROOT;
+	else if (!strcmp(row->cfa, "exp"))
+		same = ours->kind == UNWIND_ROW_PLT || ours->kind == UNWIND_ROW_UNSUPPORTED;
+	else if (is_simple_rule(row))
+		same = !strcmp(cfa, row->cfa) && !strcmp(rbp, row->rbp);
+	else
+		same = ours->kind == UNWIND_ROW_UNSUPPORTED;
+	if (!same && comparison->mismatches++ < 5)
+		print_message("at 0x%" PRIx64 ": readelf says CFA %s rbp %s ra %s, we say kind %u CFA %s rbp %s\n",
+			      row->pc, row->cfa, row->rbp, row->ra, ours->kind, cfa, rbp);
+}
+
+/* Every row readelf prints for the file, looked up in our table: the same rule. */
+static void check_file_against_readelf(const char *path, const struct unwind_table *table)
+{
+	struct file_comparison comparison = { .table = table };
+
+	readelf_each_row(path, compare_file_row, &comparison);
+	print_message("%s: %zu readelf rows compared, %zu differ\n", path, comparison.rows, comparison.mismatches);
+	assert_true(comparison.rows > 0);
+	assert_int_equal(comparison.mismatches, 0);
+}
+
+/* crt1's _start says its return address is undefined: the end of every stack. */
+static void check_start_is_root(const char *path, const struct unwind_table *table)
+{
+	uint64_t start, size;
+
+	function_range(path, "_start", &start, &size);
+	assert_int_equal(unwind_table_lookup(table, start)->kind, UNWIND_ROW_ROOT);
+	assert_int_equal(unwind_table_lookup(table, start + size - 1)->kind, UNWIND_ROW_ROOT);
+}
+
+static void test_rows_match_readelf(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	unsigned rsp_rows = 0, rbp_rows = 0;
+	char path[512];
+
+	(void)state;
+	compile_program(path, sizeof(path), "cfi_program", "-O2 -fomit-frame-pointer -fasynchronous-unwind-tables", "");
+	assert_int_equal(build_table(path, &table, &error), 0);
+	assert_int_equal(table.source, UNWIND_CFI_EH_FRAME);
+	assert_int_equal(table.id.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+	for (size_t i = 1; i < table.count; i++)
+		assert_true(table.rows[i - 1].pc < table.rows[i].pc);
+	check_function_against_readelf(path, &table, "pushes", &rsp_rows, &rbp_rows);
+	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
+	assert_true(rsp_rows > 0);
+	assert_true(rbp_rows > 0);
+	check_start_is_root(path, &table);
+	check_file_against_readelf(path, &table);
+	unwind_table_free(&table);
+}
+
+/* Without .eh_frame, .debug_frame gives the same rules. */
+static void test_debug_frame_when_no_eh_frame(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	unsigned rsp_rows = 0, rbp_rows = 0;
+	char path[512], after[1024];
+
+	(void)state;
+	snprintf(after, sizeof(after),
+		 "&& objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr %s/debug_frame_program",
+		 test_tmpdir());
+	compile_program(path, sizeof(path), "debug_frame_program",
+			"-O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables", after);
+	assert_int_equal(build_table(path, &table, &error), 0);
+	assert_int_equal(table.source, UNWIND_CFI_DEBUG_FRAME);
+	check_function_against_readelf(path, &table, "pushes", &rsp_rows, &rbp_rows);
+	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
+	check_file_against_readelf(path, &table);
+	unwind_table_free(&table);
+}
+
+/* ---- the interpreters' files ---- */
+
+static double supported_share(const struct unwind_table *table)
+{
+	size_t described = table->count - table->stats.by_kind[UNWIND_ROW_GAP];
+
+	return described ? 1.0 - (double)table->stats.by_kind[UNWIND_ROW_UNSUPPORTED] / (double)described : 0;
+}
+
+/* Every pc of .plt past its first entry (PLT0 has plain rows) uses the PLT rule. */
+static void check_plt(const char *path, const struct unwind_table *table)
+{
+	struct elf_file file;
+	uint64_t plt, size;
+
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_file_section(&file, ".plt", &plt, &size), 0);
+	elf_file_close(&file);
+	assert_true(size > 16);
+	for (uint64_t pc = plt + 16; pc < plt + size; pc++) {
+		const struct unwind_row *row = unwind_table_lookup(table, pc);
+
+		assert_non_null(row);
+		assert_int_equal(row->kind, UNWIND_ROW_PLT);
+	}
+}
+
+static void check_real_file(const char *path, bool has_start)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	uint64_t started;
+	int err;
+
+	if (access(path, R_OK)) {
+		print_message("%s: absent, skipped\n", path);
+		skip();
+	}
+	started = clock_monotonic_us();
+	err = build_table(path, &table, &error);
+	if (err)
+		fail_msg("%s: %s", path, error.text);
+	print_message("%s: %zu rows (%zu bytes), %zu FDEs (%zu skipped), %zu CFI rows, %zu gaps, %zu plt, %zu root,"
+		      " %zu unsupported, %.4f%% supported, %" PRIu64 " CFI bytes replayed, built in %" PRIu64 " ms\n",
+		      path, table.count, table.count * sizeof(struct unwind_row), table.stats.fdes,
+		      table.stats.fdes_skipped, table.stats.cfi_rows, table.stats.by_kind[UNWIND_ROW_GAP],
+		      table.stats.by_kind[UNWIND_ROW_PLT], table.stats.by_kind[UNWIND_ROW_ROOT],
+		      table.stats.by_kind[UNWIND_ROW_UNSUPPORTED], 100 * supported_share(&table), table.stats.work,
+		      (clock_monotonic_us() - started) / 1000);
+	assert_true(supported_share(&table) >= 0.999);
+	assert_int_equal(table.stats.fdes_skipped, 0);
+	check_plt(path, &table);
+	check_file_against_readelf(path, &table);
+	if (has_start)
+		check_start_is_root(path, &table);
+	unwind_table_free(&table);
+}
+
+/* pyenv's CPython 3.12, found as tests/pythons/list-pythons.sh finds it: its shared libpython. */
+static void test_libpython312(void **state)
+{
+	const char *versions = getenv("PYENV_VERSIONS_DIR");
+	char pattern[512];
+	glob_t found;
+
+	(void)state;
+	snprintf(pattern, sizeof(pattern), "%s/3.12*/lib/libpython3.12.so.1.0",
+		 versions && *versions ? versions : "/root/.pyenv/versions");
+	if (glob(pattern, 0, NULL, &found) || !found.gl_pathc) {
+		print_message("no pyenv CPython 3.12 with a shared libpython, skipped\n");
+		skip();
+	}
+	check_real_file(found.gl_pathv[0], false);
+	globfree(&found);
+}
+
+static void test_debian_python311(void **state)
+{
+	(void)state;
+	check_real_file("/usr/bin/python3.11", true);
+}
+
+static void test_libc(void **state)
+{
+	(void)state;
+	check_real_file("/lib/x86_64-linux-gnu/libc.so.6", false);
+}
+
+/* ---- bad files ---- */
+
+static char last_error[ERRBUF_SIZE];
+
+static void expect_failure(const char *path, int expected)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	int err = build_table(path, &table, &error);
+
+	assert_true(err < 0);
+	if (expected)
+		assert_int_equal(err, expected);
+	assert_true(strlen(error.text) > 0);
+	assert_null(table.rows);
+	assert_int_equal(table.count, 0);
+	print_message("%s: %s\n", strrchr(path, '/') + 1, error.text);
+	snprintf(last_error, sizeof(last_error), "%s", error.text);
+}
+
+static void test_no_cfi(void **state)
+{
+	char path[512], after[1024];
+
+	(void)state;
+	snprintf(after, sizeof(after), "&& objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr %s/no_cfi",
+		 test_tmpdir());
+	compile_program(path, sizeof(path), "no_cfi", "-O2 -fno-asynchronous-unwind-tables -fno-unwind-tables", after);
+	expect_failure(path, -ENODATA);
+}
+
+static void test_not_elf(void **state)
+{
+	char path[512];
+	static const char text[] = "#!/bin/sh\necho this is not an ELF file\n";
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/not_elf", test_tmpdir());
+	assert_int_equal(write_whole_file(path, text, sizeof(text) - 1), 0);
+	expect_failure(path, -ENOEXEC);
+	assert_int_equal(write_whole_file(path, "", 0), 0);
+	expect_failure(path, -ENOEXEC);
+}
+
+/* Cut at many lengths: an error (or, where the cut spares what is read, a table), never a crash. */
+static void test_truncated_elf(void **state)
+{
+	char path[512], cut[512];
+	uint8_t *data;
+	size_t len, failures = 0, lengths = 0;
+
+	(void)state;
+	compile_program(path, sizeof(path), "to_truncate", "-O2 -fasynchronous-unwind-tables", "");
+	data = read_whole_file(path, &len);
+	assert_non_null(data);
+	snprintf(cut, sizeof(cut), "%s/truncated", test_tmpdir());
+	for (size_t keep = 0; keep < len; keep += keep < 128 ? 7 : len / 61 + 1) {
+		struct unwind_table table;
+		struct errbuf error;
+		int err;
+
+		assert_int_equal(write_whole_file(cut, data, keep), 0);
+		err = build_table(cut, &table, &error);
+		lengths++;
+		if (err) {
+			assert_true(strlen(error.text) > 0);
+			assert_null(table.rows);
+			failures++;
+		}
+		unwind_table_free(&table);
+	}
+	assert_int_equal(write_whole_file(cut, data, len - 1), 0);
+	free(data);
+	expect_failure(cut, -ENOEXEC);
+	assert_non_null(strstr(last_error, "truncated"));
+	print_message("%zu of %zu cut lengths refused\n", failures, lengths);
+	assert_true(failures > 0);
+}
+
+/* A library of many small functions in assembly with CFI directives: each pushes and pops rbx `pushes` times. */
+static void assemble_library(char *path, size_t len, const char *name, unsigned functions, unsigned pushes)
+{
+	char source[512], command[1536];
+	FILE *out;
+
+	snprintf(source, sizeof(source), "%s/%s.s", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s.so", test_tmpdir(), name);
+	out = fopen(source, "w");
+	assert_non_null(out);
+	fprintf(out, "\t.text\n");
+	for (unsigned f = 0; f < functions; f++) {
+		fprintf(out, "\t.globl f%u\n\t.type f%u, @function\nf%u:\n\t.cfi_startproc\n", f, f, f);
+		for (unsigned i = 0; i < pushes; i++)
+			fprintf(out, "\tpushq %%rbx\n\t.cfi_adjust_cfa_offset 8\n");
+		for (unsigned i = 0; i < pushes; i++)
+			fprintf(out, "\tpopq %%rbx\n\t.cfi_adjust_cfa_offset -8\n");
+		fprintf(out, "\tret\n\t.cfi_endproc\n\t.size f%u, .-f%u\n", f, f);
+	}
+	assert_int_equal(fclose(out), 0);
+	snprintf(command, sizeof(command), "cc -shared -nostdlib -o %s %s", path, source);
+	assert_int_equal(system(command), 0);
+}
+
+/* Past UNWIND_TABLE_MAX_ROWS the file gets no table, and says why. */
+static void test_too_many_rows(void **state)
+{
+	char path[512];
+
+	(void)state;
+	/* 2 * 9 rows per function (the first merges with the previous function's last) */
+	assemble_library(path, sizeof(path), "many_rows", UNWIND_TABLE_MAX_ROWS / 18 + 1000, 9);
+	expect_failure(path, -E2BIG);
+	assert_non_null(strstr(last_error, "over the limit"));
+}
+
+/* Adjacent functions: no GAP between them, and where one's last rule is the next one's first, one row. */
+static void test_adjacent_functions_share_no_gap(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	uint64_t first, last, size;
+	char path[512];
+
+	(void)state;
+	assemble_library(path, sizeof(path), "adjacent", 3, 2);
+	assert_int_equal(build_table(path, &table, &error), 0);
+	function_range(path, "f0", &first, &size);
+	function_range(path, "f2", &last, &size);
+	/* f0: rsp+8, +16, +24, +16, +8 (ret); f1 and f2 the same, their first row merged: 1 + 3 * 4 rows, a GAP */
+	assert_int_equal(table.count, 14);
+	for (size_t i = 0; i + 1 < table.count; i++) {
+		assert_true(table.rows[i].pc >= first && table.rows[i].pc < last + size);
+		assert_int_equal(table.rows[i].kind, UNWIND_ROW_CFA_RSP);
+	}
+	assert_int_equal(table.rows[table.count - 1].pc, last + size);
+	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+	unwind_table_free(&table);
+}
+
+/* One function of 80k rows: libdw would replay its 400 KB program 80k times. */
+static void test_too_costly_cfi(void **state)
+{
+	char path[512];
+	uint64_t started;
+
+	(void)state;
+	assemble_library(path, sizeof(path), "long_function", 1, 40000);
+	started = clock_monotonic_ms();
+	expect_failure(path, -E2BIG);
+	assert_non_null(strstr(last_error, "too costly"));
+	print_message("refused in %" PRIu64 " ms\n", clock_monotonic_ms() - started);
+}
+
+/* The file offset and size of a section, for corrupting it. */
+static void section_extent(const char *path, const char *name, uint64_t *offset, uint64_t *size)
+{
+	char command[1024], line[512];
+	FILE *pipe;
+	bool found = false;
+
+	snprintf(command, sizeof(command), "readelf -SW %s", path);
+	pipe = popen(command, "r");
+	assert_non_null(pipe);
+	while (fgets(line, sizeof(line), pipe)) {
+		char section[64], type[64];
+		uint64_t addr;
+		char *bracket = strchr(line, ']');
+
+		if (bracket && sscanf(bracket + 1, "%63s %63s %" SCNx64 " %" SCNx64 " %" SCNx64, section, type, &addr,
+				      offset, size) == 5 && !strcmp(section, name))
+			found = true;
+		if (found)
+			break;
+	}
+	pclose(pipe);
+	assert_true(found);
+}
+
+/* Random bytes in .eh_frame and its index: a table or an error, never a crash (ASan watches). */
+static void test_corrupted_cfi(void **state)
+{
+	char path[512], corrupt[512];
+	uint64_t eh_frame, eh_frame_size, hdr, hdr_size;
+	unsigned seed = 12345, built = 0, rounds = 300;
+	uint8_t *data;
+	size_t len;
+
+	(void)state;
+	compile_program(path, sizeof(path), "to_corrupt", "-O2 -fasynchronous-unwind-tables", "");
+	section_extent(path, ".eh_frame", &eh_frame, &eh_frame_size);
+	section_extent(path, ".eh_frame_hdr", &hdr, &hdr_size);
+	data = read_whole_file(path, &len);
+	assert_non_null(data);
+	assert_true(eh_frame + eh_frame_size <= len && hdr + hdr_size <= len);
+	snprintf(corrupt, sizeof(corrupt), "%s/corrupt", test_tmpdir());
+	for (unsigned round = 0; round < rounds; round++) {
+		uint8_t *copy = malloc(len);
+		struct unwind_table table;
+		struct errbuf error;
+
+		assert_non_null(copy);
+		memcpy(copy, data, len);
+		for (int i = 0; i < 1 + (int)(round % 8); i++) {
+			bool in_hdr = rand_r(&seed) % 4 == 0;
+			uint64_t at = in_hdr ? hdr + (uint64_t)rand_r(&seed) % hdr_size
+					     : eh_frame + (uint64_t)rand_r(&seed) % eh_frame_size;
+
+			copy[at] = (uint8_t)rand_r(&seed);
+		}
+		assert_int_equal(write_whole_file(corrupt, copy, len), 0);
+		free(copy);
+		if (!build_table(corrupt, &table, &error)) {
+			built++;
+			assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+		} else {
+			assert_true(strlen(error.text) > 0);
+		}
+		unwind_table_free(&table);
+	}
+	free(data);
+	print_message("%u of %u corrupted files still gave a table\n", built, rounds);
+}
+
+static void test_file_id_is_stable(void **state)
+{
+	struct unwind_file_id first, second;
+	char path[512];
+	int fd;
+
+	(void)state;
+	compile_program(path, sizeof(path), "identity", "-O2 -Wl,--build-id=none", "");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &first), 0);
+	assert_int_equal(unwind_table_file_id(fd, &second), 0);
+	close(fd);
+	assert_int_equal(first.kind, UNWIND_FILE_ID_INODE);
+	assert_int_equal(first.len, 16);
+	assert_memory_equal(&first, &second, sizeof(first));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows_match_readelf),
+		cmocka_unit_test(test_debug_frame_when_no_eh_frame),
+		cmocka_unit_test(test_libpython312),
+		cmocka_unit_test(test_debian_python311),
+		cmocka_unit_test(test_libc),
+		cmocka_unit_test(test_no_cfi),
+		cmocka_unit_test(test_not_elf),
+		cmocka_unit_test(test_truncated_elf),
+		cmocka_unit_test(test_adjacent_functions_share_no_gap),
+		cmocka_unit_test(test_too_many_rows),
+		cmocka_unit_test(test_too_costly_cfi),
+		cmocka_unit_test(test_corrupted_cfi),
+		cmocka_unit_test(test_file_id_is_stable),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,769 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Building the compact unwind table of one ELF file (include/unwind_table.h).
+ *
+ * libdw interprets the CFI: for each FDE of the section, the rows are walked
+ * with dwarf_cfi_addrframe() at the FDE's start, then at each row's end, and
+ * each row's CFA, return-address and rbp rules are turned into one compact
+ * row. libdw does not expose an FDE's address range, so it is decoded here
+ * from the FDE's bytes (the pointer encoding of its CIE's 'R' augmentation).
+ */
+#include "target/unwind_table.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "target/elf_section.h"
+#include "util/array.h"
+
+/* Bounds against hostile files. */
+#define UNWIND_MAX_CFI_BYTES (64u << 20)      /* .eh_frame / .debug_frame, decompressed */
+/* libdw replays an FDE's program from its start for every row, so a long
+ * function costs rows x program bytes: libpython 3.12 replays 4.8 MB in all,
+ * one hostile function of 40k rows would replay 3 GB. Past this, refused. */
+#define UNWIND_MAX_WORK (1ull << 27)
+#define UNWIND_MAX_NOTE_BYTES (1u << 20)
+
+#define DWARF_REG_RBP 6
+#define DWARF_REG_RSP 7
+#define DWARF_REG_RIP 16
+
+/* One CFI section being turned into rows. */
+struct cfi_walk {
+	Dwarf_CFI *cfi;
+	Elf_Data *data;       /* the section's bytes, for dwarf_next_cfi */
+	bool eh_frame;        /* .eh_frame format (else .debug_frame) */
+	uint64_t section_addr; /* link-time address of the section, for pc-relative pointers */
+	unsigned char e_ident[EI_NIDENT];
+	/* the CIE last looked up, and the pointer encoding of its FDEs */
+	Dwarf_Off cie_offset;
+	int cie_encoding;     /* DW_EH_PE_*, or -1: not understood */
+	struct unwind_table *table;
+	struct errbuf *error;
+};
+
+/* ---- identity ---- */
+
+static int build_id_of_notes(Elf_Data *data, struct unwind_file_id *id)
+{
+	size_t offset = 0, name_offset, desc_offset;
+	GElf_Nhdr note;
+
+	while (offset < data->d_size &&
+	       (offset = gelf_getnote(data, offset, &note, &name_offset, &desc_offset)) > 0) {
+		const char *name = (const char *)data->d_buf + name_offset;
+
+		if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+		    note.n_descsz > 0 && note.n_descsz <= UNWIND_FILE_ID_MAX) {
+			id->kind = UNWIND_FILE_ID_BUILD_ID;
+			id->len = (uint8_t)note.n_descsz;
+			memcpy(id->bytes, (const uint8_t *)data->d_buf + desc_offset, note.n_descsz);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int build_id_of_elf(Elf *elf, struct unwind_file_id *id)
+{
+	Elf_Scn *scn = NULL;
+	unsigned seen = 0;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(elf, scn)) && seen++ < ELF_SECTION_MAX) {
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE || shdr.sh_size > UNWIND_MAX_NOTE_BYTES)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (data && data->d_buf && !build_id_of_notes(data, id))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int inode_id(int fd, struct unwind_file_id *id)
+{
+	struct stat st;
+	uint64_t dev_ino[2];
+
+	if (fstat(fd, &st))
+		return -errno;
+	dev_ino[0] = (uint64_t)st.st_dev;
+	dev_ino[1] = (uint64_t)st.st_ino;
+	id->kind = UNWIND_FILE_ID_INODE;
+	id->len = sizeof(dev_ino);
+	memcpy(id->bytes, dev_ino, sizeof(dev_ino));
+	return 0;
+}
+
+static int file_id_of_elf(int fd, Elf *elf, struct unwind_file_id *id)
+{
+	memset(id, 0, sizeof(*id));
+	if (!build_id_of_elf(elf, id))
+		return 0;
+	return inode_id(fd, id);
+}
+
+/* Section headers past the end of the file: libelf would see no sections and we would say "no CFI". */
+static int check_section_headers(int fd, const GElf_Ehdr *ehdr, uint64_t *file_size, struct errbuf *error)
+{
+	struct stat st;
+	/* e_shnum 0 with headers present: the count is in the first header, which must fit */
+	uint64_t count = ehdr->e_shoff ? (ehdr->e_shnum ? ehdr->e_shnum : 1) : 0;
+
+	if (fstat(fd, &st))
+		return errbuf_set(error, -errno, "fstat: %s", strerror(errno));
+	*file_size = (uint64_t)st.st_size;
+	if (count && (ehdr->e_shoff > *file_size || count > (*file_size - ehdr->e_shoff) / sizeof(Elf64_Shdr)))
+		return errbuf_set(error, -ENOEXEC, "truncated file: %" PRIu64 " section headers at %" PRIu64
+				  " do not fit in its %" PRIu64 " bytes", count, (uint64_t)ehdr->e_shoff, *file_size);
+	return 0;
+}
+
+/* The file as a 64-bit x86-64 ELF, read (never mapped). */
+static int open_elf(int fd, Elf **elf_out, uint64_t *file_size, struct errbuf *error)
+{
+	Elf *elf;
+	GElf_Ehdr ehdr;
+	int err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return errbuf_set(error, -ENOSYS, "libelf: %s", elf_errmsg(-1));
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return errbuf_set(error, -ENOEXEC, "not an ELF file: %s", elf_errmsg(-1));
+	if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || !gelf_getehdr(elf, &ehdr) ||
+	    ehdr.e_machine != EM_X86_64) {
+		elf_end(elf);
+		return errbuf_set(error, -ENOEXEC, "not a 64-bit x86-64 ELF file");
+	}
+	err = check_section_headers(fd, &ehdr, file_size, error);
+	if (err) {
+		elf_end(elf);
+		return err;
+	}
+	*elf_out = elf;
+	return 0;
+}
+
+int unwind_table_file_id(int fd, struct unwind_file_id *id)
+{
+	struct errbuf error;
+	uint64_t file_size;
+	Elf *elf;
+	int err = open_elf(fd, &elf, &file_size, &error);
+
+	if (err)
+		return err;
+	err = file_id_of_elf(fd, elf, id);
+	elf_end(elf);
+	return err;
+}
+
+/* ---- FDE address ranges ---- */
+
+static bool read_uleb(const uint8_t **cursor, const uint8_t *end, uint64_t *value)
+{
+	unsigned shift = 0;
+
+	*value = 0;
+	while (*cursor < end && shift < 64) {
+		uint8_t byte = *(*cursor)++;
+
+		*value |= (uint64_t)(byte & 0x7f) << shift;
+		shift += 7;
+		if (!(byte & 0x80))
+			return true;
+	}
+	return false;
+}
+
+static bool read_sleb(const uint8_t **cursor, const uint8_t *end, int64_t *value)
+{
+	unsigned shift = 0;
+	uint64_t result = 0;
+
+	while (*cursor < end && shift < 64) {
+		uint8_t byte = *(*cursor)++;
+
+		result |= (uint64_t)(byte & 0x7f) << shift;
+		shift += 7;
+		if (!(byte & 0x80)) {
+			if (shift < 64 && (byte & 0x40))
+				result |= ~0ull << shift;
+			*value = (int64_t)result;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool read_fixed(const uint8_t **cursor, const uint8_t *end, size_t size, bool is_signed, uint64_t *value)
+{
+	uint64_t result = 0;
+
+	if ((size_t)(end - *cursor) < size)
+		return false;
+	for (size_t i = 0; i < size; i++)
+		result |= (uint64_t)(*cursor)[i] << (8 * i); /* x86-64 is little-endian */
+	if (is_signed && size < 8 && (result >> (8 * size - 1)) & 1)
+		result |= ~0ull << (8 * size);
+	*cursor += size;
+	*value = result;
+	return true;
+}
+
+/* An encoded pointer's value, without its application (pc-relative etc.); false if malformed. */
+static bool read_encoded(const uint8_t **cursor, const uint8_t *end, int encoding, uint64_t *value)
+{
+	int64_t signed_value;
+
+	switch (encoding & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		return read_fixed(cursor, end, 8, false, value);
+	case DW_EH_PE_udata2:
+		return read_fixed(cursor, end, 2, false, value);
+	case DW_EH_PE_udata4:
+		return read_fixed(cursor, end, 4, false, value);
+	case DW_EH_PE_sdata2:
+		return read_fixed(cursor, end, 2, true, value);
+	case DW_EH_PE_sdata4:
+		return read_fixed(cursor, end, 4, true, value);
+	case DW_EH_PE_uleb128:
+		return read_uleb(cursor, end, value);
+	case DW_EH_PE_sleb128:
+		if (!read_sleb(cursor, end, &signed_value))
+			return false;
+		*value = (uint64_t)signed_value;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The encoding of a CIE's FDE addresses (its 'R' augmentation), or -1 if not understood. */
+static int fde_encoding_of_cie(const Dwarf_CIE *cie, bool eh_frame)
+{
+	const char *aug = cie->augmentation;
+	const uint8_t *cursor = cie->augmentation_data, *end;
+	int encoding = DW_EH_PE_absptr;
+
+	if (!eh_frame || !aug || !*aug)
+		return DW_EH_PE_absptr; /* .debug_frame: target addresses, 8 bytes on x86-64 */
+	if (aug[0] != 'z' || !cursor)
+		return -1;
+	end = cursor + cie->augmentation_data_size;
+	for (const char *c = aug + 1; *c; c++) {
+		uint64_t ignored;
+
+		switch (*c) {
+		case 'R':
+			if (cursor >= end)
+				return -1;
+			encoding = *cursor++;
+			break;
+		case 'L':
+			if (cursor++ >= end)
+				return -1;
+			break;
+		case 'P': {
+			int personality_encoding;
+
+			if (cursor >= end)
+				return -1;
+			personality_encoding = *cursor++;
+			if (!read_encoded(&cursor, end, personality_encoding, &ignored))
+				return -1;
+			break;
+		}
+		case 'S':
+		case 'B':
+			break;
+		default:
+			return -1;
+		}
+	}
+	return encoding;
+}
+
+static int cie_encoding(struct cfi_walk *walk, Dwarf_Off cie_offset)
+{
+	Dwarf_CFI_Entry entry;
+	Dwarf_Off next;
+
+	if (walk->cie_offset == cie_offset)
+		return walk->cie_encoding;
+	walk->cie_offset = cie_offset;
+	if (dwarf_next_cfi(walk->e_ident, walk->data, walk->eh_frame, cie_offset, &next, &entry) ||
+	    !dwarf_cfi_cie_p(&entry))
+		walk->cie_encoding = -1;
+	else
+		walk->cie_encoding = fde_encoding_of_cie(&entry.cie, walk->eh_frame);
+	return walk->cie_encoding;
+}
+
+/* [start, end) of an FDE; false if its encoding is not understood. */
+static bool fde_range(struct cfi_walk *walk, const Dwarf_FDE *fde, uint64_t *start, uint64_t *end)
+{
+	int encoding = cie_encoding(walk, fde->CIE_pointer);
+	const uint8_t *cursor = fde->start;
+	uint64_t location, range;
+
+	if (encoding < 0 || (encoding & DW_EH_PE_indirect))
+		return false;
+	if (!read_encoded(&cursor, fde->end, encoding, &location) ||
+	    !read_encoded(&cursor, fde->end, encoding & 0x0f, &range))
+		return false;
+	switch (encoding & 0x70) {
+	case DW_EH_PE_absptr:
+		break;
+	case DW_EH_PE_pcrel:
+		location += walk->section_addr + (uint64_t)(fde->start - (const uint8_t *)walk->data->d_buf);
+		break;
+	default:
+		return false;
+	}
+	*start = location;
+	*end = location + range;
+	return *end >= *start;
+}
+
+/* ---- rules to rows ---- */
+
+static bool is_cfa_plus(const Dwarf_Op *ops, size_t nops, int64_t *offset)
+{
+	if (nops == 1 && ops[0].atom == DW_OP_call_frame_cfa) {
+		*offset = 0;
+		return true;
+	}
+	if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst) {
+		*offset = (int64_t)ops[1].number;
+		return true;
+	}
+	return false;
+}
+
+/* The x86-64 PLT's CFA: rsp + 8 + ((rip & 15) >= 11 ? 8 : 0), as GNU ld writes it. */
+static bool is_plt_cfa(const Dwarf_Op *ops, size_t nops)
+{
+	static const struct {
+		uint8_t atom;
+		uint64_t number;
+	} plt[] = {
+		{ DW_OP_breg7, 8 }, { DW_OP_breg16, 0 }, { DW_OP_lit15, 0 }, { DW_OP_and, 0 }, { DW_OP_lit11, 0 },
+		{ DW_OP_ge, 0 },    { DW_OP_lit3, 0 },   { DW_OP_shl, 0 },   { DW_OP_plus, 0 },
+	};
+
+	if (nops != ARRAY_SIZE(plt))
+		return false;
+	for (size_t i = 0; i < nops; i++) {
+		if (ops[i].atom != plt[i].atom || ops[i].number != plt[i].number)
+			return false;
+	}
+	return true;
+}
+
+/* CFA = rsp or rbp + offset: the row's kind and offset; false for any other rule. */
+static bool simple_cfa(const Dwarf_Op *ops, size_t nops, struct unwind_row *row)
+{
+	uint64_t reg;
+	int64_t offset;
+
+	if (nops != 1)
+		return false;
+	if (ops[0].atom == DW_OP_bregx) {
+		reg = ops[0].number;
+		offset = (int64_t)ops[0].number2;
+	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		reg = ops[0].atom - DW_OP_breg0;
+		offset = (int64_t)ops[0].number;
+	} else {
+		return false;
+	}
+	if ((reg != DWARF_REG_RSP && reg != DWARF_REG_RBP) || offset < 0 || offset % 8 || offset / 8 > UINT16_MAX)
+		return false;
+	row->kind = reg == DWARF_REG_RSP ? UNWIND_ROW_CFA_RSP : UNWIND_ROW_CFA_RBP;
+	row->cfa_offset8 = (uint16_t)(offset / 8);
+	return true;
+}
+
+/* rbp unchanged (0), or saved at CFA - 8 * N: *rbp_offset8 = N; false for any other rule. */
+static bool simple_rbp(Dwarf_Frame *frame, uint8_t *rbp_offset8)
+{
+	Dwarf_Op ops_mem[3], *ops;
+	size_t nops;
+	int64_t offset;
+
+	if (dwarf_frame_register(frame, DWARF_REG_RBP, ops_mem, &ops, &nops))
+		return false;
+	if (nops == 0 && !ops) {
+		*rbp_offset8 = 0;
+		return true;
+	}
+	if (!is_cfa_plus(ops, nops, &offset) || offset >= -8 || offset % 8 || -offset / 8 > UINT8_MAX)
+		return false;
+	*rbp_offset8 = (uint8_t)(-offset / 8);
+	return true;
+}
+
+/* The compact form of the rules of one row. */
+static struct unwind_row row_of_frame(Dwarf_Frame *frame, int ra_regno, bool signal_frame)
+{
+	struct unwind_row row = { .kind = UNWIND_ROW_UNSUPPORTED };
+	Dwarf_Op ops_mem[3], *ops;
+	size_t nops;
+	int64_t ra_offset;
+
+	if (signal_frame || ra_regno != DWARF_REG_RIP ||
+	    dwarf_frame_register(frame, DWARF_REG_RIP, ops_mem, &ops, &nops))
+		return row;
+	if (nops == 0 && ops == ops_mem) {
+		/* the return address is undefined: the outermost frame */
+		row.kind = UNWIND_ROW_ROOT;
+		return row;
+	}
+	if (!is_cfa_plus(ops, nops, &ra_offset) || ra_offset != -8)
+		return row;
+	if (dwarf_frame_cfa(frame, &ops, &nops))
+		return row;
+	if (is_plt_cfa(ops, nops)) {
+		if (simple_rbp(frame, &row.rbp_offset8) && row.rbp_offset8 == 0)
+			row.kind = UNWIND_ROW_PLT;
+		return row;
+	}
+	if (!simple_cfa(ops, nops, &row) || !simple_rbp(frame, &row.rbp_offset8))
+		row = (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED };
+	return row;
+}
+
+/* ---- collecting, sorting, merging ---- */
+
+/* Rows are collected with a full 64-bit pc, then narrowed once sorted. */
+struct wide_row {
+	uint64_t pc;
+	struct unwind_row row;
+};
+
+struct row_list {
+	struct wide_row *items;
+	size_t count;
+	size_t capacity;
+};
+
+static int row_list_add(struct row_list *list, uint64_t pc, struct unwind_row row, struct errbuf *error)
+{
+	/* before merging, gaps may double the count */
+	if (list->count >= 2 * (size_t)UNWIND_TABLE_MAX_ROWS)
+		return errbuf_set(error, -E2BIG, "CFI describes more than %u rows", 2 * UNWIND_TABLE_MAX_ROWS);
+	if (ARRAY_RESERVE(list->items, list->capacity, list->count + 1))
+		return errbuf_set(error, -ENOMEM, "out of memory for %zu unwind rows", list->count + 1);
+	list->items[list->count++] = (struct wide_row){ .pc = pc, .row = row };
+	return 0;
+}
+
+/* The rows of one FDE covering [start, end), then a GAP at its end. */
+static int add_fde_rows(struct cfi_walk *walk, struct row_list *list, uint64_t start, uint64_t end,
+			size_t program_bytes)
+{
+	uint64_t pc = start;
+	int err;
+
+	while (pc < end) {
+		Dwarf_Frame *frame = NULL;
+		Dwarf_Addr row_start, row_end;
+		bool signal_frame = false;
+		struct unwind_row row;
+		int ra_regno;
+
+		walk->table->stats.work += program_bytes + 1;
+		if (walk->table->stats.work > UNWIND_MAX_WORK)
+			return errbuf_set(walk->error, -E2BIG,
+					  "CFI too costly to interpret: over %llu program bytes replayed, at the FDE at 0x%" PRIx64,
+					  (unsigned long long)UNWIND_MAX_WORK, start);
+		if (dwarf_cfi_addrframe(walk->cfi, pc, &frame)) {
+			/* libdw cannot read this FDE (unknown opcode, bad CIE): no rule for the rest */
+			err = row_list_add(list, pc, (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED }, walk->error);
+			if (err)
+				return err;
+			break;
+		}
+		ra_regno = dwarf_frame_info(frame, &row_start, &row_end, &signal_frame);
+		row = row_of_frame(frame, ra_regno, signal_frame);
+		free(frame);
+		if (ra_regno < 0 || row_start > pc || row_end <= pc)
+			row = (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED };
+		err = row_list_add(list, pc, row, walk->error);
+		if (err)
+			return err;
+		walk->table->stats.cfi_rows++;
+		if (ra_regno < 0 || row_end <= pc)
+			break;
+		pc = row_end;
+	}
+	return row_list_add(list, end, (struct unwind_row){ .kind = UNWIND_ROW_GAP }, walk->error);
+}
+
+static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
+{
+	Dwarf_Off offset = 0, next;
+	Dwarf_CFI_Entry entry;
+	int status = 0, err;
+
+	while (offset != (Dwarf_Off)-1 &&
+	       (status = dwarf_next_cfi(walk->e_ident, walk->data, walk->eh_frame, offset, &next, &entry)) == 0) {
+		uint64_t start, end;
+
+		if (next <= offset)
+			break;
+		offset = next;
+		if (dwarf_cfi_cie_p(&entry))
+			continue;
+		/* start 0: a function the linker discarded (.debug_frame keeps its FDE);
+		 * end past 4 GiB: not representable, its trailing GAP row included */
+		if (!fde_range(walk, &entry.fde, &start, &end) || !start || end > UINT32_MAX) {
+			walk->table->stats.fdes_skipped++;
+			continue;
+		}
+		if (start == end)
+			continue;
+		walk->table->stats.fdes++;
+		err = add_fde_rows(walk, list, start, end, (size_t)(entry.fde.end - entry.fde.start));
+		if (err)
+			return err;
+	}
+	if (status < 0)
+		return errbuf_set(walk->error, -EIO, "unreadable CFI at offset %" PRIu64 ": %s", (uint64_t)offset,
+				  dwarf_errmsg(-1));
+	return 0;
+}
+
+/* Sorted by pc; at one pc, a function's row before another FDE's trailing GAP
+ * (kinds are ordered so), and overlapping FDEs' rows in a fixed order. */
+static int compare_rows(const void *left, const void *right)
+{
+	const struct wide_row *a = left, *b = right;
+
+	if (a->pc != b->pc)
+		return a->pc < b->pc ? -1 : 1;
+	if (a->row.kind != b->row.kind)
+		return a->row.kind < b->row.kind ? -1 : 1;
+	if (a->row.cfa_offset8 != b->row.cfa_offset8)
+		return a->row.cfa_offset8 < b->row.cfa_offset8 ? -1 : 1;
+	return (int)a->row.rbp_offset8 - (int)b->row.rbp_offset8;
+}
+
+static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
+{
+	return a->kind == b->kind && a->cfa_offset8 == b->cfa_offset8 && a->rbp_offset8 == b->rbp_offset8;
+}
+
+/* Sorts, keeps one row per pc, drops a row whose rule its predecessor already gives. */
+static int finish_table(struct row_list *list, struct unwind_table *table, struct errbuf *error)
+{
+	size_t kept = 0;
+	uint64_t previous_pc = 0;
+
+	qsort(list->items, list->count, sizeof(*list->items), compare_rows);
+	for (size_t i = 0; i < list->count; i++) {
+		const struct wide_row item = list->items[i];
+		/* the first row at a pc wins, even when it merged into the row before it */
+		bool same_pc = i && item.pc == previous_pc;
+
+		previous_pc = item.pc;
+		if (same_pc || (kept && same_rule(&item.row, &list->items[kept - 1].row)))
+			continue;
+		list->items[kept++] = item;
+	}
+	if (kept > UNWIND_TABLE_MAX_ROWS)
+		return errbuf_set(error, -E2BIG, "the unwind table has %zu rows, over the limit of %u", kept,
+				  UNWIND_TABLE_MAX_ROWS);
+	table->rows = calloc(kept ? kept : 1, sizeof(*table->rows));
+	if (!table->rows)
+		return errbuf_set(error, -ENOMEM, "out of memory for %zu unwind rows", kept);
+	for (size_t i = 0; i < kept; i++) {
+		table->rows[i] = list->items[i].row;
+		table->rows[i].pc = (uint32_t)list->items[i].pc;
+		table->stats.by_kind[table->rows[i].kind]++;
+	}
+	table->count = kept;
+	return 0;
+}
+
+/* ---- sources ---- */
+
+/* Refuses a file whose compressed debug sections would inflate past the bound (libdw inflates them all). */
+static int check_compressed_sections(Elf *elf, struct errbuf *error)
+{
+	Elf_Scn *scn = NULL;
+	unsigned seen = 0;
+	GElf_Shdr shdr;
+
+	while ((scn = elf_nextscn(elf, scn)) && seen++ < ELF_SECTION_MAX) {
+		GElf_Chdr chdr;
+
+		if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED))
+			continue;
+		if (!gelf_getchdr(scn, &chdr) || chdr.ch_size > UNWIND_MAX_CFI_BYTES)
+			return errbuf_set(error, -E2BIG, "a compressed section inflates past %u bytes",
+					  UNWIND_MAX_CFI_BYTES);
+	}
+	return 0;
+}
+
+static int section_data(Elf *elf, uint64_t file_size, const char *name, Elf_Data **data, uint64_t *addr,
+			struct errbuf *error)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = elf_section_by_name(elf, name, &shdr);
+
+	if (!scn || shdr.sh_type == SHT_NOBITS || !shdr.sh_size)
+		return -ENODATA;
+	if (shdr.sh_size > UNWIND_MAX_CFI_BYTES)
+		return errbuf_set(error, -E2BIG, "%s is %" PRIu64 " bytes, over the limit of %u", name,
+				  (uint64_t)shdr.sh_size, UNWIND_MAX_CFI_BYTES);
+	if (!(shdr.sh_flags & SHF_COMPRESSED) &&
+	    (shdr.sh_offset > file_size || shdr.sh_size > file_size - shdr.sh_offset))
+		return errbuf_set(error, -ENOEXEC, "truncated file: %s ends past its %" PRIu64 " bytes", name,
+				  file_size);
+	*data = elf_getdata(scn, NULL);
+	if (!*data || !(*data)->d_buf || !(*data)->d_size)
+		return errbuf_set(error, -ENOEXEC, "%s cannot be read (truncated file?): %s", name, elf_errmsg(-1));
+	*addr = shdr.sh_addr;
+	return 0;
+}
+
+static int walk_cfi(struct cfi_walk *walk, Elf *elf, struct row_list *list)
+{
+	const char *ident = elf_getident(elf, NULL);
+
+	if (!ident)
+		return errbuf_set(walk->error, -ENOEXEC, "no ELF identification");
+	memcpy(walk->e_ident, ident, EI_NIDENT);
+	walk->cie_offset = (Dwarf_Off)-1;
+	walk->cie_encoding = -1;
+	return walk_fdes(walk, list);
+}
+
+/* A section without one usable FDE counts as no CFI, so the other section is tried. */
+static int rows_or_nodata(int err, const struct row_list *list)
+{
+	return !err && !list->count ? -ENODATA : err;
+}
+
+static int rows_of_eh_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list,
+			    struct errbuf *error)
+{
+	struct cfi_walk walk = { .eh_frame = true, .table = table, .error = error };
+	int err = section_data(elf, file_size, ".eh_frame", &walk.data, &walk.section_addr, error);
+
+	if (err)
+		return err;
+	walk.cfi = dwarf_getcfi_elf(elf);
+	if (!walk.cfi)
+		return errbuf_set(error, -EIO, "libdw cannot read .eh_frame: %s", dwarf_errmsg(-1));
+	err = walk_cfi(&walk, elf, list);
+	dwarf_cfi_end(walk.cfi);
+	table->source = UNWIND_CFI_EH_FRAME;
+	return rows_or_nodata(err, list);
+}
+
+static int rows_of_debug_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list,
+			       struct errbuf *error)
+{
+	struct cfi_walk walk = { .eh_frame = false, .table = table, .error = error };
+	GElf_Shdr shdr;
+	Dwarf *dwarf;
+	int err;
+
+	if (!elf_section_by_name(elf, ".debug_frame", &shdr))
+		return -ENODATA;
+	err = check_compressed_sections(elf, error);
+	if (err)
+		return err;
+	dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	if (!dwarf)
+		return errbuf_set(error, -EIO, "libdw cannot read the DWARF: %s", dwarf_errmsg(-1));
+	/* after dwarf_begin_elf, which inflated the section if it was compressed */
+	err = section_data(elf, file_size, ".debug_frame", &walk.data, &walk.section_addr, error);
+	walk.cfi = err ? NULL : dwarf_getcfi(dwarf);
+	if (!err && !walk.cfi)
+		err = errbuf_set(error, -EIO, "libdw cannot read .debug_frame: %s", dwarf_errmsg(-1));
+	if (!err)
+		err = walk_cfi(&walk, elf, list);
+	dwarf_end(dwarf);
+	table->source = UNWIND_CFI_DEBUG_FRAME;
+	return rows_or_nodata(err, list);
+}
+
+int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error)
+{
+	struct row_list list = { 0 };
+	uint64_t file_size;
+	Elf *elf;
+	int err;
+
+	memset(table, 0, sizeof(*table));
+	errbuf_clear(error);
+	err = open_elf(fd, &elf, &file_size, error);
+	if (err)
+		return err;
+	err = file_id_of_elf(fd, elf, &table->id);
+	if (err) {
+		errbuf_set(error, err, "cannot identify the file: %s", strerror(-err));
+	} else {
+		err = rows_of_eh_frame(elf, file_size, table, &list, error);
+		if (err == -ENODATA) {
+			memset(&table->stats, 0, sizeof(table->stats));
+			list.count = 0;
+			err = rows_of_debug_frame(elf, file_size, table, &list, error);
+		}
+		if (err == -ENODATA)
+			errbuf_set(error, err, "no CFI: neither .eh_frame nor .debug_frame");
+	}
+	if (!err)
+		err = finish_table(&list, table, error);
+	free(list.items);
+	elf_end(elf);
+	if (err) {
+		struct unwind_file_id id = table->id;
+
+		unwind_table_free(table);
+		table->id = id;
+	}
+	return err;
+}
+
+void unwind_table_free(struct unwind_table *table)
+{
+	free(table->rows);
+	memset(table, 0, sizeof(*table));
+}
+
+const struct unwind_row *unwind_table_lookup(const struct unwind_table *table, uint64_t pc)
+{
+	size_t low = 0, high = table->count;
+
+	if (!table->count || pc < table->rows[0].pc)
+		return NULL;
+	/* rows[low].pc <= pc < rows[high].pc (high == count: past the end) */
+	while (high - low > 1) {
+		size_t middle = low + (high - low) / 2;
+
+		if (table->rows[middle].pc <= pc)
+			low = middle;
+		else
+			high = middle;
+	}
+	return &table->rows[low];
+}
