@@ -3,8 +3,9 @@
  * The ring-buffer record: one per sample, written by bpf/pyperf.bpf.c,
  * handed out by user/sampler/bpf_sampler.c and read by
  * user/symbolize/sample_resolve.c. Variable length: the header, then
- * py_frame_count `struct pbp_py_frame` leaf first, then kernel_frame_count
- * u64 kernel addresses leaf first.
+ * py_frame_count `struct pbp_py_frame` leaf first, then native_frame_count
+ * u64 user-space pcs leaf first (the leaf's exact, the callers' return
+ * addresses), then kernel_frame_count u64 kernel addresses leaf first.
  */
 #ifndef PYBPFPROF_SAMPLE_RECORD_H
 #define PYBPFPROF_SAMPLE_RECORD_H
@@ -28,6 +29,16 @@
 #define PBP_REC_USER_MODE     0x0010u /* sample interrupted user code */
 #define PBP_REC_NO_FRAME      0x0020u /* thread state has no current frame (idle / shutting down) */
 
+/*
+ * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
+ * that its activation of the evaluation function ran — 3.11's `is_entry`, or
+ * the frame below a C-stack shim from 3.12. Up to 3.10 every frame is its own
+ * activation and the bit is not set. user/symbolize/stack_merge.h uses it to
+ * place the Python frames in the native stack.
+ */
+#define PBP_PY_FRAME_ENTRY       0x80000000u
+#define PBP_PY_FRAME_OFFSET_MASK 0x7fffffffu
+
 struct pbp_py_frame {
 	__u64 code_addr;     /* PyCodeObject * */
 	__u32 instr_offset;  /* raw: f_lasti, or byte offset of instr pointer from the code object */
@@ -45,9 +56,12 @@ struct pbp_record {
 	__u16 kernel_frame_count;
 	__u32 interp_id;         /* PyInterpreterState.id of the thread's interpreter (0 if unknown) */
 	__u8 error;              /* enum pbp_error: the sample's first failed read, PBP_ERR_NONE if none */
-	__u8 reserved[7];        /* zero */
+	__u8 native_stop;        /* enum unwind_stop: why the native walk ended */
+	__u16 native_frame_count; /* native pcs after the Python frames, leaf first */
+	__u8 reserved[4];        /* zero */
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
-	/* struct pbp_py_frame py[py_frame_count]; __u64 kernel_ips[kernel_frame_count]; */
+	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
+	 * __u64 kernel_ips[kernel_frame_count]; */
 };
 
 /*
@@ -96,6 +110,8 @@ _Static_assert(__builtin_offsetof(struct pbp_record, py_frame_count) == 32, PBP_
 _Static_assert(__builtin_offsetof(struct pbp_record, kernel_frame_count) == 34, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, interp_id) == 36, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, error) == 40, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, native_stop) == 41, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, native_frame_count) == 42, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 /* The record is followed by 8-byte aligned frames and kernel addresses. */
 _Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);

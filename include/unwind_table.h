@@ -83,6 +83,54 @@ enum unwind_stop {
 	UNWIND_STOP_READ_FAULT = 5,  /* the return address or saved rbp could not be read */
 	UNWIND_STOP_MAX_FRAMES = 6,  /* UNWIND_MAX_FRAMES reached */
 	UNWIND_STOP_BAD_FRAME = 7,   /* the CFA did not grow, or the return address was 0 */
+	UNWIND_STOP_DELETED_FILE = 8, /* pc in a mapping of a file deleted since (not opened) */
+	UNWIND_STOP_NOT_WALKED = 9,  /* native stacks off, or no user registers (a kernel thread) */
+	UNWIND_STOP_COUNT = 10,
 };
+
+/*
+ * Where BPF finds a table: the `unwind_tables` ARRAY (UNWIND_MAX_TABLES entries)
+ * indexed by table id holds each loaded file's rows as a range of the
+ * `unwind_rows` ARRAY (sized at load: UNWIND_ROWS_DEFAULT unless the user asks).
+ * Userspace frees a range when no target maps its file any more.
+ */
+#define UNWIND_MAX_TABLES 4096
+#define UNWIND_ROWS_DEFAULT (1u << 22) /* 32 MiB of rows: some 30 distinct interpreters' files */
+#define UNWIND_TABLE_NONE 0xffffffffu
+
+struct unwind_table_ref {
+	__u32 first_row; /* in unwind_rows */
+	__u32 row_count; /* 0: the slot is free */
+};
+
+/*
+ * One executable file mapping of a target (`unwind_procs` HASH: host tgid ->
+ * struct unwind_proc). Userspace rewrites a process's whole value in one
+ * update whenever its mappings change, so BPF never sees half of a change.
+ */
+#define UNWIND_MAX_MAPPINGS 256
+
+struct unwind_mapping {
+	__u64 start;      /* runtime [start, end) */
+	__u64 end;
+	__u64 bias;       /* file pc = runtime pc - bias */
+	__u32 table_id;   /* into unwind_tables; UNWIND_TABLE_NONE: stop with stop_cause */
+	__u8 stop_cause;  /* with UNWIND_TABLE_NONE: UNWIND_STOP_NO_TABLE or _DELETED_FILE */
+	__u8 reserved[3];
+};
+
+struct unwind_proc {
+	__u32 count;      /* mappings[0, count) sorted by start, not overlapping */
+	__u32 reserved;
+	struct unwind_mapping mappings[UNWIND_MAX_MAPPINGS];
+};
+
+#define UNWIND_LAYOUT "the native-unwinding maps are shared by BPF and userspace"
+_Static_assert(sizeof(struct unwind_table_ref) == 8, UNWIND_LAYOUT);
+_Static_assert(sizeof(struct unwind_mapping) == 32, UNWIND_LAYOUT);
+_Static_assert(__builtin_offsetof(struct unwind_mapping, table_id) == 24, UNWIND_LAYOUT);
+_Static_assert(__builtin_offsetof(struct unwind_proc, mappings) == 8, UNWIND_LAYOUT);
+_Static_assert((UNWIND_MAX_MAPPINGS & (UNWIND_MAX_MAPPINGS - 1)) == 0, "masked index");
+_Static_assert((UNWIND_MAX_FRAMES & (UNWIND_MAX_FRAMES - 1)) == 0, "masked index");
 
 #endif

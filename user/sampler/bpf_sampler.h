@@ -15,6 +15,7 @@
 #include "proc_event.h"
 #include "py_proc_config.h"
 #include "sample_record.h"
+#include "unwind_table.h"
 
 struct bpf_sampler_options {
 	unsigned frequency_hz;  /* samples per second per CPU */
@@ -22,6 +23,8 @@ struct bpf_sampler_options {
 	bool watch_exec;        /* report every exec on the system, not only targets' */
 	bool follow_forks;      /* a process forked by a target becomes a target (PBP_PROC_FORK) */
 	size_t ringbuf_bytes;   /* 0 = PBP_RINGBUF_DEFAULT_BYTES; rounded up to a power of two */
+	bool native_stacks;     /* unwind user-space native frames (needs tables: bpf_sampler_unwind_*) */
+	size_t unwind_rows;     /* capacity of the rows map; 0 = UNWIND_ROWS_DEFAULT */
 };
 
 struct bpf_sampler;
@@ -55,6 +58,19 @@ int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MA
 int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT]);
 /* A short name for an enum pbp_error ("data_stack", "gil", ...), NULL if code is not one. */
 const char *bpf_sampler_error_name(unsigned code);
+/*
+ * Native unwinding (include/unwind_table.h). Rows go into the shared rows map
+ * at [first_row, first_row + count) (< bpf_sampler_unwind_row_capacity());
+ * a table id then points BPF at them (row_count 0 frees the slot); a process's
+ * executable mappings are replaced as a whole. All return 0 or -errno.
+ */
+size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler);
+int bpf_sampler_unwind_write_rows(struct bpf_sampler *sampler, uint32_t first_row,
+				  const struct unwind_row *rows, size_t count);
+int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id,
+				 const struct unwind_table_ref *ref);
+int bpf_sampler_unwind_set_proc(struct bpf_sampler *sampler, pid_t tgid, const struct unwind_proc *proc);
+int bpf_sampler_unwind_forget_proc(struct bpf_sampler *sampler, pid_t tgid);
 /* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
 /* Total BPF run time and runs of the sample program (zero unless stats are enabled). */
