@@ -33,7 +33,7 @@ TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd
 
-.PHONY: all deps demo check bench clean vmlinux pythons
+.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -76,6 +76,12 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
 
 $(BUILD) $(BUILD)/tests:
 	mkdir -p $@
+
+# The offsets rows of CPython 2.7 and 3.6-3.12, from each interpreter's own headers
+# (PYENV_ROOT/versions/<version>/include); test_py_offsets checks the committed file.
+gen-offsets:
+	sh tests/scripts/gen_py_offsets.sh > user/target/py_offsets_table.h.new
+	mv user/target/py_offsets_table.h.new user/target/py_offsets_table.h
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h

@@ -279,10 +279,8 @@ static uint64_t find_tstate(pid_t pid, const struct py_proc_config *config, unsi
 		uint64_t tstate = read_ptr(pid, interp + off->interp_threads_head);
 
 		for (int t = 0; tstate && t < MAX_TSTATES; t++) {
-			if (read_ptr(pid, tstate + off->tstate_thread_id) == ident) {
-				assert_int_equal(read_ptr(pid, tstate + off->tstate_interp), interp);
+			if (read_ptr(pid, tstate + off->tstate_thread_id) == ident)
 				return tstate;
-			}
 			tstate = read_ptr(pid, tstate + off->tstate_next);
 		}
 		interp = read_ptr(pid, interp + off->interp_next);
