@@ -8,6 +8,7 @@
 #include "symbolize/symbolize_py.h"
 #include "target/launch.h"
 #include "target/target_set.h"
+#include "util/clock.h"
 #include "util/intern.h"
 #include "util/version.h"
 
@@ -73,14 +74,6 @@ static void report(const char *format, ...)
 	vfprintf(stderr, format, args);
 	fputc('\n', stderr);
 	va_end(args);
-}
-
-static uint64_t monotonic_us(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
 }
 
 static void install_signal_handlers(void)
@@ -211,7 +204,7 @@ static void target_ended(struct session *session, struct target *target)
 
 static void try_discover(struct session *session, struct target *target, uint64_t now_ms)
 {
-	int err = target_discover(target, now_ms);
+	int err = target_set_discover(target, now_ms);
 
 	if (err == 0) {
 		target_became_ready(session, target);
@@ -221,7 +214,7 @@ static void try_discover(struct session *session, struct target *target, uint64_
 		return;
 	/* A process the user named, or the launched command: tell them why it is not profiled. */
 	if (target->origin != TARGET_FROM_SCAN && err != -ESRCH && !session->options->quiet)
-		report("%s", target->last_error_text);
+		report("%s", target->last_error.text);
 	bpf_sampler_remove_target(session->sampler, target->pid);
 }
 
@@ -259,7 +252,7 @@ static void check_liveness(struct session *session)
 	for (size_t i = 0; i < session->targets.count; i++) {
 		struct target *target = &session->targets.items[i];
 
-		if (target->state != TARGET_GONE && !target_alive(target))
+		if (target->state != TARGET_GONE && !target_set_alive(target))
 			target_ended(session, target);
 	}
 }
@@ -281,7 +274,7 @@ static void on_exec(struct session *session, pid_t pid)
 		known = true;
 	} else if (session->system_wide) {
 		origin = TARGET_FROM_SCAN;
-	} else if (session->launched && proc_descends_from(pid, session->launch.pid)) {
+	} else if (session->launched && target_set_descends_from(pid, session->launch.pid)) {
 		origin = TARGET_FROM_LAUNCH;
 	} else {
 		return;
@@ -290,15 +283,15 @@ static void on_exec(struct session *session, pid_t pid)
 	if (!target)
 		return;
 	target->state = TARGET_PENDING;
-	target->start_ticks = proc_start_ticks(pid);
-	target->pending_since_ms = monotonic_ms();
+	target->start_ticks = target_set_start_ticks(pid);
+	target->pending_since_ms = clock_monotonic_ms();
 	target->next_attempt_ms = 0;
 	/* Launched processes are sampled (kernel stacks) while their runtime is being found; a
 	 * known target is marked pending here too, since a fork notice handled just before this
 	 * exec notice may have given BPF the old image's description again. */
 	if (origin == TARGET_FROM_LAUNCH || known)
 		bpf_sampler_add_target(session->sampler, pid, NULL);
-	try_discover(session, target, monotonic_ms());
+	try_discover(session, target, clock_monotonic_ms());
 }
 
 /* A target forked: BPF already samples the child with the parent's description. */
@@ -324,8 +317,8 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	child->python = python;
 	child->python.pid = pid;
 	child->state = state;
-	child->start_ticks = proc_start_ticks(pid);
-	child->pending_since_ms = monotonic_ms();
+	child->start_ticks = target_set_start_ticks(pid);
+	child->pending_since_ms = clock_monotonic_ms();
 	child->next_attempt_ms = 0;
 	/* The parent may have become ready after the fork: BPF then copied its pending entry,
 	 * and nothing else would ever tell BPF that the child is ready too. */
@@ -392,7 +385,7 @@ static void scan_processes(struct session *session)
 			continue;
 		target = target_set_add(&session->targets, (pid_t)pid, TARGET_FROM_SCAN);
 		if (target)
-			try_discover(session, target, monotonic_ms());
+			try_discover(session, target, clock_monotonic_ms());
 	}
 	closedir(proc);
 }
@@ -405,14 +398,14 @@ static int discover_named_pids(struct session *session)
 	for (size_t i = 0; i < options->pid_count; i++) {
 		struct target *target = target_set_add(&session->targets, options->pids[i],
 						       TARGET_FROM_PID);
-		uint64_t deadline = monotonic_ms() + STARTUP_DISCOVERY_MS;
+		uint64_t deadline = clock_monotonic_ms() + STARTUP_DISCOVERY_MS;
 		int err;
 
 		if (!target)
 			return -ENOMEM;
 		for (;;) {
-			err = target_discover(target, monotonic_ms());
-			if (err != -EAGAIN || monotonic_ms() >= deadline)
+			err = target_set_discover(target, clock_monotonic_ms());
+			if (err != -EAGAIN || clock_monotonic_ms() >= deadline)
 				break;
 			usleep(5000);
 		}
@@ -421,7 +414,7 @@ static int discover_named_pids(struct session *session)
 			return err;
 		}
 		if (err) {
-			report("%s", target->last_error_text[0] ? target->last_error_text
+			report("%s", target->last_error.text[0] ? target->last_error.text
 							      : strerror(-err));
 			return err;
 		}
@@ -491,7 +484,7 @@ static void format_size(uint64_t bytes, char *out, size_t len)
 
 static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
-	uint64_t duration_us = monotonic_us() - session->start_us;
+	uint64_t duration_us = clock_monotonic_us() - session->start_us;
 	uint64_t errors = counters[PBP_CNT_READ_FAULTS] + session->resolver.unresolved_frames;
 	char text[64];
 
@@ -514,7 +507,7 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
-	double seconds = (double)(monotonic_ms() - session->start_ms) / 1000.0;
+	double seconds = (double)(clock_monotonic_ms() - session->start_ms) / 1000.0;
 	size_t processes = 0;
 
 	for (size_t i = 0; i < session->targets.count; i++)
@@ -592,12 +585,12 @@ static void run_loop(struct session *session)
 		struct pysym_stats before, after;
 		uint64_t now;
 
-		bpf_sampler_wait(session->sampler, wait_budget_ms(session, tick_ms, monotonic_ms()));
+		bpf_sampler_wait(session->sampler, wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
 		pysym_cache_stats(session->resolver.python, &before);
 		bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
 		pysym_cache_stats(session->resolver.python, &after);
 		tick_ms = after.misses != before.misses ? TICK_FAST_MS : TICK_SLOW_MS;
-		now = monotonic_ms();
+		now = clock_monotonic_ms();
 		retry_pending(session, now);
 		if (stop_signal) {
 			/* Ctrl-C reached the launched command through the terminal; SIGTERM did not. */
@@ -628,7 +621,7 @@ static void run_loop(struct session *session)
 		}
 	}
 	if (show)
-		show_status(session, monotonic_ms(), true);
+		show_status(session, clock_monotonic_ms(), true);
 }
 
 static int open_sampler(struct session *session)
@@ -732,8 +725,8 @@ int session_run(const struct session_options *options)
 		return 1;
 	}
 	session.python_version_written = false;
-	session.start_ms = monotonic_ms();
-	session.start_us = monotonic_us();
+	session.start_ms = clock_monotonic_ms();
+	session.start_us = clock_monotonic_us();
 	session.setup_cpu_s = own_cpu_seconds();
 	write_start_metadata(&session);
 	for (size_t i = 0; i < session.targets.count; i++)

@@ -4,6 +4,7 @@
 #include "symbolize/ksyms.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
+#include "util/array.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -70,15 +71,8 @@ static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t 
 	int64_t id;
 
 	/* Room for one more name first, so an address is never known without its name. */
-	if (known >= resolver->kernel_name_capacity) {
-		size_t capacity = resolver->kernel_name_capacity ? resolver->kernel_name_capacity * 2 : 256;
-		const char **names = realloc(resolver->kernel_name_of, capacity * sizeof(*names));
-
-		if (!names)
-			return "<kernel>";
-		resolver->kernel_name_of = names;
-		resolver->kernel_name_capacity = capacity;
-	}
+	if (ARRAY_RESERVE(resolver->kernel_name_of, resolver->kernel_name_capacity, known + 1))
+		return "<kernel>";
 	id = intern_add(&resolver->kernel_addresses, &address, sizeof(address), &is_new);
 	if (id < 0)
 		return "<kernel>";
@@ -99,8 +93,6 @@ static void python_frame(struct sample_resolver *resolver, pid_t pid,
 	if (err == 0)
 		return;
 	resolver->unresolved_frames++;
-	if (err == -ESTALE)
-		resolver->stale_frames++;
 	*frame = (struct pf_frame){ .kind = PF_FRAME_PYTHON, .file = "<unknown>",
 				    .name = "<unresolved>", .line = -1, .end_line = -1,
 				    .column = -1, .end_column = -1, .opcode = -1 };
@@ -130,16 +122,12 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
 
 	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
-	    record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES) {
-		resolver->bad_records++;
+	    record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
 		return -EINVAL;
-	}
 	needed += (size_t)record->py_frame_count * sizeof(*py_frames) +
 		  (size_t)record->kernel_frame_count * sizeof(uint64_t);
-	if (size < needed) {
-		resolver->bad_records++;
+	if (size < needed)
 		return -EINVAL;
-	}
 	kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count);
 
 	/* Slot 0 is kept for the invalid marker; filled in once we know. */
@@ -153,10 +141,8 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	 * says where; inside the interpreter the Python frames already do. */
 	if (record->user_ip && resolver->native && python &&
 	    nativesym_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
-			      &resolver->frames[count]) > 0) {
+			      &resolver->frames[count]) > 0)
 		count++;
-		resolver->native_frames++;
-	}
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];
 

@@ -31,9 +31,6 @@ struct sample_resolver {
 	size_t kernel_name_capacity;
 	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES];
 	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
-	uint64_t native_frames;        /* samples given a native leaf frame */
-	uint64_t stale_frames;         /* ... of which the code object was freed and reused */
-	uint64_t bad_records;          /* records shorter than they claim */
 };
 
 int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
