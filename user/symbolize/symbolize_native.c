@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
+#include "util/clock.h"
 
 /* Processes whose maps are kept; beyond this the oldest is dropped (and read again if needed). */
 #define NATIVESYM_MAX_PIDS 64
@@ -44,14 +44,6 @@ struct nativesym {
 	size_t file_count;
 	uint64_t clock;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-}
 
 struct nativesym *nativesym_new(void)
 {
@@ -115,7 +107,7 @@ static struct pid_maps *maps_of(struct nativesym *symbolizer, pid_t pid)
 	 * as empty, so that they are tried again at the re-read pace, not once per sample. */
 	if (proc_maps_read(pid, &slot->maps) < 0)
 		slot->maps = (struct proc_maps){ 0 };
-	slot->read_ms = now_ms();
+	slot->read_ms = clock_monotonic_ms();
 	symbolizer->pid_count++;
 	return slot;
 }
@@ -203,9 +195,9 @@ int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_
 
 	maps->used = ++symbolizer->clock;
 	map = mapping_at(&maps->maps, ip);
-	if (!map && now_ms() - maps->read_ms >= NATIVESYM_REREAD_MS) {
+	if (!map && clock_monotonic_ms() - maps->read_ms >= NATIVESYM_REREAD_MS) {
 		/* Also on failure: the next attempt waits as long again. */
-		maps->read_ms = now_ms();
+		maps->read_ms = clock_monotonic_ms();
 		struct proc_maps fresh;
 
 		if (proc_maps_read(pid, &fresh) == 0) {
