@@ -267,9 +267,9 @@ static void on_exec(struct session *session, pid_t pid)
 	if (target) {
 		if (target->state == TARGET_GONE && !session->system_wide)
 			return;
-		pysym_forget_pid(session->resolver.python, pid);
+		symbolize_py_forget_pid(session->resolver.python, pid);
 		if (session->resolver.native)
-			nativesym_forget_pid(session->resolver.native, pid);
+			symbolize_native_forget_pid(session->resolver.native, pid);
 		origin = target->origin;
 		known = true;
 	} else if (session->system_wide) {
@@ -582,13 +582,13 @@ static void run_loop(struct session *session)
 	int tick_ms = TICK_FAST_MS;
 
 	while (!session->write_error) {
-		struct pysym_stats before, after;
+		struct symbolize_py_stats before, after;
 		uint64_t now;
 
 		bpf_sampler_wait(session->sampler, wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
-		pysym_cache_stats(session->resolver.python, &before);
+		symbolize_py_cache_stats(session->resolver.python, &before);
 		bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
-		pysym_cache_stats(session->resolver.python, &after);
+		symbolize_py_cache_stats(session->resolver.python, &after);
 		tick_ms = after.misses != before.misses ? TICK_FAST_MS : TICK_SLOW_MS;
 		now = clock_monotonic_ms();
 		retry_pending(session, now);
@@ -662,7 +662,7 @@ static void release(struct session *session)
 	abort_writers(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
-	nativesym_free(session->resolver.native);
+	symbolize_native_free(session->resolver.native);
 	session->resolver.native = NULL;
 	sample_resolver_free(&session->resolver);
 	ksyms_free(session->ksyms);
@@ -706,7 +706,7 @@ int session_run(const struct session_options *options)
 		err = sample_resolver_init(&session.resolver, session.ksyms,
 					   1000000 / options->frequency_hz);
 	if (!err && options->native_frames) {
-		session.resolver.native = nativesym_new();
+		session.resolver.native = symbolize_native_new();
 		if (!session.resolver.native)
 			err = -ENOMEM;
 	}

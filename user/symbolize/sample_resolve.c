@@ -21,7 +21,7 @@ int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *k
 			 uint64_t period_us)
 {
 	memset(resolver, 0, sizeof(*resolver));
-	resolver->python = pysym_cache_new();
+	resolver->python = symbolize_py_cache_new();
 	if (!resolver->python)
 		return -ENOMEM;
 	resolver->kernel = kernel;
@@ -33,7 +33,7 @@ int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *k
 
 void sample_resolver_free(struct sample_resolver *resolver)
 {
-	pysym_cache_free(resolver->python);
+	symbolize_py_cache_free(resolver->python);
 	intern_free(&resolver->kernel_names);
 	intern_free(&resolver->kernel_addresses);
 	free(resolver->kernel_name_of);
@@ -88,7 +88,7 @@ static void python_frame(struct sample_resolver *resolver, pid_t pid,
 	int err = -ENOENT;
 
 	if (python)
-		err = pysym_resolve(resolver->python, pid, &python->config, raw->code_addr,
+		err = symbolize_py_resolve(resolver->python, pid, &python->config, raw->code_addr,
 				    raw->checksum, raw->instr_offset, frame);
 	if (err == 0)
 		return;
@@ -140,7 +140,7 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	/* A sample that landed in native code outside the interpreter (an extension, libc)
 	 * says where; inside the interpreter the Python frames already do. */
 	if (record->user_ip && resolver->native && python &&
-	    nativesym_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
+	    symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
 			      &resolver->frames[count]) > 0)
 		count++;
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {

@@ -16,14 +16,14 @@
 #include "target/py_discover.h"
 #include "util/intern.h"
 
-struct pysym_cache;
+struct symbolize_py_cache;
 struct ksyms;
-struct nativesym;
+struct symbolize_native;
 
 struct sample_resolver {
-	struct pysym_cache *python;
+	struct symbolize_py_cache *python;
 	const struct ksyms *kernel;    /* NULL: kernel frames are shown by address */
-	struct nativesym *native;      /* NULL: no native leaf frames */
+	struct symbolize_native *native;      /* NULL: no native leaf frames */
 	uint64_t period_us;            /* the time one sample stands for */
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */

@@ -265,7 +265,7 @@ static int configure_from_table(struct discovery *d, struct py_target *target, s
 	int err;
 
 	if (d->sym.has_py_version) {
-		err = target_read_u64(d->pid, d->bias + d->sym.py_version, &version_hex);
+		err = target_mem_read_u64(d->pid, d->bias + d->sym.py_version, &version_hex);
 		if (err)
 			return read_failed(d, err, "Py_Version");
 		set_version(target, (uint32_t)version_hex);
@@ -294,7 +294,7 @@ static int configure_offsets(struct discovery *d, struct py_target *target, stru
 	int err;
 
 	if (d->sym.has_runtime) {
-		err = target_read(d->pid, d->bias + d->sym.runtime, blob, sizeof(blob));
+		err = target_mem_read(d->pid, d->bias + d->sym.runtime, blob, sizeof(blob));
 		if (err)
 			return read_failed(d, err, "_PyRuntime");
 		if (!memcmp(blob, PY_DEBUG_OFFSETS_COOKIE, strlen(PY_DEBUG_OFFSETS_COOKIE)))
@@ -350,7 +350,7 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 	case PY_GIL_VIA_INTERP_POINTER:
 		/* per-interpreter GIL: the first interpreter's, which is the main one's unless subinterpreters
 		 * with their own GIL exist */
-		err = target_read_u64(d->pid, first_interp + gil->pointer, &gil_state);
+		err = target_mem_read_u64(d->pid, first_interp + gil->pointer, &gil_state);
 		if (err)
 			return read_failed(d, err, "the interpreter's GIL pointer");
 		if (!gil_state)
@@ -377,7 +377,7 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 		err = locate_interp_head(d, target);
 	if (err)
 		return err;
-	err = target_read_u64(d->pid, target->config.interp_head_addr, &first_interp);
+	err = target_mem_read_u64(d->pid, target->config.interp_head_addr, &first_interp);
 	if (err)
 		return read_failed(d, err, "the interpreter list head");
 	if (!first_interp)
@@ -388,7 +388,7 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 	return locate_gil(d, &gil, first_interp, target);
 }
 
-int py_discover(pid_t pid, struct py_target *target, char *err_text, size_t err_len)
+int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len)
 {
 	struct proc_maps maps;
 	struct discovery d = { .pid = pid, .maps = &maps, .err_text = err_text, .err_len = err_len, .elf = { .fd = -1 } };

@@ -25,6 +25,6 @@ struct py_target {
  * "pid 4242: not a Python process (no libpython or python binary in its maps; searched /usr/bin/bash, ...)"
  * "pid 4242: CPython 3.5.10 is not supported (offsets are known for 2.7 and 3.6-3.12; 3.13+ are read from the target)"
  * Other negative errnos (-EACCES, -EFAULT, -ENOMEM) come with their context too. */
-int py_discover(pid_t pid, struct py_target *target, char *err_text, size_t err_len);
+int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len);
 
 #endif

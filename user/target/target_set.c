@@ -132,7 +132,7 @@ int target_set_discover(struct target *target, uint64_t now_ms)
 							   : PENDING_LIMIT_EXPLICIT_MS;
 	int err;
 
-	err = py_discover(target->pid, &target->python, target->last_error.text,
+	err = py_discover_runtime(target->pid, &target->python, target->last_error.text,
 			  sizeof(target->last_error.text));
 	if (err == 0) {
 		target->state = TARGET_READY;
