@@ -80,8 +80,8 @@ $(BUILD) $(BUILD)/tests:
 # The offsets rows of CPython 2.7 and 3.6-3.12, from each interpreter's own headers
 # (PYENV_ROOT/versions/<version>/include); test_py_offsets checks the committed file.
 gen-offsets:
-	sh tests/scripts/gen_py_offsets.sh > user/target/py_offsets_table.h.new
-	mv user/target/py_offsets_table.h.new user/target/py_offsets_table.h
+	sh tests/scripts/gen_py_offsets.sh > user/target/py_offsets_table.inc.new
+	mv user/target/py_offsets_table.inc.new user/target/py_offsets_table.inc
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h

@@ -16,7 +16,7 @@ struct py_version_entry {
 
 /* Generated from each version's own headers (internal ones with Py_BUILD_CORE). */
 static const struct py_version_entry version_table[] = {
-#include "target/py_offsets_table.h"
+#include "target/py_offsets_table.inc"
 };
 
 static const struct py_version_entry *entry_for_version(unsigned major, unsigned minor)
