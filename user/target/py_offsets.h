@@ -41,8 +41,8 @@ const struct py_gil_layout *py_gil_layout_for_version(unsigned major, unsigned m
 
 /* Fill offsets from a _Py_DebugOffsets blob read from the target (3.13+); -EINVAL with a reason
  * if it is not one (no cookie, too short, implausible offsets), -ENOTSUP for a free-threaded
- * build or a minor version whose layout is not known (a new minor needs one entry in
- * debug_layouts[] in py_offsets.c). */
+ * build or a minor version whose layout is not known (a new minor needs its decoded header in
+ * tests/data/cpython-debug-offsets/ and `make gen-offsets`). */
 int py_offsets_from_debug(const void *debug_offsets, size_t len, struct py_offsets *out, uint32_t *version_hex,
 			  char *err_text, size_t err_len);
 /* The GIL layout from the same blob; PY_GIL_UNKNOWN if it gives none. Same errors. */
