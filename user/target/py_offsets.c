@@ -2,7 +2,6 @@
 #include "target/py_offsets.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "util/array.h"
