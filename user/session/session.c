@@ -52,7 +52,7 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 	if (target && (target->state == TARGET_READY ||
 		       (target->state == TARGET_GONE && target->python.pid == target->pid)))
 		python = &target->python;
-	if (sample_resolve(&session->resolver, record, size, python, &sample))
+	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return 0;
 	if (target)
 		target->samples++;
@@ -164,7 +164,7 @@ static void release(struct session *session)
 		bpf_sampler_close(session->sampler);
 	symbolize_native_free(session->resolver.native);
 	session->resolver.native = NULL;
-	sample_resolver_free(&session->resolver);
+	sample_resolve_free(&session->resolver);
 	ksyms_free(session->ksyms);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
@@ -203,8 +203,7 @@ int session_run(const struct session_options *options)
 	if (!err)
 		load_kernel_symbols(&session);
 	if (!err)
-		err = sample_resolver_init(&session.resolver, session.ksyms,
-					   1000000 / options->frequency_hz);
+		err = sample_resolve_init(&session.resolver, session.ksyms, 1000000 / options->frequency_hz);
 	if (!err && options->native_frames) {
 		session.resolver.native = symbolize_native_new();
 		if (!session.resolver.native)

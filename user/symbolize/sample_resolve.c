@@ -17,8 +17,7 @@ static const struct pf_frame invalid_frame = {
 	.line = -1, .end_line = -1, .column = -1, .end_column = -1, .opcode = -1,
 };
 
-int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
-			 uint64_t period_us)
+int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us)
 {
 	memset(resolver, 0, sizeof(*resolver));
 	resolver->python = symbolize_py_cache_new();
@@ -31,7 +30,7 @@ int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *k
 	return 0;
 }
 
-void sample_resolver_free(struct sample_resolver *resolver)
+void sample_resolve_free(struct sample_resolver *resolver)
 {
 	symbolize_py_cache_free(resolver->python);
 	intern_free(&resolver->kernel_names);
@@ -113,8 +112,8 @@ static uint32_t status_of(const struct pbp_record *record)
 	return status;
 }
 
-int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
-		   const struct py_target *python, struct pf_sample *sample)
+int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+			  const struct py_target *python, struct pf_sample *sample)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	const uint64_t *kernel_ips;

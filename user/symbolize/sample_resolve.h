@@ -33,15 +33,14 @@ struct sample_resolver {
 	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
 };
 
-int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
-			 uint64_t period_us);
-void sample_resolver_free(struct sample_resolver *resolver);
+int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us);
+void sample_resolve_free(struct sample_resolver *resolver);
 /*
  * python: the target's runtime description, or NULL while it is pending
  * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed
  * record, -ENOMEM. *sample points into the resolver until the next call.
  */
-int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
-		   const struct py_target *python, struct pf_sample *sample);
+int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+			  const struct py_target *python, struct pf_sample *sample);
 
 #endif
