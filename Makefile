@@ -34,7 +34,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		pkg-config libcmocka-dev python3 debootstrap zstd \
 		libdw-dev
 
-.PHONY: all deps demo check bench clean vmlinux pythons
+.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -77,6 +77,15 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
 
 $(BUILD) $(BUILD)/tests:
 	mkdir -p $@
+
+# The offsets rows of CPython 2.7 and 3.6-3.12, from each interpreter's own headers
+# (PYENV_ROOT/versions/<version>/include), and the 3.13+ _Py_DebugOffsets layouts, from
+# tests/data/cpython-debug-offsets/; test_py_offsets checks the committed files.
+gen-offsets:
+	sh tests/scripts/gen_py_offsets.sh > user/target/py_offsets_table.inc.new
+	mv user/target/py_offsets_table.inc.new user/target/py_offsets_table.inc
+	sh tests/scripts/gen_debug_layouts.sh > user/target/py_debug_layouts.inc.new
+	mv user/target/py_debug_layouts.inc.new user/target/py_debug_layouts.inc
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h

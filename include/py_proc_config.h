@@ -57,9 +57,7 @@ struct py_offsets {
 
 	/* PyThreadState */
 	__u32 tstate_next;
-	__u32 tstate_interp;
 	__u32 tstate_thread_id;          /* pthread_self() == fsbase on x86-64 */
-	__u32 tstate_native_thread_id;   /* NONE before 3.11 (not in the table); namespace tid */
 	__u32 tstate_frame;              /* frame / cframe / current_frame, see frame_link */
 	__u32 cframe_current_frame;      /* only with PY_FRAME_LINK_CFRAME */
 
@@ -82,7 +80,6 @@ struct py_offsets {
 	__u32 code_name;
 	__u32 code_qualname;             /* NONE before 3.11 */
 	__u32 code_linetable;            /* co_lnotab (<=3.9) / co_linetable (3.10+) */
-	__u32 code_code;                 /* co_code bytes object, NONE from 3.11 */
 	__u32 code_code_adaptive;        /* inline bytecode, 3.11+ */
 
 	/* Strings (str in 3.x, PyStringObject in 2.7) and bytes */

@@ -193,12 +193,12 @@ static void discover(pid_t pid, struct py_target *target)
 	int err = -EAGAIN;
 
 	for (int attempt = 0; attempt < 100 && err == -EAGAIN; attempt++) {
-		err = py_discover(pid, target, errbuf, sizeof(errbuf));
+		err = py_discover_runtime(pid, target, errbuf, sizeof(errbuf));
 		if (err == -EAGAIN)
 			sleep_ms(20);
 	}
 	if (err != 0)
-		fail_msg("py_discover(%d): %s", (int)pid, errbuf);
+		fail_msg("py_discover_runtime(%d): %s", (int)pid, errbuf);
 }
 
 /* Starts the script, makes it a target, samples it; the script keeps running (for symbolizing). */
@@ -216,12 +216,12 @@ static void sample_script(const char *version, const char *script, const char *a
 }
 
 /* The name of the code object behind a frame, "" if it cannot be resolved. */
-static const char *frame_name(struct pysym_cache *cache, const struct python_child *child,
+static const char *frame_name(struct symbolize_py_cache *cache, const struct python_child *child,
 			      const struct pbp_py_frame *frame)
 {
 	struct pf_frame resolved;
 
-	if (pysym_resolve(cache, child->pid, &child->target.config, frame->code_addr, frame->checksum,
+	if (symbolize_py_resolve(cache, child->pid, &child->target.config, frame->code_addr, frame->checksum,
 			  frame->instr_offset, &resolved) != 0)
 		return "";
 	return resolved.name;
@@ -236,7 +236,7 @@ static int names_match(const char *name, const char *expected)
 	       (len > want && name[len - want - 1] == '.' && strcmp(name + len - want, expected) == 0);
 }
 
-static size_t count_leaf(struct recorded *rec, struct pysym_cache *cache, const struct python_child *child,
+static size_t count_leaf(struct recorded *rec, struct symbolize_py_cache *cache, const struct python_child *child,
 			 const char *expected, size_t *with_python)
 {
 	size_t matches = 0;
@@ -283,7 +283,7 @@ static void spin_dominates(const char *version)
 {
 	struct python_child child;
 	struct recorded rec = { 0 };
-	struct pysym_cache *cache = pysym_cache_new();
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
 	size_t with_python, matches;
 
 	sample_script(version, "bpf_spin.py", NULL, &child, &rec);
@@ -296,7 +296,7 @@ static void spin_dominates(const char *version)
 	for (size_t i = 0; i < rec.count; i++)
 		assert_false(rec.records[i]->flags & (PBP_REC_READ_FAULT | PBP_REC_NO_TSTATE | PBP_REC_PY_TRUNCATED));
 	stop_child(child.pid);
-	pysym_cache_free(cache);
+	symbolize_py_cache_free(cache);
 	recorded_free(&rec);
 }
 
@@ -320,7 +320,7 @@ static void check_recursion(const char *version, const char *depth_arg, unsigned
 {
 	struct python_child child;
 	struct recorded rec = { 0 };
-	struct pysym_cache *cache = pysym_cache_new();
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
 	uint64_t before[PBP_CNT_MAX], after[PBP_CNT_MAX];
 	size_t deep = 0;
 
@@ -352,7 +352,7 @@ static void check_recursion(const char *version, const char *depth_arg, unsigned
 	if (truncated)
 		assert_true(after[PBP_CNT_TRUNCATED] - before[PBP_CNT_TRUNCATED] >= deep);
 	stop_child(child.pid);
-	pysym_cache_free(cache);
+	symbolize_py_cache_free(cache);
 	recorded_free(&rec);
 }
 
@@ -392,7 +392,7 @@ static void check_threads(const char *version)
 	static const char *const functions[] = { "bpf_thread_a", "bpf_thread_b", "bpf_thread_c", "bpf_thread_d" };
 	struct python_child child;
 	struct recorded rec = { 0 };
-	struct pysym_cache *cache = pysym_cache_new();
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
 	pid_t tid_of_function[4] = { 0 };
 	size_t without_gil = 0, user_samples = 0, user_without = 0;
 
@@ -436,7 +436,7 @@ static void check_threads(const char *version)
 			assert_true(tid_of_function[f] != tid_of_function[g]);
 	}
 	stop_child(child.pid);
-	pysym_cache_free(cache);
+	symbolize_py_cache_free(cache);
 	recorded_free(&rec);
 }
 

@@ -193,7 +193,7 @@ static uint64_t read_ptr(pid_t pid, uint64_t addr)
 {
 	uint64_t value = 0;
 
-	assert_int_equal(target_read_u64(pid, addr, &value), 0);
+	assert_int_equal(target_mem_read_u64(pid, addr, &value), 0);
 	return value;
 }
 
@@ -204,19 +204,19 @@ static void read_name(pid_t pid, const struct py_offsets *off, uint64_t str, cha
 	uint64_t data;
 
 	if (off->string_kind == PY_STRING_BYTES) {
-		assert_int_equal(target_read(pid, str + off->bytes_size, &length, sizeof(length)), 0);
+		assert_int_equal(target_mem_read(pid, str + off->bytes_size, &length, sizeof(length)), 0);
 		data = str + off->bytes_data;
 	} else {
 		uint32_t state = 0;
 
-		assert_int_equal(target_read(pid, str + off->unicode_state, &state, sizeof(state)), 0);
-		assert_int_equal(target_read(pid, str + off->unicode_length, &length, sizeof(length)), 0);
+		assert_int_equal(target_mem_read(pid, str + off->unicode_state, &state, sizeof(state)), 0);
+		assert_int_equal(target_mem_read(pid, str + off->unicode_length, &length, sizeof(length)), 0);
 		/* compact (bit 5) and ascii (bit 6): our names are plain identifiers */
 		assert_true((state >> 5 & 1) && (state >> 6 & 1));
 		data = str + off->unicode_ascii_data;
 	}
 	assert_true(length > 0 && (size_t)length < outlen);
-	assert_int_equal(target_read(pid, data, out, (size_t)length), 0);
+	assert_int_equal(target_mem_read(pid, data, out, (size_t)length), 0);
 	out[length] = 0;
 }
 
@@ -247,7 +247,7 @@ static void find_function(pid_t pid, const struct py_offsets *off, uint64_t tsta
 		if (off->frame_owner != PY_OFF_NONE) {
 			uint8_t owner = 0;
 
-			assert_int_equal(target_read(pid, frame + off->frame_owner, &owner, 1), 0);
+			assert_int_equal(target_mem_read(pid, frame + off->frame_owner, &owner, 1), 0);
 			if (owner >= off->owner_boundary) {
 				frame = read_ptr(pid, frame + off->frame_previous);
 				continue;
@@ -259,8 +259,8 @@ static void find_function(pid_t pid, const struct py_offsets *off, uint64_t tsta
 		if (!strcmp(name, want->name)) {
 			int32_t firstlineno = 0, argcount = 0;
 
-			assert_int_equal(target_read_s32(pid, code + off->code_firstlineno, &firstlineno), 0);
-			assert_int_equal(target_read_s32(pid, code + off->code_argcount, &argcount), 0);
+			assert_int_equal(target_mem_read_s32(pid, code + off->code_firstlineno, &firstlineno), 0);
+			assert_int_equal(target_mem_read_s32(pid, code + off->code_argcount, &argcount), 0);
 			want->firstlineno = firstlineno;
 			want->argcount = argcount;
 			want->found = 1;
@@ -279,10 +279,8 @@ static uint64_t find_tstate(pid_t pid, const struct py_proc_config *config, unsi
 		uint64_t tstate = read_ptr(pid, interp + off->interp_threads_head);
 
 		for (int t = 0; tstate && t < MAX_TSTATES; t++) {
-			if (read_ptr(pid, tstate + off->tstate_thread_id) == ident) {
-				assert_int_equal(read_ptr(pid, tstate + off->tstate_interp), interp);
+			if (read_ptr(pid, tstate + off->tstate_thread_id) == ident)
 				return tstate;
-			}
 			tstate = read_ptr(pid, tstate + off->tstate_next);
 		}
 		interp = read_ptr(pid, interp + off->interp_next);
@@ -295,7 +293,7 @@ static int discover_with_retries(pid_t pid, struct py_target *target, char *err,
 	int rc = -EAGAIN;
 
 	for (int attempt = 0; attempt < DISCOVER_RETRIES && rc == -EAGAIN; attempt++) {
-		rc = py_discover(pid, target, err, errlen);
+		rc = py_discover_runtime(pid, target, err, errlen);
 		if (rc == -EAGAIN)
 			sleep_ms(20);
 	}
@@ -332,7 +330,7 @@ static void assert_gil_plausible(pid_t pid, const struct py_target *target, uint
 	}
 	/* only two threads ever ran Python, so the last holder is one of them */
 	assert_true(holder == main_tstate || holder == thread_tstate);
-	assert_int_equal(target_read_s32(pid, target->config.gil_locked_addr, &locked), 0);
+	assert_int_equal(target_mem_read_s32(pid, target->config.gil_locked_addr, &locked), 0);
 	assert_true(locked == 0 || locked == 1);
 }
 
@@ -359,7 +357,7 @@ static void test_interpreter(void **state)
 
 	rc = discover_with_retries(pid, &target, err, sizeof(err));
 	if (rc)
-		fail_msg("py_discover(%s): %d: %s", interp->label, rc, err);
+		fail_msg("py_discover_runtime(%s): %d: %s", interp->label, rc, err);
 	assert_int_equal(target.pid, pid);
 	assert_int_equal(target.major, interp->major);
 	assert_int_equal(target.minor, interp->minor);
@@ -392,7 +390,7 @@ static void test_no_such_process(void **state)
 		_exit(0);
 	assert_true(pid > 0);
 	waitpid(pid, NULL, 0);
-	assert_int_equal(py_discover(pid, &target, err, sizeof(err)), -ESRCH);
+	assert_int_equal(py_discover_runtime(pid, &target, err, sizeof(err)), -ESRCH);
 	assert_non_null(strstr(err, "no such process"));
 }
 
@@ -431,7 +429,7 @@ static void test_not_python(void **state)
 	}
 	assert_non_null(strstr(exe, "sleep"));
 
-	assert_int_equal(py_discover(pid, &target, err, sizeof(err)), -ENOEXEC);
+	assert_int_equal(py_discover_runtime(pid, &target, err, sizeof(err)), -ENOEXEC);
 	assert_non_null(strstr(err, "not a Python process"));
 	assert_non_null(strstr(err, "searched"));
 	assert_non_null(strstr(err, "sleep"));
@@ -467,7 +465,7 @@ static void test_fresh_exec_is_retry(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP);
 
-	assert_int_equal(py_discover(pid, &target, err, sizeof(err)), -EAGAIN);
+	assert_int_equal(py_discover_runtime(pid, &target, err, sizeof(err)), -EAGAIN);
 	assert_non_null(strstr(err, "retry"));
 	kill_children();
 }

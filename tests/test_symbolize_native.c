@@ -18,53 +18,53 @@ static uint64_t code_address(void (*function)(void))
 /* A function of a shared library: the library's file and the function's own name (inside it, not at its start). */
 static void test_names_a_library_function(void **state)
 {
-	struct nativesym *symbolizer = nativesym_new();
+	struct symbolize_native *symbolizer = symbolize_native_new();
 	struct pf_frame frame;
 
 	(void)state;
 	assert_non_null(symbolizer);
-	assert_int_equal(nativesym_resolve(symbolizer, getpid(), NULL,
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), NULL,
 					   code_address((void (*)(void))deflateInit2_) + 1, &frame), 1);
 	assert_int_equal(frame.kind, PF_FRAME_NATIVE);
 	assert_non_null(strstr(frame.file, "/libz.so"));
 	assert_string_equal(frame.name, "deflateInit2_");
 	assert_int_equal(frame.line, -1);
-	nativesym_free(symbolizer);
+	symbolize_native_free(symbolizer);
 }
 
 /* The interpreter's own file is left to the Python frames. */
 static void test_skips_the_given_file(void **state)
 {
-	struct nativesym *symbolizer = nativesym_new();
+	struct symbolize_native *symbolizer = symbolize_native_new();
 	struct pf_frame frame = { .name = "untouched" };
 	uint64_t ip = code_address((void (*)(void))deflateInit2_);
 
 	(void)state;
-	assert_int_equal(nativesym_resolve(symbolizer, getpid(), NULL, ip, &frame), 1);
-	assert_int_equal(nativesym_resolve(symbolizer, getpid(), frame.file, ip, &frame), 0);
-	nativesym_free(symbolizer);
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), NULL, ip, &frame), 1);
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), frame.file, ip, &frame), 0);
+	symbolize_native_free(symbolizer);
 }
 
 /* Heap and stack are no file: nothing to name. */
 static void test_anonymous_memory_is_not_a_frame(void **state)
 {
-	struct nativesym *symbolizer = nativesym_new();
+	struct symbolize_native *symbolizer = symbolize_native_new();
 	struct pf_frame frame;
 	char *heap = malloc(64);
 	int on_stack = 0;
 
 	(void)state;
-	assert_int_equal(nativesym_resolve(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)heap, &frame), 0);
-	assert_int_equal(nativesym_resolve(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)&on_stack, &frame), 0);
-	assert_int_equal(nativesym_resolve(symbolizer, getpid(), NULL, 0x10, &frame), 0);
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)heap, &frame), 0);
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)&on_stack, &frame), 0);
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), NULL, 0x10, &frame), 0);
 	free(heap);
-	nativesym_free(symbolizer);
+	symbolize_native_free(symbolizer);
 }
 
 /* An exited process's late samples get no native frame, and no error. */
 static void test_gone_process_gives_no_frame(void **state)
 {
-	struct nativesym *symbolizer = nativesym_new();
+	struct symbolize_native *symbolizer = symbolize_native_new();
 	struct pf_frame frame;
 	pid_t pid = fork();
 
@@ -74,10 +74,10 @@ static void test_gone_process_gives_no_frame(void **state)
 	assert_true(pid > 0);
 	waitpid(pid, NULL, 0);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(nativesym_resolve(symbolizer, pid, NULL,
+		assert_int_equal(symbolize_native_resolve(symbolizer, pid, NULL,
 						   code_address((void (*)(void))deflateInit2_), &frame), 0);
-	nativesym_forget_pid(symbolizer, pid);
-	nativesym_free(symbolizer);
+	symbolize_native_forget_pid(symbolizer, pid);
+	symbolize_native_free(symbolizer);
 }
 
 int main(void)

@@ -4,7 +4,7 @@
  * tests/scripts/linetable_target.py, parked in Outer.inner; the test finds
  * the innermost frames from the thread state as BPF would (py_discover's
  * config), and checks file, qualified name, line and columns of what
- * pysym_resolve returns, the -ESTALE refusal, bad addresses, and that
+ * symbolize_py_resolve returns, the -ESTALE refusal, bad addresses, and that
  * answers survive the process's exit from the cache.
  */
 #include <errno.h>
@@ -123,7 +123,7 @@ struct walked_frame {
 
 static void read_checked_u64(pid_t pid, uint64_t addr, uint64_t *value)
 {
-	assert_int_equal(target_read_u64(pid, addr, value), 0);
+	assert_int_equal(target_mem_read_u64(pid, addr, value), 0);
 }
 
 static uint32_t live_checksum(pid_t pid, const struct py_offsets *off, uint64_t code_addr)
@@ -131,8 +131,8 @@ static uint32_t live_checksum(pid_t pid, const struct py_offsets *off, uint64_t 
 	int32_t firstlineno, argcount;
 	uint64_t filename_addr, name_addr;
 
-	assert_int_equal(target_read_s32(pid, code_addr + off->code_firstlineno, &firstlineno), 0);
-	assert_int_equal(target_read_s32(pid, code_addr + off->code_argcount, &argcount), 0);
+	assert_int_equal(target_mem_read_s32(pid, code_addr + off->code_firstlineno, &firstlineno), 0);
+	assert_int_equal(target_mem_read_s32(pid, code_addr + off->code_argcount, &argcount), 0);
 	read_checked_u64(pid, code_addr + off->code_filename, &filename_addr);
 	read_checked_u64(pid, code_addr + off->code_name, &name_addr);
 	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr);
@@ -149,7 +149,7 @@ static void read_frame_instruction(pid_t pid, const struct py_offsets *off, uint
 	} else {
 		int32_t lasti;
 
-		assert_int_equal(target_read_s32(pid, frame + off->frame_lasti, &lasti), 0);
+		assert_int_equal(target_mem_read_s32(pid, frame + off->frame_lasti, &lasti), 0);
 		out->instr_offset = (uint32_t)lasti;
 	}
 }
@@ -172,7 +172,7 @@ static size_t walk_main_thread(pid_t pid, const struct py_proc_config *config, s
 		uint8_t owner = 0;
 
 		if (off->frame_owner != PY_OFF_NONE)
-			assert_int_equal(target_read(pid, frame + off->frame_owner, &owner, 1), 0);
+			assert_int_equal(target_mem_read(pid, frame + off->frame_owner, &owner, 1), 0);
 		read_checked_u64(pid, frame + off->frame_code, &code_addr);
 		code_addr &= off->code_ptr_mask;
 		if ((off->frame_owner == PY_OFF_NONE || owner < off->owner_boundary) && code_addr) {
@@ -206,9 +206,9 @@ static void check_interpreter(const char *label)
 	struct py_target discovered;
 	struct walked_frame frames[WALK_MAX_FRAMES];
 	struct pf_frame frame, again, first_line;
-	struct pysym_stats stats;
+	struct symbolize_py_stats stats;
 	struct park_site site;
-	struct pysym_cache *cache;
+	struct symbolize_py_cache *cache;
 	size_t count;
 	bool qualified, unicode_names;
 	const char *const *level_names;
@@ -223,10 +223,10 @@ static void check_interpreter(const char *label)
 	}
 	find_park_site(&site);
 	start_target(command, &target);
-	rc = py_discover(target.pid, &discovered, err, sizeof(err));
+	rc = py_discover_runtime(target.pid, &discovered, err, sizeof(err));
 	if (rc != 0) {
 		stop_target(&target);
-		fail_msg("py_discover(%s): %d %s", label, rc, err);
+		fail_msg("py_discover_runtime(%s): %d %s", label, rc, err);
 	}
 	qualified = discovered.config.off.code_qualname != PY_OFF_NONE;
 	unicode_names = discovered.major >= 3;
@@ -236,11 +236,11 @@ static void check_interpreter(const char *label)
 	assert_true(count >= 5); /* inner, three levels, <module> */
 	assert_int_equal(frames[0].code_addr, target.inner_code_addr);
 
-	cache = pysym_cache_new();
+	cache = symbolize_py_cache_new();
 	assert_non_null(cache);
 
 	/* The parked frame: file, qualified name, line, and columns where the version has them. */
-	rc = pysym_resolve(cache, target.pid, &discovered.config, frames[0].code_addr, frames[0].checksum,
+	rc = symbolize_py_resolve(cache, target.pid, &discovered.config, frames[0].code_addr, frames[0].checksum,
 			   frames[0].instr_offset, &frame);
 	assert_int_equal(rc, 0);
 	assert_int_equal(frame.kind, PF_FRAME_PYTHON);
@@ -262,7 +262,7 @@ static void check_interpreter(const char *label)
 		struct pf_frame caller;
 		const struct walked_frame *walked = &frames[1 + level];
 
-		assert_int_equal(pysym_resolve(cache, target.pid, &discovered.config, walked->code_addr,
+		assert_int_equal(symbolize_py_resolve(cache, target.pid, &discovered.config, walked->code_addr,
 					       walked->checksum, walked->instr_offset, &caller),
 				 0);
 		assert_string_equal(caller.name, level_names[level]);
@@ -271,52 +271,52 @@ static void check_interpreter(const char *label)
 	}
 
 	/* A frame that has not started yet is on the def line. */
-	assert_int_equal(pysym_resolve(cache, target.pid, &discovered.config, frames[0].code_addr, frames[0].checksum,
+	assert_int_equal(symbolize_py_resolve(cache, target.pid, &discovered.config, frames[0].code_addr, frames[0].checksum,
 				       not_started_offset(&discovered.config.off), &first_line),
 			 0);
 	assert_int_equal(first_line.line, site.line - 3); /* "def inner(self):" */
 	assert_ptr_equal(first_line.name, frame.name);    /* the same cached code object */
 
 	/* A checksum that is not the live object's: the address was reused. Remembered, still refused. */
-	assert_int_equal(pysym_resolve(cache, target.pid, &discovered.config, frames[0].code_addr,
+	assert_int_equal(symbolize_py_resolve(cache, target.pid, &discovered.config, frames[0].code_addr,
 				       frames[0].checksum ^ 1, frames[0].instr_offset, &again),
 			 -ESTALE);
-	assert_int_equal(pysym_resolve(cache, target.pid, &discovered.config, frames[0].code_addr,
+	assert_int_equal(symbolize_py_resolve(cache, target.pid, &discovered.config, frames[0].code_addr,
 				       frames[0].checksum ^ 1, frames[0].instr_offset, &again),
 			 -ESTALE);
 	/* Addresses that hold no code object: an error, never a crash. */
-	rc = pysym_resolve(cache, target.pid, &discovered.config, 0x10, frames[0].checksum, 0, &again);
+	rc = symbolize_py_resolve(cache, target.pid, &discovered.config, 0x10, frames[0].checksum, 0, &again);
 	assert_true(rc < 0 && rc != -ESTALE);
-	rc = pysym_resolve(cache, target.pid, &discovered.config, 0xfffffffffffff000ull, frames[0].checksum, 0,
+	rc = symbolize_py_resolve(cache, target.pid, &discovered.config, 0xfffffffffffff000ull, frames[0].checksum, 0,
 			   &again);
 	assert_true(rc < 0 && rc != -ESTALE);
-	pysym_cache_stats(cache, &stats);
+	symbolize_py_cache_stats(cache, &stats);
 	assert_int_equal(stats.stale, 2);
 	assert_int_equal(stats.read_errors, 2);
 	assert_int_equal(stats.hits, 0);
 
 	/* Gone: the cache still answers, from memory only. */
 	stop_target(&target);
-	assert_int_equal(pysym_resolve(cache, discovered.pid, &discovered.config, frames[0].code_addr,
+	assert_int_equal(symbolize_py_resolve(cache, discovered.pid, &discovered.config, frames[0].code_addr,
 				       frames[0].checksum, frames[0].instr_offset, &again),
 			 0);
 	assert_ptr_equal(again.file, frame.file);
 	assert_ptr_equal(again.name, frame.name);
 	assert_int_equal(again.line, frame.line);
 	assert_int_equal(again.column, frame.column);
-	pysym_cache_stats(cache, &stats);
+	symbolize_py_cache_stats(cache, &stats);
 	assert_int_equal(stats.hits, 1);
 
 	/* Forgotten: it has to be read again, and cannot be. The frame filled earlier stays valid. */
-	pysym_forget_pid(cache, discovered.pid);
-	rc = pysym_resolve(cache, discovered.pid, &discovered.config, frames[0].code_addr, frames[0].checksum,
+	symbolize_py_forget_pid(cache, discovered.pid);
+	rc = symbolize_py_resolve(cache, discovered.pid, &discovered.config, frames[0].code_addr, frames[0].checksum,
 			   frames[0].instr_offset, &again);
 	assert_true(rc < 0 && rc != -ESTALE);
 	assert_string_equal(frame.name, qualified ? "Outer.inner" : "inner");
-	pysym_cache_stats(cache, &stats);
+	symbolize_py_cache_stats(cache, &stats);
 	assert_int_equal(stats.read_errors, 3);
 	print_message("python %s: %s %s:%d:%d\n", label, frame.name, frame.file, frame.line, frame.column);
-	pysym_cache_free(cache);
+	symbolize_py_cache_free(cache);
 }
 
 #define INTERPRETER_TEST(fn, label)                                                                   \
@@ -343,8 +343,8 @@ INTERPRETER_TEST(test_live_3_15, "3.15")
 static void test_no_process(void **state)
 {
 	struct py_proc_config config = { 0 };
-	struct pysym_cache *cache = pysym_cache_new();
-	struct pysym_stats stats;
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct symbolize_py_stats stats;
 	struct pf_frame frame;
 	pid_t gone;
 	int status;
@@ -353,7 +353,7 @@ static void test_no_process(void **state)
 	assert_non_null(cache);
 	config.version_hex = 0x030c01f0;
 	config.off.code_argcount = PY_OFF_NONE; /* no layout at all: -EINVAL before any read */
-	assert_int_equal(pysym_resolve(cache, getpid(), &config, 0x1000, 1, 0, &frame), -EINVAL);
+	assert_int_equal(symbolize_py_resolve(cache, getpid(), &config, 0x1000, 1, 0, &frame), -EINVAL);
 
 	gone = fork();
 	assert_true(gone >= 0);
@@ -366,14 +366,14 @@ static void test_no_process(void **state)
 	config.off.code_name = 24;
 	config.off.code_qualname = PY_OFF_NONE;
 	config.off.code_linetable = 32;
-	assert_int_equal(pysym_resolve(cache, gone, &config, 0x10000, 1, 0, &frame), -ESRCH);
-	pysym_cache_stats(cache, &stats);
+	assert_int_equal(symbolize_py_resolve(cache, gone, &config, 0x10000, 1, 0, &frame), -ESRCH);
+	symbolize_py_cache_stats(cache, &stats);
 	assert_int_equal(stats.read_errors, 2);
 	assert_int_equal(stats.misses, 2);
 	assert_int_equal(stats.hits, 0);
-	pysym_forget_pid(cache, gone);
-	pysym_cache_free(cache);
-	pysym_cache_free(NULL);
+	symbolize_py_forget_pid(cache, gone);
+	symbolize_py_cache_free(cache);
+	symbolize_py_cache_free(NULL);
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Prints one entry of the offsets table in user/py_offsets.c for the CPython
- * whose headers it is compiled against (see gen_py_offsets.sh). Using the
+ * Prints one row of user/target/py_offsets_table.inc for the CPython whose
+ * headers it is compiled against (see gen_py_offsets.sh). Using the
  * compiler's offsetof on the real headers is what keeps the table honest.
  */
 #define Py_BUILD_CORE 1
@@ -51,6 +51,7 @@ int main(void)
 #endif
 	frame_end = (frame_end + 7) & ~(size_t)7;
 
+	printf("\t/* CPython %d.%d */\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
 	printf("\t{ .major = %d, .minor = %d, .off = {\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
 #if PY_VERSION_HEX >= 0x03070000
 	FIELD("runtime_interpreters_head", offsetof(_PyRuntimeState, interpreters.head));
@@ -69,14 +70,7 @@ int main(void)
 	FIELD_NONE("interp_id");
 #endif
 	FIELD("tstate_next", offsetof(PyThreadState, next));
-	FIELD("tstate_interp", offsetof(PyThreadState, interp));
 	FIELD("tstate_thread_id", offsetof(PyThreadState, thread_id));
-/* stored in the thread state only from 3.11 */
-#if PY_VERSION_HEX >= 0x030b0000
-	FIELD("tstate_native_thread_id", offsetof(PyThreadState, native_thread_id));
-#else
-	FIELD_NONE("tstate_native_thread_id");
-#endif
 #if PY_VERSION_HEX >= 0x030b0000
 	FIELD("tstate_frame", offsetof(PyThreadState, cframe));
 	FIELD("cframe_current_frame", offsetof(_PyCFrame, current_frame));
@@ -126,10 +120,8 @@ int main(void)
 	FIELD("code_linetable", offsetof(PyCodeObject, co_lnotab));
 #endif
 #if PY_VERSION_HEX >= 0x030b0000
-	FIELD_NONE("code_code");
 	FIELD("code_code_adaptive", offsetof(PyCodeObject, co_code_adaptive));
 #else
-	FIELD("code_code", offsetof(PyCodeObject, co_code));
 	FIELD_NONE("code_code_adaptive");
 #endif
 #if PY_MAJOR_VERSION >= 3

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+#include "util/errbuf.h"
+
 struct ksym {
 	uint64_t addr;
 	uint32_t name;    /* offset into names */
@@ -21,23 +24,8 @@ struct ksyms {
 };
 
 #define NO_MODULE UINT32_MAX
-
-static int grow(void **data, size_t *capacity, size_t needed, size_t item)
-{
-	size_t next = *capacity ? *capacity : 4096;
-	void *bigger;
-
-	if (needed <= *capacity)
-		return 0;
-	while (next < needed)
-		next *= 2;
-	bigger = realloc(*data, next * item);
-	if (!bigger)
-		return -ENOMEM;
-	*data = bigger;
-	*capacity = next;
-	return 0;
-}
+/* kallsyms holds some 10^5 names: start the name store at a page, not at 16 bytes. */
+#define KSYMS_NAMES_MIN_CAPACITY 4096
 
 static int intern_name(struct ksyms *ksyms, const char *name, uint32_t *offset)
 {
@@ -45,7 +33,8 @@ static int intern_name(struct ksyms *ksyms, const char *name, uint32_t *offset)
 
 	if (ksyms->names_len + len > UINT32_MAX - 1)
 		return -E2BIG;
-	if (grow((void **)&ksyms->names, &ksyms->names_capacity, ksyms->names_len + len, 1))
+	if (array_reserve((void **)&ksyms->names, &ksyms->names_capacity, ksyms->names_len + len, 1,
+			  KSYMS_NAMES_MIN_CAPACITY))
 		return -ENOMEM;
 	memcpy(ksyms->names + ksyms->names_len, name, len);
 	*offset = (uint32_t)ksyms->names_len;
@@ -69,7 +58,7 @@ static int add_line(struct ksyms *ksyms, const char *line, uint32_t *last_module
 
 	if (fields < 3 || !is_code_type(type))
 		return 0;
-	if (grow((void **)&ksyms->syms, &ksyms->capacity, ksyms->count + 1, sizeof(*ksyms->syms)))
+	if (ARRAY_RESERVE(ksyms->syms, ksyms->capacity, ksyms->count + 1))
 		return -ENOMEM;
 	sym = &ksyms->syms[ksyms->count];
 	sym->addr = addr;
@@ -103,39 +92,37 @@ static int all_zero(const struct ksyms *ksyms)
 	return 1;
 }
 
-int ksyms_load_file(struct ksyms **out, const char *path, char *err, size_t errlen)
+int ksyms_load_file(struct ksyms **out, const char *path, char *err_text, size_t err_len)
 {
 	struct ksyms *ksyms;
 	uint32_t last_module = NO_MODULE;
 	char line[1024];
 	FILE *file;
-	int rc = 0;
+	int err = 0;
 
 	*out = NULL;
 	file = fopen(path, "r");
 	if (!file) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rc));
-		return rc;
+		err = -errno;
+		return errbuf_format(err_text, err_len, err, "cannot open %s: %s", path, strerror(-err));
 	}
 	ksyms = calloc(1, sizeof(*ksyms));
 	if (!ksyms) {
 		fclose(file);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return errbuf_format(err_text, err_len, -ENOMEM, "out of memory");
 	}
-	while (rc == 0 && fgets(line, sizeof(line), file))
-		rc = add_line(ksyms, line, &last_module);
+	while (err == 0 && fgets(line, sizeof(line), file))
+		err = add_line(ksyms, line, &last_module);
 	fclose(file);
-	if (rc) {
-		snprintf(err, errlen, "reading %s: %s", path, strerror(-rc));
+	if (err) {
 		ksyms_free(ksyms);
-		return rc;
+		return errbuf_format(err_text, err_len, err, "reading %s: %s", path, strerror(-err));
 	}
 	if (ksyms->count == 0 || all_zero(ksyms)) {
-		snprintf(err, errlen, "%s shows no kernel addresses (%s): kernel stacks cannot be named; "
-			 "run as root or lower kernel.kptr_restrict", path,
-			 ksyms->count ? "all are 0" : "no code symbols");
+		errbuf_format(err_text, err_len, -EPERM,
+			      "%s shows no kernel addresses (%s): kernel stacks cannot be named; "
+			      "run as root or lower kernel.kptr_restrict",
+			      path, ksyms->count ? "all are 0" : "no code symbols");
 		ksyms_free(ksyms);
 		return -EPERM;
 	}
@@ -144,9 +131,9 @@ int ksyms_load_file(struct ksyms **out, const char *path, char *err, size_t errl
 	return 0;
 }
 
-int ksyms_load(struct ksyms **out, char *err, size_t errlen)
+int ksyms_load(struct ksyms **out, char *err_text, size_t err_len)
 {
-	return ksyms_load_file(out, "/proc/kallsyms", err, errlen);
+	return ksyms_load_file(out, "/proc/kallsyms", err_text, err_len);
 }
 
 const char *ksyms_resolve(const struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module)

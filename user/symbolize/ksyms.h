@@ -9,9 +9,9 @@
 struct ksyms;
 
 /* Loads /proc/kallsyms. -EPERM with a hint if every address reads as 0 (kernel.kptr_restrict). */
-int ksyms_load(struct ksyms **out, char *err, size_t errlen);
+int ksyms_load(struct ksyms **out, char *err_text, size_t err_len);
 /* The same from another file in kallsyms format. */
-int ksyms_load_file(struct ksyms **out, const char *path, char *err, size_t errlen);
+int ksyms_load_file(struct ksyms **out, const char *path, char *err_text, size_t err_len);
 /* The symbol containing addr (the nearest one at or below it), NULL if below every symbol.
  * offset (optional) gets addr - symbol address; module (optional) the module name or NULL
  * for the core kernel. Strings live as long as the ksyms. */

@@ -81,7 +81,7 @@ static int lookup_linetable_310(const uint8_t *table, size_t table_len, int32_t 
 	return 0;
 }
 
-/* 3.11+ location table (Objects/locations.md). */
+/* 3.11+ location table (PEP 657): entries of a code kind and a length in code units. */
 enum {
 	LOCATION_SHORT_MAX = 9,    /* 0-9: same line, column packed in the code and one byte */
 	LOCATION_ONE_LINE_0 = 10,  /* 10-12: line delta 0-2, column and end column bytes */

@@ -5,7 +5,7 @@
  *   2.7         co_lnotab, unsigned line increments
  *   3.6 - 3.9   co_lnotab, signed line increments
  *   3.10        co_linetable (PEP 626): byte ranges, signed line deltas
- *   3.11+       co_linetable location table (Objects/locations.md), with columns
+ *   3.11+       co_linetable location table (PEP 657), with columns
  */
 #ifndef PYBPFPROF_PY_LINETABLE_H
 #define PYBPFPROF_PY_LINETABLE_H

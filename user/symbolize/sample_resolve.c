@@ -4,6 +4,7 @@
 #include "symbolize/ksyms.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
+#include "util/array.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,11 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
-			 uint64_t period_us)
+int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us)
 {
 	memset(resolver, 0, sizeof(*resolver));
-	resolver->python = pysym_cache_new();
+	resolver->python = symbolize_py_cache_new();
 	if (!resolver->python)
 		return -ENOMEM;
 	resolver->kernel = kernel;
@@ -25,9 +25,9 @@ int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *k
 	return 0;
 }
 
-void sample_resolver_free(struct sample_resolver *resolver)
+void sample_resolve_free(struct sample_resolver *resolver)
 {
-	pysym_cache_free(resolver->python);
+	symbolize_py_cache_free(resolver->python);
 	intern_free(&resolver->kernel_names);
 	intern_free(&resolver->kernel_addresses);
 	free(resolver->kernel_name_of);
@@ -65,15 +65,8 @@ static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t 
 	int64_t id;
 
 	/* Room for one more name first, so an address is never known without its name. */
-	if (known >= resolver->kernel_name_capacity) {
-		size_t capacity = resolver->kernel_name_capacity ? resolver->kernel_name_capacity * 2 : 256;
-		const char **names = realloc(resolver->kernel_name_of, capacity * sizeof(*names));
-
-		if (!names)
-			return "<kernel>";
-		resolver->kernel_name_of = names;
-		resolver->kernel_name_capacity = capacity;
-	}
+	if (ARRAY_RESERVE(resolver->kernel_name_of, resolver->kernel_name_capacity, known + 1))
+		return "<kernel>";
 	id = intern_add(&resolver->kernel_addresses, &address, sizeof(address), &is_new);
 	if (id < 0)
 		return "<kernel>";
@@ -89,13 +82,11 @@ static void python_frame(struct sample_resolver *resolver, pid_t pid,
 	int err = -ENOENT;
 
 	if (python)
-		err = pysym_resolve(resolver->python, pid, &python->config, raw->code_addr,
+		err = symbolize_py_resolve(resolver->python, pid, &python->config, raw->code_addr,
 				    raw->checksum, raw->instr_offset, frame);
 	if (err == 0)
 		return;
 	resolver->unresolved_frames++;
-	if (err == -ESTALE)
-		resolver->stale_frames++;
 	*frame = pf_frame_unlocated(PF_FRAME_PYTHON, "<unknown>", "<unresolved>");
 	*incomplete = true;
 }
@@ -114,8 +105,8 @@ static uint32_t status_of(const struct pbp_record *record)
 	return status;
 }
 
-int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
-		   const struct py_target *python, struct pf_sample *sample)
+int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+			  const struct py_target *python, struct pf_sample *sample)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	const uint64_t *kernel_ips;
@@ -123,16 +114,12 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
 
 	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
-	    record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES) {
-		resolver->bad_records++;
+	    record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
 		return -EINVAL;
-	}
 	needed += (size_t)record->py_frame_count * sizeof(*py_frames) +
 		  (size_t)record->kernel_frame_count * sizeof(uint64_t);
-	if (size < needed) {
-		resolver->bad_records++;
+	if (size < needed)
 		return -EINVAL;
-	}
 	kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count);
 
 	/* Slot 0 is kept for the invalid marker; filled in once we know. */
@@ -145,11 +132,9 @@ int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *re
 	/* A sample that landed in native code outside the interpreter (an extension, libc)
 	 * says where; inside the interpreter the Python frames already do. */
 	if (record->user_ip && resolver->native && python &&
-	    nativesym_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
-			      &resolver->frames[count]) > 0) {
+	    symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
+			      &resolver->frames[count]) > 0)
 		count++;
-		resolver->native_frames++;
-	}
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];
 

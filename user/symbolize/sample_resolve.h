@@ -16,14 +16,14 @@
 #include "target/py_discover.h"
 #include "util/intern.h"
 
-struct pysym_cache;
+struct symbolize_py_cache;
 struct ksyms;
-struct nativesym;
+struct symbolize_native;
 
 struct sample_resolver {
-	struct pysym_cache *python;
+	struct symbolize_py_cache *python;
 	const struct ksyms *kernel;    /* NULL: kernel frames are shown by address */
-	struct nativesym *native;      /* NULL: no native leaf frames */
+	struct symbolize_native *native;      /* NULL: no native leaf frames */
 	uint64_t period_us;            /* the time one sample stands for */
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
@@ -31,20 +31,16 @@ struct sample_resolver {
 	size_t kernel_name_capacity;
 	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES];
 	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
-	uint64_t native_frames;        /* samples given a native leaf frame */
-	uint64_t stale_frames;         /* ... of which the code object was freed and reused */
-	uint64_t bad_records;          /* records shorter than they claim */
 };
 
-int sample_resolver_init(struct sample_resolver *resolver, const struct ksyms *kernel,
-			 uint64_t period_us);
-void sample_resolver_free(struct sample_resolver *resolver);
+int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us);
+void sample_resolve_free(struct sample_resolver *resolver);
 /*
  * python: the target's runtime description, or NULL while it is pending
  * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed
  * record, -ENOMEM. *sample points into the resolver until the next call.
  */
-int sample_resolve(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
-		   const struct py_target *python, struct pf_sample *sample);
+int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+			  const struct py_target *python, struct pf_sample *sample);
 
 #endif

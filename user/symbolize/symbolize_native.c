@@ -6,17 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
+#include "util/clock.h"
 
 /* Processes whose maps are kept; beyond this the oldest is dropped (and read again if needed). */
-#define NATIVESYM_MAX_PIDS 64
+#define SYMBOLIZE_NATIVE_MAX_PIDS 64
 /* A miss (an address in no known mapping: a library loaded since) re-reads the maps, at most this often. */
-#define NATIVESYM_REREAD_MS 100
+#define SYMBOLIZE_NATIVE_REREAD_MS 100
 /* Files whose symbols are kept, each with its ELF open. */
-#define NATIVESYM_MAX_FILES 256
+#define SYMBOLIZE_NATIVE_MAX_FILES 256
 
 struct pid_maps {
 	pid_t pid;
@@ -37,25 +37,17 @@ struct mapped_file {
 	char *names;
 };
 
-struct nativesym {
-	struct pid_maps pids[NATIVESYM_MAX_PIDS];
+struct symbolize_native {
+	struct pid_maps pids[SYMBOLIZE_NATIVE_MAX_PIDS];
 	size_t pid_count;
-	struct mapped_file *files[NATIVESYM_MAX_FILES];
+	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
 	uint64_t clock;
 };
 
-static uint64_t now_ms(void)
+struct symbolize_native *symbolize_native_new(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-}
-
-struct nativesym *nativesym_new(void)
-{
-	return calloc(1, sizeof(struct nativesym));
+	return calloc(1, sizeof(struct symbolize_native));
 }
 
 static void mapped_file_free(struct mapped_file *file)
@@ -71,7 +63,7 @@ static void mapped_file_free(struct mapped_file *file)
 	free(file);
 }
 
-void nativesym_free(struct nativesym *symbolizer)
+void symbolize_native_free(struct symbolize_native *symbolizer)
 {
 	if (!symbolizer)
 		return;
@@ -82,7 +74,7 @@ void nativesym_free(struct nativesym *symbolizer)
 	free(symbolizer);
 }
 
-void nativesym_forget_pid(struct nativesym *symbolizer, pid_t pid)
+void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
 {
 	for (size_t i = 0; i < symbolizer->pid_count; i++) {
 		if (symbolizer->pids[i].pid != pid)
@@ -93,14 +85,14 @@ void nativesym_forget_pid(struct nativesym *symbolizer, pid_t pid)
 	}
 }
 
-static struct pid_maps *maps_of(struct nativesym *symbolizer, pid_t pid)
+static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
 {
 	struct pid_maps *slot;
 
 	for (size_t i = 0; i < symbolizer->pid_count; i++)
 		if (symbolizer->pids[i].pid == pid)
 			return &symbolizer->pids[i];
-	if (symbolizer->pid_count == NATIVESYM_MAX_PIDS) {
+	if (symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS) {
 		size_t oldest = 0;
 
 		for (size_t i = 1; i < symbolizer->pid_count; i++)
@@ -115,7 +107,7 @@ static struct pid_maps *maps_of(struct nativesym *symbolizer, pid_t pid)
 	 * as empty, so that they are tried again at the re-read pace, not once per sample. */
 	if (proc_maps_read(pid, &slot->maps) < 0)
 		slot->maps = (struct proc_maps){ 0 };
-	slot->read_ms = now_ms();
+	slot->read_ms = clock_monotonic_ms();
 	symbolizer->pid_count++;
 	return slot;
 }
@@ -157,7 +149,7 @@ static const struct elf_function *function_at(const struct mapped_file *file, ui
 	return NULL;
 }
 
-static struct mapped_file *file_of(struct nativesym *symbolizer, pid_t pid, const struct proc_map *map)
+static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)
 {
 	struct mapped_file *file;
 	size_t name_len;
@@ -167,7 +159,7 @@ static struct mapped_file *file_of(struct nativesym *symbolizer, pid_t pid, cons
 		if (file->inode == map->inode && strcmp(file->path, map->path) == 0)
 			return file;
 	}
-	if (symbolizer->file_count == NATIVESYM_MAX_FILES)
+	if (symbolizer->file_count == SYMBOLIZE_NATIVE_MAX_FILES)
 		return NULL;
 	file = calloc(1, sizeof(*file));
 	if (!file)
@@ -192,7 +184,7 @@ static struct mapped_file *file_of(struct nativesym *symbolizer, pid_t pid, cons
 	return file;
 }
 
-int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
+int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
 		      struct pf_frame *frame)
 {
 	struct pid_maps *maps = maps_of(symbolizer, pid);
@@ -203,9 +195,9 @@ int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_
 
 	maps->used = ++symbolizer->clock;
 	map = mapping_at(&maps->maps, ip);
-	if (!map && now_ms() - maps->read_ms >= NATIVESYM_REREAD_MS) {
+	if (!map && clock_monotonic_ms() - maps->read_ms >= SYMBOLIZE_NATIVE_REREAD_MS) {
 		/* Also on failure: the next attempt waits as long again. */
-		maps->read_ms = now_ms();
+		maps->read_ms = clock_monotonic_ms();
 		struct proc_maps fresh;
 
 		if (proc_maps_read(pid, &fresh) == 0) {

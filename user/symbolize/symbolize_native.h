@@ -13,12 +13,12 @@
 
 #include "profile/profile.h"
 
-struct nativesym;
+struct symbolize_native;
 
-struct nativesym *nativesym_new(void);
-void nativesym_free(struct nativesym *symbolizer);
+struct symbolize_native *symbolize_native_new(void);
+void symbolize_native_free(struct symbolize_native *symbolizer);
 /* The process is gone, or exec'd: its mappings no longer hold. */
-void nativesym_forget_pid(struct nativesym *symbolizer, pid_t pid);
+void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid);
 /*
  * 1 with *frame filled (kind native; name the function, or "[libfoo.so.1]" when no symbol
  * covers ip; file the mapped file as the target sees it), 0 when ip is in skip_path (the
@@ -27,7 +27,7 @@ void nativesym_forget_pid(struct nativesym *symbolizer, pid_t pid);
  * read again at most every 100 ms), -ENOMEM.
  * The frame's strings live as long as the symbolizer.
  */
-int nativesym_resolve(struct nativesym *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
+int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
 		      struct pf_frame *frame);
 
 #endif

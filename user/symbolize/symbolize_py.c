@@ -8,6 +8,8 @@
 
 #include "symbolize/py_linetable.h"
 #include "target/target_mem.h"
+#include "util/array.h"
+#include "util/hash.h"
 #include "util/intern.h"
 
 /* A code object as read once from one process; status -ESTALE remembers a reused address. */
@@ -37,58 +39,55 @@ struct frame_slot {
 };
 
 /* Decoded frames kept before the table starts over (code objects are kept). */
-#define PYSYM_MAX_FRAME_SLOTS (1u << 20)
-#define PYSYM_INITIAL_CAPACITY 1024u
+#define SYMBOLIZE_PY_MAX_FRAME_SLOTS (1u << 20)
+#define SYMBOLIZE_PY_INITIAL_CAPACITY 1024u
 /* The code object's fields lie within this many bytes of its start in every layout. */
-#define PYSYM_MAX_CODE_READ 1024u
+#define SYMBOLIZE_PY_MAX_CODE_READ 1024u
 
-struct pysym_cache {
-	struct code_entry **codes; /* open addressing; NULL = empty */
-	size_t codes_capacity;
-	size_t codes_count;
-	struct frame_slot *frames; /* open addressing */
+struct symbolize_py_cache {
+	struct code_entry **codes;    /* by position; the entries never move (frames point at them) */
+	size_t code_count;
+	size_t code_capacity;
+	struct hash_index code_index; /* code_hash -> position in codes */
+	struct frame_slot *frames;    /* open addressing */
 	size_t frames_capacity;
 	size_t frames_count;
 	struct intern_table strings; /* NUL-terminated file and function names */
-	struct pysym_stats stats;
+	struct symbolize_py_stats stats;
 };
 
-static uint64_t mix64(uint64_t value)
-{
-	value ^= value >> 33;
-	value *= 0xff51afd7ed558ccdull;
-	value ^= value >> 33;
-	value *= 0xc4ceb9fe1a85ec53ull;
-	value ^= value >> 33;
-	return value;
-}
-
+/*
+ * Code objects are looked up only when a frame misses, so they use the shared struct
+ * hash_index. A frame hit is the per-sample path: that table probes inline on its own slots,
+ * since the index's out-of-line lookup with a match callback and a second indirection
+ * measured twice as slow per hit; and its hash is two bare mixes, which hash_combine's
+ * extra arithmetic made some 15 instructions dearer per frame.
+ */
 static uint64_t code_hash(pid_t pid, uint64_t code_addr, uint32_t checksum)
 {
-	return mix64(code_addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(uint32_t)pid << 32 | checksum));
+	return hash_combine(code_addr, (uint64_t)(uint32_t)pid << 32 | checksum);
 }
 
-static uint64_t frame_hash(pid_t pid, uint64_t code_addr, uint32_t checksum, uint32_t instr_offset)
+static inline uint64_t frame_hash(pid_t pid, uint64_t code_addr, uint32_t checksum, uint32_t instr_offset)
 {
-	return mix64(code_hash(pid, code_addr, checksum) ^ instr_offset);
+	uint64_t code = hash_mix64(code_addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)(uint32_t)pid << 32 | checksum));
+
+	return hash_mix64(code ^ instr_offset);
 }
 
-struct pysym_cache *pysym_cache_new(void)
+struct symbolize_py_cache *symbolize_py_cache_new(void)
 {
-	struct pysym_cache *cache = calloc(1, sizeof(*cache));
+	struct symbolize_py_cache *cache = calloc(1, sizeof(*cache));
 
 	if (!cache)
 		return NULL;
-	cache->codes = calloc(PYSYM_INITIAL_CAPACITY, sizeof(*cache->codes));
-	cache->frames = calloc(PYSYM_INITIAL_CAPACITY, sizeof(*cache->frames));
-	if (!cache->codes || !cache->frames) {
-		free(cache->codes);
-		free(cache->frames);
+	cache->frames = calloc(SYMBOLIZE_PY_INITIAL_CAPACITY, sizeof(*cache->frames));
+	if (!cache->frames) {
 		free(cache);
 		return NULL;
 	}
-	cache->codes_capacity = PYSYM_INITIAL_CAPACITY;
-	cache->frames_capacity = PYSYM_INITIAL_CAPACITY;
+	cache->frames_capacity = SYMBOLIZE_PY_INITIAL_CAPACITY;
+	hash_index_init(&cache->code_index);
 	intern_init(&cache->strings);
 	return cache;
 }
@@ -101,95 +100,88 @@ static void code_entry_free(struct code_entry *entry)
 	}
 }
 
-void pysym_cache_free(struct pysym_cache *cache)
+void symbolize_py_cache_free(struct symbolize_py_cache *cache)
 {
 	if (!cache)
 		return;
-	for (size_t i = 0; i < cache->codes_capacity; i++)
+	for (size_t i = 0; i < cache->code_count; i++)
 		code_entry_free(cache->codes[i]);
 	free(cache->codes);
+	hash_index_free(&cache->code_index);
 	free(cache->frames);
 	intern_free(&cache->strings);
 	free(cache);
 }
 
-void pysym_cache_stats(const struct pysym_cache *cache, struct pysym_stats *stats)
+void symbolize_py_cache_stats(const struct symbolize_py_cache *cache, struct symbolize_py_stats *stats)
 {
 	*stats = cache->stats;
 }
 
 /* --- the code object table --- */
 
-static struct code_entry *find_code(const struct pysym_cache *cache, pid_t pid, uint64_t code_addr,
+struct code_key {
+	uint64_t code_addr;
+	pid_t pid;
+	uint32_t checksum;
+};
+
+static bool code_matches(const void *context, uint32_t position, const void *wanted)
+{
+	const struct code_entry *entry = ((const struct symbolize_py_cache *)context)->codes[position];
+	const struct code_key *key = wanted;
+
+	return entry->code_addr == key->code_addr && entry->pid == key->pid && entry->checksum == key->checksum;
+}
+
+static struct code_entry *find_code(const struct symbolize_py_cache *cache, pid_t pid, uint64_t code_addr,
 				    uint32_t checksum)
 {
-	size_t mask = cache->codes_capacity - 1;
+	struct code_key key = { code_addr, pid, checksum };
+	int64_t position = hash_index_find(&cache->code_index, code_hash(pid, code_addr, checksum), code_matches,
+					   cache, &key);
 
-	for (size_t i = code_hash(pid, code_addr, checksum) & mask, probes = 0; probes <= mask;
-	     i = (i + 1) & mask, probes++) {
-		struct code_entry *entry = cache->codes[i];
-
-		if (!entry)
-			return NULL;
-		if (entry->code_addr == code_addr && entry->pid == pid && entry->checksum == checksum)
-			return entry;
-	}
-	return NULL;
+	return position < 0 ? NULL : cache->codes[position];
 }
 
-static void place_code(struct code_entry **codes, size_t capacity, struct code_entry *entry)
+static int add_code(struct symbolize_py_cache *cache, struct code_entry *entry)
 {
-	size_t mask = capacity - 1;
-	size_t i = code_hash(entry->pid, entry->code_addr, entry->checksum) & mask;
+	int err = ARRAY_RESERVE(cache->codes, cache->code_capacity, cache->code_count + 1);
 
-	while (codes[i])
-		i = (i + 1) & mask;
-	codes[i] = entry;
+	if (!err)
+		err = hash_index_insert(&cache->code_index, code_hash(entry->pid, entry->code_addr, entry->checksum),
+					(uint32_t)cache->code_count);
+	if (err)
+		return err;
+	cache->codes[cache->code_count++] = entry;
+	return 0;
 }
 
-/* Rebuild at capacity, keeping entries not of drop_pid (0 keeps all); dropped entries are freed. */
-static int rebuild_codes(struct pysym_cache *cache, size_t capacity, pid_t drop_pid)
+/* Frees pid's code objects and keeps the others in order. The index is rebuilt at its size,
+ * which held them all: no allocation, nothing can fail half-way. */
+static void drop_codes_of(struct symbolize_py_cache *cache, pid_t pid)
 {
-	struct code_entry **codes = calloc(capacity, sizeof(*codes));
-	size_t count = 0;
+	size_t kept = 0;
 
-	if (!codes)
-		return -ENOMEM;
-	for (size_t i = 0; i < cache->codes_capacity; i++) {
+	hash_index_clear(&cache->code_index);
+	for (size_t i = 0; i < cache->code_count; i++) {
 		struct code_entry *entry = cache->codes[i];
 
-		if (!entry)
-			continue;
-		if (drop_pid && entry->pid == drop_pid) {
+		if (entry->pid == pid) {
 			code_entry_free(entry);
 			continue;
 		}
-		place_code(codes, capacity, entry);
-		count++;
+		cache->codes[kept] = entry;
+		hash_index_insert(&cache->code_index, code_hash(entry->pid, entry->code_addr, entry->checksum),
+				  (uint32_t)kept);
+		kept++;
 	}
-	free(cache->codes);
-	cache->codes = codes;
-	cache->codes_capacity = capacity;
-	cache->codes_count = count;
-	return 0;
-}
-
-static int add_code(struct pysym_cache *cache, struct code_entry *entry)
-{
-	if ((cache->codes_count + 1) * 2 > cache->codes_capacity) {
-		int rc = rebuild_codes(cache, cache->codes_capacity * 2, 0);
-
-		if (rc < 0)
-			return rc;
-	}
-	place_code(cache->codes, cache->codes_capacity, entry);
-	cache->codes_count++;
-	return 0;
+	cache->code_count = kept;
 }
 
 /* --- the decoded frame table --- */
 
-static struct frame_slot *find_frame(const struct pysym_cache *cache, pid_t pid, uint64_t code_addr,
+static struct frame_slot *find_frame(const struct symbolize_py_cache *cache, pid_t pid, uint64_t code_addr,
 				     uint32_t checksum, uint32_t instr_offset)
 {
 	size_t mask = cache->frames_capacity - 1;
@@ -217,7 +209,7 @@ static void place_frame(struct frame_slot *frames, size_t capacity, const struct
 	frames[i] = *slot;
 }
 
-static int rebuild_frames(struct pysym_cache *cache, size_t capacity, pid_t drop_pid)
+static int rebuild_frames(struct symbolize_py_cache *cache, size_t capacity, pid_t drop_pid)
 {
 	struct frame_slot *frames = calloc(capacity, sizeof(*frames));
 	size_t count = 0;
@@ -239,43 +231,38 @@ static int rebuild_frames(struct pysym_cache *cache, size_t capacity, pid_t drop
 	return 0;
 }
 
-static int add_frame(struct pysym_cache *cache, const struct frame_slot *slot)
+static int add_frame(struct symbolize_py_cache *cache, const struct frame_slot *slot)
 {
-	if (cache->frames_count >= PYSYM_MAX_FRAME_SLOTS) {
+	if (cache->frames_count >= SYMBOLIZE_PY_MAX_FRAME_SLOTS) {
 		/* Bounded memory: decoded locations are cheap to recompute from the kept code objects. */
 		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
 		cache->frames_count = 0;
 	}
 	if ((cache->frames_count + 1) * 2 > cache->frames_capacity) {
-		int rc = rebuild_frames(cache, cache->frames_capacity * 2, 0);
+		int err = rebuild_frames(cache, cache->frames_capacity * 2, 0);
 
-		if (rc < 0)
-			return rc;
+		if (err < 0)
+			return err;
 	}
 	place_frame(cache->frames, cache->frames_capacity, slot);
 	cache->frames_count++;
 	return 0;
 }
 
-void pysym_forget_pid(struct pysym_cache *cache, pid_t pid)
+void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid)
 {
-	/* Frame slots point at code entries: drop them first. On ENOMEM keep the old tables and
-	 * clear what points at the pid instead, so nothing dangles. */
+	/* Frame slots point at code entries: drop them first. On ENOMEM keep the old frame table and
+	 * clear it instead, so nothing dangles. */
 	if (rebuild_frames(cache, cache->frames_capacity, pid) < 0) {
 		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
 		cache->frames_count = 0;
 	}
-	if (rebuild_codes(cache, cache->codes_capacity, pid) < 0) {
-		for (size_t i = 0; i < cache->codes_capacity; i++) {
-			if (cache->codes[i] && cache->codes[i]->pid == pid)
-				cache->codes[i]->pid = 0; /* no target has pid 0: unreachable, freed with the cache */
-		}
-	}
+	drop_codes_of(cache, pid);
 }
 
 /* --- reading the target --- */
 
-static const char *intern_string(struct pysym_cache *cache, const char *text, size_t len)
+static const char *intern_string(struct symbolize_py_cache *cache, const char *text, size_t len)
 {
 	int64_t id;
 	size_t stored_len;
@@ -324,7 +311,7 @@ static int read_header_field(pid_t pid, uint64_t addr, uint32_t offset, void *va
 {
 	if (offset == PY_OFF_NONE)
 		return -EINVAL;
-	return target_read(pid, addr + offset, value, len);
+	return target_mem_read(pid, addr + offset, value, len);
 }
 
 /* A 3.x str as UTF-8 into a malloc'd buffer (*text, *len). */
@@ -336,13 +323,13 @@ static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, 
 	uint8_t *raw;
 	char *utf8;
 	size_t out_len = 0;
-	int rc;
+	int err;
 
-	rc = read_header_field(pid, addr, off->unicode_state, &state, sizeof(state));
-	if (rc == 0)
-		rc = read_header_field(pid, addr, off->unicode_length, &length, sizeof(length));
-	if (rc < 0)
-		return rc;
+	err = read_header_field(pid, addr, off->unicode_state, &state, sizeof(state));
+	if (err == 0)
+		err = read_header_field(pid, addr, off->unicode_length, &length, sizeof(length));
+	if (err < 0)
+		return err;
 	kind = UNICODE_KIND(state);
 	if (length < 0 || !UNICODE_COMPACT(state) || (kind != 1 && kind != 2 && kind != 4))
 		return -EINVAL;
@@ -351,8 +338,8 @@ static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, 
 	data_offset = UNICODE_ASCII(state) ? off->unicode_ascii_data : off->unicode_compact_data;
 	if (data_offset == PY_OFF_NONE)
 		return -EINVAL;
-	if ((uint64_t)length > PYSYM_MAX_STRING_CHARS)
-		length = PYSYM_MAX_STRING_CHARS;
+	if ((uint64_t)length > SYMBOLIZE_PY_MAX_STRING_CHARS)
+		length = SYMBOLIZE_PY_MAX_STRING_CHARS;
 	raw = malloc((size_t)length * kind + 1);
 	utf8 = malloc((size_t)length * 4 + 1);
 	if (!raw || !utf8) {
@@ -360,8 +347,8 @@ static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, 
 		free(utf8);
 		return -ENOMEM;
 	}
-	rc = target_read(pid, addr + data_offset, raw, (size_t)length * kind);
-	for (int64_t i = 0; rc == 0 && i < length; i++) {
+	err = target_mem_read(pid, addr + data_offset, raw, (size_t)length * kind);
+	for (int64_t i = 0; err == 0 && i < length; i++) {
 		uint32_t code_point;
 
 		if (kind == 1) {
@@ -377,9 +364,9 @@ static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, 
 		out_len += utf8_encode(code_point, utf8 + out_len);
 	}
 	free(raw);
-	if (rc < 0) {
+	if (err < 0) {
 		free(utf8);
-		return rc;
+		return err;
 	}
 	utf8[out_len] = 0;
 	*text = utf8;
@@ -393,11 +380,11 @@ static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, si
 {
 	int64_t size;
 	uint8_t *buffer;
-	int rc;
+	int err;
 
-	rc = read_header_field(pid, addr, off->bytes_size, &size, sizeof(size));
-	if (rc < 0)
-		return rc;
+	err = read_header_field(pid, addr, off->bytes_size, &size, sizeof(size));
+	if (err < 0)
+		return err;
 	if (off->bytes_data == PY_OFF_NONE || size < 0)
 		return -EINVAL;
 	if ((uint64_t)size > max_len) {
@@ -408,10 +395,10 @@ static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, si
 	buffer = malloc((size_t)size + 1);
 	if (!buffer)
 		return -ENOMEM;
-	rc = target_read(pid, addr + off->bytes_data, buffer, (size_t)size);
-	if (rc < 0) {
+	err = target_mem_read(pid, addr + off->bytes_data, buffer, (size_t)size);
+	if (err < 0) {
 		free(buffer);
-		return rc;
+		return err;
 	}
 	buffer[size] = 0;
 	*data = buffer;
@@ -420,19 +407,19 @@ static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, si
 }
 
 /* A name or file name, interned in the cache. */
-static int read_name(struct pysym_cache *cache, pid_t pid, const struct py_offsets *off, uint64_t addr,
+static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct py_offsets *off, uint64_t addr,
 		     const char **out)
 {
 	char *text = NULL;
 	size_t len = 0;
-	int rc;
+	int err;
 
 	if (off->string_kind == PY_STRING_UNICODE)
-		rc = read_unicode(pid, off, addr, &text, &len);
+		err = read_unicode(pid, off, addr, &text, &len);
 	else
-		rc = read_bytes(pid, off, addr, PYSYM_MAX_STRING_CHARS, true, (uint8_t **)&text, &len);
-	if (rc < 0)
-		return rc;
+		err = read_bytes(pid, off, addr, SYMBOLIZE_PY_MAX_STRING_CHARS, true, (uint8_t **)&text, &len);
+	if (err < 0)
+		return err;
 	*out = intern_string(cache, text, strlen(text)); /* an embedded NUL ends the name */
 	free(text);
 	return *out ? 0 : -ENOMEM;
@@ -466,7 +453,7 @@ static size_t code_read_span(const struct py_offsets *off)
 					    off->code_linetable };
 	size_t span = 0;
 
-	for (size_t i = 0; i < sizeof(pointer_fields) / sizeof(pointer_fields[0]); i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(pointer_fields); i++) {
 		if (pointer_fields[i] != PY_OFF_NONE && pointer_fields[i] + 8u > span)
 			span = pointer_fields[i] + 8u;
 	}
@@ -478,39 +465,39 @@ static size_t code_read_span(const struct py_offsets *off)
 }
 
 /* Fill entry from the code object at entry->code_addr: its identity first, then the strings. */
-static int read_code_object(struct pysym_cache *cache, const struct py_proc_config *config,
+static int read_code_object(struct symbolize_py_cache *cache, const struct py_proc_config *config,
 			    struct code_entry *entry)
 {
 	const struct py_offsets *off = &config->off;
-	uint8_t object[PYSYM_MAX_CODE_READ];
+	uint8_t object[SYMBOLIZE_PY_MAX_CODE_READ];
 	size_t span = code_read_span(off);
 	uint32_t name_offset;
-	int rc;
+	int err;
 
 	if (span > sizeof(object) || !field_in(off->code_argcount, 4, span) ||
 	    !field_in(off->code_firstlineno, 4, span) || !field_in(off->code_filename, 8, span) ||
 	    !field_in(off->code_name, 8, span) || !field_in(off->code_linetable, 8, span))
 		return -EINVAL;
-	rc = target_read(entry->pid, entry->code_addr, object, span);
-	if (rc < 0)
-		return rc;
+	err = target_mem_read(entry->pid, entry->code_addr, object, span);
+	if (err < 0)
+		return err;
 	entry->firstlineno = int_at(object, off->code_firstlineno);
 	if (py_code_checksum(entry->firstlineno, int_at(object, off->code_argcount),
 			     pointer_at(object, off->code_filename), pointer_at(object, off->code_name)) != entry->checksum)
 		return -ESTALE;
 	name_offset = off->code_qualname != PY_OFF_NONE ? off->code_qualname : off->code_name;
-	rc = read_name(cache, entry->pid, off, pointer_at(object, off->code_filename), &entry->file);
-	if (rc == 0)
-		rc = read_name(cache, entry->pid, off, pointer_at(object, name_offset), &entry->name);
-	if (rc == 0)
-		rc = read_bytes(entry->pid, off, pointer_at(object, off->code_linetable),
-				PYSYM_MAX_LINETABLE_BYTES, false, &entry->linetable, &entry->linetable_len);
-	if (rc == -E2BIG) {
+	err = read_name(cache, entry->pid, off, pointer_at(object, off->code_filename), &entry->file);
+	if (err == 0)
+		err = read_name(cache, entry->pid, off, pointer_at(object, name_offset), &entry->name);
+	if (err == 0)
+		err = read_bytes(entry->pid, off, pointer_at(object, off->code_linetable),
+				SYMBOLIZE_PY_MAX_LINETABLE_BYTES, false, &entry->linetable, &entry->linetable_len);
+	if (err == -E2BIG) {
 		/* Still worth a name; re-reading would not make the table smaller. */
 		entry->linetable_missing = true;
-		rc = 0;
+		err = 0;
 	}
-	return rc;
+	return err;
 }
 
 /* The byte offset into the code of the instruction, or -1 if the frame has not started. */
@@ -546,11 +533,11 @@ static void locate(const struct code_entry *code, const struct py_offsets *off, 
 }
 
 /* The cached code object for the key, reading it on first sight. */
-static int code_for(struct pysym_cache *cache, pid_t pid, const struct py_proc_config *config,
+static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py_proc_config *config,
 		    uint64_t code_addr, uint32_t checksum, const struct code_entry **out)
 {
 	struct code_entry *entry = find_code(cache, pid, code_addr, checksum);
-	int rc;
+	int err;
 
 	if (entry) {
 		*out = entry;
@@ -564,14 +551,14 @@ static int code_for(struct pysym_cache *cache, pid_t pid, const struct py_proc_c
 	entry->checksum = checksum;
 	entry->major = (config->version_hex >> 24) & 0xff;
 	entry->minor = (config->version_hex >> 16) & 0xff;
-	rc = read_code_object(cache, config, entry);
-	if (rc < 0 && rc != -ESTALE) {
-		/* Not remembered: a failed read may succeed later (-ESRCH ends with pysym_forget_pid). */
+	err = read_code_object(cache, config, entry);
+	if (err < 0 && err != -ESTALE) {
+		/* Not remembered: a failed read may succeed later (-ESRCH ends with symbolize_py_forget_pid). */
 		code_entry_free(entry);
 		cache->stats.read_errors++;
-		return rc;
+		return err;
 	}
-	if (rc == -ESTALE) {
+	if (err == -ESTALE) {
 		/* The object BPF saw is gone for good: remember the refusal, not the new object. */
 		free(entry->linetable);
 		entry->linetable = NULL;
@@ -597,13 +584,13 @@ static void fill_frame(struct pf_frame *frame, const struct code_entry *code, co
 	frame->opcode = -1;
 }
 
-int pysym_resolve(struct pysym_cache *cache, pid_t pid, const struct py_proc_config *config,
+int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const struct py_proc_config *config,
 		  uint64_t code_addr, uint32_t checksum, uint32_t instr_offset, struct pf_frame *frame)
 {
 	const struct frame_slot *hit = find_frame(cache, pid, code_addr, checksum, instr_offset);
 	struct frame_slot slot;
 	const struct code_entry *code;
-	int rc;
+	int err;
 
 	if (hit) {
 		cache->stats.hits++;
@@ -611,18 +598,18 @@ int pysym_resolve(struct pysym_cache *cache, pid_t pid, const struct py_proc_con
 		return 0;
 	}
 	cache->stats.misses++;
-	rc = code_for(cache, pid, config, code_addr, checksum, &code);
-	if (rc < 0) {
-		if (rc == -ESTALE)
+	err = code_for(cache, pid, config, code_addr, checksum, &code);
+	if (err < 0) {
+		if (err == -ESTALE)
 			cache->stats.stale++;
-		return rc;
+		return err;
 	}
 	slot = (struct frame_slot){ .code_addr = code_addr, .pid = pid, .checksum = checksum,
 				    .instr_offset = instr_offset, .used = true, .code = code };
 	locate(code, &config->off, instr_offset, &slot.location);
-	rc = add_frame(cache, &slot);
-	if (rc < 0)
-		return rc;
+	err = add_frame(cache, &slot);
+	if (err < 0)
+		return err;
 	fill_frame(frame, code, &slot.location);
 	return 0;
 }

@@ -15,18 +15,18 @@
 #include "py_proc_config.h"
 
 /* Longest file or function name kept, in characters (longer ones are cut). */
-#define PYSYM_MAX_STRING_CHARS 4096u
+#define SYMBOLIZE_PY_MAX_STRING_CHARS 4096u
 /* Largest line table read from a target, in bytes. */
-#define PYSYM_MAX_LINETABLE_BYTES (1u << 20)
+#define SYMBOLIZE_PY_MAX_LINETABLE_BYTES (1u << 20)
 
-struct pysym_cache;
+struct symbolize_py_cache;
 
-struct pysym_cache *pysym_cache_new(void);
-void pysym_cache_free(struct pysym_cache *cache);
+struct symbolize_py_cache *symbolize_py_cache_new(void);
+void symbolize_py_cache_free(struct symbolize_py_cache *cache);
 
 /*
  * Fill *frame (kind PF_FRAME_PYTHON; file/name strings owned by the cache,
- * valid until pysym_cache_free). Cached per (pid, code_addr, checksum): the
+ * valid until symbolize_py_cache_free). Cached per (pid, code_addr, checksum): the
  * code object is read once (filename, co_qualname from 3.11 else co_name,
  * firstlineno, argcount, the line table); the checksum recomputed from the
  * object read must match the one BPF sent, else -ESTALE (the code object was
@@ -37,22 +37,22 @@ void pysym_cache_free(struct pysym_cache *cache);
  *   PY_LASTI_INT_UNITS  f_lasti in 2-byte code units; negative likewise
  *   PY_LASTI_PTR        instruction pointer - code_addr; before code_code_adaptive = not started
  * A line table that cannot be decoded gives line -1 rather than an error.
- * Errors: -ESTALE, a read error from target_read (-ESRCH, -EFAULT, ...),
+ * Errors: -ESTALE, a read error from target_mem_read (-ESRCH, -EFAULT, ...),
  * -EINVAL for an object that is not a code object of this layout, -ENOMEM.
  */
-int pysym_resolve(struct pysym_cache *cache, pid_t pid, const struct py_proc_config *config,
+int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const struct py_proc_config *config,
 		  uint64_t code_addr, uint32_t checksum, uint32_t instr_offset, struct pf_frame *frame);
 
 /* The process is gone or was replaced (exec): drop its entries. Frames filled before stay valid. */
-void pysym_forget_pid(struct pysym_cache *cache, pid_t pid);
+void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid);
 
-struct pysym_stats {
+struct symbolize_py_stats {
 	uint64_t hits;        /* frames answered by one lookup */
 	uint64_t misses;      /* frames that needed decoding (and maybe a read) */
 	uint64_t read_errors; /* code objects that could not be read */
 	uint64_t stale;       /* frames refused with -ESTALE */
 };
 
-void pysym_cache_stats(const struct pysym_cache *cache, struct pysym_stats *stats);
+void symbolize_py_cache_stats(const struct symbolize_py_cache *cache, struct symbolize_py_stats *stats);
 
 #endif

@@ -58,15 +58,15 @@ int elf_file_open_mapped(struct elf_file *file, pid_t pid, const char *path_in_t
 {
 	char map_file[96];
 	struct stat st;
-	int rc = elf_file_open_in(file, pid, path_in_target);
+	int err = elf_file_open_in(file, pid, path_in_target);
 
-	if (!rc && fstat(file->fd, &st) == 0 && (uint64_t)st.st_ino == inode)
+	if (!err && fstat(file->fd, &st) == 0 && (uint64_t)st.st_ino == inode)
 		return 0;
-	if (!rc)
+	if (!err)
 		elf_file_close(file);
 	snprintf(map_file, sizeof(map_file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map_start, map_end);
 	/* map_files needs CAP_SYS_ADMIN: keep the first error when it is refused */
-	return elf_file_open(file, map_file) ? (rc ? rc : -ENOENT) : 0;
+	return elf_file_open(file, map_file) ? (err ? err : -ENOENT) : 0;
 }
 
 void elf_file_close(struct elf_file *file)
@@ -205,11 +205,11 @@ static int functions_in_table(Elf *elf, Elf64_Word table_type, struct elf_functi
 int elf_file_functions(const struct elf_file *file, struct elf_function **functions, size_t *count,
 		       char **names)
 {
-	int rc = functions_in_table(file->elf, SHT_SYMTAB, functions, count, names);
+	int err = functions_in_table(file->elf, SHT_SYMTAB, functions, count, names);
 
-	if (rc == -ENOENT)
-		rc = functions_in_table(file->elf, SHT_DYNSYM, functions, count, names);
-	return rc;
+	if (err == -ENOENT)
+		err = functions_in_table(file->elf, SHT_DYNSYM, functions, count, names);
+	return err;
 }
 
 int elf_file_section(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size)

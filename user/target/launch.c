@@ -6,12 +6,13 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "util/errbuf.h"
 
 /*
  * Under sudo the command should run as the user who typed it, not as root:
@@ -74,23 +75,22 @@ static void run_child(int gate_read, int error_write, char *const argv[])
 	report_and_exit(error_write, -errno);
 }
 
-int launch_prepare(struct launch *launch, char *const argv[], char *err, size_t errlen)
+int launch_prepare(struct launch *launch, char *const argv[], char *err_text, size_t err_len)
 {
 	int gate[2], error_pipe[2];
+	int err;
 
 	memset(launch, 0, sizeof(*launch));
 	launch->gate_fd = launch->error_fd = -1;
 	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(error_pipe, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
-		return -errno;
+		err = -errno;
+		return errbuf_format(err_text, err_len, err, "cannot create pipes: %s", strerror(-err));
 	}
 	launch->pid = fork();
 	if (launch->pid < 0) {
-		int saved = errno;
-
-		snprintf(err, errlen, "cannot fork: %s", strerror(saved));
+		err = -errno;
 		close(gate[0]), close(gate[1]), close(error_pipe[0]), close(error_pipe[1]);
-		return -saved;
+		return errbuf_format(err_text, err_len, err, "cannot fork: %s", strerror(-err));
 	}
 	if (launch->pid == 0) {
 		close(gate[1]);
@@ -104,7 +104,7 @@ int launch_prepare(struct launch *launch, char *const argv[], char *err, size_t 
 	return 0;
 }
 
-int launch_start(struct launch *launch, char *const argv[], char *err, size_t errlen)
+int launch_start(struct launch *launch, char *const argv[], char *err_text, size_t err_len)
 {
 	int child_err = 0;
 	ssize_t got;
@@ -118,9 +118,9 @@ int launch_start(struct launch *launch, char *const argv[], char *err, size_t er
 	close(launch->error_fd);
 	launch->error_fd = -1;
 	if (got == (ssize_t)sizeof(child_err) && child_err < 0) {
-		snprintf(err, errlen, "cannot run '%s': %s", argv[0], strerror(-child_err));
 		launch_wait(launch);
-		return child_err;
+		return errbuf_format(err_text, err_len, child_err, "cannot run '%s': %s", argv[0],
+				     strerror(-child_err));
 	}
 	return 0;
 }

@@ -19,10 +19,10 @@ struct launch {
 	int wait_status;
 };
 
-/* Fork the child for argv (argv[0] looked up in PATH). 0 or negative errno; err has one line. */
-int launch_prepare(struct launch *launch, char *const argv[], char *err, size_t errlen);
+/* Fork the child for argv (argv[0] looked up in PATH). 0 or negative errno; err_text has one line. */
+int launch_prepare(struct launch *launch, char *const argv[], char *err_text, size_t err_len);
 /* Open the gate and wait for the exec to succeed or fail. */
-int launch_start(struct launch *launch, char *const argv[], char *err, size_t errlen);
+int launch_start(struct launch *launch, char *const argv[], char *err_text, size_t err_len);
 /* Kill a child that never got past the gate (setup failed after prepare). */
 void launch_cancel(struct launch *launch);
 /* Non-blocking: true once the child has exited (and was reaped). */

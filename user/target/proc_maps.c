@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+
 /* A process with more mappings than this is malformed input, not a target. */
 #define PROC_MAPS_MAX_LINES (1u << 20)
 #define DELETED_SUFFIX " (deleted)"
@@ -37,15 +39,8 @@ static int parse_line(char *line, struct proc_map *map)
 
 static int append_map(struct proc_maps *out, size_t *capacity, const struct proc_map *map)
 {
-	if (out->count == *capacity) {
-		size_t grown = *capacity ? *capacity * 2 : 64;
-		struct proc_map *maps = realloc(out->maps, grown * sizeof(*maps));
-
-		if (!maps)
-			return -ENOMEM;
-		out->maps = maps;
-		*capacity = grown;
-	}
+	if (ARRAY_RESERVE(out->maps, *capacity, out->count + 1))
+		return -ENOMEM;
 	out->maps[out->count++] = *map;
 	return 0;
 }

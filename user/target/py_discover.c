@@ -4,12 +4,13 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
 #include "target/target_mem.h"
+#include "util/array.h"
+#include "util/errbuf.h"
 
 /* Distinct files a process maps, looked at when naming the runtime; more is not a real process. */
 #define MAX_CANDIDATES 16
@@ -34,8 +35,8 @@ struct discovery {
 	struct elf_file elf;
 	struct runtime_symbols sym;
 	uint64_t bias;
-	char *err;
-	size_t errlen;
+	char *err_text;
+	size_t err_len;
 };
 
 static bool is_libpython(const char *name)
@@ -82,7 +83,7 @@ static void describe_searched(const struct proc_maps *maps, char *out, size_t ou
 	size_t count = 0, used = 0;
 
 	out[0] = 0;
-	for (size_t i = 0; i < maps->count && count < sizeof(listed) / sizeof(listed[0]); i++) {
+	for (size_t i = 0; i < maps->count && count < ARRAY_SIZE(listed); i++) {
 		const char *path = maps->maps[i].path;
 		int n;
 
@@ -126,11 +127,11 @@ static int open_runtime_elf(struct discovery *d)
 
 	for (size_t i = 0; i < count; i++) {
 		const struct proc_map *map = proc_maps_first_of(d->maps, candidates[i]);
-		int rc = elf_file_open_mapped(&d->elf, d->pid, candidates[i], map->start, map->end, map->inode);
+		int err = elf_file_open_mapped(&d->elf, d->pid, candidates[i], map->start, map->end, map->inode);
 
 		saw_libpython |= is_libpython(proc_maps_basename(candidates[i]));
-		if (rc) {
-			open_err = rc;
+		if (err) {
+			open_err = err;
 			continue;
 		}
 		find_runtime_symbols(&d->elf, &d->sym);
@@ -144,46 +145,43 @@ static int open_runtime_elf(struct discovery *d)
 		char searched[1024];
 
 		describe_searched(d->maps, searched, sizeof(searched));
-		snprintf(d->err, d->errlen,
-			 "pid %d: not a Python process (no libpython or python binary in its maps; searched %s)",
-			 (int)d->pid, searched);
-		return -ENOEXEC;
+		return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
+				     "pid %d: not a Python process (no libpython or python binary in its maps; searched %s)",
+				     (int)d->pid, searched);
 	}
-	if (open_err && open_err != -ENOEXEC) {
-		snprintf(d->err, d->errlen, "pid %d: cannot open %s (through /proc/%d/root or map_files): %s",
-			 (int)d->pid, candidates[0], (int)d->pid, strerror(-open_err));
-		return open_err;
-	}
-	if (!saw_libpython) {
-		/* a python binary without the runtime links libpython, which the loader has not mapped yet */
-		snprintf(d->err, d->errlen, "pid %d: %s is mapped but libpython is not (yet); retry", (int)d->pid,
-			 candidates[0]);
-		return -EAGAIN;
-	}
-	snprintf(d->err, d->errlen, "pid %d: not a Python process (no _PyRuntime or interp_head symbol in %s)",
-		 (int)d->pid, candidates[0]);
-	return -ENOEXEC;
+	if (open_err && open_err != -ENOEXEC)
+		return errbuf_format(d->err_text, d->err_len, open_err,
+				     "pid %d: cannot open %s (through /proc/%d/root or map_files): %s",
+				     (int)d->pid, candidates[0], (int)d->pid, strerror(-open_err));
+	/* a python binary without the runtime links libpython, which the loader has not mapped yet */
+	if (!saw_libpython)
+		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
+				     "pid %d: %s is mapped but libpython is not (yet); retry", (int)d->pid,
+				     candidates[0]);
+	return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
+			     "pid %d: not a Python process (no _PyRuntime or interp_head symbol in %s)",
+			     (int)d->pid, candidates[0]);
 }
 
 static int compute_load_bias(struct discovery *d)
 {
 	const struct proc_map *first = proc_maps_first_of(d->maps, d->runtime_path);
-	int rc = first ? elf_file_load_bias(&d->elf, first->start, first->offset, &d->bias) : -ENOENT;
+	int err = first ? elf_file_load_bias(&d->elf, first->start, first->offset, &d->bias) : -ENOENT;
 
-	if (rc)
-		snprintf(d->err, d->errlen, "pid %d: cannot compute the load address of %s", (int)d->pid,
-			 d->runtime_path);
-	return rc ? -ENOEXEC : 0;
+	if (err)
+		return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
+				     "pid %d: cannot compute the load address of %s", (int)d->pid,
+				     d->runtime_path);
+	return 0;
 }
 
-static int read_failed(const struct discovery *d, int rc, const char *what)
+static int read_failed(const struct discovery *d, int err, const char *what)
 {
-	if (rc == -ESRCH) {
-		snprintf(d->err, d->errlen, "pid %d: process exited during discovery", (int)d->pid);
-		return -ESRCH;
-	}
-	snprintf(d->err, d->errlen, "pid %d: cannot read %s: %s", (int)d->pid, what, strerror(-rc));
-	return rc;
+	if (err == -ESRCH)
+		return errbuf_format(d->err_text, d->err_len, -ESRCH,
+				     "pid %d: process exited during discovery", (int)d->pid);
+	return errbuf_format(d->err_text, d->err_len, err, "pid %d: cannot read %s: %s", (int)d->pid, what,
+			     strerror(-err));
 }
 
 /* "3.9" in libpython3.9.so.1.0, python3.9, libpython3.6m.so, python2.7 */
@@ -247,14 +245,13 @@ static int configure_from_debug_offsets(struct discovery *d, const uint8_t *blob
 {
 	char reason[256];
 	uint32_t version_hex;
-	int rc = py_offsets_from_debug(blob, len, &target->config.off, &version_hex, reason, sizeof(reason));
+	int err = py_offsets_from_debug(blob, len, &target->config.off, &version_hex, reason, sizeof(reason));
 
-	if (!rc)
-		rc = py_gil_layout_from_debug(blob, len, gil, reason, sizeof(reason));
-	if (rc) {
-		snprintf(d->err, d->errlen, "pid %d: %s: %s", (int)d->pid, d->runtime_path, reason);
-		return rc == -ENOTSUP ? -ENOTSUP : -ENOEXEC;
-	}
+	if (!err)
+		err = py_gil_layout_from_debug(blob, len, gil, reason, sizeof(reason));
+	if (err)
+		return errbuf_format(d->err_text, d->err_len, err == -ENOTSUP ? -ENOTSUP : -ENOEXEC,
+				     "pid %d: %s: %s", (int)d->pid, d->runtime_path, reason);
 	set_version(target, version_hex);
 	return 0;
 }
@@ -264,29 +261,27 @@ static int configure_from_table(struct discovery *d, struct py_target *target, s
 	const struct py_offsets *off;
 	unsigned major = 0, minor = 0, micro = 0;
 	uint64_t version_hex;
-	int rc;
+	int err;
 
 	if (d->sym.has_py_version) {
-		rc = target_read_u64(d->pid, d->bias + d->sym.py_version, &version_hex);
-		if (rc)
-			return read_failed(d, rc, "Py_Version");
+		err = target_mem_read_u64(d->pid, d->bias + d->sym.py_version, &version_hex);
+		if (err)
+			return read_failed(d, err, "Py_Version");
 		set_version(target, (uint32_t)version_hex);
 	} else {
-		if (!version_from_name(d->runtime_path, &major, &minor)) {
-			snprintf(d->err, d->errlen, "pid %d: cannot tell the CPython version of %s (no Py_Version, "
-				 "no version in the file name)", (int)d->pid, d->runtime_path);
-			return -ENOTSUP;
-		}
+		if (!version_from_name(d->runtime_path, &major, &minor))
+			return errbuf_format(d->err_text, d->err_len, -ENOTSUP,
+					     "pid %d: cannot tell the CPython version of %s (no Py_Version, no version in the file name)",
+					     (int)d->pid, d->runtime_path);
 		/* the micro only labels output; an unknown one is not a reason to give up */
 		micro_from_rodata(&d->elf, major, minor, &micro);
 		set_version(target, (major << 24) | (minor << 16) | (micro << 8) | 0xf0);
 	}
 	off = py_offsets_for_version(target->major, target->minor);
-	if (!off) {
-		snprintf(d->err, d->errlen, "pid %d: CPython %u.%u.%u is not supported (" SUPPORTED_VERSIONS ")",
-			 (int)d->pid, target->major, target->minor, target->micro);
-		return -ENOTSUP;
-	}
+	if (!off)
+		return errbuf_format(d->err_text, d->err_len, -ENOTSUP,
+				     "pid %d: CPython %u.%u.%u is not supported (" SUPPORTED_VERSIONS ")",
+				     (int)d->pid, target->major, target->minor, target->micro);
 	target->config.off = *off;
 	*gil = *py_gil_layout_for_version(target->major, target->minor);
 	return 0;
@@ -295,12 +290,12 @@ static int configure_from_table(struct discovery *d, struct py_target *target, s
 static int configure_offsets(struct discovery *d, struct py_target *target, struct py_gil_layout *gil)
 {
 	uint8_t blob[PY_DEBUG_OFFSETS_MAX_SIZE];
-	int rc;
+	int err;
 
 	if (d->sym.has_runtime) {
-		rc = target_read(d->pid, d->bias + d->sym.runtime, blob, sizeof(blob));
-		if (rc)
-			return read_failed(d, rc, "_PyRuntime");
+		err = target_mem_read(d->pid, d->bias + d->sym.runtime, blob, sizeof(blob));
+		if (err)
+			return read_failed(d, err, "_PyRuntime");
 		if (!memcmp(blob, PY_DEBUG_OFFSETS_COOKIE, strlen(PY_DEBUG_OFFSETS_COOKIE)))
 			return configure_from_debug_offsets(d, blob, sizeof(blob), target, gil);
 	}
@@ -319,10 +314,10 @@ static int locate_interp_head(struct discovery *d, struct py_target *target)
 		target->config.interp_head_addr = d->bias + d->sym.interp_head;
 		return 0;
 	}
-	snprintf(d->err, d->errlen, "pid %d: CPython %u.%u in %s lacks the %s symbol (stripped?)", (int)d->pid,
-		 target->major, target->minor, d->runtime_path,
-		 off->runtime_interpreters_head == PY_OFF_NONE ? "interp_head" : "_PyRuntime");
-	return -ENOEXEC;
+	return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
+			     "pid %d: CPython %u.%u in %s lacks the %s symbol (stripped?)", (int)d->pid,
+			     target->major, target->minor, d->runtime_path,
+			     off->runtime_interpreters_head == PY_OFF_NONE ? "interp_head" : "_PyRuntime");
 }
 
 static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint64_t first_interp,
@@ -330,7 +325,7 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 {
 	struct py_proc_config *config = &target->config;
 	uint64_t gil_state = 0;
-	int rc;
+	int err;
 
 	switch (gil->where) {
 	case PY_GIL_STATIC_SYMBOLS:
@@ -354,9 +349,9 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 	case PY_GIL_VIA_INTERP_POINTER:
 		/* per-interpreter GIL: the first interpreter's, which is the main one's unless subinterpreters
 		 * with their own GIL exist */
-		rc = target_read_u64(d->pid, first_interp + gil->pointer, &gil_state);
-		if (rc)
-			return read_failed(d, rc, "the interpreter's GIL pointer");
+		err = target_mem_read_u64(d->pid, first_interp + gil->pointer, &gil_state);
+		if (err)
+			return read_failed(d, err, "the interpreter's GIL pointer");
 		if (!gil_state)
 			return 0;
 		config->gil_holder_addr = gil_state + gil->holder;
@@ -373,48 +368,45 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 {
 	struct py_gil_layout gil = { .where = PY_GIL_UNKNOWN };
 	uint64_t first_interp = 0;
-	int rc = compute_load_bias(d);
+	int err = compute_load_bias(d);
 
-	if (!rc)
-		rc = configure_offsets(d, target, &gil);
-	if (!rc)
-		rc = locate_interp_head(d, target);
-	if (rc)
-		return rc;
-	rc = target_read_u64(d->pid, target->config.interp_head_addr, &first_interp);
-	if (rc)
-		return read_failed(d, rc, "the interpreter list head");
-	if (!first_interp) {
-		snprintf(d->err, d->errlen, "pid %d: CPython %u.%u.%u runtime not initialised yet; retry", (int)d->pid,
-			 target->major, target->minor, target->micro);
-		return -EAGAIN;
-	}
+	if (!err)
+		err = configure_offsets(d, target, &gil);
+	if (!err)
+		err = locate_interp_head(d, target);
+	if (err)
+		return err;
+	err = target_mem_read_u64(d->pid, target->config.interp_head_addr, &first_interp);
+	if (err)
+		return read_failed(d, err, "the interpreter list head");
+	if (!first_interp)
+		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
+				     "pid %d: CPython %u.%u.%u runtime not initialised yet; retry",
+				     (int)d->pid, target->major, target->minor, target->micro);
 	snprintf(target->runtime_path, sizeof(target->runtime_path), "%s", d->runtime_path);
-	target->load_bias = d->bias;
 	return locate_gil(d, &gil, first_interp, target);
 }
 
-int py_discover(pid_t pid, struct py_target *target, char *err, size_t errlen)
+int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len)
 {
 	struct proc_maps maps;
-	struct discovery d = { .pid = pid, .maps = &maps, .err = err, .errlen = errlen, .elf = { .fd = -1 } };
-	int rc;
+	struct discovery d = { .pid = pid, .maps = &maps, .err_text = err_text, .err_len = err_len, .elf = { .fd = -1 } };
+	int err;
 
 	memset(target, 0, sizeof(*target));
 	target->pid = pid;
-	if (errlen)
-		err[0] = 0;
-	rc = proc_maps_read(pid, &maps);
-	if (rc) {
-		snprintf(err, errlen, rc == -ESRCH ? "pid %d: no such process" : "pid %d: cannot read its maps: %s",
-			 (int)pid, strerror(-rc));
-		return rc;
-	}
-	rc = open_runtime_elf(&d);
-	if (!rc) {
-		rc = describe_runtime(&d, target);
+	if (err_len)
+		err_text[0] = 0;
+	err = proc_maps_read(pid, &maps);
+	if (err)
+		return errbuf_format(err_text, err_len, err,
+				     err == -ESRCH ? "pid %d: no such process" : "pid %d: cannot read its maps: %s",
+				     (int)pid, strerror(-err));
+	err = open_runtime_elf(&d);
+	if (!err) {
+		err = describe_runtime(&d, target);
 		elf_file_close(&d.elf);
 	}
 	proc_maps_free(&maps);
-	return rc;
+	return err;
 }

@@ -15,17 +15,16 @@
 struct py_target {
 	pid_t pid;
 	char runtime_path[4096];   /* ELF holding _PyRuntime / interp_head, as the target sees it */
-	uint64_t load_bias;        /* runtime ELF's load address - its link-time address */
 	unsigned major, minor, micro;
 	struct py_proc_config config;  /* ready to store in the BPF proc_configs map */
 };
 
 /* 0, or: -ESRCH (no such process), -ENOEXEC (not a Python process), -ENOTSUP (version without
- * offsets), -EAGAIN (libpython/runtime not mapped or not initialised yet: retry soon). err gets one
+ * offsets), -EAGAIN (libpython/runtime not mapped or not initialised yet: retry soon). err_text gets one
  * line of context without the program name, e.g.
  * "pid 4242: not a Python process (no libpython or python binary in its maps; searched /usr/bin/bash, ...)"
  * "pid 4242: CPython 3.5.10 is not supported (offsets are known for 2.7 and 3.6-3.12; 3.13+ are read from the target)"
  * Other negative errnos (-EACCES, -EFAULT, -ENOMEM) come with their context too. */
-int py_discover(pid_t pid, struct py_target *target, char *err, size_t errlen);
+int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len);
 
 #endif

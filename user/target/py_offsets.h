@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where CPython keeps what the sampler reads, per version: a table for 2.7 and
- * 3.6-3.12 (generated from each version's headers by tests/scripts/gen_py_offsets.sh),
+ * 3.6-3.12 (py_offsets_table.inc, generated from each version's headers by
+ * tests/scripts/gen_py_offsets.sh),
  * and a decoder of the _Py_DebugOffsets a 3.13+ target carries at the start of _PyRuntime.
  */
 #ifndef PYBPFPROF_USER_PY_OFFSETS_H
@@ -40,12 +41,12 @@ const struct py_gil_layout *py_gil_layout_for_version(unsigned major, unsigned m
 
 /* Fill offsets from a _Py_DebugOffsets blob read from the target (3.13+); -EINVAL with a reason
  * if it is not one (no cookie, too short, implausible offsets), -ENOTSUP for a free-threaded
- * build or a minor version whose layout is not known (a new minor needs one entry in
- * debug_layouts[] in py_offsets.c). */
+ * build or a minor version whose layout is not known (a new minor needs its decoded header in
+ * tests/data/cpython-debug-offsets/ and `make gen-offsets`). */
 int py_offsets_from_debug(const void *debug_offsets, size_t len, struct py_offsets *out, uint32_t *version_hex,
-			  char *err, size_t errlen);
+			  char *err_text, size_t err_len);
 /* The GIL layout from the same blob; PY_GIL_UNKNOWN if it gives none. Same errors. */
-int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err,
-			     size_t errlen);
+int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err_text,
+			     size_t err_len);
 
 #endif

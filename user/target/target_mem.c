@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <sys/uio.h>
 
-int target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+int target_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { .iov_base = buf, .iov_len = len };
 	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
@@ -20,12 +20,12 @@ int target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return (size_t)got == len ? 0 : -EFAULT;
 }
 
-int target_read_u64(pid_t pid, uint64_t addr, uint64_t *value)
+int target_mem_read_u64(pid_t pid, uint64_t addr, uint64_t *value)
 {
-	return target_read(pid, addr, value, sizeof(*value));
+	return target_mem_read(pid, addr, value, sizeof(*value));
 }
 
-int target_read_s32(pid_t pid, uint64_t addr, int32_t *value)
+int target_mem_read_s32(pid_t pid, uint64_t addr, int32_t *value)
 {
-	return target_read(pid, addr, value, sizeof(*value));
+	return target_mem_read(pid, addr, value, sizeof(*value));
 }

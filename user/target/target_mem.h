@@ -8,9 +8,9 @@
 #include <sys/types.h>
 
 /* All len bytes at addr, or a negative errno (-EFAULT if only part was readable, -ESRCH if gone). */
-int target_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+int target_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* A pointer-sized / 32-bit value. */
-int target_read_u64(pid_t pid, uint64_t addr, uint64_t *value);
-int target_read_s32(pid_t pid, uint64_t addr, int32_t *value);
+int target_mem_read_u64(pid_t pid, uint64_t addr, uint64_t *value);
+int target_mem_read_s32(pid_t pid, uint64_t addr, int32_t *value);
 
 #endif

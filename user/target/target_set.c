@@ -5,23 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-/* A freshly exec'd interpreter maps libpython within milliseconds (bpf-measurements.md). */
+#include "util/array.h"
+#include "util/clock.h"
+
+/* A freshly exec'd interpreter maps libpython within milliseconds: retry soon, then back off. */
 #define RETRY_FIRST_MS 2
 #define RETRY_MAX_MS 100
 /* How long a pending target may take to show its runtime before we give up on it. */
 #define PENDING_LIMIT_SCAN_MS 3000
 #define PENDING_LIMIT_EXPLICIT_MS 30000
 #define PARENT_CHAIN_LIMIT 64
-
-uint64_t monotonic_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
-}
 
 void target_set_init(struct target_set *set)
 {
@@ -51,15 +45,8 @@ struct target *target_set_add(struct target_set *set, pid_t pid, enum target_ori
 
 	if (target)
 		return target;
-	if (set->count == set->capacity) {
-		size_t capacity = set->capacity ? set->capacity * 2 : 16;
-		struct target *items = realloc(set->items, capacity * sizeof(*items));
-
-		if (!items)
-			return NULL;
-		set->items = items;
-		set->capacity = capacity;
-	}
+	if (ARRAY_RESERVE(set->items, set->capacity, set->count + 1))
+		return NULL;
 	position = intern_add(&set->index, &pid, sizeof(pid), &is_new);
 	if (position < 0 || (size_t)position != set->count)
 		return NULL;
@@ -68,8 +55,8 @@ struct target *target_set_add(struct target_set *set, pid_t pid, enum target_ori
 	target->pid = pid;
 	target->origin = origin;
 	target->state = TARGET_PENDING;
-	target->start_ticks = proc_start_ticks(pid);
-	target->pending_since_ms = monotonic_ms();
+	target->start_ticks = target_set_start_ticks(pid);
+	target->pending_since_ms = clock_monotonic_ms();
 	return target;
 }
 
@@ -103,14 +90,14 @@ static int read_stat_fields(pid_t pid, pid_t *parent, unsigned long long *start_
 	return 0;
 }
 
-unsigned long long proc_start_ticks(pid_t pid)
+unsigned long long target_set_start_ticks(pid_t pid)
 {
 	unsigned long long ticks = 0;
 
 	return read_stat_fields(pid, NULL, &ticks) == 0 ? ticks : 0;
 }
 
-bool proc_descends_from(pid_t pid, pid_t ancestor)
+bool target_set_descends_from(pid_t pid, pid_t ancestor)
 {
 	for (int depth = 0; depth < PARENT_CHAIN_LIMIT && pid > 1; depth++) {
 		pid_t parent;
@@ -124,9 +111,9 @@ bool proc_descends_from(pid_t pid, pid_t ancestor)
 	return false;
 }
 
-bool target_alive(const struct target *target)
+bool target_set_alive(const struct target *target)
 {
-	unsigned long long ticks = proc_start_ticks(target->pid);
+	unsigned long long ticks = target_set_start_ticks(target->pid);
 
 	return ticks != 0 && ticks == target->start_ticks;
 }
@@ -139,15 +126,14 @@ static uint64_t next_delay_ms(const struct target *target, uint64_t now_ms)
 	return delay > RETRY_MAX_MS ? RETRY_MAX_MS : delay;
 }
 
-int target_discover(struct target *target, uint64_t now_ms)
+int target_set_discover(struct target *target, uint64_t now_ms)
 {
 	uint64_t limit = target->origin == TARGET_FROM_SCAN ? PENDING_LIMIT_SCAN_MS
 							   : PENDING_LIMIT_EXPLICIT_MS;
 	int err;
 
-	err = py_discover(target->pid, &target->python, target->last_error_text,
-			  sizeof(target->last_error_text));
-	target->last_error = err;
+	err = py_discover_runtime(target->pid, &target->python, target->last_error.text,
+			  sizeof(target->last_error.text));
 	if (err == 0) {
 		target->state = TARGET_READY;
 		return 0;
@@ -167,9 +153,8 @@ int target_discover(struct target *target, uint64_t now_ms)
 		return -EAGAIN;
 	}
 	if (err == -EAGAIN)
-		snprintf(target->last_error_text, sizeof(target->last_error_text),
-			 "pid %d: the Python runtime did not appear within %llu s", (int)target->pid,
-			 (unsigned long long)(limit / 1000));
+		errbuf_set(&target->last_error, err, "pid %d: the Python runtime did not appear within %llu s",
+			   (int)target->pid, (unsigned long long)(limit / 1000));
 	target->state = TARGET_GONE;
 	return err;
 }

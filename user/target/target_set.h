@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "target/py_discover.h"
+#include "util/errbuf.h"
 #include "util/intern.h"
 
 enum target_origin {
@@ -36,8 +37,7 @@ struct target {
 	struct py_target python;        /* valid when READY */
 	uint64_t pending_since_ms;
 	uint64_t next_attempt_ms;
-	int last_error;
-	char last_error_text[512];
+	struct errbuf last_error;       /* why discovery failed, for the user */
 	uint64_t samples;
 };
 
@@ -57,15 +57,14 @@ struct target *target_set_find(const struct target_set *set, pid_t pid);
 /*
  * One discovery attempt at now_ms. Returns 0 when the target became READY,
  * -EAGAIN while it should stay pending (next_attempt_ms says when), or the
- * error that ends it (last_error_text says why).
+ * error that ends it (last_error says why).
  */
-int target_discover(struct target *target, uint64_t now_ms);
+int target_set_discover(struct target *target, uint64_t now_ms);
 /* Whether pid still runs the process we started with. */
-bool target_alive(const struct target *target);
+bool target_set_alive(const struct target *target);
 /* Start time of pid from /proc/PID/stat, 0 if gone. */
-unsigned long long proc_start_ticks(pid_t pid);
+unsigned long long target_set_start_ticks(pid_t pid);
 /* Whether pid descends from ancestor (bounded walk up the parent chain). */
-bool proc_descends_from(pid_t pid, pid_t ancestor);
-uint64_t monotonic_ms(void);
+bool target_set_descends_from(pid_t pid, pid_t ancestor);
 
 #endif

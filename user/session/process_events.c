@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The processes of a run: the named pids and the host's Python processes found
+ * at the start, and the fork, exec and exit notices BPF sends while it runs;
+ * discovery retried while a fresh interpreter is still mapping its runtime.
+ */
+#include "session/session_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/symbolize_native.h"
+#include "symbolize/symbolize_py.h"
+#include "util/clock.h"
+
+/* How long -p waits for a named process's runtime before giving up on it. */
+#define STARTUP_DISCOVERY_MS 2000
+
+void process_events_target_ready(struct session *session, struct target *target)
+{
+	int err = bpf_sampler_add_target(session->sampler, target->pid, &target->python.config);
+
+	if (err) {
+		report_error("pid %d: cannot start sampling: %s", (int)target->pid, strerror(-err));
+		target->state = TARGET_GONE;
+		return;
+	}
+	report_python_version(session, target);
+}
+
+static void target_ended(struct session *session, struct target *target)
+{
+	if (target->state == TARGET_GONE)
+		return;
+	target->state = TARGET_GONE;
+	bpf_sampler_remove_target(session->sampler, target->pid);
+}
+
+static void try_discover(struct session *session, struct target *target, uint64_t now_ms)
+{
+	int err = target_set_discover(target, now_ms);
+
+	if (err == 0) {
+		process_events_target_ready(session, target);
+		return;
+	}
+	if (err == -EAGAIN)
+		return;
+	/* A process the user named, or the launched command: tell them why it is not profiled. */
+	if (target->origin != TARGET_FROM_SCAN && err != -ESRCH && !session->options->quiet)
+		report_error("%s", target->last_error.text);
+	bpf_sampler_remove_target(session->sampler, target->pid);
+}
+
+void process_events_retry_pending(struct session *session, uint64_t now_ms)
+{
+	for (size_t i = 0; i < session->targets.count; i++) {
+		struct target *target = &session->targets.items[i];
+
+		if (target->state == TARGET_PENDING && now_ms >= target->next_attempt_ms)
+			try_discover(session, target, now_ms);
+	}
+}
+
+/* How long the loop may sleep: no later than the next discovery attempt of a pending target,
+ * since every moment a launched Python runs undiscovered is lost to its profile. */
+int process_events_wait_budget_ms(const struct session *session, int tick_ms, uint64_t now_ms)
+{
+	uint64_t budget = (uint64_t)tick_ms;
+
+	for (size_t i = 0; i < session->targets.count; i++) {
+		const struct target *target = &session->targets.items[i];
+
+		if (target->state != TARGET_PENDING)
+			continue;
+		if (target->next_attempt_ms <= now_ms)
+			return 0;
+		if (target->next_attempt_ms - now_ms < budget)
+			budget = target->next_attempt_ms - now_ms;
+	}
+	return (int)budget;
+}
+
+void process_events_check_liveness(struct session *session)
+{
+	for (size_t i = 0; i < session->targets.count; i++) {
+		struct target *target = &session->targets.items[i];
+
+		if (target->state != TARGET_GONE && !target_set_alive(target))
+			target_ended(session, target);
+	}
+}
+
+/* A new process, or a target that exec'd: start over with what it runs now. */
+static void on_exec(struct session *session, pid_t pid)
+{
+	struct target *target = target_set_find(&session->targets, pid);
+	enum target_origin origin;
+	bool known = false;
+
+	if (target) {
+		if (target->state == TARGET_GONE && !session->system_wide)
+			return;
+		symbolize_py_forget_pid(session->resolver.python, pid);
+		if (session->resolver.native)
+			symbolize_native_forget_pid(session->resolver.native, pid);
+		origin = target->origin;
+		known = true;
+	} else if (session->system_wide) {
+		origin = TARGET_FROM_SCAN;
+	} else if (session->launched && target_set_descends_from(pid, session->launch.pid)) {
+		origin = TARGET_FROM_LAUNCH;
+	} else {
+		return;
+	}
+	target = target_set_add(&session->targets, pid, origin);
+	if (!target)
+		return;
+	target->state = TARGET_PENDING;
+	target->start_ticks = target_set_start_ticks(pid);
+	target->pending_since_ms = clock_monotonic_ms();
+	target->next_attempt_ms = 0;
+	/* Launched processes are sampled (kernel stacks) while their runtime is being found; a
+	 * known target is marked pending here too, since a fork notice handled just before this
+	 * exec notice may have given BPF the old image's description again. */
+	if (origin == TARGET_FROM_LAUNCH || known)
+		bpf_sampler_add_target(session->sampler, pid, NULL);
+	try_discover(session, target, clock_monotonic_ms());
+}
+
+/* A target forked: BPF already samples the child with the parent's description. */
+static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
+{
+	struct target *parent = target_set_find(&session->targets, parent_pid);
+	struct py_target python;
+	enum target_origin origin;
+	enum target_state state;
+	struct target *child;
+
+	if (!parent || parent->state == TARGET_GONE) {
+		bpf_sampler_remove_target(session->sampler, pid);
+		return;
+	}
+	/* Copy before adding: adding may move the parent in memory. */
+	python = parent->python;
+	origin = parent->origin;
+	state = parent->state;
+	child = target_set_add(&session->targets, pid, origin);
+	if (!child)
+		return;
+	child->python = python;
+	child->python.pid = pid;
+	child->state = state;
+	child->start_ticks = target_set_start_ticks(pid);
+	child->pending_since_ms = clock_monotonic_ms();
+	child->next_attempt_ms = 0;
+	/* The parent may have become ready after the fork: BPF then copied its pending entry,
+	 * and nothing else would ever tell BPF that the child is ready too. */
+	if (state == TARGET_READY)
+		process_events_target_ready(session, child);
+}
+
+void process_events_on_proc_event(void *ctx, const struct pbp_proc_event *event)
+{
+	struct session *session = ctx;
+	struct target *target;
+
+	switch (event->type) {
+	case PBP_PROC_FORK:
+		on_fork(session, (pid_t)event->pid, (pid_t)event->parent_pid);
+		break;
+	case PBP_PROC_EXEC:
+		on_exec(session, (pid_t)event->pid);
+		break;
+	case PBP_PROC_EXIT:
+		target = target_set_find(&session->targets, (pid_t)event->pid);
+		if (target)
+			target_ended(session, target);
+		break;
+	default:
+		break;
+	}
+}
+
+/* System-wide mode starts with every Python process already running. */
+void process_events_scan(struct session *session)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *entry;
+	pid_t self = getpid();
+
+	if (!proc)
+		return;
+	while ((entry = readdir(proc))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+		struct target *target;
+
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		target = target_set_add(&session->targets, (pid_t)pid, TARGET_FROM_SCAN);
+		if (target)
+			try_discover(session, target, clock_monotonic_ms());
+	}
+	closedir(proc);
+}
+
+/* -p PID: each must be a Python process we can profile, before anything starts. */
+int process_events_discover_named_pids(struct session *session)
+{
+	const struct session_options *options = session->options;
+
+	for (size_t i = 0; i < options->pid_count; i++) {
+		struct target *target = target_set_add(&session->targets, options->pids[i],
+						       TARGET_FROM_PID);
+		uint64_t deadline = clock_monotonic_ms() + STARTUP_DISCOVERY_MS;
+		int err;
+
+		if (!target)
+			return -ENOMEM;
+		for (;;) {
+			err = target_set_discover(target, clock_monotonic_ms());
+			if (err != -EAGAIN || clock_monotonic_ms() >= deadline)
+				break;
+			usleep(5000);
+		}
+		if (err == -ESRCH) {
+			report_error("pid %d: no such process", (int)options->pids[i]);
+			return err;
+		}
+		if (err) {
+			report_error("%s", target->last_error.text[0] ? target->last_error.text
+							      : strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+bool process_events_all_ended(struct session *session)
+{
+	if (session->launched)
+		return launch_poll_exit(&session->launch);
+	if (session->system_wide)
+		return false;
+	for (size_t i = 0; i < session->targets.count; i++)
+		if (session->targets.items[i].origin == TARGET_FROM_PID &&
+		    session->targets.items[i].state != TARGET_GONE)
+			return false;
+	return true;
+}

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/* The run as the user sees it: the output files' samples and metadata, the status line, the summary. */
+#include "session/session_internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "util/clock.h"
+#include "util/version.h"
+
+void report_error(const char *format, ...)
+{
+	va_list args;
+
+	va_start(args, format);
+	fputs("pybpfprof: ", stderr);
+	vfprintf(stderr, format, args);
+	fputc('\n', stderr);
+	va_end(args);
+}
+
+/* The first write error is kept for the end of the run; sampling stops at it. */
+static void note_write_error(struct session *session, size_t writer, int err)
+{
+	if (!err || session->write_error)
+		return;
+	session->write_error = err;
+	errbuf_set(&session->write_error_text, err, "%s: %s", session->options->outputs[writer].path,
+		   pf_writer_error(session->writers[writer]));
+}
+
+static void set_metadata_all(struct session *session, const char *key, const char *value)
+{
+	for (size_t i = 0; i < session->writer_count; i++)
+		note_write_error(session, i, pf_writer_set_metadata(session->writers[i], key, value));
+}
+
+static void set_metadata_u64(struct session *session, const char *key, uint64_t value)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%" PRIu64, value);
+	set_metadata_all(session, key, text);
+}
+
+void report_write_sample(struct session *session, const struct pf_sample *sample)
+{
+	struct { uint64_t pid, tid; } thread = { sample->pid, sample->tid };
+
+	for (size_t i = 0; i < session->writer_count; i++)
+		note_write_error(session, i, pf_writer_add_sample(session->writers[i], sample));
+	intern_add(&session->threads, &thread, sizeof(thread), NULL);
+	session->samples_written++;
+}
+
+int report_open_writers(struct session *session)
+{
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+
+	options.compression_level = session->options->compression_level;
+	options.flush_interval_ms = FLUSH_EVERY_MS;
+	for (size_t i = 0; i < session->options->output_count; i++) {
+		const struct session_output *output = &session->options->outputs[i];
+		int err = pf_writer_open(&session->writers[i], output->path, output->format, &options);
+
+		if (err) {
+			report_error("cannot write %s: %s", output->path, strerror(-err));
+			return err;
+		}
+		session->writer_count++;
+	}
+	return 0;
+}
+
+void report_abort_writers(struct session *session)
+{
+	for (size_t i = 0; i < session->writer_count; i++)
+		pf_writer_abort(session->writers[i]);
+	session->writer_count = 0;
+}
+
+void report_start_metadata(struct session *session)
+{
+	const struct session_options *options = session->options;
+	uint64_t period_us = 1000000 / options->frequency_hz;
+
+	set_metadata_all(session, "austin", "3.7.0");
+	set_metadata_u64(session, "interval", period_us ? period_us : 1);
+	set_metadata_all(session, "mode", "cpu");
+	if (options->pid_count > 1 || session->system_wide || options->command || options->children)
+		set_metadata_all(session, "multiprocess", "on");
+	set_metadata_all(session, "pybpfprof", PYBPFPROF_VERSION);
+	set_metadata_u64(session, "frequency", options->frequency_hz);
+	set_metadata_u64(session, "start_time_us", session->start_us);
+}
+
+void report_python_version(struct session *session, const struct target *target)
+{
+	char version[32];
+
+	if (session->python_version_written)
+		return;
+	snprintf(version, sizeof(version), "%u.%u.%u", target->python.major, target->python.minor,
+		 target->python.micro);
+	set_metadata_all(session, "python", version);
+	session->python_version_written = true;
+}
+
+static size_t live_processes(const struct session *session)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < session->targets.count; i++)
+		count += session->targets.items[i].state == TARGET_READY;
+	return count;
+}
+
+void report_status(struct session *session, uint64_t now_ms, bool final)
+{
+	uint64_t counters[PBP_CNT_MAX] = { 0 };
+	double seconds = (double)(now_ms - session->start_ms) / 1000.0;
+
+	bpf_sampler_counters(session->sampler, counters);
+	fprintf(stderr, "\r\033[Kpybpfprof: %.1f s  %" PRIu64 " samples (%.0f/s)  %" PRIu64
+			" lost  %zu processes  %zu threads%s",
+		seconds, session->samples_written,
+		seconds > 0 ? (double)session->samples_written / seconds : 0.0,
+		counters[PBP_CNT_LOST], live_processes(session), intern_count(&session->threads),
+		final ? "\n" : "");
+	fflush(stderr);
+}
+
+double report_cpu_seconds(void)
+{
+	struct rusage usage;
+
+	/* RUSAGE_SELF leaves out the launched command. */
+	if (getrusage(RUSAGE_SELF, &usage) != 0)
+		return 0;
+	return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+	       (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+static void format_size(uint64_t bytes, char *out, size_t len)
+{
+	if (bytes >= 1 << 20)
+		snprintf(out, len, "%.1f MiB", (double)bytes / (1 << 20));
+	else if (bytes >= 1 << 10)
+		snprintf(out, len, "%.1f KiB", (double)bytes / (1 << 10));
+	else
+		snprintf(out, len, "%" PRIu64 " B", bytes);
+}
+
+static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
+{
+	uint64_t duration_us = clock_monotonic_us() - session->start_us;
+	uint64_t errors = counters[PBP_CNT_READ_FAULTS] + session->resolver.unresolved_frames;
+	char text[64];
+
+	set_metadata_u64(session, "duration", duration_us);
+	set_metadata_u64(session, "samples", session->samples_written);
+	set_metadata_u64(session, "lost_samples", counters[PBP_CNT_LOST]);
+	set_metadata_u64(session, "truncated_stacks", counters[PBP_CNT_TRUNCATED]);
+	set_metadata_u64(session, "read_faults", counters[PBP_CNT_READ_FAULTS]);
+	set_metadata_u64(session, "unresolved_frames", session->resolver.unresolved_frames);
+	snprintf(text, sizeof(text), "%" PRIu64 "/%" PRIu64, errors, session->samples_written);
+	set_metadata_all(session, "errors", text);
+	snprintf(text, sizeof(text), "%" PRIu64 "/%" PRIu64, counters[PBP_CNT_LOST],
+		 counters[PBP_CNT_LOST] + session->samples_written);
+	set_metadata_all(session, "saturation", text);
+	if (session->samples_written) {
+		snprintf(text, sizeof(text), "%.6f", (double)errors / (double)session->samples_written);
+		set_metadata_all(session, "error_rate", text);
+	}
+}
+
+static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
+{
+	double seconds = (double)(clock_monotonic_ms() - session->start_ms) / 1000.0;
+	size_t processes = 0;
+
+	for (size_t i = 0; i < session->targets.count; i++)
+		processes += session->targets.items[i].samples > 0;
+	fprintf(stderr, "pybpfprof: %" PRIu64 " samples in %.1f s from %zu process%s, %zu thread%s; %" PRIu64
+			" lost; %" PRIu64 " truncated stacks; %" PRIu64 " unresolved frames\n",
+		session->samples_written, seconds, processes, processes == 1 ? "" : "es",
+		intern_count(&session->threads), intern_count(&session->threads) == 1 ? "" : "s",
+		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED],
+		session->resolver.unresolved_frames);
+	if (session->options->bpf_stats) {
+		uint64_t run_ns = 0, runs = 0;
+		double sampling_cpu_s = report_cpu_seconds() - session->setup_cpu_s;
+
+		bpf_sampler_prog_stats(session->sampler, &run_ns, &runs);
+		/* Ticks on other processes cost little and would halve the average: charge every
+		 * run's time to the samples of targets too. */
+		fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " runs, %.0f ns per run; %" PRIu64
+				" target samples, %" PRIu64 " wakeups, %.0f ns per target sample\n", runs,
+			runs ? (double)run_ns / (double)runs : 0.0, counters[PBP_CNT_SAMPLES],
+			counters[PBP_CNT_WAKEUPS],
+			counters[PBP_CNT_SAMPLES] ? (double)run_ns / (double)counters[PBP_CNT_SAMPLES] : 0.0);
+		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
+			sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
+			session->setup_cpu_s);
+	}
+}
+
+int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
+{
+	int status = 0;
+
+	write_end_metadata(session, counters);
+	for (size_t i = 0; i < session->writer_count; i++) {
+		const char *path = session->options->outputs[i].path;
+		int err = pf_writer_close(session->writers[i]);
+		struct stat info;
+		char size[32];
+
+		/* Some formats are written whole at close: measure the file, not the stream. */
+		format_size(stat(path, &info) == 0 ? (uint64_t)info.st_size : 0, size, sizeof(size));
+		if (err) {
+			report_error("%s: cannot finish the file: %s", path, strerror(-err));
+			status = 1;
+		} else if (!session->options->quiet) {
+			fprintf(stderr, "pybpfprof: wrote %s (%s)\n", path, size);
+		}
+	}
+	session->writer_count = 0;
+	if (!session->options->quiet)
+		print_summary(session, counters);
+	if (session->write_error) {
+		report_error("%s", session->write_error_text.text);
+		status = 1;
+	}
+	return status;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the three parts of a run share: session.c (setup, the main loop,
+ * teardown), process_events.c (targets found, forked, exec'd, ended) and
+ * report.c (the output files' samples and metadata, the status line, the
+ * summary). Private to user/session/.
+ */
+#ifndef PYBPFPROF_SESSION_INTERNAL_H
+#define PYBPFPROF_SESSION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample_record.h"
+#include "sampler/bpf_sampler.h"
+#include "session/session.h"
+#include "symbolize/sample_resolve.h"
+#include "target/launch.h"
+#include "target/target_set.h"
+#include "util/errbuf.h"
+#include "util/intern.h"
+
+/* How often the output files are flushed (and the status line redrawn). */
+#define FLUSH_EVERY_MS 1000
+
+struct session {
+	const struct session_options *options;
+	struct bpf_sampler *sampler;
+	struct ksyms *ksyms;
+	struct target_set targets;
+	struct sample_resolver resolver;
+	struct pf_writer *writers[SESSION_MAX_OUTPUTS];
+	size_t writer_count;
+	struct launch launch;
+	bool launched;
+	bool system_wide;
+	bool python_version_written;
+	struct intern_table threads; /* (pid, tid) pairs seen */
+	uint64_t samples_written;
+	uint64_t start_ms;
+	uint64_t start_us;
+	double setup_cpu_s;          /* our CPU time before sampling started (BPF load, kallsyms) */
+	int write_error;
+	struct errbuf write_error_text;
+};
+
+/* ---- process_events.c ---- */
+
+/* Hands a target whose runtime was found to BPF; a target BPF refuses is gone. */
+void process_events_target_ready(struct session *session, struct target *target);
+/* The sampler's callback for fork, exec and exit notices. */
+void process_events_on_proc_event(void *ctx, const struct pbp_proc_event *event);
+/* Another discovery attempt for every pending target whose time has come. */
+void process_events_retry_pending(struct session *session, uint64_t now_ms);
+int process_events_wait_budget_ms(const struct session *session, int tick_ms, uint64_t now_ms);
+/* Targets that exited without a notice (their exit was missed, or not watched) end. */
+void process_events_check_liveness(struct session *session);
+void process_events_scan(struct session *session);
+int process_events_discover_named_pids(struct session *session);
+bool process_events_all_ended(struct session *session);
+
+/* ---- report.c ---- */
+
+/* One line on stderr, "pybpfprof: " first. */
+__attribute__((format(printf, 1, 2))) void report_error(const char *format, ...);
+int report_open_writers(struct session *session);
+void report_abort_writers(struct session *session);
+void report_write_sample(struct session *session, const struct pf_sample *sample);
+void report_start_metadata(struct session *session);
+/* The first target's Python version, written into the metadata once. */
+void report_python_version(struct session *session, const struct target *target);
+void report_status(struct session *session, uint64_t now_ms, bool final);
+/* Our own CPU time so far (user + system), without the launched command's. */
+double report_cpu_seconds(void);
+/* End metadata, closing the files, the summary; the process exit status (0 or 1). */
+int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX]);
+
+#endif
