@@ -9,6 +9,7 @@
 #include "py_proc_config.h"
 #include "proc_event.h"
 #include "sample_record.h"
+#include "unwind_table.h"
 
 #define PBP_MAX_TARGETS 4096
 #define PBP_MAX_CACHED_THREADS 16384
@@ -146,6 +147,34 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, PBP_PROC_EVENTS_BYTES);
 } proc_events SEC(".maps");
+
+/*
+ * Native unwinding (include/unwind_table.h): every loaded file's rows in one
+ * array (sized at load, mapped by userspace to write rows without a syscall
+ * per row), where each table lies in it, and each target's executable mappings.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, UNWIND_ROWS_DEFAULT);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UNWIND_MAX_TABLES);
+	__type(key, __u32);
+	__type(value, struct unwind_table_ref);
+} unwind_tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, PBP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
 
 static __always_inline void pbp_count(__u32 counter)
 {

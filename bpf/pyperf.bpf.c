@@ -18,6 +18,8 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool kernel_stacks = true;
 const volatile bool watch_exec = false;
 const volatile bool follow_forks = false;
+/* Unwind the user-space native stack from the unwind_* maps. */
+const volatile bool native_stacks = false;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). */
 const volatile __u64 wakeup_bytes = 0;
 

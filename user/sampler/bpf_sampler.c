@@ -2,6 +2,7 @@
 #include "sampler/bpf_sampler.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
@@ -30,6 +31,9 @@ struct bpf_sampler {
 	struct bpf_link *exit_link;
 	struct bpf_link *fork_link;
 	int stats_fd;
+	struct unwind_row *unwind_rows;   /* the rows map, mapped read-write */
+	size_t unwind_row_capacity;
+	size_t unwind_rows_mapped_bytes;
 	/* The callbacks of the consume() call in progress. */
 	bpf_sampler_record_fn on_record;
 	bpf_sampler_proc_fn on_proc;
@@ -195,6 +199,38 @@ static int on_ring_proc_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Without native stacks the rows map keeps one row: its memory is only spent when used. */
+static int size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampler_options *options)
+{
+	size_t rows = options->unwind_rows ? options->unwind_rows : UNWIND_ROWS_DEFAULT;
+
+	if (!options->native_stacks)
+		rows = 1;
+	if (rows > UINT32_MAX / sizeof(struct unwind_row))
+		return -E2BIG;
+	sampler->unwind_row_capacity = rows;
+	return bpf_map__set_max_entries(sampler->skel->maps.unwind_rows, (uint32_t)rows);
+}
+
+/* Rows are written straight into the map's memory: a libpython has 70k of them. */
+static int map_unwind_rows(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t bytes = sampler->unwind_row_capacity * sizeof(struct unwind_row);
+	void *rows;
+	int err;
+
+	bytes = (bytes + (size_t)page - 1) & ~((size_t)page - 1);
+	rows = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(sampler->skel->maps.unwind_rows), 0);
+	if (rows == MAP_FAILED) {
+		err = -errno;
+		return errbuf_format(errbuf, errlen, err, "mapping the unwind table map: %s", strerror(-err));
+	}
+	sampler->unwind_rows = rows;
+	sampler->unwind_rows_mapped_bytes = bytes;
+	return 0;
+}
+
 static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
 			 char *errbuf, size_t errlen)
 {
@@ -211,15 +247,20 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->watch_exec = options->watch_exec;
 	sampler->skel->rodata->follow_forks = options->follow_forks;
 	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
+	sampler->skel->rodata->native_stacks = options->native_stacks;
 	err = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
 				     strerror(-err));
+	err = size_unwind_rows(sampler, options);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "sizing the unwind table map to %zu rows: %s",
+				     sampler->unwind_row_capacity, strerror(-err));
 	err = pyperf_bpf__load(sampler->skel);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "loading the BPF programs: %s (%s)", strerror(-err),
 				     last_libbpf_message);
-	return 0;
+	return map_unwind_rows(sampler, errbuf, errlen);
 }
 
 static int open_rings(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
@@ -319,6 +360,51 @@ int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid)
 	uint32_t key = (uint32_t)tgid;
 
 	if (bpf_map__delete_elem(sampler->skel->maps.proc_configs, &key, sizeof(key), 0))
+		return -errno;
+	return 0;
+}
+
+size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler)
+{
+	return sampler->unwind_row_capacity;
+}
+
+int bpf_sampler_unwind_write_rows(struct bpf_sampler *sampler, uint32_t first_row, const struct unwind_row *rows,
+				  size_t count)
+{
+	if (first_row > sampler->unwind_row_capacity || count > sampler->unwind_row_capacity - first_row)
+		return -ERANGE;
+	memcpy(sampler->unwind_rows + first_row, rows, count * sizeof(*rows));
+	return 0;
+}
+
+int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id, const struct unwind_table_ref *ref)
+{
+	if (table_id >= UNWIND_MAX_TABLES || ref->first_row > sampler->unwind_row_capacity ||
+	    ref->row_count > sampler->unwind_row_capacity - ref->first_row)
+		return -ERANGE;
+	if (bpf_map__update_elem(sampler->skel->maps.unwind_tables, &table_id, sizeof(table_id), ref, sizeof(*ref),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int bpf_sampler_unwind_set_proc(struct bpf_sampler *sampler, pid_t tgid, const struct unwind_proc *proc)
+{
+	uint32_t key = (uint32_t)tgid;
+
+	if (proc->count > UNWIND_MAX_MAPPINGS)
+		return -E2BIG;
+	if (bpf_map__update_elem(sampler->skel->maps.unwind_procs, &key, sizeof(key), proc, sizeof(*proc), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int bpf_sampler_unwind_forget_proc(struct bpf_sampler *sampler, pid_t tgid)
+{
+	uint32_t key = (uint32_t)tgid;
+
+	if (bpf_map__delete_elem(sampler->skel->maps.unwind_procs, &key, sizeof(key), 0) && errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -435,6 +521,8 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 {
 	if (!sampler)
 		return;
+	if (sampler->unwind_rows)
+		munmap(sampler->unwind_rows, sampler->unwind_rows_mapped_bytes);
 	for (int cpu = 0; cpu < sampler->perf_count; cpu++)
 		bpf_link__destroy(sampler->perf_links[cpu]);
 	free(sampler->perf_links);
