@@ -899,6 +899,13 @@ static void upload_tables(struct bpf_sampler *native, pid_t pid, struct native_t
 	assert_int_equal(bpf_sampler_unwind_set_proc(native, pid, &out->proc), 0);
 }
 
+static int compare_mappings(const void *a, const void *b)
+{
+	const struct unwind_mapping *left = a, *right = b;
+
+	return left->start < right->start ? -1 : left->start > right->start;
+}
+
 static bool in_range(const struct native_range *range, uint64_t pc)
 {
 	return pc >= range->start && pc < range->end;
@@ -1101,6 +1108,76 @@ static void test_native_stacks_of_kernel_mode_samples(void **state)
 	bpf_sampler_close(native);
 }
 
+/* The mapping of the target's proc entry holding pc (tests run on targets that have it). */
+static struct unwind_mapping *mapping_of(struct native_target *target, uint64_t pc)
+{
+	for (uint32_t i = 0; i < target->proc.count; i++) {
+		if (pc >= target->proc.mappings[i].start && pc < target->proc.mappings[i].end)
+			return &target->proc.mappings[i];
+	}
+	fail_msg("no mapping holds 0x%" PRIx64, pc);
+	return NULL;
+}
+
+/* Records whose walk stopped for `stop` right after the leaf, in libz. */
+static size_t sample_stopped_in_libz(struct bpf_sampler *native, struct python_child *child,
+				     const struct native_target *target, unsigned stop, size_t *total)
+{
+	struct recorded rec = { 0 };
+	size_t stopped = 0;
+
+	assert_int_equal(bpf_sampler_unwind_set_proc(native, child->pid, &target->proc), 0);
+	sample_cost(native, child->pid, &child->target, &rec);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		stopped += record->native_stop == stop && record->native_frame_count == 1;
+	}
+	*total = rec.count;
+	recorded_free(&rec);
+	return stopped;
+}
+
+/* A pc in a mapping with no table stops with the mapping's cause; a pc in no mapping with no_mapping. */
+static void test_native_stop_causes_are_reported(void **state)
+{
+	struct bpf_sampler *native;
+	struct native_target *target;
+	struct unwind_mapping *libz;
+	struct python_child child;
+	size_t deleted, unmapped, total_deleted, total_unmapped;
+	uint64_t stops[UNWIND_STOP_COUNT];
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	native = open_native_sampler();
+	target = calloc(1, sizeof(*target));
+	assert_non_null(target);
+	child.pid = start_script("3.12.1", "bpf_native_zlib.py", NULL);
+	discover(child.pid, &child.target);
+	upload_tables(native, child.pid, target);
+	libz = mapping_of(target, target->deflate.start);
+	libz->table_id = UNWIND_TABLE_NONE;
+	libz->stop_cause = UNWIND_STOP_DELETED_FILE;
+	deleted = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_DELETED_FILE, &total_deleted);
+	/* Without libz's mapping: the last one takes its place, then the list is sorted again. */
+	*libz = target->proc.mappings[target->proc.count - 1];
+	target->proc.count--;
+	qsort(target->proc.mappings, target->proc.count, sizeof(target->proc.mappings[0]), compare_mappings);
+	unmapped = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_NO_MAPPING, &total_unmapped);
+	print_message("libz deleted: %zu of %zu records stop in it; libz unmapped: %zu of %zu\n", deleted,
+		      total_deleted, unmapped, total_unmapped);
+	print_stop_counts("3.12.1 spoiled", native);
+	assert_true(deleted * 10 >= total_deleted * 8);
+	assert_true(unmapped * 10 >= total_unmapped * 8);
+	assert_int_equal(bpf_sampler_unwind_stop_counts(native, stops), 0);
+	assert_true(stops[UNWIND_STOP_DELETED_FILE] >= deleted && stops[UNWIND_STOP_NO_MAPPING] >= unmapped);
+	stop_child(child.pid);
+	free(target);
+	bpf_sampler_close(native);
+}
+
 static void test_every_stop_cause_has_a_name(void **state)
 {
 	(void)state;
@@ -1134,6 +1211,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_stacks_reach_the_root_through_libz, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_stacks_of_kernel_mode_samples, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_stop_causes_are_reported, require_sampler,
 						stop_running_child),
 		cmocka_unit_test(test_every_stop_cause_has_a_name),
 	};
