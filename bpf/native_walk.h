@@ -95,7 +95,7 @@ static __always_inline const struct unwind_row *pbp_find_row(const struct unwind
 /* Reads the caller's pc (and rbp, if the row saved it) below cfa. Returns 0 or -1. */
 static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 cfa, __u32 rbp_offset8)
 {
-	__u64 saved[2];
+	__u64 saved[2]; /* the caller's rbp, then its pc: their order on the stack */
 
 	/* The usual prologue pushes rbp right below the return address: one read for both. */
 	if (rbp_offset8 == 2) {
@@ -107,11 +107,11 @@ static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 c
 	}
 	if (bpf_probe_read_user(&saved[1], sizeof(saved[1]), (const void *)(cfa - 8)) != 0)
 		return -1;
-	if (rbp_offset8 != 0 &&
-	    bpf_probe_read_user(&saved[0], sizeof(saved[0]), (const void *)(cfa - 8 * (__u64)rbp_offset8)) != 0)
-		return -1;
-	if (rbp_offset8 != 0)
+	if (rbp_offset8 != 0) {
+		if (bpf_probe_read_user(&saved[0], sizeof(saved[0]), (const void *)(cfa - 8 * (__u64)rbp_offset8)) != 0)
+			return -1;
 		walk->bp = saved[0];
+	}
 	walk->pc = saved[1];
 	return 0;
 }
