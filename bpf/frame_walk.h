@@ -145,8 +145,14 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	walk->frame_addr = *(const __u64 *)(frame + (off->frame_previous & (PBP_FRAME_MAX_READ - 1)));
 
 	if (off->frame_owner != PY_OFF_NONE &&
-	    frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)] >= off->owner_boundary)
+	    frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)] >= off->owner_boundary) {
+		/* 3.12+: the shim below an activation of the evaluation function's
+		 * first frame: the frame written last was that activation's outermost. */
+		count = walk->frame_count;
+		if (count != 0 && count <= PBP_MAX_PY_FRAMES)
+			scratch->out.py[(count - 1) & (PBP_MAX_PY_FRAMES - 1)].instr_offset |= PBP_PY_FRAME_ENTRY;
 		return 0;
+	}
 	code_addr = *(const __u64 *)(frame + (off->frame_code & (PBP_FRAME_MAX_READ - 1))) & off->code_ptr_mask;
 	if (code_addr == 0)
 		return 0;
@@ -171,6 +177,9 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
 	out->code_addr = code_addr;
 	out->instr_offset = pbp_instr_offset(off, frame, code_addr);
+	/* 3.11: the frame says itself whether it is its activation's outermost. */
+	if (off->frame_is_entry != PY_OFF_NONE && frame[off->frame_is_entry & (PBP_FRAME_MAX_READ - 1)])
+		out->instr_offset |= PBP_PY_FRAME_ENTRY;
 	out->checksum = (__u32)checksum;
 	walk->frame_count = count + 1;
 	return 0;

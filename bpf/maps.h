@@ -57,17 +57,36 @@ struct pbp_tstate_walk {
 	__u32 tstates_seen;    /* in the current interpreter */
 };
 
-/* Leaf-first frames, then room for the kernel stack right after the last frame. */
+/* The native walk's registers and progress (include/unwind_table.h), in map memory like pbp_frame_walk. */
+struct pbp_native_walk {
+	__u64 pc;              /* the frame to record and unwind next */
+	__u64 sp;
+	__u64 bp;
+	__u32 out_base;        /* index in pbp_sample_buf.words of the first native pc */
+	__u32 frame_count;     /* native pcs written */
+	__u32 last_mapping;    /* index of the mapping that held the previous pc */
+	__u32 stop;            /* enum unwind_stop once the walk ended, PBP_NATIVE_WALKING before */
+};
+
+#define PBP_NATIVE_WALKING 0xffu
+/* Words of the record after the header: the Python frames (two words each), then the
+ * native pcs and the kernel stack right after the last one of each. */
+#define PBP_SAMPLE_WORDS (2 * PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES + PBP_MAX_KERNEL_FRAMES)
+
+/* Leaf-first frames, then room for the native pcs and the kernel stack right after the last frame. */
 struct pbp_sample_buf {
 	struct pbp_record rec;
-	struct pbp_py_frame py[PBP_MAX_PY_FRAMES];
-	__u64 kernel_room[PBP_MAX_KERNEL_FRAMES];
+	union {
+		struct pbp_py_frame py[PBP_MAX_PY_FRAMES];
+		__u64 words[PBP_SAMPLE_WORDS];
+	};
 };
 
 struct pbp_cpu_scratch {
 	__u64 wakeup_consumer_mark;  /* consumer position + 1 when this CPU last woke it for new code */
 	struct pbp_sample_buf out;
 	struct pbp_frame_walk walk;
+	struct pbp_native_walk native;
 	struct pbp_tstate_walk tswalk;
 	__u8 code_buf[PBP_CODE_SPAN_MAX + 8];
 	__u8 gil_buf[PBP_GIL_SPAN_MAX + 8];
@@ -175,6 +194,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct unwind_proc);
 } unwind_procs SEC(".maps");
+
+/* Native walks per enum unwind_stop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, UNWIND_STOP_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_stops SEC(".maps");
 
 static __always_inline void pbp_count(__u32 counter)
 {

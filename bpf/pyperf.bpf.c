@@ -11,6 +11,7 @@
 
 #include "frame_walk.h"
 #include "maps.h"
+#include "native_walk.h"
 #include "thread_state.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -82,14 +83,16 @@ static __always_inline void pbp_fill_python(const struct py_proc_config *config,
 		pbp_count(PBP_CNT_TRUNCATED);
 }
 
+/* The kernel stack goes right after the Python frames and the native pcs. */
 static __always_inline __u32 pbp_fill_kernel_stack(struct bpf_perf_event_data *ctx,
-						   struct pbp_cpu_scratch *scratch, __u32 py_count)
+						   struct pbp_cpu_scratch *scratch)
 {
+	__u32 first = 2 * (__u32)scratch->out.rec.py_frame_count + scratch->out.rec.native_frame_count;
 	long bytes;
 
-	if (py_count > PBP_MAX_PY_FRAMES)
+	if (first > PBP_SAMPLE_WORDS - PBP_MAX_KERNEL_FRAMES)
 		return 0;
-	bytes = bpf_get_stack(ctx, &scratch->out.py[py_count], PBP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	bytes = bpf_get_stack(ctx, &scratch->out.words[first], PBP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
 	return bytes > 0 ? (__u32)bytes / sizeof(__u64) : 0;
 }
 
@@ -97,7 +100,7 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
 {
 	struct pbp_record *rec = &scratch->out.rec;
 	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
-		    (__u64)rec->kernel_frame_count * sizeof(__u64);
+		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
 	__u64 wakeup = BPF_RB_NO_WAKEUP;
 
 	if (len > sizeof(scratch->out))
@@ -150,15 +153,19 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	rec->kernel_frame_count = 0;
 	rec->interp_id = 0;
 	rec->error = PBP_ERR_NONE;
+	rec->native_stop = UNWIND_STOP_NOT_WALKED;
+	rec->native_frame_count = 0;
 	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 	scratch->walk.new_code = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))
 		pbp_fill_python(config, scratch);
+	if (native_stacks)
+		pbp_walk_native(ctx, scratch, user_mode);
 	/* An interrupted user-mode thread has no kernel stack to report. */
 	if (kernel_stacks && !user_mode)
-		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, scratch, rec->py_frame_count);
+		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, scratch);
 	pbp_send(scratch);
 	return 0;
 }

@@ -66,6 +66,7 @@ struct py_offsets {
 	__u32 frame_code;                /* f_code / f_executable */
 	__u32 frame_lasti;               /* f_lasti (int) or prev_instr / instr_ptr (pointer) */
 	__u32 frame_owner;               /* char owner, NONE before 3.11 */
+	__u32 frame_is_entry;            /* bool is_entry (3.11 only): sample_record.h's PBP_PY_FRAME_ENTRY */
 	__u32 frame_read_size;           /* bytes covering every field above */
 	__u8 frame_link;                 /* enum py_frame_link */
 	__u8 lasti_kind;                 /* enum py_lasti_kind */

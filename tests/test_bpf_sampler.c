@@ -19,7 +19,10 @@
 #include "sampler/bpf_sampler.h"
 #include "symbolize/ksyms.h"
 #include "symbolize/symbolize_py.h"
+#include "target/elf_file.h"
+#include "target/proc_maps.h"
 #include "target/py_discover.h"
+#include "target/unwind_table.h"
 
 #define SAMPLE_HZ 997
 #define SAMPLE_MS 1500
@@ -47,9 +50,13 @@ static const char *const all_versions[] = {
 /* The versions the deeper tests run on. */
 static const char *const main_versions[] = { "2.7.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
 
+/* A pyenv version, or an interpreter's absolute path. */
 static void python_path(char *out, size_t len, const char *version)
 {
-	snprintf(out, len, "/root/.pyenv/versions/%s/bin/python", version);
+	if (version[0] == '/')
+		snprintf(out, len, "%s", version);
+	else
+		snprintf(out, len, "/root/.pyenv/versions/%s/bin/python", version);
 }
 
 static int have_python(const char *version)
@@ -87,7 +94,7 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 		return -ENOMEM;
 	memcpy(copy, record, size);
 	assert_true(size == sizeof(*record) + record->py_frame_count * sizeof(struct pbp_py_frame) +
-				    record->kernel_frame_count * sizeof(uint64_t));
+				    (record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t));
 	rec->records[rec->count++] = copy;
 	return 0;
 }
@@ -134,9 +141,14 @@ static const struct pbp_py_frame *py_frames(const struct pbp_record *record)
 	return (const struct pbp_py_frame *)(record + 1);
 }
 
-static const uint64_t *kernel_ips(const struct pbp_record *record)
+static const uint64_t *native_pcs(const struct pbp_record *record)
 {
 	return (const uint64_t *)(py_frames(record) + record->py_frame_count);
+}
+
+static const uint64_t *kernel_ips(const struct pbp_record *record)
+{
+	return native_pcs(record) + record->native_frame_count;
 }
 
 /* Starts `python script args...` with its stdout on a pipe and waits for its "ready" line. */
@@ -215,6 +227,13 @@ static void sample_script(const char *version, const char *script, const char *a
 		assert_int_equal(rec->records[i]->pid, child->pid);
 }
 
+/* The frame's offset without its entry mark (3.11+ offsets only: older ones may be negative). */
+static uint32_t py_instr_offset(const struct py_proc_config *config, const struct pbp_py_frame *frame)
+{
+	return config->off.lasti_kind == PY_LASTI_PTR ? frame->instr_offset & PBP_PY_FRAME_OFFSET_MASK
+						      : frame->instr_offset;
+}
+
 /* The name of the code object behind a frame, "" if it cannot be resolved. */
 static const char *frame_name(struct symbolize_py_cache *cache, const struct python_child *child,
 			      const struct pbp_py_frame *frame)
@@ -222,7 +241,7 @@ static const char *frame_name(struct symbolize_py_cache *cache, const struct pyt
 	struct pf_frame resolved;
 
 	if (symbolize_py_resolve(cache, child->pid, &child->target.config, frame->code_addr, frame->checksum,
-			  frame->instr_offset, &resolved) != 0)
+			  py_instr_offset(&child->target.config, frame), &resolved) != 0)
 		return "";
 	return resolved.name;
 }
@@ -805,6 +824,370 @@ static void test_report_cost_per_sample(void **state)
 	}
 }
 
+/*
+ * Native stacks: the test builds and uploads the unwind table of every executable file
+ * mapping of the target itself (the session does it in the profiler), on its own sampler
+ * with native_stacks on.
+ */
+struct native_range {
+	uint64_t start, end; /* runtime [start, end) of a function; 0, 0 if not found */
+};
+
+struct native_target {
+	struct unwind_proc proc;
+	uint32_t next_row;
+	uint32_t tables;
+	struct native_range deflate;
+	struct native_range eval_frame;
+};
+
+static void find_function(struct elf_file *file, const char *name, uint64_t bias, struct native_range *range)
+{
+	uint64_t addr, size;
+
+	if (range->end == 0 && elf_file_symbol(file, name, &addr, &size) == 0 && size != 0) {
+		range->start = addr + bias;
+		range->end = addr + bias + size;
+	}
+}
+
+/* One executable file mapping: its table uploaded (or NONE), its bias, the functions the checks want. */
+static void add_mapping(struct bpf_sampler *native, pid_t pid, const struct proc_map *map, struct native_target *out)
+{
+	struct unwind_mapping *mapping = &out->proc.mappings[out->proc.count];
+	struct unwind_table table = { 0 };
+	struct errbuf error = { 0 };
+	struct elf_file file;
+	uint64_t bias = 0;
+
+	*mapping = (struct unwind_mapping){ .start = map->start, .end = map->end, .table_id = UNWIND_TABLE_NONE,
+					    .stop_cause = UNWIND_STOP_NO_TABLE };
+	out->proc.count++;
+	if (elf_file_open_mapped(&file, pid, map->path, map->start, map->end, map->inode) != 0)
+		return;
+	if (elf_file_load_bias(&file, map->start, map->offset, &bias) == 0) {
+		mapping->bias = bias;
+		find_function(&file, "deflate", bias, &out->deflate);
+		find_function(&file, "_PyEval_EvalFrameDefault", bias, &out->eval_frame);
+		if (unwind_table_build(file.fd, &table, &error) == 0 &&
+		    out->next_row + table.count <= bpf_sampler_unwind_row_capacity(native)) {
+			struct unwind_table_ref ref = { .first_row = out->next_row, .row_count = (uint32_t)table.count };
+
+			assert_int_equal(bpf_sampler_unwind_write_rows(native, ref.first_row, table.rows, table.count), 0);
+			assert_int_equal(bpf_sampler_unwind_set_table(native, out->tables, &ref), 0);
+			mapping->table_id = out->tables++;
+			out->next_row += ref.row_count;
+		}
+		unwind_table_free(&table);
+	}
+	elf_file_close(&file);
+}
+
+static void upload_tables(struct bpf_sampler *native, pid_t pid, struct native_target *out)
+{
+	struct proc_maps maps;
+
+	memset(out, 0, sizeof(*out));
+	assert_int_equal(proc_maps_read(pid, &maps), 0);
+	for (size_t i = 0; i < maps.count && out->proc.count < UNWIND_MAX_MAPPINGS; i++) {
+		const struct proc_map *map = &maps.maps[i];
+
+		if (map->perms[2] == 'x' && map->path[0] == '/')
+			add_mapping(native, pid, map, out);
+	}
+	proc_maps_free(&maps);
+	assert_int_equal(bpf_sampler_unwind_set_proc(native, pid, &out->proc), 0);
+}
+
+static int compare_mappings(const void *a, const void *b)
+{
+	const struct unwind_mapping *left = a, *right = b;
+
+	return left->start < right->start ? -1 : left->start > right->start;
+}
+
+static bool in_range(const struct native_range *range, uint64_t pc)
+{
+	return pc >= range->start && pc < range->end;
+}
+
+static size_t count_in_range(const struct pbp_record *record, const struct native_range *range)
+{
+	size_t count = 0;
+
+	for (unsigned i = 0; i < record->native_frame_count; i++)
+		count += in_range(range, native_pcs(record)[i]);
+	return count;
+}
+
+static size_t count_entry_frames(const struct pbp_record *record)
+{
+	size_t count = 0;
+
+	for (unsigned i = 0; i < record->py_frame_count; i++)
+		count += (py_frames(record)[i].instr_offset & PBP_PY_FRAME_ENTRY) != 0;
+	return count;
+}
+
+static void print_stop_counts(const char *label, struct bpf_sampler *native)
+{
+	uint64_t stops[UNWIND_STOP_COUNT];
+	char text[512];
+	size_t used = 0;
+
+	assert_int_equal(bpf_sampler_unwind_stop_counts(native, stops), 0);
+	for (unsigned i = 0; i < UNWIND_STOP_COUNT && used < sizeof(text); i++) {
+		if (stops[i])
+			used += (size_t)snprintf(text + used, sizeof(text) - used, " %s=%" PRIu64,
+						 bpf_sampler_unwind_stop_name(i), stops[i]);
+	}
+	print_message("%s: stop causes (cumulative):%s\n", label, used ? text : " none");
+}
+
+/* BPF ns per record of a target sampled by `with`, other processes' runs charged at the idle cost. */
+static double sample_cost(struct bpf_sampler *with, pid_t pid, const struct py_target *target, struct recorded *rec)
+{
+	struct bpf_sampler *group_sampler = sampler;
+	uint64_t ns_before, runs_before, ns_after, runs_after;
+	double idle_ns;
+
+	sampler = with;
+	assert_int_equal(bpf_sampler_enable_stats(sampler), 0);
+	drain();
+	idle_ns = idle_cost_per_run();
+	assert_int_equal(bpf_sampler_prog_stats(sampler, &ns_before, &runs_before), 0);
+	assert_int_equal(bpf_sampler_add_target(sampler, pid, &target->config), 0);
+	collect(rec, 2000);
+	assert_int_equal(bpf_sampler_remove_target(sampler, pid), 0);
+	assert_int_equal(bpf_sampler_prog_stats(sampler, &ns_after, &runs_after), 0);
+	sampler = group_sampler;
+	assert_true(rec->count > 0 && runs_after - runs_before >= rec->count);
+	return ((double)(ns_after - ns_before) - (double)(runs_after - runs_before - rec->count) * idle_ns) /
+	       (double)rec->count;
+}
+
+static struct bpf_sampler *open_native_sampler(void)
+{
+	struct bpf_sampler_options options = { .frequency_hz = SAMPLE_HZ, .kernel_stacks = true,
+					       .native_stacks = true };
+	struct bpf_sampler *native = NULL;
+	char errbuf[256] = "";
+
+	if (bpf_sampler_open(&native, &options, errbuf, sizeof(errbuf)) != 0)
+		fail_msg("bpf_sampler_open with native stacks: %s", errbuf);
+	return native;
+}
+
+struct native_tally {
+	size_t with_native, native_frames, at_root, user_mode, leaf_is_user_ip, in_deflate;
+	size_t entry_checked, entry_matches, two_activations;
+};
+
+static void tally_native(const struct recorded *rec, const struct native_target *target, struct native_tally *tally)
+{
+	memset(tally, 0, sizeof(*tally));
+	for (size_t i = 0; i < rec->count; i++) {
+		const struct pbp_record *record = rec->records[i];
+
+		if (record->native_frame_count == 0)
+			continue;
+		tally->with_native++;
+		tally->native_frames += record->native_frame_count;
+		tally->at_root += record->native_stop == UNWIND_STOP_ROOT;
+		if (record->flags & PBP_REC_USER_MODE) {
+			tally->user_mode++;
+			tally->leaf_is_user_ip += native_pcs(record)[0] == record->user_ip;
+		}
+		tally->in_deflate += count_in_range(record, &target->deflate) != 0;
+		if (record->native_stop == UNWIND_STOP_ROOT && record->py_frame_count != 0 &&
+		    !(record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT))) {
+			size_t activations = count_in_range(record, &target->eval_frame);
+
+			tally->entry_checked++;
+			tally->entry_matches += count_entry_frames(record) == activations;
+			tally->two_activations += activations == 2;
+		}
+	}
+}
+
+static void check_native_zlib(const char *version, bool entries_marked)
+{
+	struct bpf_sampler *native = open_native_sampler();
+	struct native_target *target = calloc(1, sizeof(*target));
+	struct recorded on = { 0 }, off = { 0 };
+	struct native_tally tally;
+	struct python_child child;
+	double on_ns, off_ns;
+
+	assert_non_null(target);
+	child.pid = start_script(version, "bpf_native_zlib.py", NULL);
+	discover(child.pid, &child.target);
+	upload_tables(native, child.pid, target);
+	assert_true(target->tables > 0);
+	assert_true(target->deflate.end != 0);
+	on_ns = sample_cost(native, child.pid, &child.target, &on);
+	off_ns = sample_cost(sampler, child.pid, &child.target, &off);
+	tally_native(&on, target, &tally);
+	print_message("%s: %zu records, %zu with native frames (%.1f each), %zu at the root, %zu in deflate; "
+		      "user mode %zu, leaf == user_ip %zu; entry frames == eval activations %zu of %zu (%zu with 2)\n",
+		      version, on.count, tally.with_native,
+		      tally.with_native ? (double)tally.native_frames / (double)tally.with_native : 0.0, tally.at_root,
+		      tally.in_deflate, tally.user_mode, tally.leaf_is_user_ip, tally.entry_matches, tally.entry_checked,
+		      tally.two_activations);
+	print_message("%s: BPF %.0f ns per sample with native stacks, %.0f without (%zu records)\n", version, on_ns,
+		      off_ns, off.count);
+	print_stop_counts(version, native);
+	assert_true(on.count >= 100);
+	assert_true(tally.with_native * 10 >= on.count * 9);
+	assert_true(tally.at_root * 100 >= tally.with_native * 99);
+	assert_int_equal(tally.leaf_is_user_ip, tally.user_mode);
+	assert_true(tally.in_deflate * 10 >= tally.with_native * 9);
+	if (entries_marked) {
+		assert_true(target->eval_frame.end != 0);
+		assert_true(tally.entry_checked * 10 >= tally.with_native * 9);
+		assert_true(tally.entry_matches * 100 >= tally.entry_checked * 99);
+		/* compress_once runs in its own activation, called by map() from C. */
+		assert_true(tally.two_activations * 10 >= tally.entry_checked * 9);
+	}
+	for (size_t i = 0; i < off.count; i++)
+		assert_int_equal(off.records[i]->native_stop, UNWIND_STOP_NOT_WALKED);
+	stop_child(child.pid);
+	recorded_free(&on);
+	recorded_free(&off);
+	free(target);
+	bpf_sampler_close(native);
+}
+
+static void test_native_stacks_reach_the_root_through_libz(void **state)
+{
+	(void)state;
+	if (!have_python("3.12.1") || !have_python("2.7.18") || !have_python("/usr/bin/python3.11"))
+		skip();
+	check_native_zlib("3.12.1", true);
+	check_native_zlib("/usr/bin/python3.11", true);
+	check_native_zlib("2.7.18", false);
+}
+
+/* Samples in a system call walk from the registers the task saved on entry. */
+static void test_native_stacks_of_kernel_mode_samples(void **state)
+{
+	struct bpf_sampler *native;
+	struct native_target *target;
+	struct python_child child;
+	struct recorded rec = { 0 };
+	size_t in_kernel = 0, with_native = 0, at_root = 0;
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	native = open_native_sampler();
+	target = calloc(1, sizeof(*target));
+	assert_non_null(target);
+	child.pid = start_script("3.12.1", "bpf_read_zero.py", NULL);
+	discover(child.pid, &child.target);
+	upload_tables(native, child.pid, target);
+	sample_cost(native, child.pid, &child.target, &rec);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		if (record->flags & PBP_REC_USER_MODE)
+			continue;
+		in_kernel++;
+		with_native += record->native_frame_count != 0;
+		at_root += record->native_frame_count != 0 && record->native_stop == UNWIND_STOP_ROOT;
+	}
+	print_message("%zu records, %zu in the kernel, %zu of them with native frames, %zu at the root\n", rec.count,
+		      in_kernel, with_native, at_root);
+	print_stop_counts("read /dev/zero", native);
+	assert_true(in_kernel >= 20);
+	assert_true(with_native * 10 >= in_kernel * 9);
+	assert_true(at_root * 100 >= with_native * 99);
+	stop_child(child.pid);
+	recorded_free(&rec);
+	free(target);
+	bpf_sampler_close(native);
+}
+
+/* The mapping of the target's proc entry holding pc (tests run on targets that have it). */
+static struct unwind_mapping *mapping_of(struct native_target *target, uint64_t pc)
+{
+	for (uint32_t i = 0; i < target->proc.count; i++) {
+		if (pc >= target->proc.mappings[i].start && pc < target->proc.mappings[i].end)
+			return &target->proc.mappings[i];
+	}
+	fail_msg("no mapping holds 0x%" PRIx64, pc);
+	return NULL;
+}
+
+/* Records whose walk stopped for `stop` right after the leaf, in libz. */
+static size_t sample_stopped_in_libz(struct bpf_sampler *native, struct python_child *child,
+				     const struct native_target *target, unsigned stop, size_t *total)
+{
+	struct recorded rec = { 0 };
+	size_t stopped = 0;
+
+	assert_int_equal(bpf_sampler_unwind_set_proc(native, child->pid, &target->proc), 0);
+	sample_cost(native, child->pid, &child->target, &rec);
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		stopped += record->native_stop == stop && record->native_frame_count == 1;
+	}
+	*total = rec.count;
+	recorded_free(&rec);
+	return stopped;
+}
+
+/* A pc in a mapping with no table stops with the mapping's cause; a pc in no mapping with no_mapping. */
+static void test_native_stop_causes_are_reported(void **state)
+{
+	struct bpf_sampler *native;
+	struct native_target *target;
+	struct unwind_mapping *libz;
+	struct python_child child;
+	size_t deleted, unmapped, total_deleted, total_unmapped;
+	uint64_t stops[UNWIND_STOP_COUNT];
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	native = open_native_sampler();
+	target = calloc(1, sizeof(*target));
+	assert_non_null(target);
+	child.pid = start_script("3.12.1", "bpf_native_zlib.py", NULL);
+	discover(child.pid, &child.target);
+	upload_tables(native, child.pid, target);
+	libz = mapping_of(target, target->deflate.start);
+	libz->table_id = UNWIND_TABLE_NONE;
+	libz->stop_cause = UNWIND_STOP_DELETED_FILE;
+	deleted = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_DELETED_FILE, &total_deleted);
+	/* Without libz's mapping: the last one takes its place, then the list is sorted again. */
+	*libz = target->proc.mappings[target->proc.count - 1];
+	target->proc.count--;
+	qsort(target->proc.mappings, target->proc.count, sizeof(target->proc.mappings[0]), compare_mappings);
+	unmapped = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_NO_MAPPING, &total_unmapped);
+	print_message("libz deleted: %zu of %zu records stop in it; libz unmapped: %zu of %zu\n", deleted,
+		      total_deleted, unmapped, total_unmapped);
+	print_stop_counts("3.12.1 spoiled", native);
+	assert_true(deleted * 10 >= total_deleted * 8);
+	assert_true(unmapped * 10 >= total_unmapped * 8);
+	assert_int_equal(bpf_sampler_unwind_stop_counts(native, stops), 0);
+	assert_true(stops[UNWIND_STOP_DELETED_FILE] >= deleted && stops[UNWIND_STOP_NO_MAPPING] >= unmapped);
+	stop_child(child.pid);
+	free(target);
+	bpf_sampler_close(native);
+}
+
+static void test_every_stop_cause_has_a_name(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < UNWIND_STOP_COUNT; i++)
+		assert_non_null(bpf_sampler_unwind_stop_name(i));
+	assert_string_equal(bpf_sampler_unwind_stop_name(UNWIND_STOP_ROOT), "root");
+	assert_string_equal(bpf_sampler_unwind_stop_name(UNWIND_STOP_NOT_WALKED), "not_walked");
+	assert_null(bpf_sampler_unwind_stop_name(UNWIND_STOP_COUNT));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -825,6 +1208,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreadable_code_object_is_counted_at_its_site, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_report_cost_per_sample, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_stacks_reach_the_root_through_libz, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_stacks_of_kernel_mode_samples, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_stop_causes_are_reported, require_sampler,
+						stop_running_child),
+		cmocka_unit_test(test_every_stop_cause_has_a_name),
 	};
 
 	if (geteuid() != 0) {

@@ -49,6 +49,9 @@ int main(void)
 #if PY_VERSION_HEX >= 0x030b0000
 	frame_end = MAX(frame_end, END_OF(frame_type, owner));
 #endif
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030c0000
+	frame_end = MAX(frame_end, END_OF(frame_type, is_entry));
+#endif
 	frame_end = (frame_end + 7) & ~(size_t)7;
 
 	printf("\t/* CPython %d.%d */\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
@@ -85,6 +88,11 @@ int main(void)
 	FIELD("frame_owner", offsetof(frame_type, owner));
 #else
 	FIELD_NONE("frame_owner");
+#endif
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030c0000
+	FIELD("frame_is_entry", offsetof(frame_type, is_entry));
+#else
+	FIELD_NONE("frame_is_entry");
 #endif
 	FIELD("frame_read_size", frame_end);
 #if PY_VERSION_HEX >= 0x030b0000

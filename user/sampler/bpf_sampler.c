@@ -339,7 +339,8 @@ static bool frame_layout_fits(const struct py_offsets *off)
 
 	return size > 0 && size <= PBP_FRAME_MAX_READ && off->frame_previous + 8 <= size && off->frame_code + 8 <= size &&
 	       off->frame_lasti + (off->lasti_kind == PY_LASTI_PTR ? 8u : 4u) <= size &&
-	       (off->frame_owner == PY_OFF_NONE || off->frame_owner < size) && code_identity_fits(off);
+	       (off->frame_owner == PY_OFF_NONE || off->frame_owner < size) &&
+	       (off->frame_is_entry == PY_OFF_NONE || off->frame_is_entry < size) && code_identity_fits(off);
 }
 
 int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config)
@@ -494,6 +495,30 @@ _Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum 
 const char *bpf_sampler_error_name(unsigned code)
 {
 	return code < ARRAY_SIZE(error_names) ? error_names[code] : NULL;
+}
+
+int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[UNWIND_STOP_COUNT])
+{
+	return sum_per_cpu(sampler->skel->maps.unwind_stops, UNWIND_STOP_COUNT, totals);
+}
+
+static const char *const unwind_stop_names[] = {
+	[UNWIND_STOP_ROOT] = "root",
+	[UNWIND_STOP_NO_MAPPING] = "no_mapping",
+	[UNWIND_STOP_NO_TABLE] = "no_table",
+	[UNWIND_STOP_NO_CFI] = "no_cfi",
+	[UNWIND_STOP_UNSUPPORTED] = "unsupported",
+	[UNWIND_STOP_READ_FAULT] = "read_fault",
+	[UNWIND_STOP_MAX_FRAMES] = "max_frames",
+	[UNWIND_STOP_BAD_FRAME] = "bad_frame",
+	[UNWIND_STOP_DELETED_FILE] = "deleted_file",
+	[UNWIND_STOP_NOT_WALKED] = "not_walked",
+};
+_Static_assert(ARRAY_SIZE(unwind_stop_names) == UNWIND_STOP_COUNT, "a name for every enum unwind_stop");
+
+const char *bpf_sampler_unwind_stop_name(unsigned cause)
+{
+	return cause < ARRAY_SIZE(unwind_stop_names) ? unwind_stop_names[cause] : NULL;
 }
 
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler)

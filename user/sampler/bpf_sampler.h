@@ -71,6 +71,10 @@ int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id,
 				 const struct unwind_table_ref *ref);
 int bpf_sampler_unwind_set_proc(struct bpf_sampler *sampler, pid_t tgid, const struct unwind_proc *proc);
 int bpf_sampler_unwind_forget_proc(struct bpf_sampler *sampler, pid_t tgid);
+/* Native walks per stop cause (enum unwind_stop), summed over CPUs; counted only with native_stacks. */
+int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[UNWIND_STOP_COUNT]);
+/* A short name for an enum unwind_stop ("root", "no_cfi", ...; usable as a metadata key), NULL if none. */
+const char *bpf_sampler_unwind_stop_name(unsigned cause);
 /* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
 /* Total BPF run time and runs of the sample program (zero unless stats are enabled). */

@@ -4,6 +4,7 @@
 #include "symbolize/ksyms.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
+#include "unwind_table.h"
 #include "util/array.h"
 
 #include <errno.h>
@@ -80,10 +81,15 @@ static void python_frame(struct sample_resolver *resolver, pid_t pid,
 			 struct pf_frame *frame, bool *incomplete)
 {
 	int err = -ENOENT;
+	uint32_t instr_offset = raw->instr_offset;
 
+	/* Entry marks (PBP_PY_FRAME_ENTRY) only ride on 3.11+ offsets, which are never
+	 * negative; up to 3.10 a negative f_lasti (a frame not started) stays as it is. */
+	if (python && python->config.off.lasti_kind == PY_LASTI_PTR)
+		instr_offset &= PBP_PY_FRAME_OFFSET_MASK;
 	if (python)
 		err = symbolize_py_resolve(resolver->python, pid, &python->config, raw->code_addr,
-				    raw->checksum, raw->instr_offset, frame);
+				    raw->checksum, instr_offset, frame);
 	if (err == 0)
 		return;
 	resolver->unresolved_frames++;
@@ -114,13 +120,14 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
 
 	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
-	    record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
+	    record->native_frame_count > UNWIND_MAX_FRAMES || record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
 		return -EINVAL;
 	needed += (size_t)record->py_frame_count * sizeof(*py_frames) +
-		  (size_t)record->kernel_frame_count * sizeof(uint64_t);
+		  ((size_t)record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t);
 	if (size < needed)
 		return -EINVAL;
-	kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count);
+	/* The native pcs sit between the Python frames and the kernel ips; not resolved here yet. */
+	kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
 
 	/* Slot 0 is kept for the invalid marker; filled in once we know. */
 	first_python = 1;

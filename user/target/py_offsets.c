@@ -229,6 +229,7 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 		.frame_code = (uint32_t)v[DBG_FRAME_EXECUTABLE],
 		.frame_lasti = (uint32_t)v[DBG_FRAME_INSTR_PTR],
 		.frame_owner = (uint32_t)v[DBG_FRAME_OWNER],
+		.frame_is_entry = PY_OFF_NONE,
 		.frame_read_size = (frame_end + 7) & ~7u,
 		.frame_link = PY_FRAME_LINK_DIRECT,
 		.lasti_kind = PY_LASTI_PTR,

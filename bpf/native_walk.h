@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Walking a thread's native (user-space C) stack without frame pointers,
+ * leaf first, from the compact unwind tables userspace loads per file
+ * (include/unwind_table.h gives the row semantics and the stop causes).
+ *
+ * One bpf_loop iteration per frame: find the pc's mapping, bisect its file's
+ * rows in UNWIND_SEARCH_STEPS fixed steps, apply the row, read the return
+ * address (and the saved rbp) from the target's stack. The registers and
+ * the progress live in map memory (pbp_native_walk), so the verifier sees
+ * them as unknown and checks the loop body once; every bisection bound
+ * comes from a map value for the same reason (a constant bound would be
+ * explored path by path).
+ */
+#ifndef PYBPFPROF_BPF_NATIVE_WALK_H
+#define PYBPFPROF_BPF_NATIVE_WALK_H
+
+#include "maps.h"
+
+/* Halvings that bring any mapping count <= UNWIND_MAX_MAPPINGS to one. */
+#define PBP_MAPPING_SEARCH_STEPS 9
+_Static_assert((1u << (PBP_MAPPING_SEARCH_STEPS - 1)) >= UNWIND_MAX_MAPPINGS, "enough mapping bisection steps");
+_Static_assert((1u << (UNWIND_SEARCH_STEPS - 1)) >= UNWIND_TABLE_MAX_ROWS, "enough row bisection steps");
+
+struct pbp_native_walk_ctx {
+	const struct unwind_proc *proc;
+	struct pbp_cpu_scratch *scratch;
+};
+
+static __always_inline bool pbp_mapping_holds(const struct unwind_mapping *mapping, __u64 pc)
+{
+	return pc >= mapping->start && pc < mapping->end;
+}
+
+/* The index of the mapping holding pc, or -1: the previous frame's first (callers
+ * are often in the same file), else bisection over the sorted mappings. */
+static __always_inline long pbp_find_mapping(const struct unwind_proc *proc, struct pbp_native_walk *walk, __u64 pc)
+{
+	__u32 count = proc->count, base = 0, len;
+	__u32 last = walk->last_mapping & (UNWIND_MAX_MAPPINGS - 1);
+
+	if (count > UNWIND_MAX_MAPPINGS)
+		count = UNWIND_MAX_MAPPINGS;
+	if (last < count && pbp_mapping_holds(&proc->mappings[last], pc))
+		return last;
+	len = count;
+	for (int step = 0; step < PBP_MAPPING_SEARCH_STEPS; step++) {
+		__u32 half = len >> 1;
+
+		if (len <= 1)
+			break;
+		if (proc->mappings[(base + half) & (UNWIND_MAX_MAPPINGS - 1)].start <= pc) {
+			base += half;
+			len -= half;
+		} else {
+			len = half;
+		}
+	}
+	base &= UNWIND_MAX_MAPPINGS - 1;
+	if (count == 0 || !pbp_mapping_holds(&proc->mappings[base], pc))
+		return -1;
+	walk->last_mapping = base;
+	return base;
+}
+
+/* The last row of [first_row, first_row + row_count) with row.pc <= file_pc, or NULL. */
+static __always_inline const struct unwind_row *pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc)
+{
+	__u32 base = ref->first_row, len = ref->row_count, key;
+	const struct unwind_row *row;
+
+	for (int step = 0; step < UNWIND_SEARCH_STEPS; step++) {
+		__u32 half = len >> 1;
+
+		if (len <= 1)
+			break;
+		key = base + half;
+		row = bpf_map_lookup_elem(&unwind_rows, &key);
+		if (!row)
+			return NULL;
+		if (row->pc <= file_pc) {
+			base = key;
+			len -= half;
+		} else {
+			len = half;
+		}
+	}
+	key = base;
+	row = bpf_map_lookup_elem(&unwind_rows, &key);
+	if (!row || row->pc > file_pc)
+		return NULL;
+	return row;
+}
+
+/* Reads the caller's pc (and rbp, if the row saved it) below cfa. Returns 0 or -1. */
+static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 cfa, __u32 rbp_offset8)
+{
+	__u64 saved[2]; /* the caller's rbp, then its pc: their order on the stack */
+
+	/* The usual prologue pushes rbp right below the return address: one read for both. */
+	if (rbp_offset8 == 2) {
+		if (bpf_probe_read_user(saved, sizeof(saved), (const void *)(cfa - 16)) != 0)
+			return -1;
+		walk->bp = saved[0];
+		walk->pc = saved[1];
+		return 0;
+	}
+	if (bpf_probe_read_user(&saved[1], sizeof(saved[1]), (const void *)(cfa - 8)) != 0)
+		return -1;
+	if (rbp_offset8 != 0) {
+		if (bpf_probe_read_user(&saved[0], sizeof(saved[0]), (const void *)(cfa - 8 * (__u64)rbp_offset8)) != 0)
+			return -1;
+		walk->bp = saved[0];
+	}
+	walk->pc = saved[1];
+	return 0;
+}
+
+/* Unwinds the frame at walk->pc into its caller's registers: PBP_NATIVE_WALKING, or why it cannot. */
+static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, struct pbp_native_walk *walk,
+					      bool is_caller)
+{
+	__u64 pc = walk->pc, sp = walk->sp, file_pc, cfa;
+	const struct unwind_mapping *mapping;
+	const struct unwind_table_ref *ref;
+	const struct unwind_row *row;
+	__u32 table_id;
+	long index;
+
+	index = pbp_find_mapping(proc, walk, pc);
+	if (index < 0)
+		return UNWIND_STOP_NO_MAPPING;
+	mapping = &proc->mappings[index & (UNWIND_MAX_MAPPINGS - 1)];
+	table_id = mapping->table_id;
+	if (table_id == UNWIND_TABLE_NONE)
+		return mapping->stop_cause < UNWIND_STOP_COUNT ? mapping->stop_cause : UNWIND_STOP_NO_TABLE;
+	/* A caller's pc is a return address: the call itself is the byte before. */
+	file_pc = pc - mapping->bias - (is_caller ? 1 : 0);
+	ref = bpf_map_lookup_elem(&unwind_tables, &table_id);
+	if (!ref || ref->row_count == 0)
+		return UNWIND_STOP_NO_TABLE;
+	row = pbp_find_row(ref, file_pc);
+	if (!row)
+		return UNWIND_STOP_NO_CFI;
+	switch (row->kind) {
+	case UNWIND_ROW_CFA_RSP:
+		cfa = sp + 8 * (__u64)row->cfa_offset8;
+		break;
+	case UNWIND_ROW_CFA_RBP:
+		cfa = walk->bp + 8 * (__u64)row->cfa_offset8;
+		break;
+	case UNWIND_ROW_PLT:
+		cfa = sp + 8 + ((file_pc & 15) >= 11 ? 8 : 0);
+		break;
+	case UNWIND_ROW_ROOT:
+		return UNWIND_STOP_ROOT;
+	case UNWIND_ROW_UNSUPPORTED:
+		return UNWIND_STOP_UNSUPPORTED;
+	default:
+		return UNWIND_STOP_NO_CFI;
+	}
+	if (cfa <= sp)
+		return UNWIND_STOP_BAD_FRAME;
+	if (pbp_read_caller(walk, cfa, row->kind == UNWIND_ROW_PLT ? 0 : row->rbp_offset8) != 0)
+		return UNWIND_STOP_READ_FAULT;
+	if (walk->pc == 0)
+		return UNWIND_STOP_BAD_FRAME;
+	walk->sp = cfa;
+	return PBP_NATIVE_WALKING;
+}
+
+/* One frame: record its pc, then unwind to its caller. */
+static long pbp_native_step(__u32 index, void *opaque)
+{
+	struct pbp_native_walk_ctx *ctx = opaque;
+	struct pbp_cpu_scratch *scratch = ctx->scratch;
+	struct pbp_native_walk *walk = &scratch->native;
+	__u32 slot = walk->out_base + index;
+	__u32 stop;
+
+	if (index >= UNWIND_MAX_FRAMES || slot >= PBP_SAMPLE_WORDS - PBP_MAX_KERNEL_FRAMES) {
+		walk->stop = UNWIND_STOP_MAX_FRAMES;
+		return 1;
+	}
+	scratch->out.words[slot] = walk->pc;
+	walk->frame_count = index + 1;
+	stop = pbp_unwind_frame(ctx->proc, walk, index != 0);
+	if (stop == PBP_NATIVE_WALKING)
+		return 0;
+	walk->stop = stop;
+	return 1;
+}
+
+static __always_inline void pbp_count_native_stop(__u32 stop)
+{
+	__u64 *value = bpf_map_lookup_elem(&unwind_stops, &stop);
+
+	if (value)
+		*value += 1;
+}
+
+/* The context only allows loads at a constant offset from itself: volatile keeps
+ * clang from computing the address in a register first. */
+static __always_inline __u64 pbp_ctx_reg(struct bpf_perf_event_data *ctx, __u32 offset)
+{
+	return *(const volatile __u64 *)((const char *)ctx + offset);
+}
+
+/*
+ * The user registers to start from: the interrupted ones in user mode; in
+ * the kernel (a system call, a fault) the ones the task saved on entry, so
+ * that a sample in a syscall gets its user stack too. False for a kernel thread.
+ */
+static __always_inline bool pbp_user_regs(struct bpf_perf_event_data *ctx, bool user_mode,
+					  struct pbp_native_walk *walk)
+{
+	struct task_struct *task;
+	struct pt_regs *regs;
+
+	if (user_mode) {
+		walk->pc = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, ip));
+		walk->sp = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, sp));
+		walk->bp = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, bp));
+		return true;
+	}
+	task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs || (regs->cs & 3) != 3)
+		return false;
+	walk->pc = regs->ip;
+	walk->sp = regs->sp;
+	walk->bp = regs->bp;
+	return true;
+}
+
+/* Writes the native pcs right after the record's Python frames; sets native_frame_count and native_stop. */
+static __always_inline void pbp_walk_native(struct bpf_perf_event_data *ctx, struct pbp_cpu_scratch *scratch,
+					    bool user_mode)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	struct pbp_native_walk *walk = &scratch->native;
+	struct pbp_native_walk_ctx walk_ctx = { .scratch = scratch };
+	__u32 tgid = rec->pid;
+
+	walk_ctx.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	walk->frame_count = 0;
+	walk->stop = UNWIND_STOP_NOT_WALKED;
+	if (walk_ctx.proc && pbp_user_regs(ctx, user_mode, walk)) {
+		walk->out_base = 2 * (__u32)rec->py_frame_count;
+		walk->stop = PBP_NATIVE_WALKING;
+		bpf_loop(UNWIND_MAX_FRAMES, pbp_native_step, &walk_ctx, 0);
+		if (walk->stop == PBP_NATIVE_WALKING)
+			walk->stop = UNWIND_STOP_MAX_FRAMES;
+	}
+	rec->native_frame_count = (__u16)walk->frame_count;
+	rec->native_stop = (__u8)walk->stop;
+	pbp_count_native_stop(walk->stop);
+}
+
+#endif
