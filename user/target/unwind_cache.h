@@ -85,6 +85,8 @@ bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid);
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms);
 
 void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats);
+/* "root", "no_mapping", "no_table", "no_cfi", ... for an enum unwind_stop; NULL if stop is not one. */
+const char *unwind_cache_stop_name(unsigned stop);
 /* "open", "not_elf", "no_cfi", "too_big", "no_room", "upload", "other". */
 const char *unwind_cache_failure_name(enum unwind_cache_failure failure);
 
