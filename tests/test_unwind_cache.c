@@ -151,6 +151,8 @@ static void test_maps_own_process(void **state)
 	unwind_cache_stats(cache, &stats);
 	assert_int_equal(stats.files, 0);
 	assert_int_equal(stats.rows_used, 0);
+	assert_int_equal(stats.peak_files, recorded->uploads);
+	assert_true(stats.peak_rows_used > 1000);
 	unwind_cache_free(cache);
 	free(recorded);
 }

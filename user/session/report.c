@@ -205,9 +205,10 @@ static void write_native_metadata(struct session *session)
 	format_stops(resolver, "=", text, sizeof(text));
 	set_metadata_all(session, "native_stops", text);
 	set_metadata_u64(session, "native_merge_failures", resolver->merge_failures);
-	snprintf(text, sizeof(text), "%zu/%zu", stats.rows_used, stats.row_capacity);
+	snprintf(text, sizeof(text), "%zu/%zu", stats.peak_rows_used, stats.row_capacity);
 	set_metadata_all(session, "unwind_rows", text);
-	set_metadata_u64(session, "unwind_files", stats.files);
+	set_metadata_u64(session, "unwind_files", stats.tables_built);
+	set_metadata_u64(session, "unwind_peak_files", stats.peak_files);
 	set_metadata_u64(session, "unwind_build_ms", stats.build_us / 1000);
 	format_failures(&stats, "=", text, sizeof(text));
 	set_metadata_all(session, "unwind_failures", text);
@@ -224,14 +225,15 @@ static void print_native_summary(const struct session *session)
 	native_stacks_stats(session, &stats);
 	format_stops(resolver, " ", stops, sizeof(stops));
 	format_failures(&stats, " ", failures, sizeof(failures));
-	format_size((uint64_t)stats.rows_used * sizeof(struct unwind_row), size, sizeof(size));
+	format_size((uint64_t)stats.peak_rows_used * sizeof(struct unwind_row), size, sizeof(size));
 	fprintf(stderr, "pybpfprof: native: %" PRIu64 " walks, %.1f%% reached the root%s%s%s; %" PRIu64
 			" merges disagreed\n",
 		sample_resolve_native_walk_count(resolver), 100.0 * root_share(resolver), stops[0] ? " (stops: " : "",
 		stops, stops[0] ? ")" : "", resolver->merge_failures);
-	fprintf(stderr, "pybpfprof: unwind tables: %zu files, %zu/%zu rows (%s), built in %.2f s, %" PRIu64
+	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s), built in %.2f s, %" PRIu64
 			" maps re-read%s%s\n",
-		stats.files, stats.rows_used, stats.row_capacity, size, (double)stats.build_us / 1e6,
+		stats.tables_built, stats.peak_files, stats.peak_rows_used, stats.row_capacity, size,
+		(double)stats.build_us / 1e6,
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
 }
 

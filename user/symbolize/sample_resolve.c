@@ -221,7 +221,10 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	native_pcs = (const uint64_t *)(py_frames + record->py_frame_count);
 	kernel_ips = native_pcs + record->native_frame_count;
 	mixed = resolver->native_stacks && resolver->native && record->native_frame_count > 0;
-	if (resolver->native_stacks && record->native_stop < UNWIND_STOP_COUNT)
+	/* A walk that reached the root recorded at least the leaf: a ROOT with no pc is a record
+	 * of a BPF program that does not walk (its stop field left zero). */
+	if (resolver->native_stacks && record->native_stop < UNWIND_STOP_COUNT &&
+	    (record->native_frame_count > 0 || record->native_stop != UNWIND_STOP_ROOT))
 		resolver->native_walks[record->native_stop]++;
 
 	/* Slot 0 is kept for the invalid marker; filled in once we know. */

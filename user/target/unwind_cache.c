@@ -52,6 +52,8 @@ struct unwind_cache {
 	size_t proc_count, proc_capacity;
 	bool table_used[UNWIND_MAX_TABLES];
 	size_t tables_built;
+	size_t rows_used, files_placed;
+	size_t peak_rows_used, peak_files;
 	size_t failures[UNWIND_FAIL_COUNT];
 	uint64_t build_us;
 };
@@ -239,6 +241,12 @@ static void place_table(struct unwind_cache *cache, struct cached_file *file, co
 		return;
 	}
 	cache->tables_built++;
+	cache->rows_used += file->ref.row_count;
+	cache->files_placed++;
+	if (cache->rows_used > cache->peak_rows_used)
+		cache->peak_rows_used = cache->rows_used;
+	if (cache->files_placed > cache->peak_files)
+		cache->peak_files = cache->files_placed;
 }
 
 /* The cached entry of the file open at fd, built (or found failed) now if it is new; NULL: -ENOMEM. */
@@ -279,6 +287,8 @@ static void release_file(struct unwind_cache *cache, struct cached_file *file)
 	if (cache->ops.release_table)
 		cache->ops.release_table(cache->ops.ctx, file->table_id);
 	cache->table_used[file->table_id] = false;
+	cache->rows_used -= file->ref.row_count;
+	cache->files_placed--;
 	for (size_t i = 0; i < cache->file_count; i++) {
 		if (cache->files[i] == file) {
 			cache->files[i] = cache->files[--cache->file_count];
@@ -519,6 +529,8 @@ void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_st
 		.processes = cache->proc_count,
 		.tables_built = cache->tables_built,
 		.build_us = cache->build_us,
+		.peak_rows_used = cache->peak_rows_used,
+		.peak_files = cache->peak_files,
 	};
 	memcpy(stats->failures, cache->failures, sizeof(stats->failures));
 	for (size_t i = 0; i < cache->file_count; i++) {

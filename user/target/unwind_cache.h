@@ -52,6 +52,8 @@ struct unwind_cache_stats {
 	size_t row_capacity;
 	size_t rows_used;
 	size_t files;           /* files with a table now */
+	size_t peak_rows_used;  /* the most rows in use at once over the run */
+	size_t peak_files;      /* the most files with a table at once */
 	size_t processes;       /* processes whose mappings are known */
 	size_t tables_built;    /* tables built and uploaded, over the run */
 	size_t failed_files;    /* files remembered as having no table */
