@@ -54,7 +54,7 @@ struct symbolize_native {
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
 	uint64_t clock;
-	struct intern_table offset_names; /* "[libfoo.so.1+0x1234]" */
+	struct intern_table offset_names; /* "[libfoo.so.1+0x1234]", and paths of files past the table */
 };
 
 struct symbolize_native *symbolize_native_new(void)
@@ -304,16 +304,22 @@ static bool is_main_executable(const struct pid_maps *maps, const struct proc_ma
 	       map->dev_minor == maps->exe_dev_minor;
 }
 
+/* A string kept as long as the symbolizer; NULL: -ENOMEM. */
+static const char *interned(struct symbolize_native *symbolizer, const char *text)
+{
+	int64_t id = intern_add(&symbolizer->offset_names, text, strlen(text) + 1, NULL);
+
+	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
+}
+
 /* "[libfoo.so.1+0x1234]": where in which file, for a pc no symbol covers. */
 static const char *offset_name(struct symbolize_native *symbolizer, const struct proc_map *map, uint64_t ip)
 {
 	char text[320];
-	int64_t id;
 
 	snprintf(text, sizeof(text), "[%s+0x%" PRIx64 "]", proc_maps_basename(map->path),
 		 ip - map->start + map->offset);
-	id = intern_add(&symbolizer->offset_names, text, strlen(text) + 1, NULL);
-	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
+	return interned(symbolizer, text);
 }
 
 int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const char *interpreter_path,
@@ -323,19 +329,19 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	const struct proc_map *map = mapping_of(symbolizer, pid, pc, &maps);
 	const struct elf_function *function;
 	struct mapped_file *file;
-	const char *name;
+	const char *name, *path;
 
 	if (!map)
 		return 0;
+	/* Past SYMBOLIZE_NATIVE_MAX_FILES files, a file's pcs are named by their offsets. */
 	file = file_of(symbolizer, pid, map);
-	if (!file)
-		return -ENOMEM;
-	function = function_of(file, map, pc);
+	function = file ? function_of(file, map, pc) : NULL;
 	out->symbol = function ? display_name(file, function) : NULL;
 	name = out->symbol ? out->symbol : offset_name(symbolizer, map, pc);
-	if (!name)
+	path = file ? file->path : interned(symbolizer, map->path);
+	if (!name || !path)
 		return -ENOMEM;
-	out->frame = pf_frame_unlocated(PF_FRAME_NATIVE, file->path, name);
+	out->frame = pf_frame_unlocated(PF_FRAME_NATIVE, path, name);
 	out->in_interpreter = (interpreter_path && strcmp(map->path, interpreter_path) == 0) ||
 			      is_main_executable(maps, map);
 	return 1;
