@@ -291,6 +291,44 @@ static void test_refresh_only_for_unknown_pcs(void **state)
 	free(recorded);
 }
 
+/* A library loaded after the maps were read (dlopen): unknown until they are read again. */
+static void test_library_loaded_later(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	char source[4096] = "", copy[4096], command[8400];
+	const struct unwind_mapping *mapping;
+	uint64_t pc;
+	Dl_info info;
+	void *handle;
+
+	(void)state;
+	assert_true(dladdr((void *)(uintptr_t)deflate, &info) != 0);
+	assert_true(realpath(info.dli_fname, source) != NULL);
+	FORMAT(copy, "%s/unwind-cache-later-%d.so", test_tmpdir(), (int)getpid());
+	FORMAT(command, "cp '%s' '%s'", source, copy);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(handle);
+	pc = (uint64_t)(uintptr_t)dlsym(handle, "deflate");
+	assert_true(pc != 0);
+	assert_null(mapping_at(&proc, pc));
+	assert_true(unwind_cache_should_refresh(cache, getpid(), pc, clock_monotonic_ms() + UNWIND_CACHE_REFRESH_MS));
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	mapping = mapping_at(&proc, pc);
+	assert_non_null(mapping);
+	/* Another name for the same bytes: the same build-id, the same table as our own libz's. */
+	assert_int_equal(mapping->table_id, mapping_at(&proc, (uint64_t)(uintptr_t)deflate)->table_id);
+	assert_false(unwind_cache_should_refresh(cache, getpid(), pc, clock_monotonic_ms() + UNWIND_CACHE_REFRESH_MS));
+	dlclose(handle);
+	unlink(copy);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
 static void test_gone_process(void **state)
 {
 	static struct unwind_proc proc;
@@ -311,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_deleted_library),
 		cmocka_unit_test(test_budget_too_small),
 		cmocka_unit_test(test_refresh_only_for_unknown_pcs),
+		cmocka_unit_test(test_library_loaded_later),
 		cmocka_unit_test(test_gone_process),
 	};
 
