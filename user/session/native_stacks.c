@@ -98,7 +98,8 @@ void native_stacks_detach(struct session *session, pid_t pid)
 	unwind_cache_forget_proc(native->cache, pid);
 }
 
-/* The pc the walk could not go past: the last one it recorded, else where the sample landed. */
+/* The pc the walk could not go past: the last one it recorded (BPF records a pc before it looks
+ * for its mapping), else where the sample landed. */
 static uint64_t stopping_pc(const struct pbp_record *record, size_t size)
 {
 	const uint64_t *pcs = (const uint64_t *)((const struct pbp_py_frame *)(record + 1) + record->py_frame_count);
@@ -113,13 +114,16 @@ static uint64_t stopping_pc(const struct pbp_record *record, size_t size)
 void native_stacks_on_record(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct native_stacks *native = session->native;
-	uint64_t pc;
+	uint64_t pc, now_ms;
 
 	if (!native || size < sizeof(*record) ||
 	    (record->native_stop != UNWIND_STOP_NO_MAPPING && record->native_stop != UNWIND_STOP_NO_TABLE))
 		return;
 	pc = stopping_pc(record, size);
-	if (!pc || !unwind_cache_should_refresh(native->cache, (pid_t)record->pid, pc, clock_monotonic_ms()))
+	now_ms = clock_monotonic_ms();
+	/* The leaf too: a walk that stopped before recording anything says only where it landed. */
+	if (!unwind_cache_should_refresh(native->cache, (pid_t)record->pid, pc, now_ms) &&
+	    !unwind_cache_should_refresh(native->cache, (pid_t)record->pid, record->user_ip, now_ms))
 		return;
 	native->refreshes++;
 	native_stacks_attach(session, (pid_t)record->pid);

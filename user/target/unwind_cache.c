@@ -517,7 +517,7 @@ bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, ui
 {
 	const struct cached_proc *slot = proc_of(cache, pid);
 
-	if (!slot)
+	if (!slot || !pc)
 		return false;
 	return !in_ranges(slot->ranges, slot->range_count, pc) && now_ms - slot->read_ms >= UNWIND_CACHE_REFRESH_MS;
 }
