@@ -38,7 +38,7 @@ struct cached_proc {
 	pid_t pid;
 	struct cached_file **files; /* distinct files with a table, one reference each */
 	size_t file_count;
-	struct address_range *ranges; /* every mapping of the last read, ascending */
+	struct address_range *ranges; /* the executable mappings of the last read, ascending */
 	size_t range_count;
 	uint64_t read_ms;
 };
@@ -409,13 +409,16 @@ static bool holds_file(struct cached_file *const *files, size_t count, const str
 	return false;
 }
 
-static int ranges_of(const struct proc_maps *maps, struct address_range **ranges)
+/* The executable mappings, file or anonymous (JIT code): a pc outside them all is new code. */
+static int executable_ranges(const struct proc_maps *maps, struct address_range **ranges, size_t *count)
 {
+	*count = 0;
 	*ranges = malloc((maps->count ? maps->count : 1) * sizeof(**ranges));
 	if (!*ranges)
 		return -ENOMEM;
 	for (size_t i = 0; i < maps->count; i++)
-		(*ranges)[i] = (struct address_range){ maps->maps[i].start, maps->maps[i].end };
+		if (maps->maps[i].perms[2] == 'x')
+			(*ranges)[(*count)++] = (struct address_range){ maps->maps[i].start, maps->maps[i].end };
 	return 0;
 }
 
@@ -455,8 +458,7 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 
 	if (err)
 		return err;
-	next.range_count = maps.count;
-	err = ranges_of(&maps, &next.ranges);
+	err = executable_ranges(&maps, &next.ranges, &next.range_count);
 	if (!err)
 		err = map_all(cache, pid, &maps, proc, &next);
 	proc_maps_free(&maps);

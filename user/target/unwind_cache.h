@@ -81,8 +81,10 @@ void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid);
 bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid);
 /*
  * Whether a walk of pid that stopped at pc for want of a mapping or a table
- * calls for reading its maps again: pc lies in no mapping of the last read (a
- * library loaded since) and that read is UNWIND_CACHE_REFRESH_MS old.
+ * calls for reading its maps again: pc lies in no executable mapping of the
+ * last read (a library loaded since, maybe where other memory was then; not
+ * JIT code in anonymous executable memory, which no re-read would help) and
+ * that read is UNWIND_CACHE_REFRESH_MS old.
  */
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms);
 
