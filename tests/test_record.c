@@ -693,6 +693,104 @@ static void native_leaf_frames_name_c_code(void **state)
 	}
 }
 
+/* What a mixed-stack profile of native_work.py shows. */
+struct mixed_findings {
+	size_t loop_samples;        /* samples under compress_loop */
+	size_t native_above_loop;   /* ... with a native frame above (leafward of) compress_loop */
+	size_t libz_leaf;           /* ... whose leaf is in libz */
+	size_t python_root;         /* samples whose root frame is a Python frame */
+	size_t samples;
+	double root_share;          /* native_root_share: walks that reached the root */
+	unsigned long walks;        /* native_walks */
+	unsigned long merge_failures;
+};
+
+static void profile_mixed(const struct test_python *python, const char *extra, struct mixed_findings *found)
+{
+	char command[1400], script[PATH_MAX], out[PATH_MAX], err[4096];
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	const char *value;
+	char *argv[32];
+	int status;
+
+	memset(found, 0, sizeof(*found));
+	script_path(script, sizeof(script), "native_work.py");
+	FORMAT(out, "%s/mixed-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(command, "%s -q %s -o %s -- %s %s", pybpfprof_binary(), extra, out, python->command, script);
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+	assert_int_equal(format_registry_open_reader(&reader, out, err, sizeof(err)), 0);
+	while (pf_reader_next_sample(reader, &sample) > 0) {
+		const struct pf_frame *leaf = sample.frame_count ? &sample.frames[sample.frame_count - 1] : NULL;
+		size_t loop_at = sample.frame_count;
+
+		found->samples++;
+		found->python_root += sample.frame_count && sample.frames[0].kind == PF_FRAME_PYTHON;
+		for (size_t f = 0; f < sample.frame_count; f++)
+			if (sample.frames[f].kind == PF_FRAME_PYTHON && strcmp(sample.frames[f].name, "compress_loop") == 0)
+				loop_at = f;
+		if (loop_at == sample.frame_count)
+			continue;
+		found->loop_samples++;
+		found->libz_leaf += leaf && leaf->kind == PF_FRAME_NATIVE && strstr(leaf->file, "/libz.so");
+		for (size_t f = loop_at + 1; f < sample.frame_count; f++) {
+			if (sample.frames[f].kind == PF_FRAME_NATIVE) {
+				found->native_above_loop++;
+				break;
+			}
+		}
+	}
+	value = pf_reader_metadata(reader, "native_root_share");
+	found->root_share = value ? strtod(value, NULL) : 0;
+	value = pf_reader_metadata(reader, "native_walks");
+	found->walks = value ? strtoul(value, NULL, 10) : 0;
+	value = pf_reader_metadata(reader, "native_merge_failures");
+	found->merge_failures = value ? strtoul(value, NULL, 10) : 0;
+	pf_reader_close(reader);
+}
+
+/* Native frames in place: the C code a Python function called sits above it, the thread's bootstrap
+ * is hidden by default and kept by --native=all; nearly every walk reaches the root. */
+static void native_stacks_mixed(void **state)
+{
+	static const char *const labels[] = { "3.10", "3.11", "3.12", "3.15" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		const struct test_python *python = find_python(labels[i]);
+		struct mixed_findings found;
+
+		if (!python) {
+			print_message("%s is absent on this machine; skipped\n", labels[i]);
+			continue;
+		}
+		profile_mixed(python, "", &found);
+		if (found.walks == 0) {
+			print_message("%s: BPF walks no native stacks (records carry no native pcs); skipped\n",
+				      labels[i]);
+			continue;
+		}
+		print_message("%s: %zu of %zu compress_loop samples with C above, %zu end in libz; %zu of %zu samples "
+			      "rooted in Python; %.1f%% of %lu walks reached the root; %lu merges disagreed\n",
+			      labels[i], found.native_above_loop, found.loop_samples, found.libz_leaf, found.python_root,
+			      found.samples, 100.0 * found.root_share, found.walks, found.merge_failures);
+		assert_true(found.loop_samples >= 500);
+		assert_true(found.libz_leaf * 10 >= found.loop_samples * 7);
+		assert_true(found.native_above_loop * 10 >= found.loop_samples * 7);
+		assert_true(found.root_share >= 0.8);
+		assert_true(found.merge_failures * 20 <= found.samples);
+		/* By default the bootstrap below the outermost activation (_start, Py_BytesMain) is hidden. */
+		assert_true(found.python_root * 10 >= found.samples * 7);
+		profile_mixed(python, "--native=all", &found);
+		assert_true(found.loop_samples >= 500);
+		assert_true(found.native_above_loop * 10 >= found.loop_samples * 7);
+		assert_true(found.python_root * 10 <= found.samples * 3);
+	}
+}
+
 /* ---- bad input: one clear line, non-zero exit, no output file ---- */
 
 static void expect_clean_failure(char *const argv[], const char *output, const char *needle)
@@ -879,6 +977,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(forked_children_are_profiled);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(imported_module_bodies_are_named);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_leaf_frames_name_c_code);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_stacks_mixed);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(bad_pid);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(not_python);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(unsupported_version);

@@ -23,7 +23,7 @@
 const char *argp_program_version = "pybpfprof " PYBPFPROF_VERSION;
 
 static const char doc[] =
-	"pybpfprof: sample CPython stacks (Python, and kernel frames) with eBPF.\n"
+	"pybpfprof: sample CPython stacks (Python, native C and kernel frames) with eBPF.\n"
 	"\n"
 	"USAGE: pybpfprof [OPTIONS] -p PID[,PID...]\n"
 	"       pybpfprof [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -42,6 +42,7 @@ enum {
 	OPT_BPF_STATS,
 	OPT_RINGBUF,
 	OPT_NO_NATIVE,
+	OPT_NATIVE,
 };
 
 static const struct argp_option record_options[] = {
@@ -53,7 +54,8 @@ static const struct argp_option record_options[] = {
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile the processes they fork (a launched command's are always followed)", 0 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
-	{ "no-native", OPT_NO_NATIVE, NULL, 0, "Do not name the native function (C extension, libc) a sample landed in", 0 },
+	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
+	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
@@ -168,6 +170,15 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_NATIVE:
 		session->native_frames = false;
+		session->native_stacks = false;
+		session->native_keep_all = false;
+		break;
+	case OPT_NATIVE:
+		if (arg && strcmp(arg, "all") != 0)
+			argp_error(state, "invalid --native '%s' (give nothing, or =all)", arg);
+		session->native_frames = true;
+		session->native_stacks = true;
+		session->native_keep_all = arg != NULL;
 		break;
 	case OPT_BPF_STATS:
 		session->bpf_stats = true;
@@ -230,6 +241,7 @@ int record_main(int argc, char **argv)
 			.frequency_hz = 1000,
 			.kernel_stacks = true,
 			.native_frames = true,
+			.native_stacks = true,
 			.compression_level = PF_COMPRESSION_LEVEL_DEFAULT,
 		},
 	};

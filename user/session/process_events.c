@@ -28,6 +28,7 @@ void process_events_target_ready(struct session *session, struct target *target)
 		target->state = TARGET_GONE;
 		return;
 	}
+	native_stacks_attach(session, target->pid);
 	report_python_version(session, target);
 }
 
@@ -37,6 +38,7 @@ static void target_ended(struct session *session, struct target *target)
 		return;
 	target->state = TARGET_GONE;
 	bpf_sampler_remove_target(session->sampler, target->pid);
+	native_stacks_detach(session, target->pid);
 }
 
 static void try_discover(struct session *session, struct target *target, uint64_t now_ms)
@@ -107,6 +109,7 @@ static void on_exec(struct session *session, pid_t pid)
 		symbolize_py_forget_pid(session->resolver.python, pid);
 		if (session->resolver.native)
 			symbolize_native_forget_pid(session->resolver.native, pid);
+		native_stacks_detach(session, pid);
 		origin = target->origin;
 		known = true;
 	} else if (session->system_wide) {

@@ -155,6 +155,88 @@ static void format_size(uint64_t bytes, char *out, size_t len)
 		snprintf(out, len, "%" PRIu64 " B", bytes);
 }
 
+/* Stop causes of the native walks that did not reach the root, "no_cfi=3,read_fault=1" ("" if none). */
+static void format_stops(const struct sample_resolver *resolver, const char *separator, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	for (unsigned stop = 0; stop < UNWIND_STOP_COUNT && used < len; stop++) {
+		if (stop == UNWIND_STOP_ROOT || stop == UNWIND_STOP_NOT_WALKED || !resolver->native_walks[stop])
+			continue;
+		used += (size_t)snprintf(out + used, len - used, "%s%s%s%" PRIu64, used ? "," : "",
+					 unwind_cache_stop_name(stop), separator, resolver->native_walks[stop]);
+	}
+}
+
+/* Files without a table by cause, "no_cfi=1,no_room=2" ("" if none). */
+static void format_failures(const struct unwind_cache_stats *stats, const char *separator, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	for (unsigned failure = 0; failure < UNWIND_FAIL_COUNT && used < len; failure++) {
+		if (!stats->failures[failure])
+			continue;
+		used += (size_t)snprintf(out + used, len - used, "%s%s%s%zu", used ? "," : "",
+					 unwind_cache_failure_name(failure), separator, stats->failures[failure]);
+	}
+}
+
+static double root_share(const struct sample_resolver *resolver)
+{
+	uint64_t walks = sample_resolve_native_walk_count(resolver);
+
+	return walks ? (double)resolver->native_walks[UNWIND_STOP_ROOT] / (double)walks : 0.0;
+}
+
+static void write_native_metadata(struct session *session)
+{
+	const struct sample_resolver *resolver = &session->resolver;
+	struct unwind_cache_stats stats;
+	char text[512];
+
+	if (!session->native)
+		return;
+	native_stacks_stats(session, &stats);
+	set_metadata_u64(session, "native_walks", sample_resolve_native_walk_count(resolver));
+	snprintf(text, sizeof(text), "%.6f", root_share(resolver));
+	set_metadata_all(session, "native_root_share", text);
+	format_stops(resolver, "=", text, sizeof(text));
+	set_metadata_all(session, "native_stops", text);
+	set_metadata_u64(session, "native_merge_failures", resolver->merge_failures);
+	snprintf(text, sizeof(text), "%zu/%zu", stats.peak_rows_used, stats.row_capacity);
+	set_metadata_all(session, "unwind_rows", text);
+	set_metadata_u64(session, "unwind_files", stats.tables_built);
+	set_metadata_u64(session, "unwind_peak_files", stats.peak_files);
+	set_metadata_u64(session, "unwind_build_ms", stats.build_us / 1000);
+	format_failures(&stats, "=", text, sizeof(text));
+	set_metadata_all(session, "unwind_failures", text);
+}
+
+static void print_native_summary(const struct session *session)
+{
+	const struct sample_resolver *resolver = &session->resolver;
+	struct unwind_cache_stats stats;
+	char stops[512], failures[512], size[32];
+
+	if (!session->native)
+		return;
+	native_stacks_stats(session, &stats);
+	format_stops(resolver, " ", stops, sizeof(stops));
+	format_failures(&stats, " ", failures, sizeof(failures));
+	format_size((uint64_t)stats.peak_rows_used * sizeof(struct unwind_row), size, sizeof(size));
+	fprintf(stderr, "pybpfprof: native: %" PRIu64 " walks, %.1f%% reached the root%s%s%s; %" PRIu64
+			" merges disagreed\n",
+		sample_resolve_native_walk_count(resolver), 100.0 * root_share(resolver), stops[0] ? " (stops: " : "",
+		stops, stops[0] ? ")" : "", resolver->merge_failures);
+	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s), built in %.2f s, %" PRIu64
+			" maps re-read%s%s\n",
+		stats.tables_built, stats.peak_files, stats.peak_rows_used, stats.row_capacity, size,
+		(double)stats.build_us / 1e6,
+		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
+}
+
 static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	uint64_t duration_us = clock_monotonic_us() - session->start_us;
@@ -176,6 +258,7 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 		snprintf(text, sizeof(text), "%.6f", (double)errors / (double)session->samples_written);
 		set_metadata_all(session, "error_rate", text);
 	}
+	write_native_metadata(session);
 }
 
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
@@ -191,6 +274,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		intern_count(&session->threads), intern_count(&session->threads) == 1 ? "" : "s",
 		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED],
 		session->resolver.unresolved_frames);
+	print_native_summary(session);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;
 		double sampling_cpu_s = report_cpu_seconds() - session->setup_cpu_s;

@@ -52,6 +52,7 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 	if (target && (target->state == TARGET_READY ||
 		       (target->state == TARGET_GONE && target->python.pid == target->pid)))
 		python = &target->python;
+	native_stacks_on_record(session, record, size);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return 0;
 	if (target)
@@ -134,6 +135,7 @@ static int open_sampler(struct session *session)
 		/* Launched commands and the whole host include children; -p only with -C. */
 		.follow_forks = session->system_wide || options->command != NULL || options->children,
 		.ringbuf_bytes = options->ringbuf_bytes,
+		.native_stacks = options->native_stacks,
 	};
 	struct errbuf error = { "" };
 	int err = bpf_sampler_open(&session->sampler, &sampler_options, error.text, sizeof(error.text));
@@ -162,6 +164,7 @@ static void release(struct session *session)
 	report_abort_writers(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
+	native_stacks_close(session);
 	symbolize_native_free(session->resolver.native);
 	session->resolver.native = NULL;
 	sample_resolve_free(&session->resolver);
@@ -204,10 +207,15 @@ int session_run(const struct session_options *options)
 		load_kernel_symbols(&session);
 	if (!err)
 		err = sample_resolve_init(&session.resolver, session.ksyms, 1000000 / options->frequency_hz);
-	if (!err && options->native_frames) {
+	if (!err && (options->native_frames || options->native_stacks)) {
 		session.resolver.native = symbolize_native_new();
 		if (!session.resolver.native)
 			err = -ENOMEM;
+	}
+	if (!err && options->native_stacks) {
+		session.resolver.native_stacks = true;
+		session.resolver.native_keep_all = options->native_keep_all;
+		err = native_stacks_open(&session);
 	}
 	if (!err)
 		err = process_events_discover_named_pids(&session);

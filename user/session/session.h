@@ -29,6 +29,8 @@ struct session_options {
 	double duration_s;         /* 0: until Ctrl-C, SIGTERM, or every target has exited */
 	bool kernel_stacks;
 	bool native_frames;      /* name the native function of samples outside the interpreter */
+	bool native_stacks;      /* walk native stacks in BPF and merge them with the Python frames */
+	bool native_keep_all;    /* with native_stacks: keep the interpreter's own C frames too */
 	bool children;             /* -p: also profile processes the targets fork */
 	bool quiet;
 	bool bpf_stats;            /* report BPF run time per sample at the end */

@@ -19,15 +19,19 @@
 #include "symbolize/sample_resolve.h"
 #include "target/launch.h"
 #include "target/target_set.h"
+#include "target/unwind_cache.h"
 #include "util/errbuf.h"
 #include "util/intern.h"
 
 /* How often the output files are flushed (and the status line redrawn). */
 #define FLUSH_EVERY_MS 1000
 
+struct native_stacks;
+
 struct session {
 	const struct session_options *options;
 	struct bpf_sampler *sampler;
+	struct native_stacks *native; /* NULL: native stacks off */
 	struct ksyms *ksyms;
 	struct target_set targets;
 	struct sample_resolver resolver;
@@ -60,6 +64,21 @@ void process_events_check_liveness(struct session *session);
 void process_events_scan(struct session *session);
 int process_events_discover_named_pids(struct session *session);
 bool process_events_all_ended(struct session *session);
+
+/* ---- native_stacks.c: the unwind tables of the targets, kept in BPF ---- */
+
+/* With native stacks on: the table cache, sized to the sampler's rows map. 0 or -ENOMEM. */
+int native_stacks_open(struct session *session);
+void native_stacks_close(struct session *session);
+/* A target is ready (found, forked, exec'd and found again): load its files' tables, then its mappings. */
+void native_stacks_attach(struct session *session, pid_t pid);
+/* A target exited or exec'd: BPF forgets its mappings, then its tables lose a reference. */
+void native_stacks_detach(struct session *session, pid_t pid);
+/* A walk that stopped for want of a mapping or a table may mean a library loaded since (dlopen). */
+void native_stacks_on_record(struct session *session, const struct pbp_record *record, size_t size);
+/* Summary line and file metadata of the tables (rows, files, build time, failures). */
+void native_stacks_stats(const struct session *session, struct unwind_cache_stats *stats);
+uint64_t native_stacks_refreshes(const struct session *session);
 
 /* ---- report.c ---- */
 

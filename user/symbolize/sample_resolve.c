@@ -23,6 +23,7 @@ int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *ke
 	resolver->period_us = period_us;
 	intern_init(&resolver->kernel_names);
 	intern_init(&resolver->kernel_addresses);
+	intern_init(&resolver->native_addresses);
 	return 0;
 }
 
@@ -31,6 +32,7 @@ void sample_resolve_free(struct sample_resolver *resolver)
 	symbolize_py_cache_free(resolver->python);
 	intern_free(&resolver->kernel_names);
 	intern_free(&resolver->kernel_addresses);
+	intern_free(&resolver->native_addresses);
 	free(resolver->kernel_name_of);
 	resolver->kernel_name_of = NULL;
 	resolver->python = NULL;
@@ -111,37 +113,143 @@ static uint32_t status_of(const struct pbp_record *record)
 	return status;
 }
 
+uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver)
+{
+	uint64_t walks = 0;
+
+	for (size_t i = 0; i < UNWIND_STOP_COUNT; i++)
+		if (i != UNWIND_STOP_NOT_WALKED)
+			walks += resolver->native_walks[i];
+	return walks;
+}
+
+/* Whether a Python frame ended its activation of the eval function: marked by BPF from 3.11,
+ * every frame before (each ran in its own activation). */
+static bool is_entry_frame(const struct py_target *python, const struct pbp_py_frame *raw)
+{
+	if (python && (python->major > 3 || (python->major == 3 && python->minor >= 11)))
+		return (raw->instr_offset & PBP_PY_FRAME_ENTRY) != 0;
+	return true;
+}
+
+/* A pc in no file mapping (JIT code, anonymous memory): its address, interned. */
+static struct pf_frame unmapped_native_frame(struct sample_resolver *resolver, uint64_t pc)
+{
+	char text[32];
+	int64_t id;
+
+	snprintf(text, sizeof(text), "0x%" PRIx64, pc);
+	id = intern_add(&resolver->native_addresses, text, strlen(text) + 1, NULL);
+	return pf_frame_unlocated(PF_FRAME_NATIVE, "",
+				  id < 0 ? "<native>" : intern_key(&resolver->native_addresses, (uint32_t)id, NULL));
+}
+
+/* Names native pcs (leaf first) and gives each its role in the merge. 0 or -ENOMEM. */
+static int resolve_native_frames(struct sample_resolver *resolver, const struct pbp_record *record,
+				 const uint64_t *pcs, const struct py_target *python)
+{
+	for (size_t i = 0; i < record->native_frame_count; i++) {
+		/* A caller's pc is its return address: the call is the instruction before. */
+		uint64_t pc = i == 0 ? pcs[i] : pcs[i] - 1;
+		struct symbolize_native_frame found;
+		int err = symbolize_native_lookup(resolver->native, (pid_t)record->pid,
+						  python ? python->runtime_path : NULL, pc, &found);
+
+		if (err < 0)
+			return err;
+		if (err == 0) {
+			resolver->native_frames[i] = unmapped_native_frame(resolver, pcs[i]);
+			resolver->native_role[i] = NATIVE_ROLE_FOREIGN;
+			continue;
+		}
+		resolver->native_frames[i] = found.frame;
+		resolver->native_role[i] = python && found.in_interpreter
+						   ? stack_merge_role_of_name(found.symbol, python->major)
+						   : NATIVE_ROLE_FOREIGN;
+	}
+	return 0;
+}
+
+/* Python and native frames merged, root first, from frames[count]; returns the new count. */
+static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct pbp_record *record,
+				const struct pbp_py_frame *py_frames, const uint64_t *pcs,
+				const struct py_target *python, size_t count, bool *incomplete)
+{
+	struct merge_input input = {
+		.python_count = record->py_frame_count,
+		.python_entry = resolver->python_entry,
+		.native_count = record->native_frame_count,
+		.native_role = resolver->native_role,
+		.keep_all = resolver->native_keep_all,
+	};
+	size_t step_count = 0;
+
+	for (size_t i = 0; i < record->py_frame_count; i++) {
+		python_frame(resolver, (pid_t)record->pid, python, &py_frames[i], &resolver->python_frames[i],
+			     incomplete);
+		resolver->python_entry[i] = is_entry_frame(python, &py_frames[i]);
+	}
+	if (resolve_native_frames(resolver, record, pcs, python) < 0) {
+		/* Out of memory naming them: the Python frames alone, as without native stacks. */
+		for (size_t i = record->py_frame_count; i-- > 0;)
+			resolver->frames[count++] = resolver->python_frames[i];
+		return count;
+	}
+	/* Disagreeing stacks are kept whole (both, the native ones on top) and counted. */
+	if (stack_merge(&input, resolver->steps, &step_count) == -EPROTO)
+		resolver->merge_failures++;
+	for (size_t i = step_count; i-- > 0;) {
+		const struct merge_step *step = &resolver->steps[i];
+
+		resolver->frames[count++] = step->source == MERGE_PYTHON ? resolver->python_frames[step->index]
+									 : resolver->native_frames[step->index];
+	}
+	return count;
+}
+
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
-	const uint64_t *kernel_ips;
+	const uint64_t *native_pcs, *kernel_ips;
 	size_t needed = sizeof(*record), count = 0, first_python;
 	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
+	bool mixed;
 
 	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
 	    record->native_frame_count > UNWIND_MAX_FRAMES || record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
 		return -EINVAL;
 	needed += (size_t)record->py_frame_count * sizeof(*py_frames) +
-		  ((size_t)record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t);
+		  (size_t)record->native_frame_count * sizeof(uint64_t) +
+		  (size_t)record->kernel_frame_count * sizeof(uint64_t);
 	if (size < needed)
 		return -EINVAL;
-	/* The native pcs sit between the Python frames and the kernel ips; not resolved here yet. */
-	kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
+	native_pcs = (const uint64_t *)(py_frames + record->py_frame_count);
+	kernel_ips = native_pcs + record->native_frame_count;
+	mixed = resolver->native_stacks && resolver->native && record->native_frame_count > 0;
+	/* A walk that reached the root recorded at least the leaf: a ROOT with no pc is a record
+	 * of a BPF program that does not walk (its stop field left zero). */
+	if (resolver->native_stacks && record->native_stop < UNWIND_STOP_COUNT &&
+	    (record->native_frame_count > 0 || record->native_stop != UNWIND_STOP_ROOT))
+		resolver->native_walks[record->native_stop]++;
 
 	/* Slot 0 is kept for the invalid marker; filled in once we know. */
 	first_python = 1;
 	count = first_python;
-	/* The record is leaf first; the model is root first. */
-	for (size_t i = record->py_frame_count; i-- > 0;)
-		python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
-			     &resolver->frames[count++], &incomplete);
-	/* A sample that landed in native code outside the interpreter (an extension, libc)
-	 * says where; inside the interpreter the Python frames already do. */
-	if (record->user_ip && resolver->native && python &&
-	    symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
-			      &resolver->frames[count]) > 0)
-		count++;
+	if (mixed) {
+		count = merge_mixed_stack(resolver, record, py_frames, native_pcs, python, count, &incomplete);
+	} else {
+		/* The record is leaf first; the model is root first. */
+		for (size_t i = record->py_frame_count; i-- > 0;)
+			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
+				     &resolver->frames[count++], &incomplete);
+		/* A sample that landed in native code outside the interpreter (an extension, libc)
+		 * says where; inside the interpreter the Python frames already do. */
+		if (record->user_ip && resolver->native && python &&
+		    symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path,
+					     record->user_ip, &resolver->frames[count]) > 0)
+			count++;
+	}
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];
 

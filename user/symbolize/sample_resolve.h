@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One ring-buffer record to one profile sample: Python frames through the
- * code-object cache, kernel frames through kallsyms, flags to status bits.
+ * code-object cache, native frames through the ELF symbols of their files
+ * (merged with the Python frames: symbolize/stack_merge.h), kernel frames
+ * through kallsyms, flags to status bits.
  * A frame that cannot be named is kept as "<unresolved>" and the sample is
  * marked invalid at its root — never dropped silently.
  */
@@ -13,6 +15,8 @@
 
 #include "profile/profile.h"
 #include "sample_record.h"
+#include "symbolize/stack_merge.h"
+#include "unwind_table.h"
 #include "target/py_discover.h"
 #include "util/intern.h"
 
@@ -23,18 +27,31 @@ struct symbolize_native;
 struct sample_resolver {
 	struct symbolize_py_cache *python;
 	const struct ksyms *kernel;    /* NULL: kernel frames are shown by address */
-	struct symbolize_native *native;      /* NULL: no native leaf frames */
+	struct symbolize_native *native;      /* NULL: no native frames at all */
+	bool native_stacks;            /* records carry native stacks: merge them with the Python frames */
+	bool native_keep_all;          /* keep the interpreter's own frames too (--native=all) */
 	uint64_t period_us;            /* the time one sample stands for */
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
 	const char **kernel_name_of;          /* by address id: its name in kernel_names */
 	size_t kernel_name_capacity;
-	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES];
+	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES];
+	/* A mixed stack's parts, leaf first, before they are merged into frames. */
+	struct pf_frame python_frames[PBP_MAX_PY_FRAMES];
+	bool python_entry[PBP_MAX_PY_FRAMES];
+	struct pf_frame native_frames[UNWIND_MAX_FRAMES];
+	uint8_t native_role[UNWIND_MAX_FRAMES];
+	struct merge_step steps[PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES];
+	struct intern_table native_addresses; /* "0x..." names of pcs in no file mapping */
 	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
+	uint64_t native_walks[UNWIND_STOP_COUNT]; /* records of native stacks, by why the walk stopped */
+	uint64_t merge_failures;       /* mixed stacks whose activations and Python frames disagreed */
 };
 
 int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us);
 void sample_resolve_free(struct sample_resolver *resolver);
+/* Records that had a native walk (any stop cause but NOT_WALKED). */
+uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver);
 /*
  * python: the target's runtime description, or NULL while it is pending
  * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed

@@ -2,14 +2,21 @@
 #include "symbolize/symbolize_native.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
 #include "util/clock.h"
+#include "util/intern.h"
+
+/* libstdc++'s demangler (the Itanium C++ ABI's): C++ extensions' names read as their source. */
+char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *length, int *status);
 
 /* Processes whose maps are kept; beyond this the oldest is dropped (and read again if needed). */
 #define SYMBOLIZE_NATIVE_MAX_PIDS 64
@@ -23,6 +30,9 @@ struct pid_maps {
 	struct proc_maps maps;
 	uint64_t read_ms;
 	uint64_t used;       /* for eviction: the symbolizer's clock when last used */
+	bool exe_known;      /* the main executable's identity, from /proc/PID/exe */
+	uint64_t exe_inode;
+	uint32_t exe_dev_major, exe_dev_minor;
 };
 
 /* One mapped file: its symbols, and its ELF for the load bias of each mapping. */
@@ -35,6 +45,7 @@ struct mapped_file {
 	struct elf_function *functions;
 	size_t function_count;
 	char *names;
+	const char **display_names; /* by function: demangled, or the name itself; NULL: not yet */
 };
 
 struct symbolize_native {
@@ -43,11 +54,16 @@ struct symbolize_native {
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
 	uint64_t clock;
+	struct intern_table offset_names; /* "[libfoo.so.1+0x1234]", and paths of files past the table */
 };
 
 struct symbolize_native *symbolize_native_new(void)
 {
-	return calloc(1, sizeof(struct symbolize_native));
+	struct symbolize_native *symbolizer = calloc(1, sizeof(struct symbolize_native));
+
+	if (symbolizer)
+		intern_init(&symbolizer->offset_names);
+	return symbolizer;
 }
 
 static void mapped_file_free(struct mapped_file *file)
@@ -56,6 +72,10 @@ static void mapped_file_free(struct mapped_file *file)
 		return;
 	if (file->elf_open)
 		elf_file_close(&file->elf);
+	for (size_t i = 0; file->display_names && i < file->function_count; i++)
+		if (file->display_names[i] != file->functions[i].name)
+			free((char *)file->display_names[i]);
+	free(file->display_names);
 	free(file->functions);
 	free(file->names);
 	free(file->path);
@@ -71,6 +91,7 @@ void symbolize_native_free(struct symbolize_native *symbolizer)
 		proc_maps_free(&symbolizer->pids[i].maps);
 	for (size_t i = 0; i < symbolizer->file_count; i++)
 		mapped_file_free(symbolizer->files[i]);
+	intern_free(&symbolizer->offset_names);
 	free(symbolizer);
 }
 
@@ -83,6 +104,20 @@ void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
 		symbolizer->pids[i] = symbolizer->pids[--symbolizer->pid_count];
 		return;
 	}
+}
+
+static void read_exe_identity(struct pid_maps *slot)
+{
+	char path[64];
+	struct stat info;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)slot->pid);
+	slot->exe_known = stat(path, &info) == 0;
+	if (!slot->exe_known)
+		return;
+	slot->exe_inode = (uint64_t)info.st_ino;
+	slot->exe_dev_major = major(info.st_dev);
+	slot->exe_dev_minor = minor(info.st_dev);
 }
 
 static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
@@ -107,6 +142,7 @@ static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
 	 * as empty, so that they are tried again at the re-read pace, not once per sample. */
 	if (proc_maps_read(pid, &slot->maps) < 0)
 		slot->maps = (struct proc_maps){ 0 };
+	read_exe_identity(slot);
 	slot->read_ms = clock_monotonic_ms();
 	symbolizer->pid_count++;
 	return slot;
@@ -184,14 +220,12 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 	return file;
 }
 
-int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
-		      struct pf_frame *frame)
+/* The mapping of pid that holds ip, its maps read again (at a bounded pace) for an unknown ip. */
+static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pid_t pid, uint64_t ip,
+					 struct pid_maps **maps_out)
 {
 	struct pid_maps *maps = maps_of(symbolizer, pid);
 	const struct proc_map *map;
-	const struct elf_function *function = NULL;
-	struct mapped_file *file;
-	uint64_t bias;
 
 	maps->used = ++symbolizer->clock;
 	map = mapping_at(&maps->maps, ip);
@@ -203,17 +237,112 @@ int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, con
 		if (proc_maps_read(pid, &fresh) == 0) {
 			proc_maps_free(&maps->maps);
 			maps->maps = fresh;
+			read_exe_identity(maps);
 			map = mapping_at(&maps->maps, ip);
 		}
 	}
-	if (!map || map->path[0] != '/' || (skip_path && strcmp(map->path, skip_path) == 0))
+	*maps_out = maps;
+	return map && map->path[0] == '/' ? map : NULL;
+}
+
+/* The function's name as a reader knows it: C++ names demangled, once per function. */
+static const char *display_name(struct mapped_file *file, const struct elf_function *function)
+{
+	size_t index = (size_t)(function - file->functions);
+	char *demangled;
+	int status = -1;
+
+	if (!file->display_names) {
+		file->display_names = calloc(file->function_count, sizeof(*file->display_names));
+		if (!file->display_names)
+			return function->name;
+	}
+	if (file->display_names[index])
+		return file->display_names[index];
+	demangled = strncmp(function->name, "_Z", 2) == 0 ? __cxa_demangle(function->name, NULL, NULL, &status)
+							   : NULL;
+	if (status != 0 || !demangled) {
+		free(demangled);
+		demangled = NULL;
+	}
+	file->display_names[index] = demangled ? demangled : function->name;
+	return file->display_names[index];
+}
+
+/* The function of file that covers ip, NULL if none. */
+static const struct elf_function *function_of(const struct mapped_file *file, const struct proc_map *map, uint64_t ip)
+{
+	uint64_t bias;
+
+	if (!file->elf_open || elf_file_load_bias(&file->elf, map->start, map->offset, &bias))
+		return NULL;
+	return function_at(file, ip - bias);
+}
+
+int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
+		      struct pf_frame *frame)
+{
+	struct pid_maps *maps;
+	const struct proc_map *map = mapping_of(symbolizer, pid, ip, &maps);
+	const struct elf_function *function;
+	struct mapped_file *file;
+
+	if (!map || (skip_path && strcmp(map->path, skip_path) == 0))
 		return 0;
 	file = file_of(symbolizer, pid, map);
 	if (!file)
 		return -ENOMEM;
-	if (file->elf_open && elf_file_load_bias(&file->elf, map->start, map->offset, &bias) == 0)
-		function = function_at(file, ip - bias);
+	function = function_of(file, map, ip);
 	*frame = pf_frame_unlocated(PF_FRAME_NATIVE, file->path,
-				    function ? function->name : file->bracket_name);
+				    function ? display_name(file, function) : file->bracket_name);
+	return 1;
+}
+
+static bool is_main_executable(const struct pid_maps *maps, const struct proc_map *map)
+{
+	return maps->exe_known && map->inode == maps->exe_inode && map->dev_major == maps->exe_dev_major &&
+	       map->dev_minor == maps->exe_dev_minor;
+}
+
+/* A string kept as long as the symbolizer; NULL: -ENOMEM. */
+static const char *interned(struct symbolize_native *symbolizer, const char *text)
+{
+	int64_t id = intern_add(&symbolizer->offset_names, text, strlen(text) + 1, NULL);
+
+	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
+}
+
+/* "[libfoo.so.1+0x1234]": where in which file, for a pc no symbol covers. */
+static const char *offset_name(struct symbolize_native *symbolizer, const struct proc_map *map, uint64_t ip)
+{
+	char text[320];
+
+	snprintf(text, sizeof(text), "[%s+0x%" PRIx64 "]", proc_maps_basename(map->path),
+		 ip - map->start + map->offset);
+	return interned(symbolizer, text);
+}
+
+int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const char *interpreter_path,
+			    uint64_t pc, struct symbolize_native_frame *out)
+{
+	struct pid_maps *maps;
+	const struct proc_map *map = mapping_of(symbolizer, pid, pc, &maps);
+	const struct elf_function *function;
+	struct mapped_file *file;
+	const char *name, *path;
+
+	if (!map)
+		return 0;
+	/* Past SYMBOLIZE_NATIVE_MAX_FILES files, a file's pcs are named by their offsets. */
+	file = file_of(symbolizer, pid, map);
+	function = file ? function_of(file, map, pc) : NULL;
+	out->symbol = function ? display_name(file, function) : NULL;
+	name = out->symbol ? out->symbol : offset_name(symbolizer, map, pc);
+	path = file ? file->path : interned(symbolizer, map->path);
+	if (!name || !path)
+		return -ENOMEM;
+	out->frame = pf_frame_unlocated(PF_FRAME_NATIVE, path, name);
+	out->in_interpreter = (interpreter_path && strcmp(map->path, interpreter_path) == 0) ||
+			      is_main_executable(maps, map);
 	return 1;
 }

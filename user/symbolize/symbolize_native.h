@@ -2,12 +2,14 @@
 /*
  * Names a user-space address of a target: which file it is in (from
  * /proc/PID/maps) and which function (from that file's ELF symbols, read
- * once per file with libelf). It serves the native leaf frame of a sample
- * that landed outside the interpreter: a C extension, libc, libz.
+ * once per file with libelf; C++ names demangled). It serves the native leaf
+ * frame of a sample that landed outside the interpreter (a C extension, libc,
+ * libz) and every frame of a mixed stack, the interpreter's own included.
  */
 #ifndef PYBPFPROF_SYMBOLIZE_NATIVE_H
 #define PYBPFPROF_SYMBOLIZE_NATIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -29,5 +31,22 @@ void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
  */
 int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
 		      struct pf_frame *frame);
+
+/* One pc of a native stack, named. */
+struct symbolize_native_frame {
+	struct pf_frame frame; /* kind native; file as the target sees it */
+	const char *symbol;    /* the function (demangled), NULL when no symbol covers the pc */
+	bool in_interpreter;   /* in interpreter_path or in the process's main executable */
+};
+
+/*
+ * Names any pc of pid, the interpreter's own included. 1 with *out filled (a pc
+ * no symbol covers is named "[libfoo.so.1+0x1234]": the file's basename and the
+ * pc's file offset), 0 outside every file mapping, -ENOMEM. interpreter_path
+ * (NULL: none) is the file that holds the runtime (libpython, or the python
+ * executable of a static build). The strings live as long as the symbolizer.
+ */
+int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const char *interpreter_path,
+			    uint64_t pc, struct symbolize_native_frame *out);
 
 #endif

@@ -24,6 +24,8 @@ static int parse_line(char *line, struct proc_map *map)
 		   &map->end, perms, &map->offset, &dev_major, &dev_minor, &map->inode, &path_at) < 7 ||
 	    path_at < 0)
 		return -EIO;
+	map->dev_major = dev_major;
+	map->dev_minor = dev_minor;
 	memcpy(map->perms, perms, sizeof(map->perms) - 1);
 	map->perms[sizeof(map->perms) - 1] = 0;
 
@@ -31,8 +33,10 @@ static int parse_line(char *line, struct proc_map *map)
 	len = strcspn(path, "\n");
 	path[len] = 0;
 	/* the file was replaced on disk (an upgrade): the name still says which ELF it was */
-	if (len >= strlen(DELETED_SUFFIX) && !strcmp(path + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX))
+	if (len >= strlen(DELETED_SUFFIX) && !strcmp(path + len - strlen(DELETED_SUFFIX), DELETED_SUFFIX)) {
 		path[len - strlen(DELETED_SUFFIX)] = 0;
+		map->deleted = true;
+	}
 	map->path = strdup(path);
 	return map->path ? 0 : -ENOMEM;
 }

@@ -3,6 +3,7 @@
 #ifndef PYBPFPROF_PROC_MAPS_H
 #define PYBPFPROF_PROC_MAPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +14,10 @@ struct proc_map {
 	uint64_t end;
 	uint64_t offset;      /* file offset of start */
 	uint64_t inode;
+	uint32_t dev_major;   /* the file's device, as stat's major() and minor() of st_dev */
+	uint32_t dev_minor;
 	char perms[5];        /* "r-xp" */
+	bool deleted;         /* the name ended in " (deleted)": the file was unlinked or replaced */
 	char *path;           /* file name as the target sees it ("" for anonymous, " (deleted)" removed) */
 };
 

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+/* target/unwind_cache: one table per file shared by processes, refcounts, deleted files, the row budget. */
+#include "testlib.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "target/proc_maps.h"
+#include "target/unwind_cache.h"
+#include "util/clock.h"
+
+/* What the cache asked BPF to do. */
+struct recorded_ops {
+	size_t uploads;
+	size_t releases;
+	uint32_t last_released;
+	bool live[UNWIND_MAX_TABLES];
+	struct unwind_table_ref refs[UNWIND_MAX_TABLES];
+};
+
+static int record_upload(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
+			 const struct unwind_row *rows)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(table_id < UNWIND_MAX_TABLES);
+	assert_false(recorded->live[table_id]);
+	assert_true(ref->row_count > 0);
+	/* The last row of a table is always a GAP (include/unwind_table.h). */
+	assert_int_equal(rows[ref->row_count - 1].kind, UNWIND_ROW_GAP);
+	recorded->live[table_id] = true;
+	recorded->refs[table_id] = *ref;
+	recorded->uploads++;
+	return 0;
+}
+
+static void record_release(void *ctx, uint32_t table_id)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(recorded->live[table_id]);
+	recorded->live[table_id] = false;
+	recorded->releases++;
+	recorded->last_released = table_id;
+}
+
+static struct unwind_cache *new_cache(struct recorded_ops *recorded, size_t row_capacity)
+{
+	struct unwind_cache_ops ops = { .ctx = recorded, .upload_table = record_upload,
+					.release_table = record_release };
+	struct unwind_cache *cache = NULL;
+
+	memset(recorded, 0, sizeof(*recorded));
+	assert_int_equal(unwind_cache_new(&cache, row_capacity, &ops), 0);
+	return cache;
+}
+
+static const struct unwind_mapping *mapping_at(const struct unwind_proc *proc, uint64_t pc)
+{
+	for (uint32_t i = 0; i < proc->count; i++)
+		if (pc >= proc->mappings[i].start && pc < proc->mappings[i].end)
+			return &proc->mappings[i];
+	return NULL;
+}
+
+/* An address in the executable mapping of the first file whose path contains name. */
+static uint64_t code_in(pid_t pid, const char *name)
+{
+	struct proc_maps maps;
+	uint64_t pc = 0;
+
+	assert_int_equal(proc_maps_read(pid, &maps), 0);
+	for (size_t i = 0; i < maps.count && !pc; i++)
+		if (maps.maps[i].perms[2] == 'x' && strstr(maps.maps[i].path, name))
+			pc = maps.maps[i].start + 16;
+	proc_maps_free(&maps);
+	return pc;
+}
+
+static void assert_sorted(const struct unwind_proc *proc)
+{
+	for (uint32_t i = 1; i < proc->count; i++)
+		assert_true(proc->mappings[i - 1].end <= proc->mappings[i].start);
+}
+
+static pid_t spawn_sleep(void)
+{
+	char *argv[] = { "sleep", "30", NULL };
+	pid_t pid = test_spawn(argv, NULL, NULL);
+
+	assert_true(pid > 0);
+	/* Until it has exec'd sleep: its maps then name libc. */
+	for (int i = 0; i < 200 && !code_in(pid, "sleep"); i++)
+		usleep(5000);
+	return pid;
+}
+
+static void end_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Our own libz and libc have tables; a pc maps to file pc = pc - bias inside the table's file. */
+static void test_maps_own_process(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	struct unwind_cache_stats stats;
+	const struct unwind_mapping *libz;
+	Dl_info info;
+	void *heap;
+
+	(void)state;
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	assert_true(proc.count > 0);
+	assert_sorted(&proc);
+	libz = mapping_at(&proc, (uint64_t)(uintptr_t)deflate + 16);
+	assert_non_null(libz);
+	assert_true(libz->table_id < UNWIND_MAX_TABLES);
+	assert_true(recorded->live[libz->table_id]);
+	/* A shared library's bias is its load address (dladdr's base, the link map's l_addr). */
+	assert_true(dladdr((void *)(uintptr_t)deflate, &info) != 0);
+	assert_int_equal(libz->bias, (uint64_t)(uintptr_t)info.dli_fbase);
+	assert_non_null(mapping_at(&proc, code_in(getpid(), "/libc.so")));
+	/* The heap and the stack are no file mapping: BPF says NO_MAPPING there. */
+	heap = malloc(64);
+	assert_null(mapping_at(&proc, (uint64_t)(uintptr_t)heap));
+	free(heap);
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.files, recorded->uploads);
+	assert_int_equal(stats.tables_built, recorded->uploads);
+	assert_true(stats.rows_used > 1000);
+	assert_int_equal(stats.row_capacity, UNWIND_ROWS_DEFAULT);
+	assert_int_equal(stats.processes, 1);
+	assert_true(unwind_cache_knows_proc(cache, getpid()));
+	/* Reading the maps again builds nothing new and keeps the tables. */
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	assert_int_equal(recorded->releases, 0);
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.tables_built, recorded->uploads);
+	unwind_cache_forget_proc(cache, getpid());
+	assert_false(unwind_cache_knows_proc(cache, getpid()));
+	assert_int_equal(recorded->releases, recorded->uploads);
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.files, 0);
+	assert_int_equal(stats.rows_used, 0);
+	assert_int_equal(stats.peak_files, recorded->uploads);
+	assert_true(stats.peak_rows_used > 1000);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* libc mapped by two processes: one table, kept until neither maps it. */
+static void test_shared_file_one_table(void **state)
+{
+	static struct unwind_proc ours, theirs;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	const struct unwind_mapping *our_libc, *their_libc;
+	pid_t child = spawn_sleep();
+	size_t uploads_before;
+
+	(void)state;
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &ours), 0);
+	uploads_before = recorded->uploads;
+	assert_int_equal(unwind_cache_map_proc(cache, child, &theirs), 0);
+	our_libc = mapping_at(&ours, code_in(getpid(), "/libc.so"));
+	their_libc = mapping_at(&theirs, code_in(child, "/libc.so"));
+	assert_non_null(our_libc);
+	assert_non_null(their_libc);
+	assert_true(our_libc->table_id < UNWIND_MAX_TABLES);
+	assert_int_equal(our_libc->table_id, their_libc->table_id);
+	/* Only files we do not map were built for the child (sleep itself, maybe its loader). */
+	assert_true(recorded->uploads - uploads_before <= 2);
+	unwind_cache_forget_proc(cache, getpid());
+	assert_true(recorded->live[their_libc->table_id]);
+	unwind_cache_forget_proc(cache, child);
+	assert_false(recorded->live[their_libc->table_id]);
+	assert_int_equal(recorded->releases, recorded->uploads);
+	end_child(child);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* A library unlinked after it was loaded is not opened: its mapping says DELETED_FILE. */
+static void test_deleted_library(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	char source[4096] = "", copy[4096], command[8400];
+	int ready[2];
+	struct proc_maps maps;
+	const struct unwind_mapping *mapping = NULL;
+	Dl_info info;
+	pid_t child;
+	char byte;
+
+	(void)state;
+	assert_true(dladdr((void *)(uintptr_t)deflate, &info) != 0);
+	assert_true(realpath(info.dli_fname, source) != NULL);
+	FORMAT(copy, "%s/unwind-cache-libz-%d.so", test_tmpdir(), (int)getpid());
+	FORMAT(command, "cp '%s' '%s'", source, copy);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(pipe(ready), 0);
+	child = fork();
+	if (child == 0) {
+		/* RTLD_DEEPBIND-free plain load: a second copy of libz under another name. */
+		void *handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+
+		byte = handle ? 1 : 0;
+		if (write(ready[1], &byte, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_true(child > 0);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	assert_int_equal(byte, 1);
+	assert_int_equal(unlink(copy), 0);
+	assert_int_equal(unwind_cache_map_proc(cache, child, &proc), 0);
+	assert_int_equal(proc_maps_read(child, &maps), 0);
+	for (size_t i = 0; i < maps.count && !mapping; i++)
+		if (maps.maps[i].perms[2] == 'x' && maps.maps[i].deleted && strcmp(maps.maps[i].path, copy) == 0)
+			mapping = mapping_at(&proc, maps.maps[i].start);
+	proc_maps_free(&maps);
+	assert_non_null(mapping);
+	assert_int_equal(mapping->table_id, UNWIND_TABLE_NONE);
+	assert_int_equal(mapping->stop_cause, UNWIND_STOP_DELETED_FILE);
+	end_child(child);
+	close(ready[0]);
+	close(ready[1]);
+	unwind_cache_forget_proc(cache, child);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* A budget too small for libc: its mapping gets NO_TABLE, counted once, and it is not built again. */
+static void test_budget_too_small(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, 4000);
+	struct unwind_cache_stats first, second;
+	const struct unwind_mapping *libc;
+
+	(void)state;
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	libc = mapping_at(&proc, code_in(getpid(), "/libc.so"));
+	assert_non_null(libc);
+	assert_int_equal(libc->table_id, UNWIND_TABLE_NONE);
+	assert_int_equal(libc->stop_cause, UNWIND_STOP_NO_TABLE);
+	unwind_cache_stats(cache, &first);
+	assert_true(first.failures[UNWIND_FAIL_NO_ROOM] >= 1);
+	assert_true(first.failed_files >= 1);
+	assert_true(first.rows_used <= 4000);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_stats(cache, &second);
+	assert_int_equal(second.failures[UNWIND_FAIL_NO_ROOM], first.failures[UNWIND_FAIL_NO_ROOM]);
+	assert_true(second.build_us == first.build_us);
+	assert_string_equal(unwind_cache_failure_name(UNWIND_FAIL_NO_ROOM), "no_room");
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* A pc in no known mapping asks for a re-read, at most every UNWIND_CACHE_REFRESH_MS. */
+static void test_refresh_only_for_unknown_pcs(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	uint64_t now = clock_monotonic_ms();
+	uint64_t known = (uint64_t)(uintptr_t)deflate;
+
+	(void)state;
+	assert_false(unwind_cache_should_refresh(cache, getpid(), 0x10, now + 1000));
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	assert_false(unwind_cache_should_refresh(cache, getpid(), known, now + 1000));
+	assert_false(unwind_cache_should_refresh(cache, getpid(), 0x10, clock_monotonic_ms()));
+	assert_true(unwind_cache_should_refresh(cache, getpid(), 0x10, clock_monotonic_ms() + UNWIND_CACHE_REFRESH_MS));
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* A library loaded after the maps were read (dlopen): unknown until they are read again. */
+static void test_library_loaded_later(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	char source[4096] = "", copy[4096], command[8400];
+	const struct unwind_mapping *mapping;
+	uint64_t pc;
+	Dl_info info;
+	void *handle;
+
+	(void)state;
+	assert_true(dladdr((void *)(uintptr_t)deflate, &info) != 0);
+	assert_true(realpath(info.dli_fname, source) != NULL);
+	FORMAT(copy, "%s/unwind-cache-later-%d.so", test_tmpdir(), (int)getpid());
+	FORMAT(command, "cp '%s' '%s'", source, copy);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(handle);
+	pc = (uint64_t)(uintptr_t)dlsym(handle, "deflate");
+	assert_true(pc != 0);
+	assert_null(mapping_at(&proc, pc));
+	assert_true(unwind_cache_should_refresh(cache, getpid(), pc, clock_monotonic_ms() + UNWIND_CACHE_REFRESH_MS));
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	mapping = mapping_at(&proc, pc);
+	assert_non_null(mapping);
+	/* Another name for the same bytes: the same build-id, the same table as our own libz's. */
+	assert_int_equal(mapping->table_id, mapping_at(&proc, (uint64_t)(uintptr_t)deflate)->table_id);
+	assert_false(unwind_cache_should_refresh(cache, getpid(), pc, clock_monotonic_ms() + UNWIND_CACHE_REFRESH_MS));
+	dlclose(handle);
+	unlink(copy);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+static void test_gone_process(void **state)
+{
+	static struct unwind_proc proc;
+	struct unwind_cache *cache = NULL;
+
+	(void)state;
+	assert_int_equal(unwind_cache_new(&cache, 100, NULL), 0);
+	assert_int_equal(unwind_cache_map_proc(cache, 0x3ffffff0, &proc), -ESRCH);
+	assert_false(unwind_cache_knows_proc(cache, 0x3ffffff0));
+	unwind_cache_free(cache);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_maps_own_process),
+		cmocka_unit_test(test_shared_file_one_table),
+		cmocka_unit_test(test_deleted_library),
+		cmocka_unit_test(test_budget_too_small),
+		cmocka_unit_test(test_refresh_only_for_unknown_pcs),
+		cmocka_unit_test(test_library_loaded_later),
+		cmocka_unit_test(test_gone_process),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The targets' native-unwinding tables in BPF (include/unwind_table.h): the
+ * cache (target/unwind_cache.h) builds one table per file, this uploads it
+ * through the sampler before the mappings of a process that use it, and
+ * keeps each ready target's mappings current: when it becomes ready, when it
+ * exec's or exits, and when a walk stops at a pc in a library loaded since.
+ */
+#include "session/session_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+
+struct native_stacks {
+	struct unwind_cache *cache;
+	struct bpf_sampler *sampler;
+	struct unwind_proc proc;   /* the one being written (8 KiB: not on the stack) */
+	uint64_t refreshes;        /* maps read again for a walk that stopped at an unknown pc */
+	bool upload_error_reported;
+};
+
+static int upload_table(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
+			const struct unwind_row *rows)
+{
+	struct native_stacks *native = ctx;
+	int err = bpf_sampler_unwind_write_rows(native->sampler, ref->first_row, rows, ref->row_count);
+
+	/* The rows first: BPF follows a table id only once it points at them. */
+	if (!err)
+		err = bpf_sampler_unwind_set_table(native->sampler, table_id, ref);
+	return err;
+}
+
+static void release_table(void *ctx, uint32_t table_id)
+{
+	struct native_stacks *native = ctx;
+	const struct unwind_table_ref empty = { 0 };
+
+	bpf_sampler_unwind_set_table(native->sampler, table_id, &empty);
+}
+
+int native_stacks_open(struct session *session)
+{
+	struct native_stacks *native = calloc(1, sizeof(*native));
+	struct unwind_cache_ops ops = { .ctx = native, .upload_table = upload_table,
+					.release_table = release_table };
+	int err;
+
+	if (!native)
+		return -ENOMEM;
+	native->sampler = session->sampler;
+	err = unwind_cache_new(&native->cache, bpf_sampler_unwind_row_capacity(session->sampler), &ops);
+	if (err) {
+		free(native);
+		return err;
+	}
+	session->native = native;
+	return 0;
+}
+
+void native_stacks_close(struct session *session)
+{
+	if (!session->native)
+		return;
+	unwind_cache_free(session->native->cache);
+	free(session->native);
+	session->native = NULL;
+}
+
+void native_stacks_attach(struct session *session, pid_t pid)
+{
+	struct native_stacks *native = session->native;
+	int err;
+
+	if (!native)
+		return;
+	err = unwind_cache_map_proc(native->cache, pid, &native->proc);
+	if (!err)
+		err = bpf_sampler_unwind_set_proc(native->sampler, pid, &native->proc);
+	/* A process gone meanwhile is not news; anything else is said once, and its samples keep
+	 * their Python frames (their native walks stop with NO_MAPPING). */
+	if (err && err != -ESRCH && !native->upload_error_reported && !session->options->quiet) {
+		report_error("warning: pid %d: no native stacks: %s", (int)pid, strerror(-err));
+		native->upload_error_reported = true;
+	}
+}
+
+void native_stacks_detach(struct session *session, pid_t pid)
+{
+	struct native_stacks *native = session->native;
+
+	if (!native || !unwind_cache_knows_proc(native->cache, pid))
+		return;
+	bpf_sampler_unwind_forget_proc(native->sampler, pid);
+	unwind_cache_forget_proc(native->cache, pid);
+}
+
+/* The pc the walk could not go past: the last one it recorded (BPF records a pc before it looks
+ * for its mapping), else where the sample landed. */
+static uint64_t stopping_pc(const struct pbp_record *record, size_t size)
+{
+	const uint64_t *pcs = (const uint64_t *)((const struct pbp_py_frame *)(record + 1) + record->py_frame_count);
+	size_t needed = sizeof(*record) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame) +
+			(size_t)record->native_frame_count * sizeof(uint64_t);
+
+	if (record->native_frame_count == 0 || size < needed)
+		return record->user_ip;
+	return pcs[record->native_frame_count - 1];
+}
+
+void native_stacks_on_record(struct session *session, const struct pbp_record *record, size_t size)
+{
+	struct native_stacks *native = session->native;
+	uint64_t pc, now_ms;
+
+	if (!native || size < sizeof(*record) ||
+	    (record->native_stop != UNWIND_STOP_NO_MAPPING && record->native_stop != UNWIND_STOP_NO_TABLE))
+		return;
+	pc = stopping_pc(record, size);
+	now_ms = clock_monotonic_ms();
+	/* The leaf too: a walk that stopped before recording anything says only where it landed. */
+	if (!unwind_cache_should_refresh(native->cache, (pid_t)record->pid, pc, now_ms) &&
+	    !unwind_cache_should_refresh(native->cache, (pid_t)record->pid, record->user_ip, now_ms))
+		return;
+	native->refreshes++;
+	native_stacks_attach(session, (pid_t)record->pid);
+}
+
+void native_stacks_stats(const struct session *session, struct unwind_cache_stats *stats)
+{
+	if (session->native)
+		unwind_cache_stats(session->native->cache, stats);
+	else
+		*stats = (struct unwind_cache_stats){ 0 };
+}
+
+uint64_t native_stacks_refreshes(const struct session *session)
+{
+	return session->native ? session->native->refreshes : 0;
+}

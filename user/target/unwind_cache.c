@@ -1,0 +1,546 @@
+// SPDX-License-Identifier: MIT
+#include "target/unwind_cache.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "target/proc_maps.h"
+#include "target/unwind_table.h"
+#include "util/array.h"
+#include "util/clock.h"
+
+/* Program headers read to find a mapping's load bias; real files have about a dozen. */
+#define UNWIND_CACHE_MAX_PHDRS 64
+
+/* One distinct file: its table's place in BPF, or why it has none. */
+struct cached_file {
+	struct unwind_file_id id;
+	bool failed;          /* no table, ever: failure says why */
+	uint8_t failure;      /* enum unwind_cache_failure */
+	uint32_t table_id;
+	struct unwind_table_ref ref;
+	size_t refs;          /* processes mapping the file */
+};
+
+struct address_range {
+	uint64_t start, end;
+};
+
+struct cached_proc {
+	pid_t pid;
+	struct cached_file **files; /* distinct files with a table, one reference each */
+	size_t file_count;
+	struct address_range *ranges; /* the executable mappings of the last read, ascending */
+	size_t range_count;
+	uint64_t read_ms;
+};
+
+struct unwind_cache {
+	size_t row_capacity;
+	struct unwind_cache_ops ops;
+	struct cached_file **files;
+	size_t file_count, file_capacity;
+	struct cached_proc *procs;
+	size_t proc_count, proc_capacity;
+	bool table_used[UNWIND_MAX_TABLES];
+	size_t tables_built;
+	size_t rows_used, files_placed;
+	size_t peak_rows_used, peak_files;
+	size_t failures[UNWIND_FAIL_COUNT];
+	uint64_t build_us;
+};
+
+int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struct unwind_cache_ops *ops)
+{
+	struct unwind_cache *cache = calloc(1, sizeof(*cache));
+
+	if (!cache)
+		return -ENOMEM;
+	cache->row_capacity = row_capacity;
+	if (ops)
+		cache->ops = *ops;
+	*out = cache;
+	return 0;
+}
+
+static void cached_proc_free(struct cached_proc *proc)
+{
+	free(proc->files);
+	free(proc->ranges);
+	proc->files = NULL;
+	proc->ranges = NULL;
+}
+
+void unwind_cache_free(struct unwind_cache *cache)
+{
+	if (!cache)
+		return;
+	for (size_t i = 0; i < cache->proc_count; i++)
+		cached_proc_free(&cache->procs[i]);
+	for (size_t i = 0; i < cache->file_count; i++)
+		free(cache->files[i]);
+	free(cache->procs);
+	free(cache->files);
+	free(cache);
+}
+
+const char *unwind_cache_failure_name(enum unwind_cache_failure failure)
+{
+	static const char *const names[UNWIND_FAIL_COUNT] = {
+		[UNWIND_FAIL_OPEN] = "open",       [UNWIND_FAIL_NOT_ELF] = "not_elf",
+		[UNWIND_FAIL_NO_CFI] = "no_cfi",   [UNWIND_FAIL_TOO_BIG] = "too_big",
+		[UNWIND_FAIL_NO_ROOM] = "no_room", [UNWIND_FAIL_UPLOAD] = "upload",
+		[UNWIND_FAIL_OTHER] = "other",
+	};
+
+	return (unsigned)failure < UNWIND_FAIL_COUNT ? names[failure] : "?";
+}
+
+const char *unwind_cache_stop_name(unsigned stop)
+{
+	static const char *const names[UNWIND_STOP_COUNT] = {
+		[UNWIND_STOP_ROOT] = "root",
+		[UNWIND_STOP_NO_MAPPING] = "no_mapping",
+		[UNWIND_STOP_NO_TABLE] = "no_table",
+		[UNWIND_STOP_NO_CFI] = "no_cfi",
+		[UNWIND_STOP_UNSUPPORTED] = "unsupported",
+		[UNWIND_STOP_READ_FAULT] = "read_fault",
+		[UNWIND_STOP_MAX_FRAMES] = "max_frames",
+		[UNWIND_STOP_BAD_FRAME] = "bad_frame",
+		[UNWIND_STOP_DELETED_FILE] = "deleted_file",
+		[UNWIND_STOP_NOT_WALKED] = "not_walked",
+	};
+
+	return stop < UNWIND_STOP_COUNT ? names[stop] : NULL;
+}
+
+static struct cached_proc *proc_of(const struct unwind_cache *cache, pid_t pid)
+{
+	for (size_t i = 0; i < cache->proc_count; i++)
+		if (cache->procs[i].pid == pid)
+			return &cache->procs[i];
+	return NULL;
+}
+
+bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid)
+{
+	return proc_of(cache, pid) != NULL;
+}
+
+/* ---- the rows map and the table ids ---- */
+
+static int compare_first_row(const void *a, const void *b)
+{
+	const struct cached_file *left = *(struct cached_file *const *)a;
+	const struct cached_file *right = *(struct cached_file *const *)b;
+
+	return left->ref.first_row < right->ref.first_row ? -1 : left->ref.first_row > right->ref.first_row;
+}
+
+/* First fit: the lowest free range of count rows. 0 or -ENOSPC. */
+static int allocate_rows(struct unwind_cache *cache, size_t count, uint32_t *first_row)
+{
+	struct cached_file **placed = malloc((cache->file_count + 1) * sizeof(*placed));
+	size_t placed_count = 0;
+	uint64_t next_free = 0;
+	int err = -ENOSPC;
+
+	if (!placed)
+		return -ENOMEM;
+	for (size_t i = 0; i < cache->file_count; i++)
+		if (!cache->files[i]->failed && cache->files[i]->ref.row_count)
+			placed[placed_count++] = cache->files[i];
+	qsort(placed, placed_count, sizeof(*placed), compare_first_row);
+	for (size_t i = 0; i <= placed_count; i++) {
+		uint64_t gap_end = i < placed_count ? placed[i]->ref.first_row : cache->row_capacity;
+
+		if (gap_end >= next_free && gap_end - next_free >= count) {
+			*first_row = (uint32_t)next_free;
+			err = 0;
+			break;
+		}
+		if (i < placed_count)
+			next_free = (uint64_t)placed[i]->ref.first_row + placed[i]->ref.row_count;
+	}
+	free(placed);
+	return err;
+}
+
+static int allocate_table_id(struct unwind_cache *cache, uint32_t *table_id)
+{
+	for (uint32_t id = 0; id < UNWIND_MAX_TABLES; id++) {
+		if (!cache->table_used[id]) {
+			cache->table_used[id] = true;
+			*table_id = id;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* ---- one file ---- */
+
+static struct cached_file *file_with_id(const struct unwind_cache *cache, const struct unwind_file_id *id)
+{
+	for (size_t i = 0; i < cache->file_count; i++) {
+		const struct unwind_file_id *known = &cache->files[i]->id;
+
+		if (known->kind == id->kind && known->len == id->len && memcmp(known->bytes, id->bytes, id->len) == 0)
+			return cache->files[i];
+	}
+	return NULL;
+}
+
+static enum unwind_cache_failure failure_of_build_error(int err)
+{
+	switch (err) {
+	case -ENODATA:
+		return UNWIND_FAIL_NO_CFI;
+	case -E2BIG:
+		return UNWIND_FAIL_TOO_BIG;
+	case -ENOEXEC:
+		return UNWIND_FAIL_NOT_ELF;
+	default:
+		return UNWIND_FAIL_OTHER;
+	}
+}
+
+/* A file is remembered as failed once: it is never built again. */
+static void mark_failed(struct unwind_cache *cache, struct cached_file *file, enum unwind_cache_failure failure)
+{
+	file->failed = true;
+	file->failure = (uint8_t)failure;
+	file->ref = (struct unwind_table_ref){ 0 };
+	cache->failures[failure]++;
+}
+
+/* Gives the file's built rows a place and an id, and uploads them. */
+static void place_table(struct unwind_cache *cache, struct cached_file *file, const struct unwind_table *table)
+{
+	uint32_t first_row = 0, table_id = 0;
+	int err;
+
+	if (allocate_rows(cache, table->count, &first_row) || allocate_table_id(cache, &table_id)) {
+		mark_failed(cache, file, UNWIND_FAIL_NO_ROOM);
+		return;
+	}
+	file->table_id = table_id;
+	file->ref = (struct unwind_table_ref){ .first_row = first_row, .row_count = (uint32_t)table->count };
+	err = cache->ops.upload_table ? cache->ops.upload_table(cache->ops.ctx, table_id, &file->ref, table->rows) : 0;
+	if (err) {
+		cache->table_used[table_id] = false;
+		mark_failed(cache, file, UNWIND_FAIL_UPLOAD);
+		return;
+	}
+	cache->tables_built++;
+	cache->rows_used += file->ref.row_count;
+	cache->files_placed++;
+	if (cache->rows_used > cache->peak_rows_used)
+		cache->peak_rows_used = cache->rows_used;
+	if (cache->files_placed > cache->peak_files)
+		cache->peak_files = cache->files_placed;
+}
+
+/* The cached entry of the file open at fd, built (or found failed) now if it is new; NULL: -ENOMEM. */
+static struct cached_file *file_for(struct unwind_cache *cache, int fd, const struct unwind_file_id *id)
+{
+	struct cached_file *file = file_with_id(cache, id);
+	struct unwind_table table = { 0 };
+	struct errbuf error;
+	uint64_t started_us;
+	int err;
+
+	if (file)
+		return file;
+	if (ARRAY_RESERVE(cache->files, cache->file_capacity, cache->file_count + 1))
+		return NULL;
+	file = calloc(1, sizeof(*file));
+	if (!file)
+		return NULL;
+	file->id = *id;
+	file->table_id = UNWIND_TABLE_NONE;
+	started_us = clock_monotonic_us();
+	err = unwind_table_build(fd, &table, &error);
+	cache->build_us += clock_monotonic_us() - started_us;
+	if (err)
+		mark_failed(cache, file, failure_of_build_error(err));
+	else
+		place_table(cache, file, &table);
+	/* BPF holds the rows now: no copy is kept. */
+	unwind_table_free(&table);
+	cache->files[cache->file_count++] = file;
+	return file;
+}
+
+static void release_file(struct unwind_cache *cache, struct cached_file *file)
+{
+	if (--file->refs || file->failed)
+		return;
+	if (cache->ops.release_table)
+		cache->ops.release_table(cache->ops.ctx, file->table_id);
+	cache->table_used[file->table_id] = false;
+	cache->rows_used -= file->ref.row_count;
+	cache->files_placed--;
+	for (size_t i = 0; i < cache->file_count; i++) {
+		if (cache->files[i] == file) {
+			cache->files[i] = cache->files[--cache->file_count];
+			break;
+		}
+	}
+	free(file);
+}
+
+/* ---- one mapping ---- */
+
+/*
+ * The file behind a mapping, opened through map_files (the mapped object
+ * itself, whatever the path now names) without blocking on a FIFO or device,
+ * and only if it is the regular file the maps line names.
+ */
+static int open_mapped_file(pid_t pid, const struct proc_map *map)
+{
+	char path[96];
+	struct stat info;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map->start, map->end);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &info) || !S_ISREG(info.st_mode) || (uint64_t)info.st_ino != map->inode ||
+	    major(info.st_dev) != map->dev_major || minor(info.st_dev) != map->dev_minor) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static bool read_exact(int fd, void *buffer, size_t len, uint64_t offset)
+{
+	return pread(fd, buffer, len, (off_t)offset) == (ssize_t)len;
+}
+
+/* Runtime minus link-time address, from the PT_LOAD that holds the mapping's file offset. */
+static int load_bias(int fd, const struct proc_map *map, uint64_t *bias)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t page_mask = ~((uint64_t)(page > 0 ? page : 4096) - 1);
+	Elf64_Ehdr header;
+
+	if (!read_exact(fd, &header, sizeof(header), 0) || memcmp(header.e_ident, ELFMAG, SELFMAG) ||
+	    header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_machine != EM_X86_64 ||
+	    header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum > UNWIND_CACHE_MAX_PHDRS)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < header.e_phnum; i++) {
+		Elf64_Phdr phdr;
+		uint64_t segment_offset, segment_vaddr;
+
+		if (!read_exact(fd, &phdr, sizeof(phdr), header.e_phoff + (uint64_t)i * sizeof(phdr)))
+			return -ENOEXEC;
+		if (phdr.p_type != PT_LOAD)
+			continue;
+		/* The kernel maps each PT_LOAD from a page-aligned offset to a page-aligned address. */
+		segment_offset = phdr.p_offset & page_mask;
+		segment_vaddr = phdr.p_vaddr & page_mask;
+		if (map->offset < segment_offset || map->offset >= phdr.p_offset + phdr.p_filesz)
+			continue;
+		*bias = map->start - (segment_vaddr + (map->offset - segment_offset));
+		return 0;
+	}
+	return -ENOEXEC;
+}
+
+static bool is_unwindable(const struct proc_map *map)
+{
+	return map->perms[2] == 'x' && map->path[0] == '/';
+}
+
+/* The mapping's table, and its file (NULL when it has none: *mapping says why). */
+static int map_one(struct unwind_cache *cache, pid_t pid, const struct proc_map *map,
+		   struct unwind_mapping *mapping, struct cached_file **file_out)
+{
+	struct unwind_file_id id;
+	struct cached_file *file;
+	uint64_t bias;
+	int fd;
+
+	*mapping = (struct unwind_mapping){ .start = map->start, .end = map->end,
+					    .table_id = UNWIND_TABLE_NONE, .stop_cause = UNWIND_STOP_NO_TABLE };
+	*file_out = NULL;
+	if (map->deleted) {
+		mapping->stop_cause = UNWIND_STOP_DELETED_FILE;
+		return 0;
+	}
+	fd = open_mapped_file(pid, map);
+	if (fd < 0) {
+		cache->failures[UNWIND_FAIL_OPEN]++;
+		return 0;
+	}
+	if (load_bias(fd, map, &bias) || unwind_table_file_id(fd, &id)) {
+		cache->failures[UNWIND_FAIL_NOT_ELF]++;
+		close(fd);
+		return 0;
+	}
+	mapping->bias = bias;
+	file = file_for(cache, fd, &id);
+	close(fd);
+	if (!file)
+		return -ENOMEM;
+	if (!file->failed) {
+		mapping->table_id = file->table_id;
+		*file_out = file;
+	}
+	return 0;
+}
+
+static bool holds_file(struct cached_file *const *files, size_t count, const struct cached_file *file)
+{
+	for (size_t i = 0; i < count; i++)
+		if (files[i] == file)
+			return true;
+	return false;
+}
+
+/* The executable mappings, file or anonymous (JIT code): a pc outside them all is new code. */
+static int executable_ranges(const struct proc_maps *maps, struct address_range **ranges, size_t *count)
+{
+	*count = 0;
+	*ranges = malloc((maps->count ? maps->count : 1) * sizeof(**ranges));
+	if (!*ranges)
+		return -ENOMEM;
+	for (size_t i = 0; i < maps->count; i++)
+		if (maps->maps[i].perms[2] == 'x')
+			(*ranges)[(*count)++] = (struct address_range){ maps->maps[i].start, maps->maps[i].end };
+	return 0;
+}
+
+/* Fills proc and next (the files it references, each taking one reference). */
+static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps *maps, struct unwind_proc *proc,
+		   struct cached_proc *next)
+{
+	size_t file_capacity = 0;
+
+	proc->count = 0;
+	proc->reserved = 0;
+	for (size_t i = 0; i < maps->count && proc->count < UNWIND_MAX_MAPPINGS; i++) {
+		struct cached_file *file;
+		int err;
+
+		if (!is_unwindable(&maps->maps[i]))
+			continue;
+		err = map_one(cache, pid, &maps->maps[i], &proc->mappings[proc->count], &file);
+		if (err)
+			return err;
+		proc->count++;
+		if (!file || holds_file(next->files, next->file_count, file))
+			continue;
+		if (ARRAY_RESERVE(next->files, file_capacity, next->file_count + 1))
+			return -ENOMEM;
+		file->refs++;
+		next->files[next->file_count++] = file;
+	}
+	return 0;
+}
+
+int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
+{
+	struct cached_proc next = { .pid = pid }, *slot;
+	struct proc_maps maps;
+	int err = proc_maps_read(pid, &maps);
+
+	if (err)
+		return err;
+	err = executable_ranges(&maps, &next.ranges, &next.range_count);
+	if (!err)
+		err = map_all(cache, pid, &maps, proc, &next);
+	proc_maps_free(&maps);
+	if (!err && !proc_of(cache, pid) &&
+	    ARRAY_RESERVE(cache->procs, cache->proc_capacity, cache->proc_count + 1))
+		err = -ENOMEM;
+	if (err) {
+		for (size_t i = 0; i < next.file_count; i++)
+			release_file(cache, next.files[i]);
+		cached_proc_free(&next);
+		return err;
+	}
+	next.read_ms = clock_monotonic_ms();
+	/* The new references are taken before the old ones go: a file the process
+	 * still maps keeps its table. */
+	slot = proc_of(cache, pid);
+	if (slot) {
+		for (size_t i = 0; i < slot->file_count; i++)
+			release_file(cache, slot->files[i]);
+		cached_proc_free(slot);
+	} else {
+		slot = &cache->procs[cache->proc_count++];
+	}
+	*slot = next;
+	return 0;
+}
+
+void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid)
+{
+	struct cached_proc *slot = proc_of(cache, pid);
+
+	if (!slot)
+		return;
+	for (size_t i = 0; i < slot->file_count; i++)
+		release_file(cache, slot->files[i]);
+	cached_proc_free(slot);
+	*slot = cache->procs[--cache->proc_count];
+}
+
+static bool in_ranges(const struct address_range *ranges, size_t count, uint64_t pc)
+{
+	size_t low = 0, high = count;
+
+	while (low < high) {
+		size_t mid = low + (high - low) / 2;
+
+		if (pc < ranges[mid].start)
+			high = mid;
+		else if (pc >= ranges[mid].end)
+			low = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms)
+{
+	const struct cached_proc *slot = proc_of(cache, pid);
+
+	if (!slot || !pc)
+		return false;
+	return !in_ranges(slot->ranges, slot->range_count, pc) && now_ms - slot->read_ms >= UNWIND_CACHE_REFRESH_MS;
+}
+
+void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats)
+{
+	*stats = (struct unwind_cache_stats){
+		.row_capacity = cache->row_capacity,
+		.processes = cache->proc_count,
+		.tables_built = cache->tables_built,
+		.build_us = cache->build_us,
+		.peak_rows_used = cache->peak_rows_used,
+		.peak_files = cache->peak_files,
+	};
+	memcpy(stats->failures, cache->failures, sizeof(stats->failures));
+	for (size_t i = 0; i < cache->file_count; i++) {
+		if (cache->files[i]->failed) {
+			stats->failed_files++;
+			continue;
+		}
+		stats->files++;
+		stats->rows_used += cache->files[i]->ref.row_count;
+	}
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The native-unwinding tables of every target (include/unwind_table.h): one
+ * table per distinct file (build-id, else device and inode), built once and
+ * shared by every process that maps it, refcounted by those processes and
+ * released when none maps it any more; files that cannot have one (no CFI,
+ * too many rows, no room left) are remembered so they are never built again.
+ *
+ * The cache places each table in a range of the rows map (first fit over a
+ * capacity given at init: that capacity is also the memory budget) and gives
+ * it a table id (< UNWIND_MAX_TABLES); the caller's ops upload it. For each
+ * process it produces the struct unwind_proc BPF looks mappings up in. Target
+ * files are opened through /proc/PID/map_files, never by a path the target
+ * controls, and must be the regular file (device, inode) the maps line names.
+ */
+#ifndef PYBPFPROF_UNWIND_CACHE_H
+#define PYBPFPROF_UNWIND_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <unwind_table.h>
+
+/* A process's maps are read again for an unknown pc at most this often. */
+#define UNWIND_CACHE_REFRESH_MS 200
+
+/* Why a file mapping has no table. */
+enum unwind_cache_failure {
+	UNWIND_FAIL_OPEN = 0,     /* map_files could not be opened, or was not the file the maps name */
+	UNWIND_FAIL_NOT_ELF,      /* not a 64-bit x86-64 ELF, or no program header covers the mapping */
+	UNWIND_FAIL_NO_CFI,       /* neither .eh_frame nor .debug_frame has a usable FDE */
+	UNWIND_FAIL_TOO_BIG,      /* more than UNWIND_TABLE_MAX_ROWS rows, or too costly CFI */
+	UNWIND_FAIL_NO_ROOM,      /* no free range of rows (the budget), or no free table id */
+	UNWIND_FAIL_UPLOAD,       /* the upload was refused */
+	UNWIND_FAIL_OTHER,        /* unreadable CFI, out of memory */
+	UNWIND_FAIL_COUNT,
+};
+
+/* What the caller does with a table: write its rows then point the table id at them. */
+struct unwind_cache_ops {
+	void *ctx;
+	/* 0 or a negative errno (the file then has no table). */
+	int (*upload_table)(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
+			    const struct unwind_row *rows);
+	/* No process maps the table's file any more: its id and rows will be reused. */
+	void (*release_table)(void *ctx, uint32_t table_id);
+};
+
+struct unwind_cache_stats {
+	size_t row_capacity;
+	size_t rows_used;
+	size_t files;           /* files with a table now */
+	size_t peak_rows_used;  /* the most rows in use at once over the run */
+	size_t peak_files;      /* the most files with a table at once */
+	size_t processes;       /* processes whose mappings are known */
+	size_t tables_built;    /* tables built and uploaded, over the run */
+	size_t failed_files;    /* files remembered as having no table */
+	size_t failures[UNWIND_FAIL_COUNT]; /* by cause: files (mappings for OPEN) */
+	uint64_t build_us;      /* time spent building tables */
+};
+
+struct unwind_cache;
+
+/* row_capacity: the rows map's size; ops may be NULL (nothing uploaded: tests). 0 or -ENOMEM. */
+int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struct unwind_cache_ops *ops);
+void unwind_cache_free(struct unwind_cache *cache);
+
+/*
+ * Reads pid's maps, builds and uploads the tables of executable files new to
+ * the cache, and fills *proc. Replaces what the cache held for pid (the tables
+ * only it mapped are released after the new ones are uploaded: the caller sets
+ * *proc in BPF before its next call to the cache, which may reuse their ids).
+ * 0, -ESRCH (gone), -ENOMEM.
+ */
+int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc);
+/* pid exited or exec'd (the caller removed it from BPF first): its tables lose a reference. */
+void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid);
+/* Whether pid is known (unwind_cache_map_proc succeeded and it was not forgotten since). */
+bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid);
+/*
+ * Whether a walk of pid that stopped at pc for want of a mapping or a table
+ * calls for reading its maps again: pc lies in no executable mapping of the
+ * last read (a library loaded since, maybe where other memory was then; not
+ * JIT code in anonymous executable memory, which no re-read would help) and
+ * that read is UNWIND_CACHE_REFRESH_MS old.
+ */
+bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms);
+
+void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats);
+/* "root", "no_mapping", "no_table", "no_cfi", ... for an enum unwind_stop; NULL if stop is not one. */
+const char *unwind_cache_stop_name(unsigned stop);
+/* "open", "not_elf", "no_cfi", "too_big", "no_room", "upload", "other". */
+const char *unwind_cache_failure_name(enum unwind_cache_failure failure);
+
+#endif
