@@ -147,10 +147,14 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	if (off->frame_owner != PY_OFF_NONE &&
 	    frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)] >= off->owner_boundary) {
 		/* 3.12+: the shim below an activation of the evaluation function's
-		 * first frame: the frame written last was that activation's outermost. */
+		 * first frame: the frame written last was that activation's outermost.
+		 * The shim lives in that activation's C frame: its address tells the
+		 * native walk which native frame is the activation. */
 		count = walk->frame_count;
 		if (count != 0 && count <= PBP_MAX_PY_FRAMES)
 			scratch->out.py[(count - 1) & (PBP_MAX_PY_FRAMES - 1)].instr_offset |= PBP_PY_FRAME_ENTRY;
+		if (walk->shim_count < PBP_MAX_SHIMS)
+			scratch->shim_addr[walk->shim_count++ & (PBP_MAX_SHIMS - 1)] = addr;
 		return 0;
 	}
 	code_addr = *(const __u64 *)(frame + (off->frame_code & (PBP_FRAME_MAX_READ - 1))) & off->code_ptr_mask;
@@ -217,6 +221,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->frame_count = 0;
 	walk->flags = 0;
 	walk->new_code = 0;
+	walk->shim_count = 0;
 	if (walk->frame_addr == 0) {
 		walk->flags = PBP_REC_NO_FRAME;
 		return 0;

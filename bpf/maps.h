@@ -45,7 +45,13 @@ struct pbp_frame_walk {
 	__u32 frame_count;     /* frames written to the record */
 	__u32 flags;           /* PBP_REC_* found while walking */
 	__u32 new_code;        /* a frame ran a code object this CPU had not sent before */
+	__u32 shim_count;      /* C-stack shims passed (3.12+), their addresses in shim_addr */
+	__u32 reserved;
 };
+
+/* 3.12+: the C-stack shims of the eval activations a sample's Python walk passed, leaf
+ * first: each lies in its activation's native stack frame (bpf/native_walk.h). */
+#define PBP_MAX_SHIMS 64
 
 struct pbp_tstate_walk {
 	__u64 interp_addr;
@@ -66,6 +72,8 @@ struct pbp_native_walk {
 	__u32 frame_count;     /* native pcs written */
 	__u32 last_mapping;    /* index of the mapping that held the previous pc */
 	__u32 stop;            /* enum unwind_stop once the walk ended, PBP_NATIVE_WALKING before */
+	__u32 next_shim;       /* the first shim no native frame has claimed yet */
+	__u32 holds_shim;      /* the frame just unwound holds it: an eval activation */
 };
 
 #define PBP_NATIVE_WALKING 0xffu
@@ -87,6 +95,7 @@ struct pbp_cpu_scratch {
 	struct pbp_sample_buf out;
 	struct pbp_frame_walk walk;
 	struct pbp_native_walk native;
+	__u64 shim_addr[PBP_MAX_SHIMS];
 	struct pbp_tstate_walk tswalk;
 	__u8 code_buf[PBP_CODE_SPAN_MAX + 8];
 	__u8 gil_buf[PBP_GIL_SPAN_MAX + 8];

@@ -116,6 +116,33 @@ static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 c
 	return 0;
 }
 
+/*
+ * Whether the frame occupying [sp, cfa) of the stack holds the next C-stack shim
+ * the Python walk passed (3.12+): then it is an activation of the evaluation
+ * function, whatever its name (stripped, or its call site in a .cold part).
+ * Shims and frames both go from the leaf towards higher addresses.
+ */
+static __always_inline void pbp_claim_shim(struct pbp_native_walk *walk, __u64 sp, __u64 cfa)
+{
+	struct pbp_cpu_scratch *scratch = container_of(walk, struct pbp_cpu_scratch, native);
+	__u32 next = walk->next_shim;
+	__u64 shim;
+
+	walk->holds_shim = 0;
+	if (next >= scratch->walk.shim_count || next >= PBP_MAX_SHIMS)
+		return;
+	shim = scratch->shim_addr[next & (PBP_MAX_SHIMS - 1)];
+	if (shim < sp) {
+		/* a shim no walked frame holds (a frame the walk could not see): skip it */
+		walk->next_shim = next + 1;
+		return;
+	}
+	if (shim < cfa) {
+		walk->holds_shim = 1;
+		walk->next_shim = next + 1;
+	}
+}
+
 /* Unwinds the frame at walk->pc into its caller's registers: PBP_NATIVE_WALKING, or why it cannot. */
 static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, struct pbp_native_walk *walk,
 					      bool is_caller)
@@ -161,6 +188,7 @@ static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, st
 	}
 	if (cfa <= sp)
 		return UNWIND_STOP_BAD_FRAME;
+	pbp_claim_shim(walk, sp, cfa);
 	if (pbp_read_caller(walk, cfa, row->kind == UNWIND_ROW_PLT ? 0 : row->rbp_offset8) != 0)
 		return UNWIND_STOP_READ_FAULT;
 	if (walk->pc == 0)
@@ -185,6 +213,8 @@ static long pbp_native_step(__u32 index, void *opaque)
 	scratch->out.words[slot] = walk->pc;
 	walk->frame_count = index + 1;
 	stop = pbp_unwind_frame(ctx->proc, walk, index != 0);
+	if (walk->holds_shim)
+		scratch->out.words[slot] |= PBP_NATIVE_PC_EVAL;
 	if (stop == PBP_NATIVE_WALKING)
 		return 0;
 	walk->stop = stop;
@@ -247,6 +277,8 @@ static __always_inline void pbp_walk_native(struct bpf_perf_event_data *ctx, str
 	walk_ctx.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	walk->frame_count = 0;
 	walk->stop = UNWIND_STOP_NOT_WALKED;
+	walk->next_shim = 0;
+	walk->holds_shim = 0;
 	if (walk_ctx.proc && pbp_user_regs(ctx, user_mode, walk)) {
 		walk->out_base = 2 * (__u32)rec->py_frame_count;
 		walk->stop = PBP_NATIVE_WALKING;

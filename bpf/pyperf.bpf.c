@@ -158,6 +158,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 	scratch->walk.new_code = 0;
+	scratch->walk.shim_count = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))
 		pbp_fill_python(config, scratch);

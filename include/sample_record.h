@@ -37,6 +37,12 @@
  * place the Python frames in the native stack.
  */
 #define PBP_PY_FRAME_ENTRY       0x80000000u
+/*
+ * A native pc's top bit (user-space addresses never have it): the frame is an
+ * activation of the evaluation function, found by the C-stack shim (3.12+)
+ * that lies in its stack frame. Mask it off before naming the pc.
+ */
+#define PBP_NATIVE_PC_EVAL       (1ull << 63)
 #define PBP_PY_FRAME_OFFSET_MASK 0x7fffffffu
 
 struct pbp_py_frame {

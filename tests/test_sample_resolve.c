@@ -124,7 +124,8 @@ static const uint64_t *stack_into_libz(uint64_t *pcs)
 	pcs[0] = (uint64_t)(uintptr_t)deflate + 16;
 	pcs[1] = inside(PyObject_Vectorcall);
 	pcs[2] = inside(builtin_sorted);
-	pcs[3] = inside(_PyEval_EvalFrameDefault);
+	/* 3.12+: BPF marks an activation by the C-stack shim its frame holds */
+	pcs[3] = inside(_PyEval_EvalFrameDefault) | PBP_NATIVE_PC_EVAL;
 	pcs[4] = inside(Py_BytesMain);
 	return pcs;
 }
@@ -171,12 +172,22 @@ static void test_two_activations(void **state)
 	char text[512];
 
 	pcs[0] -= 4; /* the leaf's pc is exact */
+	pcs[0] |= PBP_NATIVE_PC_EVAL;
+	pcs[2] |= PBP_NATIVE_PC_EVAL;
 	build_record(&buffer, 3, entry, pcs, 4, UNWIND_STOP_ROOT);
 	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
 					       &sample), 0);
 	render(&sample, text, sizeof(text));
 	assert_string_equal(text, "INVALID;py;py;builtin_sorted;py");
 	assert_int_equal(fixture->resolver.merge_failures, 0);
+	/* From 3.12 the eval function's name alone does not make an activation: without
+	 * BPF's mark the Python frames have none, and the sample is kept whole and counted. */
+	pcs[0] &= ~PBP_NATIVE_PC_EVAL;
+	pcs[2] &= ~PBP_NATIVE_PC_EVAL;
+	build_record(&buffer, 3, entry, pcs, 4, UNWIND_STOP_ROOT);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	assert_int_equal(fixture->resolver.merge_failures, 1);
 }
 
 /* Up to 3.10 every Python frame is its own activation: the marks are not read. */
@@ -213,6 +224,15 @@ static void test_disagreeing_stacks_kept(void **state)
 	struct pf_sample sample;
 	char text[512];
 
+	/* a walk that reached the root with no activation for the Python frame */
+	build_record(&buffer, 1, entry, pcs, 2, UNWIND_STOP_ROOT);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	render(&sample, text, sizeof(text));
+	assert_string_equal(text, "INVALID;py;builtin_sorted;deflate");
+	assert_int_equal(fixture->resolver.merge_failures, 1);
+	assert_int_equal(fixture->resolver.native_walks[UNWIND_STOP_ROOT], 1);
+	/* a walk cut short never reached the Python frame's activation: no disagreement */
 	build_record(&buffer, 1, entry, pcs, 2, UNWIND_STOP_NO_CFI);
 	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
 					       &sample), 0);

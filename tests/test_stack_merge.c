@@ -30,6 +30,8 @@ static void render(const struct merge_step *steps, size_t count, const char *con
 	}
 }
 
+static bool native_truncated;
+
 static int merge(const char *const *python, const bool *entry, size_t python_count,
 		 const struct named_native *native, size_t native_count, unsigned major, bool keep_all,
 		 char *out, size_t len)
@@ -40,6 +42,7 @@ static int merge(const char *const *python, const bool *entry, size_t python_cou
 	struct merge_input input = {
 		.python_count = python_count, .python_entry = entry,
 		.native_count = native_count, .native_role = roles, .keep_all = keep_all,
+		.native_truncated = native_truncated,
 	};
 	int err;
 
@@ -191,6 +194,29 @@ static void a_native_thread_shows_its_native_stack(void **state)
 	assert_string_equal(out, "start_thread;take_gil;futex_wait");
 }
 
+/* A walk that stopped early (a library not yet known): what it reached merges, the
+ * Python frames of the activations it missed go below, and nothing is a disagreement. */
+static void a_walk_cut_short_keeps_the_older_python_frames_below(void **state)
+{
+	static const struct named_native leaf_only[] = { F("deflate_slow"), F("deflate") };
+	static const struct named_native two_levels[] = {
+		F("deflate"), F("zlib_compress"), I("_PyEval_EvalFrameDefault"), I("map_next"),
+	};
+	static const char *const python[] = { "compress_it", "<module>" };
+	static const bool entry[] = { true, true };
+	char out[1024];
+
+	(void)state;
+	native_truncated = true;
+	assert_int_equal(merge(python, entry, 2, leaf_only, ARRAY_SIZE(leaf_only), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "<module>;compress_it;deflate;deflate_slow");
+	assert_int_equal(merge(python, entry, 2, two_levels, ARRAY_SIZE(two_levels), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "<module>;map_next;compress_it;zlib_compress;deflate");
+	native_truncated = false;
+	assert_int_equal(merge(python, entry, 2, leaf_only, ARRAY_SIZE(leaf_only), 3, false, out, sizeof(out)),
+			 -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +228,7 @@ int main(void)
 		cmocka_unit_test(disagreeing_counts_keep_both_stacks),
 		cmocka_unit_test(a_truncated_python_stack_still_merges),
 		cmocka_unit_test(a_native_thread_shows_its_native_stack),
+		cmocka_unit_test(a_walk_cut_short_keeps_the_older_python_frames_below),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,7 +108,7 @@ static uint64_t stopping_pc(const struct pbp_record *record, size_t size)
 
 	if (record->native_frame_count == 0 || size < needed)
 		return record->user_ip;
-	return pcs[record->native_frame_count - 1];
+	return pcs[record->native_frame_count - 1] & ~PBP_NATIVE_PC_EVAL;
 }
 
 void native_stacks_on_record(struct session *session, const struct pbp_record *record, size_t size)

@@ -144,13 +144,34 @@ static struct pf_frame unmapped_native_frame(struct sample_resolver *resolver, u
 				  id < 0 ? "<native>" : intern_key(&resolver->native_addresses, (uint32_t)id, NULL));
 }
 
+/* 3.12+ has C-stack shims: BPF finds the eval activations by address (PBP_NATIVE_PC_EVAL). */
+static bool activations_found_by_bpf(const struct py_target *python)
+{
+	return python && (python->major > 3 || (python->major == 3 && python->minor >= 12));
+}
+
+/* The role of an interpreter frame: from BPF's mark where it can find activations, else by name. */
+static enum native_role interpreter_role(const struct py_target *python, const char *symbol, bool marked_eval)
+{
+	enum native_role role = stack_merge_role_of_name(symbol, python->major);
+
+	if (!activations_found_by_bpf(python))
+		return role;
+	if (marked_eval)
+		return NATIVE_ROLE_EVAL;
+	/* An activation BPF did not mark holds no Python frame (a shim it could not pass). */
+	return role == NATIVE_ROLE_EVAL ? NATIVE_ROLE_CALL_MACHINERY : role;
+}
+
 /* Names native pcs (leaf first) and gives each its role in the merge. 0 or -ENOMEM. */
 static int resolve_native_frames(struct sample_resolver *resolver, const struct pbp_record *record,
 				 const uint64_t *pcs, const struct py_target *python)
 {
 	for (size_t i = 0; i < record->native_frame_count; i++) {
+		bool marked_eval = (pcs[i] & PBP_NATIVE_PC_EVAL) != 0;
+		uint64_t raw_pc = pcs[i] & ~PBP_NATIVE_PC_EVAL;
 		/* A caller's pc is its return address: the call is the instruction before. */
-		uint64_t pc = i == 0 ? pcs[i] : pcs[i] - 1;
+		uint64_t pc = i == 0 ? raw_pc : raw_pc - 1;
 		struct symbolize_native_frame found;
 		int err = symbolize_native_lookup(resolver->native, (pid_t)record->pid,
 						  python ? python->runtime_path : NULL, pc, &found);
@@ -158,14 +179,15 @@ static int resolve_native_frames(struct sample_resolver *resolver, const struct 
 		if (err < 0)
 			return err;
 		if (err == 0) {
-			resolver->native_frames[i] = unmapped_native_frame(resolver, pcs[i]);
-			resolver->native_role[i] = NATIVE_ROLE_FOREIGN;
+			resolver->native_frames[i] = unmapped_native_frame(resolver, raw_pc);
+			resolver->native_role[i] = marked_eval && python ? NATIVE_ROLE_EVAL : NATIVE_ROLE_FOREIGN;
 			continue;
 		}
 		resolver->native_frames[i] = found.frame;
-		resolver->native_role[i] = python && found.in_interpreter
-						   ? stack_merge_role_of_name(found.symbol, python->major)
-						   : NATIVE_ROLE_FOREIGN;
+		if (python && (found.in_interpreter || marked_eval))
+			resolver->native_role[i] = interpreter_role(python, found.symbol, marked_eval);
+		else
+			resolver->native_role[i] = NATIVE_ROLE_FOREIGN;
 	}
 	return 0;
 }
@@ -181,6 +203,7 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 		.native_count = record->native_frame_count,
 		.native_role = resolver->native_role,
 		.keep_all = resolver->native_keep_all,
+		.native_truncated = record->native_stop != UNWIND_STOP_ROOT,
 	};
 	size_t step_count = 0;
 

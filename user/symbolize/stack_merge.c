@@ -18,6 +18,8 @@ static const char *const call_machinery_prefixes[] = {
 	"_PyMethodDef_", "method_vectorcall", "_PyMethodDescr_", "methoddescr_call",
 	"wrapperdescr_call", "wrapper_call", "classmethoddescr_call", "vectorcall_", "object_vacall",
 	"call_function", "do_call_core", "fast_function", "function_code_fastcall", "slot_tp_call",
+	/* 3.13+: the specialised calls of the bytecode */
+	"_Py_BuiltinCall", "_PyCallMethodDescriptor", "_Py_VectorCall",
 	/* 2.7 */
 	"ext_do_call", "function_call", "instancemethod_call", "method_call",
 };
@@ -45,6 +47,7 @@ enum native_role stack_merge_role_of_name(const char *name, unsigned major)
  * Python index of the k-th activation from the leaf. */
 struct activation_groups {
 	size_t count;
+	size_t python_paired; /* Python frames [0, python_paired) ran in the activations found */
 	bool mismatch;
 };
 
@@ -72,8 +75,10 @@ static struct activation_groups pair_activations(const struct merge_input *input
 		group_end[groups.count++] = end;
 		next_python = end + 1;
 	}
-	if (next_python != input->python_count)
-		groups.mismatch = true; /* Python frames that no activation ran */
+	groups.python_paired = next_python;
+	/* Python frames that no activation ran, unless the walk never reached theirs */
+	if (next_python != input->python_count && !input->native_truncated)
+		groups.mismatch = true;
 	return groups;
 }
 
@@ -99,12 +104,15 @@ static void reverse(struct merge_step *steps, size_t count)
 }
 
 /* Root to leaf over the native frames, an activation's Python frames in place of it. */
-static size_t merge_paired(const struct merge_input *input, const size_t *group_end, size_t group_count,
-			   struct merge_step *steps)
+static size_t merge_paired(const struct merge_input *input, const size_t *group_end,
+			   const struct activation_groups *groups, struct merge_step *steps)
 {
-	bool below_first_activation = group_count > 0;
-	size_t count = 0, group = group_count;
+	/* Only a walk that reached the root has a bootstrap below its outermost activation. */
+	bool below_first_activation = groups->count > 0 && !input->native_truncated;
+	size_t count = 0, group = groups->count;
 
+	for (size_t p = input->python_count; p-- > groups->python_paired;)
+		push(steps, &count, MERGE_PYTHON, p);
 	for (size_t n = input->native_count; n-- > 0;) {
 		enum native_role role = input->native_role[n];
 
@@ -158,6 +166,6 @@ int stack_merge(const struct merge_input *input, struct merge_step *steps, size_
 		*step_count = merge_unpaired(input, steps);
 		return -EPROTO;
 	}
-	*step_count = merge_paired(input, group_end, groups.count, steps);
+	*step_count = merge_paired(input, group_end, &groups, steps);
 	return 0;
 }

@@ -52,15 +52,18 @@ struct merge_input {
 	size_t native_count;
 	const uint8_t *native_role;   /* [native_count], leaf first: enum native_role */
 	bool keep_all;                /* keep the interpreter's own frames too */
+	bool native_truncated;        /* the native walk stopped before the thread's root */
 };
 
 /*
  * Writes the merged stack, leaf first, into steps (capacity at least
  * python_count + native_count) and its length into *step_count.
  * 0 on success. -EPROTO when the activations and the entry marks disagree
- * (more activations than marked groups, or Python frames left over); steps
- * then hold both stacks in the order of a stack without native frames:
- * the kept native frames above the Python frames.
+ * (more activations than marked groups, or Python frames left over from a
+ * walk that reached the root); steps then hold both stacks in the order of a
+ * stack without native frames: the kept native frames above the Python frames.
+ * A walk cut short (native_truncated) missed the activations nearer the root:
+ * the Python frames left over ran there, and go below what was walked.
  */
 int stack_merge(const struct merge_input *input, struct merge_step *steps, size_t *step_count);
 

@@ -12,6 +12,7 @@
 
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
+#include "target/vdso.h"
 #include "util/clock.h"
 #include "util/intern.h"
 
@@ -185,6 +186,21 @@ static const struct elf_function *function_at(const struct mapped_file *file, ui
 	return NULL;
 }
 
+/* The vDSO is read from our own copy of its image: it has no file (target/vdso.h). */
+static int open_file_of_map(struct elf_file *elf, pid_t pid, const struct proc_map *map)
+{
+	char path[64];
+	int fd;
+
+	if (!vdso_is_map_name(map->path))
+		return elf_file_open_mapped(elf, pid, map->path, map->start, map->end, map->inode);
+	fd = vdso_image_fd();
+	if (fd < 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return elf_file_open(elf, path);
+}
+
 static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)
 {
 	struct mapped_file *file;
@@ -210,7 +226,7 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 	}
 	snprintf(file->bracket_name, name_len, "[%s]", proc_maps_basename(map->path));
 	/* A file we cannot open or that has no symbols is still named by its brackets. */
-	file->elf_open = elf_file_open_mapped(&file->elf, pid, map->path, map->start, map->end, map->inode) == 0;
+	file->elf_open = open_file_of_map(&file->elf, pid, map) == 0;
 	if (file->elf_open &&
 	    elf_file_functions(&file->elf, &file->functions, &file->function_count, &file->names) < 0) {
 		file->functions = NULL;
@@ -242,7 +258,7 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 		}
 	}
 	*maps_out = maps;
-	return map && map->path[0] == '/' ? map : NULL;
+	return map && (map->path[0] == '/' || vdso_is_map_name(map->path)) ? map : NULL;
 }
 
 /* The function's name as a reader knows it: C++ names demangled, once per function. */

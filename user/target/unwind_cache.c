@@ -14,6 +14,7 @@
 
 #include "target/proc_maps.h"
 #include "target/unwind_table.h"
+#include "target/vdso.h"
 #include "util/array.h"
 #include "util/clock.h"
 
@@ -311,6 +312,15 @@ static int open_mapped_file(pid_t pid, const struct proc_map *map)
 	struct stat info;
 	int fd;
 
+	/* The vDSO has no file: every process maps the same image as ours. */
+	if (vdso_is_map_name(map->path)) {
+		fd = vdso_image_fd();
+		if (fd < 0)
+			return fd;
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? -errno : fd;
+	}
+
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map->start, map->end);
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
@@ -360,7 +370,7 @@ static int load_bias(int fd, const struct proc_map *map, uint64_t *bias)
 
 static bool is_unwindable(const struct proc_map *map)
 {
-	return map->perms[2] == 'x' && map->path[0] == '/';
+	return map->perms[2] == 'x' && (map->path[0] == '/' || vdso_is_map_name(map->path));
 }
 
 /* The mapping's table, and its file (NULL when it has none: *mapping says why). */
