@@ -228,12 +228,15 @@ int convert_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: convert: %s: input and output are the same file\n", input);
 		return 2;
 	}
+	if (pf_output_check(output, err_text, sizeof(err_text))) {
+		fprintf(stderr, "pybpfprof: convert: %s\n", err_text);
+		return 2;
+	}
 	err = format_registry_open_reader(&reader, input, err_text, sizeof(err_text));
 	if (err) {
 		fprintf(stderr, "pybpfprof: convert: %s: %s\n", input, err_text);
 		return 1;
 	}
-	writer_options.atomic = true;
 	err = pf_writer_open(&writer, output, out_format, &writer_options);
 	if (err) {
 		fprintf(stderr, "pybpfprof: convert: %s: cannot write: %s\n", output, strerror(-err));
