@@ -356,6 +356,42 @@ static void bad_input(void **state)
 	}
 }
 
+/* Function names are the target's: `top` must not let them drive the terminal. */
+static void top_escapes_terminal_controls(void **state)
+{
+	static const char hostile[] = "evil\x1b[2J\rname\xc2\x9b" "31m";
+	char path[PATH_MAX], shown[8192];
+	char *argv[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+	struct pf_frame frames[2] = {
+		pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", "<module>"),
+		pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", hostile),
+	};
+	struct pf_sample sample = { .pid = 1, .tid = 1, .metrics = PF_METRIC_TIME, .time_us = 1000,
+				    .frame_count = 2, .frames = frames };
+	struct pf_writer *writer;
+	size_t used = 0;
+	ssize_t got;
+	int out_fd;
+	pid_t pid;
+
+	(void)state;
+	FORMAT(path, "%s/hostile.mojo", test_tmpdir());
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name("mojo"), NULL), 0);
+	assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	assert_int_equal(pf_writer_close(writer), 0);
+	pid = test_spawn(argv, &out_fd, NULL);
+	while (used + 1 < sizeof(shown) && (got = read(out_fd, shown + used, sizeof(shown) - 1 - used)) > 0)
+		used += (size_t)got;
+	shown[used] = 0;
+	close(out_fd);
+	assert_int_equal(test_wait_status(pid), 0);
+	print_message("%s", shown);
+	assert_null(strchr(shown, '\x1b'));
+	assert_null(strchr(shown, '\r'));
+	assert_null(strstr(shown, "\xc2\x9b"));
+	assert_non_null(strstr(shown, "evil\\x1b[2J\\rname\\xc2\\x9b31m (main.py)"));
+}
+
 /* The registry answers every name, alias, extension and magic of the formats it lists. */
 static void registry_lookups(void **state)
 {
@@ -406,6 +442,7 @@ int main(void)
 		cmocka_unit_test(collapsed_adds_up),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(registry_lookups),
+		cmocka_unit_test(top_escapes_terminal_controls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
