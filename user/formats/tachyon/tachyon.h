@@ -27,6 +27,15 @@
 #define TACHYON_COMPRESSION_ZSTD 1u
 #define TACHYON_MAX_DECOMPRESSED (1ull << 30)
 #define TACHYON_REPEAT_FLUSH     (16u * 1024u) /* pending REPEAT bytes before a forced flush */
+/*
+ * What a reader decodes from a file at most: REPEAT records and zstd make a
+ * few bytes stand for many samples, far beyond what a profiler writes (real
+ * files hold under one sample per byte). Past this a file is corrupt or crafted.
+ */
+#define TACHYON_SAMPLES_PER_FILE_BYTE 256u
+#define TACHYON_SAMPLES_FLOOR         (1u << 20)
+/* The smallest record that starts a thread: tid, iid, encoding, delta, status, depth. */
+#define TACHYON_MIN_FIRST_RECORD      16u
 
 /* Header offsets (CPython 3.15.2's layout, not the format document's). */
 #define TACHYON_OFF_MAGIC        0
@@ -127,7 +136,8 @@ struct tachyon_thread {
 	uint32_t iid;
 	uint64_t timestamp_us; /* start + this thread's deltas so far */
 	uint32_t depth;
-	uint32_t stack[TACHYON_MAX_DEPTH]; /* frame indices, innermost first */
+	uint32_t *stack; /* frame indices, innermost first; grown to the deepest stack seen */
+	size_t stack_capacity;
 };
 
 struct tachyon_event {

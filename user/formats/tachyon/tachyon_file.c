@@ -66,6 +66,7 @@ struct tachyon_file {
 	struct tachyon_thread *repeat_thread;
 	uint64_t repeat_left;
 	uint64_t samples_seen;
+	uint64_t sample_budget; /* samples decoded at most (TACHYON_SAMPLES_PER_FILE_BYTE) */
 	uint32_t new_frames[TACHYON_MAX_DEPTH];
 	bool finished;
 };
@@ -149,6 +150,35 @@ static int check_header(struct tachyon_file *file, char *errbuf, size_t errlen)
 				     ", file %zu bytes)",
 				     h->string_table_offset, h->frame_table_offset, file->size);
 	return 0;
+}
+
+/*
+ * Every thread starts with a record of its own: a header claiming more threads
+ * than the sample data can start is not believed (the count bounds the thread
+ * state a reader keeps). Compressed data takes at least a byte per thread.
+ */
+static int check_thread_count(const struct tachyon_file *file, char *errbuf, size_t errlen)
+{
+	const struct tachyon_header *h = &file->header;
+	uint64_t data_bytes = h->string_table_offset - TACHYON_HEADER_SIZE;
+	uint64_t most = h->compression == TACHYON_COMPRESSION_NONE
+				? data_bytes / TACHYON_MIN_FIRST_RECORD : data_bytes;
+
+	if (h->thread_count > most)
+		return errbuf_format(errbuf, errlen, -EINVAL,
+				     "header claims %" PRIu32 " threads at byte 36, but %" PRIu64
+				     " bytes of sample data hold at most %" PRIu64,
+				     h->thread_count, data_bytes, most);
+	return 0;
+}
+
+static uint64_t sample_budget(size_t file_size)
+{
+	uint64_t per_byte = (uint64_t)TACHYON_SAMPLES_PER_FILE_BYTE;
+
+	if (file_size > (UINT64_MAX - TACHYON_SAMPLES_FLOOR) / per_byte)
+		return UINT64_MAX;
+	return per_byte * file_size + TACHYON_SAMPLES_FLOOR;
 }
 
 static int parse_footer(struct tachyon_file *file, char *errbuf, size_t errlen)
@@ -390,7 +420,10 @@ int tachyon_file_open(int fd, struct tachyon_file **out, char *errbuf, size_t er
 		return err;
 	}
 	*out = file; /* the header is known: a dump can show it even if the rest is bad */
+	file->sample_budget = sample_budget(file->size);
 	err = check_header(file, errbuf, errlen);
+	if (!err)
+		err = check_thread_count(file, errbuf, errlen);
 	if (!err)
 		err = parse_footer(file, errbuf, errlen);
 	if (!err)
@@ -418,7 +451,10 @@ void tachyon_file_close(struct tachyon_file *file)
 	if (file->window != file->src)
 		free(file->window);
 	for (size_t i = 0; i < intern_count(&file->thread_ids); i++)
-		free(file->threads[i]);
+		if (file->threads[i]) {
+			free(file->threads[i]->stack);
+			free(file->threads[i]);
+		}
 	free(file->threads);
 	intern_free(&file->thread_ids);
 	if (file->map)
@@ -564,6 +600,16 @@ static int record_error(const struct tachyon_file *file, uint64_t at, char *errb
 	return errbuf_format(errbuf, errlen, -EINVAL, "%s at %s", what, where);
 }
 
+static int over_budget(const struct tachyon_file *file, uint64_t at, char *errbuf, size_t errlen)
+{
+	char where[64];
+
+	describe_offset(file, at, where, sizeof(where));
+	return errbuf_format(errbuf, errlen, -EFBIG,
+			     "more than %" PRIu64 " samples from a %zu-byte file at %s: corrupt or crafted",
+			     file->sample_budget, file->size, where);
+}
+
 static int find_thread(struct tachyon_file *file, uint64_t tid, uint32_t iid, bool create,
 		       struct tachyon_thread **thread)
 {
@@ -632,6 +678,8 @@ static int next_repeat_item(struct tachyon_file *file, struct tachyon_event *ev,
 {
 	struct cursor c = { file->window + file->win_start, file->win_end - file->win_start, 0, false };
 
+	if (file->samples_seen >= file->sample_budget)
+		return over_budget(file, ev->at, errbuf, errlen);
 	ev->kind = TACHYON_EV_REPEAT_ITEM;
 	ev->tid = file->repeat_thread->tid;
 	ev->iid = file->repeat_thread->iid;
@@ -651,6 +699,12 @@ static int next_repeat_item(struct tachyon_file *file, struct tachyon_event *ev,
 	return 1;
 }
 
+/* Room for depth frames (and a stack even when empty, so the copies have somewhere to go). */
+static int reserve_stack(struct tachyon_thread *thread, size_t depth)
+{
+	return ARRAY_RESERVE(thread->stack, thread->stack_capacity, depth ? depth : 1);
+}
+
 /* Apply a FULL, SUFFIX or POP_PUSH record to its thread's stack. */
 static int apply_stack(struct tachyon_file *file, struct tachyon_thread *thread,
 		       struct tachyon_event *ev, char *errbuf, size_t errlen)
@@ -658,6 +712,8 @@ static int apply_stack(struct tachyon_file *file, struct tachyon_thread *thread,
 	uint32_t keep, keep_from;
 
 	if (ev->kind == TACHYON_EV_FULL) {
+		if (reserve_stack(thread, ev->new_count))
+			return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory for a stack");
 		memcpy(thread->stack, ev->new_frames, ev->new_count * sizeof(uint32_t));
 		thread->depth = ev->new_count;
 		return 0;
@@ -670,6 +726,8 @@ static int apply_stack(struct tachyon_file *file, struct tachyon_thread *thread,
 	keep_from = thread->depth - keep;
 	if ((uint64_t)keep + ev->new_count > TACHYON_MAX_DEPTH)
 		return record_error(file, ev->at, errbuf, errlen, "stack deeper than 256 frames");
+	if (reserve_stack(thread, (size_t)keep + ev->new_count))
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory for a stack");
 	memmove(thread->stack + ev->new_count, thread->stack + keep_from, keep * sizeof(uint32_t));
 	memcpy(thread->stack, ev->new_frames, ev->new_count * sizeof(uint32_t));
 	thread->depth = keep + ev->new_count;
@@ -706,6 +764,8 @@ static int decode_record(struct tachyon_file *file, struct tachyon_event *ev, ch
 		if (ev->count > file->header.sample_count - file->samples_seen)
 			return record_error(file, ev->at, errbuf, errlen,
 					    "REPEAT count exceeds the header's sample count");
+		if (ev->count > file->sample_budget - file->samples_seen)
+			return over_budget(file, ev->at, errbuf, errlen);
 		file->repeat_thread = thread;
 		file->repeat_left = ev->count;
 		ev->thread = NULL;
@@ -738,6 +798,8 @@ static int decode_record(struct tachyon_file *file, struct tachyon_event *ev, ch
 	if (file->samples_seen >= file->header.sample_count)
 		return record_error(file, ev->at, errbuf, errlen,
 				    "more samples than the header's sample count");
+	if (file->samples_seen >= file->sample_budget)
+		return over_budget(file, ev->at, errbuf, errlen);
 	find_thread(file, ev->tid, ev->iid, false, &thread);
 	if (!thread) {
 		if (ev->kind != TACHYON_EV_FULL)
