@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <zstd.h>
 
 #include "formats/tachyon/tachyon.h"
@@ -1098,6 +1100,145 @@ static void test_dump_bad_file(void **unused)
 	free(cut_path);
 }
 
+/* ---- crafted files: a few bytes must not stand for unbounded work or memory ---- */
+
+/* A Tachyon file around sample data (zstd-compressed here), with no strings and no frames. */
+static size_t write_crafted(const char *path, const uint8_t *raw, size_t raw_len,
+			    uint32_t threads, uint64_t samples)
+{
+	size_t bound = ZSTD_compressBound(raw_len);
+	uint8_t *file = calloc(1, TACHYON_HEADER_SIZE + bound + TACHYON_FOOTER_SIZE);
+	uint32_t magic = TACHYON_MAGIC, version = TACHYON_VERSION, compression = 1, config = 2;
+	uint64_t start = 1, interval = 1000, tables, size;
+	size_t packed;
+
+	assert_non_null(file);
+	packed = ZSTD_compress(file + TACHYON_HEADER_SIZE, bound, raw, raw_len, 9);
+	assert_false(ZSTD_isError(packed));
+	tables = TACHYON_HEADER_SIZE + packed;
+	size = tables + TACHYON_FOOTER_SIZE;
+	memcpy(file + TACHYON_OFF_MAGIC, &magic, 4);
+	memcpy(file + TACHYON_OFF_VERSION, &version, 4);
+	file[TACHYON_OFF_PYTHON] = 3;
+	file[TACHYON_OFF_PYTHON + 1] = 15;
+	memcpy(file + TACHYON_OFF_START, &start, 8);
+	memcpy(file + TACHYON_OFF_INTERVAL, &interval, 8);
+	memcpy(file + TACHYON_OFF_SAMPLES, &samples, 8);
+	memcpy(file + TACHYON_OFF_THREADS, &threads, 4);
+	memcpy(file + TACHYON_OFF_STRINGS, &tables, 8);
+	memcpy(file + TACHYON_OFF_FRAMES, &tables, 8);
+	memcpy(file + TACHYON_OFF_COMPRESSION, &compression, 4);
+	memcpy(file + TACHYON_OFF_CONFIG, &config, 4);
+	memcpy(file + tables + TACHYON_FOOTER_OFF_FILE_SIZE, &size, 8);
+	assert_int_equal(write_whole_file(path, file, size), 0);
+	free(file);
+	return size;
+}
+
+/* A FULL record with an empty stack: 16 bytes that start thread tid. */
+static void put_empty_full(uint8_t *at, uint64_t tid)
+{
+	uint32_t iid = 0;
+
+	memcpy(at, &tid, 8);
+	memcpy(at + 8, &iid, 4);
+	at[12] = TACHYON_ENC_FULL;
+	at[13] = 1; /* delta */
+	at[14] = 0; /* status */
+	at[15] = 0; /* depth */
+}
+
+/* A ceiling on a reader's address space: far above what these files really need. */
+#define READER_MEMORY_LIMIT "--as=100663296" /* 96 MiB */
+
+/* Runs `pybpfprof ARGS` (the plain build: sanitizers reserve address space) under
+ * READER_MEMORY_LIMIT with stdout discarded; its stderr in err. option may be NULL. */
+static int run_limited(const char *command, const char *option, const char *path, char *err,
+		       size_t errlen)
+{
+	char err_path[PATH_MAX];
+	char *argv[] = { "prlimit", READER_MEMORY_LIMIT, (char *)pybpfprof_binary(), (char *)command,
+			 (char *)(option ? option : path), option ? (char *)path : NULL, NULL };
+	uint8_t *text;
+	size_t len = 0;
+	int status = 0;
+	pid_t pid;
+
+	FORMAT(err_path, "%s/limited.err", test_tmpdir());
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null_fd = open("/dev/null", O_WRONLY);
+		int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(null_fd, 1);
+		dup2(err_fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	status = test_wait_status(pid);
+	text = read_whole_file(err_path, &len);
+	snprintf(err, errlen, "%s", text ? (char *)text : "");
+	free(text);
+	return status;
+}
+
+/* 200 KB whose header claims 200000 threads, each started by one record: thread state for
+ * them all would take hundreds of MiB. */
+static void test_crafted_thread_flood(void **unused)
+{
+	enum { THREADS = 200000 };
+	char *path = tmp_path("threads.bin"), err[1024];
+	uint8_t *raw = malloc((size_t)THREADS * 16);
+	size_t size;
+	int status;
+
+	(void)unused;
+	assert_non_null(raw);
+	for (size_t i = 0; i < THREADS; i++)
+		put_empty_full(raw + i * 16, 1000 + i);
+	size = write_crafted(path, raw, (size_t)THREADS * 16, THREADS, THREADS);
+	free(raw);
+	status = run_limited("dump", "--samples", path, err, sizeof(err));
+	print_message("%zu-byte file, %d threads -> exit %d: %s", size, THREADS, status, err);
+	assert_int_equal(status, 1);
+	assert_non_null(strstr(err, "header claims 200000 threads"));
+	free(path);
+}
+
+/* One sample, then a REPEAT of 20 million: a few KiB of zstd that decode to 40 MB of records. */
+static void test_crafted_repeat_flood(void **unused)
+{
+	enum { REPEATS = 20000000 };
+	char *path = tmp_path("repeats.bin"), err[1024];
+	size_t raw_len = 16 + 13 + 10 + (size_t)REPEATS * 2, used = 16;
+	uint8_t *raw = malloc(raw_len);
+	uint64_t tid = 1000;
+	uint32_t iid = 0;
+	size_t size;
+	int status;
+
+	(void)unused;
+	assert_non_null(raw);
+	put_empty_full(raw, tid);
+	memcpy(raw + used, &tid, 8);
+	memcpy(raw + used + 8, &iid, 4);
+	raw[used + 12] = TACHYON_ENC_REPEAT;
+	used += 13;
+	used += varint_leb128_encode(REPEATS, raw + used);
+	for (size_t i = 0; i < REPEATS; i++) {
+		raw[used++] = 1; /* delta */
+		raw[used++] = 0; /* status */
+	}
+	size = write_crafted(path, raw, used, 1, 1 + (uint64_t)REPEATS);
+	free(raw);
+	status = run_limited("top", NULL, path, err, sizeof(err));
+	print_message("%zu-byte file, %d repeats -> exit %d: %s", size, REPEATS, status, err);
+	assert_int_equal(status, 1);
+	assert_non_null(strstr(err, "corrupt or crafted"));
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1114,6 +1255,8 @@ int main(void)
 		cmocka_unit_test(test_other_endian),
 		cmocka_unit_test(test_dump_reference_files),
 		cmocka_unit_test(test_dump_bad_file),
+		cmocka_unit_test(test_crafted_thread_flood),
+		cmocka_unit_test(test_crafted_repeat_flood),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -155,14 +155,15 @@ static int check_header(struct tachyon_file *file, char *errbuf, size_t errlen)
 /*
  * Every thread starts with a record of its own: a header claiming more threads
  * than the sample data can start is not believed (the count bounds the thread
- * state a reader keeps). Compressed data takes at least a byte per thread.
+ * state a reader keeps).
  */
 static int check_thread_count(const struct tachyon_file *file, char *errbuf, size_t errlen)
 {
 	const struct tachyon_header *h = &file->header;
 	uint64_t data_bytes = h->string_table_offset - TACHYON_HEADER_SIZE;
 	uint64_t most = h->compression == TACHYON_COMPRESSION_NONE
-				? data_bytes / TACHYON_MIN_FIRST_RECORD : data_bytes;
+				? data_bytes / TACHYON_MIN_FIRST_RECORD
+				: data_bytes / TACHYON_MIN_COMPRESSED_THREAD;
 
 	if (h->thread_count > most)
 		return errbuf_format(errbuf, errlen, -EINVAL,
