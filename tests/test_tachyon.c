@@ -7,9 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <zstd.h>
 
 #include "formats/tachyon/tachyon.h"
@@ -1148,40 +1146,9 @@ static void put_empty_full(uint8_t *at, uint64_t tid)
 	at[15] = 0; /* depth */
 }
 
-/* A ceiling on a reader's address space: far above what these files really need. */
+/* A ceiling on a reader's address space (the plain build: sanitizers reserve far more):
+ * well above what these files really need. */
 #define READER_MEMORY_LIMIT "--as=100663296" /* 96 MiB */
-
-/* Runs `pybpfprof ARGS` (the plain build: sanitizers reserve address space) under
- * READER_MEMORY_LIMIT with stdout discarded; its stderr in err. option may be NULL. */
-static int run_limited(const char *command, const char *option, const char *path, char *err,
-		       size_t errlen)
-{
-	char err_path[PATH_MAX];
-	char *argv[] = { "prlimit", READER_MEMORY_LIMIT, (char *)pybpfprof_binary(), (char *)command,
-			 (char *)(option ? option : path), option ? (char *)path : NULL, NULL };
-	uint8_t *text;
-	size_t len = 0;
-	int status = 0;
-	pid_t pid;
-
-	FORMAT(err_path, "%s/limited.err", test_tmpdir());
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int null_fd = open("/dev/null", O_WRONLY);
-		int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		dup2(null_fd, 1);
-		dup2(err_fd, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	status = test_wait_status(pid);
-	text = read_whole_file(err_path, &len);
-	snprintf(err, errlen, "%s", text ? (char *)text : "");
-	free(text);
-	return status;
-}
 
 /* 200 KB whose header claims 200000 threads, each started by one record: thread state for
  * them all would take hundreds of MiB. */
@@ -1199,7 +1166,11 @@ static void test_crafted_thread_flood(void **unused)
 		put_empty_full(raw + i * 16, 1000 + i);
 	size = write_crafted(path, raw, (size_t)THREADS * 16, THREADS, THREADS);
 	free(raw);
-	status = run_limited("dump", "--samples", path, err, sizeof(err));
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "dump", "--samples", path, NULL };
+
+		status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
+	}
 	print_message("%zu-byte file, %d threads -> exit %d: %s", size, THREADS, status, err);
 	assert_int_equal(status, 1);
 	assert_non_null(strstr(err, "header claims 200000 threads"));
@@ -1232,7 +1203,11 @@ static void test_crafted_repeat_flood(void **unused)
 	}
 	size = write_crafted(path, raw, used, 1, 1 + (uint64_t)REPEATS);
 	free(raw);
-	status = run_limited("top", NULL, path, err, sizeof(err));
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+
+		status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
+	}
 	print_message("%zu-byte file, %d repeats -> exit %d: %s", size, REPEATS, status, err);
 	assert_int_equal(status, 1);
 	assert_non_null(strstr(err, "corrupt or crafted"));
