@@ -125,15 +125,10 @@ static int create_output(struct pf_writer *writer, const struct pf_writer_option
 	}
 	/* mkostemp makes 0600. Failing to widen it only leaves it private. */
 	(void)!fchmod(writer->fd, output_mode(options));
-	/* Under sudo the profile is the invoking user's, as if they had written it. */
-	if (sudo_user_ids(&uid, &gid) && fchown(writer->fd, uid, gid) < 0) {
-		int err = -errno;
-
-		close(writer->fd);
-		writer->fd = -1;
-		unlink(writer->temp_path);
-		return err;
-	}
+	/* Under sudo the profile is the invoking user's, as if they had written it. A file
+	 * system without owners (vfat) cannot say so; the profile is still worth writing. */
+	if (sudo_user_ids(&uid, &gid))
+		(void)!fchown(writer->fd, uid, gid);
 	return 0;
 }
 

@@ -39,11 +39,16 @@ static int drop_inheritable_capabilities(void)
 	return 0;
 }
 
-/* HOME, USER and LOGNAME of the account, as `sudo -u` sets them. */
-static int set_user_environment(const struct passwd *account)
+/* HOME, USER and LOGNAME of the account, as `sudo -u` sets them; an id without an
+ * account gets its number for a name and / for a home, never root's. */
+static int set_user_environment(const struct passwd *account, uid_t uid)
 {
-	if (setenv("HOME", account->pw_dir, 1) < 0 || setenv("USER", account->pw_name, 1) < 0 ||
-	    setenv("LOGNAME", account->pw_name, 1) < 0)
+	char number[24];
+	const char *name = account ? account->pw_name : number;
+
+	snprintf(number, sizeof(number), "%u", (unsigned)uid);
+	if (setenv("HOME", account ? account->pw_dir : "/", 1) < 0 || setenv("USER", name, 1) < 0 ||
+	    setenv("LOGNAME", name, 1) < 0)
 		return -errno;
 	return 0;
 }
@@ -71,7 +76,7 @@ static int drop_to_sudo_user(void)
 		return -errno;
 	if (setgid(gid) < 0 || setuid(uid) < 0)
 		return -errno;
-	return account ? set_user_environment(account) : 0;
+	return set_user_environment(account, uid);
 }
 
 static void report_and_exit(int error_fd, int err)
