@@ -1148,14 +1148,18 @@ static void put_empty_full(uint8_t *at, uint64_t tid)
 
 /* A ceiling on a reader's address space (the plain build: sanitizers reserve far more):
  * well above what these files really need. */
-#define READER_MEMORY_LIMIT "--as=100663296" /* 96 MiB */
+#define READER_MEMORY_LIMIT "--as=67108864" /* 64 MiB */
 
-/* 200 KB whose header claims 200000 threads, each started by one record: thread state for
- * them all would take hundreds of MiB. */
+/*
+ * 200 KB that start 200000 threads, one record each (zstd takes 1 byte a thread): the
+ * state kept per thread must be small enough to read them under the limit. The same
+ * records behind a header that claims 4 billion threads are refused before any.
+ */
 static void test_crafted_thread_flood(void **unused)
 {
 	enum { THREADS = 200000 };
 	char *path = tmp_path("threads.bin"), err[1024];
+	char *argv[] = { (char *)pybpfprof_binary(), "dump", "--samples", path, NULL };
 	uint8_t *raw = malloc((size_t)THREADS * 16);
 	size_t size;
 	int status;
@@ -1165,15 +1169,59 @@ static void test_crafted_thread_flood(void **unused)
 	for (size_t i = 0; i < THREADS; i++)
 		put_empty_full(raw + i * 16, 1000 + i);
 	size = write_crafted(path, raw, (size_t)THREADS * 16, THREADS, THREADS);
-	free(raw);
-	{
-		char *argv[] = { (char *)pybpfprof_binary(), "dump", "--samples", path, NULL };
-
-		status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
-	}
+	status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
 	print_message("%zu-byte file, %d threads -> exit %d: %s", size, THREADS, status, err);
+	assert_int_equal(status, 0);
+
+	write_crafted(path, raw, (size_t)THREADS * 16, UINT32_MAX, THREADS);
+	status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
+	print_message("the same, 4294967295 threads in the header -> exit %d: %s", status, err);
 	assert_int_equal(status, 1);
-	assert_non_null(strstr(err, "header claims 200000 threads"));
+	assert_non_null(strstr(err, "header claims 4294967295 threads"));
+	free(raw);
+	free(path);
+}
+
+/* What the limits must still let through: our writer's file of 20000 threads with one
+ * identical sample each, about 2 bytes a thread once compressed. */
+static void test_many_threads_still_read(void **unused)
+{
+	enum { THREADS = 20000 };
+	char *path = tmp_path("many-threads.bin");
+	struct pf_frame frames[10];
+	const struct pf_reader_ops *ops;
+	const struct pf_writer_ops *wops;
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+	struct pf_sample sample;
+	void *state;
+	size_t count = 0;
+	char err[256];
+	int fd, got;
+
+	(void)unused;
+	for (size_t i = 0; i < 10; i++)
+		frames[i] = pf_frame_unlocated(PF_FRAME_PYTHON, "pool.py", "wait");
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(tachyon_writer_create(fd, &options, &state, &wops), 0);
+	for (size_t t = 0; t < THREADS; t++) {
+		struct pf_sample one = { .pid = 1, .tid = 100000 + t, .timestamp_us = 1000 + t,
+					 .metrics = PF_METRIC_TIME, .time_us = 1000,
+					 .frame_count = 10, .frames = frames };
+
+		assert_int_equal(wops->add_sample(state, &one), 0);
+	}
+	assert_int_equal(wops->finish(state), 0);
+	wops->destroy(state);
+	close(fd);
+	fd = open(path, O_RDONLY);
+	assert_int_equal(tachyon_reader_create(fd, &state, &ops, err, sizeof(err)), 0);
+	while ((got = ops->next_sample(state, &sample)) > 0)
+		count++;
+	assert_int_equal(got, 0);
+	assert_int_equal(count, THREADS);
+	ops->destroy(state);
+	close(fd);
 	free(path);
 }
 
@@ -1231,6 +1279,7 @@ int main(void)
 		cmocka_unit_test(test_dump_reference_files),
 		cmocka_unit_test(test_dump_bad_file),
 		cmocka_unit_test(test_crafted_thread_flood),
+		cmocka_unit_test(test_many_threads_still_read),
 		cmocka_unit_test(test_crafted_repeat_flood),
 	};
 

@@ -34,10 +34,10 @@
  */
 #define TACHYON_SAMPLES_PER_FILE_BYTE 256u
 #define TACHYON_SAMPLES_FLOOR         (1u << 20)
-/* The smallest record that starts a thread: tid, iid, encoding, delta, status, depth;
- * compressed, a thread's new tid and first stack take a few bytes at the very least. */
+/* The smallest record that starts a thread: tid, iid, encoding, delta, status, depth.
+ * Compressed, threads with neighbouring tids and the same stack take 2 bytes each. */
 #define TACHYON_MIN_FIRST_RECORD      16u
-#define TACHYON_MIN_COMPRESSED_THREAD 4u
+#define TACHYON_MIN_COMPRESSED_THREAD 1u
 
 /* Header offsets (CPython 3.15.2's layout, not the format document's). */
 #define TACHYON_OFF_MAGIC        0

@@ -700,10 +700,12 @@ static int next_repeat_item(struct tachyon_file *file, struct tachyon_event *ev,
 	return 1;
 }
 
-/* Room for depth frames (and a stack even when empty, so the copies have somewhere to go). */
+/* Room for depth frames (and a stack even when empty, so the copies have somewhere to go).
+ * Small to start with: a file may hold many threads of one shallow sample each. */
 static int reserve_stack(struct tachyon_thread *thread, size_t depth)
 {
-	return ARRAY_RESERVE(thread->stack, thread->stack_capacity, depth ? depth : 1);
+	return array_reserve((void **)&thread->stack, &thread->stack_capacity, depth ? depth : 1,
+			     sizeof(*thread->stack), 4);
 }
 
 /* Apply a FULL, SUFFIX or POP_PUSH record to its thread's stack. */
