@@ -1100,21 +1100,31 @@ static void test_dump_bad_file(void **unused)
 
 /* ---- crafted files: a few bytes must not stand for unbounded work or memory ---- */
 
-/* A Tachyon file around sample data (zstd-compressed here), with no strings and no frames. */
+/*
+ * A Tachyon file around sample data (zstd-compressed here), with one string ("a") and
+ * one frame (index 0: a, line 1).
+ */
 static size_t write_crafted(const char *path, const uint8_t *raw, size_t raw_len,
 			    uint32_t threads, uint64_t samples)
 {
+	static const uint8_t strings[] = { 1, 'a' };
+	static const uint8_t frames[] = { 0, 0, 2, 0, 0, 0, TACHYON_OPCODE_NONE };
 	size_t bound = ZSTD_compressBound(raw_len);
-	uint8_t *file = calloc(1, TACHYON_HEADER_SIZE + bound + TACHYON_FOOTER_SIZE);
+	uint8_t *file = calloc(1, TACHYON_HEADER_SIZE + bound + sizeof(strings) + sizeof(frames) +
+				      TACHYON_FOOTER_SIZE);
 	uint32_t magic = TACHYON_MAGIC, version = TACHYON_VERSION, compression = 1, config = 2;
-	uint64_t start = 1, interval = 1000, tables, size;
+	uint32_t one = 1;
+	uint64_t start = 1, interval = 1000, tables, frame_table, size;
 	size_t packed;
 
 	assert_non_null(file);
-	packed = ZSTD_compress(file + TACHYON_HEADER_SIZE, bound, raw, raw_len, 9);
+	packed = ZSTD_compress(file + TACHYON_HEADER_SIZE, bound, raw, raw_len, 3);
 	assert_false(ZSTD_isError(packed));
 	tables = TACHYON_HEADER_SIZE + packed;
-	size = tables + TACHYON_FOOTER_SIZE;
+	memcpy(file + tables, strings, sizeof(strings));
+	frame_table = tables + sizeof(strings);
+	memcpy(file + frame_table, frames, sizeof(frames));
+	size = frame_table + sizeof(frames) + TACHYON_FOOTER_SIZE;
 	memcpy(file + TACHYON_OFF_MAGIC, &magic, 4);
 	memcpy(file + TACHYON_OFF_VERSION, &version, 4);
 	file[TACHYON_OFF_PYTHON] = 3;
@@ -1124,14 +1134,18 @@ static size_t write_crafted(const char *path, const uint8_t *raw, size_t raw_len
 	memcpy(file + TACHYON_OFF_SAMPLES, &samples, 8);
 	memcpy(file + TACHYON_OFF_THREADS, &threads, 4);
 	memcpy(file + TACHYON_OFF_STRINGS, &tables, 8);
-	memcpy(file + TACHYON_OFF_FRAMES, &tables, 8);
+	memcpy(file + TACHYON_OFF_FRAMES, &frame_table, 8);
 	memcpy(file + TACHYON_OFF_COMPRESSION, &compression, 4);
 	memcpy(file + TACHYON_OFF_CONFIG, &config, 4);
-	memcpy(file + tables + TACHYON_FOOTER_OFF_FILE_SIZE, &size, 8);
+	memcpy(file + size - TACHYON_FOOTER_SIZE + TACHYON_FOOTER_OFF_STRINGS, &one, 4);
+	memcpy(file + size - TACHYON_FOOTER_SIZE + TACHYON_FOOTER_OFF_FRAMES, &one, 4);
+	memcpy(file + size - TACHYON_FOOTER_SIZE + TACHYON_FOOTER_OFF_FILE_SIZE, &size, 8);
 	assert_int_equal(write_whole_file(path, file, size), 0);
 	free(file);
 	return size;
 }
+
+#define ARRAY_LENGTH(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A FULL record with an empty stack: 16 bytes that start thread tid. */
 static void put_empty_full(uint8_t *at, uint64_t tid)
@@ -1225,40 +1239,64 @@ static void test_many_threads_still_read(void **unused)
 	free(path);
 }
 
-/* One sample, then a REPEAT of 20 million: a few KiB of zstd that decode to 40 MB of records. */
-static void test_crafted_repeat_flood(void **unused)
+/* A thread's first sample (depth frames of frame 0), then one REPEAT of it count times. */
+static size_t repeat_flood(uint8_t *raw, uint32_t depth, uint64_t count)
 {
-	enum { REPEATS = 20000000 };
-	char *path = tmp_path("repeats.bin"), err[1024];
-	size_t raw_len = 16 + 13 + 10 + (size_t)REPEATS * 2, used = 16;
-	uint8_t *raw = malloc(raw_len);
 	uint64_t tid = 1000;
 	uint32_t iid = 0;
-	size_t size;
-	int status;
+	size_t used = 0;
 
-	(void)unused;
-	assert_non_null(raw);
-	put_empty_full(raw, tid);
+	memcpy(raw, &tid, 8);
+	memcpy(raw + 8, &iid, 4);
+	raw[12] = TACHYON_ENC_FULL;
+	raw[13] = 1; /* delta */
+	raw[14] = 0; /* status */
+	used = 15 + varint_leb128_encode(depth, raw + 15);
+	memset(raw + used, 0, depth); /* frame 0, depth times */
+	used += depth;
 	memcpy(raw + used, &tid, 8);
 	memcpy(raw + used + 8, &iid, 4);
 	raw[used + 12] = TACHYON_ENC_REPEAT;
 	used += 13;
-	used += varint_leb128_encode(REPEATS, raw + used);
-	for (size_t i = 0; i < REPEATS; i++) {
+	used += varint_leb128_encode(count, raw + used);
+	for (uint64_t i = 0; i < count; i++) {
 		raw[used++] = 1; /* delta */
 		raw[used++] = 0; /* status */
 	}
-	size = write_crafted(path, raw, used, 1, 1 + (uint64_t)REPEATS);
-	free(raw);
-	{
-		char *argv[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+	return used;
+}
 
+/*
+ * A few KiB of zstd that decode to millions of samples: 32 million of an empty stack
+ * (past the sample budget), 1 million of a 256-frame one (past the frame budget).
+ * `top` refuses both at the REPEAT, in one line, rather than work for minutes.
+ */
+static void test_crafted_repeat_flood(void **unused)
+{
+	static const struct { uint32_t depth; uint64_t count; const char *what; } floods[] = {
+		{ 0, 32000000, "samples from a" },
+		{ 256, 1000000, "frames from a" },
+	};
+	char *path = tmp_path("repeats.bin"), err[1024];
+	char *argv[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+
+	(void)unused;
+	for (size_t i = 0; i < ARRAY_LENGTH(floods); i++) {
+		uint8_t *raw = malloc(64 + floods[i].depth + floods[i].count * 2);
+		size_t size, used;
+		int status;
+
+		assert_non_null(raw);
+		used = repeat_flood(raw, floods[i].depth, floods[i].count);
+		size = write_crafted(path, raw, used, 1, 1 + floods[i].count);
+		free(raw);
 		status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
+		print_message("%zu-byte file, %" PRIu64 " repeats of %" PRIu32 " frames -> exit %d: %s",
+			      size, floods[i].count, floods[i].depth, status, err);
+		assert_int_equal(status, 1);
+		assert_non_null(strstr(err, floods[i].what));
+		assert_non_null(strstr(err, "corrupt or crafted"));
 	}
-	print_message("%zu-byte file, %d repeats -> exit %d: %s", size, REPEATS, status, err);
-	assert_int_equal(status, 1);
-	assert_non_null(strstr(err, "corrupt or crafted"));
 	free(path);
 }
 

@@ -29,11 +29,15 @@
 #define TACHYON_REPEAT_FLUSH     (16u * 1024u) /* pending REPEAT bytes before a forced flush */
 /*
  * What a reader decodes from a file at most: REPEAT records and zstd make a
- * few bytes stand for many samples, far beyond what a profiler writes (real
- * files hold under one sample per byte). Past this a file is corrupt or crafted.
+ * few bytes stand for many samples (and every frame of their stacks), and each
+ * costs its reader time. Real files hold about a sample per byte; a long steady
+ * profile with even timestamps (converted from MOJO) a few thousand. Past both
+ * the floor and the ratio a file is corrupt or crafted.
  */
-#define TACHYON_SAMPLES_PER_FILE_BYTE 256u
-#define TACHYON_SAMPLES_FLOOR         (1u << 20)
+#define TACHYON_SAMPLES_PER_FILE_BYTE 1024u
+#define TACHYON_SAMPLES_FLOOR         (16u << 20)
+#define TACHYON_FRAMES_PER_FILE_BYTE  16384u
+#define TACHYON_FRAMES_FLOOR          (128u << 20)
 /* The smallest record that starts a thread: tid, iid, encoding, delta, status, depth.
  * Compressed, threads with neighbouring tids and the same stack take 2 bytes each. */
 #define TACHYON_MIN_FIRST_RECORD      16u

@@ -67,6 +67,8 @@ struct tachyon_file {
 	uint64_t repeat_left;
 	uint64_t samples_seen;
 	uint64_t sample_budget; /* samples decoded at most (TACHYON_SAMPLES_PER_FILE_BYTE) */
+	uint64_t frames_seen;   /* the stack depths of the samples decoded */
+	uint64_t frame_budget;  /* their sum at most (TACHYON_FRAMES_PER_FILE_BYTE) */
 	uint32_t new_frames[TACHYON_MAX_DEPTH];
 	bool finished;
 };
@@ -173,13 +175,12 @@ static int check_thread_count(const struct tachyon_file *file, char *errbuf, siz
 	return 0;
 }
 
-static uint64_t sample_budget(size_t file_size)
+/* floor + per_byte for every byte of the file, saturating. */
+static uint64_t scaled_budget(size_t file_size, uint64_t per_byte, uint64_t floor)
 {
-	uint64_t per_byte = (uint64_t)TACHYON_SAMPLES_PER_FILE_BYTE;
-
-	if (file_size > (UINT64_MAX - TACHYON_SAMPLES_FLOOR) / per_byte)
+	if (file_size > (UINT64_MAX - floor) / per_byte)
 		return UINT64_MAX;
-	return per_byte * file_size + TACHYON_SAMPLES_FLOOR;
+	return per_byte * file_size + floor;
 }
 
 static int parse_footer(struct tachyon_file *file, char *errbuf, size_t errlen)
@@ -421,7 +422,10 @@ int tachyon_file_open(int fd, struct tachyon_file **out, char *errbuf, size_t er
 		return err;
 	}
 	*out = file; /* the header is known: a dump can show it even if the rest is bad */
-	file->sample_budget = sample_budget(file->size);
+	file->sample_budget = scaled_budget(file->size, TACHYON_SAMPLES_PER_FILE_BYTE,
+					    TACHYON_SAMPLES_FLOOR);
+	file->frame_budget = scaled_budget(file->size, TACHYON_FRAMES_PER_FILE_BYTE,
+					   TACHYON_FRAMES_FLOOR);
 	err = check_header(file, errbuf, errlen);
 	if (!err)
 		err = check_thread_count(file, errbuf, errlen);
@@ -601,14 +605,26 @@ static int record_error(const struct tachyon_file *file, uint64_t at, char *errb
 	return errbuf_format(errbuf, errlen, -EINVAL, "%s at %s", what, where);
 }
 
-static int over_budget(const struct tachyon_file *file, uint64_t at, char *errbuf, size_t errlen)
+static int over_budget(const struct tachyon_file *file, uint64_t at, uint64_t budget,
+		       const char *what, char *errbuf, size_t errlen)
 {
 	char where[64];
 
 	describe_offset(file, at, where, sizeof(where));
 	return errbuf_format(errbuf, errlen, -EFBIG,
-			     "more than %" PRIu64 " samples from a %zu-byte file at %s: corrupt or crafted",
-			     file->sample_budget, file->size, where);
+			     "more than %" PRIu64 " %s from a %zu-byte file at %s: corrupt or crafted",
+			     budget, what, file->size, where);
+}
+
+/* Whether count more samples of depth frames each stay within the decoding budget. */
+static int check_budget(const struct tachyon_file *file, uint64_t count, uint32_t depth,
+			uint64_t at, char *errbuf, size_t errlen)
+{
+	if (count > file->sample_budget - file->samples_seen)
+		return over_budget(file, at, file->sample_budget, "samples", errbuf, errlen);
+	if (depth && count > (file->frame_budget - file->frames_seen) / depth)
+		return over_budget(file, at, file->frame_budget, "frames", errbuf, errlen);
+	return 0;
 }
 
 static int find_thread(struct tachyon_file *file, uint64_t tid, uint32_t iid, bool create,
@@ -679,8 +695,10 @@ static int next_repeat_item(struct tachyon_file *file, struct tachyon_event *ev,
 {
 	struct cursor c = { file->window + file->win_start, file->win_end - file->win_start, 0, false };
 
-	if (file->samples_seen >= file->sample_budget)
-		return over_budget(file, ev->at, errbuf, errlen);
+	int err = check_budget(file, 1, file->repeat_thread->depth, ev->at, errbuf, errlen);
+
+	if (err)
+		return err;
 	ev->kind = TACHYON_EV_REPEAT_ITEM;
 	ev->tid = file->repeat_thread->tid;
 	ev->iid = file->repeat_thread->iid;
@@ -695,6 +713,7 @@ static int next_repeat_item(struct tachyon_file *file, struct tachyon_event *ev,
 	ev->new_frames = NULL;
 	ev->thread = file->repeat_thread;
 	file->samples_seen++;
+	file->frames_seen += file->repeat_thread->depth;
 	file->win_start += c.pos;
 	file->win_offset += c.pos;
 	return 1;
@@ -767,8 +786,9 @@ static int decode_record(struct tachyon_file *file, struct tachyon_event *ev, ch
 		if (ev->count > file->header.sample_count - file->samples_seen)
 			return record_error(file, ev->at, errbuf, errlen,
 					    "REPEAT count exceeds the header's sample count");
-		if (ev->count > file->sample_budget - file->samples_seen)
-			return over_budget(file, ev->at, errbuf, errlen);
+		err = check_budget(file, ev->count, thread->depth, ev->at, errbuf, errlen);
+		if (err)
+			return err;
 		file->repeat_thread = thread;
 		file->repeat_left = ev->count;
 		ev->thread = NULL;
@@ -801,8 +821,6 @@ static int decode_record(struct tachyon_file *file, struct tachyon_event *ev, ch
 	if (file->samples_seen >= file->header.sample_count)
 		return record_error(file, ev->at, errbuf, errlen,
 				    "more samples than the header's sample count");
-	if (file->samples_seen >= file->sample_budget)
-		return over_budget(file, ev->at, errbuf, errlen);
 	find_thread(file, ev->tid, ev->iid, false, &thread);
 	if (!thread) {
 		if (ev->kind != TACHYON_EV_FULL)
@@ -816,11 +834,14 @@ static int decode_record(struct tachyon_file *file, struct tachyon_event *ev, ch
 			return errbuf_format(errbuf, errlen, err, "out of memory for thread state");
 	}
 	err = apply_stack(file, thread, ev, errbuf, errlen);
+	if (!err)
+		err = check_budget(file, 1, thread->depth, ev->at, errbuf, errlen);
 	if (err)
 		return err;
 	thread->timestamp_us += ev->delta;
 	ev->thread = thread;
 	file->samples_seen++;
+	file->frames_seen += thread->depth;
 	file->win_start += c.pos;
 	file->win_offset += c.pos;
 	return 1;
