@@ -356,6 +356,43 @@ static void bad_input(void **state)
 	}
 }
 
+/* An output path that is a link or a FIFO is refused in one line and left as it was. */
+static void special_outputs_are_refused(void **state)
+{
+	char good[PATH_MAX], link_path[PATH_MAX], fifo_path[PATH_MAX], secret[PATH_MAX];
+	struct stat info;
+
+	(void)state;
+	testdata_path(good, sizeof(good), "mojo/out39.mojo");
+	FORMAT(secret, "%s/secret.txt", test_tmpdir());
+	FORMAT(link_path, "%s/link.bin", test_tmpdir());
+	FORMAT(fifo_path, "%s/fifo.bin", test_tmpdir());
+	assert_int_equal(write_whole_file(secret, "keep", 4), 0);
+	unlink(link_path);
+	unlink(fifo_path);
+	assert_int_equal(symlink(secret, link_path), 0);
+	assert_int_equal(mkfifo(fifo_path, 0600), 0);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", link_path, NULL };
+
+		assert_one_line_failure(argv, "is a symbolic link");
+	}
+	{
+		char *argv[] = { "timeout", "20", (char *)pybpfprof_binary(), "convert", good, "-o",
+				 fifo_path, NULL };
+
+		assert_one_line_failure(argv, "is a FIFO");
+	}
+	assert_int_equal(lstat(link_path, &info), 0);
+	assert_true(S_ISLNK(info.st_mode));
+	assert_int_equal(lstat(fifo_path, &info), 0);
+	assert_true(S_ISFIFO(info.st_mode));
+	assert_int_equal(stat(secret, &info), 0);
+	assert_int_equal(info.st_size, 4);
+	unlink(link_path);
+	unlink(fifo_path);
+}
+
 /* Function names are the target's: `top` must not let them drive the terminal. */
 static void top_escapes_terminal_controls(void **state)
 {
@@ -442,6 +479,7 @@ int main(void)
 		cmocka_unit_test(collapsed_adds_up),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(registry_lookups),
+		cmocka_unit_test(special_outputs_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
 	};
 
