@@ -63,20 +63,23 @@ static int drop_to_sudo_user(void)
 	uid_t uid;
 	gid_t gid;
 
-	if (getuid() != 0)
+	if (getuid() != 0 || !sudo_user_ids(&uid, &gid))
 		return 0;
-	if (!sudo_user_ids(&uid, &gid)) {
-		if (sudo_user_present())
-			fputs("pybpfprof: warning: SUDO_UID or SUDO_GID is missing or root: the command runs as root\n",
-			      stderr);
-		return 0;
-	}
 	account = getpwuid(uid);
 	if (account ? initgroups(account->pw_name, gid) < 0 : setgroups(1, &gid) < 0)
 		return -errno;
 	if (setgid(gid) < 0 || setuid(uid) < 0)
 		return -errno;
 	return set_user_environment(account, uid);
+}
+
+/* Under sudo, but SUDO_UID or SUDO_GID missing, unreadable or root: drop_to_sudo_user keeps root. */
+static bool runs_as_root_under_sudo(void)
+{
+	uid_t uid;
+	gid_t gid;
+
+	return getuid() == 0 && sudo_user_present() && !sudo_user_ids(&uid, &gid);
 }
 
 static void report_and_exit(int error_fd, int err)
@@ -162,6 +165,10 @@ int launch_start(struct launch *launch, char *const argv[], char *err_text, size
 		return errbuf_format(err_text, err_len, child_err, "cannot run '%s': %s", argv[0],
 				     strerror(-child_err));
 	}
+	/* Said once the command really runs (the child decided from the same environment). */
+	if (runs_as_root_under_sudo())
+		fputs("pybpfprof: warning: SUDO_UID or SUDO_GID is missing or root: the command runs as root\n",
+		      stderr);
 	return 0;
 }
 
