@@ -356,6 +356,79 @@ static void bad_input(void **state)
 	}
 }
 
+/* An output path that is a link or a FIFO is refused in one line and left as it was. */
+static void special_outputs_are_refused(void **state)
+{
+	char good[PATH_MAX], link_path[PATH_MAX], fifo_path[PATH_MAX], secret[PATH_MAX];
+	struct stat info;
+
+	(void)state;
+	testdata_path(good, sizeof(good), "mojo/out39.mojo");
+	FORMAT(secret, "%s/secret.txt", test_tmpdir());
+	FORMAT(link_path, "%s/link.bin", test_tmpdir());
+	FORMAT(fifo_path, "%s/fifo.bin", test_tmpdir());
+	assert_int_equal(write_whole_file(secret, "keep", 4), 0);
+	unlink(link_path);
+	unlink(fifo_path);
+	assert_int_equal(symlink(secret, link_path), 0);
+	assert_int_equal(mkfifo(fifo_path, 0600), 0);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", link_path, NULL };
+
+		assert_one_line_failure(argv, "is a symbolic link");
+	}
+	{
+		char *argv[] = { "timeout", "20", (char *)pybpfprof_binary(), "convert", good, "-o",
+				 fifo_path, NULL };
+
+		assert_one_line_failure(argv, "is a FIFO");
+	}
+	assert_int_equal(lstat(link_path, &info), 0);
+	assert_true(S_ISLNK(info.st_mode));
+	assert_int_equal(lstat(fifo_path, &info), 0);
+	assert_true(S_ISFIFO(info.st_mode));
+	assert_int_equal(stat(secret, &info), 0);
+	assert_int_equal(info.st_size, 4);
+	unlink(link_path);
+	unlink(fifo_path);
+}
+
+/* Function names are the target's: `top` must not let them drive the terminal. */
+static void top_escapes_terminal_controls(void **state)
+{
+	static const char hostile[] = "evil\x1b[2J\rname\xc2\x9b" "31m";
+	char path[PATH_MAX], shown[8192];
+	char *argv[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+	struct pf_frame frames[2] = {
+		pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", "<module>"),
+		pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", hostile),
+	};
+	struct pf_sample sample = { .pid = 1, .tid = 1, .metrics = PF_METRIC_TIME, .time_us = 1000,
+				    .frame_count = 2, .frames = frames };
+	struct pf_writer *writer;
+	size_t used = 0;
+	ssize_t got;
+	int out_fd;
+	pid_t pid;
+
+	(void)state;
+	FORMAT(path, "%s/hostile.mojo", test_tmpdir());
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name("mojo"), NULL), 0);
+	assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	assert_int_equal(pf_writer_close(writer), 0);
+	pid = test_spawn(argv, &out_fd, NULL);
+	while (used + 1 < sizeof(shown) && (got = read(out_fd, shown + used, sizeof(shown) - 1 - used)) > 0)
+		used += (size_t)got;
+	shown[used] = 0;
+	close(out_fd);
+	assert_int_equal(test_wait_status(pid), 0);
+	print_message("%s", shown);
+	assert_null(strchr(shown, '\x1b'));
+	assert_null(strchr(shown, '\r'));
+	assert_null(strstr(shown, "\xc2\x9b"));
+	assert_non_null(strstr(shown, "evil\\x1b[2J\\rname\\xc2\\x9b31m (main.py)"));
+}
+
 /* The registry answers every name, alias, extension and magic of the formats it lists. */
 static void registry_lookups(void **state)
 {
@@ -406,6 +479,8 @@ int main(void)
 		cmocka_unit_test(collapsed_adds_up),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(registry_lookups),
+		cmocka_unit_test(special_outputs_are_refused),
+		cmocka_unit_test(top_escapes_terminal_controls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

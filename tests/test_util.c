@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* util/: growth, the hash index (insert, find, remove with backward shift), error buffers. */
+/* util/: growth, the hash index (insert, find, remove with backward shift), error buffers,
+ * text made safe for a terminal. */
 #include "testlib.h"
 
 #include "util/array.h"
 #include "util/errbuf.h"
 #include "util/hash.h"
+#include "util/text_quote.h"
 
 #include <errno.h>
 
@@ -136,10 +138,36 @@ static void errbuf_returns_the_error_it_describes(void **state)
 	assert_string_equal(buf.text, "");
 }
 
+/* Control bytes (C0, DEL, C1) and broken UTF-8 show as escapes; printable UTF-8 stays. */
+static void text_escaped_defuses_terminal_controls(void **state)
+{
+	char out[128], *quoted = NULL;
+	size_t quoted_len = 0;
+	FILE *stream;
+
+	(void)state;
+	assert_string_equal(text_escaped(out, sizeof(out), "a\x1b[2J\rb\x7f"), "a\\x1b[2J\\rb\\x7f");
+	assert_string_equal(text_escaped(out, sizeof(out), "csi\xc2\x9bm \xe2\x82\xac \xc3\xa9"),
+			    "csi\\xc2\\x9bm \xe2\x82\xac \xc3\xa9");
+	assert_string_equal(text_escaped(out, sizeof(out), "bad\x9b\xff\xe2\x82"),
+			    "bad\\x9b\\xff\\xe2\\x82");
+	assert_string_equal(text_escaped(out, sizeof(out), "path\\with \"quotes\""),
+			    "path\\with \"quotes\"");
+	/* Cut at a whole escape, never inside one. */
+	assert_string_equal(text_escaped(out, 6, "ab\x1b"), "ab");
+	stream = open_memstream(&quoted, &quoted_len);
+	assert_non_null(stream);
+	fput_quoted_cstr(stream, "q\"\\\n\xc2\x85");
+	fclose(stream);
+	assert_string_equal(quoted, "\"q\\\"\\\\\\n\\xc2\\x85\"");
+	free(quoted);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(array_grows_by_doubling_and_keeps_items),
+		cmocka_unit_test(text_escaped_defuses_terminal_controls),
 		cmocka_unit_test(array_refuses_sizes_that_overflow),
 		cmocka_unit_test(hash_index_finds_what_it_holds_after_removals),
 		cmocka_unit_test(hash_index_tells_colliding_keys_apart),

@@ -230,6 +230,41 @@ static inline int run_capture(char *const argv[], char *err, size_t errlen)
 	return status;
 }
 
+/*
+ * Runs `prlimit LIMIT ARGV...` (e.g. LIMIT "--as=67108864": a ceiling on its address space)
+ * with stdout discarded; its stderr lands in err. The shell-style exit status.
+ */
+static inline int run_limited(const char *limit, char *const argv[], char *err, size_t errlen)
+{
+	char *limited[16] = { "prlimit", (char *)limit };
+	char err_path[PATH_MAX];
+	size_t len = 0, count = 2;
+	uint8_t *text;
+	int status;
+	pid_t pid;
+
+	for (size_t i = 0; argv[i] && count + 1 < 16; i++)
+		limited[count++] = argv[i];
+	limited[count] = NULL;
+	snprintf(err_path, sizeof(err_path), "%s/limited.%d", test_tmpdir(), (int)getpid());
+	pid = fork();
+	if (pid == 0) {
+		int null_fd = open("/dev/null", O_WRONLY);
+		int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(null_fd, 1);
+		dup2(err_fd, 2);
+		execvp(limited[0], limited);
+		_exit(127);
+	}
+	status = pid > 0 ? test_wait_status(pid) : 127;
+	text = read_whole_file(err_path, &len);
+	snprintf(err, errlen, "%s", text ? (char *)text : "");
+	free(text);
+	unlink(err_path);
+	return status;
+}
+
 /* The pybpfprof binary under test. */
 static inline const char *pybpfprof_binary(void)
 {

@@ -228,12 +228,15 @@ int convert_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: convert: %s: input and output are the same file\n", input);
 		return 2;
 	}
+	if (pf_output_check(output, err_text, sizeof(err_text))) {
+		fprintf(stderr, "pybpfprof: convert: %s\n", err_text);
+		return 2;
+	}
 	err = format_registry_open_reader(&reader, input, err_text, sizeof(err_text));
 	if (err) {
-		fprintf(stderr, "pybpfprof: convert: %s: %s\n", input, err_text);
+		cli_error_print("convert", input, err_text);
 		return 1;
 	}
-	writer_options.atomic = true;
 	err = pf_writer_open(&writer, output, out_format, &writer_options);
 	if (err) {
 		fprintf(stderr, "pybpfprof: convert: %s: cannot write: %s\n", output, strerror(-err));
@@ -243,9 +246,9 @@ int convert_main(int argc, char **argv)
 	err = copy_samples(reader, writer, &stage);
 	if (err) {
 		if (strcmp(stage, "read") == 0)
-			fprintf(stderr, "pybpfprof: convert: %s: %s\n", input, pf_reader_error(reader));
+			cli_error_print("convert", input, pf_reader_error(reader));
 		else
-			fprintf(stderr, "pybpfprof: convert: %s: %s\n", output, pf_writer_error(writer));
+			cli_error_print("convert", output, pf_writer_error(writer));
 		pf_writer_abort(writer);
 		pf_reader_close(reader);
 		return 1;

@@ -65,7 +65,7 @@ static int dump_samples(const char *path, FILE *out)
 
 	got = format_registry_open_reader(&reader, path, err, sizeof(err));
 	if (got < 0) {
-		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, err);
+		cli_error_print("dump", path, err);
 		return 1;
 	}
 	fprintf(out, "pybpfprof-dump format=%s samples\n", pf_reader_format(reader)->name);
@@ -84,7 +84,7 @@ static int dump_samples(const char *path, FILE *out)
 		fputc('\n', out);
 	}
 	if (got < 0)
-		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, pf_reader_error(reader));
+		cli_error_print("dump", path, pf_reader_error(reader));
 	pf_reader_close(reader);
 	return got < 0 ? 1 : 0;
 }
@@ -117,7 +117,7 @@ static int dump_events(const char *path, FILE *out)
 	result = format->dump(fd, out, err, sizeof(err));
 	close(fd);
 	if (result < 0) {
-		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, err[0] ? err : strerror(-result));
+		cli_error_print("dump", path, err[0] ? err : strerror(-result));
 		return 1;
 	}
 	return 0;

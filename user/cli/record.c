@@ -199,6 +199,21 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Refused before anything starts: an output path that is a link, a FIFO, a device or a directory. */
+static int check_outputs(const struct session_options *session)
+{
+	for (size_t i = 0; i < session->output_count; i++) {
+		char reason[512];
+		int err = pf_output_check(session->outputs[i].path, reason, sizeof(reason));
+
+		if (err) {
+			fprintf(stderr, "pybpfprof: %s\n", reason);
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int resolve_formats(struct record_args *args)
 {
 	struct session_options *session = &args->session;
@@ -226,7 +241,7 @@ static int resolve_formats(struct record_args *args)
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return check_outputs(session);
 }
 
 int record_main(int argc, char **argv)

@@ -8,6 +8,7 @@
 #include "profile/profile.h"
 #include "util/array.h"
 #include "util/intern.h"
+#include "util/text_quote.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -126,8 +127,10 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 
 		if (weight == 0)
 			break;
-		printf("  %6.2f%%  %s\n", 100.0 * (double)weight / (double)weights->grand_total,
-		       (const char *)intern_key(&weights->names, ids[i], NULL));
+		/* Names come from the target (or the file): nothing in them may drive the terminal. */
+		printf("  %6.2f%%  ", 100.0 * (double)weight / (double)weights->grand_total);
+		fput_escaped(stdout, (const char *)intern_key(&weights->names, ids[i], NULL));
+		putchar('\n');
 	}
 	free(ids);
 }
@@ -164,7 +167,7 @@ int top_main(int argc, char **argv)
 		return 2;
 	}
 	if (format_registry_open_reader(&reader, argv[optind], err, sizeof(err))) {
-		fprintf(stderr, "pybpfprof: top: %s: %s\n", argv[optind], err);
+		cli_error_print("top", argv[optind], err);
 		return 1;
 	}
 	intern_init(&weights.names);
@@ -174,8 +177,8 @@ int top_main(int argc, char **argv)
 			break;
 		}
 	if (got < 0)
-		fprintf(stderr, "pybpfprof: top: %s: %s\n", argv[optind],
-			got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
+		cli_error_print("top", argv[optind],
+				got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else if (weights.samples == 0)
 		printf("%s: no samples\n", argv[optind]);
 	else if (weights.grand_total == 0)

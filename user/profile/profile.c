@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * Format-independent front of the profile model: picks a backend, owns the
- * file descriptor, and makes "no half-written output" true: atomic writers
- * go to a temporary name renamed at close; an aborted writer leaves nothing.
+ * file descriptor, and makes "no half-written output" true. Every writer goes
+ * to a new file beside its final name (created exclusively, so a planted link
+ * or FIFO is never followed) that is renamed into place only once it holds
+ * something worth keeping; an aborted writer leaves the old file as it was.
  */
 #include "profile/profile.h"
 #include "util/errbuf.h"
+#include "util/sudo_user.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,9 +21,12 @@
 struct pf_writer {
 	const struct pf_writer_ops *ops;
 	void *state;
+	const struct pf_format *format;
 	int fd;
 	char *path;      /* final name */
-	char *temp_path; /* where we write when atomic, else NULL */
+	char *temp_path; /* where the file is until it is renamed to path */
+	bool has_samples;
+	bool published;  /* renamed to path: the file is there, written on in place */
 	char error[512];
 };
 
@@ -61,17 +67,55 @@ int64_t pf_sample_weight(const struct pf_sample *sample)
 	return 1;
 }
 
-static int open_output(struct pf_writer *writer, bool atomic)
+int pf_output_check(const char *path, char *errbuf, size_t errlen)
 {
-	if (!atomic) {
-		writer->fd = open(writer->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		return writer->fd < 0 ? -errno : 0;
+	struct stat info;
+	const char *what;
+	int err;
+
+	if (lstat(path, &info) < 0)
+		return 0; /* absent (or unreachable: creating the file will say why) */
+	if (S_ISREG(info.st_mode))
+		return 0;
+	if (S_ISLNK(info.st_mode)) {
+		what = "a symbolic link";
+		err = -ELOOP;
+	} else if (S_ISDIR(info.st_mode)) {
+		what = "a directory";
+		err = -EISDIR;
+	} else {
+		what = S_ISFIFO(info.st_mode) ? "a FIFO" : S_ISSOCK(info.st_mode) ? "a socket" : "a device";
+		err = -EINVAL;
 	}
+	if (errbuf)
+		errbuf_format(errbuf, errlen, err,
+			      "%s is %s: outputs replace only regular files (remove it or choose another name)",
+			      path, what);
+	return err;
+}
+
+static mode_t output_mode(const struct pf_writer_options *options)
+{
+	mode_t mask;
+
+	if (options->private_file)
+		return 0600;
+	mask = umask(0);
+	umask(mask);
+	return 0644 & ~mask;
+}
+
+/* The new file beside the final name (same directory: the rename is atomic). */
+static int create_output(struct pf_writer *writer, const struct pf_writer_options *options)
+{
+	uid_t uid;
+	gid_t gid;
+
 	if (asprintf(&writer->temp_path, "%s.partial-XXXXXX", writer->path) < 0) {
 		writer->temp_path = NULL;
 		return -ENOMEM;
 	}
-	writer->fd = mkostemp(writer->temp_path, O_CLOEXEC);
+	writer->fd = mkostemp(writer->temp_path, O_CLOEXEC | O_NOFOLLOW);
 	if (writer->fd < 0) {
 		int err = -errno;
 
@@ -79,10 +123,34 @@ static int open_output(struct pf_writer *writer, bool atomic)
 		writer->temp_path = NULL;
 		return err;
 	}
-	/* mkostemp makes 0600; a profile should be as readable as any file we create.
-	 * Failing here only leaves it private, so the result is ignored. */
-	(void)!fchmod(writer->fd, 0644);
+	/* mkostemp makes 0600. Failing to widen it only leaves it private. */
+	(void)!fchmod(writer->fd, output_mode(options));
+	/* Under sudo the profile is the invoking user's, as if they had written it. A file
+	 * system without owners (vfat) cannot say so; the profile is still worth writing. */
+	if (sudo_user_ids(&uid, &gid))
+		(void)!fchown(writer->fd, uid, gid);
 	return 0;
+}
+
+static int publish_output(struct pf_writer *writer)
+{
+	if (writer->published)
+		return 0;
+	if (rename(writer->temp_path, writer->path) < 0) {
+		int err = -errno;
+
+		return errbuf_format(writer->error, sizeof(writer->error), err,
+				     "cannot rename %s to %s: %s", writer->temp_path, writer->path,
+				     strerror(-err));
+	}
+	writer->published = true;
+	return 0;
+}
+
+/* The name our file has now. */
+static const char *current_path(const struct pf_writer *writer)
+{
+	return writer->published ? writer->path : writer->temp_path;
 }
 
 static void free_writer(struct pf_writer *writer)
@@ -104,16 +172,20 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path,
 		options = &defaults;
 	if (!format || !format->writer_create)
 		return -EINVAL;
+	err = pf_output_check(path, NULL, 0);
+	if (err)
+		return err;
 	writer = calloc(1, sizeof(*writer));
 	if (!writer)
 		return -ENOMEM;
 	writer->fd = -1;
+	writer->format = format;
 	writer->path = strdup(path);
 	if (!writer->path) {
 		free_writer(writer);
 		return -ENOMEM;
 	}
-	err = open_output(writer, options->atomic);
+	err = create_output(writer, options);
 	if (err) {
 		free_writer(writer);
 		return err;
@@ -121,7 +193,7 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path,
 	err = format->writer_create(writer->fd, options, &writer->state, &writer->ops);
 	if (err) {
 		close(writer->fd);
-		unlink(writer->temp_path ? writer->temp_path : writer->path);
+		unlink(writer->temp_path);
 		free_writer(writer);
 		return err;
 	}
@@ -136,12 +208,21 @@ int pf_writer_set_metadata(struct pf_writer *writer, const char *key, const char
 
 int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sample)
 {
-	return writer->ops->add_sample(writer->state, sample);
+	int err = writer->ops->add_sample(writer->state, sample);
+
+	if (!err)
+		writer->has_samples = true;
+	return err;
 }
 
 int pf_writer_flush(struct pf_writer *writer)
 {
-	return writer->ops->flush(writer->state);
+	int err = writer->ops->flush(writer->state);
+
+	/* A killed run still leaves the samples so far at the final name. */
+	if (!err && writer->has_samples && writer->format->flush_readable)
+		err = publish_output(writer);
+	return err;
 }
 
 const char *pf_writer_error(const struct pf_writer *writer)
@@ -162,9 +243,9 @@ int pf_writer_close(struct pf_writer *writer)
 	else if (err)
 		close(writer->fd);
 	writer->fd = -1;
-	if (!err && writer->temp_path && rename(writer->temp_path, writer->path) < 0)
-		err = -errno;
-	if (err && writer->temp_path)
+	if (!err)
+		err = publish_output(writer);
+	if (err && !writer->published)
 		unlink(writer->temp_path);
 	writer->ops->destroy(writer->state);
 	free_writer(writer);
@@ -178,7 +259,7 @@ void pf_writer_abort(struct pf_writer *writer)
 	writer->ops->destroy(writer->state);
 	if (writer->fd >= 0)
 		close(writer->fd);
-	unlink(writer->temp_path ? writer->temp_path : writer->path);
+	unlink(current_path(writer));
 	free_writer(writer);
 }
 

@@ -93,11 +93,11 @@ struct pf_sample {
 
 struct pf_writer_options {
 	int compression_level;    /* Tachyon: zstd level 1-22; 0 = no compression */
-	bool atomic;              /* write to a temporary name, rename at close, unlink on abort */
+	bool private_file;        /* 0600 instead of 0644 minus umask: it holds every user's names */
 	unsigned flush_interval_ms; /* streaming writers: at least this often the file is readable (0 = 1000) */
 };
 #define PF_WRITER_OPTIONS_DEFAULT                                                     \
-	{ .compression_level = PF_COMPRESSION_LEVEL_DEFAULT, .atomic = false, \
+	{ .compression_level = PF_COMPRESSION_LEVEL_DEFAULT, .private_file = false, \
 	  .flush_interval_ms = 1000 }
 
 /*
@@ -111,18 +111,31 @@ struct pf_format;
 struct pf_writer;
 
 /*
+ * Whether path may become an output: absent, or a regular file that is not a
+ * symbolic link. 0, or negative errno with one line in errbuf (when given).
+ */
+int pf_output_check(const char *path, char *errbuf, size_t errlen);
+
+/*
  * Every call returns 0 or a negative errno. On error, pf_writer_error()
  * says what went wrong in one line (without the program name).
+ *
+ * Nothing replaces an existing file before there is something to keep: the
+ * writer creates a new file beside path (O_EXCL, never through a link), and
+ * renames it over path at close, or at the first flush that has samples for
+ * the formats a flush leaves readable (then later writes go on in the same
+ * file). Under sudo the file belongs to SUDO_UID:SUDO_GID.
  */
 int pf_writer_open(struct pf_writer **writer_out, const char *path,
 		   const struct pf_format *format, const struct pf_writer_options *options);
 int pf_writer_set_metadata(struct pf_writer *writer, const char *key, const char *value);
 int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sample);
-/* Make everything written so far readable on disk (MOJO: flush; Tachyon: checkpoint). */
+/* Make everything written so far readable on disk (MOJO: flush; Tachyon: checkpoint);
+ * once samples are in, the file then takes its final name. */
 int pf_writer_flush(struct pf_writer *writer);
 /* Finish the file and free the writer (also on error). */
 int pf_writer_close(struct pf_writer *writer);
-/* Give up: remove the output (if atomic, or nothing valid was written) and free. */
+/* Give up: remove the file this writer created (under whichever name it has) and free. */
 void pf_writer_abort(struct pf_writer *writer);
 const char *pf_writer_error(const struct pf_writer *writer);
 
@@ -198,6 +211,7 @@ struct pf_format {
 	struct pf_format_magic magics[PF_FORMAT_MAX_MAGICS]; /* its files' first bytes; unused: len 0 */
 	const char *default_file;                      /* record's output when -o is not given */
 	bool timestamps;                 /* samples carry timestamps, the file its start time */
+	bool flush_readable;             /* a flush leaves a readable file (streaming formats) */
 	pf_writer_create_fn *writer_create;
 	pf_reader_create_fn *reader_create; /* NULL: write-only (it keeps no samples) */
 	pf_dump_fn *dump;                   /* NULL: `dump` shows the samples */

@@ -63,6 +63,7 @@ int report_open_writers(struct session *session)
 
 	options.compression_level = session->options->compression_level;
 	options.flush_interval_ms = FLUSH_EVERY_MS;
+	options.private_file = session->system_wide; /* every user's paths and function names */
 	for (size_t i = 0; i < session->options->output_count; i++) {
 		const struct session_output *output = &session->options->outputs[i];
 		int err = pf_writer_open(&session->writers[i], output->path, output->format, &options);

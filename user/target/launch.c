@@ -5,40 +5,81 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "util/errbuf.h"
+#include "util/sudo_user.h"
+
+/*
+ * The profiler's capabilities stay with it: an ambient or inheritable set
+ * would hand CAP_BPF, CAP_PERFMON and the rest to the command (and to what it
+ * runs), whoever it runs as.
+ */
+static int drop_inheritable_capabilities(void)
+{
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	if (syscall(SYS_capget, &header, data) < 0)
+		return -errno;
+	for (size_t i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		data[i].inheritable = 0;
+	if (syscall(SYS_capset, &header, data) < 0)
+		return -errno;
+	return 0;
+}
+
+/* HOME, USER and LOGNAME of the account, as `sudo -u` sets them; an id without an
+ * account gets its number for a name and / for a home, never root's. */
+static int set_user_environment(const struct passwd *account, uid_t uid)
+{
+	char number[24];
+	const char *name = account ? account->pw_name : number;
+
+	snprintf(number, sizeof(number), "%u", (unsigned)uid);
+	if (setenv("HOME", account ? account->pw_dir : "/", 1) < 0 || setenv("USER", name, 1) < 0 ||
+	    setenv("LOGNAME", name, 1) < 0)
+		return -errno;
+	return 0;
+}
 
 /*
  * Under sudo the command should run as the user who typed it, not as root:
- * their files, their environment's ownership, no root-owned outputs.
+ * their files, their groups, their home, no root-owned outputs.
  */
 static int drop_to_sudo_user(void)
 {
-	const char *uid_text = getenv("SUDO_UID");
-	const char *gid_text = getenv("SUDO_GID");
-	const char *user = getenv("SUDO_USER");
+	const struct passwd *account;
 	uid_t uid;
 	gid_t gid;
 
-	if (getuid() != 0 || !uid_text || !gid_text)
+	if (getuid() != 0 || !sudo_user_ids(&uid, &gid))
 		return 0;
-	uid = (uid_t)strtoul(uid_text, NULL, 10);
-	gid = (gid_t)strtoul(gid_text, NULL, 10);
-	if (uid == 0)
-		return 0;
-	if (user && initgroups(user, gid) < 0)
-		return -errno;
-	if (!user && setgroups(0, NULL) < 0)
+	account = getpwuid(uid);
+	if (account ? initgroups(account->pw_name, gid) < 0 : setgroups(1, &gid) < 0)
 		return -errno;
 	if (setgid(gid) < 0 || setuid(uid) < 0)
 		return -errno;
-	return 0;
+	return set_user_environment(account, uid);
+}
+
+/* Under sudo, but SUDO_UID or SUDO_GID missing, unreadable or root: drop_to_sudo_user keeps root. */
+static bool runs_as_root_under_sudo(void)
+{
+	uid_t uid;
+	gid_t gid;
+
+	return getuid() == 0 && sudo_user_present() && !sudo_user_ids(&uid, &gid);
 }
 
 static void report_and_exit(int error_fd, int err)
@@ -64,7 +105,9 @@ static void run_child(int gate_read, int error_write, char *const argv[])
 	if (got != 0)
 		_exit(127); /* the gate was not opened by closing it: cancelled */
 	prctl(PR_SET_PDEATHSIG, 0);
-	err = drop_to_sudo_user();
+	err = drop_inheritable_capabilities();
+	if (!err)
+		err = drop_to_sudo_user();
 	if (err)
 		report_and_exit(error_write, err);
 	/* Default dispositions for the command, whatever the profiler did. */
@@ -122,6 +165,10 @@ int launch_start(struct launch *launch, char *const argv[], char *err_text, size
 		return errbuf_format(err_text, err_len, child_err, "cannot run '%s': %s", argv[0],
 				     strerror(-child_err));
 	}
+	/* Said once the command really runs (the child decided from the same environment). */
+	if (runs_as_root_under_sudo())
+		fputs("pybpfprof: warning: SUDO_UID or SUDO_GID is missing or root: the command runs as root\n",
+		      stderr);
 	return 0;
 }
 

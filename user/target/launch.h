@@ -2,7 +2,9 @@
 /*
  * Launch mode: start a command that waits at a gate until the profiler has
  * made it a target, so that no sample is lost from its first instruction.
- * When started through sudo, the command runs as the invoking user.
+ * When started through sudo, the command runs as the invoking user (their
+ * groups, HOME, USER and LOGNAME, as `sudo -u` gives them); it never inherits
+ * the profiler's capabilities (ambient and inheritable sets cleared).
  */
 #ifndef PYBPFPROF_LAUNCH_H
 #define PYBPFPROF_LAUNCH_H

@@ -1,35 +1,124 @@
 // SPDX-License-Identifier: MIT
 #include "util/text_quote.h"
 
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Bytes in the valid UTF-8 sequence at text (not a C1 control), or 0. */
+static size_t utf8_printable_length(const unsigned char *text, size_t len)
+{
+	size_t need;
+
+	if (text[0] >= 0xc2 && text[0] <= 0xdf)
+		need = 2;
+	else if (text[0] >= 0xe0 && text[0] <= 0xef)
+		need = 3;
+	else if (text[0] >= 0xf0 && text[0] <= 0xf4)
+		need = 4;
+	else
+		return 0;
+	if (len < need)
+		return 0;
+	for (size_t i = 1; i < need; i++)
+		if ((text[i] & 0xc0) != 0x80)
+			return 0;
+	/* U+0080-U+009F: the C1 controls (CSI among them), which terminals obey. */
+	if (text[0] == 0xc2 && text[1] < 0xa0)
+		return 0;
+	return need;
+}
+
+/*
+ * The next unit of text at *at: either *span bytes that may pass as they are,
+ * or (span 0) one byte's escape in piece.
+ */
+static void next_unit(const unsigned char *text, size_t len, size_t at, bool quoted,
+		      size_t *span, char piece[8])
+{
+	unsigned char c = text[at];
+	const char *named = NULL;
+
+	*span = 0;
+	switch (c) {
+	case '"':
+		named = quoted ? "\\\"" : NULL;
+		break;
+	case '\\':
+		named = quoted ? "\\\\" : NULL;
+		break;
+	case '\n':
+		named = "\\n";
+		break;
+	case '\r':
+		named = "\\r";
+		break;
+	case '\t':
+		named = "\\t";
+		break;
+	default:
+		break;
+	}
+	if (named) {
+		strcpy(piece, named);
+		return;
+	}
+	if (c >= 0x20 && c < 0x7f) {
+		*span = 1;
+		return;
+	}
+	if (c >= 0x80 && (*span = utf8_printable_length(text + at, len - at)))
+		return;
+	snprintf(piece, 8, "\\x%02x", c);
+}
+
+static void fput_units(FILE *out, const char *text, size_t len, bool quoted)
+{
+	const unsigned char *bytes = (const unsigned char *)text;
+	char piece[8];
+	size_t span;
+
+	for (size_t i = 0; i < len; i += span ? span : 1) {
+		next_unit(bytes, len, i, quoted, &span, piece);
+		if (span)
+			fwrite(text + i, 1, span, out);
+		else
+			fputs(piece, out);
+	}
+}
+
 void fput_quoted(FILE *out, const char *text, size_t len)
 {
 	fputc('"', out);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)text[i];
-
-		switch (c) {
-		case '"':
-			fputs("\\\"", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\r':
-			fputs("\\r", out);
-			break;
-		case '\t':
-			fputs("\\t", out);
-			break;
-		default:
-			/* UTF-8 bytes pass through; control bytes are made visible. */
-			if (c < 0x20 || c == 0x7f)
-				fprintf(out, "\\x%02x", c);
-			else
-				fputc(c, out);
-		}
-	}
+	fput_units(out, text, len, true);
 	fputc('"', out);
+}
+
+void fput_escaped(FILE *out, const char *text)
+{
+	fput_units(out, text, strlen(text), false);
+}
+
+const char *text_escaped(char *buffer, size_t size, const char *text)
+{
+	const unsigned char *bytes = (const unsigned char *)text;
+	size_t len = strlen(text), used = 0, span;
+	char piece[8];
+
+	if (!size)
+		return buffer;
+	for (size_t i = 0; i < len; i += span ? span : 1) {
+		const char *add;
+		size_t add_len;
+
+		next_unit(bytes, len, i, false, &span, piece);
+		add = span ? text + i : piece;
+		add_len = span ? span : strlen(piece);
+		if (used + add_len >= size)
+			break;
+		memcpy(buffer + used, add, add_len);
+		used += add_len;
+	}
+	buffer[used] = 0;
+	return buffer;
 }

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Strings in the dump text form: double-quoted, C escapes, non-printables as \xNN. */
+/*
+ * Text from a target or a file, made safe for a terminal: control bytes (C0,
+ * DEL, C1, and so every escape sequence) and bytes that are not UTF-8 shown
+ * as C escapes or \xNN; valid UTF-8 text passes through.
+ */
 #ifndef PYBPFPROF_TEXT_QUOTE_H
 #define PYBPFPROF_TEXT_QUOTE_H
 
 #include <stddef.h>
 #include <stdio.h>
 
+/* The dump text form: double-quoted, '"' and '\' escaped too. */
 void fput_quoted(FILE *out, const char *text, size_t len);
 static inline void fput_quoted_cstr(FILE *out, const char *text)
 {
@@ -15,5 +20,10 @@ static inline void fput_quoted_cstr(FILE *out, const char *text)
 		len++;
 	fput_quoted(out, text, len);
 }
+
+/* Unquoted, for labels and messages: only what a terminal would act on is escaped. */
+void fput_escaped(FILE *out, const char *text);
+/* The same into buffer (cut short to fit, always NUL-terminated); returns buffer. */
+const char *text_escaped(char *buffer, size_t size, const char *text);
 
 #endif

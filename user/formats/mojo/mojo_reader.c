@@ -373,17 +373,22 @@ static bool metrics_complete(const struct mojo_reader *reader)
 static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 {
 	const struct pf_frame invalid = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
+	const struct frame_list *frames = &reader->user;
 	size_t i;
 
-	reader->out.count = 0;
-	if (reader->invalid && frame_list_push(&reader->out, &invalid))
-		return -ENOMEM;
-	for (i = 0; i < reader->user.count; i++)
-		if (frame_list_push(&reader->out, &reader->user.items[i]))
+	/* Only a mark or kernel frames need a joined list: a copy would double a deep stack. */
+	if (reader->invalid || reader->kernel.count) {
+		reader->out.count = 0;
+		if (reader->invalid && frame_list_push(&reader->out, &invalid))
 			return -ENOMEM;
-	for (i = 0; i < reader->kernel.count; i++)
-		if (frame_list_push(&reader->out, &reader->kernel.items[i]))
-			return -ENOMEM;
+		for (i = 0; i < reader->user.count; i++)
+			if (frame_list_push(&reader->out, &reader->user.items[i]))
+				return -ENOMEM;
+		for (i = 0; i < reader->kernel.count; i++)
+			if (frame_list_push(&reader->out, &reader->kernel.items[i]))
+				return -ENOMEM;
+		frames = &reader->out;
+	}
 	memset(sample, 0, sizeof(*sample));
 	sample->pid = reader->pid;
 	sample->iid = reader->iid;
@@ -393,8 +398,8 @@ static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 			  (reader->has_memory ? PF_METRIC_MEMORY : 0);
 	sample->time_us = reader->time_us;
 	sample->memory = reader->memory;
-	sample->frame_count = reader->out.count;
-	sample->frames = reader->out.items;
+	sample->frame_count = frames->count;
+	sample->frames = frames->items;
 	reader->yielded = true;
 	return 1;
 }

@@ -27,6 +27,21 @@
 #define TACHYON_COMPRESSION_ZSTD 1u
 #define TACHYON_MAX_DECOMPRESSED (1ull << 30)
 #define TACHYON_REPEAT_FLUSH     (16u * 1024u) /* pending REPEAT bytes before a forced flush */
+/*
+ * What a reader decodes from a file at most: REPEAT records and zstd make a
+ * few bytes stand for many samples (and every frame of their stacks), and each
+ * costs its reader time. Real files hold about a sample per byte; a long steady
+ * profile with even timestamps (converted from MOJO) a few thousand. Past both
+ * the floor and the ratio a file is corrupt or crafted.
+ */
+#define TACHYON_SAMPLES_PER_FILE_BYTE 1024u
+#define TACHYON_SAMPLES_FLOOR         (16u << 20)
+#define TACHYON_FRAMES_PER_FILE_BYTE  16384u
+#define TACHYON_FRAMES_FLOOR          (128u << 20)
+/* The smallest record that starts a thread: tid, iid, encoding, delta, status, depth.
+ * Compressed, threads with neighbouring tids and the same stack take 2 bytes each. */
+#define TACHYON_MIN_FIRST_RECORD      16u
+#define TACHYON_MIN_COMPRESSED_THREAD 1u
 
 /* Header offsets (CPython 3.15.2's layout, not the format document's). */
 #define TACHYON_OFF_MAGIC        0
@@ -127,7 +142,8 @@ struct tachyon_thread {
 	uint32_t iid;
 	uint64_t timestamp_us; /* start + this thread's deltas so far */
 	uint32_t depth;
-	uint32_t stack[TACHYON_MAX_DEPTH]; /* frame indices, innermost first */
+	uint32_t *stack; /* frame indices, innermost first; grown to the deepest stack seen */
+	size_t stack_capacity;
 };
 
 struct tachyon_event {

@@ -66,6 +66,9 @@ struct tachyon_file {
 	struct tachyon_thread *repeat_thread;
 	uint64_t repeat_left;
 	uint64_t samples_seen;
+	uint64_t sample_budget; /* samples decoded at most (TACHYON_SAMPLES_PER_FILE_BYTE) */
+	uint64_t frames_seen;   /* the stack depths of the samples decoded */
+	uint64_t frame_budget;  /* their sum at most (TACHYON_FRAMES_PER_FILE_BYTE) */
 	uint32_t new_frames[TACHYON_MAX_DEPTH];
 	bool finished;
 };
@@ -149,6 +152,35 @@ static int check_header(struct tachyon_file *file, char *errbuf, size_t errlen)
 				     ", file %zu bytes)",
 				     h->string_table_offset, h->frame_table_offset, file->size);
 	return 0;
+}
+
+/*
+ * Every thread starts with a record of its own: a header claiming more threads
+ * than the sample data can start is not believed (the count bounds the thread
+ * state a reader keeps).
+ */
+static int check_thread_count(const struct tachyon_file *file, char *errbuf, size_t errlen)
+{
+	const struct tachyon_header *h = &file->header;
+	uint64_t data_bytes = h->string_table_offset - TACHYON_HEADER_SIZE;
+	uint64_t most = h->compression == TACHYON_COMPRESSION_NONE
+				? data_bytes / TACHYON_MIN_FIRST_RECORD
+				: data_bytes / TACHYON_MIN_COMPRESSED_THREAD;
+
+	if (h->thread_count > most)
+		return errbuf_format(errbuf, errlen, -EINVAL,
+				     "header claims %" PRIu32 " threads at byte 36, but %" PRIu64
+				     " bytes of sample data hold at most %" PRIu64,
+				     h->thread_count, data_bytes, most);
+	return 0;
+}
+
+/* floor + per_byte for every byte of the file, saturating. */
+static uint64_t scaled_budget(size_t file_size, uint64_t per_byte, uint64_t floor)
+{
+	if (file_size > (UINT64_MAX - floor) / per_byte)
+		return UINT64_MAX;
+	return per_byte * file_size + floor;
 }
 
 static int parse_footer(struct tachyon_file *file, char *errbuf, size_t errlen)
@@ -390,7 +422,13 @@ int tachyon_file_open(int fd, struct tachyon_file **out, char *errbuf, size_t er
 		return err;
 	}
 	*out = file; /* the header is known: a dump can show it even if the rest is bad */
+	file->sample_budget = scaled_budget(file->size, TACHYON_SAMPLES_PER_FILE_BYTE,
+					    TACHYON_SAMPLES_FLOOR);
+	file->frame_budget = scaled_budget(file->size, TACHYON_FRAMES_PER_FILE_BYTE,
+					   TACHYON_FRAMES_FLOOR);
 	err = check_header(file, errbuf, errlen);
+	if (!err)
+		err = check_thread_count(file, errbuf, errlen);
 	if (!err)
 		err = parse_footer(file, errbuf, errlen);
 	if (!err)
@@ -418,7 +456,10 @@ void tachyon_file_close(struct tachyon_file *file)
 	if (file->window != file->src)
 		free(file->window);
 	for (size_t i = 0; i < intern_count(&file->thread_ids); i++)
-		free(file->threads[i]);
+		if (file->threads[i]) {
+			free(file->threads[i]->stack);
+			free(file->threads[i]);
+		}
 	free(file->threads);
 	intern_free(&file->thread_ids);
 	if (file->map)
@@ -564,6 +605,28 @@ static int record_error(const struct tachyon_file *file, uint64_t at, char *errb
 	return errbuf_format(errbuf, errlen, -EINVAL, "%s at %s", what, where);
 }
 
+static int over_budget(const struct tachyon_file *file, uint64_t at, uint64_t budget,
+		       const char *what, char *errbuf, size_t errlen)
+{
+	char where[64];
+
+	describe_offset(file, at, where, sizeof(where));
+	return errbuf_format(errbuf, errlen, -EFBIG,
+			     "more than %" PRIu64 " %s from a %zu-byte file at %s: corrupt or crafted",
+			     budget, what, file->size, where);
+}
+
+/* Whether count more samples of depth frames each stay within the decoding budget. */
+static int check_budget(const struct tachyon_file *file, uint64_t count, uint32_t depth,
+			uint64_t at, char *errbuf, size_t errlen)
+{
+	if (count > file->sample_budget - file->samples_seen)
+		return over_budget(file, at, file->sample_budget, "samples", errbuf, errlen);
+	if (depth && count > (file->frame_budget - file->frames_seen) / depth)
+		return over_budget(file, at, file->frame_budget, "frames", errbuf, errlen);
+	return 0;
+}
+
 static int find_thread(struct tachyon_file *file, uint64_t tid, uint32_t iid, bool create,
 		       struct tachyon_thread **thread)
 {
@@ -632,6 +695,10 @@ static int next_repeat_item(struct tachyon_file *file, struct tachyon_event *ev,
 {
 	struct cursor c = { file->window + file->win_start, file->win_end - file->win_start, 0, false };
 
+	int err = check_budget(file, 1, file->repeat_thread->depth, ev->at, errbuf, errlen);
+
+	if (err)
+		return err;
 	ev->kind = TACHYON_EV_REPEAT_ITEM;
 	ev->tid = file->repeat_thread->tid;
 	ev->iid = file->repeat_thread->iid;
@@ -646,9 +713,18 @@ static int next_repeat_item(struct tachyon_file *file, struct tachyon_event *ev,
 	ev->new_frames = NULL;
 	ev->thread = file->repeat_thread;
 	file->samples_seen++;
+	file->frames_seen += file->repeat_thread->depth;
 	file->win_start += c.pos;
 	file->win_offset += c.pos;
 	return 1;
+}
+
+/* Room for depth frames (and a stack even when empty, so the copies have somewhere to go).
+ * Small to start with: a file may hold many threads of one shallow sample each. */
+static int reserve_stack(struct tachyon_thread *thread, size_t depth)
+{
+	return array_reserve((void **)&thread->stack, &thread->stack_capacity, depth ? depth : 1,
+			     sizeof(*thread->stack), 4);
 }
 
 /* Apply a FULL, SUFFIX or POP_PUSH record to its thread's stack. */
@@ -658,6 +734,8 @@ static int apply_stack(struct tachyon_file *file, struct tachyon_thread *thread,
 	uint32_t keep, keep_from;
 
 	if (ev->kind == TACHYON_EV_FULL) {
+		if (reserve_stack(thread, ev->new_count))
+			return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory for a stack");
 		memcpy(thread->stack, ev->new_frames, ev->new_count * sizeof(uint32_t));
 		thread->depth = ev->new_count;
 		return 0;
@@ -670,6 +748,8 @@ static int apply_stack(struct tachyon_file *file, struct tachyon_thread *thread,
 	keep_from = thread->depth - keep;
 	if ((uint64_t)keep + ev->new_count > TACHYON_MAX_DEPTH)
 		return record_error(file, ev->at, errbuf, errlen, "stack deeper than 256 frames");
+	if (reserve_stack(thread, (size_t)keep + ev->new_count))
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory for a stack");
 	memmove(thread->stack + ev->new_count, thread->stack + keep_from, keep * sizeof(uint32_t));
 	memcpy(thread->stack, ev->new_frames, ev->new_count * sizeof(uint32_t));
 	thread->depth = keep + ev->new_count;
@@ -706,6 +786,9 @@ static int decode_record(struct tachyon_file *file, struct tachyon_event *ev, ch
 		if (ev->count > file->header.sample_count - file->samples_seen)
 			return record_error(file, ev->at, errbuf, errlen,
 					    "REPEAT count exceeds the header's sample count");
+		err = check_budget(file, ev->count, thread->depth, ev->at, errbuf, errlen);
+		if (err)
+			return err;
 		file->repeat_thread = thread;
 		file->repeat_left = ev->count;
 		ev->thread = NULL;
@@ -751,11 +834,14 @@ static int decode_record(struct tachyon_file *file, struct tachyon_event *ev, ch
 			return errbuf_format(errbuf, errlen, err, "out of memory for thread state");
 	}
 	err = apply_stack(file, thread, ev, errbuf, errlen);
+	if (!err)
+		err = check_budget(file, 1, thread->depth, ev->at, errbuf, errlen);
 	if (err)
 		return err;
 	thread->timestamp_us += ev->delta;
 	ev->thread = thread;
 	file->samples_seen++;
+	file->frames_seen += thread->depth;
 	file->win_start += c.pos;
 	file->win_offset += c.pos;
 	return 1;
