@@ -53,6 +53,11 @@ int native_stacks_open(struct session *session)
 		return -ENOMEM;
 	native->sampler = session->sampler;
 	err = unwind_cache_new(&native->cache, bpf_sampler_unwind_row_capacity(session->sampler), &ops);
+	if (!err) {
+		err = unwind_cache_build_in_background(native->cache);
+		if (err)
+			unwind_cache_free(native->cache);
+	}
 	if (err) {
 		free(native);
 		return err;
@@ -86,6 +91,28 @@ void native_stacks_attach(struct session *session, pid_t pid)
 		report_error("warning: pid %d: no native stacks: %s", (int)pid, strerror(-err));
 		native->upload_error_reported = true;
 	}
+}
+
+void native_stacks_poll(struct session *session)
+{
+	struct native_stacks *native = session->native;
+	pid_t pids[64];
+	size_t count;
+
+	if (!native)
+		return;
+	/* A table finished on the builder thread is placed; the processes mapping it get it. */
+	do {
+		count = unwind_cache_poll(native->cache, pids, sizeof(pids) / sizeof(pids[0]));
+		for (size_t i = 0; i < count; i++)
+			if (unwind_cache_knows_proc(native->cache, pids[i]))
+				native_stacks_attach(session, pids[i]);
+	} while (count == sizeof(pids) / sizeof(pids[0]));
+}
+
+bool native_stacks_building(struct session *session)
+{
+	return session->native && unwind_cache_building(session->native->cache);
 }
 
 void native_stacks_detach(struct session *session, pid_t pid)

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "symbolize/ksyms.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
+#include "util/array.h"
 #include "util/clock.h"
 
 /*
@@ -22,6 +24,8 @@
 #define TICK_FAST_MS 10
 #define TICK_SLOW_MS 50
 #define LIVENESS_EVERY_MS 200
+/* Records kept per drain before they are written: a full ring at 20 kHz on 2 CPUs is far less. */
+#define PENDING_RECORDS_MAX_BYTES (16u << 20)
 
 static volatile sig_atomic_t stop_signal;
 
@@ -41,31 +45,103 @@ static void install_signal_handlers(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static int on_record(void *ctx, const struct pbp_record *record, size_t size)
+/* A gone target keeps its description: its late samples resolve from the cache. */
+static const struct py_target *python_of_record(struct session *session, const struct pbp_record *record,
+						struct target **target_out)
 {
-	struct session *session = ctx;
 	struct target *target = target_set_find(&session->targets, (pid_t)record->pid);
-	const struct py_target *python = NULL;
-	struct pf_sample sample;
 
-	/* A gone target keeps its description: its late samples resolve from the cache. */
+	*target_out = target;
 	if (target && (target->state == TARGET_READY ||
 		       (target->state == TARGET_GONE && target->python.pid == target->pid)))
-		python = &target->python;
+		return &target->python;
+	return NULL;
+}
+
+static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
+{
+	struct target *target;
+	const struct py_target *python = python_of_record(session, record, &target);
+	struct pf_sample sample;
+
 	native_stacks_on_record(session, record, size);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
-		return 0;
+		return;
 	if (target)
 		target->samples++;
 	report_write_sample(session, &sample);
+}
+
+/* Resolves and writes the records kept during the drain, in their order. */
+static void write_pending_records(struct session *session)
+{
+	size_t offset = 0;
+
+	while (offset < session->pending_used) {
+		size_t size;
+
+		memcpy(&size, session->pending_records + offset, sizeof(size));
+		offset += sizeof(size);
+		resolve_and_write(session, (const struct pbp_record *)(session->pending_records + offset), size);
+		offset += (size + 7) & ~(size_t)7;
+	}
+	session->pending_used = 0;
+}
+
+/* Keeps a copy of the record (size first, 8-byte aligned); false when the budget is spent. */
+static bool keep_record(struct session *session, const struct pbp_record *record, size_t size)
+{
+	size_t needed = sizeof(size) + ((size + 7) & ~(size_t)7);
+
+	if (session->pending_used + needed > PENDING_RECORDS_MAX_BYTES ||
+	    array_reserve((void **)&session->pending_records, &session->pending_capacity,
+			  session->pending_used + needed, 1, 64 * 1024))
+		return false;
+	memcpy(session->pending_records + session->pending_used, &size, sizeof(size));
+	memcpy(session->pending_records + session->pending_used + sizeof(size), record, size);
+	session->pending_used += needed;
+	return true;
+}
+
+/*
+ * During a drain only the code objects are read (they may be freed within
+ * milliseconds: a module body during its import); naming native frames can open
+ * a file and building unwind tables takes milliseconds, so the whole resolution
+ * waits for the end of the drain.
+ */
+static int on_record(void *ctx, const struct pbp_record *record, size_t size)
+{
+	struct session *session = ctx;
+	struct target *target;
+
+	sample_resolve_prefetch(&session->resolver, record, size, python_of_record(session, record, &target));
+	if (!keep_record(session, record, size)) {
+		write_pending_records(session);
+		resolve_and_write(session, record, size);
+	}
 	return 0;
+}
+
+/* Exec and exit change what a target's records mean: the records before them go first. */
+static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
+{
+	struct session *session = ctx;
+
+	write_pending_records(session);
+	process_events_on_proc_event(ctx, event);
+}
+
+static void drain(struct session *session)
+{
+	bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
+	write_pending_records(session);
 }
 
 static int finish(struct session *session)
 {
 	uint64_t counters[PBP_CNT_MAX] = { 0 };
 
-	bpf_sampler_consume(session->sampler, on_record, process_events_on_proc_event, session);
+	drain(session);
 	bpf_sampler_counters(session->sampler, counters);
 	return report_finish(session, counters);
 }
@@ -88,9 +164,11 @@ static void run_loop(struct session *session)
 
 		bpf_sampler_wait(session->sampler, process_events_wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
 		symbolize_py_cache_stats(session->resolver.python, &before);
-		bpf_sampler_consume(session->sampler, on_record, process_events_on_proc_event, session);
+		drain(session);
+		native_stacks_poll(session);
 		symbolize_py_cache_stats(session->resolver.python, &after);
-		tick_ms = after.misses != before.misses ? TICK_FAST_MS : TICK_SLOW_MS;
+		tick_ms = after.misses != before.misses || native_stacks_building(session) ? TICK_FAST_MS
+											    : TICK_SLOW_MS;
 		now = clock_monotonic_ms();
 		process_events_retry_pending(session, now);
 		if (stop_signal) {
@@ -171,6 +249,8 @@ static void release(struct session *session)
 	ksyms_free(session->ksyms);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
+	free(session->pending_records);
+	session->pending_records = NULL;
 }
 
 static int start_launch(struct session *session)

@@ -48,6 +48,10 @@ struct session {
 	double setup_cpu_s;          /* our CPU time before sampling started (BPF load, kallsyms) */
 	int write_error;
 	struct errbuf write_error_text;
+	/* Records of the drain in progress, kept to be resolved and written once it ends. */
+	uint8_t *pending_records;
+	size_t pending_used;
+	size_t pending_capacity;
 };
 
 /* ---- process_events.c ---- */
@@ -70,6 +74,10 @@ bool process_events_all_ended(struct session *session);
 /* With native stacks on: the table cache, sized to the sampler's rows map. 0 or -ENOMEM. */
 int native_stacks_open(struct session *session);
 void native_stacks_close(struct session *session);
+/* Tables built since the last call go to BPF, with the mappings of the processes that use them. */
+void native_stacks_poll(struct session *session);
+/* Whether a table is still being built: the loop then ticks fast, to place it soon. */
+bool native_stacks_building(struct session *session);
 /* A target is ready (found, forked, exec'd and found again): load its files' tables, then its mappings. */
 void native_stacks_attach(struct session *session, pid_t pid);
 /* A target exited or exec'd: BPF forgets its mappings, then its tables lose a reference. */

@@ -78,20 +78,28 @@ static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t 
 	return resolver->kernel_name_of[id];
 }
 
+/* The frame of a raw Python frame through the code-object cache; 0, or why it cannot be named. */
+static int resolve_python_code(struct sample_resolver *resolver, pid_t pid, const struct py_target *python,
+			       const struct pbp_py_frame *raw, struct pf_frame *frame)
+{
+	uint32_t instr_offset = raw->instr_offset;
+
+	if (!python)
+		return -ENOENT;
+	/* Entry marks (PBP_PY_FRAME_ENTRY) only ride on 3.11+ offsets, which are never
+	 * negative; up to 3.10 a negative f_lasti (a frame not started) stays as it is. */
+	if (python->config.off.lasti_kind == PY_LASTI_PTR)
+		instr_offset &= PBP_PY_FRAME_OFFSET_MASK;
+	return symbolize_py_resolve(resolver->python, pid, &python->config, raw->code_addr, raw->checksum,
+				    instr_offset, frame);
+}
+
 static void python_frame(struct sample_resolver *resolver, pid_t pid,
 			 const struct py_target *python, const struct pbp_py_frame *raw,
 			 struct pf_frame *frame, bool *incomplete)
 {
-	int err = -ENOENT;
-	uint32_t instr_offset = raw->instr_offset;
+	int err = resolve_python_code(resolver, pid, python, raw, frame);
 
-	/* Entry marks (PBP_PY_FRAME_ENTRY) only ride on 3.11+ offsets, which are never
-	 * negative; up to 3.10 a negative f_lasti (a frame not started) stays as it is. */
-	if (python && python->config.off.lasti_kind == PY_LASTI_PTR)
-		instr_offset &= PBP_PY_FRAME_OFFSET_MASK;
-	if (python)
-		err = symbolize_py_resolve(resolver->python, pid, &python->config, raw->code_addr,
-				    raw->checksum, instr_offset, frame);
 	if (err == 0)
 		return;
 	resolver->unresolved_frames++;
@@ -228,6 +236,19 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 									 : resolver->native_frames[step->index];
 	}
 	return count;
+}
+
+void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+			     const struct py_target *python)
+{
+	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
+	struct pf_frame frame;
+
+	if (!python || size < sizeof(*record) || record->py_frame_count > PBP_MAX_PY_FRAMES ||
+	    size < sizeof(*record) + (size_t)record->py_frame_count * sizeof(*py_frames))
+		return;
+	for (size_t i = 0; i < record->py_frame_count; i++)
+		resolve_python_code(resolver, (pid_t)record->pid, python, &py_frames[i], &frame);
 }
 
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,

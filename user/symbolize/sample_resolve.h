@@ -57,6 +57,13 @@ uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver
  * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed
  * record, -ENOMEM. *sample points into the resolver until the next call.
  */
+/*
+ * Reads the code objects of the record's Python frames into the cache now, and
+ * nothing else: short-lived code (a module body during its import) is read while
+ * it lives, even when resolving the whole sample has to wait.
+ */
+void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
+			     const struct py_target *python);
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample);
 

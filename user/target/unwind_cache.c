@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 /* One distinct file: its table's place in BPF, or why it has none. */
 struct cached_file {
 	struct unwind_file_id id;
+	bool building;        /* its table is being built in the background (no table yet) */
 	bool failed;          /* no table, ever: failure says why */
 	uint8_t failure;      /* enum unwind_cache_failure */
 	uint32_t table_id;
@@ -44,8 +46,35 @@ struct cached_proc {
 	uint64_t read_ms;
 };
 
+/* One file's table built on the builder thread: it touches nothing else of the cache. */
+struct build_job {
+	struct build_job *next;
+	struct cached_file *file;
+	int fd;
+	int err;
+	struct unwind_table table;
+	uint64_t build_us;
+};
+
+/*
+ * Building a libpython's table takes tens of milliseconds: on the thread that
+ * drains the ring buffer, the code objects of an import would be freed before
+ * they are read. Files are built on this thread; the cache places them when
+ * the caller polls.
+ */
+struct builder {
+	pthread_t thread;
+	bool started;
+	bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct build_job *todo_head, *todo_tail; /* in order */
+	struct build_job *done;                  /* newest first */
+};
+
 struct unwind_cache {
 	size_t row_capacity;
+	struct builder builder;
 	struct unwind_cache_ops ops;
 	struct cached_file **files;
 	size_t file_count, file_capacity;
@@ -80,10 +109,96 @@ static void cached_proc_free(struct cached_proc *proc)
 	proc->ranges = NULL;
 }
 
+static void build_job_free(struct build_job *job)
+{
+	if (job->fd >= 0)
+		close(job->fd);
+	unwind_table_free(&job->table);
+	free(job);
+}
+
+static void build_jobs_free(struct build_job *job)
+{
+	while (job) {
+		struct build_job *next = job->next;
+
+		build_job_free(job);
+		job = next;
+	}
+}
+
+static void *builder_run(void *opaque)
+{
+	struct builder *builder = opaque;
+
+	pthread_mutex_lock(&builder->lock);
+	for (;;) {
+		struct build_job *job;
+		struct errbuf error;
+		uint64_t started_us;
+
+		while (!builder->todo_head && !builder->stop)
+			pthread_cond_wait(&builder->wake, &builder->lock);
+		if (builder->stop)
+			break;
+		job = builder->todo_head;
+		builder->todo_head = job->next;
+		if (!builder->todo_head)
+			builder->todo_tail = NULL;
+		pthread_mutex_unlock(&builder->lock);
+		started_us = clock_monotonic_us();
+		job->err = unwind_table_build(job->fd, &job->table, &error);
+		job->build_us = clock_monotonic_us() - started_us;
+		close(job->fd);
+		job->fd = -1;
+		pthread_mutex_lock(&builder->lock);
+		job->next = builder->done;
+		builder->done = job;
+	}
+	pthread_mutex_unlock(&builder->lock);
+	return NULL;
+}
+
+int unwind_cache_build_in_background(struct unwind_cache *cache)
+{
+	struct builder *builder = &cache->builder;
+	int err;
+
+	if (builder->started)
+		return 0;
+	pthread_mutex_init(&builder->lock, NULL);
+	pthread_cond_init(&builder->wake, NULL);
+	err = pthread_create(&builder->thread, NULL, builder_run, builder);
+	if (err) {
+		pthread_cond_destroy(&builder->wake);
+		pthread_mutex_destroy(&builder->lock);
+		return -err;
+	}
+	builder->started = true;
+	return 0;
+}
+
+static void builder_stop(struct builder *builder)
+{
+	if (!builder->started)
+		return;
+	pthread_mutex_lock(&builder->lock);
+	builder->stop = true;
+	pthread_cond_signal(&builder->wake);
+	pthread_mutex_unlock(&builder->lock);
+	pthread_join(builder->thread, NULL);
+	build_jobs_free(builder->todo_head);
+	build_jobs_free(builder->done);
+	pthread_cond_destroy(&builder->wake);
+	pthread_mutex_destroy(&builder->lock);
+	builder->started = false;
+}
+
 void unwind_cache_free(struct unwind_cache *cache)
 {
 	if (!cache)
 		return;
+	builder_stop(&cache->builder);
 	for (size_t i = 0; i < cache->proc_count; i++)
 		cached_proc_free(&cache->procs[i]);
 	for (size_t i = 0; i < cache->file_count; i++)
@@ -250,7 +365,34 @@ static void place_table(struct unwind_cache *cache, struct cached_file *file, co
 		cache->peak_files = cache->files_placed;
 }
 
-/* The cached entry of the file open at fd, built (or found failed) now if it is new; NULL: -ENOMEM. */
+/* Hands the file open at fd to the builder thread (which takes a descriptor of its own). */
+static int queue_build(struct unwind_cache *cache, struct cached_file *file, int fd)
+{
+	struct builder *builder = &cache->builder;
+	struct build_job *job = calloc(1, sizeof(*job));
+
+	if (!job)
+		return -ENOMEM;
+	job->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (job->fd < 0) {
+		free(job);
+		return -errno;
+	}
+	job->file = file;
+	file->building = true;
+	pthread_mutex_lock(&builder->lock);
+	if (builder->todo_tail)
+		builder->todo_tail->next = job;
+	else
+		builder->todo_head = job;
+	builder->todo_tail = job;
+	pthread_cond_signal(&builder->wake);
+	pthread_mutex_unlock(&builder->lock);
+	return 0;
+}
+
+/* The cached entry of the file open at fd, built (or found failed) now if it is new, or queued
+ * for the builder thread when there is one; NULL: -ENOMEM. */
 static struct cached_file *file_for(struct unwind_cache *cache, int fd, const struct unwind_file_id *id)
 {
 	struct cached_file *file = file_with_id(cache, id);
@@ -268,6 +410,12 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 		return NULL;
 	file->id = *id;
 	file->table_id = UNWIND_TABLE_NONE;
+	if (cache->builder.started) {
+		cache->files[cache->file_count++] = file;
+		if (queue_build(cache, file, fd) != 0)
+			mark_failed(cache, file, UNWIND_FAIL_OTHER);
+		return file;
+	}
 	started_us = clock_monotonic_us();
 	err = unwind_table_build(fd, &table, &error);
 	cache->build_us += clock_monotonic_us() - started_us;
@@ -283,7 +431,7 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 
 static void release_file(struct unwind_cache *cache, struct cached_file *file)
 {
-	if (--file->refs || file->failed)
+	if (--file->refs || file->failed || file->building)
 		return;
 	if (cache->ops.release_table)
 		cache->ops.release_table(cache->ops.ctx, file->table_id);
@@ -404,7 +552,9 @@ static int map_one(struct unwind_cache *cache, pid_t pid, const struct proc_map 
 	close(fd);
 	if (!file)
 		return -ENOMEM;
-	if (!file->failed) {
+	if (file->building)
+		*file_out = file; /* no table yet: its walks stop with NO_TABLE until it is placed */
+	else if (!file->failed) {
 		mapping->table_id = file->table_id;
 		*file_out = file;
 	}
@@ -494,6 +644,78 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 	}
 	*slot = next;
 	return 0;
+}
+
+static bool proc_holds_file(const struct cached_proc *proc, const struct cached_file *file)
+{
+	return holds_file(proc->files, proc->file_count, file);
+}
+
+/* Places one finished table; the processes that map its file are added to pids. */
+static void finish_build(struct unwind_cache *cache, struct build_job *job, pid_t *pids, size_t capacity,
+			 size_t *count)
+{
+	struct cached_file *file = job->file;
+
+	file->building = false;
+	cache->build_us += job->build_us;
+	if (job->err)
+		mark_failed(cache, file, failure_of_build_error(job->err));
+	else
+		place_table(cache, file, &job->table);
+	if (file->refs == 0) {
+		/* every process that mapped it is gone: the table goes too */
+		file->refs = 1;
+		release_file(cache, file);
+		return;
+	}
+	for (size_t i = 0; i < cache->proc_count; i++) {
+		bool listed = false;
+
+		if (!proc_holds_file(&cache->procs[i], file))
+			continue;
+		for (size_t j = 0; j < *count; j++)
+			listed |= pids[j] == cache->procs[i].pid;
+		if (!listed && *count < capacity)
+			pids[(*count)++] = cache->procs[i].pid;
+	}
+}
+
+size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacity)
+{
+	struct builder *builder = &cache->builder;
+	struct build_job *done;
+	size_t count = 0;
+
+	if (!builder->started)
+		return 0;
+	pthread_mutex_lock(&builder->lock);
+	done = builder->done;
+	builder->done = NULL;
+	pthread_mutex_unlock(&builder->lock);
+	while (done) {
+		struct build_job *next = done->next;
+
+		finish_build(cache, done, pids, capacity, &count);
+		build_job_free(done);
+		done = next;
+	}
+	return count;
+}
+
+bool unwind_cache_building(struct unwind_cache *cache)
+{
+	struct builder *builder = &cache->builder;
+	bool busy;
+
+	if (!builder->started)
+		return false;
+	pthread_mutex_lock(&builder->lock);
+	busy = builder->todo_head != NULL || builder->done != NULL;
+	pthread_mutex_unlock(&builder->lock);
+	for (size_t i = 0; !busy && i < cache->file_count; i++)
+		busy = cache->files[i]->building;
+	return busy;
 }
 
 void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid)

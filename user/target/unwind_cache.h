@@ -89,6 +89,20 @@ bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid);
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms);
 
 void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats);
+/*
+ * From now on new files are built on a thread of the cache's own, not in
+ * unwind_cache_map_proc: their mappings say NO_TABLE until unwind_cache_poll()
+ * places them. 0 or -errno.
+ */
+int unwind_cache_build_in_background(struct unwind_cache *cache);
+/*
+ * Places (uploads) the tables built since the last call; writes into pids (up
+ * to capacity) the processes mapping them, whose mappings must be read again
+ * (unwind_cache_map_proc) and set in BPF. Returns how many.
+ */
+size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacity);
+/* Whether any table is still being built or waits to be placed. */
+bool unwind_cache_building(struct unwind_cache *cache);
 /* "root", "no_mapping", "no_table", "no_cfi", ... for an enum unwind_stop; NULL if stop is not one. */
 const char *unwind_cache_stop_name(unsigned stop);
 /* "open", "not_elf", "no_cfi", "too_big", "no_room", "upload", "other". */
