@@ -1060,9 +1060,9 @@ static void note_read_zero(void *findings, const struct pf_sample *sample)
 	if (reader == NO_FRAME)
 		return;
 	found->reader_samples++;
-	for (size_t f = reader; f != NO_FRAME && f < sample->frame_count; f++) {
-		f = in_file_after(sample, f, PF_FRAME_NATIVE, "/libc.so");
-		if (f != NO_FRAME && strstr(sample->frames[f].name, "read")) {
+	for (size_t f = reader; f < sample->frame_count; f++) {
+		if (sample->frames[f].kind == PF_FRAME_NATIVE && strstr(sample->frames[f].file, "/libc.so") &&
+		    strstr(sample->frames[f].name, "read")) {
 			libc_read = f;
 			break;
 		}
