@@ -12,7 +12,13 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "target/unwind_table.h"
 #include "util/array.h"
+
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stddef.h>
 
 #include <math.h>
 #include <pwd.h>
@@ -1238,6 +1244,7 @@ struct path_counts {
 	char paths[PATHS_MAX][320];
 	size_t counts[PATHS_MAX];
 	size_t count, total;
+	size_t cut; /* samples with comparable frames, none of them deflate */
 };
 
 struct name_set {
@@ -1287,11 +1294,74 @@ static size_t heaviest_left(const struct path_counts *list, const bool *taken)
 	return best;
 }
 
-/* Frames both tools can name: a function name (no "[file+0x...]"), in libz, libc or the zlib module. */
+/* Frames both tools can name, in libz, libc or the zlib module: a function's name, or for a function
+ * no symbol names, "[libz.so.1.2.13+0x5d80]" (the file offset of its start, as pybpfprof names it). */
 static bool comparable_frame(const char *name, const char *file)
 {
-	return name && file && name[0] && name[0] != '[' && strncmp(name, "0x", 2) != 0 &&
+	return name && file && name[0] && strncmp(name, "0x", 2) != 0 && strcmp(name, "[unknown]") != 0 &&
 	       (strstr(file, "/libz.so") || strstr(file, "/libc.so") || strstr(file, "zlib"));
+}
+
+/* The functions of one file, for naming perf's "[unknown]" frames as pybpfprof names them. */
+struct file_functions {
+	char path[PATH_MAX];
+	struct unwind_function_range *ranges;
+	size_t count;
+	uint64_t text_addr, text_offset; /* the executable segment: link-time address and file offset */
+};
+
+static void file_functions_load(struct file_functions *file, const char *path)
+{
+	struct errbuf error;
+	Elf *elf;
+	size_t headers = 0;
+	int fd = open(path, O_RDONLY);
+
+	FORMAT(file->path, "%s", path);
+	if (fd < 0)
+		return;
+	if (unwind_table_function_starts(fd, &file->ranges, &file->count, &error) < 0)
+		file->count = 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	for (size_t i = 0; elf && elf_getphdrnum(elf, &headers) == 0 && i < headers; i++) {
+		GElf_Phdr header;
+
+		if (gelf_getphdr(elf, (int)i, &header) && header.p_type == PT_LOAD && (header.p_flags & PF_X)) {
+			file->text_addr = header.p_vaddr;
+			file->text_offset = header.p_offset;
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+}
+
+/* "[base+0xOFFSET]" for the function of file that holds link-time address addr; false if none. */
+static bool function_start_name(const char *path, uint64_t addr, char *out, size_t len)
+{
+	static struct file_functions files[8];
+	static size_t file_count;
+	struct file_functions *file = NULL;
+	const struct unwind_function_range *range;
+
+	for (size_t i = 0; i < file_count && !file; i++)
+		if (strcmp(files[i].path, path) == 0)
+			file = &files[i];
+	if (!file) {
+		if (file_count == ARRAY_SIZE(files))
+			return false;
+		file = &files[file_count++];
+		file_functions_load(file, path);
+	}
+	range = array_last_at_or_below_u64(file->ranges, file->count, sizeof(*file->ranges),
+					   offsetof(struct unwind_function_range, start), addr);
+	if (!range || addr >= range->end || range->start < file->text_addr)
+		return false;
+	snprintf(out, len, "[%s+0x%" PRIx64 "]", strrchr(path, '/') + 1,
+		 range->start - file->text_addr + file->text_offset);
+	return true;
 }
 
 /* One sample's comparable frames root to leaf: names[] (pointers into the caller's storage). */
@@ -1321,6 +1391,16 @@ static void pass_stack(void *context, const struct frame_names *stack)
 		return;
 	}
 	path[0] = 0;
+	/* Only stacks through deflate, the entry into libz: a walk that stopped short of it (libz is
+	 * loaded mid-run, and its pcs cannot be unwound until its mapping is known) is not compared. */
+	for (size_t i = 0; i <= stack->count; i++) {
+		if (i == stack->count) {
+			pass->paths->cut += stack->count > 0;
+			return;
+		}
+		if (strcmp(stack->names[i], "deflate") == 0)
+			break;
+	}
 	for (size_t i = 0; i < stack->count && used < sizeof(path); i++)
 		if (name_set_has(pass->both, stack->names[i]))
 			used += (size_t)snprintf(path + used, sizeof(path) - used, "%s%s", used ? ";" : "",
@@ -1348,14 +1428,16 @@ static void our_stacks(const char *profile, stack_visit visit, void *context)
 }
 
 /* perf script's "\t  6a3b deflateReset (/usr/lib/x86_64-linux-gnu/libz.so.1.2.13)": the name and file,
- * cut in place; false for an inlined frame (perf repeats its pc; we name the function that holds it). */
-static bool perf_frame(char *line, const char **name, const char **file)
+ * cut in place (an "[unknown]" named by its function's start into unnamed); false for an inlined frame
+ * (perf repeats its pc; we name the function that holds it). */
+static bool perf_frame(char *line, char *unnamed, size_t unnamed_len, const char **name, const char **file)
 {
 	char *cursor = line, *open_paren, *close_paren;
+	uint64_t addr;
 
 	while (*cursor == ' ' || *cursor == '\t')
 		cursor++;
-	strtoull(cursor, &cursor, 16);
+	addr = strtoull(cursor, &cursor, 16);
 	while (*cursor == ' ')
 		cursor++;
 	open_paren = strrchr(cursor, '(');
@@ -1366,13 +1448,17 @@ static bool perf_frame(char *line, const char **name, const char **file)
 	*close_paren = 0;
 	*name = cursor;
 	*file = open_paren + 1;
+	/* perf prints a library's pcs as link-time addresses */
+	if (strcmp(*name, "[unknown]") == 0 && (*file)[0] == '/' &&
+	    function_start_name(*file, addr, unnamed, unnamed_len))
+		*name = unnamed;
 	return strcmp(*file, "inlined") != 0;
 }
 
 /* perf script's samples of the python process, as stacks of comparable names (perf lists them leaf first). */
 static void perf_stacks(const char *script_text_path, stack_visit visit, void *context)
 {
-	static char lines[256][512];
+	static char lines[256][512], unnamed[256][128];
 	FILE *text = fopen(script_text_path, "r");
 	char line[512];
 	size_t depth = 0;
@@ -1392,7 +1478,8 @@ static void perf_stacks(const char *script_text_path, stack_visit visit, void *c
 			for (size_t i = depth; i-- > 0;) {
 				const char *name, *file;
 
-				if (perf_frame(lines[i], &name, &file) && comparable_frame(name, file) &&
+				if (perf_frame(lines[i], unnamed[i], sizeof(unnamed[i]), &name, &file) &&
+				    comparable_frame(name, file) &&
 				    stack.count < ARRAY_SIZE(stack.names))
 					stack.names[stack.count++] = name;
 			}
@@ -1408,7 +1495,8 @@ static void print_heaviest(const char *who, const struct path_counts *paths, siz
 {
 	bool taken[PATHS_MAX] = { false };
 
-	print_message("%s: %zu samples with comparable frames, %zu paths; heaviest:\n", who, paths->total, paths->count);
+	print_message("%s: %zu samples through deflate (%zu with comparable frames, not through it), %zu paths; "
+		      "heaviest:\n", who, paths->total, paths->cut, paths->count);
 	for (size_t n = 0; n < limit; n++) {
 		size_t i = heaviest_left(paths, taken);
 
