@@ -352,17 +352,18 @@ static const char *interned(struct symbolize_native *symbolizer, const char *tex
  * "[libfoo.so.1+0x1234]", for a pc no symbol covers: the file offset of the start of the
  * function that holds it (its FDE), so that every pc of one unnamed function (a stripped
  * library's static function) has one name; the pc's own file offset where no FDE covers it.
+ * addr: the pc's link-time address in file, NULL when unknown.
  */
 static const char *offset_name(struct symbolize_native *symbolizer, struct mapped_file *file,
-			       const struct proc_map *map, uint64_t ip)
+			       const struct proc_map *map, uint64_t ip, const uint64_t *addr)
 {
-	const struct unwind_function_range *range;
-	uint64_t offset = ip - map->start + map->offset, addr;
+	const struct unwind_function_range *range = addr ? function_range_at(file, *addr) : NULL;
+	uint64_t offset = ip - map->start + map->offset;
 	char text[320];
 
 	/* A function lies in one segment: its start is as far before the pc in the file as in memory. */
-	if (file && link_address(file, map, ip, &addr) && (range = function_range_at(file, addr)))
-		offset -= addr - range->start;
+	if (range)
+		offset -= *addr - range->start;
 	snprintf(text, sizeof(text), "[%s+0x%" PRIx64 "]", proc_maps_basename(map->path), offset);
 	return interned(symbolizer, text);
 }
@@ -375,14 +376,17 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	const struct elf_function *function;
 	struct mapped_file *file;
 	const char *name, *path;
+	uint64_t addr;
+	bool addr_known;
 
 	if (!map)
 		return 0;
 	/* Past SYMBOLIZE_NATIVE_MAX_FILES files, a file's pcs are named by their offsets. */
 	file = file_of(symbolizer, pid, map);
-	function = file ? function_of(file, map, pc) : NULL;
+	addr_known = file && link_address(file, map, pc, &addr);
+	function = addr_known ? function_at(file, addr) : NULL;
 	out->symbol = function ? display_name(file, function) : NULL;
-	name = out->symbol ? out->symbol : offset_name(symbolizer, file, map, pc);
+	name = out->symbol ? out->symbol : offset_name(symbolizer, file, map, pc, addr_known ? &addr : NULL);
 	path = file ? file->path : interned(symbolizer, map->path);
 	if (!name || !path)
 		return -ENOMEM;
