@@ -6,7 +6,10 @@
  * with the right files and lines, a 500-frame recursion appears whole, a
  * 1500-frame one is cut at the root and marked, 4 threads each show their
  * own function, and reading /dev/zero shows the kernel's read path under
- * the Python frame that called it.
+ * the Python frame that called it. Mixed stacks (native_*): C code in place
+ * between Python frames (ctypes callbacks, sorted's key, numpy and its BLAS,
+ * libc's read under the kernel's), walks that stop say why, and perf's DWARF
+ * unwinder sees the same heavy paths.
  */
 #include "testlib.h"
 
