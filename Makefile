@@ -29,10 +29,11 @@ SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS))
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
-# Debian packages the build, the tests and the demo need.
+# Debian packages the build, the tests and the demo need (python3-numpy and linux-perf:
+# the native-stack tests profile numpy, and compare with perf's DWARF call graphs).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
-		libdw-dev
+		libdw-dev python3-numpy linux-perf
 
 .PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:

@@ -6,12 +6,22 @@
  * with the right files and lines, a 500-frame recursion appears whole, a
  * 1500-frame one is cut at the root and marked, 4 threads each show their
  * own function, and reading /dev/zero shows the kernel's read path under
- * the Python frame that called it.
+ * the Python frame that called it. Mixed stacks (native_*): C code in place
+ * between Python frames (ctypes callbacks, sorted's key, numpy and its BLAS,
+ * libc's read under the kernel's), walks that stop say why, and perf's DWARF
+ * unwinder sees the same heavy paths.
  */
 #include "testlib.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "target/unwind_table.h"
+#include "util/array.h"
+
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stddef.h>
 
 #include <math.h>
 #include <pwd.h>
@@ -792,6 +802,804 @@ static void native_stacks_mixed(void **state)
 	}
 }
 
+/* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
+
+#define NO_FRAME SIZE_MAX
+
+/* The interpreters the native-stack acceptance tests run on. */
+static const char *const native_labels[] = { "2.7", "3.8", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
+
+/* The first frame at or after from of that kind whose name (or, in_file, file) holds part; NO_FRAME if none. */
+static size_t frame_after(const struct pf_sample *sample, size_t from, enum pf_frame_kind kind, const char *part,
+			  bool in_file)
+{
+	for (size_t i = from; i < sample->frame_count; i++) {
+		const struct pf_frame *frame = &sample->frames[i];
+		const char *text = in_file ? frame->file : frame->name;
+
+		if (frame->kind == kind && text && strstr(text, part))
+			return i;
+	}
+	return NO_FRAME;
+}
+
+static size_t named_after(const struct pf_sample *sample, size_t from, enum pf_frame_kind kind, const char *part)
+{
+	return from == NO_FRAME ? NO_FRAME : frame_after(sample, from, kind, part, false);
+}
+
+static size_t in_file_after(const struct pf_sample *sample, size_t from, enum pf_frame_kind kind, const char *part)
+{
+	return from == NO_FRAME ? NO_FRAME : frame_after(sample, from, kind, part, true);
+}
+
+/* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
+struct native_run {
+	char path[PATH_MAX];
+	char summary[8192];     /* the profiler's stderr */
+	int status;
+	size_t samples;
+	unsigned long walks;
+	double root_share;
+	unsigned long merge_failures;
+	char stops[256];        /* "no_mapping=3,deleted_file=5" */
+};
+
+/* Runs `python tests/scripts/SCRIPT ARGS` under the profiler (with options extra); the status is kept. */
+static void record_native_script(const struct test_python *python, const char *extra, const char *script,
+				 const char *args, struct native_run *run)
+{
+	char command[2048], script_file[PATH_MAX];
+	char *argv[32];
+	char name[64];
+
+	memset(run, 0, sizeof(*run));
+	FORMAT(name, "%s", script);
+	*strrchr(name, '.') = 0;
+	FORMAT(run->path, "%s/%s-%s.mojo", test_tmpdir(), name, python->label);
+	script_path(script_file, sizeof(script_file), script);
+	FORMAT(command, "%s %s -o %s -- %s %s %s", pybpfprof_binary(), extra, run->path, python->command,
+	       script_file, args);
+	split_command(command, argv, 32);
+	run->status = run_capture(argv, run->summary, sizeof(run->summary));
+}
+
+static void record_native_script_or_fail(const struct test_python *python, const char *extra, const char *script,
+					 const char *args, struct native_run *run)
+{
+	record_native_script(python, extra, script, args, run);
+	if (run->status != 0)
+		fail_msg("%s: %s %s: pybpfprof exited %d: %s", python->label, script, args, run->status, run->summary);
+}
+
+typedef void (*sample_visit)(void *findings, const struct pf_sample *sample);
+
+/* Every sample of the run through visit, then its native-walk metadata. */
+static void read_native_run(struct native_run *run, sample_visit visit, void *findings)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	const char *value;
+	char err[512];
+	int got;
+
+	assert_int_equal(format_registry_open_reader(&reader, run->path, err, sizeof(err)), 0);
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
+		run->samples++;
+		visit(findings, &sample);
+	}
+	if (got < 0)
+		fail_msg("%s: %s", run->path, pf_reader_error(reader));
+	value = pf_reader_metadata(reader, "native_walks");
+	run->walks = value ? strtoul(value, NULL, 10) : 0;
+	value = pf_reader_metadata(reader, "native_root_share");
+	run->root_share = value ? strtod(value, NULL) : 0;
+	value = pf_reader_metadata(reader, "native_merge_failures");
+	run->merge_failures = value ? strtoul(value, NULL, 10) : 0;
+	value = pf_reader_metadata(reader, "native_stops");
+	FORMAT(run->stops, "%s", value ? value : "");
+	pf_reader_close(reader);
+}
+
+/* The interpreter, or NULL after saying why it is skipped. */
+static const struct test_python *native_python(const char *label)
+{
+	const struct test_python *python = find_python(label);
+
+	if (!python)
+		print_message("%s is absent on this machine (3.14/3.15: run 'make pythons'); skipped\n", label);
+	return python;
+}
+
+/* False (and says so) when BPF walked no native stack: records without native pcs. */
+static bool walked(const char *label, const struct native_run *run)
+{
+	if (run->walks)
+		return true;
+	print_message("%s: BPF walks no native stacks (records carry no native pcs); skipped\n", label);
+	return false;
+}
+
+/* a. Pure Python on the CPU: the interpreter's own C stack unwinds to the root nearly always. */
+static void ignore_sample(void *findings, const struct pf_sample *sample)
+{
+	(void)findings;
+	(void)sample;
+}
+
+static void native_walks_reach_the_root(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(native_labels); i++) {
+		const struct test_python *python = native_python(native_labels[i]);
+		struct native_run run;
+
+		if (!python)
+			continue;
+		record_native_script_or_fail(python, "", WORKLOAD, "split", &run);
+		read_native_run(&run, ignore_sample, NULL);
+		if (!walked(python->label, &run))
+			continue;
+		print_message("%s: %lu walks, %.2f%% reached the root; the rest by cause: '%s'; %lu merges disagreed\n",
+			      python->label, run.walks, 100.0 * run.root_share, run.stops, run.merge_failures);
+		assert_true(run.walks >= 500);
+		assert_true(run.root_share >= 0.99);
+		/* Every walk that stopped short is counted by its cause, in the file and in the summary. */
+		assert_non_null(strstr(run.summary, "reached the root"));
+		if (run.root_share < 1.0) {
+			assert_true(run.stops[0] != 0);
+			assert_non_null(strstr(run.summary, "stops:"));
+		}
+	}
+}
+
+/* b. ctypes qsort with a Python comparator: Python -> libffi -> qsort -> Python. */
+struct qsort_findings {
+	size_t compare_samples;  /* samples in the comparator */
+	size_t whole_chain;      /* ... whose stack holds caller, ffi_call, qsort, comparator in that order */
+};
+
+static void note_qsort(void *findings, const struct pf_sample *sample)
+{
+	struct qsort_findings *found = findings;
+	size_t caller = named_after(sample, 0, PF_FRAME_PYTHON, "sort_through_qsort");
+	size_t ffi = named_after(sample, caller, PF_FRAME_NATIVE, "ffi_call");
+	size_t qsort_at = named_after(sample, ffi, PF_FRAME_NATIVE, "qsort");
+
+	if (named_after(sample, 0, PF_FRAME_PYTHON, "qsort_compare") == NO_FRAME)
+		return;
+	found->compare_samples++;
+	if (qsort_at == NO_FRAME)
+		qsort_at = named_after(sample, ffi, PF_FRAME_NATIVE, "msort");
+	found->whole_chain += named_after(sample, qsort_at, PF_FRAME_PYTHON, "qsort_compare") != NO_FRAME;
+}
+
+static void native_qsort_callback(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(native_labels); i++) {
+		const struct test_python *python = native_python(native_labels[i]);
+		struct qsort_findings found = { 0 };
+		struct native_run run;
+
+		if (!python)
+			continue;
+		record_native_script_or_fail(python, "", "native_qsort_callback.py", "2", &run);
+		read_native_run(&run, note_qsort, &found);
+		if (!walked(python->label, &run))
+			continue;
+		print_message("%s: %zu of %zu comparator samples show caller;ffi_call;qsort;comparator; "
+			      "%.1f%% of %lu walks reached the root (stops '%s'); %lu merges disagreed\n",
+			      python->label, found.whole_chain, found.compare_samples, 100.0 * run.root_share, run.walks,
+			      run.stops, run.merge_failures);
+		assert_true(found.compare_samples >= 200);
+		assert_true(found.whole_chain * 2 >= found.compare_samples);
+	}
+}
+
+/* c. sorted() with a Python key: the interpreter's C sort between the caller and the key. */
+struct sorted_findings {
+	size_t key_samples;      /* samples in the key function */
+	size_t sort_between;     /* ... with builtin_sorted / list_sort_impl between the caller and the key */
+	size_t only_native_between; /* ... with the caller below the key and nothing but native frames between */
+};
+
+static void note_sorted(void *findings, const struct pf_sample *sample)
+{
+	struct sorted_findings *found = findings;
+	size_t caller = named_after(sample, 0, PF_FRAME_PYTHON, "sort_with_key");
+	size_t key = named_after(sample, caller, PF_FRAME_PYTHON, "sort_key");
+	size_t sort = named_after(sample, caller, PF_FRAME_NATIVE, "builtin_sorted");
+	bool only_native = key != NO_FRAME;
+
+	if (named_after(sample, 0, PF_FRAME_PYTHON, "sort_key") == NO_FRAME)
+		return;
+	found->key_samples++;
+	if (sort == NO_FRAME)
+		sort = named_after(sample, caller, PF_FRAME_NATIVE, "list_sort");
+	found->sort_between += key != NO_FRAME && sort < key;
+	for (size_t f = caller + 1; only_native && f < key; f++)
+		only_native = sample->frames[f].kind == PF_FRAME_NATIVE;
+	found->only_native_between += only_native;
+}
+
+static void native_sorted_key(void **state)
+{
+	static const char *const labels[] = { "2.7", "3.8", "3.11", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++) {
+		const struct test_python *python = native_python(labels[i]);
+		struct sorted_findings found = { 0 };
+		struct native_run run;
+		/* pyenv builds keep their symbols; Debian's export only the API (no builtin_sorted) */
+		bool has_symbols;
+
+		if (!python)
+			continue;
+		has_symbols = strcmp(python->kind, "pyenv") == 0;
+		record_native_script_or_fail(python, "", "native_sorted_key.py", "2", &run);
+		read_native_run(&run, note_sorted, &found);
+		if (!walked(python->label, &run))
+			continue;
+		print_message("%s: %zu key samples: %zu with the C sort between caller and key, %zu with only native "
+			      "frames between; %lu of %zu samples' merges disagreed\n",
+			      python->label, found.key_samples, found.sort_between, found.only_native_between,
+			      run.merge_failures, run.samples);
+		assert_true(found.key_samples >= 500);
+		assert_true(found.only_native_between * 10 >= found.key_samples * 9);
+		if (has_symbols)
+			assert_true(found.sort_between * 10 >= found.key_samples * 9);
+		assert_true(run.merge_failures * 50 <= run.samples);
+	}
+}
+
+/* d. Reading /dev/zero: kernel frames on libc's read on the Python frame, in one stack. */
+struct read_findings {
+	size_t reader_samples;
+	size_t whole_chain; /* Python reader, then libc's read, then the kernel's read path */
+};
+
+static void note_read_zero(void *findings, const struct pf_sample *sample)
+{
+	struct read_findings *found = findings;
+	size_t reader = named_after(sample, 0, PF_FRAME_PYTHON, "bpf_read_zero");
+	size_t libc_read = NO_FRAME, kernel;
+
+	if (reader == NO_FRAME)
+		return;
+	found->reader_samples++;
+	for (size_t f = reader; f < sample->frame_count; f++) {
+		if (sample->frames[f].kind == PF_FRAME_NATIVE && strstr(sample->frames[f].file, "/libc.so") &&
+		    strstr(sample->frames[f].name, "read")) {
+			libc_read = f;
+			break;
+		}
+	}
+	kernel = named_after(sample, libc_read, PF_FRAME_KERNEL, "read_zero");
+	if (kernel == NO_FRAME)
+		kernel = named_after(sample, libc_read, PF_FRAME_KERNEL, "vfs_read");
+	found->whole_chain += kernel != NO_FRAME;
+}
+
+static void native_read_zero(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(native_labels); i++) {
+		const struct test_python *python = native_python(native_labels[i]);
+		struct read_findings found = { 0 };
+		struct native_run run;
+
+		if (!python)
+			continue;
+		record_native_script_or_fail(python, "", "bpf_read_zero.py", "2", &run);
+		read_native_run(&run, note_read_zero, &found);
+		if (!walked(python->label, &run))
+			continue;
+		print_message("%s: %zu of %zu reader samples show reader;libc read;kernel read path\n", python->label,
+			      found.whole_chain, found.reader_samples);
+		assert_true(found.reader_samples >= 500);
+		assert_true(found.whole_chain * 2 >= found.reader_samples);
+	}
+}
+
+/* e. Code the unwinder cannot follow: the walk says why, the Python and kernel frames stay. */
+struct odd_findings {
+	const char *spinner;     /* the Python function that runs the odd code */
+	size_t spin_samples;     /* samples with that function */
+	size_t with_kernel;      /* ... and kernel frames above it */
+};
+
+static void note_odd(void *findings, const struct pf_sample *sample)
+{
+	struct odd_findings *found = findings;
+	size_t spinner = named_after(sample, 0, PF_FRAME_PYTHON, found->spinner);
+
+	if (spinner == NO_FRAME)
+		return;
+	found->spin_samples++;
+	found->with_kernel += count_kind(sample, PF_FRAME_KERNEL) > 0 &&
+			      sample->frames[sample->frame_count - 1].kind == PF_FRAME_KERNEL;
+}
+
+static void native_odd_code(void **state)
+{
+	static const struct {
+		const char *phase, *spinner, *stop;
+	} cases[] = {
+		{ "anonymous", "spin_in_anonymous_code", "no_mapping=" },
+		{ "deleted", "spin_in_deleted_library", "deleted_file=" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(native_labels); i++) {
+		const struct test_python *python = native_python(native_labels[i]);
+
+		for (size_t c = 0; python && c < ARRAY_SIZE(cases); c++) {
+			struct odd_findings found = { .spinner = cases[c].spinner };
+			struct native_run run;
+			char args[32];
+
+			FORMAT(args, "%s 2", cases[c].phase);
+			record_native_script_or_fail(python, "", "native_odd_code.py", args, &run);
+			read_native_run(&run, note_odd, &found);
+			if (!walked(python->label, &run))
+				break;
+			print_message("%s: %s: %zu of %zu samples in %s, %zu of them with kernel frames; stops '%s'\n",
+				      python->label, cases[c].phase, found.spin_samples, run.samples, cases[c].spinner,
+				      found.with_kernel, run.stops);
+			assert_true(found.spin_samples * 10 >= run.samples * 7);
+			assert_non_null(strstr(run.stops, cases[c].stop));
+			/* the anonymous code calls getpid on every turn: some samples land in the kernel */
+			if (strcmp(cases[c].phase, "anonymous") == 0)
+				assert_true(found.with_kernel * 10 >= found.spin_samples);
+		}
+	}
+}
+
+/* f. numpy: its own C/C++ code and the BLAS above the Python function that called them. */
+struct numpy_findings {
+	size_t matmul_samples, matmul_with_numpy_and_blas;
+	size_t sort_samples, sort_with_numpy;
+	char matmul_example[512], sort_example[512];
+};
+
+/* The native frames of a sample from index from, "a;b;c", into out. */
+static void native_names(const struct pf_sample *sample, size_t from, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	for (size_t f = from; f < sample->frame_count && used < len; f++)
+		if (sample->frames[f].kind == PF_FRAME_NATIVE)
+			used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ";" : "", sample->frames[f].name);
+}
+
+static void note_numpy(void *findings, const struct pf_sample *sample)
+{
+	struct numpy_findings *found = findings;
+	size_t matmul = named_after(sample, 0, PF_FRAME_PYTHON, "numpy_matmul");
+	size_t sort = named_after(sample, 0, PF_FRAME_PYTHON, "numpy_sort");
+
+	if (named_after(sample, 0, PF_FRAME_PYTHON, "warm_up") != NO_FRAME)
+		return;
+	if (matmul != NO_FRAME) {
+		size_t numpy = in_file_after(sample, matmul, PF_FRAME_NATIVE, "_multiarray_umath");
+		bool both = in_file_after(sample, numpy, PF_FRAME_NATIVE, "blas") != NO_FRAME;
+
+		found->matmul_samples++;
+		found->matmul_with_numpy_and_blas += both;
+		if (both && !found->matmul_example[0])
+			native_names(sample, numpy, found->matmul_example, sizeof(found->matmul_example));
+	}
+	if (sort != NO_FRAME) {
+		size_t numpy = in_file_after(sample, sort, PF_FRAME_NATIVE, "_multiarray_umath");
+
+		found->sort_samples++;
+		found->sort_with_numpy += numpy != NO_FRAME;
+		if (numpy != NO_FRAME && !found->sort_example[0])
+			native_names(sample, numpy, found->sort_example, sizeof(found->sort_example));
+	}
+}
+
+static void native_numpy(void **state)
+{
+	/* Debian's numpy: bookworm's for its python3.11 (DEB_PACKAGES), sid's if the chroot has it */
+	static const char *const labels[] = { "3.11-static", "3.14" };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++) {
+		const struct test_python *python = native_python(labels[i]);
+		struct numpy_findings found = { 0 };
+		struct native_run run;
+
+		if (!python)
+			continue;
+		record_native_script(python, "", "native_numpy.py", "1.5", &run);
+		if (run.status != 0 && strstr(run.summary, "No module named")) {
+			print_message("%s: numpy is not installed for it; skipped\n", python->label);
+			continue;
+		}
+		if (run.status != 0)
+			fail_msg("%s: pybpfprof exited %d: %s", python->label, run.status, run.summary);
+		read_native_run(&run, note_numpy, &found);
+		if (!walked(python->label, &run))
+			continue;
+		print_message("%s: matrix product: %zu of %zu samples with numpy's and the BLAS's frames (e.g. %s); "
+			      "sort: %zu of %zu with numpy's (e.g. %s); %.1f%% of walks reached the root (stops '%s')\n",
+			      python->label, found.matmul_with_numpy_and_blas, found.matmul_samples, found.matmul_example,
+			      found.sort_with_numpy, found.sort_samples, found.sort_example, 100.0 * run.root_share,
+			      run.stops);
+		assert_true(found.matmul_samples >= 500);
+		assert_true(found.sort_samples >= 500);
+		assert_true(found.matmul_with_numpy_and_blas * 2 >= found.matmul_samples);
+		assert_true(found.sort_with_numpy * 2 >= found.sort_samples);
+	}
+}
+
+/* g. An independent unwinder: perf's DWARF call graphs of the zlib workload show the same heavy paths. */
+
+#define PATHS_MAX 512
+#define NAMES_MAX 256
+
+/* Call paths (root to leaf, ";"-joined) and how many samples each. */
+struct path_counts {
+	char paths[PATHS_MAX][320];
+	size_t counts[PATHS_MAX];
+	size_t count, total;
+	size_t cut; /* samples with comparable frames, none of them deflate */
+};
+
+struct name_set {
+	char names[NAMES_MAX][128];
+	size_t count;
+};
+
+static bool name_set_has(const struct name_set *set, const char *name)
+{
+	for (size_t i = 0; i < set->count; i++)
+		if (strcmp(set->names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void name_set_add(struct name_set *set, const char *name)
+{
+	if (set->count < NAMES_MAX && !name_set_has(set, name))
+		FORMAT(set->names[set->count++], "%s", name);
+}
+
+static void path_counts_add(struct path_counts *list, const char *path)
+{
+	if (!*path)
+		return;
+	list->total++;
+	for (size_t i = 0; i < list->count; i++) {
+		if (strcmp(list->paths[i], path) == 0) {
+			list->counts[i]++;
+			return;
+		}
+	}
+	if (list->count < PATHS_MAX) {
+		FORMAT(list->paths[list->count], "%s", path);
+		list->counts[list->count++] = 1;
+	}
+}
+
+/* The index of the heaviest path not yet taken, or NO_FRAME. */
+static size_t heaviest_left(const struct path_counts *list, const bool *taken)
+{
+	size_t best = NO_FRAME;
+
+	for (size_t i = 0; i < list->count; i++)
+		if (!taken[i] && (best == NO_FRAME || list->counts[i] > list->counts[best]))
+			best = i;
+	return best;
+}
+
+/* Frames both tools can name, in libz, libc or the zlib module: a function's name, or for a function
+ * no symbol names, "[libz.so.1.2.13+0x5d80]" (the file offset of its start, as pybpfprof names it). */
+static bool comparable_frame(const char *name, const char *file)
+{
+	return name && file && name[0] && strncmp(name, "0x", 2) != 0 && strcmp(name, "[unknown]") != 0 &&
+	       (strstr(file, "/libz.so") || strstr(file, "/libc.so") || strstr(file, "zlib"));
+}
+
+/* The functions of one file, for naming perf's "[unknown]" frames as pybpfprof names them. */
+struct file_functions {
+	char path[PATH_MAX];
+	struct unwind_function_range *ranges;
+	size_t count;
+	uint64_t text_addr, text_offset; /* the executable segment: link-time address and file offset */
+};
+
+static void file_functions_load(struct file_functions *file, const char *path)
+{
+	struct errbuf error;
+	Elf *elf;
+	size_t headers = 0;
+	int fd = open(path, O_RDONLY);
+
+	FORMAT(file->path, "%s", path);
+	if (fd < 0)
+		return;
+	if (unwind_table_function_starts(fd, &file->ranges, &file->count, &error) < 0)
+		file->count = 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	for (size_t i = 0; elf && elf_getphdrnum(elf, &headers) == 0 && i < headers; i++) {
+		GElf_Phdr header;
+
+		if (gelf_getphdr(elf, (int)i, &header) && header.p_type == PT_LOAD && (header.p_flags & PF_X)) {
+			file->text_addr = header.p_vaddr;
+			file->text_offset = header.p_offset;
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+}
+
+/* "[base+0xOFFSET]" for the function of file that holds link-time address addr; false if none. */
+static bool function_start_name(const char *path, uint64_t addr, char *out, size_t len)
+{
+	static struct file_functions files[8];
+	static size_t file_count;
+	struct file_functions *file = NULL;
+	const struct unwind_function_range *range;
+
+	for (size_t i = 0; i < file_count && !file; i++)
+		if (strcmp(files[i].path, path) == 0)
+			file = &files[i];
+	if (!file) {
+		if (file_count == ARRAY_SIZE(files))
+			return false;
+		file = &files[file_count++];
+		file_functions_load(file, path);
+	}
+	range = array_last_at_or_below_u64(file->ranges, file->count, sizeof(*file->ranges),
+					   offsetof(struct unwind_function_range, start), addr);
+	if (!range || addr >= range->end || range->start < file->text_addr)
+		return false;
+	snprintf(out, len, "[%s+0x%" PRIx64 "]", strrchr(path, '/') + 1,
+		 range->start - file->text_addr + file->text_offset);
+	return true;
+}
+
+/* One sample's comparable frames root to leaf: names[] (pointers into the caller's storage). */
+struct frame_names {
+	const char *names[128];
+	size_t count;
+};
+
+typedef void (*stack_visit)(void *context, const struct frame_names *stack);
+
+/* Where a stack goes: into the name set (first pass), or as a path of the names both tools saw. */
+struct path_pass {
+	struct name_set *seen;        /* first pass: every comparable name */
+	const struct name_set *both;  /* second pass: only these names make the path */
+	struct path_counts *paths;
+};
+
+static void pass_stack(void *context, const struct frame_names *stack)
+{
+	struct path_pass *pass = context;
+	char path[320];
+	size_t used = 0;
+
+	if (pass->seen) {
+		for (size_t i = 0; i < stack->count; i++)
+			name_set_add(pass->seen, stack->names[i]);
+		return;
+	}
+	path[0] = 0;
+	/* Only stacks through deflate, the entry into libz: a walk that stopped short of it (libz is
+	 * loaded mid-run, and its pcs cannot be unwound until its mapping is known) is not compared. */
+	for (size_t i = 0; i <= stack->count; i++) {
+		if (i == stack->count) {
+			pass->paths->cut += stack->count > 0;
+			return;
+		}
+		if (strcmp(stack->names[i], "deflate") == 0)
+			break;
+	}
+	for (size_t i = 0; i < stack->count && used < sizeof(path); i++)
+		if (name_set_has(pass->both, stack->names[i]))
+			used += (size_t)snprintf(path + used, sizeof(path) - used, "%s%s", used ? ";" : "",
+						 stack->names[i]);
+	path_counts_add(pass->paths, path);
+}
+
+static void our_stacks(const char *profile, stack_visit visit, void *context)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char err[512];
+
+	assert_int_equal(format_registry_open_reader(&reader, profile, err, sizeof(err)), 0);
+	while (pf_reader_next_sample(reader, &sample) > 0) {
+		struct frame_names stack = { .count = 0 };
+
+		for (size_t f = 0; f < sample.frame_count && stack.count < ARRAY_SIZE(stack.names); f++)
+			if (sample.frames[f].kind == PF_FRAME_NATIVE &&
+			    comparable_frame(sample.frames[f].name, sample.frames[f].file))
+				stack.names[stack.count++] = sample.frames[f].name;
+		visit(context, &stack);
+	}
+	pf_reader_close(reader);
+}
+
+/* perf script's "\t  6a3b deflateReset (/usr/lib/x86_64-linux-gnu/libz.so.1.2.13)": the name and file,
+ * cut in place (an "[unknown]" named by its function's start into unnamed); false for an inlined frame
+ * (perf repeats its pc; we name the function that holds it). */
+static bool perf_frame(char *line, char *unnamed, size_t unnamed_len, const char **name, const char **file)
+{
+	char *cursor = line, *open_paren, *close_paren;
+	uint64_t addr;
+
+	while (*cursor == ' ' || *cursor == '\t')
+		cursor++;
+	addr = strtoull(cursor, &cursor, 16);
+	while (*cursor == ' ')
+		cursor++;
+	open_paren = strrchr(cursor, '(');
+	close_paren = open_paren ? strrchr(open_paren, ')') : NULL;
+	if (!open_paren || !close_paren || open_paren == cursor)
+		return false;
+	open_paren[-1] = 0;
+	*close_paren = 0;
+	*name = cursor;
+	*file = open_paren + 1;
+	/* perf prints a library's pcs as link-time addresses */
+	if (strcmp(*name, "[unknown]") == 0 && (*file)[0] == '/' &&
+	    function_start_name(*file, addr, unnamed, unnamed_len))
+		*name = unnamed;
+	return strcmp(*file, "inlined") != 0;
+}
+
+/* perf script's samples of the python process, as stacks of comparable names (perf lists them leaf first). */
+static void perf_stacks(const char *script_text_path, stack_visit visit, void *context)
+{
+	static char lines[256][512], unnamed[256][128];
+	FILE *text = fopen(script_text_path, "r");
+	char line[512];
+	size_t depth = 0;
+	bool in_python = false;
+
+	assert_non_null(text);
+	for (bool more = true; more;) {
+		more = fgets(line, sizeof(line), text) != NULL;
+		if (more && (line[0] == ' ' || line[0] == '\t')) {
+			if (in_python && depth < ARRAY_SIZE(lines))
+				FORMAT(lines[depth++], "%s", line);
+			continue;
+		}
+		if (in_python) {
+			struct frame_names stack = { .count = 0 };
+
+			for (size_t i = depth; i-- > 0;) {
+				const char *name, *file;
+
+				if (perf_frame(lines[i], unnamed[i], sizeof(unnamed[i]), &name, &file) &&
+				    comparable_frame(name, file) &&
+				    stack.count < ARRAY_SIZE(stack.names))
+					stack.names[stack.count++] = name;
+			}
+			visit(context, &stack);
+		}
+		depth = 0;
+		in_python = more && strncmp(line, "python", 6) == 0;
+	}
+	fclose(text);
+}
+
+static void print_heaviest(const char *who, const struct path_counts *paths, size_t limit)
+{
+	bool taken[PATHS_MAX] = { false };
+
+	print_message("%s: %zu samples through deflate (%zu with comparable frames, not through it), %zu paths; "
+		      "heaviest:\n", who, paths->total, paths->cut, paths->count);
+	for (size_t n = 0; n < limit; n++) {
+		size_t i = heaviest_left(paths, taken);
+
+		if (i == NO_FRAME)
+			break;
+		taken[i] = true;
+		print_message("  %5.1f%% %s\n", 100.0 * (double)paths->counts[i] / (double)paths->total, paths->paths[i]);
+	}
+}
+
+/* Each of the 10 heaviest paths of one (of at least 2% of its samples) is a path of the other. */
+static size_t heavy_paths_missing(const struct path_counts *from, const struct path_counts *in, const char *who)
+{
+	bool taken[PATHS_MAX] = { false };
+	size_t missing = 0;
+
+	for (size_t n = 0; n < 10; n++) {
+		size_t i = heaviest_left(from, taken), j;
+
+		if (i == NO_FRAME || from->counts[i] * 50 < from->total)
+			break;
+		taken[i] = true;
+		for (j = 0; j < in->count && strcmp(in->paths[j], from->paths[i]) != 0; j++)
+			;
+		if (j == in->count) {
+			print_message("  heavy path only %s: %s\n", who, from->paths[i]);
+			missing++;
+		}
+	}
+	return missing;
+}
+
+static bool perf_can_sample(char *reason, size_t len)
+{
+	char data[PATH_MAX], err[4096];
+	char *argv[] = { "perf", "record", "-q", "-e", "cpu-clock", "-o", data, "--", "true", NULL };
+	int status;
+
+	FORMAT(data, "%s/perf-probe.data", test_tmpdir());
+	status = run_capture(argv, err, sizeof(err));
+	unlink(data);
+	if (status != 0)
+		snprintf(reason, len, "perf record -e cpu-clock fails here (exit %d): %.200s", status, err);
+	return status == 0;
+}
+
+static void native_paths_match_perf(void **state)
+{
+	static const char *const labels[] = { "3.12", "3.11-static" };
+	char reason[512];
+
+	(void)state;
+	if (!perf_can_sample(reason, sizeof(reason))) {
+		print_message("%s; skipped\n", reason);
+		skip();
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++) {
+		const struct test_python *python = native_python(labels[i]);
+		static struct name_set ours_seen, perf_seen, both;
+		static struct path_counts our_paths, perf_paths;
+		char command[2048], script[PATH_MAX], data[PATH_MAX], text[PATH_MAX];
+		struct path_pass pass;
+		struct native_run run;
+
+		if (!python)
+			continue;
+		record_native_script_or_fail(python, "", "native_work.py", "1.5", &run);
+		FORMAT(data, "%s/perf-%s.data", test_tmpdir(), python->label);
+		FORMAT(text, "%s/perf-%s.txt", test_tmpdir(), python->label);
+		script_path(script, sizeof(script), "native_work.py");
+		FORMAT(command, "perf record -q -e cpu-clock -F 999 --call-graph dwarf -o %s -- %s %s 1.5 >/dev/null 2>&1 && "
+		       "perf script -i %s -F comm,ip,sym,dso > %s 2>/dev/null", data, python->command, script, data, text);
+		assert_int_equal(system(command), 0);
+		memset(&ours_seen, 0, sizeof(ours_seen));
+		memset(&perf_seen, 0, sizeof(perf_seen));
+		memset(&both, 0, sizeof(both));
+		memset(&our_paths, 0, sizeof(our_paths));
+		memset(&perf_paths, 0, sizeof(perf_paths));
+		pass = (struct path_pass){ .seen = &ours_seen };
+		our_stacks(run.path, pass_stack, &pass);
+		pass = (struct path_pass){ .seen = &perf_seen };
+		perf_stacks(text, pass_stack, &pass);
+		for (size_t n = 0; n < ours_seen.count; n++)
+			if (name_set_has(&perf_seen, ours_seen.names[n]))
+				name_set_add(&both, ours_seen.names[n]);
+		pass = (struct path_pass){ .both = &both, .paths = &our_paths };
+		our_stacks(run.path, pass_stack, &pass);
+		pass = (struct path_pass){ .both = &both, .paths = &perf_paths };
+		perf_stacks(text, pass_stack, &pass);
+		print_message("%s: %zu function names both show (of %zu ours, %zu perf's)\n", python->label, both.count,
+			      ours_seen.count, perf_seen.count);
+		print_heaviest("pybpfprof", &our_paths, 10);
+		print_heaviest("perf", &perf_paths, 10);
+		assert_true(our_paths.total >= 500 && perf_paths.total >= 500);
+		assert_int_equal(heavy_paths_missing(&our_paths, &perf_paths, "in pybpfprof"), 0);
+		assert_int_equal(heavy_paths_missing(&perf_paths, &our_paths, "in perf"), 0);
+		unlink(data);
+	}
+}
+
 /* ---- outputs: nothing replaced before there is something to keep, nothing followed ---- */
 
 static bool file_has(const char *path, const char *content)
@@ -1234,6 +2042,13 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(imported_module_bodies_are_named);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_leaf_frames_name_c_code);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_stacks_mixed);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_walks_reach_the_root);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_qsort_callback);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_sorted_key);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_read_zero);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_odd_code);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_numpy);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_paths_match_perf);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(failed_run_keeps_old_outputs);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(planted_symlink_is_refused);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(fifo_output_is_refused);

@@ -2,7 +2,9 @@
 /* Native symbolization of user addresses: this process's own libc and code, skipped files, anonymous memory, gone processes. */
 #include "testlib.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +82,59 @@ static void test_gone_process_gives_no_frame(void **state)
 	symbolize_native_free(symbolizer);
 }
 
+/* A static function of a stripped library (no symbol names it), built here: its own C source. */
+static const char hidden_source[] =
+	"static __attribute__((noinline)) unsigned long hidden_loop(unsigned long n)\n"
+	"{ unsigned long total = 0; for (unsigned long i = 0; i < n; i++) total += (i * i) ^ (total >> 3); return total; }\n"
+	"void *hidden_loop_address(void) { return (void *)hidden_loop; }\n"
+	"unsigned long call_hidden(unsigned long n) { return hidden_loop(n); }\n";
+
+/* Every pc of an unnamed function has one name: the file offset of the function's start (its FDE). */
+static void test_unnamed_function_named_by_its_start(void **state)
+{
+	char dir[] = "/tmp/pybpfprof-hidden.XXXXXX", source[PATH_MAX], library[PATH_MAX], command[3 * PATH_MAX];
+	char expected[64], first_name[64];
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	void *(*hidden_loop_address)(void);
+	uint64_t start;
+	Dl_info info;
+	void *handle;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	FORMAT(source, "%s/hidden.c", dir);
+	FORMAT(library, "%s/libhidden.so", dir);
+	assert_int_equal(write_whole_file(source, hidden_source, sizeof(hidden_source) - 1), 0);
+	FORMAT(command, "cc -shared -fPIC -O1 -s -o %s %s", library, source);
+	assert_int_equal(system(command), 0);
+	handle = dlopen(library, RTLD_NOW);
+	assert_non_null(handle);
+	*(void **)&hidden_loop_address = dlsym(handle, "hidden_loop_address");
+	assert_non_null(hidden_loop_address);
+	start = (uint64_t)(uintptr_t)hidden_loop_address();
+	assert_true(dladdr((void *)(uintptr_t)start, &info) != 0);
+	/* cc lays its text segment out at the same file offset as its address */
+	FORMAT(expected, "[libhidden.so+0x%" PRIx64 "]", start - (uint64_t)(uintptr_t)info.dli_fbase);
+
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, start + 1, &found), 1);
+	assert_null(found.symbol);
+	FORMAT(first_name, "%s", found.frame.name);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, start + 6, &found), 1);
+	assert_null(found.symbol);
+	print_message("pcs +1 and +6 of a static function: %s, %s (its start: %s)\n", first_name, found.frame.name,
+		      expected);
+	assert_string_equal(first_name, expected);
+	assert_string_equal(found.frame.name, expected);
+	assert_true(strstr(found.frame.file, "/libhidden.so") != NULL);
+
+	dlclose(handle);
+	unlink(library);
+	unlink(source);
+	rmdir(dir);
+	symbolize_native_free(symbolizer);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -87,6 +142,7 @@ int main(void)
 		cmocka_unit_test(test_skips_the_given_file),
 		cmocka_unit_test(test_anonymous_memory_is_not_a_frame),
 		cmocka_unit_test(test_gone_process_gives_no_frame),
+		cmocka_unit_test(test_unnamed_function_named_by_its_start),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 #include "target/elf_file.h"
@@ -295,6 +296,45 @@ static void test_rows_match_readelf(void **state)
 	check_start_is_root(path, &table);
 	check_file_against_readelf(path, &table);
 	unwind_table_free(&table);
+}
+
+/* The functions' ranges, from their FDEs alone: each function symbol's [address, address + size). */
+static void test_function_starts_are_the_symbols(void **state)
+{
+	static const char *const names[] = { "leaf", "pushes", "framed", "main" };
+	struct unwind_function_range *ranges;
+	struct errbuf error;
+	size_t count;
+	char path[512];
+	int fd;
+
+	(void)state;
+	compile_program(path, sizeof(path), "cfi_starts", "-O2 -fasynchronous-unwind-tables", "");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_function_starts(fd, &ranges, &count, &error), 0);
+	close(fd);
+	assert_true(count >= ARRAY_SIZE(names));
+	for (size_t i = 1; i < count; i++)
+		assert_true(ranges[i - 1].start <= ranges[i].start);
+	for (size_t n = 0; n < ARRAY_SIZE(names); n++) {
+		const struct unwind_function_range *range;
+		uint64_t start, size;
+
+		function_range(path, names[n], &start, &size);
+		range = array_last_at_or_below_u64(ranges, count, sizeof(*ranges),
+						   offsetof(struct unwind_function_range, start), start + size - 1);
+		assert_non_null(range);
+		assert_int_equal(range->start, start);
+		assert_int_equal(range->end, start + size);
+	}
+	free(ranges);
+	/* no .eh_frame: said so */
+	fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_true(unwind_table_function_starts(fd, &ranges, &count, &error) < 0);
+	assert_null(ranges);
+	close(fd);
 }
 
 /* Without .eh_frame, .debug_frame gives the same rules. */
@@ -664,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_too_costly_cfi),
 		cmocka_unit_test(test_corrupted_cfi),
 		cmocka_unit_test(test_file_id_is_stable),
+		cmocka_unit_test(test_function_starts_are_the_symbols),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include "util/text_quote.h"
 
 #include <errno.h>
+#include <stddef.h>
 
 static void array_grows_by_doubling_and_keeps_items(void **state)
 {
@@ -41,6 +42,33 @@ static void array_refuses_sizes_that_overflow(void **state)
 	assert_int_equal(capacity, 0);
 	assert_int_equal(array_reserve(&raw, &raw_capacity, SIZE_MAX / 8, 64, 16), -ENOMEM);
 	assert_null(raw);
+}
+
+struct keyed {
+	uint32_t tag;
+	uint64_t addr;
+};
+
+/* The last element at or below a value: equal keys, gaps, below the first, past the last. */
+static void array_finds_the_last_at_or_below(void **state)
+{
+	static const struct keyed items[] = { { 1, 10 }, { 2, 20 }, { 3, 20 }, { 4, 35 } };
+	const size_t size = sizeof(items[0]), key = offsetof(struct keyed, addr);
+	const struct keyed *found;
+
+	(void)state;
+	assert_null(array_last_at_or_below_u64(items, 4, size, key, 9));
+	assert_null(array_last_at_or_below_u64(items, 0, size, key, 100));
+	found = array_last_at_or_below_u64(items, 4, size, key, 10);
+	assert_int_equal(found->tag, 1);
+	found = array_last_at_or_below_u64(items, 4, size, key, 19);
+	assert_int_equal(found->tag, 1);
+	found = array_last_at_or_below_u64(items, 4, size, key, 20);
+	assert_int_equal(found->tag, 3);
+	found = array_last_at_or_below_u64(items, 4, size, key, 34);
+	assert_int_equal(found->tag, 3);
+	found = array_last_at_or_below_u64(items, 4, size, key, UINT64_MAX);
+	assert_int_equal(found->tag, 4);
 }
 
 struct pair_list {
@@ -169,6 +197,7 @@ int main(void)
 		cmocka_unit_test(array_grows_by_doubling_and_keeps_items),
 		cmocka_unit_test(text_escaped_defuses_terminal_controls),
 		cmocka_unit_test(array_refuses_sizes_that_overflow),
+		cmocka_unit_test(array_finds_the_last_at_or_below),
 		cmocka_unit_test(hash_index_finds_what_it_holds_after_removals),
 		cmocka_unit_test(hash_index_tells_colliding_keys_apart),
 		cmocka_unit_test(hashes_mix_every_bit),

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,21 +139,11 @@ int ksyms_load(struct ksyms **out, char *err_text, size_t err_len)
 
 const char *ksyms_resolve(const struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module)
 {
-	size_t low = 0, high = ksyms->count;
-	const struct ksym *sym;
+	const struct ksym *sym = array_last_at_or_below_u64(ksyms->syms, ksyms->count, sizeof(*ksyms->syms),
+							     offsetof(struct ksym, addr), addr);
 
-	/* Find the last symbol with sym.addr <= addr. */
-	while (low < high) {
-		size_t mid = low + (high - low) / 2;
-
-		if (ksyms->syms[mid].addr <= addr)
-			low = mid + 1;
-		else
-			high = mid;
-	}
-	if (low == 0)
+	if (!sym)
 		return NULL;
-	sym = &ksyms->syms[low - 1];
 	if (offset)
 		*offset = addr - sym->addr;
 	if (module)

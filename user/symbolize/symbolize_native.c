@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,11 @@
 
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
+#include "target/unwind_table.h"
 #include "target/vdso.h"
+#include "util/array.h"
 #include "util/clock.h"
+#include "util/errbuf.h"
 #include "util/intern.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI's): C++ extensions' names read as their source. */
@@ -47,6 +51,10 @@ struct mapped_file {
 	size_t function_count;
 	char *names;
 	const char **display_names; /* by function: demangled, or the name itself; NULL: not yet */
+	/* Where the functions begin (its FDEs), read at the first pc no symbol covers. */
+	struct unwind_function_range *function_ranges;
+	size_t function_range_count;
+	bool function_ranges_read;
 };
 
 struct symbolize_native {
@@ -77,6 +85,7 @@ static void mapped_file_free(struct mapped_file *file)
 		if (file->display_names[i] != file->functions[i].name)
 			free((char *)file->display_names[i]);
 	free(file->display_names);
+	free(file->function_ranges);
 	free(file->functions);
 	free(file->names);
 	free(file->path);
@@ -151,39 +160,20 @@ static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
 
 static const struct proc_map *mapping_at(const struct proc_maps *maps, uint64_t ip)
 {
-	size_t low = 0, high = maps->count;
+	const struct proc_map *map = array_last_at_or_below_u64(maps->maps, maps->count, sizeof(*maps->maps),
+								offsetof(struct proc_map, start), ip);
 
-	while (low < high) {
-		size_t mid = low + (high - low) / 2;
-
-		if (ip < maps->maps[mid].start)
-			high = mid;
-		else if (ip >= maps->maps[mid].end)
-			low = mid + 1;
-		else
-			return &maps->maps[mid];
-	}
-	return NULL;
+	return map && ip < map->end ? map : NULL;
 }
 
 static const struct elf_function *function_at(const struct mapped_file *file, uint64_t addr)
 {
-	size_t low = 0, high = file->function_count;
+	const struct elf_function *function = array_last_at_or_below_u64(
+		file->functions, file->function_count, sizeof(*file->functions), offsetof(struct elf_function, addr),
+		addr);
 
 	/* The last function starting at or below addr, if it extends over addr. */
-	while (low < high) {
-		size_t mid = low + (high - low) / 2;
-
-		if (file->functions[mid].addr <= addr)
-			low = mid + 1;
-		else
-			high = mid;
-	}
-	if (low == 0)
-		return NULL;
-	if (addr - file->functions[low - 1].addr < file->functions[low - 1].size)
-		return &file->functions[low - 1];
-	return NULL;
+	return function && addr - function->addr < function->size ? function : NULL;
 }
 
 /* The vDSO is read from our own copy of its image: it has no file (target/vdso.h). */
@@ -285,14 +275,44 @@ static const char *display_name(struct mapped_file *file, const struct elf_funct
 	return file->display_names[index];
 }
 
-/* The function of file that covers ip, NULL if none. */
-static const struct elf_function *function_of(const struct mapped_file *file, const struct proc_map *map, uint64_t ip)
+/* The link-time address of pc in file, mapped at map; false when the file's ELF is unknown. */
+static bool link_address(const struct mapped_file *file, const struct proc_map *map, uint64_t pc, uint64_t *addr)
 {
 	uint64_t bias;
 
 	if (!file->elf_open || elf_file_load_bias(&file->elf, map->start, map->offset, &bias))
-		return NULL;
-	return function_at(file, ip - bias);
+		return false;
+	*addr = pc - bias;
+	return true;
+}
+
+/* The function of file that covers ip, NULL if none. */
+static const struct elf_function *function_of(const struct mapped_file *file, const struct proc_map *map, uint64_t ip)
+{
+	uint64_t addr;
+
+	return link_address(file, map, ip, &addr) ? function_at(file, addr) : NULL;
+}
+
+/* The FDE of file that holds link-time addr, NULL if none (or the file has no .eh_frame). */
+static const struct unwind_function_range *function_range_at(struct mapped_file *file, uint64_t addr)
+{
+	const struct unwind_function_range *range;
+	struct errbuf ignored;
+
+	if (!file->function_ranges_read) {
+		/* Read once: a file without usable CFI keeps its pcs named one by one. */
+		file->function_ranges_read = true;
+		if (unwind_table_function_starts(file->elf.fd, &file->function_ranges, &file->function_range_count,
+						 &ignored) < 0) {
+			file->function_ranges = NULL;
+			file->function_range_count = 0;
+		}
+	}
+	range = array_last_at_or_below_u64(file->function_ranges, file->function_range_count,
+					   sizeof(*file->function_ranges),
+					   offsetof(struct unwind_function_range, start), addr);
+	return range && addr < range->end ? range : NULL;
 }
 
 int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
@@ -328,13 +348,23 @@ static const char *interned(struct symbolize_native *symbolizer, const char *tex
 	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
 }
 
-/* "[libfoo.so.1+0x1234]": where in which file, for a pc no symbol covers. */
-static const char *offset_name(struct symbolize_native *symbolizer, const struct proc_map *map, uint64_t ip)
+/*
+ * "[libfoo.so.1+0x1234]", for a pc no symbol covers: the file offset of the start of the
+ * function that holds it (its FDE), so that every pc of one unnamed function (a stripped
+ * library's static function) has one name; the pc's own file offset where no FDE covers it.
+ * addr: the pc's link-time address in file, NULL when unknown.
+ */
+static const char *offset_name(struct symbolize_native *symbolizer, struct mapped_file *file,
+			       const struct proc_map *map, uint64_t ip, const uint64_t *addr)
 {
+	const struct unwind_function_range *range = addr ? function_range_at(file, *addr) : NULL;
+	uint64_t offset = ip - map->start + map->offset;
 	char text[320];
 
-	snprintf(text, sizeof(text), "[%s+0x%" PRIx64 "]", proc_maps_basename(map->path),
-		 ip - map->start + map->offset);
+	/* A function lies in one segment: its start is as far before the pc in the file as in memory. */
+	if (range)
+		offset -= *addr - range->start;
+	snprintf(text, sizeof(text), "[%s+0x%" PRIx64 "]", proc_maps_basename(map->path), offset);
 	return interned(symbolizer, text);
 }
 
@@ -346,14 +376,17 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	const struct elf_function *function;
 	struct mapped_file *file;
 	const char *name, *path;
+	uint64_t addr;
+	bool addr_known;
 
 	if (!map)
 		return 0;
 	/* Past SYMBOLIZE_NATIVE_MAX_FILES files, a file's pcs are named by their offsets. */
 	file = file_of(symbolizer, pid, map);
-	function = file ? function_of(file, map, pc) : NULL;
+	addr_known = file && link_address(file, map, pc, &addr);
+	function = addr_known ? function_at(file, addr) : NULL;
 	out->symbol = function ? display_name(file, function) : NULL;
-	name = out->symbol ? out->symbol : offset_name(symbolizer, map, pc);
+	name = out->symbol ? out->symbol : offset_name(symbolizer, file, map, pc, addr_known ? &addr : NULL);
 	path = file ? file->path : interned(symbolizer, map->path);
 	if (!name || !path)
 		return -ENOMEM;

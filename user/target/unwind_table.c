@@ -514,7 +514,10 @@ static int add_fde_rows(struct cfi_walk *walk, struct row_list *list, uint64_t s
 	return row_list_add(list, end, (struct unwind_row){ .kind = UNWIND_ROW_GAP }, walk->error);
 }
 
-static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
+/* What is done with each FDE's range [start, end) and the size of its CFI program. */
+typedef int (*fde_visit)(struct cfi_walk *walk, void *context, uint64_t start, uint64_t end, size_t program_bytes);
+
+static int walk_fdes(struct cfi_walk *walk, fde_visit visit, void *context)
 {
 	Dwarf_Off offset = 0, next;
 	Dwarf_CFI_Entry entry;
@@ -538,7 +541,7 @@ static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
 		if (start == end)
 			continue;
 		walk->table->stats.fdes++;
-		err = add_fde_rows(walk, list, start, end, (size_t)(entry.fde.end - entry.fde.start));
+		err = visit(walk, context, start, end, (size_t)(entry.fde.end - entry.fde.start));
 		if (err)
 			return err;
 	}
@@ -546,6 +549,11 @@ static int walk_fdes(struct cfi_walk *walk, struct row_list *list)
 		return errbuf_set(walk->error, -EIO, "unreadable CFI at offset %" PRIu64 ": %s", (uint64_t)offset,
 				  dwarf_errmsg(-1));
 	return 0;
+}
+
+static int visit_fde_rows(struct cfi_walk *walk, void *list, uint64_t start, uint64_t end, size_t program_bytes)
+{
+	return add_fde_rows(walk, list, start, end, program_bytes);
 }
 
 /* Sorted by pc; at one pc, a function's row before another FDE's trailing GAP
@@ -643,7 +651,7 @@ static int section_data(Elf *elf, uint64_t file_size, const char *name, Elf_Data
 	return 0;
 }
 
-static int walk_cfi(struct cfi_walk *walk, Elf *elf, struct row_list *list)
+static int walk_cfi(struct cfi_walk *walk, Elf *elf, fde_visit visit, void *context)
 {
 	const char *ident = elf_getident(elf, NULL);
 
@@ -652,7 +660,7 @@ static int walk_cfi(struct cfi_walk *walk, Elf *elf, struct row_list *list)
 	memcpy(walk->e_ident, ident, EI_NIDENT);
 	walk->cie_offset = (Dwarf_Off)-1;
 	walk->cie_encoding = -1;
-	return walk_fdes(walk, list);
+	return walk_fdes(walk, visit, context);
 }
 
 /* A section without one usable FDE counts as no CFI, so the other section is tried. */
@@ -672,7 +680,7 @@ static int rows_of_eh_frame(Elf *elf, uint64_t file_size, struct unwind_table *t
 	walk.cfi = dwarf_getcfi_elf(elf);
 	if (!walk.cfi)
 		return errbuf_set(error, -EIO, "libdw cannot read .eh_frame: %s", dwarf_errmsg(-1));
-	err = walk_cfi(&walk, elf, list);
+	err = walk_cfi(&walk, elf, visit_fde_rows, list);
 	dwarf_cfi_end(walk.cfi);
 	table->source = UNWIND_CFI_EH_FRAME;
 	return rows_or_nodata(err, list);
@@ -700,7 +708,7 @@ static int rows_of_debug_frame(Elf *elf, uint64_t file_size, struct unwind_table
 	if (!err && !walk.cfi)
 		err = errbuf_set(error, -EIO, "libdw cannot read .debug_frame: %s", dwarf_errmsg(-1));
 	if (!err)
-		err = walk_cfi(&walk, elf, list);
+		err = walk_cfi(&walk, elf, visit_fde_rows, list);
 	dwarf_end(dwarf);
 	table->source = UNWIND_CFI_DEBUG_FRAME;
 	return rows_or_nodata(err, list);
@@ -766,4 +774,65 @@ const struct unwind_row *unwind_table_lookup(const struct unwind_table *table, u
 			high = middle;
 	}
 	return &table->rows[low];
+}
+
+/* ---- function ranges ---- */
+
+struct range_list {
+	struct unwind_function_range *items;
+	size_t count;
+	size_t capacity;
+};
+
+static int visit_fde_range(struct cfi_walk *walk, void *context, uint64_t start, uint64_t end, size_t program_bytes)
+{
+	struct range_list *list = context;
+
+	(void)program_bytes;
+	if (list->count >= UNWIND_TABLE_MAX_ROWS)
+		return errbuf_set(walk->error, -E2BIG, ".eh_frame has more than %u FDEs", UNWIND_TABLE_MAX_ROWS);
+	if (ARRAY_RESERVE(list->items, list->capacity, list->count + 1))
+		return errbuf_set(walk->error, -ENOMEM, "out of memory for %zu function ranges", list->count + 1);
+	list->items[list->count++] = (struct unwind_function_range){ .start = start, .end = end };
+	return 0;
+}
+
+static int by_start(const void *left, const void *right)
+{
+	const struct unwind_function_range *a = left, *b = right;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->end < b->end ? -1 : a->end > b->end;
+}
+
+int unwind_table_function_starts(int fd, struct unwind_function_range **ranges, size_t *count, struct errbuf *error)
+{
+	struct unwind_table stats_only = { 0 };
+	struct cfi_walk walk = { .eh_frame = true, .table = &stats_only, .error = error };
+	struct range_list list = { 0 };
+	uint64_t file_size;
+	Elf *elf;
+	int err;
+
+	*ranges = NULL;
+	*count = 0;
+	errbuf_clear(error);
+	err = open_elf(fd, &elf, &file_size, error);
+	if (err)
+		return err;
+	err = section_data(elf, file_size, ".eh_frame", &walk.data, &walk.section_addr, error);
+	if (err == -ENODATA)
+		errbuf_set(error, err, "no .eh_frame");
+	if (!err)
+		err = walk_cfi(&walk, elf, visit_fde_range, &list);
+	elf_end(elf);
+	if (err) {
+		free(list.items);
+		return err;
+	}
+	qsort(list.items, list.count, sizeof(*list.items), by_start);
+	*ranges = list.items;
+	*count = list.count;
+	return 0;
 }

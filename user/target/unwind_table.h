@@ -72,4 +72,22 @@ const struct unwind_row *unwind_table_lookup(const struct unwind_table *table, u
 /* The file's identity alone (no CFI read): build-id, else device and inode. 0 or negative errno. */
 int unwind_table_file_id(int fd, struct unwind_file_id *id);
 
+/* One FDE's code: [start, end), link-time addresses. */
+struct unwind_function_range {
+	uint64_t start;
+	uint64_t end;
+};
+
+/*
+ * Where the functions of the ELF file open at fd begin and end: the range of
+ * every FDE of its .eh_frame (no CFI program is replayed), sorted by start.
+ * A stripped file's static functions have no symbol but have an FDE: this
+ * names their pcs by the function that holds them. Read with pread, bounded
+ * like unwind_table_build. 0 with *ranges (the caller frees it) and *count,
+ * or a negative errno with error describing it (-ENODATA: no .eh_frame;
+ * -ENOEXEC, -E2BIG, -EIO, -ENOMEM as unwind_table_build).
+ */
+int unwind_table_function_starts(int fd, struct unwind_function_range **ranges, size_t *count,
+				 struct errbuf *error);
+
 #endif
