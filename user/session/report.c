@@ -5,22 +5,31 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "util/clock.h"
+#include "util/text_quote.h"
 #include "util/version.h"
 
+/* The message carries target-controlled text (paths from a target's maps, names): its
+ * control bytes are shown escaped, never acted on by the terminal. */
 void report_error(const char *format, ...)
 {
 	va_list args;
+	char *message;
+	int len;
 
 	va_start(args, format);
-	fputs("pybpfprof: ", stderr);
-	vfprintf(stderr, format, args);
-	fputc('\n', stderr);
+	len = vasprintf(&message, format, args);
 	va_end(args);
+	fputs("pybpfprof: ", stderr);
+	fput_escaped(stderr, len >= 0 ? message : format);
+	fputc('\n', stderr);
+	if (len >= 0)
+		free(message);
 }
 
 /* The first write error is kept for the end of the run; sampling stops at it. */
