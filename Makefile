@@ -111,8 +111,13 @@ check: deps
 	./tests/run-tests.sh $(TESTS)
 
 bench: deps
-	$(MAKE) all
+	$(MAKE) all $(BUILD)/bench/unwind_rows
 	./bench/bench.sh
+
+# The bench's unwind table sizes, built with the profiler's own table code.
+$(BUILD)/bench/unwind_rows: bench/unwind_rows.c $(BUILD)/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
 
 # Debian sid's python3.14 and python3.15 in a debootstrap'd chroot (cached).
 pythons: deps

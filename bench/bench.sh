@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 [ -x "$python" ] || python=/usr/bin/python3
 rounds=${ROUNDS:-4500}
+BUILD_DIR=${BUILD:-build}
 out=$(mktemp -d /tmp/pybpfprof-bench.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
@@ -31,7 +32,8 @@ floor_of() {
 	echo "$elapsed"
 }
 
-printf '\n%-8s %10s %11s %10s %10s %9s %9s %6s %11s %11s %9s %8s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown vs_floor received expect lost mojo_B/smp tach_B/smp start_s
+printf '\ncost by rate (native stacks on, the default)\n'
+printf '%-8s %10s %11s %10s %10s %9s %9s %6s %11s %11s %9s %8s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown vs_floor received expect lost mojo_B/smp tach_B/smp start_s
 for hz in 1000 20000; do
 	runs=()
 	for _ in 1 2 3; do
@@ -73,6 +75,92 @@ for version in 2.7 3.10 3.11 3.12 3.13; do
 	echo "$row"
 done
 
+# Mixed stacks: the BPF cost of the native walk by native x Python depth, on 3.12 (the
+# activation found by the C-stack shim). Native frames: the mean per sample that the walk
+# went through, counted in a --native=all collapsed file (every frame BPF walked).
+mixed_python=/root/.pyenv/versions/3.12.1/bin/python
+[ -x "$mixed_python" ] || mixed_python=$python
+printf '\nmixed stacks: BPF ns per target sample, native stacks on vs --no-native (1 kHz, median of 3; %s)\n' "$mixed_python"
+printf '%-8s %8s %8s %10s %12s %8s\n' py_depth nesting native ns_native ns_no_native ratio
+bpf_ns_of() { sed -n 's/.* \([0-9]*\) ns per target sample$/\1/p' "$1"; }
+native_frames_of() {
+	awk '{ weight = $NF; n = gsub(/_\[n\]/, ""); frames += n * weight; total += weight }
+	     END { printf "%.0f", total ? frames / total : 0 }' "$1"
+}
+for nesting in 0 4 16; do
+	for depth in 5 32 128; do
+		on=(); off=()
+		for _ in 1 2 3; do
+			./pybpfprof --bpf-stats --native=all -F 1000 -o "$out/mixed.collapsed" -- \
+				"$mixed_python" bench/mixed_work.py "$depth" "$nesting" 1 2>"$out/mixed.log" >/dev/null
+			on+=("$(bpf_ns_of "$out/mixed.log")")
+			./pybpfprof --bpf-stats --no-native -F 1000 -o "$out/flat.mojo" -- \
+				"$mixed_python" bench/mixed_work.py "$depth" "$nesting" 1 2>"$out/flat.log" >/dev/null
+			off+=("$(bpf_ns_of "$out/flat.log")")
+		done
+		ns_on=$(printf '%s\n' "${on[@]}" | median); ns_off=$(printf '%s\n' "${off[@]}" | median)
+		awk -v d="$depth" -v k="$nesting" -v nf="$(native_frames_of "$out/mixed.collapsed")" -v a="$ns_on" -v b="$ns_off" \
+			'BEGIN { printf "%-8s %8s %8s %10s %12s %7.1fx\n", d, k, nf, a, b, b ? a / b : 0 }'
+	done
+done
+
+# Unwind tables: the summary's line for one run, then the rows of each file on their own.
+printf '\nunwind tables of a run (%s bench/mixed_work.py 32 4)\n' "$mixed_python"
+./pybpfprof -F 1000 -o "$out/mixed.mojo" -- "$mixed_python" bench/mixed_work.py 32 4 1 2>&1 >/dev/null | grep 'unwind tables:' || true
+libpython=$(ldd "$mixed_python" | awk '/libpython/ { print $3 }')
+libc=$(ldd "$mixed_python" | awk '/libc\.so/ { print $3 }')
+numpy_core=$("$mixed_python" -c 'import numpy.core._multiarray_umath as m; print(m.__file__)' 2>/dev/null || true)
+printf '\nunwind table per file (rows, KiB in the BPF rows map)\n'
+"$BUILD_DIR"/bench/unwind_rows $libpython "$libc" $numpy_core | sed '$d'
+[ -n "$numpy_core" ] || echo "       -         - numpy: not installed for $mixed_python"
+
+# A host running 20 distinct Pythons: the distinct interpreter files here (each version's
+# libpython, or its binary when static), their tables summed, scaled to 20; libc once.
+interpreters=()
+for dir in /root/.pyenv/versions/*/; do
+	lib=$(ls "$dir"lib/libpython*.so.1.0 2>/dev/null | head -1)
+	if [ -n "$lib" ]; then interpreters+=("$lib"); else
+		interpreters+=("$(ls "$dir"bin/python[0-9].* 2>/dev/null | grep -v config | head -1)"); fi
+done
+[ -x /usr/bin/python3.11 ] && interpreters+=(/usr/bin/python3.11)
+printf '\nunwind tables for 20 distinct Pythons (from %d here)\n' "${#interpreters[@]}"
+"$BUILD_DIR"/bench/unwind_rows "${interpreters[@]}" >"$out/interp.txt"
+cat "$out/interp.txt"
+libc_rows=$("$BUILD_DIR"/bench/unwind_rows "$libc" | awk 'NR == 1 { print $1 }')
+awk -v libc="$libc_rows" '/ total of / { per = $1 / $5; rows = 20 * per + libc
+	printf "20 interpreters + libc: ~%.0f rows, %.1f MiB (%.1f%% of the 4194304-row map)\n",
+		rows, rows * 16 / 1048576, 100 * rows / 4194304 }' "$out/interp.txt"
+
+# From a target's first Python sample to its first full native stack (Python frames over a
+# native root, _start, with --native=all keeping the bootstrap): how long its unwind tables
+# take to be there. Launched (from exec) and attached with -p.
+first_full_ms() {
+	./pybpfprof dump --samples "$1" 2>/dev/null | awk '
+		function close_sample() {
+			if (!python) return
+			if (first == "") first = ts
+			if (full == "" && root ~ /name="_start"/) full = ts
+		}
+		/^Sample / { close_sample(); python = 0; root = ""
+			     for (i = 1; i <= NF; i++) if ($i ~ /^ts=/) ts = substr($i, 4) + 0
+			     next }
+		/^\t/ { if (root == "") root = $0; if ($1 == "python") python = 1 }
+		END { close_sample(); if (full == "") print "never"; else printf "%.1f\n", (full - first) / 1000 }'
+}
+printf '\nfirst sample to first full native stack (ms, median of 3)\n'
+launched=$(for _ in 1 2 3; do
+	./pybpfprof -q --native=all -F 1000 -o "$out/first.bin" -- "$mixed_python" bench/mixed_work.py 32 4 1 >/dev/null 2>&1
+	first_full_ms "$out/first.bin"
+done | median)
+attached=$(for _ in 1 2 3; do
+	"$mixed_python" bench/mixed_work.py 32 4 3 & target=$!
+	sleep 0.5
+	./pybpfprof -q --native=all -F 1000 -d 1 -p "$target" -o "$out/first.bin" >/dev/null 2>&1
+	wait "$target" 2>/dev/null || true
+	first_full_ms "$out/first.bin"
+done | median)
+printf 'launched: %s  attached (-p): %s\n' "$launched" "$attached"
+
 cat <<'TXT'
 
 bpf_ns/smp: the sample program's BPF run time (kernel.bpf_stats_enabled) over samples of targets
@@ -83,4 +171,6 @@ slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM
   vs_floor: profiled vs the same rate of perf events with nothing to sample (the timer interrupts'
   own cost, large on a VM at high rates).
 received/expect: samples written vs the workload's elapsed time x rate (one busy thread).
+mixed stacks: py_depth Python frames over nesting levels of C recursion (list repr); native: the
+  native frames BPF walked per sample (mean); ratio: native on over --no-native.
 TXT

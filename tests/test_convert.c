@@ -12,6 +12,7 @@
 #include "profile/profile.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 
 #define MAX_THREADS 64
@@ -471,6 +472,108 @@ static void registry_lookups(void **state)
 	assert_string_equal(format_registry_extensions(text, 12, false), ".mojo, .bin");
 }
 
+/* One file of a recording's shape: its run data set typed, or as the metadata lines a
+ * recording set before the typed calls existed. */
+static void write_run(const char *path, const struct pf_format *format, bool typed, uint64_t errors)
+{
+	const struct pf_run_info info = { .interval_us = 100, .mode = "cpu", .multiprocess = true,
+					  .frequency_hz = 10000, .start_time_us = 123456789 };
+	const struct pf_python_version version = { 3, 12, 4 };
+	const struct pf_run_totals totals = { .duration_us = 2500001, .samples = 640, .lost_samples = 3,
+					      .truncated_stacks = 2, .read_faults = errors,
+					      .unresolved_frames = 0 };
+	const struct pf_frame frames[] = {
+		{ PF_FRAME_PYTHON, "main.py", "<module>", 3, 3, 0, 9, 5 },
+		{ PF_FRAME_NATIVE, "/usr/lib/libc.so.6", "memcpy", -1, -1, -1, -1, -1 },
+	};
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+	struct pf_writer *writer;
+	char text[32];
+
+	assert_int_equal(pf_writer_open(&writer, path, format, &options), 0);
+	assert_int_equal(pf_writer_set_metadata(writer, "austin", "3.7.0"), 0);
+	if (typed) {
+		assert_int_equal(pf_writer_set_run_info(writer, &info), 0);
+	} else {
+		assert_int_equal(pf_writer_set_metadata(writer, "interval", "100"), 0);
+		assert_int_equal(pf_writer_set_metadata(writer, "mode", "cpu"), 0);
+		assert_int_equal(pf_writer_set_metadata(writer, "multiprocess", "on"), 0);
+	}
+	assert_int_equal(pf_writer_set_metadata(writer, "pybpfprof", "9.9"), 0);
+	if (!typed) {
+		assert_int_equal(pf_writer_set_metadata(writer, "frequency", "10000"), 0);
+		assert_int_equal(pf_writer_set_metadata(writer, "start_time_us", "123456789"), 0);
+	}
+	for (uint64_t i = 0; i < 100; i++) {
+		struct pf_sample sample = { .pid = 7, .tid = 8 + i % 2, .timestamp_us = 123456789 + 100 * i,
+					    .status = PF_STATUS_ON_CPU, .metrics = PF_METRIC_TIME,
+					    .time_us = 100, .frame_count = 1 + i % 2, .frames = frames };
+
+		if (i == 10) {
+			if (typed)
+				assert_int_equal(pf_writer_set_python_version(writer, &version), 0);
+			else
+				assert_int_equal(pf_writer_set_metadata(writer, "python", "3.12.4"), 0);
+		}
+		assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	}
+	if (typed) {
+		assert_int_equal(pf_writer_set_run_totals(writer, &totals), 0);
+	} else {
+		static const char *const lines[][2] = {
+			{ "duration", "2500001" }, { "samples", "640" }, { "lost_samples", "3" },
+			{ "truncated_stacks", "2" },
+		};
+
+		for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+			assert_int_equal(pf_writer_set_metadata(writer, lines[i][0], lines[i][1]), 0);
+		snprintf(text, sizeof(text), "%" PRIu64, errors);
+		assert_int_equal(pf_writer_set_metadata(writer, "read_faults", text), 0);
+		assert_int_equal(pf_writer_set_metadata(writer, "unresolved_frames", "0"), 0);
+		snprintf(text, sizeof(text), "%" PRIu64 "/640", errors);
+		assert_int_equal(pf_writer_set_metadata(writer, "errors", text), 0);
+		assert_int_equal(pf_writer_set_metadata(writer, "saturation", "3/643"), 0);
+		snprintf(text, sizeof(text), "%.6f", (double)errors / 640.0);
+		assert_int_equal(pf_writer_set_metadata(writer, "error_rate", text), 0);
+	}
+	assert_int_equal(pf_writer_set_metadata(writer, "native_walks", "5"), 0);
+	assert_int_equal(pf_writer_close(writer), 0);
+}
+
+/* The typed run data writes every format's file byte for byte as the metadata lines did,
+ * error rates on a printf rounding tie included (1/640 and 3/640). */
+static void run_info_writes_what_metadata_wrote(void **state)
+{
+	static const char *const formats[] = { "mojo", "tachyon", "collapsed", "svg" };
+	static const uint64_t errors[] = { 0, 1, 3, 7 };
+
+	(void)state;
+	for (size_t f = 0; f < sizeof(formats) / sizeof(formats[0]); f++) {
+		for (size_t e = 0; e < sizeof(errors) / sizeof(errors[0]); e++) {
+			const struct pf_format *format = format_registry_find_name(formats[f]);
+			char by_text[256], typed[256];
+			size_t text_len, typed_len;
+			uint8_t *text_bytes, *typed_bytes;
+
+			snprintf(by_text, sizeof(by_text), "%s/by_text.%s", test_tmpdir(), formats[f]);
+			snprintf(typed, sizeof(typed), "%s/typed.%s", test_tmpdir(), formats[f]);
+			write_run(by_text, format, false, errors[e]);
+			write_run(typed, format, true, errors[e]);
+			text_bytes = read_whole_file(by_text, &text_len);
+			typed_bytes = read_whole_file(typed, &typed_len);
+			if (text_len != typed_len || memcmp(text_bytes, typed_bytes, text_len)) {
+				print_error("%s, %" PRIu64 " errors: %zu bytes by text, %zu typed, differ\n",
+					    formats[f], errors[e], text_len, typed_len);
+				fail();
+			}
+			free(text_bytes);
+			free(typed_bytes);
+			unlink(by_text);
+			unlink(typed);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -479,6 +582,7 @@ int main(void)
 		cmocka_unit_test(collapsed_adds_up),
 		cmocka_unit_test(bad_input),
 		cmocka_unit_test(registry_lookups),
+		cmocka_unit_test(run_info_writes_what_metadata_wrote),
 		cmocka_unit_test(special_outputs_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
 	};

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,94 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path,
 int pf_writer_set_metadata(struct pf_writer *writer, const char *key, const char *value)
 {
 	return writer->ops->set_metadata(writer->state, key, value);
+}
+
+static int set_metadata_u64(struct pf_writer *writer, const char *key, uint64_t value)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%" PRIu64, value);
+	return pf_writer_set_metadata(writer, key, text);
+}
+
+int pf_writer_set_run_info(struct pf_writer *writer, const struct pf_run_info *info)
+{
+	int err;
+
+	if (writer->ops->set_run_info)
+		return writer->ops->set_run_info(writer->state, info);
+	err = set_metadata_u64(writer, "interval", info->interval_us);
+	if (!err)
+		err = pf_writer_set_metadata(writer, "mode", info->mode);
+	if (!err && info->multiprocess)
+		err = pf_writer_set_metadata(writer, "multiprocess", "on");
+	if (!err)
+		err = set_metadata_u64(writer, "frequency", info->frequency_hz);
+	if (!err)
+		err = set_metadata_u64(writer, "start_time_us", info->start_time_us);
+	return err;
+}
+
+int pf_writer_set_python_version(struct pf_writer *writer, const struct pf_python_version *version)
+{
+	char text[32];
+
+	if (writer->ops->set_python_version)
+		return writer->ops->set_python_version(writer->state, version);
+	snprintf(text, sizeof(text), "%u.%u.%u", version->major, version->minor, version->micro);
+	return pf_writer_set_metadata(writer, "python", text);
+}
+
+/* "a/b" */
+static int set_metadata_ratio(struct pf_writer *writer, const char *key, uint64_t part, uint64_t whole)
+{
+	char text[64];
+
+	snprintf(text, sizeof(text), "%" PRIu64 "/%" PRIu64, part, whole);
+	return pf_writer_set_metadata(writer, key, text);
+}
+
+double pf_run_totals_error_rate(const struct pf_run_totals *totals)
+{
+	char text[32];
+
+	/* Rounded as printf rounds the quotient (half-even on its exact binary value), which
+	 * arithmetic on the double cannot reproduce in every case. */
+	snprintf(text, sizeof(text), "%.6f",
+		 (double)pf_run_totals_errors(totals) / (double)totals->samples);
+	return strtod(text, NULL);
+}
+
+int pf_writer_set_run_totals(struct pf_writer *writer, const struct pf_run_totals *totals)
+{
+	uint64_t errors = pf_run_totals_errors(totals);
+	int err;
+
+	if (writer->ops->set_run_totals)
+		return writer->ops->set_run_totals(writer->state, totals);
+	err = set_metadata_u64(writer, "duration", totals->duration_us);
+	if (!err)
+		err = set_metadata_u64(writer, "samples", totals->samples);
+	if (!err)
+		err = set_metadata_u64(writer, "lost_samples", totals->lost_samples);
+	if (!err)
+		err = set_metadata_u64(writer, "truncated_stacks", totals->truncated_stacks);
+	if (!err)
+		err = set_metadata_u64(writer, "read_faults", totals->read_faults);
+	if (!err)
+		err = set_metadata_u64(writer, "unresolved_frames", totals->unresolved_frames);
+	if (!err)
+		err = set_metadata_ratio(writer, "errors", errors, totals->samples);
+	if (!err)
+		err = set_metadata_ratio(writer, "saturation", totals->lost_samples,
+					 totals->lost_samples + totals->samples);
+	if (!err && totals->samples) {
+		char text[32];
+
+		snprintf(text, sizeof(text), "%.6f", pf_run_totals_error_rate(totals));
+		err = pf_writer_set_metadata(writer, "error_rate", text);
+	}
+	return err;
 }
 
 int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sample)

@@ -129,6 +129,43 @@ int pf_output_check(const char *path, char *errbuf, size_t errlen);
 int pf_writer_open(struct pf_writer **writer_out, const char *path,
 		   const struct pf_format *format, const struct pf_writer_options *options);
 int pf_writer_set_metadata(struct pf_writer *writer, const char *key, const char *value);
+/*
+ * What a recording knows about its run, typed. Each is set once: the run info
+ * before the first sample, the Python version when the first target shows it,
+ * the totals at the end. A writer with a typed place for them (Tachyon's header
+ * and stats) takes them as they are; the others get the metadata lines below,
+ * in this order (MOJO's, flame graph's).
+ */
+struct pf_run_info {
+	uint64_t interval_us;   /* "interval" */
+	const char *mode;       /* "mode": "cpu", "wall", "memory" or "full" */
+	bool multiprocess;      /* "multiprocess": "on" when set */
+	uint64_t frequency_hz;  /* "frequency" */
+	uint64_t start_time_us; /* "start_time_us": CLOCK_MONOTONIC */
+};
+struct pf_python_version { /* "python": "3.12.1" */
+	uint8_t major, minor, micro;
+};
+struct pf_run_totals {
+	uint64_t duration_us;       /* "duration" */
+	uint64_t samples;           /* "samples" */
+	uint64_t lost_samples;      /* "lost_samples" (also in "saturation": lost/(lost+samples)) */
+	uint64_t truncated_stacks;  /* "truncated_stacks" */
+	uint64_t read_faults;       /* "read_faults" */
+	uint64_t unresolved_frames; /* "unresolved_frames" */
+	/* "errors" (read faults and unresolved frames / samples) and, when there are
+	 * samples, "error_rate" follow from these. */
+};
+static inline uint64_t pf_run_totals_errors(const struct pf_run_totals *totals)
+{
+	return totals->read_faults + totals->unresolved_frames;
+}
+/* Errors per sample to the 6 decimals the "error_rate" line shows: a Tachyon file keeps the same
+ * double whether recorded or converted from MOJO. Needs samples. */
+double pf_run_totals_error_rate(const struct pf_run_totals *totals);
+int pf_writer_set_run_info(struct pf_writer *writer, const struct pf_run_info *info);
+int pf_writer_set_python_version(struct pf_writer *writer, const struct pf_python_version *version);
+int pf_writer_set_run_totals(struct pf_writer *writer, const struct pf_run_totals *totals);
 int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sample);
 /* Make everything written so far readable on disk (MOJO: flush; Tachyon: checkpoint);
  * once samples are in, the file then takes its final name. */
@@ -166,6 +203,10 @@ void pf_reader_close(struct pf_reader *reader);
  */
 struct pf_writer_ops {
 	int (*set_metadata)(void *state, const char *key, const char *value);
+	/* Optional (NULL: profile.c sets the metadata lines pf_run_info describes). */
+	int (*set_run_info)(void *state, const struct pf_run_info *info);
+	int (*set_python_version)(void *state, const struct pf_python_version *version);
+	int (*set_run_totals)(void *state, const struct pf_run_totals *totals);
 	int (*add_sample)(void *state, const struct pf_sample *sample);
 	int (*flush)(void *state);
 	int (*finish)(void *state);   /* write trailer; the file descriptor stays open */

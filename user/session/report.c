@@ -5,22 +5,31 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "util/clock.h"
+#include "util/text_quote.h"
 #include "util/version.h"
 
+/* The message carries target-controlled text (paths from a target's maps, names): its
+ * control bytes are shown escaped, never acted on by the terminal. */
 void report_error(const char *format, ...)
 {
 	va_list args;
+	char *message;
+	int len;
 
 	va_start(args, format);
-	fputs("pybpfprof: ", stderr);
-	vfprintf(stderr, format, args);
-	fputc('\n', stderr);
+	len = vasprintf(&message, format, args);
 	va_end(args);
+	fputs("pybpfprof: ", stderr);
+	fput_escaped(stderr, len >= 0 ? message : format);
+	fputc('\n', stderr);
+	if (len >= 0)
+		free(message);
 }
 
 /* The first write error is kept for the end of the run; sampling stops at it. */
@@ -88,26 +97,30 @@ void report_start_metadata(struct session *session)
 {
 	const struct session_options *options = session->options;
 	uint64_t period_us = 1000000 / options->frequency_hz;
+	struct pf_run_info info = {
+		.interval_us = period_us ? period_us : 1,
+		.mode = "cpu",
+		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
+				options->children,
+		.frequency_hz = options->frequency_hz,
+		.start_time_us = session->start_us,
+	};
 
 	set_metadata_all(session, "austin", "3.7.0");
-	set_metadata_u64(session, "interval", period_us ? period_us : 1);
-	set_metadata_all(session, "mode", "cpu");
-	if (options->pid_count > 1 || session->system_wide || options->command || options->children)
-		set_metadata_all(session, "multiprocess", "on");
+	for (size_t i = 0; i < session->writer_count; i++)
+		note_write_error(session, i, pf_writer_set_run_info(session->writers[i], &info));
 	set_metadata_all(session, "pybpfprof", PYBPFPROF_VERSION);
-	set_metadata_u64(session, "frequency", options->frequency_hz);
-	set_metadata_u64(session, "start_time_us", session->start_us);
 }
 
 void report_python_version(struct session *session, const struct target *target)
 {
-	char version[32];
+	struct pf_python_version version = { target->python.major, target->python.minor,
+					     target->python.micro };
 
 	if (session->python_version_written)
 		return;
-	snprintf(version, sizeof(version), "%u.%u.%u", target->python.major, target->python.minor,
-		 target->python.micro);
-	set_metadata_all(session, "python", version);
+	for (size_t i = 0; i < session->writer_count; i++)
+		note_write_error(session, i, pf_writer_set_python_version(session->writers[i], &version));
 	session->python_version_written = true;
 }
 
@@ -156,32 +169,77 @@ static void format_size(uint64_t bytes, char *out, size_t len)
 		snprintf(out, len, "%" PRIu64 " B", bytes);
 }
 
-/* Stop causes of the native walks that did not reach the root, "no_cfi=3,read_fault=1" ("" if none). */
-static void format_stops(const struct sample_resolver *resolver, const char *separator, char *out, size_t len)
+/*
+ * The non-zero counts[i] as "name<separator>count" joined by joiner ("no_cfi=3,read_fault=1",
+ * "data_stack 3, gil 1"; "" if none), leaving out the indexes in skip (a bit each).
+ */
+static void format_counts(const uint64_t *counts, unsigned count, const char *(*name)(unsigned),
+			  uint64_t skip, const char *separator, const char *joiner, char *out, size_t len)
 {
 	size_t used = 0;
 
 	out[0] = 0;
-	for (unsigned stop = 0; stop < UNWIND_STOP_COUNT && used < len; stop++) {
-		if (stop == UNWIND_STOP_ROOT || stop == UNWIND_STOP_NOT_WALKED || !resolver->native_walks[stop])
+	for (unsigned i = 0; i < count && used < len; i++) {
+		if ((skip >> i & 1) || !counts[i] || !name(i))
 			continue;
-		used += (size_t)snprintf(out + used, len - used, "%s%s%s%" PRIu64, used ? "," : "",
-					 unwind_cache_stop_name(stop), separator, resolver->native_walks[stop]);
+		used += (size_t)snprintf(out + used, len - used, "%s%s%s%" PRIu64, used ? joiner : "",
+					 name(i), separator, counts[i]);
 	}
+}
+
+/* What a walk that reached the root, or was never made, says about stops: nothing. */
+#define NOT_A_STOP (1ull << UNWIND_STOP_ROOT | 1ull << UNWIND_STOP_NOT_WALKED)
+
+/* Stop causes of the native walks that did not reach the root, "no_cfi=3,read_fault=1" ("" if none). */
+static void format_stops(const struct sample_resolver *resolver, const char *separator, char *out, size_t len)
+{
+	format_counts(resolver->native_walks, UNWIND_STOP_COUNT, unwind_cache_stop_name, NOT_A_STOP,
+		      separator, ",", out, len);
+}
+
+static const char *failure_name(unsigned failure)
+{
+	return unwind_cache_failure_name(failure);
 }
 
 /* Files without a table by cause, "no_cfi=1,no_room=2" ("" if none). */
 static void format_failures(const struct unwind_cache_stats *stats, const char *separator, char *out, size_t len)
 {
-	size_t used = 0;
+	uint64_t failures[UNWIND_FAIL_COUNT];
+
+	for (unsigned failure = 0; failure < UNWIND_FAIL_COUNT; failure++)
+		failures[failure] = stats->failures[failure];
+	format_counts(failures, UNWIND_FAIL_COUNT, failure_name, 0, separator, ",", out, len);
+}
+
+/* BPF's failed reads of target memory by site, "data_stack=3,gil=1" ("" if none or unreadable). */
+static void format_read_errors(struct bpf_sampler *sampler, const char *separator, const char *joiner,
+			       char *out, size_t len)
+{
+	uint64_t errors[PBP_ERR_COUNT] = { 0 };
 
 	out[0] = 0;
-	for (unsigned failure = 0; failure < UNWIND_FAIL_COUNT && used < len; failure++) {
-		if (!stats->failures[failure])
-			continue;
-		used += (size_t)snprintf(out + used, len - used, "%s%s%s%zu", used ? "," : "",
-					 unwind_cache_failure_name(failure), separator, stats->failures[failure]);
-	}
+	if (bpf_sampler_error_counts(sampler, errors) == 0)
+		format_counts(errors, PBP_ERR_COUNT, bpf_sampler_error_name, 1ull << PBP_ERR_NONE,
+			      separator, joiner, out, len);
+}
+
+/*
+ * BPF's own count of native walks by stop cause: every target sample it walked, also
+ * those lost in the ring buffer or dropped by userspace, which the resolver never saw.
+ * The number of walks, 0 if unreadable.
+ */
+static uint64_t bpf_native_walks(struct bpf_sampler *sampler, uint64_t stops[UNWIND_STOP_COUNT])
+{
+	uint64_t walks = 0;
+
+	memset(stops, 0, UNWIND_STOP_COUNT * sizeof(*stops));
+	if (bpf_sampler_unwind_stop_counts(sampler, stops) != 0)
+		return 0;
+	for (unsigned stop = 0; stop < UNWIND_STOP_COUNT; stop++)
+		if (stop != UNWIND_STOP_NOT_WALKED)
+			walks += stops[stop];
+	return walks;
 }
 
 static double root_share(const struct sample_resolver *resolver)
@@ -194,6 +252,7 @@ static double root_share(const struct sample_resolver *resolver)
 static void write_native_metadata(struct session *session)
 {
 	const struct sample_resolver *resolver = &session->resolver;
+	uint64_t bpf_stops[UNWIND_STOP_COUNT];
 	struct unwind_cache_stats stats;
 	char text[512];
 
@@ -213,13 +272,18 @@ static void write_native_metadata(struct session *session)
 	set_metadata_u64(session, "unwind_build_ms", stats.build_us / 1000);
 	format_failures(&stats, "=", text, sizeof(text));
 	set_metadata_all(session, "unwind_failures", text);
+	set_metadata_u64(session, "bpf_native_walks", bpf_native_walks(session->sampler, bpf_stops));
+	format_counts(bpf_stops, UNWIND_STOP_COUNT, bpf_sampler_unwind_stop_name, NOT_A_STOP, "=", ",",
+		      text, sizeof(text));
+	set_metadata_all(session, "bpf_native_stops", text);
 }
 
 static void print_native_summary(const struct session *session)
 {
 	const struct sample_resolver *resolver = &session->resolver;
+	uint64_t walks = sample_resolve_native_walk_count(resolver), bpf_stops[UNWIND_STOP_COUNT], bpf_walks;
 	struct unwind_cache_stats stats;
-	char stops[512], failures[512], size[32];
+	char stops[512], bpf_stop_text[512], failures[512], size[32];
 
 	if (!session->native)
 		return;
@@ -228,9 +292,17 @@ static void print_native_summary(const struct session *session)
 	format_failures(&stats, " ", failures, sizeof(failures));
 	format_size((uint64_t)stats.peak_rows_used * sizeof(struct unwind_row), size, sizeof(size));
 	fprintf(stderr, "pybpfprof: native: %" PRIu64 " walks, %.1f%% reached the root%s%s%s; %" PRIu64
-			" merges disagreed\n",
-		sample_resolve_native_walk_count(resolver), 100.0 * root_share(resolver), stops[0] ? " (stops: " : "",
+			" merges disagreed",
+		walks, 100.0 * root_share(resolver), stops[0] ? " (stops: " : "",
 		stops, stops[0] ? ")" : "", resolver->merge_failures);
+	/* BPF's counts also hold the samples lost or dropped before they were resolved. */
+	bpf_walks = bpf_native_walks(session->sampler, bpf_stops);
+	format_counts(bpf_stops, UNWIND_STOP_COUNT, bpf_sampler_unwind_stop_name, NOT_A_STOP, " ", ",",
+		      bpf_stop_text, sizeof(bpf_stop_text));
+	if (bpf_walks != walks || strcmp(bpf_stop_text, stops) != 0)
+		fprintf(stderr, "; BPF: %" PRIu64 " walks%s%s%s", bpf_walks, bpf_stop_text[0] ? " (stops: " : "",
+			bpf_stop_text, bpf_stop_text[0] ? ")" : "");
+	fputc('\n', stderr);
 	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s), built in %.2f s, %" PRIu64
 			" maps re-read%s%s\n",
 		stats.tables_built, stats.peak_files, stats.peak_rows_used, stats.row_capacity, size,
@@ -240,25 +312,21 @@ static void print_native_summary(const struct session *session)
 
 static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
-	uint64_t duration_us = clock_monotonic_us() - session->start_us;
-	uint64_t errors = counters[PBP_CNT_READ_FAULTS] + session->resolver.unresolved_frames;
-	char text[64];
+	struct pf_run_totals totals = {
+		.duration_us = clock_monotonic_us() - session->start_us,
+		.samples = session->samples_written,
+		.lost_samples = counters[PBP_CNT_LOST],
+		.truncated_stacks = counters[PBP_CNT_TRUNCATED],
+		.read_faults = counters[PBP_CNT_READ_FAULTS],
+		.unresolved_frames = session->resolver.unresolved_frames,
+	};
 
-	set_metadata_u64(session, "duration", duration_us);
-	set_metadata_u64(session, "samples", session->samples_written);
-	set_metadata_u64(session, "lost_samples", counters[PBP_CNT_LOST]);
-	set_metadata_u64(session, "truncated_stacks", counters[PBP_CNT_TRUNCATED]);
-	set_metadata_u64(session, "read_faults", counters[PBP_CNT_READ_FAULTS]);
-	set_metadata_u64(session, "unresolved_frames", session->resolver.unresolved_frames);
-	snprintf(text, sizeof(text), "%" PRIu64 "/%" PRIu64, errors, session->samples_written);
-	set_metadata_all(session, "errors", text);
-	snprintf(text, sizeof(text), "%" PRIu64 "/%" PRIu64, counters[PBP_CNT_LOST],
-		 counters[PBP_CNT_LOST] + session->samples_written);
-	set_metadata_all(session, "saturation", text);
-	if (session->samples_written) {
-		snprintf(text, sizeof(text), "%.6f", (double)errors / (double)session->samples_written);
-		set_metadata_all(session, "error_rate", text);
-	}
+	char read_errors[512];
+
+	for (size_t i = 0; i < session->writer_count; i++)
+		note_write_error(session, i, pf_writer_set_run_totals(session->writers[i], &totals));
+	format_read_errors(session->sampler, "=", ",", read_errors, sizeof(read_errors));
+	set_metadata_all(session, "bpf_read_errors", read_errors);
 	write_native_metadata(session);
 }
 
@@ -266,15 +334,17 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 {
 	double seconds = (double)(clock_monotonic_ms() - session->start_ms) / 1000.0;
 	size_t processes = 0;
+	char read_errors[512];
 
 	for (size_t i = 0; i < session->targets.count; i++)
 		processes += session->targets.items[i].samples > 0;
+	format_read_errors(session->sampler, " ", ", ", read_errors, sizeof(read_errors));
 	fprintf(stderr, "pybpfprof: %" PRIu64 " samples in %.1f s from %zu process%s, %zu thread%s; %" PRIu64
-			" lost; %" PRIu64 " truncated stacks; %" PRIu64 " unresolved frames\n",
+			" lost; %" PRIu64 " truncated stacks; %" PRIu64 " unresolved frames%s%s\n",
 		session->samples_written, seconds, processes, processes == 1 ? "" : "es",
 		intern_count(&session->threads), intern_count(&session->threads) == 1 ? "" : "s",
 		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED],
-		session->resolver.unresolved_frames);
+		session->resolver.unresolved_frames, read_errors[0] ? "; failed reads: " : "", read_errors);
 	print_native_summary(session);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;

@@ -713,6 +713,56 @@ static uint32_t feature_bits(const char *text)
 	return bits;
 }
 
+/* Deltas already written are relative to the first start time. */
+static void set_start_time(struct tachyon_writer *w, uint64_t start_time_us)
+{
+	if (w->started)
+		return;
+	w->start_time_us = start_time_us;
+	w->started = true;
+}
+
+static void set_mode(struct tachyon_writer *w, const char *mode)
+{
+	w->config = (w->config & ~TACHYON_CONFIG_MODE_MASK) | mode_bits(mode);
+}
+
+static int writer_set_run_info(void *state, const struct pf_run_info *info)
+{
+	struct tachyon_writer *w = state;
+
+	w->interval_us = info->interval_us;
+	set_mode(w, info->mode);
+	set_start_time(w, info->start_time_us);
+	return 0;
+}
+
+static int writer_set_python_version(void *state, const struct pf_python_version *version)
+{
+	struct tachyon_writer *w = state;
+
+	w->python[0] = version->major;
+	w->python[1] = version->minor;
+	w->python[2] = version->micro;
+	return 0;
+}
+
+static int writer_set_run_totals(void *state, const struct pf_run_totals *totals)
+{
+	struct tachyon_writer *w = state;
+
+	w->duration_us = (double)totals->duration_us;
+	w->has_duration = true;
+	w->lost_samples = (double)totals->lost_samples;
+	w->has_lost_samples = true;
+	if (totals->samples) {
+		w->error_rate = pf_run_totals_error_rate(totals);
+		w->has_error_rate = true;
+	}
+	return 0;
+}
+
+/* Metadata as text: what a converted file carried (a recording sets the typed run info). */
 static int writer_set_metadata(void *state, const char *key, const char *value)
 {
 	struct tachyon_writer *w = state;
@@ -724,17 +774,14 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 	} else if (!strcmp(key, "interval")) {
 		err = parse_u64(value, &w->interval_us);
 	} else if (!strcmp(key, "mode")) {
-		w->config = (w->config & ~TACHYON_CONFIG_MODE_MASK) | mode_bits(value);
+		set_mode(w, value);
 	} else if (!strcmp(key, "features")) {
 		w->config = (w->config & TACHYON_CONFIG_MODE_MASK) | TACHYON_CONFIG_FEATURES_FLAG |
 			    feature_bits(value) << TACHYON_CONFIG_FEATURES_SHIFT;
 	} else if (!strcmp(key, "start_time_us")) {
 		err = parse_u64(value, &number);
-		/* Deltas already written are relative to the old start. */
-		if (!err && !w->started) {
-			w->start_time_us = number;
-			w->started = true;
-		}
+		if (!err)
+			set_start_time(w, number);
 	} else if (!strcmp(key, "duration")) {
 		err = parse_double(value, &w->duration_us);
 		w->has_duration = !err && w->duration_us >= 0;
@@ -780,6 +827,9 @@ static const char *writer_error(const void *state)
 
 static const struct pf_writer_ops tachyon_writer_ops = {
 	.set_metadata = writer_set_metadata,
+	.set_run_info = writer_set_run_info,
+	.set_python_version = writer_set_python_version,
+	.set_run_totals = writer_set_run_totals,
 	.add_sample = writer_add_sample,
 	.flush = writer_flush,
 	.finish = writer_finish,

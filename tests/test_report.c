@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+/* session/report.c: the error lines a run prints carry a target's text with its control bytes
+ * escaped, so a hostile library path or name cannot drive the terminal. */
+#include "testlib.h"
+
+#include "session/session_internal.h"
+
+#include <fcntl.h>
+
+/* What report_error() printed for this message, with the target-controlled text in it. */
+static char *report_error_output(const char *target_text)
+{
+	char path[256];
+	size_t len;
+	char *output;
+	int saved, fd;
+
+	snprintf(path, sizeof(path), "%s/stderr.txt", test_tmpdir());
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	close(fd);
+	report_error("warning: pid %d: no native stacks for %s: %s", 42, target_text, "no such file");
+	fflush(stderr);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	output = (char *)read_whole_file(path, &len);
+	assert_non_null(output);
+	unlink(path);
+	return output;
+}
+
+static void control_bytes_are_escaped(void **state)
+{
+	char *output = report_error_output("/tmp/lib\x1b]0;owned\x07\x1b[2J\r\n\xc2\x9b" "31m.so");
+
+	(void)state;
+	assert_string_equal(output, "pybpfprof: warning: pid 42: no native stacks for "
+				    "/tmp/lib\\x1b]0;owned\\x07\\x1b[2J\\r\\n\\xc2\\x9b31m.so: no such file\n");
+	free(output);
+}
+
+static void plain_text_and_utf8_pass(void **state)
+{
+	char *output = report_error_output("/opt/café/libpython3.12.so.1.0");
+
+	(void)state;
+	assert_string_equal(output, "pybpfprof: warning: pid 42: no native stacks for "
+				    "/opt/café/libpython3.12.so.1.0: no such file\n");
+	free(output);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(control_bytes_are_escaped),
+		cmocka_unit_test(plain_text_and_utf8_pass),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
