@@ -121,6 +121,8 @@ void native_stacks_detach(struct session *session, pid_t pid)
 
 	if (!native || !unwind_cache_knows_proc(native->cache, pid))
 		return;
+	/* The names its pcs were given belong to the image that is gone. */
+	sample_resolve_forget_native(&session->resolver);
 	bpf_sampler_unwind_forget_proc(native->sampler, pid);
 	unwind_cache_forget_proc(native->cache, pid);
 }

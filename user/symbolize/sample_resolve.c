@@ -22,6 +22,7 @@ int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *ke
 	resolver->kernel = kernel;
 	resolver->period_us = period_us;
 	intern_init(&resolver->kernel_names);
+	hash_index_init(&resolver->native_pc_index);
 	intern_init(&resolver->kernel_addresses);
 	intern_init(&resolver->native_addresses);
 	return 0;
@@ -31,6 +32,10 @@ void sample_resolve_free(struct sample_resolver *resolver)
 {
 	symbolize_py_cache_free(resolver->python);
 	intern_free(&resolver->kernel_names);
+	hash_index_free(&resolver->native_pc_index);
+	free(resolver->native_pcs);
+	resolver->native_pcs = NULL;
+	resolver->native_pc_count = resolver->native_pc_capacity = 0;
 	intern_free(&resolver->kernel_addresses);
 	intern_free(&resolver->native_addresses);
 	free(resolver->kernel_name_of);
@@ -171,31 +176,98 @@ static enum native_role interpreter_role(const struct py_target *python, const c
 	return role == NATIVE_ROLE_EVAL ? NATIVE_ROLE_CALL_MACHINERY : role;
 }
 
+/* Cached native pcs past this are forgotten at once: a whole host names far fewer per run. */
+#define NATIVE_PC_CACHE_MAX (1u << 16)
+
+struct native_pc_key {
+	uint64_t pc_word;
+	uint32_t pid;
+	bool caller;
+};
+
+static uint64_t native_pc_hash(const struct native_pc_key *key)
+{
+	return hash_combine(hash_combine(key->pc_word, key->pid), key->caller);
+}
+
+static bool native_pc_matches(const void *context, uint32_t position, const void *opaque)
+{
+	const struct sample_resolver *resolver = context;
+	const struct native_pc_key *key = opaque;
+	const struct native_pc_entry *entry = &resolver->native_pcs[position];
+
+	return entry->pc_word == key->pc_word && entry->pid == key->pid && entry->caller == key->caller;
+}
+
+void sample_resolve_forget_native(struct sample_resolver *resolver)
+{
+	hash_index_clear(&resolver->native_pc_index);
+	resolver->native_pc_count = 0;
+}
+
+/* Keeps a named pc for the next samples (nothing happens when memory is short). */
+static void remember_native_pc(struct sample_resolver *resolver, const struct native_pc_key *key,
+			       const struct pf_frame *frame, uint8_t role)
+{
+	if (resolver->native_pc_count >= NATIVE_PC_CACHE_MAX)
+		sample_resolve_forget_native(resolver);
+	if (ARRAY_RESERVE(resolver->native_pcs, resolver->native_pc_capacity, resolver->native_pc_count + 1) ||
+	    hash_index_insert(&resolver->native_pc_index, native_pc_hash(key), (uint32_t)resolver->native_pc_count))
+		return;
+	resolver->native_pcs[resolver->native_pc_count++] = (struct native_pc_entry){
+		.pc_word = key->pc_word, .pid = key->pid, .caller = key->caller, .role = role, .frame = *frame,
+	};
+}
+
+/* Names one native pc and gives it its role in the merge (and remembers both). 0 or -ENOMEM. */
+static int resolve_native_pc(struct sample_resolver *resolver, const struct py_target *python,
+			     const struct native_pc_key *key, struct pf_frame *frame, uint8_t *role)
+{
+	bool marked_eval = (key->pc_word & PBP_NATIVE_PC_EVAL) != 0;
+	uint64_t raw_pc = key->pc_word & ~PBP_NATIVE_PC_EVAL;
+	/* A caller's pc is its return address: the call is the instruction before. */
+	uint64_t pc = key->caller ? raw_pc - 1 : raw_pc;
+	struct symbolize_native_frame found;
+	int err = symbolize_native_lookup(resolver->native, (pid_t)key->pid, python ? python->runtime_path : NULL,
+					  pc, &found);
+
+	if (err < 0)
+		return err;
+	if (err == 0) {
+		*frame = unmapped_native_frame(resolver, raw_pc);
+		*role = marked_eval && python ? NATIVE_ROLE_EVAL : NATIVE_ROLE_FOREIGN;
+	} else {
+		*frame = found.frame;
+		if (python && (found.in_interpreter || marked_eval))
+			*role = interpreter_role(python, found.symbol, marked_eval);
+		else
+			*role = NATIVE_ROLE_FOREIGN;
+	}
+	/* A pc in no mapping may be in one the next time the maps are read (a library
+	 * loaded since): only what was found is kept. */
+	if (err > 0)
+		remember_native_pc(resolver, key, frame, *role);
+	return 0;
+}
+
 /* Names native pcs (leaf first) and gives each its role in the merge. 0 or -ENOMEM. */
 static int resolve_native_frames(struct sample_resolver *resolver, const struct pbp_record *record,
 				 const uint64_t *pcs, const struct py_target *python)
 {
 	for (size_t i = 0; i < record->native_frame_count; i++) {
-		bool marked_eval = (pcs[i] & PBP_NATIVE_PC_EVAL) != 0;
-		uint64_t raw_pc = pcs[i] & ~PBP_NATIVE_PC_EVAL;
-		/* A caller's pc is its return address: the call is the instruction before. */
-		uint64_t pc = i == 0 ? raw_pc : raw_pc - 1;
-		struct symbolize_native_frame found;
-		int err = symbolize_native_lookup(resolver->native, (pid_t)record->pid,
-						  python ? python->runtime_path : NULL, pc, &found);
+		struct native_pc_key key = { .pc_word = pcs[i], .pid = record->pid, .caller = i != 0 };
+		int err;
+		int64_t known = hash_index_find(&resolver->native_pc_index, native_pc_hash(&key), native_pc_matches,
+						resolver, &key);
 
-		if (err < 0)
-			return err;
-		if (err == 0) {
-			resolver->native_frames[i] = unmapped_native_frame(resolver, raw_pc);
-			resolver->native_role[i] = marked_eval && python ? NATIVE_ROLE_EVAL : NATIVE_ROLE_FOREIGN;
+		if (known >= 0) {
+			resolver->native_frames[i] = resolver->native_pcs[known].frame;
+			resolver->native_role[i] = resolver->native_pcs[known].role;
 			continue;
 		}
-		resolver->native_frames[i] = found.frame;
-		if (python && (found.in_interpreter || marked_eval))
-			resolver->native_role[i] = interpreter_role(python, found.symbol, marked_eval);
-		else
-			resolver->native_role[i] = NATIVE_ROLE_FOREIGN;
+		err = resolve_native_pc(resolver, python, &key, &resolver->native_frames[i], &resolver->native_role[i]);
+		if (err)
+			return err;
 	}
 	return 0;
 }

@@ -18,11 +18,20 @@
 #include "symbolize/stack_merge.h"
 #include "unwind_table.h"
 #include "target/py_discover.h"
+#include "util/hash.h"
 #include "util/intern.h"
 
 struct symbolize_py_cache;
 struct ksyms;
 struct symbolize_native;
+
+struct native_pc_entry {
+	uint64_t pc_word;  /* as the record has it: the pc and its PBP_NATIVE_PC_EVAL mark */
+	uint32_t pid;
+	uint8_t caller;    /* named at pc - 1 (a return address) */
+	uint8_t role;      /* enum native_role */
+	struct pf_frame frame;
+};
 
 struct sample_resolver {
 	struct symbolize_py_cache *python;
@@ -43,6 +52,10 @@ struct sample_resolver {
 	uint8_t native_role[UNWIND_MAX_FRAMES];
 	struct merge_step steps[PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES];
 	struct intern_table native_addresses; /* "0x..." names of pcs in no file mapping */
+	/* Native pcs already named, with their role: the same few recur in every sample. */
+	struct hash_index native_pc_index;    /* hash of (pid, pc word, caller) -> entry */
+	struct native_pc_entry *native_pcs;
+	size_t native_pc_count, native_pc_capacity;
 	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
 	uint64_t native_walks[UNWIND_STOP_COUNT]; /* records of native stacks, by why the walk stopped */
 	uint64_t merge_failures;       /* mixed stacks whose activations and Python frames disagreed */
@@ -53,17 +66,19 @@ void sample_resolve_free(struct sample_resolver *resolver);
 /* Records that had a native walk (any stop cause but NOT_WALKED). */
 uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver);
 /*
- * python: the target's runtime description, or NULL while it is pending
- * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed
- * record, -ENOMEM. *sample points into the resolver until the next call.
- */
-/*
  * Reads the code objects of the record's Python frames into the cache now, and
  * nothing else: short-lived code (a module body during its import) is read while
  * it lives, even when resolving the whole sample has to wait.
  */
 void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			     const struct py_target *python);
+/* A process exec'd or exited: what its native pcs meant no longer holds. */
+void sample_resolve_forget_native(struct sample_resolver *resolver);
+/*
+ * python: the target's runtime description, or NULL while it is pending
+ * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed
+ * record, -ENOMEM. *sample points into the resolver until the next call.
+ */
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample);
 
