@@ -94,6 +94,8 @@ void process_events_check_liveness(struct session *session)
 		if (target->state != TARGET_GONE && !target_set_alive(target))
 			target_ended(session, target);
 	}
+	/* What BPF's exit hook missed (it paces itself). */
+	bpf_sampler_reconcile_targets(session->sampler, clock_monotonic_ms());
 }
 
 /* A new process, or a target that exec'd: start over with what it runs now. */
