@@ -175,8 +175,10 @@ static __always_inline void pbp_send_proc_event(__u32 type, __u32 pid, __u32 par
 {
 	struct pbp_proc_event *event = bpf_ringbuf_reserve(&proc_events, sizeof(*event), 0);
 
-	if (!event)
+	if (!event) {
+		pbp_count(PBP_CNT_PROC_EVENTS_LOST);
 		return;
+	}
 	event->type = type;
 	event->pid = pid;
 	event->parent_pid = parent_pid;
@@ -228,8 +230,16 @@ int BPF_PROG(pbp_exit, struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
 
-	if (task->pid == task->tgid && bpf_map_lookup_elem(&proc_configs, &tgid))
+	if (task->pid != task->tgid)
+		return 0;
+	/* Dropped here, not only when userspace reads the notice: a notice lost to a full ring,
+	 * or a fork userspace never heard of, would keep the entries (and a reused pid would be
+	 * sampled with them). */
+	if (bpf_map_lookup_elem(&proc_configs, &tgid)) {
 		pbp_send_proc_event(PBP_PROC_EXIT, tgid, 0);
+		bpf_map_delete_elem(&proc_configs, &tgid);
+	}
+	bpf_map_delete_elem(&unwind_procs, &tgid);
 	return 0;
 }
 

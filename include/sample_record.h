@@ -135,7 +135,8 @@ enum pbp_counter {
 	PBP_CNT_TRUNCATED = 3,    /* samples whose Python stack was cut */
 	PBP_CNT_NO_TSTATE = 4,    /* samples of threads with no thread state */
 	PBP_CNT_WAKEUPS = 5,      /* records that woke the consumer (new code objects, a filling buffer) */
-	PBP_CNT_MAX = 6,          /* number of counters, the size of the counters map */
+	PBP_CNT_PROC_EVENTS_LOST = 6, /* exec/fork/exit notices dropped: proc_events ring full */
+	PBP_CNT_MAX = 7,          /* number of counters, the size of the counters map */
 };
 
 #endif

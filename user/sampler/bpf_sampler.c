@@ -2,6 +2,7 @@
 #include "sampler/bpf_sampler.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <inttypes.h>
 #include <linux/capability.h>
@@ -39,6 +40,8 @@ struct bpf_sampler {
 	bpf_sampler_proc_fn on_proc;
 	void *callback_ctx;
 	int callback_error;
+	uint64_t next_reconcile_ms;
+	uint64_t reconciled;              /* map entries of gone processes deleted */
 };
 
 /* libbpf's last warning, kept for the error message instead of printed. */
@@ -363,6 +366,67 @@ int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid)
 	if (bpf_map__delete_elem(sampler->skel->maps.proc_configs, &key, sizeof(key), 0))
 		return -errno;
 	return 0;
+}
+
+static bool process_exists(uint32_t tgid)
+{
+	return kill((pid_t)tgid, 0) == 0 || errno != ESRCH;
+}
+
+/* Deletes the entries of map whose key is a process that no longer exists. */
+static size_t drop_gone_processes(struct bpf_map *map)
+{
+	size_t capacity = bpf_map__max_entries(map), gone_count = 0, deleted = 0;
+	uint32_t *gone = malloc(capacity * sizeof(*gone));
+	uint32_t key, next;
+	int err = bpf_map__get_next_key(map, NULL, &next, sizeof(next));
+
+	if (!gone)
+		return 0;
+	/* Collected first: deleting while walking could restart the walk. */
+	while (!err && gone_count < capacity) {
+		key = next;
+		if (!process_exists(key))
+			gone[gone_count++] = key;
+		err = bpf_map__get_next_key(map, &key, &next, sizeof(next));
+	}
+	for (size_t i = 0; i < gone_count; i++)
+		deleted += bpf_map__delete_elem(map, &gone[i], sizeof(gone[i]), 0) == 0;
+	free(gone);
+	return deleted;
+}
+
+size_t bpf_sampler_reconcile_targets(struct bpf_sampler *sampler, uint64_t now_ms)
+{
+	size_t deleted;
+
+	if (now_ms < sampler->next_reconcile_ms)
+		return 0;
+	sampler->next_reconcile_ms = now_ms + BPF_SAMPLER_RECONCILE_MS;
+	deleted = drop_gone_processes(sampler->skel->maps.proc_configs) +
+		  drop_gone_processes(sampler->skel->maps.unwind_procs);
+	sampler->reconciled += deleted;
+	return deleted;
+}
+
+size_t bpf_sampler_target_count(struct bpf_sampler *sampler)
+{
+	const struct bpf_map *map = sampler->skel->maps.proc_configs;
+	size_t count = 0, capacity = bpf_map__max_entries(map);
+	uint32_t key, next;
+	int err = bpf_map__get_next_key(map, NULL, &next, sizeof(next));
+
+	while (!err && count < capacity) {
+		count++;
+		key = next;
+		err = bpf_map__get_next_key(map, &key, &next, sizeof(next));
+	}
+	return count;
+}
+
+uint64_t bpf_sampler_reconciled_count(const struct bpf_sampler *sampler)
+{
+	return sampler->reconciled;
 }
 
 size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler)

@@ -45,6 +45,16 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
  * -EINVAL if the frame layout does not fit the BPF frame copy (frame_read_size <= PBP_FRAME_MAX_READ). */
 int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct py_proc_config *config);
 int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid);
+/* BPF drops a target's entries when its leader exits; this sweeps what that missed (an exit
+ * before the entry was made, a kernel without the tracepoint's guarantees): at most every
+ * BPF_SAMPLER_RECONCILE_MS, the entries of the target and unwinding maps whose process is gone
+ * are deleted. Returns how many were deleted now. */
+#define BPF_SAMPLER_RECONCILE_MS 5000
+size_t bpf_sampler_reconcile_targets(struct bpf_sampler *sampler, uint64_t now_ms);
+/* Processes in the target map now (one walk of its keys). */
+size_t bpf_sampler_target_count(struct bpf_sampler *sampler);
+/* Entries deleted by bpf_sampler_reconcile_targets over the run. */
+uint64_t bpf_sampler_reconciled_count(const struct bpf_sampler *sampler);
 /* Drains both ring buffers without blocking; returns the number of records consumed or -errno.
  * on_proc may be NULL. */
 int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,

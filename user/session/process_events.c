@@ -86,6 +86,17 @@ int process_events_wait_budget_ms(const struct session *session, int tick_ms, ui
 	return (int)budget;
 }
 
+/* An exited target is forgotten: what the symbolizers keep for its pid goes too. */
+static void forget_process(void *ctx, const struct target *target)
+{
+	struct session *session = ctx;
+
+	symbolize_py_forget_pid(session->resolver.python, target->pid);
+	if (session->resolver.native)
+		symbolize_native_forget_pid(session->resolver.native, target->pid);
+	native_stacks_detach(session, target->pid);
+}
+
 void process_events_check_liveness(struct session *session)
 {
 	for (size_t i = 0; i < session->targets.count; i++) {
@@ -94,6 +105,9 @@ void process_events_check_liveness(struct session *session)
 		if (target->state != TARGET_GONE && !target_set_alive(target))
 			target_ended(session, target);
 	}
+	/* What BPF's exit hook missed, and the state of exited targets (both pace themselves). */
+	bpf_sampler_reconcile_targets(session->sampler, clock_monotonic_ms());
+	target_set_forget_exited(&session->targets, clock_monotonic_ms(), forget_process, session);
 }
 
 /* A new process, or a target that exec'd: start over with what it runs now. */
@@ -123,6 +137,7 @@ static void on_exec(struct session *session, pid_t pid)
 	if (!target)
 		return;
 	target->state = TARGET_PENDING;
+	target->exited_ms = 0;
 	target->start_ticks = target_set_start_ticks(pid);
 	target->pending_since_ms = clock_monotonic_ms();
 	target->next_attempt_ms = 0;
@@ -157,6 +172,7 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	child->python = python;
 	child->python.pid = pid;
 	child->state = state;
+	child->exited_ms = 0;
 	child->start_ticks = target_set_start_ticks(pid);
 	child->pending_since_ms = clock_monotonic_ms();
 	child->next_attempt_ms = 0;

@@ -25,6 +25,15 @@ struct code_entry {
 	uint8_t *linetable;
 	size_t linetable_len;
 	bool linetable_missing; /* too large to read: lines unknown */
+	bool evicted;           /* chosen by an eviction in progress */
+	uint64_t last_used;     /* cache->clock at its last use: the least recent is evicted first */
+};
+
+/* What one target's code objects hold, against its budget. */
+struct pid_usage {
+	pid_t pid;
+	size_t bytes;
+	size_t codes;
 };
 
 /* One decoded (code object, raw offset): what a hit returns without further work. */
@@ -34,7 +43,7 @@ struct frame_slot {
 	uint32_t checksum;
 	uint32_t instr_offset;
 	bool used;
-	const struct code_entry *code;
+	struct code_entry *code;
 	struct py_location location;
 };
 
@@ -53,6 +62,11 @@ struct symbolize_py_cache {
 	size_t frames_capacity;
 	size_t frames_count;
 	struct intern_table strings; /* NUL-terminated file and function names */
+	struct pid_usage *pids;      /* the targets with code objects here */
+	size_t pid_count;
+	size_t pid_capacity;
+	uint64_t clock;              /* counts uses, for least-recently-used eviction */
+	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
 	struct symbolize_py_stats stats;
 };
 
@@ -110,12 +124,60 @@ void symbolize_py_cache_free(struct symbolize_py_cache *cache)
 	hash_index_free(&cache->code_index);
 	free(cache->frames);
 	intern_free(&cache->strings);
+	free(cache->pids);
 	free(cache);
 }
 
 void symbolize_py_cache_stats(const struct symbolize_py_cache *cache, struct symbolize_py_stats *stats)
 {
 	*stats = cache->stats;
+	stats->codes = cache->code_count;
+	stats->code_bytes = cache->bytes;
+	stats->name_bytes = cache->strings.bytes;
+	stats->frames = cache->frames_count;
+}
+
+/* --- what each target holds --- */
+
+static size_t code_entry_bytes(const struct code_entry *entry)
+{
+	return sizeof(*entry) + sizeof(struct code_entry *) + entry->linetable_len;
+}
+
+static struct pid_usage *usage_of(struct symbolize_py_cache *cache, pid_t pid)
+{
+	for (size_t i = 0; i < cache->pid_count; i++)
+		if (cache->pids[i].pid == pid)
+			return &cache->pids[i];
+	return NULL;
+}
+
+static int count_code(struct symbolize_py_cache *cache, const struct code_entry *entry)
+{
+	struct pid_usage *usage = usage_of(cache, entry->pid);
+
+	if (!usage) {
+		if (ARRAY_RESERVE(cache->pids, cache->pid_capacity, cache->pid_count + 1))
+			return -ENOMEM;
+		usage = &cache->pids[cache->pid_count++];
+		*usage = (struct pid_usage){ .pid = entry->pid };
+	}
+	usage->bytes += code_entry_bytes(entry);
+	usage->codes++;
+	cache->bytes += code_entry_bytes(entry);
+	return 0;
+}
+
+static void uncount_code(struct symbolize_py_cache *cache, const struct code_entry *entry)
+{
+	struct pid_usage *usage = usage_of(cache, entry->pid);
+
+	cache->bytes -= code_entry_bytes(entry);
+	if (!usage)
+		return;
+	usage->bytes -= code_entry_bytes(entry);
+	if (--usage->codes == 0)
+		*usage = cache->pids[--cache->pid_count];
 }
 
 /* --- the code object table --- */
@@ -149,16 +211,22 @@ static int add_code(struct symbolize_py_cache *cache, struct code_entry *entry)
 	int err = ARRAY_RESERVE(cache->codes, cache->code_capacity, cache->code_count + 1);
 
 	if (!err)
-		err = hash_index_insert(&cache->code_index, code_hash(entry->pid, entry->code_addr, entry->checksum),
-					(uint32_t)cache->code_count);
+		err = count_code(cache, entry);
 	if (err)
 		return err;
+	err = hash_index_insert(&cache->code_index, code_hash(entry->pid, entry->code_addr, entry->checksum),
+				(uint32_t)cache->code_count);
+	if (err) {
+		uncount_code(cache, entry);
+		return err;
+	}
 	cache->codes[cache->code_count++] = entry;
 	return 0;
 }
 
-/* Frees pid's code objects and keeps the others in order. The index is rebuilt at its size,
- * which held them all: no allocation, nothing can fail half-way. */
+/* Frees pid's code objects (every evicted one when pid is 0) and keeps the others in order.
+ * The index is rebuilt at its size, which held them all: no allocation, nothing can fail
+ * half-way. */
 static void drop_codes_of(struct symbolize_py_cache *cache, pid_t pid)
 {
 	size_t kept = 0;
@@ -167,7 +235,8 @@ static void drop_codes_of(struct symbolize_py_cache *cache, pid_t pid)
 	for (size_t i = 0; i < cache->code_count; i++) {
 		struct code_entry *entry = cache->codes[i];
 
-		if (entry->pid == pid) {
+		if (pid ? entry->pid == pid : entry->evicted) {
+			uncount_code(cache, entry);
 			code_entry_free(entry);
 			continue;
 		}
@@ -219,7 +288,7 @@ static int rebuild_frames(struct symbolize_py_cache *cache, size_t capacity, pid
 	for (size_t i = 0; i < cache->frames_capacity; i++) {
 		const struct frame_slot *slot = &cache->frames[i];
 
-		if (!slot->used || (drop_pid && slot->pid == drop_pid))
+		if (!slot->used || (drop_pid && slot->pid == drop_pid) || slot->code->evicted)
 			continue;
 		place_frame(frames, capacity, slot);
 		count++;
@@ -258,6 +327,59 @@ void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid)
 		cache->frames_count = 0;
 	}
 	drop_codes_of(cache, pid);
+}
+
+/* --- the budget of each target --- */
+
+static int compare_last_used(const void *left, const void *right)
+{
+	const struct code_entry *a = *(struct code_entry *const *)left, *b = *(struct code_entry *const *)right;
+
+	return a->last_used < b->last_used ? -1 : a->last_used > b->last_used;
+}
+
+static bool over_budget(const struct pid_usage *usage, size_t bytes_limit, size_t codes_limit)
+{
+	return usage->bytes > bytes_limit || usage->codes > codes_limit;
+}
+
+/*
+ * pid's least recently used code objects go until it holds three quarters of its budget
+ * (the batch keeps evictions, each a pass over the tables, rare). Frame slots point at code
+ * objects: they are dropped first, or the whole table is cleared if it cannot be rebuilt.
+ */
+static int evict_least_used(struct symbolize_py_cache *cache, pid_t pid)
+{
+	struct pid_usage *usage = usage_of(cache, pid);
+	struct code_entry **candidates;
+	size_t count = 0, bytes, codes;
+
+	if (!usage || !over_budget(usage, SYMBOLIZE_PY_TARGET_MAX_BYTES, SYMBOLIZE_PY_TARGET_MAX_CODES))
+		return 0;
+	candidates = malloc(usage->codes * sizeof(*candidates));
+	if (!candidates)
+		return -ENOMEM;
+	for (size_t i = 0; i < cache->code_count && count < usage->codes; i++)
+		if (cache->codes[i]->pid == pid)
+			candidates[count++] = cache->codes[i];
+	qsort(candidates, count, sizeof(*candidates), compare_last_used);
+	bytes = usage->bytes;
+	codes = usage->codes;
+	/* The newest (last in order) always stays: it is the one being answered. */
+	for (size_t i = 0; i + 1 < count && (bytes > SYMBOLIZE_PY_TARGET_MAX_BYTES / 4 * 3 ||
+					     codes > SYMBOLIZE_PY_TARGET_MAX_CODES / 4 * 3); i++) {
+		candidates[i]->evicted = true;
+		bytes -= code_entry_bytes(candidates[i]);
+		codes--;
+		cache->stats.evicted++;
+	}
+	free(candidates);
+	if (rebuild_frames(cache, cache->frames_capacity, 0) < 0) {
+		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
+		cache->frames_count = 0;
+	}
+	drop_codes_of(cache, 0);
+	return 0;
 }
 
 /* --- reading the target --- */
@@ -420,7 +542,16 @@ static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct p
 		err = read_bytes(pid, off, addr, SYMBOLIZE_PY_MAX_STRING_CHARS, true, (uint8_t **)&text, &len);
 	if (err < 0)
 		return err;
-	*out = intern_string(cache, text, strlen(text)); /* an embedded NUL ends the name */
+	len = strlen(text); /* an embedded NUL ends the name */
+	/* Names cannot be evicted (frames hold them until the cache is freed): past the budget,
+	 * a name not already known is replaced. */
+	if (cache->strings.bytes + len > SYMBOLIZE_PY_MAX_NAME_BYTES &&
+	    intern_find(&cache->strings, text, len + 1) < 0) {
+		cache->stats.names_over_budget++;
+		*out = intern_string(cache, SYMBOLIZE_PY_NAME_OVER_BUDGET, strlen(SYMBOLIZE_PY_NAME_OVER_BUDGET));
+	} else {
+		*out = intern_string(cache, text, len);
+	}
 	free(text);
 	return *out ? 0 : -ENOMEM;
 }
@@ -534,12 +665,13 @@ static void locate(const struct code_entry *code, const struct py_offsets *off, 
 
 /* The cached code object for the key, reading it on first sight. */
 static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py_proc_config *config,
-		    uint64_t code_addr, uint32_t checksum, const struct code_entry **out)
+		    uint64_t code_addr, uint32_t checksum, struct code_entry **out)
 {
 	struct code_entry *entry = find_code(cache, pid, code_addr, checksum);
 	int err;
 
 	if (entry) {
+		entry->last_used = ++cache->clock;
 		*out = entry;
 		return entry->status;
 	}
@@ -562,12 +694,17 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 		/* The object BPF saw is gone for good: remember the refusal, not the new object. */
 		free(entry->linetable);
 		entry->linetable = NULL;
+		entry->linetable_len = 0;
 		entry->status = -ESTALE;
 	}
+	entry->last_used = ++cache->clock;
 	if (add_code(cache, entry) < 0) {
 		code_entry_free(entry);
 		return -ENOMEM;
 	}
+	err = evict_least_used(cache, pid);
+	if (err < 0)
+		return err;
 	*out = entry;
 	return entry->status;
 }
@@ -587,13 +724,14 @@ static void fill_frame(struct pf_frame *frame, const struct code_entry *code, co
 int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const struct py_proc_config *config,
 		  uint64_t code_addr, uint32_t checksum, uint32_t instr_offset, struct pf_frame *frame)
 {
-	const struct frame_slot *hit = find_frame(cache, pid, code_addr, checksum, instr_offset);
+	struct frame_slot *hit = find_frame(cache, pid, code_addr, checksum, instr_offset);
 	struct frame_slot slot;
-	const struct code_entry *code;
+	struct code_entry *code;
 	int err;
 
 	if (hit) {
 		cache->stats.hits++;
+		hit->code->last_used = ++cache->clock;
 		fill_frame(frame, hit->code, &hit->location);
 		return 0;
 	}

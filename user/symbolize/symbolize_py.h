@@ -18,6 +18,16 @@
 #define SYMBOLIZE_PY_MAX_STRING_CHARS 4096u
 /* Largest line table read from a target, in bytes. */
 #define SYMBOLIZE_PY_MAX_LINETABLE_BYTES (1u << 20)
+/*
+ * Target memory is hostile: a process making many code objects with huge line tables would
+ * grow the cache without end. Each target's code objects (entries and line tables) are kept
+ * within these; past them its least recently used ones are evicted (read again if seen again).
+ */
+#define SYMBOLIZE_PY_TARGET_MAX_BYTES ((size_t)64 << 20)
+#define SYMBOLIZE_PY_TARGET_MAX_CODES ((size_t)1 << 17)
+/* File and function names of every target together; past it new names read as the placeholder. */
+#define SYMBOLIZE_PY_MAX_NAME_BYTES ((size_t)64 << 20)
+#define SYMBOLIZE_PY_NAME_OVER_BUDGET "<name over budget>"
 
 struct symbolize_py_cache;
 
@@ -51,6 +61,13 @@ struct symbolize_py_stats {
 	uint64_t misses;      /* frames that needed decoding (and maybe a read) */
 	uint64_t read_errors; /* code objects that could not be read */
 	uint64_t stale;       /* frames refused with -ESTALE */
+	uint64_t evicted;     /* code objects evicted by a target's budget */
+	uint64_t names_over_budget; /* names replaced by SYMBOLIZE_PY_NAME_OVER_BUDGET */
+	/* What is held now: */
+	size_t codes;         /* code objects */
+	size_t code_bytes;    /* their entries and line tables, against SYMBOLIZE_PY_TARGET_MAX_BYTES */
+	size_t name_bytes;    /* interned names, against SYMBOLIZE_PY_MAX_NAME_BYTES */
+	size_t frames;        /* decoded (code object, offset) slots */
 };
 
 void symbolize_py_cache_stats(const struct symbolize_py_cache *cache, struct symbolize_py_stats *stats);

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "target/elf_section.h"
@@ -19,54 +22,145 @@
 #define ELF_MAX_SYMBOLS (1u << 24)
 #define ELF_MAX_PHDRS 4096u
 
-int elf_file_open(struct elf_file *file, const char *path)
+/* The regular file (device, inode) a maps line names; dev_major UINT32_MAX: any device. */
+struct expected_file {
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+};
+
+#define ANY_DEVICE UINT32_MAX
+
+/*
+ * Reads fd (which the caller opened) with libelf. Target files are hostile: libelf reads
+ * them into memory (never a mapping, which a user truncating the file would turn into a
+ * SIGBUS), so a file larger than ELF_FILE_MAX_BYTES is refused, and only a regular file
+ * (the expected one when given) is read at all: not a FIFO, a device or a directory.
+ */
+static int open_elf_fd(struct elf_file *file, int fd, const struct expected_file *expected)
 {
+	struct stat info;
 	Elf *elf;
 
-	file->fd = -1;
-	file->elf = NULL;
-	snprintf(file->path, sizeof(file->path), "%s", path);
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	if (fstat(fd, &info) || !S_ISREG(info.st_mode)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	if (expected && ((uint64_t)info.st_ino != expected->inode ||
+			 (expected->dev_major != ANY_DEVICE &&
+			  (major(info.st_dev) != expected->dev_major || minor(info.st_dev) != expected->dev_minor)))) {
+		close(fd);
+		return -ENOENT;
+	}
+	if ((uint64_t)info.st_size > ELF_FILE_MAX_BYTES) {
+		close(fd);
+		return -EFBIG;
+	}
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		close(fd);
 		return -ENOSYS;
-	file->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (file->fd < 0)
-		return -errno;
-	elf = elf_begin(file->fd, ELF_C_READ_MMAP, NULL);
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64) {
 		if (elf)
 			elf_end(elf);
-		close(file->fd);
-		file->fd = -1;
+		close(fd);
 		return -ENOEXEC;
 	}
+	file->fd = fd;
 	file->elf = elf;
 	return 0;
 }
 
-int elf_file_open_in(struct elf_file *file, pid_t pid, const char *path_in_target)
+static void elf_file_reset(struct elf_file *file, const char *path)
 {
-	char path[sizeof(file->path)];
+	file->fd = -1;
+	file->elf = NULL;
+	snprintf(file->path, sizeof(file->path), "%s", path);
+}
+
+int elf_file_open(struct elf_file *file, const char *path)
+{
+	int fd;
+
+	elf_file_reset(file, path);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return open_elf_fd(file, fd, NULL);
+}
+
+/*
+ * path_in_target resolved inside the target's root: its symlinks (absolute ones too) stay
+ * in that root, magic links (/proc/self/...) are refused, the last component must not be
+ * a link, and a FIFO opens without waiting for a writer.
+ */
+static int open_in_root(pid_t pid, const char *path_in_target)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	char root_path[64];
+	int root, fd;
 
 	if (path_in_target[0] != '/')
 		return -ENOENT;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, path_in_target);
-	return elf_file_open(file, path);
+	snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)pid);
+	root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	fd = (int)syscall(SYS_openat2, root, path_in_target, &how, sizeof(how));
+	fd = fd < 0 ? -errno : fd;
+	close(root);
+	return fd;
+}
+
+static int open_in(struct elf_file *file, pid_t pid, const char *path_in_target,
+		   const struct expected_file *expected)
+{
+	int fd;
+
+	elf_file_reset(file, path_in_target);
+	fd = open_in_root(pid, path_in_target);
+	return fd < 0 ? fd : open_elf_fd(file, fd, expected);
+}
+
+int elf_file_open_in(struct elf_file *file, pid_t pid, const char *path_in_target)
+{
+	return open_in(file, pid, path_in_target, NULL);
+}
+
+/*
+ * What the process maps, through /proc/PID/map_files (root only: it needs CAP_SYS_ADMIN),
+ * whatever became of its path since; the path inside the target's root only where
+ * map_files cannot be opened. Either way the file must be the one the maps line names.
+ */
+static int open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
+		       uint64_t map_end, const struct expected_file *expected)
+{
+	char map_file[96];
+	int fd;
+
+	snprintf(map_file, sizeof(map_file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map_start, map_end);
+	elf_file_reset(file, map_file);
+	fd = open(map_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		return open_elf_fd(file, fd, expected);
+	return open_in(file, pid, path_in_target, expected);
 }
 
 int elf_file_open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
 			 uint64_t map_end, uint64_t inode)
 {
-	char map_file[96];
-	struct stat st;
-	int err = elf_file_open_in(file, pid, path_in_target);
+	struct expected_file expected = { .inode = inode, .dev_major = ANY_DEVICE };
 
-	if (!err && fstat(file->fd, &st) == 0 && (uint64_t)st.st_ino == inode)
-		return 0;
-	if (!err)
-		elf_file_close(file);
-	snprintf(map_file, sizeof(map_file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map_start, map_end);
-	/* map_files needs CAP_SYS_ADMIN: keep the first error when it is refused */
-	return elf_file_open(file, map_file) ? (err ? err : -ENOENT) : 0;
+	return open_mapped(file, pid, path_in_target, map_start, map_end, &expected);
+}
+
+int elf_file_open_map(struct elf_file *file, pid_t pid, const struct proc_map *map)
+{
+	struct expected_file expected = { .inode = map->inode, .dev_major = map->dev_major,
+					  .dev_minor = map->dev_minor };
+
+	return open_mapped(file, pid, map->path, map->start, map->end, &expected);
 }
 
 void elf_file_close(struct elf_file *file)
@@ -162,41 +256,58 @@ static int compare_functions(const void *left, const void *right)
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+/* One copy of the table's string section, NUL-terminated, for the names to point into. */
+static int copy_names(const struct symbol_table *table, char **names, size_t *names_len)
+{
+	Elf_Scn *scn = elf_getscn(table->elf, table->names_section);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+
+	if (!data || !data->d_buf)
+		return -ENOENT;
+	if (data->d_size >= ELF_FILE_MAX_SYMBOL_BYTES)
+		return -E2BIG;
+	*names = malloc(data->d_size + 1);
+	if (!*names)
+		return -ENOMEM;
+	memcpy(*names, data->d_buf, data->d_size);
+	(*names)[data->d_size] = 0;
+	*names_len = data->d_size;
+	return 0;
+}
+
 static int functions_in_table(Elf *elf, Elf64_Word table_type, struct elf_function **functions,
 			      size_t *count, char **names)
 {
 	struct symbol_table table;
-	size_t kept = 0, names_len = 0, used = 0;
+	size_t kept = 0, names_len = 0;
 	GElf_Sym sym;
+	int err;
 
 	if (open_symbol_table(elf, table_type, &table))
 		return -ENOENT;
-	/* Measure first, so that one allocation holds every name. */
-	for (size_t i = 0; i < table.count; i++) {
-		const char *name = sized_function(&table, i, &sym);
-
-		kept += name != NULL;
-		names_len += name ? strlen(name) + 1 : 0;
-	}
+	for (size_t i = 0; i < table.count; i++)
+		kept += sized_function(&table, i, &sym) != NULL;
 	if (!kept)
 		return -ENOENT;
+	/* A name is referenced, never copied per symbol: symbols sharing one long name cost one copy. */
+	err = copy_names(&table, names, &names_len);
+	if (err)
+		return err;
+	if (kept > (ELF_FILE_MAX_SYMBOL_BYTES - names_len) / sizeof(**functions)) {
+		free(*names);
+		return -E2BIG;
+	}
 	*functions = calloc(kept, sizeof(**functions));
-	*names = malloc(names_len);
-	if (!*functions || !*names) {
-		free(*functions);
+	if (!*functions) {
 		free(*names);
 		return -ENOMEM;
 	}
 	*count = 0;
 	for (size_t i = 0; i < table.count && *count < kept; i++) {
-		const char *name = sized_function(&table, i, &sym);
-		size_t len = name ? strlen(name) + 1 : 0;
-
-		if (!name || used + len > names_len)
+		/* sized_function checked that libelf finds the name inside the section */
+		if (!sized_function(&table, i, &sym) || sym.st_name >= names_len)
 			continue;
-		memcpy(*names + used, name, len);
-		(*functions)[(*count)++] = (struct elf_function){ sym.st_value, sym.st_size, *names + used };
-		used += len;
+		(*functions)[(*count)++] = (struct elf_function){ sym.st_value, sym.st_size, *names + sym.st_name };
 	}
 	qsort(*functions, *count, sizeof(**functions), compare_functions);
 	return 0;

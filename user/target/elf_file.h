@@ -7,19 +7,37 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "target/proc_maps.h"
+
+/*
+ * Target files are hostile: they are read into memory by libelf, never mapped (a user
+ * truncating a mapped file would kill us with SIGBUS), only when they are regular files
+ * (never a FIFO: opened without blocking, refused before a byte is read), and only up to
+ * ELF_FILE_MAX_BYTES.
+ */
+#define ELF_FILE_MAX_BYTES ((uint64_t)512 << 20)
+/* The symbol names of one file (its string table) and its function entries are refused beyond this. */
+#define ELF_FILE_MAX_SYMBOL_BYTES ((size_t)128 << 20)
+
 struct elf_file {
 	int fd;
 	void *elf;            /* Elf *, kept opaque so users need not include libelf.h */
-	char path[4096 + 32]; /* the path opened (through /proc/PID/root) */
+	char path[4096 + 32]; /* the path opened */
 };
 
-/* Open path as the process pid sees it (through /proc/PID/root, so containers and chroots work).
- * 0, or -ENOENT / -EACCES / -ENOEXEC (not an ELF) / -ENOMEM. */
+/* Open path as the process pid sees it: resolved inside /proc/PID/root (its symlinks stay in
+ * that root, magic links are refused, the last component must not be a link).
+ * 0, or -ENOENT / -EACCES / -ESRCH / -ENOEXEC (not a regular file, not a 64-bit ELF) /
+ * -EFBIG (larger than ELF_FILE_MAX_BYTES) / -ENOMEM. */
 int elf_file_open_in(struct elf_file *file, pid_t pid, const char *path_in_target);
+/* A file of ours (not a target's path): the same checks but the resolution. */
 int elf_file_open(struct elf_file *file, const char *path);
-/* The file behind one mapping of pid: through /proc/PID/root/PATH when that is the same file (inode),
- * else through /proc/PID/map_files/START-END, which also works when the maps' path is relative to
- * our root rather than the target's (a chrooted target). Same errors as elf_file_open_in. */
+/* The file behind one mapping of pid: /proc/PID/map_files/START-END (what is mapped, whatever
+ * became of its path; also right when the maps' path is relative to our root rather than the
+ * target's), else, where map_files cannot be opened, path_in_target as elf_file_open_in does.
+ * The file must be the regular file with the mapping's inode (else -ENOENT), and for
+ * elf_file_open_map its device too. Same errors as elf_file_open_in. */
+int elf_file_open_map(struct elf_file *file, pid_t pid, const struct proc_map *map);
 int elf_file_open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
 			 uint64_t map_end, uint64_t inode);
 void elf_file_close(struct elf_file *file);
@@ -35,12 +53,13 @@ int elf_file_section_data(const struct elf_file *file, const char *name, const v
 struct elf_function {
 	uint64_t addr;
 	uint64_t size;
-	const char *name;  /* points into the caller's copy of the names */
+	const char *name;  /* points into the names elf_file_functions() returns */
 };
 
 /* Every sized function symbol of .symtab (else .dynsym: stripped libraries), sorted by address.
- * *names holds every name; the caller frees *functions and *names. 0, -ENOENT (no symbol
- * table), -ENOMEM. */
+ * *names is one copy of the table's string section, which every name points into (symbols
+ * sharing a name share its bytes); the caller frees *functions and *names. 0, -ENOENT (no
+ * symbol table), -E2BIG (names and entries beyond ELF_FILE_MAX_SYMBOL_BYTES), -ENOMEM. */
 int elf_file_functions(const struct elf_file *file, struct elf_function **functions, size_t *count,
 		       char **names);
 /* Runtime address minus link-time address, given where the mapping at map_offset of the file starts. */

@@ -127,7 +127,7 @@ static int open_runtime_elf(struct discovery *d)
 
 	for (size_t i = 0; i < count; i++) {
 		const struct proc_map *map = proc_maps_first_of(d->maps, candidates[i]);
-		int err = elf_file_open_mapped(&d->elf, d->pid, candidates[i], map->start, map->end, map->inode);
+		int err = elf_file_open_map(&d->elf, d->pid, map);
 
 		saw_libpython |= is_libpython(proc_maps_basename(candidates[i]));
 		if (err) {
@@ -151,8 +151,9 @@ static int open_runtime_elf(struct discovery *d)
 	}
 	if (open_err && open_err != -ENOEXEC)
 		return errbuf_format(d->err_text, d->err_len, open_err,
-				     "pid %d: cannot open %s (through /proc/%d/root or map_files): %s",
-				     (int)d->pid, candidates[0], (int)d->pid, strerror(-open_err));
+				     "pid %d: cannot open %s (through /proc/%d/map_files or its root): %s",
+				     (int)d->pid, candidates[0], (int)d->pid,
+				     open_err == -EFBIG ? "larger than the 512 MiB read for an ELF file" : strerror(-open_err));
 	/* a python binary without the runtime links libpython, which the loader has not mapped yet */
 	if (!saw_libpython)
 		return errbuf_format(d->err_text, d->err_len, -EAGAIN,

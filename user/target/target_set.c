@@ -2,6 +2,7 @@
 #include "target/target_set.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,19 +21,29 @@
 void target_set_init(struct target_set *set)
 {
 	memset(set, 0, sizeof(*set));
-	intern_init(&set->index);
+	hash_index_init(&set->index);
 }
 
 void target_set_free(struct target_set *set)
 {
-	intern_free(&set->index);
+	hash_index_free(&set->index);
 	free(set->items);
 	memset(set, 0, sizeof(*set));
 }
 
+static uint64_t pid_hash(pid_t pid)
+{
+	return hash_mix64((uint64_t)(uint32_t)pid);
+}
+
+static bool holds_pid(const void *context, uint32_t position, const void *wanted)
+{
+	return ((const struct target_set *)context)->items[position].pid == *(const pid_t *)wanted;
+}
+
 struct target *target_set_find(const struct target_set *set, pid_t pid)
 {
-	int64_t position = intern_find(&set->index, &pid, sizeof(pid));
+	int64_t position = hash_index_find(&set->index, pid_hash(pid), holds_pid, set, &pid);
 
 	return position < 0 ? NULL : &set->items[position];
 }
@@ -40,15 +51,11 @@ struct target *target_set_find(const struct target_set *set, pid_t pid)
 struct target *target_set_add(struct target_set *set, pid_t pid, enum target_origin origin)
 {
 	struct target *target = target_set_find(set, pid);
-	bool is_new;
-	int64_t position;
 
 	if (target)
 		return target;
-	if (ARRAY_RESERVE(set->items, set->capacity, set->count + 1))
-		return NULL;
-	position = intern_add(&set->index, &pid, sizeof(pid), &is_new);
-	if (position < 0 || (size_t)position != set->count)
+	if (ARRAY_RESERVE(set->items, set->capacity, set->count + 1) ||
+	    hash_index_insert(&set->index, pid_hash(pid), (uint32_t)set->count))
 		return NULL;
 	target = &set->items[set->count++];
 	memset(target, 0, sizeof(*target));
@@ -58,6 +65,60 @@ struct target *target_set_add(struct target_set *set, pid_t pid, enum target_ori
 	target->start_ticks = target_set_start_ticks(pid);
 	target->pending_since_ms = clock_monotonic_ms();
 	return target;
+}
+
+/* A gone target whose process has exited, long enough ago; marks the newly exited. */
+static bool ready_to_forget(struct target *target, uint64_t now_ms)
+{
+	if (target->state != TARGET_GONE || target->origin == TARGET_FROM_PID)
+		return false;
+	if (!target->exited_ms) {
+		if (!target_set_alive(target))
+			target->exited_ms = now_ms ? now_ms : 1;
+		return false;
+	}
+	return now_ms - target->exited_ms >= TARGET_SET_FORGET_AFTER_MS;
+}
+
+size_t target_set_forget_exited(struct target_set *set, uint64_t now_ms, target_set_forget_fn forget, void *ctx)
+{
+	size_t kept = 0, removed;
+
+	if (now_ms < set->next_sweep_ms)
+		return 0;
+	set->next_sweep_ms = now_ms + TARGET_SET_SWEEP_MS;
+	for (size_t i = 0; i < set->count; i++) {
+		struct target *target = &set->items[i];
+
+		if (ready_to_forget(target, now_ms)) {
+			if (forget)
+				forget(ctx, target);
+			set->forgotten++;
+			set->forgotten_sampled += target->samples > 0;
+			continue;
+		}
+		if (kept != i)
+			set->items[kept] = *target;
+		kept++;
+	}
+	removed = set->count - kept;
+	if (!removed)
+		return 0;
+	set->count = kept;
+	/* Rebuilt at its size, which held them all: no allocation, nothing can fail half-way. */
+	hash_index_clear(&set->index);
+	for (size_t i = 0; i < set->count; i++)
+		hash_index_insert(&set->index, pid_hash(set->items[i].pid), (uint32_t)i);
+	return removed;
+}
+
+size_t target_set_sampled_count(const struct target_set *set)
+{
+	size_t count = (size_t)set->forgotten_sampled;
+
+	for (size_t i = 0; i < set->count; i++)
+		count += set->items[i].samples > 0;
+	return count;
 }
 
 /* Field 22 of /proc/PID/stat; the command name (field 2) may hold spaces and parentheses. */

@@ -14,7 +14,7 @@
 
 #include "target/py_discover.h"
 #include "util/errbuf.h"
-#include "util/intern.h"
+#include "util/hash.h"
 
 enum target_origin {
 	TARGET_FROM_PID,    /* -p PID: errors are the user's to see */
@@ -39,14 +39,22 @@ struct target {
 	uint64_t next_attempt_ms;
 	struct errbuf last_error;       /* why discovery failed, for the user */
 	uint64_t samples;
+	uint64_t exited_ms;             /* when a sweep first found it gone (0: not yet) */
 };
 
 struct target_set {
 	struct target *items;
 	size_t count;
 	size_t capacity;
-	struct intern_table index; /* pid -> position in items */
+	struct hash_index index;   /* pid -> position in items */
+	uint64_t next_sweep_ms;
+	uint64_t forgotten;        /* exited targets dropped over the run */
+	uint64_t forgotten_sampled; /* ... of which had samples */
 };
+
+/* Gone targets are checked for an exit this often, and forgotten this long after it. */
+#define TARGET_SET_SWEEP_MS 2000
+#define TARGET_SET_FORGET_AFTER_MS 1000
 
 void target_set_init(struct target_set *set);
 void target_set_free(struct target_set *set);
@@ -60,6 +68,17 @@ struct target *target_set_find(const struct target_set *set, pid_t pid);
  * error that ends it (last_error says why).
  */
 int target_set_discover(struct target *target, uint64_t now_ms);
+/*
+ * A long whole-host run sees countless processes come and go: forget those that ended. At most
+ * every TARGET_SET_SWEEP_MS, each GONE target (not one named with -p) whose process has exited
+ * is marked, and one marked at least TARGET_SET_FORGET_AFTER_MS ago (its last records drained
+ * since: the loop drains them every tick) is handed to forget (which drops what others keep
+ * for the pid) and removed; the others keep their order. Returns how many were removed.
+ */
+typedef void (*target_set_forget_fn)(void *ctx, const struct target *target);
+size_t target_set_forget_exited(struct target_set *set, uint64_t now_ms, target_set_forget_fn forget, void *ctx);
+/* Processes that had samples, the forgotten ones included (for the summary). */
+size_t target_set_sampled_count(const struct target_set *set);
 /* Whether pid still runs the process we started with. */
 bool target_set_alive(const struct target *target);
 /* Start time of pid from /proc/PID/stat, 0 if gone. */
