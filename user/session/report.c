@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "symbolize/symbolize_py.h"
 #include "util/clock.h"
 #include "util/text_quote.h"
 #include "util/version.h"
@@ -327,17 +328,33 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 		note_write_error(session, i, pf_writer_set_run_totals(session->writers[i], &totals));
 	format_read_errors(session->sampler, "=", ",", read_errors, sizeof(read_errors));
 	set_metadata_all(session, "bpf_read_errors", read_errors);
+	set_metadata_u64(session, "proc_events_lost", counters[PBP_CNT_PROC_EVENTS_LOST]);
 	write_native_metadata(session);
+}
+
+/* What the budgets and the clean-ups did, when they did anything: a long or hostile run's account. */
+static void print_budget_summary(const struct session *session, const uint64_t counters[PBP_CNT_MAX])
+{
+	struct symbolize_py_stats python;
+	uint64_t swept = bpf_sampler_reconciled_count(session->sampler);
+
+	symbolize_py_cache_stats(session->resolver.python, &python);
+	if (!counters[PBP_CNT_PROC_EVENTS_LOST] && !swept && !session->targets.forgotten && !python.evicted &&
+	    !python.names_over_budget)
+		return;
+	fprintf(stderr, "pybpfprof: budgets: %" PRIu64 " process notices lost, %" PRIu64 " stale BPF entries swept, "
+			"%" PRIu64 " exited processes forgotten; code objects: %" PRIu64 " evicted, %" PRIu64
+			" names over budget\n",
+		counters[PBP_CNT_PROC_EVENTS_LOST], swept, session->targets.forgotten, python.evicted,
+		python.names_over_budget);
 }
 
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	double seconds = (double)(clock_monotonic_ms() - session->start_ms) / 1000.0;
-	size_t processes = 0;
+	size_t processes = target_set_sampled_count(&session->targets);
 	char read_errors[512];
 
-	for (size_t i = 0; i < session->targets.count; i++)
-		processes += session->targets.items[i].samples > 0;
 	format_read_errors(session->sampler, " ", ", ", read_errors, sizeof(read_errors));
 	fprintf(stderr, "pybpfprof: %" PRIu64 " samples in %.1f s from %zu process%s, %zu thread%s; %" PRIu64
 			" lost; %" PRIu64 " truncated stacks; %" PRIu64 " unresolved frames%s%s\n",
@@ -346,6 +363,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED],
 		session->resolver.unresolved_frames, read_errors[0] ? "; failed reads: " : "", read_errors);
 	print_native_summary(session);
+	print_budget_summary(session, counters);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;
 		double sampling_cpu_s = report_cpu_seconds() - session->setup_cpu_s;

@@ -183,7 +183,7 @@ static int open_file_of_map(struct elf_file *elf, pid_t pid, const struct proc_m
 	int fd;
 
 	if (!vdso_is_map_name(map->path))
-		return elf_file_open_mapped(elf, pid, map->path, map->start, map->end, map->inode);
+		return elf_file_open_map(elf, pid, map);
 	fd = vdso_image_fd();
 	if (fd < 0)
 		return fd;
