@@ -33,7 +33,7 @@ TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # the native-stack tests profile numpy, and compare with perf's DWARF call graphs).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
-		libdw-dev python3-numpy linux-perf
+		libdw-dev python3-numpy linux-perf libstdc++-12-dev
 
 .PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:

@@ -927,11 +927,23 @@ static void ignore_sample(void *findings, const struct pf_sample *sample)
 	(void)sample;
 }
 
+/* How many walks stops (the metadata's "cause=n,cause=n") says stopped for cause. */
+static unsigned long stop_count(const char *stops, const char *cause)
+{
+	size_t len = strlen(cause);
+
+	for (const char *at = stops; (at = strstr(at, cause)) != NULL; at += len)
+		if ((at == stops || at[-1] == ',') && at[len] == '=')
+			return strtoul(at + len + 1, NULL, 10);
+	return 0;
+}
+
 static void native_walks_reach_the_root(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(native_labels); i++) {
 		const struct test_python *python = native_python(native_labels[i]);
+		unsigned long table_wait;
 		struct native_run run;
 
 		if (!python)
@@ -943,7 +955,11 @@ static void native_walks_reach_the_root(void **state)
 		print_message("%s: %lu walks, %.2f%% reached the root; the rest by cause: '%s'; %lu merges disagreed\n",
 			      python->label, run.walks, 100.0 * run.root_share, run.stops, run.merge_failures);
 		assert_true(run.walks >= 500);
-		assert_true(run.root_share >= 0.99);
+		/* While a new target's tables are built (off the sampling path, tens of milliseconds)
+		 * its walks stop with no_table; every other walk reaches the root. */
+		table_wait = stop_count(run.stops, "no_table");
+		assert_true(table_wait * 20 <= run.walks);
+		assert_true(run.root_share * (double)run.walks >= 0.99 * (double)(run.walks - table_wait));
 		/* Every walk that stopped short is counted by its cause, in the file and in the summary. */
 		assert_non_null(strstr(run.summary, "reached the root"));
 		if (run.root_share < 1.0) {
