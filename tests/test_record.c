@@ -264,21 +264,33 @@ static void assert_cpython_accepts(const char *tachyon, size_t samples)
 		fail_msg("python3.15 replay of %s: %ld of %zu samples: %s", tachyon, replayed, samples, err);
 }
 
+/* The heavy share the workload measured itself ("split-truth HEAVY LIGHT" on its stderr, CPU
+ * seconds), else the 3:1 its iterations make. */
+static double true_heavy_share(const char *output)
+{
+	const char *line = strstr(output, "split-truth ");
+	double heavy = 0, light = 0;
+
+	if (line && sscanf(line, "split-truth %lf %lf", &heavy, &light) == 2 && heavy + light > 0)
+		return heavy / (heavy + light);
+	return SPLIT_EXPECTED;
+}
+
 static void check_workload_findings(const char *label, const char *path,
-				    const struct workload_findings *found)
+				    const struct workload_findings *found, double expected_share)
 {
 	double heavy_share = (double)found->heavy / (double)(found->heavy + found->light);
 
-	print_message("%s: %s: %zu samples; split %zu:%zu (%.1f%% heavy); recursion %zu/%zu whole; "
+	print_message("%s: %s: %zu samples; split %zu:%zu (%.1f%% heavy, %.1f%% measured by the workload); recursion %zu/%zu whole; "
 		      "deep %zu/%zu cut; workers %zu %zu %zu %zu; read %zu, %zu with kernel read path\n",
 		      label, path, found->samples, found->heavy, found->light, 100 * heavy_share,
-		      found->recursion_whole, found->recursion_samples, found->deep_cut_and_marked,
+		      100 * expected_share, found->recursion_whole, found->recursion_samples, found->deep_cut_and_marked,
 		      found->deep_samples, found->worker_samples[0], found->worker_samples[1],
 		      found->worker_samples[2], found->worker_samples[3], found->read_samples,
 		      found->read_with_kernel_read_path);
 	/* 2.5 s of the split at 1 kHz: enough samples for +-3 points to be meaningful. */
 	assert_true(found->heavy + found->light >= 800);
-	assert_true(fabs(heavy_share - SPLIT_EXPECTED) <= SPLIT_TOLERANCE);
+	assert_true(fabs(heavy_share - expected_share) <= SPLIT_TOLERANCE);
 	assert_int_equal(found->heavy_wrong_place, 0);
 	assert_int_equal(found->light_wrong_place, 0);
 	assert_true(found->recursion_samples >= 100);
@@ -322,7 +334,7 @@ static void profile_workload(void **state)
 	if (status != 0)
 		fail_msg("%s: pybpfprof exited %d: %s", label, status, err);
 	analyse_workload(mojo, &from_mojo);
-	check_workload_findings(label, "mojo", &from_mojo);
+	check_workload_findings(label, "mojo", &from_mojo, true_heavy_share(err));
 	/* Tachyon keeps the innermost 256 frames: whole-stack checks apply to MOJO only. */
 	analyse_workload(tachyon, &from_tachyon);
 	assert_int_equal(from_tachyon.samples, from_mojo.samples);
@@ -955,10 +967,11 @@ static void native_walks_reach_the_root(void **state)
 		print_message("%s: %lu walks, %.2f%% reached the root; the rest by cause: '%s'; %lu merges disagreed\n",
 			      python->label, run.walks, 100.0 * run.root_share, run.stops, run.merge_failures);
 		assert_true(run.walks >= 500);
-		/* While a new target's tables are built (off the sampling path, tens of milliseconds)
-		 * its walks stop with no_table; every other walk reaches the root. */
+		/* While a new target's tables are built (off the sampling path: 30-130 ms, the most
+		 * for Debian's large static 3.14/3.15) its walks stop with no_table; every other
+		 * walk reaches the root. */
 		table_wait = stop_count(run.stops, "no_table");
-		assert_true(table_wait * 20 <= run.walks);
+		assert_true(table_wait * 10 <= run.walks);
 		assert_true(run.root_share * (double)run.walks >= 0.99 * (double)(run.walks - table_wait));
 		/* Every walk that stopped short is counted by its cause, in the file and in the summary. */
 		assert_non_null(strstr(run.summary, "reached the root"));

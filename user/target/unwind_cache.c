@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,11 @@ static void build_jobs_free(struct build_job *job)
 static void *builder_run(void *opaque)
 {
 	struct builder *builder = opaque;
+	struct sched_param idle = { 0 };
 
+	/* The thread that drains the ring buffer always goes first: on a busy machine a
+	 * table can wait, a module body's code object cannot. */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 	pthread_mutex_lock(&builder->lock);
 	for (;;) {
 		struct build_job *job;
