@@ -194,7 +194,7 @@ static void format_counts(const uint64_t *counts, unsigned count, const char *(*
 /* Stop causes of the native walks that did not reach the root, "no_cfi=3,read_fault=1" ("" if none). */
 static void format_stops(const struct sample_resolver *resolver, const char *separator, char *out, size_t len)
 {
-	format_counts(resolver->native_walks, UNWIND_STOP_COUNT, unwind_cache_stop_name, NOT_A_STOP,
+	format_counts(resolver->native_walks, UNWIND_STOP_COUNT, bpf_sampler_unwind_stop_name, NOT_A_STOP,
 		      separator, ",", out, len);
 }
 

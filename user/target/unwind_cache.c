@@ -225,24 +225,6 @@ const char *unwind_cache_failure_name(enum unwind_cache_failure failure)
 	return (unsigned)failure < UNWIND_FAIL_COUNT ? names[failure] : "?";
 }
 
-const char *unwind_cache_stop_name(unsigned stop)
-{
-	static const char *const names[UNWIND_STOP_COUNT] = {
-		[UNWIND_STOP_ROOT] = "root",
-		[UNWIND_STOP_NO_MAPPING] = "no_mapping",
-		[UNWIND_STOP_NO_TABLE] = "no_table",
-		[UNWIND_STOP_NO_CFI] = "no_cfi",
-		[UNWIND_STOP_UNSUPPORTED] = "unsupported",
-		[UNWIND_STOP_READ_FAULT] = "read_fault",
-		[UNWIND_STOP_MAX_FRAMES] = "max_frames",
-		[UNWIND_STOP_BAD_FRAME] = "bad_frame",
-		[UNWIND_STOP_DELETED_FILE] = "deleted_file",
-		[UNWIND_STOP_NOT_WALKED] = "not_walked",
-	};
-
-	return stop < UNWIND_STOP_COUNT ? names[stop] : NULL;
-}
-
 static struct cached_proc *proc_of(const struct unwind_cache *cache, pid_t pid)
 {
 	for (size_t i = 0; i < cache->proc_count; i++)

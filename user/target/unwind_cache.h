@@ -103,8 +103,6 @@ int unwind_cache_build_in_background(struct unwind_cache *cache);
 size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacity);
 /* Whether any table is still being built or waits to be placed. */
 bool unwind_cache_building(struct unwind_cache *cache);
-/* "root", "no_mapping", "no_table", "no_cfi", ... for an enum unwind_stop; NULL if stop is not one. */
-const char *unwind_cache_stop_name(unsigned stop);
 /* "open", "not_elf", "no_cfi", "too_big", "no_room", "upload", "other". */
 const char *unwind_cache_failure_name(enum unwind_cache_failure failure);
 
