@@ -661,23 +661,33 @@ struct native_findings {
 	size_t native_frames;   /* native frames anywhere */
 };
 
-static void profile_native_work(const struct test_python *python, const char *extra, struct native_findings *found)
+/* Profiles native_work.py (its zlib loop) with options extra into TMP/NAME-LABEL.mojo and opens it. */
+static struct pf_reader *profile_native_work_file(const struct test_python *python, const char *extra,
+						   const char *name)
 {
 	char command[1400], script[PATH_MAX], out[PATH_MAX], err[4096];
-	struct pf_reader *reader;
-	struct pf_sample sample;
+	struct pf_reader *reader = NULL;
 	char *argv[32];
 	int status;
 
-	memset(found, 0, sizeof(*found));
 	script_path(script, sizeof(script), "native_work.py");
-	FORMAT(out, "%s/native-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(out, "%s/%s-%s.mojo", test_tmpdir(), name, python->label);
 	FORMAT(command, "%s -q %s -o %s -- %s %s", pybpfprof_binary(), extra, out, python->command, script);
 	split_command(command, argv, 32);
 	status = run_capture(argv, err, sizeof(err));
 	if (status != 0)
 		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
 	assert_int_equal(format_registry_open_reader(&reader, out, err, sizeof(err)), 0);
+	return reader;
+}
+
+static void profile_native_work(const struct test_python *python, const char *extra, struct native_findings *found)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+
+	memset(found, 0, sizeof(*found));
+	reader = profile_native_work_file(python, extra, "native");
 	while (pf_reader_next_sample(reader, &sample) > 0) {
 		const struct pf_frame *leaf = sample.frame_count ? &sample.frames[sample.frame_count - 1] : NULL;
 
@@ -730,22 +740,12 @@ struct mixed_findings {
 
 static void profile_mixed(const struct test_python *python, const char *extra, struct mixed_findings *found)
 {
-	char command[1400], script[PATH_MAX], out[PATH_MAX], err[4096];
 	struct pf_reader *reader;
 	struct pf_sample sample;
 	const char *value;
-	char *argv[32];
-	int status;
 
 	memset(found, 0, sizeof(*found));
-	script_path(script, sizeof(script), "native_work.py");
-	FORMAT(out, "%s/mixed-%s.mojo", test_tmpdir(), python->label);
-	FORMAT(command, "%s -q %s -o %s -- %s %s", pybpfprof_binary(), extra, out, python->command, script);
-	split_command(command, argv, 32);
-	status = run_capture(argv, err, sizeof(err));
-	if (status != 0)
-		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
-	assert_int_equal(format_registry_open_reader(&reader, out, err, sizeof(err)), 0);
+	reader = profile_native_work_file(python, extra, "mixed");
 	while (pf_reader_next_sample(reader, &sample) > 0) {
 		const struct pf_frame *leaf = sample.frame_count ? &sample.frames[sample.frame_count - 1] : NULL;
 		size_t loop_at = sample.frame_count;
