@@ -4,8 +4,8 @@
  * leaf first, from the compact unwind tables userspace loads per file
  * (include/unwind_table.h gives the row semantics and the stop causes).
  *
- * One bpf_loop iteration per frame: find the pc's mapping, bisect its file's
- * rows in UNWIND_SEARCH_STEPS fixed steps, apply the row, read the return
+ * One bpf_loop iteration per frame: find the pc's mapping, bisect the rows of
+ * the pc's page of its file (at most UNWIND_SEARCH_STEPS steps), apply the row, read the return
  * address (and the saved rbp) from the target's stack. The registers and
  * the progress live in map memory (pbp_native_walk), so the verifier sees
  * them as unknown and checks the loop body once; every bisection bound
@@ -63,12 +63,47 @@ static __always_inline long pbp_find_mapping(const struct unwind_proc *proc, str
 	return base;
 }
 
+/* Page index entry p of the table (include/unwind_table.h), or -1. */
+static __always_inline long pbp_page_entry(const struct unwind_table_ref *ref, __u32 page)
+{
+	__u32 key = ref->first_row + ref->row_count + page / 2;
+	const __u32 *slot = bpf_map_lookup_elem(&unwind_rows, &key);
+
+	if (!slot)
+		return -1;
+	return slot[page & 1];
+}
+
+/*
+ * Narrows [*base, *base + *len) to the rows of file_pc's page when the table
+ * has a page index; a pc past the last page searches the last page (ending in a GAP).
+ */
+static __always_inline void pbp_narrow_to_page(const struct unwind_table_ref *ref, __u64 file_pc, __u32 *base,
+					       __u32 *len)
+{
+	__u64 page;
+	long first, last;
+
+	if (ref->page_count < 2 || file_pc < ref->page_base)
+		return;
+	page = (file_pc - ref->page_base) >> UNWIND_PAGE_SHIFT;
+	if (page >= ref->page_count - 1)
+		page = ref->page_count - 2;
+	first = pbp_page_entry(ref, (__u32)page);
+	last = pbp_page_entry(ref, (__u32)page + 1);
+	if (first < 0 || last < first || (__u64)last >= ref->row_count)
+		return;
+	*base = ref->first_row + (__u32)first;
+	*len = (__u32)(last - first) + 1;
+}
+
 /* The last row of [first_row, first_row + row_count) with row.pc <= file_pc, or NULL. */
 static __always_inline const struct unwind_row *pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc)
 {
 	__u32 base = ref->first_row, len = ref->row_count, key;
 	const struct unwind_row *row;
 
+	pbp_narrow_to_page(ref, file_pc, &base, &len);
 	for (int step = 0; step < UNWIND_SEARCH_STEPS; step++) {
 		__u32 half = len >> 1;
 

@@ -870,13 +870,17 @@ static void add_mapping(struct bpf_sampler *native, pid_t pid, const struct proc
 		find_function(&file, "deflate", bias, &out->deflate);
 		find_function(&file, "_PyEval_EvalFrameDefault", bias, &out->eval_frame);
 		if (unwind_table_build(file.fd, &table, &error) == 0 &&
-		    out->next_row + table.count <= bpf_sampler_unwind_row_capacity(native)) {
-			struct unwind_table_ref ref = { .first_row = out->next_row, .row_count = (uint32_t)table.count };
+		    out->next_row + unwind_table_slots((uint32_t)table.count, (uint32_t)table.page_count) <=
+			    bpf_sampler_unwind_row_capacity(native)) {
+			struct unwind_table_ref ref = { .first_row = out->next_row,
+							.row_count = (uint32_t)table.count,
+							.page_base = table.page_base,
+							.page_count = (uint32_t)table.page_count };
 
-			assert_int_equal(bpf_sampler_unwind_write_rows(native, ref.first_row, table.rows, table.count), 0);
+			assert_int_equal(bpf_sampler_unwind_write_table(native, &ref, table.rows, table.pages), 0);
 			assert_int_equal(bpf_sampler_unwind_set_table(native, out->tables, &ref), 0);
 			mapping->table_id = out->tables++;
-			out->next_row += ref.row_count;
+			out->next_row += unwind_table_slots(ref.row_count, ref.page_count);
 		}
 		unwind_table_free(&table);
 	}

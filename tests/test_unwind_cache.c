@@ -24,7 +24,7 @@ struct recorded_ops {
 };
 
 static int record_upload(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
-			 const struct unwind_row *rows)
+			 const struct unwind_row *rows, const uint32_t *pages)
 {
 	struct recorded_ops *recorded = ctx;
 
@@ -33,6 +33,9 @@ static int record_upload(void *ctx, uint32_t table_id, const struct unwind_table
 	assert_true(ref->row_count > 0);
 	/* The last row of a table is always a GAP (include/unwind_table.h). */
 	assert_int_equal(rows[ref->row_count - 1].kind, UNWIND_ROW_GAP);
+	/* A page index, when there is one, ends at the last row. */
+	if (ref->page_count)
+		assert_int_equal(pages[ref->page_count - 1], ref->row_count - 1);
 	recorded->live[table_id] = true;
 	recorded->refs[table_id] = *ref;
 	recorded->uploads++;

@@ -386,6 +386,48 @@ static void check_plt(const char *path, const struct unwind_table *table)
 	}
 }
 
+/* The last row at or below pc by bisecting every row: what the page index must not change. */
+static const struct unwind_row *row_without_index(const struct unwind_table *table, uint64_t pc)
+{
+	size_t low = 0, high = table->count;
+
+	if (!table->count || pc < table->rows[0].pc)
+		return NULL;
+	while (high - low > 1) {
+		size_t middle = low + (high - low) / 2;
+
+		if (table->rows[middle].pc <= pc)
+			low = middle;
+		else
+			high = middle;
+	}
+	return &table->rows[low];
+}
+
+/* The page index (what BPF narrows its search with) finds the same row at every row's edges
+ * and page's edges, and below the first row and past the last. */
+static void check_page_index(const struct unwind_table *table)
+{
+	uint64_t last_pc = table->rows[table->count - 1].pc;
+	size_t pages = 0;
+
+	assert_non_null(table->pages);
+	assert_true(table->page_count >= 2);
+	assert_int_equal(table->pages[table->page_count - 1], table->count - 1);
+	for (size_t i = 0; i < table->count; i++) {
+		uint64_t pc = table->rows[i].pc;
+
+		for (uint64_t probe = pc ? pc - 1 : 0; probe <= pc + 1; probe++)
+			assert_ptr_equal(unwind_table_lookup(table, probe), row_without_index(table, probe));
+	}
+	for (uint64_t page = table->page_base; page <= last_pc + 4096; page += 1u << UNWIND_PAGE_SHIFT, pages++) {
+		assert_ptr_equal(unwind_table_lookup(table, page), row_without_index(table, page));
+		assert_ptr_equal(unwind_table_lookup(table, page - 1), row_without_index(table, page - 1));
+	}
+	print_message("page index: %zu entries for %zu rows (%zu pages checked)\n", table->page_count, table->count,
+		      pages);
+}
+
 static void check_real_file(const char *path, bool has_start)
 {
 	struct unwind_table table;
@@ -412,6 +454,7 @@ static void check_real_file(const char *path, bool has_start)
 	assert_int_equal(table.stats.fdes_skipped, 0);
 	check_plt(path, &table);
 	check_file_against_readelf(path, &table);
+	check_page_index(&table);
 	if (has_start)
 		check_start_is_root(path, &table);
 	unwind_table_free(&table);

@@ -434,19 +434,28 @@ size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler)
 	return sampler->unwind_row_capacity;
 }
 
-int bpf_sampler_unwind_write_rows(struct bpf_sampler *sampler, uint32_t first_row, const struct unwind_row *rows,
-				  size_t count)
+/* Whether the rows map holds ref's range: its rows and its page index. */
+static bool unwind_range_fits(const struct bpf_sampler *sampler, const struct unwind_table_ref *ref)
 {
-	if (first_row > sampler->unwind_row_capacity || count > sampler->unwind_row_capacity - first_row)
+	uint64_t slots = (uint64_t)ref->row_count + ((uint64_t)ref->page_count + 1) / 2;
+
+	return ref->first_row <= sampler->unwind_row_capacity && slots <= sampler->unwind_row_capacity - ref->first_row;
+}
+
+int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unwind_table_ref *ref,
+				   const struct unwind_row *rows, const uint32_t *pages)
+{
+	if (!unwind_range_fits(sampler, ref) || (ref->page_count && !pages))
 		return -ERANGE;
-	memcpy(sampler->unwind_rows + first_row, rows, count * sizeof(*rows));
+	memcpy(sampler->unwind_rows + ref->first_row, rows, ref->row_count * sizeof(*rows));
+	if (ref->page_count)
+		memcpy(sampler->unwind_rows + ref->first_row + ref->row_count, pages, ref->page_count * sizeof(*pages));
 	return 0;
 }
 
 int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id, const struct unwind_table_ref *ref)
 {
-	if (table_id >= UNWIND_MAX_TABLES || ref->first_row > sampler->unwind_row_capacity ||
-	    ref->row_count > sampler->unwind_row_capacity - ref->first_row)
+	if (table_id >= UNWIND_MAX_TABLES || !unwind_range_fits(sampler, ref))
 		return -ERANGE;
 	if (bpf_map__update_elem(sampler->skel->maps.unwind_tables, &table_id, sizeof(table_id), ref, sizeof(*ref),
 				 BPF_ANY))

@@ -69,14 +69,15 @@ int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ER
 /* A short name for an enum pbp_error ("data_stack", "gil", ...), NULL if code is not one. */
 const char *bpf_sampler_error_name(unsigned code);
 /*
- * Native unwinding (include/unwind_table.h). Rows go into the shared rows map
- * at [first_row, first_row + count) (< bpf_sampler_unwind_row_capacity());
- * a table id then points BPF at them (row_count 0 frees the slot); a process's
- * executable mappings are replaced as a whole. All return 0 or -errno.
+ * Native unwinding (include/unwind_table.h). A table's rows and page index go
+ * into the shared rows map at ref's range (unwind_table_slots(), below
+ * bpf_sampler_unwind_row_capacity()); a table id then points BPF at them
+ * (row_count 0 frees the slot); a process's executable mappings are replaced
+ * as a whole. All return 0 or -errno.
  */
 size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler);
-int bpf_sampler_unwind_write_rows(struct bpf_sampler *sampler, uint32_t first_row,
-				  const struct unwind_row *rows, size_t count);
+int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unwind_table_ref *ref,
+				   const struct unwind_row *rows, const uint32_t *pages);
 int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id,
 				 const struct unwind_table_ref *ref);
 int bpf_sampler_unwind_set_proc(struct bpf_sampler *sampler, pid_t tgid, const struct unwind_proc *proc);

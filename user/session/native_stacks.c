@@ -23,10 +23,10 @@ struct native_stacks {
 };
 
 static int upload_table(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
-			const struct unwind_row *rows)
+			const struct unwind_row *rows, const uint32_t *pages)
 {
 	struct native_stacks *native = ctx;
-	int err = bpf_sampler_unwind_write_rows(native->sampler, ref->first_row, rows, ref->row_count);
+	int err = bpf_sampler_unwind_write_table(native->sampler, ref, rows, pages);
 
 	/* The rows first: BPF follows a table id only once it points at them. */
 	if (!err)

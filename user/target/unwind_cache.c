@@ -240,6 +240,12 @@ bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid)
 
 /* ---- the rows map and the table ids ---- */
 
+/* Slots of the rows map the table occupies: rows and page index. */
+static uint32_t ref_slots(const struct unwind_table_ref *ref)
+{
+	return unwind_table_slots(ref->row_count, ref->page_count);
+}
+
 static int compare_first_row(const void *a, const void *b)
 {
 	const struct cached_file *left = *(struct cached_file *const *)a;
@@ -271,7 +277,7 @@ static int allocate_rows(struct unwind_cache *cache, size_t count, uint32_t *fir
 			break;
 		}
 		if (i < placed_count)
-			next_free = (uint64_t)placed[i]->ref.first_row + placed[i]->ref.row_count;
+			next_free = (uint64_t)placed[i]->ref.first_row + ref_slots(&placed[i]->ref);
 	}
 	free(placed);
 	return err;
@@ -329,22 +335,28 @@ static void mark_failed(struct unwind_cache *cache, struct cached_file *file, en
 static void place_table(struct unwind_cache *cache, struct cached_file *file, const struct unwind_table *table)
 {
 	uint32_t first_row = 0, table_id = 0;
+	uint32_t slots = unwind_table_slots((uint32_t)table->count, (uint32_t)table->page_count);
 	int err;
 
-	if (allocate_rows(cache, table->count, &first_row) || allocate_table_id(cache, &table_id)) {
+	if (allocate_rows(cache, slots, &first_row) || allocate_table_id(cache, &table_id)) {
 		mark_failed(cache, file, UNWIND_FAIL_NO_ROOM);
 		return;
 	}
 	file->table_id = table_id;
-	file->ref = (struct unwind_table_ref){ .first_row = first_row, .row_count = (uint32_t)table->count };
-	err = cache->ops.upload_table ? cache->ops.upload_table(cache->ops.ctx, table_id, &file->ref, table->rows) : 0;
+	file->ref = (struct unwind_table_ref){ .first_row = first_row,
+					       .row_count = (uint32_t)table->count,
+					       .page_base = table->page_base,
+					       .page_count = (uint32_t)table->page_count };
+	err = cache->ops.upload_table ? cache->ops.upload_table(cache->ops.ctx, table_id, &file->ref, table->rows,
+								table->pages)
+				      : 0;
 	if (err) {
 		cache->table_used[table_id] = false;
 		mark_failed(cache, file, UNWIND_FAIL_UPLOAD);
 		return;
 	}
 	cache->tables_built++;
-	cache->rows_used += file->ref.row_count;
+	cache->rows_used += ref_slots(&file->ref);
 	cache->files_placed++;
 	if (cache->rows_used > cache->peak_rows_used)
 		cache->peak_rows_used = cache->rows_used;
@@ -423,7 +435,7 @@ static void release_file(struct unwind_cache *cache, struct cached_file *file)
 	if (cache->ops.release_table)
 		cache->ops.release_table(cache->ops.ctx, file->table_id);
 	cache->table_used[file->table_id] = false;
-	cache->rows_used -= file->ref.row_count;
+	cache->rows_used -= ref_slots(&file->ref);
 	cache->files_placed--;
 	for (size_t i = 0; i < cache->file_count; i++) {
 		if (cache->files[i] == file) {
@@ -760,6 +772,6 @@ void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_st
 			continue;
 		}
 		stats->files++;
-		stats->rows_used += cache->files[i]->ref.row_count;
+		stats->rows_used += ref_slots(&cache->files[i]->ref);
 	}
 }

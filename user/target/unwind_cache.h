@@ -43,14 +43,14 @@ struct unwind_cache_ops {
 	void *ctx;
 	/* 0 or a negative errno (the file then has no table). */
 	int (*upload_table)(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
-			    const struct unwind_row *rows);
+			    const struct unwind_row *rows, const uint32_t *pages);
 	/* No process maps the table's file any more: its id and rows will be reused. */
 	void (*release_table)(void *ctx, uint32_t table_id);
 };
 
 struct unwind_cache_stats {
 	size_t row_capacity;
-	size_t rows_used;
+	size_t rows_used;       /* slots of the rows map: rows and page indexes */
 	size_t files;           /* files with a table now */
 	size_t peak_rows_used;  /* the most rows in use at once over the run */
 	size_t peak_files;      /* the most files with a table at once */

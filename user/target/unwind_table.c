@@ -577,6 +577,39 @@ static bool same_rule(const struct unwind_row *a, const struct unwind_row *b)
 }
 
 /* Sorts, keeps one row per pc, drops a row whose rule its predecessor already gives. */
+/*
+ * The page index BPF narrows its search with (include/unwind_table.h): entry p
+ * is the last row at or below page p's first pc (row 0 for page 0), and one
+ * closing entry is the last row. A table whose code spans more pages than it
+ * has rows gets none.
+ */
+static int index_pages(struct unwind_table *table, struct errbuf *error)
+{
+	uint64_t base, pages;
+	size_t row = 0;
+
+	if (table->count == 0)
+		return 0;
+	base = table->rows[0].pc & ~(((uint64_t)1 << UNWIND_PAGE_SHIFT) - 1);
+	pages = ((table->rows[table->count - 1].pc - base) >> UNWIND_PAGE_SHIFT) + 1;
+	if (pages > table->count)
+		return 0;
+	table->pages = calloc(pages + 1, sizeof(*table->pages));
+	if (!table->pages)
+		return errbuf_set(error, -ENOMEM, "out of memory for %" PRIu64 " unwind pages", pages + 1);
+	for (uint64_t page = 0; page < pages; page++) {
+		uint64_t page_start = base + (page << UNWIND_PAGE_SHIFT);
+
+		while (row + 1 < table->count && table->rows[row + 1].pc <= page_start)
+			row++;
+		table->pages[page] = (uint32_t)row;
+	}
+	table->pages[pages] = (uint32_t)(table->count - 1);
+	table->page_count = (size_t)pages + 1;
+	table->page_base = (uint32_t)base;
+	return 0;
+}
+
 static int finish_table(struct row_list *list, struct unwind_table *table, struct errbuf *error)
 {
 	size_t kept = 0;
@@ -605,7 +638,7 @@ static int finish_table(struct row_list *list, struct unwind_table *table, struc
 		table->stats.by_kind[table->rows[i].kind]++;
 	}
 	table->count = kept;
-	return 0;
+	return index_pages(table, error);
 }
 
 /* ---- sources ---- */
@@ -755,16 +788,32 @@ int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error)
 void unwind_table_free(struct unwind_table *table)
 {
 	free(table->rows);
+	free(table->pages);
 	memset(table, 0, sizeof(*table));
+}
+
+/* The rows pc's page narrows the search to, as BPF narrows it (bpf/native_walk.h). */
+static void page_of(const struct unwind_table *table, uint64_t pc, size_t *low, size_t *high)
+{
+	uint64_t page;
+
+	if (table->page_count < 2 || pc < table->page_base)
+		return;
+	page = (pc - table->page_base) >> UNWIND_PAGE_SHIFT;
+	if (page >= table->page_count - 1)
+		page = table->page_count - 2;
+	*low = table->pages[page];
+	*high = (size_t)table->pages[page + 1] + 1;
 }
 
 const struct unwind_row *unwind_table_lookup(const struct unwind_table *table, uint64_t pc)
 {
 	size_t low = 0, high = table->count;
 
-	if (!table->count || pc < table->rows[0].pc)
+	if (!table->count)
 		return NULL;
-	/* rows[low].pc <= pc < rows[high].pc (high == count: past the end) */
+	page_of(table, pc, &low, &high);
+	/* rows[low].pc <= pc < rows[high].pc (high == count: past the end), if any row holds pc */
 	while (high - low > 1) {
 		size_t middle = low + (high - low) / 2;
 
@@ -773,7 +822,7 @@ const struct unwind_row *unwind_table_lookup(const struct unwind_table *table, u
 		else
 			high = middle;
 	}
-	return &table->rows[low];
+	return table->rows[low].pc <= pc ? &table->rows[low] : NULL;
 }
 
 /* ---- function ranges ---- */

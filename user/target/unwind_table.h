@@ -48,6 +48,9 @@ struct unwind_table_stats {
 struct unwind_table {
 	struct unwind_row *rows; /* sorted by pc, unique pcs, the last one a GAP */
 	size_t count;
+	uint32_t *pages;         /* the page index (include/unwind_table.h); NULL: none */
+	size_t page_count;       /* its entries, the closing one included */
+	uint32_t page_base;
 	struct unwind_file_id id;
 	uint8_t source; /* enum unwind_cfi_source */
 	struct unwind_table_stats stats;
@@ -66,7 +69,7 @@ struct unwind_table {
 int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error);
 void unwind_table_free(struct unwind_table *table);
 
-/* The row that holds file pc (the search BPF does), or NULL below the first row. */
+/* The row that holds file pc (the search BPF does, page index included), or NULL below the first row. */
 const struct unwind_row *unwind_table_lookup(const struct unwind_table *table, uint64_t pc);
 
 /* The file's identity alone (no CFI read): build-id, else device and inode. 0 or negative errno. */
