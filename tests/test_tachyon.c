@@ -593,7 +593,8 @@ static char *synth_next(struct synth *syn, struct pf_sample *sample)
 		syn->expected[i] = expected_frame(&syn->frames[first + i]);
 	expected = (struct pf_sample){
 		.iid = t->iid, .tid = t->tid, .timestamp_us = t->expected_ts,
-		.status = sample->status & 0xff, .metrics = PF_METRIC_TIME, .time_us = delta,
+		/* Each sample weighs one interval (1000 µs here) whatever the gap since the thread's last. */
+		.status = sample->status & 0xff, .metrics = PF_METRIC_TIME, .time_us = 1000,
 		.frame_count = kept, .frames = syn->expected,
 	};
 	return format_with_kinds(&expected);
@@ -752,6 +753,7 @@ static void test_checkpoint(void **unused)
 		assert_non_null(syn);
 		synth_init(syn, 0);
 		assert_int_equal(open_writer(path, levels[l], &state, &ops, &fd), 0);
+		assert_int_equal(ops->set_metadata(state, "interval", "1000"), 0);
 		for (int round = 0; round < 3; round++) {
 			size_t flushed = want.count;
 

@@ -146,6 +146,19 @@ static int build_frame_cache(struct tachyon_reader *reader)
 	return 0;
 }
 
+/*
+ * What one sample stands for: one interval, in every mode, as CPython's replay
+ * counts it. The time since the thread's previous sample would charge a thread
+ * sampled rarely (asleep in a cpu-mode profile) with all the time in between.
+ * A file without an interval falls back to that delta.
+ */
+static uint64_t sample_time_us(const struct tachyon_reader *reader, const struct tachyon_event *ev)
+{
+	uint64_t interval_us = tachyon_file_header(reader->file)->interval_us;
+
+	return interval_us ? interval_us : ev->delta;
+}
+
 static int reader_next_sample(void *state, struct pf_sample *sample)
 {
 	struct tachyon_reader *reader = state;
@@ -163,7 +176,7 @@ static int reader_next_sample(void *state, struct pf_sample *sample)
 	sample->timestamp_us = ev.thread->timestamp_us;
 	sample->status = ev.status;
 	sample->metrics = PF_METRIC_TIME;
-	sample->time_us = ev.delta;
+	sample->time_us = sample_time_us(reader, &ev);
 	sample->frame_count = ev.thread->depth;
 	for (uint32_t i = 0; i < ev.thread->depth; i++)
 		reader->sample_frames[ev.thread->depth - 1 - i] =
