@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "util/exit_status.h"
 #include "util/array.h"
 #include "util/intern.h"
 
@@ -136,7 +137,9 @@ static void convert_usage(FILE *out)
 		"  -o, --output OUT        the file to write (written whole, or not at all)\n"
 		"  -f, --format FORMAT     output format (default: from OUT's extension:\n"
 		"                          %s)\n"
-		"  -c, --compression L     Tachyon zstd level 1-%d, or 'none' (default %d)\n",
+		"  -c, --compression L     Tachyon zstd level 1-%d, or 'none' (default %d)\n"
+		"Exit status: 0; 64 a usage error; 66 IN missing or not a valid profile;\n"
+		"74 OUT could not be written.\n",
 		format_registry_names(names, sizeof(names), "|", "|"),
 		format_registry_extensions(extensions, sizeof(extensions), true),
 		PF_COMPRESSION_LEVEL_MAX, PF_COMPRESSION_LEVEL_DEFAULT);
@@ -194,14 +197,14 @@ int convert_main(int argc, char **argv)
 			if (!out_format) {
 				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use %s)\n",
 					optarg, format_registry_names(names, sizeof(names), ", ", " or "));
-				return 2;
+				return EXIT_STATUS_USAGE;
 			}
 			break;
 		case 'c':
 			if (parse_compression(optarg, &writer_options.compression_level)) {
 				fprintf(stderr, "pybpfprof: convert: bad compression '%s' (1-22 or none)\n",
 					optarg);
-				return 2;
+				return EXIT_STATUS_USAGE;
 			}
 			break;
 		case 'h':
@@ -209,12 +212,12 @@ int convert_main(int argc, char **argv)
 			return 0;
 		default:
 			convert_usage(stderr);
-			return 2;
+			return EXIT_STATUS_USAGE;
 		}
 	}
 	if (optind != argc - 1 || !output) {
 		fprintf(stderr, "pybpfprof: convert: expected IN and -o OUT (try 'pybpfprof convert --help')\n");
-		return 2;
+		return EXIT_STATUS_USAGE;
 	}
 	input = argv[optind];
 	if (!out_format)
@@ -222,26 +225,26 @@ int convert_main(int argc, char **argv)
 	if (!out_format) {
 		fprintf(stderr, "pybpfprof: convert: cannot tell the format of '%s' from its extension (use -f %s)\n",
 			output, format_registry_names(names, sizeof(names), "|", "|"));
-		return 2;
+		return EXIT_STATUS_USAGE;
 	}
 	if (same_file(input, output)) {
 		fprintf(stderr, "pybpfprof: convert: %s: input and output are the same file\n", input);
-		return 2;
+		return EXIT_STATUS_USAGE;
 	}
 	if (pf_output_check(output, err_text, sizeof(err_text))) {
 		fprintf(stderr, "pybpfprof: convert: %s\n", err_text);
-		return 2;
+		return EXIT_STATUS_OUTPUT;
 	}
 	err = format_registry_open_reader(&reader, input, err_text, sizeof(err_text));
 	if (err) {
 		cli_error_print("convert", input, err_text);
-		return 1;
+		return EXIT_STATUS_TARGET;
 	}
 	err = pf_writer_open(&writer, output, out_format, &writer_options);
 	if (err) {
 		fprintf(stderr, "pybpfprof: convert: %s: cannot write: %s\n", output, strerror(-err));
 		pf_reader_close(reader);
-		return 1;
+		return EXIT_STATUS_OUTPUT;
 	}
 	err = copy_samples(reader, writer, &stage);
 	if (err) {
@@ -251,13 +254,13 @@ int convert_main(int argc, char **argv)
 			cli_error_print("convert", output, pf_writer_error(writer));
 		pf_writer_abort(writer);
 		pf_reader_close(reader);
-		return 1;
+		return strcmp(stage, "read") == 0 ? EXIT_STATUS_TARGET : EXIT_STATUS_OUTPUT;
 	}
 	pf_reader_close(reader);
 	err = pf_writer_close(writer);
 	if (err) {
 		fprintf(stderr, "pybpfprof: convert: %s: %s\n", output, strerror(-err));
-		return 1;
+		return EXIT_STATUS_OUTPUT;
 	}
-	return 0;
+	return EXIT_STATUS_OK;
 }

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "util/exit_status.h"
 #include "util/text_quote.h"
 
 #include <errno.h>
@@ -66,7 +67,7 @@ static int dump_samples(const char *path, FILE *out)
 	got = format_registry_open_reader(&reader, path, err, sizeof(err));
 	if (got < 0) {
 		cli_error_print("dump", path, err);
-		return 1;
+		return EXIT_STATUS_TARGET;
 	}
 	fprintf(out, "pybpfprof-dump format=%s samples\n", pf_reader_format(reader)->name);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
@@ -86,7 +87,7 @@ static int dump_samples(const char *path, FILE *out)
 	if (got < 0)
 		cli_error_print("dump", path, pf_reader_error(reader));
 	pf_reader_close(reader);
-	return got < 0 ? 1 : 0;
+	return got < 0 ? EXIT_STATUS_TARGET : EXIT_STATUS_OK;
 }
 
 static int dump_events(const char *path, FILE *out)
@@ -99,8 +100,8 @@ static int dump_events(const char *path, FILE *out)
 	int result;
 
 	if (fd < 0) {
-		fprintf(stderr, "pybpfprof: dump: %s: %s\n", path, strerror(errno));
-		return 1;
+		cli_error_print("dump", path, strerror(errno));
+		return EXIT_STATUS_TARGET;
 	}
 	got = pread(fd, head, sizeof(head), 0);
 	format = format_registry_find_magic(head, got > 0 ? (size_t)got : 0);
@@ -110,24 +111,24 @@ static int dump_events(const char *path, FILE *out)
 		format = format_registry_find_path(path);
 		if (format && format->reader_create && !format->dump)
 			return dump_samples(path, out);
-		fprintf(stderr, "pybpfprof: dump: %s: unknown format (neither MOJO nor Tachyon)\n",
-			path);
-		return 1;
+		cli_error_print("dump", path, "unknown format (neither MOJO nor Tachyon)");
+		return EXIT_STATUS_TARGET;
 	}
 	result = format->dump(fd, out, err, sizeof(err));
 	close(fd);
 	if (result < 0) {
 		cli_error_print("dump", path, err[0] ? err : strerror(-result));
-		return 1;
+		return EXIT_STATUS_TARGET;
 	}
-	return 0;
+	return EXIT_STATUS_OK;
 }
 
 static void dump_usage(FILE *out)
 {
 	fputs("Usage: pybpfprof dump [--samples] FILE\n"
 	      "Print a MOJO, Tachyon or collapsed file as text, one event per line.\n"
-	      "  -s, --samples   print the samples (frames resolved) instead of the raw events\n",
+	      "  -s, --samples   print the samples (frames resolved) instead of the raw events\n"
+	      "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile.\n",
 	      out);
 }
 
@@ -152,12 +153,12 @@ int dump_main(int argc, char **argv)
 			return 0;
 		default:
 			dump_usage(stderr);
-			return 2;
+			return EXIT_STATUS_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "pybpfprof: dump: expected exactly one FILE (try 'pybpfprof dump --help')\n");
-		return 2;
+		return EXIT_STATUS_USAGE;
 	}
 	return samples ? dump_samples(argv[optind], stdout) : dump_events(argv[optind], stdout);
 }

@@ -1,24 +1,67 @@
 // SPDX-License-Identifier: MIT
-/* pybpfprof: dispatch to a subcommand; with none, record (the profiler itself). */
+/*
+ * pybpfprof: dispatch to a subcommand. With none (options only, or nothing)
+ * it records: the profiler itself. A first word that is neither an option
+ * nor a command is a mistake, not a program to launch: launching takes `--`.
+ */
 #include "cli/commands.h"
+#include "util/exit_status.h"
+#include "util/text_quote.h"
 #include "util/version.h"
 
 #include <stdio.h>
 #include <string.h>
 
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "record", record_main, "sample processes (the default: `pybpfprof [OPTIONS]` records)" },
+	{ "dump", dump_main, "print a profile file as text" },
+	{ "convert", convert_main, "write a profile file in another format" },
+	{ "top", top_main, "the functions with the most time in a profile file" },
+};
+
+static const struct command *command_named(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static void print_commands(FILE *out)
+{
+	fputs("commands:\n", out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fputs("To profile a command, put it after --: pybpfprof -o out.mojo -- python3 app.py\n", out);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && strcmp(argv[1], "dump") == 0)
-		return dump_main(argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "convert") == 0)
-		return convert_main(argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "top") == 0)
-		return top_main(argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "record") == 0)
-		return record_main(argc - 1, argv + 1);
-	if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
-		printf("pybpfprof %s\n", PYBPFPROF_VERSION);
-		return 0;
+	const struct command *command;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+			printf("pybpfprof %s\n", PYBPFPROF_VERSION);
+			return EXIT_STATUS_OK;
+		}
+		return record_main(argc, argv);
 	}
-	return record_main(argc, argv);
+	command = command_named(argv[1]);
+	if (command)
+		return command->run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "help") == 0) {
+		print_commands(stdout);
+		return EXIT_STATUS_OK;
+	}
+	fputs("pybpfprof: unknown command '", stderr);
+	fput_escaped(stderr, argv[1]);
+	fputs("'\n", stderr);
+	print_commands(stderr);
+	return EXIT_STATUS_USAGE;
 }

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "formats/format_registry.h"
 #include "session/session.h"
+#include "util/exit_status.h"
 #include "util/version.h"
 
 #include <argp.h>
@@ -35,7 +36,20 @@ static const char doc[] =
 	"EXAMPLES:\n"
 	"    sudo pybpfprof -p 4242 -o app.mojo            # until Ctrl-C or exit\n"
 	"    sudo pybpfprof -p 4242,4243 -d 30 -o app.bin  # two processes, 30 s, Tachyon\n"
-	"    sudo pybpfprof -F 1000 -o run.mojo -- python3 app.py --flag";
+	"    sudo pybpfprof -F 1000 -o run.mojo -- python3 app.py --flag"
+	"\v"
+	"A command to launch goes after --. With neither -p nor a command, every Python\n"
+	"process on the host is sampled, including later ones, until Ctrl-C or -d.\n"
+	"\n"
+	"EXIT STATUS:\n"
+	"    0    success\n"
+	"    1    the profiler failed while running\n"
+	"    64   usage: an unknown command or option, a bad value\n"
+	"    66   target: no such process, not a supported Python, an unreadable profile\n"
+	"    69   this machine cannot profile: not root, no BPF or BTF\n"
+	"    74   output: a file could not be created or written\n"
+	"    126, 127  the command could not be executed, or was not found\n"
+	"    otherwise, with a command: its own exit status (128+N if signal N ended it)";
 
 enum {
 	OPT_NO_KERNEL = 0x100,
@@ -46,6 +60,7 @@ enum {
 };
 
 static const struct argp_option record_options[] = {
+	{ "help", 'h', NULL, 0, "Give this help list", -1 },
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 0 },
 	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed, .svg). Default: pybpfprof.mojo", 0 },
 	{ "format", 'f', "FORMAT", 0, "mojo, tachyon, collapsed or svg (overrides the extension)", 0 },
@@ -140,8 +155,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		args->frequency_set = true;
 		break;
 	case 'i':
-		if (parse_interval_us(arg, &interval_us) || interval_us < 10)
-			argp_error(state, "invalid interval '%s' (e.g. 1ms, 100us; at least 10us)", arg);
+		if (parse_interval_us(arg, &interval_us) || interval_us < 10 || interval_us > 1e6)
+			argp_error(state, "invalid interval '%s' (e.g. 1ms, 100us; from 10us to 1s)", arg);
 		session->frequency_hz = (unsigned)llround(1e6 / interval_us);
 		args->interval_set = true;
 		break;
@@ -188,10 +203,14 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid ring buffer size '%s' MB", arg);
 		session->ringbuf_bytes = (size_t)number << 20;
 		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
 	case ARGP_KEY_ARG:
-		/* Everything from the first operand on is the command (with or without "--"). */
-		session->command = &state->argv[state->next - 1];
-		state->next = state->argc;
+		/* A command comes only after "--" (record_main splits it off): a word here is a
+		 * mistake, and guessing would let its options pass for ours (-c, -o). */
+		argp_error(state, "unexpected '%s': to profile a command, put it after -- "
+				  "(pybpfprof -o out.mojo -- %s ...)", arg, arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -244,6 +263,15 @@ static int resolve_formats(struct record_args *args)
 	return check_outputs(session);
 }
 
+/* Where the command to launch starts: after the first "--", or argc if there is none. */
+static int command_start(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0)
+			return i + 1;
+	return argc;
+}
+
 int record_main(int argc, char **argv)
 {
 	static const struct argp argp = {
@@ -260,20 +288,32 @@ int record_main(int argc, char **argv)
 			.compression_level = PF_COMPRESSION_LEVEL_DEFAULT,
 		},
 	};
+	int command = command_start(argc, argv);
 	int err;
 
-	err = argp_parse(&argp, argc, argv, 0, NULL, &args);
+	argp_err_exit_status = EXIT_STATUS_USAGE;
+	/* argp and getopt name the program by argv[0] in their messages: ours say "pybpfprof:". */
+	argv[0] = (char *)"pybpfprof";
+	if (command < argc)
+		args.session.command = &argv[command];
+	else if (command == argc && strcmp(argv[argc - 1], "--") == 0) {
+		fprintf(stderr, "pybpfprof: -- is not followed by a command to profile\n");
+		return EXIT_STATUS_USAGE;
+	}
+	/* argp sees the options only: the command's own are not ours. */
+	err = argp_parse(&argp, command < argc ? command - 1 : argc, argv, 0, NULL, &args);
 	if (err)
-		return 2;
+		return EXIT_STATUS_USAGE;
 	if (args.frequency_set && args.interval_set) {
 		fprintf(stderr, "pybpfprof: -F and -i both set the rate: give one\n");
-		return 2;
+		return EXIT_STATUS_USAGE;
 	}
 	if (args.session.pid_count && args.session.command) {
 		fprintf(stderr, "pybpfprof: give either -p PID or a command to launch, not both\n");
-		return 2;
+		return EXIT_STATUS_USAGE;
 	}
-	if (resolve_formats(&args))
-		return 2;
+	err = resolve_formats(&args);
+	if (err)
+		return err == -EINVAL ? EXIT_STATUS_USAGE : EXIT_STATUS_OUTPUT;
 	return session_run(&args.session);
 }

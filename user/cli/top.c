@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "util/exit_status.h"
 #include "util/array.h"
 #include "util/intern.h"
 #include "util/text_quote.h"
@@ -55,7 +56,11 @@ static int64_t function_id(struct function_weights *weights, const struct pf_fra
 		len = snprintf(label, sizeof(label), "[truncated stack]");
 		break;
 	default:
-		len = snprintf(label, sizeof(label), "%s (%s)", frame->name, frame->file);
+		/* Collapsed files name native frames without their file. */
+		if (frame->file && frame->file[0])
+			len = snprintf(label, sizeof(label), "%s (%s)", frame->name, frame->file);
+		else
+			len = snprintf(label, sizeof(label), "%s", frame->name);
 		break;
 	}
 	if (len < 0)
@@ -135,6 +140,38 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 	free(ids);
 }
 
+static int parse_limit(const char *text, size_t *limit)
+{
+	char *end;
+	unsigned long value;
+
+	errno = 0;
+	value = strtoul(text, &end, 10);
+	if (errno || end == text || *end || value == 0 || text[0] == '-')
+		return -EINVAL;
+	*limit = value;
+	return 0;
+}
+
+/* What the file holds, then the rankings. A collapsed file's samples are its distinct stacks. */
+static void print_report(const struct function_weights *weights, const char *path, const struct pf_format *format,
+			 size_t limit)
+{
+	const char *unit = format->aggregated ? "distinct stack" : "sample";
+	const char *plural = weights->samples == 1 ? "" : "s";
+
+	fput_escaped(stdout, path);
+	if (weights->samples == 0)
+		printf(": no %ss\n", unit);
+	else if (weights->grand_total == 0)
+		printf(": %" PRIu64 " %s%s, all of weight 0 (frees only)\n", weights->samples, unit, plural);
+	else {
+		printf(": %" PRIu64 " %s%s (%s)\n", weights->samples, unit, plural, format->name);
+		print_ranking(weights, "own time (where the CPU was):", RANK_SELF, limit);
+		print_ranking(weights, "total time (with callees):", RANK_TOTAL, limit);
+	}
+}
+
 int top_main(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -153,22 +190,26 @@ int top_main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "n:h", options, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
-			limit = strtoul(optarg, NULL, 10);
+			if (parse_limit(optarg, &limit)) {
+				fprintf(stderr, "pybpfprof: top: invalid -n '%s' (a number of lines, 1 or more)\n", optarg);
+				return EXIT_STATUS_USAGE;
+			}
 			break;
 		case 'h':
-			puts("Usage: pybpfprof top [-n N] FILE\nThe functions with the most own and total time.");
+			puts("Usage: pybpfprof top [-n N] FILE\nThe functions with the most own and total time.\n"
+			     "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile.");
 			return 0;
 		default:
-			return 2;
+			return EXIT_STATUS_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "pybpfprof: top: expected exactly one FILE (try 'pybpfprof top --help')\n");
-		return 2;
+		return EXIT_STATUS_USAGE;
 	}
 	if (format_registry_open_reader(&reader, argv[optind], err, sizeof(err))) {
 		cli_error_print("top", argv[optind], err);
-		return 1;
+		return EXIT_STATUS_TARGET;
 	}
 	intern_init(&weights.names);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
@@ -179,19 +220,10 @@ int top_main(int argc, char **argv)
 	if (got < 0)
 		cli_error_print("top", argv[optind],
 				got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
-	else if (weights.samples == 0)
-		printf("%s: no samples\n", argv[optind]);
-	else if (weights.grand_total == 0)
-		printf("%s: %" PRIu64 " samples, all of weight 0 (frees only)\n", argv[optind],
-		       weights.samples);
-	else {
-		printf("%s: %" PRIu64 " samples (%s)\n", argv[optind], weights.samples,
-		       pf_reader_format(reader)->name);
-		print_ranking(&weights, "own time (where the CPU was):", RANK_SELF, limit);
-		print_ranking(&weights, "total time (with callees):", RANK_TOTAL, limit);
-	}
+	else
+		print_report(&weights, argv[optind], pf_reader_format(reader), limit);
 	pf_reader_close(reader);
 	intern_free(&weights.names);
 	free(weights.by_function);
-	return got < 0 ? 1 : 0;
+	return got < 0 ? EXIT_STATUS_TARGET : EXIT_STATUS_OK;
 }

@@ -47,6 +47,7 @@ static const struct pf_format formats[] = {
 		.aliases = { "folded" },
 		.extensions = { "collapsed", "folded", "txt" },
 		.default_file = "pybpfprof.collapsed",
+		.aggregated = true,
 		.writer_create = collapsed_writer_create,
 		.reader_create = collapsed_reader_create,
 	},

@@ -253,6 +253,8 @@ struct pf_format {
 	const char *default_file;                      /* record's output when -o is not given */
 	bool timestamps;                 /* samples carry timestamps, the file its start time */
 	bool flush_readable;             /* a flush leaves a readable file (streaming formats) */
+	bool aggregated;                 /* a sample read back is one distinct stack with the
+					    weight of all its samples (collapsed): count stacks */
 	pf_writer_create_fn *writer_create;
 	pf_reader_create_fn *reader_create; /* NULL: write-only (it keeps no samples) */
 	pf_dump_fn *dump;                   /* NULL: `dump` shows the samples */

@@ -12,6 +12,7 @@
 
 #include "symbolize/symbolize_py.h"
 #include "util/clock.h"
+#include "util/exit_status.h"
 #include "util/text_quote.h"
 #include "util/version.h"
 
@@ -134,19 +135,60 @@ static size_t live_processes(const struct session *session)
 	return count;
 }
 
+static const char *plural(uint64_t count, const char *suffix)
+{
+	return count == 1 ? "" : suffix;
+}
+
+/* The end of the status line: what is sampled, and until when. */
+static void print_scope(const struct session *session, uint64_t now_ms)
+{
+	const struct session_options *options = session->options;
+	size_t live = live_processes(session);
+
+	if (session->system_wide) {
+		size_t seen = target_set_sampled_count(&session->targets);
+
+		fprintf(stderr, "  every Python process on this host: %zu now, %zu sampled so far", live, seen);
+	} else {
+		fprintf(stderr, "  %zu process%s", live, plural(live, "es"));
+	}
+	fprintf(stderr, "  %zu thread%s", intern_count(&session->threads), plural(intern_count(&session->threads), "s"));
+	if (options->duration_s > 0) {
+		double left = options->duration_s - (double)(now_ms - session->start_ms) / 1000.0;
+
+		fprintf(stderr, "  %.0f s left", left > 0 ? left : 0);
+	}
+	if (session->system_wide || options->pid_count)
+		fputs("  Ctrl-C to stop", stderr);
+}
+
 void report_status(struct session *session, uint64_t now_ms, bool final)
 {
 	uint64_t counters[PBP_CNT_MAX] = { 0 };
 	double seconds = (double)(now_ms - session->start_ms) / 1000.0;
 
 	bpf_sampler_counters(session->sampler, counters);
-	fprintf(stderr, "\r\033[Kpybpfprof: %.1f s  %" PRIu64 " samples (%.0f/s)  %" PRIu64
-			" lost  %zu processes  %zu threads%s",
-		seconds, session->samples_written,
-		seconds > 0 ? (double)session->samples_written / seconds : 0.0,
-		counters[PBP_CNT_LOST], live_processes(session), intern_count(&session->threads),
-		final ? "\n" : "");
+	fprintf(stderr, "\r\033[Kpybpfprof: %.1f s  %" PRIu64 " sample%s (%.0f/s)  %" PRIu64 " lost", seconds,
+		session->samples_written, plural(session->samples_written, "s"),
+		seconds > 0 ? (double)session->samples_written / seconds : 0.0, counters[PBP_CNT_LOST]);
+	if (!final)
+		print_scope(session, now_ms);
+	fputs(final ? "\n" : "", stderr);
 	fflush(stderr);
+}
+
+void report_scope(const struct session *session)
+{
+	const struct session_options *options = session->options;
+
+	if (options->quiet || !session->system_wide)
+		return;
+	/* A bare `pybpfprof` must not look like it hangs: say what it does and how it ends. */
+	if (options->duration_s > 0)
+		fprintf(stderr, "pybpfprof: sampling every Python process on this host for %g s\n", options->duration_s);
+	else
+		fprintf(stderr, "pybpfprof: sampling every Python process on this host until Ctrl-C\n");
 }
 
 double report_cpu_seconds(void)
@@ -384,7 +426,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 
 int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
-	int status = 0;
+	int status = EXIT_STATUS_OK;
 
 	write_end_metadata(session, counters);
 	for (size_t i = 0; i < session->writer_count; i++) {
@@ -397,7 +439,7 @@ int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 		format_size(stat(path, &info) == 0 ? (uint64_t)info.st_size : 0, size, sizeof(size));
 		if (err) {
 			report_error("%s: cannot finish the file: %s", path, strerror(-err));
-			status = 1;
+			status = EXIT_STATUS_OUTPUT;
 		} else if (!session->options->quiet) {
 			fprintf(stderr, "pybpfprof: wrote %s (%s)\n", path, size);
 		}
@@ -407,7 +449,7 @@ int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 		print_summary(session, counters);
 	if (session->write_error) {
 		report_error("%s", session->write_error_text.text);
-		status = 1;
+		status = EXIT_STATUS_OUTPUT;
 	}
 	return status;
 }

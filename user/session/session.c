@@ -14,6 +14,7 @@
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
 #include "util/clock.h"
+#include "util/exit_status.h"
 
 /*
  * How often the ring buffer is drained. Fast while samples bring new code
@@ -272,6 +273,51 @@ static int start_launch(struct session *session)
 	return bpf_sampler_add_target(session->sampler, session->launch.pid, NULL);
 }
 
+/*
+ * Everything before sampling starts, in the order that makes a failure's
+ * message the useful one (privileges and BTF first: a run that cannot sample
+ * should say only that). On failure *failed_status is the class that failed.
+ */
+static int set_up(struct session *session, int *failed_status)
+{
+	const struct session_options *options = session->options;
+	int err;
+
+	*failed_status = EXIT_STATUS_UNAVAILABLE;
+	err = open_sampler(session);
+	if (err)
+		return err;
+	*failed_status = EXIT_STATUS_FAILED;
+	load_kernel_symbols(session);
+	err = sample_resolve_init(&session->resolver, session->ksyms, 1000000 / options->frequency_hz);
+	if (!err && (options->native_frames || options->native_stacks)) {
+		session->resolver.native = symbolize_native_new();
+		if (!session->resolver.native)
+			err = -ENOMEM;
+	}
+	if (!err && options->native_stacks) {
+		session->resolver.native_stacks = true;
+		session->resolver.native_keep_all = options->native_keep_all;
+		err = native_stacks_open(session);
+	}
+	if (err)
+		return err;
+	*failed_status = EXIT_STATUS_TARGET;
+	err = process_events_discover_named_pids(session);
+	if (err)
+		return err;
+	for (size_t i = 0; i < session->targets.count; i++)
+		process_events_target_ready(session, &session->targets.items[i]);
+	*failed_status = EXIT_STATUS_FAILED;
+	if (options->command) {
+		err = start_launch(session);
+		if (err)
+			return err;
+	}
+	*failed_status = EXIT_STATUS_OUTPUT;
+	return report_open_writers(session);
+}
+
 int session_run(const struct session_options *options)
 {
 	struct session session = { .options = options };
@@ -281,35 +327,11 @@ int session_run(const struct session_options *options)
 	target_set_init(&session.targets);
 	intern_init(&session.threads);
 	session.system_wide = options->pid_count == 0 && !options->command;
-	/* Privileges and BTF first: a run that cannot sample should say only that. */
-	err = open_sampler(&session);
-	if (!err)
-		load_kernel_symbols(&session);
-	if (!err)
-		err = sample_resolve_init(&session.resolver, session.ksyms, 1000000 / options->frequency_hz);
-	if (!err && (options->native_frames || options->native_stacks)) {
-		session.resolver.native = symbolize_native_new();
-		if (!session.resolver.native)
-			err = -ENOMEM;
-	}
-	if (!err && options->native_stacks) {
-		session.resolver.native_stacks = true;
-		session.resolver.native_keep_all = options->native_keep_all;
-		err = native_stacks_open(&session);
-	}
-	if (!err)
-		err = process_events_discover_named_pids(&session);
-	for (size_t i = 0; !err && i < session.targets.count; i++)
-		process_events_target_ready(&session, &session.targets.items[i]);
-	if (!err && options->command)
-		err = start_launch(&session);
-	if (!err)
-		err = report_open_writers(&session);
-	if (err) {
+	if (set_up(&session, &status)) {
 		if (session.launched)
 			launch_cancel(&session.launch);
 		release(&session);
-		return 1;
+		return status;
 	}
 	session.python_version_written = false;
 	session.start_ms = clock_monotonic_ms();
@@ -323,19 +345,22 @@ int session_run(const struct session_options *options)
 			break;
 		}
 	install_signal_handlers();
-	if (session.launched && launch_start(&session.launch, options->command, error.text,
-					     sizeof(error.text))) {
-		report_error("%s", error.text);
-		release(&session);
-		return 127;
+	if (session.launched) {
+		err = launch_start(&session.launch, options->command, error.text, sizeof(error.text));
+		if (err) {
+			report_error("%s", error.text);
+			release(&session);
+			return err == -ENOENT ? EXIT_STATUS_NOT_FOUND : EXIT_STATUS_CANNOT_EXECUTE;
+		}
 	}
+	report_scope(&session);
 	if (session.system_wide)
 		process_events_scan(&session);
 	run_loop(&session);
 	status = finish(&session);
 	if (session.launched) {
 		launch_wait(&session.launch);
-		if (status == 0)
+		if (status == EXIT_STATUS_OK)
 			status = launch_exit_code(&session.launch);
 	}
 	release(&session);

@@ -40,7 +40,8 @@ struct session_options {
 	size_t output_count;
 };
 
-/* Runs to the end; returns the process exit status (the launched command's, in launch mode). */
+/* Runs to the end; returns the process exit status (util/exit_status.h: the launched
+ * command's own, in launch mode, unless the profiler failed). */
 int session_run(const struct session_options *options);
 
 #endif

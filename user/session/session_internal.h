@@ -99,9 +99,12 @@ void report_start_metadata(struct session *session);
 /* The first target's Python version, written into the metadata once. */
 void report_python_version(struct session *session, const struct target *target);
 void report_status(struct session *session, uint64_t now_ms, bool final);
+/* One line at the start of a whole-host run: what it samples and until when. */
+void report_scope(const struct session *session);
 /* Our own CPU time so far (user + system), without the launched command's. */
 double report_cpu_seconds(void);
 /* End metadata, closing the files, the summary; the process exit status (0 or 1). */
+/* Closes the outputs and prints the summary: EXIT_STATUS_OK, or _OUTPUT if a file could not be written. */
 int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX]);
 
 #endif
