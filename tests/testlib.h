@@ -230,6 +230,32 @@ static inline int run_capture(char *const argv[], char *err, size_t errlen)
 	return status;
 }
 
+/* Runs argv; its stdout into out, its stderr into err; returns the exit status. */
+static inline int run_capture_both(char *const argv[], char *out, size_t outlen, char *err, size_t errlen)
+{
+	char err_path[PATH_MAX];
+	size_t used = 0, len = 0;
+	uint8_t *text;
+	ssize_t got;
+	int out_fd, status;
+	pid_t pid;
+
+	snprintf(err_path, sizeof(err_path), "%s/both.%d", test_tmpdir(), (int)getpid());
+	pid = test_spawn(argv, &out_fd, err_path);
+	if (pid <= 0)
+		return 127;
+	while (used + 1 < outlen && (got = read(out_fd, out + used, outlen - 1 - used)) > 0)
+		used += (size_t)got;
+	out[used] = 0;
+	close(out_fd);
+	status = test_wait_status(pid);
+	text = read_whole_file(err_path, &len);
+	snprintf(err, errlen, "%s", text ? (char *)text : "");
+	free(text);
+	unlink(err_path);
+	return status;
+}
+
 /*
  * Runs `prlimit LIMIT ARGV...` (e.g. LIMIT "--as=67108864": a ceiling on its address space)
  * with stdout discarded; its stderr lands in err. The shell-style exit status.

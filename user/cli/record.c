@@ -301,7 +301,8 @@ int record_main(int argc, char **argv)
 		return EXIT_STATUS_USAGE;
 	}
 	/* argp sees the options only: the command's own are not ours. */
-	err = argp_parse(&argp, command < argc ? command - 1 : argc, argv, 0, NULL, &args);
+	/* In order: a stray word stops the parse before the options after it are taken for ours. */
+	err = argp_parse(&argp, command < argc ? command - 1 : argc, argv, ARGP_IN_ORDER, NULL, &args);
 	if (err)
 		return EXIT_STATUS_USAGE;
 	if (args.frequency_set && args.interval_set) {

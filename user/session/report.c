@@ -3,6 +3,7 @@
 #include "session/session_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +158,7 @@ static void print_scope(const struct session *session, uint64_t now_ms)
 	if (options->duration_s > 0) {
 		double left = options->duration_s - (double)(now_ms - session->start_ms) / 1000.0;
 
-		fprintf(stderr, "  %.0f s left", left > 0 ? left : 0);
+		fprintf(stderr, "  %.0f s left", left > 0 ? ceil(left) : 0);
 	}
 	if (session->system_wide || options->pid_count)
 		fputs("  Ctrl-C to stop", stderr);

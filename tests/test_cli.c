@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The command line as a new user meets it: mistakes get one clear line and the
+ * exit status of their class (util/exit_status.h), nothing is launched by
+ * accident, a bare run says what it does, and a file reads back the same
+ * whatever its format. Real BPF where a run is needed.
+ */
+#include "testlib.h"
+
+#include "util/exit_status.h"
+
+#include <stdarg.h>
+#include <sys/stat.h>
+
+static char out_text[1 << 16], err_text[1 << 14];
+
+/* Runs pybpfprof with the given arguments (NULL-terminated); stdout and stderr captured. */
+static int run_pybpfprof(const char *first, ...)
+{
+	char *argv[32] = { (char *)pybpfprof_binary() };
+	int argc = 1;
+	va_list args;
+
+	va_start(args, first);
+	for (const char *arg = first; arg && argc < 31; arg = va_arg(args, const char *))
+		argv[argc++] = (char *)arg;
+	va_end(args);
+	argv[argc] = NULL;
+	return run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
+}
+
+static size_t count_lines(const char *text)
+{
+	size_t lines = 0;
+
+	for (; *text; text++)
+		lines += *text == '\n';
+	return lines;
+}
+
+/* One line on stderr naming what went wrong, and the class's status. */
+static void expect_mistake(int status, int expected, const char *needle)
+{
+	print_message("exit %d: %s", status, err_text);
+	assert_int_equal(status, expected);
+	if (!strstr(err_text, needle))
+		fail_msg("expected '%s' in: %s", needle, err_text);
+	assert_non_null(strstr(err_text, "pybpfprof"));
+}
+
+/* ---- commands and launching ---- */
+
+/* `pybpfprof touch FILE` is a typo of a command, not a program to run as root. */
+static void unknown_command_is_not_launched(void **state)
+{
+	char victim[PATH_MAX];
+
+	(void)state;
+	FORMAT(victim, "%s/created-by-mistake", test_tmpdir());
+	unlink(victim);
+	expect_mistake(run_pybpfprof("dupm", "f.mojo", NULL), EXIT_STATUS_USAGE, "unknown command 'dupm'");
+	/* the commands are listed, and how to launch one */
+	assert_non_null(strstr(err_text, "dump"));
+	assert_non_null(strstr(err_text, " -- "));
+	expect_mistake(run_pybpfprof("touch", victim, NULL), EXIT_STATUS_USAGE, "unknown command 'touch'");
+	assert_false(file_exists(victim));
+}
+
+/* A command given without -- is refused before its options can pass for ours (-c, -o). */
+static void command_needs_double_dash(void **state)
+{
+	char out[PATH_MAX], victim[PATH_MAX];
+
+	(void)state;
+	FORMAT(out, "%s/no-dash.mojo", test_tmpdir());
+	FORMAT(victim, "%s/touched", test_tmpdir());
+	unlink(victim);
+	expect_mistake(run_pybpfprof("-o", out, "touch", victim, NULL), EXIT_STATUS_USAGE, "after --");
+	expect_mistake(run_pybpfprof("-o", out, "python3", "-c", "print(1)", NULL), EXIT_STATUS_USAGE,
+		       "unexpected 'python3'");
+	assert_null(strstr(err_text, "compression"));
+	assert_false(file_exists(victim));
+	assert_false(file_exists(out));
+	expect_mistake(run_pybpfprof("-o", out, "--", NULL), EXIT_STATUS_USAGE, "not followed by a command");
+}
+
+static void help_lists_exit_statuses(void **state)
+{
+	(void)state;
+	assert_int_equal(run_pybpfprof("-h", NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "--pid"));
+	assert_non_null(strstr(out_text, "EXIT STATUS"));
+	assert_non_null(strstr(out_text, "64"));
+	assert_int_equal(run_pybpfprof("--help", NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "EXIT STATUS"));
+	assert_int_equal(run_pybpfprof("help", NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "convert"));
+	assert_int_equal(run_pybpfprof("top", "--help", NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "Exit status"));
+}
+
+/* The same kind of mistake gets the same status, whichever command and option made it. */
+static void one_status_per_class(void **state)
+{
+	char missing[PATH_MAX], out[PATH_MAX];
+
+	(void)state;
+	FORMAT(missing, "%s/missing.mojo", test_tmpdir());
+	FORMAT(out, "%s/class.mojo", test_tmpdir());
+	unlink(missing);
+	/* usage: a bad value names the option it came from */
+	expect_mistake(run_pybpfprof("-i", "10s", "-p", "1", NULL), EXIT_STATUS_USAGE, "invalid interval '10s'");
+	assert_null(strstr(err_text, "frequency"));
+	expect_mistake(run_pybpfprof("-F", "0", "-p", "1", NULL), EXIT_STATUS_USAGE, "invalid frequency");
+	expect_mistake(run_pybpfprof("--bogus", NULL), EXIT_STATUS_USAGE, "unrecognized option");
+	expect_mistake(run_pybpfprof("top", "-n", "x", missing, NULL), EXIT_STATUS_USAGE, "invalid -n");
+	expect_mistake(run_pybpfprof("dump", NULL), EXIT_STATUS_USAGE, "expected exactly one FILE");
+	expect_mistake(run_pybpfprof("convert", missing, NULL), EXIT_STATUS_USAGE, "-o OUT");
+	/* target: the file to read is missing */
+	expect_mistake(run_pybpfprof("top", missing, NULL), EXIT_STATUS_TARGET, "missing.mojo");
+	expect_mistake(run_pybpfprof("dump", missing, NULL), EXIT_STATUS_TARGET, "missing.mojo");
+	expect_mistake(run_pybpfprof("convert", missing, "-o", out, NULL), EXIT_STATUS_TARGET, "missing.mojo");
+	assert_int_equal(count_lines(err_text), 1);
+	assert_false(file_exists(out));
+}
+
+/* ---- a bare run says what it does ---- */
+
+static void whole_host_run_says_so(void **state)
+{
+	char out[PATH_MAX];
+
+	(void)state;
+	FORMAT(out, "%s/host.mojo", test_tmpdir());
+	assert_int_equal(run_pybpfprof("-d", "1", "-o", out, NULL), EXIT_STATUS_OK);
+	print_message("%s", err_text);
+	assert_non_null(strstr(err_text, "every Python process on this host for 1 s"));
+	assert_true(file_exists(out));
+}
+
+/* In a terminal the status line gives the scope, the time left and how to stop. */
+static void status_line_in_a_terminal(void **state)
+{
+	char out[PATH_MAX], transcript[PATH_MAX], command[PATH_MAX * 3];
+	char *argv[] = { "script", "-qec", command, transcript, NULL };
+	uint8_t *text;
+	size_t len;
+
+	(void)state;
+	if (access("/usr/bin/script", X_OK) != 0) {
+		print_message("script (util-linux) absent: skipped\n");
+		skip();
+	}
+	FORMAT(out, "%s/tty.mojo", test_tmpdir());
+	FORMAT(transcript, "%s/tty.transcript", test_tmpdir());
+	FORMAT(command, "%s -d 2.5 -o %s", pybpfprof_binary(), out);
+	assert_int_equal(run_capture(argv, err_text, sizeof(err_text)), EXIT_STATUS_OK);
+	text = read_whole_file(transcript, &len);
+	if (!text) {
+		fail_msg("no transcript at %s", transcript);
+		return;
+	}
+	print_message("%.*s\n", (int)(len < 600 ? len : 600), (const char *)text);
+	assert_non_null(strstr((char *)text, "every Python process on this host:"));
+	assert_non_null(strstr((char *)text, " s left"));
+	assert_non_null(strstr((char *)text, "Ctrl-C to stop"));
+	assert_null(strstr((char *)text, " 1 processes"));
+	assert_null(strstr((char *)text, " 1 threads"));
+	free(text);
+}
+
+/* ---- formats ---- */
+
+/* -f without -o names the default file after the format. */
+static void default_file_follows_format(void **state)
+{
+	char dir[PATH_MAX], svg[PATH_MAX], mojo[PATH_MAX];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-f", "svg", "-d", "0.5", "--", "true", NULL };
+	pid_t pid;
+
+	(void)state;
+	FORMAT(dir, "%s/default-name", test_tmpdir());
+	mkdir(dir, 0755);
+	FORMAT(svg, "%s/pybpfprof.svg", dir);
+	FORMAT(mojo, "%s/pybpfprof.mojo", dir);
+	pid = fork();
+	if (pid == 0) {
+		if (chdir(dir) != 0)
+			_exit(126);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(test_wait_status(pid), 0);
+	assert_true(file_exists(svg));
+	assert_false(file_exists(mojo));
+}
+
+/* The "own time" lines of `top FILE`, the header left out. */
+static char *own_time_section(void)
+{
+	char *start = strstr(out_text, "own time"), *end = start ? strstr(start, "total time") : NULL;
+
+	assert_non_null(end);
+	*end = 0;
+	return strdup(start);
+}
+
+/*
+ * One recording written as MOJO and as Tachyon reads back the same: a Tachyon
+ * sample weighs one interval, as CPython's replay counts it, so a thread that
+ * wakes now and then is not charged with the time it slept.
+ */
+static void tachyon_and_mojo_read_back_alike(void **state)
+{
+	static const char script_text[] = "import threading, time\n"
+					  "def nap_spin():\n"
+					  "    t = time.time()\n"
+					  "    while time.time() - t < 0.005: pass\n"
+					  "def napper():\n"
+					  "    while True:\n"
+					  "        time.sleep(0.4); nap_spin()\n"
+					  "def spin():\n"
+					  "    t = time.time()\n"
+					  "    while time.time() - t < 2.5: pass\n"
+					  "threading.Thread(target=napper, daemon=True).start()\n"
+					  "spin()\n";
+	struct test_python pythons[16];
+	size_t count = test_pythons(pythons, 16);
+	char script[PATH_MAX], mojo[PATH_MAX], tachyon[PATH_MAX], command[PATH_MAX * 4], *argv[32];
+	char *from_mojo, *from_tachyon, *nap;
+	const struct test_python *python = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < count && !python; i++)
+		if (strcmp(pythons[i].label, "3.12") == 0)
+			python = &pythons[i];
+	if (!python && count)
+		python = &pythons[0];
+	if (!python)
+		skip();
+	FORMAT(script, "%s/napper.py", test_tmpdir());
+	FORMAT(mojo, "%s/napper.mojo", test_tmpdir());
+	FORMAT(tachyon, "%s/napper.bin", test_tmpdir());
+	assert_int_equal(write_whole_file(script, script_text, sizeof(script_text) - 1), 0);
+	FORMAT(command, "%s -q -F 1000 -o %s -o %s -- %s %s", pybpfprof_binary(), mojo, tachyon, python->command,
+	       script);
+	split_command(command, argv, 32);
+	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+
+	assert_int_equal(run_pybpfprof("top", "-n", "8", mojo, NULL), EXIT_STATUS_OK);
+	from_mojo = own_time_section();
+	assert_int_equal(run_pybpfprof("top", "-n", "8", tachyon, NULL), EXIT_STATUS_OK);
+	from_tachyon = own_time_section();
+	print_message("%s: mojo\n%stachyon\n%s", python->label, from_mojo, from_tachyon);
+	assert_string_equal(from_tachyon, from_mojo);
+	/* The napper runs 5 ms in 405: well under 5% of the samples, never the top. */
+	nap = strstr(from_tachyon, "nap_spin");
+	if (nap) {
+		const char *line = nap;
+
+		while (line > from_tachyon && line[-1] != '\n')
+			line--;
+		assert_true(strtod(line, NULL) < 5.0);
+	}
+	free(from_mojo);
+	free(from_tachyon);
+}
+
+/* A collapsed file holds distinct stacks with their weights: top says so. */
+static void top_of_collapsed_counts_stacks(void **state)
+{
+	static const char folded[] = "a.py:main:1;a.py:work:5 300\n"
+				     "a.py:main:1;a.py:idle:9 100\n";
+	char path[PATH_MAX];
+
+	(void)state;
+	FORMAT(path, "%s/two.collapsed", test_tmpdir());
+	assert_int_equal(write_whole_file(path, folded, sizeof(folded) - 1), 0);
+	assert_int_equal(run_pybpfprof("top", path, NULL), EXIT_STATUS_OK);
+	print_message("%s", out_text);
+	assert_non_null(strstr(out_text, "2 distinct stacks"));
+	assert_null(strstr(out_text, "samples"));
+	assert_non_null(strstr(out_text, "75.00%  work (a.py)"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(unknown_command_is_not_launched),
+		cmocka_unit_test(command_needs_double_dash),
+		cmocka_unit_test(help_lists_exit_statuses),
+		cmocka_unit_test(one_status_per_class),
+		cmocka_unit_test(whole_host_run_says_so),
+		cmocka_unit_test(status_line_in_a_terminal),
+		cmocka_unit_test(default_file_follows_format),
+		cmocka_unit_test(tachyon_and_mojo_read_back_alike),
+		cmocka_unit_test(top_of_collapsed_counts_stacks),
+	};
+
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
