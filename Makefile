@@ -12,8 +12,8 @@ ARCH     := x86
 
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
-CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD)
-LDLIBS    := -lbpf -ldw -lelf -lzstd -lz -lm -lstdc++
+CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen
+LDLIBS    := -lbpf -ldw -lelf -lzstd -lz -lm -lstdc++ -lprotobuf-c
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 
@@ -24,8 +24,11 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 USER_SRCS := $(shell find user -name '*.c' | sort)
 LIB_SRCS  := $(filter-out user/cli/main.c,$(USER_SRCS))
-LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS))
+# pprof's profile.proto comes from Debian (golang-github-google-pprof-dev); protoc-c compiles it.
+PPROF_PROTO := /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
+PPROF_GEN   := $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h
+LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
+SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
@@ -33,7 +36,9 @@ TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # the native-stack tests profile numpy, and compare with perf's DWARF call graphs).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
-		libdw-dev python3-numpy linux-perf libstdc++-12-dev
+		libdw-dev python3-numpy linux-perf libstdc++-12-dev \
+		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
+		python3-jsonschema
 
 .PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:
@@ -62,6 +67,20 @@ $(BUILD)/san/%.o: user/%.c
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/sampler/bpf_sampler.o $(BUILD)/san/sampler/bpf_sampler.o: $(SKELS)
+
+$(PPROF_GEN): $(PPROF_PROTO)
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen -I$(dir $(PPROF_PROTO)) $(PPROF_PROTO)
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/san/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(BUILD)/obj/formats/pprof/pprof_writer.o $(BUILD)/san/formats/pprof/pprof_writer.o: $(PPROF_GEN)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

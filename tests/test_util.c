@@ -191,11 +191,31 @@ static void text_escaped_defuses_terminal_controls(void **state)
 	free(quoted);
 }
 
+/* Target names reach JSON files: whatever their bytes, a strict parser must accept the result. */
+static void json_strings_are_always_valid(void **state)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(out);
+	fput_json_string(out, "q\"b\\ \x01\n\x7f \xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x8d");
+	fputc(' ', out);
+	/* a lone continuation, an overlong '/', a surrogate, past U+10FFFF, a cut sequence */
+	fput_json_string(out, "\x80 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82");
+	fclose(out);
+	assert_string_equal(text, "\"q\\\"b\\\\ \\u0001\\u000a\\u007f \xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x8d\" "
+				  "\"\\ufffd \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\"");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(array_grows_by_doubling_and_keeps_items),
 		cmocka_unit_test(text_escaped_defuses_terminal_controls),
+		cmocka_unit_test(json_strings_are_always_valid),
 		cmocka_unit_test(array_refuses_sizes_that_overflow),
 		cmocka_unit_test(array_finds_the_last_at_or_below),
 		cmocka_unit_test(hash_index_finds_what_it_holds_after_removals),

@@ -4,6 +4,8 @@
 #include "formats/collapsed.h"
 #include "formats/flamegraph.h"
 #include "formats/mojo/mojo.h"
+#include "formats/pprof/pprof.h"
+#include "formats/speedscope.h"
 #include "formats/tachyon/tachyon.h"
 #include "util/array.h"
 #include "util/errbuf.h"
@@ -58,6 +60,19 @@ static const struct pf_format formats[] = {
 		.default_file = "pybpfprof.svg",
 		.writer_create = flamegraph_writer_create,
 	},
+	{
+		.name = "pprof",
+		.extensions = { "pb.gz", "pprof" },
+		.default_file = "pybpfprof.pb.gz",
+		.aggregated = true,
+		.writer_create = pprof_writer_create,
+	},
+	{
+		.name = "speedscope",
+		.extensions = { "speedscope.json", "json" },
+		.default_file = "pybpfprof.speedscope.json",
+		.writer_create = speedscope_writer_create,
+	},
 };
 
 static bool name_in(const char *const *names, size_t count, const char *name)
@@ -79,16 +94,24 @@ const struct pf_format *format_registry_find_name(const char *name)
 	return NULL;
 }
 
+/* Whether the file name ends with "." + extension (which may hold dots: "pb.gz"). */
+static bool has_extension(const char *base, const char *extension)
+{
+	size_t base_len = strlen(base), len = strlen(extension);
+
+	return base_len > len + 1 && base[base_len - len - 1] == '.' &&
+	       strcasecmp(base + base_len - len, extension) == 0;
+}
+
 const struct pf_format *format_registry_find_path(const char *path)
 {
 	const char *slash = strrchr(path, '/');
-	const char *dot = strrchr(slash ? slash : path, '.');
+	const char *base = slash ? slash + 1 : path;
 
-	if (!dot)
-		return NULL;
 	for (size_t i = 0; i < ARRAY_SIZE(formats); i++)
-		if (name_in(formats[i].extensions, PF_FORMAT_MAX_NAMES, dot + 1))
-			return &formats[i];
+		for (size_t e = 0; e < PF_FORMAT_MAX_NAMES && formats[i].extensions[e]; e++)
+			if (has_extension(base, formats[i].extensions[e]))
+				return &formats[i];
 	return NULL;
 }
 

@@ -122,3 +122,60 @@ const char *text_escaped(char *buffer, size_t size, const char *text)
 	buffer[used] = 0;
 	return buffer;
 }
+
+/* Bytes of the well-formed UTF-8 sequence at text (RFC 3629: no overlongs, no
+ * surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_well_formed_length(const unsigned char *text)
+{
+	unsigned char lead = text[0], low = 0x80, high = 0xbf;
+	size_t need;
+
+	if (lead < 0x80)
+		return 1;
+	if (lead >= 0xc2 && lead <= 0xdf)
+		need = 2;
+	else if (lead >= 0xe0 && lead <= 0xef)
+		need = 3;
+	else if (lead >= 0xf0 && lead <= 0xf4)
+		need = 4;
+	else
+		return 0;
+	if (lead == 0xe0)
+		low = 0xa0;
+	else if (lead == 0xed)
+		high = 0x9f;
+	else if (lead == 0xf0)
+		low = 0x90;
+	else if (lead == 0xf4)
+		high = 0x8f;
+	if (text[1] < low || text[1] > high)
+		return 0;
+	for (size_t i = 2; i < need; i++)
+		if ((text[i] & 0xc0) != 0x80)
+			return 0;
+	return need;
+}
+
+void fput_json_string(FILE *out, const char *text)
+{
+	const unsigned char *at = (const unsigned char *)text;
+
+	fputc('"', out);
+	while (*at) {
+		size_t span = utf8_well_formed_length(at);
+
+		if (span == 0) {
+			fputs("\\ufffd", out);
+			at++;
+		} else if (*at == '"' || *at == '\\') {
+			fputc('\\', out);
+			fputc(*at++, out);
+		} else if (*at < 0x20 || *at == 0x7f) {
+			fprintf(out, "\\u%04x", *at++);
+		} else {
+			fwrite(at, 1, span, out);
+			at += span;
+		}
+	}
+	fputc('"', out);
+}

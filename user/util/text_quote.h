@@ -25,5 +25,8 @@ static inline void fput_quoted_cstr(FILE *out, const char *text)
 void fput_escaped(FILE *out, const char *text);
 /* The same into buffer (cut short to fit, always NUL-terminated); returns buffer. */
 const char *text_escaped(char *buffer, size_t size, const char *text);
+/* A JSON string literal, quotes included: every byte that is not well-formed UTF-8
+ * becomes U+FFFD, so that strict parsers accept any target-supplied name. */
+void fput_json_string(FILE *out, const char *text);
 
 #endif
