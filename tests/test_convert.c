@@ -442,6 +442,9 @@ static void registry_lookups(void **state)
 		{ "collapsed", "a.folded", "collapsed" },
 		{ "folded", "dir.v2/a.txt", "collapsed" },
 		{ "flamegraph", "a.svg", "svg" },
+		{ "pprof", "out.pb.gz", "pprof" },
+		{ "PPROF", "x.pprof", "pprof" },
+		{ "speedscope", "dir.d/app.speedscope.json", "speedscope" },
 	};
 	static const uint8_t tachyon_le[] = { 0x48, 0x43, 0x41, 0x54, 0 };
 	char text[256];
@@ -466,9 +469,12 @@ static void registry_lookups(void **state)
 	assert_null(format_registry_find_magic("MO", 2));
 	assert_null(format_registry_find_magic("TAC", 3));
 	assert_string_equal(format_registry_names(text, sizeof(text), ", ", " or "),
-			    "mojo, tachyon, collapsed or svg");
+			    "mojo, tachyon, collapsed, svg, pprof or speedscope");
 	assert_string_equal(format_registry_extensions(text, sizeof(text), true),
-			    ".mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg");
+			    ".mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg, .pb.gz/.pprof, "
+			    ".speedscope.json/.json");
+	/* An extension with a dot in it matches the whole of it, not its last part. */
+	assert_null(format_registry_find_path("archive.gz"));
 	assert_string_equal(format_registry_extensions(text, 12, false), ".mojo, .bin");
 }
 

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 
 #include "testlib.h"
+#include "util/exit_status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -754,6 +755,7 @@ static void test_checkpoint(void **unused)
 		synth_init(syn, 0);
 		assert_int_equal(open_writer(path, levels[l], &state, &ops, &fd), 0);
 		assert_int_equal(ops->set_metadata(state, "interval", "1000"), 0);
+		assert_int_equal(ops->set_metadata(state, "mode", "cpu"), 0);
 		for (int round = 0; round < 3; round++) {
 			size_t flushed = want.count;
 
@@ -1192,7 +1194,7 @@ static void test_crafted_thread_flood(void **unused)
 	write_crafted(path, raw, (size_t)THREADS * 16, UINT32_MAX, THREADS);
 	status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
 	print_message("the same, 4294967295 threads in the header -> exit %d: %s", status, err);
-	assert_int_equal(status, 1);
+	assert_int_equal(status, EXIT_STATUS_TARGET);
 	assert_non_null(strstr(err, "header claims 4294967295 threads"));
 	free(raw);
 	free(path);
@@ -1295,7 +1297,7 @@ static void test_crafted_repeat_flood(void **unused)
 		status = run_limited(READER_MEMORY_LIMIT, argv, err, sizeof(err));
 		print_message("%zu-byte file, %" PRIu64 " repeats of %" PRIu32 " frames -> exit %d: %s",
 			      size, floods[i].count, floods[i].depth, status, err);
-		assert_int_equal(status, 1);
+		assert_int_equal(status, EXIT_STATUS_TARGET);
 		assert_non_null(strstr(err, floods[i].what));
 		assert_non_null(strstr(err, "corrupt or crafted"));
 	}

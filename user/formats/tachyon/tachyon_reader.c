@@ -146,17 +146,26 @@ static int build_frame_cache(struct tachyon_reader *reader)
 	return 0;
 }
 
+/* CPython's mode numbers (the config word holds mode + 1). */
+#define TACHYON_MODE_WALL 0
+
 /*
- * What one sample stands for: one interval, in every mode, as CPython's replay
- * counts it. The time since the thread's previous sample would charge a thread
- * sampled rarely (asleep in a cpu-mode profile) with all the time in between.
- * A file without an interval falls back to that delta.
+ * What one sample stands for. Sampling only running threads (cpu, gil, ...),
+ * one interval, as CPython's replay counts it: the time since the thread's
+ * previous sample would charge a thread sampled rarely (asleep in a cpu-mode
+ * profile) with all the time in between. In wall mode (and in a file that
+ * does not say) every thread is sampled at every interval, so that time is
+ * the sample's own, as Austin's wall time is. A file without an interval
+ * falls back to it too.
  */
 static uint64_t sample_time_us(const struct tachyon_reader *reader, const struct tachyon_event *ev)
 {
-	uint64_t interval_us = tachyon_file_header(reader->file)->interval_us;
+	const struct tachyon_header *header = tachyon_file_header(reader->file);
+	uint32_t mode_plus_one = header->config & TACHYON_CONFIG_MODE_MASK;
 
-	return interval_us ? interval_us : ev->delta;
+	if (mode_plus_one == 0 || mode_plus_one - 1 == TACHYON_MODE_WALL || header->interval_us == 0)
+		return ev->delta;
+	return header->interval_us;
 }
 
 static int reader_next_sample(void *state, struct pf_sample *sample)
