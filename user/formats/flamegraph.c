@@ -129,7 +129,7 @@ static int64_t intern_box(struct flamegraph_writer *writer, enum fg_kind kind, c
 /* A frame kind this writer does not know must not pass for one of its own levels. */
 static enum fg_kind frame_box_kind(const struct pf_frame *frame)
 {
-	return frame->kind <= PF_FRAME_INVALID ? (enum fg_kind)frame->kind : FG_KIND_INVALID;
+	return (unsigned)frame->kind <= PF_FRAME_INVALID ? (enum fg_kind)frame->kind : FG_KIND_INVALID;
 }
 
 static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_frame *frame)
@@ -609,6 +609,45 @@ static const char svg_script[] =
 	"e.preventDefault();search();}if(e.key=='Escape')zoom(null);});});\n"
 	"]]></script>\n";
 
+/*
+ * Three hue families far apart, so a kernel read_zero never passes for a
+ * Python one: Python warm (flamegraph.pl's "hot", red to yellow, hue -16 to
+ * 67), native teal ("aqua", hue 180), kernel lavender to violet (hue 247-281). The
+ * shade within a family is picked by a hash of the name, so a function keeps
+ * its colour. The root and processes are neutral grey, truncations darker.
+ */
+static void kind_colour(enum fg_kind kind, double v1, double v2, double v3, int rgb[3])
+{
+	switch (kind) {
+	case FG_KIND_KERNEL:
+		rgb[0] = 165 + (int)(50 * v1), rgb[1] = 130 + (int)(25 * v2),
+		rgb[2] = 245 + (int)(10 * v1);
+		break;
+	case FG_KIND_NATIVE:
+		rgb[0] = 50 + (int)(60 * v1), rgb[1] = 165 + (int)(55 * v1),
+		rgb[2] = 165 + (int)(55 * v1);
+		break;
+	case FG_KIND_INVALID:
+		rgb[0] = rgb[1] = rgb[2] = 160 + (int)(30 * v1);
+		break;
+	case FG_KIND_PROCESS:
+	case FG_KIND_ROOT:
+		rgb[0] = rgb[1] = rgb[2] = 210 + (int)(25 * v1);
+		break;
+	default:
+		rgb[0] = 205 + (int)(50 * v3), rgb[1] = (int)(230 * v1), rgb[2] = (int)(55 * v2);
+		break;
+	}
+}
+
+static void frame_colour(const struct fg_frame_view *view, int rgb[3])
+{
+	uint64_t hash = hash_bytes(view->label, strlen(view->label));
+
+	kind_colour(view->kind, (double)(hash & 0xff) / 255.0, (double)((hash >> 8) & 0xff) / 255.0,
+		    (double)((hash >> 16) & 0xff) / 255.0, rgb);
+}
+
 static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 {
 	char *const *meta = writer->metadata;
@@ -653,8 +692,6 @@ static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 	      out);
 	fputs("</text>\n", out);
 }
-
-static void kind_colour(enum fg_kind kind, double v1, double v2, double v3, int rgb[3]);
 
 /*
  * A swatch in each family's middle shade and its name, for the kinds the
@@ -717,45 +754,6 @@ static void write_header(const struct flamegraph_writer *writer, FILE *out, int 
 		"<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"></text>\n",
 		FG_XPAD, FG_WIDTH - FG_XPAD, FG_XPAD, height - 12, FG_WIDTH - FG_XPAD,
 		height - 12);
-}
-
-/*
- * Three hue families far apart, so a kernel read_zero never passes for a
- * Python one: Python warm (flamegraph.pl's "hot", red to yellow, hue -16 to
- * 67), native teal ("aqua", hue 180), kernel lavender to violet (hue 247-281). The
- * shade within a family is picked by a hash of the name, so a function keeps
- * its colour. The root and processes are neutral grey, truncations darker.
- */
-static void kind_colour(enum fg_kind kind, double v1, double v2, double v3, int rgb[3])
-{
-	switch (kind) {
-	case FG_KIND_KERNEL:
-		rgb[0] = 165 + (int)(50 * v1), rgb[1] = 130 + (int)(25 * v2),
-		rgb[2] = 245 + (int)(10 * v1);
-		break;
-	case FG_KIND_NATIVE:
-		rgb[0] = 50 + (int)(60 * v1), rgb[1] = 165 + (int)(55 * v1),
-		rgb[2] = 165 + (int)(55 * v1);
-		break;
-	case FG_KIND_INVALID:
-		rgb[0] = rgb[1] = rgb[2] = 160 + (int)(30 * v1);
-		break;
-	case FG_KIND_PROCESS:
-	case FG_KIND_ROOT:
-		rgb[0] = rgb[1] = rgb[2] = 210 + (int)(25 * v1);
-		break;
-	default:
-		rgb[0] = 205 + (int)(50 * v3), rgb[1] = (int)(230 * v1), rgb[2] = (int)(55 * v2);
-		break;
-	}
-}
-
-static void frame_colour(const struct fg_frame_view *view, int rgb[3])
-{
-	uint64_t hash = hash_bytes(view->label, strlen(view->label));
-
-	kind_colour(view->kind, (double)(hash & 0xff) / 255.0, (double)((hash >> 8) & 0xff) / 255.0,
-		    (double)((hash >> 16) & 0xff) / 255.0, rgb);
 }
 
 /* The file and the lines seen, or what of them is known: " (app.py:12-30)". */
