@@ -33,12 +33,14 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
 # Debian packages the build, the tests and the demo need (python3-numpy and linux-perf:
-# the native-stack tests profile numpy, and compare with perf's DWARF call graphs).
+# the native-stack tests profile numpy, and compare with perf's DWARF call graphs;
+# chromium, chromium-driver and python3-selenium: test_flamegraph_browser opens an SVG;
+# protobuf-c and pprof's .proto build the pprof writer; go and jsonschema: test_export).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev \
 		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
-		python3-jsonschema
+		python3-jsonschema chromium chromium-driver python3-selenium
 
 .PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:

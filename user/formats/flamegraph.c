@@ -7,9 +7,12 @@
  *
  * Samples are merged into a tree as they arrive: a node per distinct
  * (parent, frame) pair, where a frame is kind + file + name (lines are
- * merged so the graph is by function), so memory grows with distinct
- * stacks, not samples. Widths are time when samples carry it, else bytes
- * allocated, else sample counts; everything is written at finish.
+ * merged so the graph is by function; a node keeps the range of lines it
+ * saw), so memory grows with distinct stacks, not samples. Under the root
+ * every sample first goes through its process's node; the process level is
+ * drawn only when the profile holds more than one process. Widths are time
+ * when samples carry it, else bytes allocated, else sample counts;
+ * everything is written at finish.
  */
 #include "formats/flamegraph.h"
 #include "profile/profile.h"
@@ -28,7 +31,9 @@
 #define FG_XPAD         10
 #define FG_PLOT_WIDTH   (FG_WIDTH - 2 * FG_XPAD)
 #define FG_ROW          16
-#define FG_TOP          60   /* title, subtitle, controls */
+#define FG_TOP          80   /* title, subtitle, controls, legend */
+#define FG_LEGEND_Y     54   /* top of the legend's swatches, under the subtitle */
+#define FG_SWATCH       12
 #define FG_BOTTOM       34   /* the details line */
 #define FG_CHAR_WIDTH   7.0  /* average glyph width of 12 px Verdana */
 #define FG_MIN_PERMILLE 1    /* narrower than 0.1% of the total: not drawn */
@@ -40,10 +45,25 @@ enum fg_meta { META_PYTHON, META_MODE, META_INTERVAL, META_DURATION, META_SAMPLE
 static const char *const meta_keys[META_COUNT] = { "python", "mode", "interval", "duration",
 						   "samples", "lost_samples" };
 
+/*
+ * What a box stands for: the frame kinds, then the writer's own levels. The
+ * first byte of a frame key; PF_FRAME_* values are kept as they are.
+ */
+enum fg_kind {
+	FG_KIND_PYTHON = PF_FRAME_PYTHON,
+	FG_KIND_NATIVE = PF_FRAME_NATIVE,
+	FG_KIND_KERNEL = PF_FRAME_KERNEL,
+	FG_KIND_INVALID = PF_FRAME_INVALID,
+	FG_KIND_PROCESS, /* name "pid N", file "" */
+	FG_KIND_ROOT,
+};
+
 struct fg_node {
-	uint32_t frame;  /* frame id, FG_ROOT_FRAME for the root */
-	uint32_t parent; /* node id */
-	uint64_t weight; /* this frame and everything it called */
+	uint32_t frame;     /* frame id, FG_ROOT_FRAME for the root */
+	uint32_t parent;    /* node id */
+	uint64_t weight;    /* this frame and everything it called */
+	int32_t first_line; /* smallest and largest line seen, -1 when none was */
+	int32_t last_line;
 };
 
 struct fg_child_key {
@@ -53,9 +73,10 @@ struct fg_child_key {
 
 /* A frame id's parts, decoded from its interned key at finish. */
 struct fg_frame_view {
-	enum pf_frame_kind kind;
+	enum fg_kind kind;
 	const char *file;
 	const char *label; /* what the box says */
+	uint32_t pid;      /* FG_KIND_PROCESS: siblings in pid order */
 };
 
 struct flamegraph_writer {
@@ -69,6 +90,10 @@ struct flamegraph_writer {
 	char *metadata[META_COUNT];
 	uint64_t sample_count;
 	uint32_t metrics_seen;        /* PF_METRIC_* of any sample: picks the unit */
+	uint32_t kinds_seen;          /* 1 << fg_kind of any frame: the legend's entries */
+	size_t process_count;         /* distinct pids: a process level is drawn past one */
+	int64_t last_process_frame;   /* frame id of last_pid's node, -1 before any */
+	uint32_t last_pid;
 	char error[256];
 };
 
@@ -81,23 +106,55 @@ struct fg_layout {
 	struct fg_frame_view *views; /* by frame id */
 	uint32_t max_visible_depth;
 	uint64_t total;
+	bool processes_hidden;       /* one process: its level is not drawn, depths shift down */
 };
 
 /* ---- aggregation ---- */
 
-static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_frame *frame)
+static int64_t intern_box(struct flamegraph_writer *writer, enum fg_kind kind, const char *file,
+			  const char *name, bool *is_new)
 {
-	/* Lines and columns are left out on purpose: one box per function. */
-	size_t file_len = strlen(frame->file), name_len = strlen(frame->name);
+	size_t file_len = strlen(file), name_len = strlen(name);
 	size_t len = 1 + file_len + 1 + name_len;
 
 	if (array_reserve((void **)&writer->key, &writer->key_capacity, len, 1, 256))
 		return -ENOMEM;
-	writer->key[0] = (char)frame->kind;
-	memcpy(writer->key + 1, frame->file, file_len);
+	writer->key[0] = (char)kind;
+	memcpy(writer->key + 1, file, file_len);
 	writer->key[1 + file_len] = 0;
-	memcpy(writer->key + 2 + file_len, frame->name, name_len);
-	return intern_add(&writer->frames, writer->key, len, NULL);
+	memcpy(writer->key + 2 + file_len, name, name_len);
+	return intern_add(&writer->frames, writer->key, len, is_new);
+}
+
+/* A frame kind this writer does not know must not pass for one of its own levels. */
+static enum fg_kind frame_box_kind(const struct pf_frame *frame)
+{
+	return (unsigned)frame->kind <= PF_FRAME_INVALID ? (enum fg_kind)frame->kind : FG_KIND_INVALID;
+}
+
+static int64_t intern_frame(struct flamegraph_writer *writer, const struct pf_frame *frame)
+{
+	/* Lines and columns are left out on purpose: one box per function. */
+	return intern_box(writer, frame_box_kind(frame), frame->file, frame->name, NULL);
+}
+
+/* The frame id of pid's box, counting the processes seen. */
+static int64_t intern_process(struct flamegraph_writer *writer, uint32_t pid)
+{
+	char name[24];
+	bool is_new = false;
+	int64_t id;
+
+	if (writer->last_process_frame >= 0 && writer->last_pid == pid)
+		return writer->last_process_frame;
+	snprintf(name, sizeof(name), "pid %" PRIu32, pid);
+	id = intern_box(writer, FG_KIND_PROCESS, "", name, &is_new);
+	if (id < 0)
+		return id;
+	writer->process_count += is_new;
+	writer->last_pid = pid;
+	writer->last_process_frame = id;
+	return id;
 }
 
 static int reserve_nodes(struct flamegraph_writer *writer, size_t count)
@@ -120,8 +177,34 @@ static int64_t child_node(struct flamegraph_writer *writer, uint32_t parent, uin
 	if (is_new) {
 		if (reserve_nodes(writer, (size_t)node + 1))
 			return -ENOMEM;
-		writer->nodes[node] = (struct fg_node){ .frame = frame, .parent = parent };
+		writer->nodes[node] = (struct fg_node){ .frame = frame, .parent = parent,
+							.first_line = -1, .last_line = -1 };
 	}
+	return node;
+}
+
+static void node_add_line(struct fg_node *node, int32_t line)
+{
+	if (line <= 0)
+		return;
+	if (node->first_line < 0 || line < node->first_line)
+		node->first_line = line;
+	if (line > node->last_line)
+		node->last_line = line;
+}
+
+/* Enters the sample's process under the root: the node its stack hangs from. */
+static int64_t process_node(struct flamegraph_writer *writer, uint32_t pid, uint64_t weight)
+{
+	int64_t frame = intern_process(writer, pid);
+	int64_t node;
+
+	if (frame < 0)
+		return frame;
+	node = child_node(writer, 0, (uint32_t)frame);
+	if (node < 0)
+		return node;
+	writer->nodes[node].weight += weight;
 	return node;
 }
 
@@ -131,8 +214,12 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 	int64_t signed_weight = pf_sample_weight(sample);
 	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
 	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
-	uint32_t node = 0;
+	int64_t process = process_node(writer, sample->pid, weight);
+	uint32_t node;
 
+	if (process < 0)
+		return (int)process;
+	node = (uint32_t)process;
 	writer->sample_count++;
 	writer->metrics_seen |= sample->metrics;
 	writer->nodes[0].weight += weight;
@@ -147,6 +234,8 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 			return (int)child;
 		node = (uint32_t)child;
 		writer->nodes[node].weight += weight;
+		node_add_line(&writer->nodes[node], sample->frames[i].line);
+		writer->kinds_seen |= 1u << frame_box_kind(&sample->frames[i]);
 	}
 	return 0;
 }
@@ -185,14 +274,19 @@ static void decode_frame(const struct flamegraph_writer *writer, uint32_t id,
 	const char *file = key + 1;
 	const char *name = file + strlen(file) + 1;
 
-	view->kind = (enum pf_frame_kind)key[0];
+	view->kind = (enum fg_kind)key[0];
 	view->file = file;
+	view->pid = 0;
 	switch (view->kind) {
-	case PF_FRAME_INVALID:
+	case FG_KIND_INVALID:
 		view->label = "[truncated]";
 		break;
-	case PF_FRAME_NATIVE:
+	case FG_KIND_NATIVE:
 		view->label = *name ? name : *file ? file : "[native]";
+		break;
+	case FG_KIND_PROCESS:
+		view->label = name;
+		view->pid = (uint32_t)strtoul(name + strlen("pid "), NULL, 10);
 		break;
 	default:
 		view->label = *name ? name : "[unknown]";
@@ -200,7 +294,7 @@ static void decode_frame(const struct flamegraph_writer *writer, uint32_t id,
 	}
 }
 
-static const struct fg_frame_view root_view = { .kind = PF_FRAME_PYTHON, .file = "", .label = "all" };
+static const struct fg_frame_view root_view = { .kind = FG_KIND_ROOT, .file = "", .label = "all" };
 
 static const struct fg_frame_view *node_view(const struct fg_layout *layout,
 					     const struct fg_node *node)
@@ -220,6 +314,9 @@ static int compare_siblings(const void *a, const void *b, void *context)
 
 	if (left->parent != right->parent)
 		return left->parent < right->parent ? -1 : 1;
+	if (left_view->kind == FG_KIND_PROCESS && right_view->kind == FG_KIND_PROCESS &&
+	    left_view->pid != right_view->pid)
+		return left_view->pid < right_view->pid ? -1 : 1;
 	by_name = strcmp(left_view->label, right_view->label);
 	if (by_name)
 		return by_name;
@@ -229,10 +326,19 @@ static int compare_siblings(const void *a, const void *b, void *context)
 	return (int)left_view->kind - (int)right_view->kind;
 }
 
+/* A process box when the profile holds a single process: laid out, not drawn. */
+static bool node_hidden(const struct flamegraph_writer *writer, const struct fg_layout *layout,
+			uint32_t id)
+{
+	return id != 0 && layout->processes_hidden &&
+	       layout->views[writer->nodes[id].frame].kind == FG_KIND_PROCESS;
+}
+
 /*
  * Sorting by parent id puts every parent's group after its own position is
  * known (a parent is always created before its children, so has a smaller
- * id): one pass assigns offsets and depths without recursion.
+ * id): one pass assigns offsets and depths without recursion. A hidden
+ * process box takes its parent's depth, so its stacks stand on the root.
  */
 static void place_nodes(const struct flamegraph_writer *writer, struct fg_layout *layout)
 {
@@ -251,7 +357,7 @@ static void place_nodes(const struct flamegraph_writer *writer, struct fg_layout
 			cursor = layout->offset[current_parent];
 		}
 		layout->offset[id] = cursor;
-		layout->depth[id] = layout->depth[node->parent] + 1;
+		layout->depth[id] = layout->depth[node->parent] + !node_hidden(writer, layout, id);
 		cursor += node->weight;
 		if (node->weight * 1000 >= layout->total * FG_MIN_PERMILLE &&
 		    layout->depth[id] > layout->max_visible_depth)
@@ -274,6 +380,7 @@ static int layout_build(const struct flamegraph_writer *writer, struct fg_layout
 
 	layout->node_count = 1 + intern_count(&writer->children);
 	layout->total = writer->nodes[0].weight;
+	layout->processes_hidden = writer->process_count <= 1;
 	layout->order = malloc(layout->node_count * sizeof(*layout->order));
 	layout->offset = malloc(layout->node_count * sizeof(*layout->offset));
 	layout->depth = malloc(layout->node_count * sizeof(*layout->depth));
@@ -502,6 +609,45 @@ static const char svg_script[] =
 	"e.preventDefault();search();}if(e.key=='Escape')zoom(null);});});\n"
 	"]]></script>\n";
 
+/*
+ * Three hue families far apart, so a kernel read_zero never passes for a
+ * Python one: Python warm (flamegraph.pl's "hot", red to yellow, hue -16 to
+ * 67), native teal ("aqua", hue 180), kernel lavender to violet (hue 247-281). The
+ * shade within a family is picked by a hash of the name, so a function keeps
+ * its colour. The root and processes are neutral grey, truncations darker.
+ */
+static void kind_colour(enum fg_kind kind, double v1, double v2, double v3, int rgb[3])
+{
+	switch (kind) {
+	case FG_KIND_KERNEL:
+		rgb[0] = 165 + (int)(50 * v1), rgb[1] = 130 + (int)(25 * v2),
+		rgb[2] = 245 + (int)(10 * v1);
+		break;
+	case FG_KIND_NATIVE:
+		rgb[0] = 50 + (int)(60 * v1), rgb[1] = 165 + (int)(55 * v1),
+		rgb[2] = 165 + (int)(55 * v1);
+		break;
+	case FG_KIND_INVALID:
+		rgb[0] = rgb[1] = rgb[2] = 160 + (int)(30 * v1);
+		break;
+	case FG_KIND_PROCESS:
+	case FG_KIND_ROOT:
+		rgb[0] = rgb[1] = rgb[2] = 210 + (int)(25 * v1);
+		break;
+	default:
+		rgb[0] = 205 + (int)(50 * v3), rgb[1] = (int)(230 * v1), rgb[2] = (int)(55 * v2);
+		break;
+	}
+}
+
+static void frame_colour(const struct fg_frame_view *view, int rgb[3])
+{
+	uint64_t hash = hash_bytes(view->label, strlen(view->label));
+
+	kind_colour(view->kind, (double)(hash & 0xff) / 255.0, (double)((hash >> 8) & 0xff) / 255.0,
+		    (double)((hash >> 16) & 0xff) / 255.0, rgb);
+}
+
 static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 {
 	char *const *meta = writer->metadata;
@@ -547,6 +693,37 @@ static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 	fputs("</text>\n", out);
 }
 
+/*
+ * A swatch in each family's middle shade and its name, for the kinds the
+ * profile holds, on a row of its own between the subtitle and the frames so
+ * it meets neither the texts above nor the details line below.
+ */
+static void write_legend(const struct flamegraph_writer *writer, FILE *out)
+{
+	static const struct {
+		enum fg_kind kind;
+		const char *name;
+	} entries[] = { { FG_KIND_PYTHON, "Python" }, { FG_KIND_NATIVE, "native" },
+			{ FG_KIND_KERNEL, "kernel" } };
+	double x = FG_XPAD;
+
+	fputs("<g id=\"legend\">", out);
+	for (size_t i = 0; i < ARRAY_SIZE(entries); i++) {
+		int rgb[3];
+
+		if (!(writer->kinds_seen & (1u << entries[i].kind)))
+			continue;
+		kind_colour(entries[i].kind, 0.5, 0.5, 0.5, rgb);
+		fprintf(out,
+			"<rect x=\"%g\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"2\" "
+			"fill=\"rgb(%d,%d,%d)\"/><text x=\"%g\" y=\"%d\">%s</text>",
+			x, FG_LEGEND_Y, FG_SWATCH, FG_SWATCH, rgb[0], rgb[1], rgb[2],
+			x + FG_SWATCH + 4, FG_LEGEND_Y + FG_SWATCH - 2, entries[i].name);
+		x += FG_SWATCH + 4 + (double)strlen(entries[i].name) * FG_CHAR_WIDTH + 16;
+	}
+	fputs("</g>\n", out);
+}
+
 static void write_header(const struct flamegraph_writer *writer, FILE *out, int height)
 {
 	fprintf(out,
@@ -569,6 +746,7 @@ static void write_header(const struct flamegraph_writer *writer, FILE *out, int 
 		"<text id=\"title\" x=\"%d\" y=\"24\">Flame Graph</text>\n",
 		FG_WIDTH, height, FG_WIDTH / 2);
 	write_subtitle(writer, out);
+	write_legend(writer, out);
 	fprintf(out,
 		"<text id=\"unzoom\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n"
 		"<text id=\"search\" x=\"%d\" y=\"24\" text-anchor=\"end\">Search</text>\n"
@@ -578,47 +756,39 @@ static void write_header(const struct flamegraph_writer *writer, FILE *out, int 
 		height - 12);
 }
 
-/* flamegraph.pl's palettes, the shade picked by a hash of the name so a function keeps its colour. */
-static void frame_colour(const struct fg_frame_view *view, int rgb[3])
+/* The file and the lines seen, or what of them is known: " (app.py:12-30)". */
+static void write_location(FILE *out, const struct fg_frame_view *view, const struct fg_node *node)
 {
-	uint64_t hash = hash_bytes(view->label, strlen(view->label));
-	double v1 = (double)(hash & 0xff) / 255.0;
-	double v2 = (double)((hash >> 8) & 0xff) / 255.0;
-	double v3 = (double)((hash >> 16) & 0xff) / 255.0;
+	bool show_file = *view->file && strcmp(view->file, view->label) != 0;
+	bool show_lines = node->first_line > 0;
 
-	switch (view->kind) {
-	case PF_FRAME_KERNEL: /* "orange", as flamegraph.pl draws _[k] */
-		rgb[0] = 190 + (int)(65 * v1), rgb[1] = 90 + (int)(65 * v1), rgb[2] = 0;
-		break;
-	case PF_FRAME_NATIVE: /* "aqua" */
-		rgb[0] = 50 + (int)(60 * v1), rgb[1] = 165 + (int)(55 * v1),
-		rgb[2] = 165 + (int)(55 * v1);
-		break;
-	case PF_FRAME_INVALID:
-		rgb[0] = rgb[1] = rgb[2] = 170 + (int)(30 * v1);
-		break;
-	default: /* "hot" */
-		rgb[0] = 205 + (int)(50 * v3), rgb[1] = (int)(230 * v1), rgb[2] = (int)(55 * v2);
-		break;
+	if (view->kind == FG_KIND_INVALID || (!show_file && !show_lines))
+		return;
+	fputs(" (", out);
+	if (show_file)
+		put_xml(out, view->file);
+	if (show_lines) {
+		fprintf(out, "%s%" PRId32, show_file ? ":" : "line ", node->first_line);
+		if (node->last_line != node->first_line)
+			fprintf(out, "-%" PRId32, node->last_line);
 	}
+	fputc(')', out);
 }
 
-static void write_tooltip(FILE *out, const struct fg_frame_view *view, uint64_t weight,
+static void write_tooltip(FILE *out, const struct fg_frame_view *view, const struct fg_node *node,
 			  uint64_t total, enum fg_unit unit)
 {
 	put_xml(out, view->label);
-	if (*view->file && view->kind != PF_FRAME_INVALID && strcmp(view->file, view->label)) {
-		fputs(" (", out);
-		put_xml(out, view->file);
-		fputc(')', out);
-	}
-	if (view->kind == PF_FRAME_KERNEL)
+	write_location(out, view, node);
+	if (view->kind == FG_KIND_KERNEL)
 		fputs(" [kernel]", out);
-	else if (view->kind == PF_FRAME_NATIVE)
+	else if (view->kind == FG_KIND_NATIVE)
 		fputs(" [native]", out);
+	else if (view->kind == FG_KIND_PROCESS)
+		fputs(" [process]", out);
 	fputs(": ", out);
-	put_amount(out, weight, unit);
-	fprintf(out, ", %.2f%%", total ? 100.0 * (double)weight / (double)total : 0.0);
+	put_amount(out, node->weight, unit);
+	fprintf(out, ", %.2f%%", total ? 100.0 * (double)node->weight / (double)total : 0.0);
 }
 
 static void write_frame(const struct flamegraph_writer *writer, const struct fg_layout *layout,
@@ -636,7 +806,7 @@ static void write_frame(const struct flamegraph_writer *writer, const struct fg_
 	fputs("<g class=\"f\" data-n=\"", out);
 	put_xml(out, view->label);
 	fputs("\"><title>", out);
-	write_tooltip(out, view, node->weight, layout->total, writer_unit(writer));
+	write_tooltip(out, view, node, layout->total, writer_unit(writer));
 	fprintf(out,
 		"</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
 		"fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
@@ -648,7 +818,8 @@ static void write_frame(const struct flamegraph_writer *writer, const struct fg_
 static bool node_visible(const struct flamegraph_writer *writer, const struct fg_layout *layout,
 			 uint32_t id)
 {
-	return writer->nodes[id].weight * 1000 >= layout->total * FG_MIN_PERMILLE;
+	return writer->nodes[id].weight * 1000 >= layout->total * FG_MIN_PERMILLE &&
+	       !node_hidden(writer, layout, id);
 }
 
 static int write_frames(struct flamegraph_writer *writer, const struct fg_layout *layout,
@@ -758,7 +929,9 @@ int flamegraph_writer_create(int fd, const struct pf_writer_options *options, vo
 		free(writer);
 		return -ENOMEM;
 	}
-	writer->nodes[0] = (struct fg_node){ .frame = FG_ROOT_FRAME, .parent = 0 };
+	writer->nodes[0] = (struct fg_node){ .frame = FG_ROOT_FRAME, .parent = 0, .first_line = -1,
+					     .last_line = -1 };
+	writer->last_process_frame = -1;
 	*state = writer;
 	*ops = &flamegraph_writer_ops;
 	return 0;
