@@ -100,7 +100,7 @@ void report_start_metadata(struct session *session)
 	uint64_t period_us = 1000000 / options->frequency_hz;
 	struct pf_run_info info = {
 		.interval_us = period_us ? period_us : 1,
-		.mode = "cpu",
+		.mode = options->mode == SESSION_MODE_WALL ? "wall" : "cpu",
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
 				options->children,
 		.frequency_hz = options->frequency_hz,
