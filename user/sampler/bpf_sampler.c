@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/prctl.h>
@@ -239,15 +240,21 @@ static void run_wall_pass(struct bpf_sampler *sampler, uint64_t pass_ns)
 
 /*
  * The pass thread: sleeps to absolute times (no drift), with the smallest timer slack
- * (the default 50 µs would be added to every wakeup). A pass that ends after the next
- * one's time skips the passes it overran rather than running them back to back.
+ * (the default 50 µs would be added to every wakeup), at the lowest real-time priority:
+ * on a busy host an ordinary thread waits for a CPU for tens of milliseconds, and the
+ * intervals it misses are samples lost (a pass is short: ~20 µs a thread). A pass that
+ * ends after the next one's time skips the passes it overran rather than running them
+ * back to back.
  */
 static void *wall_pass_thread(void *opaque)
 {
 	struct bpf_sampler *sampler = opaque;
 	uint64_t interval = sampler->wall_interval_ns, next = clock_monotonic_ns() + interval;
+	struct sched_param lowest_realtime = { .sched_priority = 1 };
 
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	/* Without CAP_SYS_NICE it stays an ordinary thread: the passes then follow the host's load. */
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &lowest_realtime);
 	while (!atomic_load(&sampler->wall_stop)) {
 		struct timespec at = timespec_of_ns(next);
 		uint64_t now;
