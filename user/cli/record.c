@@ -188,6 +188,8 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			session->mode = SESSION_MODE_CPU;
 		else if (strcmp(arg, "wall") == 0)
 			session->mode = SESSION_MODE_WALL;
+		else if (strcmp(arg, "gil") == 0)
+			argp_error(state, "--mode gil is not supported yet (use cpu or wall)");
 		else
 			argp_error(state, "invalid --mode '%s' (cpu or wall)", arg);
 		break;
