@@ -55,11 +55,11 @@ struct pbp_py_frame {
 };
 
 struct pbp_record {
-	__u64 time_ns;           /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 time_ns;           /* CLOCK_MONOTONIC: bpf_ktime_get_ns(); wall mode: its pass's start */
 	__u64 tstate_addr;       /* PyThreadState * (0 if none) */
 	__u32 pid;               /* host tgid */
 	__u32 tid;               /* host tid */
-	__u32 cpu;
+	__u32 cpu;               /* where it ran (wall mode: last ran) */
 	__u32 flags;             /* PBP_REC_* */
 	__u16 py_frame_count;
 	__u16 kernel_frame_count;
