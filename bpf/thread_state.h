@@ -37,7 +37,8 @@ static __always_inline __u64 pbp_read_u64(struct pbp_record *rec, __u64 addr, __
 	return value;
 }
 
-/* The sampled thread's fsbase: a task that is not running keeps it in thread.fsbase. */
+/* The sampled thread's fsbase (NULL: the current task's), saved in thread.fsbase at its last switch:
+ * a thread sets it once, when it starts. */
 static __always_inline __u64 pbp_task_fsbase(struct task_struct *task)
 {
 	if (!task)
