@@ -57,6 +57,30 @@ for hz in 1000 20000; do
 		hz "Hz", ns, cpu * 1e6 / n, 100 * cpu / s, 100 * (e - b) / b, 100 * (e - f) / f, n, e * hz, lost,
 		mojo / n, tach / n, setup }'
 done
+# Wall mode: every thread at every interval, running or not (here all waiting in time.sleep,
+# three Python calls deep), attached with -p: one task iterator over the target's threads.
+printf '\nwall mode at 100 Hz (-p, threads in time.sleep; median of 3 by profiler CPU)\n'
+printf '%-8s %9s %13s %11s %10s %9s %8s\n' threads samples us/thr/intv cpu_us/pass cpu%core passes skipped
+for threads in 1 10 100; do
+	runs=()
+	for _ in 1 2 3; do
+		"$python" bench/wall_threads.py "$threads" 6 & target=$!
+		sleep 0.5
+		./pybpfprof --bpf-stats --mode wall -F 100 -d 4 -p "$target" -o "$out/wall.mojo" 2>"$out/wall.log" || true
+		kill "$target" 2>/dev/null; wait "$target" 2>/dev/null || true
+		count=$(sed -n 's/^pybpfprof: \([0-9]*\) samples in.*/\1/p' "$out/wall.log")
+		bpf_ns=$(sed -n 's/.* \([0-9]*\) ns per target sample$/\1/p' "$out/wall.log")
+		cpu_s=$(sed -n 's/^pybpfprof: cpu: \([0-9.]*\) s user+sys while sampling.*/\1/p' "$out/wall.log")
+		share=$(sed -n 's/.*while sampling (\([0-9.]*\)% of a core).*/\1/p' "$out/wall.log")
+		read -r passes skipped <<<"$(sed -n 's/^pybpfprof: wall: \([0-9]*\) passes, \([0-9]*\) skipped.*/\1 \2/p' "$out/wall.log")"
+		runs+=("$share $count $bpf_ns $cpu_s $passes $skipped")
+	done
+	line=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
+	read -r share count bpf_ns cpu_s passes skipped <<<"$line"
+	awk -v t="$threads" -v n="$count" -v ns="$bpf_ns" -v cpu="$cpu_s" -v p="$passes" -v sk="$skipped" -v sh="$share" 'BEGIN {
+		printf "%-8s %9d %13.1f %11.0f %9.2f%% %9d %8d\n", t, n, ns / 1000, p ? cpu * 1e6 / p : 0, sh, p, sk }'
+done
+
 # BPF cost by stack depth: every frame runs its own code object (as in real programs), so
 # each one costs the walker a read of that object for its checksum.
 printf '\nBPF ns per target sample by depth (1 kHz, median of 3; every frame its own code object)\n'
@@ -171,6 +195,9 @@ slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM
   vs_floor: profiled vs the same rate of perf events with nothing to sample (the timer interrupts'
   own cost, large on a VM at high rates).
 received/expect: samples written vs the workload's elapsed time x rate (one busy thread).
+wall mode: us/thr/intv is the iterator program's BPF run time per thread sampled (Python, native and
+  kernel stacks); cpu_us/pass the profiler's whole user+sys time (passes, iterator syscalls,
+  symbolizing, writing) per pass; skipped: passes missed because the one before overran.
 mixed stacks: py_depth Python frames over nesting levels of C recursion (list repr); native: the
   native frames BPF walked per sample (mean); ratio: native on over --no-native.
 TXT

@@ -22,13 +22,14 @@ struct pbp_frame_walk_ctx {
 	const struct py_proc_config *config;
 	struct pbp_cpu_scratch *scratch;
 	struct pbp_cpu_window *window;
+	struct task_struct *task;  /* the sampled thread, NULL: the current task (pbp_read_target) */
 };
 
 static __always_inline int pbp_read_window(struct pbp_frame_walk_ctx *ctx, __u64 start, __u64 len)
 {
 	if (len == 0 || len > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ)
 		return -1;
-	if (bpf_probe_read_user(ctx->window->bytes, len, (const void *)start) != 0)
+	if (pbp_read_target(ctx->window->bytes, len, start, ctx->task) != 0)
 		return -1;
 	ctx->scratch->walk.window_start = start;
 	ctx->scratch->walk.window_len = len;
@@ -67,7 +68,8 @@ static __always_inline __u32 pbp_max_u32(__u32 a, __u32 b)
 /* py_code_checksum() of the code object at code_addr (one read of its identity fields),
  * or -(enum pbp_error) if it cannot be read. */
 static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
-					      const struct py_offsets *off, __u64 code_addr)
+					      const struct py_offsets *off, __u64 code_addr,
+					      struct task_struct *task)
 {
 	__u32 low = pbp_min_u32(pbp_min_u32(off->code_argcount, off->code_firstlineno),
 				pbp_min_u32(off->code_filename, off->code_name));
@@ -81,7 +83,7 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	/* Userspace refuses layouts where this does not hold (frame_layout_fits). */
 	if (span > PBP_CODE_SPAN_MAX)
 		return -PBP_ERR_LAYOUT;
-	if (bpf_probe_read_user(scratch->code_buf, span, (const void *)(code_addr + low)) != 0)
+	if (pbp_read_target(scratch->code_buf, span, code_addr + low, task) != 0)
 		return -PBP_ERR_CODE_OBJECT;
 	argcount = *(const __s32 *)(fields + ((off->code_argcount - low) & (PBP_CODE_SPAN_MAX - 1)));
 	firstlineno = *(const __s32 *)(fields + ((off->code_firstlineno - low) & (PBP_CODE_SPAN_MAX - 1)));
@@ -169,7 +171,7 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	if (code_addr == walk->last_code_addr) {
 		checksum = walk->last_checksum;
 	} else {
-		checksum = pbp_code_checksum(scratch, off, code_addr);
+		checksum = pbp_code_checksum(scratch, off, code_addr, ctx->task);
 		if (checksum < 0) {
 			site = (__u32)-checksum;
 			goto fault;
@@ -195,25 +197,27 @@ fault:
 }
 
 static __always_inline __u64 pbp_current_frame(const struct py_proc_config *config, struct pbp_record *rec,
-					       __u64 tstate_addr)
+					       __u64 tstate_addr, struct task_struct *task)
 {
-	__u64 link = pbp_read_u64(rec, tstate_addr + config->off.tstate_frame, PBP_ERR_TSTATE_FRAME);
+	__u64 link = pbp_read_u64(rec, tstate_addr + config->off.tstate_frame, PBP_ERR_TSTATE_FRAME, task);
 
 	if (config->off.frame_link == PY_FRAME_LINK_CFRAME && link != 0)
-		return pbp_read_u64(rec, link + config->off.cframe_current_frame, PBP_ERR_CFRAME_FRAME);
+		return pbp_read_u64(rec, link + config->off.cframe_current_frame, PBP_ERR_CFRAME_FRAME, task);
 	return link;
 }
 
-/* Fills scratch->out.py from the thread's current frame; returns frames written, flags in walk. */
+/* Fills scratch->out.py from the thread's current frame; returns frames written, flags in walk.
+ * task: the sampled thread, NULL for the current task. */
 static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config,
-					     struct pbp_cpu_scratch *scratch, __u64 tstate_addr)
+					     struct pbp_cpu_scratch *scratch, __u64 tstate_addr,
+					     struct task_struct *task)
 {
 	__u32 zero = 0;
 	struct pbp_cpu_window *window = bpf_map_lookup_elem(&cpu_window, &zero);
-	struct pbp_frame_walk_ctx ctx = { .config = config, .scratch = scratch };
+	struct pbp_frame_walk_ctx ctx = { .config = config, .scratch = scratch, .task = task };
 	struct pbp_frame_walk *walk = &scratch->walk;
 
-	walk->frame_addr = pbp_current_frame(config, &scratch->out.rec, tstate_addr);
+	walk->frame_addr = pbp_current_frame(config, &scratch->out.rec, tstate_addr, task);
 	walk->window_start = 0;
 	walk->window_len = 0;
 	walk->last_code_addr = 0;

@@ -220,6 +220,20 @@ static __always_inline void pbp_count(__u32 counter)
 		*value += 1;
 }
 
+/*
+ * Every read of target memory goes through here. task NULL: the sampled thread
+ * is the current task (the perf_event path): bpf_probe_read_user. Otherwise
+ * it is another task (the wall-mode task iterator): bpf_copy_from_user_task,
+ * which only sleepable programs may call. In the perf_event program task is a
+ * constant NULL, so the verifier never visits the sleepable branch there.
+ */
+static __always_inline long pbp_read_target(void *dst, __u32 size, __u64 addr, struct task_struct *task)
+{
+	if (task)
+		return bpf_copy_from_user_task(dst, size, (const void *)addr, task, 0);
+	return bpf_probe_read_user(dst, size, (const void *)addr);
+}
+
 /* A read at site failed: count it, and name it in the record if it is the sample's first. */
 static __always_inline void pbp_read_failed(struct pbp_record *rec, __u32 site)
 {

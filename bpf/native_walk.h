@@ -25,6 +25,7 @@ _Static_assert((1u << (UNWIND_SEARCH_STEPS - 1)) >= UNWIND_TABLE_MAX_ROWS, "enou
 struct pbp_native_walk_ctx {
 	const struct unwind_proc *proc;
 	struct pbp_cpu_scratch *scratch;
+	struct task_struct *task;  /* the walked thread, NULL: the current task (pbp_read_target) */
 };
 
 static __always_inline bool pbp_mapping_holds(const struct unwind_mapping *mapping, __u64 pc)
@@ -128,22 +129,23 @@ static __always_inline const struct unwind_row *pbp_find_row(const struct unwind
 }
 
 /* Reads the caller's pc (and rbp, if the row saved it) below cfa. Returns 0 or -1. */
-static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 cfa, __u32 rbp_offset8)
+static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 cfa, __u32 rbp_offset8,
+					   struct task_struct *task)
 {
 	__u64 saved[2]; /* the caller's rbp, then its pc: their order on the stack */
 
 	/* The usual prologue pushes rbp right below the return address: one read for both. */
 	if (rbp_offset8 == 2) {
-		if (bpf_probe_read_user(saved, sizeof(saved), (const void *)(cfa - 16)) != 0)
+		if (pbp_read_target(saved, sizeof(saved), cfa - 16, task) != 0)
 			return -1;
 		walk->bp = saved[0];
 		walk->pc = saved[1];
 		return 0;
 	}
-	if (bpf_probe_read_user(&saved[1], sizeof(saved[1]), (const void *)(cfa - 8)) != 0)
+	if (pbp_read_target(&saved[1], sizeof(saved[1]), cfa - 8, task) != 0)
 		return -1;
 	if (rbp_offset8 != 0) {
-		if (bpf_probe_read_user(&saved[0], sizeof(saved[0]), (const void *)(cfa - 8 * (__u64)rbp_offset8)) != 0)
+		if (pbp_read_target(&saved[0], sizeof(saved[0]), cfa - 8 * (__u64)rbp_offset8, task) != 0)
 			return -1;
 		walk->bp = saved[0];
 	}
@@ -180,7 +182,7 @@ static __always_inline void pbp_claim_shim(struct pbp_native_walk *walk, __u64 s
 
 /* Unwinds the frame at walk->pc into its caller's registers: PBP_NATIVE_WALKING, or why it cannot. */
 static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, struct pbp_native_walk *walk,
-					      bool is_caller)
+					      bool is_caller, struct task_struct *task)
 {
 	__u64 pc = walk->pc, sp = walk->sp, file_pc, cfa;
 	const struct unwind_mapping *mapping;
@@ -224,7 +226,7 @@ static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, st
 	if (cfa <= sp)
 		return UNWIND_STOP_BAD_FRAME;
 	pbp_claim_shim(walk, sp, cfa);
-	if (pbp_read_caller(walk, cfa, row->kind == UNWIND_ROW_PLT ? 0 : row->rbp_offset8) != 0)
+	if (pbp_read_caller(walk, cfa, row->kind == UNWIND_ROW_PLT ? 0 : row->rbp_offset8, task) != 0)
 		return UNWIND_STOP_READ_FAULT;
 	if (walk->pc == 0)
 		return UNWIND_STOP_BAD_FRAME;
@@ -247,7 +249,7 @@ static long pbp_native_step(__u32 index, void *opaque)
 	}
 	scratch->out.words[slot] = walk->pc;
 	walk->frame_count = index + 1;
-	stop = pbp_unwind_frame(ctx->proc, walk, index != 0);
+	stop = pbp_unwind_frame(ctx->proc, walk, index != 0, ctx->task);
 	if (walk->holds_shim)
 		scratch->out.words[slot] |= PBP_NATIVE_PC_EVAL;
 	if (stop == PBP_NATIVE_WALKING)
@@ -271,24 +273,12 @@ static __always_inline __u64 pbp_ctx_reg(struct bpf_perf_event_data *ctx, __u32 
 	return *(const volatile __u64 *)((const char *)ctx + offset);
 }
 
-/*
- * The user registers to start from: the interrupted ones in user mode; in
- * the kernel (a system call, a fault) the ones the task saved on entry, so
- * that a sample in a syscall gets its user stack too. False for a kernel thread.
- */
-static __always_inline bool pbp_user_regs(struct bpf_perf_event_data *ctx, bool user_mode,
-					  struct pbp_native_walk *walk)
+/* The user registers the task saved on its last entry to the kernel (a thread that is not running,
+ * or the current one in a system call). False for a kernel thread. */
+static __always_inline bool pbp_task_user_regs(struct task_struct *task, struct pbp_native_walk *walk)
 {
-	struct task_struct *task;
 	struct pt_regs *regs;
 
-	if (user_mode) {
-		walk->pc = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, ip));
-		walk->sp = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, sp));
-		walk->bp = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, bp));
-		return true;
-	}
-	task = bpf_get_current_task_btf();
 	if (!task->mm)
 		return false;
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -300,13 +290,34 @@ static __always_inline bool pbp_user_regs(struct bpf_perf_event_data *ctx, bool 
 	return true;
 }
 
-/* Writes the native pcs right after the record's Python frames; sets native_frame_count and native_stop. */
-static __always_inline void pbp_walk_native(struct bpf_perf_event_data *ctx, struct pbp_cpu_scratch *scratch,
-					    bool user_mode)
+/*
+ * The user registers to start from: the interrupted ones in user mode; in
+ * the kernel (a system call, a fault) the ones the task saved on entry, so
+ * that a sample in a syscall gets its user stack too. False for a kernel thread.
+ */
+static __always_inline bool pbp_user_regs(struct bpf_perf_event_data *ctx, bool user_mode,
+					  struct pbp_native_walk *walk)
+{
+	if (user_mode) {
+		walk->pc = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, ip));
+		walk->sp = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, sp));
+		walk->bp = pbp_ctx_reg(ctx, __builtin_offsetof(struct pt_regs, bp));
+		return true;
+	}
+	return pbp_task_user_regs(bpf_get_current_task_btf(), walk);
+}
+
+/*
+ * Writes the native pcs right after the record's Python frames; sets native_frame_count and
+ * native_stop. The registers come from the perf event (ctx, task NULL: the current task) or,
+ * for another task (ctx NULL), from what it saved entering the kernel.
+ */
+static __always_inline void pbp_walk_native_of(struct bpf_perf_event_data *ctx, struct task_struct *task,
+					       struct pbp_cpu_scratch *scratch, bool user_mode)
 {
 	struct pbp_record *rec = &scratch->out.rec;
 	struct pbp_native_walk *walk = &scratch->native;
-	struct pbp_native_walk_ctx walk_ctx = { .scratch = scratch };
+	struct pbp_native_walk_ctx walk_ctx = { .scratch = scratch, .task = task };
 	__u32 tgid = rec->pid;
 
 	walk_ctx.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
@@ -314,7 +325,7 @@ static __always_inline void pbp_walk_native(struct bpf_perf_event_data *ctx, str
 	walk->stop = UNWIND_STOP_NOT_WALKED;
 	walk->next_shim = 0;
 	walk->holds_shim = 0;
-	if (walk_ctx.proc && pbp_user_regs(ctx, user_mode, walk)) {
+	if (walk_ctx.proc && (task ? pbp_task_user_regs(task, walk) : pbp_user_regs(ctx, user_mode, walk))) {
 		walk->out_base = 2 * (__u32)rec->py_frame_count;
 		walk->stop = PBP_NATIVE_WALKING;
 		bpf_loop(UNWIND_MAX_FRAMES, pbp_native_step, &walk_ctx, 0);
@@ -324,6 +335,12 @@ static __always_inline void pbp_walk_native(struct bpf_perf_event_data *ctx, str
 	rec->native_frame_count = (__u16)walk->frame_count;
 	rec->native_stop = (__u8)walk->stop;
 	pbp_count_native_stop(walk->stop);
+}
+
+static __always_inline void pbp_walk_native(struct bpf_perf_event_data *ctx, struct pbp_cpu_scratch *scratch,
+					    bool user_mode)
+{
+	pbp_walk_native_of(ctx, NULL, scratch, user_mode);
 }
 
 #endif

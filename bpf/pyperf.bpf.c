@@ -2,7 +2,9 @@
 /*
  * The sample path: on every cpu-clock tick that lands in a target process,
  * one ring-buffer record with the thread's Python stack (leaf first) and
- * kernel stack. Plus exec/exit notices on a second, low-rate ring buffer.
+ * kernel stack. In wall mode instead a sleepable task iterator that userspace
+ * runs at every interval: one record per thread of the targets, running or
+ * not. Plus exec/exit notices on a second, low-rate ring buffer.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -23,6 +25,11 @@ const volatile bool follow_forks = false;
 const volatile bool native_stacks = false;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). */
 const volatile __u64 wakeup_bytes = 0;
+/* Wall mode: the CLOCK_MONOTONIC time of the iterator pass in progress, set by userspace
+ * before each pass: every sample of a pass carries it. */
+__u64 wall_pass_ns = 0;
+/* include/linux/sched.h: a macro, so not in vmlinux.h. */
+#define PBP_TASK_RUNNING 0x0000u
 
 /* The context only allows 8-byte loads of its registers, and cs is a u16 in
  * a union on recent kernels: load its whole word. */
@@ -36,7 +43,7 @@ static __always_inline bool pbp_sampled_user_mode(struct bpf_perf_event_data *ct
 
 /* The GIL's holder and locked flag sit side by side in every version: one read usually covers both. */
 static __always_inline void pbp_fill_gil(const struct py_proc_config *config, struct pbp_cpu_scratch *scratch,
-					 struct pbp_record *rec)
+					 struct pbp_record *rec, struct task_struct *task)
 {
 	__u64 holder_addr = config->gil_holder_addr, locked_addr = config->gil_locked_addr;
 	__u64 low = holder_addr < locked_addr ? holder_addr : locked_addr;
@@ -47,14 +54,14 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 	if (!(config->flags & PY_PROC_HAS_GIL_HOLDER))
 		return;
 	if (distance < PBP_GIL_SPAN_MAX) {
-		if (bpf_probe_read_user(scratch->gil_buf, distance + sizeof(__u64), (const void *)low) != 0) {
+		if (pbp_read_target(scratch->gil_buf, distance + sizeof(__u64), low, task) != 0) {
 			pbp_read_failed(rec, PBP_ERR_GIL);
 			return;
 		}
 		locked = *(__s32 *)(scratch->gil_buf + ((locked_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
 		holder = *(__u64 *)(scratch->gil_buf + ((holder_addr - low) & (PBP_GIL_SPAN_MAX - 1)));
-	} else if (bpf_probe_read_user(&locked, sizeof(locked), (const void *)locked_addr) != 0 ||
-		   bpf_probe_read_user(&holder, sizeof(holder), (const void *)holder_addr) != 0) {
+	} else if (pbp_read_target(&locked, sizeof(locked), locked_addr, task) != 0 ||
+		   pbp_read_target(&holder, sizeof(holder), holder_addr, task) != 0) {
 		pbp_read_failed(rec, PBP_ERR_GIL);
 		return;
 	}
@@ -62,11 +69,12 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 		rec->flags |= PBP_REC_HAS_GIL;
 }
 
+/* task: the sampled thread, NULL for the current task. */
 static __always_inline void pbp_fill_python(const struct py_proc_config *config,
-					    struct pbp_cpu_scratch *scratch)
+					    struct pbp_cpu_scratch *scratch, struct task_struct *task)
 {
 	struct pbp_record *rec = &scratch->out.rec;
-	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, rec);
+	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, rec, task);
 
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
@@ -74,8 +82,8 @@ static __always_inline void pbp_fill_python(const struct py_proc_config *config,
 		return;
 	}
 	rec->tstate_addr = tstate_addr;
-	pbp_fill_gil(config, scratch, rec);
-	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr);
+	pbp_fill_gil(config, scratch, rec, task);
+	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
 	rec->flags |= scratch->walk.flags;
 	if (scratch->walk.flags & PBP_REC_READ_FAULT)
 		pbp_count(PBP_CNT_READ_FAULTS);
@@ -83,16 +91,21 @@ static __always_inline void pbp_fill_python(const struct py_proc_config *config,
 		pbp_count(PBP_CNT_TRUNCATED);
 }
 
-/* The kernel stack goes right after the Python frames and the native pcs. */
-static __always_inline __u32 pbp_fill_kernel_stack(struct bpf_perf_event_data *ctx,
+/* The kernel stack goes right after the Python frames and the native pcs: the current task's
+ * (ctx) or, with task, that task's (empty while it runs on another CPU). */
+static __always_inline __u32 pbp_fill_kernel_stack(struct bpf_perf_event_data *ctx, struct task_struct *task,
 						   struct pbp_cpu_scratch *scratch)
 {
 	__u32 first = 2 * (__u32)scratch->out.rec.py_frame_count + scratch->out.rec.native_frame_count;
+	__u32 size = PBP_MAX_KERNEL_FRAMES * sizeof(__u64);
 	long bytes;
 
 	if (first > PBP_SAMPLE_WORDS - PBP_MAX_KERNEL_FRAMES)
 		return 0;
-	bytes = bpf_get_stack(ctx, &scratch->out.words[first], PBP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+	if (task)
+		bytes = bpf_get_task_stack(task, &scratch->out.words[first], size, 0);
+	else
+		bytes = bpf_get_stack(ctx, &scratch->out.words[first], size, 0);
 	return bytes > 0 ? (__u32)bytes / sizeof(__u64) : 0;
 }
 
@@ -124,6 +137,31 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
 		pbp_count(PBP_CNT_WAKEUPS);
 }
 
+/* The record's header for a sample of tgid/tid, nothing walked yet. */
+static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratch *scratch, __u64 time_ns,
+							   __u32 tgid, __u32 tid, __u32 cpu, __u32 flags)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+
+	rec->time_ns = time_ns;
+	rec->tstate_addr = 0;
+	rec->pid = tgid;
+	rec->tid = tid;
+	rec->cpu = cpu;
+	rec->flags = flags;
+	rec->py_frame_count = 0;
+	rec->kernel_frame_count = 0;
+	rec->interp_id = 0;
+	rec->error = PBP_ERR_NONE;
+	rec->native_stop = UNWIND_STOP_NOT_WALKED;
+	rec->native_frame_count = 0;
+	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
+	rec->user_ip = 0;
+	scratch->walk.new_code = 0;
+	scratch->walk.shim_count = 0;
+	return rec;
+}
+
 SEC("perf_event")
 int pbp_sample(struct bpf_perf_event_data *ctx)
 {
@@ -142,31 +180,62 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	pbp_count(PBP_CNT_SAMPLES);
 	user_mode = pbp_sampled_user_mode(ctx);
-	rec = &scratch->out.rec;
-	rec->time_ns = bpf_ktime_get_ns();
-	rec->tstate_addr = 0;
-	rec->pid = tgid;
-	rec->tid = (__u32)pid_tgid;
-	rec->cpu = bpf_get_smp_processor_id();
-	rec->flags = user_mode ? PBP_REC_USER_MODE : 0;
-	rec->py_frame_count = 0;
-	rec->kernel_frame_count = 0;
-	rec->interp_id = 0;
-	rec->error = PBP_ERR_NONE;
-	rec->native_stop = UNWIND_STOP_NOT_WALKED;
-	rec->native_frame_count = 0;
-	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
+	rec = pbp_begin_record(scratch, bpf_ktime_get_ns(), tgid, (__u32)pid_tgid, bpf_get_smp_processor_id(),
+			       user_mode ? PBP_REC_USER_MODE : 0);
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
-	scratch->walk.new_code = 0;
-	scratch->walk.shim_count = 0;
 
 	if (!(config->flags & PY_PROC_PENDING))
-		pbp_fill_python(config, scratch);
+		pbp_fill_python(config, scratch, NULL);
 	if (native_stacks)
 		pbp_walk_native(ctx, scratch, user_mode);
 	/* An interrupted user-mode thread has no kernel stack to report. */
 	if (kernel_stacks && !user_mode)
-		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, scratch);
+		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, NULL, scratch);
+	pbp_send(scratch);
+	return 0;
+}
+
+/*
+ * Wall mode: userspace runs this iterator over the targets' tasks at every
+ * interval (one pass: bpf_iter_create, read to the end, close), and each
+ * thread of a target gives one record, running or not. A thread not in
+ * TASK_RUNNING is off the CPU (PBP_REC_OFF_CPU: the same line as Austin's and
+ * CPython's "R" state): its kernel stack is where it waits. Sleepable, so
+ * that the target's memory can be read although it is not the current task
+ * (bpf_copy_from_user_task). The perf event program is not attached in wall
+ * mode, so the per-CPU scratch is this program's alone.
+ */
+SEC("iter.s/task")
+int pbp_wall(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	const struct py_proc_config *config;
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_record *rec;
+	__u32 tgid, zero = 0;
+	bool off_cpu, running_now;
+
+	if (!task)
+		return 0;
+	tgid = task->tgid;
+	config = bpf_map_lookup_elem(&proc_configs, &tgid);
+	if (!config || !task->mm || task->exit_state)
+		return 0;
+	scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
+	if (!scratch)
+		return 0;
+	pbp_count(PBP_CNT_SAMPLES);
+	off_cpu = BPF_CORE_READ(task, __state) != PBP_TASK_RUNNING;
+	/* A thread running on another CPU has no saved user registers worth unwinding from. */
+	running_now = BPF_CORE_READ(task, on_cpu) != 0;
+	rec = pbp_begin_record(scratch, wall_pass_ns, tgid, task->pid, BPF_CORE_READ(task, thread_info.cpu),
+			       off_cpu ? PBP_REC_OFF_CPU : 0);
+	if (!(config->flags & PY_PROC_PENDING))
+		pbp_fill_python(config, scratch, task);
+	if (native_stacks && !running_now)
+		pbp_walk_native_of(NULL, task, scratch, false);
+	if (kernel_stacks)
+		rec->kernel_frame_count = pbp_fill_kernel_stack(NULL, task, scratch);
 	pbp_send(scratch);
 	return 0;
 }

@@ -21,24 +21,28 @@ struct pbp_tstate_walk_ctx {
 	const struct py_proc_config *config;
 	struct pbp_tstate_walk *state;
 	struct pbp_record *rec;
+	struct task_struct *task;  /* the sampled thread, NULL: the current task (pbp_read_target) */
 };
 
 /* The u64 at addr, or 0 (a failed read is counted at site, an enum pbp_error). */
-static __always_inline __u64 pbp_read_u64(struct pbp_record *rec, __u64 addr, __u32 site)
+static __always_inline __u64 pbp_read_u64(struct pbp_record *rec, __u64 addr, __u32 site,
+					   struct task_struct *task)
 {
 	__u64 value = 0;
 
-	if (bpf_probe_read_user(&value, sizeof(value), (const void *)addr) != 0) {
+	if (pbp_read_target(&value, sizeof(value), addr, task) != 0) {
 		pbp_read_failed(rec, site);
 		return 0;
 	}
 	return value;
 }
 
-static __always_inline __u64 pbp_current_fsbase(void)
+/* The sampled thread's fsbase (NULL: the current task's), saved in thread.fsbase at its last switch:
+ * a thread sets it once, when it starts. */
+static __always_inline __u64 pbp_task_fsbase(struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-
+	if (!task)
+		task = bpf_get_current_task_btf();
 	return BPF_CORE_READ(task, thread.fsbase);
 }
 
@@ -55,61 +59,63 @@ static long pbp_tstate_walk_step(__u32 index, void *opaque)
 		if (state->interps_seen >= PBP_MAX_INTERPRETERS || state->interp_addr == 0)
 			return 1;
 		state->interp_addr = pbp_read_u64(ctx->rec, state->interp_addr + off->interp_next,
-						  PBP_ERR_INTERP_NEXT);
+						  PBP_ERR_INTERP_NEXT, ctx->task);
 		if (state->interp_addr == 0)
 			return 1;
 		state->tstate_addr = pbp_read_u64(ctx->rec, state->interp_addr + off->interp_threads_head,
-						  PBP_ERR_INTERP_THREADS);
+						  PBP_ERR_INTERP_THREADS, ctx->task);
 		state->tstates_seen = 0;
 		return 0;
 	}
-	if (pbp_read_u64(ctx->rec, tstate + off->tstate_thread_id, PBP_ERR_TSTATE_THREAD_ID) == state->fsbase) {
+	if (pbp_read_u64(ctx->rec, tstate + off->tstate_thread_id, PBP_ERR_TSTATE_THREAD_ID, ctx->task) == state->fsbase) {
 		state->found_addr = tstate;
 		state->found_interp = state->interp_addr;
 		return 1;
 	}
 	state->tstates_seen += 1;
 	state->tstate_addr = state->tstates_seen >= PBP_MAX_TSTATES_PER_INTERP
-				     ? 0 : pbp_read_u64(ctx->rec, tstate + off->tstate_next, PBP_ERR_TSTATE_NEXT);
+				     ? 0 : pbp_read_u64(ctx->rec, tstate + off->tstate_next, PBP_ERR_TSTATE_NEXT, ctx->task);
 	return 0;
 }
 
 static __always_inline __u64 pbp_walk_for_tstate(const struct py_proc_config *config,
 						 struct pbp_tstate_walk *state, struct pbp_record *rec,
-						 __u64 fsbase)
+						 __u64 fsbase, struct task_struct *task)
 {
-	struct pbp_tstate_walk_ctx ctx = { .config = config, .state = state, .rec = rec };
+	struct pbp_tstate_walk_ctx ctx = { .config = config, .state = state, .rec = rec, .task = task };
 
 	state->fsbase = fsbase;
 	state->found_addr = 0;
 	state->found_interp = 0;
 	state->interps_seen = 0;
 	state->tstates_seen = 0;
-	state->interp_addr = pbp_read_u64(rec, config->interp_head_addr, PBP_ERR_INTERP_HEAD);
+	state->interp_addr = pbp_read_u64(rec, config->interp_head_addr, PBP_ERR_INTERP_HEAD, task);
 	if (state->interp_addr == 0)
 		return 0;
 	state->tstate_addr = pbp_read_u64(rec, state->interp_addr + config->off.interp_threads_head,
-					  PBP_ERR_INTERP_THREADS);
+					  PBP_ERR_INTERP_THREADS, task);
 	bpf_loop(PBP_TSTATE_WALK_STEPS, pbp_tstate_walk_step, &ctx, 0);
 	return state->found_addr;
 }
 
 /* Its interpreter's id, read once per walk (it is cached with the thread state). */
 static __always_inline __u64 pbp_read_interp_id(const struct py_proc_config *config,
-						struct pbp_record *rec, __u64 interp)
+						struct pbp_record *rec, __u64 interp, struct task_struct *task)
 {
 	if (interp == 0 || config->off.interp_id == PY_OFF_NONE)
 		return 0;
-	return pbp_read_u64(rec, interp + config->off.interp_id, PBP_ERR_INTERP_ID);
+	return pbp_read_u64(rec, interp + config->off.interp_id, PBP_ERR_INTERP_ID, task);
 }
 
-/* The sampled thread's (rec->tid) PyThreadState address, or 0 if it has none; sets rec->interp_id. */
+/* The sampled thread's (rec->tid; task, NULL: the current one) PyThreadState address, or 0 if
+ * it has none; sets rec->interp_id. */
 static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config,
-					     struct pbp_tstate_walk *state, struct pbp_record *rec)
+					     struct pbp_tstate_walk *state, struct pbp_record *rec,
+					     struct task_struct *task)
 {
 	__u32 tid = rec->tid;
 	__u64 now_ns = rec->time_ns;
-	__u64 fsbase = pbp_current_fsbase();
+	__u64 fsbase = pbp_task_fsbase(task);
 	struct pbp_tstate_cache_entry *cached = bpf_map_lookup_elem(&tstate_cache, &tid);
 	struct pbp_tstate_cache_entry fresh = { .checked_ns = now_ns };
 
@@ -120,13 +126,13 @@ static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config
 			if (now_ns - cached->checked_ns < PBP_NEGATIVE_CACHE_NS)
 				return 0;
 		} else if (pbp_read_u64(rec, cached->tstate_addr + config->off.tstate_thread_id,
-					PBP_ERR_TSTATE_CACHED) == fsbase) {
+					PBP_ERR_TSTATE_CACHED, task) == fsbase) {
 			rec->interp_id = (__u32)cached->interp_id;
 			return cached->tstate_addr;
 		}
 	}
-	fresh.tstate_addr = pbp_walk_for_tstate(config, state, rec, fsbase);
-	fresh.interp_id = fresh.tstate_addr ? pbp_read_interp_id(config, rec, state->found_interp) : 0;
+	fresh.tstate_addr = pbp_walk_for_tstate(config, state, rec, fsbase, task);
+	fresh.interp_id = fresh.tstate_addr ? pbp_read_interp_id(config, rec, state->found_interp, task) : 0;
 	bpf_map_update_elem(&tstate_cache, &tid, &fresh, BPF_ANY);
 	rec->interp_id = (__u32)fresh.interp_id;
 	return fresh.tstate_addr;

@@ -28,6 +28,9 @@
 #define PBP_REC_HAS_GIL       0x0008u /* thread held the GIL when sampled */
 #define PBP_REC_USER_MODE     0x0010u /* sample interrupted user code */
 #define PBP_REC_NO_FRAME      0x0020u /* thread state has no current frame (idle / shutting down) */
+/* Wall mode (the task iterator): the thread was not runnable (its state was not TASK_RUNNING:
+ * asleep, blocked on I/O or a lock). Its kernel stack names the wait. */
+#define PBP_REC_OFF_CPU       0x0040u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -52,11 +55,11 @@ struct pbp_py_frame {
 };
 
 struct pbp_record {
-	__u64 time_ns;           /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 time_ns;           /* CLOCK_MONOTONIC: bpf_ktime_get_ns(); wall mode: its pass's start */
 	__u64 tstate_addr;       /* PyThreadState * (0 if none) */
 	__u32 pid;               /* host tgid */
 	__u32 tid;               /* host tid */
-	__u32 cpu;
+	__u32 cpu;               /* where it ran (wall mode: last ran) */
 	__u32 flags;             /* PBP_REC_* */
 	__u16 py_frame_count;
 	__u16 kernel_frame_count;
@@ -129,7 +132,7 @@ _Static_assert((PBP_RINGBUF_DEFAULT_BYTES & (PBP_RINGBUF_DEFAULT_BYTES - 1)) == 
 
 /* Per-CPU counters (index into the `counters` array map). */
 enum pbp_counter {
-	PBP_CNT_SAMPLES = 0,      /* perf events that hit a target thread */
+	PBP_CNT_SAMPLES = 0,      /* perf events that hit a target thread; in wall mode, threads sampled */
 	PBP_CNT_LOST = 1,         /* records dropped: ring buffer full */
 	PBP_CNT_READ_FAULTS = 2,  /* samples with a failed target read */
 	PBP_CNT_TRUNCATED = 3,    /* samples whose Python stack was cut */

@@ -44,10 +44,7 @@ static size_t python_count;
 
 static const struct test_python *find_python(const char *label)
 {
-	for (size_t i = 0; i < python_count; i++)
-		if (strcmp(pythons[i].label, label) == 0)
-			return &pythons[i];
-	return NULL;
+	return test_python_find(pythons, python_count, label);
 }
 
 static void script_path(char *out, size_t len, const char *name)
@@ -249,20 +246,6 @@ static void assert_dump_accepts(const char *path)
 	close(devnull);
 	if (status != 0)
 		fail_msg("pybpfprof dump %s: exit %d: %s", path, status, err);
-}
-
-/* The reference reader, where the sid chroot has it, must replay every sample. */
-static void assert_cpython_accepts(const char *tachyon, size_t samples)
-{
-	char err[8192];
-	long replayed = cpython_replay_samples(tachyon, err, sizeof(err));
-
-	if (replayed == -1) {
-		print_message("CPython 3.15 replay not checked: the sid chroot is absent\n");
-		return;
-	}
-	if (replayed != (long)samples)
-		fail_msg("python3.15 replay of %s: %ld of %zu samples: %s", tachyon, replayed, samples, err);
 }
 
 /* The heavy share the workload measured itself ("split-truth HEAVY LIGHT" on its stderr, CPU

@@ -283,6 +283,25 @@ static void test_unmapped_pc_and_short_record(void **state)
 	free(heap);
 }
 
+/* A cpu-clock sample ran; a wall-mode record of a thread that was not runnable is idle, without
+ * CPython's ON_CPU bit. Both keep the main-thread bit. */
+static void test_off_cpu_record_is_idle(void **state)
+{
+	struct fixture *fixture = *state;
+	static struct record_buffer buffer;
+	struct pf_sample sample;
+
+	build_record(&buffer, 0, NULL, NULL, 0, UNWIND_STOP_NOT_WALKED);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	assert_int_equal(sample.status, PF_STATUS_ON_CPU | PF_STATUS_MAIN_THREAD);
+	buffer.record.flags = PBP_REC_OFF_CPU;
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	assert_int_equal(sample.status, PF_STATUS_IDLE | PF_STATUS_MAIN_THREAD);
+	assert_int_equal(sample.status & PF_STATUS_TACHYON_MASK, PF_STATUS_MAIN_THREAD);
+}
+
 /* The interpreter's own frames are named and marked; other files' are not the interpreter's. */
 static void test_lookup_roles_and_offsets(void **state)
 {
@@ -336,6 +355,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unmapped_pc_and_short_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_roles_and_offsets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_demangles_cpp_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_off_cpu_record_is_idle, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

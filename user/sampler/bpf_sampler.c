@@ -2,7 +2,12 @@
 #include "sampler/bpf_sampler.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <inttypes.h>
 #include <linux/capability.h>
@@ -20,6 +25,7 @@
 
 #include "pyperf.skel.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/errbuf.h"
 
 
@@ -42,6 +48,15 @@ struct bpf_sampler {
 	int callback_error;
 	uint64_t next_reconcile_ms;
 	uint64_t reconciled;              /* map entries of gone processes deleted */
+	/* Wall mode: the iterator links (one per -p process, or one over every task) and the
+	 * thread that runs a pass over them at every interval. */
+	struct bpf_link **wall_links;
+	size_t wall_link_count;
+	uint64_t wall_interval_ns;
+	pthread_t wall_thread;
+	bool wall_thread_started;
+	atomic_bool wall_stop;
+	_Atomic uint64_t wall_passes, wall_late_passes, wall_pass_errors;
 };
 
 /* libbpf's last warning, kept for the error message instead of printed. */
@@ -180,6 +195,151 @@ static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, c
 	return errbuf_format(errbuf, errlen, err, "attaching %s: %s", bpf_program__name(prog), strerror(-err));
 }
 
+/* One iterator link over pid's threads, or over every task of the host (pid 0). */
+static struct bpf_link *attach_task_iterator(struct bpf_sampler *sampler, pid_t pid)
+{
+	union bpf_iter_link_info link_info = { .task = { .pid = (__u32)pid } };
+	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &link_info,
+			    .link_info_len = sizeof(link_info));
+
+	return bpf_program__attach_iter(sampler->skel->progs.pbp_wall, pid ? &opts : NULL);
+}
+
+/* Runs the iterator of link to its end: the program sends its records to the ring buffer and
+ * writes nothing to the file itself. */
+static int run_iterator(struct bpf_link *link)
+{
+	char discard[64];
+	int fd = bpf_iter_create(bpf_link__fd(link)), err = 0;
+	ssize_t got;
+
+	if (fd < 0)
+		return -errno;
+	while ((got = read(fd, discard, sizeof(discard))) > 0)
+		;
+	if (got < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static struct timespec timespec_of_ns(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
+}
+
+/* One pass: every link's iterator, the samples stamped with the pass's start. */
+static void run_wall_pass(struct bpf_sampler *sampler, uint64_t pass_ns)
+{
+	sampler->skel->bss->wall_pass_ns = pass_ns;
+	for (size_t i = 0; i < sampler->wall_link_count; i++)
+		if (run_iterator(sampler->wall_links[i]) < 0)
+			atomic_fetch_add(&sampler->wall_pass_errors, 1);
+	atomic_fetch_add(&sampler->wall_passes, 1);
+}
+
+/*
+ * The pass thread: sleeps to absolute times (no drift), with the smallest timer slack
+ * (the default 50 µs would be added to every wakeup), at the lowest real-time priority:
+ * on a busy host an ordinary thread waits for a CPU for tens of milliseconds, and the
+ * intervals it misses are samples lost (a pass is short: ~20 µs a thread). A pass that
+ * ends after the next one's time skips the passes it overran rather than running them
+ * back to back.
+ */
+static void *wall_pass_thread(void *opaque)
+{
+	struct bpf_sampler *sampler = opaque;
+	uint64_t interval = sampler->wall_interval_ns, next = clock_monotonic_ns() + interval;
+	struct sched_param lowest_realtime = { .sched_priority = 1 };
+
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	/* Without CAP_SYS_NICE it stays an ordinary thread: the passes then follow the host's load. */
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &lowest_realtime);
+	while (!atomic_load(&sampler->wall_stop)) {
+		struct timespec at = timespec_of_ns(next);
+		uint64_t now;
+
+		if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) != 0)
+			continue;
+		if (atomic_load(&sampler->wall_stop))
+			break;
+		run_wall_pass(sampler, clock_monotonic_ns());
+		next += interval;
+		now = clock_monotonic_ns();
+		if (now >= next) {
+			uint64_t missed = (now - next) / interval + 1;
+
+			atomic_fetch_add(&sampler->wall_late_passes, missed);
+			next += missed * interval;
+		}
+	}
+	return NULL;
+}
+
+/* Signals stay with the main thread: the pass thread is created with all of them blocked. */
+static int start_wall_thread(struct bpf_sampler *sampler)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&sampler->wall_thread, NULL, wall_pass_thread, sampler);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	sampler->wall_thread_started = true;
+	return 0;
+}
+
+static int start_wall(struct bpf_sampler *sampler, const struct bpf_sampler_options *options, char *errbuf,
+		      size_t errlen)
+{
+	size_t count = options->wall_pid_count ? options->wall_pid_count : 1;
+	int err;
+
+	sampler->wall_links = calloc(count, sizeof(*sampler->wall_links));
+	if (!sampler->wall_links)
+		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < count; i++) {
+		pid_t pid = options->wall_pid_count ? options->wall_pids[i] : 0;
+
+		sampler->wall_links[i] = attach_task_iterator(sampler, pid);
+		if (!sampler->wall_links[i]) {
+			err = -errno;
+			return errbuf_format(errbuf, errlen, err, "attaching the wall-mode task iterator: %s",
+					     strerror(-err));
+		}
+		sampler->wall_link_count++;
+	}
+	sampler->wall_interval_ns = 1000000000u / options->frequency_hz;
+	err = start_wall_thread(sampler);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "starting the wall-mode thread: %s", strerror(-err));
+	return 0;
+}
+
+static void stop_wall(struct bpf_sampler *sampler)
+{
+	if (sampler->wall_thread_started) {
+		atomic_store(&sampler->wall_stop, true);
+		pthread_join(sampler->wall_thread, NULL);
+		sampler->wall_thread_started = false;
+	}
+	for (size_t i = 0; i < sampler->wall_link_count; i++)
+		bpf_link__destroy(sampler->wall_links[i]);
+	free(sampler->wall_links);
+	sampler->wall_links = NULL;
+	sampler->wall_link_count = 0;
+}
+
+void bpf_sampler_wall_stats(struct bpf_sampler *sampler, struct bpf_sampler_wall_stats *stats)
+{
+	stats->passes = atomic_load(&sampler->wall_passes);
+	stats->late_passes = atomic_load(&sampler->wall_late_passes);
+	stats->pass_errors = atomic_load(&sampler->wall_pass_errors);
+}
+
 static int on_ring_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *sampler = ctx;
@@ -251,6 +411,9 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->follow_forks = options->follow_forks;
 	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
 	sampler->skel->rodata->native_stacks = options->native_stacks;
+	/* Each mode loads only the program it runs: verifying the other would only cost time. */
+	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
+	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall);
 	err = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
@@ -309,7 +472,9 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 		err = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, errbuf, errlen);
 	if (!err && options->follow_forks)
 		err = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, errbuf, errlen);
-	if (!err)
+	if (!err && options->wall)
+		err = start_wall(sampler, options, errbuf, errlen);
+	else if (!err)
 		err = attach_perf_events(sampler, options->frequency_hz, errbuf, errlen);
 	if (err) {
 		bpf_sampler_close(sampler);
@@ -608,7 +773,9 @@ int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, u
 	uint32_t info_len = sizeof(info);
 
 	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(sampler->skel->progs.pbp_sample), &info, &info_len))
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(sampler->wall_links ? sampler->skel->progs.pbp_wall
+								  : sampler->skel->progs.pbp_sample),
+				   &info, &info_len))
 		return -errno;
 	*run_time_ns = info.run_time_ns;
 	*run_count = info.run_cnt;
@@ -619,6 +786,7 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 {
 	if (!sampler)
 		return;
+	stop_wall(sampler);
 	if (sampler->unwind_rows)
 		munmap(sampler->unwind_rows, sampler->unwind_rows_mapped_bytes);
 	for (int cpu = 0; cpu < sampler->perf_count; cpu++)

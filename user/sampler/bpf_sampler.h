@@ -2,7 +2,9 @@
 /*
  * The BPF sampler: loads bpf/pyperf.bpf.c, opens one cpu-clock perf event
  * per possible CPU that is present, and hands back the ring-buffer records
- * of target processes plus exec/fork/exit notices.
+ * of target processes plus exec/fork/exit notices. In wall mode no perf
+ * event: a thread of its own runs the task iterator over the targets at
+ * every interval, and every thread of every target gives a record.
  */
 #ifndef PYBPFPROF_BPF_SAMPLER_H
 #define PYBPFPROF_BPF_SAMPLER_H
@@ -25,6 +27,19 @@ struct bpf_sampler_options {
 	size_t ringbuf_bytes;   /* 0 = PBP_RINGBUF_DEFAULT_BYTES; rounded up to a power of two */
 	bool native_stacks;     /* unwind user-space native frames (needs tables: bpf_sampler_unwind_*) */
 	size_t unwind_rows;     /* capacity of the rows map; 0 = UNWIND_ROWS_DEFAULT */
+	bool wall;              /* wall mode: every target thread at every 1/frequency_hz, running or not */
+	/* Wall mode: iterate only these processes' threads (one iterator each); none: every task
+	 * of the host, each looked up in the target map (a target set that changes: -C, a
+	 * launched command, the whole host). */
+	const pid_t *wall_pids;
+	size_t wall_pid_count;
+};
+
+/* Wall mode: what the pass thread did. */
+struct bpf_sampler_wall_stats {
+	uint64_t passes;        /* iterator passes run */
+	uint64_t late_passes;   /* passes skipped because the previous one ended after their time */
+	uint64_t pass_errors;   /* iterator reads that failed */
 };
 
 struct bpf_sampler;
@@ -88,7 +103,10 @@ int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[
 const char *bpf_sampler_unwind_stop_name(unsigned cause);
 /* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
-/* Total BPF run time and runs of the sample program (zero unless stats are enabled). */
+/* Wall mode: the pass thread's counts (all zero in cpu mode). */
+void bpf_sampler_wall_stats(struct bpf_sampler *sampler, struct bpf_sampler_wall_stats *stats);
+/* Total BPF run time and runs of the sample program, the iterator's in wall mode (zero unless stats
+ * are enabled). */
 int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, uint64_t *run_count);
 void bpf_sampler_close(struct bpf_sampler *sampler);
 

@@ -102,7 +102,7 @@ void report_start_metadata(struct session *session)
 	uint64_t period_us = 1000000 / options->frequency_hz;
 	struct pf_run_info info = {
 		.interval_us = period_us ? period_us : 1,
-		.mode = "cpu",
+		.mode = options->mode == SESSION_MODE_WALL ? "wall" : "cpu",
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
 				options->children,
 		.frequency_hz = options->frequency_hz,
@@ -354,6 +354,30 @@ static void print_native_summary(const struct session *session)
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
 }
 
+/* Wall mode: the iterator passes run, and those skipped because the one before overran. */
+static void write_wall_metadata(struct session *session)
+{
+	struct bpf_sampler_wall_stats stats;
+
+	if (session->options->mode != SESSION_MODE_WALL)
+		return;
+	bpf_sampler_wall_stats(session->sampler, &stats);
+	set_metadata_u64(session, "wall_passes", stats.passes);
+	set_metadata_u64(session, "wall_late_passes", stats.late_passes);
+}
+
+static void print_wall_summary(const struct session *session)
+{
+	struct bpf_sampler_wall_stats stats;
+
+	if (session->options->mode != SESSION_MODE_WALL)
+		return;
+	bpf_sampler_wall_stats(session->sampler, &stats);
+	fprintf(stderr, "pybpfprof: wall: %" PRIu64 " passes, %" PRIu64 " skipped (the one before overran), %" PRIu64
+			" failed reads\n",
+		stats.passes, stats.late_passes, stats.pass_errors);
+}
+
 static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	struct pf_run_totals totals = {
@@ -373,6 +397,7 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 	set_metadata_all(session, "bpf_read_errors", read_errors);
 	set_metadata_u64(session, "proc_events_lost", counters[PBP_CNT_PROC_EVENTS_LOST]);
 	write_native_metadata(session);
+	write_wall_metadata(session);
 }
 
 /* What the budgets and the clean-ups did, when they did anything: a long or hostile run's account. */
@@ -406,6 +431,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED],
 		session->resolver.unresolved_frames, read_errors[0] ? "; failed reads: " : "", read_errors);
 	print_native_summary(session);
+	print_wall_summary(session);
 	print_budget_summary(session, counters);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;

@@ -21,11 +21,18 @@ struct session_output {
 	const struct pf_format *format;
 };
 
+/* What a sample is: a tick of a running thread (cpu), or every thread at every interval (wall). */
+enum session_mode {
+	SESSION_MODE_CPU = 0,
+	SESSION_MODE_WALL = 1,
+};
+
 struct session_options {
 	pid_t pids[SESSION_MAX_PIDS];
 	size_t pid_count;
 	char **command;            /* NULL-terminated argv of the command to launch, or NULL */
 	unsigned frequency_hz;
+	enum session_mode mode;
 	double duration_s;         /* 0: until Ctrl-C, SIGTERM, or every target has exited */
 	bool kernel_stacks;
 	bool native_frames;      /* name the native function of samples outside the interpreter */

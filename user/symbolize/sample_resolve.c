@@ -114,8 +114,9 @@ static void python_frame(struct sample_resolver *resolver, pid_t pid,
 
 static uint32_t status_of(const struct pbp_record *record)
 {
-	/* cpu-clock only fires on a running task: every sample was on CPU. */
-	uint32_t status = PF_STATUS_ON_CPU;
+	/* cpu-clock only fires on a running task; a wall-mode record says whether its thread was
+	 * runnable (on CPU, as CPython's sampler sets it) or waiting (idle, as Austin calls it). */
+	uint32_t status = record->flags & PBP_REC_OFF_CPU ? PF_STATUS_IDLE : PF_STATUS_ON_CPU;
 
 	if (record->flags & PBP_REC_HAS_GIL)
 		status |= PF_STATUS_HAS_GIL;

@@ -1,0 +1,83 @@
+# Threads for wall mode (tests/test_wall.c); runs on 2.7 and 3.x.
+#   waits: a spinning thread, one in time.sleep, one blocked in os.read on a pipe,
+#          one waiting on a threading.Lock; the main thread waits in main_wait.
+#   duty:  one thread that sleeps 0.3 s and spins 0.1 s, over and over.
+# Prints "ready" once every thread runs, then lives until killed, or for SECONDS if given
+# (the second argument); then duty prints on stderr the wall time its thread spent in
+# duty_sleep and in the whole cycle ("duty-truth SLEEP TOTAL", seconds): the profile's truth.
+import os
+import sys
+import threading
+import time
+
+
+def spin_forever():
+    while True:
+        pass
+
+
+def sleep_forever():
+    while True:
+        time.sleep(1)
+
+
+def read_pipe_forever(read_end):
+    os.read(read_end, 1)
+
+
+def wait_on_lock(lock):
+    lock.acquire()
+
+
+def duty_sleep():
+    time.sleep(0.3)
+
+
+def duty_spin():
+    end = time.time() + 0.1
+    while time.time() < end:
+        pass
+
+
+duty_seconds = [0.0, 0.0]  # in duty_sleep, in complete cycles
+
+
+def duty_cycle():
+    while True:
+        start = time.time()
+        duty_sleep()
+        slept = time.time()
+        duty_spin()
+        duty_seconds[0] += slept - start
+        duty_seconds[1] += time.time() - start
+
+
+def start(target, *args):
+    thread = threading.Thread(target=target, args=args)
+    thread.daemon = True
+    thread.start()
+
+
+def main_wait(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        time.sleep(min(1, max(0, end - time.time())))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "waits":
+        read_end, _write_end = os.pipe()
+        held = threading.Lock()
+        held.acquire()
+        start(spin_forever)
+        start(sleep_forever)
+        start(read_pipe_forever, read_end)
+        start(wait_on_lock, held)
+    else:
+        start(duty_cycle)
+    time.sleep(0.2)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    main_wait(float(sys.argv[2]) if len(sys.argv) > 2 else float("inf"))
+    if sys.argv[1] == "duty":
+        sys.stderr.write("duty-truth %.6f %.6f\n" % (duty_seconds[0], duty_seconds[1]))

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Wall mode end to end (real BPF, root), on every interpreter the acceptance
+ * criteria name: a process with a spinning thread, a thread in time.sleep, one
+ * blocked in os.read on a pipe and one waiting on a threading.Lock shows all
+ * four in nearly every interval, the three waiting ones idle, with their
+ * Python stacks and a kernel stack naming the wait; cpu mode on the same
+ * process shows only the spinner; a thread that sleeps 0.3 s and spins 0.1 s
+ * shows 75% in the sleeping function (launched: the iterator over every task,
+ * where the others attach with -p: one iterator per process). Files are read back with our readers
+ * (MOJO's mode and time metric, Tachyon's mode and status bits) and CPython
+ * 3.15's own reader replays the Tachyon file.
+ */
+#include "testlib.h"
+
+#include "formats/format_registry.h"
+#include "profile/profile.h"
+
+#include <math.h>
+#include <poll.h>
+
+#define SCRIPT "wall_threads.py"
+#define MAX_PYTHONS 32
+#define WALL_HZ 100
+#define WALL_INTERVAL_US (1000000 / WALL_HZ)
+#define COVERAGE_MIN 0.95
+#define DUTY_SLEEP_SHARE 0.75
+#define DUTY_TOLERANCE 0.03
+
+static const char *const wall_labels[] = { "2.7", "3.8", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
+
+static struct test_python pythons[MAX_PYTHONS];
+static size_t python_count;
+
+static const struct test_python *find_python(const char *label)
+{
+	return test_python_find(pythons, python_count, label);
+}
+
+/* ---- the target ---- */
+
+struct target {
+	pid_t pid;
+	int out_fd;
+};
+
+/* Runs the script in `mode` and returns once it says every thread runs. */
+static void start_target(const struct test_python *python, const char *mode, struct target *target)
+{
+	char command[1400], *argv[32], line[64] = "";
+	struct pollfd ready;
+	ssize_t got;
+
+	FORMAT(command, "%s %s/tests/scripts/%s %s", python->command, test_source_dir(), SCRIPT, mode);
+	split_command(command, argv, 32);
+	target->pid = test_spawn(argv, &target->out_fd, NULL);
+	assert_true(target->pid > 0);
+	ready = (struct pollfd){ .fd = target->out_fd, .events = POLLIN };
+	if (poll(&ready, 1, 20000) != 1)
+		fail_msg("%s: the script did not start", python->label);
+	got = read(target->out_fd, line, sizeof(line) - 1);
+	if (got <= 0 || strncmp(line, "ready", 5) != 0)
+		fail_msg("%s: the script said '%s'", python->label, line);
+}
+
+static void stop_target(struct target *target)
+{
+	kill(target->pid, SIGKILL);
+	test_wait_status(target->pid);
+	close(target->out_fd);
+}
+
+/* pybpfprof --mode MODE -F 100 -p PID for seconds, into a MOJO and a Tachyon file. */
+static void record(const char *label, const char *mode, pid_t pid, const char *seconds, const char *mojo,
+		   const char *tachyon)
+{
+	char pid_text[16], rate[16], err[4096];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", (char *)mode, "-F", rate, "-p", pid_text,
+			 "-d", (char *)seconds, "-o", (char *)mojo, "-o", (char *)tachyon, NULL };
+	int status;
+
+	FORMAT(pid_text, "%d", (int)pid);
+	FORMAT(rate, "%d", WALL_HZ);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof --mode %s exited %d: %s", label, mode, status, err);
+}
+
+/* ---- what the files show ---- */
+
+static bool has_python_frame(const struct pf_sample *sample, const char *name)
+{
+	for (size_t i = 0; i < sample->frame_count; i++)
+		if (sample->frames[i].kind == PF_FRAME_PYTHON && strcmp(sample->frames[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* A kernel frame whose name holds one of the parts (NULL-terminated). */
+static bool has_kernel_frame(const struct pf_sample *sample, const char *const *parts)
+{
+	for (size_t i = 0; i < sample->frame_count; i++)
+		for (const char *const *part = parts; *part; part++)
+			if (sample->frames[i].kind == PF_FRAME_KERNEL && strstr(sample->frames[i].name, *part))
+				return true;
+	return false;
+}
+
+enum { SPINNER, SLEEPER, PIPE_READER, LOCK_WAITER, THREAD_KINDS };
+
+static const char *const thread_functions[THREAD_KINDS] = { "spin_forever", "sleep_forever", "read_pipe_forever",
+							    "wait_on_lock" };
+/* Where each waits in the kernel. time.sleep is select() up to 3.10 and clock_nanosleep from 3.11. */
+static const char *const sleep_waits[] = { "nanosleep", "select", NULL };
+static const char *const pipe_waits[] = { "pipe_read", NULL };
+static const char *const lock_waits[] = { "futex", NULL };
+static const char *const *const thread_waits[THREAD_KINDS] = { NULL, sleep_waits, pipe_waits, lock_waits };
+
+struct thread_tally {
+	size_t samples;
+	size_t samples_in_run;  /* Tachyon: stamped at or after the run's start (passes begin while it starts) */
+	size_t idle;            /* not on a CPU: MOJO has no marker in wall mode, Tachyon no ON_CPU bit */
+	size_t waiting_in_kernel; /* with a kernel frame naming its wait */
+	size_t time_not_interval; /* MOJO: a time metric other than the interval */
+};
+
+struct file_tally {
+	size_t samples;
+	struct thread_tally threads[THREAD_KINDS];
+	uint64_t duration_us;
+	char mode[16];
+};
+
+static void tally_sample(struct file_tally *tally, const struct pf_sample *sample, bool tachyon,
+			 uint64_t start_time_us)
+{
+	tally->samples++;
+	for (int kind = 0; kind < THREAD_KINDS; kind++) {
+		struct thread_tally *thread = &tally->threads[kind];
+
+		if (!has_python_frame(sample, thread_functions[kind]))
+			continue;
+		thread->samples++;
+		thread->samples_in_run += tachyon && sample->timestamp_us >= start_time_us;
+		if (tachyon && !(sample->status & PF_STATUS_ON_CPU))
+			thread->idle++;
+		if (thread_waits[kind] && has_kernel_frame(sample, thread_waits[kind]))
+			thread->waiting_in_kernel++;
+		if (sample->time_us != WALL_INTERVAL_US)
+			thread->time_not_interval++;
+	}
+}
+
+static void tally_file(const char *path, struct file_tally *tally)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char err[512];
+	const char *value;
+	uint64_t start_time_us;
+	bool tachyon;
+	int got;
+
+	memset(tally, 0, sizeof(*tally));
+	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	tachyon = strcmp(pf_reader_format(reader)->name, "tachyon") == 0;
+	value = pf_reader_metadata(reader, "start_time_us");
+	start_time_us = value ? strtoull(value, NULL, 10) : 0;
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
+		tally_sample(tally, &sample, tachyon, start_time_us);
+	if (got < 0)
+		fail_msg("%s: %s", path, pf_reader_error(reader));
+	value = pf_reader_metadata(reader, "mode");
+	snprintf(tally->mode, sizeof(tally->mode), "%s", value ? value : "");
+	value = pf_reader_metadata(reader, "duration");
+	tally->duration_us = value ? strtoull(value, NULL, 10) : 0;
+	pf_reader_close(reader);
+}
+
+static const struct test_python *wanted_python(void **state)
+{
+	const char *label = *state;
+	const struct test_python *python = find_python(label);
+
+	if (!python) {
+		print_message("%s: interpreter absent, skipped\n", label);
+		skip();
+	}
+	return python;
+}
+
+/* ---- acceptance 1: who shows, idle or not, where they wait; cpu mode shows the spinner only ---- */
+
+static void check_wall_threads(const char *label, const struct file_tally *from_mojo,
+			       const struct file_tally *from_tachyon)
+{
+	double intervals = (double)from_mojo->duration_us / WALL_INTERVAL_US;
+
+	assert_string_equal(from_mojo->mode, "wall");
+	assert_string_equal(from_tachyon->mode, "wall");
+	assert_int_equal(from_mojo->samples, from_tachyon->samples);
+	assert_true(intervals > 100);
+	for (int kind = 0; kind < THREAD_KINDS; kind++) {
+		const struct thread_tally *mojo = &from_mojo->threads[kind], *tachyon = &from_tachyon->threads[kind];
+		double coverage = (double)tachyon->samples_in_run / intervals;
+		double idle = tachyon->samples ? (double)tachyon->idle / (double)tachyon->samples : 0;
+		double waiting = mojo->samples ? (double)mojo->waiting_in_kernel / (double)mojo->samples : 0;
+
+		print_message("%s wall: %-17s in %.1f%% of %.0f intervals, idle %.1f%%, kernel wait %.1f%%\n", label,
+			      thread_functions[kind], 100 * coverage, intervals, 100 * idle, 100 * waiting);
+		assert_int_equal(mojo->samples, tachyon->samples);
+		assert_int_equal(mojo->time_not_interval, 0);
+		if (coverage < COVERAGE_MIN)
+			fail_msg("%s: %s in %.1f%% of the intervals", label, thread_functions[kind], 100 * coverage);
+		if (kind == SPINNER) {
+			if (idle > 1 - COVERAGE_MIN)
+				fail_msg("%s: the spinner is idle in %.1f%% of its samples", label, 100 * idle);
+			continue;
+		}
+		if (idle < COVERAGE_MIN || waiting < COVERAGE_MIN)
+			fail_msg("%s: %s idle in %.1f%%, its kernel wait in %.1f%% of its samples", label,
+				 thread_functions[kind], 100 * idle, 100 * waiting);
+	}
+}
+
+static void check_cpu_threads(const char *label, const struct file_tally *from_mojo)
+{
+	assert_string_equal(from_mojo->mode, "cpu");
+	print_message("%s cpu: spinner %zu samples, waiting threads %zu %zu %zu\n", label,
+		      from_mojo->threads[SPINNER].samples, from_mojo->threads[SLEEPER].samples,
+		      from_mojo->threads[PIPE_READER].samples, from_mojo->threads[LOCK_WAITER].samples);
+	/* A busy host gives the spinner little CPU: some ticks, not a rate. */
+	assert_true(from_mojo->threads[SPINNER].samples >= 10);
+	/* The sleeper wakes for microseconds once a second: a tick may land on it, rarely. */
+	assert_true(from_mojo->threads[SLEEPER].samples <= 2);
+	assert_int_equal(from_mojo->threads[PIPE_READER].samples, 0);
+	assert_int_equal(from_mojo->threads[LOCK_WAITER].samples, 0);
+}
+
+static void wall_waiting_threads(void **state)
+{
+	const struct test_python *python = wanted_python(state);
+	char mojo[PATH_MAX], tachyon[PATH_MAX], cpu_mojo[PATH_MAX], cpu_tachyon[PATH_MAX];
+	struct file_tally from_mojo, from_tachyon, from_cpu;
+	struct target target;
+
+	FORMAT(mojo, "%s/wall-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(tachyon, "%s/wall-%s.bin", test_tmpdir(), python->label);
+	FORMAT(cpu_mojo, "%s/wall-cpu-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(cpu_tachyon, "%s/wall-cpu-%s.bin", test_tmpdir(), python->label);
+	start_target(python, "waits", &target);
+	record(python->label, "wall", target.pid, "3", mojo, tachyon);
+	record(python->label, "cpu", target.pid, "2", cpu_mojo, cpu_tachyon);
+	stop_target(&target);
+	tally_file(mojo, &from_mojo);
+	tally_file(tachyon, &from_tachyon);
+	tally_file(cpu_mojo, &from_cpu);
+	check_wall_threads(python->label, &from_mojo, &from_tachyon);
+	check_cpu_threads(python->label, &from_cpu);
+	assert_cpython_accepts(tachyon, from_tachyon.samples);
+}
+
+/* ---- acceptance 2: a thread asleep 0.3 s of every 0.4 s shows 75% in the sleeping function ---- */
+
+/* Launched (the other iterator: every task of the host, filtered by the target map), for 6 s.
+ * Returns the sleeping share the script measured itself (its wall time in duty_sleep), 0.75
+ * if it did not say. */
+static double record_launched_duty(const struct test_python *python, const char *mojo, const char *tachyon)
+{
+	const char *truth;
+	double slept = 0, total = 0;
+	char command[2400], rate[16], err[4096], *argv[48];
+	int status;
+
+	FORMAT(rate, "%d", WALL_HZ);
+	FORMAT(command, "%s -q --mode wall -F %s -o %s -o %s -- %s %s/tests/scripts/%s duty 6", pybpfprof_binary(),
+	       rate, mojo, tachyon, python->command, test_source_dir(), SCRIPT);
+	split_command(command, argv, 48);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof --mode wall -- ... exited %d: %s", python->label, status, err);
+	truth = strstr(err, "duty-truth ");
+	if (truth && sscanf(truth, "duty-truth %lf %lf", &slept, &total) == 2 && total > 0)
+		return slept / total;
+	return DUTY_SLEEP_SHARE;
+}
+
+struct duty_tally {
+	size_t samples, sleeping;
+};
+
+static void tally_duty(const char *path, struct duty_tally *tally)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char err[512];
+	int got;
+
+	memset(tally, 0, sizeof(*tally));
+	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
+		if (!has_python_frame(&sample, "duty_cycle"))
+			continue;
+		tally->samples++;
+		tally->sleeping += has_python_frame(&sample, "duty_sleep");
+	}
+	if (got < 0)
+		fail_msg("%s: %s", path, pf_reader_error(reader));
+	pf_reader_close(reader);
+}
+
+static void wall_duty_cycle(void **state)
+{
+	const struct test_python *python = wanted_python(state);
+	char mojo[PATH_MAX], tachyon[PATH_MAX];
+	struct duty_tally tally;
+	double share, truth;
+
+	FORMAT(mojo, "%s/duty-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(tachyon, "%s/duty-%s.bin", test_tmpdir(), python->label);
+	truth = record_launched_duty(python, mojo, tachyon);
+	tally_duty(mojo, &tally);
+	share = tally.samples ? (double)tally.sleeping / (double)tally.samples : 0;
+	print_message("%s duty: %.1f%% of %zu samples in duty_sleep (the thread measured %.1f%%)\n", python->label,
+		      100 * share, tally.samples, 100 * truth);
+	assert_true(tally.samples > 400);
+	/* A busy host stretches the cycle a little (wakeups, the spin's own overhead): the truth
+	 * stays near 75%, and the profile must match the truth. */
+	assert_true(fabs(truth - DUTY_SLEEP_SHARE) <= DUTY_TOLERANCE);
+	if (fabs(share - truth) > DUTY_TOLERANCE)
+		fail_msg("%s: %.1f%% in the sleeping function, the thread measured %.1f%% (+- 3)", python->label,
+			 100 * share, 100 * truth);
+}
+
+int main(void)
+{
+	enum { LABELS = sizeof(wall_labels) / sizeof(wall_labels[0]) };
+	static char names[2 * LABELS][64];
+	struct CMUnitTest tests[2 * LABELS];
+	size_t count = 0;
+
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	if (geteuid() != 0) {
+		print_message("test_wall: needs root (real BPF), skipped\n");
+		return 0;
+	}
+	python_count = test_pythons(pythons, MAX_PYTHONS);
+	for (size_t i = 0; i < LABELS; i++) {
+		FORMAT(names[count], "wall_threads_%s", wall_labels[i]);
+		tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = wall_waiting_threads,
+						    .initial_state = (void *)wall_labels[i] };
+		count++;
+		FORMAT(names[count], "wall_duty_%s", wall_labels[i]);
+		tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = wall_duty_cycle,
+						    .initial_state = (void *)wall_labels[i] };
+		count++;
+	}
+	return _cmocka_run_group_tests("wall", tests, count, NULL, NULL);
+}
