@@ -3,6 +3,7 @@
 #   sudo make demo  install Debian dependencies, build, profile the bundled example
 #   sudo make check install Debian dependencies, build, run every test (real BPF, as root)
 #   sudo make bench overhead and size figures (not part of check)
+#   sudo make install  the binary, man page and bash completion (PREFIX=/usr/local, DESTDIR)
 
 BUILD    ?= build
 CC       ?= cc
@@ -42,7 +43,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
 		python3-jsonschema chromium chromium-driver python3-selenium
 
-.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
+.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets install uninstall
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -143,6 +144,19 @@ $(BUILD)/bench/unwind_rows: bench/unwind_rows.c $(BUILD)/libpybpfprof.a
 # Debian sid's python3.14 and python3.15 in a debootstrap'd chroot (cached).
 pythons: deps
 	./tests/pythons/provision-sid.sh
+
+# A system tool's place: the binary, its man page, its bash completion.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+install: all
+	install -D -m 0755 pybpfprof $(DESTDIR)$(PREFIX)/bin/pybpfprof
+	install -D -m 0644 doc/pybpfprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/pybpfprof.1
+	install -D -m 0644 contrib/pybpfprof.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pybpfprof
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/pybpfprof $(DESTDIR)$(PREFIX)/share/man/man1/pybpfprof.1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/pybpfprof
 
 clean:
 	rm -rf $(BUILD) pybpfprof

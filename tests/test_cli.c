@@ -283,6 +283,59 @@ static void top_of_collapsed_counts_stacks(void **state)
 	assert_non_null(strstr(out_text, "75.00%  work (a.py)"));
 }
 
+/* ---- installing ---- */
+
+/* `make install` puts the binary, its man page and its completion where a system tool's go. */
+static void make_install_places_the_tool(void **state)
+{
+	char dest[PATH_MAX], command[PATH_MAX * 3], path[PATH_MAX + 64];
+	static const char *const installed[] = { "usr/bin/pybpfprof", "usr/share/man/man1/pybpfprof.1",
+						  "usr/share/bash-completion/completions/pybpfprof" };
+
+	(void)state;
+	FORMAT(dest, "%s/destdir", test_tmpdir());
+	FORMAT(command, "make -s -C %s install DESTDIR=%s PREFIX=/usr >/dev/null", test_source_dir(), dest);
+	assert_int_equal(system(command), 0);
+	for (size_t i = 0; i < sizeof(installed) / sizeof(installed[0]); i++) {
+		FORMAT(path, "%s/%s", dest, installed[i]);
+		if (!file_exists(path))
+			fail_msg("make install left no %s", installed[i]);
+	}
+	FORMAT(path, "%s/usr/bin/pybpfprof", dest);
+	assert_int_equal(access(path, X_OK), 0);
+	/* the man page renders, and documents the exit statuses */
+	FORMAT(command, "man -l %s/usr/share/man/man1/pybpfprof.1 2>/dev/null | grep -q 'EXIT STATUS'", dest);
+	if (access("/usr/bin/man", X_OK) == 0)
+		assert_int_equal(system(command), 0);
+}
+
+/* What bash offers after what the user typed (the completion script, sourced as bash does). */
+static void completion_offers(const char *typed, const char *expected)
+{
+	char command[PATH_MAX * 2];
+	char *argv[] = { "bash", "-c", command, NULL };
+
+	FORMAT(command,
+	       "source %s/contrib/pybpfprof.bash-completion; COMP_WORDS=(%s); "
+	       "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _pybpfprof; echo \"${COMPREPLY[*]}\"",
+	       test_source_dir(), typed);
+	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	print_message("[%s] -> %s", typed, out_text);
+	if (!strstr(out_text, expected))
+		fail_msg("completing [%s]: expected '%s' in '%s'", typed, expected, out_text);
+}
+
+static void bash_completes_commands_and_values(void **state)
+{
+	(void)state;
+	completion_offers("pybpfprof d", "dump");
+	completion_offers("pybpfprof st", "stacks");
+	completion_offers("pybpfprof --mo", "--mode");
+	completion_offers("pybpfprof --mode ''", "cpu wall");
+	completion_offers("pybpfprof -f sp", "speedscope");
+	completion_offers("pybpfprof convert a.mojo -f pp", "pprof");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +348,8 @@ int main(void)
 		cmocka_unit_test(default_file_follows_format),
 		cmocka_unit_test(tachyon_and_mojo_read_back_alike),
 		cmocka_unit_test(top_of_collapsed_counts_stacks),
+		cmocka_unit_test(make_install_places_the_tool),
+		cmocka_unit_test(bash_completes_commands_and_values),
 	};
 
 	if (getenv("TEST_FILTER"))
