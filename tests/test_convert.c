@@ -489,8 +489,8 @@ static void write_run(const char *path, const struct pf_format *format, bool typ
 					      .truncated_stacks = 2, .read_faults = errors,
 					      .unresolved_frames = 0 };
 	const struct pf_frame frames[] = {
-		{ PF_FRAME_PYTHON, "main.py", "<module>", 3, 3, 0, 9, 5 },
-		{ PF_FRAME_NATIVE, "/usr/lib/libc.so.6", "memcpy", -1, -1, -1, -1, -1 },
+		{ PF_FRAME_PYTHON, "main.py", "<module>", 3, 3, 0, 9, 5, 0 },
+		{ PF_FRAME_NATIVE, "/usr/lib/libc.so.6", "memcpy", -1, -1, -1, -1, -1, 0 },
 	};
 	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
 	struct pf_writer *writer;

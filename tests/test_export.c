@@ -184,6 +184,15 @@ static void pprof_read_by_go_tool_pprof(void **state)
 	assert_non_null(strstr(out_text, "Type: cpu"));
 	parse_pprof(out_text, &from_pprof);
 	assert_rankings_agree(&from_top, &from_pprof, "pprof");
+	/* Python functions carry their first line, native frames their library's mapping. */
+	{
+		char *raw[] = { "go", "tool", "pprof", "-raw", pprof_file, NULL };
+
+		assert_int_equal(run_capture_both(raw, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+		assert_non_null(strstr(out_text, "compress_loop "));
+		assert_non_null(strstr(out_text, "export.py:3 s=2"));
+		assert_non_null(strstr(out_text, "libz.so"));
+	}
 	/* The threads are labels a user can focus on. */
 	{
 		char *tags[] = { "go", "tool", "pprof", "-tags", pprof_file, NULL };

@@ -336,19 +336,19 @@ static void test_reference_files_match_expected(void **unused)
 
 /* Frames of the synthetic round trip: every location field, native, kernel, invalid. */
 static const struct pf_frame frames_main[] = {
-	{ PF_FRAME_PYTHON, "/srv/app/main.py", "<module>", 10, 12, 0, 17, -1 },
-	{ PF_FRAME_PYTHON, "/srv/app/main.py", "Worker.run", 20, 20, 4, 30, -1 },
-	{ PF_FRAME_NATIVE, "7f00deadbeef", "PyEval_EvalCode", 519, -1, -1, -1, -1 },
-	{ PF_FRAME_PYTHON, "/srv/app/lib.py", "helper", -1, -1, -1, -1, -1 },
-	{ PF_FRAME_KERNEL, "", "entry_SYSCALL_64", -1, -1, -1, -1, -1 },
-	{ PF_FRAME_KERNEL, "", "do_syscall_64", -1, -1, -1, -1, -1 },
+	{ PF_FRAME_PYTHON, "/srv/app/main.py", "<module>", 10, 12, 0, 17, -1, 0 },
+	{ PF_FRAME_PYTHON, "/srv/app/main.py", "Worker.run", 20, 20, 4, 30, -1, 0 },
+	{ PF_FRAME_NATIVE, "7f00deadbeef", "PyEval_EvalCode", 519, -1, -1, -1, -1, 0 },
+	{ PF_FRAME_PYTHON, "/srv/app/lib.py", "helper", -1, -1, -1, -1, -1, 0 },
+	{ PF_FRAME_KERNEL, "", "entry_SYSCALL_64", -1, -1, -1, -1, -1, 0 },
+	{ PF_FRAME_KERNEL, "", "do_syscall_64", -1, -1, -1, -1, -1, 0 },
 };
 static const struct pf_frame frames_invalid[] = {
-	{ PF_FRAME_INVALID, "", "", -1, -1, -1, -1, -1 },
-	{ PF_FRAME_PYTHON, "/srv/app/lib.py", "helper", 3, 3, 8, 9, -1 },
+	{ PF_FRAME_INVALID, "", "", -1, -1, -1, -1, -1, 0 },
+	{ PF_FRAME_PYTHON, "/srv/app/lib.py", "helper", 3, 3, 8, 9, -1, 0 },
 };
 static const struct pf_frame frames_quote[] = {
-	{ PF_FRAME_PYTHON, "/srv/we\"ird\n.py", "f", 1, 1, 0, 1, -1 },
+	{ PF_FRAME_PYTHON, "/srv/we\"ird\n.py", "f", 1, 1, 0, 1, -1, 0 },
 };
 
 static const struct pf_sample synthetic[] = {
@@ -459,7 +459,7 @@ static void test_round_trip_synthetic(void **unused)
 
 static void test_default_metadata_and_cpu_mode(void **unused)
 {
-	static const struct pf_frame frame = { PF_FRAME_PYTHON, "a.py", "f", 1, 1, 0, 1, -1 };
+	static const struct pf_frame frame = { PF_FRAME_PYTHON, "a.py", "f", 1, 1, 0, 1, -1, 0 };
 	struct pf_sample sample = { .pid = 1, .tid = 1, .time_us = 42, .frame_count = 1,
 				    .frames = &frame, .memory = 77 };
 	struct writer_handle handle;
@@ -488,7 +488,7 @@ static void test_default_metadata_and_cpu_mode(void **unused)
 
 static void test_flush_makes_samples_readable(void **unused)
 {
-	static const struct pf_frame frame = { PF_FRAME_PYTHON, "a.py", "f", 1, 1, 0, 1, -1 };
+	static const struct pf_frame frame = { PF_FRAME_PYTHON, "a.py", "f", 1, 1, 0, 1, -1, 0 };
 	struct pf_sample sample = { .pid = 1, .tid = 1, .time_us = 42, .frame_count = 1,
 				    .frames = &frame };
 	struct timespec pause = { .tv_nsec = 5 * 1000 * 1000 };

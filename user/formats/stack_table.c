@@ -26,15 +26,15 @@ void stack_table_free(struct stack_table *table)
 static int64_t frame_id(struct stack_table *table, const struct pf_frame *frame)
 {
 	size_t file_len = strlen(frame->file), name_len = strlen(frame->name);
-	size_t len = 1 + sizeof(int32_t) + file_len + 1 + name_len;
-	int32_t line = frame->line > 0 ? frame->line : 0;
+	int32_t lines[2] = { frame->line > 0 ? frame->line : 0, frame->function_line > 0 ? frame->function_line : 0 };
+	size_t len = 1 + sizeof(lines) + file_len + 1 + name_len;
 
 	if (ARRAY_RESERVE(table->key, table->key_capacity, len))
 		return -ENOMEM;
 	table->key[0] = (char)frame->kind;
-	memcpy(table->key + 1, &line, sizeof(line));
-	memcpy(table->key + 1 + sizeof(line), frame->file, file_len + 1);
-	memcpy(table->key + 1 + sizeof(line) + file_len + 1, frame->name, name_len);
+	memcpy(table->key + 1, lines, sizeof(lines));
+	memcpy(table->key + 1 + sizeof(lines), frame->file, file_len + 1);
+	memcpy(table->key + 1 + sizeof(lines) + file_len + 1, frame->name, name_len);
 	return intern_add(&table->frames, table->key, len, NULL);
 }
 
@@ -64,11 +64,12 @@ const void *stack_table_stack(const struct stack_table *table, uint32_t id, size
 void stack_table_frame(const struct stack_table *table, uint32_t id, struct stack_frame *frame)
 {
 	const char *key = intern_key(&table->frames, id, NULL);
-	const char *file = key + 1 + sizeof(int32_t);
+	const char *file = key + 1 + 2 * sizeof(int32_t);
 
-	/* The key is kind, line, file NUL name; the table ends every key with a NUL. */
+	/* The key is kind, line, function line, file NUL name; the table ends every key with a NUL. */
 	frame->kind = (enum pf_frame_kind)(unsigned char)key[0];
 	memcpy(&frame->line, key + 1, sizeof(frame->line));
+	memcpy(&frame->function_line, key + 1 + sizeof(int32_t), sizeof(frame->function_line));
 	frame->file = file;
 	frame->name = file + strlen(file) + 1;
 }

@@ -16,7 +16,7 @@
 #include "util/intern.h"
 
 struct stack_table {
-	struct intern_table frames; /* kind byte, line (int32), file, NUL, name -> frame id */
+	struct intern_table frames; /* kind byte, line and function line (int32), file, NUL, name -> frame id */
 	struct intern_table stacks; /* frame ids, root first -> stack id */
 	uint32_t *scratch;          /* one sample's frame ids */
 	size_t scratch_capacity;
@@ -27,7 +27,8 @@ struct stack_table {
 /* A frame id's parts (pointers into the table: valid until stack_table_free). */
 struct stack_frame {
 	enum pf_frame_kind kind;
-	int32_t line; /* <= 0: none */
+	int32_t line;          /* <= 0: none */
+	int32_t function_line; /* the function's first line; 0: unknown */
 	const char *file;
 	const char *name;
 };

@@ -40,6 +40,7 @@ struct pf_frame {
 	int32_t column;
 	int32_t end_column;
 	int16_t opcode;
+	int32_t function_line; /* Python: the function's first line (co_firstlineno); 0: unknown */
 };
 
 /* A frame with no location: line, end_line, column, end_column and opcode all unknown (-1). */

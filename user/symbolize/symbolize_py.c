@@ -719,6 +719,7 @@ static void fill_frame(struct pf_frame *frame, const struct code_entry *code, co
 	frame->column = location->column;
 	frame->end_column = location->end_column;
 	frame->opcode = -1;
+	frame->function_line = code->firstlineno > 0 ? code->firstlineno : 0;
 }
 
 int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const struct py_proc_config *config,

@@ -3,8 +3,9 @@
  * pprof's format (profile.proto, from Debian's golang-github-google-pprof-dev,
  * compiled by protoc-c at build time), gzipped as `go tool pprof` writes it.
  *
- * A frame is a location with one line; a function is name + file (+ kind: a
- * kernel and a Python function of the same name stay apart). Samples are
+ * A frame is a location with one line; a function is name + file + first
+ * line (+ kind: a kernel and a Python function of the same name stay apart);
+ * a native frame's location lies in a mapping of its file. Samples are
  * aggregated by stack and thread, with labels "pid" and "thread", values
  * [samples, time in ns] (or [samples, bytes] for memory). Written whole at
  * finish: memory grows with distinct stacks and threads, not samples.
@@ -46,7 +47,8 @@ struct pprof_writer {
 	int fd;
 	struct stack_table stacks;
 	struct intern_table strings;      /* string -> index in the string table; "" is 0 */
-	struct intern_table functions;    /* kind, name index, file index -> function id - 1 */
+	struct intern_table functions;    /* kind, name index, file index, start line -> function id - 1 */
+	struct intern_table mappings;     /* a native file's string index -> mapping id - 1 */
 	struct intern_table sample_keys;  /* struct sample_key -> index in values */
 	struct sample_values *values;
 	size_t values_capacity;
@@ -94,6 +96,8 @@ struct pprof_message {
 	Perftools__Profiles__Profile profile;
 	Perftools__Profiles__ValueType value_types[3];
 	Perftools__Profiles__ValueType *value_type_list[2];
+	Perftools__Profiles__Mapping *mappings;
+	Perftools__Profiles__Mapping **mapping_list;
 	Perftools__Profiles__Function *functions;
 	Perftools__Profiles__Function **function_list;
 	Perftools__Profiles__Location *locations;
@@ -112,6 +116,8 @@ struct pprof_message {
 
 static void message_free(struct pprof_message *message)
 {
+	free(message->mappings);
+	free(message->mapping_list);
 	free(message->functions);
 	free(message->function_list);
 	free(message->locations);
@@ -137,12 +143,26 @@ static const char *kind_file(const struct stack_frame *frame)
 /* The function of frame id, added if new: its id (1-based). */
 static int64_t function_of(struct pprof_writer *writer, const struct stack_frame *frame)
 {
-	int64_t key[3] = { frame->kind, string_index(writer, *frame->name ? frame->name : "[unknown]"),
-			   string_index(writer, kind_file(frame)) };
+	int64_t key[4] = { frame->kind, string_index(writer, *frame->name ? frame->name : "[unknown]"),
+			   string_index(writer, kind_file(frame)), frame->function_line };
 
 	if (key[1] < 0 || key[2] < 0)
 		return -ENOMEM;
 	return intern_add(&writer->functions, key, sizeof(key), NULL);
+}
+
+/* The mapping a native frame's file stands for, added if new: its id (1-based), or 0. */
+static int64_t mapping_of(struct pprof_writer *writer, const struct stack_frame *frame)
+{
+	int64_t file, id;
+
+	if (frame->kind != PF_FRAME_NATIVE || !*frame->file)
+		return 0;
+	file = string_index(writer, frame->file);
+	if (file < 0)
+		return file;
+	id = intern_add(&writer->mappings, &file, sizeof(file), NULL);
+	return id < 0 ? id : id + 1;
 }
 
 static int build_locations(struct pprof_writer *writer, struct pprof_message *message)
@@ -159,18 +179,20 @@ static int build_locations(struct pprof_writer *writer, struct pprof_message *me
 		Perftools__Profiles__Location *location = &message->locations[id];
 		Perftools__Profiles__Line *line = &message->lines[id];
 		struct stack_frame frame;
-		int64_t function;
+		int64_t function, mapping;
 
 		stack_table_frame(&writer->stacks, (uint32_t)id, &frame);
 		function = function_of(writer, &frame);
-		if (function < 0)
-			return (int)function;
+		mapping = mapping_of(writer, &frame);
+		if (function < 0 || mapping < 0)
+			return -ENOMEM;
 		perftools__profiles__line__init(line);
 		line->function_id = (uint64_t)function + 1;
 		line->line = frame.line > 0 ? frame.line : 0;
 		message->line_list[id] = line;
 		perftools__profiles__location__init(location);
 		location->id = id + 1;
+		location->mapping_id = (uint64_t)mapping;
 		location->n_line = 1;
 		location->line = &message->line_list[id];
 		message->location_list[id] = location;
@@ -190,7 +212,7 @@ static int build_functions(struct pprof_writer *writer, struct pprof_message *me
 		return -ENOMEM;
 	for (size_t id = 0; id < count; id++) {
 		Perftools__Profiles__Function *function = &message->functions[id];
-		int64_t key[3];
+		int64_t key[4];
 
 		memcpy(key, intern_key(&writer->functions, (uint32_t)id, NULL), sizeof(key));
 		perftools__profiles__function__init(function);
@@ -198,10 +220,38 @@ static int build_functions(struct pprof_writer *writer, struct pprof_message *me
 		function->name = key[1];
 		function->system_name = key[1];
 		function->filename = key[2];
+		function->start_line = key[3];
 		message->function_list[id] = function;
 	}
 	message->profile.n_function = count;
 	message->profile.function = message->function_list;
+	return 0;
+}
+
+/* One mapping per native file: no addresses (frames are symbolized), the file and that it has functions. */
+static int build_mappings(struct pprof_writer *writer, struct pprof_message *message)
+{
+	size_t count = intern_count(&writer->mappings);
+
+	message->mappings = calloc(count ? count : 1, sizeof(*message->mappings));
+	message->mapping_list = calloc(count ? count : 1, sizeof(*message->mapping_list));
+	if (!message->mappings || !message->mapping_list)
+		return -ENOMEM;
+	for (size_t id = 0; id < count; id++) {
+		Perftools__Profiles__Mapping *mapping = &message->mappings[id];
+		int64_t file;
+
+		memcpy(&file, intern_key(&writer->mappings, (uint32_t)id, NULL), sizeof(file));
+		perftools__profiles__mapping__init(mapping);
+		mapping->id = id + 1;
+		mapping->filename = file;
+		mapping->has_functions = 1;
+		mapping->has_filenames = 1;
+		mapping->has_line_numbers = 0;
+		message->mapping_list[id] = mapping;
+	}
+	message->profile.n_mapping = count;
+	message->profile.mapping = message->mapping_list;
 	return 0;
 }
 
@@ -344,6 +394,8 @@ static int build_message(struct pprof_writer *writer, struct pprof_message *mess
 	if (!err)
 		err = build_locations(writer, message);
 	if (!err)
+		err = build_mappings(writer, message);
+	if (!err)
 		err = build_functions(writer, message);
 	if (!err)
 		err = build_samples(writer, message);
@@ -440,6 +492,7 @@ static void pprof_destroy(void *state)
 	stack_table_free(&writer->stacks);
 	intern_free(&writer->strings);
 	intern_free(&writer->functions);
+	intern_free(&writer->mappings);
 	intern_free(&writer->sample_keys);
 	free(writer->values);
 	free(writer);
@@ -471,6 +524,7 @@ int pprof_writer_create(int fd, const struct pf_writer_options *options, void **
 	stack_table_init(&writer->stacks);
 	intern_init(&writer->strings);
 	intern_init(&writer->functions);
+	intern_init(&writer->mappings);
 	intern_init(&writer->sample_keys);
 	/* string_table[0] must be "". */
 	if (string_index(writer, "") != 0) {
