@@ -135,9 +135,22 @@ static void examine_renamed(const char *from, const char *name, struct py_runtim
 	unlink(to);
 }
 
+/* The libpython of pyenv's label examined as libembedded.so; false if that python is absent. */
+static bool examine_renamed_library(const char *label, const char *library, struct py_runtime_file *out)
+{
+	char command[1024], prefix[PATH_MAX], path[PATH_MAX + 64];
+
+	if (!pyenv_python(label, command, sizeof(command), prefix, sizeof(prefix)))
+		return false;
+	FORMAT(path, "%s/lib/%s", prefix, library);
+	examine_renamed(path, "libembedded.so", out);
+	assert_int_equal(out->verdict, PY_RUNTIME_HERE);
+	return true;
+}
+
 static void renamed_files_keep_their_verdicts(void **state)
 {
-	char command[1024], prefix[PATH_MAX], library[PATH_MAX + 64];
+	char command[1024], prefix[PATH_MAX];
 	struct py_runtime_file file;
 
 	(void)state;
@@ -147,19 +160,13 @@ static void renamed_files_keep_their_verdicts(void **state)
 		assert_true(file.sym.has_runtime && file.sym.has_py_version);
 	}
 	/* 2.7 and 3.9 have no Py_Version: the version comes from the file's SONAME and PY_VERSION */
-	if (pyenv_python("2.7", command, sizeof(command), prefix, sizeof(prefix))) {
-		FORMAT(library, "%s/lib/libpython2.7.so.1.0", prefix);
-		examine_renamed(library, "libembedded.so", &file);
-		assert_int_equal(file.verdict, PY_RUNTIME_HERE);
+	if (examine_renamed_library("2.7", "libpython2.7.so.1.0", &file)) {
 		assert_true(file.sym.has_interp_head && !file.sym.has_runtime);
 		assert_int_equal(file.major, 2);
 		assert_int_equal(file.minor, 7);
 		assert_true(file.has_micro);
 	}
-	if (pyenv_python("3.9", command, sizeof(command), prefix, sizeof(prefix))) {
-		FORMAT(library, "%s/lib/libpython3.9.so.1.0", prefix);
-		examine_renamed(library, "libapp.so", &file);
-		assert_int_equal(file.verdict, PY_RUNTIME_HERE);
+	if (examine_renamed_library("3.9", "libpython3.9.so.1.0", &file)) {
 		assert_true(file.sym.has_runtime && !file.sym.has_py_version);
 		assert_int_equal(file.major, 3);
 		assert_int_equal(file.minor, 9);

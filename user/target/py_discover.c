@@ -127,6 +127,16 @@ static bool examine(struct discovery *d, const struct proc_map *map, struct sear
 	return true;
 }
 
+static int cannot_open(const struct discovery *d, const char *path, int err)
+{
+	if (err == -ESRCH)
+		return errbuf_format(d->err_text, d->err_len, -ESRCH, "pid %d: process exited during discovery",
+				     (int)d->pid);
+	return errbuf_format(d->err_text, d->err_len, err,
+			     "pid %d: cannot open %s (through /proc/%d/map_files or its root): %s", (int)d->pid, path,
+			     (int)d->pid, err == -EFBIG ? "larger than the 512 MiB read for an ELF file" : strerror(-err));
+}
+
 static int no_runtime(struct discovery *d, const struct search *search)
 {
 	char searched[1024];
@@ -137,14 +147,9 @@ static int no_runtime(struct discovery *d, const struct search *search)
 				     "pid %d: %s links CPython but no mapped file holds its runtime (yet); retry",
 				     (int)d->pid, search->client);
 	if (search->gone)
-		return errbuf_format(d->err_text, d->err_len, -ESRCH, "pid %d: process exited during discovery",
-				     (int)d->pid);
+		return cannot_open(d, "", -ESRCH);
 	if (search->failed)
-		return errbuf_format(d->err_text, d->err_len, search->failed_err,
-				     "pid %d: cannot open %s (through /proc/%d/map_files or its root): %s",
-				     (int)d->pid, search->failed, (int)d->pid,
-				     search->failed_err == -EFBIG ? "larger than the 512 MiB read for an ELF file"
-								  : strerror(-search->failed_err));
+		return cannot_open(d, search->failed, search->failed_err);
 	describe_searched(d->maps, searched, sizeof(searched));
 	return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
 			     "pid %d: not a Python process (no mapped file holds the CPython runtime; searched %s)",
@@ -174,15 +179,7 @@ static int open_runtime_elf(struct discovery *d)
 		return err;
 	first = proc_maps_first_of(d->maps, d->runtime_path);
 	err = first ? elf_file_open_map(&d->elf, d->pid, first) : -ENOENT;
-	if (err == -ESRCH)
-		return errbuf_format(d->err_text, d->err_len, -ESRCH, "pid %d: process exited during discovery",
-				     (int)d->pid);
-	if (err)
-		return errbuf_format(d->err_text, d->err_len, err,
-				     "pid %d: cannot open %s (through /proc/%d/map_files or its root): %s",
-				     (int)d->pid, d->runtime_path, (int)d->pid,
-				     err == -EFBIG ? "larger than the 512 MiB read for an ELF file" : strerror(-err));
-	return 0;
+	return err ? cannot_open(d, d->runtime_path, err) : 0;
 }
 
 static int compute_load_bias(struct discovery *d)
