@@ -5,9 +5,10 @@
  * another name), a cache that examines each distinct file once however many
  * processes map it (200 sleeps cost three examinations), bounded and counted;
  * namespace pids and cgroups. End to end (real BPF, root): a whole-host run
- * profiles a renamed static interpreter, a C program embedding libpython and
- * a python in a new pid namespace by their function names, the metadata
- * giving the namespace pid; -p accepts the renamed interpreter.
+ * profiles a renamed static interpreter, a C program embedding libpython, one
+ * loading it with dlopen (as a PyInstaller bundle does) and a python in a new
+ * pid namespace by their function names, the metadata giving the namespace
+ * pid; -p accepts the renamed interpreter.
  */
 #include "testlib.h"
 
@@ -402,7 +403,9 @@ struct subjects {
 	char renamed[PATH_MAX + 16];   /* the static python, named uwsgi */
 	char embedded[PATH_MAX + 32];  /* the C program embedding libpython */
 	char python[1024];             /* a pyenv python, run in a new pid namespace */
-	pid_t renamed_pid, embedded_pid, unshare_pid, namespaced_pid;
+	char bundle[PATH_MAX + 32];    /* a C program that dlopens libpython, as a PyInstaller bundle does */
+	char bundled_library[PATH_MAX + 32]; /* the libpython it loads, under another name */
+	pid_t renamed_pid, embedded_pid, unshare_pid, namespaced_pid, bundle_pid;
 };
 
 /* Spinning functions whose names the profile must show. */
@@ -410,26 +413,62 @@ struct subjects {
 #define EMBEDDED_PROGRAM "def embedded_spin():\\n    while True:\\n        pass\\nembedded_spin()\\n"
 #define NAMESPACED_PROGRAM "def namespaced_spin():\n    while True:\n        pass\nnamespaced_spin()\n"
 
+static void write_text(const char *path, const char *text);
+
 /* A C program that embeds libpython (linked with an rpath, found by nothing but what it maps). */
 static bool build_embedded_app(struct subjects *subjects, const char *prefix, const char *version)
 {
 	char source[PATH_MAX + 16], build[4 * PATH_MAX];
 	char text[512];
-	FILE *file;
 
 	FORMAT(source, "%s/app.c", subjects->dir);
 	FORMAT(text,
 	       "#include <Python.h>\nint main(void)\n{\n\tPy_Initialize();\n\tPyRun_SimpleString(\"%s\");\n"
 	       "\treturn 0;\n}\n",
 	       EMBEDDED_PROGRAM);
-	file = fopen(source, "w");
-	assert_non_null(file);
-	fputs(text, file);
-	fclose(file);
+	write_text(source, text);
 	FORMAT(subjects->embedded, "%s/embedded-app", subjects->dir);
 	FORMAT(build, "cc -o %s %s -I%s/include/python%s -L%s/lib -lpython%s -Wl,-rpath,%s/lib", subjects->embedded,
 	       source, prefix, version, prefix, version, prefix);
 	return system(build) == 0;
+}
+
+/* The bundle: nothing CPython's at its exec; libpython (named libbundle.so) comes by dlopen,
+ * 500 ms later (a PyInstaller bootloader extracts its files first). */
+#define BUNDLE_SOURCE                                                                                    \
+	"#include <dlfcn.h>\n#include <unistd.h>\n"                                                  \
+	"int main(int argc, char **argv)\n{\n"                                                       \
+	"\tusleep(500000);\n"                                                                        \
+	"\tvoid *lib = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL);\n"                                  \
+	"\tvoid (*initialize)(void) = lib ? (void (*)(void))dlsym(lib, \"Py_Initialize\") : 0;\n"       \
+	"\tint (*run)(const char *) = lib ? (int (*)(const char *))dlsym(lib, \"PyRun_SimpleString\") : 0;\n" \
+	"\tif (!initialize || !run)\n\t\treturn 1;\n"                                                 \
+	"\tinitialize();\n"                                                                          \
+	"\treturn run(\"def bundled_spin():\\n    while True:\\n        pass\\nbundled_spin()\\n\");\n}\n"
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *file = fopen(path, "w");
+
+	assert_non_null(file);
+	fputs(text, file);
+	assert_int_equal(fclose(file), 0);
+}
+
+static bool build_bundle(struct subjects *subjects, const char *prefix, const char *version)
+{
+	char source[PATH_MAX + 16], library[PATH_MAX + 64], build[3 * PATH_MAX];
+
+	FORMAT(source, "%s/bundle.c", subjects->dir);
+	write_text(source, BUNDLE_SOURCE);
+	FORMAT(subjects->bundle, "%s/bundle-app", subjects->dir);
+	FORMAT(build, "cc -o %s %s", subjects->bundle, source);
+	if (system(build) != 0)
+		return false;
+	FORMAT(library, "%s/lib/libpython%s.so.1.0", prefix, version);
+	FORMAT(subjects->bundled_library, "%s/libbundle.so", subjects->dir);
+	copy_file(library, subjects->bundled_library);
+	return true;
 }
 
 static bool prepare_subjects(struct subjects *subjects)
@@ -445,6 +484,7 @@ static bool prepare_subjects(struct subjects *subjects)
 	FORMAT(subjects->renamed, "%s/uwsgi", subjects->dir);
 	copy_file(STATIC_PYTHON, subjects->renamed);
 	assert_true(build_embedded_app(subjects, prefix, "3.12"));
+	assert_true(build_bundle(subjects, prefix, "3.12"));
 	return true;
 }
 
@@ -472,8 +512,16 @@ static void start_namespaced(struct subjects *subjects)
 	subjects->namespaced_pid = first_child(subjects->unshare_pid);
 }
 
+static void start_bundle(struct subjects *subjects)
+{
+	char *argv[] = { subjects->bundle, subjects->bundled_library, NULL };
+
+	subjects->bundle_pid = test_spawn(argv, NULL, NULL);
+}
+
 static void stop_subjects(struct subjects *subjects)
 {
+	stop(subjects->bundle_pid);
 	stop(subjects->renamed_pid);
 	stop(subjects->embedded_pid);
 	if (subjects->namespaced_pid > 0)
@@ -521,12 +569,25 @@ static void read_profile(const char *path, struct leaf_count *counts, size_t cou
 	pf_reader_close(reader);
 }
 
+/* Until the profiler has opened its output (NAME.partial-XXXXXX beside path): it is sampling,
+ * its first scan of /proc done or under way, and exec notices come. */
+static void wait_for_output(const char *path)
+{
+	char pattern[PATH_MAX + 32];
+
+	FORMAT(pattern, "ls %s.partial-* >/dev/null 2>&1", path);
+	for (int attempt = 0; attempt < READY_TRIES && system(pattern) != 0; attempt++)
+		sleep_ms(READY_POLL_MS);
+	/* the scan of /proc follows the opening */
+	sleep_ms(500);
+}
+
 static void whole_host_finds_renamed_embedded_and_namespaced(void **state)
 {
 	struct subjects subjects;
 	char out[PATH_MAX], err_path[PATH_MAX], metadata[1024];
-	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-d", "4", "-o", out, NULL };
-	struct leaf_count counts[3];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-d", "5", "-o", out, NULL };
+	struct leaf_count counts[4];
 	pid_t profiler;
 
 	(void)state;
@@ -538,20 +599,23 @@ static void whole_host_finds_renamed_embedded_and_namespaced(void **state)
 	subjects.renamed_pid = start_renamed(&subjects);
 	sleep_ms(300);
 	profiler = test_spawn(argv, NULL, err_path);
-	sleep_ms(800);
+	wait_for_output(out);
 	start_embedded(&subjects);
 	start_namespaced(&subjects);
+	start_bundle(&subjects);
 	assert_int_equal(test_wait_status(profiler), 0);
 	stop_subjects(&subjects);
 	assert_true(subjects.namespaced_pid > 0);
 	counts[0] = (struct leaf_count){ "renamed_spin", subjects.renamed_pid, 0 };
 	counts[1] = (struct leaf_count){ "embedded_spin", subjects.embedded_pid, 0 };
 	counts[2] = (struct leaf_count){ "namespaced_spin", subjects.namespaced_pid, 0 };
-	read_profile(out, counts, 3, subjects.namespaced_pid, metadata, sizeof(metadata));
-	print_message("renamed %zu, embedded %zu, namespaced %zu samples; pid %d: %s\n", counts[0].samples,
-		      counts[1].samples, counts[2].samples, (int)subjects.namespaced_pid, metadata);
-	/* three spinners share the machine's cores: each gets a part of the 4 s */
-	for (size_t i = 0; i < 3; i++)
+	counts[3] = (struct leaf_count){ "bundled_spin", subjects.bundle_pid, 0 };
+	read_profile(out, counts, 4, subjects.namespaced_pid, metadata, sizeof(metadata));
+	print_message("renamed %zu, embedded %zu, namespaced %zu, bundled %zu samples; pid %d: %s\n",
+		      counts[0].samples, counts[1].samples, counts[2].samples, counts[3].samples,
+		      (int)subjects.namespaced_pid, metadata);
+	/* four spinners share the machine's cores: each gets a part of the run */
+	for (size_t i = 0; i < 4; i++)
 		if (counts[i].samples < MIN_SAMPLES)
 			fail_msg("%s: %zu samples of pid %d", counts[i].leaf, counts[i].samples, (int)counts[i].pid);
 	/* unshare --fork made the python PID 1 of its namespace */

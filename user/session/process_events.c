@@ -142,6 +142,7 @@ static void on_exec(struct session *session, pid_t pid)
 	target->start_ticks = target_set_start_ticks(pid);
 	target->pending_since_ms = clock_monotonic_ms();
 	target->next_attempt_ms = 0;
+	target->late_looks = origin == TARGET_FROM_SCAN ? TARGET_SET_LATE_LOOKS : 0;
 	/* Launched processes are sampled (kernel stacks) while their runtime is being found; a
 	 * known target is marked pending here too, since a fork notice handled just before this
 	 * exec notice may have given BPF the old image's description again. */

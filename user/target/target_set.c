@@ -211,6 +211,12 @@ int target_set_discover(const struct target_set *set, struct target *target, uin
 		target->state = TARGET_WAITING_EXEC;
 		return -EAGAIN;
 	}
+	if (err == -ENOEXEC && target->late_looks) {
+		target->state = TARGET_PENDING;
+		target->next_attempt_ms = now_ms + TARGET_SET_LATE_LOOK_MS(TARGET_SET_LATE_LOOKS - target->late_looks);
+		target->late_looks--;
+		return -EAGAIN;
+	}
 	if (err == -EAGAIN && now_ms - target->pending_since_ms < limit) {
 		target->state = TARGET_PENDING;
 		target->next_attempt_ms = now_ms + next_delay_ms(target, now_ms);

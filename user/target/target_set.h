@@ -44,7 +44,17 @@ struct target {
 	struct errbuf last_error;       /* why discovery failed, for the user */
 	uint64_t samples;
 	uint64_t exited_ms;             /* when a sweep first found it gone (0: not yet) */
+	unsigned late_looks;            /* looks left at a process not Python yet (TARGET_SET_LATE_LOOKS) */
 };
+
+/*
+ * A process that has just exec'd something that is not Python may load libpython later with
+ * dlopen (a PyInstaller bundle's bootloader, a uWSGI plugin): whole-host discovery looks at
+ * it again this long after its exec, then stops (each look: one read of its maps, and one
+ * cached verdict per executable mapping).
+ */
+#define TARGET_SET_LATE_LOOKS 2
+#define TARGET_SET_LATE_LOOK_MS(look) ((look) == 0 ? 200u : 1000u)
 
 struct target_set {
 	struct target *items;
