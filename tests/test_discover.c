@@ -361,21 +361,35 @@ static pid_t first_child(pid_t pid)
 static void identity_of_ourselves(void **state)
 {
 	struct proc_identity identity;
-	char line[1024], wanted[1024] = "";
-	FILE *cgroups = fopen("/proc/self/cgroup", "r");
 
 	(void)state;
-	assert_non_null(cgroups);
-	while (fgets(line, sizeof(line), cgroups))
-		if (!strncmp(line, "0::", 3))
-			snprintf(wanted, sizeof(wanted), "%.*s", (int)strcspn(line + 3, "\n"), line + 3);
-	fclose(cgroups);
 	assert_int_equal(proc_identity_read(getpid(), &identity), 0);
 	assert_int_equal(identity.ns_pid, getpid());
 	assert_int_equal(identity.ns_depth, 0);
 	assert_true(identity.cgroup[0] == '/');
-	if (wanted[0])
-		assert_string_equal(identity.cgroup, wanted);
+}
+
+static void container_of_cgroup_lines(void **state)
+{
+	char cgroup[64];
+
+	(void)state;
+	/* cgroup v2 only */
+	proc_identity_parse_cgroup("0::/system.slice/docker-0123.scope\n", cgroup, sizeof(cgroup));
+	assert_string_equal(cgroup, "/system.slice/docker-0123.scope");
+	/* a hybrid host: the unified hierarchy at its root, Docker's container in the v1 ones */
+	proc_identity_parse_cgroup("12:memory:/docker/abc\n1:name=systemd:/docker/abc\n0::/\n", cgroup,
+				   sizeof(cgroup));
+	assert_string_equal(cgroup, "/docker/abc");
+	proc_identity_parse_cgroup("4:memory:/sandbox/7\n1:name=systemd:/\n0::/\n", cgroup, sizeof(cgroup));
+	assert_string_equal(cgroup, "/sandbox/7");
+	proc_identity_parse_cgroup("1:name=systemd:/\n0::/\n", cgroup, sizeof(cgroup));
+	assert_string_equal(cgroup, "/");
+	/* cut to fit, never beyond its line */
+	proc_identity_parse_cgroup("0::/a-very-long-path-that-goes-on-and-on-and-on-and-on-and-on-beyond\n", cgroup, 8);
+	assert_string_equal(cgroup, "/a-very");
+	proc_identity_parse_cgroup("garbage\n", cgroup, sizeof(cgroup));
+	assert_string_equal(cgroup, "");
 }
 
 static void identity_in_a_new_pid_namespace(void **state)
@@ -405,6 +419,7 @@ struct subjects {
 	char python[1024];             /* a pyenv python, run in a new pid namespace */
 	char bundle[PATH_MAX + 32];    /* a C program that dlopens libpython, as a PyInstaller bundle does */
 	char bundled_library[PATH_MAX + 32]; /* the libpython it loads, under another name */
+	char cgroup[PATH_MAX];          /* a cgroup v2 group of the test's, the namespaced one's container */
 	pid_t renamed_pid, embedded_pid, unshare_pid, namespaced_pid, bundle_pid;
 };
 
@@ -502,12 +517,45 @@ static void start_embedded(struct subjects *subjects)
 	subjects->embedded_pid = test_spawn(argv, NULL, NULL);
 }
 
-/* The python is PID 1 of a new pid namespace (unshare forks it); SIGKILLed with unshare. */
+/* Where cgroup v2 is mounted (the unified hierarchy), from /proc/self/mounts; false if nowhere. */
+static bool cgroup2_mount(char *out, size_t len)
+{
+	FILE *mounts = fopen("/proc/self/mounts", "r");
+	char device[256], dir[PATH_MAX], type[64];
+	bool found = false;
+
+	if (!mounts)
+		return false;
+	while (!found && fscanf(mounts, "%255s %4095s %63s %*[^\n]", device, dir, type) == 3)
+		if (!strcmp(type, "cgroup2"))
+			found = (size_t)snprintf(out, len, "%s", dir) < len;
+	fclose(mounts);
+	return found;
+}
+
+/* A group of the test's own, standing for a container: "" where none can be made. */
+static void make_container(struct subjects *subjects)
+{
+	char mount[PATH_MAX];
+
+	subjects->cgroup[0] = 0;
+	if (!cgroup2_mount(mount, sizeof(mount)))
+		return;
+	FORMAT(subjects->cgroup, "%s/pybpfprof-test-%d", mount, (int)getpid());
+	if (mkdir(subjects->cgroup, 0755) != 0 && errno != EEXIST)
+		subjects->cgroup[0] = 0;
+}
+
+/* The python is PID 1 of a new pid namespace (unshare forks it), in the test's cgroup when
+ * there is one; SIGKILLed with unshare. */
 static void start_namespaced(struct subjects *subjects)
 {
-	char *argv[] = { "unshare", "--pid", "--fork", "--mount-proc", "--kill-child",
-			 subjects->python, "-c", NAMESPACED_PROGRAM, NULL };
+	char command[3 * PATH_MAX];
+	char *argv[] = { "sh", "-c", command, NULL };
 
+	FORMAT(command, "%s%s%sexec unshare --pid --fork --mount-proc --kill-child %s -c '%s'",
+	       subjects->cgroup[0] ? "echo $$ > " : "", subjects->cgroup, subjects->cgroup[0] ? "/cgroup.procs && " : "",
+	       subjects->python, NAMESPACED_PROGRAM);
 	subjects->unshare_pid = test_spawn(argv, NULL, NULL);
 	subjects->namespaced_pid = first_child(subjects->unshare_pid);
 }
@@ -527,6 +575,9 @@ static void stop_subjects(struct subjects *subjects)
 	if (subjects->namespaced_pid > 0)
 		kill(subjects->namespaced_pid, SIGKILL);
 	stop(subjects->unshare_pid);
+	/* a group can go once its processes have (the killed python is reaped by the kernel) */
+	for (int attempt = 0; subjects->cgroup[0] && attempt < READY_TRIES && rmdir(subjects->cgroup); attempt++)
+		sleep_ms(READY_POLL_MS);
 }
 
 /* Samples of pid (any pid: 0) whose innermost Python frame is leaf. */
@@ -586,13 +637,16 @@ static void whole_host_finds_renamed_embedded_and_namespaced(void **state)
 {
 	struct subjects subjects;
 	char out[PATH_MAX], err_path[PATH_MAX], metadata[1024];
-	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-d", "5", "-o", out, NULL };
+	char *argv[] = { (char *)pybpfprof_binary(), "-d", "5", "-o", out, NULL };
 	struct leaf_count counts[4];
+	uint8_t *summary;
+	size_t summary_len = 0;
 	pid_t profiler;
 
 	(void)state;
 	if (!prepare_subjects(&subjects))
 		skip();
+	make_container(&subjects);
 	FORMAT(out, "%s/host.mojo", test_tmpdir());
 	FORMAT(err_path, "%s/host.err", test_tmpdir());
 	/* one running before (found by the scan), two started during the run (found at exec) */
@@ -622,6 +676,18 @@ static void whole_host_finds_renamed_embedded_and_namespaced(void **state)
 	assert_non_null(strstr(metadata, "ns_pid=1 "));
 	assert_non_null(strstr(metadata, "ns_depth=1 "));
 	assert_non_null(strstr(metadata, "cgroup=/"));
+	summary = read_whole_file(err_path, &summary_len);
+	assert_non_null(summary);
+	assert_non_null(strstr((char *)summary, "pybpfprof: discovery: "));
+	if (subjects.cgroup[0]) {
+		const char *group = strrchr(subjects.cgroup, '/');
+
+		/* its own container: in the metadata, and a group of its own in the summary */
+		assert_non_null(strstr(metadata, group));
+		assert_non_null(strstr((char *)summary, "by container (cgroup):"));
+		assert_non_null(strstr((char *)summary, group));
+	}
+	free(summary);
 }
 
 static void attach_to_renamed_static_interpreter(void **state)
@@ -658,6 +724,7 @@ int main(void)
 		cmocka_unit_test(python_files_are_examined_once),
 		cmocka_unit_test(cache_is_bounded),
 		cmocka_unit_test(identity_of_ourselves),
+		cmocka_unit_test(container_of_cgroup_lines),
 		cmocka_unit_test(identity_in_a_new_pid_namespace),
 		cmocka_unit_test(whole_host_finds_renamed_embedded_and_namespaced),
 		cmocka_unit_test(attach_to_renamed_static_interpreter),

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,27 +61,69 @@ static void parse_ns_pid(const char *status, pid_t pid, struct proc_identity *ou
 	}
 }
 
-/* The "0::/path" line of cgroup v2, else the path of the first line ("N:controllers:/path"). */
-static void parse_cgroup(const char *text, struct proc_identity *out)
+/* The path of one line of /proc/PID/cgroup ("N:controllers:/path"), its length in *len; NULL if malformed. */
+static const char *line_path(const char *line, size_t *len)
 {
-	const char *line = !strncmp(text, "0::", 3) ? text : strstr(text, "\n0::");
-	const char *path;
-	size_t len;
+	const char *end = line + strcspn(line, "\n");
+	const char *path = memchr(line, ':', (size_t)(end - line));
 
-	if (line && *line == '\n')
-		line++;
-	if (!line)
-		line = text;
-	path = strchr(line, ':');
-	path = path ? strchr(path + 1, ':') : NULL;
+	path = path ? memchr(path + 1, ':', (size_t)(end - path - 1)) : NULL;
 	if (!path)
-		return;
+		return NULL;
 	path++;
-	len = strcspn(path, "\n");
-	if (len >= sizeof(out->cgroup))
-		len = sizeof(out->cgroup) - 1;
-	memcpy(out->cgroup, path, len);
-	out->cgroup[len] = 0;
+	*len = (size_t)(end - path);
+	return path;
+}
+
+static bool is_root(const char *path, size_t len)
+{
+	return len == 0 || (len == 1 && path[0] == '/');
+}
+
+/*
+ * The cgroup v2 path ("0::/path"), unless it is the root while a v1 hierarchy places the
+ * process deeper, as Docker does on a hybrid host: then the name=systemd hierarchy's path,
+ * else the first deeper v1 path.
+ */
+void proc_identity_parse_cgroup(const char *text, char *out, size_t out_len)
+{
+	const char *unified = NULL, *systemd = NULL, *other = NULL;
+	size_t unified_len = 0, systemd_len = 0, other_len = 0;
+	const char *chosen;
+	size_t chosen_len;
+
+	for (const char *line = text, *next; *line; line = *next ? next + 1 : next) {
+		size_t len;
+		const char *path = line_path(line, &len);
+
+		next = line + strcspn(line, "\n");
+		if (!path)
+			continue;
+		if (!strncmp(line, "0::", 3)) {
+			unified = path;
+			unified_len = len;
+		} else if (!is_root(path, len) && strstr(line, ":name=systemd:") == strchr(line, ':') && !systemd) {
+			systemd = path;
+			systemd_len = len;
+		} else if (!is_root(path, len) && !other) {
+			other = path;
+			other_len = len;
+		}
+	}
+	chosen = unified, chosen_len = unified_len;
+	if (!unified || is_root(unified, unified_len)) {
+		if (systemd)
+			chosen = systemd, chosen_len = systemd_len;
+		else if (other)
+			chosen = other, chosen_len = other_len;
+	}
+	out[0] = 0;
+	if (!chosen || !out_len)
+		return;
+	if (chosen_len >= out_len)
+		chosen_len = out_len - 1;
+	memcpy(out, chosen, chosen_len);
+	out[chosen_len] = 0;
 }
 
 int proc_identity_read(pid_t pid, struct proc_identity *out)
@@ -101,7 +144,7 @@ int proc_identity_read(pid_t pid, struct proc_identity *out)
 	if (len > 0)
 		parse_ns_pid(text, pid, out);
 	if (read_proc_file(pid, "cgroup", text, CGROUP_MAX_BYTES) > 0)
-		parse_cgroup(text, out);
+		proc_identity_parse_cgroup(text, out->cgroup, sizeof(out->cgroup));
 	free(text);
 	return 0;
 }
