@@ -141,13 +141,13 @@ static int no_runtime(struct discovery *d, const struct search *search)
 {
 	char searched[1024];
 
+	if (search->gone)
+		return cannot_open(d, "", -ESRCH);
 	/* a program linking libpython, which the loader has not mapped yet */
 	if (search->client)
 		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
 				     "pid %d: %s links CPython but no mapped file holds its runtime (yet); retry",
 				     (int)d->pid, search->client);
-	if (search->gone)
-		return cannot_open(d, "", -ESRCH);
 	if (search->failed)
 		return cannot_open(d, search->failed, search->failed_err);
 	describe_searched(d->maps, searched, sizeof(searched));
