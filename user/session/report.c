@@ -72,27 +72,20 @@ void report_write_sample(struct session *session, const struct pf_sample *sample
 static int32_t container_number(struct session *session, const char *cgroup)
 {
 	int64_t id = intern_add(&session->containers, cgroup, strlen(cgroup), NULL);
-	size_t capacity = session->container_capacity;
+	size_t counted = session->container_capacity;
 
-	if (id < 0 || id >= INT32_MAX)
+	if (id < 0 || id >= INT32_MAX ||
+	    ARRAY_RESERVE(session->container_counts, session->container_capacity, (size_t)id + 1))
 		return -1;
-	if ((size_t)id >= session->container_capacity) {
-		if (ARRAY_RESERVE(session->container_processes, capacity, (size_t)id + 1))
-			return -1;
-		capacity = session->container_capacity;
-		if (ARRAY_RESERVE(session->container_samples, capacity, (size_t)id + 1))
-			return -1;
-		for (size_t i = session->container_capacity; i < capacity; i++)
-			session->container_processes[i] = session->container_samples[i] = 0;
-		session->container_capacity = capacity;
-	}
+	for (size_t i = counted; i < session->container_capacity; i++)
+		session->container_counts[i] = (struct container_counts){ 0 };
 	return (int32_t)id;
 }
 
 void report_count_container_sample(struct session *session, const struct target *target)
 {
 	if (target->container >= 0)
-		session->container_samples[target->container]++;
+		session->container_counts[target->container].samples++;
 }
 
 void report_process(struct session *session, struct target *target)
@@ -104,7 +97,7 @@ void report_process(struct session *session, struct target *target)
 		return;
 	target->container = container_number(session, identity->cgroup);
 	if (target->container >= 0)
-		session->container_processes[target->container]++;
+		session->container_counts[target->container].processes++;
 	snprintf(key, sizeof(key), "process.%d", (int)target->pid);
 	snprintf(value, sizeof(value), "ns_pid=%d ns_depth=%u cgroup=%s", (int)identity->ns_pid,
 		 identity->ns_depth, identity->cgroup);
@@ -410,15 +403,15 @@ static void print_container_summary(const struct session *session)
 		char path[PROC_IDENTITY_CGROUP_MAX];
 		const char *cgroup;
 
+		const struct container_counts *counts = session->container_counts;
+
 		for (size_t i = 0; i < count; i++)
-			if (!listed[i] && (busiest == count ||
-					   session->container_samples[i] > session->container_samples[busiest]))
+			if (!listed[i] && (busiest == count || counts[i].samples > counts[busiest].samples))
 				busiest = i;
 		listed[busiest] = true;
 		cgroup = intern_key(&session->containers, (uint32_t)busiest, &len);
-		fprintf(stderr, "pybpfprof:   %" PRIu64 " samples from %" PRIu64 " process%s in ",
-			session->container_samples[busiest], session->container_processes[busiest],
-			session->container_processes[busiest] == 1 ? "" : "es");
+		fprintf(stderr, "pybpfprof:   %" PRIu64 " samples from %" PRIu64 " process%s in ", counts[busiest].samples,
+			counts[busiest].processes, counts[busiest].processes == 1 ? "" : "es");
 		snprintf(path, sizeof(path), "%.*s", (int)len, cgroup);
 		/* the path is the target's to choose: shown escaped */
 		fput_escaped(stderr, len ? path : "(unknown)");

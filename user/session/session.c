@@ -253,8 +253,7 @@ static void release(struct session *session)
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
 	intern_free(&session->containers);
-	free(session->container_processes);
-	free(session->container_samples);
+	free(session->container_counts);
 	free(session->pending_records);
 	session->pending_records = NULL;
 }

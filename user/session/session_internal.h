@@ -28,6 +28,11 @@
 
 struct native_stacks;
 
+struct container_counts {
+	uint64_t processes;
+	uint64_t samples;
+};
+
 struct session {
 	const struct session_options *options;
 	struct bpf_sampler *sampler;
@@ -44,8 +49,7 @@ struct session {
 	struct intern_table threads; /* (pid, tid) pairs seen */
 	/* The targets' cgroups (containers) by number, with their processes and samples. */
 	struct intern_table containers;
-	uint64_t *container_processes;
-	uint64_t *container_samples;
+	struct container_counts *container_counts;
 	size_t container_capacity;
 	uint64_t samples_written;
 	uint64_t start_ms;
