@@ -30,6 +30,7 @@ void process_events_target_ready(struct session *session, struct target *target)
 	}
 	native_stacks_attach(session, target->pid);
 	report_python_version(session, target);
+	report_process(session, target);
 }
 
 static void target_ended(struct session *session, struct target *target)
@@ -43,7 +44,7 @@ static void target_ended(struct session *session, struct target *target)
 
 static void try_discover(struct session *session, struct target *target, uint64_t now_ms)
 {
-	int err = target_set_discover(target, now_ms);
+	int err = target_set_discover(&session->targets, target, now_ms);
 
 	if (err == 0) {
 		process_events_target_ready(session, target);
@@ -141,6 +142,7 @@ static void on_exec(struct session *session, pid_t pid)
 	target->start_ticks = target_set_start_ticks(pid);
 	target->pending_since_ms = clock_monotonic_ms();
 	target->next_attempt_ms = 0;
+	target->late_looks = origin == TARGET_FROM_SCAN ? TARGET_SET_LATE_LOOKS : 0;
 	/* Launched processes are sampled (kernel stacks) while their runtime is being found; a
 	 * known target is marked pending here too, since a fork notice handled just before this
 	 * exec notice may have given BPF the old image's description again. */
@@ -171,6 +173,8 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 		return;
 	child->python = python;
 	child->python.pid = pid;
+	/* its own namespace pid; the cgroup is the parent's until it moves */
+	proc_identity_read(pid, &child->identity);
 	child->state = state;
 	child->exited_ms = 0;
 	child->start_ticks = target_set_start_ticks(pid);
@@ -241,7 +245,7 @@ int process_events_discover_named_pids(struct session *session)
 		if (!target)
 			return -ENOMEM;
 		for (;;) {
-			err = target_set_discover(target, clock_monotonic_ms());
+			err = target_set_discover(&session->targets, target, clock_monotonic_ms());
 			if (err != -EAGAIN || clock_monotonic_ms() >= deadline)
 				break;
 			usleep(5000);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "symbolize/symbolize_py.h"
+#include "util/array.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
 #include "util/text_quote.h"
@@ -67,6 +68,42 @@ void report_write_sample(struct session *session, const struct pf_sample *sample
 		note_write_error(session, i, pf_writer_add_sample(session->writers[i], sample));
 	intern_add(&session->threads, &thread, sizeof(thread), NULL);
 	session->samples_written++;
+}
+
+/* The number of a cgroup path among the session's containers (a new one counted from 0); -1 on ENOMEM. */
+static int32_t container_number(struct session *session, const char *cgroup)
+{
+	int64_t id = intern_add(&session->containers, cgroup, strlen(cgroup), NULL);
+	size_t counted = session->container_capacity;
+
+	if (id < 0 || id >= INT32_MAX ||
+	    ARRAY_RESERVE(session->container_counts, session->container_capacity, (size_t)id + 1))
+		return -1;
+	for (size_t i = counted; i < session->container_capacity; i++)
+		session->container_counts[i] = (struct container_counts){ 0 };
+	return (int32_t)id;
+}
+
+void report_count_container_sample(struct session *session, const struct target *target)
+{
+	if (target->container >= 0)
+		session->container_counts[target->container].samples++;
+}
+
+void report_process(struct session *session, struct target *target)
+{
+	const struct proc_identity *identity = &target->identity;
+	char key[32], value[64 + PROC_IDENTITY_CGROUP_MAX];
+
+	if (target->container >= 0 || !session->writer_count)
+		return;
+	target->container = container_number(session, identity->cgroup);
+	if (target->container >= 0)
+		session->container_counts[target->container].processes++;
+	snprintf(key, sizeof(key), "process.%d", (int)target->pid);
+	snprintf(value, sizeof(value), "ns_pid=%d ns_depth=%u cgroup=%s", (int)identity->ns_pid,
+		 identity->ns_depth, identity->cgroup);
+	set_metadata_all(session, key, value);
 }
 
 int report_open_writers(struct session *session)
@@ -417,6 +454,55 @@ static void print_budget_summary(const struct session *session, const uint64_t c
 		python.names_over_budget);
 }
 
+/* Containers shown in the summary, the busiest first. */
+#define SUMMARY_CONTAINERS 10
+
+/* Whole-host runs across containers: processes and samples per cgroup, when there are several. */
+static void print_container_summary(const struct session *session)
+{
+	size_t count = intern_count(&session->containers), shown = 0;
+	bool *listed;
+
+	if (count < 2 || !(listed = calloc(count, sizeof(*listed))))
+		return;
+	fprintf(stderr, "pybpfprof: by container (cgroup):\n");
+	for (; shown < count && shown < SUMMARY_CONTAINERS; shown++) {
+		size_t busiest = count, len = 0;
+		char path[PROC_IDENTITY_CGROUP_MAX];
+		const char *cgroup;
+
+		const struct container_counts *counts = session->container_counts;
+
+		for (size_t i = 0; i < count; i++)
+			if (!listed[i] && (busiest == count || counts[i].samples > counts[busiest].samples))
+				busiest = i;
+		listed[busiest] = true;
+		cgroup = intern_key(&session->containers, (uint32_t)busiest, &len);
+		fprintf(stderr, "pybpfprof:   %" PRIu64 " samples from %" PRIu64 " process%s in ", counts[busiest].samples,
+			counts[busiest].processes, counts[busiest].processes == 1 ? "" : "es");
+		snprintf(path, sizeof(path), "%.*s", (int)len, cgroup);
+		/* the path is the target's to choose: shown escaped */
+		fput_escaped(stderr, len ? path : "(unknown)");
+		fputc('\n', stderr);
+	}
+	if (shown < count)
+		fprintf(stderr, "pybpfprof:   ... and %zu more\n", count - shown);
+	free(listed);
+}
+
+/* What finding the runtimes cost on a whole host: each distinct file is read once. */
+static void print_discovery_summary(const struct session *session)
+{
+	struct py_runtime_file_stats stats;
+
+	if (!session->system_wide)
+		return;
+	py_runtime_file_cache_stats(session->targets.runtime_files, &stats);
+	fprintf(stderr, "pybpfprof: discovery: %" PRIu64 " files examined (%" PRIu64 " with a Python runtime) for %"
+			PRIu64 " mappings; %" PRIu64 " verdicts evicted\n",
+		stats.examined, stats.runtimes, stats.lookups, stats.evicted);
+}
+
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	double seconds = (double)(clock_monotonic_ms() - session->start_ms) / 1000.0;
@@ -432,6 +518,8 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		session->resolver.unresolved_frames, read_errors[0] ? "; failed reads: " : "", read_errors);
 	print_native_summary(session);
 	print_wall_summary(session);
+	print_container_summary(session);
+	print_discovery_summary(session);
 	print_budget_summary(session, counters);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;

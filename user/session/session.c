@@ -68,8 +68,10 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	native_stacks_on_record(session, record, size);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
-	if (target)
+	if (target) {
 		target->samples++;
+		report_count_container_sample(session, target);
+	}
 	report_write_sample(session, &sample);
 }
 
@@ -252,8 +254,11 @@ static void release(struct session *session)
 	session->resolver.native = NULL;
 	sample_resolve_free(&session->resolver);
 	ksyms_free(session->ksyms);
+	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
+	intern_free(&session->containers);
+	free(session->container_counts);
 	free(session->pending_records);
 	session->pending_records = NULL;
 }
@@ -304,6 +309,10 @@ static int set_up(struct session *session, int *failed_status)
 		session->resolver.native_keep_all = options->native_keep_all;
 		err = native_stacks_open(session);
 	}
+	if (!err && py_runtime_file_cache_new(&session->targets.runtime_files, PY_RUNTIME_FILE_CACHE_DEFAULT)) {
+		report_error("out of memory");
+		err = -ENOMEM;
+	}
 	if (err)
 		return err;
 	*failed_status = EXIT_STATUS_TARGET;
@@ -330,6 +339,7 @@ int session_run(const struct session_options *options)
 
 	target_set_init(&session.targets);
 	intern_init(&session.threads);
+	intern_init(&session.containers);
 	session.system_wide = options->pid_count == 0 && !options->command;
 	if (set_up(&session, &status)) {
 		if (session.launched)
@@ -342,6 +352,9 @@ int session_run(const struct session_options *options)
 	session.start_us = clock_monotonic_us();
 	session.setup_cpu_s = report_cpu_seconds();
 	report_start_metadata(&session);
+	for (size_t i = 0; i < session.targets.count; i++)
+		if (session.targets.items[i].state == TARGET_READY)
+			report_process(&session, &session.targets.items[i]);
 	for (size_t i = 0; i < session.targets.count; i++)
 		if (session.targets.items[i].state == TARGET_READY) {
 			session.python_version_written = false;

@@ -28,6 +28,11 @@
 
 struct native_stacks;
 
+struct container_counts {
+	uint64_t processes;
+	uint64_t samples;
+};
+
 struct session {
 	const struct session_options *options;
 	struct bpf_sampler *sampler;
@@ -42,6 +47,10 @@ struct session {
 	bool system_wide;
 	bool python_version_written;
 	struct intern_table threads; /* (pid, tid) pairs seen */
+	/* The targets' cgroups (containers) by number, with their processes and samples. */
+	struct intern_table containers;
+	struct container_counts *container_counts;
+	size_t container_capacity;
 	uint64_t samples_written;
 	uint64_t start_ms;
 	uint64_t start_us;
@@ -95,6 +104,11 @@ __attribute__((format(printf, 1, 2))) void report_error(const char *format, ...)
 int report_open_writers(struct session *session);
 void report_abort_writers(struct session *session);
 void report_write_sample(struct session *session, const struct pf_sample *sample);
+/* A sample of target, counted for its container. */
+void report_count_container_sample(struct session *session, const struct target *target);
+/* A target ready for the first time: its namespace pid and cgroup into the metadata
+ * ("process.PID"), and its container counted. Waits for the writers to be open. */
+void report_process(struct session *session, struct target *target);
 void report_start_metadata(struct session *session);
 /* The first target's Python version, written into the metadata once. */
 void report_python_version(struct session *session, const struct target *target);

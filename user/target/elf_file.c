@@ -238,6 +238,82 @@ int elf_file_symbol(const struct elf_file *file, const char *name, uint64_t *add
 	return symbol_in_table(file->elf, SHT_DYNSYM, name, addr, size);
 }
 
+/* Whether name is wanted by a query not answered yet; fills it. */
+static void answer_query(struct elf_symbol_query *queries, size_t count, const char *name, const GElf_Sym *sym)
+{
+	for (size_t q = 0; q < count; q++) {
+		if (queries[q].found || strcmp(queries[q].name, name))
+			continue;
+		queries[q].found = true;
+		queries[q].addr = sym->st_value;
+		queries[q].size = sym->st_size;
+	}
+}
+
+int elf_file_lookup_symbols(const struct elf_file *file, enum elf_symbol_table table,
+			    struct elf_symbol_query *queries, size_t count)
+{
+	struct symbol_table symbols;
+	int found = 0;
+
+	if (open_symbol_table(file->elf, table == ELF_SYMBOLS_DYNAMIC ? SHT_DYNSYM : SHT_SYMTAB, &symbols))
+		return -ENOENT;
+	for (size_t i = 0; i < symbols.count; i++) {
+		GElf_Sym sym;
+		const char *name = defined_symbol(&symbols, i, &sym);
+
+		if (name)
+			answer_query(queries, count, name, &sym);
+	}
+	for (size_t q = 0; q < count; q++)
+		found += queries[q].found;
+	return found;
+}
+
+bool elf_file_imports_prefix(const struct elf_file *file, const char *const *prefixes, size_t count)
+{
+	struct symbol_table symbols;
+
+	if (open_symbol_table(file->elf, SHT_DYNSYM, &symbols))
+		return false;
+	for (size_t i = 0; i < symbols.count; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(symbols.data, (int)i, &sym) || sym.st_shndx != SHN_UNDEF)
+			continue;
+		name = elf_strptr(symbols.elf, symbols.names_section, sym.st_name);
+		for (size_t p = 0; name && p < count; p++)
+			if (!strncmp(name, prefixes[p], strlen(prefixes[p])))
+				return true;
+	}
+	return false;
+}
+
+int elf_file_soname(const struct elf_file *file, char *out, size_t len)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = elf_section_of_type(file->elf, SHT_DYNAMIC, &shdr);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	size_t entries = data && shdr.sh_entsize ? shdr.sh_size / shdr.sh_entsize : 0;
+
+	for (size_t i = 0; i < entries && i < ELF_MAX_SYMBOLS; i++) {
+		GElf_Dyn dyn;
+		const char *name;
+
+		if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		if (dyn.d_tag != DT_SONAME)
+			continue;
+		name = elf_strptr(file->elf, shdr.sh_link, dyn.d_un.d_val);
+		if (!name)
+			return -ENOENT;
+		snprintf(out, len, "%s", name);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* A named function with an address and a size: something an address can fall inside. */
 static const char *sized_function(const struct symbol_table *table, size_t i, GElf_Sym *sym)
 {

@@ -3,6 +3,7 @@
 #ifndef PYBPFPROF_ELF_FILE_H
 #define PYBPFPROF_ELF_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,6 +46,27 @@ void elf_file_close(struct elf_file *file);
 /* Link-time address and size of a symbol, searched in .symtab (static ones too) then .dynsym.
  * 0 or -ENOENT. */
 int elf_file_symbol(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size);
+/* Which symbol table elf_file_lookup_symbols() reads. */
+enum elf_symbol_table {
+	ELF_SYMBOLS_DYNAMIC, /* .dynsym: what the file exports and imports, kept when stripped */
+	ELF_SYMBOLS_STATIC,  /* .symtab: every symbol, static ones too, gone when stripped */
+};
+/* One wanted name; found, addr and size are filled by elf_file_lookup_symbols(). */
+struct elf_symbol_query {
+	const char *name;
+	bool found;
+	uint64_t addr;
+	uint64_t size;
+};
+/* One pass over a table for every name of queries not found yet (defined symbols only).
+ * How many of queries are found now, or -ENOENT (no such table). */
+int elf_file_lookup_symbols(const struct elf_file *file, enum elf_symbol_table table,
+			    struct elf_symbol_query *queries, size_t count);
+/* Whether .dynsym has an undefined symbol whose name starts with one of prefixes: the file
+ * links against a library providing them. */
+bool elf_file_imports_prefix(const struct elf_file *file, const char *const *prefixes, size_t count);
+/* The DT_SONAME of a shared library ("libpython3.9.so.1.0"); 0 or -ENOENT. */
+int elf_file_soname(const struct elf_file *file, char *out, size_t len);
 /* Link-time address and size of a section by name; 0 or -ENOENT. */
 int elf_file_section(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size);
 /* The file's contents of an allocated section (valid until close); 0, -ENOENT, or -ENODATA (NOBITS). */

@@ -8,35 +8,31 @@
 
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
+#include "target/py_runtime_file.h"
 #include "target/target_mem.h"
 #include "util/array.h"
 #include "util/errbuf.h"
 
-/* Distinct files a process maps, looked at when naming the runtime; more is not a real process. */
-#define MAX_CANDIDATES 16
-
 #define SUPPORTED_VERSIONS "offsets are known for 2.7 and 3.6-3.12; 3.13+ are read from the target"
-
-/* What the runtime ELF provides, as link-time addresses. */
-struct runtime_symbols {
-	bool has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate;
-	uint64_t runtime;          /* _PyRuntime */
-	uint64_t interp_head;      /* 2.7 / 3.6: static PyInterpreterState *interp_head */
-	uint64_t py_version;       /* 3.11+: const unsigned long Py_Version */
-	uint64_t gil_last_holder;  /* 3.6: static gil state */
-	uint64_t gil_locked;
-	uint64_t current_tstate;   /* 2.7: _PyThreadState_Current */
-};
 
 struct discovery {
 	pid_t pid;
 	const struct proc_maps *maps;
+	struct py_runtime_file_cache *cache;
 	const char *runtime_path;
 	struct elf_file elf;
-	struct runtime_symbols sym;
+	struct py_runtime_file file;
 	uint64_t bias;
 	char *err_text;
 	size_t err_len;
+};
+
+/* What the files a process maps told, short of a runtime. */
+struct search {
+	const char *client;     /* a file importing CPython's API (first seen) */
+	const char *failed;     /* a file named like CPython that could not be examined */
+	int failed_err;
+	bool gone;              /* the process exited meanwhile */
 };
 
 static bool is_libpython(const char *name)
@@ -58,22 +54,24 @@ static bool already_listed(const char **paths, size_t count, const char *path)
 	return false;
 }
 
-/* libpython first: with a shared build the binary only has a stub main. */
-static size_t python_candidates(const struct proc_maps *maps, const char **out, size_t max)
+/* An executable mapping of a file: where a runtime's code is, one per ELF file. */
+static bool is_code_of_file(const struct proc_map *map)
 {
-	size_t count = 0;
+	return map->path[0] == '/' && strchr(map->perms, 'x');
+}
 
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < maps->count && count < max; i++) {
-			const char *path = maps->maps[i].path;
-			const char *name = proc_maps_basename(path);
-			bool wanted = pass == 0 ? is_libpython(name) : is_python_binary(name) && !is_libpython(name);
+/*
+ * The examination order: files named libpython*, then python*, then the rest. Names only
+ * save examinations (with a shared build the binary only has a stub main); any file holding
+ * the runtime counts, whatever it is called.
+ */
+static unsigned name_rank(const char *path)
+{
+	const char *name = proc_maps_basename(path);
 
-			if (path[0] == '/' && wanted && !already_listed(out, count, path))
-				out[count++] = path;
-		}
-	}
-	return count;
+	if (is_libpython(name))
+		return 0;
+	return is_python_binary(name) ? 1 : 2;
 }
 
 /* "searched a, b, c" listing every distinct executable file mapped (the ELFs), cut to fit. */
@@ -87,7 +85,7 @@ static void describe_searched(const struct proc_maps *maps, char *out, size_t ou
 		const char *path = maps->maps[i].path;
 		int n;
 
-		if (path[0] != '/' || !strchr(maps->maps[i].perms, 'x') || already_listed(listed, count, path))
+		if (!is_code_of_file(&maps->maps[i]) || already_listed(listed, count, path))
 			continue;
 		listed[count] = path;
 		n = snprintf(out + used, outlen - used, "%s%s", count ? ", " : "", path);
@@ -103,65 +101,85 @@ static void describe_searched(const struct proc_maps *maps, char *out, size_t ou
 		snprintf(out, outlen, "no executable file mappings");
 }
 
-static void find_runtime_symbols(const struct elf_file *elf, struct runtime_symbols *sym)
+/* Asks about one mapping; true when its file holds the runtime. */
+static bool examine(struct discovery *d, const struct proc_map *map, struct search *search)
 {
-	uint64_t size;
+	struct py_runtime_file file;
+	bool named_like_python = name_rank(map->path) < 2;
+	int err = py_runtime_file_lookup(d->cache, d->pid, map, &file);
 
-	memset(sym, 0, sizeof(*sym));
-	/* stripped 3.10+ builds still have the section that holds the runtime */
-	sym->has_runtime = !elf_file_symbol(elf, "_PyRuntime", &sym->runtime, NULL) ||
-			   !elf_file_section(elf, ".PyRuntime", &sym->runtime, &size);
-	sym->has_interp_head = !elf_file_symbol(elf, "interp_head", &sym->interp_head, NULL);
-	sym->has_py_version = !elf_file_symbol(elf, "Py_Version", &sym->py_version, NULL);
-	sym->has_static_gil = !elf_file_symbol(elf, "gil_last_holder", &sym->gil_last_holder, NULL) &&
-			      !elf_file_symbol(elf, "gil_locked", &sym->gil_locked, NULL);
-	sym->has_current_tstate = !elf_file_symbol(elf, "_PyThreadState_Current", &sym->current_tstate, NULL);
+	if (!err && file.unread == -EFBIG)
+		err = -EFBIG;
+	if (err) {
+		search->gone |= err == -ESRCH;
+		if (named_like_python && !search->failed) {
+			search->failed = map->path;
+			search->failed_err = err;
+		}
+		return false;
+	}
+	if (file.verdict == PY_RUNTIME_CLIENT && !search->client)
+		search->client = map->path;
+	if (file.verdict != PY_RUNTIME_HERE)
+		return false;
+	d->file = file;
+	d->runtime_path = map->path;
+	return true;
+}
+
+static int cannot_open(const struct discovery *d, const char *path, int err)
+{
+	if (err == -ESRCH)
+		return errbuf_format(d->err_text, d->err_len, -ESRCH, "pid %d: process exited during discovery",
+				     (int)d->pid);
+	return errbuf_format(d->err_text, d->err_len, err,
+			     "pid %d: cannot open %s (through /proc/%d/map_files or its root): %s", (int)d->pid, path,
+			     (int)d->pid, err == -EFBIG ? "larger than the 512 MiB read for an ELF file" : strerror(-err));
+}
+
+static int no_runtime(struct discovery *d, const struct search *search)
+{
+	char searched[1024];
+
+	if (search->gone)
+		return cannot_open(d, "", -ESRCH);
+	/* a program linking libpython, which the loader has not mapped yet */
+	if (search->client)
+		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
+				     "pid %d: %s links CPython but no mapped file holds its runtime (yet); retry",
+				     (int)d->pid, search->client);
+	if (search->failed)
+		return cannot_open(d, search->failed, search->failed_err);
+	describe_searched(d->maps, searched, sizeof(searched));
+	return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
+			     "pid %d: not a Python process (no mapped file holds the CPython runtime; searched %s)",
+			     (int)d->pid, searched);
+}
+
+static int find_runtime_file(struct discovery *d)
+{
+	struct search search = { 0 };
+
+	for (unsigned rank = 0; rank < 3; rank++)
+		for (size_t i = 0; i < d->maps->count; i++) {
+			const struct proc_map *map = &d->maps->maps[i];
+
+			if (is_code_of_file(map) && name_rank(map->path) == rank && examine(d, map, &search))
+				return 0;
+		}
+	return no_runtime(d, &search);
 }
 
 static int open_runtime_elf(struct discovery *d)
 {
-	const char *candidates[MAX_CANDIDATES];
-	size_t count = python_candidates(d->maps, candidates, MAX_CANDIDATES);
-	bool saw_libpython = false;
-	int open_err = 0;
+	const struct proc_map *first;
+	int err = find_runtime_file(d);
 
-	for (size_t i = 0; i < count; i++) {
-		const struct proc_map *map = proc_maps_first_of(d->maps, candidates[i]);
-		int err = elf_file_open_map(&d->elf, d->pid, map);
-
-		saw_libpython |= is_libpython(proc_maps_basename(candidates[i]));
-		if (err) {
-			open_err = err;
-			continue;
-		}
-		find_runtime_symbols(&d->elf, &d->sym);
-		if (d->sym.has_runtime || d->sym.has_interp_head) {
-			d->runtime_path = candidates[i];
-			return 0;
-		}
-		elf_file_close(&d->elf);
-	}
-	if (count == 0) {
-		char searched[1024];
-
-		describe_searched(d->maps, searched, sizeof(searched));
-		return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
-				     "pid %d: not a Python process (no libpython or python binary in its maps; searched %s)",
-				     (int)d->pid, searched);
-	}
-	if (open_err && open_err != -ENOEXEC)
-		return errbuf_format(d->err_text, d->err_len, open_err,
-				     "pid %d: cannot open %s (through /proc/%d/map_files or its root): %s",
-				     (int)d->pid, candidates[0], (int)d->pid,
-				     open_err == -EFBIG ? "larger than the 512 MiB read for an ELF file" : strerror(-open_err));
-	/* a python binary without the runtime links libpython, which the loader has not mapped yet */
-	if (!saw_libpython)
-		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
-				     "pid %d: %s is mapped but libpython is not (yet); retry", (int)d->pid,
-				     candidates[0]);
-	return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
-			     "pid %d: not a Python process (no _PyRuntime or interp_head symbol in %s)",
-			     (int)d->pid, candidates[0]);
+	if (err)
+		return err;
+	first = proc_maps_first_of(d->maps, d->runtime_path);
+	err = first ? elf_file_open_map(&d->elf, d->pid, first) : -ENOENT;
+	return err ? cannot_open(d, d->runtime_path, err) : 0;
 }
 
 static int compute_load_bias(struct discovery *d)
@@ -183,53 +201,6 @@ static int read_failed(const struct discovery *d, int err, const char *what)
 				     "pid %d: process exited during discovery", (int)d->pid);
 	return errbuf_format(d->err_text, d->err_len, err, "pid %d: cannot read %s: %s", (int)d->pid, what,
 			     strerror(-err));
-}
-
-/* "3.9" in libpython3.9.so.1.0, python3.9, libpython3.6m.so, python2.7 */
-static bool version_from_name(const char *path, unsigned *major, unsigned *minor)
-{
-	const char *name = proc_maps_basename(path);
-	const char *digits = strstr(name, "python");
-
-	return digits && sscanf(digits + strlen("python"), "%u.%u", major, minor) == 2;
-}
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/*
- * PY_VERSION ("3.9.18") is a string literal in .rodata, though the linker may
- * have merged it as the tail of a longer string such as a path ending in it;
- * so look for "M.m.<digits>" ending a string and not preceded by a digit.
- */
-static bool micro_from_rodata(const struct elf_file *elf, unsigned major, unsigned minor, unsigned *micro)
-{
-	const char *data;
-	const void *raw;
-	size_t len;
-	char prefix[24];
-	size_t prefix_len;
-
-	if (elf_file_section_data(elf, ".rodata", &raw, &len))
-		return false;
-	data = raw;
-	prefix_len = (size_t)snprintf(prefix, sizeof(prefix), "%u.%u.", major, minor);
-	for (size_t i = 0; i + prefix_len < len; i++) {
-		size_t end = i + prefix_len;
-		unsigned value = 0;
-
-		if (memcmp(data + i, prefix, prefix_len) || (i > 0 && (is_digit(data[i - 1]) || data[i - 1] == '.')))
-			continue;
-		while (end < len && end - i - prefix_len < 3 && is_digit(data[end]))
-			value = value * 10 + (unsigned)(data[end++] - '0');
-		if (end > i + prefix_len && end < len && data[end] == 0) {
-			*micro = value;
-			return true;
-		}
-	}
-	return false;
 }
 
 static void set_version(struct py_target *target, uint32_t version_hex)
@@ -260,23 +231,21 @@ static int configure_from_debug_offsets(struct discovery *d, const uint8_t *blob
 static int configure_from_table(struct discovery *d, struct py_target *target, struct py_gil_layout *gil)
 {
 	const struct py_offsets *off;
-	unsigned major = 0, minor = 0, micro = 0;
 	uint64_t version_hex;
 	int err;
 
-	if (d->sym.has_py_version) {
-		err = target_mem_read_u64(d->pid, d->bias + d->sym.py_version, &version_hex);
+	if (d->file.sym.has_py_version) {
+		err = target_mem_read_u64(d->pid, d->bias + d->file.sym.py_version, &version_hex);
 		if (err)
 			return read_failed(d, err, "Py_Version");
 		set_version(target, (uint32_t)version_hex);
 	} else {
-		if (!version_from_name(d->runtime_path, &major, &minor))
+		if (!d->file.major)
 			return errbuf_format(d->err_text, d->err_len, -ENOTSUP,
-					     "pid %d: cannot tell the CPython version of %s (no Py_Version, no version in the file name)",
+					     "pid %d: cannot tell the CPython version of %s (no Py_Version, no SONAME or version string naming it)",
 					     (int)d->pid, d->runtime_path);
 		/* the micro only labels output; an unknown one is not a reason to give up */
-		micro_from_rodata(&d->elf, major, minor, &micro);
-		set_version(target, (major << 24) | (minor << 16) | (micro << 8) | 0xf0);
+		set_version(target, (d->file.major << 24) | (d->file.minor << 16) | (d->file.micro << 8) | 0xf0);
 	}
 	off = py_offsets_for_version(target->major, target->minor);
 	if (!off)
@@ -293,8 +262,8 @@ static int configure_offsets(struct discovery *d, struct py_target *target, stru
 	uint8_t blob[PY_DEBUG_OFFSETS_MAX_SIZE];
 	int err;
 
-	if (d->sym.has_runtime) {
-		err = target_mem_read(d->pid, d->bias + d->sym.runtime, blob, sizeof(blob));
+	if (d->file.sym.has_runtime) {
+		err = target_mem_read(d->pid, d->bias + d->file.sym.runtime, blob, sizeof(blob));
 		if (err)
 			return read_failed(d, err, "_PyRuntime");
 		if (!memcmp(blob, PY_DEBUG_OFFSETS_COOKIE, strlen(PY_DEBUG_OFFSETS_COOKIE)))
@@ -307,12 +276,12 @@ static int locate_interp_head(struct discovery *d, struct py_target *target)
 {
 	const struct py_offsets *off = &target->config.off;
 
-	if (off->runtime_interpreters_head != PY_OFF_NONE && d->sym.has_runtime) {
-		target->config.interp_head_addr = d->bias + d->sym.runtime + off->runtime_interpreters_head;
+	if (off->runtime_interpreters_head != PY_OFF_NONE && d->file.sym.has_runtime) {
+		target->config.interp_head_addr = d->bias + d->file.sym.runtime + off->runtime_interpreters_head;
 		return 0;
 	}
-	if (off->runtime_interpreters_head == PY_OFF_NONE && d->sym.has_interp_head) {
-		target->config.interp_head_addr = d->bias + d->sym.interp_head;
+	if (off->runtime_interpreters_head == PY_OFF_NONE && d->file.sym.has_interp_head) {
+		target->config.interp_head_addr = d->bias + d->file.sym.interp_head;
 		return 0;
 	}
 	return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
@@ -330,22 +299,22 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 
 	switch (gil->where) {
 	case PY_GIL_STATIC_SYMBOLS:
-		if (!d->sym.has_static_gil)
+		if (!d->file.sym.has_static_gil)
 			return 0;
-		config->gil_holder_addr = d->bias + d->sym.gil_last_holder;
-		config->gil_locked_addr = d->bias + d->sym.gil_locked;
+		config->gil_holder_addr = d->bias + d->file.sym.gil_last_holder;
+		config->gil_locked_addr = d->bias + d->file.sym.gil_locked;
 		break;
 	case PY_GIL_CURRENT_TSTATE:
-		if (!d->sym.has_current_tstate)
+		if (!d->file.sym.has_current_tstate)
 			return 0;
 		/* The pointer is set exactly while a thread holds the GIL, so its low half
 		 * serves as the locked flag: BPF covers both with one read. */
-		config->gil_holder_addr = d->bias + d->sym.current_tstate;
-		config->gil_locked_addr = d->bias + d->sym.current_tstate;
+		config->gil_holder_addr = d->bias + d->file.sym.current_tstate;
+		config->gil_locked_addr = d->bias + d->file.sym.current_tstate;
 		break;
 	case PY_GIL_IN_RUNTIME:
-		config->gil_holder_addr = d->bias + d->sym.runtime + gil->holder;
-		config->gil_locked_addr = d->bias + d->sym.runtime + gil->locked;
+		config->gil_holder_addr = d->bias + d->file.sym.runtime + gil->holder;
+		config->gil_locked_addr = d->bias + d->file.sym.runtime + gil->locked;
 		break;
 	case PY_GIL_VIA_INTERP_POINTER:
 		/* per-interpreter GIL: the first interpreter's, which is the main one's unless subinterpreters
@@ -390,8 +359,15 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 
 int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len)
 {
+	return py_discover_runtime_cached(NULL, pid, target, err_text, err_len);
+}
+
+int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, struct py_target *target,
+			       char *err_text, size_t err_len)
+{
 	struct proc_maps maps;
-	struct discovery d = { .pid = pid, .maps = &maps, .err_text = err_text, .err_len = err_len, .elf = { .fd = -1 } };
+	struct discovery d = { .pid = pid, .maps = &maps, .cache = cache, .err_text = err_text, .err_len = err_len,
+			       .elf = { .fd = -1 } };
 	int err;
 
 	memset(target, 0, sizeof(*target));

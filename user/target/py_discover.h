@@ -19,12 +19,18 @@ struct py_target {
 	struct py_proc_config config;  /* ready to store in the BPF proc_configs map */
 };
 
+struct py_runtime_file_cache;
+
 /* 0, or: -ESRCH (no such process), -ENOEXEC (not a Python process), -ENOTSUP (version without
  * offsets), -EAGAIN (libpython/runtime not mapped or not initialised yet: retry soon). err_text gets one
  * line of context without the program name, e.g.
- * "pid 4242: not a Python process (no libpython or python binary in its maps; searched /usr/bin/bash, ...)"
+ * "pid 4242: not a Python process (no mapped file holds the CPython runtime; searched /usr/bin/bash, ...)"
  * "pid 4242: CPython 3.5.10 is not supported (offsets are known for 2.7 and 3.6-3.12; 3.13+ are read from the target)"
  * Other negative errnos (-EACCES, -EFAULT, -ENOMEM) come with their context too. */
 int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len);
+/* The same, the verdicts on the files pid maps remembered in cache (target/py_runtime_file.h):
+ * every executable file mapping is asked whether it holds the runtime, whatever its name. */
+int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, struct py_target *target,
+			       char *err_text, size_t err_len);
 
 #endif

@@ -62,6 +62,7 @@ struct target *target_set_add(struct target_set *set, pid_t pid, enum target_ori
 	target->pid = pid;
 	target->origin = origin;
 	target->state = TARGET_PENDING;
+	target->container = -1;
 	target->start_ticks = target_set_start_ticks(pid);
 	target->pending_since_ms = clock_monotonic_ms();
 	return target;
@@ -187,14 +188,16 @@ static uint64_t next_delay_ms(const struct target *target, uint64_t now_ms)
 	return delay > RETRY_MAX_MS ? RETRY_MAX_MS : delay;
 }
 
-int target_set_discover(struct target *target, uint64_t now_ms)
+int target_set_discover(const struct target_set *set, struct target *target, uint64_t now_ms)
 {
 	uint64_t limit = target->origin == TARGET_FROM_SCAN ? PENDING_LIMIT_SCAN_MS
 							   : PENDING_LIMIT_EXPLICIT_MS;
 	int err;
 
-	err = py_discover_runtime(target->pid, &target->python, target->last_error.text,
-			  sizeof(target->last_error.text));
+	err = py_discover_runtime_cached(set->runtime_files, target->pid, &target->python, target->last_error.text,
+					 sizeof(target->last_error.text));
+	if (err == 0)
+		err = proc_identity_read(target->pid, &target->identity);
 	if (err == 0) {
 		target->state = TARGET_READY;
 		return 0;
@@ -206,6 +209,12 @@ int target_set_discover(struct target *target, uint64_t now_ms)
 	/* A launched command may be a wrapper that execs Python later, or starts it as a child. */
 	if (err == -ENOEXEC && target->origin == TARGET_FROM_LAUNCH) {
 		target->state = TARGET_WAITING_EXEC;
+		return -EAGAIN;
+	}
+	if (err == -ENOEXEC && target->late_looks) {
+		target->state = TARGET_PENDING;
+		target->next_attempt_ms = now_ms + TARGET_SET_LATE_LOOK_MS(TARGET_SET_LATE_LOOKS - target->late_looks);
+		target->late_looks--;
 		return -EAGAIN;
 	}
 	if (err == -EAGAIN && now_ms - target->pending_since_ms < limit) {

@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "target/proc_identity.h"
 #include "target/py_discover.h"
+#include "target/py_runtime_file.h"
 #include "util/errbuf.h"
 #include "util/hash.h"
 
@@ -35,12 +37,24 @@ struct target {
 	enum target_state state;
 	unsigned long long start_ticks; /* /proc/PID/stat starttime: tells a reused pid */
 	struct py_target python;        /* valid when READY */
+	struct proc_identity identity;  /* namespace pid and cgroup, read when it became READY */
+	int32_t container;              /* the session's number for identity.cgroup; -1: not counted yet */
 	uint64_t pending_since_ms;
 	uint64_t next_attempt_ms;
 	struct errbuf last_error;       /* why discovery failed, for the user */
 	uint64_t samples;
 	uint64_t exited_ms;             /* when a sweep first found it gone (0: not yet) */
+	unsigned late_looks;            /* looks left at a process not Python yet (TARGET_SET_LATE_LOOKS) */
 };
+
+/*
+ * A process that has just exec'd something that is not Python may load libpython later with
+ * dlopen (a PyInstaller bundle's bootloader, a uWSGI plugin): whole-host discovery looks at
+ * it again this long after its exec, then stops (each look: one read of its maps, and one
+ * cached verdict per executable mapping).
+ */
+#define TARGET_SET_LATE_LOOKS 2
+#define TARGET_SET_LATE_LOOK_MS(look) ((look) == 0 ? 200u : 1000u)
 
 struct target_set {
 	struct target *items;
@@ -50,6 +64,7 @@ struct target_set {
 	uint64_t next_sweep_ms;
 	uint64_t forgotten;        /* exited targets dropped over the run */
 	uint64_t forgotten_sampled; /* ... of which had samples */
+	struct py_runtime_file_cache *runtime_files; /* verdicts on mapped files (NULL: none kept); not owned */
 };
 
 /* Gone targets are checked for an exit this often, and forgotten this long after it. */
@@ -63,11 +78,11 @@ struct target *target_set_add(struct target_set *set, pid_t pid, enum target_ori
 struct target *target_set_find(const struct target_set *set, pid_t pid);
 
 /*
- * One discovery attempt at now_ms. Returns 0 when the target became READY,
- * -EAGAIN while it should stay pending (next_attempt_ms says when), or the
- * error that ends it (last_error says why).
+ * One discovery attempt at now_ms, with the set's runtime_files cache. Returns 0 when the
+ * target became READY (its identity read too), -EAGAIN while it should stay pending
+ * (next_attempt_ms says when), or the error that ends it (last_error says why).
  */
-int target_set_discover(struct target *target, uint64_t now_ms);
+int target_set_discover(const struct target_set *set, struct target *target, uint64_t now_ms);
 /*
  * A long whole-host run sees countless processes come and go: forget those that ended. At most
  * every TARGET_SET_SWEEP_MS, each GONE target (not one named with -p) whose process has exited

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+#include "target/py_runtime_file.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "target/py_offsets.h"
+#include "util/array.h"
+#include "util/hash.h"
+
+/* Version strings looked at in one file's .rodata; a libpython has one. */
+#define MAX_VERSION_STRINGS 16
+
+enum runtime_query {
+	QUERY_RUNTIME,
+	QUERY_INTERP_HEAD,
+	QUERY_PY_VERSION,
+	QUERY_GIL_LAST_HOLDER,
+	QUERY_GIL_LOCKED,
+	QUERY_CURRENT_TSTATE,
+	QUERY_COUNT,
+};
+
+static const char *const query_names[QUERY_COUNT] = {
+	[QUERY_RUNTIME] = "_PyRuntime",
+	[QUERY_INTERP_HEAD] = "interp_head",
+	[QUERY_PY_VERSION] = "Py_Version",
+	[QUERY_GIL_LAST_HOLDER] = "gil_last_holder",
+	[QUERY_GIL_LOCKED] = "gil_locked",
+	[QUERY_CURRENT_TSTATE] = "_PyThreadState_Current",
+};
+
+/* What a python binary or an embedding application imports from libpython. */
+static const char *const api_prefixes[] = { "Py", "_Py" };
+
+/*
+ * .dynsym first: it is small, and every runtime from 3.7 exports _PyRuntime there. The
+ * static symbols of 2.7 and 3.6 (interp_head, the GIL's) and of static builds that export
+ * nothing are only in .symtab, read when .dynsym did not show a 3.7+ runtime.
+ */
+static void find_runtime_symbols(const struct elf_file *elf, struct py_runtime_symbols *sym)
+{
+	struct elf_symbol_query queries[QUERY_COUNT];
+	uint64_t size;
+
+	memset(queries, 0, sizeof(queries));
+	for (unsigned q = 0; q < QUERY_COUNT; q++)
+		queries[q].name = query_names[q];
+	elf_file_lookup_symbols(elf, ELF_SYMBOLS_DYNAMIC, queries, QUERY_COUNT);
+	if (!queries[QUERY_RUNTIME].found && !queries[QUERY_PY_VERSION].found)
+		elf_file_lookup_symbols(elf, ELF_SYMBOLS_STATIC, queries, QUERY_COUNT);
+	memset(sym, 0, sizeof(*sym));
+	sym->has_runtime = queries[QUERY_RUNTIME].found;
+	sym->runtime = queries[QUERY_RUNTIME].addr;
+	/* stripped 3.10+ builds still have the section that holds the runtime */
+	if (!sym->has_runtime)
+		sym->has_runtime = !elf_file_section(elf, ".PyRuntime", &sym->runtime, &size);
+	sym->has_interp_head = queries[QUERY_INTERP_HEAD].found;
+	sym->interp_head = queries[QUERY_INTERP_HEAD].addr;
+	sym->has_py_version = queries[QUERY_PY_VERSION].found;
+	sym->py_version = queries[QUERY_PY_VERSION].addr;
+	sym->has_static_gil = queries[QUERY_GIL_LAST_HOLDER].found && queries[QUERY_GIL_LOCKED].found;
+	sym->gil_last_holder = queries[QUERY_GIL_LAST_HOLDER].addr;
+	sym->gil_locked = queries[QUERY_GIL_LOCKED].addr;
+	sym->has_current_tstate = queries[QUERY_CURRENT_TSTATE].found;
+	sym->current_tstate = queries[QUERY_CURRENT_TSTATE].addr;
+}
+
+struct version {
+	unsigned major, minor, micro;
+};
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Up to max_digits digits at text[*at] (before end) as a number; false if none. */
+static bool read_number(const char *text, size_t end, size_t *at, unsigned max_digits, unsigned *value)
+{
+	size_t start = *at;
+
+	*value = 0;
+	while (*at < end && *at - start < max_digits && is_digit(text[*at]))
+		*value = *value * 10 + (unsigned)(text[(*at)++] - '0');
+	return *at > start;
+}
+
+/* "M.m.u" at text[i], M being 2 or 3, ending a string or followed by " (" as sys.version is. */
+static bool version_at(const char *text, size_t len, size_t i, struct version *out)
+{
+	size_t at = i;
+
+	if ((text[i] != '2' && text[i] != '3') || (i > 0 && (is_digit(text[i - 1]) || text[i - 1] == '.')))
+		return false;
+	if (!read_number(text, len, &at, 1, &out->major) || at >= len || text[at++] != '.' ||
+	    !read_number(text, len, &at, 2, &out->minor) || at >= len || text[at++] != '.' ||
+	    !read_number(text, len, &at, 3, &out->micro) || at >= len)
+		return false;
+	return text[at] == 0 || (at + 1 < len && text[at] == ' ' && text[at + 1] == '(');
+}
+
+/*
+ * PY_VERSION ("3.9.18") is a string literal in .rodata, though the linker may have merged it
+ * as the tail of a longer string such as a path ending in it: so a version not preceded by a
+ * digit or a dot. Other libraries linked in may carry version strings of their own.
+ */
+static size_t rodata_versions(const struct elf_file *elf, struct version *out, size_t max)
+{
+	const void *raw;
+	const char *text;
+	size_t len, count = 0;
+
+	if (elf_file_section_data(elf, ".rodata", &raw, &len))
+		return 0;
+	text = raw;
+	for (size_t i = 0; i < len && count < max; i++)
+		if (version_at(text, len, i, &out[count]))
+			count++;
+	return count;
+}
+
+/* "libpython3.9.so.1.0", "libpython3.6m.so.1.0": the version the library was built as. */
+static bool soname_version(const struct elf_file *elf, unsigned *major, unsigned *minor)
+{
+	char soname[256];
+
+	return !elf_file_soname(elf, soname, sizeof(soname)) && sscanf(soname, "libpython%u.%u", major, minor) == 2;
+}
+
+/* A runtime with _PyRuntime is 3.7 or later; one with interp_head only is older. */
+static bool plausible(const struct py_runtime_symbols *sym, const struct version *version)
+{
+	bool has_runtime_struct = version->major > 3 || (version->major == 3 && version->minor >= 7);
+
+	return py_offsets_for_version(version->major, version->minor) && has_runtime_struct == sym->has_runtime;
+}
+
+/*
+ * The version a runtime file names: the SONAME's major.minor (a renamed file keeps it), else
+ * the one version string of .rodata that fits the symbols, else the first version string
+ * (which may name a version without offsets: the user is told it is not supported).
+ */
+static void find_version(const struct elf_file *elf, struct py_runtime_file *out)
+{
+	struct version found[MAX_VERSION_STRINGS];
+	size_t count = rodata_versions(elf, found, MAX_VERSION_STRINGS);
+	unsigned major, minor;
+	const struct version *chosen = count ? &found[0] : NULL;
+
+	if (soname_version(elf, &major, &minor)) {
+		out->major = major;
+		out->minor = minor;
+		chosen = NULL;
+		for (size_t i = 0; i < count && !chosen; i++)
+			if (found[i].major == major && found[i].minor == minor)
+				chosen = &found[i];
+		out->has_micro = chosen != NULL;
+		out->micro = chosen ? chosen->micro : 0;
+		return;
+	}
+	for (size_t i = 0; i < count; i++)
+		if (plausible(&out->sym, &found[i])) {
+			chosen = &found[i];
+			break;
+		}
+	if (!chosen)
+		return;
+	out->major = chosen->major;
+	out->minor = chosen->minor;
+	out->micro = chosen->micro;
+	out->has_micro = true;
+}
+
+void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file *out)
+{
+	memset(out, 0, sizeof(*out));
+	find_runtime_symbols(elf, &out->sym);
+	if (out->sym.has_runtime || out->sym.has_interp_head) {
+		out->verdict = PY_RUNTIME_HERE;
+		/* 3.11+ say their version in memory (Py_Version, _Py_DebugOffsets) */
+		if (!out->sym.has_py_version)
+			find_version(elf, out);
+		return;
+	}
+	memset(&out->sym, 0, sizeof(out->sym));
+	out->verdict = elf_file_imports_prefix(elf, api_prefixes, ARRAY_SIZE(api_prefixes)) ? PY_RUNTIME_CLIENT
+											    : PY_RUNTIME_NONE;
+}
+
+/* ---- the cache ---- */
+
+/* One version of one file: a file rewritten in place, or a new file on a reused inode, differs. */
+struct file_key {
+	uint64_t device, inode, size;
+	int64_t mtime_s, mtime_ns;
+};
+
+struct cached_verdict {
+	struct file_key key;
+	struct py_runtime_file file;
+};
+
+struct py_runtime_file_cache {
+	struct cached_verdict *entries; /* capacity of them, count used */
+	size_t count, capacity;
+	size_t next_victim;             /* full: the oldest entry, replaced next */
+	struct hash_index index;        /* key hash -> position in entries */
+	struct py_runtime_file_stats stats;
+};
+
+int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacity)
+{
+	struct py_runtime_file_cache *cache = calloc(1, sizeof(*cache));
+
+	if (!cache || !capacity || capacity > UINT32_MAX)
+		goto fail;
+	cache->entries = calloc(capacity, sizeof(*cache->entries));
+	if (!cache->entries)
+		goto fail;
+	cache->capacity = capacity;
+	hash_index_init(&cache->index);
+	*out = cache;
+	return 0;
+fail:
+	free(cache);
+	return -ENOMEM;
+}
+
+void py_runtime_file_cache_free(struct py_runtime_file_cache *cache)
+{
+	if (!cache)
+		return;
+	hash_index_free(&cache->index);
+	free(cache->entries);
+	free(cache);
+}
+
+static void key_from_stat(const struct stat *info, struct file_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->device = (uint64_t)info->st_dev;
+	key->inode = (uint64_t)info->st_ino;
+	key->size = (uint64_t)info->st_size;
+	key->mtime_s = (int64_t)info->st_mtim.tv_sec;
+	key->mtime_ns = (int64_t)info->st_mtim.tv_nsec;
+}
+
+static uint64_t key_hash(const struct file_key *key)
+{
+	uint64_t hash = hash_combine(key->device, key->inode);
+
+	hash = hash_combine(hash, key->size);
+	return hash_combine(hash, (uint64_t)key->mtime_s ^ ((uint64_t)key->mtime_ns << 32));
+}
+
+static bool holds_key(const void *context, uint32_t position, const void *wanted)
+{
+	const struct py_runtime_file_cache *cache = context;
+
+	return !memcmp(&cache->entries[position].key, wanted, sizeof(struct file_key));
+}
+
+/* The file behind the mapping as it is now, through map_files (no file is opened). */
+static int stat_mapping(pid_t pid, const struct proc_map *map, struct file_key *key)
+{
+	char path[96];
+	struct stat info;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map->start, map->end);
+	if (stat(path, &info) || !S_ISREG(info.st_mode))
+		return -ENOENT;
+	key_from_stat(&info, key);
+	return 0;
+}
+
+static void remember(struct py_runtime_file_cache *cache, const struct file_key *key,
+		     const struct py_runtime_file *file)
+{
+	size_t position;
+
+	if (cache->count < cache->capacity) {
+		position = cache->count;
+	} else {
+		position = cache->next_victim;
+		cache->next_victim = (cache->next_victim + 1) % cache->capacity;
+		hash_index_remove(&cache->index, key_hash(&cache->entries[position].key), (uint32_t)position);
+		cache->stats.evicted++;
+	}
+	if (hash_index_insert(&cache->index, key_hash(key), (uint32_t)position))
+		return; /* not remembered: examined again next time */
+	cache->entries[position].key = *key;
+	cache->entries[position].file = *file;
+	if (position == cache->count)
+		cache->count++;
+}
+
+/* Opens and reads the file: its verdict, and its identity as opened (when key is given). */
+static int examine_mapping(pid_t pid, const struct proc_map *map, struct py_runtime_file *out,
+			   struct file_key *key, bool *keyed)
+{
+	struct elf_file elf;
+	struct stat info;
+	int err = elf_file_open_map(&elf, pid, map);
+
+	if (err == -ENOEXEC || err == -EFBIG) {
+		memset(out, 0, sizeof(*out));
+		out->unread = err;
+		return 0;
+	}
+	if (err)
+		return err;
+	py_runtime_file_examine(&elf, out);
+	if (key && !fstat(elf.fd, &info)) {
+		key_from_stat(&info, key);
+		*keyed = true;
+	}
+	elf_file_close(&elf);
+	return 0;
+}
+
+int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *map,
+			   struct py_runtime_file *out)
+{
+	struct file_key key;
+	bool keyed = false;
+	int64_t found;
+	int err;
+
+	if (!cache)
+		return examine_mapping(pid, map, out, NULL, NULL);
+	cache->stats.lookups++;
+	if (!stat_mapping(pid, map, &key)) {
+		keyed = true;
+		found = hash_index_find(&cache->index, key_hash(&key), holds_key, cache, &key);
+		if (found >= 0) {
+			*out = cache->entries[found].file;
+			return 0;
+		}
+	}
+	err = examine_mapping(pid, map, out, &key, &keyed);
+	if (err)
+		return err;
+	cache->stats.examined++;
+	cache->stats.runtimes += out->verdict == PY_RUNTIME_HERE;
+	if (keyed)
+		remember(cache, &key, out);
+	return 0;
+}
+
+void py_runtime_file_cache_stats(const struct py_runtime_file_cache *cache, struct py_runtime_file_stats *stats)
+{
+	memset(stats, 0, sizeof(*stats));
+	if (!cache)
+		return;
+	*stats = cache->stats;
+	stats->files = cache->count;
+	stats->capacity = cache->capacity;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which mapped files hold a CPython runtime, whatever they are named: a file
+ * holds one when it defines _PyRuntime or Py_Version (3.11+), has the
+ * .PyRuntime section (stripped 3.10+), or defines interp_head (2.7, 3.6); a
+ * file that imports CPython's API (Py*, _Py*) without holding the runtime is a
+ * client of it (a python binary or an application linking libpython, whose
+ * loader has not mapped the library yet).
+ *
+ * Each distinct file is examined once per run: its verdict is remembered by
+ * (device, inode, size, modification time), so a host's thousands of
+ * non-Python processes cost one stat and one lookup per executable mapping.
+ */
+#ifndef PYBPFPROF_PY_RUNTIME_FILE_H
+#define PYBPFPROF_PY_RUNTIME_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "target/elf_file.h"
+#include "target/proc_maps.h"
+
+/* Distinct files remembered at once; the oldest verdict goes first beyond this. */
+#define PY_RUNTIME_FILE_CACHE_DEFAULT 8192
+
+enum py_runtime_verdict {
+	PY_RUNTIME_NONE,   /* nothing of CPython */
+	PY_RUNTIME_CLIENT, /* imports CPython's API, holds no runtime */
+	PY_RUNTIME_HERE,   /* holds the runtime */
+};
+
+/* What the runtime ELF provides, as link-time addresses. */
+struct py_runtime_symbols {
+	bool has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate;
+	uint64_t runtime;          /* _PyRuntime (or the .PyRuntime section) */
+	uint64_t interp_head;      /* 2.7 / 3.6: static PyInterpreterState *interp_head */
+	uint64_t py_version;       /* 3.11+: const unsigned long Py_Version */
+	uint64_t gil_last_holder;  /* 3.6: static gil state */
+	uint64_t gil_locked;
+	uint64_t current_tstate;   /* 2.7: _PyThreadState_Current */
+};
+
+struct py_runtime_file {
+	enum py_runtime_verdict verdict;
+	struct py_runtime_symbols sym;   /* with PY_RUNTIME_HERE */
+	/* The version the file itself names (its SONAME, its PY_VERSION string), never its path:
+	 * what tells 2.7 and 3.6-3.10 apart (3.11+ have Py_Version). 0.0: unknown. */
+	unsigned major, minor, micro;
+	bool has_micro;
+	int unread;  /* -ENOEXEC (no 64-bit ELF) or -EFBIG (too large): not read, PY_RUNTIME_NONE */
+};
+
+/* The verdict on an open ELF file. */
+void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file *out);
+
+struct py_runtime_file_cache;
+
+struct py_runtime_file_stats {
+	uint64_t lookups;   /* mappings asked about */
+	uint64_t examined;  /* files opened and read (each distinct file once, unless evicted) */
+	uint64_t runtimes;  /* ... of which held a runtime */
+	uint64_t evicted;   /* verdicts dropped to stay within the capacity */
+	size_t files;       /* verdicts held now */
+	size_t capacity;
+};
+
+/* 0 or -ENOMEM. */
+int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacity);
+void py_runtime_file_cache_free(struct py_runtime_file_cache *cache);
+/*
+ * The verdict on the file behind map (an executable mapping of pid), remembered or examined
+ * (opened through /proc/PID/map_files as elf_file_open_map does). cache may be NULL: examined
+ * every time. 0, or why the file could not be opened (elf_file_open_map's errors; a file
+ * that is no 64-bit ELF or is too large is a remembered PY_RUNTIME_NONE with out->unread set).
+ */
+int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *map,
+			   struct py_runtime_file *out);
+void py_runtime_file_cache_stats(const struct py_runtime_file_cache *cache, struct py_runtime_file_stats *stats);
+
+#endif
