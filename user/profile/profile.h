@@ -86,6 +86,10 @@ struct pf_sample {
 	int64_t memory;        /* bytes allocated (+) or freed (-) */
 	size_t frame_count;
 	const struct pf_frame *frames; /* root (outermost) first, leaf last */
+	/* Who ran it, where the source knows (a live run; not every file keeps them): NULL unknown. */
+	const char *process_name;
+	const char *thread_name;
+	const char *container;  /* the cgroup path */
 };
 
 /* Tachyon's zstd levels: 1 to PF_COMPRESSION_LEVEL_MAX, 0 for none. */

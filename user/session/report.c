@@ -60,13 +60,32 @@ static void set_metadata_u64(struct session *session, const char *key, uint64_t 
 	set_metadata_all(session, key, text);
 }
 
-void report_write_sample(struct session *session, const struct pf_sample *sample)
+/* The thread's name, read from /proc when the thread is first seen; NULL if unknown. */
+static const char *thread_name(struct session *session, const struct pf_sample *sample)
 {
 	struct { uint64_t pid, tid; } thread = { sample->pid, sample->tid };
+	bool is_new = false;
+	int64_t id = intern_add(&session->threads, &thread, sizeof(thread), &is_new);
 
+	if (id < 0)
+		return NULL;
+	if (is_new && !ARRAY_RESERVE(session->thread_names, session->thread_names_capacity, (size_t)id + 1)) {
+		/* slots of ids whose reserve failed stay unnamed */
+		while (session->thread_names_count < (size_t)id)
+			session->thread_names[session->thread_names_count++][0] = 0;
+		proc_identity_thread_name((pid_t)sample->pid, (pid_t)sample->tid, session->thread_names[id]);
+		session->thread_names_count = (size_t)id + 1;
+	}
+	if ((size_t)id >= session->thread_names_count || !session->thread_names[id][0])
+		return NULL;
+	return session->thread_names[id];
+}
+
+void report_write_sample(struct session *session, struct pf_sample *sample)
+{
+	sample->thread_name = thread_name(session, sample);
 	for (size_t i = 0; i < session->writer_count; i++)
 		note_write_error(session, i, pf_writer_add_sample(session->writers[i], sample));
-	intern_add(&session->threads, &thread, sizeof(thread), NULL);
 	session->samples_written++;
 }
 

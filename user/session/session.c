@@ -71,6 +71,8 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	if (target) {
 		target->samples++;
 		report_count_container_sample(session, target);
+		sample.process_name = target->identity.comm[0] ? target->identity.comm : NULL;
+		sample.container = target->identity.cgroup[0] ? target->identity.cgroup : NULL;
 	}
 	report_write_sample(session, &sample);
 }
@@ -257,6 +259,7 @@ static void release(struct session *session)
 	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
+	free(session->thread_names);
 	intern_free(&session->containers);
 	free(session->container_counts);
 	free(session->pending_records);

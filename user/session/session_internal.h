@@ -47,6 +47,9 @@ struct session {
 	bool system_wide;
 	bool python_version_written;
 	struct intern_table threads; /* (pid, tid) pairs seen */
+	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
+	size_t thread_names_count;   /* ids with a name slot ("" unknown) */
+	size_t thread_names_capacity;
 	/* The targets' cgroups (containers) by number, with their processes and samples. */
 	struct intern_table containers;
 	struct container_counts *container_counts;
@@ -103,7 +106,8 @@ uint64_t native_stacks_refreshes(const struct session *session);
 __attribute__((format(printf, 1, 2))) void report_error(const char *format, ...);
 int report_open_writers(struct session *session);
 void report_abort_writers(struct session *session);
-void report_write_sample(struct session *session, const struct pf_sample *sample);
+/* Writes the sample to every output, with its thread's name (read when first seen). */
+void report_write_sample(struct session *session, struct pf_sample *sample);
 /* A sample of target, counted for its container. */
 void report_count_container_sample(struct session *session, const struct target *target);
 /* A target ready for the first time: its namespace pid and cgroup into the metadata

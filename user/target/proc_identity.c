@@ -143,8 +143,20 @@ int proc_identity_read(pid_t pid, struct proc_identity *out)
 	}
 	if (len > 0)
 		parse_ns_pid(text, pid, out);
+	if (read_proc_file(pid, "comm", out->comm, sizeof(out->comm)) > 0)
+		out->comm[strcspn(out->comm, "\n")] = 0;
 	if (read_proc_file(pid, "cgroup", text, CGROUP_MAX_BYTES) > 0)
 		proc_identity_parse_cgroup(text, out->cgroup, sizeof(out->cgroup));
 	free(text);
 	return 0;
+}
+
+void proc_identity_thread_name(pid_t pid, pid_t tid, char out[PROC_IDENTITY_NAME_MAX])
+{
+	char name[48];
+
+	snprintf(name, sizeof(name), "task/%d/comm", (int)tid);
+	if (read_proc_file(pid, name, out, PROC_IDENTITY_NAME_MAX) <= 0)
+		out[0] = 0;
+	out[strcspn(out, "\n")] = 0;
 }

@@ -6,7 +6,8 @@
  * A frame is a location with one line; a function is name + file + first
  * line (+ kind: a kernel and a Python function of the same name stay apart);
  * a native frame's location lies in a mapping of its file. Samples are
- * aggregated by stack and thread, with labels "pid" and "thread", values
+ * aggregated by stack and thread, with labels "pid" and "thread" (and, where
+ * the source knows them, "thread_name", "process" and "container"), values
  * [samples, time in ns] (or [samples, bytes] for memory). Written whole at
  * finish: memory grows with distinct stacks and threads, not samples.
  */
@@ -38,9 +39,15 @@ struct sample_key {
 	uint64_t tid;
 };
 
+/* The string labels a sample may carry, besides the numeric pid and thread. */
+enum { LABEL_THREAD_NAME, LABEL_PROCESS, LABEL_CONTAINER, STRING_LABELS };
+static const char *const string_label_keys[STRING_LABELS] = { "thread_name", "process", "container" };
+#define LABELS_MAX (2 + STRING_LABELS)
+
 struct sample_values {
 	int64_t count;
 	int64_t amount; /* ns of time, or bytes */
+	int64_t strings[STRING_LABELS]; /* string indices; 0 (""): none */
 };
 
 struct pprof_writer {
@@ -81,8 +88,18 @@ static int pprof_add_sample(void *state, const struct pf_sample *sample)
 		return (int)index;
 	if (ARRAY_RESERVE(writer->values, writer->values_capacity, (size_t)index + 1))
 		return -ENOMEM;
-	if (is_new)
+	if (is_new) {
+		const char *strings[STRING_LABELS] = { sample->thread_name, sample->process_name, sample->container };
+
 		writer->values[index] = (struct sample_values){ 0 };
+		for (int l = 0; l < STRING_LABELS; l++) {
+			int64_t text = strings[l] ? string_index(writer, strings[l]) : 0;
+
+			if (text < 0)
+				return (int)text;
+			writer->values[index].strings[l] = text;
+		}
+	}
 	writer->metrics_seen |= sample->metrics;
 	writer->values[index].count += 1;
 	writer->values[index].amount += sample->metrics & PF_METRIC_TIME ? weight * 1000 : weight;
@@ -106,7 +123,7 @@ struct pprof_message {
 	Perftools__Profiles__Line **line_list;
 	Perftools__Profiles__Sample *samples;
 	Perftools__Profiles__Sample **sample_list;
-	Perftools__Profiles__Label *labels;        /* two per sample */
+	Perftools__Profiles__Label *labels;        /* LABELS_MAX per sample */
 	Perftools__Profiles__Label **label_list;
 	uint64_t *location_ids;                    /* every sample's, leaf first */
 	int64_t *values;                           /* two per sample */
@@ -271,10 +288,12 @@ static size_t total_depth(const struct pprof_writer *writer)
 }
 
 static void build_sample(struct pprof_writer *writer, struct pprof_message *message, size_t i, size_t *next_id,
-			 int64_t label_keys[2])
+			 const int64_t label_keys[LABELS_MAX])
 {
 	Perftools__Profiles__Sample *sample = &message->samples[i];
-	Perftools__Profiles__Label *labels = &message->labels[2 * i];
+	Perftools__Profiles__Label *labels = &message->labels[LABELS_MAX * i];
+	Perftools__Profiles__Label **label_list = &message->label_list[LABELS_MAX * i];
+	size_t label_count = 0;
 	struct sample_key key;
 	const void *stack;
 	size_t depth;
@@ -291,29 +310,41 @@ static void build_sample(struct pprof_writer *writer, struct pprof_message *mess
 	message->values[2 * i + 1] = writer->values[i].amount;
 	sample->value = &message->values[2 * i];
 	sample->n_value = writer->metrics_seen ? 2 : 1;
-	for (int l = 0; l < 2; l++) {
-		perftools__profiles__label__init(&labels[l]);
-		labels[l].key = label_keys[l];
-		message->label_list[2 * i + l] = &labels[l];
+	for (int l = 0; l < LABELS_MAX; l++) {
+		int64_t text = l >= 2 ? writer->values[i].strings[l - 2] : 0;
+
+		if (l >= 2 && text == 0)
+			continue;
+		perftools__profiles__label__init(&labels[label_count]);
+		labels[label_count].key = label_keys[l];
+		if (l == 0)
+			labels[label_count].num = key.pid;
+		else if (l == 1)
+			labels[label_count].num = (int64_t)key.tid;
+		else
+			labels[label_count].str = text;
+		label_list[label_count] = &labels[label_count];
+		label_count++;
 	}
-	labels[0].num = key.pid;
-	labels[1].num = (int64_t)key.tid;
-	sample->label = &message->label_list[2 * i];
-	sample->n_label = 2;
+	sample->label = label_list;
+	sample->n_label = label_count;
 	message->sample_list[i] = sample;
 }
 
 static int build_samples(struct pprof_writer *writer, struct pprof_message *message)
 {
 	size_t count = intern_count(&writer->sample_keys), next_id = 0, depth = total_depth(writer);
-	int64_t label_keys[2] = { string_index(writer, "pid"), string_index(writer, "thread") };
+	int64_t label_keys[LABELS_MAX] = { string_index(writer, "pid"), string_index(writer, "thread") };
 
-	if (label_keys[0] < 0 || label_keys[1] < 0)
-		return -ENOMEM;
+	for (int l = 0; l < STRING_LABELS; l++)
+		label_keys[2 + l] = string_index(writer, string_label_keys[l]);
+	for (int l = 0; l < LABELS_MAX; l++)
+		if (label_keys[l] < 0)
+			return -ENOMEM;
 	message->samples = calloc(count ? count : 1, sizeof(*message->samples));
 	message->sample_list = calloc(count ? count : 1, sizeof(*message->sample_list));
-	message->labels = calloc(count ? 2 * count : 1, sizeof(*message->labels));
-	message->label_list = calloc(count ? 2 * count : 1, sizeof(*message->label_list));
+	message->labels = calloc(count ? LABELS_MAX * count : 1, sizeof(*message->labels));
+	message->label_list = calloc(count ? LABELS_MAX * count : 1, sizeof(*message->label_list));
 	message->location_ids = calloc(depth ? depth : 1, sizeof(*message->location_ids));
 	message->values = calloc(count ? 2 * count : 1, sizeof(*message->values));
 	if (!message->samples || !message->sample_list || !message->labels || !message->label_list ||
