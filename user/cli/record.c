@@ -12,6 +12,7 @@
 #include "util/version.h"
 
 #include <argp.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -59,6 +60,10 @@ enum {
 	OPT_NO_NATIVE,
 	OPT_NATIVE,
 	OPT_MODE,
+	OPT_PUSH,
+	OPT_WINDOW,
+	OPT_APP,
+	OPT_LABEL,
 };
 
 static const struct argp_option record_options[] = {
@@ -77,6 +82,10 @@ static const struct argp_option record_options[] = {
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
+	{ "push", OPT_PUSH, "URL", 0, "Continuous mode: push each window as pprof to a Pyroscope-compatible server (URL/ingest); never blocks sampling", 0 },
+	{ "window", OPT_WINDOW, "SECONDS", 0, "With --push: the window's length (default 10)", 0 },
+	{ "app", OPT_APP, "NAME", 0, "With --push: the application name (default pybpfprof)", 0 },
+	{ "label", OPT_LABEL, "KEY=VALUE", 0, "With --push: a label of every window (repeatable)", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", OPTION_HIDDEN, "Ring buffer size", 0 },
 	{ 0 },
 };
@@ -130,6 +139,21 @@ static int parse_interval_us(const char *text, double *interval_us)
 	else
 		return -EINVAL;
 	return 0;
+}
+
+/* An application name or a label as Pyroscope's name syntax takes them (no '{', ',', '}', '='
+ * inside, one '=' in a label). */
+static bool valid_push_text(const char *text, bool label)
+{
+	const char *equals = strchr(text, '=');
+
+	if (!*text || (label && (!equals || equals == text || !equals[1] || strchr(equals + 1, '='))) ||
+	    (!label && equals))
+		return false;
+	for (const char *c = text; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("._-", *c) && !(label && *c == '='))
+			return false;
+	return true;
 }
 
 static error_t parse_option(int key, char *arg, struct argp_state *state)
@@ -208,6 +232,26 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "invalid --mode '%s' (cpu or wall)", arg);
 		break;
+	case OPT_PUSH:
+		session->push_url = arg;
+		break;
+	case OPT_WINDOW:
+		session->window_s = strtod(arg, &end);
+		if (end == arg || *end || !(session->window_s >= 1) || !isfinite(session->window_s))
+			argp_error(state, "invalid window '%s' (seconds, at least 1)", arg);
+		break;
+	case OPT_APP:
+		if (!valid_push_text(arg, false))
+			argp_error(state, "invalid application name '%s' (letters, digits, '.', '-', '_')", arg);
+		session->push_app = arg;
+		break;
+	case OPT_LABEL:
+		if (!valid_push_text(arg, true))
+			argp_error(state, "invalid label '%s' (KEY=VALUE: letters, digits, '.', '-', '_')", arg);
+		if (session->push_label_count == SESSION_MAX_PUSH_LABELS)
+			argp_error(state, "at most %d labels", SESSION_MAX_PUSH_LABELS);
+		session->push_labels[session->push_label_count++] = arg;
+		break;
 	case OPT_BPF_STATS:
 		session->bpf_stats = true;
 		break;
@@ -260,7 +304,8 @@ static int resolve_formats(struct record_args *args)
 			return -EINVAL;
 		}
 	}
-	if (session->output_count == 0)
+	/* Pushing windows is an output of its own: no file unless one is asked for. */
+	if (session->output_count == 0 && !(session->push_url && !forced))
 		session->outputs[session->output_count++].path =
 			(forced ? forced : format_registry_find_name("mojo"))->default_file;
 	for (size_t i = 0; i < session->output_count; i++) {
@@ -326,6 +371,13 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: give either -p PID or a command to launch, not both\n");
 		return EXIT_STATUS_USAGE;
 	}
+	if (!args.session.push_url && (args.session.window_s > 0 || args.session.push_app ||
+					args.session.push_label_count)) {
+		fprintf(stderr, "pybpfprof: --window, --app and --label go with --push URL\n");
+		return EXIT_STATUS_USAGE;
+	}
+	if (args.session.push_url && args.session.window_s == 0)
+		args.session.window_s = 10;
 	err = resolve_formats(&args);
 	if (err)
 		return err == -EINVAL ? EXIT_STATUS_USAGE : EXIT_STATUS_OUTPUT;

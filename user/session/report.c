@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The run as the user sees it: the output files' samples and metadata, the status line, the summary. */
 #include "session/session_internal.h"
+#include "session/windows.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -86,6 +87,8 @@ void report_write_sample(struct session *session, struct pf_sample *sample)
 	sample->thread_name = thread_name(session, sample);
 	for (size_t i = 0; i < session->writer_count; i++)
 		note_write_error(session, i, pf_writer_add_sample(session->writers[i], sample));
+	if (session->windows)
+		windows_add_sample(session->windows, sample);
 	session->samples_written++;
 }
 
@@ -158,7 +161,7 @@ void report_start_metadata(struct session *session)
 	uint64_t period_us = 1000000 / options->frequency_hz;
 	struct pf_run_info info = {
 		.interval_us = period_us ? period_us : 1,
-		.mode = options->mode == SESSION_MODE_WALL ? "wall" : "cpu",
+		.mode = session_mode_name(options->mode),
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
 				options->children,
 		.frequency_hz = options->frequency_hz,
@@ -190,6 +193,12 @@ static size_t live_processes(const struct session *session)
 	for (size_t i = 0; i < session->targets.count; i++)
 		count += session->targets.items[i].state == TARGET_READY;
 	return count;
+}
+
+/* When sampling ended: the last pushes after it are not sampling time. */
+static uint64_t sampling_end_us(const struct session *session)
+{
+	return session->stop_us ? session->stop_us : clock_monotonic_us();
 }
 
 static const char *plural(uint64_t count, const char *suffix)
@@ -422,6 +431,19 @@ static void write_wall_metadata(struct session *session)
 	set_metadata_u64(session, "wall_late_passes", stats.late_passes);
 }
 
+/* Continuous mode: how many windows reached the endpoint, and what failed. */
+static void print_push_summary(const struct session *session)
+{
+	const struct push_client_stats *stats = &session->push_stats;
+
+	if (!session->options->push_url)
+		return;
+	fprintf(stderr,
+		"pybpfprof: push: %" PRIu64 " of %" PRIu64 " windows delivered, %" PRIu64 " failed pushes, %" PRIu64
+		" windows dropped\n",
+		stats->delivered, stats->submitted, stats->failed_attempts, stats->dropped);
+}
+
 static void print_wall_summary(const struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
@@ -437,7 +459,7 @@ static void print_wall_summary(const struct session *session)
 static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	struct pf_run_totals totals = {
-		.duration_us = clock_monotonic_us() - session->start_us,
+		.duration_us = sampling_end_us(session) - session->start_us,
 		.samples = session->samples_written,
 		.lost_samples = counters[PBP_CNT_LOST],
 		.truncated_stacks = counters[PBP_CNT_TRUNCATED],
@@ -524,7 +546,7 @@ static void print_discovery_summary(const struct session *session)
 
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
-	double seconds = (double)(clock_monotonic_ms() - session->start_ms) / 1000.0;
+	double seconds = (double)(sampling_end_us(session) - session->start_us) / 1e6;
 	size_t processes = target_set_sampled_count(&session->targets);
 	char read_errors[512];
 
@@ -539,6 +561,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 	print_wall_summary(session);
 	print_container_summary(session);
 	print_discovery_summary(session);
+	print_push_summary(session);
 	print_budget_summary(session, counters);
 	if (session->options->bpf_stats) {
 		uint64_t run_ns = 0, runs = 0;

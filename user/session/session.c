@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The lifecycle of a run: setup, the main loop, teardown. */
 #include "session/session_internal.h"
+#include "session/windows.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -148,6 +149,11 @@ static int finish(struct session *session)
 
 	drain(session);
 	bpf_sampler_counters(session->sampler, counters);
+	session->stop_us = clock_monotonic_us();
+	if (session->windows) {
+		windows_close(session->windows, &session->push_stats);
+		session->windows = NULL;
+	}
 	return report_finish(session, counters);
 }
 
@@ -196,6 +202,8 @@ static void run_loop(struct session *session)
 			if (process_events_all_ended(session))
 				break;
 		}
+		if (session->windows)
+			windows_tick(session->windows, now);
 		if (now >= next_flush) {
 			for (size_t i = 0; i < session->writer_count; i++)
 				pf_writer_flush(session->writers[i]);
@@ -248,6 +256,10 @@ static void load_kernel_symbols(struct session *session)
 
 static void release(struct session *session)
 {
+	if (session->windows) {
+		windows_close(session->windows, &session->push_stats);
+		session->windows = NULL;
+	}
 	report_abort_writers(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
@@ -331,7 +343,17 @@ static int set_up(struct session *session, int *failed_status)
 			return err;
 	}
 	*failed_status = EXIT_STATUS_OUTPUT;
-	return report_open_writers(session);
+	err = report_open_writers(session);
+	if (!err && options->push_url) {
+		*failed_status = EXIT_STATUS_USAGE;
+		err = windows_open(session);
+	}
+	return err;
+}
+
+const char *session_mode_name(enum session_mode mode)
+{
+	return mode == SESSION_MODE_WALL ? "wall" : "cpu";
 }
 
 int session_run(const struct session_options *options)

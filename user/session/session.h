@@ -21,6 +21,8 @@ struct session_output {
 	const struct pf_format *format;
 };
 
+#define SESSION_MAX_PUSH_LABELS 16
+
 /* What a sample is: a tick of a running thread (cpu), or every thread at every interval (wall). */
 enum session_mode {
 	SESSION_MODE_CPU = 0,
@@ -45,7 +47,16 @@ struct session_options {
 	size_t ringbuf_bytes;      /* 0 = the sampler's default */
 	struct session_output outputs[SESSION_MAX_OUTPUTS];
 	size_t output_count;
+	/* Continuous mode: each window of window_s seconds pushed as pprof to push_url. */
+	const char *push_url;      /* NULL: no push */
+	const char *push_app;      /* the application name (NULL: "pybpfprof") */
+	const char *push_labels[SESSION_MAX_PUSH_LABELS]; /* "key=value" */
+	size_t push_label_count;
+	double window_s;
 };
+
+/* "cpu", "wall". */
+const char *session_mode_name(enum session_mode mode);
 
 /* Runs to the end; returns the process exit status (util/exit_status.h: the launched
  * command's own, in launch mode, unless the profiler failed). */

@@ -15,6 +15,7 @@
 
 #include "sample_record.h"
 #include "sampler/bpf_sampler.h"
+#include "session/push_client.h"
 #include "session/session.h"
 #include "symbolize/sample_resolve.h"
 #include "target/launch.h"
@@ -46,6 +47,9 @@ struct session {
 	bool launched;
 	bool system_wide;
 	bool python_version_written;
+	struct windows *windows;     /* continuous mode (--push), or NULL */
+	uint64_t stop_us;            /* when sampling ended (before the last pushes); 0 while it runs */
+	struct push_client_stats push_stats; /* how the pushes went, once windows are closed */
 	struct intern_table threads; /* (pid, tid) pairs seen */
 	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
 	size_t thread_names_count;   /* ids with a name slot ("" unknown) */

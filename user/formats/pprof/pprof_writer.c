@@ -392,12 +392,15 @@ static int build_comments(struct pprof_writer *writer, struct pprof_message *mes
 	char text[96];
 
 	message->comments[0] = string_index(writer, "pybpfprof " PYBPFPROF_VERSION);
-	snprintf(text, sizeof(text), "python %s", writer->python[0] ? writer->python : "unknown");
-	message->comments[1] = string_index(writer, text);
-	if (message->comments[0] < 0 || message->comments[1] < 0)
-		return -ENOMEM;
+	message->profile.n_comment = 1;
+	if (writer->python[0]) {
+		snprintf(text, sizeof(text), "python %s", writer->python);
+		message->comments[message->profile.n_comment++] = string_index(writer, text);
+	}
+	for (size_t i = 0; i < message->profile.n_comment; i++)
+		if (message->comments[i] < 0)
+			return -ENOMEM;
 	message->profile.comment = message->comments;
-	message->profile.n_comment = 2;
 	return 0;
 }
 
