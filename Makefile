@@ -13,7 +13,7 @@ ARCH     := x86
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD)
-LDLIBS    := -lbpf -ldw -lelf -lzstd -lz -lm -lstdc++
+LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 
@@ -33,7 +33,8 @@ TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # the native-stack tests profile numpy, and compare with perf's DWARF call graphs).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
-		libdw-dev python3-numpy linux-perf libstdc++-12-dev
+		libdw-dev python3-numpy linux-perf libstdc++-12-dev \
+		liblzma-dev xz-utils binutils
 
 .PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:
