@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "target/debug_file.h"
 #include "target/elf_file.h"
+#include "target/elf_symbols.h"
 #include "target/proc_maps.h"
 #include "target/unwind_table.h"
 #include "target/vdso.h"
@@ -47,9 +49,7 @@ struct mapped_file {
 	uint64_t inode;
 	struct elf_file elf;
 	bool elf_open;
-	struct elf_function *functions;
-	size_t function_count;
-	char *names;
+	struct elf_symbols symbols; /* its own, its debug file's or its MiniDebugInfo's */
 	const char **display_names; /* by function: demangled, or the name itself; NULL: not yet */
 	/* Where the functions begin (its FDEs), read at the first pc no symbol covers. */
 	struct unwind_function_range *function_ranges;
@@ -63,6 +63,7 @@ struct symbolize_native {
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
 	uint64_t clock;
+	const char *debug_dir; /* where debug files are looked for (target/debug_file.h) */
 	struct intern_table offset_names; /* "[libfoo.so.1+0x1234]", and paths of files past the table */
 };
 
@@ -70,9 +71,16 @@ struct symbolize_native *symbolize_native_new(void)
 {
 	struct symbolize_native *symbolizer = calloc(1, sizeof(struct symbolize_native));
 
-	if (symbolizer)
+	if (symbolizer) {
 		intern_init(&symbolizer->offset_names);
+		symbolizer->debug_dir = DEBUG_FILE_DIR;
+	}
 	return symbolizer;
+}
+
+void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const char *debug_dir)
+{
+	symbolizer->debug_dir = debug_dir;
 }
 
 static void mapped_file_free(struct mapped_file *file)
@@ -81,13 +89,12 @@ static void mapped_file_free(struct mapped_file *file)
 		return;
 	if (file->elf_open)
 		elf_file_close(&file->elf);
-	for (size_t i = 0; file->display_names && i < file->function_count; i++)
-		if (file->display_names[i] != file->functions[i].name)
+	for (size_t i = 0; file->display_names && i < file->symbols.count; i++)
+		if (file->display_names[i] != file->symbols.functions[i].name)
 			free((char *)file->display_names[i]);
 	free(file->display_names);
 	free(file->function_ranges);
-	free(file->functions);
-	free(file->names);
+	elf_symbols_free(&file->symbols);
 	free(file->path);
 	free(file->bracket_name);
 	free(file);
@@ -169,8 +176,8 @@ static const struct proc_map *mapping_at(const struct proc_maps *maps, uint64_t 
 static const struct elf_function *function_at(const struct mapped_file *file, uint64_t addr)
 {
 	const struct elf_function *function = array_last_at_or_below_u64(
-		file->functions, file->function_count, sizeof(*file->functions), offsetof(struct elf_function, addr),
-		addr);
+		file->symbols.functions, file->symbols.count, sizeof(*file->symbols.functions),
+		offsetof(struct elf_function, addr), addr);
 
 	/* The last function starting at or below addr, if it extends over addr. */
 	return function && addr - function->addr < function->size ? function : NULL;
@@ -189,6 +196,16 @@ static int open_file_of_map(struct elf_file *elf, pid_t pid, const struct proc_m
 		return fd;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	return elf_file_open(elf, path);
+}
+
+/* The file's functions, its debug file's looked up in pid's root (the vDSO has none: it has no path). */
+static int read_symbols(const struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
+			const struct proc_map *map)
+{
+	struct debug_file_place place = { .pid = pid, .path_in_target = map->path,
+					  .debug_dir = symbolizer->debug_dir };
+
+	return elf_symbols_read(&file->symbols, &file->elf, vdso_is_map_name(map->path) ? NULL : &place);
 }
 
 static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)
@@ -217,10 +234,9 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 	snprintf(file->bracket_name, name_len, "[%s]", proc_maps_basename(map->path));
 	/* A file we cannot open or that has no symbols is still named by its brackets. */
 	file->elf_open = open_file_of_map(&file->elf, pid, map) == 0;
-	if (file->elf_open &&
-	    elf_file_functions(&file->elf, &file->functions, &file->function_count, &file->names) < 0) {
-		file->functions = NULL;
-		file->function_count = 0;
+	if (file->elf_open && read_symbols(symbolizer, file, pid, map) < 0) {
+		mapped_file_free(file);
+		return NULL;
 	}
 	symbolizer->files[symbolizer->file_count++] = file;
 	return file;
@@ -254,12 +270,12 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 /* The function's name as a reader knows it: C++ names demangled, once per function. */
 static const char *display_name(struct mapped_file *file, const struct elf_function *function)
 {
-	size_t index = (size_t)(function - file->functions);
+	size_t index = (size_t)(function - file->symbols.functions);
 	char *demangled;
 	int status = -1;
 
 	if (!file->display_names) {
-		file->display_names = calloc(file->function_count, sizeof(*file->display_names));
+		file->display_names = calloc(file->symbols.count, sizeof(*file->display_names));
 		if (!file->display_names)
 			return function->name;
 	}

@@ -19,6 +19,8 @@ struct symbolize_native;
 
 struct symbolize_native *symbolize_native_new(void);
 void symbolize_native_free(struct symbolize_native *symbolizer);
+/* Where separate debug files are looked for instead of /usr/lib/debug (a test's tree); kept, not copied. */
+void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const char *debug_dir);
 /* The process is gone, or exec'd: its mappings no longer hold. */
 void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid);
 /*
