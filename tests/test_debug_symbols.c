@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Names of a stripped library's static functions from where distributions keep them: its
+ * MiniDebugInfo (.gnu_debugdata), its separate debug file by .gnu_debuglink or by build-id;
+ * and none from a debug file that does not match, or from a hostile .gnu_debugdata.
+ * Each test builds its library here with cc and binutils, loads it and names its pcs.
+ */
+#include "testlib.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/symbolize_native.h"
+#include "target/minidebuginfo.h"
+
+/* A static function (hidden_loop) and an exported one; VARIANT changes the code (and so the build-id). */
+static const char library_source[] =
+	"#ifndef VARIANT\n#define VARIANT 3\n#endif\n"
+	"static __attribute__((noinline)) unsigned long hidden_loop(unsigned long n)\n"
+	"{ unsigned long total = 0; for (unsigned long i = 0; i < n; i++) total += (i * i) ^ (total >> VARIANT); return total; }\n"
+	"void *hidden_loop_address(void) { return (void *)hidden_loop; }\n"
+	"unsigned long call_hidden(unsigned long n) { return hidden_loop(n); }\n";
+
+/* One library built in its own directory, loaded. */
+struct test_library {
+	char dir[PATH_MAX];
+	char debug_dir[PATH_MAX + 16]; /* the test's /usr/lib/debug */
+	void *handle;
+	uint64_t hidden_loop;  /* the static function's start */
+	uint64_t call_hidden;  /* the exported function's start */
+};
+
+/*
+ * Builds lib.so from library_source in a fresh directory (cc's default --build-id), runs
+ * steps there (sh; $DEBUG is the test's debug dir), then loads it.
+ */
+static void build_library(struct test_library *library, const char *steps)
+{
+	char source[PATH_MAX + 16], path[PATH_MAX + 16], command[8192];
+	void *(*hidden_loop_address)(void);
+
+	FORMAT(library->dir, "%s/lib.XXXXXX", test_tmpdir());
+	assert_non_null(mkdtemp(library->dir));
+	FORMAT(library->debug_dir, "%s/debug", library->dir);
+	FORMAT(source, "%s/hidden.c", library->dir);
+	assert_int_equal(write_whole_file(source, library_source, sizeof(library_source) - 1), 0);
+	FORMAT(command,
+	       "set -e; cd %s; mkdir -p debug; DEBUG=$PWD/debug; cc -shared -fPIC -O1 -o lib.so hidden.c; %s",
+	       library->dir, steps);
+	assert_int_equal(system(command), 0);
+	FORMAT(path, "%s/lib.so", library->dir);
+	library->handle = dlopen(path, RTLD_NOW);
+	assert_non_null(library->handle);
+	*(void **)&hidden_loop_address = dlsym(library->handle, "hidden_loop_address");
+	assert_non_null(hidden_loop_address);
+	library->hidden_loop = (uint64_t)(uintptr_t)hidden_loop_address();
+	library->call_hidden = (uint64_t)(uintptr_t)dlsym(library->handle, "call_hidden");
+	assert_true(library->call_hidden != 0);
+}
+
+static void unload_library(struct test_library *library)
+{
+	char command[PATH_MAX + 16];
+
+	dlclose(library->handle);
+	FORMAT(command, "rm -rf %s", library->dir);
+	assert_int_equal(system(command), 0);
+}
+
+/* The symbol a fresh symbolizer (debug files under the library's debug dir) gives pc; NULL: none. */
+static char *symbol_at(const struct test_library *library, uint64_t pc)
+{
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	char *symbol;
+
+	assert_non_null(symbolizer);
+	symbolize_native_set_debug_dir(symbolizer, library->debug_dir);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, pc, &found), 1);
+	assert_non_null(strstr(found.frame.file, "/lib.so"));
+	symbol = found.symbol ? strdup(found.symbol) : NULL;
+	symbolize_native_free(symbolizer);
+	return symbol;
+}
+
+/* Builds a library with steps and checks what its static function is named (NULL: no symbol). */
+static void check_static_function(const char *steps, const char *expected)
+{
+	struct test_library library;
+	char *symbol;
+
+	build_library(&library, steps);
+	symbol = symbol_at(&library, library.hidden_loop + 1);
+	print_message("static function: %s\n", symbol ? symbol : "(no symbol)");
+	if (expected) {
+		assert_non_null(symbol);
+		assert_string_equal(symbol, expected);
+	} else {
+		assert_null(symbol);
+	}
+	free(symbol);
+	/* the exported function keeps its .dynsym name whatever the debug data */
+	symbol = symbol_at(&library, library.call_hidden + 1);
+	assert_non_null(symbol);
+	assert_string_equal(symbol, "call_hidden");
+	free(symbol);
+	unload_library(&library);
+}
+
+/* Fedora's MiniDebugInfo: the static functions' symbols in an xz'd ELF inside the stripped file. */
+#define MAKE_MINIDEBUGINFO                                                                           \
+	"objcopy --only-keep-debug lib.so full.debug; "                                             \
+	"objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbol=hidden_loop " \
+	"full.debug mini; xz -k mini; strip -s lib.so; "
+
+static void test_minidebuginfo_names_a_static_function(void **state)
+{
+	(void)state;
+	check_static_function(MAKE_MINIDEBUGINFO "objcopy --add-section .gnu_debugdata=mini.xz lib.so", "hidden_loop");
+}
+
+/* Stripped, with no debug data: no name (the frame is named by its offset). */
+static void test_stripped_library_has_no_static_name(void **state)
+{
+	(void)state;
+	check_static_function("strip -s lib.so", NULL);
+}
+
+/* A .gnu_debugdata that is not xz, cut short, or expands past the budget: the plain symbols stay. */
+static void test_hostile_minidebuginfo_is_ignored(void **state)
+{
+	(void)state;
+	check_static_function("strip -s lib.so; head -c 4096 /dev/urandom > junk; "
+			      "objcopy --add-section .gnu_debugdata=junk lib.so",
+			      NULL);
+	check_static_function(MAKE_MINIDEBUGINFO "head -c $(( $(stat -c %s mini.xz) / 2 )) mini.xz > cut.xz; "
+						 "objcopy --add-section .gnu_debugdata=cut.xz lib.so",
+			      NULL);
+	check_static_function("strip -s lib.so; head -c 80M /dev/zero | xz -0 -T1 > bomb.xz; "
+			      "objcopy --add-section .gnu_debugdata=bomb.xz lib.so",
+			      NULL);
+	/* an xz'd file that is no ELF */
+	check_static_function("strip -s lib.so; echo not an elf | xz > text.xz; "
+			      "objcopy --add-section .gnu_debugdata=text.xz lib.so",
+			      NULL);
+}
+
+/* The debug file objcopy --only-keep-debug makes, and the stripped library linked to it by name and CRC. */
+#define MAKE_DEBUGLINK                                                                 \
+	"objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; "            \
+	"objcopy --add-gnu-debuglink=lib.so.debug lib.so; "
+
+static void test_debuglink_beside_the_file(void **state)
+{
+	(void)state;
+	check_static_function(MAKE_DEBUGLINK, "hidden_loop");
+}
+
+static void test_debuglink_in_dot_debug(void **state)
+{
+	(void)state;
+	check_static_function(MAKE_DEBUGLINK "mkdir .debug; mv lib.so.debug .debug/", "hidden_loop");
+}
+
+static void test_debuglink_under_the_debug_dir(void **state)
+{
+	(void)state;
+	check_static_function(MAKE_DEBUGLINK "mkdir -p \"$DEBUG$PWD\"; mv lib.so.debug \"$DEBUG$PWD/\"", "hidden_loop");
+}
+
+/* A debug file changed since the link was made (its CRC differs) is not trusted. */
+static void test_debuglink_with_another_crc_is_not_used(void **state)
+{
+	(void)state;
+	check_static_function(MAKE_DEBUGLINK "printf x >> lib.so.debug", NULL);
+}
+
+/* Fedora's layout: $DEBUG/.build-id/xx/rest.debug, a link to the debug file. */
+#define BUILD_ID_PATH                                                                              \
+	"id=$(readelf -n lib.so | sed -n 's/.*Build ID: //p'); test -n \"$id\"; "                  \
+	"mkdir -p \"$DEBUG/.build-id/$(echo $id | cut -c1-2)\"; "                                  \
+	"entry=\"$DEBUG/.build-id/$(echo $id | cut -c1-2)/$(echo $id | cut -c3-).debug\"; "
+
+static void test_build_id_debug_file(void **state)
+{
+	(void)state;
+	check_static_function("objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; " BUILD_ID_PATH
+			      "mkdir -p \"$DEBUG/usr/lib\"; mv lib.so.debug \"$DEBUG/usr/lib/\"; "
+			      "ln -s ../../usr/lib/lib.so.debug \"$entry\"",
+			      "hidden_loop");
+	check_static_function("objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; " BUILD_ID_PATH
+			      "mv lib.so.debug \"$entry\"",
+			      "hidden_loop");
+}
+
+/* Another build's debug file at this build-id's path (its own build-id differs): not trusted. */
+static void test_build_id_mismatch_is_not_used(void **state)
+{
+	(void)state;
+	check_static_function("cc -shared -fPIC -O1 -DVARIANT=5 -o other.so hidden.c; "
+			      "objcopy --only-keep-debug other.so other.debug; strip -s lib.so; " BUILD_ID_PATH
+			      "mv other.debug \"$entry\"",
+			      NULL);
+}
+
+/* The decoder itself: its output budget, garbage, a cut stream. */
+static void test_decompress_budgets(void **state)
+{
+	char dir[PATH_MAX], command[3 * PATH_MAX], path[PATH_MAX + 16];
+	uint8_t *compressed;
+	size_t compressed_len, out_len;
+	void *out = NULL;
+
+	(void)state;
+	FORMAT(dir, "%s/xz", test_tmpdir());
+	FORMAT(command, "mkdir -p %s && head -c 1000000 /dev/zero | xz > %s/zeros.xz", dir, dir);
+	assert_int_equal(system(command), 0);
+	FORMAT(path, "%s/zeros.xz", dir);
+	compressed = read_whole_file(path, &compressed_len);
+	assert_non_null(compressed);
+
+	assert_int_equal(minidebuginfo_decompress(compressed, compressed_len, 1000000, &out, &out_len), 0);
+	assert_int_equal(out_len, 1000000);
+	assert_true(((uint8_t *)out)[999999] == 0);
+	free(out);
+	assert_int_equal(minidebuginfo_decompress(compressed, compressed_len, 999999, &out, &out_len), -E2BIG);
+	assert_int_equal(minidebuginfo_decompress(compressed, compressed_len / 2, 1000000, &out, &out_len), -EBADMSG);
+	assert_int_equal(minidebuginfo_decompress("not xz at all", 13, 1000000, &out, &out_len), -EBADMSG);
+	assert_int_equal(minidebuginfo_decompress(compressed, 0, 1000000, &out, &out_len), -EBADMSG);
+	free(compressed);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_minidebuginfo_names_a_static_function),
+		cmocka_unit_test(test_stripped_library_has_no_static_name),
+		cmocka_unit_test(test_hostile_minidebuginfo_is_ignored),
+		cmocka_unit_test(test_debuglink_beside_the_file),
+		cmocka_unit_test(test_debuglink_in_dot_debug),
+		cmocka_unit_test(test_debuglink_under_the_debug_dir),
+		cmocka_unit_test(test_debuglink_with_another_crc_is_not_used),
+		cmocka_unit_test(test_build_id_debug_file),
+		cmocka_unit_test(test_build_id_mismatch_is_not_used),
+		cmocka_unit_test(test_decompress_budgets),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
