@@ -1186,6 +1186,60 @@ static void native_odd_code(void **state)
 	}
 }
 
+/* g. A stripped library whose static function is named only by its MiniDebugInfo (as Fedora ships). */
+struct minidebuginfo_findings {
+	size_t in_library;   /* samples whose leaf is in the library */
+	size_t named;        /* ... named hidden_loop */
+};
+
+static void note_minidebuginfo(void *findings, const struct pf_sample *sample)
+{
+	struct minidebuginfo_findings *found = findings;
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+
+	if (!leaf || leaf->kind != PF_FRAME_NATIVE || !strstr(leaf->file, "/libminidebuginfo.so"))
+		return;
+	found->in_library++;
+	found->named += strcmp(leaf->name, "hidden_loop") == 0;
+}
+
+static void native_minidebuginfo(void **state)
+{
+	static const char source[] =
+		"static __attribute__((noinline)) unsigned long hidden_loop(unsigned long n)\n"
+		"{ unsigned long total = 0; for (unsigned long i = 0; i < n; i++) total += (i * i) ^ (total >> 3);"
+		" return total; }\n"
+		"unsigned long call_hidden(unsigned long n) { return hidden_loop(n); }\n";
+	const struct test_python *python = native_python("3.12");
+	struct minidebuginfo_findings found = { 0 };
+	char dir[PATH_MAX], path[PATH_MAX + 32], command[4 * PATH_MAX], args[PATH_MAX + 32];
+	struct native_run run;
+
+	(void)state;
+	if (!python)
+		return;
+	FORMAT(dir, "%s/minidebuginfo", test_tmpdir());
+	FORMAT(path, "%s/hidden.c", dir);
+	FORMAT(command, "mkdir -p %s", dir);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(write_whole_file(path, source, sizeof(source) - 1), 0);
+	/* the recipe of Fedora's find-debuginfo, for one static function */
+	FORMAT(command,
+	       "set -e; cd %s; cc -shared -fPIC -O1 -o libminidebuginfo.so hidden.c; "
+	       "objcopy --only-keep-debug libminidebuginfo.so full.debug; "
+	       "objcopy -S --remove-section .comment --keep-symbol=hidden_loop full.debug mini; xz -f mini; "
+	       "strip -s libminidebuginfo.so; objcopy --add-section .gnu_debugdata=mini.xz libminidebuginfo.so",
+	       dir);
+	assert_int_equal(system(command), 0);
+	FORMAT(args, "%s/libminidebuginfo.so 2", dir);
+	record_native_script_or_fail(python, "", "native_minidebuginfo.py", args, &run);
+	read_native_run(&run, note_minidebuginfo, &found);
+	print_message("%s: %zu of %zu samples in the library, %zu of them named hidden_loop\n", python->label,
+		      found.in_library, run.samples, found.named);
+	assert_true(found.in_library * 2 >= run.samples);
+	assert_true(found.named * 10 >= found.in_library * 9);
+}
+
 /* f. numpy: its own C/C++ code and the BLAS above the Python function that called them. */
 struct numpy_findings {
 	size_t matmul_samples, matmul_with_numpy_and_blas;
@@ -2076,6 +2130,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_sorted_key);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_read_zero);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_odd_code);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_minidebuginfo);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_numpy);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_paths_match_perf);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(failed_run_keeps_old_outputs);
