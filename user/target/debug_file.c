@@ -175,9 +175,9 @@ int debug_file_open(const struct elf_file *file, const struct debug_file_place *
 	read_debuglink(file, &identity);
 	if (!identity.build_id_len && !identity.has_link)
 		return -ENOENT;
-	if (search_root(file, &identity, place, place->pid, true, debug))
-		return 0;
+	/* Ours first where the target has another root: our debug tree is root's, so a container
+	 * cannot rename the functions of a file the host maps too (the same build). */
 	if (root_is_other(place->pid) && search_root(file, &identity, place, 0, false, debug))
 		return 0;
-	return -ENOENT;
+	return search_root(file, &identity, place, place->pid, true, debug) ? 0 : -ENOENT;
 }

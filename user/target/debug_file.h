@@ -5,12 +5,12 @@
  * the debug file) beside the file, in its directory's .debug/, or under <debug dir>/<its
  * directory>/. Debian's -dbgsym and Fedora's -debuginfo packages install them so.
  *
- * Where, for a target in another mount namespace or chroot: first inside the target's root
- * (/proc/PID/root, resolved with openat2(RESOLVE_IN_ROOT) like every target path), since the
- * debug files that describe a container's libraries are the ones installed in the container;
- * then, when the target's root is not ours, in our own debug dir (the build-id tree and
- * <debug dir>/<its directory>/ only: the file's directory means nothing outside its root),
- * for a host that keeps the debug files of the containers it runs. Either way a candidate is
+ * Where, for a target in another mount namespace or chroot: first in our own debug dir (the
+ * build-id tree and <debug dir>/<its directory>/ only: the file's directory means nothing
+ * outside its root), which root controls, so that a container cannot rename the functions of
+ * a build the host has the debug file of; then inside the target's root (/proc/PID/root,
+ * resolved with openat2(RESOLVE_IN_ROOT) like every target path), where the debug files of a
+ * container's own libraries are installed. Either way a candidate is
  * trusted only when it matches: its build-id equal to the file's (a build-id candidate), or
  * its CRC32 the one the debuglink names and its build-id, if both have one, equal (a debuglink
  * candidate). It is opened and read as any target file (elf_file.h: a regular file, bounded,
