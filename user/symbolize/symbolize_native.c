@@ -47,6 +47,7 @@ struct mapped_file {
 	char *path;          /* as the target sees it: the frame's file */
 	char *bracket_name;  /* "[libfoo.so.1]", the name of an address no symbol covers */
 	uint64_t inode;
+	uint32_t dev_major, dev_minor; /* with the inode and path: which file (its debug data too) */
 	struct elf_file elf;
 	bool elf_open;
 	struct elf_symbols symbols; /* its own, its debug file's or its MiniDebugInfo's */
@@ -215,7 +216,8 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 
 	for (size_t i = 0; i < symbolizer->file_count; i++) {
 		file = symbolizer->files[i];
-		if (file->inode == map->inode && strcmp(file->path, map->path) == 0)
+		if (file->inode == map->inode && file->dev_major == map->dev_major && file->dev_minor == map->dev_minor &&
+		    strcmp(file->path, map->path) == 0)
 			return file;
 	}
 	if (symbolizer->file_count == SYMBOLIZE_NATIVE_MAX_FILES)
@@ -227,6 +229,8 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 	file->path = strdup(map->path);
 	file->bracket_name = malloc(name_len);
 	file->inode = map->inode;
+	file->dev_major = map->dev_major;
+	file->dev_minor = map->dev_minor;
 	if (!file->path || !file->bracket_name) {
 		mapped_file_free(file);
 		return NULL;
