@@ -11,9 +11,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "symbolize/symbolize_native.h"
+#include "target/debug_file.h"
 #include "target/minidebuginfo.h"
 
 /* A static function (hidden_loop) and an exported one; VARIANT changes the code (and so the build-id). */
@@ -206,6 +208,99 @@ static void test_build_id_mismatch_is_not_used(void **state)
 			      NULL);
 }
 
+/* A process chrooted into dir (we run as root), waiting to be killed; its root is dir once this returns. */
+static pid_t spawn_chrooted(const char *dir)
+{
+	char root_link[64], root[PATH_MAX];
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (chroot(dir) || chdir("/"))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	FORMAT(root_link, "/proc/%d/root", (int)pid);
+	for (int tries = 0; tries < 500; tries++) {
+		ssize_t len = readlink(root_link, root, sizeof(root) - 1);
+
+		if (len > 0 && (root[len] = 0, strcmp(root, dir) == 0))
+			return pid;
+		usleep(2000);
+	}
+	fail_msg("the child did not chroot into %s", dir);
+	return -1;
+}
+
+/* A target in a chroot: its debug file is found inside its root, through an absolute link that
+ * only means the right file there. */
+static void test_debug_file_in_the_target_root(void **state)
+{
+	struct test_library library;
+	struct debug_file_place place = { .path_in_target = "/lib.so", .debug_dir = "/usr/lib/debug" };
+	struct elf_file file, debug;
+	char path[PATH_MAX + 16];
+	pid_t pid;
+
+	(void)state;
+	build_library(&library, "objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; "
+				"DEBUG=$PWD/usr/lib/debug; " BUILD_ID_PATH
+				"mkdir -p usr/lib; mv lib.so.debug usr/lib/; ln -s /usr/lib/lib.so.debug \"$entry\"");
+	FORMAT(path, "%s/lib.so", library.dir);
+	assert_int_equal(elf_file_open(&file, path), 0);
+	pid = spawn_chrooted(library.dir);
+	place.pid = pid;
+	assert_int_equal(debug_file_open(&file, &place, &debug), 0);
+	print_message("debug file in the target's root: %s\n", debug.path);
+	assert_true(elf_file_has_symtab(&debug));
+	elf_file_close(&debug);
+	/* our own root has no such debug file: not found without the target's root */
+	place.pid = 0;
+	assert_int_equal(debug_file_open(&file, &place, &debug), -ENOENT);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	elf_file_close(&file);
+	unload_library(&library);
+}
+
+/* A target in a chroot whose root and ours both hold a debug file for its build: ours is used
+ * (a container cannot rename the functions of a build the host has the debug file of). */
+static void test_our_debug_file_before_the_target_roots(void **state)
+{
+	struct test_library library;
+	struct debug_file_place place = { .path_in_target = "/lib.so" };
+	struct elf_file file, debug;
+	char path[PATH_MAX + 16], steps[4 * PATH_MAX];
+	uint64_t addr;
+	pid_t pid;
+
+	(void)state;
+	/* the host's tree at $DEBUG; the same path inside the chroot holds a renamed copy */
+	FORMAT(steps, "objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; " BUILD_ID_PATH
+		      "cp lib.so.debug \"$entry\"; mkdir -p \"$PWD$(dirname \"$entry\")\"; "
+		      "objcopy --redefine-sym hidden_loop=renamed_loop lib.so.debug \"$PWD$entry\"");
+	build_library(&library, steps);
+	FORMAT(path, "%s/lib.so", library.dir);
+	assert_int_equal(elf_file_open(&file, path), 0);
+	pid = spawn_chrooted(library.dir);
+	place.pid = pid;
+	place.debug_dir = library.debug_dir;
+	assert_int_equal(debug_file_open(&file, &place, &debug), 0);
+	assert_int_equal(elf_file_symbol(&debug, "hidden_loop", &addr, NULL), 0);
+	elf_file_close(&debug);
+	/* without ours, the target's own (it matches the build-id: its names are the target's word) */
+	FORMAT(steps, "rm -rf %s/.build-id", library.debug_dir);
+	assert_int_equal(system(steps), 0);
+	assert_int_equal(debug_file_open(&file, &place, &debug), 0);
+	assert_int_equal(elf_file_symbol(&debug, "renamed_loop", &addr, NULL), 0);
+	elf_file_close(&debug);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	elf_file_close(&file);
+	unload_library(&library);
+}
+
 /* The decoder itself: its output budget, garbage, a cut stream. */
 static void test_decompress_budgets(void **state)
 {
@@ -245,6 +340,8 @@ int main(void)
 		cmocka_unit_test(test_debuglink_with_another_crc_is_not_used),
 		cmocka_unit_test(test_build_id_debug_file),
 		cmocka_unit_test(test_build_id_mismatch_is_not_used),
+		cmocka_unit_test(test_debug_file_in_the_target_root),
+		cmocka_unit_test(test_our_debug_file_before_the_target_roots),
 		cmocka_unit_test(test_decompress_budgets),
 	};
 
