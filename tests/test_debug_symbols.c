@@ -180,6 +180,20 @@ static void test_debuglink_with_another_crc_is_not_used(void **state)
 	check_static_function(MAKE_DEBUGLINK "printf x >> lib.so.debug", NULL);
 }
 
+/* A .gnu_debuglink made by hand: name $1, NUL-padded to 4 bytes, the CRC32 of lib.so.debug (gzip's trailer holds it). */
+#define MAKE_LINK_BY_HAND                                                                           \
+	"objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; mkdir .debug; "            \
+	"link() { printf '%s' \"$1\" > link; head -c $(( 4 - ${#1} % 4 )) /dev/zero >> link; "       \
+	"gzip -c lib.so.debug | tail -c8 | head -c4 >> link; objcopy --add-section .gnu_debuglink=link lib.so; }; "
+
+/* A debuglink name is a file name: one with a directory in it is refused (the same file by a plain name is used). */
+static void test_debuglink_name_with_a_directory_is_refused(void **state)
+{
+	(void)state;
+	check_static_function(MAKE_LINK_BY_HAND "link lib.so.debug", "hidden_loop");
+	check_static_function(MAKE_LINK_BY_HAND "link .debug/../lib.so.debug", NULL);
+}
+
 /* Fedora's layout: $DEBUG/.build-id/xx/rest.debug, a link to the debug file. */
 #define BUILD_ID_PATH                                                                              \
 	"id=$(readelf -n lib.so | sed -n 's/.*Build ID: //p'); test -n \"$id\"; "                  \
@@ -338,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_debuglink_in_dot_debug),
 		cmocka_unit_test(test_debuglink_under_the_debug_dir),
 		cmocka_unit_test(test_debuglink_with_another_crc_is_not_used),
+		cmocka_unit_test(test_debuglink_name_with_a_directory_is_refused),
 		cmocka_unit_test(test_build_id_debug_file),
 		cmocka_unit_test(test_build_id_mismatch_is_not_used),
 		cmocka_unit_test(test_debug_file_in_the_target_root),
