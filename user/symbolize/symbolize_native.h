@@ -2,7 +2,8 @@
 /*
  * Names a user-space address of a target: which file it is in (from
  * /proc/PID/maps) and which function (from that file's ELF symbols, read
- * once per file with libelf; C++ names demangled). It serves the native leaf
+ * once per file with libelf, and for a stripped file those of its debug file
+ * or its MiniDebugInfo: target/elf_symbols.h; C++ names demangled). It serves the native leaf
  * frame of a sample that landed outside the interpreter (a C extension, libc,
  * libz) and every frame of a mixed stack, the interpreter's own included.
  */

@@ -56,7 +56,7 @@ void elf_file_close(struct elf_file *file);
 int elf_file_symbol(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size);
 /* Link-time address and size of a section by name; 0 or -ENOENT. */
 int elf_file_section(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size);
-/* The file's contents of an allocated section (valid until close); 0, -ENOENT, or -ENODATA (NOBITS). */
+/* The file's contents of a section, allocated or not (valid until close); 0, -ENOENT, or -ENODATA (NOBITS). */
 int elf_file_section_data(const struct elf_file *file, const char *name, const void **data, size_t *len);
 /* A function symbol: [addr, addr + size) at link time. */
 struct elf_function {
