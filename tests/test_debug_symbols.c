@@ -16,6 +16,7 @@
 
 #include "symbolize/symbolize_native.h"
 #include "target/debug_file.h"
+#include "target/elf_symbols.h"
 #include "target/minidebuginfo.h"
 
 /* A static function (hidden_loop) and an exported one; VARIANT changes the code (and so the build-id). */
@@ -315,6 +316,58 @@ static void test_our_debug_file_before_the_target_roots(void **state)
 	unload_library(&library);
 }
 
+static bool names_function(const struct elf_symbols *symbols, const char *name)
+{
+	for (size_t i = 0; i < symbols->count; i++)
+		if (strcmp(symbols->functions[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Whether the library's static function is named within a run-wide budget of debug bytes, which it uses up. */
+static bool named_within(const struct test_library *library, uint64_t *bytes_left)
+{
+	char path[PATH_MAX + 16];
+	struct debug_file_place place = { .pid = getpid(), .path_in_target = path, .debug_dir = library->debug_dir };
+	struct elf_symbols symbols;
+	struct elf_file file;
+	bool named;
+
+	FORMAT(path, "%s/lib.so", library->dir);
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_symbols_read(&symbols, &file, &place, bytes_left), 0);
+	named = names_function(&symbols, "hidden_loop");
+	elf_symbols_free(&symbols);
+	elf_file_close(&file);
+	return named;
+}
+
+/* Checking a debuglink (its CRC32 reads the debug file whole) and expanding MiniDebugInfo use
+ * up one run-wide budget; past it, a file keeps its plain symbols. */
+static void test_run_wide_debug_budget(void **state)
+{
+	struct test_library library;
+	uint64_t bytes_left;
+
+	(void)state;
+	build_library(&library, MAKE_DEBUGLINK);
+	bytes_left = 100;
+	assert_false(named_within(&library, &bytes_left));
+	bytes_left = 1 << 30;
+	assert_true(named_within(&library, &bytes_left));
+	assert_true(bytes_left < 1 << 30);
+	unload_library(&library);
+
+	build_library(&library, MAKE_MINIDEBUGINFO "objcopy --add-section .gnu_debugdata=mini.xz lib.so");
+	bytes_left = 100;
+	assert_false(named_within(&library, &bytes_left));
+	assert_int_equal(bytes_left, 0);
+	bytes_left = 1 << 30;
+	assert_true(named_within(&library, &bytes_left));
+	assert_true(bytes_left < 1 << 30);
+	unload_library(&library);
+}
+
 /* The decoder itself: its output budget, garbage, a cut stream. */
 static void test_decompress_budgets(void **state)
 {
@@ -357,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_build_id_mismatch_is_not_used),
 		cmocka_unit_test(test_debug_file_in_the_target_root),
 		cmocka_unit_test(test_our_debug_file_before_the_target_roots),
+		cmocka_unit_test(test_run_wide_debug_budget),
 		cmocka_unit_test(test_decompress_budgets),
 	};
 

@@ -31,6 +31,10 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
 #define SYMBOLIZE_NATIVE_REREAD_MS 100
 /* Files whose symbols are kept, each with its ELF open. */
 #define SYMBOLIZE_NATIVE_MAX_FILES 256
+/* What checking debug files (a debuglink's CRC32 reads the file whole) and expanding
+ * MiniDebugInfo may read over a run, all files together: each file has its own bounds, this
+ * one stops a target that maps many files pointing at large ones (real ones cost a few MiB). */
+#define SYMBOLIZE_NATIVE_DEBUG_BYTES ((uint64_t)2 << 30)
 
 struct pid_maps {
 	pid_t pid;
@@ -65,6 +69,7 @@ struct symbolize_native {
 	size_t file_count;
 	uint64_t clock;
 	const char *debug_dir; /* where debug files are looked for (target/debug_file.h) */
+	uint64_t debug_bytes_left; /* of SYMBOLIZE_NATIVE_DEBUG_BYTES */
 	struct intern_table offset_names; /* "[libfoo.so.1+0x1234]", and paths of files past the table */
 };
 
@@ -75,6 +80,7 @@ struct symbolize_native *symbolize_native_new(void)
 	if (symbolizer) {
 		intern_init(&symbolizer->offset_names);
 		symbolizer->debug_dir = DEBUG_FILE_DIR;
+		symbolizer->debug_bytes_left = SYMBOLIZE_NATIVE_DEBUG_BYTES;
 	}
 	return symbolizer;
 }
@@ -200,13 +206,14 @@ static int open_file_of_map(struct elf_file *elf, pid_t pid, const struct proc_m
 }
 
 /* The file's functions, its debug file's looked up in pid's root (the vDSO has none: it has no path). */
-static int read_symbols(const struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
+static int read_symbols(struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
 			const struct proc_map *map)
 {
 	struct debug_file_place place = { .pid = pid, .path_in_target = map->path,
 					  .debug_dir = symbolizer->debug_dir };
 
-	return elf_symbols_read(&file->symbols, &file->elf, vdso_is_map_name(map->path) ? NULL : &place);
+	return elf_symbols_read(&file->symbols, &file->elf, vdso_is_map_name(map->path) ? NULL : &place,
+				&symbolizer->debug_bytes_left);
 }
 
 static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)

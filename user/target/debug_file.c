@@ -48,15 +48,23 @@ static bool read_debuglink(const struct elf_file *file, struct debug_identity *i
 	return true;
 }
 
-/* The CRC32 of the whole file (bounded by ELF_FILE_MAX_BYTES when it was opened), read, not mapped. */
-static int file_crc32(int fd, uint32_t *crc)
+/* The CRC32 of the whole file (bounded by ELF_FILE_MAX_BYTES when it was opened, and by what
+ * *bytes_left allows, which it uses up), read, not mapped. */
+static int file_crc32(int fd, uint64_t *bytes_left, uint32_t *crc)
 {
 	unsigned char chunk[64 << 10];
-	uint64_t offset = 0;
+	uint64_t offset = 0, limit = ELF_FILE_MAX_BYTES;
 	uLong sum = crc32(0, Z_NULL, 0);
-	ssize_t got;
+	struct stat info;
+	ssize_t got = 0;
 
-	while (offset < ELF_FILE_MAX_BYTES && (got = pread(fd, chunk, sizeof(chunk), (off_t)offset)) > 0) {
+	if (bytes_left) {
+		if (fstat(fd, &info) || (uint64_t)info.st_size > *bytes_left)
+			return -E2BIG;
+		limit = (uint64_t)info.st_size;
+		*bytes_left -= limit;
+	}
+	while (offset < limit && (got = pread(fd, chunk, sizeof(chunk), (off_t)offset)) > 0) {
 		sum = crc32(sum, chunk, (uInt)got);
 		offset += (uint64_t)got;
 	}
@@ -76,7 +84,7 @@ static bool same_file(const struct elf_file *left, const struct elf_file *right)
 
 /* Whether candidate is the debug file identity describes: by build-id, or by the debuglink's CRC. */
 static bool matches(const struct elf_file *file, const struct debug_identity *identity,
-		    const struct elf_file *candidate, bool by_build_id)
+		    const struct elf_file *candidate, bool by_build_id, uint64_t *check_bytes_left)
 {
 	uint8_t build_id[ELF_FILE_MAX_BUILD_ID];
 	size_t build_id_len = 0;
@@ -91,16 +99,17 @@ static bool matches(const struct elf_file *file, const struct debug_identity *id
 		return same_build_id;
 	if (has_build_id && identity->build_id_len && !same_build_id)
 		return false;
-	return !file_crc32(candidate->fd, &crc) && crc == identity->link_crc;
+	return !file_crc32(candidate->fd, check_bytes_left, &crc) && crc == identity->link_crc;
 }
 
 /* Opens path inside root_pid's root (0: ours) and keeps it if it matches. */
-static bool try_candidate(const struct elf_file *file, const struct debug_identity *identity, pid_t root_pid,
-			  const char *path, bool by_build_id, struct elf_file *debug)
+static bool try_candidate(const struct elf_file *file, const struct debug_identity *identity,
+			  const struct debug_file_place *place, pid_t root_pid, const char *path, bool by_build_id,
+			  struct elf_file *debug)
 {
 	if (elf_file_open_linked_in(debug, root_pid, path))
 		return false;
-	if (matches(file, identity, debug, by_build_id))
+	if (matches(file, identity, debug, by_build_id, place->check_bytes_left))
 		return true;
 	elf_file_close(debug);
 	return false;
@@ -134,22 +143,22 @@ static bool search_root(const struct elf_file *file, const struct debug_identity
 	size_t size = sizeof(path);
 
 	if (identity->build_id_len && build_id_path(place, identity, path, size) &&
-	    try_candidate(file, identity, root_pid, path, true, debug))
+	    try_candidate(file, identity, place, root_pid, path, true, debug))
 		return true;
 	if (!identity->has_link || dir_len < 0 || place->path_in_target[0] != '/')
 		return false;
 	if (in_target_root) {
 		if ((size_t)snprintf(path, size, "%.*s/%s", dir_len, place->path_in_target, identity->link_name) < size &&
-		    try_candidate(file, identity, root_pid, path, false, debug))
+		    try_candidate(file, identity, place, root_pid, path, false, debug))
 			return true;
 		if ((size_t)snprintf(path, size, "%.*s/.debug/%s", dir_len, place->path_in_target,
 				     identity->link_name) < size &&
-		    try_candidate(file, identity, root_pid, path, false, debug))
+		    try_candidate(file, identity, place, root_pid, path, false, debug))
 			return true;
 	}
 	return (size_t)snprintf(path, size, "%s%.*s/%s", place->debug_dir, dir_len, place->path_in_target,
 				identity->link_name) < size &&
-	       try_candidate(file, identity, root_pid, path, false, debug);
+	       try_candidate(file, identity, place, root_pid, path, false, debug);
 }
 
 /* Whether pid's root is another directory than ours (a container, a chroot). */

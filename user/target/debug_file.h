@@ -32,6 +32,9 @@ struct debug_file_place {
 	pid_t pid;                  /* the target whose root the paths are in; 0: our own root */
 	const char *path_in_target; /* the file's absolute path as the target sees it */
 	const char *debug_dir;      /* DEBUG_FILE_DIR, or a test's tree */
+	/* Bytes the debuglink checks may still read, over a run (a candidate's CRC32 reads it
+	 * whole): a candidate past it is not trusted. NULL: each file's own bound only. */
+	uint64_t *check_bytes_left;
 };
 
 /*

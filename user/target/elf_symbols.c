@@ -69,31 +69,38 @@ static int merge_sources(struct elf_symbols *symbols, struct symbol_source *sour
 
 /* The separate debug file's functions, when it has a .symtab (else it adds nothing). */
 static bool read_debug_file(const struct elf_file *file, const struct debug_file_place *place,
-			    struct symbol_source *source, char **names)
+			    uint64_t *debug_bytes_left, struct symbol_source *source, char **names)
 {
+	struct debug_file_place budgeted;
 	struct elf_file debug;
 	bool found;
 
-	if (!place || debug_file_open(file, place, &debug))
+	if (!place)
+		return false;
+	budgeted = *place;
+	budgeted.check_bytes_left = debug_bytes_left;
+	if (debug_file_open(file, &budgeted, &debug))
 		return false;
 	found = elf_file_has_symtab(&debug) && read_source(&debug, source, names);
 	elf_file_close(&debug);
 	return found;
 }
 
-static bool read_minidebuginfo(const struct elf_file *file, struct symbol_source *source, char **names)
+static bool read_minidebuginfo(const struct elf_file *file, uint64_t *debug_bytes_left, struct symbol_source *source,
+			       char **names)
 {
 	struct elf_file debugdata;
 	bool found;
 
-	if (minidebuginfo_open(file, &debugdata))
+	if (minidebuginfo_open(file, debug_bytes_left, &debugdata))
 		return false;
 	found = read_source(&debugdata, source, names);
 	elf_file_close(&debugdata);
 	return found;
 }
 
-int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, const struct debug_file_place *place)
+int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, const struct debug_file_place *place,
+		     uint64_t *debug_bytes_left)
 {
 	struct symbol_source sources[ELF_SYMBOLS_MAX_SOURCES];
 	int source_count = 0, err;
@@ -102,10 +109,11 @@ int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, c
 	source_count += read_source(file, &sources[source_count], &symbols->names[source_count]);
 	/* A file with its .symtab names its static functions already: nothing else is read. */
 	if (!elf_file_has_symtab(file)) {
-		if (read_debug_file(file, place, &sources[source_count], &symbols->names[source_count]))
+		if (read_debug_file(file, place, debug_bytes_left, &sources[source_count], &symbols->names[source_count]))
 			source_count++;
 		/* MiniDebugInfo is a subset of what a debug file holds: read only without one */
-		else if (read_minidebuginfo(file, &sources[source_count], &symbols->names[source_count]))
+		else if (read_minidebuginfo(file, debug_bytes_left, &sources[source_count],
+					    &symbols->names[source_count]))
 			source_count++;
 	}
 	err = merge_sources(symbols, sources, source_count);

@@ -9,6 +9,7 @@
 #define PYBPFPROF_ELF_SYMBOLS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "target/debug_file.h"
 #include "target/elf_file.h"
@@ -25,10 +26,12 @@ struct elf_symbols {
 /*
  * The functions of file; place (NULL: none) says where its debug file may be. Where two
  * sources name one address, the file's own name is kept, then the debug file's. A source
- * that cannot be read (none, hostile, past a budget) is left out. 0 (possibly no function),
- * -ENOMEM.
+ * that cannot be read (none, hostile, past a budget) is left out. debug_bytes_left (NULL: no
+ * limit) is what may still be read to check debug files (their CRC32) and expand MiniDebugInfo
+ * over a run, each file's own bounds aside: this uses it up. 0 (possibly no function), -ENOMEM.
  */
-int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, const struct debug_file_place *place);
+int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, const struct debug_file_place *place,
+		     uint64_t *debug_bytes_left);
 void elf_symbols_free(struct elf_symbols *symbols);
 
 #endif

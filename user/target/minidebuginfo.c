@@ -53,6 +53,7 @@ int minidebuginfo_decompress(const void *in, size_t in_len, size_t max_bytes, vo
 	lzma_ret ret;
 	int err;
 
+	*out_len = 0;
 	/* One .xz stream (what xz writes); whatever follows it is ignored. */
 	ret = lzma_stream_decoder(&stream, MINIDEBUGINFO_MAX_DECODER_BYTES, 0);
 	if (ret != LZMA_OK)
@@ -69,10 +70,10 @@ int minidebuginfo_decompress(const void *in, size_t in_len, size_t max_bytes, vo
 	return 0;
 }
 
-int minidebuginfo_open(const struct elf_file *file, struct elf_file *debugdata)
+int minidebuginfo_open(const struct elf_file *file, uint64_t *bytes_left, struct elf_file *debugdata)
 {
 	const void *section;
-	size_t section_len, image_len;
+	size_t section_len, image_len = 0, max_bytes = MINIDEBUGINFO_MAX_BYTES;
 	void *image;
 	char name[sizeof(file->path) + 32];
 	int err;
@@ -82,7 +83,11 @@ int minidebuginfo_open(const struct elf_file *file, struct elf_file *debugdata)
 		return err == -ENODATA ? -ENOENT : err;
 	if (section_len > MINIDEBUGINFO_MAX_COMPRESSED_BYTES)
 		return -E2BIG;
-	err = minidebuginfo_decompress(section, section_len, MINIDEBUGINFO_MAX_BYTES, &image, &image_len);
+	if (bytes_left && *bytes_left < max_bytes)
+		max_bytes = (size_t)*bytes_left;
+	err = minidebuginfo_decompress(section, section_len, max_bytes, &image, &image_len);
+	if (bytes_left)
+		*bytes_left -= image_len;
 	if (err)
 		return err;
 	snprintf(name, sizeof(name), "%s:.gnu_debugdata", file->path);

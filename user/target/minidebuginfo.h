@@ -22,15 +22,16 @@
 
 /*
  * The .xz stream in (in_len bytes) decompressed into *out (malloc'd, *out_len bytes), at most
- * max_bytes. 0, -E2BIG (expands past max_bytes, or needs more decoder memory than
+ * max_bytes; *out_len also says what a failed decoding expanded. 0, -E2BIG (expands past max_bytes, or needs more decoder memory than
  * MINIDEBUGINFO_MAX_DECODER_BYTES), -EBADMSG (not xz, corrupt, truncated), -ENOMEM.
  */
 int minidebuginfo_decompress(const void *in, size_t in_len, size_t max_bytes, void **out, size_t *out_len);
 /*
  * The ELF inside file's .gnu_debugdata, opened from memory into *debugdata (closed by the
- * caller with elf_file_close). 0, -ENOENT (no such section), -E2BIG (past a budget),
+ * caller with elf_file_close); bytes_left (NULL: no limit) is what expanding may still
+ * produce over a run, used up by what it does (past it: -E2BIG). 0, -ENOENT (no such section), -E2BIG (past a budget),
  * -EBADMSG, -ENOEXEC (not a 64-bit ELF inside), -ENOMEM.
  */
-int minidebuginfo_open(const struct elf_file *file, struct elf_file *debugdata);
+int minidebuginfo_open(const struct elf_file *file, uint64_t *bytes_left, struct elf_file *debugdata);
 
 #endif
