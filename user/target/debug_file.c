@@ -132,33 +132,36 @@ static bool build_id_path(const struct debug_file_place *place, const struct deb
 	return (size_t)snprintf(path + len, size - (size_t)len, ".debug") < size - (size_t)len;
 }
 
+/* The debuglink candidate "<prefix><the file's directory><middle><link name>", if it matches. */
+static bool try_link_candidate(const struct elf_file *file, const struct debug_identity *identity,
+			       const struct debug_file_place *place, pid_t root_pid, const char *prefix,
+			       const char *middle, struct elf_file *debug)
+{
+	const char *last_slash = strrchr(place->path_in_target, '/');
+	int dir_len = (int)(last_slash - place->path_in_target);
+	char path[PATH_MAX];
+
+	return (size_t)snprintf(path, sizeof(path), "%s%.*s%s%s", prefix, dir_len, place->path_in_target, middle,
+				identity->link_name) < sizeof(path) &&
+	       try_candidate(file, identity, place, root_pid, path, false, debug);
+}
+
 /* The candidate paths of one root, in gdb's order; in_target_root: also those beside the file. */
 static bool search_root(const struct elf_file *file, const struct debug_identity *identity,
 			const struct debug_file_place *place, pid_t root_pid, bool in_target_root,
 			struct elf_file *debug)
 {
-	const char *last_slash = strrchr(place->path_in_target, '/');
-	int dir_len = last_slash ? (int)(last_slash - place->path_in_target) : -1;
 	char path[PATH_MAX];
-	size_t size = sizeof(path);
 
-	if (identity->build_id_len && build_id_path(place, identity, path, size) &&
+	if (identity->build_id_len && build_id_path(place, identity, path, sizeof(path)) &&
 	    try_candidate(file, identity, place, root_pid, path, true, debug))
 		return true;
-	if (!identity->has_link || dir_len < 0 || place->path_in_target[0] != '/')
+	if (!identity->has_link || place->path_in_target[0] != '/')
 		return false;
-	if (in_target_root) {
-		if ((size_t)snprintf(path, size, "%.*s/%s", dir_len, place->path_in_target, identity->link_name) < size &&
-		    try_candidate(file, identity, place, root_pid, path, false, debug))
-			return true;
-		if ((size_t)snprintf(path, size, "%.*s/.debug/%s", dir_len, place->path_in_target,
-				     identity->link_name) < size &&
-		    try_candidate(file, identity, place, root_pid, path, false, debug))
-			return true;
-	}
-	return (size_t)snprintf(path, size, "%s%.*s/%s", place->debug_dir, dir_len, place->path_in_target,
-				identity->link_name) < size &&
-	       try_candidate(file, identity, place, root_pid, path, false, debug);
+	if (in_target_root && (try_link_candidate(file, identity, place, root_pid, "", "/", debug) ||
+			       try_link_candidate(file, identity, place, root_pid, "", "/.debug/", debug)))
+		return true;
+	return try_link_candidate(file, identity, place, root_pid, place->debug_dir, "/", debug);
 }
 
 /* Whether pid's root is another directory than ours (a container, a chroot). */
