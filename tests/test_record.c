@@ -1465,27 +1465,34 @@ struct path_pass {
 	struct path_counts *paths;
 };
 
+/* Only stacks through deflate, the entry into libz, are compared: a walk that stopped short of it
+ * (libz is loaded mid-run, and its pcs cannot be unwound until its mapping is known) is not. */
+static bool through_deflate(const struct frame_names *stack)
+{
+	for (size_t i = 0; i < stack->count; i++)
+		if (strcmp(stack->names[i], "deflate") == 0)
+			return true;
+	return false;
+}
+
 static void pass_stack(void *context, const struct frame_names *stack)
 {
 	struct path_pass *pass = context;
 	char path[320];
 	size_t used = 0;
 
+	/* The names both tools show in the stacks compared: a name one tool shows only elsewhere
+	 * (libc's __libc_start_call_main, named by both once libc's debug file is installed, which
+	 * pybpfprof leaves out below the first Python frame) says nothing about those paths. */
 	if (pass->seen) {
-		for (size_t i = 0; i < stack->count; i++)
+		for (size_t i = 0; through_deflate(stack) && i < stack->count; i++)
 			name_set_add(pass->seen, stack->names[i]);
 		return;
 	}
 	path[0] = 0;
-	/* Only stacks through deflate, the entry into libz: a walk that stopped short of it (libz is
-	 * loaded mid-run, and its pcs cannot be unwound until its mapping is known) is not compared. */
-	for (size_t i = 0; i <= stack->count; i++) {
-		if (i == stack->count) {
-			pass->paths->cut += stack->count > 0;
-			return;
-		}
-		if (strcmp(stack->names[i], "deflate") == 0)
-			break;
+	if (!through_deflate(stack)) {
+		pass->paths->cut += stack->count > 0;
+		return;
 	}
 	for (size_t i = 0; i < stack->count && used < sizeof(path); i++)
 		if (name_set_has(pass->both, stack->names[i]))
