@@ -14,7 +14,7 @@ ARCH     := x86
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen
-LDLIBS    := -lbpf -ldw -lelf -lzstd -lz -lm -lstdc++ -lprotobuf-c -lcurl -lpthread
+LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lcurl -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 
@@ -41,7 +41,8 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		pkg-config libcmocka-dev python3 debootstrap zstd \
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev \
 		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
-		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev
+		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
+		liblzma-dev xz-utils binutils
 
 .PHONY: all deps demo check bench clean vmlinux pythons gen-offsets install uninstall
 .DELETE_ON_ERROR:

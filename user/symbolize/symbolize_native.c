@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "target/debug_file.h"
 #include "target/elf_file.h"
+#include "target/elf_symbols.h"
 #include "target/proc_maps.h"
 #include "target/unwind_table.h"
 #include "target/vdso.h"
@@ -29,6 +31,10 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
 #define SYMBOLIZE_NATIVE_REREAD_MS 100
 /* Files whose symbols are kept, each with its ELF open. */
 #define SYMBOLIZE_NATIVE_MAX_FILES 256
+/* What checking debug files (a debuglink's CRC32 reads the file whole) and expanding
+ * MiniDebugInfo may read over a run, all files together: each file has its own bounds, this
+ * one stops a target that maps many files pointing at large ones (real ones cost a few MiB). */
+#define SYMBOLIZE_NATIVE_DEBUG_BYTES ((uint64_t)2 << 30)
 
 struct pid_maps {
 	pid_t pid;
@@ -45,11 +51,10 @@ struct mapped_file {
 	char *path;          /* as the target sees it: the frame's file */
 	char *bracket_name;  /* "[libfoo.so.1]", the name of an address no symbol covers */
 	uint64_t inode;
+	uint32_t dev_major, dev_minor; /* with the inode and path: which file (its debug data too) */
 	struct elf_file elf;
 	bool elf_open;
-	struct elf_function *functions;
-	size_t function_count;
-	char *names;
+	struct elf_symbols symbols; /* its own, its debug file's or its MiniDebugInfo's */
 	const char **display_names; /* by function: demangled, or the name itself; NULL: not yet */
 	/* Where the functions begin (its FDEs), read at the first pc no symbol covers. */
 	struct unwind_function_range *function_ranges;
@@ -63,6 +68,8 @@ struct symbolize_native {
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
 	uint64_t clock;
+	const char *debug_dir; /* where debug files are looked for (target/debug_file.h) */
+	uint64_t debug_bytes_left; /* of SYMBOLIZE_NATIVE_DEBUG_BYTES */
 	struct intern_table offset_names; /* "[libfoo.so.1+0x1234]", and paths of files past the table */
 };
 
@@ -70,9 +77,17 @@ struct symbolize_native *symbolize_native_new(void)
 {
 	struct symbolize_native *symbolizer = calloc(1, sizeof(struct symbolize_native));
 
-	if (symbolizer)
+	if (symbolizer) {
 		intern_init(&symbolizer->offset_names);
+		symbolizer->debug_dir = DEBUG_FILE_DIR;
+		symbolizer->debug_bytes_left = SYMBOLIZE_NATIVE_DEBUG_BYTES;
+	}
 	return symbolizer;
+}
+
+void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const char *debug_dir)
+{
+	symbolizer->debug_dir = debug_dir;
 }
 
 static void mapped_file_free(struct mapped_file *file)
@@ -81,13 +96,12 @@ static void mapped_file_free(struct mapped_file *file)
 		return;
 	if (file->elf_open)
 		elf_file_close(&file->elf);
-	for (size_t i = 0; file->display_names && i < file->function_count; i++)
-		if (file->display_names[i] != file->functions[i].name)
+	for (size_t i = 0; file->display_names && i < file->symbols.count; i++)
+		if (file->display_names[i] != file->symbols.functions[i].name)
 			free((char *)file->display_names[i]);
 	free(file->display_names);
 	free(file->function_ranges);
-	free(file->functions);
-	free(file->names);
+	elf_symbols_free(&file->symbols);
 	free(file->path);
 	free(file->bracket_name);
 	free(file);
@@ -169,8 +183,8 @@ static const struct proc_map *mapping_at(const struct proc_maps *maps, uint64_t 
 static const struct elf_function *function_at(const struct mapped_file *file, uint64_t addr)
 {
 	const struct elf_function *function = array_last_at_or_below_u64(
-		file->functions, file->function_count, sizeof(*file->functions), offsetof(struct elf_function, addr),
-		addr);
+		file->symbols.functions, file->symbols.count, sizeof(*file->symbols.functions),
+		offsetof(struct elf_function, addr), addr);
 
 	/* The last function starting at or below addr, if it extends over addr. */
 	return function && addr - function->addr < function->size ? function : NULL;
@@ -191,6 +205,17 @@ static int open_file_of_map(struct elf_file *elf, pid_t pid, const struct proc_m
 	return elf_file_open(elf, path);
 }
 
+/* The file's functions, its debug file's looked up in pid's root (the vDSO has none: it has no path). */
+static int read_symbols(struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
+			const struct proc_map *map)
+{
+	struct debug_file_place place = { .pid = pid, .path_in_target = map->path,
+					  .debug_dir = symbolizer->debug_dir };
+
+	return elf_symbols_read(&file->symbols, &file->elf, vdso_is_map_name(map->path) ? NULL : &place,
+				&symbolizer->debug_bytes_left);
+}
+
 static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)
 {
 	struct mapped_file *file;
@@ -198,7 +223,8 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 
 	for (size_t i = 0; i < symbolizer->file_count; i++) {
 		file = symbolizer->files[i];
-		if (file->inode == map->inode && strcmp(file->path, map->path) == 0)
+		if (file->inode == map->inode && file->dev_major == map->dev_major && file->dev_minor == map->dev_minor &&
+		    strcmp(file->path, map->path) == 0)
 			return file;
 	}
 	if (symbolizer->file_count == SYMBOLIZE_NATIVE_MAX_FILES)
@@ -210,6 +236,8 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 	file->path = strdup(map->path);
 	file->bracket_name = malloc(name_len);
 	file->inode = map->inode;
+	file->dev_major = map->dev_major;
+	file->dev_minor = map->dev_minor;
 	if (!file->path || !file->bracket_name) {
 		mapped_file_free(file);
 		return NULL;
@@ -217,10 +245,9 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 	snprintf(file->bracket_name, name_len, "[%s]", proc_maps_basename(map->path));
 	/* A file we cannot open or that has no symbols is still named by its brackets. */
 	file->elf_open = open_file_of_map(&file->elf, pid, map) == 0;
-	if (file->elf_open &&
-	    elf_file_functions(&file->elf, &file->functions, &file->function_count, &file->names) < 0) {
-		file->functions = NULL;
-		file->function_count = 0;
+	if (file->elf_open && read_symbols(symbolizer, file, pid, map) < 0) {
+		mapped_file_free(file);
+		return NULL;
 	}
 	symbolizer->files[symbolizer->file_count++] = file;
 	return file;
@@ -254,12 +281,12 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 /* The function's name as a reader knows it: C++ names demangled, once per function. */
 static const char *display_name(struct mapped_file *file, const struct elf_function *function)
 {
-	size_t index = (size_t)(function - file->functions);
+	size_t index = (size_t)(function - file->symbols.functions);
 	char *demangled;
 	int status = -1;
 
 	if (!file->display_names) {
-		file->display_names = calloc(file->function_count, sizeof(*file->display_names));
+		file->display_names = calloc(file->symbols.count, sizeof(*file->display_names));
 		if (!file->display_names)
 			return function->name;
 	}

@@ -2,7 +2,8 @@
 /*
  * Names a user-space address of a target: which file it is in (from
  * /proc/PID/maps) and which function (from that file's ELF symbols, read
- * once per file with libelf; C++ names demangled). It serves the native leaf
+ * once per file with libelf, and for a stripped file those of its debug file
+ * or its MiniDebugInfo: target/elf_symbols.h; C++ names demangled). It serves the native leaf
  * frame of a sample that landed outside the interpreter (a C extension, libc,
  * libz) and every frame of a mixed stack, the interpreter's own included.
  */
@@ -19,6 +20,8 @@ struct symbolize_native;
 
 struct symbolize_native *symbolize_native_new(void);
 void symbolize_native_free(struct symbolize_native *symbolizer);
+/* Where separate debug files are looked for instead of /usr/lib/debug (a test's tree); kept, not copied. */
+void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const char *debug_dir);
 /* The process is gone, or exec'd: its mappings no longer hold. */
 void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid);
 /*

@@ -75,6 +75,7 @@ static void elf_file_reset(struct elf_file *file, const char *path)
 {
 	file->fd = -1;
 	file->elf = NULL;
+	file->image = NULL;
 	snprintf(file->path, sizeof(file->path), "%s", path);
 }
 
@@ -90,20 +91,25 @@ int elf_file_open(struct elf_file *file, const char *path)
 }
 
 /*
- * path_in_target resolved inside the target's root: its symlinks (absolute ones too) stay
- * in that root, magic links (/proc/self/...) are refused, the last component must not be
- * a link, and a FIFO opens without waiting for a writer.
+ * path_in_target resolved inside the target's root (pid 0: ours): its symlinks (absolute ones
+ * too) stay in that root, magic links (/proc/self/...) are refused, the last component must not
+ * be a link unless follow_last, and a FIFO opens without waiting for a writer.
  */
-static int open_in_root(pid_t pid, const char *path_in_target)
+static int open_in_root(pid_t pid, const char *path_in_target, bool follow_last)
 {
-	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC,
+	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
 				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	char root_path[64];
 	int root, fd;
 
 	if (path_in_target[0] != '/')
 		return -ENOENT;
-	snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)pid);
+	if (!follow_last)
+		how.flags |= O_NOFOLLOW;
+	if (pid)
+		snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)pid);
+	else
+		snprintf(root_path, sizeof(root_path), "/");
 	root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -119,8 +125,37 @@ static int open_in(struct elf_file *file, pid_t pid, const char *path_in_target,
 	int fd;
 
 	elf_file_reset(file, path_in_target);
-	fd = open_in_root(pid, path_in_target);
+	fd = open_in_root(pid, path_in_target, false);
 	return fd < 0 ? fd : open_elf_fd(file, fd, expected);
+}
+
+int elf_file_open_linked_in(struct elf_file *file, pid_t root_pid, const char *path_in_root)
+{
+	int fd;
+
+	elf_file_reset(file, path_in_root);
+	fd = open_in_root(root_pid, path_in_root, true);
+	return fd < 0 ? fd : open_elf_fd(file, fd, NULL);
+}
+
+int elf_file_open_memory(struct elf_file *file, void *image, size_t len, const char *name)
+{
+	Elf *elf;
+
+	elf_file_reset(file, name);
+	file->image = image;
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		elf_file_close(file);
+		return -ENOSYS;
+	}
+	/* libelf reads the image in place: it is ours, a copy already bounded by the caller */
+	elf = elf_memory(image, len);
+	file->elf = elf;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64) {
+		elf_file_close(file);
+		return -ENOEXEC;
+	}
+	return 0;
 }
 
 int elf_file_open_in(struct elf_file *file, pid_t pid, const char *path_in_target)
@@ -169,7 +204,9 @@ void elf_file_close(struct elf_file *file)
 		elf_end(file->elf);
 	if (file->fd >= 0)
 		close(file->fd);
+	free(file->image);
 	file->elf = NULL;
+	file->image = NULL;
 	file->fd = -1;
 }
 
@@ -427,6 +464,53 @@ int elf_file_section_data(const struct elf_file *file, const char *name, const v
 	*data = contents->d_buf;
 	*len = contents->d_size;
 	return 0;
+}
+
+bool elf_file_has_symtab(const struct elf_file *file)
+{
+	GElf_Shdr shdr;
+
+	return elf_section_of_type(file->elf, SHT_SYMTAB, &shdr) != NULL;
+}
+
+/* The build-id note among one note section's notes, if any. */
+static int build_id_in_notes(Elf_Data *notes, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
+{
+	size_t offset = 0, next;
+	GElf_Nhdr note;
+	size_t name_offset, desc_offset;
+
+	/* gelf_getnote moves forward at each note and stops at the data's end: bounded by its size */
+	while ((next = gelf_getnote(notes, offset, &note, &name_offset, &desc_offset)) > offset) {
+		const char *name = (const char *)notes->d_buf + name_offset;
+
+		offset = next;
+		if (note.n_type != NT_GNU_BUILD_ID || note.n_namesz != 4 || memcmp(name, "GNU", 4) ||
+		    !note.n_descsz || note.n_descsz > ELF_FILE_MAX_BUILD_ID)
+			continue;
+		memcpy(id, (const char *)notes->d_buf + desc_offset, note.n_descsz);
+		*len = note.n_descsz;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
+{
+	Elf_Scn *scn = NULL;
+	unsigned seen = 0;
+
+	while ((scn = elf_nextscn(file->elf, scn)) && seen++ < ELF_SECTION_MAX) {
+		GElf_Shdr shdr;
+		Elf_Data *notes;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+			continue;
+		notes = elf_getdata(scn, NULL);
+		if (notes && notes->d_buf && !build_id_in_notes(notes, id, len))
+			return 0;
+	}
+	return -ENOENT;
 }
 
 int elf_file_load_bias(const struct elf_file *file, uint64_t map_start, uint64_t map_offset, uint64_t *bias)

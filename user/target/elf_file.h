@@ -21,8 +21,9 @@
 #define ELF_FILE_MAX_SYMBOL_BYTES ((size_t)128 << 20)
 
 struct elf_file {
-	int fd;
+	int fd;               /* -1 for an image in memory */
 	void *elf;            /* Elf *, kept opaque so users need not include libelf.h */
+	void *image;          /* an image in memory (elf_file_open_memory), freed at close */
 	char path[4096 + 32]; /* the path opened */
 };
 
@@ -33,6 +34,13 @@ struct elf_file {
 int elf_file_open_in(struct elf_file *file, pid_t pid, const char *path_in_target);
 /* A file of ours (not a target's path): the same checks but the resolution. */
 int elf_file_open(struct elf_file *file, const char *path);
+/* As elf_file_open_in, but the last component may be a symlink, followed inside the same root
+ * (a build-id tree's entries link to the debug files); root_pid 0: our own root. For files
+ * that are checked once open (a debug file must match the file it describes). */
+int elf_file_open_linked_in(struct elf_file *file, pid_t root_pid, const char *path_in_root);
+/* An ELF image in memory (a decompressed MiniDebugInfo), taken over: freed at close, also on
+ * failure. name is what the file's path says. 0, -ENOEXEC (not a 64-bit ELF), -ENOSYS. */
+int elf_file_open_memory(struct elf_file *file, void *image, size_t len, const char *name);
 /* The file behind one mapping of pid: /proc/PID/map_files/START-END (what is mapped, whatever
  * became of its path; also right when the maps' path is relative to our root rather than the
  * target's), else, where map_files cannot be opened, path_in_target as elf_file_open_in does.
@@ -69,7 +77,7 @@ bool elf_file_imports_prefix(const struct elf_file *file, const char *const *pre
 int elf_file_soname(const struct elf_file *file, char *out, size_t len);
 /* Link-time address and size of a section by name; 0 or -ENOENT. */
 int elf_file_section(const struct elf_file *file, const char *name, uint64_t *addr, uint64_t *size);
-/* The file's contents of an allocated section (valid until close); 0, -ENOENT, or -ENODATA (NOBITS). */
+/* The file's contents of a section, allocated or not (valid until close); 0, -ENOENT, or -ENODATA (NOBITS). */
 int elf_file_section_data(const struct elf_file *file, const char *name, const void **data, size_t *len);
 /* A function symbol: [addr, addr + size) at link time. */
 struct elf_function {
@@ -84,6 +92,12 @@ struct elf_function {
  * symbol table), -E2BIG (names and entries beyond ELF_FILE_MAX_SYMBOL_BYTES), -ENOMEM. */
 int elf_file_functions(const struct elf_file *file, struct elf_function **functions, size_t *count,
 		       char **names);
+/* Whether the file has a .symtab (its static functions named): a stripped file has not. */
+bool elf_file_has_symtab(const struct elf_file *file);
+/* The file's GNU build-id (NT_GNU_BUILD_ID note), copied into id (up to ELF_FILE_MAX_BUILD_ID
+ * bytes). 0, -ENOENT. */
+#define ELF_FILE_MAX_BUILD_ID 64
+int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len);
 /* Runtime address minus link-time address, given where the mapping at map_offset of the file starts. */
 int elf_file_load_bias(const struct elf_file *file, uint64_t map_start, uint64_t map_offset, uint64_t *bias);
 
