@@ -23,6 +23,8 @@
 
 #include <unwind_table.h>
 
+/* The niceness of the thread that builds tables (the drain's is the process's own). */
+#define UNWIND_CACHE_BUILDER_NICE 10
 /* A process's maps are read again for an unknown pc at most this often. */
 #define UNWIND_CACHE_REFRESH_MS 200
 
