@@ -14,7 +14,7 @@ ARCH     := x86
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen
-LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lcurl -lpthread
+LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lcurl -lncursesw -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 
@@ -39,7 +39,7 @@ TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # protobuf-c and pprof's .proto build the pprof writer; go and jsonschema: test_export).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
-		libdw-dev python3-numpy linux-perf libstdc++-12-dev \
+		libdw-dev python3-numpy linux-perf libstdc++-12-dev libncurses-dev tmux \
 		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
 		liblzma-dev xz-utils binutils

@@ -283,6 +283,69 @@ static void top_of_collapsed_counts_stacks(void **state)
 	assert_non_null(strstr(out_text, "75.00%  work (a.py)"));
 }
 
+/* ---- live top ---- */
+
+/* The pane's text as a user sees it now. */
+static void capture_pane(const char *session, char *out, size_t len)
+{
+	char *argv[] = { "tmux", "capture-pane", "-p", "-t", (char *)session, NULL };
+
+	assert_int_equal(run_capture_both(argv, out, len, err_text, sizeof(err_text)), 0);
+}
+
+/* `pybpfprof top -- COMMAND` in a real terminal (tmux): the hottest function leads within
+ * 3 s, the keys are on screen, q quits and gives the terminal back. */
+static void live_top_in_a_terminal(void **state)
+{
+	static const char script_text[] = "def hot_loop():\n"
+					  "    n = 1\n"
+					  "    while True:\n"
+					  "        n = (n * 7 + 3) % 1000003\n"
+					  "hot_loop()\n";
+	struct test_python pythons[16];
+	size_t count = test_pythons(pythons, 16);
+	char script[PATH_MAX], command[PATH_MAX * 3], pane[8192], name[32];
+	char *start[] = { "tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "30", command, NULL };
+	char *quit[] = { "tmux", "send-keys", "-t", name, "q", NULL };
+	char *kill_session[] = { "tmux", "kill-session", "-t", name, NULL };
+	const char *row;
+
+	(void)state;
+	if (access("/usr/bin/tmux", X_OK) != 0 || count == 0) {
+		print_message("tmux or a Python absent: skipped\n");
+		skip();
+	}
+	FORMAT(name, "pybpfprof-top-%d", (int)getpid());
+	FORMAT(script, "%s/hot.py", test_tmpdir());
+	assert_int_equal(write_whole_file(script, script_text, sizeof(script_text) - 1), 0);
+	/* --no-native: the leaf is the Python function, whatever C helper the loop was in */
+	FORMAT(command, "sh -c '%s top --no-native -F 200 -- %s %s; echo EXITED $?; sleep 60'", pybpfprof_binary(),
+	       pythons[0].command, script);
+	assert_int_equal(run_capture_both(start, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	sleep(3);
+	capture_pane(name, pane, sizeof(pane));
+	print_message("%s\n", pane);
+	assert_non_null(strstr(pane, "pybpfprof top"));
+	assert_non_null(strstr(pane, "q quit"));
+	row = strstr(pane, "Function (file)");
+	assert_non_null(row);
+	row = strchr(row, '\n');
+	assert_non_null(row);
+	/* the first row after the column titles */
+	if (!strstr(row + 1, "hot_loop") || strstr(row + 1, "hot_loop") > strchr(row + 1, '\n'))
+		fail_msg("hot_loop is not on the first line:\n%s", pane);
+	assert_int_equal(run_capture_both(quit, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	for (int tries = 0; tries < 50 && !strstr(pane, "EXITED"); tries++) {
+		usleep(100 * 1000);
+		capture_pane(name, pane, sizeof(pane));
+	}
+	print_message("after q:\n%s\n", pane);
+	assert_non_null(strstr(pane, "EXITED"));
+	/* the terminal is the shell's again: none of the live view is left on it */
+	assert_null(strstr(pane, "q quit"));
+	run_capture_both(kill_session, out_text, sizeof(out_text), err_text, sizeof(err_text));
+}
+
 /* ---- installing ---- */
 
 /* `make install` puts the binary, its man page and its completion where a system tool's go. */
@@ -348,6 +411,7 @@ int main(void)
 		cmocka_unit_test(default_file_follows_format),
 		cmocka_unit_test(tachyon_and_mojo_read_back_alike),
 		cmocka_unit_test(top_of_collapsed_counts_stacks),
+		cmocka_unit_test(live_top_in_a_terminal),
 		cmocka_unit_test(make_install_places_the_tool),
 		cmocka_unit_test(bash_completes_commands_and_values),
 	};

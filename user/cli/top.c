@@ -4,6 +4,7 @@
  * time and by total (inclusive) time, from any format we read.
  */
 #include "cli/commands.h"
+#include "cli/live_top.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/exit_status.h"
@@ -172,43 +173,67 @@ static void print_report(const struct function_weights *weights, const char *pat
 	}
 }
 
-int top_main(int argc, char **argv)
+static void top_usage(FILE *out)
 {
-	static const struct option options[] = {
-		{ "lines", required_argument, NULL, 'n' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	fputs("Usage: pybpfprof top [-n N] FILE            the functions with the most time in a file\n"
+	      "       pybpfprof top [OPTIONS] -p PID[,PID]  live, redrawn every second\n"
+	      "       pybpfprof top [OPTIONS] -- COMMAND    launch and show it live\n"
+	      "       pybpfprof top [OPTIONS]               live, every Python process on the host\n"
+	      "Live options: -F HZ (default 100), --mode cpu|wall, -d SECONDS, --no-native, --no-kernel.\n"
+	      "Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions,\n"
+	      "processes, threads, space pause.\n"
+	      "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile, or no such\n"
+	      "process; 69 cannot profile here (not root).\n",
+	      out);
+}
+
+static int parse_pid_list(char *list, struct session_options *session)
+{
+	char *saveptr = NULL;
+
+	for (char *item = strtok_r(list, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
+		char *end;
+		unsigned long pid;
+
+		errno = 0;
+		pid = strtoul(item, &end, 10);
+		if (errno || *end || end == item || pid == 0 || pid > INT32_MAX || item[0] == '-' ||
+		    session->pid_count == SESSION_MAX_PIDS)
+			return -EINVAL;
+		session->pids[session->pid_count++] = (pid_t)pid;
+	}
+	return 0;
+}
+
+/* What the live view's header says is profiled. */
+static void live_scope(const struct session_options *session, char *out, size_t len)
+{
+	size_t used = 0;
+
+	if (session->command) {
+		snprintf(out, len, "command: ");
+		used = strlen(out);
+		for (char **word = session->command; *word && used + 1 < len; word++)
+			used += (size_t)snprintf(out + used, len - used, "%s ", *word);
+	} else if (session->pid_count) {
+		used = (size_t)snprintf(out, len, "pid");
+		for (size_t i = 0; i < session->pid_count && used + 1 < len; i++)
+			used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : " ", (int)session->pids[i]);
+	} else {
+		snprintf(out, len, "every Python process on this host");
+	}
+}
+
+static int top_file(const char *path, size_t limit)
+{
 	struct function_weights weights = { 0 };
 	struct pf_reader *reader;
 	struct pf_sample sample;
-	size_t limit = 10;
 	char err[512];
-	int opt, got;
+	int got;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "n:h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'n':
-			if (parse_limit(optarg, &limit)) {
-				fprintf(stderr, "pybpfprof: top: invalid -n '%s' (a number of lines, 1 or more)\n", optarg);
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case 'h':
-			puts("Usage: pybpfprof top [-n N] FILE\nThe functions with the most own and total time.\n"
-			     "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile.");
-			return 0;
-		default:
-			return EXIT_STATUS_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "pybpfprof: top: expected exactly one FILE (try 'pybpfprof top --help')\n");
-		return EXIT_STATUS_USAGE;
-	}
-	if (format_registry_open_reader(&reader, argv[optind], err, sizeof(err))) {
-		cli_error_print("top", argv[optind], err);
+	if (format_registry_open_reader(&reader, path, err, sizeof(err))) {
+		cli_error_print("top", path, err);
 		return EXIT_STATUS_TARGET;
 	}
 	intern_init(&weights.names);
@@ -218,12 +243,109 @@ int top_main(int argc, char **argv)
 			break;
 		}
 	if (got < 0)
-		cli_error_print("top", argv[optind],
-				got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
+		cli_error_print("top", path, got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else
-		print_report(&weights, argv[optind], pf_reader_format(reader), limit);
+		print_report(&weights, path, pf_reader_format(reader), limit);
 	pf_reader_close(reader);
 	intern_free(&weights.names);
 	free(weights.by_function);
 	return got < 0 ? EXIT_STATUS_TARGET : EXIT_STATUS_OK;
+}
+
+enum { OPT_MODE = 0x100, OPT_NO_NATIVE, OPT_NO_KERNEL };
+
+int top_main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "lines", required_argument, NULL, 'n' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
+		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct session_options session = { .frequency_hz = 100, .kernel_stacks = true, .native_frames = true,
+					   .native_stacks = true };
+	char scope[512], *end;
+	size_t limit = 10;
+	int opt, options_end = argc;
+
+	/* A command to launch follows "--": its own options are not ours. */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			options_end = i;
+			break;
+		}
+	optind = 1;
+	while ((opt = getopt_long(options_end, argv, "n:p:F:d:h", options, NULL)) != -1) {
+		switch (opt) {
+		case 'n':
+			if (parse_limit(optarg, &limit)) {
+				fprintf(stderr, "pybpfprof: top: invalid -n '%s' (a number of lines, 1 or more)\n", optarg);
+				return EXIT_STATUS_USAGE;
+			}
+			break;
+		case 'p':
+			if (parse_pid_list(optarg, &session)) {
+				fprintf(stderr, "pybpfprof: top: invalid -p '%s'\n", optarg);
+				return EXIT_STATUS_USAGE;
+			}
+			break;
+		case 'F':
+			session.frequency_hz = (unsigned)strtoul(optarg, &end, 10);
+			if (*end || session.frequency_hz == 0 || session.frequency_hz > 100000) {
+				fprintf(stderr, "pybpfprof: top: invalid frequency '%s' (1-100000 Hz)\n", optarg);
+				return EXIT_STATUS_USAGE;
+			}
+			break;
+		case 'd':
+			session.duration_s = strtod(optarg, &end);
+			if (*end || !(session.duration_s > 0)) {
+				fprintf(stderr, "pybpfprof: top: invalid duration '%s' (seconds)\n", optarg);
+				return EXIT_STATUS_USAGE;
+			}
+			break;
+		case OPT_MODE:
+			if (strcmp(optarg, "cpu") == 0)
+				session.mode = SESSION_MODE_CPU;
+			else if (strcmp(optarg, "wall") == 0)
+				session.mode = SESSION_MODE_WALL;
+			else {
+				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu or wall)\n", optarg);
+				return EXIT_STATUS_USAGE;
+			}
+			break;
+		case OPT_NO_NATIVE:
+			session.native_frames = session.native_stacks = false;
+			break;
+		case OPT_NO_KERNEL:
+			session.kernel_stacks = false;
+			break;
+		case 'h':
+			top_usage(stdout);
+			return EXIT_STATUS_OK;
+		default:
+			top_usage(stderr);
+			return EXIT_STATUS_USAGE;
+		}
+	}
+	if (options_end < argc) {
+		if (options_end + 1 == argc) {
+			fprintf(stderr, "pybpfprof: top: -- is not followed by a command\n");
+			return EXIT_STATUS_USAGE;
+		}
+		session.command = &argv[options_end + 1];
+	}
+	if (optind == options_end - 1 && !session.command && !session.pid_count)
+		return top_file(argv[optind], limit);
+	if (optind != options_end || (session.command && session.pid_count)) {
+		fprintf(stderr, "pybpfprof: top: give one FILE, or -p PID, or -- COMMAND, or nothing for the whole host "
+				"(try 'pybpfprof top --help')\n");
+		return EXIT_STATUS_USAGE;
+	}
+	live_scope(&session, scope, sizeof(scope));
+	return live_top_run(&session, scope);
 }

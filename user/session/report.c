@@ -89,6 +89,8 @@ void report_write_sample(struct session *session, struct pf_sample *sample)
 		note_write_error(session, i, pf_writer_add_sample(session->writers[i], sample));
 	if (session->windows)
 		windows_add_sample(session->windows, sample);
+	if (session->options->view)
+		session->options->view->add_sample(session->options->view->ctx, sample);
 	session->samples_written++;
 }
 

@@ -25,6 +25,8 @@
  */
 #define TICK_FAST_MS 10
 #define TICK_SLOW_MS 50
+/* A launched command gets this long to end on SIGINT when the live view quits. */
+#define VIEW_QUIT_GRACE_MS 2000
 #define LIVENESS_EVERY_MS 200
 /* Records kept per drain before they are written: a full ring at 20 kHz on 2 CPUs is far less. */
 #define PENDING_RECORDS_MAX_BYTES (16u << 20)
@@ -168,6 +170,7 @@ static void run_loop(struct session *session)
 	bool show = !options->quiet && isatty(STDERR_FILENO);
 	int forwarded = 0;
 	int tick_ms = TICK_FAST_MS;
+	uint64_t view_quit_ms = 0;
 
 	while (!session->write_error) {
 		struct symbolize_py_stats before, after;
@@ -204,6 +207,19 @@ static void run_loop(struct session *session)
 		}
 		if (session->windows)
 			windows_tick(session->windows, now);
+		if (options->view && !view_quit_ms && options->view->tick(options->view->ctx, now)) {
+			/* The viewer quit: a command it launched ends with it, as with Ctrl-C. */
+			if (!session->launched)
+				break;
+			kill(session->launch.pid, SIGINT);
+			view_quit_ms = now;
+		}
+		if (view_quit_ms) {
+			if (launch_poll_exit(&session->launch))
+				break;
+			if (now - view_quit_ms >= VIEW_QUIT_GRACE_MS)
+				kill(session->launch.pid, SIGKILL);
+		}
 		if (now >= next_flush) {
 			for (size_t i = 0; i < session->writer_count; i++)
 				pf_writer_flush(session->writers[i]);

@@ -8,6 +8,7 @@
 #define PYBPFPROF_SESSION_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,6 +23,16 @@ struct session_output {
 };
 
 #define SESSION_MAX_PUSH_LABELS 16
+
+struct pf_sample;
+
+/* A live view of the run (pybpfprof top): given every sample as it is written, and a
+ * tick at every turn of the loop; tick returns true when the viewer wants to stop. */
+struct session_view {
+	void *ctx;
+	void (*add_sample)(void *ctx, const struct pf_sample *sample);
+	bool (*tick)(void *ctx, uint64_t now_ms);
+};
 
 /* What a sample is: a tick of a running thread (cpu), or every thread at every interval (wall). */
 enum session_mode {
@@ -53,6 +64,7 @@ struct session_options {
 	const char *push_labels[SESSION_MAX_PUSH_LABELS]; /* "key=value" */
 	size_t push_label_count;
 	double window_s;
+	const struct session_view *view; /* NULL: none */
 };
 
 /* "cpu", "wall". */
