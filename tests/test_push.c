@@ -152,16 +152,50 @@ static void endpoint_down_never_stops_sampling(void **state)
 	assert_non_null(strstr(out_text, "push_spin"));
 }
 
+/* --window without --push: each output written per window, numbered, each a whole profile. */
+static void file_windows(void **state)
+{
+	struct test_python pythons[16];
+	const struct test_python *python = pick_python(pythons, test_pythons(pythons, 16));
+	char script[PATH_MAX], output[PATH_MAX], path[PATH_MAX + 16], command[PATH_MAX * 4];
+	char *argv[32], *top[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+	int windows = 0;
+
+	(void)state;
+	assert_non_null(python);
+	snprintf(script, sizeof(script), "%s/window_work.py", test_tmpdir());
+	snprintf(output, sizeof(output), "%s/windowed.mojo", test_tmpdir());
+	write_workload(script, 3.6);
+	snprintf(command, sizeof(command), "%s -q --window 1s -o %s -F 200 -- %s %s", pybpfprof_binary(), output,
+		 python->command, script);
+	split_command(command, argv, 32);
+	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	assert_false(file_exists(output));
+	for (int n = 1; n < 100; n++) {
+		snprintf(path, sizeof(path), "%s/windowed-%04d.mojo", test_tmpdir(), n);
+		if (!file_exists(path))
+			break;
+		assert_int_equal(run_capture_both(top, out_text, sizeof(out_text), err_text, sizeof(err_text)),
+				 EXIT_STATUS_OK);
+		/* every full window holds the busy function; the last may be the interpreter's exit */
+		if (n <= 2)
+			assert_non_null(strstr(out_text, "push_spin"));
+		windows++;
+	}
+	print_message("%d window files\n", windows);
+	assert_true(windows >= 3);
+}
+
 static void push_options_need_push(void **state)
 {
-	char *argv[] = { (char *)pybpfprof_binary(), "--window", "5", "-p", "1", NULL };
+	char *argv[] = { (char *)pybpfprof_binary(), "--app", "x", "-p", "1", NULL };
 	char *bad_label[] = { (char *)pybpfprof_binary(), "--push", "http://127.0.0.1:1", "--label", "a{b}=c", "-p",
 			      "1", NULL };
 
 	(void)state;
 	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)),
 			 EXIT_STATUS_USAGE);
-	assert_non_null(strstr(err_text, "go with --push"));
+	assert_non_null(strstr(err_text, "go with --push URL"));
 	assert_int_equal(run_capture_both(bad_label, out_text, sizeof(out_text), err_text, sizeof(err_text)),
 			 EXIT_STATUS_USAGE);
 	assert_non_null(strstr(err_text, "invalid label"));
@@ -172,6 +206,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(windows_arrive_as_pprof),
 		cmocka_unit_test(endpoint_down_never_stops_sampling),
+		cmocka_unit_test(file_windows),
 		cmocka_unit_test(push_options_need_push),
 	};
 

@@ -83,7 +83,7 @@ static const struct argp_option record_options[] = {
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
 	{ "push", OPT_PUSH, "URL", 0, "Continuous mode: push each window as pprof to a Pyroscope-compatible server (URL/ingest); never blocks sampling", 0 },
-	{ "window", OPT_WINDOW, "SECONDS", 0, "With --push: the window's length (default 10)", 0 },
+	{ "window", OPT_WINDOW, "SECONDS", 0, "Cut the run into windows (10, 10s, 5m): with --push each is pushed (default 10 s); without, each -o file is written per window (run-0001.mojo, ...)", 0 },
 	{ "app", OPT_APP, "NAME", 0, "With --push: the application name (default pybpfprof)", 0 },
 	{ "label", OPT_LABEL, "KEY=VALUE", 0, "With --push: a label of every window (repeatable)", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", OPTION_HIDDEN, "Ring buffer size", 0 },
@@ -237,8 +237,13 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_WINDOW:
 		session->window_s = strtod(arg, &end);
-		if (end == arg || *end || !(session->window_s >= 1) || !isfinite(session->window_s))
-			argp_error(state, "invalid window '%s' (seconds, at least 1)", arg);
+		if (end != arg && strcmp(end, "m") == 0)
+			session->window_s *= 60;
+		else if (end != arg && strcmp(end, "s") == 0)
+			end++;
+		if (end == arg || (*end && strcmp(end, "m") != 0) || !(session->window_s >= 1) ||
+		    !isfinite(session->window_s))
+			argp_error(state, "invalid window '%s' (10, 10s or 5m; at least 1 s)", arg);
 		break;
 	case OPT_APP:
 		if (!valid_push_text(arg, false))
@@ -371,9 +376,8 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: give either -p PID or a command to launch, not both\n");
 		return EXIT_STATUS_USAGE;
 	}
-	if (!args.session.push_url && (args.session.window_s > 0 || args.session.push_app ||
-					args.session.push_label_count)) {
-		fprintf(stderr, "pybpfprof: --window, --app and --label go with --push URL\n");
+	if (!args.session.push_url && (args.session.push_app || args.session.push_label_count)) {
+		fprintf(stderr, "pybpfprof: --app and --label go with --push URL\n");
 		return EXIT_STATUS_USAGE;
 	}
 	if (args.session.push_url && args.session.window_s == 0)

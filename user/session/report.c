@@ -37,13 +37,41 @@ void report_error(const char *format, ...)
 		free(message);
 }
 
+/*
+ * Where output i goes: its path, or in file windows (--window without --push) the
+ * path with the window's number before the extension ("run.mojo" -> "run-0001.mojo",
+ * "run.pb.gz" -> "run-0001.pb.gz"). A path too long for that keeps its own name.
+ */
+static const char *output_path(struct session *session, size_t i)
+{
+	const struct session_output *output = &session->options->outputs[i];
+	const char *base = strrchr(output->path, '/') ? strrchr(output->path, '/') + 1 : output->path;
+	size_t base_len = strlen(base), cut = strlen(output->path);
+
+	if (!session->window_index)
+		return output->path;
+	for (size_t e = 0; e < PF_FORMAT_MAX_NAMES && output->format->extensions[e]; e++) {
+		size_t len = strlen(output->format->extensions[e]);
+
+		if (base_len > len + 1 && base[base_len - len - 1] == '.' &&
+		    strcasecmp(base + base_len - len, output->format->extensions[e]) == 0) {
+			cut = strlen(output->path) - len - 1;
+			break;
+		}
+	}
+	if ((size_t)snprintf(session->window_paths[i], sizeof(session->window_paths[i]), "%.*s-%04u%s", (int)cut,
+			     output->path, session->window_index, output->path + cut) >= sizeof(session->window_paths[i]))
+		return output->path;
+	return session->window_paths[i];
+}
+
 /* The first write error is kept for the end of the run; sampling stops at it. */
 static void note_write_error(struct session *session, size_t writer, int err)
 {
 	if (!err || session->write_error)
 		return;
 	session->write_error = err;
-	errbuf_set(&session->write_error_text, err, "%s: %s", session->options->outputs[writer].path,
+	errbuf_set(&session->write_error_text, err, "%s: %s", output_path(session, writer),
 		   pf_writer_error(session->writers[writer]));
 }
 
@@ -137,12 +165,15 @@ int report_open_writers(struct session *session)
 	options.compression_level = session->options->compression_level;
 	options.flush_interval_ms = FLUSH_EVERY_MS;
 	options.private_file = session->system_wide; /* every user's paths and function names */
+	if (session->options->window_s > 0 && !session->options->push_url && !session->window_index)
+		session->window_index = 1;
 	for (size_t i = 0; i < session->options->output_count; i++) {
 		const struct session_output *output = &session->options->outputs[i];
-		int err = pf_writer_open(&session->writers[i], output->path, output->format, &options);
+		const char *path = output_path(session, i);
+		int err = pf_writer_open(&session->writers[i], path, output->format, &options);
 
 		if (err) {
-			report_error("cannot write %s: %s", output->path, strerror(-err));
+			report_error("cannot write %s: %s", path, strerror(-err));
 			return err;
 		}
 		session->writer_count++;
@@ -167,7 +198,7 @@ void report_start_metadata(struct session *session)
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
 				options->children,
 		.frequency_hz = options->frequency_hz,
-		.start_time_us = session->start_us,
+		.start_time_us = session->window_start_us ? session->window_start_us : session->start_us,
 	};
 
 	set_metadata_all(session, "austin", "3.7.0");
@@ -461,8 +492,8 @@ static void print_wall_summary(const struct session *session)
 static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	struct pf_run_totals totals = {
-		.duration_us = sampling_end_us(session) - session->start_us,
-		.samples = session->samples_written,
+		.duration_us = sampling_end_us(session) - (session->window_start_us ? session->window_start_us : session->start_us),
+		.samples = session->samples_written - session->window_first_sample,
 		.lost_samples = counters[PBP_CNT_LOST],
 		.truncated_stacks = counters[PBP_CNT_TRUNCATED],
 		.read_faults = counters[PBP_CNT_READ_FAULTS],
@@ -583,13 +614,14 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 	}
 }
 
-int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
+/* Ends every output: its closing metadata, then close (rename into place). */
+static int close_writers(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	int status = EXIT_STATUS_OK;
 
 	write_end_metadata(session, counters);
 	for (size_t i = 0; i < session->writer_count; i++) {
-		const char *path = session->options->outputs[i].path;
+		const char *path = output_path(session, i);
 		int err = pf_writer_close(session->writers[i]);
 		struct stat info;
 		char size[32];
@@ -604,6 +636,38 @@ int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 		}
 	}
 	session->writer_count = 0;
+	return status;
+}
+
+int report_next_file_window(struct session *session, const uint64_t counters[PBP_CNT_MAX])
+{
+	uint64_t copy[PBP_CNT_MAX];
+	int status, err;
+
+	memcpy(copy, counters, sizeof(copy));
+	session->stop_us = clock_monotonic_us();
+	status = close_writers(session, copy);
+	session->stop_us = 0;
+	session->window_index++;
+	session->window_start_us = clock_monotonic_us();
+	session->window_first_sample = session->samples_written;
+	err = report_open_writers(session);
+	if (err)
+		return EXIT_STATUS_OUTPUT;
+	report_start_metadata(session);
+	session->python_version_written = false;
+	for (size_t i = 0; i < session->targets.count; i++)
+		if (session->targets.items[i].state == TARGET_READY) {
+			report_python_version(session, &session->targets.items[i]);
+			break;
+		}
+	return status;
+}
+
+int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
+{
+	int status = close_writers(session, counters);
+
 	if (!session->options->quiet)
 		print_summary(session, counters);
 	if (session->write_error) {

@@ -207,6 +207,16 @@ static void run_loop(struct session *session)
 		}
 		if (session->windows)
 			windows_tick(session->windows, now);
+		if (session->window_index &&
+		    now * 1000 - session->window_start_us >= (uint64_t)(options->window_s * 1e6)) {
+			uint64_t counters[PBP_CNT_MAX] = { 0 };
+
+			bpf_sampler_counters(session->sampler, counters);
+			drain(session);
+			if (report_next_file_window(session, counters) != EXIT_STATUS_OK && !session->write_error)
+				session->write_error = errbuf_set(&session->write_error_text, -EIO,
+								  "a window's files could not be written");
+		}
 		if (options->view && !view_quit_ms && options->view->tick(options->view->ctx, now)) {
 			/* The viewer quit: a command it launched ends with it, as with Ctrl-C. */
 			if (!session->launched)
@@ -391,6 +401,7 @@ int session_run(const struct session_options *options)
 	session.python_version_written = false;
 	session.start_ms = clock_monotonic_ms();
 	session.start_us = clock_monotonic_us();
+	session.window_start_us = session.window_index ? session.start_us : 0;
 	session.setup_cpu_s = report_cpu_seconds();
 	report_start_metadata(&session);
 	for (size_t i = 0; i < session.targets.count; i++)

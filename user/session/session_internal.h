@@ -8,6 +8,7 @@
 #ifndef PYBPFPROF_SESSION_INTERNAL_H
 #define PYBPFPROF_SESSION_INTERNAL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,12 @@ struct session {
 	bool python_version_written;
 	struct windows *windows;     /* continuous mode (--push), or NULL */
 	uint64_t stop_us;            /* when sampling ended (before the last pushes); 0 while it runs */
+	/* File windows (--window without --push): the window's number (from 1; 0: no windows),
+	 * its start, and its outputs' paths. */
+	unsigned window_index;
+	uint64_t window_start_us;
+	uint64_t window_first_sample; /* samples_written when the window began */
+	char window_paths[SESSION_MAX_OUTPUTS][PATH_MAX];
 	struct push_client_stats push_stats; /* how the pushes went, once windows are closed */
 	struct intern_table threads; /* (pid, tid) pairs seen */
 	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
@@ -126,6 +133,9 @@ void report_scope(const struct session *session);
 /* Our own CPU time so far (user + system), without the launched command's. */
 double report_cpu_seconds(void);
 /* End metadata, closing the files, the summary; the process exit status (0 or 1). */
+/* File windows: ends the outputs of this window and opens the next window's. The exit status
+ * class of a failure (EXIT_STATUS_OUTPUT), or EXIT_STATUS_OK. */
+int report_next_file_window(struct session *session, const uint64_t counters[PBP_CNT_MAX]);
 /* Closes the outputs and prints the summary: EXIT_STATUS_OK, or _OUTPUT if a file could not be written. */
 int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX]);
 
