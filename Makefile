@@ -164,13 +164,14 @@ check: deps
 # the harness's corpus with the fix).
 fuzz: deps
 	$(MAKE) $(FUZZ_BINS)
-	@for name in $(FUZZ_NAMES); do \
+	@failed=; for name in $(FUZZ_NAMES); do \
 		mkdir -p $(BUILD)/fuzz/found/fuzz_$$name $(BUILD)/fuzz/artifacts; \
 		echo "=== fuzz_$$name: $(FUZZ_SECONDS) s"; \
 		$(BUILD)/fuzz/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
 			-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/artifacts/fuzz_$$name- \
-			$(BUILD)/fuzz/found/fuzz_$$name fuzz/corpus/fuzz_$$name || exit 1; \
-	done
+			$(BUILD)/fuzz/found/fuzz_$$name fuzz/corpus/fuzz_$$name || failed="$$failed fuzz_$$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: findings in:$$failed (inputs in $(BUILD)/fuzz/artifacts/)"; exit 1; fi
 
 bench: deps
 	$(MAKE) all $(BUILD)/bench/unwind_rows

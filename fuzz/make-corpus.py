@@ -331,7 +331,7 @@ def elf_seeds(tmp):
     }
     for name, flags in builds.items():
         out = os.path.join(tmp, name)
-        run("gcc", *flags, *small, source, "-o", out)
+        run("gcc", *flags, *small, "-fdebug-prefix-map=%s=." % tmp, source, "-o", out)
         if name == "tiny-eh-frame.so":
             # stripped: only .dynsym names the functions
             stripped = os.path.join(tmp, "tiny-stripped.so")
@@ -352,8 +352,12 @@ def elf_crafted(data):
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     patched = bytearray(data)
     struct.pack_into("<H", patched, 0x38, 0xFFFF)  # e_phnum: PN_XNUM, the count in section 0
-    struct.pack_into("<Q", patched, shoff + 0x20, 2**40)  # section 0's sh_size: that count
+    struct.pack_into("<I", patched, shoff + 0x2C, 0xFFFFFFFF)  # its sh_info: that count
     write_elf("crafted-phnum-xnum.so", bytes(patched))
+    patched = bytearray(data)
+    struct.pack_into("<H", patched, 0x3C, 0)  # e_shnum 0: the count in section 0
+    struct.pack_into("<Q", patched, shoff + 0x20, 2**40)  # its sh_size: that count
+    write_elf("crafted-shnum-zero.so", bytes(patched))
     patched = bytearray(data)
     for index in range(shnum):
         at = shoff + index * shentsize
@@ -361,8 +365,6 @@ def elf_crafted(data):
         if kind in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM: entries of 1 byte, names anywhere
             struct.pack_into("<Q", patched, at + 0x38, 1)
             struct.pack_into("<I", patched, at + 0x28, 0xFFFF)
-        if kind == 1 and index == shnum - 1:
-            struct.pack_into("<Q", patched, at + 0x20, 2**62)
     write_elf("crafted-symbol-tables.so", bytes(patched))
     names_at, = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)
     for index in range(shnum):
