@@ -129,7 +129,7 @@ def mojo_crafted():
 TACHYON_MAGIC = 0x54414348
 
 
-def tachyon_file(raw, threads, samples, compress=True):
+def tachyon_file(raw, threads, samples, compress=True, order="<"):
     """raw sample records around one string ("a") and one frame (a, line 1), as
     tests/test_tachyon.c's write_crafted lays them out."""
     data = run("zstd", "-3", "-c", input=raw) if compress else raw
@@ -138,9 +138,9 @@ def tachyon_file(raw, threads, samples, compress=True):
     tables = 64 + len(data)
     frame_table = tables + len(strings)
     size = frame_table + len(frames) + 32
-    header = struct.pack("<IIBBBBQQQIQQII", TACHYON_MAGIC, 1, 3, 15, 0, 0, 1, 1000, samples,
+    header = struct.pack(order + "IIBBBBQQQIQQII", TACHYON_MAGIC, 1, 3, 15, 0, 0, 1, 1000, samples,
                          threads, tables, frame_table, 1 if compress else 0, 2)
-    footer = struct.pack("<IIQ16x", 1, 1, size)
+    footer = struct.pack(order + "IIQ16x", 1, 1, size)
     return header + data + strings + frames + footer
 
 
@@ -154,8 +154,8 @@ def leb128(value):
             return bytes(out)
 
 
-def full_record(tid, depth):
-    return struct.pack("<QIB", tid, 0, 1) + bytes([1, 0]) + leb128(depth) + bytes(depth)
+def full_record(tid, depth, order="<"):
+    return struct.pack(order + "QIB", tid, 0, 1) + bytes([1, 0]) + leb128(depth) + bytes(depth)
 
 
 def repeat_flood(depth, count):
@@ -180,6 +180,11 @@ def tachyon_crafted():
     write("tachyon_reader", "crafted-repeat-count.bin",
           tachyon_file(full_record(7, 3) + struct.pack("<QIB", 7, 0, 0) + leb128(2**63) +
                        bytes([1, 0]), 1, 2**64 - 1, compress=False))
+    # a big-endian writer's file: three threads of two frames, one REPEAT of the last
+    records = b"".join(full_record(tid, 2, ">") for tid in (5, 6, 7))
+    write("tachyon_reader", "crafted-big-endian.bin",
+          tachyon_file(records + struct.pack(">QIB", 7, 0, 0) + leb128(3) + bytes([1, 0]) * 3,
+                       3, 6, compress=False, order=">"))
 
 
 def collapsed_crafted():
