@@ -4,6 +4,7 @@
 #   sudo make check install Debian dependencies, build, run every test (real BPF, as root)
 #   sudo make bench overhead and size figures (not part of check)
 #   sudo make install  the binary, man page and bash completion (PREFIX=/usr/local, DESTDIR)
+#   make fuzz       libFuzzer on every harness of fuzz/, FUZZ_SECONDS each (fuzz/README.md)
 
 BUILD    ?= build
 CC       ?= cc
@@ -33,6 +34,23 @@ SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 
+# Fuzzing (fuzz/README.md): one harness fuzz/fuzz_<name>.c per input others control, its
+# corpus in fuzz/corpus/fuzz_<name>/. `make fuzz` runs each under clang's libFuzzer for
+# FUZZ_SECONDS; `make check` runs each corpus once (tests/test_fuzz_corpus.c).
+FUZZ_ALL      := mojo_reader tachyon_reader collapsed_reader py_linetable proc_maps \
+		 py_debug_offsets elf_file unwind_table
+FUZZ_NAMES    ?= $(FUZZ_ALL)
+FUZZ_SECONDS  ?= 60
+FUZZ_TIMEOUT  ?= 60
+FUZZ_SRCS     := fuzz/fuzz_input.c fuzz/fuzz_profile.c $(FUZZ_ALL:%=fuzz/fuzz_%.c)
+FUZZ_SAN_OBJS := $(patsubst fuzz/%.c,$(BUILD)/fuzz-san/%.o,$(FUZZ_SRCS))
+FUZZ_CFLAGS   := -O1 -g -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -Ifuzz \
+		 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# The layers a harness reaches (no BPF skeleton needed), built with libFuzzer's coverage.
+FUZZ_LIB_OBJS := $(patsubst user/%.c,$(BUILD)/fuzz/lib/%.o,$(filter user/util/% user/profile/% \
+		 user/formats/% user/target/% user/symbolize/%,$(LIB_SRCS)))
+FUZZ_BINS     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+
 # Debian packages the build, the tests and the demo need (python3-numpy and linux-perf:
 # the native-stack tests profile numpy, and compare with perf's DWARF call graphs;
 # chromium, chromium-driver and python3-selenium: test_flamegraph_browser opens an SVG;
@@ -42,11 +60,12 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev libncurses-dev tmux \
 		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
-		liblzma-dev xz-utils binutils
+		liblzma-dev xz-utils binutils libclang-rt-14-dev
 
-.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets install uninstall
+.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_OBJS) $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/fuzz_%.o) \
+	    $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/entry_%.o)
 
 all: pybpfprof
 
@@ -99,8 +118,38 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests -o $@ $< $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
 
+# The fuzzing corpora's regression run: the harnesses linked into a cmocka test.
+$(BUILD)/tests/test_fuzz_corpus: tests/test_fuzz_corpus.c $(FUZZ_SAN_OBJS) $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests -Ifuzz -o $@ $< $(FUZZ_SAN_OBJS) $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
+
+$(BUILD)/fuzz-san/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -Ifuzz -MMD -MP -c $< -o $@
+
 $(BUILD) $(BUILD)/tests:
 	mkdir -p $@
+
+# libFuzzer builds (clang only): the library and harnesses instrumented for coverage.
+$(BUILD)/fuzz/lib/%.o: user/%.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(BUILD)/fuzz/libpybpfprof.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/fuzz/harness/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(BUILD)/fuzz/harness/entry_%.o: fuzz/libfuzzer_entry.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -DFUZZ_TARGET=fuzz_$*_run -MMD -MP -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/harness/entry_%.o $(BUILD)/fuzz/harness/fuzz_%.o \
+		      $(BUILD)/fuzz/harness/fuzz_input.o $(BUILD)/fuzz/harness/fuzz_profile.o \
+		      $(BUILD)/fuzz/libpybpfprof.a
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 # The offsets rows of CPython 2.7 and 3.6-3.12, from each interpreter's own headers
 # (PYENV_ROOT/versions/<version>/include), and the 3.13+ _Py_DebugOffsets layouts, from
@@ -132,6 +181,20 @@ check: deps
 	$(MAKE) all $(TESTS)
 	./tests/pythons/provision-sid.sh || echo "warning: Python 3.14/3.15 could not be provisioned; their tests will be skipped" >&2
 	./tests/run-tests.sh $(TESTS)
+
+# Each harness for FUZZ_SECONDS from its corpus (FUZZ_NAMES picks some). What libFuzzer finds
+# new goes to $(BUILD)/fuzz/found/, a crashing input to $(BUILD)/fuzz/artifacts/ (add it to
+# the harness's corpus with the fix).
+fuzz: deps
+	$(MAKE) $(FUZZ_BINS)
+	@failed=; for name in $(FUZZ_NAMES); do \
+		mkdir -p $(BUILD)/fuzz/found/fuzz_$$name $(BUILD)/fuzz/artifacts; \
+		echo "=== fuzz_$$name: $(FUZZ_SECONDS) s"; \
+		$(BUILD)/fuzz/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
+			-print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/artifacts/fuzz_$$name- \
+			$(BUILD)/fuzz/found/fuzz_$$name fuzz/corpus/fuzz_$$name || failed="$$failed fuzz_$$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: findings in:$$failed (inputs in $(BUILD)/fuzz/artifacts/)"; exit 1; fi
 
 bench: deps
 	$(MAKE) all $(BUILD)/bench/unwind_rows

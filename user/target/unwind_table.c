@@ -880,7 +880,9 @@ int unwind_table_function_starts(int fd, struct unwind_function_range **ranges, 
 		free(list.items);
 		return err;
 	}
-	qsort(list.items, list.count, sizeof(*list.items), by_start);
+	/* no FDE with a range: no list at all, and qsort must not be given NULL */
+	if (list.count)
+		qsort(list.items, list.count, sizeof(*list.items), by_start);
 	*ranges = list.items;
 	*count = list.count;
 	return 0;

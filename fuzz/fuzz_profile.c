@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#include "fuzz.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/format_registry.h"
+#include "profile/profile.h"
+
+/* Reads every byte a sample points to, so that the sanitizers check what a reader hands out. */
+static size_t sample_bytes(const struct pf_sample *sample)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		const struct pf_frame *frame = &sample->frames[i];
+
+		bytes += strlen(frame->file) + strlen(frame->name) + (size_t)frame->kind;
+	}
+	return bytes + (size_t)pf_sample_weight(sample);
+}
+
+static size_t metadata_bytes(const struct pf_reader *reader)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < pf_reader_metadata_count(reader); i++) {
+		const char *key, *value;
+
+		pf_reader_metadata_at(reader, i, &key, &value);
+		bytes += strlen(key) + strlen(value);
+	}
+	return bytes;
+}
+
+static void read_samples(const struct pf_format *format, int fd)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char path[64], error[256];
+	int more;
+
+	if (pf_reader_open(&reader, fuzz_input_path(fd, path, sizeof(path)), format, error,
+			   sizeof(error)))
+		return;
+	while ((more = pf_reader_next_sample(reader, &sample)) > 0)
+		fuzz_input_sink += sample_bytes(&sample);
+	fuzz_input_sink += metadata_bytes(reader);
+	if (more < 0)
+		fuzz_input_sink += strlen(pf_reader_error(reader));
+	pf_reader_close(reader);
+}
+
+static void dump_events(const struct pf_format *format, int fd)
+{
+	char error[256];
+	FILE *out;
+
+	if (!format->dump || lseek(fd, 0, SEEK_SET) < 0)
+		return;
+	out = fopen("/dev/null", "w");
+	if (!out)
+		return;
+	format->dump(fd, out, error, sizeof(error));
+	fclose(out);
+}
+
+int fuzz_profile_read(const char *format_name, const uint8_t *data, size_t size)
+{
+	const struct pf_format *format = format_registry_find_name(format_name);
+	int fd;
+
+	if (!format)
+		return 0;
+	fd = fuzz_input_memfd(data, size);
+	if (fd < 0)
+		return 0;
+	read_samples(format, fd);
+	dump_events(format, fd);
+	close(fd);
+	return 0;
+}
