@@ -44,11 +44,11 @@ FUZZ_SECONDS  ?= 60
 FUZZ_TIMEOUT  ?= 60
 FUZZ_SRCS     := fuzz/fuzz_input.c fuzz/fuzz_profile.c $(FUZZ_ALL:%=fuzz/fuzz_%.c)
 FUZZ_SAN_OBJS := $(patsubst fuzz/%.c,$(BUILD)/fuzz-san/%.o,$(FUZZ_SRCS))
-FUZZ_CFLAGS   := -O1 -g -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -Ifuzz \
+FUZZ_CFLAGS   := -O1 -g -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen -Ifuzz \
 		 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # The layers a harness reaches (no BPF skeleton needed), built with libFuzzer's coverage.
 FUZZ_LIB_OBJS := $(patsubst user/%.c,$(BUILD)/fuzz/lib/%.o,$(filter user/util/% user/profile/% \
-		 user/formats/% user/target/% user/symbolize/%,$(LIB_SRCS)))
+		 user/formats/% user/target/% user/symbolize/%,$(LIB_SRCS))) $(BUILD)/fuzz/lib/gen/profile.pb-c.o
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 
 # Debian packages the build, the tests and the demo need (python3-numpy and linux-perf:
@@ -133,6 +133,12 @@ $(BUILD) $(BUILD)/tests:
 $(BUILD)/fuzz/lib/%.o: user/%.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(BUILD)/fuzz/lib/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/lib/formats/pprof/pprof_writer.o: $(PPROF_GEN)
 
 $(BUILD)/fuzz/libpybpfprof.a: $(FUZZ_LIB_OBJS)
 	@rm -f $@
