@@ -20,6 +20,7 @@
 #include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
+#include "util/text_quote.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -402,36 +403,13 @@ static int layout_build(const struct flamegraph_writer *writer, struct fg_layout
 /* Length of the valid UTF-8 sequence XML accepts at text, or 0 if there is none. */
 static size_t xml_char_length(const unsigned char *text)
 {
-	unsigned char lead = text[0];
-	unsigned char low = 0x80, high = 0xbf;
 	size_t len;
 
-	if (lead < 0x80)
-		return lead >= 0x20 || lead == '\t' ? 1 : 0;
-	if (lead >= 0xc2 && lead <= 0xdf)
-		len = 2;
-	else if (lead >= 0xe0 && lead <= 0xef)
-		len = 3;
-	else if (lead >= 0xf0 && lead <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	/* No overlong forms, surrogates, or code points past U+10FFFF. */
-	if (lead == 0xe0)
-		low = 0xa0;
-	else if (lead == 0xed)
-		high = 0x9f;
-	else if (lead == 0xf0)
-		low = 0x90;
-	else if (lead == 0xf4)
-		high = 0x8f;
-	if (text[1] < low || text[1] > high)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (text[i] < 0x80 || text[i] > 0xbf)
-			return 0;
+	if (text[0] < 0x80)
+		return text[0] >= 0x20 || text[0] == '\t' ? 1 : 0;
+	len = utf8_well_formed_length(text);
 	/* U+FFFE and U+FFFF are not XML characters either. */
-	if (lead == 0xef && text[1] == 0xbf && text[2] >= 0xbe)
+	if (len == 3 && text[0] == 0xef && text[1] == 0xbf && text[2] >= 0xbe)
 		return 0;
 	return len;
 }

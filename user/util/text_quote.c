@@ -123,9 +123,7 @@ const char *text_escaped(char *buffer, size_t size, const char *text)
 	return buffer;
 }
 
-/* Bytes of the well-formed UTF-8 sequence at text (RFC 3629: no overlongs, no
- * surrogates, nothing past U+10FFFF), or 0. */
-static size_t utf8_well_formed_length(const unsigned char *text)
+size_t utf8_well_formed_length(const unsigned char *text)
 {
 	unsigned char lead = text[0], low = 0x80, high = 0xbf;
 	size_t need;

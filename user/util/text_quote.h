@@ -25,6 +25,10 @@ static inline void fput_quoted_cstr(FILE *out, const char *text)
 void fput_escaped(FILE *out, const char *text);
 /* The same into buffer (cut short to fit, always NUL-terminated); returns buffer. */
 const char *text_escaped(char *buffer, size_t size, const char *text);
+/* Bytes of the well-formed UTF-8 sequence at text (RFC 3629: no overlongs, no surrogates,
+ * nothing past U+10FFFF; 1 for ASCII), or 0 for a stray byte. Never reads past
+ * a NUL. */
+size_t utf8_well_formed_length(const unsigned char *text);
 /* A JSON string literal, quotes included: every byte that is not well-formed UTF-8
  * becomes U+FFFD, so that strict parsers accept any target-supplied name. */
 void fput_json_string(FILE *out, const char *text);
