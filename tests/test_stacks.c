@@ -205,6 +205,35 @@ static void stacks_threads(void **state)
 		fail_msg("%s", failure);
 }
 
+/* A thread name is the target's to choose: shown escaped (text) or as a valid JSON string. */
+static void stacks_hostile_name(void **state)
+{
+	static char output[OUTPUT_BYTES], view[OUTPUT_BYTES];
+	const struct test_python *python = test_python_find(pythons, python_count, "3.12");
+	char err[4096];
+	int out_fd, text_status, json_status;
+	pid_t pid;
+	bool parsed;
+
+	(void)state;
+	if (!python)
+		skip();
+	pid = test_start_ready_script(python, "hostile_comm.py", "", &out_fd);
+	text_status = run_stacks(pid, false, output, sizeof(output), err, sizeof(err));
+	if (text_status == 0 && (strpbrk(output, "\x1b\x07\xff") || !strstr(output, "\"\\x1b[31m\\\"\\\\\\x07\\xff\"")))
+		text_status = -1;
+	json_status = run_stacks(pid, true, view, sizeof(view), err, sizeof(err));
+	parsed = json_status == 0 && strstr(view, "\"name\": \"\\u001b[31m\\\"\\\\\\u0007\\ufffd\"") &&
+		 view_json("3.12", view, view, sizeof(view));
+	kill(pid, SIGKILL);
+	test_wait_status(pid);
+	close(out_fd);
+	if (text_status != 0)
+		fail_msg("text (%d): %s%s", text_status, output, err);
+	if (!parsed)
+		fail_msg("json (%d): %s%s", json_status, failure, err);
+}
+
 /* A process that is not Python: exit status 66 and one line that says so. */
 static void stacks_not_python(void **state)
 {
@@ -229,7 +258,7 @@ int main(void)
 {
 	enum { LABELS = sizeof(stacks_labels) / sizeof(stacks_labels[0]) };
 	static char names[LABELS][64];
-	struct CMUnitTest tests[LABELS + 1];
+	struct CMUnitTest tests[LABELS + 2];
 	size_t count = 0;
 
 	if (getenv("TEST_FILTER"))
@@ -245,6 +274,7 @@ int main(void)
 						    .initial_state = (void *)stacks_labels[i] };
 		count++;
 	}
+	tests[count++] = (struct CMUnitTest){ .name = "stacks_hostile_name", .test_func = stacks_hostile_name };
 	tests[count++] = (struct CMUnitTest){ .name = "stacks_not_python", .test_func = stacks_not_python };
 	return _cmocka_run_group_tests("stacks", tests, count, NULL, NULL);
 }

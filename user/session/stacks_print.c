@@ -197,12 +197,12 @@ static void write_text_frame(FILE *out, const struct pf_frame *frame)
 
 static void write_text_thread(const struct stacks_print *print, FILE *out, const struct stacks_thread *thread)
 {
-	fprintf(out, "\nThread %" PRIu64 " \"", thread->tid);
-	fput_escaped(out, thread->name);
+	fprintf(out, "\nThread %" PRIu64 " ", thread->tid);
+	fput_quoted_cstr(out, thread->name);
 	if (thread_running(thread))
-		fputs("\" (running", out);
+		fputs(" (running", out);
 	else
-		fprintf(out, "\" (idle: %c %s", thread->kernel_state, kernel_state_name(thread->kernel_state));
+		fprintf(out, " (idle: %c %s", thread->kernel_state, kernel_state_name(thread->kernel_state));
 	if (thread->status & PF_STATUS_HAS_GIL)
 		fputs(", holds the GIL", out);
 	if (thread->status & PF_STATUS_UNKNOWN)
