@@ -95,7 +95,11 @@ static void help_lists_exit_statuses(void **state)
 	assert_non_null(strstr(out_text, "EXIT STATUS"));
 	assert_int_equal(run_pybpfprof("help", NULL), EXIT_STATUS_OK);
 	assert_non_null(strstr(out_text, "convert"));
+	assert_non_null(strstr(out_text, "stacks"));
 	assert_int_equal(run_pybpfprof("top", "--help", NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "Exit status"));
+	assert_int_equal(run_pybpfprof("stacks", "--help", NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "--json"));
 	assert_non_null(strstr(out_text, "Exit status"));
 }
 
@@ -116,6 +120,9 @@ static void one_status_per_class(void **state)
 	expect_mistake(run_pybpfprof("top", "-n", "x", missing, NULL), EXIT_STATUS_USAGE, "invalid -n");
 	expect_mistake(run_pybpfprof("dump", NULL), EXIT_STATUS_USAGE, "expected exactly one FILE");
 	expect_mistake(run_pybpfprof("convert", missing, NULL), EXIT_STATUS_USAGE, "-o OUT");
+	expect_mistake(run_pybpfprof("stacks", NULL), EXIT_STATUS_USAGE, "expected exactly one PID");
+	expect_mistake(run_pybpfprof("stacks", "12x", NULL), EXIT_STATUS_USAGE, "not a process id: '12x'");
+	expect_mistake(run_pybpfprof("stacks", "--bogus", "1", NULL), EXIT_STATUS_USAGE, "unrecognized option");
 	/* target: the file to read is missing */
 	expect_mistake(run_pybpfprof("top", missing, NULL), EXIT_STATUS_TARGET, "missing.mojo");
 	expect_mistake(run_pybpfprof("dump", missing, NULL), EXIT_STATUS_TARGET, "missing.mojo");

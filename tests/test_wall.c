@@ -17,7 +17,6 @@
 #include "profile/profile.h"
 
 #include <math.h>
-#include <poll.h>
 
 #define SCRIPT "wall_threads.py"
 #define MAX_PYTHONS 32
@@ -47,20 +46,7 @@ struct target {
 /* Runs the script in `mode` and returns once it says every thread runs. */
 static void start_target(const struct test_python *python, const char *mode, struct target *target)
 {
-	char command[1400], *argv[32], line[64] = "";
-	struct pollfd ready;
-	ssize_t got;
-
-	FORMAT(command, "%s %s/tests/scripts/%s %s", python->command, test_source_dir(), SCRIPT, mode);
-	split_command(command, argv, 32);
-	target->pid = test_spawn(argv, &target->out_fd, NULL);
-	assert_true(target->pid > 0);
-	ready = (struct pollfd){ .fd = target->out_fd, .events = POLLIN };
-	if (poll(&ready, 1, 20000) != 1)
-		fail_msg("%s: the script did not start", python->label);
-	got = read(target->out_fd, line, sizeof(line) - 1);
-	if (got <= 0 || strncmp(line, "ready", 5) != 0)
-		fail_msg("%s: the script said '%s'", python->label, line);
+	target->pid = test_start_ready_script(python, SCRIPT, mode, &target->out_fd);
 }
 
 static void stop_target(struct target *target)

@@ -90,6 +90,7 @@ static inline int write_whole_file(const char *path, const void *data, size_t le
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -378,6 +379,32 @@ static inline void assert_cpython_accepts(const char *tachyon, size_t samples)
 	}
 	if (replayed != (long)samples)
 		fail_msg("python3.15 replay of %s: %ld of %zu samples: %s", tachyon, replayed, samples, err);
+}
+
+/*
+ * Runs tests/scripts/SCRIPT ARGS with `python` (its stdout piped to *out_fd) and returns its
+ * pid once the script's first line says "ready" (its threads all run); fails the test if it
+ * does not within 20 s.
+ */
+static inline pid_t test_start_ready_script(const struct test_python *python, const char *script,
+					    const char *args, int *out_fd)
+{
+	char command[1400], *argv[32], line[64] = "";
+	struct pollfd ready;
+	ssize_t got;
+	pid_t pid;
+
+	FORMAT(command, "%s %s/tests/scripts/%s %s", python->command, test_source_dir(), script, args);
+	split_command(command, argv, 32);
+	pid = test_spawn(argv, out_fd, NULL);
+	assert_true(pid > 0);
+	ready = (struct pollfd){ .fd = *out_fd, .events = POLLIN };
+	if (poll(&ready, 1, 20000) != 1)
+		fail_msg("%s: the script did not start", python->label);
+	got = read(*out_fd, line, sizeof(line) - 1);
+	if (got <= 0 || strncmp(line, "ready", 5) != 0)
+		fail_msg("%s: the script said '%s'", python->label, line);
+	return pid;
 }
 
 /* The command that runs interpreter `label` (as test_pythons lists it); false if absent. */

@@ -33,6 +33,7 @@ static const char doc[] =
 	"       pybpfprof dump [--samples] FILE\n"
 	"       pybpfprof convert IN -o OUT [-f FORMAT]\n"
 	"       pybpfprof top [-n N] FILE\n"
+	"       pybpfprof stacks [--json] PID      (every thread's stack now, once)\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    sudo pybpfprof -p 4242 -o app.mojo            # until Ctrl-C or exit\n"

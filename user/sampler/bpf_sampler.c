@@ -228,14 +228,24 @@ static struct timespec timespec_of_ns(uint64_t ns)
 	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
 }
 
-/* One pass: every link's iterator, the samples stamped with the pass's start. */
-static void run_wall_pass(struct bpf_sampler *sampler, uint64_t pass_ns)
+/* One pass: every link's iterator, the samples stamped with the pass's start. Returns the
+ * first iterator's error, or 0. */
+static int run_wall_pass(struct bpf_sampler *sampler, uint64_t pass_ns)
 {
+	int first_err = 0;
+
 	sampler->skel->bss->wall_pass_ns = pass_ns;
-	for (size_t i = 0; i < sampler->wall_link_count; i++)
-		if (run_iterator(sampler->wall_links[i]) < 0)
+	for (size_t i = 0; i < sampler->wall_link_count; i++) {
+		int err = run_iterator(sampler->wall_links[i]);
+
+		if (err < 0) {
 			atomic_fetch_add(&sampler->wall_pass_errors, 1);
+			if (!first_err)
+				first_err = err;
+		}
+	}
 	atomic_fetch_add(&sampler->wall_passes, 1);
+	return first_err;
 }
 
 /*
@@ -313,6 +323,8 @@ static int start_wall(struct bpf_sampler *sampler, const struct bpf_sampler_opti
 		sampler->wall_link_count++;
 	}
 	sampler->wall_interval_ns = 1000000000u / options->frequency_hz;
+	if (options->wall_on_demand)
+		return 0;
 	err = start_wall_thread(sampler);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "starting the wall-mode thread: %s", strerror(-err));
@@ -331,6 +343,13 @@ static void stop_wall(struct bpf_sampler *sampler)
 	free(sampler->wall_links);
 	sampler->wall_links = NULL;
 	sampler->wall_link_count = 0;
+}
+
+int bpf_sampler_wall_pass(struct bpf_sampler *sampler)
+{
+	if (!sampler->wall_links)
+		return -EINVAL;
+	return run_wall_pass(sampler, clock_monotonic_ns());
 }
 
 void bpf_sampler_wall_stats(struct bpf_sampler *sampler, struct bpf_sampler_wall_stats *stats)

@@ -33,6 +33,9 @@ struct bpf_sampler_options {
 	 * launched command, the whole host). */
 	const pid_t *wall_pids;
 	size_t wall_pid_count;
+	/* Wall mode without the pass thread: a pass runs only when bpf_sampler_wall_pass() asks
+	 * (a one-shot picture of the threads: `pybpfprof stacks`). */
+	bool wall_on_demand;
 };
 
 /* Wall mode: what the pass thread did. */
@@ -103,6 +106,9 @@ int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[
 const char *bpf_sampler_unwind_stop_name(unsigned cause);
 /* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
+/* Wall mode: one pass of the iterators now, on the caller's thread; its records are in the ring
+ * buffer when it returns. 0, or the first iterator's -errno (the others still ran). */
+int bpf_sampler_wall_pass(struct bpf_sampler *sampler);
 /* Wall mode: the pass thread's counts (all zero in cpu mode). */
 void bpf_sampler_wall_stats(struct bpf_sampler *sampler, struct bpf_sampler_wall_stats *stats);
 /* Total BPF run time and runs of the sample program, the iterator's in wall mode (zero unless stats

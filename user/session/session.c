@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "session/stacks_print.h"
 #include "symbolize/ksyms.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
@@ -30,6 +31,9 @@
 #define LIVENESS_EVERY_MS 200
 /* Records kept per drain before they are written: a full ring at 20 kHz on 2 CPUs is far less. */
 #define PENDING_RECORDS_MAX_BYTES (16u << 20)
+/* `stacks`: how long the pass waits for the target's native unwind tables (built in the
+ * background; a large libpython takes about a second) before it runs without the missing ones. */
+#define STACKS_TABLES_WAIT_MS 2000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -76,6 +80,13 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 		report_count_container_sample(session, target);
 		sample.process_name = target->identity.comm[0] ? target->identity.comm : NULL;
 		sample.container = target->identity.cgroup[0] ? target->identity.cgroup : NULL;
+	}
+	if (session->stacks) {
+		int err = stacks_print_add(session->stacks, &sample);
+
+		if (err && !session->write_error)
+			session->write_error = err;
+		return;
 	}
 	report_write_sample(session, &sample);
 }
@@ -253,7 +264,8 @@ static int open_sampler(struct session *session)
 		.follow_forks = session->system_wide || options->command != NULL || options->children,
 		.ringbuf_bytes = options->ringbuf_bytes,
 		.native_stacks = options->native_stacks,
-		.wall = options->mode == SESSION_MODE_WALL,
+		.wall = options->mode == SESSION_MODE_WALL || options->mode == SESSION_MODE_STACKS,
+		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
 		.wall_pids = options->pids,
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,
@@ -290,6 +302,8 @@ static void release(struct session *session)
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
 	native_stacks_close(session);
+	stacks_print_free(session->stacks);
+	session->stacks = NULL;
 	symbolize_native_free(session->resolver.native);
 	session->resolver.native = NULL;
 	sample_resolve_free(&session->resolver);
@@ -379,7 +393,62 @@ static int set_up(struct session *session, int *failed_status)
 
 const char *session_mode_name(enum session_mode mode)
 {
-	return mode == SESSION_MODE_WALL ? "wall" : "cpu";
+	/* A stack dump is one pass of the wall sampler. */
+	return mode == SESSION_MODE_WALL || mode == SESSION_MODE_STACKS ? "wall" : "cpu";
+}
+
+/* The target's native unwind tables in BPF, for as long as they take up to the bound. */
+static void wait_for_unwind_tables(struct session *session)
+{
+	uint64_t deadline = clock_monotonic_ms() + STACKS_TABLES_WAIT_MS;
+
+	for (;;) {
+		native_stacks_poll(session);
+		if (!native_stacks_building(session) || clock_monotonic_ms() >= deadline)
+			return;
+		usleep(5000);
+	}
+}
+
+/*
+ * `stacks`: one pass of the iterator over the named process's threads, every record
+ * resolved as a recording resolves it, then printed. The target pays only the reads:
+ * it is never stopped, so a hung (or SIGSTOPped) process shows as it is.
+ */
+static int run_stacks(struct session *session)
+{
+	const struct target *target = &session->targets.items[0];
+	struct pf_python_version version = { target->python.major, target->python.minor, target->python.micro };
+	pid_t pid = target->pid;
+	int err;
+
+	if (target->state != TARGET_READY)
+		return EXIT_STATUS_TARGET;
+	err = stacks_print_new(&session->stacks, pid, &version);
+	if (err) {
+		report_error("%s", strerror(-err));
+		return EXIT_STATUS_FAILED;
+	}
+	wait_for_unwind_tables(session);
+	err = bpf_sampler_wall_pass(session->sampler);
+	if (err) {
+		report_error("pid %d: reading its threads: %s", (int)pid, strerror(-err));
+		return EXIT_STATUS_FAILED;
+	}
+	drain(session);
+	if (session->write_error) {
+		report_error("%s", strerror(-session->write_error));
+		return EXIT_STATUS_FAILED;
+	}
+	if (stacks_print_thread_count(session->stacks) == 0) {
+		report_error("pid %d: no thread was read (the process has exited?)", (int)pid);
+		return EXIT_STATUS_TARGET;
+	}
+	if (stacks_print_write(session->stacks, stdout, session->options->stacks_json)) {
+		report_error("writing the stacks: %s", strerror(EIO));
+		return EXIT_STATUS_OUTPUT;
+	}
+	return EXIT_STATUS_OK;
 }
 
 int session_run(const struct session_options *options)
@@ -395,6 +464,11 @@ int session_run(const struct session_options *options)
 	if (set_up(&session, &status)) {
 		if (session.launched)
 			launch_cancel(&session.launch);
+		release(&session);
+		return status;
+	}
+	if (options->mode == SESSION_MODE_STACKS) {
+		status = run_stacks(&session);
 		release(&session);
 		return status;
 	}

@@ -38,6 +38,9 @@ struct session_view {
 enum session_mode {
 	SESSION_MODE_CPU = 0,
 	SESSION_MODE_WALL = 1,
+	/* `pybpfprof stacks`: one wall pass over the one -p process's threads, printed on stdout
+	 * (session/stacks_print.h) instead of written to files. */
+	SESSION_MODE_STACKS = 2,
 };
 
 struct session_options {
@@ -54,6 +57,7 @@ struct session_options {
 	bool children;             /* -p: also profile processes the targets fork */
 	bool quiet;
 	bool bpf_stats;            /* report BPF run time per sample at the end */
+	bool stacks_json;          /* SESSION_MODE_STACKS: one JSON document instead of text */
 	int compression_level;     /* Tachyon zstd level, 0 = none */
 	size_t ringbuf_bytes;      /* 0 = the sampler's default */
 	struct session_output outputs[SESSION_MAX_OUTPUTS];
@@ -67,7 +71,7 @@ struct session_options {
 	const struct session_view *view; /* NULL: none */
 };
 
-/* "cpu", "wall". */
+/* "cpu", "wall" (a stack dump samples as wall does). */
 const char *session_mode_name(enum session_mode mode);
 
 /* Runs to the end; returns the process exit status (util/exit_status.h: the launched

@@ -29,6 +29,7 @@
 #define FLUSH_EVERY_MS 1000
 
 struct native_stacks;
+struct stacks_print;
 
 struct container_counts {
 	uint64_t processes;
@@ -39,6 +40,7 @@ struct session {
 	const struct session_options *options;
 	struct bpf_sampler *sampler;
 	struct native_stacks *native; /* NULL: native stacks off */
+	struct stacks_print *stacks;  /* SESSION_MODE_STACKS: the pass's threads, else NULL */
 	struct ksyms *ksyms;
 	struct target_set targets;
 	struct sample_resolver resolver;

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/* The threads of one wall pass, printed for a reader (text) or a program (JSON). */
+#include "session/stacks_print.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/array.h"
+#include "util/text_quote.h"
+
+/* A comm is at most 15 bytes (TASK_COMM_LEN - 1). */
+#define THREAD_NAME_MAX 16
+
+struct stacks_thread {
+	uint64_t tid;
+	uint32_t status;           /* PF_STATUS_* */
+	char kernel_state;         /* /proc/PID/task/TID/stat's state letter, '?' if unread */
+	char name[THREAD_NAME_MAX]; /* its comm, "" if unread */
+	size_t first_frame;        /* into frames, root first as the sample had them */
+	size_t frame_count;
+};
+
+struct stacks_print {
+	pid_t pid;
+	struct pf_python_version version;
+	struct stacks_thread *threads;
+	size_t thread_count, thread_capacity;
+	struct pf_frame *frames;
+	size_t frame_count, frame_capacity;
+};
+
+int stacks_print_new(struct stacks_print **out, pid_t pid, const struct pf_python_version *version)
+{
+	struct stacks_print *print = calloc(1, sizeof(*print));
+
+	*out = print;
+	if (!print)
+		return -ENOMEM;
+	print->pid = pid;
+	print->version = *version;
+	return 0;
+}
+
+void stacks_print_free(struct stacks_print *print)
+{
+	if (!print)
+		return;
+	free(print->threads);
+	free(print->frames);
+	free(print);
+}
+
+/* The whole of a small /proc file into buffer, NUL-terminated; its length or -errno. */
+static ssize_t read_task_file(pid_t pid, uint64_t tid, const char *name, char *buffer, size_t size)
+{
+	char path[64];
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%" PRIu64 "/%s", (int)pid, tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buffer, size - 1);
+	if (got < 0)
+		got = -errno;
+	close(fd);
+	buffer[got > 0 ? got : 0] = '\0';
+	return got;
+}
+
+static void read_thread_name(pid_t pid, struct stacks_thread *thread)
+{
+	ssize_t len = read_task_file(pid, thread->tid, "comm", thread->name, sizeof(thread->name));
+
+	if (len > 0 && thread->name[len - 1] == '\n')
+		thread->name[len - 1] = '\0';
+}
+
+/* The state letter follows the comm's closing parenthesis; a comm may hold ')' itself. */
+static char read_kernel_state(pid_t pid, uint64_t tid)
+{
+	char stat[512];
+	const char *close;
+
+	if (read_task_file(pid, tid, "stat", stat, sizeof(stat)) <= 0)
+		return '?';
+	close = strrchr(stat, ')');
+	return close && close[1] == ' ' && close[2] ? close[2] : '?';
+}
+
+int stacks_print_add(struct stacks_print *print, const struct pf_sample *sample)
+{
+	struct stacks_thread *thread;
+
+	if (ARRAY_RESERVE(print->threads, print->thread_capacity, print->thread_count + 1) ||
+	    ARRAY_RESERVE(print->frames, print->frame_capacity, print->frame_count + sample->frame_count))
+		return -ENOMEM;
+	thread = &print->threads[print->thread_count++];
+	*thread = (struct stacks_thread){ .tid = sample->tid, .status = sample->status,
+					  .first_frame = print->frame_count,
+					  .frame_count = sample->frame_count };
+	memcpy(print->frames + print->frame_count, sample->frames, sample->frame_count * sizeof(*sample->frames));
+	print->frame_count += sample->frame_count;
+	read_thread_name(print->pid, thread);
+	thread->kernel_state = read_kernel_state(print->pid, thread->tid);
+	return 0;
+}
+
+size_t stacks_print_thread_count(const struct stacks_print *print)
+{
+	return print->thread_count;
+}
+
+static int compare_tids(const void *a, const void *b)
+{
+	const struct stacks_thread *left = a, *right = b;
+
+	return left->tid < right->tid ? -1 : left->tid > right->tid;
+}
+
+static const char *kernel_state_name(char letter)
+{
+	switch (letter) {
+	case 'R': return "running";
+	case 'S': return "sleeping";
+	case 'D': return "disk sleep";
+	case 'T': return "stopped";
+	case 't': return "tracing stop";
+	case 'Z': return "zombie";
+	case 'X': return "dead";
+	case 'I': return "idle";
+	case 'P': return "parked";
+	default: return "unknown";
+	}
+}
+
+static bool thread_running(const struct stacks_thread *thread)
+{
+	return (thread->status & PF_STATUS_ON_CPU) != 0;
+}
+
+static const char *frame_kind_name(enum pf_frame_kind kind)
+{
+	switch (kind) {
+	case PF_FRAME_PYTHON: return "python";
+	case PF_FRAME_NATIVE: return "native";
+	case PF_FRAME_KERNEL: return "kernel";
+	default: return "invalid";
+	}
+}
+
+/* A library by its file name, as py-spy shows it: the directory tells a reader little. */
+static const char *file_base_name(const char *file)
+{
+	const char *slash = strrchr(file, '/');
+
+	return slash && slash[1] ? slash + 1 : file;
+}
+
+/* py-spy's forms: `function (file:line)`, `function (library)`, `function [kernel]`. */
+static void write_text_frame(FILE *out, const struct pf_frame *frame)
+{
+	fputs("    ", out);
+	switch (frame->kind) {
+	case PF_FRAME_PYTHON:
+		fput_escaped(out, frame->name);
+		fputs(" (", out);
+		fput_escaped(out, frame->file);
+		if (frame->line >= 0)
+			fprintf(out, ":%" PRId32, frame->line);
+		fputs(")\n", out);
+		break;
+	case PF_FRAME_NATIVE:
+		fput_escaped(out, frame->name);
+		/* A function no symbol names already reads `[library+0xoffset]`. */
+		if (frame->file[0] && frame->name[0] != '[') {
+			fputs(" (", out);
+			fput_escaped(out, file_base_name(frame->file));
+			fputc(')', out);
+		}
+		fputc('\n', out);
+		break;
+	case PF_FRAME_KERNEL:
+		fput_escaped(out, frame->name);
+		fputs(" [kernel]\n", out);
+		break;
+	default:
+		fputs("(the stack could not be read further)\n", out);
+		break;
+	}
+}
+
+static void write_text_thread(const struct stacks_print *print, FILE *out, const struct stacks_thread *thread)
+{
+	fprintf(out, "\nThread %" PRIu64 " ", thread->tid);
+	fput_quoted_cstr(out, thread->name);
+	if (thread_running(thread))
+		fputs(" (running", out);
+	else
+		fprintf(out, " (idle: %c %s", thread->kernel_state, kernel_state_name(thread->kernel_state));
+	if (thread->status & PF_STATUS_HAS_GIL)
+		fputs(", holds the GIL", out);
+	if (thread->status & PF_STATUS_UNKNOWN)
+		fputs(", no Python thread state", out);
+	fputs(")\n", out);
+	for (size_t i = thread->frame_count; i-- > 0;)
+		write_text_frame(out, &print->frames[thread->first_frame + i]);
+}
+
+static void write_text(const struct stacks_print *print, FILE *out)
+{
+	fprintf(out, "Process %d: Python %u.%u.%u\n", (int)print->pid, print->version.major, print->version.minor,
+		print->version.micro);
+	for (size_t i = 0; i < print->thread_count; i++)
+		write_text_thread(print, out, &print->threads[i]);
+}
+
+static void write_json_frame(FILE *out, const struct pf_frame *frame)
+{
+	fputs("{\"kind\": ", out);
+	fput_json_string(out, frame_kind_name(frame->kind));
+	fputs(", \"name\": ", out);
+	fput_json_string(out, frame->name);
+	fputs(", \"file\": ", out);
+	fput_json_string(out, frame->file);
+	if (frame->line >= 0)
+		fprintf(out, ", \"line\": %" PRId32 "}", frame->line);
+	else
+		fputs(", \"line\": null}", out);
+}
+
+static void write_json_thread(const struct stacks_print *print, FILE *out, const struct stacks_thread *thread)
+{
+	char state[2] = { thread->kernel_state, '\0' };
+
+	fprintf(out, "{\"tid\": %" PRIu64 ", \"name\": ", thread->tid);
+	fput_json_string(out, thread->name);
+	fprintf(out, ", \"state\": \"%s\", \"kernel_state\": ", thread_running(thread) ? "running" : "idle");
+	fput_json_string(out, state);
+	fprintf(out, ", \"gil\": %s, \"python_thread\": %s, \"frames\": [",
+		thread->status & PF_STATUS_HAS_GIL ? "true" : "false",
+		thread->status & PF_STATUS_UNKNOWN ? "false" : "true");
+	for (size_t i = thread->frame_count; i-- > 0;) {
+		write_json_frame(out, &print->frames[thread->first_frame + i]);
+		fputs(i ? ", " : "", out);
+	}
+	fputs("]}", out);
+}
+
+static void write_json(const struct stacks_print *print, FILE *out)
+{
+	fprintf(out, "{\"pid\": %d, \"python\": \"%u.%u.%u\", \"threads\": [", (int)print->pid,
+		print->version.major, print->version.minor, print->version.micro);
+	for (size_t i = 0; i < print->thread_count; i++) {
+		fputs(i ? ",\n  " : "\n  ", out);
+		write_json_thread(print, out, &print->threads[i]);
+	}
+	fputs("\n]}\n", out);
+}
+
+int stacks_print_write(struct stacks_print *print, FILE *out, bool json)
+{
+	qsort(print->threads, print->thread_count, sizeof(*print->threads), compare_tids);
+	if (json)
+		write_json(print, out);
+	else
+		write_text(print, out);
+	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
+}
