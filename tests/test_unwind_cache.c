@@ -150,17 +150,25 @@ static void test_maps_own_process(void **state)
 	assert_int_equal(stats.tables_built, recorded->uploads);
 	unwind_cache_forget_proc(cache, getpid());
 	assert_false(unwind_cache_knows_proc(cache, getpid()));
-	assert_int_equal(recorded->releases, recorded->uploads);
+	/* Mapped by no process, the tables stay, idle, for the next process of the same files. */
+	assert_int_equal(recorded->releases, 0);
 	unwind_cache_stats(cache, &stats);
-	assert_int_equal(stats.files, 0);
-	assert_int_equal(stats.rows_used, 0);
+	assert_int_equal(stats.files, recorded->uploads);
+	assert_int_equal(stats.idle_files, recorded->uploads);
 	assert_int_equal(stats.peak_files, recorded->uploads);
 	assert_true(stats.peak_rows_used > 1000);
+	/* ... which gets them without a rebuild. */
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.tables_built, recorded->uploads);
+	assert_int_equal(stats.idle_files, 0);
+	assert_int_equal(stats.idle_reused, recorded->uploads);
+	unwind_cache_forget_proc(cache, getpid());
 	unwind_cache_free(cache);
 	free(recorded);
 }
 
-/* libc mapped by two processes: one table, kept until neither maps it. */
+/* libc mapped by two processes: one table, in use until neither maps it, then idle. */
 static void test_shared_file_one_table(void **state)
 {
 	static struct unwind_proc ours, theirs;
@@ -185,10 +193,57 @@ static void test_shared_file_one_table(void **state)
 	unwind_cache_forget_proc(cache, getpid());
 	assert_true(recorded->live[their_libc->table_id]);
 	unwind_cache_forget_proc(cache, child);
-	assert_false(recorded->live[their_libc->table_id]);
-	assert_int_equal(recorded->releases, recorded->uploads);
+	assert_int_equal(recorded->releases, 0);
+	{
+		struct unwind_cache_stats stats;
+
+		unwind_cache_stats(cache, &stats);
+		assert_int_equal(stats.idle_files, recorded->uploads);
+	}
 	end_child(child);
 	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* A new file that needs room takes it from the tables idle longest, never from one in use. */
+static void test_idle_tables_make_room(void **state)
+{
+	static struct unwind_proc ours, theirs;
+	struct recorded_ops *probe = calloc(1, sizeof(*probe)), *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(probe, UNWIND_ROWS_DEFAULT);
+	struct unwind_cache_stats stats;
+	const struct unwind_mapping *sleep_binary;
+	pid_t child = spawn_sleep();
+	size_t ours_rows;
+
+	(void)state;
+	/* What our own process's files take: the room of a cache that then holds nothing else. */
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &ours), 0);
+	unwind_cache_stats(cache, &stats);
+	ours_rows = stats.rows_used;
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_free(cache);
+	cache = new_cache(recorded, ours_rows);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &ours), 0);
+	unwind_cache_forget_proc(cache, getpid());
+	assert_int_equal(recorded->releases, 0);
+	/* The child's own binary needs rows: idle tables of ours (libz, cmocka, ...) make room;
+	 * its libc and loader are ours, reused as they are. */
+	assert_int_equal(unwind_cache_map_proc(cache, child, &theirs), 0);
+	sleep_binary = mapping_at(&theirs, code_in(child, "sleep"));
+	assert_non_null(sleep_binary);
+	assert_true(sleep_binary->table_id < UNWIND_MAX_TABLES);
+	unwind_cache_stats(cache, &stats);
+	print_message("idle: %zu evicted for room, %zu reused, %zu still idle\n", stats.idle_evicted, stats.idle_reused,
+		      stats.idle_files);
+	assert_true(stats.idle_evicted >= 1);
+	assert_int_equal(recorded->releases, stats.idle_evicted);
+	assert_true(stats.idle_reused >= 1);
+	assert_true(stats.rows_used <= ours_rows);
+	unwind_cache_forget_proc(cache, child);
+	end_child(child);
+	unwind_cache_free(cache);
+	free(probe);
 	free(recorded);
 }
 
@@ -349,6 +404,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_maps_own_process),
 		cmocka_unit_test(test_shared_file_one_table),
+		cmocka_unit_test(test_idle_tables_make_room),
 		cmocka_unit_test(test_deleted_library),
 		cmocka_unit_test(test_budget_too_small),
 		cmocka_unit_test(test_refresh_only_for_unknown_pcs),

@@ -445,10 +445,10 @@ static void print_native_summary(const struct session *session)
 		fprintf(stderr, "; BPF: %" PRIu64 " walks%s%s%s", bpf_walks, bpf_stop_text[0] ? " (stops: " : "",
 			bpf_stop_text, bpf_stop_text[0] ? ")" : "");
 	fputc('\n', stderr);
-	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s), built in %.2f s, %" PRIu64
-			" maps re-read%s%s\n",
+	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s), built in %.2f s, %zu reused "
+			"by a later process, %zu given up for room, %" PRIu64 " maps re-read%s%s\n",
 		stats.tables_built, stats.peak_files, stats.peak_rows_used, stats.row_capacity, size,
-		(double)stats.build_us / 1e6,
+		(double)stats.build_us / 1e6, stats.idle_reused, stats.idle_evicted,
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
 }
 

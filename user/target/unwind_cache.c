@@ -34,6 +34,7 @@ struct cached_file {
 	uint32_t table_id;
 	struct unwind_table_ref ref;
 	size_t refs;          /* processes mapping the file */
+	uint64_t idle_since;  /* placed but mapped by no process since this tick (0: in use) */
 };
 
 struct address_range {
@@ -87,6 +88,10 @@ struct unwind_cache {
 	size_t tables_built;
 	size_t rows_used, files_placed;
 	size_t peak_rows_used, peak_files;
+	size_t idle_files;    /* placed tables no process maps: kept until their room is needed */
+	size_t idle_reused;   /* times an idle table served a new process instead of a rebuild */
+	size_t idle_evicted;  /* idle tables given up for a new file's room */
+	uint64_t idle_clock;  /* orders idle tables, oldest first */
 	size_t failures[UNWIND_FAIL_COUNT];
 	uint64_t build_us;
 };
@@ -334,6 +339,31 @@ static void mark_failed(struct unwind_cache *cache, struct cached_file *file, en
 	cache->failures[failure]++;
 }
 
+/* Gives up the idle table that has been idle longest; false if there is none. */
+static bool evict_oldest_idle(struct unwind_cache *cache)
+{
+	size_t oldest = SIZE_MAX;
+
+	for (size_t i = 0; i < cache->file_count; i++) {
+		const struct cached_file *file = cache->files[i];
+
+		if (file->idle_since && (oldest == SIZE_MAX || file->idle_since < cache->files[oldest]->idle_since))
+			oldest = i;
+	}
+	if (oldest == SIZE_MAX)
+		return false;
+	if (cache->ops.release_table)
+		cache->ops.release_table(cache->ops.ctx, cache->files[oldest]->table_id);
+	cache->table_used[cache->files[oldest]->table_id] = false;
+	cache->rows_used -= ref_slots(&cache->files[oldest]->ref);
+	cache->files_placed--;
+	cache->idle_files--;
+	cache->idle_evicted++;
+	free(cache->files[oldest]);
+	cache->files[oldest] = cache->files[--cache->file_count];
+	return true;
+}
+
 /* Gives the file's built rows a place and an id, and uploads them. */
 static void place_table(struct unwind_cache *cache, struct cached_file *file, const struct unwind_table *table)
 {
@@ -341,9 +371,11 @@ static void place_table(struct unwind_cache *cache, struct cached_file *file, co
 	uint32_t slots = unwind_table_slots((uint32_t)table->count, (uint32_t)table->page_count);
 	int err;
 
-	if (allocate_rows(cache, slots, &first_row) || allocate_table_id(cache, &table_id)) {
-		mark_failed(cache, file, UNWIND_FAIL_NO_ROOM);
-		return;
+	while (allocate_rows(cache, slots, &first_row) || allocate_table_id(cache, &table_id)) {
+		if (!evict_oldest_idle(cache)) {
+			mark_failed(cache, file, UNWIND_FAIL_NO_ROOM);
+			return;
+		}
 	}
 	file->table_id = table_id;
 	file->ref = (struct unwind_table_ref){ .first_row = first_row,
@@ -431,22 +463,19 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 	return file;
 }
 
+/*
+ * No process maps the file any more: its table stays where it is, idle, until a
+ * new file needs the room (evict_oldest_idle). The rows map is allocated whole at
+ * load, so keeping costs nothing, while a rebuild costs 30-130 ms of CPU: a host
+ * starting short-lived Pythons all day would otherwise rebuild the same libpython
+ * and libc for each of them.
+ */
 static void release_file(struct unwind_cache *cache, struct cached_file *file)
 {
 	if (--file->refs || file->failed || file->building)
 		return;
-	if (cache->ops.release_table)
-		cache->ops.release_table(cache->ops.ctx, file->table_id);
-	cache->table_used[file->table_id] = false;
-	cache->rows_used -= ref_slots(&file->ref);
-	cache->files_placed--;
-	for (size_t i = 0; i < cache->file_count; i++) {
-		if (cache->files[i] == file) {
-			cache->files[i] = cache->files[--cache->file_count];
-			break;
-		}
-	}
-	free(file);
+	file->idle_since = ++cache->idle_clock;
+	cache->idle_files++;
 }
 
 /* ---- one mapping ---- */
@@ -606,6 +635,11 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 			continue;
 		if (ARRAY_RESERVE(next->files, file_capacity, next->file_count + 1))
 			return -ENOMEM;
+		if (file->idle_since) {
+			file->idle_since = 0;
+			cache->idle_files--;
+			cache->idle_reused++;
+		}
 		file->refs++;
 		next->files[next->file_count++] = file;
 	}
@@ -666,7 +700,7 @@ static void finish_build(struct unwind_cache *cache, struct build_job *job, pid_
 	else
 		place_table(cache, file, &job->table);
 	if (file->refs == 0) {
-		/* every process that mapped it is gone: the table goes too */
+		/* every process that mapped it is gone: the table waits, idle, for the next one */
 		file->refs = 1;
 		release_file(cache, file);
 		return;
@@ -767,6 +801,9 @@ void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_st
 		.build_us = cache->build_us,
 		.peak_rows_used = cache->peak_rows_used,
 		.peak_files = cache->peak_files,
+		.idle_files = cache->idle_files,
+		.idle_reused = cache->idle_reused,
+		.idle_evicted = cache->idle_evicted,
 	};
 	memcpy(stats->failures, cache->failures, sizeof(stats->failures));
 	for (size_t i = 0; i < cache->file_count; i++) {

@@ -2,8 +2,9 @@
 /*
  * The native-unwinding tables of every target (include/unwind_table.h): one
  * table per distinct file (build-id, else device and inode), built once and
- * shared by every process that maps it, refcounted by those processes and
- * released when none maps it any more; files that cannot have one (no CFI,
+ * shared by every process that maps it, refcounted by those processes; when
+ * none maps it any more it stays idle until a new file needs its room (the
+ * next Python of the same build reuses it); files that cannot have one (no CFI,
  * too many rows, no room left) are remembered so they are never built again.
  *
  * The cache places each table in a range of the rows map (first fit over a
@@ -59,6 +60,9 @@ struct unwind_cache_stats {
 	size_t processes;       /* processes whose mappings are known */
 	size_t tables_built;    /* tables built and uploaded, over the run */
 	size_t failed_files;    /* files remembered as having no table */
+	size_t idle_files;      /* of files: tables no process maps now, kept until the room is needed */
+	size_t idle_reused;     /* new processes served by an idle table instead of a rebuild */
+	size_t idle_evicted;    /* idle tables given up for a new file's room */
 	size_t failures[UNWIND_FAIL_COUNT]; /* by cause: files (mappings for OPEN) */
 	uint64_t build_us;      /* time spent building tables */
 };
