@@ -192,8 +192,7 @@ static void run_loop(struct session *session)
 				break;
 		}
 		if (now >= next_flush) {
-			for (size_t i = 0; i < session->writer_count; i++)
-				pf_writer_flush(session->writers[i]);
+			report_flush_writers(session);
 			if (show)
 				report_status(session, now, false);
 			next_flush = now + FLUSH_EVERY_MS;

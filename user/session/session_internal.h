@@ -47,6 +47,7 @@ struct session {
 	uint64_t start_us;
 	double setup_cpu_s;          /* our CPU time before sampling started (BPF load, kallsyms) */
 	int write_error;
+	size_t write_error_writer;   /* the output that had it */
 	struct errbuf write_error_text;
 	/* Records of the drain in progress, kept to be resolved and written once it ends. */
 	uint8_t *pending_records;
@@ -95,6 +96,8 @@ __attribute__((format(printf, 1, 2))) void report_error(const char *format, ...)
 int report_open_writers(struct session *session);
 void report_abort_writers(struct session *session);
 void report_write_sample(struct session *session, const struct pf_sample *sample);
+/* Makes every output readable on disk so far; the first failure stops sampling. */
+void report_flush_writers(struct session *session);
 void report_start_metadata(struct session *session);
 /* The first target's Python version, written into the metadata once. */
 void report_python_version(struct session *session, const struct target *target);
