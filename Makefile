@@ -3,6 +3,7 @@
 #   sudo make demo  install Debian dependencies, build, profile the bundled example
 #   sudo make check install Debian dependencies, build, run every test (real BPF, as root)
 #   sudo make bench overhead and size figures (not part of check)
+#   sudo make soak  the whole-host soak for SOAK_MINUTES (default 60; check runs it for 5)
 
 BUILD    ?= build
 CC       ?= cc
@@ -35,7 +36,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		pkg-config libcmocka-dev python3 debootstrap zstd \
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev
 
-.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets
+.PHONY: all deps demo check bench soak clean vmlinux pythons gen-offsets
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -109,6 +110,13 @@ check: deps
 	$(MAKE) all $(TESTS)
 	./tests/pythons/provision-sid.sh || echo "warning: Python 3.14/3.15 could not be provisioned; their tests will be skipped" >&2
 	./tests/run-tests.sh $(TESTS)
+
+# A whole-host profile while ~200 short Python processes a minute come and go, some hostile:
+# memory and CPU flat, every benign process profiled (tests/soak/soak.sh says what it checks).
+SOAK_MINUTES ?= 60
+soak: deps
+	$(MAKE) all
+	./tests/soak/soak.sh $(SOAK_MINUTES)
 
 bench: deps
 	$(MAKE) all $(BUILD)/bench/unwind_rows
