@@ -192,7 +192,7 @@ struct disk_case {
 static void record_until_full(const struct disk_case *c)
 {
 	char out[PATH_MAX], pid_text[16], err[8192];
-	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-F", "2000", "-d", "20", "-p", pid_text,
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-F", "2000", "-d", "30", "-p", pid_text,
 			 "-o", out, NULL };
 	uint8_t *before, *after;
 	size_t before_len = 0, after_len = 0;
