@@ -176,11 +176,20 @@ static int compute_load_bias(struct discovery *d)
 	return 0;
 }
 
+/*
+ * A process that has just exec'd may have libpython mapped but not yet relocated: its
+ * _PyRuntime then holds link-time pointers, and following one faults. That is a retry
+ * (bounded by the caller's wait for the runtime), as for a runtime not initialised yet.
+ */
 static int read_failed(const struct discovery *d, int err, const char *what)
 {
 	if (err == -ESRCH)
 		return errbuf_format(d->err_text, d->err_len, -ESRCH,
 				     "pid %d: process exited during discovery", (int)d->pid);
+	if (err == -EFAULT)
+		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
+				     "pid %d: cannot read %s yet: %s (not relocated or initialised yet?); retry",
+				     (int)d->pid, what, strerror(-err));
 	return errbuf_format(d->err_text, d->err_len, err, "pid %d: cannot read %s: %s", (int)d->pid, what,
 			     strerror(-err));
 }
