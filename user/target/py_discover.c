@@ -288,6 +288,12 @@ static int configure_from_table(struct discovery *d, struct py_target *target, s
 		set_version(target, (major << 24) | (minor << 16) | (micro << 8) | 0xf0);
 	}
 	off = py_offsets_for_version(target->major, target->minor);
+	/* 3.13+ carry _Py_DebugOffsets at the head of _PyRuntime: without their cookie, the loader
+	 * has not mapped the data segment in place yet (a process that has just exec'd). */
+	if (!off && (target->major > 3 || (target->major == 3 && target->minor >= 13)))
+		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
+				     "pid %d: CPython %u.%u.%u's debug offsets are not in place yet; retry",
+				     (int)d->pid, target->major, target->minor, target->micro);
 	if (!off)
 		return errbuf_format(d->err_text, d->err_len, -ENOTSUP,
 				     "pid %d: CPython %u.%u.%u is not supported (" SUPPORTED_VERSIONS ")",
