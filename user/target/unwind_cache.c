@@ -128,24 +128,14 @@ static void build_jobs_free(struct build_job *job)
 	}
 }
 
-/*
- * The thread that drains the ring buffer always goes first: on a busy machine a table
- * can wait, a module body's code object cannot. So a table is built at SCHED_IDLE; but
- * the lock it shares with that thread is only ever held at the normal policy, since at
- * SCHED_IDLE on a busy CPU the builder can wait seconds to run again, and the draining
- * thread would wait on the lock as long (the soak lost the processes that ended meanwhile).
- */
-static void builder_set_idle(bool idle)
-{
-	struct sched_param param = { 0 };
-
-	pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_OTHER, &param);
-}
-
 static void *builder_run(void *opaque)
 {
 	struct builder *builder = opaque;
+	struct sched_param idle = { 0 };
 
+	/* The thread that drains the ring buffer always goes first: on a busy machine a
+	 * table can wait, a module body's code object cannot. */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 	pthread_mutex_lock(&builder->lock);
 	for (;;) {
 		struct build_job *job;
@@ -161,13 +151,11 @@ static void *builder_run(void *opaque)
 		if (!builder->todo_head)
 			builder->todo_tail = NULL;
 		pthread_mutex_unlock(&builder->lock);
-		builder_set_idle(true);
 		started_us = clock_monotonic_us();
 		job->err = unwind_table_build(job->fd, &job->table, &error);
 		job->build_us = clock_monotonic_us() - started_us;
 		close(job->fd);
 		job->fd = -1;
-		builder_set_idle(false);
 		pthread_mutex_lock(&builder->lock);
 		job->next = builder->done;
 		builder->done = job;
