@@ -5,6 +5,7 @@
 #   sudo make bench overhead and size figures (not part of check)
 #   sudo make install  the binary, man page and bash completion (PREFIX=/usr/local, DESTDIR)
 #   make fuzz       libFuzzer on every harness of fuzz/, FUZZ_SECONDS each (fuzz/README.md)
+#   sudo make soak  the whole-host soak for SOAK_MINUTES (default 60; check runs it for 5)
 
 BUILD    ?= build
 CC       ?= cc
@@ -62,7 +63,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
 		liblzma-dev xz-utils binutils libclang-rt-14-dev
 
-.PHONY: all deps demo check bench clean vmlinux pythons gen-offsets install uninstall fuzz
+.PHONY: all deps demo check bench soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/fuzz_%.o) \
 	    $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/entry_%.o)
@@ -201,6 +202,13 @@ fuzz: deps
 			$(BUILD)/fuzz/found/fuzz_$$name fuzz/corpus/fuzz_$$name || failed="$$failed fuzz_$$name"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "fuzz: findings in:$$failed (inputs in $(BUILD)/fuzz/artifacts/)"; exit 1; fi
+
+# A whole-host profile while ~200 short Python processes a minute come and go, some hostile:
+# memory and CPU flat, every benign process profiled (tests/soak/soak.sh says what it checks).
+SOAK_MINUTES ?= 60
+soak: deps
+	$(MAKE) all
+	./tests/soak/soak.sh $(SOAK_MINUTES)
 
 bench: deps
 	$(MAKE) all $(BUILD)/bench/unwind_rows

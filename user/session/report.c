@@ -71,6 +71,7 @@ static void note_write_error(struct session *session, size_t writer, int err)
 	if (!err || session->write_error)
 		return;
 	session->write_error = err;
+	session->write_error_writer = writer;
 	errbuf_set(&session->write_error_text, err, "%s: %s", output_path(session, writer),
 		   pf_writer_error(session->writers[writer]));
 }
@@ -87,6 +88,12 @@ static void set_metadata_u64(struct session *session, const char *key, uint64_t 
 
 	snprintf(text, sizeof(text), "%" PRIu64, value);
 	set_metadata_all(session, key, text);
+}
+
+void report_flush_writers(struct session *session)
+{
+	for (size_t i = 0; i < session->writer_count; i++)
+		note_write_error(session, i, pf_writer_flush(session->writers[i]));
 }
 
 /* The thread's name, read from /proc when the thread is first seen; NULL if unknown. */
@@ -628,8 +635,11 @@ static int close_writers(struct session *session, uint64_t counters[PBP_CNT_MAX]
 
 		/* Some formats are written whole at close: measure the file, not the stream. */
 		format_size(stat(path, &info) == 0 ? (uint64_t)info.st_size : 0, size, sizeof(size));
-		if (err) {
+		/* A writer that failed during the run fails again here: its error is said once, below. */
+		if (err && !(session->write_error && i == session->write_error_writer)) {
 			report_error("%s: cannot finish the file: %s", path, strerror(-err));
+			status = EXIT_STATUS_OUTPUT;
+		} else if (err) {
 			status = EXIT_STATUS_OUTPUT;
 		} else if (!session->options->quiet) {
 			fprintf(stderr, "pybpfprof: wrote %s (%s)\n", path, size);

@@ -242,8 +242,7 @@ static void run_loop(struct session *session)
 				kill(session->launch.pid, SIGKILL);
 		}
 		if (now >= next_flush) {
-			for (size_t i = 0; i < session->writer_count; i++)
-				pf_writer_flush(session->writers[i]);
+			report_flush_writers(session);
 			if (show)
 				report_status(session, now, false);
 			next_flush = now + FLUSH_EVERY_MS;

@@ -72,6 +72,7 @@ struct session {
 	uint64_t start_us;
 	double setup_cpu_s;          /* our CPU time before sampling started (BPF load, kallsyms) */
 	int write_error;
+	size_t write_error_writer;   /* the output that had it */
 	struct errbuf write_error_text;
 	/* Records of the drain in progress, kept to be resolved and written once it ends. */
 	uint8_t *pending_records;
@@ -121,6 +122,8 @@ int report_open_writers(struct session *session);
 void report_abort_writers(struct session *session);
 /* Writes the sample to every output, with its thread's name (read when first seen). */
 void report_write_sample(struct session *session, struct pf_sample *sample);
+/* Makes every output readable on disk so far; the first failure stops sampling. */
+void report_flush_writers(struct session *session);
 /* A sample of target, counted for its container. */
 void report_count_container_sample(struct session *session, const struct target *target);
 /* A target ready for the first time: its namespace pid and cgroup into the metadata

@@ -194,11 +194,20 @@ static int compute_load_bias(struct discovery *d)
 	return 0;
 }
 
+/*
+ * A process that has just exec'd may have libpython mapped but not yet relocated: its
+ * _PyRuntime then holds link-time pointers, and following one faults. That is a retry
+ * (bounded by the caller's wait for the runtime), as for a runtime not initialised yet.
+ */
 static int read_failed(const struct discovery *d, int err, const char *what)
 {
 	if (err == -ESRCH)
 		return errbuf_format(d->err_text, d->err_len, -ESRCH,
 				     "pid %d: process exited during discovery", (int)d->pid);
+	if (err == -EFAULT)
+		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
+				     "pid %d: cannot read %s yet: %s (not relocated or initialised yet?); retry",
+				     (int)d->pid, what, strerror(-err));
 	return errbuf_format(d->err_text, d->err_len, err, "pid %d: cannot read %s: %s", (int)d->pid, what,
 			     strerror(-err));
 }
@@ -248,6 +257,12 @@ static int configure_from_table(struct discovery *d, struct py_target *target, s
 		set_version(target, (d->file.major << 24) | (d->file.minor << 16) | (d->file.micro << 8) | 0xf0);
 	}
 	off = py_offsets_for_version(target->major, target->minor);
+	/* 3.13+ carry _Py_DebugOffsets at the head of _PyRuntime: without their cookie, the loader
+	 * has not mapped the data segment in place yet (a process that has just exec'd). */
+	if (!off && (target->major > 3 || (target->major == 3 && target->minor >= 13)))
+		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
+				     "pid %d: CPython %u.%u.%u's debug offsets are not in place yet; retry",
+				     (int)d->pid, target->major, target->minor, target->micro);
 	if (!off)
 		return errbuf_format(d->err_text, d->err_len, -ENOTSUP,
 				     "pid %d: CPython %u.%u.%u is not supported (" SUPPORTED_VERSIONS ")",

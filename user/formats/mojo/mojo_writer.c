@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/mojo/mojo.h"
 #include "formats/varint.h"
@@ -53,6 +54,10 @@ struct mojo_writer {
 	uint8_t *buf;
 	size_t len, capacity;
 	uint64_t written;
+	/* File offsets at the end of the last complete event (sample, metadata): buffered or
+	 * not, and of those known to be on disk. A failed write cuts the file back to one. */
+	uint64_t complete_end;
+	uint64_t complete_on_disk;
 	unsigned flush_interval_ms;
 	uint64_t last_flush_ms;
 
@@ -76,15 +81,30 @@ struct mojo_writer {
 	((writer)->failure = errbuf_format((writer)->error, sizeof((writer)->error), (err), \
 					   __VA_ARGS__))
 
+/*
+ * A write that failed (a full disk) may have stopped inside an event: the file is cut
+ * back to the last complete one it holds, so what a reader finds there ends cleanly.
+ */
+static void cut_to_complete(struct mojo_writer *writer, size_t done)
+{
+	uint64_t on_disk = writer->written + done;
+	uint64_t keep = writer->complete_end <= on_disk ? writer->complete_end : writer->complete_on_disk;
+
+	(void)!ftruncate(writer->fd, (off_t)keep);
+}
+
 static int write_out(struct mojo_writer *writer)
 {
 	size_t done = 0;
 	int err = fd_write_all(writer->fd, writer->buf, writer->len, &done);
 
-	if (err)
+	if (err) {
+		cut_to_complete(writer, done);
 		return writer_fail(writer, err, "write error after %llu bytes: %s",
 				   (unsigned long long)(writer->written + done), strerror(-err));
+	}
 	writer->written += done;
+	writer->complete_on_disk = writer->complete_end;
 	writer->len = 0;
 	writer->last_flush_ms = clock_monotonic_ms();
 	return 0;
@@ -183,6 +203,12 @@ static void free_pending(struct mojo_writer *writer)
 	writer->pending_count = writer->pending_capacity = 0;
 }
 
+/* Everything put so far forms whole events. */
+static void mark_complete(struct mojo_writer *writer)
+{
+	writer->complete_end = writer->written + writer->len;
+}
+
 /*
  * Austin's readers pick the format from `austin` and the metrics from
  * `mode`, so those (and `interval`, our marker) lead, whatever the caller set.
@@ -214,6 +240,7 @@ static int emit_start_metadata(struct mojo_writer *writer)
 	}
 	free_pending(writer);
 	writer->started = true;
+	mark_complete(writer);
 	return 0;
 }
 
@@ -258,7 +285,10 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 	}
 	if (!writer->started)
 		return add_pending(writer, key, value);
-	return put_metadata(writer, key, value);
+	if (put_metadata(writer, key, value))
+		return writer->failure;
+	mark_complete(writer);
+	return 0;
 }
 
 static bool pid_matches(const void *context, uint32_t position, const void *key)
@@ -474,6 +504,7 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	    write_invalid(writer, sample) || write_refs(writer, sample) ||
 	    write_metrics(writer, sample))
 		return writer->failure;
+	mark_complete(writer);
 	if (clock_monotonic_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
 		return write_out(writer);
 	return 0;
@@ -557,6 +588,7 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 	writer->mode = MODE_CPU;
 	memcpy(writer->buf, MOJO_MAGIC, 3);
 	writer->len = 3 + varint_mojo_encode(MOJO_VERSION, writer->buf + 3);
+	mark_complete(writer);
 	*state = writer;
 	*ops = &mojo_writer_ops;
 	return 0;

@@ -9,6 +9,7 @@
 #include "formats/tachyon/tachyon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -465,18 +466,19 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	return 0;
 }
 
-/* Buffered sequential pwrite for the tables. */
+/* Buffered sequential pwrite for the tables; measure_only counts the bytes, writes nothing. */
 struct table_out {
 	struct tachyon_writer *w;
 	uint64_t offset;
 	uint8_t buf[64 * 1024];
 	size_t len;
 	int err;
+	bool measure_only;
 };
 
 static void out_flush(struct table_out *out)
 {
-	if (!out->err && out->len)
+	if (!out->measure_only && !out->err && out->len)
 		out->err = pwrite_all(out->w, out->buf, out->len, out->offset);
 	out->offset += out->len;
 	out->len = 0;
@@ -582,32 +584,11 @@ static int write_header(struct tachyon_writer *w, uint64_t string_offset, uint64
 	return pwrite_all(w, header, sizeof(header), 0);
 }
 
-/* Make the file on disk complete; sampling may continue afterwards. */
-static int checkpoint(struct tachyon_writer *w)
+/* The string and frame tables, the stats and the footer from out->offset; the frame table's offset. */
+static uint64_t write_tables(struct table_out *out, const struct tachyon_writer *w)
 {
-	struct table_out *out;
-	uint64_t frame_offset, end;
-	int err = flush_all_repeats(w);
+	uint64_t frame_offset;
 
-	/* Without any frame the reader would see no data; CPython always writes one. */
-	if (!err && w->cctx && !w->any_frame)
-		w->frame_open = true;
-	if (!err)
-		err = flush_stage(w, true);
-	if (!err && w->held_len)
-		err = pwrite_all(w, w->held, w->held_len, w->data_end);
-	if (err)
-		return err;
-	w->data_end += w->held_len;
-	w->held_len = 0;
-	w->checkpointed = true;
-
-	out = calloc(1, sizeof(*out));
-	if (!out)
-		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
-				     "out of memory writing the tables");
-	out->w = w;
-	out->offset = w->data_end;
 	write_strings(out, &w->strings);
 	out_flush(out);
 	frame_offset = out->offset;
@@ -621,6 +602,67 @@ static int checkpoint(struct tachyon_writer *w)
 	out_put(out, (uint8_t[TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_RESERVED]){ 0 },
 		TACHYON_FOOTER_SIZE - TACHYON_FOOTER_OFF_RESERVED);
 	out_flush(out);
+	return frame_offset;
+}
+
+/*
+ * A checkpoint writes the held samples over the previous tables: once the file is
+ * valid, the disk space for the whole new end (held samples, tables, footer) is taken
+ * first, so that a full disk fails the checkpoint before it touches the file and the
+ * previous checkpoint stays readable. A file system that cannot reserve goes on as before.
+ */
+static int reserve_checkpoint(struct tachyon_writer *w, struct table_out *out)
+{
+	uint64_t end;
+
+	if (!w->checkpointed)
+		return 0;
+	out->measure_only = true;
+	out->offset = w->data_end + w->held_len;
+	write_tables(out, w);
+	end = out->offset;
+	out->measure_only = false;
+	if (end > w->file_end && fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)w->file_end,
+					   (off_t)(end - w->file_end)) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS)
+		return errbuf_format(w->error, sizeof(w->error), -errno,
+				     "no room for %" PRIu64 " more bytes: %s (the file keeps the samples of its last checkpoint)",
+				     end - w->file_end, strerror(errno));
+	return 0;
+}
+
+/* Make the file on disk complete; sampling may continue afterwards. */
+static int checkpoint(struct tachyon_writer *w)
+{
+	struct table_out *out;
+	uint64_t frame_offset, end;
+	int err = flush_all_repeats(w);
+
+	/* Without any frame the reader would see no data; CPython always writes one. */
+	if (!err && w->cctx && !w->any_frame)
+		w->frame_open = true;
+	if (!err)
+		err = flush_stage(w, true);
+	if (err)
+		return err;
+	out = calloc(1, sizeof(*out));
+	if (!out)
+		return errbuf_format(w->error, sizeof(w->error), -ENOMEM,
+				     "out of memory writing the tables");
+	out->w = w;
+	err = reserve_checkpoint(w, out);
+	if (!err && w->held_len)
+		err = pwrite_all(w, w->held, w->held_len, w->data_end);
+	if (err) {
+		free(out);
+		return err;
+	}
+	w->data_end += w->held_len;
+	w->held_len = 0;
+	w->checkpointed = true;
+
+	out->offset = w->data_end;
+	frame_offset = write_tables(out, w);
 	err = out->err;
 	end = out->offset;
 	free(out);

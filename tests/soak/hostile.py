@@ -1,0 +1,129 @@
+# A hostile local user's Python process, for the soak (tests/soak/soak.sh runs it as nobody).
+# The profiler runs as root and reads what this process maps and holds; each mode is one of
+# the attacks tests/test_hardening*.c check piece by piece, here as a running process:
+#   truncate  a copy of an ELF mapped executable as libpython3.99.so, cut to 4 KiB the moment
+#             anyone opens it (inotify): a reader that mapped it would take SIGBUS
+#   fifo      the mapped copy deleted and replaced by a FIFO (an open would block)
+#   symlink   the mapped copy deleted and replaced by a symlink to a root-only file
+#   names     an ELF whose 16384 symbols all share one 32 KiB name, mapped executable
+#   linetable 200 code objects sharing one 1 MiB (garbage) line table, all called
+# Each mode forks a child every half second: the profiler opens a new target's mapped files
+# when it attaches to it. Usage: hostile.py MODE DIR SECONDS (DIR: writable by this user).
+import ctypes
+import mmap
+import os
+import shutil
+import struct
+import sys
+import time
+
+MODE, DIR, SECONDS = sys.argv[1], sys.argv[2], float(sys.argv[3])
+FAKE = os.path.join(DIR, "libpython3.99.so")
+
+
+def map_executable(path):
+    fd = os.open(path, os.O_RDONLY)
+    mapping = mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+    os.close(fd)
+    return mapping
+
+
+def shared_name_elf(path, symbols=16384, name_len=32 << 10):
+    """Sections: null, .symtab, .strtab (one name for every symbol), .shstrtab."""
+    shstrtab = b"\0.symtab\0.strtab\0.shstrtab\0"
+    strtab = b"\0" + b"f" * name_len + b"\0"
+    symtab = b"\0" * 24 + b"".join(
+        struct.pack("<IBBHQQ", 1, 0x12, 0, 1, 0x1000 + 16 * i, 16) for i in range(1, symbols + 1))
+    symtab_off = 64
+    strtab_off = symtab_off + len(symtab)
+    shstrtab_off = strtab_off + len(strtab)
+    shdr_off = (shstrtab_off + len(shstrtab) + 7) & ~7
+    ident = b"\x7fELF\x02\x01\x01" + b"\0" * 9
+    header = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shdr_off, 0, 64, 0, 0, 64, 4, 3)
+
+    def section(name, kind, offset, size, link=0, info=0, align=1, entsize=0):
+        return struct.pack("<IIQQQQIIQQ", name, kind, 0, 0, offset, size, link, info, align, entsize)
+
+    sections = (b"\0" * 64 + section(1, 2, symtab_off, len(symtab), 2, 1, 8, 24) +
+                section(9, 3, strtab_off, len(strtab)) + section(17, 3, shstrtab_off, len(shstrtab)))
+    image = header + symtab + strtab + shstrtab
+    image += b"\0" * (shdr_off - len(image)) + sections
+    image += b"\0" * (-len(image) % 4096)
+    with open(path, "wb") as out:
+        out.write(image)
+
+
+def watch_opens(path):
+    """An inotify descriptor that becomes readable when anyone opens path."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK)
+    if fd < 0 or libc.inotify_add_watch(fd, path.encode(), 0x20) < 0:  # IN_OPEN
+        raise OSError(ctypes.get_errno(), "inotify")
+    return fd
+
+
+def hostile_spin(until):
+    while time.time() < until:
+        pass
+
+
+def fork_children(until, on_tick=None):
+    """A child every half second (each a new target to attach to), spinning a little, then gone."""
+    while time.time() < until:
+        child = os.fork()
+        if child == 0:
+            hostile_spin(time.time() + 0.2)
+            time.sleep(0.3)
+            os._exit(0)
+        if on_tick:
+            on_tick()
+        hostile_spin(time.time() + 0.05)
+        time.sleep(0.45)
+        os.waitpid(child, 0)
+
+
+def linetable_attack(until):
+    table = b"\xff" * (1 << 20)
+
+    def hostile_linetable():
+        return 0
+
+    code = hostile_linetable.__code__.replace(co_linetable=table)
+    functions = [type(hostile_linetable)(code.replace(co_firstlineno=i + 1), {}) for i in range(200)]
+    while time.time() < until:
+        for function in functions:
+            function()
+        time.sleep(0.01)
+
+
+def main():
+    until = time.time() + SECONDS
+    if MODE == "linetable":
+        linetable_attack(until)
+        return
+    if MODE == "names":
+        shared_name_elf(FAKE)
+    else:
+        shutil.copyfile(sys.executable, FAKE)
+    mapping = map_executable(FAKE)
+    tick = None
+    if MODE == "truncate":
+        watch = watch_opens(FAKE)
+
+        def tick():
+            try:
+                os.read(watch, 4096)
+            except BlockingIOError:
+                return
+            os.truncate(FAKE, 4096)
+    elif MODE == "fifo":
+        os.unlink(FAKE)
+        os.mkfifo(FAKE)
+    elif MODE == "symlink":
+        os.unlink(FAKE)
+        os.symlink("/etc/shadow", FAKE)
+    fork_children(until, tick)
+    del mapping
+
+
+main()
