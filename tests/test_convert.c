@@ -36,6 +36,7 @@ struct profile_text {
 enum compare_fields {
 	COMPARE_TIME = 1,      /* the time metric */
 	COMPARE_TIMESTAMP = 2, /* absolute timestamps */
+	COMPARE_GC_AS_FRAME = 4, /* a GC sample as Tachyon holds it: a "~" "<GC>" leaf frame */
 };
 
 static struct thread_samples *thread_of(struct profile_text *profile, uint64_t tid, uint32_t iid)
@@ -82,6 +83,11 @@ static void read_profile(const char *path, unsigned fields, struct profile_text 
 			fprintf(thread->stream, "ts=%llu", (unsigned long long)sample.timestamp_us);
 		for (size_t i = 0; i < sample.frame_count; i++)
 			print_frame(thread->stream, &sample.frames[i]);
+		if ((fields & COMPARE_GC_AS_FRAME) && (sample.status & PF_STATUS_GC)) {
+			struct pf_frame gc = pf_frame_unlocated(PF_FRAME_PYTHON, "~", "<GC>");
+
+			print_frame(thread->stream, &gc);
+		}
 		fputc('\n', thread->stream);
 		thread->count++;
 		profile->samples++;
@@ -164,7 +170,7 @@ static void mojo_tachyon_mojo(void **state)
 			fail_msg("%s -> tachyon: %s", names[i], err);
 		if (convert(middle, back, err, sizeof(err)) != 0)
 			fail_msg("%s -> mojo: %s", names[i], err);
-		/* Tachyon holds frames, threads and (as timestamps) time; not memory, pids, GC. */
+		/* Tachyon holds frames, threads, (as timestamps) time and GC (as a frame); not memory, pids. */
 		{
 			char replay_err[8192];
 			long replayed = cpython_replay_samples(middle, replay_err, sizeof(replay_err));
@@ -175,7 +181,7 @@ static void mojo_tachyon_mojo(void **state)
 			if (replayed >= 0)
 				print_message("%s: CPython 3.15 replays %ld samples\n", names[i], replayed);
 		}
-		read_profile(original, memory_only ? 0 : COMPARE_TIME, &before);
+		read_profile(original, (memory_only ? 0 : COMPARE_TIME) | COMPARE_GC_AS_FRAME, &before);
 		read_profile(back, memory_only ? 0 : COMPARE_TIME, &after);
 		print_message("%s: %zu samples, %zu threads survive MOJO -> Tachyon -> MOJO\n", names[i],
 			      after.samples, after.thread_count);

@@ -558,7 +558,7 @@ static char *synth_next(struct synth *syn, struct pf_sample *sample)
 {
 	uint32_t r = next_random(&syn->rng);
 	struct syn_thread *t = &syn->threads[r % SYN_THREADS];
-	size_t kept, first;
+	size_t kept, first, gc;
 	uint64_t delta, last;
 	struct pf_sample expected;
 
@@ -588,15 +588,19 @@ static char *synth_next(struct synth *syn, struct pf_sample *sample)
 	last = t->expected_ts ? t->expected_ts : syn->start;
 	delta = t->ts > last ? t->ts - last : 0;
 	t->expected_ts = last + delta;
-	kept = t->depth > 256 ? 256 : t->depth;
+	/* The GC status becomes CPython's "~" "<GC>" leaf frame, within the 256 kept. */
+	gc = (sample->status & PF_STATUS_GC) != 0;
+	kept = t->depth > 256 - gc ? 256 - gc : t->depth;
 	first = t->depth - kept;
 	for (size_t i = 0; i < kept; i++)
 		syn->expected[i] = expected_frame(&syn->frames[first + i]);
+	if (gc)
+		syn->expected[kept] = pf_frame_unlocated(PF_FRAME_PYTHON, "~", "<GC>");
 	expected = (struct pf_sample){
 		.iid = t->iid, .tid = t->tid, .timestamp_us = t->expected_ts,
 		/* Each sample weighs one interval (1000 µs here) whatever the gap since the thread's last. */
 		.status = sample->status & 0xff, .metrics = PF_METRIC_TIME, .time_us = 1000,
-		.frame_count = kept, .frames = syn->expected,
+		.frame_count = kept + gc, .frames = syn->expected,
 	};
 	return format_with_kinds(&expected);
 }

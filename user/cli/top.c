@@ -4,6 +4,7 @@
  * time and by total (inclusive) time, from any format we read.
  */
 #include "cli/commands.h"
+#include "cli/top_states.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/exit_status.h"
@@ -70,11 +71,17 @@ static int64_t function_id(struct function_weights *weights, const struct pf_fra
 	return intern_add(&weights->names, label, (size_t)len, NULL);
 }
 
-static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
+/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
+static uint64_t sample_weight(const struct pf_sample *sample)
 {
 	int64_t signed_weight = pf_sample_weight(sample);
-	/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
-	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
+
+	return signed_weight > 0 ? (uint64_t)signed_weight : 0;
+}
+
+static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
+{
+	uint64_t weight = sample_weight(sample);
 
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		int64_t id = function_id(weights, &sample->frames[i]);
@@ -176,10 +183,13 @@ int top_main(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "lines", required_argument, NULL, 'n' },
+		{ "by-state", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct function_weights weights = { 0 };
+	struct top_states states;
+	bool by_state = false;
 	struct pf_reader *reader;
 	struct pf_sample sample;
 	size_t limit = 10;
@@ -187,7 +197,7 @@ int top_main(int argc, char **argv)
 	int opt, got;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "n:h", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:sh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			if (parse_limit(optarg, &limit)) {
@@ -195,8 +205,12 @@ int top_main(int argc, char **argv)
 				return EXIT_STATUS_USAGE;
 			}
 			break;
+		case 's':
+			by_state = true;
+			break;
 		case 'h':
-			puts("Usage: pybpfprof top [-n N] FILE\nThe functions with the most own and total time.\n"
+			puts("Usage: pybpfprof top [-n N] [--by-state] FILE\nThe functions with the most own and total time.\n"
+			     "  -s, --by-state  then the time by thread state (on CPU, idle, GIL, GC), overall and per thread\n"
 			     "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile.");
 			return 0;
 		default:
@@ -212,8 +226,10 @@ int top_main(int argc, char **argv)
 		return EXIT_STATUS_TARGET;
 	}
 	intern_init(&weights.names);
+	top_states_init(&states);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
-		if (add_sample(&weights, &sample)) {
+		if (add_sample(&weights, &sample) ||
+		    (by_state && top_states_add(&states, &sample, sample_weight(&sample)))) {
 			got = -ENOMEM;
 			break;
 		}
@@ -222,6 +238,9 @@ int top_main(int argc, char **argv)
 				got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else
 		print_report(&weights, argv[optind], pf_reader_format(reader), limit);
+	if (got >= 0 && by_state)
+		top_states_print(&states, stdout);
+	top_states_free(&states);
 	pf_reader_close(reader);
 	intern_free(&weights.names);
 	free(weights.by_function);

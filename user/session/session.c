@@ -215,7 +215,8 @@ static int open_sampler(struct session *session)
 		.follow_forks = session->system_wide || options->command != NULL || options->children,
 		.ringbuf_bytes = options->ringbuf_bytes,
 		.native_stacks = options->native_stacks,
-		.wall = options->mode == SESSION_MODE_WALL,
+		.wall = options->mode != SESSION_MODE_CPU,
+		.gil_only = options->mode == SESSION_MODE_GIL,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
 		.wall_pids = options->pids,
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,

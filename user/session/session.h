@@ -21,10 +21,12 @@ struct session_output {
 	const struct pf_format *format;
 };
 
-/* What a sample is: a tick of a running thread (cpu), or every thread at every interval (wall). */
+/* What a sample is: a tick of a running thread (cpu), every thread at every interval (wall), or the
+ * thread holding the GIL at every interval (gil: the wall iterator, keeping only GIL holders). */
 enum session_mode {
 	SESSION_MODE_CPU = 0,
 	SESSION_MODE_WALL = 1,
+	SESSION_MODE_GIL = 2,
 };
 
 struct session_options {

@@ -11,6 +11,7 @@ struct py_version_entry {
 	unsigned major, minor;
 	struct py_offsets off;
 	struct py_gil_layout gil;
+	struct py_gc_layout gc;
 };
 
 /* Generated from each version's own headers (internal ones with Py_BUILD_CORE). */
@@ -39,6 +40,13 @@ const struct py_gil_layout *py_gil_layout_for_version(unsigned major, unsigned m
 	const struct py_version_entry *entry = entry_for_version(major, minor);
 
 	return entry ? &entry->gil : NULL;
+}
+
+const struct py_gc_layout *py_gc_layout_for_version(unsigned major, unsigned minor)
+{
+	const struct py_version_entry *entry = entry_for_version(major, minor);
+
+	return entry ? &entry->gc : NULL;
 }
 
 /*
@@ -86,6 +94,8 @@ enum debug_field {
 	DBG_UNICODE_LENGTH,
 	DBG_UNICODE_ASCII_SIZE,
 	DBG_UNICODE_COMPACT_SIZE,
+	DBG_INTERP_GC,
+	DBG_GC_COLLECTING,
 	DBG_FIELD_COUNT,
 };
 struct debug_layout {
@@ -286,6 +296,27 @@ int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gi
 		.pointer = (uint32_t)v[DBG_INTERP_CEVAL_GIL],
 		.holder = (uint32_t)(v[DBG_INTERP_GIL_HOLDER] - v[DBG_INTERP_GIL_STATE]),
 		.locked = (uint32_t)(v[DBG_INTERP_GIL_LOCKED] - v[DBG_INTERP_GIL_STATE]),
+	};
+	return 0;
+}
+
+int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_layout *out, char *err_text,
+			    size_t err_len)
+{
+	struct debug_decoded dec;
+	int err = decode_debug_offsets(debug_offsets, len, &dec, err_text, err_len);
+	const uint64_t *v = dec.value;
+
+	if (err)
+		return err;
+	*out = (struct py_gc_layout){ .where = PY_GC_UNKNOWN };
+	/* collecting is given inside the interpreter's gc state, which is inside the interpreter */
+	if (!dec.present[DBG_INTERP_GC] || !dec.present[DBG_GC_COLLECTING] ||
+	    v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING] + sizeof(int32_t) > v[DBG_INTERP_SIZE])
+		return 0;
+	*out = (struct py_gc_layout){
+		.where = PY_GC_IN_INTERP,
+		.collecting = (uint32_t)(v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING]),
 	};
 	return 0;
 }
