@@ -31,7 +31,7 @@ static const char doc[] =
 	"       pybpfprof [OPTIONS]                 (every Python process on the host)\n"
 	"       pybpfprof dump [--samples] FILE\n"
 	"       pybpfprof convert IN -o OUT [-f FORMAT]\n"
-	"       pybpfprof top [-n N] FILE\n"
+	"       pybpfprof top [-n N] [--by-state] FILE\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    sudo pybpfprof -p 4242 -o app.mojo            # until Ctrl-C or exit\n"
