@@ -817,6 +817,44 @@ static void test_empty_profile(void **unused)
 	}
 }
 
+/* A GC sample gets CPython's "~" "<GC>" leaf frame, once: a sample read from a CPython file has it. */
+static void test_gc_frame_once(void **unused)
+{
+	char *path = tmp_path("gc.bin");
+	const struct pf_writer_ops *ops;
+	struct pf_frame frames[2] = { pf_frame_unlocated(PF_FRAME_PYTHON, "app.py", "churn"),
+				      pf_frame_unlocated(PF_FRAME_PYTHON, "~", "<GC>") };
+	struct pf_sample sample = { .tid = 7, .timestamp_us = 1000, .status = PF_STATUS_GC | PF_STATUS_HAS_GIL,
+				    .metrics = PF_METRIC_TIME, .time_us = 1000, .frame_count = 1, .frames = frames };
+	const struct pf_reader_ops *reader_ops;
+	char err[256];
+	void *state, *reader;
+	int fd, got, read = 0;
+
+	(void)unused;
+	assert_int_equal(open_writer(path, 0, &state, &ops, &fd), 0);
+	assert_int_equal(ops->add_sample(state, &sample), 0);
+	sample.frame_count = 2;
+	sample.timestamp_us = 2000;
+	assert_int_equal(ops->add_sample(state, &sample), 0);
+	assert_int_equal(ops->finish(state), 0);
+	ops->destroy(state);
+	close(fd);
+	assert_int_equal(open_reader(path, &reader, &reader_ops, err, sizeof(err)), 0);
+	while ((got = reader_ops->next_sample(reader, &sample)) > 0) {
+		read++;
+		assert_int_equal(sample.frame_count, 2);
+		assert_string_equal(sample.frames[0].name, "churn");
+		assert_string_equal(sample.frames[1].file, "~");
+		assert_string_equal(sample.frames[1].name, "<GC>");
+		assert_int_equal(sample.status, PF_STATUS_HAS_GIL);
+	}
+	assert_int_equal(got, 0);
+	assert_int_equal(read, 2);
+	reader_ops->destroy(reader);
+	free(path);
+}
+
 /* ---- bad input ---- */
 
 /* Read a whole file; 0 if it is valid, else the error (which must come with a reason). */
@@ -1319,6 +1357,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_checkpoint),
 		cmocka_unit_test(test_empty_profile),
+		cmocka_unit_test(test_gc_frame_once),
 		cmocka_unit_test(test_prefixes_fail),
 		cmocka_unit_test(test_byte_flips_never_crash),
 		cmocka_unit_test(test_other_endian),

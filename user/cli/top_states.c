@@ -45,11 +45,23 @@ static void weigh(struct top_state_weights *weights, uint32_t status, uint64_t w
 			weights->in_state[i] += weight;
 }
 
+/* The status, with GC also where the file says it as CPython does: a "~" "<GC>" leaf frame (Tachyon
+ * has no GC bit). */
+static uint32_t status_of(const struct pf_sample *sample)
+{
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+
+	if (leaf && leaf->kind == PF_FRAME_PYTHON && !strcmp(leaf->file, "~") && !strcmp(leaf->name, "<GC>"))
+		return sample->status | PF_STATUS_GC;
+	return sample->status;
+}
+
 int top_states_add(struct top_states *states, const struct pf_sample *sample, uint64_t weight)
 {
 	struct thread_key key = { .tid = sample->tid, .pid = sample->pid };
 	bool is_new = false;
 	int64_t id = intern_add(&states->thread_ids, &key, sizeof(key), &is_new);
+	uint32_t status = status_of(sample);
 
 	if (id < 0)
 		return (int)id;
@@ -57,8 +69,8 @@ int top_states_add(struct top_states *states, const struct pf_sample *sample, ui
 		return -ENOMEM;
 	if (is_new)
 		states->by_thread[id] = (struct top_state_weights){ 0 };
-	weigh(&states->all, sample->status, weight);
-	weigh(&states->by_thread[id], sample->status, weight);
+	weigh(&states->all, status, weight);
+	weigh(&states->by_thread[id], status, weight);
 	return 0;
 }
 

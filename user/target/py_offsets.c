@@ -277,46 +277,59 @@ int py_offsets_from_debug(const void *debug_offsets, size_t len, struct py_offse
 	return 0;
 }
 
-int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err_text,
-			     size_t err_len)
+static void gil_from_decoded(const struct debug_decoded *dec, void *layout)
 {
-	struct debug_decoded dec;
-	int err = decode_debug_offsets(debug_offsets, len, &dec, err_text, err_len);
-	const uint64_t *v = dec.value;
+	const uint64_t *v = dec->value;
+	struct py_gil_layout *out = layout;
 
-	if (err)
-		return err;
 	*out = (struct py_gil_layout){ .where = PY_GIL_UNKNOWN };
 	/* holder and locked are given inside the interpreter's own gil state; we need them relative to it */
-	if (!dec.present[DBG_INTERP_CEVAL_GIL] || !dec.present[DBG_INTERP_GIL_STATE] ||
+	if (!dec->present[DBG_INTERP_CEVAL_GIL] || !dec->present[DBG_INTERP_GIL_STATE] ||
 	    v[DBG_INTERP_GIL_HOLDER] < v[DBG_INTERP_GIL_STATE] || v[DBG_INTERP_GIL_LOCKED] < v[DBG_INTERP_GIL_STATE])
-		return 0;
+		return;
 	*out = (struct py_gil_layout){
 		.where = PY_GIL_VIA_INTERP_POINTER,
 		.pointer = (uint32_t)v[DBG_INTERP_CEVAL_GIL],
 		.holder = (uint32_t)(v[DBG_INTERP_GIL_HOLDER] - v[DBG_INTERP_GIL_STATE]),
 		.locked = (uint32_t)(v[DBG_INTERP_GIL_LOCKED] - v[DBG_INTERP_GIL_STATE]),
 	};
-	return 0;
+}
+
+static void gc_from_decoded(const struct debug_decoded *dec, void *layout)
+{
+	const uint64_t *v = dec->value;
+	struct py_gc_layout *out = layout;
+
+	*out = (struct py_gc_layout){ .where = PY_GC_UNKNOWN };
+	/* collecting is given inside the interpreter's gc state, which is inside the interpreter */
+	if (!dec->present[DBG_INTERP_GC] || !dec->present[DBG_GC_COLLECTING] ||
+	    v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING] + sizeof(int32_t) > v[DBG_INTERP_SIZE])
+		return;
+	*out = (struct py_gc_layout){
+		.where = PY_GC_IN_INTERP,
+		.collecting = (uint32_t)(v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING]),
+	};
+}
+
+static int layout_from_debug(const void *debug_offsets, size_t len, void (*fill)(const struct debug_decoded *, void *),
+			     void *out, char *err_text, size_t err_len)
+{
+	struct debug_decoded dec;
+	int err = decode_debug_offsets(debug_offsets, len, &dec, err_text, err_len);
+
+	if (!err)
+		fill(&dec, out);
+	return err;
+}
+
+int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err_text,
+			     size_t err_len)
+{
+	return layout_from_debug(debug_offsets, len, gil_from_decoded, out, err_text, err_len);
 }
 
 int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_layout *out, char *err_text,
 			    size_t err_len)
 {
-	struct debug_decoded dec;
-	int err = decode_debug_offsets(debug_offsets, len, &dec, err_text, err_len);
-	const uint64_t *v = dec.value;
-
-	if (err)
-		return err;
-	*out = (struct py_gc_layout){ .where = PY_GC_UNKNOWN };
-	/* collecting is given inside the interpreter's gc state, which is inside the interpreter */
-	if (!dec.present[DBG_INTERP_GC] || !dec.present[DBG_GC_COLLECTING] ||
-	    v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING] + sizeof(int32_t) > v[DBG_INTERP_SIZE])
-		return 0;
-	*out = (struct py_gc_layout){
-		.where = PY_GC_IN_INTERP,
-		.collecting = (uint32_t)(v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING]),
-	};
-	return 0;
+	return layout_from_debug(debug_offsets, len, gc_from_decoded, out, err_text, err_len);
 }
