@@ -88,6 +88,7 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 	pbp_fill_gil(config, scratch, rec, task);
 	if (gil_only && !(rec->flags & PBP_REC_HAS_GIL))
 		return false;
+	pbp_fill_gil_request(config, rec, task);
 	pbp_fill_gc(config, rec, task);
 	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
 	rec->flags |= scratch->walk.flags;

@@ -34,6 +34,8 @@
 /* The interpreter's garbage collector was running in this thread: its collecting flag was set
  * while the thread held the GIL (or, where the holder is not known, at all). */
 #define PBP_REC_GC            0x0080u
+/* The thread asked for the GIL and waits for it (3.15+: PyThreadState.gil_requested). */
+#define PBP_REC_GIL_REQUESTED 0x0100u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -100,7 +102,8 @@ enum pbp_error {
 	PBP_ERR_CODE_OBJECT = 13,     /* a code object's identity fields */
 	PBP_ERR_GIL = 14,             /* the GIL's holder and locked flag */
 	PBP_ERR_GC = 15,              /* the interpreter's GC collecting flag */
-	PBP_ERR_COUNT = 16,           /* number of codes, the size of the read_errors map */
+	PBP_ERR_GIL_REQUESTED = 16,   /* PyThreadState.gil_requested */
+	PBP_ERR_COUNT = 17,           /* number of codes, the size of the read_errors map */
 };
 
 /*

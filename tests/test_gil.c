@@ -15,8 +15,9 @@
  * Tachyon, which CPython 3.15's replay shows as <GC>.
  *
  * 2.7 has no GIL holder field (SHARE_MIN_27 says why its sum is lower).
- * Waiting for the GIL (Tachyon's GIL_REQUESTED) is not checked: no interpreter
- * here marks it where the sampler reads (README "Thread states").
+ * Waiting for the GIL (Tachyon's GIL_REQUESTED): 3.15 says it
+ * (PyThreadState.gil_requested), so some of a spinner's samples without the
+ * GIL carry it there, none with the GIL; earlier versions never set it.
  */
 #include "testlib.h"
 
@@ -144,6 +145,8 @@ struct contention_tally {
 	size_t held[WORKERS];
 	size_t both_held;      /* passes where both claimed it: the holder changed mid-pass */
 	size_t gc_flagged;     /* spinner samples flagged GC: they make no garbage */
+	size_t requesting;     /* spinner samples waiting for the GIL */
+	size_t holding_and_requesting;
 	uint64_t tids[WORKERS];
 };
 
@@ -222,6 +225,9 @@ static void tally_contention(const char *path, struct contention_tally *tally)
 		samples[count++] = (struct spinner_sample){ .timestamp_us = sample.timestamp_us, .slot = slot,
 							    .holding = (sample.status & PF_STATUS_HAS_GIL) != 0 };
 		tally->gc_flagged += (sample.status & PF_STATUS_GC) != 0;
+		tally->requesting += (sample.status & PF_STATUS_GIL_REQUESTED) != 0;
+		tally->holding_and_requesting += (sample.status & (PF_STATUS_GIL_REQUESTED | PF_STATUS_HAS_GIL)) ==
+						 (PF_STATUS_GIL_REQUESTED | PF_STATUS_HAS_GIL);
 	}
 	if (got < 0)
 		fail_msg("%s: %s", path, pf_reader_error(reader));
@@ -294,6 +300,12 @@ static void gil_contention(void **state)
 	} else if (fabs(sum - 1) > SHARE_TOLERANCE)
 		fail_msg("%s: the spinners' GIL shares add up to %.1f%% of the wall time", python->label, 100 * sum);
 	assert_int_equal(contention.gc_flagged, 0);
+	print_message("%s: %zu spinner samples waiting for the GIL\n", python->label, contention.requesting);
+	assert_int_equal(contention.holding_and_requesting, 0);
+	if (strcmp(python->label, "3.15") == 0)
+		assert_true(contention.requesting > 0);
+	else
+		assert_int_equal(contention.requesting, 0);
 
 	tally_gil_mode(gil_mojo, false, &from_mojo);
 	tally_gil_mode(gil_tachyon, true, &from_tachyon);

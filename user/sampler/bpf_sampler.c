@@ -729,6 +729,7 @@ static const char *const error_names[] = {
 	[PBP_ERR_CODE_OBJECT] = "code_object",
 	[PBP_ERR_GIL] = "gil",
 	[PBP_ERR_GC] = "gc",
+	[PBP_ERR_GIL_REQUESTED] = "gil_requested",
 };
 _Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum pbp_error");
 

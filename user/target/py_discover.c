@@ -373,6 +373,10 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 		return 0;
 	}
 	config->flags |= PY_PROC_HAS_GIL_HOLDER;
+	if (gil->requested) {
+		config->tstate_gil_requested = gil->requested;
+		config->flags |= PY_PROC_HAS_GIL_REQUEST;
+	}
 	return 0;
 }
 

@@ -96,6 +96,7 @@ enum debug_field {
 	DBG_UNICODE_COMPACT_SIZE,
 	DBG_INTERP_GC,
 	DBG_GC_COLLECTING,
+	DBG_TSTATE_GIL_REQUESTED,
 	DBG_FIELD_COUNT,
 };
 struct debug_layout {
@@ -281,8 +282,13 @@ static void gil_from_decoded(const struct debug_decoded *dec, void *layout)
 {
 	const uint64_t *v = dec->value;
 	struct py_gil_layout *out = layout;
+	/* 0 is PyThreadState.prev: never the flag */
+	uint32_t requested = dec->present[DBG_TSTATE_GIL_REQUESTED] &&
+				     v[DBG_TSTATE_GIL_REQUESTED] + sizeof(int32_t) <= v[DBG_TSTATE_SIZE]
+			     ? (uint32_t)v[DBG_TSTATE_GIL_REQUESTED]
+			     : 0;
 
-	*out = (struct py_gil_layout){ .where = PY_GIL_UNKNOWN };
+	*out = (struct py_gil_layout){ .where = PY_GIL_UNKNOWN, .requested = requested };
 	/* holder and locked are given inside the interpreter's own gil state; we need them relative to it */
 	if (!dec->present[DBG_INTERP_CEVAL_GIL] || !dec->present[DBG_INTERP_GIL_STATE] ||
 	    v[DBG_INTERP_GIL_HOLDER] < v[DBG_INTERP_GIL_STATE] || v[DBG_INTERP_GIL_LOCKED] < v[DBG_INTERP_GIL_STATE])
@@ -292,6 +298,7 @@ static void gil_from_decoded(const struct debug_decoded *dec, void *layout)
 		.pointer = (uint32_t)v[DBG_INTERP_CEVAL_GIL],
 		.holder = (uint32_t)(v[DBG_INTERP_GIL_HOLDER] - v[DBG_INTERP_GIL_STATE]),
 		.locked = (uint32_t)(v[DBG_INTERP_GIL_LOCKED] - v[DBG_INTERP_GIL_STATE]),
+		.requested = requested,
 	};
 }
 

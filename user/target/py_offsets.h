@@ -28,6 +28,7 @@ struct py_gil_layout {
 	uint32_t pointer;  /* offset of the struct _gil_runtime_state * in PyInterpreterState */
 	uint32_t holder;   /* last_holder, from _PyRuntime or from the gil state */
 	uint32_t locked;   /* locked, likewise */
+	uint32_t requested; /* PyThreadState.gil_requested (3.15+); 0: not exposed */
 };
 
 /* Where the garbage collector's collecting flag (an int) lives. */
