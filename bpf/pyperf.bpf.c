@@ -23,6 +23,8 @@ const volatile bool watch_exec = false;
 const volatile bool follow_forks = false;
 /* Unwind the user-space native stack from the unwind_* maps. */
 const volatile bool native_stacks = false;
+/* gil mode: only threads holding the GIL give a record (the others are dropped before their walk). */
+const volatile bool gil_only = false;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). */
 const volatile __u64 wakeup_bytes = 0;
 /* Wall mode: the CLOCK_MONOTONIC time of the iterator pass in progress, set by userspace
@@ -69,8 +71,9 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 		rec->flags |= PBP_REC_HAS_GIL;
 }
 
-/* task: the sampled thread, NULL for the current task. */
-static __always_inline void pbp_fill_python(const struct py_proc_config *config,
+/* task: the sampled thread, NULL for the current task. False: the sample is not wanted (gil mode, a
+ * thread not holding the GIL), nothing walked. */
+static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 					    struct pbp_cpu_scratch *scratch, struct task_struct *task)
 {
 	struct pbp_record *rec = &scratch->out.rec;
@@ -79,16 +82,21 @@ static __always_inline void pbp_fill_python(const struct py_proc_config *config,
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
 		pbp_count(PBP_CNT_NO_TSTATE);
-		return;
+		return !gil_only;
 	}
 	rec->tstate_addr = tstate_addr;
 	pbp_fill_gil(config, scratch, rec, task);
+	if (gil_only && !(rec->flags & PBP_REC_HAS_GIL))
+		return false;
+	pbp_fill_gil_request(config, rec, task);
+	pbp_fill_gc(config, rec, task);
 	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
 	rec->flags |= scratch->walk.flags;
 	if (scratch->walk.flags & PBP_REC_READ_FAULT)
 		pbp_count(PBP_CNT_READ_FAULTS);
 	if (scratch->walk.flags & PBP_REC_PY_TRUNCATED)
 		pbp_count(PBP_CNT_TRUNCATED);
+	return true;
 }
 
 /* The kernel stack goes right after the Python frames and the native pcs: the current task's
@@ -184,8 +192,8 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 			       user_mode ? PBP_REC_USER_MODE : 0);
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 
-	if (!(config->flags & PY_PROC_PENDING))
-		pbp_fill_python(config, scratch, NULL);
+	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, NULL))
+		return 0;
 	if (native_stacks)
 		pbp_walk_native(ctx, scratch, user_mode);
 	/* An interrupted user-mode thread has no kernel stack to report. */
@@ -230,8 +238,8 @@ int pbp_wall(struct bpf_iter__task *ctx)
 	running_now = BPF_CORE_READ(task, on_cpu) != 0;
 	rec = pbp_begin_record(scratch, wall_pass_ns, tgid, task->pid, BPF_CORE_READ(task, thread_info.cpu),
 			       off_cpu ? PBP_REC_OFF_CPU : 0);
-	if (!(config->flags & PY_PROC_PENDING))
-		pbp_fill_python(config, scratch, task);
+	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, task))
+		return 0;
 	if (native_stacks && !running_now)
 		pbp_walk_native_of(NULL, task, scratch, false);
 	if (kernel_stacks)

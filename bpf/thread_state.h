@@ -138,4 +138,43 @@ static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config
 	return fresh.tstate_addr;
 }
 
+/* A thread that does not hold the GIL may be waiting for it, where the version says so (3.15+). */
+static __always_inline void pbp_fill_gil_request(const struct py_proc_config *config, struct pbp_record *rec,
+						 struct task_struct *task)
+{
+	__s32 requested = 0;
+
+	if (!(config->flags & PY_PROC_HAS_GIL_REQUEST) || (rec->flags & PBP_REC_HAS_GIL))
+		return;
+	if (pbp_read_target(&requested, sizeof(requested), rec->tstate_addr + config->tstate_gil_requested,
+			    task) != 0) {
+		pbp_read_failed(rec, PBP_ERR_GIL_REQUESTED);
+		return;
+	}
+	if (requested)
+		rec->flags |= PBP_REC_GIL_REQUESTED;
+}
+
+/*
+ * The GC runs in the thread that holds the GIL, so the interpreter's collecting flag marks that
+ * thread's sample only (or any thread's where the holder is not known). After pbp_fill_gil: a
+ * thread that does not hold the GIL costs no read.
+ */
+static __always_inline void pbp_fill_gc(const struct py_proc_config *config, struct pbp_record *rec,
+					struct task_struct *task)
+{
+	__s32 collecting = 0;
+
+	if (!(config->flags & PY_PROC_HAS_GC_FLAG))
+		return;
+	if ((config->flags & PY_PROC_HAS_GIL_HOLDER) && !(rec->flags & PBP_REC_HAS_GIL))
+		return;
+	if (pbp_read_target(&collecting, sizeof(collecting), config->gc_collecting_addr, task) != 0) {
+		pbp_read_failed(rec, PBP_ERR_GC);
+		return;
+	}
+	if (collecting)
+		rec->flags |= PBP_REC_GC;
+}
+
 #endif

@@ -94,6 +94,8 @@ struct py_offsets {
 
 #define PY_PROC_HAS_GIL_HOLDER 0x1u  /* gil_holder_addr/gil_locked_addr are valid */
 #define PY_PROC_PENDING        0x2u  /* a target whose runtime is not found yet: sample it without Python frames */
+#define PY_PROC_HAS_GC_FLAG    0x4u  /* gc_collecting_addr is valid */
+#define PY_PROC_HAS_GIL_REQUEST 0x8u /* tstate_gil_requested is valid */
 
 struct py_proc_config {
 	__u64 interp_head_addr;  /* target address holding the first PyInterpreterState * */
@@ -102,6 +104,9 @@ struct py_proc_config {
 	__u32 version_hex;       /* PY_VERSION_HEX of the target */
 	__u32 flags;             /* PY_PROC_* */
 	struct py_offsets off;
+	__u64 gc_collecting_addr; /* target address of the GC's collecting flag (int) */
+	__u32 tstate_gil_requested; /* offset of PyThreadState.gil_requested (int, 3.15+) */
+	__u32 reserved;           /* zero */
 };
 
 /*

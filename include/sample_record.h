@@ -31,6 +31,11 @@
 /* Wall mode (the task iterator): the thread was not runnable (its state was not TASK_RUNNING:
  * asleep, blocked on I/O or a lock). Its kernel stack names the wait. */
 #define PBP_REC_OFF_CPU       0x0040u
+/* The interpreter's garbage collector was running in this thread: its collecting flag was set
+ * while the thread held the GIL (or, where the holder is not known, at all). */
+#define PBP_REC_GC            0x0080u
+/* The thread asked for the GIL and waits for it (3.15+: PyThreadState.gil_requested). */
+#define PBP_REC_GIL_REQUESTED 0x0100u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -96,7 +101,9 @@ enum pbp_error {
 	PBP_ERR_DATA_STACK = 12,      /* the data-stack window holding an interpreter frame (3.11+) */
 	PBP_ERR_CODE_OBJECT = 13,     /* a code object's identity fields */
 	PBP_ERR_GIL = 14,             /* the GIL's holder and locked flag */
-	PBP_ERR_COUNT = 15,           /* number of codes, the size of the read_errors map */
+	PBP_ERR_GC = 15,              /* the interpreter's GC collecting flag */
+	PBP_ERR_GIL_REQUESTED = 16,   /* PyThreadState.gil_requested */
+	PBP_ERR_COUNT = 17,           /* number of codes, the size of the read_errors map */
 };
 
 /*

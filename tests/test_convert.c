@@ -36,6 +36,7 @@ struct profile_text {
 enum compare_fields {
 	COMPARE_TIME = 1,      /* the time metric */
 	COMPARE_TIMESTAMP = 2, /* absolute timestamps */
+	COMPARE_GC_AS_FRAME = 4, /* a GC sample as Tachyon holds it: a "~" "<GC>" leaf frame */
 };
 
 static struct thread_samples *thread_of(struct profile_text *profile, uint64_t tid, uint32_t iid)
@@ -82,6 +83,11 @@ static void read_profile(const char *path, unsigned fields, struct profile_text 
 			fprintf(thread->stream, "ts=%llu", (unsigned long long)sample.timestamp_us);
 		for (size_t i = 0; i < sample.frame_count; i++)
 			print_frame(thread->stream, &sample.frames[i]);
+		if ((fields & COMPARE_GC_AS_FRAME) && (sample.status & PF_STATUS_GC)) {
+			struct pf_frame gc = pf_frame_unlocated(PF_FRAME_PYTHON, "~", "<GC>");
+
+			print_frame(thread->stream, &gc);
+		}
 		fputc('\n', thread->stream);
 		thread->count++;
 		profile->samples++;
@@ -164,7 +170,7 @@ static void mojo_tachyon_mojo(void **state)
 			fail_msg("%s -> tachyon: %s", names[i], err);
 		if (convert(middle, back, err, sizeof(err)) != 0)
 			fail_msg("%s -> mojo: %s", names[i], err);
-		/* Tachyon holds frames, threads and (as timestamps) time; not memory, pids, GC. */
+		/* Tachyon holds frames, threads, (as timestamps) time and GC (as a frame); not memory, pids. */
 		{
 			char replay_err[8192];
 			long replayed = cpython_replay_samples(middle, replay_err, sizeof(replay_err));
@@ -175,7 +181,7 @@ static void mojo_tachyon_mojo(void **state)
 			if (replayed >= 0)
 				print_message("%s: CPython 3.15 replays %ld samples\n", names[i], replayed);
 		}
-		read_profile(original, memory_only ? 0 : COMPARE_TIME, &before);
+		read_profile(original, (memory_only ? 0 : COMPARE_TIME) | COMPARE_GC_AS_FRAME, &before);
 		read_profile(back, memory_only ? 0 : COMPARE_TIME, &after);
 		print_message("%s: %zu samples, %zu threads survive MOJO -> Tachyon -> MOJO\n", names[i],
 			      after.samples, after.thread_count);
@@ -394,6 +400,87 @@ static void special_outputs_are_refused(void **state)
 	unlink(fifo_path);
 }
 
+static void assert_metadata_is(const char *path, const char *key, const char *want)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char err[512];
+	const char *value;
+
+	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	while (pf_reader_next_sample(reader, &sample) > 0)
+		;
+	value = pf_reader_metadata(reader, key);
+	if (!value || strcmp(value, want))
+		fail_msg("%s: %s is '%s', not '%s'", path, key, value ? value : "(none)", want);
+	pf_reader_close(reader);
+}
+
+static void run_output(char *const argv[], char *out, size_t len)
+{
+	size_t used = 0;
+	ssize_t got;
+	int out_fd;
+	pid_t pid = test_spawn(argv, &out_fd, NULL);
+
+	while (used + 1 < len && (got = read(out_fd, out + used, len - 1 - used)) > 0)
+		used += (size_t)got;
+	out[used] = 0;
+	close(out_fd);
+	assert_int_equal(test_wait_status(pid), 0);
+}
+
+/* gil mode: Tachyon names it, MOJO says wall and pybpfprof_mode gil, and either converts to the
+ * other; dump names the states and top --by-state splits the time by them. */
+static void gil_mode_and_states(void **state)
+{
+	const struct pf_run_info info = { .interval_us = 1000, .mode = "wall", .own_mode = "gil",
+					  .frequency_hz = 1000, .start_time_us = 1000 };
+	struct pf_frame frame = pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", "spin");
+	char tachyon[PATH_MAX], mojo[PATH_MAX], back[PATH_MAX], err[1024], shown[16384];
+	char *top_argv[] = { (char *)pybpfprof_binary(), "top", "--by-state", tachyon, NULL };
+	char *dump_argv[] = { (char *)pybpfprof_binary(), "dump", "--samples", tachyon, NULL };
+	struct pf_writer *writer;
+
+	(void)state;
+	FORMAT(tachyon, "%s/gil.bin", test_tmpdir());
+	FORMAT(mojo, "%s/gil.mojo", test_tmpdir());
+	FORMAT(back, "%s/gil.back.bin", test_tmpdir());
+	assert_int_equal(pf_writer_open(&writer, tachyon, format_registry_find_name("tachyon"), NULL), 0);
+	assert_int_equal(pf_writer_set_run_info(writer, &info), 0);
+	for (uint64_t i = 0; i < 4; i++) {
+		/* thread 8 holds the GIL three intervals of four, collecting in one */
+		struct pf_sample sample = { .pid = 7, .tid = 8 + (i == 3), .timestamp_us = 1000 * (i + 2),
+					    .status = PF_STATUS_ON_CPU | PF_STATUS_HAS_GIL | (i == 1 ? PF_STATUS_GC : 0),
+					    .metrics = PF_METRIC_TIME, .time_us = 1000, .frame_count = 1,
+					    .frames = &frame };
+
+		assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	}
+	assert_int_equal(pf_writer_close(writer), 0);
+	assert_metadata_is(tachyon, "mode", "gil");
+	if (convert(tachyon, mojo, err, sizeof(err)) != 0)
+		fail_msg("gil tachyon -> mojo: %s", err);
+	assert_metadata_is(mojo, "mode", "wall");
+	assert_metadata_is(mojo, "pybpfprof_mode", "gil");
+	if (convert(mojo, back, err, sizeof(err)) != 0)
+		fail_msg("gil mojo -> tachyon: %s", err);
+	assert_metadata_is(back, "mode", "gil");
+
+	run_output(dump_argv, shown, sizeof(shown));
+	assert_non_null(strstr(shown, "status=0x3 state=has_gil,on_cpu "));
+	assert_non_null(strstr(shown, "name=\"<GC>\""));
+	run_output(top_argv, shown, sizeof(shown));
+	print_message("%s", shown);
+	assert_non_null(strstr(shown, "holds GIL"));
+	/* all: on CPU and holding the GIL 100%, GC a quarter (the <GC> frame); thread 8 (Tachyon has no
+	 * pid): 3 of 4 intervals, one of its 3 collecting */
+	assert_non_null(strstr(shown, "100.00%          0.00%        100.00%          0.00%         25.00%\n"));
+	assert_non_null(strstr(shown, "0:8 "));
+	assert_non_null(strstr(shown, "33.33%         75.00%\n"));
+}
+
 /* Function names are the target's: `top` must not let them drive the terminal. */
 static void top_escapes_terminal_controls(void **state)
 {
@@ -591,6 +678,7 @@ int main(void)
 		cmocka_unit_test(run_info_writes_what_metadata_wrote),
 		cmocka_unit_test(special_outputs_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
+		cmocka_unit_test(gil_mode_and_states),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

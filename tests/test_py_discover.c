@@ -531,7 +531,11 @@ static void test_offsets_table(void **state)
 		assert_int_equal(off->string_kind, PY_STRING_UNICODE);
 		assert_true(off->frame_read_size > off->frame_previous && off->frame_read_size > off->frame_code);
 		assert_non_null(py_gil_layout_for_version(3, minor));
+		/* the collector's flag: gcmodule.c's static before 3.7, _PyRuntime's in 3.7-3.8, the interpreter's after */
+		assert_int_equal(py_gc_layout_for_version(3, minor)->where,
+				 minor < 7 ? PY_GC_STATIC_SYMBOL : minor < 9 ? PY_GC_IN_RUNTIME : PY_GC_IN_INTERP);
 	}
+	assert_int_equal(py_gc_layout_for_version(2, 7)->where, PY_GC_STATIC_SYMBOL);
 }
 
 /* Rebuilds the _Py_DebugOffsets blob from a decoded dump in tests/data. */
@@ -569,6 +573,7 @@ struct debug_case {
 	uint32_t version_hex;
 	uint32_t thread_id, frame_owner, frame_code, compact_data;
 	uint64_t code_ptr_mask;
+	uint32_t gc_collecting; /* interpreter_state.gc + gc.collecting */
 };
 
 static void test_debug_offsets(void **state)
@@ -578,6 +583,7 @@ static void test_debug_offsets(void **state)
 	size_t len;
 	struct py_offsets off;
 	struct py_gil_layout gil;
+	struct py_gc_layout gc;
 	uint32_t version_hex = 0;
 	char err[256];
 
@@ -598,6 +604,11 @@ static void test_debug_offsets(void **state)
 	assert_int_equal(gil.where, PY_GIL_VIA_INTERP_POINTER);
 	assert_int_equal(gil.holder, 8);
 	assert_int_equal(gil.locked, 16);
+	/* only 3.15 says where a thread asks for the GIL */
+	assert_int_equal(gil.requested, c->version_hex >= 0x30f0000 ? 40 : 0);
+	assert_int_equal(py_gc_layout_from_debug(blob, len, &gc, err, sizeof(err)), 0);
+	assert_int_equal(gc.where, PY_GC_IN_INTERP);
+	assert_int_equal(gc.collecting, c->gc_collecting);
 
 	/* too short for its own layout */
 	assert_int_equal(py_offsets_from_debug(blob, len - 8, &off, NULL, err, sizeof(err)), -EINVAL);
@@ -610,9 +621,9 @@ static void test_debug_offsets(void **state)
 	assert_int_equal(py_offsets_from_debug(blob, len, &off, NULL, err, sizeof(err)), -EINVAL);
 }
 
-static const struct debug_case debug_313 = { "py3.13.0.txt", 0x30d00f0, 152, 70, 0, 56, ~0ull };
-static const struct debug_case debug_314 = { "py3.14.10.txt", 0x30e0af0, 152, 74, 0, 56, ~3ull };
-static const struct debug_case debug_315 = { "py3.15.2.txt", 0x30f02f0, 176, 74, 0, 56, ~3ull };
+static const struct debug_case debug_313 = { "py3.13.0.txt", 0x30d00f0, 152, 70, 0, 56, ~0ull, 7400 + 200 };
+static const struct debug_case debug_314 = { "py3.14.10.txt", 0x30e0af0, 152, 74, 0, 56, ~3ull, 7408 + 192 };
+static const struct debug_case debug_315 = { "py3.15.2.txt", 0x30f02f0, 176, 74, 0, 56, ~3ull, 7400 + 112 };
 
 static int teardown_children(void **state)
 {

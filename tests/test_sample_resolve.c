@@ -300,6 +300,15 @@ static void test_off_cpu_record_is_idle(void **state)
 					       &sample), 0);
 	assert_int_equal(sample.status, PF_STATUS_IDLE | PF_STATUS_MAIN_THREAD);
 	assert_int_equal(sample.status & PF_STATUS_TACHYON_MASK, PF_STATUS_MAIN_THREAD);
+	/* The GIL's holder, collecting garbage (BPF flags GC for the holder only). */
+	buffer.record.flags = PBP_REC_HAS_GIL | PBP_REC_GC;
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	assert_int_equal(sample.status, PF_STATUS_ON_CPU | PF_STATUS_MAIN_THREAD | PF_STATUS_HAS_GIL | PF_STATUS_GC);
+	buffer.record.flags = PBP_REC_GIL_REQUESTED;
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	assert_int_equal(sample.status, PF_STATUS_ON_CPU | PF_STATUS_MAIN_THREAD | PF_STATUS_GIL_REQUESTED);
 }
 
 /* The interpreter's own frames are named and marked; other files' are not the interpreter's. */

@@ -558,7 +558,7 @@ static char *synth_next(struct synth *syn, struct pf_sample *sample)
 {
 	uint32_t r = next_random(&syn->rng);
 	struct syn_thread *t = &syn->threads[r % SYN_THREADS];
-	size_t kept, first;
+	size_t kept, first, gc;
 	uint64_t delta, last;
 	struct pf_sample expected;
 
@@ -588,15 +588,19 @@ static char *synth_next(struct synth *syn, struct pf_sample *sample)
 	last = t->expected_ts ? t->expected_ts : syn->start;
 	delta = t->ts > last ? t->ts - last : 0;
 	t->expected_ts = last + delta;
-	kept = t->depth > 256 ? 256 : t->depth;
+	/* The GC status becomes CPython's "~" "<GC>" leaf frame, within the 256 kept. */
+	gc = (sample->status & PF_STATUS_GC) != 0;
+	kept = t->depth > 256 - gc ? 256 - gc : t->depth;
 	first = t->depth - kept;
 	for (size_t i = 0; i < kept; i++)
 		syn->expected[i] = expected_frame(&syn->frames[first + i]);
+	if (gc)
+		syn->expected[kept] = pf_frame_unlocated(PF_FRAME_PYTHON, "~", "<GC>");
 	expected = (struct pf_sample){
 		.iid = t->iid, .tid = t->tid, .timestamp_us = t->expected_ts,
 		/* Each sample weighs one interval (1000 µs here) whatever the gap since the thread's last. */
 		.status = sample->status & 0xff, .metrics = PF_METRIC_TIME, .time_us = 1000,
-		.frame_count = kept, .frames = syn->expected,
+		.frame_count = kept + gc, .frames = syn->expected,
 	};
 	return format_with_kinds(&expected);
 }
@@ -811,6 +815,44 @@ static void test_empty_profile(void **unused)
 		assert_file_holds(path, &want);
 		free(path);
 	}
+}
+
+/* A GC sample gets CPython's "~" "<GC>" leaf frame, once: a sample read from a CPython file has it. */
+static void test_gc_frame_once(void **unused)
+{
+	char *path = tmp_path("gc.bin");
+	const struct pf_writer_ops *ops;
+	struct pf_frame frames[2] = { pf_frame_unlocated(PF_FRAME_PYTHON, "app.py", "churn"),
+				      pf_frame_unlocated(PF_FRAME_PYTHON, "~", "<GC>") };
+	struct pf_sample sample = { .tid = 7, .timestamp_us = 1000, .status = PF_STATUS_GC | PF_STATUS_HAS_GIL,
+				    .metrics = PF_METRIC_TIME, .time_us = 1000, .frame_count = 1, .frames = frames };
+	const struct pf_reader_ops *reader_ops;
+	char err[256];
+	void *state, *reader;
+	int fd, got, read = 0;
+
+	(void)unused;
+	assert_int_equal(open_writer(path, 0, &state, &ops, &fd), 0);
+	assert_int_equal(ops->add_sample(state, &sample), 0);
+	sample.frame_count = 2;
+	sample.timestamp_us = 2000;
+	assert_int_equal(ops->add_sample(state, &sample), 0);
+	assert_int_equal(ops->finish(state), 0);
+	ops->destroy(state);
+	close(fd);
+	assert_int_equal(open_reader(path, &reader, &reader_ops, err, sizeof(err)), 0);
+	while ((got = reader_ops->next_sample(reader, &sample)) > 0) {
+		read++;
+		assert_int_equal(sample.frame_count, 2);
+		assert_string_equal(sample.frames[0].name, "churn");
+		assert_string_equal(sample.frames[1].file, "~");
+		assert_string_equal(sample.frames[1].name, "<GC>");
+		assert_int_equal(sample.status, PF_STATUS_HAS_GIL);
+	}
+	assert_int_equal(got, 0);
+	assert_int_equal(read, 2);
+	reader_ops->destroy(reader);
+	free(path);
 }
 
 /* ---- bad input ---- */
@@ -1315,6 +1357,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_checkpoint),
 		cmocka_unit_test(test_empty_profile),
+		cmocka_unit_test(test_gc_frame_once),
 		cmocka_unit_test(test_prefixes_fail),
 		cmocka_unit_test(test_byte_flips_never_crash),
 		cmocka_unit_test(test_other_endian),

@@ -163,6 +163,16 @@ int main(void)
 #else
 	printf("\t\t.where = PY_GIL_CURRENT_TSTATE, /* the 2.x lock itself records no holder */\n");
 #endif
+	printf("\t}, .gc = {\n");
+#if PY_VERSION_HEX >= 0x03090000
+	printf("\t\t.where = PY_GC_IN_INTERP,\n");
+	FIELD("collecting", offsetof(PyInterpreterState, gc.collecting));
+#elif PY_VERSION_HEX >= 0x03070000
+	printf("\t\t.where = PY_GC_IN_RUNTIME,\n");
+	FIELD("collecting", offsetof(_PyRuntimeState, gc.collecting));
+#else
+	printf("\t\t.where = PY_GC_STATIC_SYMBOL, /* gcmodule.c's static collecting */\n");
+#endif
 	printf("\t} },\n");
 	return 0;
 }

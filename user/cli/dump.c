@@ -34,9 +34,13 @@ static const char *frame_kind_name(enum pf_frame_kind kind)
 
 static void print_sample(FILE *out, const struct pf_sample *sample)
 {
+	char states[128];
+
 	fprintf(out, "Sample pid=%" PRIu32 " iid=%" PRIu32 " tid=%" PRIu64 " ts=%" PRIu64
 		     " status=0x%" PRIx32,
 		sample->pid, sample->iid, sample->tid, sample->timestamp_us, sample->status);
+	if (pf_status_describe(sample->status, states, sizeof(states))[0])
+		fprintf(out, " state=%s", states);
 	if (sample->metrics & PF_METRIC_TIME)
 		fprintf(out, " time=%" PRIu64, sample->time_us);
 	if (sample->metrics & PF_METRIC_MEMORY)

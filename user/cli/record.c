@@ -32,14 +32,15 @@ static const char doc[] =
 	"       pybpfprof [OPTIONS]                 (every Python process on the host)\n"
 	"       pybpfprof dump [--samples] FILE\n"
 	"       pybpfprof convert IN -o OUT [-f FORMAT]\n"
-	"       pybpfprof top [-n N] FILE\n"
+	"       pybpfprof top [-n N] [--by-state] FILE\n"
 	"       pybpfprof stacks [--json] PID      (every thread's stack now, once)\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    sudo pybpfprof -p 4242 -o app.mojo            # until Ctrl-C or exit\n"
 	"    sudo pybpfprof -p 4242,4243 -d 30 -o app.bin  # two processes, 30 s, Tachyon\n"
 	"    sudo pybpfprof -F 1000 -o run.mojo -- python3 app.py --flag\n"
-	"    sudo pybpfprof --mode wall -F 100 -p 4242 -o wall.mojo  # every thread, running or not"
+	"    sudo pybpfprof --mode wall -F 100 -p 4242 -o wall.mojo  # every thread, running or not\n"
+	"    sudo pybpfprof --mode gil -p 4242 -o gil.bin  # only the thread holding the GIL"
 	"\v"
 	"A command to launch goes after --. With neither -p nor a command, every Python\n"
 	"process on the host is sampled, including later ones, until Ctrl-C or -d.\n"
@@ -75,7 +76,7 @@ static const struct argp_option record_options[] = {
 	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
-	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack)", 0 },
+	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not", 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile the processes they fork (a launched command's are always followed)", 0 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
 	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
@@ -229,9 +230,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		else if (strcmp(arg, "wall") == 0)
 			session->mode = SESSION_MODE_WALL;
 		else if (strcmp(arg, "gil") == 0)
-			argp_error(state, "--mode gil is not supported yet (use cpu or wall)");
+			session->mode = SESSION_MODE_GIL;
 		else
-			argp_error(state, "invalid --mode '%s' (cpu or wall)", arg);
+			argp_error(state, "invalid --mode '%s' (cpu, wall or gil)", arg);
 		break;
 	case OPT_PUSH:
 		session->push_url = arg;

@@ -5,6 +5,7 @@
  */
 #include "cli/commands.h"
 #include "cli/live_top.h"
+#include "cli/top_states.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/exit_status.h"
@@ -71,11 +72,17 @@ static int64_t function_id(struct function_weights *weights, const struct pf_fra
 	return intern_add(&weights->names, label, (size_t)len, NULL);
 }
 
-static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
+/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
+static uint64_t sample_weight(const struct pf_sample *sample)
 {
 	int64_t signed_weight = pf_sample_weight(sample);
-	/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
-	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
+
+	return signed_weight > 0 ? (uint64_t)signed_weight : 0;
+}
+
+static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
+{
+	uint64_t weight = sample_weight(sample);
 
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		int64_t id = function_id(weights, &sample->frames[i]);
@@ -175,11 +182,13 @@ static void print_report(const struct function_weights *weights, const char *pat
 
 static void top_usage(FILE *out)
 {
-	fputs("Usage: pybpfprof top [-n N] FILE            the functions with the most time in a file\n"
+	fputs("Usage: pybpfprof top [-n N] [--by-state] FILE  the functions with the most time in a file;\n"
+	      "                                        --by-state: then the time by thread state (on CPU,\n"
+	      "                                        idle, GIL, GC), overall and per thread\n"
 	      "       pybpfprof top [OPTIONS] -p PID[,PID]  live, redrawn every second\n"
 	      "       pybpfprof top [OPTIONS] -- COMMAND    launch and show it live\n"
 	      "       pybpfprof top [OPTIONS]               live, every Python process on the host\n"
-	      "Live options: -F HZ (default 100), --mode cpu|wall, -d SECONDS, --no-native, --no-kernel.\n"
+	      "Live options: -F HZ (default 100), --mode cpu|wall|gil, -d SECONDS, --no-native, --no-kernel.\n"
 	      "Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions,\n"
 	      "processes, threads, space pause.\n"
 	      "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile, or no such\n"
@@ -224,9 +233,10 @@ static void live_scope(const struct session_options *session, char *out, size_t 
 	}
 }
 
-static int top_file(const char *path, size_t limit)
+static int top_file(const char *path, size_t limit, bool by_state)
 {
 	struct function_weights weights = { 0 };
+	struct top_states states;
 	struct pf_reader *reader;
 	struct pf_sample sample;
 	char err[512];
@@ -237,8 +247,10 @@ static int top_file(const char *path, size_t limit)
 		return EXIT_STATUS_TARGET;
 	}
 	intern_init(&weights.names);
+	top_states_init(&states);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
-		if (add_sample(&weights, &sample)) {
+		if (add_sample(&weights, &sample) ||
+		    (by_state && top_states_add(&states, &sample, sample_weight(&sample)))) {
 			got = -ENOMEM;
 			break;
 		}
@@ -246,6 +258,9 @@ static int top_file(const char *path, size_t limit)
 		cli_error_print("top", path, got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else
 		print_report(&weights, path, pf_reader_format(reader), limit);
+	if (got >= 0 && by_state)
+		top_states_print(&states, stdout);
+	top_states_free(&states);
 	pf_reader_close(reader);
 	intern_free(&weights.names);
 	free(weights.by_function);
@@ -264,6 +279,7 @@ int top_main(int argc, char **argv)
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
 		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
+		{ "by-state", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -271,6 +287,7 @@ int top_main(int argc, char **argv)
 					   .native_stacks = true };
 	char scope[512], *end;
 	size_t limit = 10;
+	bool by_state = false;
 	int opt, options_end = argc;
 
 	/* A command to launch follows "--": its own options are not ours. */
@@ -280,7 +297,7 @@ int top_main(int argc, char **argv)
 			break;
 		}
 	optind = 1;
-	while ((opt = getopt_long(options_end, argv, "n:p:F:d:h", options, NULL)) != -1) {
+	while ((opt = getopt_long(options_end, argv, "n:p:F:d:sh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			if (parse_limit(optarg, &limit)) {
@@ -313,8 +330,10 @@ int top_main(int argc, char **argv)
 				session.mode = SESSION_MODE_CPU;
 			else if (strcmp(optarg, "wall") == 0)
 				session.mode = SESSION_MODE_WALL;
+			else if (strcmp(optarg, "gil") == 0)
+				session.mode = SESSION_MODE_GIL;
 			else {
-				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu or wall)\n", optarg);
+				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu, wall or gil)\n", optarg);
 				return EXIT_STATUS_USAGE;
 			}
 			break;
@@ -323,6 +342,9 @@ int top_main(int argc, char **argv)
 			break;
 		case OPT_NO_KERNEL:
 			session.kernel_stacks = false;
+			break;
+		case 's':
+			by_state = true;
 			break;
 		case 'h':
 			top_usage(stdout);
@@ -340,7 +362,7 @@ int top_main(int argc, char **argv)
 		session.command = &argv[options_end + 1];
 	}
 	if (optind == options_end - 1 && !session.command && !session.pid_count)
-		return top_file(argv[optind], limit);
+		return top_file(argv[optind], limit, by_state);
 	if (optind != options_end || (session.command && session.pid_count)) {
 		fprintf(stderr, "pybpfprof: top: give one FILE, or -p PID, or -- COMMAND, or nothing for the whole host "
 				"(try 'pybpfprof top --help')\n");

@@ -59,6 +59,50 @@ bool pf_native_file_strip(const char **file)
 	return true;
 }
 
+const char *pf_status_name(uint32_t bit)
+{
+	switch (bit) {
+	case PF_STATUS_HAS_GIL:
+		return "has_gil";
+	case PF_STATUS_ON_CPU:
+		return "on_cpu";
+	case PF_STATUS_UNKNOWN:
+		return "unknown";
+	case PF_STATUS_GIL_REQUESTED:
+		return "gil_requested";
+	case PF_STATUS_HAS_EXCEPTION:
+		return "has_exception";
+	case PF_STATUS_MAIN_THREAD:
+		return "main_thread";
+	case PF_STATUS_GC:
+		return "gc";
+	case PF_STATUS_IDLE:
+		return "idle";
+	default:
+		return NULL;
+	}
+}
+
+const char *pf_status_describe(uint32_t status, char *buffer, size_t size)
+{
+	size_t used = 0;
+
+	if (size)
+		buffer[0] = 0;
+	for (uint32_t bit = 1; bit && used < size; bit <<= 1) {
+		const char *name = (status & bit) ? pf_status_name(bit) : NULL;
+		int n;
+
+		if (!name)
+			continue;
+		n = snprintf(buffer + used, size - used, "%s%s", used ? "," : "", name);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	return buffer;
+}
+
 int64_t pf_sample_weight(const struct pf_sample *sample)
 {
 	if (sample->metrics & PF_METRIC_TIME)
@@ -224,6 +268,8 @@ int pf_writer_set_run_info(struct pf_writer *writer, const struct pf_run_info *i
 	err = set_metadata_u64(writer, "interval", info->interval_us);
 	if (!err)
 		err = pf_writer_set_metadata(writer, "mode", info->mode);
+	if (!err && info->own_mode)
+		err = pf_writer_set_metadata(writer, "pybpfprof_mode", info->own_mode);
 	if (!err && info->multiprocess)
 		err = pf_writer_set_metadata(writer, "multiprocess", "on");
 	if (!err)

@@ -71,6 +71,11 @@ bool pf_native_file_strip(const char **file);
 #define PF_STATUS_GC             0x100u /* garbage collector running (MOJO GC event) */
 #define PF_STATUS_IDLE           0x200u /* thread idle (MOJO IDLE event, full mode) */
 
+/* The status bits' names, as dump and top print them (NULL for a bit without one). */
+const char *pf_status_name(uint32_t bit);
+/* "has_gil,on_cpu,..." for the named bits of status into buffer (cut to size; "" for none). */
+const char *pf_status_describe(uint32_t status, char *buffer, size_t size);
+
 /* Which metrics a sample carries. */
 #define PF_METRIC_TIME   0x1u
 #define PF_METRIC_MEMORY 0x2u
@@ -144,6 +149,7 @@ int pf_writer_set_metadata(struct pf_writer *writer, const char *key, const char
 struct pf_run_info {
 	uint64_t interval_us;   /* "interval" */
 	const char *mode;       /* "mode": "cpu", "wall", "memory" or "full" */
+	const char *own_mode;   /* "pybpfprof_mode": a mode Austin has no name for ("gil"), NULL if none */
 	bool multiprocess;      /* "multiprocess": "on" when set */
 	uint64_t frequency_hz;  /* "frequency" */
 	uint64_t start_time_us; /* "start_time_us": CLOCK_MONOTONIC */

@@ -430,6 +430,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->follow_forks = options->follow_forks;
 	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
 	sampler->skel->rodata->native_stacks = options->native_stacks;
+	sampler->skel->rodata->gil_only = options->gil_only;
 	/* Each mode loads only the program it runs: verifying the other would only cost time. */
 	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall);
@@ -746,6 +747,8 @@ static const char *const error_names[] = {
 	[PBP_ERR_DATA_STACK] = "data_stack",
 	[PBP_ERR_CODE_OBJECT] = "code_object",
 	[PBP_ERR_GIL] = "gil",
+	[PBP_ERR_GC] = "gc",
+	[PBP_ERR_GIL_REQUESTED] = "gil_requested",
 };
 _Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum pbp_error");
 

@@ -202,6 +202,8 @@ void report_start_metadata(struct session *session)
 	struct pf_run_info info = {
 		.interval_us = period_us ? period_us : 1,
 		.mode = session_mode_name(options->mode),
+		/* Austin has no gil mode: its samples are wall samples of one thread at a time. */
+		.own_mode = options->mode == SESSION_MODE_GIL ? "gil" : NULL,
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
 				options->children,
 		.frequency_hz = options->frequency_hz,
@@ -464,7 +466,7 @@ static void write_wall_metadata(struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
 
-	if (session->options->mode != SESSION_MODE_WALL)
+	if (session->options->mode == SESSION_MODE_CPU)
 		return;
 	bpf_sampler_wall_stats(session->sampler, &stats);
 	set_metadata_u64(session, "wall_passes", stats.passes);
@@ -488,7 +490,7 @@ static void print_wall_summary(const struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
 
-	if (session->options->mode != SESSION_MODE_WALL)
+	if (session->options->mode == SESSION_MODE_CPU)
 		return;
 	bpf_sampler_wall_stats(session->sampler, &stats);
 	fprintf(stderr, "pybpfprof: wall: %" PRIu64 " passes, %" PRIu64 " skipped (the one before overran), %" PRIu64

@@ -263,8 +263,9 @@ static int open_sampler(struct session *session)
 		.follow_forks = session->system_wide || options->command != NULL || options->children,
 		.ringbuf_bytes = options->ringbuf_bytes,
 		.native_stacks = options->native_stacks,
-		.wall = options->mode == SESSION_MODE_WALL || options->mode == SESSION_MODE_STACKS,
+		.wall = options->mode != SESSION_MODE_CPU,
 		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
+		.gil_only = options->mode == SESSION_MODE_GIL,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
 		.wall_pids = options->pids,
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,
@@ -392,8 +393,8 @@ static int set_up(struct session *session, int *failed_status)
 
 const char *session_mode_name(enum session_mode mode)
 {
-	/* A stack dump is one pass of the wall sampler. */
-	return mode == SESSION_MODE_WALL || mode == SESSION_MODE_STACKS ? "wall" : "cpu";
+	/* A stack dump is one pass of the wall sampler, gil mode the wall sampler kept to GIL holders. */
+	return mode == SESSION_MODE_CPU ? "cpu" : "wall";
 }
 
 /* The target's native unwind tables in BPF, for as long as they take up to the bound. */

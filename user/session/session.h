@@ -34,13 +34,15 @@ struct session_view {
 	bool (*tick)(void *ctx, uint64_t now_ms);
 };
 
-/* What a sample is: a tick of a running thread (cpu), or every thread at every interval (wall). */
+/* What a sample is: a tick of a running thread (cpu), every thread at every interval (wall), or the
+ * thread holding the GIL at every interval (gil: the wall iterator, keeping only GIL holders). */
 enum session_mode {
 	SESSION_MODE_CPU = 0,
 	SESSION_MODE_WALL = 1,
 	/* `pybpfprof stacks`: one wall pass over the one -p process's threads, printed on stdout
 	 * (session/stacks_print.h) instead of written to files. */
 	SESSION_MODE_STACKS = 2,
+	SESSION_MODE_GIL = 3,
 };
 
 struct session_options {

@@ -120,6 +120,10 @@ static uint32_t status_of(const struct pbp_record *record)
 
 	if (record->flags & PBP_REC_HAS_GIL)
 		status |= PF_STATUS_HAS_GIL;
+	if (record->flags & PBP_REC_GIL_REQUESTED)
+		status |= PF_STATUS_GIL_REQUESTED;
+	if (record->flags & PBP_REC_GC)
+		status |= PF_STATUS_GC;
 	if (record->tid == record->pid)
 		status |= PF_STATUS_MAIN_THREAD;
 	if (record->flags & PBP_REC_NO_TSTATE)

@@ -15,6 +15,12 @@
 
 #define SUPPORTED_VERSIONS "offsets are known for 2.7 and 3.6-3.12; 3.13+ are read from the target"
 
+/* Where the thread-state extras live: the GIL's holder and the GC's collecting flag. */
+struct state_layouts {
+	struct py_gil_layout gil;
+	struct py_gc_layout gc;
+};
+
 struct discovery {
 	pid_t pid;
 	const struct proc_maps *maps;
@@ -222,14 +228,16 @@ static void set_version(struct py_target *target, uint32_t version_hex)
 
 /* 3.13+: everything comes from the _Py_DebugOffsets at the start of _PyRuntime. */
 static int configure_from_debug_offsets(struct discovery *d, const uint8_t *blob, size_t len, struct py_target *target,
-					struct py_gil_layout *gil)
+					struct state_layouts *layouts)
 {
 	char reason[256];
 	uint32_t version_hex;
 	int err = py_offsets_from_debug(blob, len, &target->config.off, &version_hex, reason, sizeof(reason));
 
 	if (!err)
-		err = py_gil_layout_from_debug(blob, len, gil, reason, sizeof(reason));
+		err = py_gil_layout_from_debug(blob, len, &layouts->gil, reason, sizeof(reason));
+	if (!err)
+		err = py_gc_layout_from_debug(blob, len, &layouts->gc, reason, sizeof(reason));
 	if (err)
 		return errbuf_format(d->err_text, d->err_len, err == -ENOTSUP ? -ENOTSUP : -ENOEXEC,
 				     "pid %d: %s: %s", (int)d->pid, d->runtime_path, reason);
@@ -237,7 +245,7 @@ static int configure_from_debug_offsets(struct discovery *d, const uint8_t *blob
 	return 0;
 }
 
-static int configure_from_table(struct discovery *d, struct py_target *target, struct py_gil_layout *gil)
+static int configure_from_table(struct discovery *d, struct py_target *target, struct state_layouts *layouts)
 {
 	const struct py_offsets *off;
 	uint64_t version_hex;
@@ -268,11 +276,12 @@ static int configure_from_table(struct discovery *d, struct py_target *target, s
 				     "pid %d: CPython %u.%u.%u is not supported (" SUPPORTED_VERSIONS ")",
 				     (int)d->pid, target->major, target->minor, target->micro);
 	target->config.off = *off;
-	*gil = *py_gil_layout_for_version(target->major, target->minor);
+	layouts->gil = *py_gil_layout_for_version(target->major, target->minor);
+	layouts->gc = *py_gc_layout_for_version(target->major, target->minor);
 	return 0;
 }
 
-static int configure_offsets(struct discovery *d, struct py_target *target, struct py_gil_layout *gil)
+static int configure_offsets(struct discovery *d, struct py_target *target, struct state_layouts *layouts)
 {
 	uint8_t blob[PY_DEBUG_OFFSETS_MAX_SIZE];
 	int err;
@@ -282,9 +291,9 @@ static int configure_offsets(struct discovery *d, struct py_target *target, stru
 		if (err)
 			return read_failed(d, err, "_PyRuntime");
 		if (!memcmp(blob, PY_DEBUG_OFFSETS_COOKIE, strlen(PY_DEBUG_OFFSETS_COOKIE)))
-			return configure_from_debug_offsets(d, blob, sizeof(blob), target, gil);
+			return configure_from_debug_offsets(d, blob, sizeof(blob), target, layouts);
 	}
-	return configure_from_table(d, target, gil);
+	return configure_from_table(d, target, layouts);
 }
 
 static int locate_interp_head(struct discovery *d, struct py_target *target)
@@ -346,17 +355,46 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 		return 0;
 	}
 	config->flags |= PY_PROC_HAS_GIL_HOLDER;
+	if (gil->requested) {
+		config->tstate_gil_requested = gil->requested;
+		config->flags |= PY_PROC_HAS_GIL_REQUEST;
+	}
 	return 0;
+}
+
+/* first_interp: the main interpreter, whose collector is the one running in its threads (a
+ * subinterpreter's collections are not flagged). */
+static void locate_gc(struct discovery *d, const struct py_gc_layout *gc, uint64_t first_interp,
+		      struct py_target *target)
+{
+	struct py_proc_config *config = &target->config;
+
+	switch (gc->where) {
+	case PY_GC_STATIC_SYMBOL:
+		if (!d->file.sym.has_gc_collecting)
+			return;
+		config->gc_collecting_addr = d->bias + d->file.sym.gc_collecting;
+		break;
+	case PY_GC_IN_RUNTIME:
+		config->gc_collecting_addr = d->bias + d->file.sym.runtime + gc->collecting;
+		break;
+	case PY_GC_IN_INTERP:
+		config->gc_collecting_addr = first_interp + gc->collecting;
+		break;
+	default:
+		return;
+	}
+	config->flags |= PY_PROC_HAS_GC_FLAG;
 }
 
 static int describe_runtime(struct discovery *d, struct py_target *target)
 {
-	struct py_gil_layout gil = { .where = PY_GIL_UNKNOWN };
+	struct state_layouts layouts = { .gil = { .where = PY_GIL_UNKNOWN }, .gc = { .where = PY_GC_UNKNOWN } };
 	uint64_t first_interp = 0;
 	int err = compute_load_bias(d);
 
 	if (!err)
-		err = configure_offsets(d, target, &gil);
+		err = configure_offsets(d, target, &layouts);
 	if (!err)
 		err = locate_interp_head(d, target);
 	if (err)
@@ -369,7 +407,8 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 				     "pid %d: CPython %u.%u.%u runtime not initialised yet; retry",
 				     (int)d->pid, target->major, target->minor, target->micro);
 	snprintf(target->runtime_path, sizeof(target->runtime_path), "%s", d->runtime_path);
-	return locate_gil(d, &gil, first_interp, target);
+	locate_gc(d, &layouts.gc, first_interp, target);
+	return locate_gil(d, &layouts.gil, first_interp, target);
 }
 
 int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len)

@@ -11,6 +11,7 @@ struct py_version_entry {
 	unsigned major, minor;
 	struct py_offsets off;
 	struct py_gil_layout gil;
+	struct py_gc_layout gc;
 };
 
 /* Generated from each version's own headers (internal ones with Py_BUILD_CORE). */
@@ -39,6 +40,13 @@ const struct py_gil_layout *py_gil_layout_for_version(unsigned major, unsigned m
 	const struct py_version_entry *entry = entry_for_version(major, minor);
 
 	return entry ? &entry->gil : NULL;
+}
+
+const struct py_gc_layout *py_gc_layout_for_version(unsigned major, unsigned minor)
+{
+	const struct py_version_entry *entry = entry_for_version(major, minor);
+
+	return entry ? &entry->gc : NULL;
 }
 
 /*
@@ -86,6 +94,9 @@ enum debug_field {
 	DBG_UNICODE_LENGTH,
 	DBG_UNICODE_ASCII_SIZE,
 	DBG_UNICODE_COMPACT_SIZE,
+	DBG_INTERP_GC,
+	DBG_GC_COLLECTING,
+	DBG_TSTATE_GIL_REQUESTED,
 	DBG_FIELD_COUNT,
 };
 struct debug_layout {
@@ -267,25 +278,65 @@ int py_offsets_from_debug(const void *debug_offsets, size_t len, struct py_offse
 	return 0;
 }
 
-int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err_text,
-			     size_t err_len)
+static void gil_from_decoded(const struct debug_decoded *dec, void *layout)
 {
-	struct debug_decoded dec;
-	int err = decode_debug_offsets(debug_offsets, len, &dec, err_text, err_len);
-	const uint64_t *v = dec.value;
+	const uint64_t *v = dec->value;
+	struct py_gil_layout *out = layout;
+	/* 0 is PyThreadState.prev: never the flag */
+	uint32_t requested = dec->present[DBG_TSTATE_GIL_REQUESTED] &&
+				     v[DBG_TSTATE_GIL_REQUESTED] + sizeof(int32_t) <= v[DBG_TSTATE_SIZE]
+			     ? (uint32_t)v[DBG_TSTATE_GIL_REQUESTED]
+			     : 0;
 
-	if (err)
-		return err;
-	*out = (struct py_gil_layout){ .where = PY_GIL_UNKNOWN };
+	*out = (struct py_gil_layout){ .where = PY_GIL_UNKNOWN, .requested = requested };
 	/* holder and locked are given inside the interpreter's own gil state; we need them relative to it */
-	if (!dec.present[DBG_INTERP_CEVAL_GIL] || !dec.present[DBG_INTERP_GIL_STATE] ||
+	if (!dec->present[DBG_INTERP_CEVAL_GIL] || !dec->present[DBG_INTERP_GIL_STATE] ||
 	    v[DBG_INTERP_GIL_HOLDER] < v[DBG_INTERP_GIL_STATE] || v[DBG_INTERP_GIL_LOCKED] < v[DBG_INTERP_GIL_STATE])
-		return 0;
+		return;
 	*out = (struct py_gil_layout){
 		.where = PY_GIL_VIA_INTERP_POINTER,
 		.pointer = (uint32_t)v[DBG_INTERP_CEVAL_GIL],
 		.holder = (uint32_t)(v[DBG_INTERP_GIL_HOLDER] - v[DBG_INTERP_GIL_STATE]),
 		.locked = (uint32_t)(v[DBG_INTERP_GIL_LOCKED] - v[DBG_INTERP_GIL_STATE]),
+		.requested = requested,
 	};
-	return 0;
+}
+
+static void gc_from_decoded(const struct debug_decoded *dec, void *layout)
+{
+	const uint64_t *v = dec->value;
+	struct py_gc_layout *out = layout;
+
+	*out = (struct py_gc_layout){ .where = PY_GC_UNKNOWN };
+	/* collecting is given inside the interpreter's gc state, which is inside the interpreter */
+	if (!dec->present[DBG_INTERP_GC] || !dec->present[DBG_GC_COLLECTING] ||
+	    v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING] + sizeof(int32_t) > v[DBG_INTERP_SIZE])
+		return;
+	*out = (struct py_gc_layout){
+		.where = PY_GC_IN_INTERP,
+		.collecting = (uint32_t)(v[DBG_INTERP_GC] + v[DBG_GC_COLLECTING]),
+	};
+}
+
+static int layout_from_debug(const void *debug_offsets, size_t len, void (*fill)(const struct debug_decoded *, void *),
+			     void *out, char *err_text, size_t err_len)
+{
+	struct debug_decoded dec;
+	int err = decode_debug_offsets(debug_offsets, len, &dec, err_text, err_len);
+
+	if (!err)
+		fill(&dec, out);
+	return err;
+}
+
+int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err_text,
+			     size_t err_len)
+{
+	return layout_from_debug(debug_offsets, len, gil_from_decoded, out, err_text, err_len);
+}
+
+int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_layout *out, char *err_text,
+			    size_t err_len)
+{
+	return layout_from_debug(debug_offsets, len, gc_from_decoded, out, err_text, err_len);
 }

@@ -28,6 +28,20 @@ struct py_gil_layout {
 	uint32_t pointer;  /* offset of the struct _gil_runtime_state * in PyInterpreterState */
 	uint32_t holder;   /* last_holder, from _PyRuntime or from the gil state */
 	uint32_t locked;   /* locked, likewise */
+	uint32_t requested; /* PyThreadState.gil_requested (3.15+); 0: not exposed */
+};
+
+/* Where the garbage collector's collecting flag (an int) lives. */
+enum py_gc_where {
+	PY_GC_UNKNOWN = 0,      /* not recorded */
+	PY_GC_STATIC_SYMBOL,    /* 2.7, 3.6: gcmodule.c's static `collecting` (in .symtab, when not stripped) */
+	PY_GC_IN_RUNTIME,       /* 3.7-3.8: _PyRuntime + collecting */
+	PY_GC_IN_INTERP,        /* 3.9+: the main interpreter + collecting */
+};
+
+struct py_gc_layout {
+	enum py_gc_where where;
+	uint32_t collecting;
 };
 
 /* The sizeof(_Py_DebugOffsets) of the largest layout known: read at least this much. */
@@ -39,6 +53,9 @@ const struct py_offsets *py_offsets_for_version(unsigned major, unsigned minor);
 /* Its GIL layout; NULL if the version has no table entry. */
 const struct py_gil_layout *py_gil_layout_for_version(unsigned major, unsigned minor);
 
+/* Its GC layout; NULL if the version has no table entry. */
+const struct py_gc_layout *py_gc_layout_for_version(unsigned major, unsigned minor);
+
 /* Fill offsets from a _Py_DebugOffsets blob read from the target (3.13+); -EINVAL with a reason
  * if it is not one (no cookie, too short, implausible offsets), -ENOTSUP for a free-threaded
  * build or a minor version whose layout is not known (a new minor needs its decoded header in
@@ -48,5 +65,8 @@ int py_offsets_from_debug(const void *debug_offsets, size_t len, struct py_offse
 /* The GIL layout from the same blob; PY_GIL_UNKNOWN if it gives none. Same errors. */
 int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gil_layout *out, char *err_text,
 			     size_t err_len);
+/* The GC layout from the same blob; PY_GC_UNKNOWN if it gives none. Same errors. */
+int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_layout *out, char *err_text,
+			    size_t err_len);
 
 #endif

@@ -22,6 +22,7 @@ enum runtime_query {
 	QUERY_GIL_LAST_HOLDER,
 	QUERY_GIL_LOCKED,
 	QUERY_CURRENT_TSTATE,
+	QUERY_GC_COLLECTING,
 	QUERY_COUNT,
 };
 
@@ -32,6 +33,7 @@ static const char *const query_names[QUERY_COUNT] = {
 	[QUERY_GIL_LAST_HOLDER] = "gil_last_holder",
 	[QUERY_GIL_LOCKED] = "gil_locked",
 	[QUERY_CURRENT_TSTATE] = "_PyThreadState_Current",
+	[QUERY_GC_COLLECTING] = "collecting",
 };
 
 /* What a python binary or an embedding application imports from libpython. */
@@ -68,6 +70,8 @@ static void find_runtime_symbols(const struct elf_file *elf, struct py_runtime_s
 	sym->gil_locked = queries[QUERY_GIL_LOCKED].addr;
 	sym->has_current_tstate = queries[QUERY_CURRENT_TSTATE].found;
 	sym->current_tstate = queries[QUERY_CURRENT_TSTATE].addr;
+	sym->has_gc_collecting = queries[QUERY_GC_COLLECTING].found;
+	sym->gc_collecting = queries[QUERY_GC_COLLECTING].addr;
 }
 
 struct version {

@@ -33,13 +33,14 @@ enum py_runtime_verdict {
 
 /* What the runtime ELF provides, as link-time addresses. */
 struct py_runtime_symbols {
-	bool has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate;
+	bool has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate, has_gc_collecting;
 	uint64_t runtime;          /* _PyRuntime (or the .PyRuntime section) */
 	uint64_t interp_head;      /* 2.7 / 3.6: static PyInterpreterState *interp_head */
 	uint64_t py_version;       /* 3.11+: const unsigned long Py_Version */
 	uint64_t gil_last_holder;  /* 3.6: static gil state */
 	uint64_t gil_locked;
 	uint64_t current_tstate;   /* 2.7: _PyThreadState_Current */
+	uint64_t gc_collecting;    /* 2.7 / 3.6: gcmodule.c's static collecting */
 };
 
 struct py_runtime_file {

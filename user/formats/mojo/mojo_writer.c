@@ -271,6 +271,12 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 	if (!key || !value || !*key)
 		return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
 				     "metadata needs a key and a value");
+	/* Tachyon's gil mode: Austin has none, and its samples carry wall time like Austin's wall mode. */
+	if (strcmp(key, "mode") == 0 && strcmp(value, "gil") == 0) {
+		int err = writer_set_metadata(state, "mode", "wall");
+
+		return err ? err : writer_set_metadata(state, "pybpfprof_mode", "gil");
+	}
 	if (strcmp(key, "mode") == 0) {
 		enum writer_mode mode;
 

@@ -66,6 +66,7 @@
 #define TACHYON_KERNEL_FILE    "<kernel>"    /* ours: a kernel frame, the symbol is its name */
 #define TACHYON_MARKER_FILE    "~"           /* CPython's file of its synthetic frames */
 #define TACHYON_TRUNCATED_NAME "<truncated>" /* with "~": the stack could not be read on */
+#define TACHYON_GC_NAME        "<GC>"        /* with "~": CPython's leaf frame while the GC runs */
 
 /* Config word: bits 0-2 mode + 1, bit 3 features present, bits 4+ features. */
 #define TACHYON_CONFIG_MODE_MASK     0x7u

@@ -420,11 +420,23 @@ static bool same_stack(const struct writer_thread *t, const uint32_t *stack, uin
 
 static int checkpoint(struct tachyon_writer *w);
 
+/* Tachyon has no GC status bit: CPython marks a sample taken while its GC runs with a "~" "<GC>"
+ * leaf frame. A sample read from such a file has that frame already. */
+static bool needs_gc_frame(const struct pf_sample *sample)
+{
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+
+	if (!(sample->status & PF_STATUS_GC))
+		return false;
+	return !leaf || strcmp(leaf->file, TACHYON_MARKER_FILE) || strcmp(leaf->name, TACHYON_GC_NAME);
+}
+
 static int writer_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct tachyon_writer *w = state;
-	uint32_t depth = sample->frame_count > TACHYON_MAX_DEPTH ? TACHYON_MAX_DEPTH
-								 : (uint32_t)sample->frame_count;
+	uint32_t extra = needs_gc_frame(sample) ? 1 : 0;
+	uint32_t depth = sample->frame_count + extra > TACHYON_MAX_DEPTH ? TACHYON_MAX_DEPTH
+									 : (uint32_t)sample->frame_count + extra;
 	uint8_t status = (uint8_t)(sample->status & PF_STATUS_TACHYON_MASK);
 	struct writer_thread *t = NULL;
 	uint64_t delta;
@@ -435,9 +447,17 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 		w->start_time_us = sample->timestamp_us;
 		w->started = true;
 	}
+	if (extra) {
+		struct pf_frame gc = pf_frame_unlocated(PF_FRAME_PYTHON, TACHYON_MARKER_FILE, TACHYON_GC_NAME);
+		int64_t id = intern_frame(w, &gc);
+
+		if (id < 0)
+			return (int)id;
+		w->stack[0] = (uint32_t)id;
+	}
 	/* Innermost first, keeping the innermost 256 frames as CPython does. */
-	for (uint32_t i = 0; i < depth; i++) {
-		int64_t id = intern_frame(w, &sample->frames[sample->frame_count - 1 - i]);
+	for (uint32_t i = extra; i < depth; i++) {
+		int64_t id = intern_frame(w, &sample->frames[sample->frame_count - 1 - (i - extra)]);
 
 		if (id < 0)
 			return (int)id;
@@ -774,7 +794,8 @@ static int writer_set_run_info(void *state, const struct pf_run_info *info)
 	struct tachyon_writer *w = state;
 
 	w->interval_us = info->interval_us;
-	set_mode(w, info->mode);
+	/* Tachyon has a gil mode of its own, which Austin's "mode" cannot say */
+	set_mode(w, info->own_mode && mode_bits(info->own_mode) ? info->own_mode : info->mode);
 	set_start_time(w, info->start_time_us);
 	return 0;
 }
@@ -815,7 +836,7 @@ static int writer_set_metadata(void *state, const char *key, const char *value)
 		err = parse_python(w, value);
 	} else if (!strcmp(key, "interval")) {
 		err = parse_u64(value, &w->interval_us);
-	} else if (!strcmp(key, "mode")) {
+	} else if (!strcmp(key, "mode") || (!strcmp(key, "pybpfprof_mode") && mode_bits(value))) {
 		set_mode(w, value);
 	} else if (!strcmp(key, "features")) {
 		w->config = (w->config & TACHYON_CONFIG_MODE_MASK) | TACHYON_CONFIG_FEATURES_FLAG |
