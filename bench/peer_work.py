@@ -1,6 +1,6 @@
 # The peers bench's target: a stack DEPTH frames deep (argv[1]), its lower half
 # distinct code objects (as in real programs) and its upper half one function
-# recursing; there it sleeps WAIT seconds (argv[2]) for the profiler to attach,
+# recursing; there it spins WAIT seconds (argv[2]) for the profiler to attach,
 # then runs ROUNDS rounds (argv[3]) of a 3:1 split: heavy() does three times
 # light()'s iterations. It times itself and prints on stdout
 #   elapsed <wall s> cpu <cpu s> heavy <cpu s> light <cpu s>
@@ -29,7 +29,12 @@ def light(n):
 
 
 def work(wait, rounds):
-    time.sleep(wait)
+    # Spinning, not sleeping, while the profiler attaches: a sampler that keeps
+    # idle samples (CPython's, even in --mode cpu) then records the same stacks
+    # as the others, and bytes per sample compare like with like.
+    end = time.time() + wait
+    while time.time() < end:
+        pass
     # Rounds of random length: rounds as long as the sampling period would be
     # sampled at the same point every time and skew the split.
     rng = random.Random(1234)

@@ -7,12 +7,12 @@
 # The Markdown table goes to bench/results/peers-latest.md too.
 #
 # Every run starts a fresh target (bench/peer_work.py in the sid chroot): it builds its
-# stack, sleeps WAIT seconds while the profiler attaches, then does a fixed amount of work
+# stack, spins WAIT seconds while the profiler attaches, then does a fixed amount of work
 # and times it. A fresh target per profiler, rather than one target profiled in turn, so
 # that each profiler sees the whole of the same work from its first round to its exit, and
 # no profiler inherits a target another one has already paid to discover.
 #
-# Environment: DEPTHS ("30 200 900"), RATES ("1000 10000"), ROUNDS (3000), WAIT (2.5),
+# Environment: DEPTHS ("30 200 900"), RATES ("1000 10000"), ROUNDS (3000), WAIT (3: pybpfprof -p starts in about 1 s on a loaded 2-vCPU VM),
 #   PYBPFPROF_SID_DIR (the chroot, default /var/cache/pybpfprof/sid).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 read -r -a depths <<<"${DEPTHS:-30 200 900}"
 read -r -a rates <<<"${RATES:-1000 10000}"
 rounds=${ROUNDS:-3000}
-wait_s=${WAIT:-2.5}
+wait_s=${WAIT:-3}
 results=bench/results/peers-latest.md
 austin=/opt/austin/usr/bin/austin
 load_start=$(cut -d" " -f1-3 /proc/loadavg)
@@ -80,7 +80,7 @@ profile_run() { # peer(austin|tachyon) profiler(pybpfprof|austin|tachyon) versio
 	case $who in
 	pybpfprof)
 		[ "$peer" = austin ] && file=$out/p.mojo || file=$out/p.bin
-		/usr/bin/time -o "$out/time" -f '%U %S %M' ./pybpfprof --bpf-stats -F "$hz" -p "$target" -o "$file" 2>"$out/log" || true
+		/usr/bin/time -o "$out/time" -f '%U %S %M' ./pybpfprof --bpf-stats --no-native -F "$hz" -p "$target" -o "$file" 2>"$out/log" || true
 		bpf_ns=$(sed -n 's/.* \([0-9]*\) ns per target sample$/\1/p' "$out/log")
 		sampling_cpu=$(sed -n 's/^pybpfprof: cpu: \([0-9.]*\) s user+sys while sampling.*/\1/p' "$out/log")
 		;;
@@ -103,11 +103,14 @@ profile_run() { # peer(austin|tachyon) profiler(pybpfprof|austin|tachyon) versio
 	rm -f "$file"
 }
 
-# The unprofiled run of each version and depth: the target's CPU time for the work.
+# The unprofiled runs of each version and depth: the target's CPU time for the work
+# (the median of 3).
 baseline() { # version depth
-	start_target "$1" "$2" 0; wait $! || true
-	read -r _ _ _ tcpu _ <"$out/target.out"
-	echo "$tcpu"
+	local _
+	for _ in 1 2 3; do
+		start_target "$1" "$2" 0; wait $! || true
+		awk '{ print $4 }' "$out/target.out"
+	done | sort -n | sed -n 2p
 }
 
 started=$SECONDS
@@ -137,7 +140,7 @@ mkdir -p "$(dirname "$results")"
 		FILENAME ~ /base$/ { base[$1, $2] = $3; next }
 		{	peer = $1; who = ($2 == "pybpfprof") ? "p" : "q"; key = peer SUBSEP $3 SUBSEP $4 SUBSEP who
 			cpu[key] = $5; rss[key] = $6; bytes[key] = $7; n[key] = $8; h[key] = $9; l[key] = $10
-			bpf[key] = $11; tcpu[key] = $13; th[key] = $14; tl[key] = $15; scpu[key] = $16
+			bpf[key] = $11; wall[key] = $12; tcpu[key] = $13; th[key] = $14; tl[key] = $15; scpu[key] = $16
 			if (!(($3, $4) in col)) { col[$3, $4] = 1; cols[++ncols] = $3 SUBSEP $4 }
 		}
 		function cell(a, b, fmt,   s) {
@@ -158,7 +161,9 @@ mkdir -p "$(dirname "$results")"
 			if (what == "total") return cpu[key]
 			if (what == "cpu") return n[key] ? 1e6 * scpu[key] / n[key] : 0
 			if (what == "slow") return 100 * (tcpu[key] - base[peer, depth]) / base[peer, depth]
-			if (what == "recv") return 100 * work / (tcpu[key] * hz)
+			# Each profiler against its own clock: pybpfprof samples CPU time (perf cpu-clock),
+			# the peers wall time (keeping runnable threads in -s and --mode cpu).
+			if (what == "recv") return 100 * work / ((key ~ /p$/ ? tcpu[key] : wall[key]) * hz)
 			if (what == "bytes") return n[key] ? bytes[key] / n[key] : 0
 			if (what == "split") return work ? 100 * h[key] / work - 100 * th[key] / (th[key] + tl[key]) : 0
 			if (what == "rss") return rss[key] / 1024
@@ -172,7 +177,7 @@ mkdir -p "$(dirname "$results")"
 			if (what == "cpu") return cell(a, b, "%.1f")
 			if (what == "slow") return cell(a, b, "%+.1f%%")
 			if (what == "recv") return cell(a, b, "%.0f%%")
-			if (what == "bytes") return cell(a, b, "%.0f")
+			if (what == "bytes") return cell(a, b, "%.1f")
 			if (what == "split") return sprintf("%+.1f / %+.1f", a, b) (b != 0 ? sprintf(" (%.2f)", (a < 0 ? -a : a) / (b < 0 ? -b : b)) : "")
 			if (what == "rss") return cell(a, b, "%.1f")
 		}
@@ -186,7 +191,7 @@ mkdir -p "$(dirname "$results")"
 			row(peer, "profiler CPU per sample, us (pybpfprof: once sampling; peer: all)", "cpu")
 			row(peer, "BPF time per sample, us (pybpfprof; run in the target)", "bpf")
 			row(peer, "target slowdown (its CPU time for the work vs unprofiled)", "slow")
-			row(peer, "samples received / expected (work CPU s x rate)", "recv")
+			row(peer, "samples received / expected (work s x rate)", "recv")
 			row(peer, "bytes per sample", "bytes")
 			row(peer, "3:1 split: measured heavy share - true share, points", "split")
 			row(peer, "peak RSS, MiB", "rss")
@@ -197,12 +202,17 @@ mkdir -p "$(dirname "$results")"
 			table("tachyon", "CPython 3.15 profiling.sampling (Tachyon binary, --mode cpu), python3.15 target")
 		}' "$out/base" "$out/runs"
 	cat <<'TXT'
-Each cell: pybpfprof / peer, then their ratio. All three attach to a fresh target (-p / attach)
+Each cell: pybpfprof / peer, then their ratio. pybpfprof runs with --no-native: Python stacks
+only, as the peers record them. All three attach to a fresh target (-p / attach)
 and stop when it exits; bytes per sample: pybpfprof's MOJO against Austin's MOJO, its Tachyon
 against Tachyon's. The split row: each profile's share of heavy() among the samples in heavy()
 and light(), less the share of CPU time the target measured for heavy() itself (the ratio is of
 the errors' sizes). The slowdown is on the target's CPU time, not its wall time (on a loaded host
-wall time measures the neighbours); BPF time runs in the target's context and is part of it.
+wall time measures the neighbours); BPF time runs in the target's context and is part of it,
+as are the perf timer interrupts (costly on a VM at 10 kHz). Expected samples: the work's
+seconds x rate, on each profiler's clock: CPU time for pybpfprof, wall time for the peers.
+CPython's sampler keeps at most 256 frames of a stack (the leaf end), so at depth 900 its
+profile holds 256 of the 900 frames. Samples received count those whose leaf is heavy() or light().
 TXT
 } >"$results.tmp"
 mv "$results.tmp" "$results"
