@@ -212,7 +212,8 @@ wall time measures the neighbours); BPF time runs in the target's context and is
 as are the perf timer interrupts (costly on a VM at 10 kHz). Expected samples: the work's
 seconds x rate, on each profiler's clock: CPU time for pybpfprof, wall time for the peers.
 CPython's sampler keeps at most 256 frames of a stack (the leaf end), so at depth 900 its
-profile holds 256 of the 900 frames. Samples received count those whose leaf is heavy() or light().
+profile holds 256 of the 900 frames. Samples received count those whose leaf is heavy() or light():
+at depth 900 Austin takes milliseconds a sample and most of its samples end in work() instead.
 TXT
 } >"$results.tmp"
 mv "$results.tmp" "$results"
