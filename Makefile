@@ -2,7 +2,8 @@
 #   make            build ./pybpfprof
 #   sudo make demo  install Debian dependencies, build, profile the bundled example
 #   sudo make check install Debian dependencies, build, run every test (real BPF, as root)
-#   sudo make bench overhead and size figures (not part of check)
+#   sudo make bench overhead and size figures (not part of check), then bench-peers
+#   sudo make bench-peers  side by side with Austin and CPython 3.15's sampler (bench/results/)
 #   sudo make install  the binary, man page and bash completion (PREFIX=/usr/local, DESTDIR)
 #   make fuzz       libFuzzer on every harness of fuzz/, FUZZ_SECONDS each (fuzz/README.md)
 #   sudo make soak  the whole-host soak for SOAK_MINUTES (default 60; check runs it for 5)
@@ -63,7 +64,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
 		liblzma-dev xz-utils binutils libclang-rt-14-dev
 
-.PHONY: all deps demo check bench soak clean vmlinux pythons gen-offsets install uninstall fuzz
+.PHONY: all deps demo check bench bench-peers soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/fuzz_%.o) \
 	    $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/entry_%.o)
@@ -213,6 +214,10 @@ soak: deps
 bench: deps
 	$(MAKE) all $(BUILD)/bench/unwind_rows
 	./bench/bench.sh
+
+bench-peers: deps
+	$(MAKE) all
+	./bench/peers.sh
 
 # The bench's unwind table sizes, built with the profiler's own table code.
 $(BUILD)/bench/unwind_rows: bench/unwind_rows.c $(BUILD)/libpybpfprof.a

@@ -201,3 +201,7 @@ wall mode: us/thr/intv is the iterator program's BPF run time per thread sampled
 mixed stacks: py_depth Python frames over nesting levels of C recursion (list repr); native: the
   native frames BPF walked per sample (mean); ratio: native on over --no-native.
 TXT
+
+# Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
+printf '\n'
+bench/peers.sh
