@@ -300,6 +300,20 @@ static void capture_pane(const char *session, char *out, size_t len)
 	assert_int_equal(run_capture_both(argv, out, len, err_text, sizeof(err_text)), 0);
 }
 
+static char tmux_session[32];
+
+/* The tmux session of a live-top test goes, whatever the test's outcome (and its command with it). */
+static int kill_tmux_session(void **state)
+{
+	char *argv[] = { "tmux", "kill-session", "-t", tmux_session, NULL };
+
+	(void)state;
+	if (tmux_session[0])
+		run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
+	tmux_session[0] = 0;
+	return 0;
+}
+
 /* `pybpfprof top -- COMMAND` in a real terminal (tmux): the hottest function leads within
  * 3 s, the keys are on screen, q quits and gives the terminal back. */
 static void live_top_in_a_terminal(void **state)
@@ -311,10 +325,9 @@ static void live_top_in_a_terminal(void **state)
 					  "hot_loop()\n";
 	struct test_python pythons[16];
 	size_t count = test_pythons(pythons, 16);
-	char script[PATH_MAX], command[PATH_MAX * 3], pane[8192], name[32];
+	char script[PATH_MAX], command[PATH_MAX * 3], pane[8192], *name = tmux_session;
 	char *start[] = { "tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "30", command, NULL };
 	char *quit[] = { "tmux", "send-keys", "-t", name, "q", NULL };
-	char *kill_session[] = { "tmux", "kill-session", "-t", name, NULL };
 	const char *row;
 
 	(void)state;
@@ -322,7 +335,7 @@ static void live_top_in_a_terminal(void **state)
 		print_message("tmux or a Python absent: skipped\n");
 		skip();
 	}
-	FORMAT(name, "pybpfprof-top-%d", (int)getpid());
+	snprintf(tmux_session, sizeof(tmux_session), "pybpfprof-top-%d", (int)getpid());
 	FORMAT(script, "%s/hot.py", test_tmpdir());
 	assert_int_equal(write_whole_file(script, script_text, sizeof(script_text) - 1), 0);
 	/* --no-native: the leaf is the Python function, whatever C helper the loop was in */
@@ -350,7 +363,6 @@ static void live_top_in_a_terminal(void **state)
 	assert_non_null(strstr(pane, "EXITED"));
 	/* the terminal is the shell's again: none of the live view is left on it */
 	assert_null(strstr(pane, "q quit"));
-	run_capture_both(kill_session, out_text, sizeof(out_text), err_text, sizeof(err_text));
 }
 
 /* ---- installing ---- */
@@ -418,7 +430,7 @@ int main(void)
 		cmocka_unit_test(default_file_follows_format),
 		cmocka_unit_test(tachyon_and_mojo_read_back_alike),
 		cmocka_unit_test(top_of_collapsed_counts_stacks),
-		cmocka_unit_test(live_top_in_a_terminal),
+		cmocka_unit_test_teardown(live_top_in_a_terminal, kill_tmux_session),
 		cmocka_unit_test(make_install_places_the_tool),
 		cmocka_unit_test(bash_completes_commands_and_values),
 	};
