@@ -10,6 +10,8 @@
 
 #include "util/exit_status.h"
 
+#include <math.h>
+
 #define MAX_RANKED 64
 #define TOP_COMPARED 5
 
@@ -170,6 +172,10 @@ static void pprof_read_by_go_tool_pprof(void **state)
 {
 	char *argv[] = { "go", "tool", "pprof", "-top", "-nodecount=40", pprof_file, NULL };
 	struct ranking from_top = { 0 }, from_pprof = { 0 };
+	unsigned long long samples;
+	const char *total;
+	double total_ms;
+	char *unit;
 
 	(void)state;
 	if (access("/usr/bin/go", X_OK) != 0) {
@@ -178,10 +184,18 @@ static void pprof_read_by_go_tool_pprof(void **state)
 	}
 	record_once();
 	top_of(mojo, &from_top);
+	samples = strtoull(out_text + strlen(mojo) + 2, NULL, 10); /* "PATH: N samples (mojo)" */
 	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
 	print_message("%.*s\n", 600, out_text);
-	/* The profile says what it holds: CPU time, sampled every 1 ms. */
+	/* The profile says what it holds: CPU time, sampled every 1 ms, as much as the MOJO file. */
 	assert_non_null(strstr(out_text, "Type: cpu"));
+	total = strstr(out_text, "Total samples = ");
+	assert_non_null(total);
+	total_ms = strtod(total + strlen("Total samples = "), &unit);
+	if (strncmp(unit, "s", 1) == 0)
+		total_ms *= 1000;
+	print_message("pprof total %.0f ms, MOJO %llu samples of 1 ms\n", total_ms, samples);
+	assert_true(samples > 0 && fabs(total_ms - (double)samples) <= 0.01 * (double)samples + 1);
 	parse_pprof(out_text, &from_pprof);
 	assert_rankings_agree(&from_top, &from_pprof, "pprof");
 	/* Python functions carry their first line, native frames their library's mapping. */

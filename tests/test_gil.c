@@ -89,21 +89,6 @@ static void stop_target(struct target *target)
 	close(target->out_fd);
 }
 
-/* pybpfprof --mode MODE -F HZ -p PID for seconds, into a MOJO and a Tachyon file. */
-static void record(const char *label, const char *mode, const char *rate, pid_t pid, const char *seconds,
-		   const char *mojo, const char *tachyon)
-{
-	char pid_text[16], err[4096];
-	char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", (char *)mode, "-F", (char *)rate, "-p", pid_text,
-			 "-d", (char *)seconds, "-o", (char *)mojo, "-o", (char *)tachyon, NULL };
-	int status;
-
-	FORMAT(pid_text, "%d", (int)pid);
-	status = run_capture(argv, err, sizeof(err));
-	if (status != 0)
-		fail_msg("%s: pybpfprof --mode %s exited %d: %s", label, mode, status, err);
-}
-
 static bool has_python_frame(const struct pf_sample *sample, const char *name)
 {
 	for (size_t i = 0; i < sample->frame_count; i++)
@@ -283,8 +268,8 @@ static void gil_contention(void **state)
 	FORMAT(gil_mojo, "%s/contend-gil-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(gil_tachyon, "%s/contend-gil-%s.bin", test_tmpdir(), python->label);
 	start_target(python, "contend", &target);
-	record(python->label, "wall", "100", target.pid, "3", wall_mojo, wall_tachyon);
-	record(python->label, "gil", "100", target.pid, "3", gil_mojo, gil_tachyon);
+	test_record_pid(python->label, "wall", "100", target.pid, "3", wall_mojo, wall_tachyon);
+	test_record_pid(python->label, "gil", "100", target.pid, "3", gil_mojo, gil_tachyon);
 	stop_target(&target);
 
 	tally_contention(wall_tachyon, &contention);
@@ -379,7 +364,7 @@ static void gil_gc(void **state)
 	FORMAT(mojo, "%s/gc-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(tachyon, "%s/gc-%s.bin", test_tmpdir(), python->label);
 	start_target(python, "cycles", &target);
-	record(python->label, "cpu", "200", target.pid, "2", mojo, tachyon);
+	test_record_pid(python->label, "cpu", "200", target.pid, "2", mojo, tachyon);
 	stop_target(&target);
 	tally_gc(mojo, false, &from_mojo);
 	tally_gc(tachyon, true, &from_tachyon);
@@ -395,27 +380,9 @@ static void gil_gc(void **state)
 
 int main(void)
 {
-	enum { LABELS = sizeof(gil_labels) / sizeof(gil_labels[0]) };
-	static char names[2 * LABELS][64];
-	struct CMUnitTest tests[2 * LABELS];
-	size_t count = 0;
+	static const struct test_per_python kinds[] = { { "gil_contention_", gil_contention }, { "gil_gc_", gil_gc } };
 
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	if (geteuid() != 0) {
-		print_message("test_gil: needs root (real BPF), skipped\n");
-		return 0;
-	}
 	python_count = test_pythons(pythons, MAX_PYTHONS);
-	for (size_t i = 0; i < LABELS; i++) {
-		FORMAT(names[count], "gil_contention_%s", gil_labels[i]);
-		tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = gil_contention,
-						    .initial_state = (void *)gil_labels[i] };
-		count++;
-		FORMAT(names[count], "gil_gc_%s", gil_labels[i]);
-		tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = gil_gc,
-						    .initial_state = (void *)gil_labels[i] };
-		count++;
-	}
-	return _cmocka_run_group_tests("gil", tests, count, NULL, NULL);
+	return test_run_per_python("test_gil", gil_labels, sizeof(gil_labels) / sizeof(gil_labels[0]), kinds,
+				   sizeof(kinds) / sizeof(kinds[0]));
 }

@@ -20,6 +20,7 @@
 
 #define SCRIPT "wall_threads.py"
 #define MAX_PYTHONS 32
+#define WALL_HZ_TEXT "100"
 #define WALL_HZ 100
 #define WALL_INTERVAL_US (1000000 / WALL_HZ)
 #define COVERAGE_MIN 0.95
@@ -54,22 +55,6 @@ static void stop_target(struct target *target)
 	kill(target->pid, SIGKILL);
 	test_wait_status(target->pid);
 	close(target->out_fd);
-}
-
-/* pybpfprof --mode MODE -F 100 -p PID for seconds, into a MOJO and a Tachyon file. */
-static void record(const char *label, const char *mode, pid_t pid, const char *seconds, const char *mojo,
-		   const char *tachyon)
-{
-	char pid_text[16], rate[16], err[4096];
-	char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", (char *)mode, "-F", rate, "-p", pid_text,
-			 "-d", (char *)seconds, "-o", (char *)mojo, "-o", (char *)tachyon, NULL };
-	int status;
-
-	FORMAT(pid_text, "%d", (int)pid);
-	FORMAT(rate, "%d", WALL_HZ);
-	status = run_capture(argv, err, sizeof(err));
-	if (status != 0)
-		fail_msg("%s: pybpfprof --mode %s exited %d: %s", label, mode, status, err);
 }
 
 /* ---- what the files show ---- */
@@ -236,8 +221,8 @@ static void wall_waiting_threads(void **state)
 	FORMAT(cpu_mojo, "%s/wall-cpu-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(cpu_tachyon, "%s/wall-cpu-%s.bin", test_tmpdir(), python->label);
 	start_target(python, "waits", &target);
-	record(python->label, "wall", target.pid, "3", mojo, tachyon);
-	record(python->label, "cpu", target.pid, "2", cpu_mojo, cpu_tachyon);
+	test_record_pid(python->label, "wall", WALL_HZ_TEXT, target.pid, "3", mojo, tachyon);
+	test_record_pid(python->label, "cpu", WALL_HZ_TEXT, target.pid, "2", cpu_mojo, cpu_tachyon);
 	stop_target(&target);
 	tally_file(mojo, &from_mojo);
 	tally_file(tachyon, &from_tachyon);
@@ -322,27 +307,10 @@ static void wall_duty_cycle(void **state)
 
 int main(void)
 {
-	enum { LABELS = sizeof(wall_labels) / sizeof(wall_labels[0]) };
-	static char names[2 * LABELS][64];
-	struct CMUnitTest tests[2 * LABELS];
-	size_t count = 0;
+	static const struct test_per_python kinds[] = { { "wall_threads_", wall_waiting_threads },
+							{ "wall_duty_", wall_duty_cycle } };
 
-	if (getenv("TEST_FILTER"))
-		cmocka_set_test_filter(getenv("TEST_FILTER"));
-	if (geteuid() != 0) {
-		print_message("test_wall: needs root (real BPF), skipped\n");
-		return 0;
-	}
 	python_count = test_pythons(pythons, MAX_PYTHONS);
-	for (size_t i = 0; i < LABELS; i++) {
-		FORMAT(names[count], "wall_threads_%s", wall_labels[i]);
-		tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = wall_waiting_threads,
-						    .initial_state = (void *)wall_labels[i] };
-		count++;
-		FORMAT(names[count], "wall_duty_%s", wall_labels[i]);
-		tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = wall_duty_cycle,
-						    .initial_state = (void *)wall_labels[i] };
-		count++;
-	}
-	return _cmocka_run_group_tests("wall", tests, count, NULL, NULL);
+	return test_run_per_python("test_wall", wall_labels, sizeof(wall_labels) / sizeof(wall_labels[0]), kinds,
+				   sizeof(kinds) / sizeof(kinds[0]));
 }

@@ -76,6 +76,8 @@ static inline int write_whole_file(const char *path, const void *data, size_t le
 	return fclose(file) == 0 && ok ? 0 : -1;
 }
 
+
+
 #endif
 
 /* ---- for tests that run real interpreters and the pybpfprof binary ---- */
@@ -417,4 +419,54 @@ static inline bool test_python_command(const char *label, char *command, size_t 
 		if (strcmp(found[i].label, label) == 0)
 			return (size_t)snprintf(command, len, "%s", found[i].command) < len;
 	return false;
+}
+
+/* pybpfprof --mode MODE -F RATE -p PID for seconds, into a MOJO and a Tachyon file; fails the test
+ * (naming label) if it does not exit 0. */
+static inline void test_record_pid(const char *label, const char *mode, const char *rate, pid_t pid,
+				   const char *seconds, const char *mojo, const char *tachyon)
+{
+	char pid_text[16], err[4096];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", (char *)mode, "-F", (char *)rate, "-p", pid_text,
+			 "-d", (char *)seconds, "-o", (char *)mojo, "-o", (char *)tachyon, NULL };
+	int status;
+
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof --mode %s exited %d: %s", label, mode, status, err);
+}
+
+/* One test of a per-interpreter suite: its name's prefix and its function. */
+struct test_per_python {
+	const char *prefix;             /* "wall_threads_" gives "wall_threads_3.12" */
+	CMUnitTestFunction run;         /* gets the interpreter's label as its state */
+};
+
+#define TEST_PER_PYTHON_MAX 64
+
+/*
+ * Runs every kind of test on every label, named prefix + label, in label order: the
+ * suites of real-BPF tests over interpreters (TEST_FILTER picks some). Needs root.
+ */
+static inline int test_run_per_python(const char *group, const char *const *labels, size_t label_count,
+				      const struct test_per_python *kinds, size_t kind_count)
+{
+	static char names[TEST_PER_PYTHON_MAX][64];
+	static struct CMUnitTest tests[TEST_PER_PYTHON_MAX];
+	size_t count = 0;
+
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	if (geteuid() != 0) {
+		print_message("%s: needs root (real BPF), skipped\n", group);
+		return 0;
+	}
+	for (size_t i = 0; i < label_count; i++)
+		for (size_t k = 0; k < kind_count && count < TEST_PER_PYTHON_MAX; k++, count++) {
+			snprintf(names[count], sizeof(names[count]), "%s%s", kinds[k].prefix, labels[i]);
+			tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = kinds[k].run,
+							    .initial_state = (void *)labels[i] };
+		}
+	return _cmocka_run_group_tests(group, tests, count, NULL, NULL);
 }
