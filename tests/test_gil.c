@@ -59,12 +59,7 @@ static const struct test_python *wanted_python(void **state)
 
 /* ---- the target ---- */
 
-struct target {
-	pid_t pid;
-	int out_fd;
-};
-
-static void start_target(const struct test_python *python, const char *mode, struct target *target)
+static void start_target(const struct test_python *python, const char *mode, struct test_target *target)
 {
 	char command[1400], *argv[32], line[64] = "";
 	struct pollfd ready;
@@ -80,21 +75,6 @@ static void start_target(const struct test_python *python, const char *mode, str
 	got = read(target->out_fd, line, sizeof(line) - 1);
 	if (got <= 0 || strncmp(line, "ready", 5) != 0)
 		fail_msg("%s: the script said '%s'", python->label, line);
-}
-
-static void stop_target(struct target *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-	close(target->out_fd);
-}
-
-static bool has_python_frame(const struct pf_sample *sample, const char *name)
-{
-	for (size_t i = 0; i < sample->frame_count; i++)
-		if (sample->frames[i].kind == PF_FRAME_PYTHON && strcmp(sample->frames[i].name, name) == 0)
-			return true;
-	return false;
 }
 
 static bool has_gc_leaf(const struct pf_sample *sample)
@@ -199,7 +179,7 @@ static void tally_contention(const char *path, struct contention_tally *tally)
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		int slot;
 
-		if (!has_python_frame(&sample, "contend_spin"))
+		if (!test_has_python_frame(&sample, "contend_spin"))
 			continue;
 		slot = worker_slot(tally, sample.tid);
 		if (slot < 0)
@@ -239,7 +219,7 @@ static void tally_gil_mode(const char *path, bool tachyon, struct gil_tally *tal
 	memset(tally, 0, sizeof(*tally));
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		tally->samples++;
-		tally->spinning += has_python_frame(&sample, "contend_spin");
+		tally->spinning += test_has_python_frame(&sample, "contend_spin");
 		tally->not_holding += tachyon && !(sample.status & PF_STATUS_HAS_GIL);
 	}
 	if (got < 0)
@@ -260,7 +240,7 @@ static void gil_contention(void **state)
 	char wall_mojo[PATH_MAX], wall_tachyon[PATH_MAX], gil_mojo[PATH_MAX], gil_tachyon[PATH_MAX];
 	struct contention_tally contention;
 	struct gil_tally from_mojo, from_tachyon;
-	struct target target;
+	struct test_target target;
 	double shares[WORKERS], sum = 0;
 
 	FORMAT(wall_mojo, "%s/contend-wall-%s.mojo", test_tmpdir(), python->label);
@@ -270,7 +250,7 @@ static void gil_contention(void **state)
 	start_target(python, "contend", &target);
 	test_record_pid(python->label, "wall", "100", target.pid, "3", wall_mojo, wall_tachyon);
 	test_record_pid(python->label, "gil", "100", target.pid, "3", gil_mojo, gil_tachyon);
-	stop_target(&target);
+	test_stop_target(&target);
 
 	tally_contention(wall_tachyon, &contention);
 	for (int i = 0; i < WORKERS; i++) {
@@ -322,7 +302,7 @@ static void tally_gc(const char *path, bool tachyon, struct gc_tally *tally)
 
 	memset(tally, 0, sizeof(*tally));
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
-		if (!has_python_frame(&sample, "cycles_forever"))
+		if (!test_has_python_frame(&sample, "cycles_forever"))
 			continue;
 		tally->samples++;
 		tally->gc += tachyon ? has_gc_leaf(&sample) : (sample.status & PF_STATUS_GC) != 0;
@@ -358,14 +338,14 @@ static void gil_gc(void **state)
 	const struct test_python *python = wanted_python(state);
 	char mojo[PATH_MAX], tachyon[PATH_MAX];
 	struct gc_tally from_mojo, from_tachyon;
-	struct target target;
+	struct test_target target;
 	double share;
 
 	FORMAT(mojo, "%s/gc-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(tachyon, "%s/gc-%s.bin", test_tmpdir(), python->label);
 	start_target(python, "cycles", &target);
 	test_record_pid(python->label, "cpu", "200", target.pid, "2", mojo, tachyon);
-	stop_target(&target);
+	test_stop_target(&target);
 	tally_gc(mojo, false, &from_mojo);
 	tally_gc(tachyon, true, &from_tachyon);
 	share = from_mojo.samples ? (double)from_mojo.gc / (double)from_mojo.samples : 0;

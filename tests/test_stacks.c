@@ -27,22 +27,10 @@ static size_t python_count;
 
 /* ---- the target ---- */
 
-struct target {
-	pid_t pid;
-	int out_fd;
-};
-
 /* Runs the script's waiting threads and returns once it says every thread runs. */
-static void start_target(const struct test_python *python, struct target *target)
+static void start_target(const struct test_python *python, struct test_target *target)
 {
 	target->pid = test_start_ready_script(python, SCRIPT, "waits", &target->out_fd);
-}
-
-static void stop_target(struct target *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-	close(target->out_fd);
 }
 
 /* `pybpfprof stacks [--json] PID` into out; its exit status. */
@@ -188,7 +176,7 @@ static void stacks_threads(void **state)
 {
 	const char *label = *state;
 	const struct test_python *python = test_python_find(pythons, python_count, label);
-	struct target target;
+	struct test_target target;
 	bool shown;
 
 	if (!python) {
@@ -200,7 +188,7 @@ static void stacks_threads(void **state)
 	/* A hung process: every thread stopped; stacks only reads it, and it stays stopped. */
 	kill(target.pid, SIGSTOP);
 	shown = shown && check_form(label, target.pid, false, true) && check_form(label, target.pid, true, true);
-	stop_target(&target);
+	test_stop_target(&target);
 	if (!shown)
 		fail_msg("%s", failure);
 }

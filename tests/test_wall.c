@@ -39,33 +39,13 @@ static const struct test_python *find_python(const char *label)
 
 /* ---- the target ---- */
 
-struct target {
-	pid_t pid;
-	int out_fd;
-};
-
 /* Runs the script in `mode` and returns once it says every thread runs. */
-static void start_target(const struct test_python *python, const char *mode, struct target *target)
+static void start_target(const struct test_python *python, const char *mode, struct test_target *target)
 {
 	target->pid = test_start_ready_script(python, SCRIPT, mode, &target->out_fd);
 }
 
-static void stop_target(struct target *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-	close(target->out_fd);
-}
-
 /* ---- what the files show ---- */
-
-static bool has_python_frame(const struct pf_sample *sample, const char *name)
-{
-	for (size_t i = 0; i < sample->frame_count; i++)
-		if (sample->frames[i].kind == PF_FRAME_PYTHON && strcmp(sample->frames[i].name, name) == 0)
-			return true;
-	return false;
-}
 
 /* A kernel frame whose name holds one of the parts (NULL-terminated). */
 static bool has_kernel_frame(const struct pf_sample *sample, const char *const *parts)
@@ -109,7 +89,7 @@ static void tally_sample(struct file_tally *tally, const struct pf_sample *sampl
 	for (int kind = 0; kind < THREAD_KINDS; kind++) {
 		struct thread_tally *thread = &tally->threads[kind];
 
-		if (!has_python_frame(sample, thread_functions[kind]))
+		if (!test_has_python_frame(sample, thread_functions[kind]))
 			continue;
 		thread->samples++;
 		thread->samples_in_run += tachyon && sample->timestamp_us >= start_time_us;
@@ -214,7 +194,7 @@ static void wall_waiting_threads(void **state)
 	const struct test_python *python = wanted_python(state);
 	char mojo[PATH_MAX], tachyon[PATH_MAX], cpu_mojo[PATH_MAX], cpu_tachyon[PATH_MAX];
 	struct file_tally from_mojo, from_tachyon, from_cpu;
-	struct target target;
+	struct test_target target;
 
 	FORMAT(mojo, "%s/wall-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(tachyon, "%s/wall-%s.bin", test_tmpdir(), python->label);
@@ -223,7 +203,7 @@ static void wall_waiting_threads(void **state)
 	start_target(python, "waits", &target);
 	test_record_pid(python->label, "wall", WALL_HZ_TEXT, target.pid, "3", mojo, tachyon);
 	test_record_pid(python->label, "cpu", WALL_HZ_TEXT, target.pid, "2", cpu_mojo, cpu_tachyon);
-	stop_target(&target);
+	test_stop_target(&target);
 	tally_file(mojo, &from_mojo);
 	tally_file(tachyon, &from_tachyon);
 	tally_file(cpu_mojo, &from_cpu);
@@ -272,10 +252,10 @@ static void tally_duty(const char *path, struct duty_tally *tally)
 	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
 		fail_msg("%s: %s", path, err);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
-		if (!has_python_frame(&sample, "duty_cycle"))
+		if (!test_has_python_frame(&sample, "duty_cycle"))
 			continue;
 		tally->samples++;
-		tally->sleeping += has_python_frame(&sample, "duty_sleep");
+		tally->sleeping += test_has_python_frame(&sample, "duty_sleep");
 	}
 	if (got < 0)
 		fail_msg("%s: %s", path, pf_reader_error(reader));

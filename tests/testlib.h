@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "profile/profile.h"
+
 /* The reference files (tests/data/README.md): $PYBPFPROF_TESTDATA, else tests/data of this checkout. */
 static inline const char *testdata_dir(void)
 {
@@ -469,4 +471,26 @@ static inline int test_run_per_python(const char *group, const char *const *labe
 							    .initial_state = (void *)labels[i] };
 		}
 	return _cmocka_run_group_tests(group, tests, count, NULL, NULL);
+}
+
+/* A script started by a test, with the pipe it reports on. */
+struct test_target {
+	pid_t pid;
+	int out_fd;
+};
+
+static inline void test_stop_target(struct test_target *target)
+{
+	kill(target->pid, SIGKILL);
+	test_wait_status(target->pid);
+	close(target->out_fd);
+}
+
+/* Whether a sample holds a Python frame of that function. */
+static inline bool test_has_python_frame(const struct pf_sample *sample, const char *name)
+{
+	for (size_t i = 0; i < sample->frame_count; i++)
+		if (sample->frames[i].kind == PF_FRAME_PYTHON && strcmp(sample->frames[i].name, name) == 0)
+			return true;
+	return false;
 }
