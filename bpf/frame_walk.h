@@ -3,10 +3,14 @@
  * Walking a thread's Python frames, leaf first, into the per-CPU record.
  *
  * Frames are copied from the target in windows: up to 3.10 a window is one
- * PyFrameObject; from 3.11 it is the PBP_WINDOW_BYTES ending just past the
- * current frame, because its callers usually sit just below it in the same
- * data-stack chunk and one bulk copy is far cheaper than a read per frame.
- * A frame whose `previous` falls outside the copy starts a new window.
+ * PyFrameObject; from 3.11 it is the used part of the thread's data-stack
+ * chunk below the current frame (at most PBP_WINDOW_BYTES), because its
+ * callers sit just below it there and one bulk copy is far cheaper than a
+ * read per frame. Knowing the chunk's bounds keeps every copy inside memory
+ * that is mapped: a copy that runs off a chunk's edge faults, and a faulting
+ * copy costs more than the walk. A frame whose `previous` falls outside the
+ * copy starts a new window; a frame outside the data stack (a generator's or
+ * a coroutine's) is copied alone.
  */
 #ifndef PYBPFPROF_BPF_FRAME_WALK_H
 #define PYBPFPROF_BPF_FRAME_WALK_H
@@ -17,6 +21,8 @@
 /* Iterations beyond the kept frames, for skipped shim frames (3.12+). */
 #define PBP_MAX_SKIPPED_FRAMES 64
 #define PBP_PAGE_MASK 0xfffull
+/* A data-stack chunk's used part beyond this is not believed (CPython's are 16 KiB, or one frame's size). */
+#define PBP_DATA_STACK_MAX (1ull << 26)
 
 struct pbp_frame_walk_ctx {
 	const struct py_proc_config *config;
@@ -36,6 +42,50 @@ static __always_inline int pbp_read_window(struct pbp_frame_walk_ctx *ctx, __u64
 	return 0;
 }
 
+/* Whether [addr, addr + size) lies in [lo, hi). */
+static __always_inline bool pbp_inside(__u64 addr, __u32 size, __u64 lo, __u64 hi)
+{
+	return addr >= lo && addr + size <= hi && addr + size > addr;
+}
+
+/* The used part of the chunk before the walk's current one ([prev_lo, prev_hi), prev_hi 0 if
+ * there is none or it cannot be read): two small reads, once per chunk and sample. */
+static __always_inline void pbp_find_previous_chunk(struct pbp_frame_walk_ctx *ctx)
+{
+	struct pbp_frame_walk *walk = &ctx->scratch->walk;
+	__u64 previous = 0, top_words = 0;
+
+	walk->prev_lo = 0;
+	walk->prev_hi = 1; /* looked up: nothing matches [0, 1) */
+	if (pbp_read_target(&previous, sizeof(previous), walk->stack_lo + PY_STACK_CHUNK_PREVIOUS, ctx->task) != 0 ||
+	    previous == 0 ||
+	    pbp_read_target(&top_words, sizeof(top_words), previous + PY_STACK_CHUNK_TOP, ctx->task) != 0 ||
+	    top_words > PBP_DATA_STACK_MAX / sizeof(__u64))
+		return;
+	walk->prev_lo = previous;
+	walk->prev_hi = previous + PY_STACK_CHUNK_DATA + top_words * sizeof(__u64);
+}
+
+/* 3.11+ with the data stack's bounds known: a window of the chunk that holds the frame at addr
+ * (the current chunk or, as a deep walk goes on, the one before it), else the frame alone. */
+static __always_inline int pbp_load_stack_window(struct pbp_frame_walk_ctx *ctx, __u64 addr, __u32 size)
+{
+	struct pbp_frame_walk *walk = &ctx->scratch->walk;
+	__u64 end = addr + size, start;
+
+	if (!pbp_inside(addr, size, walk->stack_lo, walk->stack_hi)) {
+		if (walk->prev_hi == 0)
+			pbp_find_previous_chunk(ctx);
+		if (!pbp_inside(addr, size, walk->prev_lo, walk->prev_hi))
+			return pbp_read_window(ctx, addr, size);
+		walk->stack_lo = walk->prev_lo;
+		walk->stack_hi = walk->prev_hi;
+		walk->prev_hi = 0;
+	}
+	start = end - walk->stack_lo > PBP_WINDOW_BYTES ? end - PBP_WINDOW_BYTES : walk->stack_lo;
+	return pbp_read_window(ctx, start, end - start);
+}
+
 /* Copy target memory so that the frame at addr (size bytes) is inside the window. */
 static __always_inline int pbp_load_window(struct pbp_frame_walk_ctx *ctx, __u64 addr, __u32 size)
 {
@@ -44,6 +94,10 @@ static __always_inline int pbp_load_window(struct pbp_frame_walk_ctx *ctx, __u64
 
 	if (ctx->config->off.frame_owner == PY_OFF_NONE)
 		return pbp_read_window(ctx, addr, size);
+	if (ctx->scratch->walk.stack_hi != 0 && pbp_load_stack_window(ctx, addr, size) == 0)
+		return 0;
+	/* Where the data stack is not known (or its copy failed): a window that may run off
+	 * the chunk's edge, then smaller ones. */
 	if (ctx->scratch->walk.window_len != 0 && end > PBP_WINDOW_BYTES &&
 	    pbp_read_window(ctx, end - PBP_WINDOW_BYTES, PBP_WINDOW_BYTES) == 0)
 		return 0;
@@ -95,13 +149,18 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 code_addr, __u32 checksum)
 {
 	__u64 identity = code_addr ^ ((__u64)checksum << 32);
-	__u32 slot = (__u32)((identity * 0x9e3779b97f4a7c15ull) >> 52) & (PBP_SEEN_CODE_SLOTS - 1);
-	__u64 *seen = bpf_map_lookup_elem(&seen_code, &slot);
+	__u64 mixed = identity * 0x9e3779b97f4a7c15ull;
+	__u32 index = (__u32)(mixed >> 54) & (PBP_SEEN_CODE_SETS - 1);
+	struct pbp_seen_code_set *set = bpf_map_lookup_elem(&seen_code, &index);
 
-	if (seen && *seen != identity) {
-		*seen = identity;
-		walk->new_code = 1;
-	}
+	if (!set)
+		return;
+	if (set->identity[0] == identity || set->identity[1] == identity || set->identity[2] == identity ||
+	    set->identity[3] == identity)
+		return;
+	set->identity[set->next_way & (PBP_SEEN_CODE_WAYS - 1)] = identity;
+	set->next_way += 1;
+	walk->new_code = 1;
 }
 
 static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, const __u8 *frame, __u64 code_addr)
@@ -206,6 +265,30 @@ static __always_inline __u64 pbp_current_frame(const struct py_proc_config *conf
 	return link;
 }
 
+/* 3.11+: the newest data-stack chunk and its top, the bounds of the window copies; left unknown
+ * (stack_hi 0) where the version has none or they make no sense. */
+static __always_inline void pbp_find_data_stack(const struct py_offsets *off, struct pbp_frame_walk *walk,
+						__u64 tstate_addr, struct task_struct *task)
+{
+	__u64 chunk_and_top[2];
+
+	walk->stack_lo = 0;
+	walk->stack_hi = 0;
+	walk->prev_lo = 0;
+	walk->prev_hi = 0;
+	if (off->tstate_datastack_chunk == PY_OFF_NONE ||
+	    off->tstate_datastack_top != off->tstate_datastack_chunk + sizeof(__u64))
+		return;
+	if (pbp_read_target(chunk_and_top, sizeof(chunk_and_top), tstate_addr + off->tstate_datastack_chunk,
+			    task) != 0)
+		return;
+	if (chunk_and_top[0] == 0 || chunk_and_top[1] < chunk_and_top[0] ||
+	    chunk_and_top[1] - chunk_and_top[0] > PBP_DATA_STACK_MAX)
+		return;
+	walk->stack_lo = chunk_and_top[0];
+	walk->stack_hi = chunk_and_top[1];
+}
+
 /* Fills scratch->out.py from the thread's current frame; returns frames written, flags in walk.
  * task: the sampled thread, NULL for the current task. */
 static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config,
@@ -232,6 +315,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	}
 	if (!window)
 		return 0;
+	pbp_find_data_stack(&config->off, walk, tstate_addr, task);
 	ctx.window = window;
 	bpf_loop(PBP_MAX_PY_FRAMES + PBP_MAX_SKIPPED_FRAMES, pbp_frame_step, &ctx, 0);
 	if (walk->frame_addr != 0 && !(walk->flags & PBP_REC_READ_FAULT))

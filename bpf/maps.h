@@ -47,6 +47,12 @@ struct pbp_frame_walk {
 	__u32 new_code;        /* a frame ran a code object this CPU had not sent before */
 	__u32 shim_count;      /* C-stack shims passed (3.12+), their addresses in shim_addr */
 	__u32 reserved;
+	/* 3.11+: the used part of the data-stack chunk the walk is in, [stack_lo, stack_hi)
+	 * (stack_hi 0: unknown), and of the chunk before it once looked up (prev_hi 0: not yet). */
+	__u64 stack_lo;
+	__u64 stack_hi;
+	__u64 prev_lo;
+	__u64 prev_hi;
 };
 
 /* 3.12+: the C-stack shims of the eval activations a sample's Python walk passed, leaf
@@ -135,17 +141,25 @@ struct {
 } cpu_window SEC(".maps");
 
 /*
- * Code objects this CPU has sent, direct-mapped by address: a record with one
- * that is not here wakes the consumer at once, so that it reads the object
- * while it still exists (a module body is freed as soon as its import ends).
- * A collision costs an extra wakeup or a later read, never a wrong name.
+ * Code objects this CPU has sent, in sets of PBP_SEEN_CODE_WAYS by address: a
+ * record with one that is not here wakes the consumer at once, so that it
+ * reads the object while it still exists (a module body is freed as soon as
+ * its import ends). A miss costs an extra wakeup or a later read, never a
+ * wrong name. Not direct-mapped: two code objects of one hot stack that
+ * shared a slot would evict each other on every sample and wake the consumer
+ * every time (one 32-frame stack in nine did, measured).
  */
-#define PBP_SEEN_CODE_SLOTS 4096
+#define PBP_SEEN_CODE_SETS 1024
+#define PBP_SEEN_CODE_WAYS 4
+struct pbp_seen_code_set {
+	__u64 identity[PBP_SEEN_CODE_WAYS];
+	__u64 next_way;  /* replaced first-in first-out */
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PBP_SEEN_CODE_SLOTS);
+	__uint(max_entries, PBP_SEEN_CODE_SETS);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct pbp_seen_code_set);
 } seen_code SEC(".maps");
 
 struct {

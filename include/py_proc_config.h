@@ -90,7 +90,21 @@ struct py_offsets {
 	__u32 unicode_compact_data;      /* sizeof(PyCompactUnicodeObject) */
 	__u32 bytes_size;                /* ob_size of bytes (2.7 str) */
 	__u32 bytes_data;                /* ob_sval */
+
+	/* The thread's data stack (3.11+, NONE before): its newest chunk and the top of the used
+	 * part, in which the thread's innermost frames lie side by side (bpf/frame_walk.h). */
+	__u32 tstate_datastack_chunk;    /* _PyStackChunk * */
+	__u32 tstate_datastack_top;      /* PyObject **, right after the chunk pointer */
 };
+
+/*
+ * _PyStackChunk, the same in 3.11-3.15: a chunk's used part ends at data + top words
+ * (top is saved when the thread moves on to a newer chunk); the newest chunk's at the
+ * thread state's datastack_top.
+ */
+#define PY_STACK_CHUNK_PREVIOUS 0u
+#define PY_STACK_CHUNK_TOP 16u
+#define PY_STACK_CHUNK_DATA 24u
 
 #define PY_PROC_HAS_GIL_HOLDER 0x1u  /* gil_holder_addr/gil_locked_addr are valid */
 #define PY_PROC_PENDING        0x2u  /* a target whose runtime is not found yet: sample it without Python frames */

@@ -36,6 +36,7 @@ for minor in $(ls "$data" | sed -n 's/^py3\.\([0-9]*\)\.[0-9]*\.txt$/\1/p' | sor
 			"DBG_TSTATE_INTERP thread_state.interp DBG_TSTATE_CURRENT_FRAME thread_state.current_frame " \
 			"DBG_TSTATE_THREAD_ID thread_state.thread_id " \
 			"DBG_TSTATE_NATIVE_THREAD_ID thread_state.native_thread_id " \
+			"DBG_TSTATE_DATASTACK_CHUNK thread_state.datastack_chunk " \
 			"DBG_FRAME_SIZE interpreter_frame.size DBG_FRAME_PREVIOUS interpreter_frame.previous " \
 			"DBG_FRAME_EXECUTABLE interpreter_frame.executable " \
 			"DBG_FRAME_INSTR_PTR interpreter_frame.instr_ptr DBG_FRAME_OWNER interpreter_frame.owner " \

@@ -148,6 +148,13 @@ int main(void)
 	FIELD("bytes_size", offsetof(PyStringObject, ob_size));
 	FIELD("bytes_data", offsetof(PyStringObject, ob_sval));
 #endif
+#if PY_VERSION_HEX >= 0x030b0000
+	FIELD("tstate_datastack_chunk", offsetof(PyThreadState, datastack_chunk));
+	FIELD("tstate_datastack_top", offsetof(PyThreadState, datastack_top));
+#else
+	FIELD_NONE("tstate_datastack_chunk");
+	FIELD_NONE("tstate_datastack_top");
+#endif
 	printf("\t}, .gil = {\n");
 #if PY_VERSION_HEX >= 0x030c0000
 	printf("\t\t.where = PY_GIL_VIA_INTERP_POINTER,\n");

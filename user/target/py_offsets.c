@@ -73,6 +73,7 @@ enum debug_field {
 	DBG_TSTATE_CURRENT_FRAME,
 	DBG_TSTATE_THREAD_ID,
 	DBG_TSTATE_NATIVE_THREAD_ID,
+	DBG_TSTATE_DATASTACK_CHUNK,
 	DBG_FRAME_SIZE,
 	DBG_FRAME_PREVIOUS,
 	DBG_FRAME_EXECUTABLE,
@@ -159,7 +160,7 @@ static int check_plausible(const struct debug_decoded *dec, char *err_text, size
 	int err = check_within(dec, DBG_INTERP_SIZE, DBG_INTERP_ID, DBG_INTERP_GIL_HOLDER, err_text, err_len);
 
 	if (!err)
-		err = check_within(dec, DBG_TSTATE_SIZE, DBG_TSTATE_NEXT, DBG_TSTATE_NATIVE_THREAD_ID, err_text, err_len);
+		err = check_within(dec, DBG_TSTATE_SIZE, DBG_TSTATE_NEXT, DBG_TSTATE_DATASTACK_CHUNK, err_text, err_len);
 	if (!err)
 		err = check_within(dec, DBG_FRAME_SIZE, DBG_FRAME_PREVIOUS, DBG_FRAME_OWNER, err_text, err_len);
 	if (!err)
@@ -261,6 +262,11 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 									     : COMPACT_UNICODE_SIZE_312,
 		.bytes_size = (uint32_t)v[DBG_BYTES_OB_SIZE],
 		.bytes_data = (uint32_t)v[DBG_BYTES_OB_SVAL],
+		/* datastack_top follows the chunk pointer in every 3.11+ PyThreadState. */
+		.tstate_datastack_chunk = dec->present[DBG_TSTATE_DATASTACK_CHUNK] ? (uint32_t)v[DBG_TSTATE_DATASTACK_CHUNK]
+										 : PY_OFF_NONE,
+		.tstate_datastack_top = dec->present[DBG_TSTATE_DATASTACK_CHUNK] ? (uint32_t)v[DBG_TSTATE_DATASTACK_CHUNK] + 8
+									       : PY_OFF_NONE,
 	};
 }
 
