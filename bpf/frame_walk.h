@@ -150,7 +150,7 @@ static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 cod
 {
 	__u64 identity = code_addr ^ ((__u64)checksum << 32);
 	__u64 mixed = identity * 0x9e3779b97f4a7c15ull;
-	__u32 index = (__u32)(mixed >> 54) & (PBP_SEEN_CODE_SETS - 1);
+	__u32 index = (__u32)(mixed >> 52) & (PBP_SEEN_CODE_SETS - 1);
 	struct pbp_seen_code_set *set = bpf_map_lookup_elem(&seen_code, &index);
 
 	if (!set)

@@ -149,7 +149,7 @@ struct {
  * shared a slot would evict each other on every sample and wake the consumer
  * every time (one 32-frame stack in nine did, measured).
  */
-#define PBP_SEEN_CODE_SETS 1024
+#define PBP_SEEN_CODE_SETS 4096
 #define PBP_SEEN_CODE_WAYS 4
 struct pbp_seen_code_set {
 	__u64 identity[PBP_SEEN_CODE_WAYS];

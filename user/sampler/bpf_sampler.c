@@ -31,6 +31,7 @@
 
 struct bpf_sampler {
 	struct pyperf_bpf *skel;
+	size_t ring_bytes;                /* the record ring's size, chosen at load */
 	struct ring_buffer *rings;        /* records + proc events, one epoll set */
 	struct bpf_link **perf_links;     /* one per possible CPU, NULL where absent */
 	int perf_count;
@@ -413,11 +414,41 @@ static int map_unwind_rows(struct bpf_sampler *sampler, char *errbuf, size_t err
 	return 0;
 }
 
+/*
+ * The record ring's size, from the rate: the consumer maps the ring twice (so that a record
+ * that wraps reads as one), and every page of it is resident, so its size is most of the
+ * profiler's memory. In cpu mode it holds RING_HOLD_MS of samples at RING_RECORD_BYTES each
+ * (a 64-frame Python stack with native and kernel frames) from every possible CPU at the
+ * rate; BPF wakes the consumer when a quarter is full, so deep stacks (900 frames, 14 KiB
+ * a record) drain more often, not lose. Wall and gil modes write one record per thread of
+ * every target per pass, however many CPUs, so they keep the default.
+ */
+#define RING_RECORD_BYTES 2048u
+#define RING_HOLD_MS 250u
+#define RING_MIN_BYTES (1u << 20)
+#define RING_MAX_BYTES (64u << 20)
+
+static size_t ring_bytes_for(const struct bpf_sampler_options *options)
+{
+	int cpus = libbpf_num_possible_cpus();
+	uint64_t bytes;
+
+	if (options->ringbuf_bytes)
+		return round_up_pow2(options->ringbuf_bytes);
+	if (options->wall || cpus <= 0)
+		return PBP_RINGBUF_DEFAULT_BYTES;
+	bytes = (uint64_t)options->frequency_hz * (uint64_t)cpus * RING_RECORD_BYTES * RING_HOLD_MS / 1000;
+	if (bytes < RING_MIN_BYTES)
+		bytes = RING_MIN_BYTES;
+	if (bytes > RING_MAX_BYTES)
+		bytes = RING_MAX_BYTES;
+	return round_up_pow2((size_t)bytes);
+}
+
 static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
 			 char *errbuf, size_t errlen)
 {
-	size_t ring_bytes = round_up_pow2(options->ringbuf_bytes ? options->ringbuf_bytes
-								  : PBP_RINGBUF_DEFAULT_BYTES);
+	size_t ring_bytes = ring_bytes_for(options);
 	int err;
 
 	sampler->skel = pyperf_bpf__open();
@@ -438,6 +469,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
 				     strerror(-err));
+	sampler->ring_bytes = ring_bytes;
 	err = size_unwind_rows(sampler, options);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "sizing the unwind table map to %zu rows: %s",
@@ -612,6 +644,11 @@ size_t bpf_sampler_target_count(struct bpf_sampler *sampler)
 uint64_t bpf_sampler_reconciled_count(const struct bpf_sampler *sampler)
 {
 	return sampler->reconciled;
+}
+
+size_t bpf_sampler_ring_bytes(const struct bpf_sampler *sampler)
+{
+	return sampler->ring_bytes;
 }
 
 size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler)

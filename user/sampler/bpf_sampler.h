@@ -24,7 +24,7 @@ struct bpf_sampler_options {
 	bool kernel_stacks;     /* record kernel stacks of samples taken in the kernel */
 	bool watch_exec;        /* report every exec on the system, not only targets' */
 	bool follow_forks;      /* a process forked by a target becomes a target (PBP_PROC_FORK) */
-	size_t ringbuf_bytes;   /* 0 = PBP_RINGBUF_DEFAULT_BYTES; rounded up to a power of two */
+	size_t ringbuf_bytes;   /* 0 = from the rate and CPUs (bpf_sampler_ring_bytes); rounded up to a power of two */
 	bool native_stacks;     /* unwind user-space native frames (needs tables: bpf_sampler_unwind_*) */
 	size_t unwind_rows;     /* capacity of the rows map; 0 = UNWIND_ROWS_DEFAULT */
 	bool wall;              /* wall mode: every target thread at every 1/frequency_hz, running or not */
@@ -74,6 +74,8 @@ size_t bpf_sampler_reconcile_targets(struct bpf_sampler *sampler, uint64_t now_m
 size_t bpf_sampler_target_count(struct bpf_sampler *sampler);
 /* Entries deleted by bpf_sampler_reconcile_targets over the run. */
 uint64_t bpf_sampler_reconciled_count(const struct bpf_sampler *sampler);
+/* The record ring's size, chosen from the rate and the number of CPUs (or given) at open. */
+size_t bpf_sampler_ring_bytes(const struct bpf_sampler *sampler);
 /* Drains both ring buffers without blocking; returns the number of records consumed or -errno.
  * on_proc may be NULL. */
 int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,

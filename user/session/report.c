@@ -516,6 +516,7 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 	format_read_errors(session->sampler, "=", ",", read_errors, sizeof(read_errors));
 	set_metadata_all(session, "bpf_read_errors", read_errors);
 	set_metadata_u64(session, "proc_events_lost", counters[PBP_CNT_PROC_EVENTS_LOST]);
+	set_metadata_u64(session, "ring_buffer_bytes", bpf_sampler_ring_bytes(session->sampler));
 	write_native_metadata(session);
 	write_wall_metadata(session);
 }
@@ -599,6 +600,11 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		intern_count(&session->threads), intern_count(&session->threads) == 1 ? "" : "s",
 		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED],
 		session->resolver.unresolved_frames, read_errors[0] ? "; failed reads: " : "", read_errors);
+	if (counters[PBP_CNT_LOST])
+		fprintf(stderr, "pybpfprof: the %zu KiB ring buffer was full %" PRIu64 " time%s: a lower -F, or fewer "
+				"targets, loses none\n",
+			bpf_sampler_ring_bytes(session->sampler) >> 10, counters[PBP_CNT_LOST],
+			counters[PBP_CNT_LOST] == 1 ? "" : "s");
 	print_native_summary(session);
 	print_wall_summary(session);
 	print_container_summary(session);
@@ -620,6 +626,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
 			sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
 			session->setup_cpu_s);
+		fprintf(stderr, "pybpfprof: ring buffer: %zu KiB\n", bpf_sampler_ring_bytes(session->sampler) >> 10);
 	}
 }
 
