@@ -96,6 +96,9 @@ enum unwind_stop {
  */
 #define UNWIND_MAX_TABLES 4096
 #define UNWIND_ROWS_DEFAULT (1u << 22) /* 32 MiB of rows: some 30 distinct interpreters' files */
+/* A run with given targets (-p, a launched command): 8 MiB of rows, some 8 interpreters' files.
+ * Every page of the map is resident in the profiler, mapped to write rows without syscalls. */
+#define UNWIND_ROWS_TARGETED (1u << 20)
 #define UNWIND_TABLE_NONE 0xffffffffu
 
 /*

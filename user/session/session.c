@@ -263,6 +263,7 @@ static int open_sampler(struct session *session)
 		.follow_forks = session->system_wide || options->command != NULL || options->children,
 		.ringbuf_bytes = options->ringbuf_bytes,
 		.native_stacks = options->native_stacks,
+		.unwind_rows = session->system_wide ? UNWIND_ROWS_DEFAULT : UNWIND_ROWS_TARGETED,
 		.wall = options->mode != SESSION_MODE_CPU,
 		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
 		.gil_only = options->mode == SESSION_MODE_GIL,
