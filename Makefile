@@ -17,7 +17,7 @@ ARCH     := x86
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen
-LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lcurl -lncursesw -lpthread
+LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lncursesw -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 

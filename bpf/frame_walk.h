@@ -119,20 +119,28 @@ static __always_inline __u32 pbp_max_u32(__u32 a, __u32 b)
 	return a < b ? b : a;
 }
 
-/* py_code_checksum() of the code object at code_addr (one read of its identity fields),
- * or -(enum pbp_error) if it cannot be read. */
+/* A str's cached hash (its content's, unlike its address, not reused by another string). */
+static __always_inline int pbp_string_hash(const struct py_offsets *off, __u64 string_addr, __u64 *hash,
+					   struct task_struct *task)
+{
+	return pbp_read_target(hash, sizeof(*hash), string_addr + off->string_hash, task) != 0 ? -1 : 0;
+}
+
+/* py_code_checksum() of the code object at code_addr (one read of its identity fields, one of
+ * each of its strings' hashes), or -(enum pbp_error) if it cannot be read. */
 static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 					      const struct py_offsets *off, __u64 code_addr,
 					      struct task_struct *task)
 {
+	__u32 name_off = py_code_shown_name(off);
 	__u32 low = pbp_min_u32(pbp_min_u32(off->code_argcount, off->code_firstlineno),
-				pbp_min_u32(off->code_filename, off->code_name));
+				pbp_min_u32(off->code_filename, name_off));
 	__u32 high = pbp_max_u32(pbp_max_u32(off->code_argcount, off->code_firstlineno),
-				 pbp_max_u32(off->code_filename, off->code_name));
+				 pbp_max_u32(off->code_filename, name_off));
 	__u64 span = (__u64)high - low + sizeof(__u64);
 	const __u8 *fields = scratch->code_buf;
 	__s32 argcount, firstlineno;
-	__u64 filename_addr, name_addr;
+	__u64 filename_addr, name_addr, filename_hash, name_hash;
 
 	/* Userspace refuses layouts where this does not hold (frame_layout_fits). */
 	if (span > PBP_CODE_SPAN_MAX)
@@ -142,8 +150,11 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	argcount = *(const __s32 *)(fields + ((off->code_argcount - low) & (PBP_CODE_SPAN_MAX - 1)));
 	firstlineno = *(const __s32 *)(fields + ((off->code_firstlineno - low) & (PBP_CODE_SPAN_MAX - 1)));
 	filename_addr = *(const __u64 *)(fields + ((off->code_filename - low) & (PBP_CODE_SPAN_MAX - 1)));
-	name_addr = *(const __u64 *)(fields + ((off->code_name - low) & (PBP_CODE_SPAN_MAX - 1)));
-	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr);
+	name_addr = *(const __u64 *)(fields + ((name_off - low) & (PBP_CODE_SPAN_MAX - 1)));
+	if (pbp_string_hash(off, filename_addr, &filename_hash, task) != 0 ||
+	    pbp_string_hash(off, name_addr, &name_hash, task) != 0)
+		return -PBP_ERR_CODE_OBJECT;
+	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_hash, name_hash);
 }
 
 static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 code_addr, __u32 checksum)

@@ -90,6 +90,7 @@ struct py_offsets {
 	__u32 unicode_compact_data;      /* sizeof(PyCompactUnicodeObject) */
 	__u32 bytes_size;                /* ob_size of bytes (2.7 str) */
 	__u32 bytes_data;                /* ob_sval */
+	__u32 string_hash;               /* a str's cached hash: PyASCIIObject.hash (2.7: ob_shash) */
 
 	/* The thread's data stack (3.11+, NONE before): its newest chunk and the top of the used
 	 * part, in which the thread's innermost frames lie side by side (bpf/frame_walk.h). */
@@ -145,17 +146,29 @@ _Static_assert(__builtin_offsetof(struct py_proc_config, off) == 32, PY_PROC_CON
 _Static_assert((PBP_FRAME_MAX_READ & (PBP_FRAME_MAX_READ - 1)) == 0, "PBP_FRAME_MAX_READ is a power of two");
 _Static_assert((PBP_CODE_SPAN_MAX & (PBP_CODE_SPAN_MAX - 1)) == 0, "PBP_CODE_SPAN_MAX is a power of two");
 
+/* Where a code object holds the name it is shown by: co_qualname from 3.11, else co_name. */
+static inline __u32 py_code_shown_name(const struct py_offsets *off)
+{
+	return off->code_qualname != PY_OFF_NONE ? off->code_qualname : off->code_name;
+}
+
 /*
  * Identity check for a code object, computed the same way by BPF (from the
  * live object) and by userspace (when it reads the object to symbolize it),
  * so that a freed and reused code address is not given a stale name. The
  * file and name pointers tell apart the objects that line and argument
- * counts cannot: every module body starts at line 1 with no arguments.
+ * counts cannot: every module body starts at line 1 with no arguments. The
+ * strings' own hashes tell apart names and files that were freed with their
+ * code and reused at the same address (exec'd code in a loop: measured,
+ * tests/test_code_identity.c). The name is the one shown: the qualified
+ * name from 3.11, else co_name.
  */
-static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount, __u64 filename_addr, __u64 name_addr)
+static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount, __u64 filename_addr, __u64 name_addr,
+				     __u64 filename_hash, __u64 name_hash)
 {
 	__u64 mixed = ((__u64)(__u32)firstlineno << 32 | (__u32)argcount) ^
-		      filename_addr * 0x9e3779b97f4a7c15ull ^ name_addr * 0xc2b2ae3d27d4eb4full;
+		      filename_addr * 0x9e3779b97f4a7c15ull ^ name_addr * 0xc2b2ae3d27d4eb4full ^
+		      filename_hash * 0x165667b19e3779f9ull ^ name_hash * 0xd6e8feb86659fd93ull;
 
 	mixed ^= mixed >> 31;
 	mixed *= 0xbf58476d1ce4e5b9ull;

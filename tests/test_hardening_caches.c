@@ -93,11 +93,12 @@ static int resolve(struct symbolize_py_cache *cache, pid_t pid, const struct fak
 		   struct pf_frame *frame)
 {
 	const struct py_offsets *off = &fake->config.off;
-	uint64_t addr = (uint64_t)(uintptr_t)fake->codes[i];
-	uint32_t checksum = py_code_checksum(i + 1, 0, (uint64_t)(uintptr_t)fake->name,
-					     (uint64_t)(uintptr_t)fake->name);
+	uint64_t addr = (uint64_t)(uintptr_t)fake->codes[i], name_hash;
+	uint32_t checksum;
 
-	(void)off;
+	memcpy(&name_hash, fake->name + off->string_hash, sizeof(name_hash));
+	checksum = py_code_checksum(i + 1, 0, (uint64_t)(uintptr_t)fake->name, (uint64_t)(uintptr_t)fake->name,
+				    name_hash, name_hash);
 	return symbolize_py_resolve(cache, pid, &fake->config, addr, checksum, 0, frame);
 }
 

@@ -129,13 +129,15 @@ static void read_checked_u64(pid_t pid, uint64_t addr, uint64_t *value)
 static uint32_t live_checksum(pid_t pid, const struct py_offsets *off, uint64_t code_addr)
 {
 	int32_t firstlineno, argcount;
-	uint64_t filename_addr, name_addr;
+	uint64_t filename_addr, name_addr, filename_hash, name_hash;
 
 	assert_int_equal(target_mem_read_s32(pid, code_addr + off->code_firstlineno, &firstlineno), 0);
 	assert_int_equal(target_mem_read_s32(pid, code_addr + off->code_argcount, &argcount), 0);
 	read_checked_u64(pid, code_addr + off->code_filename, &filename_addr);
-	read_checked_u64(pid, code_addr + off->code_name, &name_addr);
-	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr);
+	read_checked_u64(pid, code_addr + py_code_shown_name(off), &name_addr);
+	read_checked_u64(pid, filename_addr + off->string_hash, &filename_hash);
+	read_checked_u64(pid, name_addr + off->string_hash, &name_hash);
+	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_hash, name_hash);
 }
 
 static void read_frame_instruction(pid_t pid, const struct py_offsets *off, uint64_t frame, uint64_t code_addr,

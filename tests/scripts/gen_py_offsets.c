@@ -140,6 +140,7 @@ int main(void)
 	FIELD("unicode_compact_data", sizeof(PyCompactUnicodeObject));
 	FIELD("bytes_size", offsetof(PyBytesObject, ob_base.ob_size));
 	FIELD("bytes_data", offsetof(PyBytesObject, ob_sval));
+	FIELD("string_hash", offsetof(PyASCIIObject, hash));
 #else
 	FIELD_NONE("unicode_length");
 	FIELD_NONE("unicode_state");
@@ -147,6 +148,7 @@ int main(void)
 	FIELD_NONE("unicode_compact_data");
 	FIELD("bytes_size", offsetof(PyStringObject, ob_size));
 	FIELD("bytes_data", offsetof(PyStringObject, ob_sval));
+	FIELD("string_hash", offsetof(PyStringObject, ob_shash));
 #endif
 #if PY_VERSION_HEX >= 0x030b0000
 	FIELD("tstate_datastack_chunk", offsetof(PyThreadState, datastack_chunk));

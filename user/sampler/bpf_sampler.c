@@ -539,7 +539,8 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 /* The identity fields BPF copies from each code object in one read of at most PBP_CODE_SPAN_MAX bytes. */
 static bool code_identity_fits(const struct py_offsets *off)
 {
-	const uint32_t fields[] = { off->code_argcount, off->code_firstlineno, off->code_filename, off->code_name };
+	const uint32_t fields[] = { off->code_argcount, off->code_firstlineno, off->code_filename,
+				    py_code_shown_name(off) };
 	uint32_t low = UINT32_MAX, high = 0;
 
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "session/push_client.h"
 
+#include "session/curl_lib.h"
+
 #include "util/clock.h"
 #include "util/errbuf.h"
 #include "util/text_quote.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@ struct push_window {
 };
 
 struct push_client {
+	struct curl_lib curl;
 	char *url;
 	char *name;
 	unsigned rate_hz;
@@ -53,7 +55,7 @@ static void window_free(struct push_window *window)
 static bool ingest_url(const struct push_client *client, CURL *curl, const struct push_window *window, char *out,
 		       size_t len)
 {
-	char *name = curl_easy_escape(curl, client->name, 0);
+	char *name = client->curl.easy_escape(curl, client->name, 0);
 	int used;
 
 	if (!name)
@@ -61,7 +63,7 @@ static bool ingest_url(const struct push_client *client, CURL *curl, const struc
 	used = snprintf(out, len,
 			"%s/ingest?name=%s&from=%lld&until=%lld&format=pprof&sampleRate=%u&spyName=pybpfprof",
 			client->url, name, (long long)window->from, (long long)window->until, client->rate_hz);
-	curl_free(name);
+	client->curl.free(name);
 	return used > 0 && (size_t)used < len;
 }
 
@@ -69,7 +71,7 @@ static bool ingest_url(const struct push_client *client, CURL *curl, const struc
 static int post_window(const struct push_client *client, const struct push_window *window, char *reason,
 		       size_t reason_len)
 {
-	CURL *curl = curl_easy_init();
+	CURL *curl = client->curl.easy_init();
 	curl_mime *mime = NULL;
 	curl_mimepart *part;
 	char url[PUSH_URL_MAX];
@@ -79,35 +81,35 @@ static int post_window(const struct push_client *client, const struct push_windo
 	if (!curl)
 		return errbuf_format(reason, reason_len, -ENOMEM, "cannot start a request");
 	if (!ingest_url(client, curl, window, url, sizeof(url))) {
-		curl_easy_cleanup(curl);
+		client->curl.easy_cleanup(curl);
 		return errbuf_format(reason, reason_len, -E2BIG, "the ingest URL is too long");
 	}
-	mime = curl_mime_init(curl);
-	part = mime ? curl_mime_addpart(mime) : NULL;
-	if (!part || curl_mime_name(part, "profile") != CURLE_OK ||
-	    curl_mime_filename(part, "profile.pprof") != CURLE_OK ||
-	    curl_mime_type(part, "application/octet-stream") != CURLE_OK ||
-	    curl_mime_data(part, (const char *)window->data, window->len) != CURLE_OK) {
-		curl_mime_free(mime);
-		curl_easy_cleanup(curl);
+	mime = client->curl.mime_init(curl);
+	part = mime ? client->curl.mime_addpart(mime) : NULL;
+	if (!part || client->curl.mime_name(part, "profile") != CURLE_OK ||
+	    client->curl.mime_filename(part, "profile.pprof") != CURLE_OK ||
+	    client->curl.mime_type(part, "application/octet-stream") != CURLE_OK ||
+	    client->curl.mime_data(part, (const char *)window->data, window->len) != CURLE_OK) {
+		client->curl.mime_free(mime);
+		client->curl.easy_cleanup(curl);
 		return errbuf_format(reason, reason_len, -ENOMEM, "cannot build the request");
 	}
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_MIMEPOST, mime);
+	client->curl.easy_setopt(curl, CURLOPT_URL, url);
+	client->curl.easy_setopt(curl, CURLOPT_MIMEPOST, mime);
 	/* Plain HTTP(S) only, no redirects: root sends profiles where it was told, nowhere else. */
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PUSH_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)PUSH_TIMEOUT_MS);
-	curl_easy_setopt(curl, CURLOPT_USERAGENT, "pybpfprof");
-	result = curl_easy_perform(curl);
+	client->curl.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	client->curl.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+	client->curl.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	client->curl.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PUSH_CONNECT_TIMEOUT_MS);
+	client->curl.easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)PUSH_TIMEOUT_MS);
+	client->curl.easy_setopt(curl, CURLOPT_USERAGENT, "pybpfprof");
+	result = client->curl.easy_perform(curl);
 	if (result == CURLE_OK)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-	curl_mime_free(mime);
-	curl_easy_cleanup(curl);
+		client->curl.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	client->curl.mime_free(mime);
+	client->curl.easy_cleanup(curl);
 	if (result != CURLE_OK)
-		return errbuf_format(reason, reason_len, -EIO, "%s", curl_easy_strerror(result));
+		return errbuf_format(reason, reason_len, -EIO, "%s", client->curl.easy_strerror(result));
 	if (status < 200 || status > 299)
 		return errbuf_format(reason, reason_len, -EPROTO, "HTTP status %ld", status);
 	return 0;
@@ -209,11 +211,17 @@ int push_client_start(struct push_client **out, const char *url, const char *nam
 	}
 	while (url_len && url[url_len - 1] == '/')
 		url_len--;
+	err = curl_lib_open(&client->curl, error, error_len);
+	if (err) {
+		free(client);
+		return err;
+	}
 	client->url = strndup(url, url_len);
 	client->name = strdup(name);
 	client->rate_hz = rate_hz;
 	client->quiet = quiet;
-	if (!client->url || !client->name || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+	if (!client->url || !client->name || client->curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		curl_lib_close(&client->curl);
 		free(client->url);
 		free(client->name);
 		free(client);
@@ -223,7 +231,8 @@ int push_client_start(struct push_client **out, const char *url, const char *nam
 	pthread_cond_init(&client->changed, NULL);
 	err = -pthread_create(&client->thread, NULL, push_thread, client);
 	if (err) {
-		curl_global_cleanup();
+		client->curl.global_cleanup();
+		curl_lib_close(&client->curl);
 		free(client->url);
 		free(client->name);
 		free(client);
@@ -272,7 +281,8 @@ void push_client_stop(struct push_client *client, unsigned deadline_ms, struct p
 	*stats = client->stats;
 	pthread_mutex_destroy(&client->lock);
 	pthread_cond_destroy(&client->changed);
-	curl_global_cleanup();
+	client->curl.global_cleanup();
+	curl_lib_close(&client->curl);
 	free(client->url);
 	free(client->name);
 	free(client);

@@ -4,6 +4,7 @@
 #include "session/windows.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -291,6 +292,9 @@ static void load_kernel_symbols(struct session *session)
 		return;
 	if (ksyms_load(&session->ksyms, error.text, sizeof(error.text)) && !session->options->quiet)
 		report_error("warning: kernel frames will show addresses: %s", error.text);
+	/* Loading grew two large stores by doubling: the pages they left behind would stay
+	 * resident for the whole run (several MB, more than the rest of the heap). */
+	malloc_trim(0);
 }
 
 static void release(struct session *session)

@@ -595,6 +595,14 @@ static size_t code_read_span(const struct py_offsets *off)
 	return span;
 }
 
+/* A str's cached hash, as BPF reads it for the code object's identity. */
+static int read_string_hash(pid_t pid, const struct py_offsets *off, uint64_t string_addr, uint64_t *hash)
+{
+	int err = read_header_field(pid, string_addr, off->string_hash, hash, sizeof(*hash));
+
+	return err < 0 ? err : 0;
+}
+
 /* Fill entry from the code object at entry->code_addr: its identity first, then the strings. */
 static int read_code_object(struct symbolize_py_cache *cache, const struct py_proc_config *config,
 			    struct code_entry *entry)
@@ -602,6 +610,7 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 	const struct py_offsets *off = &config->off;
 	uint8_t object[SYMBOLIZE_PY_MAX_CODE_READ];
 	size_t span = code_read_span(off);
+	uint64_t filename_hash, name_hash;
 	uint32_t name_offset;
 	int err;
 
@@ -613,10 +622,16 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 	if (err < 0)
 		return err;
 	entry->firstlineno = int_at(object, off->code_firstlineno);
+	name_offset = py_code_shown_name(off);
+	err = read_string_hash(entry->pid, off, pointer_at(object, off->code_filename), &filename_hash);
+	if (err == 0)
+		err = read_string_hash(entry->pid, off, pointer_at(object, name_offset), &name_hash);
+	if (err < 0)
+		return err;
 	if (py_code_checksum(entry->firstlineno, int_at(object, off->code_argcount),
-			     pointer_at(object, off->code_filename), pointer_at(object, off->code_name)) != entry->checksum)
+			     pointer_at(object, off->code_filename), pointer_at(object, name_offset), filename_hash,
+			     name_hash) != entry->checksum)
 		return -ESTALE;
-	name_offset = off->code_qualname != PY_OFF_NONE ? off->code_qualname : off->code_name;
 	err = read_name(cache, entry->pid, off, pointer_at(object, off->code_filename), &entry->file);
 	if (err == 0)
 		err = read_name(cache, entry->pid, off, pointer_at(object, name_offset), &entry->name);

@@ -169,6 +169,9 @@ static int check_plausible(const struct debug_decoded *dec, char *err_text, size
 		err = check_within(dec, DBG_BYTES_SIZE, DBG_BYTES_OB_SIZE, DBG_BYTES_OB_SVAL, err_text, err_len);
 	if (!err)
 		err = check_within(dec, DBG_UNICODE_SIZE, DBG_UNICODE_STATE, DBG_UNICODE_ASCII_SIZE, err_text, err_len);
+	if (!err && dec->value[DBG_UNICODE_STATE] < 8)
+		err = errbuf_format(err_text, err_len, -EINVAL,
+				    "_Py_DebugOffsets: implausible unicode_object.state (no hash before it)");
 	if (!err && dec->value[DBG_RUNTIME_INTERPRETERS_HEAD] >= DEBUG_OFFSET_LIMIT)
 		err = errbuf_format(err_text, err_len, -EINVAL,
 				    "_Py_DebugOffsets: implausible runtime_state.interpreters_head");
@@ -262,6 +265,8 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 									     : COMPACT_UNICODE_SIZE_312,
 		.bytes_size = (uint32_t)v[DBG_BYTES_OB_SIZE],
 		.bytes_data = (uint32_t)v[DBG_BYTES_OB_SVAL],
+		/* PyASCIIObject's hash lies right before its state in every 3.x. */
+		.string_hash = (uint32_t)v[DBG_UNICODE_STATE] - 8,
 		/* datastack_top follows the chunk pointer in every 3.11+ PyThreadState. */
 		.tstate_datastack_chunk = dec->present[DBG_TSTATE_DATASTACK_CHUNK] ? (uint32_t)v[DBG_TSTATE_DATASTACK_CHUNK]
 										 : PY_OFF_NONE,
