@@ -132,6 +132,7 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 					      const struct py_offsets *off, __u64 code_addr,
 					      struct task_struct *task)
 {
+	struct pbp_frame_walk *walk = &scratch->walk;
 	__u32 name_off = py_code_shown_name(off);
 	__u32 low = pbp_min_u32(pbp_min_u32(off->code_argcount, off->code_firstlineno),
 				pbp_min_u32(off->code_filename, name_off));
@@ -151,8 +152,16 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	firstlineno = *(const __s32 *)(fields + ((off->code_firstlineno - low) & (PBP_CODE_SPAN_MAX - 1)));
 	filename_addr = *(const __u64 *)(fields + ((off->code_filename - low) & (PBP_CODE_SPAN_MAX - 1)));
 	name_addr = *(const __u64 *)(fields + ((name_off - low) & (PBP_CODE_SPAN_MAX - 1)));
-	if (pbp_string_hash(off, filename_addr, &filename_hash, task) != 0 ||
-	    pbp_string_hash(off, name_addr, &name_hash, task) != 0)
+	/* The frames of one module share its file name: one read for a run of them. */
+	if (filename_addr == walk->last_filename_addr) {
+		filename_hash = walk->last_filename_hash;
+	} else {
+		if (pbp_string_hash(off, filename_addr, &filename_hash, task) != 0)
+			return -PBP_ERR_CODE_OBJECT;
+		walk->last_filename_addr = filename_addr;
+		walk->last_filename_hash = filename_hash;
+	}
+	if (pbp_string_hash(off, name_addr, &name_hash, task) != 0)
 		return -PBP_ERR_CODE_OBJECT;
 	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_hash, name_hash);
 }
@@ -316,6 +325,8 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->window_len = 0;
 	walk->last_code_addr = 0;
 	walk->last_checksum = 0;
+	walk->last_filename_addr = 0;
+	walk->last_filename_hash = 0;
 	walk->frame_count = 0;
 	walk->flags = 0;
 	walk->new_code = 0;
