@@ -185,6 +185,35 @@ attached=$(for _ in 1 2 3; do
 done | median)
 printf 'launched: %s  attached (-p): %s\n' "$launched" "$attached"
 
+# Memory and the highest rate: the profiler's resident set once a long run has settled (after
+# about a million samples: 20 kHz on every CPU of a busy host, --no-native and native), and the
+# highest rate per CPU at which a 32-frame stack loses no sample.
+rss_of_run() {
+	local args=$1 seconds=$2 profiler rss hwm
+	"$python" bench/depth_work.py 32 $((seconds + 5)) >/dev/null & local busy=$!
+	./pybpfprof $args -d "$seconds" -o "$out/rss.mojo" 2>"$out/rss.log" & profiler=$!
+	sleep $((seconds - 1))
+	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$profiler/status 2>/dev/null)
+	hwm=$(awk '/^VmHWM/ { print $2 }' /proc/$profiler/status 2>/dev/null)
+	wait "$profiler" || true
+	kill "$busy" 2>/dev/null; wait "$busy" 2>/dev/null || true
+	awk -v r="${rss:-0}" -v h="${hwm:-0}" -v n="$(sed -n 's/^pybpfprof: \([0-9]*\) samples in.*/\1/p' "$out/rss.log")" \
+		'BEGIN { printf "%10.1f %10.1f %10d", r / 1024, h / 1024, n }'
+}
+printf '\nprofiler memory: resident MB at the end of a run, whole host with a busy Python (after N samples)\n'
+printf '%-34s %10s %10s %10s\n' run rss_MB peak_MB samples
+printf '%-34s %s\n' "1 kHz, whole host, --no-native, 20 s" "$(rss_of_run '-F 1000 --no-native' 20)"
+printf '%-34s %s\n' "1 kHz, whole host, native, 20 s" "$(rss_of_run '-F 1000' 20)"
+printf '%-34s %s\n' "20 kHz, whole host, --no-native, 25 s" "$(rss_of_run '-F 20000 --no-native' 25)"
+
+printf '\nsustained rate: 32-frame stacks, --no-native, 5 s (lost samples; profiler CPU %% of a core)\n'
+printf '%-8s %9s %6s %9s\n' rate samples lost cpu%core
+for hz in 10000 20000 40000; do
+	./pybpfprof --bpf-stats --no-native -F "$hz" -o "$out/rate.mojo" -- "$python" bench/depth_work.py 32 5 2>"$out/rate.log" >/dev/null
+	sed -n 's/^pybpfprof: \([0-9]*\) samples in [0-9.]* s.*; \([0-9]*\) lost;.*/\1 \2/p; s/^pybpfprof: cpu: [0-9.]* s user+sys while sampling (\([0-9.]*\)% of a core).*/\1/p' \
+		"$out/rate.log" | xargs | awk -v hz="$hz" '{ printf "%-8s %9d %6d %8.1f%%\n", hz "Hz", $1, $2, $3 }'
+done
+
 cat <<'TXT'
 
 bpf_ns/smp: the sample program's BPF run time (kernel.bpf_stats_enabled) over samples of targets
@@ -200,6 +229,10 @@ wall mode: us/thr/intv is the iterator program's BPF run time per thread sampled
   symbolizing, writing) per pass; skipped: passes missed because the one before overran.
 mixed stacks: py_depth Python frames over nesting levels of C recursion (list repr); native: the
   native frames BPF walked per sample (mean); ratio: native on over --no-native.
+profiler memory: VmRSS and VmHWM of the profiler a second before the end of a whole-host run; the
+  record ring is sized from the rate and the CPUs (its size is in each file's ring_buffer_bytes).
+sustained rate: a launched 32-frame workload at each rate; lost: records dropped because the ring
+  was full.
 TXT
 
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).

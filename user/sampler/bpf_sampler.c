@@ -417,14 +417,14 @@ static int map_unwind_rows(struct bpf_sampler *sampler, char *errbuf, size_t err
 /*
  * The record ring's size, from the rate: the consumer maps the ring twice (so that a record
  * that wraps reads as one), and every page of it is resident, so its size is most of the
- * profiler's memory. In cpu mode it holds RING_HOLD_MS of samples at RING_RECORD_BYTES each
- * (a 64-frame Python stack with native and kernel frames) from every possible CPU at the
- * rate; BPF wakes the consumer when a quarter is full, so deep stacks (900 frames, 14 KiB
- * a record) drain more often, not lose. Wall and gil modes write one record per thread of
- * every target per pass, however many CPUs, so they keep the default.
+ * profiler's memory. In cpu mode it holds RING_HOLD_MS (two of the consumer's slow ticks) of
+ * RING_RECORD_BYTES records (a 64-frame Python stack with native and kernel frames) from
+ * every possible CPU at the rate; BPF wakes the consumer when a quarter is full, so deep
+ * stacks (900 frames, 14 KiB a record) drain more often, not lose. Wall and gil modes write
+ * one record per thread of every target per pass, however many CPUs, so they keep the default.
  */
 #define RING_RECORD_BYTES 2048u
-#define RING_HOLD_MS 250u
+#define RING_HOLD_MS 100u
 #define RING_MIN_BYTES (1u << 20)
 #define RING_MAX_BYTES (64u << 20)
 

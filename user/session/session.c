@@ -30,8 +30,10 @@
 /* A launched command gets this long to end on SIGINT when the live view quits. */
 #define VIEW_QUIT_GRACE_MS 2000
 #define LIVENESS_EVERY_MS 200
-/* Records kept per drain before they are written: a full ring at 20 kHz on 2 CPUs is far less. */
-#define PENDING_RECORDS_MAX_BYTES (16u << 20)
+/* Records kept per drain before they are written; past it, what is kept is written mid-drain
+ * (nothing is lost: only the code objects of later records wait a little). Its pages stay
+ * resident, so it is small: about a tick of 32-frame samples at 20 kHz on 2 CPUs. */
+#define PENDING_RECORDS_MAX_BYTES (2u << 20)
 /* `stacks`: how long the pass waits for the target's native unwind tables (built in the
  * background; a large libpython takes about a second) before it runs without the missing ones. */
 #define STACKS_TABLES_WAIT_MS 2000
