@@ -206,6 +206,23 @@ printf '%-34s %s\n' "1 kHz, whole host, --no-native, 20 s" "$(rss_of_run '-F 100
 printf '%-34s %s\n' "1 kHz, whole host, native, 20 s" "$(rss_of_run '-F 1000' 20)"
 printf '%-34s %s\n' "20 kHz, whole host, --no-native, 25 s" "$(rss_of_run '-F 20000 --no-native' 25)"
 
+# Whole host: what a process that is not Python pays (each tick that lands on it runs the
+# sample program as far as its target lookup): gzip, timed without and with the profiler.
+gzip_seconds() {
+	local start end
+	start=$(date +%s%N)
+	head -c 300M /dev/zero | gzip -1 >/dev/null
+	end=$(date +%s%N)
+	echo "$(((end - start) / 1000000))"
+}
+printf '\nwhole host: a process that is not Python (gzip -1 of 300 MB, ms, median of 3)\n'
+plain=$(for _ in 1 2 3; do gzip_seconds; done | median)
+./pybpfprof -q -F 1000 -o "$out/host.mojo" & host_profiler=$!
+sleep 2
+profiled=$(for _ in 1 2 3; do gzip_seconds; done | median)
+kill -INT "$host_profiler"; wait "$host_profiler" || true
+awk -v a="$plain" -v b="$profiled" 'BEGIN { printf "unprofiled %d ms, whole host at 1 kHz %d ms: %+.1f%%\n", a, b, a ? 100 * (b - a) / a : 0 }'
+
 printf '\nsustained rate: 32-frame stacks, --no-native, 5 s (lost samples; profiler CPU %% of a core)\n'
 printf '%-8s %9s %6s %9s\n' rate samples lost cpu%core
 for hz in 10000 20000 40000; do

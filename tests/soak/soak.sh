@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The long whole-host run: pybpfprof with no target (every Python process on the host) while
 # a driver starts about 200 short Python processes a minute (pyenv's versions in turn, each
-# running a function of its own name, soak_<N>, 4 times 30 ms over a second), and every tenth start a hostile one as
+# running a function of its own name, soak_<N>, then 6 short threads one after the other, each
+# in a function of its own, soak_<N>_t<K>), and every tenth start a hostile one as
 # nobody (tests/soak/hostile.py: a truncated, a FIFO'd, a symlinked library, 16384 symbols
 # sharing a name, 200 code objects sharing a 1 MiB line table; each forking a child every
 # half second). Every 5 s the profiler's RSS and CPU time are read from /proc.
@@ -10,7 +11,7 @@
 #
 # Passes (exit 0) when, at the end:
 #  - the profiler is still running, and exits 0 on SIGINT;
-#  - every benign process's soak_<N> is in the profile;
+#  - every benign process's soak_<N> and every one of its threads' soak_<N>_t<K> is in the profile;
 #  - memory is flat: the largest RSS of the last quarter is at most 10% + 4 MiB above the
 #    largest of the second quarter (the first quarter is warm-up: tables, caches and
 #    buffers reach their working size);
@@ -26,6 +27,7 @@ profiler_bin=$root/pybpfprof
 hostile_python=/usr/bin/python3.11 # nobody cannot run pyenv's (under /root)
 per_minute=200
 every_hostile=10
+threads_per_process=6
 sample_s=5
 
 say() { echo "soak: $*"; }
@@ -75,17 +77,27 @@ monitor() {
 monitor &
 monitor_pid=$!
 
+# A benign process: its main thread runs soak_<N> twice for 30 ms; then, one after the other
+# (so that each has a CPU to itself), threads_per_process threads run soak_<N>_t<K> twice
+# for 10 ms each and end.
 benign() { # seq python
 	local name=soak_$1
 	exec "$2" -c "
-import time
-def $name(seconds):
+import threading, time
+def spin(seconds):
     end = time.time() + seconds
     while time.time() < end:
         pass
-for _ in range(4):
-    $name(0.03)
-    time.sleep(0.22)
+def $name():
+    spin(0.03)
+$(for k in $(seq 1 "$threads_per_process"); do printf 'def %s_t%d():\n    spin(0.01)\n    time.sleep(0.02)\n    spin(0.01)\n' "$name" "$k"; done)
+for _ in range(2):
+    $name()
+    time.sleep(0.2)
+for k in range(1, $threads_per_process + 1):
+    thread = threading.Thread(target=globals()['${name}_t%d' % k])
+    thread.start()
+    thread.join()
 "
 }
 
@@ -114,13 +126,16 @@ while [ "$next_ms" -lt "$end_ms" ]; do
 		python=${pythons[$((seq % ${#pythons[@]}))]}
 		benign "$seq" "$python" >/dev/null 2>>"$work/benign.err" &
 		echo "soak_$seq $(($(date +%s%3N) - start_ms)) ${python#/root/.pyenv/versions/} $!" >>"$work/benign.txt"
+		for k in $(seq 1 "$threads_per_process"); do
+			echo "soak_${seq}_t$k $(($(date +%s%3N) - start_ms)) ${python#/root/.pyenv/versions/} $!" >>"$work/benign.txt"
+		done
 		benign_count=$((benign_count + 1))
 	fi
 	next_ms=$((next_ms + interval_ms))
 	now_ms=$(date +%s%3N)
 	[ "$next_ms" -gt "$now_ms" ] && sleep "$(printf '0.%03d' $((next_ms - now_ms)))"
 done
-say "started $benign_count benign and $hostile_count hostile processes"
+say "started $benign_count benign processes ($((benign_count * threads_per_process)) threads besides their main ones) and $hostile_count hostile ones"
 sleep 8 # the last ones end (hostile ones run 6 s)
 
 alive=yes
@@ -139,14 +154,14 @@ grep -q '^pybpfprof: budgets: ' "$work/profiler.err" || failures+=("no budgets l
 
 # Every benign process's function is in the profile.
 if "$profiler_bin" convert "$work/soak.bin" -o "$work/soak.collapsed" 2>"$work/convert.err"; then
-	grep -oE 'soak_[0-9]+' "$work/soak.collapsed" | sort -u >"$work/found.txt"
+	grep -oE 'soak_[0-9]+(_t[0-9]+)?' "$work/soak.collapsed" | sort -u >"$work/found.txt"
 	cut -d' ' -f1 "$work/benign.txt" | sort -u >"$work/wanted.txt"
 	missing=$(comm -23 "$work/wanted.txt" "$work/found.txt" | wc -l)
-	say "benign processes found in the profile: $(($(wc -l <"$work/wanted.txt") - missing))/$(wc -l <"$work/wanted.txt")"
+	say "benign processes and threads found in the profile: $(($(wc -l <"$work/wanted.txt") - missing))/$(wc -l <"$work/wanted.txt")"
 	if [ "$missing" != 0 ]; then
 		# name, ms after the driver started, Python, pid
 		comm -23 "$work/wanted.txt" "$work/found.txt" | join - <(sort "$work/benign.txt") >"$work/missing.txt"
-		failures+=("$missing benign processes missing from the profile: $(head -5 "$work/missing.txt" | tr '\n' ',')")
+		failures+=("$missing benign processes or threads missing from the profile: $(head -5 "$work/missing.txt" | tr '\n' ',')")
 	fi
 else
 	failures+=("the profile does not convert: $(cat "$work/convert.err")")
