@@ -305,8 +305,12 @@ int BPF_PROG(pbp_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(pbp_exit, struct task_struct *task)
 {
-	__u32 tgid = task->tgid;
+	__u32 tgid = task->tgid, tid = task->pid;
 
+	/* Its thread id will be reused, and so will its fsbase (pthread reuses the stacks of
+	 * threads that ended), while its freed thread state still says thread_id == fsbase:
+	 * a cached entry would give the next thread the dead one's. */
+	bpf_map_delete_elem(&tstate_cache, &tid);
 	if (task->pid != task->tgid)
 		return 0;
 	/* Dropped here, not only when userspace reads the notice: a notice lost to a full ring,
