@@ -57,6 +57,10 @@ for hz in 1000 20000; do
 		hz "Hz", ns, cpu * 1e6 / n, 100 * cpu / s, 100 * (e - b) / b, 100 * (e - f) / f, n, e * hz, lost,
 		mojo / n, tach / n, setup }'
 done
+# The profiler's own per-frame work for a stack it has seen before, without BPF or a target:
+# the same synthetic record resolved (prefetch and resolve, as the session does) and written.
+printf '\nuserspace ns per frame, repeated stack, depth 30/900, MOJO+Tachyon (bench/stack_repeat.c)\n'
+"$BUILD_DIR"/bench/stack_repeat
 # Wall mode: every thread at every interval, running or not (here all waiting in time.sleep,
 # three Python calls deep), attached with -p: one task iterator over the target's threads.
 printf '\nwall mode at 100 Hz (-p, threads in time.sleep; median of 3 by profiler CPU)\n'
