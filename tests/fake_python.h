@@ -19,6 +19,7 @@
 #include "sample_record.h"
 #include "target/py_discover.h"
 #include "target/py_offsets.h"
+#include "unwind_table.h"
 
 /* PEP 393 state of a compact ASCII str: kind 1, compact, ascii. */
 #define FAKE_PYTHON_ASCII_STATE ((1u << 2) | (1u << 5) | (1u << 6))
@@ -118,12 +119,12 @@ static inline struct pbp_py_frame fake_python_frame(const struct fake_python *fa
 	};
 }
 
-/* A record buffer for up to PBP_MAX_PY_FRAMES Python frames and some kernel addresses. */
+/* A record buffer for as many frames as a record has room for. */
 struct fake_record {
 	union {
 		struct pbp_record record;
 		uint8_t bytes[sizeof(struct pbp_record) + PBP_MAX_PY_FRAMES * sizeof(struct pbp_py_frame) +
-			      PBP_MAX_KERNEL_FRAMES * sizeof(uint64_t)];
+			      (UNWIND_MAX_FRAMES + PBP_MAX_KERNEL_FRAMES) * sizeof(uint64_t)];
 	};
 	size_t size;
 };
@@ -131,7 +132,7 @@ struct fake_record {
 /*
  * A record of this process: code objects codes[0..depth) leaf first (codes[0] the leaf),
  * each at instruction offset leaf_offset for the leaf and 0 (not started: its first line)
- * for the others; then kernel addresses.
+ * for the others; then kernel addresses. fake_python_add_native puts native pcs between.
  */
 static inline void fake_python_record(const struct fake_python *fake, struct fake_record *buffer,
 				      const size_t *codes, size_t depth, uint32_t leaf_offset,
@@ -150,6 +151,22 @@ static inline void fake_python_record(const struct fake_python *fake, struct fak
 	if (kernel_count)
 		memcpy(py + depth, kernel_ips, kernel_count * sizeof(*kernel_ips));
 	buffer->size = sizeof(struct pbp_record) + depth * sizeof(*py) + kernel_count * sizeof(*kernel_ips);
+}
+
+/* Native pcs (leaf first) after the record's Python frames, its kernel addresses moved behind them. */
+static inline void fake_python_add_native(struct fake_record *buffer, const uint64_t *pcs, size_t count,
+					  uint8_t native_stop)
+{
+	uint8_t *native = buffer->bytes + sizeof(struct pbp_record) +
+			  buffer->record.py_frame_count * sizeof(struct pbp_py_frame);
+	size_t kernel_bytes = buffer->record.kernel_frame_count * sizeof(uint64_t);
+
+	memmove(native + count * sizeof(*pcs), native, kernel_bytes);
+	memcpy(native, pcs, count * sizeof(*pcs));
+	buffer->record.native_frame_count = (uint16_t)count;
+	buffer->record.native_stop = native_stop;
+	buffer->record.user_ip = count ? pcs[0] : 0;
+	buffer->size += count * sizeof(*pcs);
 }
 
 #endif

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@ int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *ke
 	hash_index_init(&resolver->native_pc_index);
 	intern_init(&resolver->kernel_addresses);
 	intern_init(&resolver->native_addresses);
+	memo_cache_init(&resolver->stacks, SAMPLE_RESOLVE_STACKS_MAX, SAMPLE_RESOLVE_STACKS_MAX_BYTES);
+	memo_cache_init(&resolver->python_stacks, SAMPLE_RESOLVE_STACKS_MAX, SAMPLE_RESOLVE_STACKS_MAX_BYTES / 2);
 	return 0;
 }
 
@@ -40,6 +43,8 @@ void sample_resolve_free(struct sample_resolver *resolver)
 	intern_free(&resolver->native_addresses);
 	free(resolver->kernel_name_of);
 	resolver->kernel_name_of = NULL;
+	memo_cache_free(&resolver->stacks);
+	memo_cache_free(&resolver->python_stacks);
 	resolver->python = NULL;
 }
 
@@ -277,9 +282,10 @@ static int resolve_native_frames(struct sample_resolver *resolver, const struct 
 	return 0;
 }
 
-/* Python and native frames merged, root first, from frames[count]; returns the new count. */
+/* Python and native frames merged, root first, from frames[count]; returns the new count.
+ * natives_named: resolve_native_frames named the native frames (else: the Python frames alone). */
 static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct pbp_record *record,
-				const struct pbp_py_frame *py_frames, const uint64_t *pcs,
+				const struct pbp_py_frame *py_frames, bool natives_named,
 				const struct py_target *python, size_t count, bool *incomplete)
 {
 	struct merge_input input = {
@@ -297,7 +303,7 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 			     incomplete);
 		resolver->python_entry[i] = is_entry_frame(python, &py_frames[i]);
 	}
-	if (resolve_native_frames(resolver, record, pcs, python) < 0) {
+	if (!natives_named) {
 		/* Out of memory naming them: the Python frames alone, as without native stacks. */
 		for (size_t i = record->py_frame_count; i-- > 0;)
 			resolver->frames[count++] = resolver->python_frames[i];
@@ -315,17 +321,212 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 	return count;
 }
 
+/* --- stacks resolved before --- */
+
+/*
+ * A stack's key: what its resolved frames depend on besides the symbolizers' caches (which
+ * only grow while symbolize_py_generation stays). The head, then the raw Python frames, the
+ * native frames as named (raw pcs differ from sample to sample where the names do not), and
+ * the kernel addresses.
+ */
+struct stack_key_head {
+	uint16_t py_count, native_count, kernel_count;
+	uint8_t native_stop;
+	uint8_t invalid_flags;              /* the record's flags that mark its stack cut */
+	uint8_t python_major, python_minor; /* 0: no runtime yet */
+	uint8_t lasti_kind;
+	uint8_t shape;                      /* STACK_KEY_* */
+	uint32_t pid;                       /* last: with the Python frames, the prefetch's key */
+};
+#define STACK_KEY_MIXED    0x1u
+#define STACK_KEY_KEEP_ALL 0x2u
+#define STACK_KEY_LEAF     0x4u /* without native stacks: a native leaf frame */
+_Static_assert(sizeof(struct stack_key_head) == 16, "a key's head has no padding");
+/* The prefetch's key, the pid and the raw Python frames, lies within the stack's key. */
+#define PYTHON_KEY_OFFSET offsetof(struct stack_key_head, pid)
+_Static_assert(PYTHON_KEY_OFFSET + sizeof(uint32_t) == sizeof(struct stack_key_head), "the pid ends the head");
+
+/* One named native frame as keys hold it (every byte set: compared as bytes). */
+struct native_key {
+	const char *file, *name;
+	int32_t line, end_line, column, end_column, function_line;
+	int16_t opcode;
+	uint8_t kind, role;
+};
+_Static_assert(sizeof(struct native_key) == 40, "a native frame's key has no padding");
+_Static_assert(SAMPLE_RESOLVE_STACK_KEY_MAX >= sizeof(struct stack_key_head) +
+		       PBP_MAX_PY_FRAMES * sizeof(struct pbp_py_frame) +
+		       UNWIND_MAX_FRAMES * sizeof(struct native_key) + PBP_MAX_KERNEL_FRAMES * sizeof(uint64_t),
+	       "room for the largest key");
+
+/* What a kept stack holds: the sample's frames (the invalid marker included). */
+struct kept_stack {
+	uint64_t stack_id;
+	size_t frame_count;
+	bool merge_failed;
+	struct pf_frame frames[];
+};
+
+/* Stack ids are never reused in the process, whichever resolver gives them. */
+static uint64_t last_stack_id;
+
+static struct native_key native_key_of(const struct pf_frame *frame, uint8_t role)
+{
+	return (struct native_key){ .file = frame->file, .name = frame->name, .line = frame->line,
+				    .end_line = frame->end_line, .column = frame->column,
+				    .end_column = frame->end_column, .function_line = frame->function_line,
+				    .opcode = frame->opcode, .kind = (uint8_t)frame->kind, .role = role };
+}
+
+/* The record's key into resolver->stack_key; its length. */
+static size_t build_stack_key(struct sample_resolver *resolver, const struct pbp_record *record,
+			      const struct py_target *python, bool mixed, bool leaf)
+{
+	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
+	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
+	struct stack_key_head head = {
+		.pid = record->pid,
+		.py_count = record->py_frame_count,
+		.native_count = mixed ? record->native_frame_count : 0,
+		.kernel_count = record->kernel_frame_count,
+		.native_stop = mixed ? record->native_stop : 0,
+		.invalid_flags = (uint8_t)(record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)),
+		.python_major = python ? (uint8_t)python->major : 0,
+		.python_minor = python ? (uint8_t)python->minor : 0,
+		.lasti_kind = python ? (uint8_t)python->config.off.lasti_kind : 0,
+		.shape = (uint8_t)((mixed ? STACK_KEY_MIXED : 0) | (resolver->native_keep_all ? STACK_KEY_KEEP_ALL : 0) |
+				   (leaf ? STACK_KEY_LEAF : 0)),
+	};
+	uint8_t *key = resolver->stack_key;
+	size_t len = 0;
+
+	memcpy(key, &head, sizeof(head));
+	len += sizeof(head);
+	memcpy(key + len, py_frames, record->py_frame_count * sizeof(*py_frames));
+	len += record->py_frame_count * sizeof(*py_frames);
+	for (size_t i = 0; mixed && i < record->native_frame_count; i++) {
+		struct native_key native = native_key_of(&resolver->native_frames[i], resolver->native_role[i]);
+
+		memcpy(key + len, &native, sizeof(native));
+		len += sizeof(native);
+	}
+	if (leaf) {
+		struct native_key native = native_key_of(&resolver->native_leaf, 0);
+
+		memcpy(key + len, &native, sizeof(native));
+		len += sizeof(native);
+	}
+	memcpy(key + len, kernel_ips, record->kernel_frame_count * sizeof(*kernel_ips));
+	return len + record->kernel_frame_count * sizeof(*kernel_ips);
+}
+
+/* A code object dropped since the kept stacks were resolved may name their frames otherwise now. */
+static void drop_stale_stacks(struct sample_resolver *resolver)
+{
+	uint64_t generation = symbolize_py_generation(resolver->python);
+
+	if (generation == resolver->stacks_generation)
+		return;
+	memo_cache_clear(&resolver->stacks);
+	memo_cache_clear(&resolver->python_stacks);
+	resolver->stacks_generation = generation;
+}
+
+/* The key of a record's Python frames alone, for the prefetch: its pid, then the raw frames, where
+ * build_stack_key puts them. Its length. */
+static size_t build_python_key(struct sample_resolver *resolver, const struct pbp_record *record)
+{
+	uint32_t pid = record->pid;
+	size_t len = (size_t)record->py_frame_count * sizeof(struct pbp_py_frame);
+
+	memcpy(resolver->stack_key + PYTHON_KEY_OFFSET, &pid, sizeof(pid));
+	memcpy(resolver->stack_key + sizeof(struct stack_key_head), record + 1, len);
+	return sizeof(pid) + len;
+}
+
+/* Remembers that every code object of the Python frames in the key's buffer (len long) is in the cache. */
+static void remember_python_stack(struct sample_resolver *resolver, size_t len)
+{
+	const uint8_t *key = resolver->stack_key + PYTHON_KEY_OFFSET;
+	uint64_t hash = memo_cache_hash(key, len);
+	size_t found_len;
+
+	if (!memo_cache_find(&resolver->python_stacks, hash, key, len, &found_len))
+		(void)memo_cache_put(&resolver->python_stacks, hash, key, len, 0);
+}
+
 void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			     const struct py_target *python)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	struct pf_frame frame;
+	size_t len, found_len;
+	bool all_read = true;
 
 	if (!python || size < sizeof(*record) || record->py_frame_count > PBP_MAX_PY_FRAMES ||
 	    size < sizeof(*record) + (size_t)record->py_frame_count * sizeof(*py_frames))
 		return;
+	drop_stale_stacks(resolver);
+	len = build_python_key(resolver, record);
+	if (memo_cache_find(&resolver->python_stacks, memo_cache_hash(resolver->stack_key + PYTHON_KEY_OFFSET, len),
+			    resolver->stack_key + PYTHON_KEY_OFFSET, len, &found_len))
+		return;
 	for (size_t i = 0; i < record->py_frame_count; i++)
-		resolve_python_code(resolver, (pid_t)record->pid, python, &py_frames[i], &frame);
+		all_read &= resolve_python_code(resolver, (pid_t)record->pid, python, &py_frames[i], &frame) == 0;
+	if (all_read)
+		remember_python_stack(resolver, len);
+}
+
+static void fill_sample(const struct sample_resolver *resolver, const struct pbp_record *record,
+			const struct pf_frame *frames, size_t frame_count, uint64_t stack_id, struct pf_sample *sample)
+{
+	*sample = (struct pf_sample){
+		.pid = record->pid,
+		.iid = record->interp_id,
+		.tid = record->tid,
+		.timestamp_us = record->time_ns / 1000,
+		.status = status_of(record),
+		.metrics = PF_METRIC_TIME,
+		.time_us = resolver->period_us,
+		.frame_count = frame_count,
+		.frames = frames,
+		.stack_id = stack_id,
+	};
+}
+
+/* Keeps a stack resolved whole for the records that repeat it; its stack id, 0 if not kept. */
+static uint64_t keep_stack(struct sample_resolver *resolver, uint64_t hash, size_t key_len,
+			   const struct pf_frame *frames, size_t frame_count, bool merge_failed)
+{
+	struct kept_stack *kept = memo_cache_put(&resolver->stacks, hash, resolver->stack_key, key_len,
+						 sizeof(*kept) + frame_count * sizeof(*frames));
+
+	if (!kept)
+		return 0;
+	kept->stack_id = ++last_stack_id;
+	kept->frame_count = frame_count;
+	kept->merge_failed = merge_failed;
+	memcpy(kept->frames, frames, frame_count * sizeof(*frames));
+	return kept->stack_id;
+}
+
+/* The native frames a record's stack is built from, named: the mixed stack's, or the leaf
+ * where a sample without one landed. false when they could not be named (memory is short). */
+static bool name_native_frames(struct sample_resolver *resolver, const struct pbp_record *record,
+			       const struct py_target *python, bool mixed, bool *leaf)
+{
+	const uint64_t *native_pcs = (const uint64_t *)((const struct pbp_py_frame *)(record + 1) +
+							record->py_frame_count);
+
+	*leaf = false;
+	if (mixed)
+		return resolve_native_frames(resolver, record, native_pcs, python) == 0;
+	/* A sample that landed in native code outside the interpreter (an extension, libc)
+	 * says where; inside the interpreter the Python frames already do. */
+	*leaf = record->user_ip && resolver->native && python &&
+		symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
+					 &resolver->native_leaf) > 0;
+	return true;
 }
 
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
@@ -333,9 +534,13 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	const uint64_t *native_pcs, *kernel_ips;
-	size_t needed = sizeof(*record), count = 0, first_python;
+	size_t needed = sizeof(*record), count = 0, first_python, key_len;
 	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
-	bool mixed;
+	bool mixed, natives_named, leaf;
+	uint64_t unresolved_before = resolver->unresolved_frames, merge_failures_before = resolver->merge_failures;
+	uint64_t hash, stack_id = 0;
+	const struct kept_stack *kept;
+	size_t kept_len;
 
 	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
 	    record->native_frame_count > UNWIND_MAX_FRAMES || record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
@@ -354,22 +559,33 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	    (record->native_frame_count > 0 || record->native_stop != UNWIND_STOP_ROOT))
 		resolver->native_walks[record->native_stop]++;
 
+	/* Native frames are named for every record (by pc they differ where their names do not);
+	 * the Python frames and the merge come from the stack kept for the same key. */
+	natives_named = name_native_frames(resolver, record, python, mixed, &leaf);
+	drop_stale_stacks(resolver);
+	key_len = build_stack_key(resolver, record, python, mixed, leaf);
+	hash = memo_cache_hash(resolver->stack_key, key_len);
+	kept = natives_named ? memo_cache_find(&resolver->stacks, hash, resolver->stack_key, key_len, &kept_len) : NULL;
+	if (kept) {
+		resolver->stack_hits++;
+		resolver->merge_failures += kept->merge_failed;
+		fill_sample(resolver, record, kept->frames, kept->frame_count, kept->stack_id, sample);
+		return 0;
+	}
+	resolver->stack_misses++;
+
 	/* Slot 0 is kept for the invalid marker; filled in once we know. */
 	first_python = 1;
 	count = first_python;
 	if (mixed) {
-		count = merge_mixed_stack(resolver, record, py_frames, native_pcs, python, count, &incomplete);
+		count = merge_mixed_stack(resolver, record, py_frames, natives_named, python, count, &incomplete);
 	} else {
 		/* The record is leaf first; the model is root first. */
 		for (size_t i = record->py_frame_count; i-- > 0;)
 			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
 				     &resolver->frames[count++], &incomplete);
-		/* A sample that landed in native code outside the interpreter (an extension, libc)
-		 * says where; inside the interpreter the Python frames already do. */
-		if (record->user_ip && resolver->native && python &&
-		    symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path,
-					     record->user_ip, &resolver->frames[count]) > 0)
-			count++;
+		if (leaf)
+			resolver->frames[count++] = resolver->native_leaf;
 	}
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];
@@ -378,16 +594,15 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 					    kernel_frame_name(resolver, kernel_ips[i]));
 	}
 	resolver->frames[0] = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
-	*sample = (struct pf_sample){
-		.pid = record->pid,
-		.iid = record->interp_id,
-		.tid = record->tid,
-		.timestamp_us = record->time_ns / 1000,
-		.status = status_of(record),
-		.metrics = PF_METRIC_TIME,
-		.time_us = resolver->period_us,
-		.frame_count = incomplete ? count : count - first_python,
-		.frames = incomplete ? resolver->frames : resolver->frames + first_python,
-	};
+	/* A frame that could not be named may be named next time: only whole stacks are kept. */
+	if (natives_named && resolver->unresolved_frames == unresolved_before) {
+		if (record->py_frame_count)
+			remember_python_stack(resolver, sizeof(uint32_t) + record->py_frame_count * sizeof(*py_frames));
+		stack_id = keep_stack(resolver, hash, key_len, incomplete ? resolver->frames : resolver->frames + first_python,
+				      incomplete ? count : count - first_python,
+				      resolver->merge_failures != merge_failures_before);
+	}
+	fill_sample(resolver, record, incomplete ? resolver->frames : resolver->frames + first_python,
+		    incomplete ? count : count - first_python, stack_id, sample);
 	return 0;
 }
