@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Stacks kept for the records that repeat them (symbolize/sample_resolve.c) and the
- * writers' encodings of stacks written before (MOJO, Tachyon): the same records through
+ * Stacks kept for the records that repeat them (symbolize/sample_resolve.c) and what the
+ * writers keep of stacks written before (formats/known_stacks.h): the same records through
  * a resolver that keeps stacks and one that keeps none give byte-identical files, with
  * repeats, a code object renamed and forgotten in the middle, truncated stacks, kernel
  * frames, several threads and mixed native stacks. The bounded cache under them
@@ -27,10 +27,13 @@ INTERPRETER_FUNCTION(_PyEval_EvalFrameDefault)
 #define FAKE_CODES 900
 
 /* A resolver and the writers it feeds; keeping: whether it keeps stacks (else every record resolves anew). */
+static const char *const formats[] = { "mojo", "tachyon", "collapsed", "svg", "pprof", "speedscope" };
+#define FORMAT_COUNT (sizeof(formats) / sizeof(formats[0]))
+
 struct pipeline {
 	struct sample_resolver resolver;
-	struct pf_writer *mojo, *tachyon;
-	char mojo_path[256], tachyon_path[256];
+	struct pf_writer *writers[FORMAT_COUNT];
+	char paths[FORMAT_COUNT][256];
 };
 
 static struct pf_writer *open_writer(const char *path, const char *format_name)
@@ -58,16 +61,16 @@ static void pipeline_open(struct pipeline *pipeline, const char *name, bool keep
 		assert_non_null(pipeline->resolver.native);
 		pipeline->resolver.native_stacks = true;
 	}
-	snprintf(pipeline->mojo_path, sizeof(pipeline->mojo_path), "%s/%s.mojo", test_tmpdir(), name);
-	snprintf(pipeline->tachyon_path, sizeof(pipeline->tachyon_path), "%s/%s.bin", test_tmpdir(), name);
-	pipeline->mojo = open_writer(pipeline->mojo_path, "mojo");
-	pipeline->tachyon = open_writer(pipeline->tachyon_path, "tachyon");
+	for (size_t i = 0; i < FORMAT_COUNT; i++) {
+		snprintf(pipeline->paths[i], sizeof(pipeline->paths[i]), "%s/%s.%s", test_tmpdir(), name, formats[i]);
+		pipeline->writers[i] = open_writer(pipeline->paths[i], formats[i]);
+	}
 }
 
 static void pipeline_close(struct pipeline *pipeline)
 {
-	assert_int_equal(pf_writer_close(pipeline->mojo), 0);
-	assert_int_equal(pf_writer_close(pipeline->tachyon), 0);
+	for (size_t i = 0; i < FORMAT_COUNT; i++)
+		assert_int_equal(pf_writer_close(pipeline->writers[i]), 0);
 	if (pipeline->resolver.native)
 		symbolize_native_free(pipeline->resolver.native);
 	sample_resolve_free(&pipeline->resolver);
@@ -80,12 +83,13 @@ static void pipeline_feed(struct pipeline *pipeline, const struct fake_python *f
 	sample_resolve_prefetch(&pipeline->resolver, &buffer->record, buffer->size, &fake->python);
 	assert_int_equal(sample_resolve_record(&pipeline->resolver, &buffer->record, buffer->size, &fake->python,
 					       sample), 0);
-	assert_int_equal(pf_writer_add_sample(pipeline->mojo, sample), 0);
-	assert_int_equal(pf_writer_add_sample(pipeline->tachyon, sample), 0);
+	for (size_t i = 0; i < FORMAT_COUNT; i++)
+		assert_int_equal(pf_writer_add_sample(pipeline->writers[i], sample), 0);
 }
 
 static void assert_same_file(const char *left_path, const char *right_path)
 {
+	print_message("%s and %s\n", left_path, right_path);
 	size_t left_len = 0, right_len = 0;
 	uint8_t *left = read_whole_file(left_path, &left_len), *right = read_whole_file(right_path, &right_len);
 
@@ -96,6 +100,12 @@ static void assert_same_file(const char *left_path, const char *right_path)
 	assert_memory_equal(left, right, left_len);
 	free(left);
 	free(right);
+}
+
+static void assert_same_files(const struct pipeline *left, const struct pipeline *right)
+{
+	for (size_t i = 0; i < FORMAT_COUNT; i++)
+		assert_same_file(left->paths[i], right->paths[i]);
 }
 
 static void assert_same_frames(const struct pf_sample *left, const struct pf_sample *right)
@@ -217,8 +227,7 @@ static void test_kept_stacks_write_the_same_files(void **state)
 	assert_int_equal(keeping.resolver.unresolved_frames, 0);
 	pipeline_close(&keeping);
 	pipeline_close(&fresh);
-	assert_same_file(keeping.mojo_path, fresh.mojo_path);
-	assert_same_file(keeping.tachyon_path, fresh.tachyon_path);
+	assert_same_files(&keeping, &fresh);
 	fake_python_free(&fake);
 }
 
@@ -326,8 +335,7 @@ static void test_mixed_stacks_keyed_by_names(void **state)
 	assert_int_equal(keeping.resolver.stack_misses, 2);
 	pipeline_close(&keeping);
 	pipeline_close(&fresh);
-	assert_same_file(keeping.mojo_path, fresh.mojo_path);
-	assert_same_file(keeping.tachyon_path, fresh.tachyon_path);
+	assert_same_files(&keeping, &fresh);
 	fake_python_free(&fake);
 }
 

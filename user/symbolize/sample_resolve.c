@@ -27,7 +27,7 @@ int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *ke
 	intern_init(&resolver->kernel_addresses);
 	intern_init(&resolver->native_addresses);
 	memo_cache_init(&resolver->stacks, SAMPLE_RESOLVE_STACKS_MAX, SAMPLE_RESOLVE_STACKS_MAX_BYTES);
-	memo_cache_init(&resolver->python_stacks, SAMPLE_RESOLVE_STACKS_MAX, SAMPLE_RESOLVE_STACKS_MAX_BYTES / 2);
+	memo_cache_init(&resolver->python_stacks, SAMPLE_RESOLVE_STACKS_MAX, SAMPLE_RESOLVE_STACKS_MAX_BYTES / 4);
 	return 0;
 }
 

@@ -40,7 +40,7 @@ struct native_pc_entry {
  * raw frames instead of a lookup per frame. Bounded: past these the least used go.
  */
 #define SAMPLE_RESOLVE_STACKS_MAX 8192
-#define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)32 << 20)
+#define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)
 /* What a stack's key holds: the record's Python frames, its native frames named, its kernel
  * addresses, and a head for the rest (sample_resolve.c). */
 #define SAMPLE_RESOLVE_STACK_KEY_MAX                                                        \

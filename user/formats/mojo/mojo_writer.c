@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "formats/known_stacks.h"
 #include "formats/mojo/mojo.h"
 #include "formats/varint.h"
 #include "profile/profile.h"
@@ -20,13 +21,11 @@
 #include "util/fd_write.h"
 #include "util/hash.h"
 #include "util/intern.h"
-#include "util/memo_cache.h"
 
 #define WRITE_BUFFER_SIZE (64u * 1024u)
 #define DEFAULT_FLUSH_INTERVAL_MS 1000u
-/* Encoded references of stacks written before (by stack id): bounded, the least used go. */
-#define KNOWN_STACKS_MAX 8192u
-#define KNOWN_STACKS_MAX_BYTES ((size_t)16 << 20)
+/* Encoded references of stacks written before, at most. */
+#define KNOWN_STACKS_MAX_BYTES ((size_t)8 << 20)
 
 enum writer_mode { MODE_CPU, MODE_WALL, MODE_MEMORY, MODE_FULL };
 
@@ -36,12 +35,6 @@ struct pid_tables {
 	uint64_t epoch; /* new whenever the tables start (over): what was defined before is not */
 	struct intern_table strings;
 	struct intern_table frames;
-};
-
-/* A stack written before, as the references it was written with: valid in one epoch of its pid's tables. */
-struct known_stack_key {
-	uint64_t stack_id;
-	uint64_t epoch;
 };
 
 struct metadata_pair {
@@ -79,7 +72,7 @@ struct mojo_writer {
 	size_t scratch_capacity;
 	uint8_t *refs;                /* one sample's references, encoded */
 	size_t refs_capacity;
-	struct memo_cache known_stacks; /* struct known_stack_key -> its encoded references */
+	struct known_stacks known_stacks; /* a stack's encoded references, in an epoch of its pid's tables */
 	uint64_t last_epoch;
 
 	struct metadata_pair *pending; /* metadata set before the first sample */
@@ -500,27 +493,12 @@ static int encode_refs(struct mojo_writer *writer, const struct pf_sample *sampl
 	return 0;
 }
 
-/* The references of a stack written before in these tables' epoch, or NULL. */
-static const uint8_t *known_refs(struct mojo_writer *writer, const struct pid_tables *tables,
-				 const struct pf_sample *sample, size_t *len)
-{
-	struct known_stack_key key = { sample->stack_id, tables->epoch };
-
-	if (!sample->stack_id)
-		return NULL;
-	return memo_cache_find(&writer->known_stacks, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), len);
-}
-
 /* Keeps a stack's references for its next samples (nothing is kept when memory is short). */
 static void remember_refs(struct mojo_writer *writer, const struct pid_tables *tables,
 			  const struct pf_sample *sample, size_t len)
 {
-	struct known_stack_key key = { sample->stack_id, tables->epoch };
-	uint8_t *kept;
+	uint8_t *kept = known_stacks_put(&writer->known_stacks, sample->stack_id, tables->epoch, len);
 
-	if (!sample->stack_id)
-		return;
-	kept = memo_cache_put(&writer->known_stacks, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), len);
 	if (kept)
 		memcpy(kept, writer->refs, len);
 }
@@ -532,7 +510,7 @@ static void remember_refs(struct mojo_writer *writer, const struct pid_tables *t
 static int write_frames(struct mojo_writer *writer, struct pid_tables *tables, const struct pf_sample *sample)
 {
 	size_t len;
-	const uint8_t *refs = known_refs(writer, tables, sample, &len);
+	const uint8_t *refs = known_stacks_find(&writer->known_stacks, sample->stack_id, tables->epoch, &len);
 
 	if (!refs) {
 		if (write_definitions(writer, tables, sample) || encode_refs(writer, sample, &len))
@@ -628,7 +606,7 @@ static void writer_destroy(void *state)
 	hash_index_free(&writer->pid_index);
 	free(writer->scratch);
 	free(writer->refs);
-	memo_cache_free(&writer->known_stacks);
+	known_stacks_free(&writer->known_stacks);
 	free_pending(writer);
 	free(writer->buf);
 	free(writer);
@@ -659,7 +637,7 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 		return -ENOMEM;
 	writer->fd = fd;
 	hash_index_init(&writer->pid_index);
-	memo_cache_init(&writer->known_stacks, KNOWN_STACKS_MAX, KNOWN_STACKS_MAX_BYTES);
+	known_stacks_init(&writer->known_stacks, KNOWN_STACKS_MAX_BYTES);
 	writer->capacity = WRITE_BUFFER_SIZE;
 	writer->buf = malloc(writer->capacity);
 	if (!writer->buf) {

@@ -18,20 +18,19 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "formats/known_stacks.h"
 #include "formats/varint.h"
 #include "profile/profile.h"
 #include "util/array.h"
 #include "util/errbuf.h"
 #include "util/fd_write.h"
-#include "util/memo_cache.h"
 
 #define STAGE_SIZE     (64u * 1024u)       /* raw record bytes gathered before compressing */
 #define HELD_LIMIT     (32u * 1024u * 1024u) /* held compressed bytes before a self checkpoint */
 #define RECORD_BYTES   (13u + 3u * VARINT_MAX_BYTES + 1u + TACHYON_MAX_DEPTH * VARINT_MAX_BYTES)
 #define FRAME_KEY_MAX  (2u * VARINT_MAX_BYTES + 4u * VARINT_MAX_BYTES + 1u)
-/* Frame ids of stacks written before (by stack id): bounded, the least used go. */
-#define KNOWN_STACKS_MAX 8192u
-#define KNOWN_STACKS_MAX_BYTES ((size_t)8 << 20)
+/* Frame ids of stacks written before, at most. */
+#define KNOWN_STACKS_MAX_BYTES ((size_t)4 << 20)
 
 struct writer_thread {
 	uint64_t tid;
@@ -83,7 +82,7 @@ struct tachyon_writer {
 
 	uint64_t sample_count;
 	uint32_t stack[TACHYON_MAX_DEPTH];
-	struct memo_cache known_stacks; /* stack id -> its frame ids, innermost first (the tables only grow) */
+	struct known_stacks known_stacks; /* a stack's frame ids, innermost first (the tables only grow) */
 	char error[256];
 };
 
@@ -439,25 +438,17 @@ static bool needs_gc_frame(const struct pf_sample *sample)
 /* The frame ids of a stack written before, or NULL. */
 static const uint32_t *known_ids(struct tachyon_writer *w, uint64_t stack_id, uint32_t count)
 {
-	size_t len;
-	const uint32_t *ids;
+	size_t len = 0;
+	const uint32_t *ids = known_stacks_find(&w->known_stacks, stack_id, 0, &len);
 
-	if (!stack_id)
-		return NULL;
-	ids = memo_cache_find(&w->known_stacks, memo_cache_hash(&stack_id, sizeof(stack_id)), &stack_id,
-			      sizeof(stack_id), &len);
 	return ids && len == count * sizeof(*ids) ? ids : NULL;
 }
 
 /* Keeps a stack's frame ids for its next samples (nothing is kept when memory is short). */
 static void remember_ids(struct tachyon_writer *w, uint64_t stack_id, const uint32_t *ids, uint32_t count)
 {
-	uint32_t *kept;
+	uint32_t *kept = known_stacks_put(&w->known_stacks, stack_id, 0, count * sizeof(*ids));
 
-	if (!stack_id)
-		return;
-	kept = memo_cache_put(&w->known_stacks, memo_cache_hash(&stack_id, sizeof(stack_id)), &stack_id,
-			      sizeof(stack_id), count * sizeof(*ids));
 	if (kept)
 		memcpy(kept, ids, count * sizeof(*ids));
 }
@@ -923,7 +914,7 @@ static void writer_destroy(void *state)
 	intern_free(&w->thread_ids);
 	intern_free(&w->strings);
 	intern_free(&w->frames);
-	memo_cache_free(&w->known_stacks);
+	known_stacks_free(&w->known_stacks);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->stage);
 	free(w->zout);
@@ -973,7 +964,7 @@ int tachyon_writer_create(int fd, const struct pf_writer_options *options, void 
 	intern_init(&w->strings);
 	intern_init(&w->frames);
 	intern_init(&w->thread_ids);
-	memo_cache_init(&w->known_stacks, KNOWN_STACKS_MAX, KNOWN_STACKS_MAX_BYTES);
+	known_stacks_init(&w->known_stacks, KNOWN_STACKS_MAX_BYTES);
 	w->fd = fd;
 	w->level = options ? options->compression_level : PF_COMPRESSION_LEVEL_DEFAULT;
 	if (w->level < 0 || w->level > ZSTD_maxCLevel()) {
