@@ -199,6 +199,10 @@ slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM
   vs_floor: profiled vs the same rate of perf events with nothing to sample (the timer interrupts'
   own cost, large on a VM at high rates).
 received/expect: samples written vs the workload's elapsed time x rate (one busy thread).
+userspace ns per frame: bench/stack_repeat.c without BPF: one synthetic record (every frame its own code
+  object, read before) prefetched, resolved and written again and again, its leaf at 4 offsets in turn;
+  resolve alone, then with the MOJO writer, the Tachyon writer, or both (bench/stack_repeat_ir.sh: the
+  same in instructions under callgrind).
 wall mode: us/thr/intv is the iterator program's BPF run time per thread sampled (Python, native and
   kernel stacks); cpu_us/pass the profiler's whole user+sys time (passes, iterator syscalls,
   symbolizing, writing) per pass; skipped: passes missed because the one before overran.

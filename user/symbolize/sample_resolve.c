@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,26 +324,23 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 
 /*
  * A stack's key: what its resolved frames depend on besides the symbolizers' caches (which
- * only grow while symbolize_py_generation stays). The head, then the raw Python frames, the
- * native frames as named (raw pcs differ from sample to sample where the names do not), and
- * the kernel addresses.
+ * only grow while symbolize_py_generation stays). A head, the record's raw Python frames, its
+ * native frames as named (raw pcs differ from sample to sample where the names do not), and its
+ * kernel addresses: the record's parts are not copied to be looked up.
  */
 struct stack_key_head {
+	uint32_t pid;
 	uint16_t py_count, native_count, kernel_count;
 	uint8_t native_stop;
 	uint8_t invalid_flags;              /* the record's flags that mark its stack cut */
 	uint8_t python_major, python_minor; /* 0: no runtime yet */
 	uint8_t lasti_kind;
 	uint8_t shape;                      /* STACK_KEY_* */
-	uint32_t pid;                       /* last: with the Python frames, the prefetch's key */
 };
 #define STACK_KEY_MIXED    0x1u
 #define STACK_KEY_KEEP_ALL 0x2u
 #define STACK_KEY_LEAF     0x4u /* without native stacks: a native leaf frame */
 _Static_assert(sizeof(struct stack_key_head) == 16, "a key's head has no padding");
-/* The prefetch's key, the pid and the raw Python frames, lies within the stack's key. */
-#define PYTHON_KEY_OFFSET offsetof(struct stack_key_head, pid)
-_Static_assert(PYTHON_KEY_OFFSET + sizeof(uint32_t) == sizeof(struct stack_key_head), "the pid ends the head");
 
 /* One named native frame as keys hold it (every byte set: compared as bytes). */
 struct native_key {
@@ -355,9 +351,11 @@ struct native_key {
 };
 _Static_assert(sizeof(struct native_key) == 40, "a native frame's key has no padding");
 _Static_assert(SAMPLE_RESOLVE_STACK_KEY_MAX >= sizeof(struct stack_key_head) +
-		       PBP_MAX_PY_FRAMES * sizeof(struct pbp_py_frame) +
-		       UNWIND_MAX_FRAMES * sizeof(struct native_key) + PBP_MAX_KERNEL_FRAMES * sizeof(uint64_t),
-	       "room for the largest key");
+		       UNWIND_MAX_FRAMES * sizeof(struct native_key),
+	       "room for the head and the native frames");
+
+/* A stack's key in its parts: the head and native frames in resolver->stack_key, the rest in the record. */
+enum { KEY_HEAD, KEY_PYTHON, KEY_NATIVE, KEY_KERNEL, KEY_PARTS };
 
 /* What a kept stack holds: the sample's frames (the invalid marker included). */
 struct kept_stack {
@@ -378,9 +376,9 @@ static struct native_key native_key_of(const struct pf_frame *frame, uint8_t rol
 				    .opcode = frame->opcode, .kind = (uint8_t)frame->kind, .role = role };
 }
 
-/* The record's key into resolver->stack_key; its length. */
-static size_t build_stack_key(struct sample_resolver *resolver, const struct pbp_record *record,
-			      const struct py_target *python, bool mixed, bool leaf)
+/* The record's key in parts[KEY_PARTS]. */
+static void build_stack_key(struct sample_resolver *resolver, const struct pbp_record *record,
+			    const struct py_target *python, bool mixed, bool leaf, struct memo_key_part *parts)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
@@ -397,27 +395,18 @@ static size_t build_stack_key(struct sample_resolver *resolver, const struct pbp
 		.shape = (uint8_t)((mixed ? STACK_KEY_MIXED : 0) | (resolver->native_keep_all ? STACK_KEY_KEEP_ALL : 0) |
 				   (leaf ? STACK_KEY_LEAF : 0)),
 	};
-	uint8_t *key = resolver->stack_key;
-	size_t len = 0;
+	struct native_key *natives = (struct native_key *)(resolver->stack_key + sizeof(head));
+	size_t native_count = 0;
 
-	memcpy(key, &head, sizeof(head));
-	len += sizeof(head);
-	memcpy(key + len, py_frames, record->py_frame_count * sizeof(*py_frames));
-	len += record->py_frame_count * sizeof(*py_frames);
-	for (size_t i = 0; mixed && i < record->native_frame_count; i++) {
-		struct native_key native = native_key_of(&resolver->native_frames[i], resolver->native_role[i]);
-
-		memcpy(key + len, &native, sizeof(native));
-		len += sizeof(native);
-	}
-	if (leaf) {
-		struct native_key native = native_key_of(&resolver->native_leaf, 0);
-
-		memcpy(key + len, &native, sizeof(native));
-		len += sizeof(native);
-	}
-	memcpy(key + len, kernel_ips, record->kernel_frame_count * sizeof(*kernel_ips));
-	return len + record->kernel_frame_count * sizeof(*kernel_ips);
+	memcpy(resolver->stack_key, &head, sizeof(head));
+	for (size_t i = 0; mixed && i < record->native_frame_count; i++)
+		natives[native_count++] = native_key_of(&resolver->native_frames[i], resolver->native_role[i]);
+	if (leaf)
+		natives[native_count++] = native_key_of(&resolver->native_leaf, 0);
+	parts[KEY_HEAD] = (struct memo_key_part){ resolver->stack_key, sizeof(head) };
+	parts[KEY_PYTHON] = (struct memo_key_part){ py_frames, record->py_frame_count * sizeof(*py_frames) };
+	parts[KEY_NATIVE] = (struct memo_key_part){ natives, native_count * sizeof(*natives) };
+	parts[KEY_KERNEL] = (struct memo_key_part){ kernel_ips, record->kernel_frame_count * sizeof(*kernel_ips) };
 }
 
 /* A code object dropped since the kept stacks were resolved may name their frames otherwise now. */
@@ -432,27 +421,23 @@ static void drop_stale_stacks(struct sample_resolver *resolver)
 	resolver->stacks_generation = generation;
 }
 
-/* The key of a record's Python frames alone, for the prefetch: its pid, then the raw frames, where
- * build_stack_key puts them. Its length. */
-static size_t build_python_key(struct sample_resolver *resolver, const struct pbp_record *record)
+/* Whether every code object of the record's Python frames is in the cache (seen so); or else, with
+ * remember, that it is now. */
+static bool python_stack_known(struct sample_resolver *resolver, const struct pbp_record *record, bool remember)
 {
 	uint32_t pid = record->pid;
-	size_t len = (size_t)record->py_frame_count * sizeof(struct pbp_py_frame);
-
-	memcpy(resolver->stack_key + PYTHON_KEY_OFFSET, &pid, sizeof(pid));
-	memcpy(resolver->stack_key + sizeof(struct stack_key_head), record + 1, len);
-	return sizeof(pid) + len;
-}
-
-/* Remembers that every code object of the Python frames in the key's buffer (len long) is in the cache. */
-static void remember_python_stack(struct sample_resolver *resolver, size_t len)
-{
-	const uint8_t *key = resolver->stack_key + PYTHON_KEY_OFFSET;
-	uint64_t hash = memo_cache_hash(key, len);
+	const struct memo_key_part parts[] = {
+		{ &pid, sizeof(pid) },
+		{ record + 1, (size_t)record->py_frame_count * sizeof(struct pbp_py_frame) },
+	};
+	uint64_t hash = memo_cache_hash_parts(parts, ARRAY_SIZE(parts));
 	size_t found_len;
 
-	if (!memo_cache_find(&resolver->python_stacks, hash, key, len, &found_len))
-		(void)memo_cache_put(&resolver->python_stacks, hash, key, len, 0);
+	if (memo_cache_find_parts(&resolver->python_stacks, hash, parts, ARRAY_SIZE(parts), &found_len))
+		return true;
+	if (remember)
+		(void)memo_cache_put_parts(&resolver->python_stacks, hash, parts, ARRAY_SIZE(parts), 0);
+	return false;
 }
 
 void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
@@ -460,21 +445,18 @@ void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	struct pf_frame frame;
-	size_t len, found_len;
 	bool all_read = true;
 
 	if (!python || size < sizeof(*record) || record->py_frame_count > PBP_MAX_PY_FRAMES ||
 	    size < sizeof(*record) + (size_t)record->py_frame_count * sizeof(*py_frames))
 		return;
 	drop_stale_stacks(resolver);
-	len = build_python_key(resolver, record);
-	if (memo_cache_find(&resolver->python_stacks, memo_cache_hash(resolver->stack_key + PYTHON_KEY_OFFSET, len),
-			    resolver->stack_key + PYTHON_KEY_OFFSET, len, &found_len))
+	if (python_stack_known(resolver, record, false))
 		return;
 	for (size_t i = 0; i < record->py_frame_count; i++)
 		all_read &= resolve_python_code(resolver, (pid_t)record->pid, python, &py_frames[i], &frame) == 0;
 	if (all_read)
-		remember_python_stack(resolver, len);
+		python_stack_known(resolver, record, true);
 }
 
 static void fill_sample(const struct sample_resolver *resolver, const struct pbp_record *record,
@@ -495,11 +477,11 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 }
 
 /* Keeps a stack resolved whole for the records that repeat it; its stack id, 0 if not kept. */
-static uint64_t keep_stack(struct sample_resolver *resolver, uint64_t hash, size_t key_len,
+static uint64_t keep_stack(struct sample_resolver *resolver, uint64_t hash, const struct memo_key_part *parts,
 			   const struct pf_frame *frames, size_t frame_count, bool merge_failed)
 {
-	struct kept_stack *kept = memo_cache_put(&resolver->stacks, hash, resolver->stack_key, key_len,
-						 sizeof(*kept) + frame_count * sizeof(*frames));
+	struct kept_stack *kept = memo_cache_put_parts(&resolver->stacks, hash, parts, KEY_PARTS,
+						       sizeof(*kept) + frame_count * sizeof(*frames));
 
 	if (!kept)
 		return 0;
@@ -529,17 +511,48 @@ static bool name_native_frames(struct sample_resolver *resolver, const struct pb
 	return true;
 }
 
+/* The record's stack resolved into resolver->frames from frames[1] (frames[0] the invalid marker); its
+ * frame count with the marker. incomplete: set when a frame could not be named. */
+static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_record *record,
+			     const struct py_target *python, bool mixed, bool natives_named, bool leaf,
+			     bool *incomplete)
+{
+	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
+	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
+	size_t count = 1;
+
+	if (mixed) {
+		count = merge_mixed_stack(resolver, record, py_frames, natives_named, python, count, incomplete);
+	} else {
+		/* The record is leaf first; the model is root first. */
+		for (size_t i = record->py_frame_count; i-- > 0;)
+			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
+				     &resolver->frames[count++], incomplete);
+		if (leaf)
+			resolver->frames[count++] = resolver->native_leaf;
+	}
+	for (size_t i = record->kernel_frame_count; i-- > 0;) {
+		struct pf_frame *frame = &resolver->frames[count++];
+
+		*frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",
+					    kernel_frame_name(resolver, kernel_ips[i]));
+	}
+	resolver->frames[0] = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
+	return count;
+}
+
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
-	const uint64_t *native_pcs, *kernel_ips;
-	size_t needed = sizeof(*record), count = 0, first_python, key_len;
+	/* frames[0] is the invalid marker, the stack's frames start at first_python */
+	size_t needed = sizeof(*record), count, first_python = 1;
 	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
 	bool mixed, natives_named, leaf;
 	uint64_t unresolved_before = resolver->unresolved_frames, merge_failures_before = resolver->merge_failures;
 	uint64_t hash, stack_id = 0;
 	const struct kept_stack *kept;
+	struct memo_key_part key[KEY_PARTS];
 	size_t kept_len;
 
 	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
@@ -550,8 +563,6 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 		  (size_t)record->kernel_frame_count * sizeof(uint64_t);
 	if (size < needed)
 		return -EINVAL;
-	native_pcs = (const uint64_t *)(py_frames + record->py_frame_count);
-	kernel_ips = native_pcs + record->native_frame_count;
 	mixed = resolver->native_stacks && resolver->native && record->native_frame_count > 0;
 	/* A walk that reached the root recorded at least the leaf: a ROOT with no pc is a record
 	 * of a BPF program that does not walk (its stop field left zero). */
@@ -563,9 +574,9 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	 * the Python frames and the merge come from the stack kept for the same key. */
 	natives_named = name_native_frames(resolver, record, python, mixed, &leaf);
 	drop_stale_stacks(resolver);
-	key_len = build_stack_key(resolver, record, python, mixed, leaf);
-	hash = memo_cache_hash(resolver->stack_key, key_len);
-	kept = natives_named ? memo_cache_find(&resolver->stacks, hash, resolver->stack_key, key_len, &kept_len) : NULL;
+	build_stack_key(resolver, record, python, mixed, leaf, key);
+	hash = memo_cache_hash_parts(key, KEY_PARTS);
+	kept = natives_named ? memo_cache_find_parts(&resolver->stacks, hash, key, KEY_PARTS, &kept_len) : NULL;
 	if (kept) {
 		resolver->stack_hits++;
 		resolver->merge_failures += kept->merge_failed;
@@ -573,32 +584,12 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 		return 0;
 	}
 	resolver->stack_misses++;
-
-	/* Slot 0 is kept for the invalid marker; filled in once we know. */
-	first_python = 1;
-	count = first_python;
-	if (mixed) {
-		count = merge_mixed_stack(resolver, record, py_frames, natives_named, python, count, &incomplete);
-	} else {
-		/* The record is leaf first; the model is root first. */
-		for (size_t i = record->py_frame_count; i-- > 0;)
-			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
-				     &resolver->frames[count++], &incomplete);
-		if (leaf)
-			resolver->frames[count++] = resolver->native_leaf;
-	}
-	for (size_t i = record->kernel_frame_count; i-- > 0;) {
-		struct pf_frame *frame = &resolver->frames[count++];
-
-		*frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",
-					    kernel_frame_name(resolver, kernel_ips[i]));
-	}
-	resolver->frames[0] = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
+	count = resolve_frames(resolver, record, python, mixed, natives_named, leaf, &incomplete);
 	/* A frame that could not be named may be named next time: only whole stacks are kept. */
 	if (natives_named && resolver->unresolved_frames == unresolved_before) {
 		if (record->py_frame_count)
-			remember_python_stack(resolver, sizeof(uint32_t) + record->py_frame_count * sizeof(*py_frames));
-		stack_id = keep_stack(resolver, hash, key_len, incomplete ? resolver->frames : resolver->frames + first_python,
+			python_stack_known(resolver, record, true);
+		stack_id = keep_stack(resolver, hash, key, incomplete ? resolver->frames : resolver->frames + first_python,
 				      incomplete ? count : count - first_python,
 				      resolver->merge_failures != merge_failures_before);
 	}

@@ -41,11 +41,9 @@ struct native_pc_entry {
  */
 #define SAMPLE_RESOLVE_STACKS_MAX 8192
 #define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)
-/* What a stack's key holds: the record's Python frames, its native frames named, its kernel
- * addresses, and a head for the rest (sample_resolve.c). */
-#define SAMPLE_RESOLVE_STACK_KEY_MAX                                                        \
-	(16 + PBP_MAX_PY_FRAMES * sizeof(struct pbp_py_frame) + UNWIND_MAX_FRAMES * 40 + \
-	 PBP_MAX_KERNEL_FRAMES * sizeof(uint64_t))
+/* The part of a stack's key built beside the record's frames: a head and the native frames as named
+ * (sample_resolve.c). */
+#define SAMPLE_RESOLVE_STACK_KEY_MAX (16 + UNWIND_MAX_FRAMES * 40)
 
 struct sample_resolver {
 	struct symbolize_py_cache *python;
@@ -78,7 +76,7 @@ struct sample_resolver {
 	/* Python frames whose code objects are all in the cache: prefetch has nothing to read. */
 	struct memo_cache python_stacks;
 	uint64_t stacks_generation;    /* symbolize_py_generation the kept stacks were resolved under */
-	uint8_t stack_key[SAMPLE_RESOLVE_STACK_KEY_MAX]; /* one record's key */
+	_Alignas(8) uint8_t stack_key[SAMPLE_RESOLVE_STACK_KEY_MAX]; /* one record's key, but for its raw frames */
 	uint64_t stack_hits, stack_misses; /* records answered from stacks, and the others */
 	struct pf_frame native_leaf;   /* without native stacks: where a sample in native code landed */
 };

@@ -43,12 +43,10 @@ static inline uint64_t load_word(const uint8_t *bytes)
 	return word;
 }
 
-/* xxHash64's round: a multiply and a rotation per word, the lanes independent of each other. */
+/* A multiply per word, the lanes independent of each other; hash_combine mixes them at the end. */
 static inline uint64_t lane_round(uint64_t lane, uint64_t word)
 {
-	lane += word * 0xc2b2ae3d27d4eb4full;
-	lane = (lane << 31) | (lane >> 33);
-	return lane * 0x9e3779b185ebca87ull;
+	return (lane ^ word) * 0x9e3779b185ebca87ull;
 }
 
 uint64_t memo_cache_hash(const void *key, size_t len)
@@ -65,14 +63,25 @@ uint64_t memo_cache_hash(const void *key, size_t len)
 	}
 	for (; end - bytes >= 8; bytes += 8)
 		lane0 = lane_round(lane0, load_word(bytes));
-	memcpy(&tail, bytes, (size_t)(end - bytes));
+	if (end > bytes)
+		memcpy(&tail, bytes, (size_t)(end - bytes));
 	lane1 = lane_round(lane1, tail);
 	return hash_combine(hash_combine(lane0, lane1), hash_combine(lane2, lane3));
 }
 
+uint64_t memo_cache_hash_parts(const struct memo_key_part *parts, size_t count)
+{
+	uint64_t hash = count;
+
+	for (size_t i = 0; i < count; i++)
+		hash = hash_combine(hash, memo_cache_hash(parts[i].data, parts[i].len));
+	return hash;
+}
+
 struct lookup {
-	const void *key;
-	size_t key_len;
+	const struct memo_key_part *parts;
+	size_t count;
+	size_t key_len; /* of all parts */
 };
 
 static size_t key_offset(size_t value_len)
@@ -80,19 +89,35 @@ static size_t key_offset(size_t value_len)
 	return (value_len + VALUE_ALIGN - 1) / VALUE_ALIGN * VALUE_ALIGN;
 }
 
+static size_t parts_len(const struct memo_key_part *parts, size_t count)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < count; i++)
+		len += parts[i].len;
+	return len;
+}
+
 static bool entry_matches(const void *context, uint32_t position, const void *wanted)
 {
 	const struct memo_cache_entry *entry = &((const struct memo_cache *)context)->entries[position];
 	const struct lookup *lookup = wanted;
+	const uint8_t *kept = entry->block + key_offset(entry->value_len);
 
-	return entry->key_len == lookup->key_len &&
-	       memcmp(entry->block + key_offset(entry->value_len), lookup->key, lookup->key_len) == 0;
+	if (entry->key_len != lookup->key_len)
+		return false;
+	for (size_t i = 0; i < lookup->count; i++) {
+		if (lookup->parts[i].len && memcmp(kept, lookup->parts[i].data, lookup->parts[i].len) != 0)
+			return false;
+		kept += lookup->parts[i].len;
+	}
+	return true;
 }
 
-void *memo_cache_find(struct memo_cache *cache, uint64_t hash, const void *key, size_t key_len,
-		      size_t *value_len)
+void *memo_cache_find_parts(struct memo_cache *cache, uint64_t hash, const struct memo_key_part *parts,
+			    size_t count, size_t *value_len)
 {
-	struct lookup lookup = { key, key_len };
+	struct lookup lookup = { parts, count, parts_len(parts, count) };
 	int64_t position = hash_index_find(&cache->index, hash, entry_matches, cache, &lookup);
 	struct memo_cache_entry *entry;
 
@@ -102,6 +127,14 @@ void *memo_cache_find(struct memo_cache *cache, uint64_t hash, const void *key, 
 	entry->referenced = true;
 	*value_len = entry->value_len;
 	return entry->block;
+}
+
+void *memo_cache_find(struct memo_cache *cache, uint64_t hash, const void *key, size_t key_len,
+		      size_t *value_len)
+{
+	struct memo_key_part part = { key, key_len };
+
+	return memo_cache_find_parts(cache, hash, &part, 1, value_len);
 }
 
 static size_t entry_bytes(const struct memo_cache_entry *entry)
@@ -145,12 +178,12 @@ static void evict_one(struct memo_cache *cache)
 	cache->evictions++;
 }
 
-void *memo_cache_put(struct memo_cache *cache, uint64_t hash, const void *key, size_t key_len,
-		     size_t value_len)
+void *memo_cache_put_parts(struct memo_cache *cache, uint64_t hash, const struct memo_key_part *parts,
+			   size_t count, size_t value_len)
 {
-	size_t bytes = key_offset(value_len) + key_len;
+	size_t key_len = parts_len(parts, count), bytes = key_offset(value_len) + key_len;
 	struct memo_cache_entry *entry;
-	uint8_t *block;
+	uint8_t *block, *key;
 
 	if (bytes > cache->max_bytes || cache->max_entries == 0)
 		return NULL;
@@ -165,10 +198,23 @@ void *memo_cache_put(struct memo_cache *cache, uint64_t hash, const void *key, s
 		free(block);
 		return NULL;
 	}
-	memcpy(block + key_offset(value_len), key, key_len);
+	key = block + key_offset(value_len);
+	for (size_t i = 0; i < count; i++) {
+		if (parts[i].len)
+			memcpy(key, parts[i].data, parts[i].len);
+		key += parts[i].len;
+	}
 	entry = &cache->entries[cache->count++];
 	*entry = (struct memo_cache_entry){ .hash = hash, .block = block, .value_len = value_len,
 					    .key_len = key_len };
 	cache->bytes += bytes;
 	return block;
+}
+
+void *memo_cache_put(struct memo_cache *cache, uint64_t hash, const void *key, size_t key_len,
+		     size_t value_len)
+{
+	struct memo_key_part part = { key, key_len };
+
+	return memo_cache_put_parts(cache, hash, &part, 1, value_len);
 }

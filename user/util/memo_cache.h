@@ -37,11 +37,20 @@ void memo_cache_init(struct memo_cache *cache, size_t max_entries, size_t max_by
 void memo_cache_free(struct memo_cache *cache);
 /* Forget every entry (keeps the entry array and the index). */
 void memo_cache_clear(struct memo_cache *cache);
+/* A key given in pieces (parts of a record, a header built beside them): the key is their bytes in order. */
+struct memo_key_part {
+	const void *data;
+	size_t len;
+};
 /* A hash for memo keys of any length: eight bytes a step, four lanes at a time. */
 uint64_t memo_cache_hash(const void *key, size_t len);
-/* The value stored under key (*value_len its length), or NULL. hash: memo_cache_hash of key. */
+/* The hash of a key in parts (not memo_cache_hash of their bytes: a cache is asked one way). */
+uint64_t memo_cache_hash_parts(const struct memo_key_part *parts, size_t count);
+/* The value stored under key (*value_len its length), or NULL. hash: the key's, as it was put. */
 void *memo_cache_find(struct memo_cache *cache, uint64_t hash, const void *key, size_t key_len,
 		      size_t *value_len);
+void *memo_cache_find_parts(struct memo_cache *cache, uint64_t hash, const struct memo_key_part *parts,
+			    size_t count, size_t *value_len);
 /*
  * Room for a value of value_len bytes under key (absent: the caller found nothing), for the
  * caller to fill; NULL when memory is short or the entry alone is over the budget (then
@@ -49,5 +58,7 @@ void *memo_cache_find(struct memo_cache *cache, uint64_t hash, const void *key, 
  */
 void *memo_cache_put(struct memo_cache *cache, uint64_t hash, const void *key, size_t key_len,
 		     size_t value_len);
+void *memo_cache_put_parts(struct memo_cache *cache, uint64_t hash, const struct memo_key_part *parts,
+			   size_t count, size_t value_len);
 
 #endif

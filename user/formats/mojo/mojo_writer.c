@@ -538,11 +538,27 @@ static int write_metrics(struct mojo_writer *writer, const struct pf_sample *sam
 	return 0;
 }
 
+/* value in lowercase hex without leading zeros (printf's PRIx64), NUL-terminated: every sample has one. */
+static void format_hex(uint64_t value, char out[17])
+{
+	static const char digits[] = "0123456789abcdef";
+	char reversed[16];
+	size_t count = 0;
+
+	do {
+		reversed[count++] = digits[value & 0xf];
+		value >>= 4;
+	} while (value);
+	for (size_t i = 0; i < count; i++)
+		out[i] = reversed[count - 1 - i];
+	out[count] = 0;
+}
+
 static int write_stack(struct mojo_writer *writer, const struct pf_sample *sample)
 {
-	char tid[24];
+	char tid[17];
 
-	snprintf(tid, sizeof(tid), "%" PRIx64, sample->tid);
+	format_hex(sample->tid, tid);
 	if (put_event(writer, MOJO_STACK) || put_varint(writer, sample->pid) ||
 	    put_varint(writer, sample->iid) || put_string(writer, tid))
 		return writer->failure;
