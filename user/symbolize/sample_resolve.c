@@ -409,7 +409,12 @@ static void build_stack_key(struct sample_resolver *resolver, const struct pbp_r
 	parts[KEY_KERNEL] = (struct memo_key_part){ kernel_ips, record->kernel_frame_count * sizeof(*kernel_ips) };
 }
 
-/* A code object dropped since the kept stacks were resolved may name their frames otherwise now. */
+/*
+ * A code object dropped since the kept stacks were resolved may name their frames otherwise now.
+ * A stack answered from here does not mark its code objects used in symbolize_py: past a target's
+ * budget a repeated stack's objects may be among those evicted; the generation then changes and
+ * they are read again, naming the same frames as long as the objects live.
+ */
 static void drop_stale_stacks(struct sample_resolver *resolver)
 {
 	uint64_t generation = symbolize_py_generation(resolver->python);
