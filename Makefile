@@ -212,7 +212,7 @@ soak: deps
 	./tests/soak/soak.sh $(SOAK_MINUTES)
 
 bench: deps
-	$(MAKE) all $(BUILD)/bench/unwind_rows
+	$(MAKE) all $(BUILD)/bench/unwind_rows $(BUILD)/bench/stack_repeat
 	./bench/bench.sh
 
 bench-peers: deps
@@ -221,6 +221,11 @@ bench-peers: deps
 
 # The bench's unwind table sizes, built with the profiler's own table code.
 $(BUILD)/bench/unwind_rows: bench/unwind_rows.c $(BUILD)/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
+
+# The userspace cost per frame of a repeated stack (resolve, MOJO and Tachyon writers), no BPF.
+$(BUILD)/bench/stack_repeat: bench/stack_repeat.c tests/fake_python.h $(BUILD)/libpybpfprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
 

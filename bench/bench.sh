@@ -57,6 +57,10 @@ for hz in 1000 20000; do
 		hz "Hz", ns, cpu * 1e6 / n, 100 * cpu / s, 100 * (e - b) / b, 100 * (e - f) / f, n, e * hz, lost,
 		mojo / n, tach / n, setup }'
 done
+# The profiler's own per-frame work for a stack it has seen before, without BPF or a target:
+# the same synthetic record resolved (prefetch and resolve, as the session does) and written.
+printf '\nuserspace ns per frame, repeated stack, depth 30/900, MOJO+Tachyon (bench/stack_repeat.c)\n'
+"$BUILD_DIR"/bench/stack_repeat
 # Wall mode: every thread at every interval, running or not (here all waiting in time.sleep,
 # three Python calls deep), attached with -p: one task iterator over the target's threads.
 printf '\nwall mode at 100 Hz (-p, threads in time.sleep; median of 3 by profiler CPU)\n'
@@ -241,6 +245,10 @@ slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM
   vs_floor: profiled vs the same rate of perf events with nothing to sample (the timer interrupts'
   own cost, large on a VM at high rates).
 received/expect: samples written vs the workload's elapsed time x rate (one busy thread).
+userspace ns per frame: bench/stack_repeat.c without BPF: one synthetic record (every frame its own code
+  object, read before) prefetched, resolved and written again and again, its leaf at 4 offsets in turn;
+  resolve alone, then with the MOJO writer, the Tachyon writer, or both (bench/stack_repeat_ir.sh: the
+  same in instructions under callgrind).
 wall mode: us/thr/intv is the iterator program's BPF run time per thread sampled (Python, native and
   kernel stacks); cpu_us/pass the profiler's whole user+sys time (passes, iterator syscalls,
   symbolizing, writing) per pass; skipped: passes missed because the one before overran.

@@ -18,14 +18,6 @@
 #include "symbolize/symbolize_native.h"
 
 /* Interpreter functions, as the test executable's symbols (the main executable is the interpreter's). */
-static volatile int sink;
-#define INTERPRETER_FUNCTION(name)                        \
-	__attribute__((noinline, used)) void name(void); \
-	__attribute__((noinline, used)) void name(void)  \
-	{                                                \
-		for (int i = 0; i < 8; i++)              \
-			sink += i * __LINE__;            \
-	}
 INTERPRETER_FUNCTION(Py_BytesMain)
 INTERPRETER_FUNCTION(_PyEval_EvalFrameDefault)
 INTERPRETER_FUNCTION(builtin_sorted)

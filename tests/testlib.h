@@ -326,6 +326,17 @@ static inline bool file_exists(const char *path)
  * samples it replayed from a Tachyon file, or -1 if the chroot is absent;
  * -2 (with its output in err) if it refused the file.
  */
+/* A function of the test executable named like one of the interpreter's (the main executable counts
+ * as the interpreter when native frames are named), for synthetic native stacks. */
+static volatile int test_interpreter_sink __attribute__((unused));
+#define INTERPRETER_FUNCTION(name)                                    \
+	__attribute__((noinline, used)) void name(void);             \
+	__attribute__((noinline, used)) void name(void)              \
+	{                                                            \
+		for (int i = 0; i < 8; i++)                          \
+			test_interpreter_sink += i * __LINE__;       \
+	}
+
 #define SID_CHROOT "/var/cache/pybpfprof/sid"
 
 static inline long cpython_replay_samples(const char *tachyon_path, char *err, size_t errlen)

@@ -8,6 +8,7 @@
  * bytes when they carry only memory, else a sample count.
  */
 #include "formats/collapsed.h"
+#include "formats/known_stacks.h"
 #include "profile/profile.h"
 #include "util/array.h"
 #include "util/errbuf.h"
@@ -29,6 +30,7 @@ struct collapsed_writer {
 	size_t weights_capacity;
 	char *line;                 /* scratch for building one stack's text */
 	size_t line_capacity;
+	struct known_stacks known;  /* stack_id -> its id here: its text is not built again */
 	char error[256];
 };
 
@@ -77,11 +79,10 @@ static size_t append_frame(char *out, const struct pf_frame *frame)
 	}
 }
 
-static int collapsed_add_sample(void *state, const struct pf_sample *sample)
+/* The id of the sample's stack text, adding it if new. */
+static int64_t stack_text_id(struct collapsed_writer *writer, const struct pf_sample *sample)
 {
-	struct collapsed_writer *writer = state;
 	size_t bound = 1, len = 0;
-	int64_t id;
 
 	for (size_t i = 0; i < sample->frame_count; i++)
 		bound += frame_text_bound(&sample->frames[i]) + 1;
@@ -97,9 +98,23 @@ static int collapsed_add_sample(void *state, const struct pf_sample *sample)
 		memcpy(writer->line, "[no frames]", 11);
 		len = 11;
 	}
-	id = intern_add(&writer->stacks, writer->line, len, NULL);
-	if (id < 0)
-		return (int)id;
+	return intern_add(&writer->stacks, writer->line, len, NULL);
+}
+
+static int collapsed_add_sample(void *state, const struct pf_sample *sample)
+{
+	struct collapsed_writer *writer = state;
+	uint32_t known_id;
+	int64_t id;
+
+	if (known_stacks_find_id(&writer->known, sample->stack_id, &known_id)) {
+		id = known_id;
+	} else {
+		id = stack_text_id(writer, sample);
+		if (id < 0)
+			return (int)id;
+		known_stacks_put_id(&writer->known, sample->stack_id, (uint32_t)id);
+	}
 	if (ARRAY_RESERVE(writer->weights, writer->weights_capacity, (size_t)id + 1))
 		return -ENOMEM;
 	while (writer->weights_count <= (size_t)id)
@@ -166,6 +181,7 @@ static void collapsed_destroy(void *state)
 	struct collapsed_writer *writer = state;
 
 	intern_free(&writer->stacks);
+	known_stacks_free(&writer->known);
 	free(writer->weights);
 	free(writer->line);
 	free(writer);
@@ -195,6 +211,7 @@ int collapsed_writer_create(int fd, const struct pf_writer_options *options, voi
 		return -ENOMEM;
 	writer->fd = fd;
 	intern_init(&writer->stacks);
+	known_stacks_init(&writer->known, KNOWN_STACKS_ID_BYTES);
 	*state = writer;
 	*ops = &collapsed_writer_ops;
 	return 0;

@@ -15,6 +15,7 @@
  * everything is written at finish.
  */
 #include "formats/flamegraph.h"
+#include "formats/known_stacks.h"
 #include "profile/profile.h"
 #include "util/array.h"
 #include "util/errbuf.h"
@@ -27,6 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Node paths of stacks drawn before, at most. */
+#define KNOWN_PATHS_MAX_BYTES ((size_t)4 << 20)
 
 #define FG_WIDTH        1200
 #define FG_XPAD         10
@@ -95,6 +99,11 @@ struct flamegraph_writer {
 	size_t process_count;         /* distinct pids: a process level is drawn past one */
 	int64_t last_process_frame;   /* frame id of last_pid's node, -1 before any */
 	uint32_t last_pid;
+	/* pf_sample.stack_id, under a process node (the epoch) -> its nodes, root first: a stack's
+	 * frames, lines and kinds are in the tree already, only its weight is added again */
+	struct known_stacks known;
+	uint32_t *path;               /* one sample's nodes, root first */
+	size_t path_capacity;
 	char error[256];
 };
 
@@ -209,21 +218,12 @@ static int64_t process_node(struct flamegraph_writer *writer, uint32_t pid, uint
 	return node;
 }
 
-static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
+/* Adds the sample's frames under node with their weight; writer->path gets their nodes. */
+static int add_frames(struct flamegraph_writer *writer, const struct pf_sample *sample, uint32_t node,
+		      uint64_t weight)
 {
-	struct flamegraph_writer *writer = state;
-	int64_t signed_weight = pf_sample_weight(sample);
-	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
-	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
-	int64_t process = process_node(writer, sample->pid, weight);
-	uint32_t node;
-
-	if (process < 0)
-		return (int)process;
-	node = (uint32_t)process;
-	writer->sample_count++;
-	writer->metrics_seen |= sample->metrics;
-	writer->nodes[0].weight += weight;
+	if (ARRAY_RESERVE(writer->path, writer->path_capacity, sample->frame_count))
+		return -ENOMEM;
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		int64_t frame = intern_frame(writer, &sample->frames[i]);
 		int64_t child;
@@ -237,7 +237,40 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 		writer->nodes[node].weight += weight;
 		node_add_line(&writer->nodes[node], sample->frames[i].line);
 		writer->kinds_seen |= 1u << frame_box_kind(&sample->frames[i]);
+		writer->path[i] = node;
 	}
+	return 0;
+}
+
+static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
+{
+	struct flamegraph_writer *writer = state;
+	int64_t signed_weight = pf_sample_weight(sample);
+	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
+	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
+	int64_t process = process_node(writer, sample->pid, weight);
+	size_t path_bytes = sample->frame_count * sizeof(*writer->path), len = 0;
+	const uint32_t *known;
+	uint32_t *kept;
+	int err;
+
+	if (process < 0)
+		return (int)process;
+	writer->sample_count++;
+	writer->metrics_seen |= sample->metrics;
+	writer->nodes[0].weight += weight;
+	known = known_stacks_find(&writer->known, sample->stack_id, (uint64_t)process, &len);
+	if (known && len == path_bytes) {
+		for (size_t i = 0; i < sample->frame_count; i++)
+			writer->nodes[known[i]].weight += weight;
+		return 0;
+	}
+	err = add_frames(writer, sample, (uint32_t)process, weight);
+	if (err)
+		return err;
+	kept = known_stacks_put(&writer->known, sample->stack_id, (uint64_t)process, path_bytes);
+	if (kept)
+		memcpy(kept, writer->path, path_bytes);
 	return 0;
 }
 
@@ -871,6 +904,8 @@ static void flamegraph_destroy(void *state)
 
 	intern_free(&writer->frames);
 	intern_free(&writer->children);
+	known_stacks_free(&writer->known);
+	free(writer->path);
 	for (int i = 0; i < META_COUNT; i++)
 		free(writer->metadata[i]);
 	free(writer->nodes);
@@ -903,6 +938,7 @@ int flamegraph_writer_create(int fd, const struct pf_writer_options *options, vo
 	writer->fd = fd;
 	intern_init(&writer->frames);
 	intern_init(&writer->children);
+	known_stacks_init(&writer->known, KNOWN_PATHS_MAX_BYTES);
 	if (reserve_nodes(writer, 1)) {
 		free(writer);
 		return -ENOMEM;

@@ -12,6 +12,7 @@ void stack_table_init(struct stack_table *table)
 	memset(table, 0, sizeof(*table));
 	intern_init(&table->frames);
 	intern_init(&table->stacks);
+	known_stacks_init(&table->known, KNOWN_STACKS_ID_BYTES);
 }
 
 void stack_table_free(struct stack_table *table)
@@ -20,6 +21,7 @@ void stack_table_free(struct stack_table *table)
 	intern_free(&table->stacks);
 	free(table->scratch);
 	free(table->key);
+	known_stacks_free(&table->known);
 	memset(table, 0, sizeof(*table));
 }
 
@@ -40,6 +42,11 @@ static int64_t frame_id(struct stack_table *table, const struct pf_frame *frame)
 
 int64_t stack_table_add(struct stack_table *table, const struct pf_sample *sample)
 {
+	uint32_t known_id;
+	int64_t stack;
+
+	if (known_stacks_find_id(&table->known, sample->stack_id, &known_id))
+		return known_id;
 	if (ARRAY_RESERVE(table->scratch, table->scratch_capacity, sample->frame_count + 1))
 		return -ENOMEM;
 	for (size_t i = 0; i < sample->frame_count; i++) {
@@ -49,7 +56,10 @@ int64_t stack_table_add(struct stack_table *table, const struct pf_sample *sampl
 			return id;
 		table->scratch[i] = (uint32_t)id;
 	}
-	return intern_add(&table->stacks, table->scratch, sample->frame_count * sizeof(uint32_t), NULL);
+	stack = intern_add(&table->stacks, table->scratch, sample->frame_count * sizeof(uint32_t), NULL);
+	if (stack >= 0)
+		known_stacks_put_id(&table->known, sample->stack_id, (uint32_t)stack);
+	return stack;
 }
 
 const void *stack_table_stack(const struct stack_table *table, uint32_t id, size_t *depth)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "formats/known_stacks.h"
 #include "profile/profile.h"
 #include "util/intern.h"
 
@@ -22,6 +23,7 @@ struct stack_table {
 	size_t scratch_capacity;
 	char *key;                  /* one frame's key */
 	size_t key_capacity;
+	struct known_stacks known;  /* pf_sample.stack_id -> its stack id here */
 };
 
 /* A frame id's parts (pointers into the table: valid until stack_table_free). */

@@ -91,6 +91,13 @@ struct pf_sample {
 	int64_t memory;        /* bytes allocated (+) or freed (-) */
 	size_t frame_count;
 	const struct pf_frame *frames; /* root (outermost) first, leaf last */
+	/*
+	 * 0: unknown. Otherwise every sample with this stack_id has the same frame_count and
+	 * frames (kind, strings, locations: equal contents), so a writer may reuse what it
+	 * derived from the first (symbolize/sample_resolve.h gives them, unique in the process).
+	 * Whoever changes a sample's frames clears it.
+	 */
+	uint64_t stack_id;
 	/* Who ran it, where the source knows (a live run; not every file keeps them): NULL unknown. */
 	const char *process_name;
 	const char *thread_name;

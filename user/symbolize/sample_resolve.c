@@ -25,6 +25,8 @@ int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *ke
 	hash_index_init(&resolver->native_pc_index);
 	intern_init(&resolver->kernel_addresses);
 	intern_init(&resolver->native_addresses);
+	memo_cache_init(&resolver->stacks, SAMPLE_RESOLVE_STACKS_MAX, SAMPLE_RESOLVE_STACKS_MAX_BYTES);
+	memo_cache_init(&resolver->python_stacks, SAMPLE_RESOLVE_STACKS_MAX, SAMPLE_RESOLVE_STACKS_MAX_BYTES / 4);
 	return 0;
 }
 
@@ -40,6 +42,8 @@ void sample_resolve_free(struct sample_resolver *resolver)
 	intern_free(&resolver->native_addresses);
 	free(resolver->kernel_name_of);
 	resolver->kernel_name_of = NULL;
+	memo_cache_free(&resolver->stacks);
+	memo_cache_free(&resolver->python_stacks);
 	resolver->python = NULL;
 }
 
@@ -277,9 +281,10 @@ static int resolve_native_frames(struct sample_resolver *resolver, const struct 
 	return 0;
 }
 
-/* Python and native frames merged, root first, from frames[count]; returns the new count. */
+/* Python and native frames merged, root first, from frames[count]; returns the new count.
+ * natives_named: resolve_native_frames named the native frames (else: the Python frames alone). */
 static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct pbp_record *record,
-				const struct pbp_py_frame *py_frames, const uint64_t *pcs,
+				const struct pbp_py_frame *py_frames, bool natives_named,
 				const struct py_target *python, size_t count, bool *incomplete)
 {
 	struct merge_input input = {
@@ -297,7 +302,7 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 			     incomplete);
 		resolver->python_entry[i] = is_entry_frame(python, &py_frames[i]);
 	}
-	if (resolve_native_frames(resolver, record, pcs, python) < 0) {
+	if (!natives_named) {
 		/* Out of memory naming them: the Python frames alone, as without native stacks. */
 		for (size_t i = record->py_frame_count; i-- > 0;)
 			resolver->frames[count++] = resolver->python_frames[i];
@@ -315,27 +320,245 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 	return count;
 }
 
+/* --- stacks resolved before --- */
+
+/*
+ * A stack's key: what its resolved frames depend on besides the symbolizers' caches (which
+ * only grow while symbolize_py_generation stays). A head, the record's raw Python frames, its
+ * native frames as named (raw pcs differ from sample to sample where the names do not), and its
+ * kernel addresses: the record's parts are not copied to be looked up.
+ */
+struct stack_key_head {
+	uint32_t pid;
+	uint16_t py_count, native_count, kernel_count;
+	uint8_t native_stop;
+	uint8_t invalid_flags;              /* the record's flags that mark its stack cut */
+	uint8_t python_major, python_minor; /* 0: no runtime yet */
+	uint8_t lasti_kind;
+	uint8_t shape;                      /* STACK_KEY_* */
+};
+#define STACK_KEY_MIXED    0x1u
+#define STACK_KEY_KEEP_ALL 0x2u
+#define STACK_KEY_LEAF     0x4u /* without native stacks: a native leaf frame */
+_Static_assert(sizeof(struct stack_key_head) == 16, "a key's head has no padding");
+
+/* One named native frame as keys hold it (every byte set: compared as bytes). */
+struct native_key {
+	const char *file, *name;
+	int32_t line, end_line, column, end_column, function_line;
+	int16_t opcode;
+	uint8_t kind, role;
+};
+_Static_assert(sizeof(struct native_key) == 40, "a native frame's key has no padding");
+_Static_assert(SAMPLE_RESOLVE_STACK_KEY_MAX >= sizeof(struct stack_key_head) +
+		       UNWIND_MAX_FRAMES * sizeof(struct native_key),
+	       "room for the head and the native frames");
+
+/* A stack's key in its parts: the head and native frames in resolver->stack_key, the rest in the record. */
+enum { KEY_HEAD, KEY_PYTHON, KEY_NATIVE, KEY_KERNEL, KEY_PARTS };
+
+/* What a kept stack holds: the sample's frames (the invalid marker included). */
+struct kept_stack {
+	uint64_t stack_id;
+	size_t frame_count;
+	bool merge_failed;
+	struct pf_frame frames[];
+};
+
+/* Stack ids are never reused in the process, whichever resolver gives them. */
+static uint64_t last_stack_id;
+
+static struct native_key native_key_of(const struct pf_frame *frame, uint8_t role)
+{
+	return (struct native_key){ .file = frame->file, .name = frame->name, .line = frame->line,
+				    .end_line = frame->end_line, .column = frame->column,
+				    .end_column = frame->end_column, .function_line = frame->function_line,
+				    .opcode = frame->opcode, .kind = (uint8_t)frame->kind, .role = role };
+}
+
+/* The record's key in parts[KEY_PARTS]. */
+static void build_stack_key(struct sample_resolver *resolver, const struct pbp_record *record,
+			    const struct py_target *python, bool mixed, bool leaf, struct memo_key_part *parts)
+{
+	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
+	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
+	struct stack_key_head head = {
+		.pid = record->pid,
+		.py_count = record->py_frame_count,
+		.native_count = mixed ? record->native_frame_count : 0,
+		.kernel_count = record->kernel_frame_count,
+		.native_stop = mixed ? record->native_stop : 0,
+		.invalid_flags = (uint8_t)(record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)),
+		.python_major = python ? (uint8_t)python->major : 0,
+		.python_minor = python ? (uint8_t)python->minor : 0,
+		.lasti_kind = python ? (uint8_t)python->config.off.lasti_kind : 0,
+		.shape = (uint8_t)((mixed ? STACK_KEY_MIXED : 0) | (resolver->native_keep_all ? STACK_KEY_KEEP_ALL : 0) |
+				   (leaf ? STACK_KEY_LEAF : 0)),
+	};
+	struct native_key *natives = (struct native_key *)(resolver->stack_key + sizeof(head));
+	size_t native_count = 0;
+
+	memcpy(resolver->stack_key, &head, sizeof(head));
+	for (size_t i = 0; mixed && i < record->native_frame_count; i++)
+		natives[native_count++] = native_key_of(&resolver->native_frames[i], resolver->native_role[i]);
+	if (leaf)
+		natives[native_count++] = native_key_of(&resolver->native_leaf, 0);
+	parts[KEY_HEAD] = (struct memo_key_part){ resolver->stack_key, sizeof(head) };
+	parts[KEY_PYTHON] = (struct memo_key_part){ py_frames, record->py_frame_count * sizeof(*py_frames) };
+	parts[KEY_NATIVE] = (struct memo_key_part){ natives, native_count * sizeof(*natives) };
+	parts[KEY_KERNEL] = (struct memo_key_part){ kernel_ips, record->kernel_frame_count * sizeof(*kernel_ips) };
+}
+
+/*
+ * A code object dropped since the kept stacks were resolved may name their frames otherwise now.
+ * A stack answered from here does not mark its code objects used in symbolize_py: past a target's
+ * budget a repeated stack's objects may be among those evicted; the generation then changes and
+ * they are read again, naming the same frames as long as the objects live.
+ */
+static void drop_stale_stacks(struct sample_resolver *resolver)
+{
+	uint64_t generation = symbolize_py_generation(resolver->python);
+
+	if (generation == resolver->stacks_generation)
+		return;
+	memo_cache_clear(&resolver->stacks);
+	memo_cache_clear(&resolver->python_stacks);
+	resolver->stacks_generation = generation;
+}
+
+/* Whether every code object of the record's Python frames is in the cache (seen so); or else, with
+ * remember, that it is now. */
+static bool python_stack_known(struct sample_resolver *resolver, const struct pbp_record *record, bool remember)
+{
+	uint32_t pid = record->pid;
+	const struct memo_key_part parts[] = {
+		{ &pid, sizeof(pid) },
+		{ record + 1, (size_t)record->py_frame_count * sizeof(struct pbp_py_frame) },
+	};
+	uint64_t hash = memo_cache_hash_parts(parts, ARRAY_SIZE(parts));
+	size_t found_len;
+
+	if (memo_cache_find_parts(&resolver->python_stacks, hash, parts, ARRAY_SIZE(parts), &found_len))
+		return true;
+	if (remember)
+		(void)memo_cache_put_parts(&resolver->python_stacks, hash, parts, ARRAY_SIZE(parts), 0);
+	return false;
+}
+
 void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			     const struct py_target *python)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	struct pf_frame frame;
+	bool all_read = true;
 
 	if (!python || size < sizeof(*record) || record->py_frame_count > PBP_MAX_PY_FRAMES ||
 	    size < sizeof(*record) + (size_t)record->py_frame_count * sizeof(*py_frames))
 		return;
+	drop_stale_stacks(resolver);
+	if (python_stack_known(resolver, record, false))
+		return;
 	for (size_t i = 0; i < record->py_frame_count; i++)
-		resolve_python_code(resolver, (pid_t)record->pid, python, &py_frames[i], &frame);
+		all_read &= resolve_python_code(resolver, (pid_t)record->pid, python, &py_frames[i], &frame) == 0;
+	if (all_read)
+		python_stack_known(resolver, record, true);
+}
+
+static void fill_sample(const struct sample_resolver *resolver, const struct pbp_record *record,
+			const struct pf_frame *frames, size_t frame_count, uint64_t stack_id, struct pf_sample *sample)
+{
+	*sample = (struct pf_sample){
+		.pid = record->pid,
+		.iid = record->interp_id,
+		.tid = record->tid,
+		.timestamp_us = record->time_ns / 1000,
+		.status = status_of(record),
+		.metrics = PF_METRIC_TIME,
+		.time_us = resolver->period_us,
+		.frame_count = frame_count,
+		.frames = frames,
+		.stack_id = stack_id,
+	};
+}
+
+/* Keeps a stack resolved whole for the records that repeat it; its stack id, 0 if not kept. */
+static uint64_t keep_stack(struct sample_resolver *resolver, uint64_t hash, const struct memo_key_part *parts,
+			   const struct pf_frame *frames, size_t frame_count, bool merge_failed)
+{
+	struct kept_stack *kept = memo_cache_put_parts(&resolver->stacks, hash, parts, KEY_PARTS,
+						       sizeof(*kept) + frame_count * sizeof(*frames));
+
+	if (!kept)
+		return 0;
+	kept->stack_id = ++last_stack_id;
+	kept->frame_count = frame_count;
+	kept->merge_failed = merge_failed;
+	memcpy(kept->frames, frames, frame_count * sizeof(*frames));
+	return kept->stack_id;
+}
+
+/* The native frames a record's stack is built from, named: the mixed stack's, or the leaf
+ * where a sample without one landed. false when they could not be named (memory is short). */
+static bool name_native_frames(struct sample_resolver *resolver, const struct pbp_record *record,
+			       const struct py_target *python, bool mixed, bool *leaf)
+{
+	const uint64_t *native_pcs = (const uint64_t *)((const struct pbp_py_frame *)(record + 1) +
+							record->py_frame_count);
+
+	*leaf = false;
+	if (mixed)
+		return resolve_native_frames(resolver, record, native_pcs, python) == 0;
+	/* A sample that landed in native code outside the interpreter (an extension, libc)
+	 * says where; inside the interpreter the Python frames already do. */
+	*leaf = record->user_ip && resolver->native && python &&
+		symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
+					 &resolver->native_leaf) > 0;
+	return true;
+}
+
+/* The record's stack resolved into resolver->frames from frames[1] (frames[0] the invalid marker); its
+ * frame count with the marker. incomplete: set when a frame could not be named. */
+static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_record *record,
+			     const struct py_target *python, bool mixed, bool natives_named, bool leaf,
+			     bool *incomplete)
+{
+	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
+	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
+	size_t count = 1;
+
+	if (mixed) {
+		count = merge_mixed_stack(resolver, record, py_frames, natives_named, python, count, incomplete);
+	} else {
+		/* The record is leaf first; the model is root first. */
+		for (size_t i = record->py_frame_count; i-- > 0;)
+			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
+				     &resolver->frames[count++], incomplete);
+		if (leaf)
+			resolver->frames[count++] = resolver->native_leaf;
+	}
+	for (size_t i = record->kernel_frame_count; i-- > 0;) {
+		struct pf_frame *frame = &resolver->frames[count++];
+
+		*frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",
+					    kernel_frame_name(resolver, kernel_ips[i]));
+	}
+	resolver->frames[0] = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
+	return count;
 }
 
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
-	const uint64_t *native_pcs, *kernel_ips;
-	size_t needed = sizeof(*record), count = 0, first_python;
+	/* frames[0] is the invalid marker, the stack's frames start at first_python */
+	size_t needed = sizeof(*record), count, first_python = 1;
 	bool incomplete = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0;
-	bool mixed;
+	bool mixed, natives_named, leaf;
+	uint64_t unresolved_before = resolver->unresolved_frames, merge_failures_before = resolver->merge_failures;
+	uint64_t hash, stack_id = 0;
+	const struct kept_stack *kept;
+	struct memo_key_part key[KEY_PARTS];
+	size_t kept_len;
 
 	if (size < needed || record->py_frame_count > PBP_MAX_PY_FRAMES ||
 	    record->native_frame_count > UNWIND_MAX_FRAMES || record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
@@ -345,8 +568,6 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 		  (size_t)record->kernel_frame_count * sizeof(uint64_t);
 	if (size < needed)
 		return -EINVAL;
-	native_pcs = (const uint64_t *)(py_frames + record->py_frame_count);
-	kernel_ips = native_pcs + record->native_frame_count;
 	mixed = resolver->native_stacks && resolver->native && record->native_frame_count > 0;
 	/* A walk that reached the root recorded at least the leaf: a ROOT with no pc is a record
 	 * of a BPF program that does not walk (its stop field left zero). */
@@ -354,40 +575,30 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	    (record->native_frame_count > 0 || record->native_stop != UNWIND_STOP_ROOT))
 		resolver->native_walks[record->native_stop]++;
 
-	/* Slot 0 is kept for the invalid marker; filled in once we know. */
-	first_python = 1;
-	count = first_python;
-	if (mixed) {
-		count = merge_mixed_stack(resolver, record, py_frames, native_pcs, python, count, &incomplete);
-	} else {
-		/* The record is leaf first; the model is root first. */
-		for (size_t i = record->py_frame_count; i-- > 0;)
-			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
-				     &resolver->frames[count++], &incomplete);
-		/* A sample that landed in native code outside the interpreter (an extension, libc)
-		 * says where; inside the interpreter the Python frames already do. */
-		if (record->user_ip && resolver->native && python &&
-		    symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path,
-					     record->user_ip, &resolver->frames[count]) > 0)
-			count++;
+	/* Native frames are named for every record (by pc they differ where their names do not);
+	 * the Python frames and the merge come from the stack kept for the same key. */
+	natives_named = name_native_frames(resolver, record, python, mixed, &leaf);
+	drop_stale_stacks(resolver);
+	build_stack_key(resolver, record, python, mixed, leaf, key);
+	hash = memo_cache_hash_parts(key, KEY_PARTS);
+	kept = natives_named ? memo_cache_find_parts(&resolver->stacks, hash, key, KEY_PARTS, &kept_len) : NULL;
+	if (kept) {
+		resolver->stack_hits++;
+		resolver->merge_failures += kept->merge_failed;
+		fill_sample(resolver, record, kept->frames, kept->frame_count, kept->stack_id, sample);
+		return 0;
 	}
-	for (size_t i = record->kernel_frame_count; i-- > 0;) {
-		struct pf_frame *frame = &resolver->frames[count++];
-
-		*frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",
-					    kernel_frame_name(resolver, kernel_ips[i]));
+	resolver->stack_misses++;
+	count = resolve_frames(resolver, record, python, mixed, natives_named, leaf, &incomplete);
+	/* A frame that could not be named may be named next time: only whole stacks are kept. */
+	if (natives_named && resolver->unresolved_frames == unresolved_before) {
+		if (record->py_frame_count)
+			python_stack_known(resolver, record, true);
+		stack_id = keep_stack(resolver, hash, key, incomplete ? resolver->frames : resolver->frames + first_python,
+				      incomplete ? count : count - first_python,
+				      resolver->merge_failures != merge_failures_before);
 	}
-	resolver->frames[0] = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
-	*sample = (struct pf_sample){
-		.pid = record->pid,
-		.iid = record->interp_id,
-		.tid = record->tid,
-		.timestamp_us = record->time_ns / 1000,
-		.status = status_of(record),
-		.metrics = PF_METRIC_TIME,
-		.time_us = resolver->period_us,
-		.frame_count = incomplete ? count : count - first_python,
-		.frames = incomplete ? resolver->frames : resolver->frames + first_python,
-	};
+	fill_sample(resolver, record, incomplete ? resolver->frames : resolver->frames + first_python,
+		    incomplete ? count : count - first_python, stack_id, sample);
 	return 0;
 }

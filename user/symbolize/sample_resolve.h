@@ -20,6 +20,7 @@
 #include "target/py_discover.h"
 #include "util/hash.h"
 #include "util/intern.h"
+#include "util/memo_cache.h"
 
 struct symbolize_py_cache;
 struct ksyms;
@@ -32,6 +33,17 @@ struct native_pc_entry {
 	uint8_t role;      /* enum native_role */
 	struct pf_frame frame;
 };
+
+/*
+ * Resolved stacks kept for the records that repeat them (most do: a loop samples the same
+ * stack again and again), so that a record seen before costs a hash and a comparison of its
+ * raw frames instead of a lookup per frame. Bounded: past these the least used go.
+ */
+#define SAMPLE_RESOLVE_STACKS_MAX 8192
+#define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)
+/* The part of a stack's key built beside the record's frames: a head and the native frames as named
+ * (sample_resolve.c). */
+#define SAMPLE_RESOLVE_STACK_KEY_MAX (16 + UNWIND_MAX_FRAMES * 40)
 
 struct sample_resolver {
 	struct symbolize_py_cache *python;
@@ -59,6 +71,14 @@ struct sample_resolver {
 	uint64_t unresolved_frames;    /* Python frames written as <unresolved> */
 	uint64_t native_walks[UNWIND_STOP_COUNT]; /* records of native stacks, by why the walk stopped */
 	uint64_t merge_failures;       /* mixed stacks whose activations and Python frames disagreed */
+	/* Stacks resolved before, by key (what their frames depend on): resolved frames and stack id. */
+	struct memo_cache stacks;
+	/* Python frames whose code objects are all in the cache: prefetch has nothing to read. */
+	struct memo_cache python_stacks;
+	uint64_t stacks_generation;    /* symbolize_py_generation the kept stacks were resolved under */
+	_Alignas(8) uint8_t stack_key[SAMPLE_RESOLVE_STACK_KEY_MAX]; /* one record's key, but for its raw frames */
+	uint64_t stack_hits, stack_misses; /* records answered from stacks, and the others */
+	struct pf_frame native_leaf;   /* without native stacks: where a sample in native code landed */
 };
 
 int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us);
@@ -78,6 +98,10 @@ void sample_resolve_forget_native(struct sample_resolver *resolver);
  * python: the target's runtime description, or NULL while it is pending
  * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed
  * record, -ENOMEM. *sample points into the resolver until the next call.
+ * A stack resolved whole (every frame named) is kept and gets a stack_id
+ * (struct pf_sample): a record with the same raw frames gets it back as long as
+ * nothing it depends on was forgotten (symbolize_py_generation); the frames are
+ * the same as resolving it again would give.
  */
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample);

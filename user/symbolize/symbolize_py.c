@@ -66,6 +66,7 @@ struct symbolize_py_cache {
 	size_t pid_count;
 	size_t pid_capacity;
 	uint64_t clock;              /* counts uses, for least-recently-used eviction */
+	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
 	struct symbolize_py_stats stats;
 };
@@ -231,6 +232,7 @@ static void drop_codes_of(struct symbolize_py_cache *cache, pid_t pid)
 {
 	size_t kept = 0;
 
+	cache->generation++;
 	hash_index_clear(&cache->code_index);
 	for (size_t i = 0; i < cache->code_count; i++) {
 		struct code_entry *entry = cache->codes[i];
@@ -327,6 +329,11 @@ void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid)
 		cache->frames_count = 0;
 	}
 	drop_codes_of(cache, pid);
+}
+
+uint64_t symbolize_py_generation(const struct symbolize_py_cache *cache)
+{
+	return cache->generation;
 }
 
 /* --- the budget of each target --- */

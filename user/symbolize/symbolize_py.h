@@ -55,6 +55,12 @@ int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const stru
 
 /* The process is gone or was replaced (exec): drop its entries. Frames filled before stay valid. */
 void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid);
+/*
+ * Changes whenever code objects are dropped (symbolize_py_forget_pid, a target over its
+ * budget): while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
+ * resolves again to the same frame, which is what lets a caller keep whole resolved stacks.
+ */
+uint64_t symbolize_py_generation(const struct symbolize_py_cache *cache);
 
 struct symbolize_py_stats {
 	uint64_t hits;        /* frames answered by one lookup */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "formats/known_stacks.h"
 #include "formats/mojo/mojo.h"
 #include "formats/varint.h"
 #include "profile/profile.h"
@@ -23,12 +24,15 @@
 
 #define WRITE_BUFFER_SIZE (64u * 1024u)
 #define DEFAULT_FLUSH_INTERVAL_MS 1000u
+/* Encoded references of stacks written before, at most. */
+#define KNOWN_STACKS_MAX_BYTES ((size_t)8 << 20)
 
 enum writer_mode { MODE_CPU, MODE_WALL, MODE_MEMORY, MODE_FULL };
 
 /* Definitions are scoped to a pid, so each pid has its own key space. */
 struct pid_tables {
 	uint32_t pid;
+	uint64_t epoch; /* new whenever the tables start (over): what was defined before is not */
 	struct intern_table strings;
 	struct intern_table frames;
 };
@@ -66,6 +70,10 @@ struct mojo_writer {
 	struct hash_index pid_index; /* pid -> position in pids */
 	struct frame_ids *scratch;
 	size_t scratch_capacity;
+	uint8_t *refs;                /* one sample's references, encoded */
+	size_t refs_capacity;
+	struct known_stacks known_stacks; /* a stack's encoded references, in an epoch of its pid's tables */
+	uint64_t last_epoch;
 
 	struct metadata_pair *pending; /* metadata set before the first sample */
 	size_t pending_count, pending_capacity;
@@ -146,15 +154,18 @@ static int put_uvarint(struct mojo_writer *writer, uint64_t value)
 	return 0;
 }
 
-static int put_string(struct mojo_writer *writer, const char *text)
+static int put_bytes(struct mojo_writer *writer, const void *bytes, size_t size)
 {
-	size_t size = strlen(text) + 1;
-
 	if (reserve(writer, size))
 		return writer->failure;
-	memcpy(writer->buf + writer->len, text, size);
+	memcpy(writer->buf + writer->len, bytes, size);
 	writer->len += size;
 	return 0;
+}
+
+static int put_string(struct mojo_writer *writer, const char *text)
+{
+	return put_bytes(writer, text, strlen(text) + 1);
 }
 
 static int put_metadata(struct mojo_writer *writer, const char *key, const char *value)
@@ -322,6 +333,7 @@ static struct pid_tables *tables_for_pid(struct mojo_writer *writer, uint32_t pi
 		return NULL;
 	}
 	tables->pid = pid;
+	tables->epoch = ++writer->last_epoch;
 	intern_init(&tables->strings);
 	intern_init(&tables->frames);
 	writer->pids[writer->pid_count++] = tables;
@@ -391,7 +403,7 @@ static int define_frame(struct mojo_writer *writer, struct pid_tables *tables,
 }
 
 /* Keys must stay below 2^27; a pid that would pass it starts a fresh key space. */
-static void keep_keys_in_range(struct pid_tables *tables, size_t frame_count)
+static void keep_keys_in_range(struct mojo_writer *writer, struct pid_tables *tables, size_t frame_count)
 {
 	uint64_t strings_after = intern_count(&tables->strings) + 2 * (uint64_t)frame_count;
 	uint64_t frames_after = intern_count(&tables->frames) + (uint64_t)frame_count;
@@ -400,6 +412,7 @@ static void keep_keys_in_range(struct pid_tables *tables, size_t frame_count)
 	    frames_after + MOJO_FIRST_FRAME_KEY >= MOJO_KEY_LIMIT) {
 		intern_clear(&tables->strings);
 		intern_clear(&tables->frames);
+		tables->epoch = ++writer->last_epoch;
 	}
 }
 
@@ -436,33 +449,76 @@ static int write_definitions(struct mojo_writer *writer, struct pid_tables *tabl
 	return 0;
 }
 
-static int write_invalid(struct mojo_writer *writer, const struct pf_sample *sample)
+static size_t refs_bound(const struct pf_sample *sample)
 {
+	size_t bound = 1;
+
+	for (size_t i = 0; i < sample->frame_count; i++)
+		bound += sample->frames[i].kind == PF_FRAME_KERNEL
+				 ? 1 + strlen(sample->frames[i].name ? sample->frames[i].name : "") + 1
+				 : 1 + VARINT_MAX_BYTES;
+	return bound;
+}
+
+/* The sample's references into writer->refs: the invalid marker, its frames, its kernel frames. */
+static int encode_refs(struct mojo_writer *writer, const struct pf_sample *sample, size_t *len)
+{
+	size_t used = 0;
 	size_t i;
 
+	if (ARRAY_RESERVE(writer->refs, writer->refs_capacity, refs_bound(sample)))
+		return writer_fail(writer, -ENOMEM, "out of memory");
 	for (i = 0; i < sample->frame_count; i++)
-		if (sample->frames[i].kind == PF_FRAME_INVALID)
-			return put_event(writer, MOJO_FRAME_INVALID);
+		if (sample->frames[i].kind == PF_FRAME_INVALID) {
+			writer->refs[used++] = MOJO_FRAME_INVALID;
+			break;
+		}
+	for (i = 0; i < sample->frame_count; i++)
+		if (is_located(&sample->frames[i])) {
+			writer->refs[used++] = MOJO_FRAME_REF;
+			used += varint_mojo_encode((int64_t)writer->scratch[i].frame_id + MOJO_FIRST_FRAME_KEY,
+						   writer->refs + used);
+		}
+	for (i = 0; i < sample->frame_count; i++) {
+		const char *symbol = sample->frames[i].name ? sample->frames[i].name : "";
+		size_t size = strlen(symbol) + 1;
+
+		if (sample->frames[i].kind != PF_FRAME_KERNEL)
+			continue;
+		writer->refs[used++] = MOJO_FRAME_KERNEL;
+		memcpy(writer->refs + used, symbol, size);
+		used += size;
+	}
+	*len = used;
 	return 0;
 }
 
-static int write_refs(struct mojo_writer *writer, const struct pf_sample *sample)
+/* Keeps a stack's references for its next samples (nothing is kept when memory is short). */
+static void remember_refs(struct mojo_writer *writer, const struct pid_tables *tables,
+			  const struct pf_sample *sample, size_t len)
 {
-	size_t i;
+	uint8_t *kept = known_stacks_put(&writer->known_stacks, sample->stack_id, tables->epoch, len);
 
-	for (i = 0; i < sample->frame_count; i++)
-		if (is_located(&sample->frames[i]) &&
-		    (put_event(writer, MOJO_FRAME_REF) ||
-		     put_varint(writer, (int64_t)writer->scratch[i].frame_id + MOJO_FIRST_FRAME_KEY)))
-			return writer->failure;
-	for (i = 0; i < sample->frame_count; i++) {
-		const char *symbol = sample->frames[i].name ? sample->frames[i].name : "";
+	if (kept)
+		memcpy(kept, writer->refs, len);
+}
 
-		if (sample->frames[i].kind == PF_FRAME_KERNEL &&
-		    (put_event(writer, MOJO_FRAME_KERNEL) || put_string(writer, symbol)))
+/*
+ * The sample's definitions (new strings and frames) and references. A stack written before
+ * in the same tables has nothing new to define and the same references: they are copied.
+ */
+static int write_frames(struct mojo_writer *writer, struct pid_tables *tables, const struct pf_sample *sample)
+{
+	size_t len;
+	const uint8_t *refs = known_stacks_find(&writer->known_stacks, sample->stack_id, tables->epoch, &len);
+
+	if (!refs) {
+		if (write_definitions(writer, tables, sample) || encode_refs(writer, sample, &len))
 			return writer->failure;
+		remember_refs(writer, tables, sample, len);
+		refs = writer->refs;
 	}
-	return 0;
+	return put_bytes(writer, refs, len);
 }
 
 static int write_metrics(struct mojo_writer *writer, const struct pf_sample *sample)
@@ -482,11 +538,27 @@ static int write_metrics(struct mojo_writer *writer, const struct pf_sample *sam
 	return 0;
 }
 
+/* value in lowercase hex without leading zeros (printf's PRIx64), NUL-terminated: every sample has one. */
+static void format_hex(uint64_t value, char out[17])
+{
+	static const char digits[] = "0123456789abcdef";
+	char reversed[16];
+	size_t count = 0;
+
+	do {
+		reversed[count++] = digits[value & 0xf];
+		value >>= 4;
+	} while (value);
+	for (size_t i = 0; i < count; i++)
+		out[i] = reversed[count - 1 - i];
+	out[count] = 0;
+}
+
 static int write_stack(struct mojo_writer *writer, const struct pf_sample *sample)
 {
-	char tid[24];
+	char tid[17];
 
-	snprintf(tid, sizeof(tid), "%" PRIx64, sample->tid);
+	format_hex(sample->tid, tid);
 	if (put_event(writer, MOJO_STACK) || put_varint(writer, sample->pid) ||
 	    put_varint(writer, sample->iid) || put_string(writer, tid))
 		return writer->failure;
@@ -505,10 +577,8 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	tables = tables_for_pid(writer, sample->pid);
 	if (!tables)
 		return writer_fail(writer, -ENOMEM, "out of memory");
-	keep_keys_in_range(tables, sample->frame_count);
-	if (write_stack(writer, sample) || write_definitions(writer, tables, sample) ||
-	    write_invalid(writer, sample) || write_refs(writer, sample) ||
-	    write_metrics(writer, sample))
+	keep_keys_in_range(writer, tables, sample->frame_count);
+	if (write_stack(writer, sample) || write_frames(writer, tables, sample) || write_metrics(writer, sample))
 		return writer->failure;
 	mark_complete(writer);
 	if (clock_monotonic_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
@@ -551,6 +621,8 @@ static void writer_destroy(void *state)
 	free(writer->pids);
 	hash_index_free(&writer->pid_index);
 	free(writer->scratch);
+	free(writer->refs);
+	known_stacks_free(&writer->known_stacks);
 	free_pending(writer);
 	free(writer->buf);
 	free(writer);
@@ -581,6 +653,7 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 		return -ENOMEM;
 	writer->fd = fd;
 	hash_index_init(&writer->pid_index);
+	known_stacks_init(&writer->known_stacks, KNOWN_STACKS_MAX_BYTES);
 	writer->capacity = WRITE_BUFFER_SIZE;
 	writer->buf = malloc(writer->capacity);
 	if (!writer->buf) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "formats/known_stacks.h"
 #include "formats/varint.h"
 #include "profile/profile.h"
 #include "util/array.h"
@@ -28,6 +29,8 @@
 #define HELD_LIMIT     (32u * 1024u * 1024u) /* held compressed bytes before a self checkpoint */
 #define RECORD_BYTES   (13u + 3u * VARINT_MAX_BYTES + 1u + TACHYON_MAX_DEPTH * VARINT_MAX_BYTES)
 #define FRAME_KEY_MAX  (2u * VARINT_MAX_BYTES + 4u * VARINT_MAX_BYTES + 1u)
+/* Frame ids of stacks written before, at most. */
+#define KNOWN_STACKS_MAX_BYTES ((size_t)4 << 20)
 
 struct writer_thread {
 	uint64_t tid;
@@ -79,6 +82,7 @@ struct tachyon_writer {
 
 	uint64_t sample_count;
 	uint32_t stack[TACHYON_MAX_DEPTH];
+	struct known_stacks known_stacks; /* a stack's frame ids, innermost first (the tables only grow) */
 	char error[256];
 };
 
@@ -431,6 +435,45 @@ static bool needs_gc_frame(const struct pf_sample *sample)
 	return !leaf || strcmp(leaf->file, TACHYON_MARKER_FILE) || strcmp(leaf->name, TACHYON_GC_NAME);
 }
 
+/* The frame ids of a stack written before, or NULL. */
+static const uint32_t *known_ids(struct tachyon_writer *w, uint64_t stack_id, uint32_t count)
+{
+	size_t len = 0;
+	const uint32_t *ids = known_stacks_find(&w->known_stacks, stack_id, 0, &len);
+
+	return ids && len == count * sizeof(*ids) ? ids : NULL;
+}
+
+/* Keeps a stack's frame ids for its next samples (nothing is kept when memory is short). */
+static void remember_ids(struct tachyon_writer *w, uint64_t stack_id, const uint32_t *ids, uint32_t count)
+{
+	uint32_t *kept = known_stacks_put(&w->known_stacks, stack_id, 0, count * sizeof(*ids));
+
+	if (kept)
+		memcpy(kept, ids, count * sizeof(*ids));
+}
+
+/* ids[count]: the frame ids of the sample's innermost count frames, innermost first, interned
+ * (CPython keeps the innermost 256). A stack written before has them already. */
+static int intern_stack(struct tachyon_writer *w, const struct pf_sample *sample, uint32_t *ids, uint32_t count)
+{
+	const uint32_t *known = known_ids(w, sample->stack_id, count);
+
+	if (known) {
+		memcpy(ids, known, count * sizeof(*ids));
+		return 0;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		int64_t id = intern_frame(w, &sample->frames[sample->frame_count - 1 - i]);
+
+		if (id < 0)
+			return (int)id;
+		ids[i] = (uint32_t)id;
+	}
+	remember_ids(w, sample->stack_id, ids, count);
+	return 0;
+}
+
 static int writer_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct tachyon_writer *w = state;
@@ -455,14 +498,9 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 			return (int)id;
 		w->stack[0] = (uint32_t)id;
 	}
-	/* Innermost first, keeping the innermost 256 frames as CPython does. */
-	for (uint32_t i = extra; i < depth; i++) {
-		int64_t id = intern_frame(w, &sample->frames[sample->frame_count - 1 - (i - extra)]);
-
-		if (id < 0)
-			return (int)id;
-		w->stack[i] = (uint32_t)id;
-	}
+	err = intern_stack(w, sample, w->stack + extra, depth - extra);
+	if (err)
+		return err;
 	err = find_thread(w, sample->tid, sample->iid, &t, &first);
 	if (err)
 		return err;
@@ -876,6 +914,7 @@ static void writer_destroy(void *state)
 	intern_free(&w->thread_ids);
 	intern_free(&w->strings);
 	intern_free(&w->frames);
+	known_stacks_free(&w->known_stacks);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->stage);
 	free(w->zout);
@@ -925,6 +964,7 @@ int tachyon_writer_create(int fd, const struct pf_writer_options *options, void 
 	intern_init(&w->strings);
 	intern_init(&w->frames);
 	intern_init(&w->thread_ids);
+	known_stacks_init(&w->known_stacks, KNOWN_STACKS_MAX_BYTES);
 	w->fd = fd;
 	w->level = options ? options->compression_level : PF_COMPRESSION_LEVEL_DEFAULT;
 	if (w->level < 0 || w->level > ZSTD_maxCLevel()) {

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stacks kept for the records that repeat them (symbolize/sample_resolve.c) and what the
+ * writers keep of stacks written before (formats/known_stacks.h): the same records through
+ * a resolver that keeps stacks and one that keeps none give byte-identical files, with
+ * repeats, a code object renamed and forgotten in the middle, truncated stacks, kernel
+ * frames, several threads and mixed native stacks. The bounded cache under them
+ * (util/memo_cache.h): its clock, its budgets, and that a hash alone never matches.
+ * The Python frames are fake 3.11 code objects in this process (tests/fake_python.h).
+ */
+#include "testlib.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include "fake_python.h"
+#include "formats/format_registry.h"
+#include "symbolize/sample_resolve.h"
+#include "symbolize/symbolize_native.h"
+#include "symbolize/symbolize_py.h"
+#include "util/memo_cache.h"
+
+/* Interpreter functions, as the test executable's symbols (the main executable is the interpreter's). */
+INTERPRETER_FUNCTION(Py_BytesMain)
+INTERPRETER_FUNCTION(_PyEval_EvalFrameDefault)
+
+#define FAKE_CODES 900
+
+/* A resolver and the writers it feeds; keeping: whether it keeps stacks (else every record resolves anew). */
+static const char *const formats[] = { "mojo", "tachyon", "collapsed", "svg", "pprof", "speedscope" };
+#define FORMAT_COUNT (sizeof(formats) / sizeof(formats[0]))
+
+struct pipeline {
+	struct sample_resolver resolver;
+	struct pf_writer *writers[FORMAT_COUNT];
+	char paths[FORMAT_COUNT][256];
+};
+
+static struct pf_writer *open_writer(const char *path, const char *format_name)
+{
+	const struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+	struct pf_writer *writer = NULL;
+
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name(format_name), &options), 0);
+	return writer;
+}
+
+static void pipeline_open(struct pipeline *pipeline, const char *name, bool keeping, bool native)
+{
+	memset(pipeline, 0, sizeof(*pipeline));
+	assert_int_equal(sample_resolve_init(&pipeline->resolver, NULL, 1000), 0);
+	if (!keeping) {
+		/* A cache with no room keeps nothing: every record is resolved and written from scratch. */
+		memo_cache_free(&pipeline->resolver.stacks);
+		memo_cache_init(&pipeline->resolver.stacks, 0, 0);
+		memo_cache_free(&pipeline->resolver.python_stacks);
+		memo_cache_init(&pipeline->resolver.python_stacks, 0, 0);
+	}
+	if (native) {
+		pipeline->resolver.native = symbolize_native_new();
+		assert_non_null(pipeline->resolver.native);
+		pipeline->resolver.native_stacks = true;
+	}
+	for (size_t i = 0; i < FORMAT_COUNT; i++) {
+		snprintf(pipeline->paths[i], sizeof(pipeline->paths[i]), "%s/%s.%s", test_tmpdir(), name, formats[i]);
+		pipeline->writers[i] = open_writer(pipeline->paths[i], formats[i]);
+	}
+}
+
+static void pipeline_close(struct pipeline *pipeline)
+{
+	for (size_t i = 0; i < FORMAT_COUNT; i++)
+		assert_int_equal(pf_writer_close(pipeline->writers[i]), 0);
+	if (pipeline->resolver.native)
+		symbolize_native_free(pipeline->resolver.native);
+	sample_resolve_free(&pipeline->resolver);
+}
+
+/* One record as the session takes it: prefetch, resolve, every writer. */
+static void pipeline_feed(struct pipeline *pipeline, const struct fake_python *fake, const struct fake_record *buffer,
+			  struct pf_sample *sample)
+{
+	sample_resolve_prefetch(&pipeline->resolver, &buffer->record, buffer->size, &fake->python);
+	assert_int_equal(sample_resolve_record(&pipeline->resolver, &buffer->record, buffer->size, &fake->python,
+					       sample), 0);
+	for (size_t i = 0; i < FORMAT_COUNT; i++)
+		assert_int_equal(pf_writer_add_sample(pipeline->writers[i], sample), 0);
+}
+
+static void assert_same_file(const char *left_path, const char *right_path)
+{
+	print_message("%s and %s\n", left_path, right_path);
+	size_t left_len = 0, right_len = 0;
+	uint8_t *left = read_whole_file(left_path, &left_len), *right = read_whole_file(right_path, &right_len);
+
+	assert_non_null(left);
+	assert_non_null(right);
+	assert_true(left_len > 64);
+	assert_int_equal(left_len, right_len);
+	assert_memory_equal(left, right, left_len);
+	free(left);
+	free(right);
+}
+
+static void assert_same_files(const struct pipeline *left, const struct pipeline *right)
+{
+	for (size_t i = 0; i < FORMAT_COUNT; i++)
+		assert_same_file(left->paths[i], right->paths[i]);
+}
+
+static void assert_same_frames(const struct pf_sample *left, const struct pf_sample *right)
+{
+	assert_int_equal(left->frame_count, right->frame_count);
+	for (size_t i = 0; i < left->frame_count; i++) {
+		const struct pf_frame *a = &left->frames[i], *b = &right->frames[i];
+
+		assert_int_equal(a->kind, b->kind);
+		assert_string_equal(a->file, b->file);
+		assert_string_equal(a->name, b->name);
+		assert_int_equal(a->line, b->line);
+		assert_int_equal(a->end_line, b->end_line);
+		assert_int_equal(a->column, b->column);
+		assert_int_equal(a->end_column, b->end_column);
+		assert_int_equal(a->opcode, b->opcode);
+		assert_int_equal(a->function_line, b->function_line);
+	}
+}
+
+/* Whether a sample has a frame of this name. */
+static bool has_frame_named(const struct pf_sample *sample, const char *name)
+{
+	for (size_t i = 0; i < sample->frame_count; i++)
+		if (!strcmp(sample->frames[i].name, name))
+			return true;
+	return false;
+}
+
+/* The n-th record of a scripted run: stacks of depth 30 and 900 (and one sharing their root),
+ * kernel frames, truncated stacks, three threads, the garbage collector, sleeping. */
+static void scripted_record(const struct fake_python *fake, struct fake_record *buffer, size_t n)
+{
+	static size_t codes[FAKE_CODES], shifted[40];
+	static const uint64_t kernel_ips[] = { 0xffffffff81000100ull, 0xffffffff81000200ull };
+	size_t variant = n % 7;
+
+	for (size_t i = 0; i < FAKE_CODES; i++)
+		codes[i] = i;
+	for (size_t i = 0; i < 40; i++)
+		shifted[i] = 100 + i;
+	switch (variant) {
+	case 0: case 3:
+		fake_python_record(fake, buffer, codes, 30, (uint32_t)(n % 3) * 2, NULL, 0);
+		break;
+	case 1:
+		fake_python_record(fake, buffer, codes, 900, (uint32_t)(n % 2) * 2, NULL, 0);
+		break;
+	case 2:
+		fake_python_record(fake, buffer, shifted, 40, 0, kernel_ips, 2);
+		break;
+	case 4:
+		fake_python_record(fake, buffer, codes, 30, 0, NULL, 0);
+		buffer->record.flags |= PBP_REC_PY_TRUNCATED;
+		break;
+	case 5:
+		fake_python_record(fake, buffer, codes + 2, 12, 0, kernel_ips + 1, 1);
+		buffer->record.flags |= PBP_REC_GC;
+		break;
+	default:
+		fake_python_record(fake, buffer, codes, 900, 0, kernel_ips, 2);
+		buffer->record.flags |= PBP_REC_OFF_CPU;
+		break;
+	}
+	buffer->record.tid = buffer->record.pid + (uint32_t)(n % 3);
+	buffer->record.time_ns = 1000000000ull + n * 1000000ull;
+}
+
+/* Renames a fake code object's function in place: the same str object (so the same checksum) with new text. */
+static void rename_function(struct fake_python *fake, size_t index, const char *text)
+{
+	const struct py_offsets *off = &fake->python.config.off;
+	int64_t length;
+
+	memcpy(&length, fake->names[index] + off->unicode_length, sizeof(length));
+	assert_int_equal((size_t)length, strlen(text));
+	memcpy(fake->names[index] + off->unicode_ascii_data, text, strlen(text));
+}
+
+/*
+ * The scripted run through both pipelines: each sample the same, the files the same. A renamed
+ * function shows only once its process is forgotten (then read again), kept stacks or not.
+ */
+static void test_kept_stacks_write_the_same_files(void **state)
+{
+	static struct pipeline keeping, fresh;
+	static struct fake_record buffer;
+	struct fake_python fake;
+	struct pf_sample kept_sample, fresh_sample;
+
+	(void)state;
+	fake_python_init(&fake, FAKE_CODES);
+	pipeline_open(&keeping, "keeping", true, false);
+	pipeline_open(&fresh, "fresh", false, false);
+	for (size_t n = 0; n < 300; n++) {
+		if (n == 100)
+			rename_function(&fake, 3, "renamed_3!");
+		if (n == 200) {
+			symbolize_py_forget_pid(keeping.resolver.python, fake.python.pid);
+			symbolize_py_forget_pid(fresh.resolver.python, fake.python.pid);
+		}
+		scripted_record(&fake, &buffer, n);
+		pipeline_feed(&keeping, &fake, &buffer, &kept_sample);
+		pipeline_feed(&fresh, &fake, &buffer, &fresh_sample);
+		assert_same_frames(&kept_sample, &fresh_sample);
+		assert_int_equal(fresh_sample.stack_id, 0);
+		/* Every frame was named: every stack is kept. */
+		assert_true(kept_sample.stack_id != 0);
+		if (n % 7 == 0) {
+			assert_int_equal(has_frame_named(&kept_sample, "renamed_3!"), n >= 200);
+			assert_int_equal(has_frame_named(&kept_sample, "function_3"), n < 200);
+		}
+	}
+	/* 9 distinct records (depth 30 at 3 leaf offsets, truncated, with kernel frames; depth 900 at
+	 * 2, with kernel frames; depth 40 and 12), each resolved again after the forget. */
+	assert_int_equal(keeping.resolver.stack_misses, 18);
+	assert_int_equal(keeping.resolver.stack_hits, 300 - 18);
+	assert_int_equal(fresh.resolver.stack_hits, 0);
+	assert_int_equal(keeping.resolver.unresolved_frames, 0);
+	pipeline_close(&keeping);
+	pipeline_close(&fresh);
+	assert_same_files(&keeping, &fresh);
+	fake_python_free(&fake);
+}
+
+/* The same record twice: the same frames and stack id; after the process is forgotten, a new id. */
+static void test_stack_id_follows_the_stack(void **state)
+{
+	static struct sample_resolver resolver;
+	static struct fake_record buffer;
+	const size_t codes[] = { 4, 3, 2, 1 };
+	struct fake_python fake;
+	struct pf_sample first, second, third;
+
+	(void)state;
+	fake_python_init(&fake, 8);
+	assert_int_equal(sample_resolve_init(&resolver, NULL, 1000), 0);
+	fake_python_record(&fake, &buffer, codes, 4, 0, NULL, 0);
+	assert_int_equal(sample_resolve_record(&resolver, &buffer.record, buffer.size, &fake.python, &first), 0);
+	assert_true(first.stack_id != 0);
+	assert_int_equal(first.frame_count, 4);
+	assert_string_equal(first.frames[0].name, "function_1");
+	buffer.record.time_ns += 1000000;
+	assert_int_equal(sample_resolve_record(&resolver, &buffer.record, buffer.size, &fake.python, &second), 0);
+	assert_true(second.stack_id == first.stack_id);
+	assert_int_equal(second.timestamp_us, first.timestamp_us + 1000);
+	assert_same_frames(&first, &second);
+	symbolize_py_forget_pid(resolver.python, fake.python.pid);
+	assert_int_equal(sample_resolve_record(&resolver, &buffer.record, buffer.size, &fake.python, &third), 0);
+	assert_true(third.stack_id != 0 && third.stack_id != first.stack_id);
+	assert_int_equal(resolver.stack_hits, 1);
+	sample_resolve_free(&resolver);
+	fake_python_free(&fake);
+}
+
+/* A frame that cannot be named now may be named later: its stack is never kept. */
+static void test_unresolved_stacks_are_not_kept(void **state)
+{
+	static struct sample_resolver resolver;
+	static struct fake_record buffer;
+	const size_t codes[] = { 1, 0 };
+	struct fake_python fake;
+	struct pf_sample sample;
+
+	(void)state;
+	fake_python_init(&fake, 2);
+	assert_int_equal(sample_resolve_init(&resolver, NULL, 1000), 0);
+	fake_python_record(&fake, &buffer, codes, 2, 0, NULL, 0);
+	/* a checksum no live object has: -ESTALE */
+	((struct pbp_py_frame *)(buffer.bytes + sizeof(struct pbp_record)))[0].checksum ^= 1;
+	for (int i = 0; i < 2; i++) {
+		sample_resolve_prefetch(&resolver, &buffer.record, buffer.size, &fake.python);
+		assert_int_equal(sample_resolve_record(&resolver, &buffer.record, buffer.size, &fake.python, &sample), 0);
+		assert_int_equal(sample.stack_id, 0);
+		assert_int_equal(sample.frames[0].kind, PF_FRAME_INVALID);
+		assert_true(has_frame_named(&sample, "<unresolved>"));
+	}
+	assert_int_equal(resolver.unresolved_frames, 2);
+	assert_int_equal(resolver.stack_hits, 0);
+	/* Without a runtime yet every Python frame is unresolved. */
+	assert_int_equal(sample_resolve_record(&resolver, &buffer.record, buffer.size, NULL, &sample), 0);
+	assert_int_equal(sample.stack_id, 0);
+	sample_resolve_free(&resolver);
+	fake_python_free(&fake);
+}
+
+/* Mixed stacks: native pcs that differ but name the same functions share the kept stack, and the
+ * files are the same as resolving each record anew. */
+static void test_mixed_stacks_keyed_by_names(void **state)
+{
+	static struct pipeline keeping, fresh;
+	static struct fake_record buffer;
+	const size_t codes[] = { 7, 6, 5 };
+	struct fake_python fake;
+	struct pf_sample kept_sample, fresh_sample;
+	uint64_t first_id = 0;
+
+	(void)state;
+	fake_python_init(&fake, 8);
+	/* No such file is mapped: only the main executable is the interpreter's. */
+	snprintf(fake.python.runtime_path, sizeof(fake.python.runtime_path), "/nonexistent/libpython3.11.so");
+	pipeline_open(&keeping, "mixed-keeping", true, true);
+	pipeline_open(&fresh, "mixed-fresh", false, true);
+	for (size_t n = 0; n < 12; n++) {
+		/* Leaf first: in deflate (a pc that moves), one activation of the eval function, the bootstrap. */
+		const uint64_t pcs[] = { (uint64_t)(uintptr_t)deflate + 16 + (n % 4) * 4,
+					 (uint64_t)(uintptr_t)_PyEval_EvalFrameDefault + 4,
+					 (uint64_t)(uintptr_t)Py_BytesMain + 4 };
+
+		fake_python_record(&fake, &buffer, codes, 3, (uint32_t)(n % 2) * 2, NULL, 0);
+		/* one activation ran all three frames: the outermost is its entry */
+		((struct pbp_py_frame *)(buffer.bytes + sizeof(struct pbp_record)))[2].instr_offset |= PBP_PY_FRAME_ENTRY;
+		fake_python_add_native(&buffer, pcs, 3, UNWIND_STOP_ROOT);
+		buffer.record.time_ns = 1000000000ull + n * 1000000ull;
+		pipeline_feed(&keeping, &fake, &buffer, &kept_sample);
+		pipeline_feed(&fresh, &fake, &buffer, &fresh_sample);
+		assert_same_frames(&kept_sample, &fresh_sample);
+		assert_true(has_frame_named(&kept_sample, "deflate"));
+		assert_true(has_frame_named(&kept_sample, "function_5"));
+		if (n % 2 == 0) {
+			if (!first_id)
+				first_id = kept_sample.stack_id;
+			assert_true(kept_sample.stack_id == first_id);
+		}
+	}
+	/* Two leaf offsets: two stacks, whatever the pcs in deflate. */
+	assert_int_equal(keeping.resolver.stack_misses, 2);
+	pipeline_close(&keeping);
+	pipeline_close(&fresh);
+	assert_same_files(&keeping, &fresh);
+	fake_python_free(&fake);
+}
+
+static void *put_word(struct memo_cache *cache, uint64_t key, uint64_t value)
+{
+	uint64_t *kept = memo_cache_put(cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), sizeof(value));
+
+	if (kept)
+		*kept = value;
+	return kept;
+}
+
+static uint64_t find_word(struct memo_cache *cache, uint64_t key)
+{
+	size_t len = 0;
+	const uint64_t *value = memo_cache_find(cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), &len);
+
+	if (!value)
+		return 0;
+	assert_int_equal(len, sizeof(*value));
+	return *value;
+}
+
+/* The clock gives a found entry a second chance; the budgets hold; a hash alone never matches. */
+static void test_memo_cache(void **state)
+{
+	struct memo_cache cache;
+	uint64_t key = 1, other = 2, value_of_key = 11;
+
+	(void)state;
+	memo_cache_init(&cache, 3, 1 << 20);
+	for (uint64_t i = 1; i <= 3; i++)
+		assert_non_null(put_word(&cache, i, i * 11));
+	assert_int_equal(find_word(&cache, 1), 11);
+	assert_non_null(put_word(&cache, 4, 44));
+	/* 1 was found since the hand passed: 2 goes instead. */
+	assert_int_equal(find_word(&cache, 1), 11);
+	assert_int_equal(find_word(&cache, 2), 0);
+	assert_int_equal(find_word(&cache, 3), 33);
+	assert_int_equal(find_word(&cache, 4), 44);
+	assert_int_equal(cache.count, 3);
+	assert_int_equal(cache.evictions, 1);
+	memo_cache_clear(&cache);
+	assert_int_equal(find_word(&cache, 1), 0);
+	assert_int_equal(cache.bytes, 0);
+	memo_cache_free(&cache);
+
+	/* Bytes: entries of 120 bytes (a 100-byte value aligned, an 8-byte key) in 256. */
+	memo_cache_init(&cache, 100, 256);
+	for (uint64_t i = 1; i <= 5; i++)
+		assert_non_null(memo_cache_put(&cache, memo_cache_hash(&i, sizeof(i)), &i, sizeof(i), 100));
+	assert_int_equal(cache.count, 2);
+	assert_true(cache.bytes <= 256);
+	assert_null(memo_cache_put(&cache, 9, &key, sizeof(key), 300));
+	memo_cache_free(&cache);
+
+	/* Two keys under one hash: each finds its own, never the other's. */
+	memo_cache_init(&cache, 8, 1 << 20);
+	*(uint64_t *)memo_cache_put(&cache, 42, &key, sizeof(key), sizeof(uint64_t)) = value_of_key;
+	{
+		size_t len;
+
+		assert_null(memo_cache_find(&cache, 42, &other, sizeof(other), &len));
+		assert_non_null(memo_cache_find(&cache, 42, &key, sizeof(key), &len));
+		assert_null(memo_cache_find(&cache, 42, &key, sizeof(key) - 1, &len));
+	}
+	memo_cache_free(&cache);
+	/* A cache with no room keeps nothing. */
+	memo_cache_init(&cache, 0, 0);
+	assert_null(put_word(&cache, 1, 1));
+	memo_cache_free(&cache);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kept_stacks_write_the_same_files),
+		cmocka_unit_test(test_stack_id_follows_the_stack),
+		cmocka_unit_test(test_unresolved_stacks_are_not_kept),
+		cmocka_unit_test(test_mixed_stacks_keyed_by_names),
+		cmocka_unit_test(test_memo_cache),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
