@@ -119,15 +119,27 @@ static __always_inline __u32 pbp_max_u32(__u32 a, __u32 b)
 	return a < b ? b : a;
 }
 
-/* A str's cached hash (its content's, unlike its address, not reused by another string). */
-static __always_inline int pbp_string_hash(const struct py_offsets *off, __u64 string_addr, __u64 *hash,
-					   struct task_struct *task)
+/* A str's identity (py_string_identity: its length, hash and first bytes, which unlike its
+ * address are not reused by another string), copied into buf. */
+static __always_inline int pbp_string_identity(const struct py_offsets *off, __u64 string_addr, __u8 *buf,
+					       __u64 *identity, struct task_struct *task)
 {
-	return pbp_read_target(hash, sizeof(*hash), string_addr + off->string_hash, task) != 0 ? -1 : 0;
+	__u32 span = py_string_span(off);
+
+	if (span == 0 || span > PY_STRING_SPAN_MAX)
+		return -1;
+	/* The bound the verifier sees (clang tests a copy of span): the buffer has this room. */
+	_Static_assert(2 * PY_STRING_SPAN_MAX <= PBP_CODE_SPAN_MAX + 8, "code_buf holds a string's span");
+	barrier_var(span);
+	span &= 2 * PY_STRING_SPAN_MAX - 1;
+	if (pbp_read_target(buf, span, string_addr + py_string_span_low(off), task) != 0)
+		return -1;
+	*identity = py_string_identity(off, buf);
+	return 0;
 }
 
 /* py_code_checksum() of the code object at code_addr (one read of its identity fields, one of
- * each of its strings' hashes), or -(enum pbp_error) if it cannot be read. */
+ * each of its strings), or -(enum pbp_error) if it cannot be read. */
 static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 					      const struct py_offsets *off, __u64 code_addr,
 					      struct task_struct *task)
@@ -141,7 +153,7 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	__u64 span = (__u64)high - low + sizeof(__u64);
 	const __u8 *fields = scratch->code_buf;
 	__s32 argcount, firstlineno;
-	__u64 filename_addr, name_addr, filename_hash, name_hash;
+	__u64 filename_addr, name_addr, filename_identity, name_identity;
 
 	/* Userspace refuses layouts where this does not hold (frame_layout_fits). */
 	if (span > PBP_CODE_SPAN_MAX)
@@ -154,16 +166,16 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	name_addr = *(const __u64 *)(fields + ((name_off - low) & (PBP_CODE_SPAN_MAX - 1)));
 	/* The frames of one module share its file name: one read for a run of them. */
 	if (filename_addr == walk->last_filename_addr) {
-		filename_hash = walk->last_filename_hash;
+		filename_identity = walk->last_filename_identity;
 	} else {
-		if (pbp_string_hash(off, filename_addr, &filename_hash, task) != 0)
+		if (pbp_string_identity(off, filename_addr, scratch->code_buf, &filename_identity, task) != 0)
 			return -PBP_ERR_CODE_OBJECT;
 		walk->last_filename_addr = filename_addr;
-		walk->last_filename_hash = filename_hash;
+		walk->last_filename_identity = filename_identity;
 	}
-	if (pbp_string_hash(off, name_addr, &name_hash, task) != 0)
+	if (pbp_string_identity(off, name_addr, scratch->code_buf, &name_identity, task) != 0)
 		return -PBP_ERR_CODE_OBJECT;
-	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_hash, name_hash);
+	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_identity, name_identity);
 }
 
 static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 code_addr, __u32 checksum)
@@ -326,7 +338,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->last_code_addr = 0;
 	walk->last_checksum = 0;
 	walk->last_filename_addr = 0;
-	walk->last_filename_hash = 0;
+	walk->last_filename_identity = 0;
 	walk->frame_count = 0;
 	walk->flags = 0;
 	walk->new_code = 0;

@@ -41,10 +41,10 @@ struct pbp_frame_walk {
 	__u64 window_start;    /* target address of window[0] */
 	__u64 window_len;      /* valid bytes in window */
 	__u64 last_code_addr;  /* the previous frame's code object, to reuse its checksum */
-	/* The last file name string whose hash was read in this sample, and its hash: a string
-	 * that a code object of the stack being walked holds cannot change during the walk. */
+	/* The last file name string whose identity was read in this sample, and that identity: a
+	 * string that a code object of the stack being walked holds cannot change during the walk. */
 	__u64 last_filename_addr;
-	__u64 last_filename_hash;
+	__u64 last_filename_identity;
 	__u32 last_checksum;
 	__u32 frame_count;     /* frames written to the record */
 	__u32 flags;           /* PBP_REC_* found while walking */
@@ -107,7 +107,7 @@ struct pbp_cpu_scratch {
 	struct pbp_native_walk native;
 	__u64 shim_addr[PBP_MAX_SHIMS];
 	struct pbp_tstate_walk tswalk;
-	__u8 code_buf[PBP_CODE_SPAN_MAX + 8];
+	__u8 code_buf[PBP_CODE_SPAN_MAX + 8]; /* a code object's identity fields, then its strings' */
 	__u8 gil_buf[PBP_GIL_SPAN_MAX + 8];
 };
 

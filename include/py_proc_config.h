@@ -16,6 +16,7 @@
 /* vmlinux.h provides __u8 .. __u64 */
 #else
 #include <linux/types.h>
+#include <stdbool.h>
 #endif
 
 /* An offset that does not exist in this version. */
@@ -90,7 +91,7 @@ struct py_offsets {
 	__u32 unicode_compact_data;      /* sizeof(PyCompactUnicodeObject) */
 	__u32 bytes_size;                /* ob_size of bytes (2.7 str) */
 	__u32 bytes_data;                /* ob_sval */
-	__u32 string_hash;               /* a str's cached hash: PyASCIIObject.hash (2.7: ob_shash) */
+	__u32 string_hash;               /* a str's cached hash: PyASCIIObject.hash (2.7: ob_shash), -1 until computed */
 
 	/* The thread's data stack (3.11+, NONE before): its newest chunk and the top of the used
 	 * part, in which the thread's innermost frames lie side by side (bpf/frame_walk.h). */
@@ -146,6 +147,77 @@ _Static_assert(__builtin_offsetof(struct py_proc_config, off) == 32, PY_PROC_CON
 _Static_assert((PBP_FRAME_MAX_READ & (PBP_FRAME_MAX_READ - 1)) == 0, "PBP_FRAME_MAX_READ is a power of two");
 _Static_assert((PBP_CODE_SPAN_MAX & (PBP_CODE_SPAN_MAX - 1)) == 0, "PBP_CODE_SPAN_MAX is a power of two");
 
+/*
+ * A string's identity, for the code object's: its length, its cached hash and its first
+ * PY_STRING_PREFIX bytes of text (ASCII str, 2.7 str), from one copy of PY_STRING_SPAN_MAX
+ * bytes at most starting at its length field. The hash alone is not enough: 2.7 computes
+ * it lazily (-1 for a name never hashed), and exec'd functions' names then differ only in
+ * their text. Fields that change after creation (interned state, cached UTF-8 or wchar
+ * forms) are left out, so that BPF and userspace, reading at different times, agree.
+ */
+#define PY_STRING_PREFIX 24u
+#define PY_STRING_SPAN_MAX 64u
+#define PY_UNICODE_ASCII_BIT 0x40u /* in PyASCIIObject.state, every 3.x */
+
+static inline __u32 py_string_span_low(const struct py_offsets *off)
+{
+	return off->string_kind == PY_STRING_UNICODE ? off->unicode_length : off->bytes_size;
+}
+
+/* Bytes to copy from py_string_span_low(); 0 if the layout does not fit a span. */
+static inline __u32 py_string_span(const struct py_offsets *off)
+{
+	__u32 low = py_string_span_low(off);
+	__u32 data = off->string_kind == PY_STRING_UNICODE ? off->unicode_ascii_data : off->bytes_data;
+	__u32 end = data + PY_STRING_PREFIX;
+
+	if (data < low || off->string_hash < low || off->string_hash + 8 > end || end - low > PY_STRING_SPAN_MAX ||
+	    (off->string_kind == PY_STRING_UNICODE && (off->unicode_state < low || off->unicode_state + 4 > end)))
+		return 0;
+	return end - low;
+}
+
+static inline __u64 py_span_u64(const __u8 *span, __u32 at)
+{
+	__u64 value;
+
+	__builtin_memcpy(&value, span + (at & (PY_STRING_SPAN_MAX - 1)), sizeof(value));
+	return value;
+}
+
+/* The identity of the string whose span (py_string_span bytes from its length field) is copied
+ * at span, which has PY_STRING_SPAN_MAX + 8 bytes of room. */
+static inline __u64 py_string_identity(const struct py_offsets *off, const __u8 *span)
+{
+	__u32 low = py_string_span_low(off);
+	__u64 length = py_span_u64(span, 0), mixed = length * 0x9e3779b97f4a7c15ull;
+	__u32 data;
+	bool text;
+
+	mixed ^= py_span_u64(span, off->string_hash - low) * 0xc2b2ae3d27d4eb4full;
+	if (off->string_kind == PY_STRING_UNICODE) {
+		text = (py_span_u64(span, off->unicode_state - low) & PY_UNICODE_ASCII_BIT) != 0;
+		data = off->unicode_ascii_data - low;
+	} else {
+		text = true;
+		data = off->bytes_data - low;
+	}
+	if (!text)
+		return mixed;
+	for (__u32 word = 0; word < PY_STRING_PREFIX / 8; word++) {
+		__u64 value = py_span_u64(span, data + 8 * word);
+
+		/* Only the string's own bytes: past its end lies whatever the heap holds. */
+		if (length <= 8 * word)
+			value = 0;
+		else if (length < 8 * (word + 1))
+			value &= (1ull << (8 * (length - 8 * word))) - 1;
+		mixed ^= (value + word) * 0x165667b19e3779f9ull;
+		mixed = (mixed << 27 | mixed >> 37);
+	}
+	return mixed;
+}
+
 /* Where a code object holds the name it is shown by: co_qualname from 3.11, else co_name. */
 static inline __u32 py_code_shown_name(const struct py_offsets *off)
 {
@@ -158,17 +230,17 @@ static inline __u32 py_code_shown_name(const struct py_offsets *off)
  * so that a freed and reused code address is not given a stale name. The
  * file and name pointers tell apart the objects that line and argument
  * counts cannot: every module body starts at line 1 with no arguments. The
- * strings' own hashes tell apart names and files that were freed with their
- * code and reused at the same address (exec'd code in a loop: measured,
- * tests/test_code_identity.c). The name is the one shown: the qualified
- * name from 3.11, else co_name.
+ * strings' identities (py_string_identity) tell apart names and files that
+ * were freed with their code and reused at the same address (exec'd code in a
+ * loop: measured, tests/test_code_identity.c). The name is the one shown: the
+ * qualified name from 3.11, else co_name.
  */
 static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount, __u64 filename_addr, __u64 name_addr,
-				     __u64 filename_hash, __u64 name_hash)
+				     __u64 filename_identity, __u64 name_identity)
 {
 	__u64 mixed = ((__u64)(__u32)firstlineno << 32 | (__u32)argcount) ^
 		      filename_addr * 0x9e3779b97f4a7c15ull ^ name_addr * 0xc2b2ae3d27d4eb4full ^
-		      filename_hash * 0x165667b19e3779f9ull ^ name_hash * 0xd6e8feb86659fd93ull;
+		      filename_identity * 0x165667b19e3779f9ull ^ name_identity * 0xd6e8feb86659fd93ull;
 
 	mixed ^= mixed >> 31;
 	mixed *= 0xbf58476d1ce4e5b9ull;

@@ -29,7 +29,8 @@ struct fake_target {
 
 static uint8_t *fake_str(const struct py_offsets *off, const char *text)
 {
-	uint8_t *object = calloc(1, off->unicode_ascii_data + strlen(text) + 1);
+	/* Room for the prefix a code object's identity copies (py_string_span), as a heap has. */
+	uint8_t *object = calloc(1, off->unicode_ascii_data + strlen(text) + 1 + PY_STRING_PREFIX);
 	uint32_t state = ASCII_STATE;
 	int64_t length = (int64_t)strlen(text);
 
@@ -96,7 +97,10 @@ static int resolve(struct symbolize_py_cache *cache, pid_t pid, const struct fak
 	uint64_t addr = (uint64_t)(uintptr_t)fake->codes[i], name_hash;
 	uint32_t checksum;
 
-	memcpy(&name_hash, fake->name + off->string_hash, sizeof(name_hash));
+	uint8_t span[PY_STRING_SPAN_MAX + 8] = { 0 };
+
+	memcpy(span, fake->name + py_string_span_low(off), py_string_span(off));
+	name_hash = py_string_identity(off, span);
 	checksum = py_code_checksum(i + 1, 0, (uint64_t)(uintptr_t)fake->name, (uint64_t)(uintptr_t)fake->name,
 				    name_hash, name_hash);
 	return symbolize_py_resolve(cache, pid, &fake->config, addr, checksum, 0, frame);

@@ -126,6 +126,16 @@ static void read_checked_u64(pid_t pid, uint64_t addr, uint64_t *value)
 	assert_int_equal(target_mem_read_u64(pid, addr, value), 0);
 }
 
+/* What BPF computes of a string for a code object's identity. */
+static uint64_t live_string_identity(pid_t pid, const struct py_offsets *off, uint64_t string_addr)
+{
+	uint8_t span[PY_STRING_SPAN_MAX + 8] = { 0 };
+
+	assert_true(py_string_span(off) > 0);
+	assert_true(target_mem_read(pid, string_addr + py_string_span_low(off), span, py_string_span(off)) >= 0);
+	return py_string_identity(off, span);
+}
+
 static uint32_t live_checksum(pid_t pid, const struct py_offsets *off, uint64_t code_addr)
 {
 	int32_t firstlineno, argcount;
@@ -135,8 +145,8 @@ static uint32_t live_checksum(pid_t pid, const struct py_offsets *off, uint64_t 
 	assert_int_equal(target_mem_read_s32(pid, code_addr + off->code_argcount, &argcount), 0);
 	read_checked_u64(pid, code_addr + off->code_filename, &filename_addr);
 	read_checked_u64(pid, code_addr + py_code_shown_name(off), &name_addr);
-	read_checked_u64(pid, filename_addr + off->string_hash, &filename_hash);
-	read_checked_u64(pid, name_addr + off->string_hash, &name_hash);
+	filename_hash = live_string_identity(pid, off, filename_addr);
+	name_hash = live_string_identity(pid, off, name_addr);
 	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_hash, name_hash);
 }
 

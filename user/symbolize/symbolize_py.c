@@ -602,12 +602,20 @@ static size_t code_read_span(const struct py_offsets *off)
 	return span;
 }
 
-/* A str's cached hash, as BPF reads it for the code object's identity. */
-static int read_string_hash(pid_t pid, const struct py_offsets *off, uint64_t string_addr, uint64_t *hash)
+/* A str's identity, read as BPF reads it for the code object's (py_string_identity). */
+static int read_string_identity(pid_t pid, const struct py_offsets *off, uint64_t string_addr, uint64_t *identity)
 {
-	int err = read_header_field(pid, string_addr, off->string_hash, hash, sizeof(*hash));
+	uint8_t span[PY_STRING_SPAN_MAX + 8] = { 0 };
+	uint32_t len = py_string_span(off);
+	int err;
 
-	return err < 0 ? err : 0;
+	if (len == 0)
+		return -EINVAL;
+	err = target_mem_read(pid, string_addr + py_string_span_low(off), span, len);
+	if (err < 0)
+		return err;
+	*identity = py_string_identity(off, span);
+	return 0;
 }
 
 /* Fill entry from the code object at entry->code_addr: its identity first, then the strings. */
@@ -617,7 +625,7 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 	const struct py_offsets *off = &config->off;
 	uint8_t object[SYMBOLIZE_PY_MAX_CODE_READ];
 	size_t span = code_read_span(off);
-	uint64_t filename_hash, name_hash;
+	uint64_t filename_identity, name_identity;
 	uint32_t name_offset;
 	int err;
 
@@ -630,14 +638,14 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 		return err;
 	entry->firstlineno = int_at(object, off->code_firstlineno);
 	name_offset = py_code_shown_name(off);
-	err = read_string_hash(entry->pid, off, pointer_at(object, off->code_filename), &filename_hash);
+	err = read_string_identity(entry->pid, off, pointer_at(object, off->code_filename), &filename_identity);
 	if (err == 0)
-		err = read_string_hash(entry->pid, off, pointer_at(object, name_offset), &name_hash);
+		err = read_string_identity(entry->pid, off, pointer_at(object, name_offset), &name_identity);
 	if (err < 0)
 		return err;
 	if (py_code_checksum(entry->firstlineno, int_at(object, off->code_argcount),
-			     pointer_at(object, off->code_filename), pointer_at(object, name_offset), filename_hash,
-			     name_hash) != entry->checksum)
+			     pointer_at(object, off->code_filename), pointer_at(object, name_offset), filename_identity,
+			     name_identity) != entry->checksum)
 		return -ESTALE;
 	err = read_name(cache, entry->pid, off, pointer_at(object, off->code_filename), &entry->file);
 	if (err == 0)
