@@ -29,7 +29,8 @@
 #define MAX_PYTHONS 32
 #define RATE "100"
 #define SECONDS "2"
-/* At 100 Hz for 2 s, a phase of the main thread or a spinning thread has 50 to 200 samples. */
+/* At 100 Hz for 2 s each phase of the main thread has about 100 samples in wall mode, in cpu mode
+ * 25 to 100 (the host is busy), a spinning thread up to 200. */
 #define SAMPLES_MIN 10
 
 static const char *const subinterp_labels[] = { "3.12", "3.13", "3.14", "3.15" };
