@@ -71,6 +71,9 @@ struct pbp_tstate_walk {
 	__u64 fsbase;
 	__u32 interps_seen;
 	__u32 tstates_seen;    /* in the current interpreter */
+	__u32 found_current;   /* found_addr is the one the thread is in, not just one of its own */
+	__u32 reserved;
+	__u8 span[PBP_TSTATE_SPAN_MAX + 8]; /* the cached thread state's _status through thread_id */
 };
 
 /* The native walk's registers and progress (include/unwind_table.h), in map memory like pbp_frame_walk. */

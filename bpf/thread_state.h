@@ -2,8 +2,21 @@
 /*
  * Finding the sampled thread's PyThreadState: PyThreadState.thread_id is
  * pthread_self(), which on x86-64 is the thread's fsbase. A tid -> tstate
- * LRU cache answers most samples after one 8-byte read that revalidates the
- * entry; otherwise a bounded walk of the interpreters' thread lists.
+ * LRU cache answers most samples after one read that revalidates the entry;
+ * otherwise a bounded walk of the interpreters' thread lists.
+ *
+ * A thread that runs code in a subinterpreter has one thread state per
+ * interpreter it entered, all with its thread_id: the one it is in is the
+ * one whose _status.bound_gilstate is set (3.12+, PY_TSTATE_BOUND_GILSTATE).
+ * CPython moves that bit when the thread attaches a thread state of another
+ * interpreter and keeps it while the thread releases the GIL (sleep, I/O),
+ * whereas _status.active and 3.13's state drop on every release: the bit
+ * names the interpreter even of an idle thread, in wall mode. The check
+ * costs no extra read: the cached entry is revalidated with one read of
+ * _status through thread_id (at most PBP_TSTATE_SPAN_MAX bytes) instead of
+ * thread_id alone, so single-interpreter processes pay what they did. Before
+ * 3.12 (no such bit; subinterpreters there share one GIL and the issue is
+ * not addressed) the first thread state with the thread's id wins.
  */
 #ifndef PYBPFPROF_BPF_THREAD_STATE_H
 #define PYBPFPROF_BPF_THREAD_STATE_H
@@ -46,6 +59,63 @@ static __always_inline __u64 pbp_task_fsbase(struct task_struct *task)
 	return BPF_CORE_READ(task, thread.fsbase);
 }
 
+/* How a thread state found by its thread_id stands to the thread. */
+enum pbp_tstate_standing {
+	PBP_TSTATE_OTHER = 0,   /* not the thread's (freed, reused, another thread's) or unreadable */
+	PBP_TSTATE_IDLE = 1,    /* the thread's, but not the one it is in: it runs in another interpreter */
+	PBP_TSTATE_CURRENT = 2, /* the thread's, the one it is in (or the version cannot tell) */
+};
+
+/* _status's distance before thread_id where one read covers both, else 0 (no _status: every
+ * thread state of the thread counts as current). */
+static __always_inline __u32 pbp_status_distance(const struct py_offsets *off)
+{
+	if (off->tstate_status == 0 || off->tstate_status >= off->tstate_thread_id ||
+	    off->tstate_thread_id - off->tstate_status >= PBP_TSTATE_SPAN_MAX)
+		return 0;
+	return off->tstate_thread_id - off->tstate_status;
+}
+
+/* Whether tstate, one of the thread's (its thread_id matched), is the one it is in. */
+static __always_inline bool pbp_tstate_bound(const struct py_proc_config *config, struct pbp_record *rec,
+					     __u64 tstate, struct task_struct *task)
+{
+	__u32 status = 0;
+
+	if (pbp_status_distance(&config->off) == 0)
+		return true;
+	if (pbp_read_target(&status, sizeof(status), tstate + config->off.tstate_status, task) != 0) {
+		pbp_read_failed(rec, PBP_ERR_TSTATE_STATUS);
+		return false;
+	}
+	return (status & PY_TSTATE_BOUND_GILSTATE) != 0;
+}
+
+/* The cached thread state's standing, in one read: thread_id alone, or _status through thread_id. */
+static __always_inline enum pbp_tstate_standing pbp_cached_tstate_standing(const struct py_proc_config *config,
+									   struct pbp_tstate_walk *state,
+									   struct pbp_record *rec, __u64 tstate,
+									   __u64 fsbase, struct task_struct *task)
+{
+	__u32 distance = pbp_status_distance(&config->off);
+	__u32 status;
+
+	/* the mask is what bounds the read for the verifier: keep the compiler from dropping it */
+	barrier_var(distance);
+	distance &= PBP_TSTATE_SPAN_MAX - 1;
+	if (distance == 0)
+		return pbp_read_u64(rec, tstate + config->off.tstate_thread_id, PBP_ERR_TSTATE_CACHED, task) == fsbase
+			       ? PBP_TSTATE_CURRENT : PBP_TSTATE_OTHER;
+	if (pbp_read_target(state->span, distance + sizeof(__u64), tstate + config->off.tstate_status, task) != 0) {
+		pbp_read_failed(rec, PBP_ERR_TSTATE_CACHED);
+		return PBP_TSTATE_OTHER;
+	}
+	if (*(__u64 *)(state->span + distance) != fsbase)
+		return PBP_TSTATE_OTHER;
+	status = *(__u32 *)state->span;
+	return (status & PY_TSTATE_BOUND_GILSTATE) ? PBP_TSTATE_CURRENT : PBP_TSTATE_IDLE;
+}
+
 static long pbp_tstate_walk_step(__u32 index, void *opaque)
 {
 	struct pbp_tstate_walk_ctx *ctx = opaque;
@@ -68,9 +138,16 @@ static long pbp_tstate_walk_step(__u32 index, void *opaque)
 		return 0;
 	}
 	if (pbp_read_u64(ctx->rec, tstate + off->tstate_thread_id, PBP_ERR_TSTATE_THREAD_ID, ctx->task) == state->fsbase) {
-		state->found_addr = tstate;
-		state->found_interp = state->interp_addr;
-		return 1;
+		bool current = pbp_tstate_bound(ctx->config, ctx->rec, tstate, ctx->task);
+
+		/* the first of the thread's own stands in until the current one is found */
+		if (current || state->found_addr == 0) {
+			state->found_addr = tstate;
+			state->found_interp = state->interp_addr;
+			state->found_current = current;
+		}
+		if (current)
+			return 1;
 	}
 	state->tstates_seen += 1;
 	state->tstate_addr = state->tstates_seen >= PBP_MAX_TSTATES_PER_INTERP
@@ -87,6 +164,7 @@ static __always_inline __u64 pbp_walk_for_tstate(const struct py_proc_config *co
 	state->fsbase = fsbase;
 	state->found_addr = 0;
 	state->found_interp = 0;
+	state->found_current = 0;
 	state->interps_seen = 0;
 	state->tstates_seen = 0;
 	state->interp_addr = pbp_read_u64(rec, config->interp_head_addr, PBP_ERR_INTERP_HEAD, task);
@@ -107,8 +185,12 @@ static __always_inline __u64 pbp_read_interp_id(const struct py_proc_config *con
 	return pbp_read_u64(rec, interp + config->off.interp_id, PBP_ERR_INTERP_ID, task);
 }
 
-/* The sampled thread's (rec->tid; task, NULL: the current one) PyThreadState address, or 0 if
- * it has none; sets rec->interp_id. */
+/*
+ * The sampled thread's (rec->tid; task, NULL: the current one) PyThreadState address, or 0 if
+ * it has none; sets rec->interp_id. A thread none of whose thread states is current (one being
+ * created or deleted as it enters or leaves an interpreter) stays in the cached one while that
+ * is still its own.
+ */
 static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config,
 					     struct pbp_tstate_walk *state, struct pbp_record *rec,
 					     struct task_struct *task)
@@ -118,20 +200,29 @@ static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config
 	__u64 fsbase = pbp_task_fsbase(task);
 	struct pbp_tstate_cache_entry *cached = bpf_map_lookup_elem(&tstate_cache, &tid);
 	struct pbp_tstate_cache_entry fresh = { .checked_ns = now_ns };
+	struct pbp_tstate_cache_entry kept = {};
+	enum pbp_tstate_standing standing = PBP_TSTATE_OTHER;
 
 	if (fsbase == 0)
 		return 0;
 	if (cached) {
-		if (cached->tstate_addr == 0) {
-			if (now_ns - cached->checked_ns < PBP_NEGATIVE_CACHE_NS)
+		kept = *cached;
+		if (kept.tstate_addr == 0) {
+			if (now_ns - kept.checked_ns < PBP_NEGATIVE_CACHE_NS)
 				return 0;
-		} else if (pbp_read_u64(rec, cached->tstate_addr + config->off.tstate_thread_id,
-					PBP_ERR_TSTATE_CACHED, task) == fsbase) {
-			rec->interp_id = (__u32)cached->interp_id;
-			return cached->tstate_addr;
+		} else {
+			standing = pbp_cached_tstate_standing(config, state, rec, kept.tstate_addr, fsbase, task);
+			if (standing == PBP_TSTATE_CURRENT) {
+				rec->interp_id = (__u32)kept.interp_id;
+				return kept.tstate_addr;
+			}
 		}
 	}
 	fresh.tstate_addr = pbp_walk_for_tstate(config, state, rec, fsbase, task);
+	if (!state->found_current && standing == PBP_TSTATE_IDLE) {
+		rec->interp_id = (__u32)kept.interp_id;
+		return kept.tstate_addr;
+	}
 	fresh.interp_id = fresh.tstate_addr ? pbp_read_interp_id(config, rec, state->found_interp, task) : 0;
 	bpf_map_update_elem(&tstate_cache, &tid, &fresh, BPF_ANY);
 	rec->interp_id = (__u32)fresh.interp_id;

@@ -29,6 +29,16 @@
  */
 #define PBP_FRAME_MAX_READ 256  /* py_offsets.frame_read_size is at most this */
 #define PBP_CODE_SPAN_MAX 128   /* a code object's argcount, firstlineno, filename and name, in one read */
+#define PBP_TSTATE_SPAN_MAX 256 /* a thread state's _status through thread_id, in one read (else no _status) */
+
+/*
+ * PyThreadState._status.bound_gilstate (3.12-3.15: bit 3, after initialized, bound, unbound):
+ * set on the thread state the thread last attached (tstate_activate binds it for the GILState
+ * API and unbinds the thread's previous one), kept while it releases the GIL. A thread that
+ * runs code in a subinterpreter has one thread state per interpreter, all with its thread_id:
+ * this bit says which one it is in.
+ */
+#define PY_TSTATE_BOUND_GILSTATE (1u << 3)
 
 /* How a frame records the instruction it is executing. */
 enum py_lasti_kind {
@@ -59,6 +69,7 @@ struct py_offsets {
 	/* PyThreadState */
 	__u32 tstate_next;
 	__u32 tstate_thread_id;          /* pthread_self() == fsbase on x86-64 */
+	__u32 tstate_status;             /* the _status bitfield word (3.12+); 0: not known (0 is prev) */
 	__u32 tstate_frame;              /* frame / cframe / current_frame, see frame_link */
 	__u32 cframe_current_frame;      /* only with PY_FRAME_LINK_CFRAME */
 
@@ -146,6 +157,7 @@ _Static_assert(__builtin_offsetof(struct py_proc_config, off) == 32, PY_PROC_CON
 /* BPF masks field offsets with these limits minus one. */
 _Static_assert((PBP_FRAME_MAX_READ & (PBP_FRAME_MAX_READ - 1)) == 0, "PBP_FRAME_MAX_READ is a power of two");
 _Static_assert((PBP_CODE_SPAN_MAX & (PBP_CODE_SPAN_MAX - 1)) == 0, "PBP_CODE_SPAN_MAX is a power of two");
+_Static_assert((PBP_TSTATE_SPAN_MAX & (PBP_TSTATE_SPAN_MAX - 1)) == 0, "PBP_TSTATE_SPAN_MAX is a power of two");
 
 /*
  * A string's identity, for the code object's: its length, its cached hash and its first

@@ -93,7 +93,7 @@ enum pbp_error {
 	PBP_ERR_INTERP_ID = 4,        /* PyInterpreterState.id */
 	PBP_ERR_TSTATE_THREAD_ID = 5, /* PyThreadState.thread_id, walking the thread list */
 	PBP_ERR_TSTATE_NEXT = 6,      /* PyThreadState.next */
-	PBP_ERR_TSTATE_CACHED = 7,    /* PyThreadState.thread_id of the thread's cached thread state */
+	PBP_ERR_TSTATE_CACHED = 7,    /* PyThreadState.thread_id (and _status, 3.12+) of the thread's cached thread state */
 	PBP_ERR_TSTATE_FRAME = 8,     /* PyThreadState.frame / cframe / current_frame */
 	PBP_ERR_CFRAME_FRAME = 9,     /* _PyCFrame.current_frame (3.11, 3.12) */
 	PBP_ERR_LAYOUT = 10,          /* not a read: the config's layout exceeds PBP_FRAME_MAX_READ or PBP_CODE_SPAN_MAX */
@@ -103,7 +103,8 @@ enum pbp_error {
 	PBP_ERR_GIL = 14,             /* the GIL's holder and locked flag */
 	PBP_ERR_GC = 15,              /* the interpreter's GC collecting flag */
 	PBP_ERR_GIL_REQUESTED = 16,   /* PyThreadState.gil_requested */
-	PBP_ERR_COUNT = 17,           /* number of codes, the size of the read_errors map */
+	PBP_ERR_TSTATE_STATUS = 17,   /* PyThreadState._status of a thread state of the thread, walking the thread list */
+	PBP_ERR_COUNT = 18,           /* number of codes, the size of the read_errors map */
 };
 
 /*

@@ -481,6 +481,37 @@ static void gil_mode_and_states(void **state)
 	assert_non_null(strstr(shown, "33.33%         75.00%\n"));
 }
 
+/* A thread sampled in a subinterpreter: dump says its interpreter id, top --by-state gives it a
+ * row of its own (its GIL is another). */
+static void interpreter_ids_shown(void **state)
+{
+	struct pf_frame frame = pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", "spin");
+	char tachyon[PATH_MAX], shown[16384];
+	char *top_argv[] = { (char *)pybpfprof_binary(), "top", "--by-state", tachyon, NULL };
+	char *dump_argv[] = { (char *)pybpfprof_binary(), "dump", "--samples", tachyon, NULL };
+	struct pf_writer *writer;
+
+	(void)state;
+	FORMAT(tachyon, "%s/iid.bin", test_tmpdir());
+	assert_int_equal(pf_writer_open(&writer, tachyon, format_registry_find_name("tachyon"), NULL), 0);
+	for (uint64_t i = 0; i < 4; i++) {
+		/* thread 8 in the main interpreter, then in interpreter 2 */
+		struct pf_sample sample = { .pid = 7, .tid = 8, .iid = i < 2 ? 0 : 2, .timestamp_us = 1000 * (i + 2),
+					    .status = PF_STATUS_ON_CPU, .metrics = PF_METRIC_TIME, .time_us = 1000,
+					    .frame_count = 1, .frames = &frame };
+
+		assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	}
+	assert_int_equal(pf_writer_close(writer), 0);
+	run_output(dump_argv, shown, sizeof(shown));
+	assert_non_null(strstr(shown, " iid=0 tid=8 "));
+	assert_non_null(strstr(shown, " iid=2 tid=8 "));
+	run_output(top_argv, shown, sizeof(shown));
+	print_message("%s", shown);
+	assert_non_null(strstr(shown, "  0:8            "));
+	assert_non_null(strstr(shown, "  0:8 (iid 2)    "));
+}
+
 /* Function names are the target's: `top` must not let them drive the terminal. */
 static void top_escapes_terminal_controls(void **state)
 {
@@ -679,6 +710,7 @@ int main(void)
 		cmocka_unit_test(special_outputs_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
 		cmocka_unit_test(gil_mode_and_states),
+		cmocka_unit_test(interpreter_ids_shown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

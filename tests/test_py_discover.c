@@ -525,9 +525,13 @@ static void test_offsets_table(void **state)
 	assert_non_null(off);
 	assert_int_equal(off->owner_boundary, 3);
 	assert_int_equal(off->unicode_ascii_data, 40);
+	/* _status, whose bound_gilstate tells a thread's thread states apart, from 3.12 (0: none) */
+	assert_int_equal(off->tstate_status, 24);
 	for (unsigned minor = 6; minor <= 12; minor++) {
 		off = py_offsets_for_version(3, minor);
 		assert_non_null(off);
+		if (minor < 12)
+			assert_int_equal(off->tstate_status, 0);
 		assert_int_equal(off->string_kind, PY_STRING_UNICODE);
 		assert_true(off->frame_read_size > off->frame_previous && off->frame_read_size > off->frame_code);
 		assert_non_null(py_gil_layout_for_version(3, minor));
@@ -592,6 +596,7 @@ static void test_debug_offsets(void **state)
 	assert_int_equal(py_offsets_from_debug(blob, len, &off, &version_hex, err, sizeof(err)), 0);
 	assert_int_equal(version_hex, c->version_hex);
 	assert_int_equal(off.tstate_thread_id, c->thread_id);
+	assert_int_equal(off.tstate_status, 32);
 	assert_int_equal(off.frame_owner, c->frame_owner);
 	assert_int_equal(off.frame_code, c->frame_code);
 	assert_int_equal(off.unicode_compact_data, c->compact_data);

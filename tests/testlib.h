@@ -398,17 +398,18 @@ static inline void assert_cpython_accepts(const char *tachyon, size_t samples)
 
 /*
  * Runs tests/scripts/SCRIPT ARGS with `python` (its stdout piped to *out_fd) and returns its
- * pid once the script's first line says "ready" (its threads all run); fails the test if it
- * does not within 20 s.
+ * pid once the script's first line says "ready" (its threads all run), that line in ready_line
+ * (what the script reports after the word); fails the test if it does not within 20 s.
  */
-static inline pid_t test_start_ready_script(const struct test_python *python, const char *script,
-					    const char *args, int *out_fd)
+static inline pid_t test_start_ready_script_line(const struct test_python *python, const char *script,
+						 const char *args, int *out_fd, char *ready_line, size_t len)
 {
-	char command[1400], *argv[32], line[64] = "";
+	char command[1400], *argv[32];
 	struct pollfd ready;
 	ssize_t got;
 	pid_t pid;
 
+	assert_true(len > 1);
 	FORMAT(command, "%s %s/tests/scripts/%s %s", python->command, test_source_dir(), script, args);
 	split_command(command, argv, 32);
 	pid = test_spawn(argv, out_fd, NULL);
@@ -416,10 +417,20 @@ static inline pid_t test_start_ready_script(const struct test_python *python, co
 	ready = (struct pollfd){ .fd = *out_fd, .events = POLLIN };
 	if (poll(&ready, 1, 20000) != 1)
 		fail_msg("%s: the script did not start", python->label);
-	got = read(*out_fd, line, sizeof(line) - 1);
-	if (got <= 0 || strncmp(line, "ready", 5) != 0)
-		fail_msg("%s: the script said '%s'", python->label, line);
+	got = read(*out_fd, ready_line, len - 1);
+	ready_line[got > 0 ? got : 0] = 0;
+	if (strncmp(ready_line, "ready", 5) != 0)
+		fail_msg("%s: the script said '%s'", python->label, ready_line);
 	return pid;
+}
+
+/* test_start_ready_script_line, for a script that says only "ready". */
+static inline pid_t test_start_ready_script(const struct test_python *python, const char *script,
+					    const char *args, int *out_fd)
+{
+	char line[64];
+
+	return test_start_ready_script_line(python, script, args, out_fd, line, sizeof(line));
 }
 
 /* The command that runs interpreter `label` (as test_pythons lists it); false if absent. */

@@ -50,7 +50,8 @@ for minor in $(ls "$data" | sed -n 's/^py3\.\([0-9]*\)\.[0-9]*\.txt$/\1/p' | sor
 			"DBG_UNICODE_ASCII_SIZE unicode_object.asciiobject_size " \
 			"DBG_UNICODE_COMPACT_SIZE unicode_object.compactunicodeobject_size " \
 			"DBG_INTERP_GC interpreter_state.gc DBG_GC_COLLECTING gc.collecting " \
-			"DBG_TSTATE_GIL_REQUESTED thread_state.gil_requested", word, " ")
+			"DBG_TSTATE_GIL_REQUESTED thread_state.gil_requested " \
+			"DBG_TSTATE_STATUS thread_state.status", word, " ")
 		for (i = 1; i < n; i += 2) {
 			field[++fields] = word[i]
 			member[word[i]] = word[i + 1]

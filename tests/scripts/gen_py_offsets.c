@@ -9,6 +9,8 @@
 #include <frameobject.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if PY_VERSION_HEX >= 0x03070000 && PY_VERSION_HEX < 0x03080000
 #include <internal/pystate.h>
@@ -39,6 +41,25 @@ typedef PyFrameObject frame_type;
 #define FRAME_CODE f_code
 #define FRAME_PREVIOUS f_back
 #define FRAME_LASTI f_lasti
+#endif
+
+#if PY_VERSION_HEX >= 0x030c0000
+/* Where _status is, once the bit the sampler tests (PY_TSTATE_BOUND_GILSTATE, bit 3) is
+ * checked to be bound_gilstate; exits if the compiler put it elsewhere. */
+static size_t status_offset(void)
+{
+	PyThreadState probe;
+	unsigned int word;
+
+	memset(&probe, 0, sizeof(probe));
+	probe._status.bound_gilstate = 1;
+	memcpy(&word, (const char *)&probe + offsetof(PyThreadState, _status), sizeof(word));
+	if (word != 1u << 3) {
+		fprintf(stderr, "gen_py_offsets: _status.bound_gilstate is 0x%x, not bit 3\n", word);
+		exit(1);
+	}
+	return offsetof(PyThreadState, _status);
+}
 #endif
 
 int main(void)
@@ -74,6 +95,11 @@ int main(void)
 #endif
 	FIELD("tstate_next", offsetof(PyThreadState, next));
 	FIELD("tstate_thread_id", offsetof(PyThreadState, thread_id));
+#if PY_VERSION_HEX >= 0x030c0000
+	FIELD("tstate_status", status_offset());
+#else
+	FIELD("tstate_status", 0); /* no bound_gilstate bit to tell a thread's thread states apart */
+#endif
 #if PY_VERSION_HEX >= 0x030b0000
 	FIELD("tstate_frame", offsetof(PyThreadState, cframe));
 	FIELD("cframe_current_frame", offsetof(_PyCFrame, current_frame));

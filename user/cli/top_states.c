@@ -19,10 +19,11 @@ static const struct {
 	[TOP_STATE_GC] = { PF_STATUS_GC, "GC" },
 };
 
+/* A thread that runs code in subinterpreters is one row per interpreter: their GILs differ. */
 struct thread_key {
 	uint64_t tid;
 	uint32_t pid;
-	uint32_t zero; /* no padding bytes in an interned key */
+	uint32_t iid;
 };
 
 void top_states_init(struct top_states *states)
@@ -58,7 +59,7 @@ static uint32_t status_of(const struct pf_sample *sample)
 
 int top_states_add(struct top_states *states, const struct pf_sample *sample, uint64_t weight)
 {
-	struct thread_key key = { .tid = sample->tid, .pid = sample->pid };
+	struct thread_key key = { .tid = sample->tid, .pid = sample->pid, .iid = sample->iid };
 	bool is_new = false;
 	int64_t id = intern_add(&states->thread_ids, &key, sizeof(key), &is_new);
 	uint32_t status = status_of(sample);
@@ -101,7 +102,11 @@ void top_states_print(const struct top_states *states, FILE *out)
 		const struct thread_key *key = intern_key(&states->thread_ids, (uint32_t)id, NULL);
 		char label[48];
 
-		snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64, key->pid, key->tid);
+		if (key->iid)
+			snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64 " (iid %" PRIu32 ")", key->pid, key->tid,
+				 key->iid);
+		else
+			snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64, key->pid, key->tid);
 		fprintf(out, "  %-24s", label);
 		for (size_t i = 0; i < TOP_STATE_COUNT; i++)
 			fprintf(out, " %13.2f%%", share(states->by_thread[id].in_state[i], states->by_thread[id].total));

@@ -30,7 +30,7 @@ struct top_state_weights {
 
 struct top_states {
 	struct top_state_weights all;
-	struct intern_table thread_ids;     /* (pid, tid) -> id */
+	struct intern_table thread_ids;     /* (pid, tid, interpreter id) -> id */
 	struct top_state_weights *by_thread; /* by id */
 	size_t thread_capacity;
 };

@@ -787,6 +787,7 @@ static const char *const error_names[] = {
 	[PBP_ERR_GIL] = "gil",
 	[PBP_ERR_GC] = "gc",
 	[PBP_ERR_GIL_REQUESTED] = "gil_requested",
+	[PBP_ERR_TSTATE_STATUS] = "tstate_status",
 };
 _Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum pbp_error");
 

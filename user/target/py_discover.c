@@ -314,7 +314,7 @@ static int locate_interp_head(struct discovery *d, struct py_target *target)
 			     off->runtime_interpreters_head == PY_OFF_NONE ? "interp_head" : "_PyRuntime");
 }
 
-static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint64_t first_interp,
+static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint64_t main_interp,
 		      struct py_target *target)
 {
 	struct py_proc_config *config = &target->config;
@@ -341,9 +341,9 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 		config->gil_locked_addr = d->bias + d->file.sym.runtime + gil->locked;
 		break;
 	case PY_GIL_VIA_INTERP_POINTER:
-		/* per-interpreter GIL: the first interpreter's, which is the main one's unless subinterpreters
-		 * with their own GIL exist */
-		err = target_mem_read_u64(d->pid, first_interp + gil->pointer, &gil_state);
+		/* per-interpreter GIL: the main interpreter's (a thread in a subinterpreter with a GIL of
+		 * its own is never seen holding it) */
+		err = target_mem_read_u64(d->pid, main_interp + gil->pointer, &gil_state);
 		if (err)
 			return read_failed(d, err, "the interpreter's GIL pointer");
 		if (!gil_state)
@@ -362,9 +362,9 @@ static int locate_gil(struct discovery *d, const struct py_gil_layout *gil, uint
 	return 0;
 }
 
-/* first_interp: the main interpreter, whose collector is the one running in its threads (a
+/* main_interp: the main interpreter, whose collector is the one running in its threads (a
  * subinterpreter's collections are not flagged). */
-static void locate_gc(struct discovery *d, const struct py_gc_layout *gc, uint64_t first_interp,
+static void locate_gc(struct discovery *d, const struct py_gc_layout *gc, uint64_t main_interp,
 		      struct py_target *target)
 {
 	struct py_proc_config *config = &target->config;
@@ -379,7 +379,7 @@ static void locate_gc(struct discovery *d, const struct py_gc_layout *gc, uint64
 		config->gc_collecting_addr = d->bias + d->file.sym.runtime + gc->collecting;
 		break;
 	case PY_GC_IN_INTERP:
-		config->gc_collecting_addr = first_interp + gc->collecting;
+		config->gc_collecting_addr = main_interp + gc->collecting;
 		break;
 	default:
 		return;
@@ -387,10 +387,40 @@ static void locate_gc(struct discovery *d, const struct py_gc_layout *gc, uint64
 	config->flags |= PY_PROC_HAS_GC_FLAG;
 }
 
+/* At most this many interpreters are followed to the main one (a longer list is hostile or cyclic). */
+#define MAIN_INTERP_SEARCH_MAX 256
+
+/*
+ * The main interpreter: the last of the list, as each new interpreter is put at its head (2.7
+ * and 3.x alike). Its GIL and collector are the ones its threads use; a subinterpreter made
+ * before we attach would otherwise stand in for it (3.12+: with a GIL of its own). The head
+ * where the list ends early or does not end.
+ */
+static int find_main_interp(struct discovery *d, const struct py_target *target, uint64_t head,
+			    uint64_t *main_interp)
+{
+	uint64_t interp = head;
+
+	*main_interp = head;
+	for (unsigned seen = 0; seen < MAIN_INTERP_SEARCH_MAX; seen++) {
+		uint64_t next = 0;
+		int err = target_mem_read_u64(d->pid, interp + target->config.off.interp_next, &next);
+
+		if (err)
+			return read_failed(d, err, "the interpreter list");
+		if (next == 0) {
+			*main_interp = interp;
+			return 0;
+		}
+		interp = next;
+	}
+	return 0;
+}
+
 static int describe_runtime(struct discovery *d, struct py_target *target)
 {
 	struct state_layouts layouts = { .gil = { .where = PY_GIL_UNKNOWN }, .gc = { .where = PY_GC_UNKNOWN } };
-	uint64_t first_interp = 0;
+	uint64_t first_interp = 0, main_interp = 0;
 	int err = compute_load_bias(d);
 
 	if (!err)
@@ -406,9 +436,12 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 		return errbuf_format(d->err_text, d->err_len, -EAGAIN,
 				     "pid %d: CPython %u.%u.%u runtime not initialised yet; retry",
 				     (int)d->pid, target->major, target->minor, target->micro);
+	err = find_main_interp(d, target, first_interp, &main_interp);
+	if (err)
+		return err;
 	snprintf(target->runtime_path, sizeof(target->runtime_path), "%s", d->runtime_path);
-	locate_gc(d, &layouts.gc, first_interp, target);
-	return locate_gil(d, &layouts.gil, first_interp, target);
+	locate_gc(d, &layouts.gc, main_interp, target);
+	return locate_gil(d, &layouts.gil, main_interp, target);
 }
 
 int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len)

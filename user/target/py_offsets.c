@@ -98,6 +98,7 @@ enum debug_field {
 	DBG_INTERP_GC,
 	DBG_GC_COLLECTING,
 	DBG_TSTATE_GIL_REQUESTED,
+	DBG_TSTATE_STATUS,
 	DBG_FIELD_COUNT,
 };
 struct debug_layout {
@@ -223,6 +224,10 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 	const uint64_t *v = dec->value;
 	uint32_t frame_end = 0;
 	const enum debug_field frame_fields[] = { DBG_FRAME_PREVIOUS, DBG_FRAME_EXECUTABLE, DBG_FRAME_INSTR_PTR };
+	/* 0 is PyThreadState.prev: never _status, and what says "not known" */
+	uint32_t status = dec->present[DBG_TSTATE_STATUS] && v[DBG_TSTATE_STATUS] + sizeof(uint32_t) <= v[DBG_TSTATE_SIZE]
+				  ? (uint32_t)v[DBG_TSTATE_STATUS]
+				  : 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(frame_fields); i++) {
 		if (v[frame_fields[i]] + 8 > frame_end)
@@ -238,6 +243,7 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 		.interp_id = (uint32_t)v[DBG_INTERP_ID],
 		.tstate_next = (uint32_t)v[DBG_TSTATE_NEXT],
 		.tstate_thread_id = (uint32_t)v[DBG_TSTATE_THREAD_ID],
+		.tstate_status = status,
 		.tstate_frame = (uint32_t)v[DBG_TSTATE_CURRENT_FRAME],
 		.cframe_current_frame = PY_OFF_NONE,
 		.frame_previous = (uint32_t)v[DBG_FRAME_PREVIOUS],
