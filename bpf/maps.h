@@ -32,6 +32,7 @@ struct pbp_tstate_cache_entry {
 	__u64 tstate_addr;  /* 0: no thread state was found at checked_ns */
 	__u64 checked_ns;
 	__u64 interp_id;    /* of the interpreter the thread state belongs to */
+	__u64 retry_ns;     /* none found: how long after checked_ns to walk again */
 };
 
 /* Walk state lives in map memory (not in the bpf_loop ctx on the stack) so

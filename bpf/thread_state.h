@@ -28,7 +28,14 @@
 #define PBP_MAX_TSTATES_PER_INTERP 256
 #define PBP_TSTATE_WALK_STEPS (PBP_MAX_INTERPRETERS * (PBP_MAX_TSTATES_PER_INTERP + 1) + 1)
 /* A thread with no thread state is walked for again only after this long. */
-#define PBP_NEGATIVE_CACHE_NS (50ull * 1000 * 1000)
+/*
+ * A thread with no thread state is walked for again after PBP_RETRY_FIRST_NS, then twice as
+ * long each time up to PBP_RETRY_LAST_NS: a new Python thread is sampled before CPython binds
+ * its thread state, and one that lives 40 ms must not wait 50 ms; a thread that never runs
+ * Python (a native worker) costs a walk every PBP_RETRY_LAST_NS.
+ */
+#define PBP_RETRY_FIRST_NS (1ull * 1000 * 1000)
+#define PBP_RETRY_LAST_NS (50ull * 1000 * 1000)
 
 struct pbp_tstate_walk_ctx {
 	const struct py_proc_config *config;
@@ -208,7 +215,7 @@ static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config
 	if (cached) {
 		kept = *cached;
 		if (kept.tstate_addr == 0) {
-			if (now_ns - kept.checked_ns < PBP_NEGATIVE_CACHE_NS)
+			if (now_ns - kept.checked_ns < kept.retry_ns)
 				return 0;
 		} else {
 			standing = pbp_cached_tstate_standing(config, state, rec, kept.tstate_addr, fsbase, task);
@@ -224,6 +231,11 @@ static __always_inline __u64 pbp_find_tstate(const struct py_proc_config *config
 		return kept.tstate_addr;
 	}
 	fresh.interp_id = fresh.tstate_addr ? pbp_read_interp_id(config, rec, state->found_interp, task) : 0;
+	if (fresh.tstate_addr == 0)
+		fresh.retry_ns = cached && kept.tstate_addr == 0 && kept.retry_ns < PBP_RETRY_LAST_NS / 2
+					 ? 2 * kept.retry_ns
+				 : cached && kept.tstate_addr == 0 ? PBP_RETRY_LAST_NS
+								   : PBP_RETRY_FIRST_NS;
 	bpf_map_update_elem(&tstate_cache, &tid, &fresh, BPF_ANY);
 	rec->interp_id = (__u32)fresh.interp_id;
 	return fresh.tstate_addr;
