@@ -34,7 +34,8 @@ struct fake_python {
 
 static inline uint8_t *fake_python_str(const struct py_offsets *off, const char *text)
 {
-	uint8_t *object = calloc(1, off->unicode_ascii_data + strlen(text) + 1);
+	/* Room for the prefix a code object's identity copies (py_string_span), as a heap has. */
+	uint8_t *object = calloc(1, off->unicode_ascii_data + strlen(text) + 1 + PY_STRING_PREFIX);
 	uint32_t state = FAKE_PYTHON_ASCII_STATE;
 	int64_t length = (int64_t)strlen(text);
 
@@ -106,16 +107,27 @@ static inline void fake_python_free(struct fake_python *fake)
 }
 
 /* What BPF sends for code object index: its address and checksum, the instruction offset given. */
+static inline uint64_t fake_python_string_identity(const struct py_offsets *off, const uint8_t *string)
+{
+	uint8_t span[PY_STRING_SPAN_MAX + 8] = { 0 };
+
+	memcpy(span, string + py_string_span_low(off), py_string_span(off));
+	return py_string_identity(off, span);
+}
+
 static inline struct pbp_py_frame fake_python_frame(const struct fake_python *fake, size_t index,
 						    uint32_t instr_offset)
 {
+	const struct py_offsets *off = &fake->python.config.off;
 	const uint8_t *code = fake->codes[index];
 
 	return (struct pbp_py_frame){
 		.code_addr = (uint64_t)(uintptr_t)code,
 		.instr_offset = instr_offset,
 		.checksum = py_code_checksum((int32_t)index + 1, 0, (uint64_t)(uintptr_t)fake->files[index],
-					     (uint64_t)(uintptr_t)fake->names[index]),
+					     (uint64_t)(uintptr_t)fake->names[index],
+					     fake_python_string_identity(off, fake->files[index]),
+					     fake_python_string_identity(off, fake->names[index])),
 	};
 }
 
