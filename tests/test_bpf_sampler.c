@@ -642,6 +642,8 @@ static void spoil_code_fields(struct py_proc_config *config)
 	config->off.code_firstlineno += far;
 	config->off.code_filename += far;
 	config->off.code_name += far;
+	if (config->off.code_qualname != PY_OFF_NONE)
+		config->off.code_qualname += far; /* the shown name, from 3.11 */
 }
 
 /* No interpreter list: no thread state, and the record and the counter both name the read. */

@@ -249,12 +249,10 @@ static void tally_file(const char *path, const struct gen_log *log, struct name_
 {
 	struct pf_reader *reader;
 	struct pf_sample sample;
-	char err[512];
 	int got;
 
 	memset(tally, 0, sizeof(*tally));
-	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
-		fail_msg("%s: %s", path, err);
+	reader = test_open_profile(path);
 	/* Tachyon's reader gives each sample its absolute stamp (the file's start_time_us plus
 	 * the deltas), on the clock of the script's log. */
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
@@ -268,14 +266,7 @@ static void tally_file(const char *path, const struct gen_log *log, struct name_
 
 static const struct test_python *wanted_python(void **state)
 {
-	const char *label = *state;
-	const struct test_python *python = test_python_find(pythons, python_count, label);
-
-	if (!python) {
-		print_message("%s: interpreter absent, skipped\n", label);
-		skip();
-	}
-	return python;
+	return test_wanted_python(state, pythons, python_count);
 }
 
 static void check_names(const char *label, const struct gen_log *log, const struct name_tally *tally)

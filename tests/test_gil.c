@@ -47,14 +47,7 @@ static size_t python_count;
 
 static const struct test_python *wanted_python(void **state)
 {
-	const char *label = *state;
-	const struct test_python *python = test_python_find(pythons, python_count, label);
-
-	if (!python) {
-		print_message("%s: interpreter absent, skipped\n", label);
-		skip();
-	}
-	return python;
+	return test_wanted_python(state, pythons, python_count);
 }
 
 /* ---- the target ---- */
@@ -87,10 +80,8 @@ static bool has_gc_leaf(const struct pf_sample *sample)
 static struct pf_reader *open_profile(const char *path)
 {
 	struct pf_reader *reader;
-	char err[512];
 
-	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
-		fail_msg("%s: %s", path, err);
+	reader = test_open_profile(path);
 	return reader;
 }
 

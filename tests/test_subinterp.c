@@ -59,14 +59,7 @@ struct iid_tally {
 
 static const struct test_python *wanted_python(void **state)
 {
-	const char *label = *state;
-	const struct test_python *python = test_python_find(pythons, python_count, label);
-
-	if (!python) {
-		print_message("%s: interpreter absent, skipped\n", label);
-		skip();
-	}
-	return python;
+	return test_wanted_python(state, pythons, python_count);
 }
 
 /* Starts the script and reads the interpreter ids from its "ready A [B C]" line. */
@@ -103,12 +96,10 @@ static void tally_iids(const char *path, pid_t main_tid, const struct expected_i
 {
 	struct pf_reader *reader;
 	struct pf_sample sample;
-	char err[512];
 	int got;
 
 	memset(tally, 0, sizeof(*tally));
-	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
-		fail_msg("%s: %s", path, err);
+	reader = test_open_profile(path);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		int kind = spin_kind(&sample);
 

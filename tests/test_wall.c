@@ -32,11 +32,6 @@ static const char *const wall_labels[] = { "2.7", "3.8", "3.11-static", "3.12", 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
 
-static const struct test_python *find_python(const char *label)
-{
-	return test_python_find(pythons, python_count, label);
-}
-
 /* ---- the target ---- */
 
 /* Runs the script in `mode` and returns once it says every thread runs. */
@@ -106,15 +101,13 @@ static void tally_file(const char *path, struct file_tally *tally)
 {
 	struct pf_reader *reader;
 	struct pf_sample sample;
-	char err[512];
 	const char *value;
 	uint64_t start_time_us;
 	bool tachyon;
 	int got;
 
 	memset(tally, 0, sizeof(*tally));
-	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
-		fail_msg("%s: %s", path, err);
+	reader = test_open_profile(path);
 	tachyon = strcmp(pf_reader_format(reader)->name, "tachyon") == 0;
 	value = pf_reader_metadata(reader, "start_time_us");
 	start_time_us = value ? strtoull(value, NULL, 10) : 0;
@@ -131,14 +124,7 @@ static void tally_file(const char *path, struct file_tally *tally)
 
 static const struct test_python *wanted_python(void **state)
 {
-	const char *label = *state;
-	const struct test_python *python = find_python(label);
-
-	if (!python) {
-		print_message("%s: interpreter absent, skipped\n", label);
-		skip();
-	}
-	return python;
+	return test_wanted_python(state, pythons, python_count);
 }
 
 /* ---- acceptance 1: who shows, idle or not, where they wait; cpu mode shows the spinner only ---- */
@@ -245,12 +231,10 @@ static void tally_duty(const char *path, struct duty_tally *tally)
 {
 	struct pf_reader *reader;
 	struct pf_sample sample;
-	char err[512];
 	int got;
 
 	memset(tally, 0, sizeof(*tally));
-	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
-		fail_msg("%s: %s", path, err);
+	reader = test_open_profile(path);
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		if (!test_has_python_frame(&sample, "duty_cycle"))
 			continue;

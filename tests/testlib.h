@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 
 /* The reference files (tests/data/README.md): $PYBPFPROF_TESTDATA, else tests/data of this checkout. */
@@ -493,6 +494,32 @@ static inline int test_run_per_python(const char *group, const char *const *labe
 							    .initial_state = (void *)labels[i] };
 		}
 	return _cmocka_run_group_tests(group, tests, count, NULL, NULL);
+}
+
+/* The interpreter a per-interpreter test's state (its label) names, from list; skips the test,
+ * saying so, when that interpreter is absent. */
+static inline const struct test_python *test_wanted_python(void **state, const struct test_python *list,
+							   size_t count)
+{
+	const char *label = *state;
+	const struct test_python *python = test_python_find(list, count, label);
+
+	if (!python) {
+		print_message("%s: interpreter absent, skipped\n", label);
+		skip();
+	}
+	return python;
+}
+
+/* A profile file opened with the project's readers; fails the test, naming the file, if it cannot be. */
+static inline struct pf_reader *test_open_profile(const char *path)
+{
+	struct pf_reader *reader = NULL;
+	char err[512];
+
+	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
+		fail_msg("%s: %s", path, err);
+	return reader;
 }
 
 /* A script started by a test, with the pipe it reports on. */
