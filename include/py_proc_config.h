@@ -169,7 +169,8 @@ _Static_assert((PBP_TSTATE_SPAN_MAX & (PBP_TSTATE_SPAN_MAX - 1)) == 0, "PBP_TSTA
  */
 #define PY_STRING_PREFIX 24u
 #define PY_STRING_SPAN_MAX 64u
-#define PY_UNICODE_ASCII_BIT 0x40u /* in PyASCIIObject.state, every 3.x */
+#define PY_UNICODE_ASCII_BIT 0x40u   /* in PyASCIIObject.state, every 3.x */
+#define PY_UNICODE_COMPACT_BIT 0x20u /* the text follows the header (a legacy str points to it) */
 
 static inline __u32 py_string_span_low(const struct py_offsets *off)
 {
@@ -208,7 +209,10 @@ static inline __u64 py_string_identity(const struct py_offsets *off, const __u8 
 
 	mixed ^= py_span_u64(span, off->string_hash - low) * 0xc2b2ae3d27d4eb4full;
 	if (off->string_kind == PY_STRING_UNICODE) {
-		text = (py_span_u64(span, off->unicode_state - low) & PY_UNICODE_ASCII_BIT) != 0;
+		__u64 state = py_span_u64(span, off->unicode_state - low);
+
+		/* Only where the text is inline: a legacy str has cached forms there that change. */
+		text = (state & PY_UNICODE_ASCII_BIT) && (state & PY_UNICODE_COMPACT_BIT);
 		data = off->unicode_ascii_data - low;
 	} else {
 		text = true;
