@@ -34,11 +34,16 @@ static __always_inline bool pbp_mapping_holds(const struct unwind_mapping *mappi
 }
 
 /* The index of the mapping holding pc, or -1: the previous frame's first (callers
- * are often in the same file), else bisection over the sorted mappings. */
-static __always_inline long pbp_find_mapping(const struct unwind_proc *proc, struct pbp_native_walk *walk, __u64 pc)
+ * are often in the same file), else bisection over the sorted mappings. Global, as
+ * pbp_find_row is, so that the verifier checks it once. */
+__noinline int pbp_find_mapping(const struct unwind_proc *proc, struct pbp_native_walk *walk, __u64 pc)
 {
-	__u32 count = proc->count, base = 0, len;
-	__u32 last = walk->last_mapping & (UNWIND_MAX_MAPPINGS - 1);
+	__u32 count, base = 0, len, last;
+
+	if (!proc || !walk)
+		return -1;
+	count = proc->count;
+	last = walk->last_mapping & (UNWIND_MAX_MAPPINGS - 1);
 
 	if (count > UNWIND_MAX_MAPPINGS)
 		count = UNWIND_MAX_MAPPINGS;
@@ -98,12 +103,20 @@ static __always_inline void pbp_narrow_to_page(const struct unwind_table_ref *re
 	*len = (__u32)(last - first) + 1;
 }
 
-/* The last row of [first_row, first_row + row_count) with row.pc <= file_pc, or NULL. */
-static __always_inline const struct unwind_row *pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc)
+/*
+ * The last row of the table with row.pc <= file_pc, copied to *found: 0, or -1 (no such row).
+ * A global function: the verifier checks it once, on its own, with every argument unknown,
+ * instead of every bisection path again at each place and iteration of the native walk.
+ */
+__noinline int pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc, struct unwind_row *found)
 {
-	__u32 base = ref->first_row, len = ref->row_count, key;
+	__u32 base, len, key;
 	const struct unwind_row *row;
 
+	if (!ref || !found)
+		return -1;
+	base = ref->first_row;
+	len = ref->row_count;
 	pbp_narrow_to_page(ref, file_pc, &base, &len);
 	for (int step = 0; step < UNWIND_SEARCH_STEPS; step++) {
 		__u32 half = len >> 1;
@@ -113,7 +126,7 @@ static __always_inline const struct unwind_row *pbp_find_row(const struct unwind
 		key = base + half;
 		row = bpf_map_lookup_elem(&unwind_rows, &key);
 		if (!row)
-			return NULL;
+			return -1;
 		if (row->pc <= file_pc) {
 			base = key;
 			len -= half;
@@ -124,8 +137,9 @@ static __always_inline const struct unwind_row *pbp_find_row(const struct unwind
 	key = base;
 	row = bpf_map_lookup_elem(&unwind_rows, &key);
 	if (!row || row->pc > file_pc)
-		return NULL;
-	return row;
+		return -1;
+	*found = *row;
+	return 0;
 }
 
 /* Reads the caller's pc (and rbp, if the row saved it) below cfa. Returns 0 or -1. */
@@ -187,7 +201,7 @@ static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, st
 	__u64 pc = walk->pc, sp = walk->sp, file_pc, cfa;
 	const struct unwind_mapping *mapping;
 	const struct unwind_table_ref *ref;
-	const struct unwind_row *row;
+	struct unwind_row row_copy, *row = &row_copy;
 	__u32 table_id;
 	long index;
 
@@ -203,8 +217,7 @@ static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, st
 	ref = bpf_map_lookup_elem(&unwind_tables, &table_id);
 	if (!ref || ref->row_count == 0)
 		return UNWIND_STOP_NO_TABLE;
-	row = pbp_find_row(ref, file_pc);
-	if (!row)
+	if (pbp_find_row(ref, file_pc, row) != 0)
 		return UNWIND_STOP_NO_CFI;
 	switch (row->kind) {
 	case UNWIND_ROW_CFA_RSP:
