@@ -237,8 +237,9 @@ done
 
 cat <<'TXT'
 
-bpf_ns/smp: the sample program's BPF run time (kernel.bpf_stats_enabled) over samples of targets
-  (its cheap runs on other processes' ticks are charged to them too).
+bpf_ns/smp: the sample program's time per target sample, timed inside the program with --bpf-stats
+  (two clock reads, ~50 ns); its runs on other processes' ticks are timed apart (the summary's
+  "other runs") and not charged to the target.
 cpu_us/smp, cpu%core: the profiler's own user+sys time while sampling, per sample and as a share
   of one core; start_s: its CPU time before sampling began (BPF verification, kallsyms, discovery).
 slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM: compare runs);

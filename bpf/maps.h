@@ -234,12 +234,17 @@ struct {
 	__type(value, __u64);
 } unwind_stops SEC(".maps");
 
-static __always_inline void pbp_count(__u32 counter)
+static __always_inline void pbp_count_add(__u32 counter, __u64 amount)
 {
 	__u64 *value = bpf_map_lookup_elem(&counters, &counter);
 
 	if (value)
-		*value += 1;
+		*value += amount;
+}
+
+static __always_inline void pbp_count(__u32 counter)
+{
+	pbp_count_add(counter, 1);
 }
 
 /*

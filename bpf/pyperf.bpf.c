@@ -27,6 +27,9 @@ const volatile bool native_stacks = false;
 const volatile bool gil_only = false;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). */
 const volatile __u64 wakeup_bytes = 0;
+/* --bpf-stats: time every target sample inside the program (two clock reads, ~50 ns): the
+ * kernel's run-time statistics also charge the ticks that land on every other process. */
+const volatile bool time_samples = false;
 /* Wall mode: the CLOCK_MONOTONIC time of the iterator pass in progress, set by userspace
  * before each pass: every sample of a pass carries it. */
 __u64 wall_pass_ns = 0;
@@ -170,36 +173,45 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	return rec;
 }
 
-SEC("perf_event")
-int pbp_sample(struct bpf_perf_event_data *ctx)
+/* One sample of a target thread, the current task: its record, walked and sent. */
+static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, const struct py_proc_config *config,
+					      __u64 pid_tgid, __u64 now_ns)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
 	__u32 zero = 0;
-	const struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
-	struct pbp_cpu_scratch *scratch;
+	struct pbp_cpu_scratch *scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
 	struct pbp_record *rec;
 	bool user_mode;
 
-	if (!config)
-		return 0;
-	scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
 	if (!scratch)
-		return 0;
+		return;
 	pbp_count(PBP_CNT_SAMPLES);
 	user_mode = pbp_sampled_user_mode(ctx);
-	rec = pbp_begin_record(scratch, bpf_ktime_get_ns(), tgid, (__u32)pid_tgid, bpf_get_smp_processor_id(),
+	rec = pbp_begin_record(scratch, now_ns, pid_tgid >> 32, (__u32)pid_tgid, bpf_get_smp_processor_id(),
 			       user_mode ? PBP_REC_USER_MODE : 0);
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 
 	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, NULL))
-		return 0;
+		return;
 	if (native_stacks)
 		pbp_walk_native(ctx, scratch, user_mode);
 	/* An interrupted user-mode thread has no kernel stack to report. */
 	if (kernel_stacks && !user_mode)
 		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, NULL, scratch);
 	pbp_send(scratch);
+}
+
+SEC("perf_event")
+int pbp_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 start_ns = time_samples ? bpf_ktime_get_ns() : 0;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	const struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
+
+	if (config)
+		pbp_sample_target(ctx, config, pid_tgid, time_samples ? start_ns : bpf_ktime_get_ns());
+	if (time_samples)
+		pbp_count_add(config ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - start_ns);
 	return 0;
 }
 
@@ -213,38 +225,50 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
  * (bpf_copy_from_user_task). The perf event program is not attached in wall
  * mode, so the per-CPU scratch is this program's alone.
  */
-SEC("iter.s/task")
-int pbp_wall(struct bpf_iter__task *ctx)
+/* One wall-mode record of a target's thread, running or not. */
+static __always_inline void pbp_wall_target(struct task_struct *task, const struct py_proc_config *config)
 {
-	struct task_struct *task = ctx->task;
-	const struct py_proc_config *config;
 	struct pbp_cpu_scratch *scratch;
 	struct pbp_record *rec;
-	__u32 tgid, zero = 0;
+	__u32 zero = 0;
 	bool off_cpu, running_now;
 
-	if (!task)
-		return 0;
-	tgid = task->tgid;
-	config = bpf_map_lookup_elem(&proc_configs, &tgid);
-	if (!config || !task->mm || task->exit_state)
-		return 0;
 	scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
 	if (!scratch)
-		return 0;
+		return;
 	pbp_count(PBP_CNT_SAMPLES);
 	off_cpu = BPF_CORE_READ(task, __state) != PBP_TASK_RUNNING;
 	/* A thread running on another CPU has no saved user registers worth unwinding from. */
 	running_now = BPF_CORE_READ(task, on_cpu) != 0;
-	rec = pbp_begin_record(scratch, wall_pass_ns, tgid, task->pid, BPF_CORE_READ(task, thread_info.cpu),
+	rec = pbp_begin_record(scratch, wall_pass_ns, task->tgid, task->pid, BPF_CORE_READ(task, thread_info.cpu),
 			       off_cpu ? PBP_REC_OFF_CPU : 0);
 	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, task))
-		return 0;
+		return;
 	if (native_stacks && !running_now)
 		pbp_walk_native_of(NULL, task, scratch, false);
 	if (kernel_stacks)
 		rec->kernel_frame_count = pbp_fill_kernel_stack(NULL, task, scratch);
 	pbp_send(scratch);
+}
+
+SEC("iter.s/task")
+int pbp_wall(struct bpf_iter__task *ctx)
+{
+	__u64 start_ns = time_samples ? bpf_ktime_get_ns() : 0;
+	struct task_struct *task = ctx->task;
+	const struct py_proc_config *config;
+	__u32 tgid;
+
+	if (!task)
+		return 0;
+	tgid = task->tgid;
+	config = bpf_map_lookup_elem(&proc_configs, &tgid);
+	if (!task->mm || task->exit_state)
+		config = NULL;
+	if (config)
+		pbp_wall_target(task, config);
+	if (time_samples)
+		pbp_count_add(config ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - start_ns);
 	return 0;
 }
 

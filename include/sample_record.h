@@ -147,7 +147,9 @@ enum pbp_counter {
 	PBP_CNT_NO_TSTATE = 4,    /* samples of threads with no thread state */
 	PBP_CNT_WAKEUPS = 5,      /* records that woke the consumer (new code objects, a filling buffer) */
 	PBP_CNT_PROC_EVENTS_LOST = 6, /* exec/fork/exit notices dropped: proc_events ring full */
-	PBP_CNT_MAX = 7,          /* number of counters, the size of the counters map */
+	PBP_CNT_TARGET_NS = 7,    /* with time_samples (--bpf-stats): ns spent on target samples */
+	PBP_CNT_OTHER_NS = 8,     /* with time_samples: ns spent on runs that found no target */
+	PBP_CNT_MAX = 9,          /* number of counters, the size of the counters map */
 };
 
 #endif

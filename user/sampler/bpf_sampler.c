@@ -462,6 +462,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
 	sampler->skel->rodata->native_stacks = options->native_stacks;
 	sampler->skel->rodata->gil_only = options->gil_only;
+	sampler->skel->rodata->time_samples = options->time_samples;
 	/* Each mode loads only the program it runs: verifying the other would only cost time. */
 	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall);

@@ -29,6 +29,7 @@ struct bpf_sampler_options {
 	size_t unwind_rows;     /* capacity of the rows map; 0 = UNWIND_ROWS_DEFAULT */
 	bool wall;              /* wall mode: every target thread at every 1/frequency_hz, running or not */
 	bool gil_only;          /* only threads holding the GIL give samples (gil mode) */
+	bool time_samples;      /* BPF times each target sample (PBP_CNT_TARGET_NS): --bpf-stats */
 	/* Wall mode: iterate only these processes' threads (one iterator each); none: every task
 	 * of the host, each looked up in the target map (a target set that changes: -C, a
 	 * launched command, the whole host). */

@@ -587,6 +587,20 @@ static void print_discovery_summary(const struct session *session)
 		stats.examined, stats.runtimes, stats.lookups, stats.evicted);
 }
 
+/* The kernel's run time of the sample program over every run, then BPF's own timing of the
+ * target samples and of the runs that found none (ticks on other processes, other tasks). */
+static void print_bpf_cost(uint64_t run_ns, uint64_t runs, const uint64_t counters[PBP_CNT_MAX])
+{
+	uint64_t samples = counters[PBP_CNT_SAMPLES];
+	uint64_t other_runs = runs > samples ? runs - samples : 0;
+
+	fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " runs, %.0f ns per run; %" PRIu64 " other runs, %.0f ns each; %" PRIu64
+			" target samples, %" PRIu64 " wakeups, %.0f ns per target sample\n",
+		runs, runs ? (double)run_ns / (double)runs : 0.0, other_runs,
+		other_runs ? (double)counters[PBP_CNT_OTHER_NS] / (double)other_runs : 0.0, samples,
+		counters[PBP_CNT_WAKEUPS], samples ? (double)counters[PBP_CNT_TARGET_NS] / (double)samples : 0.0);
+}
+
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	double seconds = (double)(sampling_end_us(session) - session->start_us) / 1e6;
@@ -616,13 +630,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		double sampling_cpu_s = report_cpu_seconds() - session->setup_cpu_s;
 
 		bpf_sampler_prog_stats(session->sampler, &run_ns, &runs);
-		/* Ticks on other processes cost little and would halve the average: charge every
-		 * run's time to the samples of targets too. */
-		fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " runs, %.0f ns per run; %" PRIu64
-				" target samples, %" PRIu64 " wakeups, %.0f ns per target sample\n", runs,
-			runs ? (double)run_ns / (double)runs : 0.0, counters[PBP_CNT_SAMPLES],
-			counters[PBP_CNT_WAKEUPS],
-			counters[PBP_CNT_SAMPLES] ? (double)run_ns / (double)counters[PBP_CNT_SAMPLES] : 0.0);
+		print_bpf_cost(run_ns, runs, counters);
 		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
 			sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
 			session->setup_cpu_s);

@@ -270,6 +270,7 @@ static int open_sampler(struct session *session)
 		.wall = options->mode != SESSION_MODE_CPU,
 		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
 		.gil_only = options->mode == SESSION_MODE_GIL,
+		.time_samples = options->bpf_stats,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
 		.wall_pids = options->pids,
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,
