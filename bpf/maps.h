@@ -226,6 +226,26 @@ struct {
 	__type(value, struct unwind_proc);
 } unwind_procs SEC(".maps");
 
+/*
+ * Per CPU, the rows the native walk found, by table generation and file pc (direct-mapped):
+ * a sampled thread returns through the same call sites sample after sample, and one entry
+ * here replaces the page index's and the bisection's several cache lines. An entry is
+ * only ever a row of the table it names: a reused table slot has a new generation.
+ */
+#define PBP_ROW_CACHE_ENTRIES 4096
+
+struct pbp_row_cache_entry {
+	__u64 tag; /* generation << 32 | file pc; 0: empty */
+	struct unwind_row row;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_ROW_CACHE_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct pbp_row_cache_entry);
+} row_cache SEC(".maps");
+
 /* Native walks per enum unwind_stop. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

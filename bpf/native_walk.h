@@ -4,9 +4,10 @@
  * leaf first, from the compact unwind tables userspace loads per file
  * (include/unwind_table.h gives the row semantics and the stop causes).
  *
- * One bpf_loop iteration per frame: find the pc's mapping, bisect the rows of
- * the pc's page of its file (at most UNWIND_SEARCH_STEPS steps), apply the row, read the return
- * address (and the saved rbp) from the target's stack. The registers and
+ * One bpf_loop iteration per frame: find the pc's mapping, take the pc's row from
+ * this CPU's row cache or else bisect the rows of the pc's page of its file (at most
+ * UNWIND_SEARCH_STEPS steps), apply the row, read the return address (and the saved rbp)
+ * from the target's stack. The registers and
  * the progress live in map memory (pbp_native_walk), so the verifier sees
  * them as unknown and checks the loop body once; every bisection bound
  * comes from a map value for the same reason (a constant bound would be
@@ -142,6 +143,41 @@ __noinline int pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc, s
 	return 0;
 }
 
+/* The row cache's tag for file_pc in ref's table, 0 where it has none (a table placed without
+ * a generation, a pc past 32 bits: rows hold 32-bit pcs). */
+static __always_inline __u64 pbp_row_tag(const struct unwind_table_ref *ref, __u64 file_pc)
+{
+	if (ref->generation == 0 || file_pc > 0xffffffffull)
+		return 0;
+	return (__u64)ref->generation << 32 | file_pc;
+}
+
+static __always_inline struct pbp_row_cache_entry *pbp_row_cache_slot(__u64 tag)
+{
+	__u32 index = (__u32)((tag * 0x9e3779b97f4a7c15ull) >> 40) & (PBP_ROW_CACHE_ENTRIES - 1);
+
+	return bpf_map_lookup_elem(&row_cache, &index);
+}
+
+/* The row of file_pc in ref's table, from this CPU's cache or else the table: 0, or -1 (no row). */
+static __always_inline int pbp_row_of(const struct unwind_table_ref *ref, __u64 file_pc, struct unwind_row *found)
+{
+	__u64 tag = pbp_row_tag(ref, file_pc);
+	struct pbp_row_cache_entry *slot = tag ? pbp_row_cache_slot(tag) : NULL;
+
+	if (slot && slot->tag == tag) {
+		*found = slot->row;
+		return 0;
+	}
+	if (pbp_find_row(ref, file_pc, found) != 0)
+		return -1;
+	if (slot) {
+		slot->row = *found;
+		slot->tag = tag;
+	}
+	return 0;
+}
+
 /* Reads the caller's pc (and rbp, if the row saved it) below cfa. Returns 0 or -1. */
 static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 cfa, __u32 rbp_offset8,
 					   struct task_struct *task)
@@ -217,7 +253,7 @@ static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, st
 	ref = bpf_map_lookup_elem(&unwind_tables, &table_id);
 	if (!ref || ref->row_count == 0)
 		return UNWIND_STOP_NO_TABLE;
-	if (pbp_find_row(ref, file_pc, row) != 0)
+	if (pbp_row_of(ref, file_pc, row) != 0)
 		return UNWIND_STOP_NO_CFI;
 	switch (row->kind) {
 	case UNWIND_ROW_CFA_RSP:

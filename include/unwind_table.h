@@ -123,6 +123,10 @@ struct unwind_table_ref {
 	__u32 row_count;  /* 0: the slot is free */
 	__u32 page_base;  /* file pc of the index's page 0 (the first row's pc, page-aligned) */
 	__u32 page_count; /* index entries (pages + 1) after the rows; 0: no index, bisect every row */
+	/* Set by the sampler, new for every table it places: BPF's per-CPU cache of rows found
+	 * is keyed by it, so a slot reused by another file never answers with the old file's rows. */
+	__u32 generation;
+	__u32 reserved;
 };
 
 /* Slots of the rows map a table occupies: its rows, then its page index. */
@@ -154,7 +158,7 @@ struct unwind_proc {
 };
 
 #define UNWIND_LAYOUT "the native-unwinding maps are shared by BPF and userspace"
-_Static_assert(sizeof(struct unwind_table_ref) == 16, UNWIND_LAYOUT);
+_Static_assert(sizeof(struct unwind_table_ref) == 24, UNWIND_LAYOUT);
 _Static_assert(sizeof(struct unwind_row) == 2 * sizeof(__u32), "two page index entries per rows-map slot");
 _Static_assert(sizeof(struct unwind_mapping) == 32, UNWIND_LAYOUT);
 _Static_assert(__builtin_offsetof(struct unwind_mapping, table_id) == 24, UNWIND_LAYOUT);

@@ -837,6 +837,7 @@ struct native_range {
 
 struct native_target {
 	struct unwind_proc proc;
+	struct unwind_table_ref refs[UNWIND_MAX_MAPPINGS]; /* by table id */
 	uint32_t next_row;
 	uint32_t tables;
 	struct native_range deflate;
@@ -881,6 +882,7 @@ static void add_mapping(struct bpf_sampler *native, pid_t pid, const struct proc
 
 			assert_int_equal(bpf_sampler_unwind_write_table(native, &ref, table.rows, table.pages), 0);
 			assert_int_equal(bpf_sampler_unwind_set_table(native, out->tables, &ref), 0);
+			out->refs[out->tables] = ref;
 			mapping->table_id = out->tables++;
 			out->next_row += unwind_table_slots(ref.row_count, ref.page_count);
 		}
@@ -1200,6 +1202,51 @@ static void test_native_stop_causes_are_reported(void **state)
 	bpf_sampler_close(native);
 }
 
+/* BPF keeps the rows it found in a per-CPU cache: a table placed again in the same slot and rows
+ * (here libz's, every row now UNSUPPORTED) must be what the next walks use, not the old rows. */
+static void test_native_table_replaced_in_place_is_used_at_once(void **state)
+{
+	struct bpf_sampler *native;
+	struct native_target *target;
+	struct python_child child;
+	struct recorded warm = { 0 };
+	struct unwind_table_ref ref;
+	struct unwind_row *rows;
+	uint32_t table_id;
+	size_t unsupported, total;
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	native = open_native_sampler();
+	target = calloc(1, sizeof(*target));
+	assert_non_null(target);
+	child.pid = start_script("3.12.1", "bpf_native_zlib.py", NULL);
+	discover(child.pid, &child.target);
+	upload_tables(native, child.pid, target);
+	/* Walks through libz with its real rows first: they are in the cache now. */
+	sample_cost(native, child.pid, &child.target, &warm);
+	recorded_free(&warm);
+	table_id = mapping_of(target, target->deflate.start)->table_id;
+	assert_true(table_id < target->tables);
+	ref = target->refs[table_id];
+	ref.page_count = 0;
+	rows = calloc(ref.row_count, sizeof(*rows));
+	assert_non_null(rows);
+	for (uint32_t i = 0; i < ref.row_count; i++)
+		rows[i] = (struct unwind_row){ .pc = 0, .kind = UNWIND_ROW_UNSUPPORTED };
+	assert_int_equal(bpf_sampler_unwind_write_table(native, &ref, rows, NULL), 0);
+	assert_int_equal(bpf_sampler_unwind_set_table(native, table_id, &ref), 0);
+	unsupported = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_UNSUPPORTED, &total);
+	print_message("libz's table replaced: %zu of %zu records stop in it as unsupported\n", unsupported, total);
+	assert_true(total >= 20);
+	assert_true(unsupported * 10 >= total * 8);
+	stop_child(child.pid);
+	free(rows);
+	free(target);
+	bpf_sampler_close(native);
+}
+
 static void test_every_stop_cause_has_a_name(void **state)
 {
 	(void)state;
@@ -1235,6 +1282,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_stacks_of_kernel_mode_samples, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_stop_causes_are_reported, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_table_replaced_in_place_is_used_at_once, require_sampler,
 						stop_running_child),
 		cmocka_unit_test(test_every_stop_cause_has_a_name),
 	};

@@ -41,6 +41,7 @@ struct bpf_sampler {
 	int stats_fd;
 	struct unwind_row *unwind_rows;   /* the rows map, mapped read-write */
 	size_t unwind_row_capacity;
+	uint32_t unwind_generation;   /* of the table placed last (struct unwind_table_ref) */
 	size_t unwind_rows_mapped_bytes;
 	/* The callbacks of the consume() call in progress. */
 	bpf_sampler_record_fn on_record;
@@ -679,10 +680,18 @@ int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unw
 
 int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id, const struct unwind_table_ref *ref)
 {
+	struct unwind_table_ref placed = *ref;
+
 	if (table_id >= UNWIND_MAX_TABLES || !unwind_range_fits(sampler, ref))
 		return -ERANGE;
-	if (bpf_map__update_elem(sampler->skel->maps.unwind_tables, &table_id, sizeof(table_id), ref, sizeof(*ref),
-				 BPF_ANY))
+	/* 0 is never a placed table's: a cache entry left zero matches none. */
+	if (placed.row_count) {
+		if (++sampler->unwind_generation == 0)
+			++sampler->unwind_generation;
+		placed.generation = sampler->unwind_generation;
+	}
+	if (bpf_map__update_elem(sampler->skel->maps.unwind_tables, &table_id, sizeof(table_id), &placed,
+				 sizeof(placed), BPF_ANY))
 		return -errno;
 	return 0;
 }
