@@ -199,16 +199,23 @@ struct {
 } proc_events SEC(".maps");
 
 /*
- * Native unwinding (include/unwind_table.h): every loaded file's rows in one
- * array (sized at load, mapped by userspace to write rows without a syscall
- * per row), where each table lies in it, and each target's executable mappings.
+ * Native unwinding (include/unwind_table.h): every loaded file's rows in chunks
+ * (arrays userspace creates as tables need room and maps to write rows without a
+ * syscall per row), where each table lies in them, and each target's executable mappings.
  */
-struct {
+struct unwind_rows_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, UNWIND_ROWS_DEFAULT);
+	__uint(max_entries, UNWIND_CHUNK_ROWS);
 	__type(key, __u32);
 	__type(value, struct unwind_row);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, UNWIND_MAX_CHUNKS);
+	__type(key, __u32);
+	__array(values, struct unwind_rows_chunk);
 } unwind_rows SEC(".maps");
 
 struct {

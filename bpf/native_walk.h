@@ -70,11 +70,19 @@ __noinline int pbp_find_mapping(const struct unwind_proc *proc, struct pbp_nativ
 	return base;
 }
 
-/* Page index entry p of the table (include/unwind_table.h), or -1. */
-static __always_inline long pbp_page_entry(const struct unwind_table_ref *ref, __u32 page)
+/* The chunk of the rows map that holds the table (include/unwind_table.h), or NULL. */
+static __always_inline void *pbp_rows_chunk(const struct unwind_table_ref *ref)
 {
-	__u32 key = ref->first_row + ref->row_count + page / 2;
-	const __u32 *slot = bpf_map_lookup_elem(&unwind_rows, &key);
+	__u32 chunk = unwind_chunk_of(ref->first_row);
+
+	return bpf_map_lookup_elem(&unwind_rows, &chunk);
+}
+
+/* Page index entry p of the table in chunk (include/unwind_table.h), or -1. */
+static __always_inline long pbp_page_entry(void *chunk, const struct unwind_table_ref *ref, __u32 page)
+{
+	__u32 key = unwind_chunk_index(ref->first_row + ref->row_count + page / 2);
+	const __u32 *slot = bpf_map_lookup_elem(chunk, &key);
 
 	if (!slot)
 		return -1;
@@ -85,8 +93,8 @@ static __always_inline long pbp_page_entry(const struct unwind_table_ref *ref, _
  * Narrows [*base, *base + *len) to the rows of file_pc's page when the table
  * has a page index; a pc past the last page searches the last page (ending in a GAP).
  */
-static __always_inline void pbp_narrow_to_page(const struct unwind_table_ref *ref, __u64 file_pc, __u32 *base,
-					       __u32 *len)
+static __always_inline void pbp_narrow_to_page(void *chunk, const struct unwind_table_ref *ref, __u64 file_pc,
+					       __u32 *base, __u32 *len)
 {
 	__u64 page;
 	long first, last;
@@ -96,8 +104,8 @@ static __always_inline void pbp_narrow_to_page(const struct unwind_table_ref *re
 	page = (file_pc - ref->page_base) >> UNWIND_PAGE_SHIFT;
 	if (page >= ref->page_count - 1)
 		page = ref->page_count - 2;
-	first = pbp_page_entry(ref, (__u32)page);
-	last = pbp_page_entry(ref, (__u32)page + 1);
+	first = pbp_page_entry(chunk, ref, (__u32)page);
+	last = pbp_page_entry(chunk, ref, (__u32)page + 1);
 	if (first < 0 || last < first || (__u64)last >= ref->row_count)
 		return;
 	*base = ref->first_row + (__u32)first;
@@ -113,30 +121,34 @@ __noinline int pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc, s
 {
 	__u32 base, len, key;
 	const struct unwind_row *row;
+	void *chunk;
 
 	if (!ref || !found)
 		return -1;
+	chunk = pbp_rows_chunk(ref);
+	if (!chunk)
+		return -1;
 	base = ref->first_row;
 	len = ref->row_count;
-	pbp_narrow_to_page(ref, file_pc, &base, &len);
+	pbp_narrow_to_page(chunk, ref, file_pc, &base, &len);
 	for (int step = 0; step < UNWIND_SEARCH_STEPS; step++) {
 		__u32 half = len >> 1;
 
 		if (len <= 1)
 			break;
-		key = base + half;
-		row = bpf_map_lookup_elem(&unwind_rows, &key);
+		key = unwind_chunk_index(base + half);
+		row = bpf_map_lookup_elem(chunk, &key);
 		if (!row)
 			return -1;
 		if (row->pc <= file_pc) {
-			base = key;
+			base += half;
 			len -= half;
 		} else {
 			len = half;
 		}
 	}
-	key = base;
-	row = bpf_map_lookup_elem(&unwind_rows, &key);
+	key = unwind_chunk_index(base);
+	row = bpf_map_lookup_elem(chunk, &key);
 	if (!row || row->pc > file_pc)
 		return -1;
 	*found = *row;

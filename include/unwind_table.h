@@ -90,15 +90,36 @@ enum unwind_stop {
 
 /*
  * Where BPF finds a table: the `unwind_tables` ARRAY (UNWIND_MAX_TABLES entries)
- * indexed by table id holds each loaded file's rows as a range of the
- * `unwind_rows` ARRAY (sized at load: UNWIND_ROWS_DEFAULT unless the user asks).
- * Userspace frees a range when no target maps its file any more.
+ * indexed by table id holds each loaded file's rows as a range of the rows
+ * space, [0, capacity) (UNWIND_ROWS_DEFAULT unless the user asks). Userspace
+ * frees a range when no target maps its file any more.
+ *
+ * The rows space is the `unwind_rows` ARRAY_OF_MAPS: chunks of UNWIND_CHUNK_ROWS
+ * rows (4 MiB), each an mmapable ARRAY that userspace creates when a table first
+ * needs room in it. Every page of a chunk is resident (the profiler maps it to
+ * write rows without a syscall each), so memory follows the tables placed, not the
+ * most a run may place. Row r is row r % UNWIND_CHUNK_ROWS of chunk
+ * r / UNWIND_CHUNK_ROWS, and a table (its rows and page index) never spans two chunks.
  */
 #define UNWIND_MAX_TABLES 4096
-#define UNWIND_ROWS_DEFAULT (1u << 22) /* 32 MiB of rows: some 30 distinct interpreters' files */
-/* A run with given targets (-p, a launched command): 8 MiB of rows, some 8 interpreters' files.
- * Every page of the map is resident in the profiler, mapped to write rows without syscalls. */
+#define UNWIND_CHUNK_SHIFT 19
+#define UNWIND_CHUNK_ROWS (1u << UNWIND_CHUNK_SHIFT)
+#define UNWIND_MAX_CHUNKS 16
+#define UNWIND_ROWS_DEFAULT (1u << 22) /* 32 MiB of rows at most: some 30 distinct interpreters' files */
+/* A run with given targets (-p, a launched command): 8 MiB at most, some 8 interpreters' files. */
 #define UNWIND_ROWS_TARGETED (1u << 20)
+
+/* The chunk holding row (of the rows space). */
+static inline __u32 unwind_chunk_of(__u32 row)
+{
+	return row >> UNWIND_CHUNK_SHIFT;
+}
+
+/* The row's index inside its chunk. */
+static inline __u32 unwind_chunk_index(__u32 row)
+{
+	return row & (UNWIND_CHUNK_ROWS - 1);
+}
 #define UNWIND_TABLE_NONE 0xffffffffu
 
 /*
@@ -133,6 +154,18 @@ struct unwind_table_ref {
 static inline __u32 unwind_table_slots(__u32 row_count, __u32 page_count)
 {
 	return row_count + (page_count + 1) / 2;
+}
+
+/* A table has at most as many index entries as rows (else it gets no index), so the largest
+ * fits in one chunk. */
+_Static_assert(UNWIND_TABLE_MAX_ROWS + (UNWIND_TABLE_MAX_ROWS + 1) / 2 <= UNWIND_CHUNK_ROWS,
+	       "a chunk holds the largest table and its page index");
+_Static_assert((__u64)UNWIND_MAX_CHUNKS * UNWIND_CHUNK_ROWS >= UNWIND_ROWS_DEFAULT, "the default rows space fits");
+
+/* Whether slots rows from first_row lie in one chunk. */
+static inline int unwind_range_in_one_chunk(__u32 first_row, __u32 slots)
+{
+	return slots != 0 && (__u64)unwind_chunk_index(first_row) + slots <= UNWIND_CHUNK_ROWS;
 }
 
 /*

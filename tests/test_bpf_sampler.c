@@ -872,9 +872,15 @@ static void add_mapping(struct bpf_sampler *native, pid_t pid, const struct proc
 		mapping->bias = bias;
 		find_function(&file, "deflate", bias, &out->deflate);
 		find_function(&file, "_PyEval_EvalFrameDefault", bias, &out->eval_frame);
-		if (unwind_table_build(file.fd, &table, &error) == 0 &&
-		    out->next_row + unwind_table_slots((uint32_t)table.count, (uint32_t)table.page_count) <=
-			    bpf_sampler_unwind_row_capacity(native)) {
+		if (unwind_table_build(file.fd, &table, &error) == 0) {
+			uint32_t slots = unwind_table_slots((uint32_t)table.count, (uint32_t)table.page_count);
+
+			/* A table lies in one chunk of the rows map. */
+			if (!unwind_range_in_one_chunk(out->next_row, slots))
+				out->next_row = (unwind_chunk_of(out->next_row) + 1) * UNWIND_CHUNK_ROWS;
+		}
+		if (table.count && out->next_row + unwind_table_slots((uint32_t)table.count, (uint32_t)table.page_count) <=
+					   bpf_sampler_unwind_row_capacity(native)) {
 			struct unwind_table_ref ref = { .first_row = out->next_row,
 							.row_count = (uint32_t)table.count,
 							.page_base = table.page_base,
@@ -1247,6 +1253,26 @@ static void test_native_table_replaced_in_place_is_used_at_once(void **state)
 	bpf_sampler_close(native);
 }
 
+/* A table's range must lie in one chunk of the rows map: BPF looks its rows up in one. */
+static void test_table_across_chunks_is_refused(void **state)
+{
+	struct bpf_sampler *native;
+	struct unwind_row rows[4] = { { .kind = UNWIND_ROW_GAP } };
+	struct unwind_table_ref across = { .first_row = UNWIND_CHUNK_ROWS - 2, .row_count = 4 };
+	struct unwind_table_ref inside = { .first_row = UNWIND_CHUNK_ROWS, .row_count = 4 };
+
+	(void)state;
+	native = open_native_sampler();
+	assert_true(bpf_sampler_unwind_row_capacity(native) >= 2 * UNWIND_CHUNK_ROWS);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 0);
+	assert_int_equal(bpf_sampler_unwind_write_table(native, &across, rows, NULL), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &across), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_write_table(native, &inside, rows, NULL), 0);
+	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &inside), 0);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 1);
+	bpf_sampler_close(native);
+}
+
 static void test_every_stop_cause_has_a_name(void **state)
 {
 	(void)state;
@@ -1285,6 +1311,7 @@ int main(void)
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_table_replaced_in_place_is_used_at_once, require_sampler,
 						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_table_across_chunks_is_refused, require_sampler, stop_running_child),
 		cmocka_unit_test(test_every_stop_cause_has_a_name),
 	};
 

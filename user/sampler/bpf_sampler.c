@@ -39,10 +39,11 @@ struct bpf_sampler {
 	struct bpf_link *exit_link;
 	struct bpf_link *fork_link;
 	int stats_fd;
-	struct unwind_row *unwind_rows;   /* the rows map, mapped read-write */
-	size_t unwind_row_capacity;
+	/* The rows map's chunks created so far, each mapped read-write (include/unwind_table.h). */
+	struct unwind_row *unwind_chunks[UNWIND_MAX_CHUNKS];
+	int unwind_chunk_fds[UNWIND_MAX_CHUNKS];
+	size_t unwind_row_capacity;   /* of the rows space: a whole number of chunks */
 	uint32_t unwind_generation;   /* of the table placed last (struct unwind_table_ref) */
-	size_t unwind_rows_mapped_bytes;
 	/* The callbacks of the consume() call in progress. */
 	bpf_sampler_record_fn on_record;
 	bpf_sampler_proc_fn on_proc;
@@ -384,35 +385,52 @@ static int on_ring_proc_event(void *ctx, void *data, size_t size)
 }
 
 /* Without native stacks the rows map keeps one row: its memory is only spent when used. */
-static int size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampler_options *options)
+/* The rows space: the rows asked for, in whole chunks, at most UNWIND_MAX_CHUNKS. No chunk is
+ * created yet: tables create them as they need room (unwind_chunk). */
+static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampler_options *options)
 {
 	size_t rows = options->unwind_rows ? options->unwind_rows : UNWIND_ROWS_DEFAULT;
+	size_t chunks = (rows + UNWIND_CHUNK_ROWS - 1) / UNWIND_CHUNK_ROWS;
 
-	if (!options->native_stacks)
-		rows = 1;
-	if (rows > UINT32_MAX / sizeof(struct unwind_row))
-		return -E2BIG;
-	sampler->unwind_row_capacity = rows;
-	return bpf_map__set_max_entries(sampler->skel->maps.unwind_rows, (uint32_t)rows);
+	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
+		sampler->unwind_chunk_fds[i] = -1;
+	if (chunks > UNWIND_MAX_CHUNKS)
+		chunks = UNWIND_MAX_CHUNKS;
+	sampler->unwind_row_capacity = options->native_stacks ? chunks * UNWIND_CHUNK_ROWS : 0;
 }
 
-/* Rows are written straight into the map's memory: a libpython has 70k of them. */
-static int map_unwind_rows(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
+/* Chunk index of the rows map, created, mapped and put in place the first time a table needs it:
+ * its memory, or NULL with errno set. */
+static struct unwind_row *unwind_chunk(struct bpf_sampler *sampler, uint32_t index)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	size_t bytes = sampler->unwind_row_capacity * sizeof(struct unwind_row);
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	size_t bytes = (size_t)UNWIND_CHUNK_ROWS * sizeof(struct unwind_row);
+	int fd, err;
 	void *rows;
-	int err;
 
-	bytes = (bytes + (size_t)page - 1) & ~((size_t)page - 1);
-	rows = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(sampler->skel->maps.unwind_rows), 0);
-	if (rows == MAP_FAILED) {
-		err = -errno;
-		return errbuf_format(errbuf, errlen, err, "mapping the unwind table map: %s", strerror(-err));
+	if (index >= UNWIND_MAX_CHUNKS) {
+		errno = ERANGE;
+		return NULL;
 	}
-	sampler->unwind_rows = rows;
-	sampler->unwind_rows_mapped_bytes = bytes;
-	return 0;
+	if (sampler->unwind_chunks[index])
+		return sampler->unwind_chunks[index];
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pbp_unwind_rows", sizeof(uint32_t), sizeof(struct unwind_row),
+			    UNWIND_CHUNK_ROWS, &opts);
+	if (fd < 0)
+		return NULL;
+	rows = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (rows == MAP_FAILED || bpf_map__update_elem(sampler->skel->maps.unwind_rows, &index, sizeof(index), &fd,
+						      sizeof(fd), BPF_ANY)) {
+		err = errno;
+		if (rows != MAP_FAILED)
+			munmap(rows, bytes);
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	sampler->unwind_chunks[index] = rows;
+	sampler->unwind_chunk_fds[index] = fd;
+	return rows;
 }
 
 /*
@@ -472,15 +490,12 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
 				     strerror(-err));
 	sampler->ring_bytes = ring_bytes;
-	err = size_unwind_rows(sampler, options);
-	if (err)
-		return errbuf_format(errbuf, errlen, err, "sizing the unwind table map to %zu rows: %s",
-				     sampler->unwind_row_capacity, strerror(-err));
+	size_unwind_rows(sampler, options);
 	err = pyperf_bpf__load(sampler->skel);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "loading the BPF programs: %s (%s)", strerror(-err),
 				     last_libbpf_message);
-	return map_unwind_rows(sampler, errbuf, errlen);
+	return 0;
 }
 
 static int open_rings(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
@@ -659,23 +674,41 @@ size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler)
 	return sampler->unwind_row_capacity;
 }
 
-/* Whether the rows map holds ref's range: its rows and its page index. */
+/* Whether the rows space holds ref's range (its rows and its page index), within one chunk. */
 static bool unwind_range_fits(const struct bpf_sampler *sampler, const struct unwind_table_ref *ref)
 {
 	uint64_t slots = (uint64_t)ref->row_count + ((uint64_t)ref->page_count + 1) / 2;
 
-	return ref->first_row <= sampler->unwind_row_capacity && slots <= sampler->unwind_row_capacity - ref->first_row;
+	if (ref->row_count == 0)
+		return true; /* an empty slot: nothing to hold */
+	return ref->first_row <= sampler->unwind_row_capacity && slots <= sampler->unwind_row_capacity - ref->first_row &&
+	       unwind_range_in_one_chunk(ref->first_row, (uint32_t)slots);
 }
 
 int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unwind_table_ref *ref,
 				   const struct unwind_row *rows, const uint32_t *pages)
 {
-	if (!unwind_range_fits(sampler, ref) || (ref->page_count && !pages))
+	struct unwind_row *chunk;
+
+	if (ref->row_count == 0 || !unwind_range_fits(sampler, ref) || (ref->page_count && !pages))
 		return -ERANGE;
-	memcpy(sampler->unwind_rows + ref->first_row, rows, ref->row_count * sizeof(*rows));
+	chunk = unwind_chunk(sampler, unwind_chunk_of(ref->first_row));
+	if (!chunk)
+		return -errno;
+	chunk += unwind_chunk_index(ref->first_row);
+	memcpy(chunk, rows, ref->row_count * sizeof(*rows));
 	if (ref->page_count)
-		memcpy(sampler->unwind_rows + ref->first_row + ref->row_count, pages, ref->page_count * sizeof(*pages));
+		memcpy(chunk + ref->row_count, pages, ref->page_count * sizeof(*pages));
 	return 0;
+}
+
+size_t bpf_sampler_unwind_chunk_count(const struct bpf_sampler *sampler)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
+		count += sampler->unwind_chunks[i] != NULL;
+	return count;
 }
 
 int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id, const struct unwind_table_ref *ref)
@@ -858,8 +891,12 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	if (!sampler)
 		return;
 	stop_wall(sampler);
-	if (sampler->unwind_rows)
-		munmap(sampler->unwind_rows, sampler->unwind_rows_mapped_bytes);
+	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++) {
+		if (sampler->unwind_chunks[i])
+			munmap(sampler->unwind_chunks[i], (size_t)UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
+		if (sampler->unwind_chunk_fds[i] >= 0)
+			close(sampler->unwind_chunk_fds[i]);
+	}
 	for (int cpu = 0; cpu < sampler->perf_count; cpu++)
 		bpf_link__destroy(sampler->perf_links[cpu]);
 	free(sampler->perf_links);

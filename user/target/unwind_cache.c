@@ -262,7 +262,16 @@ static int compare_first_row(const void *a, const void *b)
 	return left->ref.first_row < right->ref.first_row ? -1 : left->ref.first_row > right->ref.first_row;
 }
 
-/* First fit: the lowest free range of count rows. 0 or -ENOSPC. */
+/* Where a range of count rows that would start at start can start: there, or at the next
+ * chunk's first row if it would span two (BPF finds a table's rows in one chunk). */
+static uint64_t start_in_one_chunk(uint64_t start, size_t count)
+{
+	uint64_t chunk_end = (start / UNWIND_CHUNK_ROWS + 1) * UNWIND_CHUNK_ROWS;
+
+	return start + count > chunk_end ? chunk_end : start;
+}
+
+/* First fit: the lowest free range of count rows inside one chunk. 0 or -ENOSPC. */
 static int allocate_rows(struct unwind_cache *cache, size_t count, uint32_t *first_row)
 {
 	struct cached_file **placed = malloc((cache->file_count + 1) * sizeof(*placed));
@@ -276,11 +285,12 @@ static int allocate_rows(struct unwind_cache *cache, size_t count, uint32_t *fir
 		if (!cache->files[i]->failed && cache->files[i]->ref.row_count)
 			placed[placed_count++] = cache->files[i];
 	qsort(placed, placed_count, sizeof(*placed), compare_first_row);
-	for (size_t i = 0; i <= placed_count; i++) {
+	for (size_t i = 0; count <= UNWIND_CHUNK_ROWS && i <= placed_count; i++) {
 		uint64_t gap_end = i < placed_count ? placed[i]->ref.first_row : cache->row_capacity;
+		uint64_t start = start_in_one_chunk(next_free, count);
 
-		if (gap_end >= next_free && gap_end - next_free >= count) {
-			*first_row = (uint32_t)next_free;
+		if (gap_end >= start && gap_end - start >= count) {
+			*first_row = (uint32_t)start;
 			err = 0;
 			break;
 		}
