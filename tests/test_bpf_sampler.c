@@ -1036,19 +1036,28 @@ static void tally_native(const struct recorded *rec, const struct native_target 
 	}
 }
 
+/* child runs script on version, its tables uploaded to native: what each native test starts from. */
+static struct native_target *start_native_child(struct bpf_sampler *native, const char *version, const char *script,
+						struct python_child *child)
+{
+	struct native_target *target = calloc(1, sizeof(*target));
+
+	assert_non_null(target);
+	child->pid = start_script(version, script, NULL);
+	discover(child->pid, &child->target);
+	upload_tables(native, child->pid, target);
+	return target;
+}
+
 static void check_native_zlib(const char *version, bool entries_marked)
 {
 	struct bpf_sampler *native = open_native_sampler();
-	struct native_target *target = calloc(1, sizeof(*target));
 	struct recorded on = { 0 }, off = { 0 };
 	struct native_tally tally;
 	struct python_child child;
+	struct native_target *target = start_native_child(native, version, "bpf_native_zlib.py", &child);
 	double on_ns, off_ns;
 
-	assert_non_null(target);
-	child.pid = start_script(version, "bpf_native_zlib.py", NULL);
-	discover(child.pid, &child.target);
-	upload_tables(native, child.pid, target);
 	assert_true(target->tables > 0);
 	assert_true(target->deflate.end != 0);
 	on_ns = sample_cost(native, child.pid, &child.target, &on);
@@ -1111,11 +1120,7 @@ static void test_native_stacks_of_kernel_mode_samples(void **state)
 	if (!have_python("3.12.1"))
 		skip();
 	native = open_native_sampler();
-	target = calloc(1, sizeof(*target));
-	assert_non_null(target);
-	child.pid = start_script("3.12.1", "bpf_read_zero.py", NULL);
-	discover(child.pid, &child.target);
-	upload_tables(native, child.pid, target);
+	target = start_native_child(native, "3.12.1", "bpf_read_zero.py", &child);
 	sample_cost(native, child.pid, &child.target, &rec);
 	for (size_t i = 0; i < rec.count; i++) {
 		const struct pbp_record *record = rec.records[i];
@@ -1182,11 +1187,7 @@ static void test_native_stop_causes_are_reported(void **state)
 	if (!have_python("3.12.1"))
 		skip();
 	native = open_native_sampler();
-	target = calloc(1, sizeof(*target));
-	assert_non_null(target);
-	child.pid = start_script("3.12.1", "bpf_native_zlib.py", NULL);
-	discover(child.pid, &child.target);
-	upload_tables(native, child.pid, target);
+	target = start_native_child(native, "3.12.1", "bpf_native_zlib.py", &child);
 	libz = mapping_of(target, target->deflate.start);
 	libz->table_id = UNWIND_TABLE_NONE;
 	libz->stop_cause = UNWIND_STOP_DELETED_FILE;
@@ -1225,11 +1226,7 @@ static void test_native_table_replaced_in_place_is_used_at_once(void **state)
 	if (!have_python("3.12.1"))
 		skip();
 	native = open_native_sampler();
-	target = calloc(1, sizeof(*target));
-	assert_non_null(target);
-	child.pid = start_script("3.12.1", "bpf_native_zlib.py", NULL);
-	discover(child.pid, &child.target);
-	upload_tables(native, child.pid, target);
+	target = start_native_child(native, "3.12.1", "bpf_native_zlib.py", &child);
 	/* Walks through libz with its real rows first: they are in the cache now. */
 	sample_cost(native, child.pid, &child.target, &warm);
 	recorded_free(&warm);
