@@ -92,6 +92,39 @@ static void test_unsorted_file_with_data_symbols(void **state)
 	ksyms_free(ksyms);
 }
 
+/* The file is read 64 KiB at a time: lines that straddle two reads are whole, and a line longer
+ * than a read is dropped whole. Here the long line's x's end exactly where a reader that forgot
+ * it was inside that line would start afresh, with text that reads like a symbol. */
+static void test_long_file_and_overlong_line(void **state)
+{
+	enum { SYMBOLS = 6000, XS = 2 * 65536 };
+	size_t capacity = SYMBOLS * 48 + XS + 256, used = 0;
+	char *text = malloc(capacity);
+	struct ksyms *ksyms;
+	char path[256], err[256];
+	uint64_t offset;
+
+	(void)state;
+	assert_non_null(text);
+	used += (size_t)snprintf(text + used, capacity - used, "ffffffff81000000 T before_long\n");
+	memset(text + used, 'x', XS);
+	used += XS;
+	used += (size_t)snprintf(text + used, capacity - used, "ffffffff90000000 T smuggled\n");
+	for (unsigned i = 0; i < SYMBOLS; i++)
+		used += (size_t)snprintf(text + used, capacity - used, "%016llx T func_%u\n",
+					 0xffffffff82000000ull + 0x100ull * i, i);
+	write_file("kallsyms-long", text, path, sizeof(path));
+	free(text);
+	assert_int_equal(ksyms_load_file(&ksyms, path, err, sizeof(err)), 0);
+	assert_int_equal(ksyms_count(ksyms), SYMBOLS + 1);
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffff90000010ull, NULL, NULL), "func_5999");
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffff82000000ull + 0x100ull * 4321 + 5, &offset, NULL),
+			    "func_4321");
+	assert_int_equal(offset, 5);
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffff81000010ull, NULL, NULL), "before_long");
+	ksyms_free(ksyms);
+}
+
 static void test_hidden_addresses_are_reported(void **state)
 {
 	static const char text[] = "0000000000000000 T first\n0000000000000000 T second\n";
@@ -110,6 +143,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolves_vfs_read),
 		cmocka_unit_test(test_unsorted_file_with_data_symbols),
+		cmocka_unit_test(test_long_file_and_overlong_line),
 		cmocka_unit_test(test_hidden_addresses_are_reported),
 	};
 

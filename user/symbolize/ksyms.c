@@ -112,6 +112,12 @@ static bool parse_line(const char *line, const char *end, struct kallsyms_line *
 	return out->name_len > 0;
 }
 
+/* Where the reading of the lines stands between chunks. */
+struct kallsyms_reader {
+	uint32_t last_module; /* names offset of the last module's name, NO_MODULE before any */
+	bool skipping;        /* in a line longer than a chunk: it is dropped up to its newline */
+};
+
 static int add_line(struct ksyms *ksyms, const char *line, const char *end, uint32_t *last_module)
 {
 	struct kallsyms_line parsed;
@@ -141,20 +147,27 @@ static int add_line(struct ksyms *ksyms, const char *line, const char *end, uint
 }
 
 /* Adds every whole line of buf[0, *len) and keeps the unfinished last one at its start. */
-static int add_lines(struct ksyms *ksyms, char *buf, size_t *len, uint32_t *last_module)
+static int add_lines(struct ksyms *ksyms, char *buf, size_t *len, struct kallsyms_reader *reader)
 {
 	char *line = buf, *end = buf + *len, *newline;
 	int err;
 
 	while ((newline = memchr(line, '\n', (size_t)(end - line)))) {
-		err = add_line(ksyms, line, newline, last_module);
-		if (err)
-			return err;
+		if (reader->skipping) {
+			reader->skipping = false;
+		} else {
+			err = add_line(ksyms, line, newline, &reader->last_module);
+			if (err)
+				return err;
+		}
 		line = newline + 1;
 	}
 	*len = (size_t)(end - line);
-	if (*len == KSYMS_READ_CHUNK)
-		*len = 0; /* one line fills the whole chunk: not a symbol */
+	if (*len == KSYMS_READ_CHUNK) {
+		/* One line fills the whole chunk: not a symbol, and its rest is not a line either. */
+		*len = 0;
+		reader->skipping = true;
+	}
 	memmove(buf, line, *len);
 	return 0;
 }
@@ -162,7 +175,7 @@ static int add_lines(struct ksyms *ksyms, char *buf, size_t *len, uint32_t *last
 /* Reads every line of fd into ksyms. */
 static int read_lines(struct ksyms *ksyms, int fd)
 {
-	uint32_t last_module = NO_MODULE;
+	struct kallsyms_reader reader = { .last_module = NO_MODULE };
 	size_t len = 0;
 	ssize_t got;
 	char *buf = malloc(KSYMS_READ_CHUNK);
@@ -180,12 +193,12 @@ static int read_lines(struct ksyms *ksyms, int fd)
 		}
 		if (got == 0) {
 			/* a last line without its newline */
-			if (len)
-				err = add_line(ksyms, buf, buf + len, &last_module);
+			if (len && !reader.skipping)
+				err = add_line(ksyms, buf, buf + len, &reader.last_module);
 			break;
 		}
 		len += (size_t)got;
-		err = add_lines(ksyms, buf, &len, &last_module);
+		err = add_lines(ksyms, buf, &len, &reader);
 	}
 	free(buf);
 	return err;
