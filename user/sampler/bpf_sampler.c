@@ -384,7 +384,6 @@ static int on_ring_proc_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Without native stacks the rows map keeps one row: its memory is only spent when used. */
 /* The rows space: the rows asked for, in whole chunks, at most UNWIND_MAX_CHUNKS. No chunk is
  * created yet: tables create them as they need room (unwind_chunk). */
 static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampler_options *options)
@@ -392,8 +391,6 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
 	size_t rows = options->unwind_rows ? options->unwind_rows : UNWIND_ROWS_DEFAULT;
 	size_t chunks = (rows + UNWIND_CHUNK_ROWS - 1) / UNWIND_CHUNK_ROWS;
 
-	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
-		sampler->unwind_chunk_fds[i] = -1;
 	if (chunks > UNWIND_MAX_CHUNKS)
 		chunks = UNWIND_MAX_CHUNKS;
 	sampler->unwind_row_capacity = options->native_stacks ? chunks * UNWIND_CHUNK_ROWS : 0;
@@ -531,6 +528,9 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	if (!sampler)
 		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	sampler->stats_fd = -1;
+	/* Before anything can fail: closing a sampler closes the chunks' fds. */
+	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
+		sampler->unwind_chunk_fds[i] = -1;
 	libbpf_set_print(keep_libbpf_message);
 	err = load_programs(sampler, options, errbuf, errlen);
 	if (!err)
