@@ -53,8 +53,16 @@ def spin_in_deleted_library(seconds):
     directory = tempfile.mkdtemp()
     copy = os.path.join(directory, "libz-deleted.so.1")
     shutil.copy(mapped_libz(), copy)
-    libz = ctypes.CDLL(copy)
-    os.unlink(copy)
+    # Unlinked before it is mapped (loaded through an open descriptor), so that no reader of
+    # the maps ever sees it undeleted: one that read them while dlopen was still at work
+    # would build a real table for it, and the walk would rightly go through it.
+    if os.path.isdir("/proc/self/fd"):
+        fd = os.open(copy, os.O_RDONLY)
+        os.unlink(copy)
+        libz = ctypes.CDLL("/proc/self/fd/%d" % fd)
+    else:  # a chroot without /proc: loaded, then unlinked (a reader may, rarely, see it whole)
+        libz = ctypes.CDLL(copy)
+        os.unlink(copy)
     os.rmdir(directory)
     source = bytes(bytearray((i * 7 + (i >> 5)) & 0xFF for i in range(1 << 18)))
     destination = ctypes.create_string_buffer(len(source) + 1024)
