@@ -125,6 +125,38 @@ static void test_long_file_and_overlong_line(void **state)
 	ksyms_free(ksyms);
 }
 
+/* Addresses are kept as their low halves, the high halves in runs: an address past the last
+ * symbol of one half, or in a half of its own, still finds the nearest symbol below it. */
+static void test_symbols_across_high_halves(void **state)
+{
+	static const char text[] = "00000001fffffff0 T low_last\n"
+				   "0000000100000000 T low_first\n"
+				   "0000000300000010 t far\t[farmod]\n"
+				   "ffffffff81000000 T kernel_first\n";
+	struct ksyms *ksyms;
+	char path[256], err[256];
+	uint64_t offset;
+	const char *module;
+
+	(void)state;
+	write_file("kallsyms-halves", text, path, sizeof(path));
+	assert_int_equal(ksyms_load_file(&ksyms, path, err, sizeof(err)), 0);
+	assert_int_equal(ksyms_count(ksyms), 4);
+	assert_null(ksyms_resolve(ksyms, 0xffffffffull, NULL, NULL));
+	assert_string_equal(ksyms_resolve(ksyms, 0x100000001ull, NULL, NULL), "low_first");
+	assert_string_equal(ksyms_resolve(ksyms, 0x2000000f0ull, &offset, &module), "low_last");
+	assert_int_equal(offset, 0x100);
+	assert_null(module);
+	assert_string_equal(ksyms_resolve(ksyms, 0x300000000ull, NULL, NULL), "low_last");
+	assert_string_equal(ksyms_resolve(ksyms, 0x300000020ull, &offset, &module), "far");
+	assert_int_equal(offset, 0x10);
+	assert_string_equal(module, "farmod");
+	assert_string_equal(ksyms_resolve(ksyms, 0xffffffff81000008ull, &offset, &module), "kernel_first");
+	assert_int_equal(offset, 8);
+	assert_null(module);
+	ksyms_free(ksyms);
+}
+
 static void test_hidden_addresses_are_reported(void **state)
 {
 	static const char text[] = "0000000000000000 T first\n0000000000000000 T second\n";
@@ -144,6 +176,7 @@ int main(void)
 		cmocka_unit_test(test_resolves_vfs_read),
 		cmocka_unit_test(test_unsorted_file_with_data_symbols),
 		cmocka_unit_test(test_long_file_and_overlong_line),
+		cmocka_unit_test(test_symbols_across_high_halves),
 		cmocka_unit_test(test_hidden_addresses_are_reported),
 	};
 

@@ -11,27 +11,85 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "util/array.h"
 #include "util/errbuf.h"
 
+/*
+ * kallsyms holds some 10^5 code symbols (122k here) and 3 MB of their names: as plain arrays,
+ * about 5 MB, a third of the profiler's memory. Kept compact instead:
+ * - names zstd-compressed in blocks of whole names (3 MB -> 0.6 MB). The resolver names each
+ *   kernel address once (symbolize/sample_resolve.c caches names by address), so a block is
+ *   decompressed about once per kernel function a profile shows;
+ * - 8 bytes a symbol: the address's low 32 bits and the name's place; the high 32 bits (all
+ *   equal on x86-64, where the kernel, its modules and BPF programs lie in the top 2 GiB) in
+ *   runs, and the module names in runs of symbols too (a module's symbols lie together).
+ */
 struct ksym {
+	uint32_t addr_low;
+	uint32_t name; /* block << NAME_OFFSET_BITS | offset in the block */
+};
+
+/* Symbols [first, next run's first) have addresses high << 32 | addr_low. */
+struct ksym_high_run {
+	uint64_t high;
+	size_t first;
+};
+
+/* Symbols [first, next run's first) belong to the module named at modules + module. */
+struct ksym_module_run {
+	size_t first;
+	uint32_t module; /* NO_MODULE: the core kernel */
+};
+
+/* A symbol while the file is read (in file order; sorted by address once read). */
+struct ksym_loading {
 	uint64_t addr;
-	uint32_t name;    /* offset into names */
-	uint32_t module;  /* offset into names, UINT32_MAX for the core kernel */
+	uint32_t name;
+	uint32_t module;
+};
+
+#define NAME_OFFSET_BITS 14
+#define NAME_BLOCK_BYTES (1u << NAME_OFFSET_BITS)
+#define NAME_MAX_BLOCKS (1u << (32 - NAME_OFFSET_BITS))
+/* zstd's fastest levels compress kernel names 5:1 at 300+ MB/s here (10 ms for all of them). */
+#define NAME_ZSTD_LEVEL 1
+
+struct name_blocks {
+	uint8_t *data; /* the compressed blocks back to back */
+	size_t len, capacity;
+	uint32_t *starts; /* block i is data[starts[i], starts[i + 1]); starts[count] = len */
+	size_t count, starts_capacity;
+	/* While loading: the block being filled and the compressor. */
+	char *open;
+	size_t open_len;
+	ZSTD_CCtx *cctx;
+	/* While resolving: the last block decompressed. */
+	char *current;
+	size_t current_block; /* SIZE_MAX: none yet */
+	ZSTD_DCtx *dctx;
 };
 
 struct ksyms {
 	struct ksym *syms;
-	size_t count, capacity;
-	char *names;
-	size_t names_len, names_capacity;
+	size_t count;
+	struct ksym_high_run *highs;
+	size_t high_count;
+	struct ksym_module_run *module_runs;
+	size_t module_run_count;
+	char *modules; /* module names, each NUL-terminated */
+	size_t modules_len, modules_capacity;
+	struct name_blocks names;
+	/* While loading */
+	struct ksym_loading *loading;
+	size_t loading_count, loading_capacity;
 };
 
 #define NO_MODULE UINT32_MAX
-/* kallsyms holds some 10^5 code symbols and 2 MB of their names: start near there, not at 16
- * bytes (every doubling copies what came before). */
+/* kallsyms holds some 10^5 code symbols: start near there, not at 16 (every doubling copies
+ * what came before). */
 #define KSYMS_MIN_CAPACITY (1u << 16)
-#define KSYMS_NAMES_MIN_CAPACITY (1u << 20)
 /* The file is read in chunks of this size; a line longer than one chunk (no kernel writes one)
  * is skipped. */
 #define KSYMS_READ_CHUNK (64u << 10)
@@ -44,20 +102,82 @@ struct kallsyms_line {
 	size_t name_len, module_len; /* module_len 0: the core kernel */
 };
 
-static int intern_name(struct ksyms *ksyms, const char *name, size_t name_len, uint32_t *offset)
+/* Copies a module's name into modules; *offset gets its place. */
+static int add_module_name(struct ksyms *ksyms, const char *name, size_t name_len, uint32_t *offset)
 {
 	size_t len = name_len + 1;
 
-	if (ksyms->names_len + len > UINT32_MAX - 1)
+	if (ksyms->modules_len + len > UINT32_MAX - 1)
 		return -E2BIG;
-	if (array_reserve((void **)&ksyms->names, &ksyms->names_capacity, ksyms->names_len + len, 1,
-			  KSYMS_NAMES_MIN_CAPACITY))
+	if (array_reserve((void **)&ksyms->modules, &ksyms->modules_capacity, ksyms->modules_len + len, 1, 4096))
 		return -ENOMEM;
-	memcpy(ksyms->names + ksyms->names_len, name, name_len);
-	ksyms->names[ksyms->names_len + name_len] = '\0';
-	*offset = (uint32_t)ksyms->names_len;
-	ksyms->names_len += len;
+	memcpy(ksyms->modules + ksyms->modules_len, name, name_len);
+	ksyms->modules[ksyms->modules_len + name_len] = '\0';
+	*offset = (uint32_t)ksyms->modules_len;
+	ksyms->modules_len += len;
 	return 0;
+}
+
+/* Compresses the open block onto the others. */
+static int close_block(struct name_blocks *blocks)
+{
+	size_t bound = ZSTD_compressBound(blocks->open_len), written;
+
+	if (blocks->count + 1 >= NAME_MAX_BLOCKS || blocks->len + bound > UINT32_MAX)
+		return -E2BIG;
+	if (array_reserve((void **)&blocks->data, &blocks->capacity, blocks->len + bound, 1, 256u << 10) ||
+	    array_reserve((void **)&blocks->starts, &blocks->starts_capacity, blocks->count + 2,
+			  sizeof(*blocks->starts), 64))
+		return -ENOMEM;
+	written = ZSTD_compressCCtx(blocks->cctx, blocks->data + blocks->len, bound, blocks->open, blocks->open_len,
+				    NAME_ZSTD_LEVEL);
+	if (ZSTD_isError(written))
+		return -EIO;
+	blocks->starts[blocks->count] = (uint32_t)blocks->len;
+	blocks->len += written;
+	blocks->count++;
+	blocks->starts[blocks->count] = (uint32_t)blocks->len;
+	blocks->open_len = 0;
+	return 0;
+}
+
+/* Adds a name to the open block (closing it first if the name does not fit); *ref gets its place. */
+static int add_name(struct name_blocks *blocks, const char *name, size_t name_len, uint32_t *ref)
+{
+	size_t len = name_len + 1;
+	int err;
+
+	if (len > NAME_BLOCK_BYTES)
+		return -E2BIG;
+	if (blocks->open_len + len > NAME_BLOCK_BYTES && (err = close_block(blocks)))
+		return err;
+	memcpy(blocks->open + blocks->open_len, name, name_len);
+	blocks->open[blocks->open_len + name_len] = '\0';
+	*ref = (uint32_t)(blocks->count << NAME_OFFSET_BITS | blocks->open_len);
+	blocks->open_len += len;
+	return 0;
+}
+
+/* The name at ref, decompressing its block unless it is the last one read; NULL on a corrupt block. */
+static const char *name_at(struct name_blocks *blocks, uint32_t ref)
+{
+	size_t block = ref >> NAME_OFFSET_BITS, offset = ref & (NAME_BLOCK_BYTES - 1), got;
+
+	if (block >= blocks->count)
+		return NULL;
+	if (block != blocks->current_block) {
+		if (!blocks->current && !(blocks->current = malloc(NAME_BLOCK_BYTES)))
+			return NULL;
+		if (!blocks->dctx && !(blocks->dctx = ZSTD_createDCtx()))
+			return NULL;
+		blocks->current_block = SIZE_MAX;
+		got = ZSTD_decompressDCtx(blocks->dctx, blocks->current, NAME_BLOCK_BYTES,
+					  blocks->data + blocks->starts[block], blocks->starts[block + 1] - blocks->starts[block]);
+		if (ZSTD_isError(got) || offset >= got || blocks->current[got - 1] != '\0')
+			return NULL;
+		blocks->current_block = block;
+	}
+	return blocks->current + offset;
 }
 
 /* Code symbols only: data symbols would swallow text addresses between them. */
@@ -121,28 +241,33 @@ struct kallsyms_reader {
 static int add_line(struct ksyms *ksyms, const char *line, const char *end, uint32_t *last_module)
 {
 	struct kallsyms_line parsed;
-	struct ksym *sym;
+	struct ksym_loading *sym;
+	int err;
 
 	if (!parse_line(line, end, &parsed) || !is_code_type(parsed.type))
 		return 0;
-	if (array_reserve((void **)&ksyms->syms, &ksyms->capacity, ksyms->count + 1, sizeof(*ksyms->syms),
-			  KSYMS_MIN_CAPACITY))
+	if (array_reserve((void **)&ksyms->loading, &ksyms->loading_capacity, ksyms->loading_count + 1,
+			  sizeof(*ksyms->loading), KSYMS_MIN_CAPACITY))
 		return -ENOMEM;
-	sym = &ksyms->syms[ksyms->count];
+	sym = &ksyms->loading[ksyms->loading_count];
 	sym->addr = parsed.addr;
 	sym->module = NO_MODULE;
-	if (intern_name(ksyms, parsed.name, parsed.name_len, &sym->name))
-		return -ENOMEM;
+	if (parsed.name_len >= NAME_BLOCK_BYTES)
+		return 0; /* no kernel writes one: not a symbol */
+	err = add_name(&ksyms->names, parsed.name, parsed.name_len, &sym->name);
+	if (err)
+		return err;
 	if (parsed.module_len) {
 		/* Modules' symbols come grouped: share one copy of the name. */
-		if (*last_module == NO_MODULE || strlen(ksyms->names + *last_module) != parsed.module_len ||
-		    memcmp(ksyms->names + *last_module, parsed.module, parsed.module_len) != 0) {
-			if (intern_name(ksyms, parsed.module, parsed.module_len, last_module))
-				return -ENOMEM;
+		if (*last_module == NO_MODULE || strlen(ksyms->modules + *last_module) != parsed.module_len ||
+		    memcmp(ksyms->modules + *last_module, parsed.module, parsed.module_len) != 0) {
+			err = add_module_name(ksyms, parsed.module, parsed.module_len, last_module);
+			if (err)
+				return err;
 		}
 		sym->module = *last_module;
 	}
-	ksyms->count++;
+	ksyms->loading_count++;
 	return 0;
 }
 
@@ -204,47 +329,100 @@ static int read_lines(struct ksyms *ksyms, int fd)
 	return err;
 }
 
-/* Growth doubled both stores: give back the slack, most of the profiler's heap (kallsyms holds
- * some 10^5 code symbols, about 4 MB once exact). */
-static void shrink_to_fit(struct ksyms *ksyms)
-{
-	struct ksym *syms = realloc(ksyms->syms, ksyms->count * sizeof(*syms));
-	char *names = realloc(ksyms->names, ksyms->names_len);
-
-	if (syms) {
-		ksyms->syms = syms;
-		ksyms->capacity = ksyms->count;
-	}
-	if (names) {
-		ksyms->names = names;
-		ksyms->names_capacity = ksyms->names_len;
-	}
-}
-
 static int by_address(const void *a, const void *b)
 {
-	const struct ksym *left = a, *right = b;
+	const struct ksym_loading *left = a, *right = b;
 
 	return left->addr < right->addr ? -1 : left->addr > right->addr;
 }
 
-static int all_zero(const struct ksyms *ksyms)
+static bool all_zero(const struct ksym_loading *syms, size_t count)
 {
-	for (size_t i = 0; i < ksyms->count; i++)
-		if (ksyms->syms[i].addr)
-			return 0;
-	return 1;
+	for (size_t i = 0; i < count; i++)
+		if (syms[i].addr)
+			return false;
+	return true;
 }
 
 /* kallsyms lists the core kernel in address order; only the modules' symbols need sorting. */
-static void sort_by_address(struct ksyms *ksyms)
+static void sort_by_address(struct ksym_loading *syms, size_t count)
 {
-	for (size_t i = 1; i < ksyms->count; i++) {
-		if (ksyms->syms[i - 1].addr > ksyms->syms[i].addr) {
-			qsort(ksyms->syms, ksyms->count, sizeof(*ksyms->syms), by_address);
+	for (size_t i = 1; i < count; i++) {
+		if (syms[i - 1].addr > syms[i].addr) {
+			qsort(syms, count, sizeof(*syms), by_address);
 			return;
 		}
 	}
+}
+
+/* Runs of equal high halves and of equal modules over the sorted symbols: counts first (a few
+ * of each), then the runs. */
+static size_t count_runs(const struct ksym_loading *syms, size_t count, bool by_module)
+{
+	size_t runs = 0;
+
+	for (size_t i = 0; i < count; i++)
+		runs += i == 0 || (by_module ? syms[i].module != syms[i - 1].module
+					     : syms[i].addr >> 32 != syms[i - 1].addr >> 32);
+	return runs;
+}
+
+/* The loaded symbols, sorted, into the compact arrays. */
+static int compact_symbols(struct ksyms *ksyms)
+{
+	const struct ksym_loading *loading = ksyms->loading;
+	size_t count = ksyms->loading_count, highs = 0, module_runs = 0;
+
+	ksyms->syms = malloc(count * sizeof(*ksyms->syms));
+	ksyms->highs = malloc(count_runs(loading, count, false) * sizeof(*ksyms->highs));
+	ksyms->module_runs = malloc(count_runs(loading, count, true) * sizeof(*ksyms->module_runs));
+	if (!ksyms->syms || !ksyms->highs || !ksyms->module_runs)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		if (i == 0 || loading[i].addr >> 32 != loading[i - 1].addr >> 32)
+			ksyms->highs[highs++] = (struct ksym_high_run){ .high = loading[i].addr >> 32, .first = i };
+		if (i == 0 || loading[i].module != loading[i - 1].module)
+			ksyms->module_runs[module_runs++] =
+				(struct ksym_module_run){ .first = i, .module = loading[i].module };
+		ksyms->syms[i] = (struct ksym){ .addr_low = (uint32_t)loading[i].addr, .name = loading[i].name };
+	}
+	ksyms->count = count;
+	ksyms->high_count = highs;
+	ksyms->module_run_count = module_runs;
+	return 0;
+}
+
+/* What only loading needs: the file-order symbols, the open block, the compressor. */
+static void free_loading(struct ksyms *ksyms)
+{
+	free(ksyms->loading);
+	ksyms->loading = NULL;
+	ksyms->loading_count = ksyms->loading_capacity = 0;
+	free(ksyms->names.open);
+	ksyms->names.open = NULL;
+	ZSTD_freeCCtx(ksyms->names.cctx);
+	ksyms->names.cctx = NULL;
+}
+
+/* The last block, and the symbols sorted into their compact form. */
+static int finish_loading(struct ksyms *ksyms)
+{
+	int err = ksyms->names.open_len ? close_block(&ksyms->names) : 0;
+
+	if (err)
+		return err;
+	sort_by_address(ksyms->loading, ksyms->loading_count);
+	err = compact_symbols(ksyms);
+	free_loading(ksyms);
+	return err;
+}
+
+static int start_loading(struct ksyms *ksyms)
+{
+	ksyms->names.current_block = SIZE_MAX;
+	ksyms->names.open = malloc(NAME_BLOCK_BYTES);
+	ksyms->names.cctx = ZSTD_createCCtx();
+	return ksyms->names.open && ksyms->names.cctx ? 0 : -ENOMEM;
 }
 
 int ksyms_load_file(struct ksyms **out, const char *path, char *err_text, size_t err_len)
@@ -259,26 +437,27 @@ int ksyms_load_file(struct ksyms **out, const char *path, char *err_text, size_t
 		return errbuf_format(err_text, err_len, err, "cannot open %s: %s", path, strerror(-err));
 	}
 	ksyms = calloc(1, sizeof(*ksyms));
-	if (!ksyms) {
-		close(fd);
-		return errbuf_format(err_text, err_len, -ENOMEM, "out of memory");
-	}
-	err = read_lines(ksyms, fd);
+	err = ksyms ? start_loading(ksyms) : -ENOMEM;
+	if (!err)
+		err = read_lines(ksyms, fd);
 	close(fd);
 	if (err) {
 		ksyms_free(ksyms);
 		return errbuf_format(err_text, err_len, err, "reading %s: %s", path, strerror(-err));
 	}
-	if (ksyms->count == 0 || all_zero(ksyms)) {
+	if (ksyms->loading_count == 0 || all_zero(ksyms->loading, ksyms->loading_count)) {
 		errbuf_format(err_text, err_len, -EPERM,
 			      "%s shows no kernel addresses (%s): kernel stacks cannot be named; "
 			      "run as root or lower kernel.kptr_restrict",
-			      path, ksyms->count ? "all are 0" : "no code symbols");
+			      path, ksyms->loading_count ? "all are 0" : "no code symbols");
 		ksyms_free(ksyms);
 		return -EPERM;
 	}
-	sort_by_address(ksyms);
-	shrink_to_fit(ksyms);
+	err = finish_loading(ksyms);
+	if (err) {
+		ksyms_free(ksyms);
+		return errbuf_format(err_text, err_len, err, "reading %s: %s", path, strerror(-err));
+	}
 	*out = ksyms;
 	return 0;
 }
@@ -288,18 +467,57 @@ int ksyms_load(struct ksyms **out, char *err_text, size_t err_len)
 	return ksyms_load_file(out, "/proc/kallsyms", err_text, err_len);
 }
 
-const char *ksyms_resolve(const struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module)
+static uint64_t address_of(const struct ksyms *ksyms, size_t index)
 {
-	const struct ksym *sym = array_last_at_or_below_u64(ksyms->syms, ksyms->count, sizeof(*ksyms->syms),
-							     offsetof(struct ksym, addr), addr);
+	size_t low = 0, high = ksyms->high_count;
 
-	if (!sym)
+	/* the last run starting at or before index (run 0 starts at 0) */
+	while (high - low > 1) {
+		size_t mid = low + (high - low) / 2;
+
+		if (ksyms->highs[mid].first <= index)
+			low = mid;
+		else
+			high = mid;
+	}
+	return ksyms->highs[low].high << 32 | ksyms->syms[index].addr_low;
+}
+
+static const char *module_of(const struct ksyms *ksyms, size_t index)
+{
+	size_t low = 0, high = ksyms->module_run_count;
+
+	while (high - low > 1) {
+		size_t mid = low + (high - low) / 2;
+
+		if (ksyms->module_runs[mid].first <= index)
+			low = mid;
+		else
+			high = mid;
+	}
+	return ksyms->module_runs[low].module == NO_MODULE ? NULL : ksyms->modules + ksyms->module_runs[low].module;
+}
+
+const char *ksyms_resolve(struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module)
+{
+	size_t low = 0, high = ksyms->count;
+
+	if (!ksyms->count || address_of(ksyms, 0) > addr)
 		return NULL;
+	/* the last symbol at or below addr: symbol low is at or below it */
+	while (high - low > 1) {
+		size_t mid = low + (high - low) / 2;
+
+		if (address_of(ksyms, mid) <= addr)
+			low = mid;
+		else
+			high = mid;
+	}
 	if (offset)
-		*offset = addr - sym->addr;
+		*offset = addr - address_of(ksyms, low);
 	if (module)
-		*module = sym->module == NO_MODULE ? NULL : ksyms->names + sym->module;
-	return ksyms->names + sym->name;
+		*module = module_of(ksyms, low);
+	return name_at(&ksyms->names, ksyms->syms[low].name);
 }
 
 size_t ksyms_count(const struct ksyms *ksyms)
@@ -311,7 +529,14 @@ void ksyms_free(struct ksyms *ksyms)
 {
 	if (!ksyms)
 		return;
+	free_loading(ksyms);
 	free(ksyms->syms);
-	free(ksyms->names);
+	free(ksyms->highs);
+	free(ksyms->module_runs);
+	free(ksyms->modules);
+	free(ksyms->names.data);
+	free(ksyms->names.starts);
+	free(ksyms->names.current);
+	ZSTD_freeDCtx(ksyms->names.dctx);
 	free(ksyms);
 }

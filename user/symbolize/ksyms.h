@@ -12,10 +12,11 @@ struct ksyms;
 int ksyms_load(struct ksyms **out, char *err_text, size_t err_len);
 /* The same from another file in kallsyms format. */
 int ksyms_load_file(struct ksyms **out, const char *path, char *err_text, size_t err_len);
-/* The symbol containing addr (the nearest one at or below it), NULL if below every symbol.
- * offset (optional) gets addr - symbol address; module (optional) the module name or NULL
- * for the core kernel. Strings live as long as the ksyms. */
-const char *ksyms_resolve(const struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module);
+/* The symbol containing addr (the nearest one at or below it), NULL if below every symbol (or
+ * if its name cannot be read back). offset (optional) gets addr - symbol address; module
+ * (optional) the module name or NULL for the core kernel. The name lives until the next
+ * ksyms_resolve (names are kept compressed), the module name as long as the ksyms. */
+const char *ksyms_resolve(struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module);
 size_t ksyms_count(const struct ksyms *ksyms);
 void ksyms_free(struct ksyms *ksyms);
 

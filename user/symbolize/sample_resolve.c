@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us)
+int sample_resolve_init(struct sample_resolver *resolver, struct ksyms *kernel, uint64_t period_us)
 {
 	memset(resolver, 0, sizeof(*resolver));
 	resolver->python = symbolize_py_cache_new();

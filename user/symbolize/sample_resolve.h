@@ -47,7 +47,7 @@ struct native_pc_entry {
 
 struct sample_resolver {
 	struct symbolize_py_cache *python;
-	const struct ksyms *kernel;    /* NULL: kernel frames are shown by address */
+	struct ksyms *kernel;          /* NULL: kernel frames are shown by address */
 	struct symbolize_native *native;      /* NULL: no native frames at all */
 	bool native_stacks;            /* records carry native stacks: merge them with the Python frames */
 	bool native_keep_all;          /* keep the interpreter's own frames too (--native=all) */
@@ -81,7 +81,7 @@ struct sample_resolver {
 	struct pf_frame native_leaf;   /* without native stacks: where a sample in native code landed */
 };
 
-int sample_resolve_init(struct sample_resolver *resolver, const struct ksyms *kernel, uint64_t period_us);
+int sample_resolve_init(struct sample_resolver *resolver, struct ksyms *kernel, uint64_t period_us);
 void sample_resolve_free(struct sample_resolver *resolver);
 /* Records that had a native walk (any stop cause but NOT_WALKED). */
 uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver);
