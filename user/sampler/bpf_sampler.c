@@ -441,7 +441,7 @@ static struct unwind_row *unwind_chunk(struct bpf_sampler *sampler, uint32_t ind
  */
 #define RING_RECORD_BYTES 2048u
 #define RING_HOLD_MS 100u
-#define RING_MIN_BYTES (1u << 20)
+#define RING_MIN_BYTES (256u << 10)
 #define RING_MAX_BYTES (64u << 20)
 
 static size_t ring_bytes_for(const struct bpf_sampler_options *options)

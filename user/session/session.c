@@ -34,6 +34,10 @@
  * (nothing is lost: only the code objects of later records wait a little). Its pages stay
  * resident, so it is small: about a tick of 32-frame samples at 20 kHz on 2 CPUs. */
 #define PENDING_RECORDS_MAX_BYTES (2u << 20)
+/* A drain that used less than an eighth of a buffer larger than this gives the buffer back: one
+ * burst (the ring full at start-up, while tables are built) would otherwise keep 2 MiB resident
+ * for the rest of a 1 kHz run, which uses some 100 KiB a drain. */
+#define PENDING_RECORDS_KEEP_BYTES (256u << 10)
 /* `stacks`: how long the pass waits for the target's native unwind tables (built in the
  * background; a large libpython takes about a second) before it runs without the missing ones. */
 #define STACKS_TABLES_WAIT_MS 2000
@@ -106,6 +110,12 @@ static void write_pending_records(struct session *session)
 		offset += sizeof(size);
 		resolve_and_write(session, (const struct pbp_record *)(session->pending_records + offset), size);
 		offset += (size + 7) & ~(size_t)7;
+	}
+	if (session->pending_capacity > PENDING_RECORDS_KEEP_BYTES &&
+	    session->pending_used < session->pending_capacity / 8) {
+		free(session->pending_records);
+		session->pending_records = NULL;
+		session->pending_capacity = 0;
 	}
 	session->pending_used = 0;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -732,13 +733,17 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 	struct builder *builder = &cache->builder;
 	struct build_job *done;
 	size_t count = 0;
+	bool queue_empty;
 
 	if (!builder->started)
 		return 0;
 	pthread_mutex_lock(&builder->lock);
 	done = builder->done;
 	builder->done = NULL;
+	queue_empty = !builder->todo_head;
 	pthread_mutex_unlock(&builder->lock);
+	if (!done)
+		return 0;
 	while (done) {
 		struct build_job *next = done->next;
 
@@ -746,6 +751,11 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 		build_job_free(done);
 		done = next;
 	}
+	/* A build's working memory (libdw's state, the row list, the sort's copy: some 3 MB for a
+	 * libpython) is free now but stays resident in the builder thread's malloc arena unless
+	 * handed back; once the queue is empty, hand it back. */
+	if (queue_empty)
+		malloc_trim(0);
 	return count;
 }
 
