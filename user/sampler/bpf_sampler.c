@@ -441,8 +441,11 @@ static struct unwind_row *unwind_chunk(struct bpf_sampler *sampler, uint32_t ind
  */
 #define RING_RECORD_BYTES 2048u
 #define RING_HOLD_MS 100u
-#define RING_MIN_BYTES (256u << 10)
+#define RING_MIN_BYTES (1u << 20)
 #define RING_MAX_BYTES (64u << 20)
+/* RING_MIN_BYTES: with a 512 KiB ring, 900-frame stacks at 1 kHz lost 18 samples in one of six
+ * launched runs (the first drain, which reads every new code object, took longer than the ring
+ * holds); a 1 MiB ring lost none. */
 
 static size_t ring_bytes_for(const struct bpf_sampler_options *options)
 {
