@@ -33,13 +33,13 @@ struct ksym {
 
 /* Symbols [first, next run's first) have addresses high << 32 | addr_low. */
 struct ksym_high_run {
+	uint64_t first;
 	uint64_t high;
-	size_t first;
 };
 
 /* Symbols [first, next run's first) belong to the module named at modules + module. */
 struct ksym_module_run {
-	size_t first;
+	uint64_t first;
 	uint32_t module; /* NO_MODULE: the core kernel */
 };
 
@@ -467,35 +467,21 @@ int ksyms_load(struct ksyms **out, char *err_text, size_t err_len)
 	return ksyms_load_file(out, "/proc/kallsyms", err_text, err_len);
 }
 
+/* The run holding symbol index: the last one starting at or before it (run 0 starts at 0). */
+#define RUN_OF(runs, count, index) \
+	((const __typeof__(*(runs)) *)array_last_at_or_below_u64((runs), (count), sizeof(*(runs)), \
+								 offsetof(__typeof__(*(runs)), first), (index)))
+
 static uint64_t address_of(const struct ksyms *ksyms, size_t index)
 {
-	size_t low = 0, high = ksyms->high_count;
-
-	/* the last run starting at or before index (run 0 starts at 0) */
-	while (high - low > 1) {
-		size_t mid = low + (high - low) / 2;
-
-		if (ksyms->highs[mid].first <= index)
-			low = mid;
-		else
-			high = mid;
-	}
-	return ksyms->highs[low].high << 32 | ksyms->syms[index].addr_low;
+	return RUN_OF(ksyms->highs, ksyms->high_count, index)->high << 32 | ksyms->syms[index].addr_low;
 }
 
 static const char *module_of(const struct ksyms *ksyms, size_t index)
 {
-	size_t low = 0, high = ksyms->module_run_count;
+	uint32_t module = RUN_OF(ksyms->module_runs, ksyms->module_run_count, index)->module;
 
-	while (high - low > 1) {
-		size_t mid = low + (high - low) / 2;
-
-		if (ksyms->module_runs[mid].first <= index)
-			low = mid;
-		else
-			high = mid;
-	}
-	return ksyms->module_runs[low].module == NO_MODULE ? NULL : ksyms->modules + ksyms->module_runs[low].module;
+	return module == NO_MODULE ? NULL : ksyms->modules + module;
 }
 
 const char *ksyms_resolve(struct ksyms *ksyms, uint64_t addr, uint64_t *offset, const char **module)
