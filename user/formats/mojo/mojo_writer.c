@@ -63,7 +63,7 @@ struct mojo_writer {
 	uint64_t complete_end;
 	uint64_t complete_on_disk;
 	unsigned flush_interval_ms;
-	uint64_t last_flush_ms;
+	uint64_t last_flush_ms; /* clock_coarse_ms: checked once per sample */
 
 	struct pid_tables **pids;     /* in first-seen order */
 	size_t pid_count, pid_capacity;
@@ -114,7 +114,7 @@ static int write_out(struct mojo_writer *writer)
 	writer->written += done;
 	writer->complete_on_disk = writer->complete_end;
 	writer->len = 0;
-	writer->last_flush_ms = clock_monotonic_ms();
+	writer->last_flush_ms = clock_coarse_ms();
 	return 0;
 }
 
@@ -581,7 +581,7 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	if (write_stack(writer, sample) || write_frames(writer, tables, sample) || write_metrics(writer, sample))
 		return writer->failure;
 	mark_complete(writer);
-	if (clock_monotonic_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
+	if (clock_coarse_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
 		return write_out(writer);
 	return 0;
 }
@@ -663,7 +663,7 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 	writer->flush_interval_ms = options && options->flush_interval_ms
 					    ? options->flush_interval_ms
 					    : DEFAULT_FLUSH_INTERVAL_MS;
-	writer->last_flush_ms = clock_monotonic_ms();
+	writer->last_flush_ms = clock_coarse_ms();
 	writer->mode = MODE_CPU;
 	memcpy(writer->buf, MOJO_MAGIC, 3);
 	writer->len = 3 + varint_mojo_encode(MOJO_VERSION, writer->buf + 3);
