@@ -202,10 +202,12 @@ struct {
  * Native unwinding (include/unwind_table.h): every loaded file's rows in chunks
  * (arrays userspace creates as tables need room and maps to write rows without a
  * syscall per row), where each table lies in them, and each target's executable mappings.
+ * Chunks differ in size (BPF_F_INNER_MAP): the template's max_entries binds none of them,
+ * and a lookup past a chunk's end returns NULL.
  */
 struct unwind_rows_chunk {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
 	__uint(max_entries, UNWIND_CHUNK_ROWS);
 	__type(key, __u32);
 	__type(value, struct unwind_row);

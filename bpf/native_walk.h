@@ -73,15 +73,16 @@ __noinline int pbp_find_mapping(const struct unwind_proc *proc, struct pbp_nativ
 /* The chunk of the rows map that holds the table (include/unwind_table.h), or NULL. */
 static __always_inline void *pbp_rows_chunk(const struct unwind_table_ref *ref)
 {
-	__u32 chunk = unwind_chunk_of(ref->first_row);
+	__u32 chunk = ref->chunk;
 
 	return bpf_map_lookup_elem(&unwind_rows, &chunk);
 }
 
-/* Page index entry p of the table in chunk (include/unwind_table.h), or -1. */
+/* Page index entry p of the table in chunk (include/unwind_table.h), or -1 (a key past the
+ * chunk's end finds nothing: chunks differ in size). */
 static __always_inline long pbp_page_entry(void *chunk, const struct unwind_table_ref *ref, __u32 page)
 {
-	__u32 key = unwind_chunk_index(ref->first_row + ref->row_count + page / 2);
+	__u32 key = ref->first_row + ref->row_count + page / 2;
 	const __u32 *slot = bpf_map_lookup_elem(chunk, &key);
 
 	if (!slot)
@@ -136,7 +137,7 @@ __noinline int pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc, s
 
 		if (len <= 1)
 			break;
-		key = unwind_chunk_index(base + half);
+		key = base + half;
 		row = bpf_map_lookup_elem(chunk, &key);
 		if (!row)
 			return -1;
@@ -147,7 +148,7 @@ __noinline int pbp_find_row(const struct unwind_table_ref *ref, __u64 file_pc, s
 			len = half;
 		}
 	}
-	key = unwind_chunk_index(base);
+	key = base;
 	row = bpf_map_lookup_elem(chunk, &key);
 	if (!row || row->pc > file_pc)
 		return -1;

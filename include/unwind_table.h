@@ -90,36 +90,27 @@ enum unwind_stop {
 
 /*
  * Where BPF finds a table: the `unwind_tables` ARRAY (UNWIND_MAX_TABLES entries)
- * indexed by table id holds each loaded file's rows as a range of the rows
- * space, [0, capacity) (UNWIND_ROWS_DEFAULT unless the user asks). Userspace
- * frees a range when no target maps its file any more.
+ * indexed by table id holds each loaded file's rows as a chunk and a range in it.
+ * Userspace frees a range when no target maps its file any more.
  *
- * The rows space is the `unwind_rows` ARRAY_OF_MAPS: chunks of UNWIND_CHUNK_ROWS
- * rows (4 MiB), each an mmapable ARRAY that userspace creates when a table first
- * needs room in it. Every page of a chunk is resident (the profiler maps it to
- * write rows without a syscall each), so memory follows the tables placed, not the
- * most a run may place. Row r is row r % UNWIND_CHUNK_ROWS of chunk
- * r / UNWIND_CHUNK_ROWS, and a table (its rows and page index) never spans two chunks.
+ * The rows live in the `unwind_rows` ARRAY_OF_MAPS: chunks, each an mmapable ARRAY
+ * that userspace creates when a table needs room and frees when its last table
+ * goes. Every page of a chunk is resident (the profiler maps it to write rows
+ * without a syscall each), so chunks are small, UNWIND_CHUNK_ROWS rows (1 MiB),
+ * and a table whose slots exceed that gets a chunk of its own, the power of two
+ * of rows that fits it: memory follows the tables placed. The sizes of all chunks
+ * held at once never exceed the rows asked for (UNWIND_ROWS_DEFAULT unless the
+ * user asks). A table (its rows and page index) lies in one chunk.
  */
 #define UNWIND_MAX_TABLES 4096
-#define UNWIND_CHUNK_SHIFT 19
-#define UNWIND_CHUNK_ROWS (1u << UNWIND_CHUNK_SHIFT)
-#define UNWIND_MAX_CHUNKS 16
+#define UNWIND_CHUNK_ROWS (1u << 17)
+/* The largest chunk: the largest table and its page index. */
+#define UNWIND_CHUNK_MAX_ROWS (1u << 19)
+#define UNWIND_MAX_CHUNKS 64
 #define UNWIND_ROWS_DEFAULT (1u << 22) /* 32 MiB of rows at most: some 30 distinct interpreters' files */
 /* A run with given targets (-p, a launched command): 8 MiB at most, some 8 interpreters' files. */
 #define UNWIND_ROWS_TARGETED (1u << 20)
 
-/* The chunk holding row (of the rows space). */
-static inline __u32 unwind_chunk_of(__u32 row)
-{
-	return row >> UNWIND_CHUNK_SHIFT;
-}
-
-/* The row's index inside its chunk. */
-static inline __u32 unwind_chunk_index(__u32 row)
-{
-	return row & (UNWIND_CHUNK_ROWS - 1);
-}
 #define UNWIND_TABLE_NONE 0xffffffffu
 
 /*
@@ -140,14 +131,14 @@ static inline __u32 unwind_chunk_index(__u32 row)
  * gets no index rather than one larger than its rows. */
 
 struct unwind_table_ref {
-	__u32 first_row;  /* in unwind_rows */
+	__u32 first_row;  /* in its chunk */
 	__u32 row_count;  /* 0: the slot is free */
 	__u32 page_base;  /* file pc of the index's page 0 (the first row's pc, page-aligned) */
 	__u32 page_count; /* index entries (pages + 1) after the rows; 0: no index, bisect every row */
 	/* Set by the sampler, new for every table it places: BPF's per-CPU cache of rows found
 	 * is keyed by it, so a slot reused by another file never answers with the old file's rows. */
 	__u32 generation;
-	__u32 reserved;
+	__u32 chunk;      /* the chunk's index in unwind_rows */
 };
 
 /* Slots of the rows map a table occupies: its rows, then its page index. */
@@ -157,16 +148,13 @@ static inline __u32 unwind_table_slots(__u32 row_count, __u32 page_count)
 }
 
 /* A table has at most as many index entries as rows (else it gets no index), so the largest
- * fits in one chunk. */
-_Static_assert(UNWIND_TABLE_MAX_ROWS + (UNWIND_TABLE_MAX_ROWS + 1) / 2 <= UNWIND_CHUNK_ROWS,
-	       "a chunk holds the largest table and its page index");
+ * fits in the largest chunk. */
+_Static_assert(UNWIND_TABLE_MAX_ROWS + (UNWIND_TABLE_MAX_ROWS + 1) / 2 <= UNWIND_CHUNK_MAX_ROWS,
+	       "the largest chunk holds the largest table and its page index");
+_Static_assert(UNWIND_CHUNK_ROWS <= UNWIND_CHUNK_MAX_ROWS, "a default chunk is no larger than the largest");
+/* Chunks are never smaller than UNWIND_CHUNK_ROWS when the rows asked for are whole default chunks
+ * (the sampler rounds them up), so the default rows space needs at most this many. */
 _Static_assert((__u64)UNWIND_MAX_CHUNKS * UNWIND_CHUNK_ROWS >= UNWIND_ROWS_DEFAULT, "the default rows space fits");
-
-/* Whether slots rows from first_row lie in one chunk. */
-static inline int unwind_range_in_one_chunk(__u32 first_row, __u32 slots)
-{
-	return slots != 0 && (__u64)unwind_chunk_index(first_row) + slots <= UNWIND_CHUNK_ROWS;
-}
 
 /*
  * One executable file mapping of a target (`unwind_procs` HASH: host tgid ->
@@ -192,6 +180,7 @@ struct unwind_proc {
 
 #define UNWIND_LAYOUT "the native-unwinding maps are shared by BPF and userspace"
 _Static_assert(sizeof(struct unwind_table_ref) == 24, UNWIND_LAYOUT);
+_Static_assert(__builtin_offsetof(struct unwind_table_ref, chunk) == 20, UNWIND_LAYOUT);
 _Static_assert(sizeof(struct unwind_row) == 2 * sizeof(__u32), "two page index entries per rows-map slot");
 _Static_assert(sizeof(struct unwind_mapping) == 32, UNWIND_LAYOUT);
 _Static_assert(__builtin_offsetof(struct unwind_mapping, table_id) == 24, UNWIND_LAYOUT);

@@ -838,6 +838,9 @@ struct native_range {
 struct native_target {
 	struct unwind_proc proc;
 	struct unwind_table_ref refs[UNWIND_MAX_MAPPINGS]; /* by table id */
+	/* 0: every table in a chunk of its own, sized to it; else every table in chunk 0, of
+	 * this many rows, from row UNWIND_CHUNK_ROWS on (next_row): rows no default chunk has. */
+	uint32_t shared_chunk_rows;
 	uint32_t next_row;
 	uint32_t tables;
 	struct native_range deflate;
@@ -852,6 +855,28 @@ static void find_function(struct elf_file *file, const char *name, uint64_t bias
 		range->start = addr + bias;
 		range->end = addr + bias + size;
 	}
+}
+
+/* A chunk and a range in it for the next table of slots rows (out->shared_chunk_rows says where);
+ * false if there is no room. */
+static bool place_table(struct bpf_sampler *native, struct native_target *out, uint32_t slots,
+			struct unwind_table_ref *ref)
+{
+	if (!out->shared_chunk_rows) {
+		ref->chunk = out->tables;
+		ref->first_row = 0;
+		return ref->chunk < UNWIND_MAX_CHUNKS && bpf_sampler_unwind_add_chunk(native, ref->chunk, slots) == 0;
+	}
+	if (out->next_row == 0) {
+		assert_int_equal(bpf_sampler_unwind_add_chunk(native, 0, out->shared_chunk_rows), 0);
+		out->next_row = UNWIND_CHUNK_ROWS;
+	}
+	if (slots > out->shared_chunk_rows - out->next_row)
+		return false;
+	ref->chunk = 0;
+	ref->first_row = out->next_row;
+	out->next_row += slots;
+	return true;
 }
 
 /* One executable file mapping: its table uploaded (or NONE), its bias, the functions the checks want. */
@@ -872,25 +897,17 @@ static void add_mapping(struct bpf_sampler *native, pid_t pid, const struct proc
 		mapping->bias = bias;
 		find_function(&file, "deflate", bias, &out->deflate);
 		find_function(&file, "_PyEval_EvalFrameDefault", bias, &out->eval_frame);
-		if (unwind_table_build(file.fd, &table, &error) == 0) {
-			uint32_t slots = unwind_table_slots((uint32_t)table.count, (uint32_t)table.page_count);
+		struct unwind_table_ref ref = { 0 };
 
-			/* A table lies in one chunk of the rows map. */
-			if (!unwind_range_in_one_chunk(out->next_row, slots))
-				out->next_row = (unwind_chunk_of(out->next_row) + 1) * UNWIND_CHUNK_ROWS;
-		}
-		if (table.count && out->next_row + unwind_table_slots((uint32_t)table.count, (uint32_t)table.page_count) <=
-					   bpf_sampler_unwind_row_capacity(native)) {
-			struct unwind_table_ref ref = { .first_row = out->next_row,
-							.row_count = (uint32_t)table.count,
-							.page_base = table.page_base,
-							.page_count = (uint32_t)table.page_count };
-
+		if (unwind_table_build(file.fd, &table, &error) == 0 &&
+		    place_table(native, out, unwind_table_slots((uint32_t)table.count, (uint32_t)table.page_count), &ref)) {
+			ref.row_count = (uint32_t)table.count;
+			ref.page_base = table.page_base;
+			ref.page_count = (uint32_t)table.page_count;
 			assert_int_equal(bpf_sampler_unwind_write_table(native, &ref, table.rows, table.pages), 0);
 			assert_int_equal(bpf_sampler_unwind_set_table(native, out->tables, &ref), 0);
 			out->refs[out->tables] = ref;
 			mapping->table_id = out->tables++;
-			out->next_row += unwind_table_slots(ref.row_count, ref.page_count);
 		}
 		unwind_table_free(&table);
 	}
@@ -899,9 +916,11 @@ static void add_mapping(struct bpf_sampler *native, pid_t pid, const struct proc
 
 static void upload_tables(struct bpf_sampler *native, pid_t pid, struct native_target *out)
 {
+	uint32_t shared_chunk_rows = out->shared_chunk_rows;
 	struct proc_maps maps;
 
 	memset(out, 0, sizeof(*out));
+	out->shared_chunk_rows = shared_chunk_rows;
 	assert_int_equal(proc_maps_read(pid, &maps), 0);
 	for (size_t i = 0; i < maps.count && out->proc.count < UNWIND_MAX_MAPPINGS; i++) {
 		const struct proc_map *map = &maps.maps[i];
@@ -1036,17 +1055,26 @@ static void tally_native(const struct recorded *rec, const struct native_target 
 	}
 }
 
-/* child runs script on version, its tables uploaded to native: what each native test starts from. */
-static struct native_target *start_native_child(struct bpf_sampler *native, const char *version, const char *script,
-						struct python_child *child)
+/* child runs script on version, its tables uploaded to native: what each native test starts from.
+ * shared_chunk_rows: see struct native_target. */
+static struct native_target *start_native_child_in(struct bpf_sampler *native, const char *version,
+						   const char *script, uint32_t shared_chunk_rows,
+						   struct python_child *child)
 {
 	struct native_target *target = calloc(1, sizeof(*target));
 
 	assert_non_null(target);
+	target->shared_chunk_rows = shared_chunk_rows;
 	child->pid = start_script(version, script, NULL);
 	discover(child->pid, &child->target);
 	upload_tables(native, child->pid, target);
 	return target;
+}
+
+static struct native_target *start_native_child(struct bpf_sampler *native, const char *version, const char *script,
+						struct python_child *child)
+{
+	return start_native_child_in(native, version, script, 0, child);
 }
 
 static void check_native_zlib(const char *version, bool entries_marked)
@@ -1250,23 +1278,143 @@ static void test_native_table_replaced_in_place_is_used_at_once(void **state)
 	bpf_sampler_close(native);
 }
 
-/* A table's range must lie in one chunk of the rows map: BPF looks its rows up in one. */
-static void test_table_across_chunks_is_refused(void **state)
+/* A table's range must lie inside its chunk, which must exist: BPF looks its rows up in that one
+ * chunk, whose end is not the next chunk's start. */
+static void test_table_outside_its_chunk_is_refused(void **state)
 {
 	struct bpf_sampler *native;
 	struct unwind_row rows[4] = { { .kind = UNWIND_ROW_GAP } };
-	struct unwind_table_ref across = { .first_row = UNWIND_CHUNK_ROWS - 2, .row_count = 4 };
-	struct unwind_table_ref inside = { .first_row = UNWIND_CHUNK_ROWS, .row_count = 4 };
+	struct unwind_table_ref across = { .chunk = 1, .first_row = UNWIND_CHUNK_ROWS - 2, .row_count = 4 };
+	struct unwind_table_ref inside = { .chunk = 1, .first_row = UNWIND_CHUNK_ROWS - 4, .row_count = 4 };
+	struct unwind_table_ref no_chunk = { .chunk = 2, .first_row = 0, .row_count = 4 };
+	struct unwind_table_ref past_chunks = { .chunk = UNWIND_MAX_CHUNKS, .first_row = 0, .row_count = 4 };
+	struct unwind_table_ref index_across = { .chunk = 1, .first_row = UNWIND_CHUNK_ROWS - 5, .row_count = 4,
+						 .page_count = 3 };
 
 	(void)state;
 	native = open_native_sampler();
-	assert_true(bpf_sampler_unwind_row_capacity(native) >= 2 * UNWIND_CHUNK_ROWS);
 	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 0);
+	assert_int_equal(bpf_sampler_unwind_write_table(native, &inside, rows, NULL), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &inside), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, UNWIND_CHUNK_ROWS), -EEXIST);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, UNWIND_MAX_CHUNKS, UNWIND_CHUNK_ROWS), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 2, UNWIND_CHUNK_MAX_ROWS + 1), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 1);
+	assert_int_equal(bpf_sampler_unwind_chunk_bytes(native), UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
 	assert_int_equal(bpf_sampler_unwind_write_table(native, &across, rows, NULL), -ERANGE);
 	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &across), -ERANGE);
+	/* Its rows fit, its page index (2 slots after them) does not. */
+	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &index_across), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_write_table(native, &no_chunk, rows, NULL), -ERANGE);
+	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &past_chunks), -ERANGE);
 	assert_int_equal(bpf_sampler_unwind_write_table(native, &inside, rows, NULL), 0);
 	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &inside), 0);
+	bpf_sampler_close(native);
+}
+
+/* The chunks' sizes summed stay within the rows asked for; a removed chunk's room is free again. */
+static void test_chunks_stay_within_the_budget(void **state)
+{
+	struct bpf_sampler_options options = { .frequency_hz = SAMPLE_HZ, .native_stacks = true,
+					       .unwind_rows = 3 * UNWIND_CHUNK_ROWS };
+	struct bpf_sampler *native = NULL;
+	char errbuf[256] = "";
+
+	(void)state;
+	if (bpf_sampler_open(&native, &options, errbuf, sizeof(errbuf)) != 0)
+		fail_msg("bpf_sampler_open with native stacks: %s", errbuf);
+	assert_int_equal(bpf_sampler_unwind_row_capacity(native), 3 * UNWIND_CHUNK_ROWS);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 0, 2 * UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, 2 * UNWIND_CHUNK_ROWS), -ENOSPC);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(bpf_sampler_unwind_chunk_bytes(native), 3 * UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
+	bpf_sampler_unwind_remove_chunk(native, 0);
 	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 1);
+	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 2, 2 * UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 2);
+	bpf_sampler_close(native);
+}
+
+/* Tables in a chunk larger than the default one (what a table larger than a default chunk gets),
+ * at rows past a default chunk's end: BPF finds them there, and walks reach the root. */
+static void test_native_walks_in_a_chunk_larger_than_the_default(void **state)
+{
+	struct bpf_sampler *native;
+	struct native_target *target;
+	struct python_child child;
+	struct recorded rec = { 0 };
+	struct native_tally tally;
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	native = open_native_sampler();
+	target = start_native_child_in(native, "3.12.1", "bpf_native_zlib.py", UNWIND_CHUNK_MAX_ROWS, &child);
+	print_message("%u tables in one chunk of %u rows, rows %u to %u\n", target->tables, UNWIND_CHUNK_MAX_ROWS,
+		      UNWIND_CHUNK_ROWS, target->next_row);
+	assert_true(target->tables >= 3);
+	assert_true(target->deflate.end != 0);
+	assert_true(mapping_of(target, target->deflate.start)->table_id < target->tables);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 1);
+	sample_cost(native, child.pid, &child.target, &rec);
+	tally_native(&rec, target, &tally);
+	print_message("%zu records, %zu with native frames, %zu at the root, %zu in deflate\n", rec.count,
+		      tally.with_native, tally.at_root, tally.in_deflate);
+	print_stop_counts("large chunk", native);
+	assert_true(rec.count >= 100);
+	assert_true(tally.with_native * 10 >= rec.count * 9);
+	assert_true(tally.at_root * 100 >= tally.with_native * 99);
+	assert_true(tally.in_deflate * 10 >= tally.with_native * 9);
+	stop_child(child.pid);
+	recorded_free(&rec);
+	free(target);
+	bpf_sampler_close(native);
+}
+
+/* Chunks removed while their tables are still named stop the walks at the leaf (BPF finds no
+ * chunk); the tables placed again, in chunks created again, walks reach the root at once. */
+static void test_native_chunks_removed_and_added_again(void **state)
+{
+	struct bpf_sampler *native;
+	struct native_target *target;
+	struct python_child child;
+	struct recorded rec = { 0 };
+	struct native_tally tally;
+	size_t stopped, total;
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	native = open_native_sampler();
+	target = start_native_child(native, "3.12.1", "bpf_native_zlib.py", &child);
+	assert_true(target->tables >= 3);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), target->tables);
+	/* Each placed again first (a new generation): no walk answers from BPF's per-CPU row cache. */
+	for (uint32_t i = 0; i < target->tables; i++)
+		assert_int_equal(bpf_sampler_unwind_set_table(native, i, &target->refs[i]), 0);
+	for (uint32_t i = 0; i < target->tables; i++)
+		bpf_sampler_unwind_remove_chunk(native, target->refs[i].chunk);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 0);
+	assert_int_equal(bpf_sampler_unwind_chunk_bytes(native), 0);
+	stopped = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_NO_CFI, &total);
+	print_message("chunks removed: %zu of %zu records stop at the leaf, in libz\n", stopped, total);
+	assert_true(total >= 20);
+	assert_true(stopped * 10 >= total * 8);
+	for (uint32_t i = 0; i < target->tables; i++)
+		assert_int_equal(bpf_sampler_unwind_set_table(native, i, &(struct unwind_table_ref){ 0 }), 0);
+	upload_tables(native, child.pid, target);
+	assert_int_equal(bpf_sampler_unwind_chunk_count(native), target->tables);
+	sample_cost(native, child.pid, &child.target, &rec);
+	tally_native(&rec, target, &tally);
+	print_message("chunks added again: %zu records, %zu with native frames, %zu at the root\n", rec.count,
+		      tally.with_native, tally.at_root);
+	assert_true(rec.count >= 100);
+	assert_true(tally.with_native * 10 >= rec.count * 9);
+	assert_true(tally.at_root * 100 >= tally.with_native * 99);
+	stop_child(child.pid);
+	recorded_free(&rec);
+	free(target);
 	bpf_sampler_close(native);
 }
 
@@ -1308,7 +1456,12 @@ int main(void)
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_table_replaced_in_place_is_used_at_once, require_sampler,
 						stop_running_child),
-		cmocka_unit_test_setup_teardown(test_table_across_chunks_is_refused, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_table_outside_its_chunk_is_refused, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_chunks_stay_within_the_budget, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_walks_in_a_chunk_larger_than_the_default, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_chunks_removed_and_added_again, require_sampler,
+						stop_running_child),
 		cmocka_unit_test(test_every_stop_cause_has_a_name),
 	};
 

@@ -21,7 +21,14 @@ struct recorded_ops {
 	uint32_t last_released;
 	bool live[UNWIND_MAX_TABLES];
 	struct unwind_table_ref refs[UNWIND_MAX_TABLES];
+	uint32_t chunk_rows[UNWIND_MAX_CHUNKS]; /* 0: no chunk */
+	size_t chunks_added, chunks_removed;
 };
+
+static uint32_t ref_slots(const struct unwind_table_ref *ref)
+{
+	return unwind_table_slots(ref->row_count, ref->page_count);
+}
 
 static int record_upload(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
 			 const struct unwind_row *rows, const uint32_t *pages)
@@ -36,6 +43,10 @@ static int record_upload(void *ctx, uint32_t table_id, const struct unwind_table
 	/* A page index, when there is one, ends at the last row. */
 	if (ref->page_count)
 		assert_int_equal(pages[ref->page_count - 1], ref->row_count - 1);
+	/* In a chunk added before, inside it. */
+	assert_true(ref->chunk < UNWIND_MAX_CHUNKS);
+	assert_true(recorded->chunk_rows[ref->chunk] != 0);
+	assert_true((uint64_t)ref->first_row + ref_slots(ref) <= recorded->chunk_rows[ref->chunk]);
 	recorded->live[table_id] = true;
 	recorded->refs[table_id] = *ref;
 	recorded->uploads++;
@@ -52,10 +63,36 @@ static void record_release(void *ctx, uint32_t table_id)
 	recorded->last_released = table_id;
 }
 
+static int record_add_chunk(void *ctx, uint32_t chunk, uint32_t rows)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(chunk < UNWIND_MAX_CHUNKS);
+	assert_int_equal(recorded->chunk_rows[chunk], 0);
+	assert_true(rows != 0 && rows <= UNWIND_CHUNK_MAX_ROWS);
+	recorded->chunk_rows[chunk] = rows;
+	recorded->chunks_added++;
+	return 0;
+}
+
+/* Only once no live table lies in the chunk. */
+static void record_remove_chunk(void *ctx, uint32_t chunk)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(chunk < UNWIND_MAX_CHUNKS);
+	assert_true(recorded->chunk_rows[chunk] != 0);
+	for (size_t i = 0; i < UNWIND_MAX_TABLES; i++)
+		assert_false(recorded->live[i] && recorded->refs[i].chunk == chunk);
+	recorded->chunk_rows[chunk] = 0;
+	recorded->chunks_removed++;
+}
+
 static struct unwind_cache *new_cache(struct recorded_ops *recorded, size_t row_capacity)
 {
 	struct unwind_cache_ops ops = { .ctx = recorded, .upload_table = record_upload,
-					.release_table = record_release };
+					.release_table = record_release, .add_chunk = record_add_chunk,
+					.remove_chunk = record_remove_chunk };
 	struct unwind_cache *cache = NULL;
 
 	memset(recorded, 0, sizeof(*recorded));
@@ -89,6 +126,47 @@ static void assert_sorted(const struct unwind_proc *proc)
 {
 	for (uint32_t i = 1; i < proc->count; i++)
 		assert_true(proc->mappings[i - 1].end <= proc->mappings[i].start);
+}
+
+/* Where the live tables in chunk end, at most. */
+static uint32_t chunk_extent(const struct recorded_ops *recorded, uint32_t chunk)
+{
+	uint32_t extent = 0;
+
+	for (size_t i = 0; i < UNWIND_MAX_TABLES; i++)
+		if (recorded->live[i] && recorded->refs[i].chunk == chunk &&
+		    recorded->refs[i].first_row + ref_slots(&recorded->refs[i]) > extent)
+			extent = recorded->refs[i].first_row + ref_slots(&recorded->refs[i]);
+	return extent;
+}
+
+/* The largest run of rows no live table holds, in any chunk. */
+static uint32_t largest_gap(const struct recorded_ops *recorded)
+{
+	uint32_t largest = 0;
+
+	for (uint32_t chunk = 0; chunk < UNWIND_MAX_CHUNKS; chunk++) {
+		if (!recorded->chunk_rows[chunk])
+			continue;
+		/* A gap starts at the chunk's start or at a table's end, and runs to the next table's start. */
+		for (size_t i = 0; i <= UNWIND_MAX_TABLES; i++) {
+			uint32_t start, end = recorded->chunk_rows[chunk];
+
+			if (i == UNWIND_MAX_TABLES)
+				start = 0;
+			else if (recorded->live[i] && recorded->refs[i].chunk == chunk)
+				start = recorded->refs[i].first_row + ref_slots(&recorded->refs[i]);
+			else
+				continue;
+			for (size_t j = 0; j < UNWIND_MAX_TABLES; j++)
+				if (recorded->live[j] && recorded->refs[j].chunk == chunk &&
+				    recorded->refs[j].first_row >= start && recorded->refs[j].first_row < end)
+					end = recorded->refs[j].first_row;
+			if (end - start > largest)
+				largest = end - start;
+		}
+	}
+	return largest;
 }
 
 static pid_t spawn_sleep(void)
@@ -214,19 +292,40 @@ static void test_idle_tables_make_room(void **state)
 	struct unwind_cache_stats stats;
 	const struct unwind_mapping *sleep_binary;
 	pid_t child = spawn_sleep();
-	size_t ours_rows;
+	size_t ours_rows, budget = 0;
+	uint32_t last_chunk = 0, sleep_slots;
 
 	(void)state;
-	/* What our own process's files take: the room of a cache that then holds nothing else. */
+	/* What our own process's files take: the room of a cache that then holds nothing else,
+	 * its last chunk cut to the rows used (a cache given that budget places them the same way). */
 	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &ours), 0);
 	unwind_cache_stats(cache, &stats);
 	ours_rows = stats.rows_used;
+	for (uint32_t chunk = 0; chunk < UNWIND_MAX_CHUNKS; chunk++) {
+		budget += probe->chunk_rows[chunk];
+		if (probe->chunk_rows[chunk])
+			last_chunk = chunk;
+	}
+	budget -= probe->chunk_rows[last_chunk] - chunk_extent(probe, last_chunk);
+	/* ... and the child's binary, for which no room will be left. */
+	assert_int_equal(unwind_cache_map_proc(cache, child, &theirs), 0);
+	sleep_binary = mapping_at(&theirs, code_in(child, "sleep"));
+	assert_non_null(sleep_binary);
+	assert_true(sleep_binary->table_id < UNWIND_MAX_TABLES);
+	sleep_slots = ref_slots(&probe->refs[sleep_binary->table_id]);
+	unwind_cache_forget_proc(cache, child);
 	unwind_cache_forget_proc(cache, getpid());
 	unwind_cache_free(cache);
-	cache = new_cache(recorded, ours_rows);
+	cache = new_cache(recorded, budget);
 	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &ours), 0);
 	unwind_cache_forget_proc(cache, getpid());
 	assert_int_equal(recorded->releases, 0);
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.rows_used, ours_rows);
+	assert_true(stats.chunk_rows <= budget);
+	print_message("ours: %zu rows in %zu chunks of %zu rows together; largest gap %u, sleep needs %u\n",
+		      ours_rows, stats.chunks, stats.chunk_rows, largest_gap(recorded), sleep_slots);
+	assert_true(largest_gap(recorded) < sleep_slots);
 	/* The child's own binary needs rows: idle tables of ours (libz, cmocka, ...) make room;
 	 * its libc and loader are ours, reused as they are. */
 	assert_int_equal(unwind_cache_map_proc(cache, child, &theirs), 0);
@@ -239,7 +338,7 @@ static void test_idle_tables_make_room(void **state)
 	assert_true(stats.idle_evicted >= 1);
 	assert_int_equal(recorded->releases, stats.idle_evicted);
 	assert_true(stats.idle_reused >= 1);
-	assert_true(stats.rows_used <= ours_rows);
+	assert_true(stats.chunk_rows <= budget);
 	unwind_cache_forget_proc(cache, child);
 	end_child(child);
 	unwind_cache_free(cache);

@@ -39,10 +39,12 @@ struct bpf_sampler {
 	struct bpf_link *exit_link;
 	struct bpf_link *fork_link;
 	int stats_fd;
-	/* The rows map's chunks created so far, each mapped read-write (include/unwind_table.h). */
+	/* The rows map's chunks held now, each mapped read-write (include/unwind_table.h). */
 	struct unwind_row *unwind_chunks[UNWIND_MAX_CHUNKS];
 	int unwind_chunk_fds[UNWIND_MAX_CHUNKS];
-	size_t unwind_row_capacity;   /* of the rows space: a whole number of chunks */
+	uint32_t unwind_chunk_rows[UNWIND_MAX_CHUNKS]; /* each chunk's size; 0: none */
+	size_t unwind_rows_held;      /* the chunks' sizes summed */
+	size_t unwind_row_capacity;   /* the most they may sum to: a whole number of default chunks */
 	uint32_t unwind_generation;   /* of the table placed last (struct unwind_table_ref) */
 	/* The callbacks of the consume() call in progress. */
 	bpf_sampler_record_fn on_record;
@@ -384,8 +386,8 @@ static int on_ring_proc_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* The rows space: the rows asked for, in whole chunks, at most UNWIND_MAX_CHUNKS. No chunk is
- * created yet: tables create them as they need room (unwind_chunk). */
+/* The rows budget: the rows asked for, in whole default chunks, at most UNWIND_MAX_CHUNKS of them.
+ * No chunk is created yet: the caller adds them as tables need room (bpf_sampler_unwind_add_chunk). */
 static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampler_options *options)
 {
 	size_t rows = options->unwind_rows ? options->unwind_rows : UNWIND_ROWS_DEFAULT;
@@ -396,38 +398,9 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
 	sampler->unwind_row_capacity = options->native_stacks ? chunks * UNWIND_CHUNK_ROWS : 0;
 }
 
-/* Chunk index of the rows map, created, mapped and put in place the first time a table needs it:
- * its memory, or NULL with errno set. */
-static struct unwind_row *unwind_chunk(struct bpf_sampler *sampler, uint32_t index)
+static size_t unwind_chunk_bytes(uint32_t rows)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
-	size_t bytes = (size_t)UNWIND_CHUNK_ROWS * sizeof(struct unwind_row);
-	int fd, err;
-	void *rows;
-
-	if (index >= UNWIND_MAX_CHUNKS) {
-		errno = ERANGE;
-		return NULL;
-	}
-	if (sampler->unwind_chunks[index])
-		return sampler->unwind_chunks[index];
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pbp_unwind_rows", sizeof(uint32_t), sizeof(struct unwind_row),
-			    UNWIND_CHUNK_ROWS, &opts);
-	if (fd < 0)
-		return NULL;
-	rows = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (rows == MAP_FAILED || bpf_map__update_elem(sampler->skel->maps.unwind_rows, &index, sizeof(index), &fd,
-						      sizeof(fd), BPF_ANY)) {
-		err = errno;
-		if (rows != MAP_FAILED)
-			munmap(rows, bytes);
-		close(fd);
-		errno = err;
-		return NULL;
-	}
-	sampler->unwind_chunks[index] = rows;
-	sampler->unwind_chunk_fds[index] = fd;
-	return rows;
+	return (size_t)rows * sizeof(struct unwind_row);
 }
 
 /*
@@ -677,31 +650,78 @@ size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler)
 	return sampler->unwind_row_capacity;
 }
 
-/* Whether the rows space holds ref's range (its rows and its page index), within one chunk. */
+int bpf_sampler_unwind_add_chunk(struct bpf_sampler *sampler, uint32_t chunk, uint32_t rows)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	size_t bytes = unwind_chunk_bytes(rows);
+	int fd, err;
+	void *memory;
+
+	if (chunk >= UNWIND_MAX_CHUNKS || rows == 0 || rows > UNWIND_CHUNK_MAX_ROWS)
+		return -ERANGE;
+	if (sampler->unwind_chunks[chunk])
+		return -EEXIST;
+	if (rows > sampler->unwind_row_capacity - sampler->unwind_rows_held)
+		return -ENOSPC;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pbp_unwind_rows", sizeof(uint32_t), sizeof(struct unwind_row), rows,
+			    &opts);
+	if (fd < 0)
+		return -errno;
+	memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (memory == MAP_FAILED || bpf_map__update_elem(sampler->skel->maps.unwind_rows, &chunk, sizeof(chunk), &fd,
+							 sizeof(fd), BPF_ANY)) {
+		err = -errno;
+		if (memory != MAP_FAILED)
+			munmap(memory, bytes);
+		close(fd);
+		return err;
+	}
+	sampler->unwind_chunks[chunk] = memory;
+	sampler->unwind_chunk_fds[chunk] = fd;
+	sampler->unwind_chunk_rows[chunk] = rows;
+	sampler->unwind_rows_held += rows;
+	return 0;
+}
+
+void bpf_sampler_unwind_remove_chunk(struct bpf_sampler *sampler, uint32_t chunk)
+{
+	if (chunk >= UNWIND_MAX_CHUNKS || !sampler->unwind_chunks[chunk])
+		return;
+	/* A program still walking it keeps the map until it returns (the outer map's RCU). */
+	bpf_map__delete_elem(sampler->skel->maps.unwind_rows, &chunk, sizeof(chunk), 0);
+	munmap(sampler->unwind_chunks[chunk], unwind_chunk_bytes(sampler->unwind_chunk_rows[chunk]));
+	close(sampler->unwind_chunk_fds[chunk]);
+	sampler->unwind_chunks[chunk] = NULL;
+	sampler->unwind_chunk_fds[chunk] = -1;
+	sampler->unwind_rows_held -= sampler->unwind_chunk_rows[chunk];
+	sampler->unwind_chunk_rows[chunk] = 0;
+}
+
+/* Whether ref's range (its rows and its page index) lies inside its chunk, which exists. */
 static bool unwind_range_fits(const struct bpf_sampler *sampler, const struct unwind_table_ref *ref)
 {
 	uint64_t slots = (uint64_t)ref->row_count + ((uint64_t)ref->page_count + 1) / 2;
+	uint32_t chunk_rows;
 
 	if (ref->row_count == 0)
 		return true; /* an empty slot: nothing to hold */
-	return ref->first_row <= sampler->unwind_row_capacity && slots <= sampler->unwind_row_capacity - ref->first_row &&
-	       unwind_range_in_one_chunk(ref->first_row, (uint32_t)slots);
+	if (ref->chunk >= UNWIND_MAX_CHUNKS)
+		return false;
+	chunk_rows = sampler->unwind_chunk_rows[ref->chunk];
+	return ref->first_row <= chunk_rows && slots <= chunk_rows - ref->first_row;
 }
 
 int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unwind_table_ref *ref,
 				   const struct unwind_row *rows, const uint32_t *pages)
 {
-	struct unwind_row *chunk;
+	struct unwind_row *place;
 
 	if (ref->row_count == 0 || !unwind_range_fits(sampler, ref) || (ref->page_count && !pages))
 		return -ERANGE;
-	chunk = unwind_chunk(sampler, unwind_chunk_of(ref->first_row));
-	if (!chunk)
-		return -errno;
-	chunk += unwind_chunk_index(ref->first_row);
-	memcpy(chunk, rows, ref->row_count * sizeof(*rows));
+	place = sampler->unwind_chunks[ref->chunk] + ref->first_row;
+	memcpy(place, rows, ref->row_count * sizeof(*rows));
 	if (ref->page_count)
-		memcpy(chunk + ref->row_count, pages, ref->page_count * sizeof(*pages));
+		memcpy(place + ref->row_count, pages, ref->page_count * sizeof(*pages));
 	return 0;
 }
 
@@ -712,6 +732,11 @@ size_t bpf_sampler_unwind_chunk_count(const struct bpf_sampler *sampler)
 	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
 		count += sampler->unwind_chunks[i] != NULL;
 	return count;
+}
+
+size_t bpf_sampler_unwind_chunk_bytes(const struct bpf_sampler *sampler)
+{
+	return sampler->unwind_rows_held * sizeof(struct unwind_row);
 }
 
 int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id, const struct unwind_table_ref *ref)
@@ -896,7 +921,7 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	stop_wall(sampler);
 	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++) {
 		if (sampler->unwind_chunks[i])
-			munmap(sampler->unwind_chunks[i], (size_t)UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
+			munmap(sampler->unwind_chunks[i], unwind_chunk_bytes(sampler->unwind_chunk_rows[i]));
 		if (sampler->unwind_chunk_fds[i] >= 0)
 			close(sampler->unwind_chunk_fds[i]);
 	}

@@ -91,16 +91,20 @@ int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ER
 /* A short name for an enum pbp_error ("data_stack", "gil", ...), NULL if code is not one. */
 const char *bpf_sampler_error_name(unsigned code);
 /*
- * Native unwinding (include/unwind_table.h). A table's rows and page index go
- * into the shared rows space at ref's range (unwind_table_slots(), below
- * bpf_sampler_unwind_row_capacity(), within one chunk: -ERANGE otherwise; the
- * chunk is created if it is the first table there); a table id then points BPF at them
- * (row_count 0 frees the slot); a process's executable mappings are replaced
- * as a whole. All return 0 or -errno.
+ * Native unwinding (include/unwind_table.h). The rows live in chunks the caller
+ * adds (index < UNWIND_MAX_CHUNKS, 1 to UNWIND_CHUNK_MAX_ROWS rows; their sizes
+ * summed stay within bpf_sampler_unwind_row_capacity(): -ENOSPC otherwise) and
+ * removes once no table lies in them. A table's rows and page index go into its
+ * chunk at ref's range (unwind_table_slots(), inside the chunk: -ERANGE
+ * otherwise); a table id then points BPF at them (row_count 0 frees the slot); a
+ * process's executable mappings are replaced as a whole. All return 0 or -errno.
  */
 size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler);
-/* Chunks of the rows map created so far (UNWIND_CHUNK_ROWS rows, 4 MiB, each). */
+int bpf_sampler_unwind_add_chunk(struct bpf_sampler *sampler, uint32_t chunk, uint32_t rows);
+void bpf_sampler_unwind_remove_chunk(struct bpf_sampler *sampler, uint32_t chunk);
+/* Chunks held now, and their memory (every page of it resident). */
 size_t bpf_sampler_unwind_chunk_count(const struct bpf_sampler *sampler);
+size_t bpf_sampler_unwind_chunk_bytes(const struct bpf_sampler *sampler);
 int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unwind_table_ref *ref,
 				   const struct unwind_row *rows, const uint32_t *pages);
 int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id,

@@ -42,11 +42,26 @@ static void release_table(void *ctx, uint32_t table_id)
 	bpf_sampler_unwind_set_table(native->sampler, table_id, &empty);
 }
 
+static int add_chunk(void *ctx, uint32_t chunk, uint32_t rows)
+{
+	struct native_stacks *native = ctx;
+
+	return bpf_sampler_unwind_add_chunk(native->sampler, chunk, rows);
+}
+
+static void remove_chunk(void *ctx, uint32_t chunk)
+{
+	struct native_stacks *native = ctx;
+
+	bpf_sampler_unwind_remove_chunk(native->sampler, chunk);
+}
+
 int native_stacks_open(struct session *session)
 {
 	struct native_stacks *native = calloc(1, sizeof(*native));
 	struct unwind_cache_ops ops = { .ctx = native, .upload_table = upload_table,
-					.release_table = release_table };
+					.release_table = release_table, .add_chunk = add_chunk,
+					.remove_chunk = remove_chunk };
 	int err;
 
 	if (!native)

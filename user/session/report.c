@@ -434,7 +434,7 @@ static void print_native_summary(const struct session *session)
 	const struct sample_resolver *resolver = &session->resolver;
 	uint64_t walks = sample_resolve_native_walk_count(resolver), bpf_stops[UNWIND_STOP_COUNT], bpf_walks;
 	struct unwind_cache_stats stats;
-	char stops[512], bpf_stop_text[512], failures[512], size[32];
+	char stops[512], bpf_stop_text[512], failures[512], size[32], held[32];
 
 	if (!session->native)
 		return;
@@ -454,11 +454,12 @@ static void print_native_summary(const struct session *session)
 		fprintf(stderr, "; BPF: %" PRIu64 " walks%s%s%s", bpf_walks, bpf_stop_text[0] ? " (stops: " : "",
 			bpf_stop_text, bpf_stop_text[0] ? ")" : "");
 	fputc('\n', stderr);
-	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s) in %zu chunk%s of %u MiB, "
+	format_size(bpf_sampler_unwind_chunk_bytes(session->sampler), held, sizeof(held));
+	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s) in %zu chunk%s (%s), "
 			"built in %.2f s, %zu reused by a later process, %zu given up for room, %" PRIu64 " maps re-read%s%s\n",
 		stats.tables_built, stats.peak_files, stats.peak_rows_used, stats.row_capacity, size,
 		bpf_sampler_unwind_chunk_count(session->sampler), bpf_sampler_unwind_chunk_count(session->sampler) == 1 ? "" : "s",
-		(unsigned)(UNWIND_CHUNK_ROWS * sizeof(struct unwind_row) >> 20),
+		held,
 		(double)stats.build_us / 1e6, stats.idle_reused, stats.idle_evicted,
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "target/proc_maps.h"
+#include "target/unwind_chunks.h"
 #include "target/unwind_table.h"
 #include "target/vdso.h"
 #include "util/array.h"
@@ -79,6 +80,7 @@ struct builder {
 
 struct unwind_cache {
 	size_t row_capacity;
+	struct unwind_chunks *chunks; /* where the tables lie */
 	struct builder builder;
 	struct unwind_cache_ops ops;
 	struct cached_file **files;
@@ -100,12 +102,20 @@ struct unwind_cache {
 int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struct unwind_cache_ops *ops)
 {
 	struct unwind_cache *cache = calloc(1, sizeof(*cache));
+	struct unwind_chunk_ops chunk_ops = { 0 };
 
 	if (!cache)
 		return -ENOMEM;
 	cache->row_capacity = row_capacity;
-	if (ops)
+	if (ops) {
 		cache->ops = *ops;
+		chunk_ops = (struct unwind_chunk_ops){ .ctx = ops->ctx, .add_chunk = ops->add_chunk,
+						       .remove_chunk = ops->remove_chunk };
+	}
+	if (unwind_chunks_new(&cache->chunks, row_capacity, &chunk_ops)) {
+		free(cache);
+		return -ENOMEM;
+	}
 	*out = cache;
 	return 0;
 }
@@ -219,6 +229,7 @@ void unwind_cache_free(struct unwind_cache *cache)
 		free(cache->files[i]);
 	free(cache->procs);
 	free(cache->files);
+	unwind_chunks_free(cache->chunks);
 	free(cache);
 }
 
@@ -255,53 +266,6 @@ static uint32_t ref_slots(const struct unwind_table_ref *ref)
 	return unwind_table_slots(ref->row_count, ref->page_count);
 }
 
-static int compare_first_row(const void *a, const void *b)
-{
-	const struct cached_file *left = *(struct cached_file *const *)a;
-	const struct cached_file *right = *(struct cached_file *const *)b;
-
-	return left->ref.first_row < right->ref.first_row ? -1 : left->ref.first_row > right->ref.first_row;
-}
-
-/* Where a range of count rows that would start at start can start: there, or at the next
- * chunk's first row if it would span two (BPF finds a table's rows in one chunk). */
-static uint64_t start_in_one_chunk(uint64_t start, size_t count)
-{
-	uint64_t chunk_end = (start / UNWIND_CHUNK_ROWS + 1) * UNWIND_CHUNK_ROWS;
-
-	return start + count > chunk_end ? chunk_end : start;
-}
-
-/* First fit: the lowest free range of count rows inside one chunk. 0 or -ENOSPC. */
-static int allocate_rows(struct unwind_cache *cache, size_t count, uint32_t *first_row)
-{
-	struct cached_file **placed = malloc((cache->file_count + 1) * sizeof(*placed));
-	size_t placed_count = 0;
-	uint64_t next_free = 0;
-	int err = -ENOSPC;
-
-	if (!placed)
-		return -ENOMEM;
-	for (size_t i = 0; i < cache->file_count; i++)
-		if (!cache->files[i]->failed && cache->files[i]->ref.row_count)
-			placed[placed_count++] = cache->files[i];
-	qsort(placed, placed_count, sizeof(*placed), compare_first_row);
-	for (size_t i = 0; count <= UNWIND_CHUNK_ROWS && i <= placed_count; i++) {
-		uint64_t gap_end = i < placed_count ? placed[i]->ref.first_row : cache->row_capacity;
-		uint64_t start = start_in_one_chunk(next_free, count);
-
-		if (gap_end >= start && gap_end - start >= count) {
-			*first_row = (uint32_t)start;
-			err = 0;
-			break;
-		}
-		if (i < placed_count)
-			next_free = (uint64_t)placed[i]->ref.first_row + ref_slots(&placed[i]->ref);
-	}
-	free(placed);
-	return err;
-}
-
 static int allocate_table_id(struct unwind_cache *cache, uint32_t *table_id)
 {
 	for (uint32_t id = 0; id < UNWIND_MAX_TABLES; id++) {
@@ -312,6 +276,21 @@ static int allocate_table_id(struct unwind_cache *cache, uint32_t *table_id)
 		}
 	}
 	return -ENOSPC;
+}
+
+/* Rows in a chunk and a table id for a table of slots rows: 0, -ENOSPC (no room: an idle
+ * table may make some), or another negative errno. */
+static int reserve_place(struct unwind_cache *cache, uint32_t slots, struct unwind_table_ref *ref,
+			 uint32_t *table_id)
+{
+	int err = unwind_chunks_allocate(cache->chunks, slots, &ref->chunk, &ref->first_row);
+
+	if (err)
+		return err;
+	err = allocate_table_id(cache, table_id);
+	if (err)
+		unwind_chunks_release(cache->chunks, ref->chunk, ref->first_row);
+	return err;
 }
 
 /* ---- one file ---- */
@@ -366,6 +345,7 @@ static bool evict_oldest_idle(struct unwind_cache *cache)
 	if (cache->ops.release_table)
 		cache->ops.release_table(cache->ops.ctx, cache->files[oldest]->table_id);
 	cache->table_used[cache->files[oldest]->table_id] = false;
+	unwind_chunks_release(cache->chunks, cache->files[oldest]->ref.chunk, cache->files[oldest]->ref.first_row);
 	cache->rows_used -= ref_slots(&cache->files[oldest]->ref);
 	cache->files_placed--;
 	cache->idle_files--;
@@ -375,29 +355,43 @@ static bool evict_oldest_idle(struct unwind_cache *cache)
 	return true;
 }
 
+/* Why a table found no place: NO_ROOM for want of room, else what refused it. */
+static enum unwind_cache_failure failure_of_place_error(int err)
+{
+	switch (err) {
+	case -ENOSPC:
+		return UNWIND_FAIL_NO_ROOM;
+	case -ENOMEM:
+		return UNWIND_FAIL_OTHER;
+	default:
+		return UNWIND_FAIL_UPLOAD;
+	}
+}
+
 /* Gives the file's built rows a place and an id, and uploads them. */
 static void place_table(struct unwind_cache *cache, struct cached_file *file, const struct unwind_table *table)
 {
-	uint32_t first_row = 0, table_id = 0;
-	uint32_t slots = unwind_table_slots((uint32_t)table->count, (uint32_t)table->page_count);
+	struct unwind_table_ref ref = { .row_count = (uint32_t)table->count,
+					.page_base = table->page_base,
+					.page_count = (uint32_t)table->page_count };
+	uint32_t table_id = 0;
 	int err;
 
-	while (allocate_rows(cache, slots, &first_row) || allocate_table_id(cache, &table_id)) {
-		if (!evict_oldest_idle(cache)) {
-			mark_failed(cache, file, UNWIND_FAIL_NO_ROOM);
-			return;
-		}
+	while ((err = reserve_place(cache, ref_slots(&ref), &ref, &table_id)) == -ENOSPC)
+		if (!evict_oldest_idle(cache))
+			break;
+	if (err) {
+		mark_failed(cache, file, failure_of_place_error(err));
+		return;
 	}
 	file->table_id = table_id;
-	file->ref = (struct unwind_table_ref){ .first_row = first_row,
-					       .row_count = (uint32_t)table->count,
-					       .page_base = table->page_base,
-					       .page_count = (uint32_t)table->page_count };
+	file->ref = ref;
 	err = cache->ops.upload_table ? cache->ops.upload_table(cache->ops.ctx, table_id, &file->ref, table->rows,
 								table->pages)
 				      : 0;
 	if (err) {
 		cache->table_used[table_id] = false;
+		unwind_chunks_release(cache->chunks, ref.chunk, ref.first_row);
 		mark_failed(cache, file, UNWIND_FAIL_UPLOAD);
 		return;
 	}
@@ -476,10 +470,10 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 
 /*
  * No process maps the file any more: its table stays where it is, idle, until a
- * new file needs the room (evict_oldest_idle). The rows map is allocated whole at
- * load, so keeping costs nothing, while a rebuild costs 30-130 ms of CPU: a host
- * starting short-lived Pythons all day would otherwise rebuild the same libpython
- * and libc for each of them.
+ * new file needs the room (evict_oldest_idle). Keeping costs its rows in a chunk
+ * (a fraction of a MiB for a libpython), while a rebuild costs 30-130 ms of CPU: a
+ * host starting short-lived Pythons all day would otherwise rebuild the same
+ * libpython and libc for each of them.
  */
 static void release_file(struct unwind_cache *cache, struct cached_file *file)
 {
@@ -824,6 +818,9 @@ void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_st
 		.idle_files = cache->idle_files,
 		.idle_reused = cache->idle_reused,
 		.idle_evicted = cache->idle_evicted,
+		.chunks = unwind_chunks_count(cache->chunks),
+		.chunk_rows = unwind_chunks_rows_held(cache->chunks),
+		.peak_chunk_rows = unwind_chunks_peak_rows_held(cache->chunks),
 	};
 	memcpy(stats->failures, cache->failures, sizeof(stats->failures));
 	for (size_t i = 0; i < cache->file_count; i++) {

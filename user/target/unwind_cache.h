@@ -7,9 +7,9 @@
  * next Python of the same build reuses it); files that cannot have one (no CFI,
  * too many rows, no room left) are remembered so they are never built again.
  *
- * The cache places each table in a range of the rows map (first fit over a
- * capacity given at init: that capacity is also the memory budget) and gives
- * it a table id (< UNWIND_MAX_TABLES); the caller's ops upload it. For each
+ * The cache places each table in a chunk of the rows map (target/unwind_chunks.h:
+ * the capacity given at init is the most the chunks may hold) and gives it a
+ * table id (< UNWIND_MAX_TABLES); the caller's ops create the chunks and upload it. For each
  * process it produces the struct unwind_proc BPF looks mappings up in. Target
  * files are opened through /proc/PID/map_files, never by a path the target
  * controls, and must be the regular file (device, inode) the maps line names.
@@ -49,6 +49,10 @@ struct unwind_cache_ops {
 			    const struct unwind_row *rows, const uint32_t *pages);
 	/* No process maps the table's file any more: its id and rows will be reused. */
 	void (*release_table)(void *ctx, uint32_t table_id);
+	/* The chunks of the rows map the tables lie in (target/unwind_chunks.h): a chunk is
+	 * added before the first table placed in it and removed after its last is released. */
+	int (*add_chunk)(void *ctx, uint32_t chunk, uint32_t rows);
+	void (*remove_chunk)(void *ctx, uint32_t chunk);
 };
 
 struct unwind_cache_stats {
@@ -56,6 +60,9 @@ struct unwind_cache_stats {
 	size_t rows_used;       /* slots of the rows map: rows and page indexes */
 	size_t files;           /* files with a table now */
 	size_t peak_rows_used;  /* the most rows in use at once over the run */
+	size_t chunks;          /* chunks of the rows map held now */
+	size_t chunk_rows;      /* their sizes summed: the rows memory held */
+	size_t peak_chunk_rows; /* the most held at once over the run */
 	size_t peak_files;      /* the most files with a table at once */
 	size_t processes;       /* processes whose mappings are known */
 	size_t tables_built;    /* tables built and uploaded, over the run */
