@@ -78,25 +78,26 @@ static __always_inline void *pbp_rows_chunk(const struct unwind_table_ref *ref)
 	return bpf_map_lookup_elem(&unwind_rows, &chunk);
 }
 
-/* Page index entry p of the table in chunk (include/unwind_table.h), or -1 (a key past the
- * chunk's end finds nothing: chunks differ in size). */
-static __always_inline long pbp_page_entry(void *chunk, const struct unwind_table_ref *ref, __u32 page)
+/* The slot of the table's page index in chunk that holds entries p & ~1 and p | 1
+ * (include/unwind_table.h), or NULL (a key past the chunk's end finds nothing: chunks
+ * differ in size). */
+static __always_inline const __u32 *pbp_page_slot(void *chunk, const struct unwind_table_ref *ref, __u32 page)
 {
 	__u32 key = ref->first_row + ref->row_count + page / 2;
-	const __u32 *slot = bpf_map_lookup_elem(chunk, &key);
 
-	if (!slot)
-		return -1;
-	return slot[page & 1];
+	return bpf_map_lookup_elem(chunk, &key);
 }
 
 /*
  * Narrows [*base, *base + *len) to the rows of file_pc's page when the table
  * has a page index; a pc past the last page searches the last page (ending in a GAP).
+ * An even page's two entries share a slot: one lookup (each is a call, chunks being
+ * inner maps of differing sizes).
  */
 static __always_inline void pbp_narrow_to_page(void *chunk, const struct unwind_table_ref *ref, __u64 file_pc,
 					       __u32 *base, __u32 *len)
 {
+	const __u32 *slot;
 	__u64 page;
 	long first, last;
 
@@ -105,9 +106,19 @@ static __always_inline void pbp_narrow_to_page(void *chunk, const struct unwind_
 	page = (file_pc - ref->page_base) >> UNWIND_PAGE_SHIFT;
 	if (page >= ref->page_count - 1)
 		page = ref->page_count - 2;
-	first = pbp_page_entry(chunk, ref, (__u32)page);
-	last = pbp_page_entry(chunk, ref, (__u32)page + 1);
-	if (first < 0 || last < first || (__u64)last >= ref->row_count)
+	slot = pbp_page_slot(chunk, ref, (__u32)page);
+	if (!slot)
+		return;
+	first = slot[page & 1];
+	if (page & 1) {
+		slot = pbp_page_slot(chunk, ref, (__u32)page + 1);
+		if (!slot)
+			return;
+		last = slot[0];
+	} else {
+		last = slot[1];
+	}
+	if (last < first || (__u64)last >= ref->row_count)
 		return;
 	*base = ref->first_row + (__u32)first;
 	*len = (__u32)(last - first) + 1;
