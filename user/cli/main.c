@@ -43,24 +43,14 @@ static void print_commands(FILE *out)
 	fputs("To profile a command, put it after --: pybpfprof -o out.mojo -- python3 app.py\n", out);
 }
 
-/*
- * A recording runs for hours and frees what it built at start (kallsyms' file-order copy, the
- * unwind tables' working memory on the builder thread: megabytes). glibc raises its mmap and
- * trim thresholds after the first large free, and then keeps up to twice that free at the top
- * of each arena, resident for the rest of the run. Fixed thresholds turn that off: large blocks
- * are mapped and unmapped on their own, and an arena's free top over 1 MiB goes back.
- */
-static void set_memory_policy(void)
-{
-	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
-}
-
 int main(int argc, char **argv)
 {
 	const struct command *command;
 
-	set_memory_policy();
+	/* One malloc arena for every thread: the unwind-table builder's working memory (libdw's
+	 * state, a row list, a sort's copy: some 3 MB for a libpython) then returns to the heap
+	 * the recording trims, instead of staying resident at the top of an arena of its own. */
+	mallopt(M_ARENA_MAX, 1);
 	if (argc < 2 || argv[1][0] == '-') {
 		if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
 			printf("pybpfprof %s\n", PYBPFPROF_VERSION);
