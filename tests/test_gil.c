@@ -34,9 +34,12 @@
  * before it releases the lock every check interval and sets again once it has it back. Two
  * spinners on two CPUs spend part of the time in that release and re-acquire (the old GIL's
  * contention), when no thread holds it: how much depends on how soon the woken thread runs,
- * measured 67.8% to 90.8% held on this VM. What holds whatever the scheduling: the shares
- * never overlap, never pass 100%, and each spinner holds it a good part of the time. */
+ * measured 57.9% to 90.8% held on this VM. Nor is the old GIL fair: the releasing thread often
+ * takes it straight back, so one spinner's share ran from 7.6% to 58% across runs, with this
+ * build and the one before it alike. What holds whatever the scheduling:
+ * the shares never overlap, never pass 100%, and each spinner is seen holding it. */
 #define SHARE_MIN_27 0.5
+#define SPINNER_SHARE_MIN_27 0.03
 #define PASSES_MIN 100
 #define GC_SHARE_MIN 0.05
 
@@ -256,7 +259,7 @@ static void gil_contention(void **state)
 		if (sum < SHARE_MIN_27 || sum > 1 + SHARE_TOLERANCE)
 			fail_msg("2.7: the spinners' GIL shares add up to %.1f%% of the wall time", 100 * sum);
 		for (int i = 0; i < WORKERS; i++)
-			if (shares[i] < 0.1)
+			if (shares[i] < SPINNER_SHARE_MIN_27)
 				fail_msg("2.7: spinner %d held the GIL %.1f%% of the time", i, 100 * shares[i]);
 	} else if (fabs(sum - 1) > SHARE_TOLERANCE)
 		fail_msg("%s: the spinners' GIL shares add up to %.1f%% of the wall time", python->label, 100 * sum);
