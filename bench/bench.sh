@@ -209,6 +209,7 @@ printf '%-34s %10s %10s %10s\n' run rss_MB peak_MB samples
 printf '%-34s %s\n' "1 kHz, whole host, --no-native, 20 s" "$(rss_of_run '-F 1000 --no-native' 20)"
 printf '%-34s %s\n' "1 kHz, whole host, native, 20 s" "$(rss_of_run '-F 1000' 20)"
 printf '%-34s %s\n' "20 kHz, whole host, --no-native, 25 s" "$(rss_of_run '-F 20000 --no-native' 25)"
+printf '%-34s %s\n' "20 kHz, whole host, native, 25 s" "$(rss_of_run '-F 20000' 25)"
 
 # Whole host: what a process that is not Python pays (each tick that lands on it runs the
 # sample program as far as its target lookup): gzip, timed without and with the profiler.
