@@ -86,7 +86,7 @@ static double measure(const struct fake_python *fake, size_t depth, size_t sampl
 	size_t writer_count = 0, *codes = calloc(depth, sizeof(*codes));
 	uint64_t start_ns, elapsed_ns;
 
-	if (!codes || sample_resolve_init(&resolver, NULL, 1000))
+	if (!codes || sample_resolve_init(&resolver, NULL, NULL, 1000))
 		exit(1);
 	for (size_t i = 0; i < depth; i++)
 		codes[i] = i;

@@ -263,6 +263,15 @@ struct {
 	__type(value, __u64);
 } unwind_stops SEC(".maps");
 
+/* The kernel addresses pbp_ksym_names prints the names of (include/sample_record.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PBP_KSYM_BATCH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} ksym_addrs SEC(".maps");
+
 static __always_inline void pbp_count_add(__u32 counter, __u64 amount)
 {
 	__u64 *value = bpf_map_lookup_elem(&counters, &counter);

@@ -18,6 +18,14 @@
 #define PBP_MAX_PY_FRAMES 1024
 /* Kernel frames kept per sample (the kernel's own perf limit is 127). */
 #define PBP_MAX_KERNEL_FRAMES 128
+/*
+ * Kernel addresses are named by the kernel itself, a record's new ones at a time: userspace
+ * writes up to PBP_KSYM_BATCH of them into the ksym_addrs array (0: an empty slot) and reads
+ * the pbp_ksym_names iterator, one text line per address: its hex value, a space, then what
+ * the kernel's %ps prints for it ("symbol", "symbol [module]", or "0x..." where no symbol
+ * holds it), and a newline.
+ */
+#define PBP_KSYM_BATCH PBP_MAX_KERNEL_FRAMES
 /* The record ring buffer's size unless userspace sets another before load (a power of two). */
 #define PBP_RINGBUF_DEFAULT_BYTES (16u << 20)
 

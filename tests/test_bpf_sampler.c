@@ -17,7 +17,6 @@
 #include <time.h>
 
 #include "sampler/bpf_sampler.h"
-#include "symbolize/ksyms.h"
 #include "symbolize/symbolize_py.h"
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
@@ -474,19 +473,49 @@ static void test_every_thread_is_walked(void **state)
 		skip();
 }
 
+/* Names the kernel gave, by address (a small list: the tests ask for a few hundred at most). */
+struct kernel_answers {
+	uint64_t addresses[PBP_KSYM_BATCH];
+	char names[PBP_KSYM_BATCH][160];
+	size_t count;
+};
+
+static void keep_kernel_name(void *context, uint64_t address, const char *name)
+{
+	struct kernel_answers *answers = context;
+
+	assert_true(answers->count < PBP_KSYM_BATCH);
+	answers->addresses[answers->count] = address;
+	snprintf(answers->names[answers->count], sizeof(answers->names[0]), "%s", name);
+	answers->count++;
+}
+
+/* The name the kernel gave address, NULL if it gave none. */
+static const char *answer_for(const struct kernel_answers *answers, uint64_t address)
+{
+	for (size_t i = 0; i < answers->count; i++)
+		if (answers->addresses[i] == address)
+			return answers->names[i];
+	return NULL;
+}
+
+static void name_kernel_addresses(const uint64_t *addresses, size_t count, struct kernel_answers *answers)
+{
+	memset(answers, 0, sizeof(*answers));
+	assert_int_equal(bpf_sampler_open_kernel_names(sampler), 0);
+	assert_int_equal(bpf_sampler_name_kernel_addresses(sampler, addresses, count, keep_kernel_name, answers), 0);
+}
+
 static void test_kernel_read_path_is_named(void **state)
 {
 	struct python_child child;
 	struct recorded rec = { 0 };
-	struct ksyms *ksyms = NULL;
-	char errbuf[256];
+	struct kernel_answers answers;
 	size_t in_kernel = 0, read_path = 0;
 
 	(void)state;
 	if (!have_python("3.11.7"))
 		skip();
-	if (ksyms_load(&ksyms, errbuf, sizeof(errbuf)) != 0)
-		fail_msg("%s", errbuf);
 	sample_script("3.11.7", "bpf_read_zero.py", NULL, &child, &rec);
 	for (size_t i = 0; i < rec.count; i++) {
 		const struct pbp_record *record = rec.records[i];
@@ -496,8 +525,9 @@ static void test_kernel_read_path_is_named(void **state)
 			continue;
 		in_kernel++;
 		assert_false(record->flags & PBP_REC_USER_MODE);
+		name_kernel_addresses(kernel_ips(record), record->kernel_frame_count, &answers);
 		for (unsigned k = 0; k < record->kernel_frame_count; k++) {
-			const char *name = ksyms_resolve(ksyms, kernel_ips(record)[k], NULL, NULL);
+			const char *name = answer_for(&answers, kernel_ips(record)[k]);
 
 			if (name && strstr(name, "read"))
 				named_read = 1;
@@ -509,8 +539,99 @@ static void test_kernel_read_path_is_named(void **state)
 	assert_true(in_kernel >= 20);
 	assert_true(read_path * 2 >= in_kernel);
 	stop_child(child.pid);
-	ksyms_free(ksyms);
 	recorded_free(&rec);
+}
+
+/* Up to max text symbols of the core kernel that no other symbol shares an address with, from
+ * /proc/kallsyms (sorted by address, as the kernel lists them). */
+static size_t unique_kernel_functions(uint64_t *addresses, char (*names)[160], size_t max)
+{
+	FILE *file = fopen("/proc/kallsyms", "r");
+	char line[1024], name[512], previous_name[512] = "";
+	uint64_t previous = 0;
+	size_t count = 0, seen = 0;
+	bool previous_unique = false;
+
+	if (!file)
+		return 0;
+	/* Every 97th symbol, spread over the whole kernel. */
+	while (count < max && fgets(line, sizeof(line), file)) {
+		uint64_t address;
+		char type;
+
+		if (sscanf(line, "%" SCNx64 " %c %511s", &address, &type, name) != 3 || strchr(line, '['))
+			continue;
+		if (address == previous) {
+			previous_unique = false;
+			continue;
+		}
+		if (previous_unique && seen++ % 97 == 0 && strlen(previous_name) < 160) {
+			addresses[count] = previous;
+			snprintf(names[count], 160, "%s", previous_name);
+			count++;
+		}
+		previous = address;
+		snprintf(previous_name, sizeof(previous_name), "%s", name);
+		previous_unique = (type == 't' || type == 'T') && address != 0;
+	}
+	fclose(file);
+	return count;
+}
+
+static void test_kernel_names_agree_with_kallsyms(void **state)
+{
+	static uint64_t addresses[PBP_KSYM_BATCH];
+	static char names[PBP_KSYM_BATCH][160];
+	struct kernel_answers answers;
+	size_t count = unique_kernel_functions(addresses, names, PBP_KSYM_BATCH), inside = 0;
+
+	(void)state;
+	assert_true(count >= 100);
+	name_kernel_addresses(addresses, count, &answers);
+	assert_int_equal(answers.count, count);
+	for (size_t i = 0; i < count; i++)
+		assert_string_equal(answer_for(&answers, addresses[i]), names[i]);
+	/* An address inside a function is the function, as a return address in a stack is. */
+	for (size_t i = 0; i < count; i++)
+		addresses[i] += 1;
+	name_kernel_addresses(addresses, count, &answers);
+	for (size_t i = 0; i < count; i++)
+		inside += answer_for(&answers, addresses[i]) && strcmp(answer_for(&answers, addresses[i]), names[i]) == 0;
+	assert_true(inside * 10 >= count * 9); /* a one-byte function would end before it */
+}
+
+static void test_kernel_names_leave_out_what_the_kernel_cannot_name(void **state)
+{
+	uint64_t addresses[PBP_KSYM_BATCH + 1], vfs_read = 0;
+	struct kernel_answers answers;
+	FILE *file = fopen("/proc/kallsyms", "r");
+	char line[1024];
+
+	(void)state;
+	assert_non_null(file);
+	while (!vfs_read && fgets(line, sizeof(line), file))
+		if (strstr(line, " vfs_read\n"))
+			vfs_read = strtoull(line, NULL, 16);
+	fclose(file);
+	assert_true(vfs_read != 0);
+	/* A user-space address and one below the kernel's text have no kernel symbol. */
+	addresses[0] = 0x400000;
+	addresses[1] = vfs_read + 8;
+	addresses[2] = 0xffff000000000000ull;
+	name_kernel_addresses(addresses, 3, &answers);
+	assert_int_equal(answers.count, 1);
+	assert_string_equal(answer_for(&answers, vfs_read + 8), "vfs_read");
+	/* The slots a longer batch filled are not asked again by a shorter one. */
+	for (size_t i = 0; i < PBP_KSYM_BATCH; i++)
+		addresses[i] = vfs_read + i % 4;
+	name_kernel_addresses(addresses, PBP_KSYM_BATCH, &answers);
+	assert_int_equal(answers.count, PBP_KSYM_BATCH);
+	addresses[0] = vfs_read;
+	name_kernel_addresses(addresses, 1, &answers);
+	assert_int_equal(answers.count, 1);
+	assert_int_equal(bpf_sampler_name_kernel_addresses(sampler, addresses, PBP_KSYM_BATCH + 1, keep_kernel_name,
+							   &answers),
+			 -E2BIG);
 }
 
 static void test_non_target_gives_nothing(void **state)
@@ -1436,6 +1557,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recursion_1200_is_truncated, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_every_thread_is_walked, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_kernel_read_path_is_named, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_kernel_names_agree_with_kallsyms, require_sampler, NULL),
+		cmocka_unit_test_setup_teardown(test_kernel_names_leave_out_what_the_kernel_cannot_name, require_sampler,
+						NULL),
 		cmocka_unit_test_setup_teardown(test_non_target_gives_nothing, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_counters_match_records, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_pending_target_gets_kernel_only_records, require_sampler, stop_running_child),

@@ -3,7 +3,8 @@
  * symbolize/sample_resolve with native stacks: synthetic records of this very
  * process, whose pcs lie in real functions (libz's deflate; functions of this
  * executable named like the interpreter's, since the main executable counts as
- * the interpreter), merged with Python frames; C++ names demangled.
+ * the interpreter), merged with Python frames; C++ names demangled. Kernel
+ * frames named through a namer, each new address once, a record's in one batch.
  */
 #include "testlib.h"
 
@@ -71,7 +72,7 @@ static int setup(void **state)
 	struct fixture *fixture = calloc(1, sizeof(*fixture));
 
 	assert_non_null(fixture);
-	assert_int_equal(sample_resolve_init(&fixture->resolver, NULL, 1000), 0);
+	assert_int_equal(sample_resolve_init(&fixture->resolver, NULL, NULL, 1000), 0);
 	fixture->resolver.native = symbolize_native_new();
 	fixture->resolver.native_stacks = true;
 	fixture->python.pid = getpid();
@@ -345,6 +346,107 @@ static void test_demangles_cpp_names(void **state)
 	assert_string_equal(found.frame.name, "std::exception::~exception()");
 }
 
+/* ---- kernel frames: named by a namer, a record's new addresses in one batch ---- */
+
+#define UNNAMED_KERNEL_ADDRESS 0xffffffff8dead000ull
+
+struct fake_namer {
+	size_t calls, addresses_asked;
+	int fail;
+};
+
+/* Names every kernel address "k_<hex>" but one, as the kernel's lookup would name its symbols. */
+static int name_like_the_kernel(void *context, const uint64_t *addresses, size_t count,
+				void (*found)(void *found_context, uint64_t address, const char *name),
+				void *found_context)
+{
+	struct fake_namer *namer = context;
+	char name[32];
+
+	namer->calls++;
+	namer->addresses_asked += count;
+	if (namer->fail)
+		return -EIO;
+	for (size_t i = 0; i < count; i++) {
+		if (addresses[i] == UNNAMED_KERNEL_ADDRESS)
+			continue;
+		snprintf(name, sizeof(name), "k_%" PRIx64, addresses[i] & 0xffff);
+		found(found_context, addresses[i], name);
+	}
+	return 0;
+}
+
+/* A kernel-mode record of this process with these kernel addresses, leaf first, and nothing else. */
+static void build_kernel_record(struct record_buffer *buffer, const uint64_t *ips, size_t count)
+{
+	memset(buffer, 0, sizeof(*buffer));
+	buffer->record.pid = (uint32_t)getpid();
+	buffer->record.tid = (uint32_t)getpid();
+	buffer->record.kernel_frame_count = (uint16_t)count;
+	memcpy(buffer->bytes + sizeof(struct pbp_record), ips, count * sizeof(*ips));
+	buffer->size = sizeof(struct pbp_record) + count * sizeof(*ips);
+}
+
+static void resolve_kernel_stack(struct sample_resolver *resolver, const uint64_t *ips, size_t count, char *text,
+				 size_t len)
+{
+	static struct record_buffer buffer;
+	struct pf_sample sample;
+
+	build_kernel_record(&buffer, ips, count);
+	assert_int_equal(sample_resolve_record(resolver, &buffer.record, buffer.size, NULL, &sample), 0);
+	render(&sample, text, len);
+}
+
+static void test_kernel_addresses_named_once_a_record_at_a_time(void **state)
+{
+	struct sample_resolver resolver;
+	struct fake_namer namer = { 0 };
+	const uint64_t first[4] = { 0xffffffff81000010ull, 0xffffffff81000020ull, UNNAMED_KERNEL_ADDRESS,
+				    0xffffffff81000030ull };
+	const uint64_t second[3] = { 0xffffffff81000010ull, 0xffffffff81000040ull, 0xffffffff81000030ull };
+	char text[512];
+
+	(void)state;
+	assert_int_equal(sample_resolve_init(&resolver, name_like_the_kernel, &namer, 1000), 0);
+	resolve_kernel_stack(&resolver, first, 4, text, sizeof(text));
+	/* Root first; the address with no symbol by its value. */
+	assert_string_equal(text, "k_30;0xffffffff8dead000;k_20;k_10");
+	assert_int_equal(namer.calls, 1);
+	assert_int_equal(namer.addresses_asked, 4);
+	/* Only the address not seen before is asked for. */
+	resolve_kernel_stack(&resolver, second, 3, text, sizeof(text));
+	assert_string_equal(text, "k_30;k_40;k_10");
+	assert_int_equal(namer.calls, 2);
+	assert_int_equal(namer.addresses_asked, 5);
+	/* Nothing new: the kernel is not asked. */
+	resolve_kernel_stack(&resolver, first, 4, text, sizeof(text));
+	assert_string_equal(text, "k_30;0xffffffff8dead000;k_20;k_10");
+	assert_int_equal(namer.calls, 2);
+	assert_int_equal(resolver.kernel_namer_errors, 0);
+	sample_resolve_free(&resolver);
+}
+
+static void test_kernel_addresses_by_value_when_the_kernel_cannot_say(void **state)
+{
+	struct sample_resolver resolver;
+	struct fake_namer namer = { .fail = 1 };
+	const uint64_t ips[2] = { 0xffffffff81000010ull, 0xffffffff81000020ull };
+	char text[512];
+
+	(void)state;
+	assert_int_equal(sample_resolve_init(&resolver, name_like_the_kernel, &namer, 1000), 0);
+	resolve_kernel_stack(&resolver, ips, 2, text, sizeof(text));
+	assert_string_equal(text, "0xffffffff81000020;0xffffffff81000010");
+	assert_int_equal(resolver.kernel_namer_errors, 1);
+	sample_resolve_free(&resolver);
+	/* No namer at all (--no-kernel names nothing; a kernel without the lookup): the same. */
+	assert_int_equal(sample_resolve_init(&resolver, NULL, NULL, 1000), 0);
+	resolve_kernel_stack(&resolver, ips, 2, text, sizeof(text));
+	assert_string_equal(text, "0xffffffff81000020;0xffffffff81000010");
+	sample_resolve_free(&resolver);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +459,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lookup_roles_and_offsets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_demangles_cpp_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_off_cpu_record_is_idle, setup, teardown),
+		cmocka_unit_test(test_kernel_addresses_named_once_a_record_at_a_time),
+		cmocka_unit_test(test_kernel_addresses_by_value_when_the_kernel_cannot_say),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

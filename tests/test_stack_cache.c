@@ -50,7 +50,7 @@ static struct pf_writer *open_writer(const char *path, const char *format_name)
 static void pipeline_open(struct pipeline *pipeline, const char *name, bool keeping, bool native)
 {
 	memset(pipeline, 0, sizeof(*pipeline));
-	assert_int_equal(sample_resolve_init(&pipeline->resolver, NULL, 1000), 0);
+	assert_int_equal(sample_resolve_init(&pipeline->resolver, NULL, NULL, 1000), 0);
 	if (!keeping) {
 		/* A cache with no room keeps nothing: every record is resolved and written from scratch. */
 		memo_cache_free(&pipeline->resolver.stacks);
@@ -247,7 +247,7 @@ static void test_stack_id_follows_the_stack(void **state)
 
 	(void)state;
 	fake_python_init(&fake, 8);
-	assert_int_equal(sample_resolve_init(&resolver, NULL, 1000), 0);
+	assert_int_equal(sample_resolve_init(&resolver, NULL, NULL, 1000), 0);
 	fake_python_record(&fake, &buffer, codes, 4, 0, NULL, 0);
 	assert_int_equal(sample_resolve_record(&resolver, &buffer.record, buffer.size, &fake.python, &first), 0);
 	assert_true(first.stack_id != 0);
@@ -277,7 +277,7 @@ static void test_unresolved_stacks_are_not_kept(void **state)
 
 	(void)state;
 	fake_python_init(&fake, 2);
-	assert_int_equal(sample_resolve_init(&resolver, NULL, 1000), 0);
+	assert_int_equal(sample_resolve_init(&resolver, NULL, NULL, 1000), 0);
 	fake_python_record(&fake, &buffer, codes, 2, 0, NULL, 0);
 	/* a checksum no live object has: -ESTALE */
 	((struct pbp_py_frame *)(buffer.bytes + sizeof(struct pbp_record)))[0].checksum ^= 1;

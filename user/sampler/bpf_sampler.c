@@ -38,6 +38,7 @@ struct bpf_sampler {
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
 	struct bpf_link *fork_link;
+	struct kernel_names *kernel_names; /* NULL until bpf_sampler_open_kernel_names */
 	int stats_fd;
 	/* The rows map's chunks held now, each mapped read-write (include/unwind_table.h). */
 	struct unwind_row *unwind_chunks[UNWIND_MAX_CHUNKS];
@@ -458,6 +459,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	/* Each mode loads only the program it runs: verifying the other would only cost time. */
 	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall);
+	bpf_program__set_autoload(sampler->skel->progs.pbp_ksym_names, options->kernel_stacks);
 	err = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
@@ -914,6 +916,24 @@ int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, u
 	return 0;
 }
 
+int bpf_sampler_open_kernel_names(struct bpf_sampler *sampler)
+{
+	if (sampler->kernel_names)
+		return 0;
+	if (!bpf_program__autoload(sampler->skel->progs.pbp_ksym_names))
+		return -ENOTSUP;
+	return kernel_names_open(&sampler->kernel_names, sampler->skel->progs.pbp_ksym_names,
+				 sampler->skel->maps.ksym_addrs);
+}
+
+int bpf_sampler_name_kernel_addresses(struct bpf_sampler *sampler, const uint64_t *addresses, size_t count,
+				      kernel_name_fn found, void *context)
+{
+	if (!sampler->kernel_names)
+		return -ENOTCONN;
+	return kernel_names_lookup(sampler->kernel_names, addresses, count, found, context);
+}
+
 void bpf_sampler_close(struct bpf_sampler *sampler)
 {
 	if (!sampler)
@@ -931,6 +951,7 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	bpf_link__destroy(sampler->exec_link);
 	bpf_link__destroy(sampler->exit_link);
 	bpf_link__destroy(sampler->fork_link);
+	kernel_names_close(sampler->kernel_names);
 	ring_buffer__free(sampler->rings);
 	if (sampler->stats_fd >= 0)
 		close(sampler->stats_fd);

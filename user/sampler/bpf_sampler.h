@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "proc_event.h"
+#include "sampler/kernel_names.h"
 #include "py_proc_config.h"
 #include "sample_record.h"
 #include "unwind_table.h"
@@ -115,6 +116,13 @@ int bpf_sampler_unwind_forget_proc(struct bpf_sampler *sampler, pid_t tgid);
 int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[UNWIND_STOP_COUNT]);
 /* A short name for an enum unwind_stop ("root", "no_cfi", ...; usable as a metadata key), NULL if none. */
 const char *bpf_sampler_unwind_stop_name(unsigned cause);
+/* Kernel addresses to names from now on (sampler/kernel_names.h); the sampler must have been
+ * opened with kernel_stacks (else -ENOTSUP). */
+int bpf_sampler_open_kernel_names(struct bpf_sampler *sampler);
+/* Names up to PBP_KSYM_BATCH kernel addresses (kernel_names_lookup); -ENOTCONN before
+ * bpf_sampler_open_kernel_names. */
+int bpf_sampler_name_kernel_addresses(struct bpf_sampler *sampler, const uint64_t *addresses, size_t count,
+				      kernel_name_fn found, void *context);
 /* Turns on the kernel's BPF run-time accounting for as long as the sampler is open. */
 int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
 /* Wall mode: one pass of the iterators now, on the caller's thread; its records are in the ring

@@ -622,6 +622,9 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 				"targets, loses none\n",
 			bpf_sampler_ring_bytes(session->sampler) >> 10, counters[PBP_CNT_LOST],
 			counters[PBP_CNT_LOST] == 1 ? "" : "s");
+	if (session->resolver.kernel_namer_errors)
+		fprintf(stderr, "pybpfprof: %" PRIu64 " lookups of kernel symbols failed: their frames show addresses\n",
+			session->resolver.kernel_namer_errors);
 	print_native_summary(session);
 	print_wall_summary(session);
 	print_container_summary(session);

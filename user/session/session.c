@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "session/stacks_print.h"
-#include "symbolize/ksyms.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
+#include "util/heap_warm.h"
 
 /*
  * How often the ring buffer is drained. Fast while samples bring new code
@@ -297,17 +297,26 @@ static int open_sampler(struct session *session)
 	return 0;
 }
 
-static void load_kernel_symbols(struct session *session)
+/* The resolver's kernel namer: the sampler asks the kernel (sampler/kernel_names.h). */
+static int name_kernel_addresses(void *context, const uint64_t *addresses, size_t count,
+				 void (*found)(void *found_context, uint64_t address, const char *name),
+				 void *found_context)
 {
-	struct errbuf error = { "" };
+	return bpf_sampler_name_kernel_addresses(context, addresses, count, found, found_context);
+}
+
+/* Kernel frames by name when the sampler can ask the kernel for them, else by address. */
+static bool open_kernel_names(struct session *session)
+{
+	int err;
 
 	if (!session->options->kernel_stacks)
-		return;
-	if (ksyms_load(&session->ksyms, error.text, sizeof(error.text)) && !session->options->quiet)
-		report_error("warning: kernel frames will show addresses: %s", error.text);
-	/* Loading grew two large stores by doubling: the pages they left behind would stay
-	 * resident for the whole run (several MB, more than the rest of the heap). */
-	malloc_trim(0);
+		return false;
+	err = bpf_sampler_open_kernel_names(session->sampler);
+	if (err && !session->options->quiet)
+		report_error("warning: kernel frames will show addresses: the kernel's symbol lookup: %s",
+			     strerror(-err));
+	return !err;
 }
 
 static void release(struct session *session)
@@ -325,7 +334,6 @@ static void release(struct session *session)
 	symbolize_native_free(session->resolver.native);
 	session->resolver.native = NULL;
 	sample_resolve_free(&session->resolver);
-	ksyms_free(session->ksyms);
 	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
@@ -360,18 +368,23 @@ static int start_launch(struct session *session)
  * message the useful one (privileges and BTF first: a run that cannot sample
  * should say only that). On failure *failed_status is the class that failed.
  */
+/* The heap set-up fills at its peak (libbpf's two copies of the kernel's BTF, kallsyms, the
+ * BPF objects' user pages), warmed in one go before it starts (util/heap_warm.c). */
+#define SET_UP_HEAP_BYTES (16u << 20)
+
 static int set_up(struct session *session, int *failed_status)
 {
 	const struct session_options *options = session->options;
 	int err;
 
+	heap_warm(SET_UP_HEAP_BYTES);
 	*failed_status = EXIT_STATUS_UNAVAILABLE;
 	err = open_sampler(session);
 	if (err)
 		return err;
 	*failed_status = EXIT_STATUS_FAILED;
-	load_kernel_symbols(session);
-	err = sample_resolve_init(&session->resolver, session->ksyms, 1000000 / options->frequency_hz);
+	err = sample_resolve_init(&session->resolver, open_kernel_names(session) ? name_kernel_addresses : NULL,
+				  session->sampler, 1000000 / options->frequency_hz);
 	if (!err && (options->native_frames || options->native_stacks)) {
 		session->resolver.native = symbolize_native_new();
 		if (!session->resolver.native)
@@ -406,6 +419,9 @@ static int set_up(struct session *session, int *failed_status)
 		*failed_status = EXIT_STATUS_USAGE;
 		err = windows_open(session);
 	}
+	/* What set-up freed (the warmed heap's rest, libbpf's copies of the kernel's BTF, the
+	 * stores loading grew by doubling) would otherwise stay resident for the whole run. */
+	malloc_trim(0);
 	return err;
 }
 

@@ -41,7 +41,6 @@ struct session {
 	struct bpf_sampler *sampler;
 	struct native_stacks *native; /* NULL: native stacks off */
 	struct stacks_print *stacks;  /* SESSION_MODE_STACKS: the pass's threads, else NULL */
-	struct ksyms *ksyms;
 	struct target_set targets;
 	struct sample_resolver resolver;
 	struct pf_writer *writers[SESSION_MAX_OUTPUTS];

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "symbolize/sample_resolve.h"
 
-#include "symbolize/ksyms.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "unwind_table.h"
@@ -13,13 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sample_resolve_init(struct sample_resolver *resolver, struct ksyms *kernel, uint64_t period_us)
+int sample_resolve_init(struct sample_resolver *resolver, sample_kernel_namer_fn kernel_namer,
+			void *kernel_namer_context, uint64_t period_us)
 {
 	memset(resolver, 0, sizeof(*resolver));
 	resolver->python = symbolize_py_cache_new();
 	if (!resolver->python)
 		return -ENOMEM;
-	resolver->kernel = kernel;
+	resolver->kernel_namer = kernel_namer;
+	resolver->kernel_namer_context = kernel_namer_context;
 	resolver->period_us = period_us;
 	intern_init(&resolver->kernel_names);
 	hash_index_init(&resolver->native_pc_index);
@@ -47,43 +48,72 @@ void sample_resolve_free(struct sample_resolver *resolver)
 	resolver->python = NULL;
 }
 
-/* Kernel symbol text, interned so the frame's name outlives this sample. */
-static const char *name_kernel_address(struct sample_resolver *resolver, uint64_t address)
+/* Kernel symbol text, interned so the frame's name outlives this sample; NULL when out of memory. */
+static const char *intern_kernel_name(struct sample_resolver *resolver, const char *text)
 {
-	const char *module = NULL, *symbol = NULL;
-	uint64_t offset = 0;
-	char text[512];
-	int64_t id;
+	int64_t id = intern_add(&resolver->kernel_names, text, strlen(text), NULL);
 
-	if (resolver->kernel)
-		symbol = ksyms_resolve(resolver->kernel, address, &offset, &module);
-	if (symbol && module && *module)
-		snprintf(text, sizeof(text), "%s [%s]", symbol, module);
-	else if (symbol)
-		snprintf(text, sizeof(text), "%s", symbol);
-	else
-		snprintf(text, sizeof(text), "0x%" PRIx64, address);
-	id = intern_add(&resolver->kernel_names, text, strlen(text), NULL);
-	if (id < 0)
-		return "<kernel>";
-	return intern_key(&resolver->kernel_names, (uint32_t)id, NULL);
+	return id < 0 ? NULL : intern_key(&resolver->kernel_names, (uint32_t)id, NULL);
 }
 
-/* The same few kernel addresses recur in every sample: name each once. */
+/* The namer's answer for one address of the batch asked for. */
+static void kernel_name_found(void *context, uint64_t address, const char *name)
+{
+	struct sample_resolver *resolver = context;
+	int64_t id = intern_find(&resolver->kernel_addresses, &address, sizeof(address));
+
+	if (id >= 0 && !resolver->kernel_name_of[id])
+		resolver->kernel_name_of[id] = intern_kernel_name(resolver, name);
+}
+
+/*
+ * The same few kernel addresses recur in every sample: each is named once, when a record
+ * first holds it, with the record's other new addresses in one batch (one pass of the
+ * kernel's lookup costs about 20 us, however few it names). An address the kernel has no
+ * symbol for is shown by its value.
+ */
+static void name_new_kernel_addresses(struct sample_resolver *resolver, const uint64_t *ips, size_t count)
+{
+	uint64_t batch[PBP_KSYM_BATCH];
+	size_t wanted = 0;
+	char text[24];
+
+	for (size_t i = 0; i < count && wanted < PBP_KSYM_BATCH; i++) {
+		size_t known = intern_count(&resolver->kernel_addresses);
+		bool is_new;
+		int64_t id;
+
+		/* Room for one more name first, so an address is never known without its slot. */
+		if (ARRAY_RESERVE(resolver->kernel_name_of, resolver->kernel_name_capacity, known + 1))
+			break;
+		id = intern_add(&resolver->kernel_addresses, &ips[i], sizeof(ips[i]), &is_new);
+		if (id < 0)
+			break;
+		if (!is_new)
+			continue;
+		resolver->kernel_name_of[id] = NULL;
+		batch[wanted++] = ips[i];
+	}
+	if (wanted && resolver->kernel_namer &&
+	    resolver->kernel_namer(resolver->kernel_namer_context, batch, wanted, kernel_name_found, resolver))
+		resolver->kernel_namer_errors++;
+	for (size_t i = 0; i < wanted; i++) {
+		int64_t id = intern_find(&resolver->kernel_addresses, &batch[i], sizeof(batch[i]));
+
+		if (id < 0 || resolver->kernel_name_of[id])
+			continue;
+		snprintf(text, sizeof(text), "0x%" PRIx64, batch[i]);
+		resolver->kernel_name_of[id] = intern_kernel_name(resolver, text);
+	}
+}
+
+/* A kernel address named by name_new_kernel_addresses. */
 static const char *kernel_frame_name(struct sample_resolver *resolver, uint64_t address)
 {
-	size_t known = intern_count(&resolver->kernel_addresses);
-	bool is_new;
-	int64_t id;
+	int64_t id = intern_find(&resolver->kernel_addresses, &address, sizeof(address));
 
-	/* Room for one more name first, so an address is never known without its name. */
-	if (ARRAY_RESERVE(resolver->kernel_name_of, resolver->kernel_name_capacity, known + 1))
-		return "<kernel>";
-	id = intern_add(&resolver->kernel_addresses, &address, sizeof(address), &is_new);
-	if (id < 0)
-		return "<kernel>";
-	if (is_new)
-		resolver->kernel_name_of[id] = name_kernel_address(resolver, address);
+	if (id < 0 || !resolver->kernel_name_of[id])
+		return "<kernel>"; /* out of memory */
 	return resolver->kernel_name_of[id];
 }
 
@@ -536,6 +566,7 @@ static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_
 		if (leaf)
 			resolver->frames[count++] = resolver->native_leaf;
 	}
+	name_new_kernel_addresses(resolver, kernel_ips, record->kernel_frame_count);
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];
 

@@ -23,8 +23,13 @@
 #include "util/memo_cache.h"
 
 struct symbolize_py_cache;
-struct ksyms;
 struct symbolize_native;
+
+/* Names up to PBP_KSYM_BATCH kernel addresses: found(found_context, address, name) for each that
+ * has a name ("symbol" or "symbol [module]"). 0 or -errno. */
+typedef int (*sample_kernel_namer_fn)(void *context, const uint64_t *addresses, size_t count,
+				      void (*found)(void *found_context, uint64_t address, const char *name),
+				      void *found_context);
 
 struct native_pc_entry {
 	uint64_t pc_word;  /* as the record has it: the pc and its PBP_NATIVE_PC_EVAL mark */
@@ -47,7 +52,9 @@ struct native_pc_entry {
 
 struct sample_resolver {
 	struct symbolize_py_cache *python;
-	struct ksyms *kernel;          /* NULL: kernel frames are shown by address */
+	sample_kernel_namer_fn kernel_namer; /* NULL: kernel frames are shown by address */
+	void *kernel_namer_context;
+	uint64_t kernel_namer_errors;  /* batches the namer failed: their addresses shown as such */
 	struct symbolize_native *native;      /* NULL: no native frames at all */
 	bool native_stacks;            /* records carry native stacks: merge them with the Python frames */
 	bool native_keep_all;          /* keep the interpreter's own frames too (--native=all) */
@@ -81,7 +88,8 @@ struct sample_resolver {
 	struct pf_frame native_leaf;   /* without native stacks: where a sample in native code landed */
 };
 
-int sample_resolve_init(struct sample_resolver *resolver, struct ksyms *kernel, uint64_t period_us);
+int sample_resolve_init(struct sample_resolver *resolver, sample_kernel_namer_fn kernel_namer,
+			void *kernel_namer_context, uint64_t period_us);
 void sample_resolve_free(struct sample_resolver *resolver);
 /* Records that had a native walk (any stop cause but NOT_WALKED). */
 uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver);

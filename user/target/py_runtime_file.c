@@ -209,9 +209,12 @@ struct cached_verdict {
 	struct py_runtime_file file;
 };
 
+/* Entries grow by doubling from this many up to the capacity: a host maps a few hundred files. */
+#define CACHE_FIRST_ENTRIES 64u
+
 struct py_runtime_file_cache {
-	struct cached_verdict *entries; /* capacity of them, count used */
-	size_t count, capacity;
+	struct cached_verdict *entries; /* allocated of them, count used, at most capacity */
+	size_t count, allocated, capacity;
 	size_t next_victim;             /* full: the oldest entry, replaced next */
 	struct hash_index index;        /* key hash -> position in entries */
 	struct py_runtime_file_stats stats;
@@ -222,9 +225,6 @@ int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacit
 	struct py_runtime_file_cache *cache = calloc(1, sizeof(*cache));
 
 	if (!cache || !capacity || capacity > UINT32_MAX)
-		goto fail;
-	cache->entries = calloc(capacity, sizeof(*cache->entries));
-	if (!cache->entries)
 		goto fail;
 	cache->capacity = capacity;
 	hash_index_init(&cache->index);
@@ -282,11 +282,29 @@ static int stat_mapping(pid_t pid, const struct proc_map *map, struct file_key *
 	return 0;
 }
 
+/* Room for one more entry below the capacity; false when out of memory. */
+static bool grow_entries(struct py_runtime_file_cache *cache)
+{
+	size_t allocated = cache->allocated ? cache->allocated * 2 : CACHE_FIRST_ENTRIES;
+	struct cached_verdict *entries;
+
+	if (allocated > cache->capacity)
+		allocated = cache->capacity;
+	entries = realloc(cache->entries, allocated * sizeof(*entries));
+	if (!entries)
+		return false;
+	cache->entries = entries;
+	cache->allocated = allocated;
+	return true;
+}
+
 static void remember(struct py_runtime_file_cache *cache, const struct file_key *key,
 		     const struct py_runtime_file *file)
 {
 	size_t position;
 
+	if (cache->count == cache->allocated && cache->count < cache->capacity && !grow_entries(cache))
+		return; /* not remembered: examined again next time */
 	if (cache->count < cache->capacity) {
 		position = cache->count;
 	} else {
