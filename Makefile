@@ -120,6 +120,10 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 $(BUILD)/tests/%: tests/%.c $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests -o $@ $< $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
 
+# The heap warm-up is about glibc's malloc, which the sanitizers replace: built without them.
+$(BUILD)/tests/test_heap_warm: tests/test_heap_warm.c $(BUILD)/libpybpfprof.a | $(BUILD)/tests
+	$(CC) $(CFLAGS) -MMD -MP -Itests -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS) -lcmocka
+
 # The fuzzing corpora's regression run: the harnesses linked into a cmocka test.
 $(BUILD)/tests/test_fuzz_corpus: tests/test_fuzz_corpus.c $(FUZZ_SAN_OBJS) $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests -Ifuzz -o $@ $< $(FUZZ_SAN_OBJS) $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka

@@ -422,6 +422,7 @@ static int set_up(struct session *session, int *failed_status)
 	/* What set-up freed (the warmed heap's rest, libbpf's copies of the kernel's BTF, the
 	 * stores loading grew by doubling) would otherwise stay resident for the whole run. */
 	malloc_trim(0);
+	heap_cool();
 	return err;
 }
 

@@ -5,8 +5,12 @@
 
 #include <stddef.h>
 
-/* Leaves `bytes` of the malloc heap resident and free for the allocations that follow.
- * Only a speed-up: where the kernel or allocator cannot do it, nothing changes. */
+/* Leaves `bytes` of the malloc heap resident (in huge pages where the kernel has them) and
+ * free for the allocations that follow. Only a speed-up: where the kernel or allocator cannot
+ * do it, nothing changes. Once per process. */
 void heap_warm(size_t bytes);
+/* After set-up: the heap grows in ordinary pages again, so that a small allocation never
+ * makes a whole huge page resident. Call after trimming. */
+void heap_cool(void);
 
 #endif
