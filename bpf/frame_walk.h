@@ -138,12 +138,53 @@ static __always_inline int pbp_string_identity(const struct py_offsets *off, __u
 	return 0;
 }
 
+/* The set of verified_code where the code object (address, co_version) of the sampled process would be. */
+static __always_inline struct pbp_verified_code_set *pbp_verified_code_set_of(__u64 code_addr, __u32 version,
+									    __u32 tgid)
+{
+	__u64 mixed = (code_addr ^ ((__u64)version << 32) ^ tgid) * 0x9e3779b97f4a7c15ull;
+	__u32 index = (__u32)(mixed >> 56) & (PBP_VERIFIED_CODE_SETS - 1);
+
+	return bpf_map_lookup_elem(&verified_code, &index);
+}
+
+/* Its checksum if the code object was verified before in this image, else -1. */
+static __always_inline long pbp_verified_checksum(const struct pbp_verified_code_set *set, __u64 code_addr,
+						  __u32 version, const struct pbp_record *rec, __u32 generation)
+{
+	for (__u32 i = 0; i < PBP_VERIFIED_CODE_WAYS; i++) {
+		const struct pbp_verified_code *way = &set->way[i];
+
+		if (way->code_addr == code_addr && way->version == version && way->tgid == rec->pid &&
+		    way->interp_id == rec->interp_id && way->generation == generation)
+			return way->checksum;
+	}
+	return -1;
+}
+
+static __always_inline void pbp_remember_verified(struct pbp_verified_code_set *set, __u64 code_addr,
+						  __u32 version, const struct pbp_record *rec, __u32 generation,
+						  __u32 checksum)
+{
+	struct pbp_verified_code *way = &set->way[set->next_way & (PBP_VERIFIED_CODE_WAYS - 1)];
+
+	way->code_addr = code_addr;
+	way->version = version;
+	way->checksum = checksum;
+	way->tgid = rec->pid;
+	way->interp_id = rec->interp_id;
+	way->generation = generation;
+	set->next_way += 1;
+}
+
 /* py_code_checksum() of the code object at code_addr (one read of its identity fields, one of
- * each of its strings), or -(enum pbp_error) if it cannot be read. */
+ * each of its strings unless it was verified before: verified_code), or -(enum pbp_error) if it
+ * cannot be read. */
 static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
-					      const struct py_offsets *off, __u64 code_addr,
+					      const struct py_proc_config *config, __u64 code_addr,
 					      struct task_struct *task)
 {
+	const struct py_offsets *off = &config->off;
 	struct pbp_frame_walk *walk = &scratch->walk;
 	__u32 name_off = py_code_shown_name(off);
 	__u32 low = pbp_min_u32(pbp_min_u32(off->code_argcount, off->code_firstlineno),
@@ -152,14 +193,27 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 				 pbp_max_u32(off->code_filename, name_off));
 	__u64 span = (__u64)high - low + sizeof(__u64);
 	const __u8 *fields = scratch->code_buf;
+	__u32 version_off = config->code_version, version = 0, generation = pbp_code_generation;
+	struct pbp_verified_code_set *verified = NULL;
 	__s32 argcount, firstlineno;
 	__u64 filename_addr, name_addr, filename_identity, name_identity;
+	long checksum;
 
 	/* Userspace refuses layouts where this does not hold (frame_layout_fits). */
 	if (span > PBP_CODE_SPAN_MAX)
 		return -PBP_ERR_LAYOUT;
 	if (pbp_read_target(scratch->code_buf, span, code_addr + low, task) != 0)
 		return -PBP_ERR_CODE_OBJECT;
+	if (version_off != PY_OFF_NONE && version_off >= low && (__u64)version_off + sizeof(__u32) <= low + span)
+		version = *(const __u32 *)(fields + ((version_off - low) & (PBP_CODE_SPAN_MAX - 1)));
+	if (version != 0) {
+		verified = pbp_verified_code_set_of(code_addr, version, scratch->out.rec.pid);
+		if (verified) {
+			checksum = pbp_verified_checksum(verified, code_addr, version, &scratch->out.rec, generation);
+			if (checksum >= 0)
+				return checksum;
+		}
+	}
 	argcount = *(const __s32 *)(fields + ((off->code_argcount - low) & (PBP_CODE_SPAN_MAX - 1)));
 	firstlineno = *(const __s32 *)(fields + ((off->code_firstlineno - low) & (PBP_CODE_SPAN_MAX - 1)));
 	filename_addr = *(const __u64 *)(fields + ((off->code_filename - low) & (PBP_CODE_SPAN_MAX - 1)));
@@ -175,7 +229,10 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	}
 	if (pbp_string_identity(off, name_addr, scratch->code_buf, &name_identity, task) != 0)
 		return -PBP_ERR_CODE_OBJECT;
-	return py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_identity, name_identity);
+	checksum = py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_identity, name_identity);
+	if (verified)
+		pbp_remember_verified(verified, code_addr, version, &scratch->out.rec, generation, (__u32)checksum);
+	return checksum;
 }
 
 static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 code_addr, __u32 checksum)
@@ -262,7 +319,7 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	if (code_addr == walk->last_code_addr) {
 		checksum = walk->last_checksum;
 	} else {
-		checksum = pbp_code_checksum(scratch, off, code_addr, ctx->task);
+		checksum = pbp_code_checksum(scratch, ctx->config, code_addr, ctx->task);
 		if (checksum < 0) {
 			site = (__u32)-checksum;
 			goto fault;

@@ -170,6 +170,41 @@ struct {
 	__type(value, struct pbp_seen_code_set);
 } seen_code SEC(".maps");
 
+/*
+ * Code objects whose identity this CPU has read in full (their fields and strings), by
+ * process, interpreter, address and co_version. co_version (3.12+) is a counter each
+ * interpreter stamps on every code object it makes and never hands out twice (it stops at
+ * 0 when exhausted), so the same four are the same code object: its checksum is taken from
+ * here and its strings are not read again. An exec or exit of a target bumps
+ * pbp_code_generation, which every entry carries, so that no entry outlives the image it
+ * was read from (a new image, or a reused pid, counts from 1 again).
+ */
+#define PBP_VERIFIED_CODE_SETS 256
+#define PBP_VERIFIED_CODE_WAYS 4
+struct pbp_verified_code {
+	__u64 code_addr;
+	__u32 version;
+	__u32 checksum;
+	__u32 tgid;
+	__u32 interp_id;
+	__u32 generation;
+	__u32 reserved;
+};
+struct pbp_verified_code_set {
+	struct pbp_verified_code way[PBP_VERIFIED_CODE_WAYS];
+	__u32 next_way;  /* replaced first-in first-out */
+	__u32 reserved;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_VERIFIED_CODE_SETS);
+	__type(key, __u32);
+	__type(value, struct pbp_verified_code_set);
+} verified_code SEC(".maps");
+
+/* Bumped by every exec and exit of a target (bpf/pyperf.bpf.c). */
+__u32 pbp_code_generation = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, PBP_CNT_MAX);

@@ -315,8 +315,10 @@ int BPF_PROG(pbp_exec, struct task_struct *task)
 	struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
 
 	/* A new image: the old addresses describe nothing in it until userspace looks again. */
-	if (config)
+	if (config) {
 		config->flags |= PY_PROC_PENDING;
+		__sync_fetch_and_add(&pbp_code_generation, 1);
+	}
 	if (watch_exec || config)
 		pbp_send_proc_event(PBP_PROC_EXEC, tgid, 0);
 	return 0;
@@ -359,6 +361,7 @@ int BPF_PROG(pbp_exit, struct task_struct *task)
 	if (bpf_map_lookup_elem(&proc_configs, &tgid)) {
 		pbp_send_proc_event(PBP_PROC_EXIT, tgid, 0);
 		bpf_map_delete_elem(&proc_configs, &tgid);
+		__sync_fetch_and_add(&pbp_code_generation, 1);
 	}
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	return 0;

@@ -133,7 +133,7 @@ struct py_proc_config {
 	struct py_offsets off;
 	__u64 gc_collecting_addr; /* target address of the GC's collecting flag (int) */
 	__u32 tstate_gil_requested; /* offset of PyThreadState.gil_requested (int, 3.15+) */
-	__u32 reserved;           /* zero */
+	__u32 code_version;       /* offset of PyCodeObject.co_version (3.12-3.15), PY_OFF_NONE elsewhere */
 };
 
 /*

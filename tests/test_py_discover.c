@@ -232,12 +232,15 @@ static uint64_t innermost_frame(pid_t pid, const struct py_offsets *off, uint64_
 struct found_function {
 	const char *name;
 	int firstlineno, argcount;
+	uint32_t version; /* co_version where config->code_version is known, else 0 */
 	int found;
 };
 
 /* Walks the thread's frames from the innermost; records the frame named want->name. */
-static void find_function(pid_t pid, const struct py_offsets *off, uint64_t tstate, struct found_function *want)
+static void find_function(pid_t pid, const struct py_proc_config *config, uint64_t tstate,
+			  struct found_function *want)
 {
+	const struct py_offsets *off = &config->off;
 	uint64_t frame = innermost_frame(pid, off, tstate);
 
 	for (int depth = 0; frame && depth < MAX_FRAMES && !want->found; depth++) {
@@ -261,6 +264,10 @@ static void find_function(pid_t pid, const struct py_offsets *off, uint64_t tsta
 
 			assert_int_equal(target_mem_read_s32(pid, code + off->code_firstlineno, &firstlineno), 0);
 			assert_int_equal(target_mem_read_s32(pid, code + off->code_argcount, &argcount), 0);
+			if (config->code_version != PY_OFF_NONE)
+				assert_int_equal(target_mem_read(pid, code + config->code_version, &want->version,
+								 sizeof(want->version)),
+						 0);
 			want->firstlineno = firstlineno;
 			want->argcount = argcount;
 			want->found = 1;
@@ -300,17 +307,41 @@ static int discover_with_retries(pid_t pid, struct py_target *target, char *err,
 	return rc;
 }
 
-static void assert_function_in_thread(pid_t pid, const struct py_proc_config *config, uint64_t tstate,
-				      const char *name, int argcount)
+/* Its code object's co_version (0 where the version has none). */
+static uint32_t assert_function_in_thread(pid_t pid, const struct py_proc_config *config, uint64_t tstate,
+					  const char *name, int argcount)
 {
 	struct found_function want = { .name = name };
 	int line = def_line(name);
 
-	find_function(pid, &config->off, tstate, &want);
+	find_function(pid, config, tstate, &want);
 	if (!want.found)
 		fail_msg("%s not found in its thread's frames", name);
 	assert_int_equal(want.firstlineno, line);
 	assert_int_equal(want.argcount, argcount);
+	return want.version;
+}
+
+/*
+ * co_version (3.12+) is where BPF's cache of verified code objects reads it: a counter the
+ * interpreter stamps on each code object it makes, so the two functions' (compiled with their
+ * module, one after the other) are not 0, differ, and lie close together; other ints there
+ * (co_nlocals, co_framesize, co_nfreevars) would be small, equal or 0.
+ */
+static void assert_code_versions(const struct interpreter *interp, const struct py_proc_config *config,
+				 uint32_t main_version, uint32_t thread_version)
+{
+	uint32_t gap = main_version > thread_version ? main_version - thread_version : thread_version - main_version;
+
+	if (interp->major == 3 && interp->minor >= 12) {
+		assert_true(config->code_version != PY_OFF_NONE);
+		print_message("%s: co_version %u and %u\n", interp->label, main_version, thread_version);
+		assert_true(main_version != 0 && thread_version != 0);
+		assert_true(gap != 0 && gap < 64);
+		assert_true(main_version > 100 && thread_version > 100); /* the imports before made many */
+	} else {
+		assert_int_equal(config->code_version, PY_OFF_NONE);
+	}
 }
 
 static void assert_gil_plausible(pid_t pid, const struct py_target *target, uint64_t main_tstate,
@@ -341,6 +372,7 @@ static void test_interpreter(void **state)
 	struct py_target target;
 	struct report report;
 	uint64_t main_tstate, thread_tstate;
+	uint32_t main_version, thread_version;
 	unsigned expected_micro;
 	int fd, rc;
 	pid_t pid;
@@ -371,8 +403,9 @@ static void test_interpreter(void **state)
 	assert_true(main_tstate != 0);
 	assert_true(thread_tstate != 0);
 	assert_true(main_tstate != thread_tstate);
-	assert_function_in_thread(pid, &target.config, main_tstate, "marker_main", 2);
-	assert_function_in_thread(pid, &target.config, thread_tstate, "marker_thread", 1);
+	main_version = assert_function_in_thread(pid, &target.config, main_tstate, "marker_main", 2);
+	thread_version = assert_function_in_thread(pid, &target.config, thread_tstate, "marker_thread", 1);
+	assert_code_versions(interp, &target.config, main_version, thread_version);
 	assert_gil_plausible(pid, &target, main_tstate, thread_tstate);
 	kill_children();
 }

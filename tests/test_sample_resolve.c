@@ -387,15 +387,18 @@ static void build_kernel_record(struct record_buffer *buffer, const uint64_t *ip
 	buffer->size = sizeof(struct pbp_record) + count * sizeof(*ips);
 }
 
-static void resolve_kernel_stack(struct sample_resolver *resolver, const uint64_t *ips, size_t count, char *text,
-				 size_t len)
+/* Resolves a record of these kernel addresses; its frames must read `expected`, root first. */
+static void expect_kernel_stack(struct sample_resolver *resolver, const uint64_t *ips, size_t count,
+				const char *expected)
 {
 	static struct record_buffer buffer;
 	struct pf_sample sample;
+	char text[512];
 
 	build_kernel_record(&buffer, ips, count);
 	assert_int_equal(sample_resolve_record(resolver, &buffer.record, buffer.size, NULL, &sample), 0);
-	render(&sample, text, len);
+	render(&sample, text, sizeof(text));
+	assert_string_equal(text, expected);
 }
 
 static void test_kernel_addresses_named_once_a_record_at_a_time(void **state)
@@ -405,23 +408,19 @@ static void test_kernel_addresses_named_once_a_record_at_a_time(void **state)
 	const uint64_t first[4] = { 0xffffffff81000010ull, 0xffffffff81000020ull, UNNAMED_KERNEL_ADDRESS,
 				    0xffffffff81000030ull };
 	const uint64_t second[3] = { 0xffffffff81000010ull, 0xffffffff81000040ull, 0xffffffff81000030ull };
-	char text[512];
 
 	(void)state;
 	assert_int_equal(sample_resolve_init(&resolver, name_like_the_kernel, &namer, 1000), 0);
-	resolve_kernel_stack(&resolver, first, 4, text, sizeof(text));
 	/* Root first; the address with no symbol by its value. */
-	assert_string_equal(text, "k_30;0xffffffff8dead000;k_20;k_10");
+	expect_kernel_stack(&resolver, first, 4, "k_30;0xffffffff8dead000;k_20;k_10");
 	assert_int_equal(namer.calls, 1);
 	assert_int_equal(namer.addresses_asked, 4);
 	/* Only the address not seen before is asked for. */
-	resolve_kernel_stack(&resolver, second, 3, text, sizeof(text));
-	assert_string_equal(text, "k_30;k_40;k_10");
+	expect_kernel_stack(&resolver, second, 3, "k_30;k_40;k_10");
 	assert_int_equal(namer.calls, 2);
 	assert_int_equal(namer.addresses_asked, 5);
 	/* Nothing new: the kernel is not asked. */
-	resolve_kernel_stack(&resolver, first, 4, text, sizeof(text));
-	assert_string_equal(text, "k_30;0xffffffff8dead000;k_20;k_10");
+	expect_kernel_stack(&resolver, first, 4, "k_30;0xffffffff8dead000;k_20;k_10");
 	assert_int_equal(namer.calls, 2);
 	assert_int_equal(resolver.kernel_namer_errors, 0);
 	sample_resolve_free(&resolver);
@@ -432,18 +431,15 @@ static void test_kernel_addresses_by_value_when_the_kernel_cannot_say(void **sta
 	struct sample_resolver resolver;
 	struct fake_namer namer = { .fail = 1 };
 	const uint64_t ips[2] = { 0xffffffff81000010ull, 0xffffffff81000020ull };
-	char text[512];
 
 	(void)state;
 	assert_int_equal(sample_resolve_init(&resolver, name_like_the_kernel, &namer, 1000), 0);
-	resolve_kernel_stack(&resolver, ips, 2, text, sizeof(text));
-	assert_string_equal(text, "0xffffffff81000020;0xffffffff81000010");
+	expect_kernel_stack(&resolver, ips, 2, "0xffffffff81000020;0xffffffff81000010");
 	assert_int_equal(resolver.kernel_namer_errors, 1);
 	sample_resolve_free(&resolver);
 	/* No namer at all (--no-kernel names nothing; a kernel without the lookup): the same. */
 	assert_int_equal(sample_resolve_init(&resolver, NULL, NULL, 1000), 0);
-	resolve_kernel_stack(&resolver, ips, 2, text, sizeof(text));
-	assert_string_equal(text, "0xffffffff81000020;0xffffffff81000010");
+	expect_kernel_stack(&resolver, ips, 2, "0xffffffff81000020;0xffffffff81000010");
 	sample_resolve_free(&resolver);
 }
 

@@ -425,8 +425,10 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 
 	if (!err)
 		err = configure_offsets(d, target, &layouts);
-	if (!err)
+	if (!err) {
+		target->config.code_version = py_code_version_offset(target->major, target->minor, &target->config.off);
 		err = locate_interp_head(d, target);
+	}
 	if (err)
 		return err;
 	err = target_mem_read_u64(d->pid, target->config.interp_head_addr, &first_interp);

@@ -281,6 +281,16 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 	};
 }
 
+/* co_firstlineno, co_nlocalsplus, co_framesize, co_nlocals, co_ncellvars, co_nfreevars, co_version */
+#define CODE_VERSION_AFTER_FIRSTLINENO (6u * sizeof(int32_t))
+
+uint32_t py_code_version_offset(unsigned major, unsigned minor, const struct py_offsets *off)
+{
+	if (major != 3 || minor < 12 || minor > 15 || off->code_firstlineno == PY_OFF_NONE)
+		return PY_OFF_NONE;
+	return off->code_firstlineno + CODE_VERSION_AFTER_FIRSTLINENO;
+}
+
 int py_offsets_from_debug(const void *debug_offsets, size_t len, struct py_offsets *out, uint32_t *version_hex,
 			  char *err_text, size_t err_len)
 {

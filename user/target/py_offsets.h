@@ -56,6 +56,14 @@ const struct py_gil_layout *py_gil_layout_for_version(unsigned major, unsigned m
 /* Its GC layout; NULL if the version has no table entry. */
 const struct py_gc_layout *py_gc_layout_for_version(unsigned major, unsigned minor);
 
+/*
+ * PyCodeObject.co_version's offset for (major, minor), PY_OFF_NONE where it is not known to be
+ * there: 3.12-3.15, where each interpreter stamps a new value on every code object it makes
+ * (BPF's verified_code cache keys on it, bpf/maps.h). _Py_DebugOffsets does not give it: it is
+ * the sixth int after co_firstlineno in all four (tests/test_code_identity.c checks it on each).
+ */
+uint32_t py_code_version_offset(unsigned major, unsigned minor, const struct py_offsets *off);
+
 /* Fill offsets from a _Py_DebugOffsets blob read from the target (3.13+); -EINVAL with a reason
  * if it is not one (no cookie, too short, implausible offsets), -ENOTSUP for a free-threaded
  * build or a minor version whose layout is not known (a new minor needs its decoded header in
