@@ -19,8 +19,8 @@
 static uintptr_t huge_first, huge_end;
 
 /*
- * Set-up allocates some 15 MB that it mostly frees again: libbpf reads the kernel's 5.5 MB BTF
- * into one buffer and copies it into another, the BPF maps' user pages, the record ring. Each
+ * Set-up allocates some 12 MB that it mostly frees again: libbpf reads the kernel's 5.5 MB BTF
+ * into one buffer and copies it into another, the BPF maps' user pages. Each
  * first touch of a page is a fault, and on a virtual machine a fault is dear: 16 us a page on
  * the PVM guest this project is measured on, 67 ms for 16 MiB, where MADV_POPULATE_WRITE fills
  * the same 16 MiB in 2.4 ms. Populated 4 KiB pages still cost the hypervisor a fault of its own
