@@ -20,7 +20,6 @@
 
 /* Iterations beyond the kept frames, for skipped shim frames (3.12+). */
 #define PBP_MAX_SKIPPED_FRAMES 64
-#define PBP_PAGE_MASK 0xfffull
 /* A data-stack chunk's used part beyond this is not believed (CPython's are 16 KiB, or one frame's size). */
 #define PBP_DATA_STACK_MAX (1ull << 26)
 

@@ -88,9 +88,18 @@ struct pbp_native_walk {
 	__u32 stop;            /* enum unwind_stop once the walk ended, PBP_NATIVE_WALKING before */
 	__u32 next_shim;       /* the first shim no native frame has claimed yet */
 	__u32 holds_shim;      /* the frame just unwound holds it: an eval activation */
+	/* The copy of the target's stack in pbp_cpu_scratch.stack_window: [window_lo,
+	 * window_lo + window_len) (bpf/native_walk.h). */
+	__u64 window_lo;
+	__u32 window_len;
+	__u32 window_page_bound; /* a full window failed this walk: windows end at their page's end */
 };
 
 #define PBP_NATIVE_WALKING 0xffu
+/* The native walk copies the target's stack in windows of this many bytes: one copy holds the
+ * return addresses and saved rbps of several frames (a 3.12 eval activation takes 384 bytes). */
+#define PBP_NATIVE_WINDOW_BYTES 1024
+#define PBP_PAGE_MASK 0xfffull
 /* Words of the record after the header: the Python frames (two words each), then the
  * native pcs and the kernel stack right after the last one of each. */
 #define PBP_SAMPLE_WORDS (2 * PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES + PBP_MAX_KERNEL_FRAMES)
@@ -113,6 +122,8 @@ struct pbp_cpu_scratch {
 	struct pbp_tstate_walk tswalk;
 	__u8 code_buf[PBP_CODE_SPAN_MAX + 8]; /* a code object's identity fields, then its strings' */
 	__u8 gil_buf[PBP_GIL_SPAN_MAX + 8];
+	/* The native walk's copy of the stack it is unwinding (slack: a masked offset plus a read). */
+	__u8 stack_window[PBP_NATIVE_WINDOW_BYTES + 16];
 };
 
 /* Separate from pbp_cpu_scratch: a per-CPU map value is capped at 32 KiB. */

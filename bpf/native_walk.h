@@ -6,8 +6,11 @@
  *
  * One bpf_loop iteration per frame: find the pc's mapping, take the pc's row from
  * this CPU's row cache or else bisect the rows of the pc's page of its file (at most
- * UNWIND_SEARCH_STEPS steps), apply the row, read the return address (and the saved rbp)
- * from the target's stack. The registers and
+ * UNWIND_SEARCH_STEPS steps), apply the row, take the return address (and the saved rbp)
+ * from a copy of the target's stack. The stack is copied in windows of
+ * PBP_NATIVE_WINDOW_BYTES, each holding several frames: a copy costs about what a word's
+ * read costs, and a frame that saves rbp below the return address took two reads before
+ * (32 Python + 22 native frames on 3.12: 4.4 -> 3.4 us per sample). The registers and
  * the progress live in map memory (pbp_native_walk), so the verifier sees
  * them as unknown and checks the loop body once; every bisection bound
  * comes from a map value for the same reason (a constant bound would be
@@ -202,28 +205,67 @@ static __always_inline int pbp_row_of(const struct unwind_table_ref *ref, __u64 
 	return 0;
 }
 
-/* Reads the caller's pc (and rbp, if the row saved it) below cfa. Returns 0 or -1. */
-static __always_inline int pbp_read_caller(struct pbp_native_walk *walk, __u64 cfa, __u32 rbp_offset8,
+/*
+ * Copies a window of the target's stack starting at addr: PBP_NATIVE_WINDOW_BYTES, or up to the
+ * end of addr's page once a full window has failed in this walk (the walk's frames lie in mapped
+ * stack, but a window past the outermost frame can run off the top of the main thread's stack:
+ * a faulting copy costs more than several small ones, so it is tried once per walk).
+ */
+static __always_inline int pbp_load_native_window(struct pbp_cpu_scratch *scratch, __u64 addr,
+						 struct task_struct *task)
+{
+	struct pbp_native_walk *walk = &scratch->native;
+	__u32 len = PBP_NATIVE_WINDOW_BYTES;
+
+	if (!walk->window_page_bound) {
+		if (pbp_read_target(scratch->stack_window, len, addr, task) == 0)
+			goto loaded;
+		walk->window_page_bound = 1;
+	}
+	len = PBP_PAGE_MASK + 1 - (__u32)(addr & PBP_PAGE_MASK);
+	if (len > PBP_NATIVE_WINDOW_BYTES)
+		len = PBP_NATIVE_WINDOW_BYTES;
+	if (pbp_read_target(scratch->stack_window, len, addr, task) != 0) {
+		walk->window_len = 0;
+		return -1;
+	}
+loaded:
+	walk->window_lo = addr;
+	walk->window_len = len;
+	return 0;
+}
+
+/* One word of the target's stack at addr, from the walk's window (copied anew when addr lies
+ * outside it): 0, or -1 if it cannot be read. */
+static __always_inline int pbp_stack_word(struct pbp_cpu_scratch *scratch, __u64 addr, __u64 *word,
+					  struct task_struct *task)
+{
+	struct pbp_native_walk *walk = &scratch->native;
+	__u64 rel = addr - walk->window_lo;
+
+	if (addr < walk->window_lo || rel + sizeof(*word) > walk->window_len) {
+		if (pbp_load_native_window(scratch, addr, task) != 0 || walk->window_len < sizeof(*word))
+			return pbp_read_target(word, sizeof(*word), addr, task) == 0 ? 0 : -1;
+		rel = 0;
+	}
+	*word = *(const __u64 *)(scratch->stack_window + (rel & (PBP_NATIVE_WINDOW_BYTES - 1)));
+	return 0;
+}
+
+/* Reads the caller's pc (and rbp, if the row saved it) below cfa, the lower address first so
+ * that one window holds both. Returns 0 or -1. */
+static __always_inline int pbp_read_caller(struct pbp_cpu_scratch *scratch, __u64 cfa, __u32 rbp_offset8,
 					   struct task_struct *task)
 {
-	__u64 saved[2]; /* the caller's rbp, then its pc: their order on the stack */
+	struct pbp_native_walk *walk = &scratch->native;
+	__u64 bp = walk->bp, pc;
 
-	/* The usual prologue pushes rbp right below the return address: one read for both. */
-	if (rbp_offset8 == 2) {
-		if (pbp_read_target(saved, sizeof(saved), cfa - 16, task) != 0)
-			return -1;
-		walk->bp = saved[0];
-		walk->pc = saved[1];
-		return 0;
-	}
-	if (pbp_read_target(&saved[1], sizeof(saved[1]), cfa - 8, task) != 0)
+	if (rbp_offset8 != 0 && pbp_stack_word(scratch, cfa - 8 * (__u64)rbp_offset8, &bp, task) != 0)
 		return -1;
-	if (rbp_offset8 != 0) {
-		if (pbp_read_target(&saved[0], sizeof(saved[0]), cfa - 8 * (__u64)rbp_offset8, task) != 0)
-			return -1;
-		walk->bp = saved[0];
-	}
-	walk->pc = saved[1];
+	if (pbp_stack_word(scratch, cfa - 8, &pc, task) != 0)
+		return -1;
+	walk->bp = bp;
+	walk->pc = pc;
 	return 0;
 }
 
@@ -255,9 +297,10 @@ static __always_inline void pbp_claim_shim(struct pbp_native_walk *walk, __u64 s
 }
 
 /* Unwinds the frame at walk->pc into its caller's registers: PBP_NATIVE_WALKING, or why it cannot. */
-static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, struct pbp_native_walk *walk,
+static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, struct pbp_cpu_scratch *scratch,
 					      bool is_caller, struct task_struct *task)
 {
+	struct pbp_native_walk *walk = &scratch->native;
 	__u64 pc = walk->pc, sp = walk->sp, file_pc, cfa;
 	const struct unwind_mapping *mapping;
 	const struct unwind_table_ref *ref;
@@ -299,7 +342,7 @@ static __always_inline __u32 pbp_unwind_frame(const struct unwind_proc *proc, st
 	if (cfa <= sp)
 		return UNWIND_STOP_BAD_FRAME;
 	pbp_claim_shim(walk, sp, cfa);
-	if (pbp_read_caller(walk, cfa, row->kind == UNWIND_ROW_PLT ? 0 : row->rbp_offset8, task) != 0)
+	if (pbp_read_caller(scratch, cfa, row->kind == UNWIND_ROW_PLT ? 0 : row->rbp_offset8, task) != 0)
 		return UNWIND_STOP_READ_FAULT;
 	if (walk->pc == 0)
 		return UNWIND_STOP_BAD_FRAME;
@@ -322,7 +365,7 @@ static long pbp_native_step(__u32 index, void *opaque)
 	}
 	scratch->out.words[slot] = walk->pc;
 	walk->frame_count = index + 1;
-	stop = pbp_unwind_frame(ctx->proc, walk, index != 0, ctx->task);
+	stop = pbp_unwind_frame(ctx->proc, scratch, index != 0, ctx->task);
 	if (walk->holds_shim)
 		scratch->out.words[slot] |= PBP_NATIVE_PC_EVAL;
 	if (stop == PBP_NATIVE_WALKING)
@@ -398,6 +441,9 @@ static __always_inline void pbp_walk_native_of(struct bpf_perf_event_data *ctx, 
 	walk->stop = UNWIND_STOP_NOT_WALKED;
 	walk->next_shim = 0;
 	walk->holds_shim = 0;
+	walk->window_lo = 0;
+	walk->window_len = 0;
+	walk->window_page_bound = 0;
 	if (walk_ctx.proc && (task ? pbp_task_user_regs(task, walk) : pbp_user_regs(ctx, user_mode, walk))) {
 		walk->out_base = 2 * (__u32)rec->py_frame_count;
 		walk->stop = PBP_NATIVE_WALKING;

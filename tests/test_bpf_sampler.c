@@ -1176,17 +1176,17 @@ static void tally_native(const struct recorded *rec, const struct native_target 
 	}
 }
 
-/* child runs script on version, its tables uploaded to native: what each native test starts from.
- * shared_chunk_rows: see struct native_target. */
+/* child runs script (with arg, or none) on version, its tables uploaded to native: what each native
+ * test starts from. shared_chunk_rows: see struct native_target. */
 static struct native_target *start_native_child_in(struct bpf_sampler *native, const char *version,
-						   const char *script, uint32_t shared_chunk_rows,
+						   const char *script, const char *arg, uint32_t shared_chunk_rows,
 						   struct python_child *child)
 {
 	struct native_target *target = calloc(1, sizeof(*target));
 
 	assert_non_null(target);
 	target->shared_chunk_rows = shared_chunk_rows;
-	child->pid = start_script(version, script, NULL);
+	child->pid = start_script(version, script, arg);
 	discover(child->pid, &child->target);
 	upload_tables(native, child->pid, target);
 	return target;
@@ -1195,7 +1195,7 @@ static struct native_target *start_native_child_in(struct bpf_sampler *native, c
 static struct native_target *start_native_child(struct bpf_sampler *native, const char *version, const char *script,
 						struct python_child *child)
 {
-	return start_native_child_in(native, version, script, 0, child);
+	return start_native_child_in(native, version, script, NULL, 0, child);
 }
 
 static void check_native_zlib(const char *version, bool entries_marked)
@@ -1286,6 +1286,54 @@ static void test_native_stacks_of_kernel_mode_samples(void **state)
 	assert_true(in_kernel >= 20);
 	assert_true(with_native * 10 >= in_kernel * 9);
 	assert_true(at_root * 100 >= with_native * 99);
+	stop_child(child.pid);
+	recorded_free(&rec);
+	free(target);
+	bpf_sampler_close(native);
+}
+
+/*
+ * A walk that starts a few bytes below the end of mapped memory (C code on a stack of its own, the
+ * page above it unmapped, its caller the stack's root: tests/scripts/stack_top.c) still reaches
+ * that root: BPF copies the stack in windows, and one that would run off the mapping is copied
+ * again up to the end of its page.
+ */
+static void test_native_walk_at_the_top_of_a_stack(void **state)
+{
+	char library[PATH_MAX];
+	char *const build[] = { "cc", "-shared", "-fPIC", "-O1", "-o", library, "tests/scripts/stack_top.c", NULL };
+	char build_err[1024] = "";
+	struct bpf_sampler *native;
+	struct native_target *target;
+	struct python_child child;
+	struct recorded rec = { 0 };
+	uint64_t stops[UNWIND_STOP_COUNT];
+	size_t own_root = 0;
+	double ns;
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	FORMAT(library, "%s/libstacktop.so", test_tmpdir());
+	if (run_capture(build, build_err, sizeof(build_err)) != 0)
+		fail_msg("building %s: %s", library, build_err);
+	native = open_native_sampler();
+	target = start_native_child_in(native, "3.12.1", "bpf_stack_top.py", library, 0, &child);
+	ns = sample_cost(native, child.pid, &child.target, &rec);
+	/* spin (and the vDSO's clock_gettime it calls) over run_on_stack, the root: no more frames */
+	for (size_t i = 0; i < rec.count; i++) {
+		const struct pbp_record *record = rec.records[i];
+
+		own_root += record->native_stop == UNWIND_STOP_ROOT && record->native_frame_count >= 2 &&
+			    record->native_frame_count <= 3;
+	}
+	print_message("%zu records, %zu walked to the root of their own stack; BPF %.0f ns per sample\n", rec.count,
+		      own_root, ns);
+	print_stop_counts("stack top", native);
+	assert_true(rec.count >= 100);
+	assert_true(own_root * 100 >= rec.count * 95);
+	assert_int_equal(bpf_sampler_unwind_stop_counts(native, stops), 0);
+	assert_int_equal(stops[UNWIND_STOP_READ_FAULT], 0);
 	stop_child(child.pid);
 	recorded_free(&rec);
 	free(target);
@@ -1471,7 +1519,7 @@ static void test_native_walks_in_a_chunk_larger_than_the_default(void **state)
 	if (!have_python("3.12.1"))
 		skip();
 	native = open_native_sampler();
-	target = start_native_child_in(native, "3.12.1", "bpf_native_zlib.py", UNWIND_CHUNK_MAX_ROWS, &child);
+	target = start_native_child_in(native, "3.12.1", "bpf_native_zlib.py", NULL, UNWIND_CHUNK_MAX_ROWS, &child);
 	print_message("%u tables in one chunk of %u rows, rows %u to %u\n", target->tables, UNWIND_CHUNK_MAX_ROWS,
 		      UNWIND_CHUNK_ROWS, target->next_row);
 	assert_true(target->tables >= 3);
@@ -1575,6 +1623,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_stacks_reach_the_root_through_libz, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_stacks_of_kernel_mode_samples, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_walk_at_the_top_of_a_stack, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_stop_causes_are_reported, require_sampler,
 						stop_running_child),
