@@ -37,7 +37,10 @@ struct writer_thread {
 	uint32_t iid;
 	uint64_t last_ts;
 	uint32_t depth;
-	uint32_t stack[TACHYON_MAX_DEPTH]; /* frame ids, innermost first */
+	/* The last stack written, frame ids innermost first: sized to the deepest one yet, as a
+	 * whole-host run keeps every thread it has seen (thousands of short ones). */
+	uint32_t *stack;
+	size_t stack_capacity;
 	uint8_t *repeat;                   /* pending REPEAT pairs: (delta varint, status) */
 	size_t repeat_len;
 	size_t repeat_capacity;
@@ -419,7 +422,7 @@ static int find_thread(struct tachyon_writer *w, uint64_t tid, uint32_t iid,
 
 static bool same_stack(const struct writer_thread *t, const uint32_t *stack, uint32_t depth)
 {
-	return t->depth == depth && !memcmp(t->stack, stack, depth * sizeof(*stack));
+	return t->depth == depth && (depth == 0 || !memcmp(t->stack, stack, depth * sizeof(*stack)));
 }
 
 static int checkpoint(struct tachyon_writer *w);
@@ -513,8 +516,13 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 		err = flush_repeat(w, t);
 		if (!err)
 			err = write_stack_record(w, t, first, delta, status, w->stack, depth);
-		memcpy(t->stack, w->stack, depth * sizeof(*w->stack));
-		t->depth = depth;
+		if (!err && ARRAY_RESERVE(t->stack, t->stack_capacity, depth))
+			err = errbuf_format(w->error, sizeof(w->error), -ENOMEM, "out of memory for a thread's stack");
+		if (!err) {
+			if (depth)
+				memcpy(t->stack, w->stack, depth * sizeof(*w->stack));
+			t->depth = depth;
+		}
 	}
 	if (err)
 		return err;
@@ -906,8 +914,10 @@ static void writer_destroy(void *state)
 	if (!w)
 		return;
 	for (size_t i = 0; i < intern_count(&w->thread_ids); i++) {
-		if (w->threads[i])
+		if (w->threads[i]) {
 			free(w->threads[i]->repeat);
+			free(w->threads[i]->stack);
+		}
 		free(w->threads[i]);
 	}
 	free(w->threads);
