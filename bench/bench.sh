@@ -157,7 +157,7 @@ cat "$out/interp.txt"
 libc_rows=$("$BUILD_DIR"/bench/unwind_rows "$libc" | awk 'NR == 1 { print $1 }')
 awk -v libc="$libc_rows" '/ total of / { per = $1 / $5; rows = 20 * per + libc
 	printf "20 interpreters + libc: ~%.0f rows, %.1f MiB (%.1f%% of the 4194304-row map)\n",
-		rows, rows * 16 / 1048576, 100 * rows / 4194304 }' "$out/interp.txt"
+		rows, rows * 8 / 1048576, 100 * rows / 4194304 }' "$out/interp.txt"
 
 # From a target's first Python sample to its first full native stack (Python frames over a
 # native root, _start, with --native=all keeping the bootstrap): how long its unwind tables
