@@ -33,7 +33,7 @@ floor_of() {
 }
 
 printf '\ncost by rate (native stacks on, the default)\n'
-printf '%-8s %10s %11s %10s %10s %9s %9s %6s %11s %11s %9s %8s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown vs_floor received expect lost mojo_B/smp tach_B/smp start_s
+printf '%-8s %10s %11s %10s %10s %9s %9s %6s %11s %11s %9s %8s %8s\n' rate bpf_ns/smp cpu_us/smp cpu%core slowdown vs_floor received expect lost mojo_B/smp tach_B/smp start_s first_ms
 for hz in 1000 20000; do
 	runs=()
 	for _ in 1 2 3; do
@@ -43,19 +43,20 @@ for hz in 1000 20000; do
 		bpf_ns=$(sed -n 's/.* \([0-9]*\) ns per target sample$/\1/p' "$log")
 		cpu_s=$(sed -n 's/^pybpfprof: cpu: \([0-9.]*\) s user+sys while sampling.*/\1/p' "$log")
 		setup_s=$(sed -n 's/.*, \([0-9.]*\) s to start$/\1/p' "$log")
+		first_ms=$(sed -n 's/^pybpfprof: first sample written \([0-9.]*\) ms after the start$/\1/p' "$log")
 		read -r count secs lost <<<"$samples"
 		mojo=$(stat -c %s "$out/b.mojo"); tach=$(stat -c %s "$out/b.bin")
-		runs+=("$elapsed $bpf_ns $cpu_s $count $secs $lost $mojo $tach $setup_s")
+		runs+=("$elapsed $bpf_ns $cpu_s $count $secs $lost $mojo $tach $setup_s $first_ms")
 	done
 	floor=$(floor_of "$hz")
 	# The run with the median elapsed time stands for this rate.
 	line=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
-	read -r elapsed bpf_ns cpu_s count secs lost mojo tach setup_s <<<"$line"
+	read -r elapsed bpf_ns cpu_s count secs lost mojo tach setup_s first_ms <<<"$line"
 	awk -v hz="$hz" -v e="$elapsed" -v b="$base" -v f="$floor" -v ns="$bpf_ns" -v cpu="$cpu_s" -v n="$count" \
-	    -v s="$secs" -v lost="$lost" -v mojo="$mojo" -v tach="$tach" -v setup="$setup_s" 'BEGIN {
-		printf "%-8s %10d %11.1f %9.2f%% %9.1f%% %8.1f%% %9d %6d %11d %11.1f %9.1f %8.3f\n",
+	    -v s="$secs" -v lost="$lost" -v mojo="$mojo" -v tach="$tach" -v setup="$setup_s" -v first="$first_ms" 'BEGIN {
+		printf "%-8s %10d %11.1f %9.2f%% %9.1f%% %8.1f%% %9d %6d %11d %11.1f %9.1f %8.3f %8.1f\n",
 		hz "Hz", ns, cpu * 1e6 / n, 100 * cpu / s, 100 * (e - b) / b, 100 * (e - f) / f, n, e * hz, lost,
-		mojo / n, tach / n, setup }'
+		mojo / n, tach / n, setup, first }'
 done
 # The profiler's own per-frame work for a stack it has seen before, without BPF or a target:
 # the same synthetic record resolved (prefetch and resolve, as the session does) and written.
@@ -246,7 +247,9 @@ bpf_ns/smp: the sample program's time per target sample, timed inside the progra
   (two clock reads, ~50 ns); its runs on other processes' ticks are timed apart (the summary's
   "other runs") and not charged to the target.
 cpu_us/smp, cpu%core: the profiler's own user+sys time while sampling, per sample and as a share
-  of one core; start_s: its CPU time before sampling began (BPF verification, kallsyms, discovery).
+  of one core; start_s: its CPU time before sampling began (BPF verification, discovery);
+  first_ms: from its start to its first sample written (a launched command: the interpreter's
+  own start-up included).
 slowdown: the workload's own elapsed time, profiled vs unprofiled (noisy on a VM: compare runs);
   vs_floor: profiled vs the same rate of perf events with nothing to sample (the timer interrupts'
   own cost, large on a VM at high rates).

@@ -126,7 +126,8 @@ void report_write_sample(struct session *session, struct pf_sample *sample)
 		windows_add_sample(session->windows, sample);
 	if (session->options->view)
 		session->options->view->add_sample(session->options->view->ctx, sample);
-	session->samples_written++;
+	if (session->samples_written++ == 0)
+		session->first_sample_us = clock_monotonic_us();
 }
 
 /* The number of a cgroup path among the session's containers (a new one counted from 0); -1 on ENOMEM. */
@@ -641,6 +642,9 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 			sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
 			session->setup_cpu_s);
 		fprintf(stderr, "pybpfprof: ring buffer: %zu KiB\n", bpf_sampler_ring_bytes(session->sampler) >> 10);
+		if (session->first_sample_us)
+			fprintf(stderr, "pybpfprof: first sample written %.1f ms after the start\n",
+				(double)(session->first_sample_us - session->begin_us) / 1000.0);
 	}
 }
 

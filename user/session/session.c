@@ -490,7 +490,7 @@ static int run_stacks(struct session *session)
 
 int session_run(const struct session_options *options)
 {
-	struct session session = { .options = options };
+	struct session session = { .options = options, .begin_us = clock_monotonic_us() };
 	struct errbuf error;
 	int status, err;
 

@@ -67,6 +67,8 @@ struct session {
 	struct container_counts *container_counts;
 	size_t container_capacity;
 	uint64_t samples_written;
+	uint64_t begin_us;           /* when the run began, before set-up */
+	uint64_t first_sample_us;    /* when its first sample was written (0: none yet) */
 	uint64_t start_ms;
 	uint64_t start_us;
 	double setup_cpu_s;          /* our CPU time before sampling started (BPF load, kallsyms) */
