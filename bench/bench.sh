@@ -138,10 +138,12 @@ printf '\nunwind tables of a run (%s bench/mixed_work.py 32 4)\n' "$mixed_python
 ./pybpfprof -F 1000 -o "$out/mixed.mojo" -- "$mixed_python" bench/mixed_work.py 32 4 1 2>&1 >/dev/null | grep 'unwind tables:' || true
 libpython=$(ldd "$mixed_python" | awk '/libpython/ { print $3 }')
 libc=$(ldd "$mixed_python" | awk '/libc\.so/ { print $3 }')
-numpy_core=$("$mixed_python" -c 'import numpy.core._multiarray_umath as m; print(m.__file__)' 2>/dev/null || true)
+# numpy's core module: the bench interpreter's, else Debian's (python3-numpy, a make deps package).
+numpy_of='import numpy.core._multiarray_umath as m; print(m.__file__)'
+numpy_core=$("$mixed_python" -c "$numpy_of" 2>/dev/null || /usr/bin/python3 -c "$numpy_of" 2>/dev/null || true)
 printf '\nunwind table per file (rows, KiB in the BPF rows map)\n'
 "$BUILD_DIR"/bench/unwind_rows $libpython "$libc" $numpy_core | sed '$d'
-[ -n "$numpy_core" ] || echo "       -         - numpy: not installed for $mixed_python"
+[ -n "$numpy_core" ] || echo "       -         - numpy: not installed for $mixed_python nor /usr/bin/python3"
 
 # A host running 20 distinct Pythons: the distinct interpreter files here (each version's
 # libpython, or its binary when static), their tables summed, scaled to 20; libc once.
