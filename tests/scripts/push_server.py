@@ -47,5 +47,8 @@ class Ingest(http.server.BaseHTTPRequestHandler):
 
 
 server = http.server.HTTPServer(("127.0.0.1", 0), Ingest)
-print(server.server_address[1], flush=True)
+# One write of the whole line: the test reads it and closes the pipe, and with
+# PYTHONUNBUFFERED print() writes the port and its newline apart (the second write
+# then fails with EPIPE and the server dies before the profiler's first push).
+os.write(sys.stdout.fileno(), b"%d\n" % server.server_address[1])
 server.serve_forever()
