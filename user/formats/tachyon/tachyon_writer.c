@@ -513,11 +513,13 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	if (!first && same_stack(t, w->stack, depth)) {
 		err = add_repeat(w, t, delta, status);
 	} else {
+		/* Room for the stack first: a record written whose stack is not kept would spoil the
+		 * thread's next delta. */
+		if (ARRAY_RESERVE(t->stack, t->stack_capacity, depth))
+			return errbuf_format(w->error, sizeof(w->error), -ENOMEM, "out of memory for a thread's stack");
 		err = flush_repeat(w, t);
 		if (!err)
 			err = write_stack_record(w, t, first, delta, status, w->stack, depth);
-		if (!err && ARRAY_RESERVE(t->stack, t->stack_capacity, depth))
-			err = errbuf_format(w->error, sizeof(w->error), -ENOMEM, "out of memory for a thread's stack");
 		if (!err) {
 			if (depth)
 				memcpy(t->stack, w->stack, depth * sizeof(*w->stack));
