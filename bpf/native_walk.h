@@ -243,7 +243,8 @@ static __always_inline int pbp_stack_word(struct pbp_cpu_scratch *scratch, __u64
 	struct pbp_native_walk *walk = &scratch->native;
 	__u64 rel = addr - walk->window_lo;
 
-	if (addr < walk->window_lo || rel + sizeof(*word) > walk->window_len) {
+	/* Written so that no sum can wrap: addr is the target's to choose. */
+	if (addr < walk->window_lo || rel >= walk->window_len || walk->window_len - rel < sizeof(*word)) {
 		if (pbp_load_native_window(scratch, addr, task) != 0 || walk->window_len < sizeof(*word))
 			return pbp_read_target(word, sizeof(*word), addr, task) == 0 ? 0 : -1;
 		rel = 0;
