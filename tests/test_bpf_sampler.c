@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "sampler/bpf_sampler.h"
+#include "sampler/unwind_maps.h"
 #include "symbolize/symbolize_py.h"
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
@@ -986,10 +987,11 @@ static bool place_table(struct bpf_sampler *native, struct native_target *out, u
 	if (!out->shared_chunk_rows) {
 		ref->chunk = out->tables;
 		ref->first_row = 0;
-		return ref->chunk < UNWIND_MAX_CHUNKS && bpf_sampler_unwind_add_chunk(native, ref->chunk, slots) == 0;
+		return ref->chunk < UNWIND_MAX_CHUNKS &&
+		       unwind_maps_add_chunk(bpf_sampler_unwind_maps(native), ref->chunk, slots) == 0;
 	}
 	if (out->next_row == 0) {
-		assert_int_equal(bpf_sampler_unwind_add_chunk(native, 0, out->shared_chunk_rows), 0);
+		assert_int_equal(unwind_maps_add_chunk(bpf_sampler_unwind_maps(native), 0, out->shared_chunk_rows), 0);
 		out->next_row = UNWIND_CHUNK_ROWS;
 	}
 	if (slots > out->shared_chunk_rows - out->next_row)
@@ -1025,8 +1027,8 @@ static void add_mapping(struct bpf_sampler *native, pid_t pid, const struct proc
 			ref.row_count = (uint32_t)table.count;
 			ref.page_base = table.page_base;
 			ref.page_count = (uint32_t)table.page_count;
-			assert_int_equal(bpf_sampler_unwind_write_table(native, &ref, table.rows, table.pages), 0);
-			assert_int_equal(bpf_sampler_unwind_set_table(native, out->tables, &ref), 0);
+			assert_int_equal(unwind_maps_write_table(bpf_sampler_unwind_maps(native), &ref, table.rows, table.pages), 0);
+			assert_int_equal(unwind_maps_set_table(bpf_sampler_unwind_maps(native), out->tables, &ref), 0);
 			out->refs[out->tables] = ref;
 			mapping->table_id = out->tables++;
 		}
@@ -1050,7 +1052,9 @@ static void upload_tables(struct bpf_sampler *native, pid_t pid, struct native_t
 			add_mapping(native, pid, map, out);
 	}
 	proc_maps_free(&maps);
-	assert_int_equal(bpf_sampler_unwind_set_proc(native, pid, &out->proc), 0);
+	assert_int_equal(unwind_maps_set_proc(bpf_sampler_unwind_maps(native), pid, &out->proc), 0);
+	/* New chunks reach BPF off this thread: the walks that follow want every table in place. */
+	unwind_maps_settle(bpf_sampler_unwind_maps(native));
 }
 
 static int compare_mappings(const void *a, const void *b)
@@ -1358,7 +1362,7 @@ static size_t sample_stopped_in_libz(struct bpf_sampler *native, struct python_c
 	struct recorded rec = { 0 };
 	size_t stopped = 0;
 
-	assert_int_equal(bpf_sampler_unwind_set_proc(native, child->pid, &target->proc), 0);
+	assert_int_equal(unwind_maps_set_proc(bpf_sampler_unwind_maps(native), child->pid, &target->proc), 0);
 	sample_cost(native, child->pid, &child->target, &rec);
 	for (size_t i = 0; i < rec.count; i++) {
 		const struct pbp_record *record = rec.records[i];
@@ -1435,8 +1439,8 @@ static void test_native_table_replaced_in_place_is_used_at_once(void **state)
 	assert_non_null(rows);
 	for (uint32_t i = 0; i < ref.row_count; i++)
 		rows[i] = (struct unwind_row){ .pc = 0, .kind = UNWIND_ROW_UNSUPPORTED };
-	assert_int_equal(bpf_sampler_unwind_write_table(native, &ref, rows, NULL), 0);
-	assert_int_equal(bpf_sampler_unwind_set_table(native, table_id, &ref), 0);
+	assert_int_equal(unwind_maps_write_table(bpf_sampler_unwind_maps(native), &ref, rows, NULL), 0);
+	assert_int_equal(unwind_maps_set_table(bpf_sampler_unwind_maps(native), table_id, &ref), 0);
 	unsupported = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_UNSUPPORTED, &total);
 	print_message("libz's table replaced: %zu of %zu records stop in it as unsupported\n", unsupported, total);
 	assert_true(total >= 20);
@@ -1452,6 +1456,7 @@ static void test_native_table_replaced_in_place_is_used_at_once(void **state)
 static void test_table_outside_its_chunk_is_refused(void **state)
 {
 	struct bpf_sampler *native;
+	struct unwind_maps *maps;
 	struct unwind_row rows[4] = { { .kind = UNWIND_ROW_GAP } };
 	struct unwind_table_ref across = { .chunk = 1, .first_row = UNWIND_CHUNK_ROWS - 2, .row_count = 4 };
 	struct unwind_table_ref inside = { .chunk = 1, .first_row = UNWIND_CHUNK_ROWS - 4, .row_count = 4 };
@@ -1462,23 +1467,24 @@ static void test_table_outside_its_chunk_is_refused(void **state)
 
 	(void)state;
 	native = open_native_sampler();
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 0);
-	assert_int_equal(bpf_sampler_unwind_write_table(native, &inside, rows, NULL), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &inside), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, UNWIND_CHUNK_ROWS), 0);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, UNWIND_CHUNK_ROWS), -EEXIST);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, UNWIND_MAX_CHUNKS, UNWIND_CHUNK_ROWS), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 2, UNWIND_CHUNK_MAX_ROWS + 1), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 1);
-	assert_int_equal(bpf_sampler_unwind_chunk_bytes(native), UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
-	assert_int_equal(bpf_sampler_unwind_write_table(native, &across, rows, NULL), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &across), -ERANGE);
+	maps = bpf_sampler_unwind_maps(native);
+	assert_int_equal(unwind_maps_chunk_count(maps), 0);
+	assert_int_equal(unwind_maps_write_table(maps, &inside, rows, NULL), -ERANGE);
+	assert_int_equal(unwind_maps_set_table(maps, 0, &inside), -ERANGE);
+	assert_int_equal(unwind_maps_add_chunk(maps, 1, UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(unwind_maps_add_chunk(maps, 1, UNWIND_CHUNK_ROWS), -EEXIST);
+	assert_int_equal(unwind_maps_add_chunk(maps, UNWIND_MAX_CHUNKS, UNWIND_CHUNK_ROWS), -ERANGE);
+	assert_int_equal(unwind_maps_add_chunk(maps, 2, UNWIND_CHUNK_MAX_ROWS + 1), -ERANGE);
+	assert_int_equal(unwind_maps_chunk_count(maps), 1);
+	assert_int_equal(unwind_maps_chunk_bytes(maps), UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
+	assert_int_equal(unwind_maps_write_table(maps, &across, rows, NULL), -ERANGE);
+	assert_int_equal(unwind_maps_set_table(maps, 0, &across), -ERANGE);
 	/* Its rows fit, its page index (2 slots after them) does not. */
-	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &index_across), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_write_table(native, &no_chunk, rows, NULL), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &past_chunks), -ERANGE);
-	assert_int_equal(bpf_sampler_unwind_write_table(native, &inside, rows, NULL), 0);
-	assert_int_equal(bpf_sampler_unwind_set_table(native, 0, &inside), 0);
+	assert_int_equal(unwind_maps_set_table(maps, 0, &index_across), -ERANGE);
+	assert_int_equal(unwind_maps_write_table(maps, &no_chunk, rows, NULL), -ERANGE);
+	assert_int_equal(unwind_maps_set_table(maps, 0, &past_chunks), -ERANGE);
+	assert_int_equal(unwind_maps_write_table(maps, &inside, rows, NULL), 0);
+	assert_int_equal(unwind_maps_set_table(maps, 0, &inside), 0);
 	bpf_sampler_close(native);
 }
 
@@ -1488,20 +1494,22 @@ static void test_chunks_stay_within_the_budget(void **state)
 	struct bpf_sampler_options options = { .frequency_hz = SAMPLE_HZ, .native_stacks = true,
 					       .unwind_rows = 3 * UNWIND_CHUNK_ROWS };
 	struct bpf_sampler *native = NULL;
+	struct unwind_maps *maps;
 	char errbuf[256] = "";
 
 	(void)state;
 	if (bpf_sampler_open(&native, &options, errbuf, sizeof(errbuf)) != 0)
 		fail_msg("bpf_sampler_open with native stacks: %s", errbuf);
-	assert_int_equal(bpf_sampler_unwind_row_capacity(native), 3 * UNWIND_CHUNK_ROWS);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 0, 2 * UNWIND_CHUNK_ROWS), 0);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, 2 * UNWIND_CHUNK_ROWS), -ENOSPC);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 1, UNWIND_CHUNK_ROWS), 0);
-	assert_int_equal(bpf_sampler_unwind_chunk_bytes(native), 3 * UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
-	bpf_sampler_unwind_remove_chunk(native, 0);
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 1);
-	assert_int_equal(bpf_sampler_unwind_add_chunk(native, 2, 2 * UNWIND_CHUNK_ROWS), 0);
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 2);
+	maps = bpf_sampler_unwind_maps(native);
+	assert_int_equal(unwind_maps_row_capacity(maps), 3 * UNWIND_CHUNK_ROWS);
+	assert_int_equal(unwind_maps_add_chunk(maps, 0, 2 * UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(unwind_maps_add_chunk(maps, 1, 2 * UNWIND_CHUNK_ROWS), -ENOSPC);
+	assert_int_equal(unwind_maps_add_chunk(maps, 1, UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(unwind_maps_chunk_bytes(maps), 3 * UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
+	unwind_maps_remove_chunk(maps, 0);
+	assert_int_equal(unwind_maps_chunk_count(maps), 1);
+	assert_int_equal(unwind_maps_add_chunk(maps, 2, 2 * UNWIND_CHUNK_ROWS), 0);
+	assert_int_equal(unwind_maps_chunk_count(maps), 2);
 	bpf_sampler_close(native);
 }
 
@@ -1525,7 +1533,7 @@ static void test_native_walks_in_a_chunk_larger_than_the_default(void **state)
 	assert_true(target->tables >= 3);
 	assert_true(target->deflate.end != 0);
 	assert_true(mapping_of(target, target->deflate.start)->table_id < target->tables);
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 1);
+	assert_int_equal(unwind_maps_chunk_count(bpf_sampler_unwind_maps(native)), 1);
 	sample_cost(native, child.pid, &child.target, &rec);
 	tally_native(&rec, target, &tally);
 	print_message("%zu records, %zu with native frames, %zu at the root, %zu in deflate\n", rec.count,
@@ -1541,6 +1549,24 @@ static void test_native_walks_in_a_chunk_larger_than_the_default(void **state)
 	bpf_sampler_close(native);
 }
 
+/* Samples the child and checks that its walks find every table: nine records in ten carry native
+ * frames, and all but one in a hundred of those reach the root. */
+static void assert_walks_reach_the_root(struct bpf_sampler *native, const struct python_child *child,
+					const struct native_target *target, const char *what)
+{
+	struct recorded rec = { 0 };
+	struct native_tally tally;
+
+	sample_cost(native, child->pid, &child->target, &rec);
+	tally_native(&rec, target, &tally);
+	print_message("%s: %zu records, %zu with native frames, %zu at the root\n", what, rec.count,
+		      tally.with_native, tally.at_root);
+	assert_true(rec.count >= 100);
+	assert_true(tally.with_native * 10 >= rec.count * 9);
+	assert_true(tally.at_root * 100 >= tally.with_native * 99);
+	recorded_free(&rec);
+}
+
 /* Chunks removed while their tables are still named stop the walks at the leaf (BPF finds no
  * chunk); the tables placed again, in chunks created again, walks reach the root at once. */
 static void test_native_chunks_removed_and_added_again(void **state)
@@ -1548,8 +1574,6 @@ static void test_native_chunks_removed_and_added_again(void **state)
 	struct bpf_sampler *native;
 	struct native_target *target;
 	struct python_child child;
-	struct recorded rec = { 0 };
-	struct native_tally tally;
 	size_t stopped, total;
 
 	(void)state;
@@ -1558,31 +1582,56 @@ static void test_native_chunks_removed_and_added_again(void **state)
 	native = open_native_sampler();
 	target = start_native_child(native, "3.12.1", "bpf_native_zlib.py", &child);
 	assert_true(target->tables >= 3);
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), target->tables);
+	assert_int_equal(unwind_maps_chunk_count(bpf_sampler_unwind_maps(native)), target->tables);
 	/* Each placed again first (a new generation): no walk answers from BPF's per-CPU row cache. */
 	for (uint32_t i = 0; i < target->tables; i++)
-		assert_int_equal(bpf_sampler_unwind_set_table(native, i, &target->refs[i]), 0);
+		assert_int_equal(unwind_maps_set_table(bpf_sampler_unwind_maps(native), i, &target->refs[i]), 0);
 	for (uint32_t i = 0; i < target->tables; i++)
-		bpf_sampler_unwind_remove_chunk(native, target->refs[i].chunk);
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), 0);
-	assert_int_equal(bpf_sampler_unwind_chunk_bytes(native), 0);
+		unwind_maps_remove_chunk(bpf_sampler_unwind_maps(native), target->refs[i].chunk);
+	unwind_maps_settle(bpf_sampler_unwind_maps(native));
+	assert_int_equal(unwind_maps_chunk_count(bpf_sampler_unwind_maps(native)), 0);
+	assert_int_equal(unwind_maps_chunk_bytes(bpf_sampler_unwind_maps(native)), 0);
 	stopped = sample_stopped_in_libz(native, &child, target, UNWIND_STOP_NO_CFI, &total);
 	print_message("chunks removed: %zu of %zu records stop at the leaf, in libz\n", stopped, total);
 	assert_true(total >= 20);
 	assert_true(stopped * 10 >= total * 8);
 	for (uint32_t i = 0; i < target->tables; i++)
-		assert_int_equal(bpf_sampler_unwind_set_table(native, i, &(struct unwind_table_ref){ 0 }), 0);
+		assert_int_equal(unwind_maps_set_table(bpf_sampler_unwind_maps(native), i, &(struct unwind_table_ref){ 0 }), 0);
 	upload_tables(native, child.pid, target);
-	assert_int_equal(bpf_sampler_unwind_chunk_count(native), target->tables);
-	sample_cost(native, child.pid, &child.target, &rec);
-	tally_native(&rec, target, &tally);
-	print_message("chunks added again: %zu records, %zu with native frames, %zu at the root\n", rec.count,
-		      tally.with_native, tally.at_root);
-	assert_true(rec.count >= 100);
-	assert_true(tally.with_native * 10 >= rec.count * 9);
-	assert_true(tally.at_root * 100 >= tally.with_native * 99);
+	assert_int_equal(unwind_maps_chunk_count(bpf_sampler_unwind_maps(native)), target->tables);
+	assert_walks_reach_the_root(native, &child, target, "chunks added again");
 	stop_child(child.pid);
-	recorded_free(&rec);
+	free(target);
+	bpf_sampler_close(native);
+}
+
+/* Chunks taken out and put back at the same indices without waiting in between (a process that
+ * exits as another maps the same files): BPF gets the updates in the order asked, out then in, so
+ * every table set meanwhile is found in its new chunk once they are done. */
+static void test_native_chunks_replaced_without_waiting(void **state)
+{
+	struct bpf_sampler *native;
+	struct unwind_maps *maps;
+	struct native_target *target;
+	struct python_child child;
+
+	(void)state;
+	if (!have_python("3.12.1"))
+		skip();
+	native = open_native_sampler();
+	maps = bpf_sampler_unwind_maps(native);
+	target = start_native_child(native, "3.12.1", "bpf_native_zlib.py", &child);
+	assert_true(target->tables >= 3);
+	/* As the cache does: a chunk goes once no table points into it. */
+	for (uint32_t i = 0; i < target->tables; i++)
+		assert_int_equal(unwind_maps_set_table(maps, i, &(struct unwind_table_ref){ 0 }), 0);
+	for (uint32_t i = 0; i < target->tables; i++)
+		unwind_maps_remove_chunk(maps, target->refs[i].chunk);
+	upload_tables(native, child.pid, target);
+	assert_false(unwind_maps_updating(maps));
+	assert_int_equal(unwind_maps_take_error(maps), 0);
+	assert_walks_reach_the_root(native, &child, target, "chunks replaced");
+	stop_child(child.pid);
 	free(target);
 	bpf_sampler_close(native);
 }
@@ -1635,6 +1684,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_native_walks_in_a_chunk_larger_than_the_default, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_chunks_removed_and_added_again, require_sampler,
+						stop_running_child),
+		cmocka_unit_test_setup_teardown(test_native_chunks_replaced_without_waiting, require_sampler,
 						stop_running_child),
 		cmocka_unit_test(test_every_stop_cause_has_a_name),
 	};

@@ -24,9 +24,11 @@
 #include <bpf/libbpf.h>
 
 #include "pyperf.skel.h"
+#include "sampler/unwind_maps.h"
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/errbuf.h"
+#include "util/thread.h"
 
 
 struct bpf_sampler {
@@ -40,13 +42,8 @@ struct bpf_sampler {
 	struct bpf_link *fork_link;
 	struct kernel_names *kernel_names; /* NULL until bpf_sampler_open_kernel_names */
 	int stats_fd;
-	/* The rows map's chunks held now, each mapped read-write (include/unwind_table.h). */
-	struct unwind_row *unwind_chunks[UNWIND_MAX_CHUNKS];
-	int unwind_chunk_fds[UNWIND_MAX_CHUNKS];
-	uint32_t unwind_chunk_rows[UNWIND_MAX_CHUNKS]; /* each chunk's size; 0: none */
-	size_t unwind_rows_held;      /* the chunks' sizes summed */
-	size_t unwind_row_capacity;   /* the most they may sum to: a whole number of default chunks */
-	uint32_t unwind_generation;   /* of the table placed last (struct unwind_table_ref) */
+	struct unwind_maps *unwind_maps;  /* native unwinding's maps (sampler/unwind_maps.h) */
+	size_t unwind_row_capacity;   /* the most rows they may hold: a whole number of default chunks */
 	/* The callbacks of the consume() call in progress. */
 	bpf_sampler_record_fn on_record;
 	bpf_sampler_proc_fn on_proc;
@@ -295,15 +292,10 @@ static void *wall_pass_thread(void *opaque)
 /* Signals stay with the main thread: the pass thread is created with all of them blocked. */
 static int start_wall_thread(struct bpf_sampler *sampler)
 {
-	sigset_t all, old;
-	int err;
+	int err = thread_start_without_signals(&sampler->wall_thread, wall_pass_thread, sampler);
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&sampler->wall_thread, NULL, wall_pass_thread, sampler);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
-		return -err;
+		return err;
 	sampler->wall_thread_started = true;
 	return 0;
 }
@@ -388,7 +380,7 @@ static int on_ring_proc_event(void *ctx, void *data, size_t size)
 }
 
 /* The rows budget: the rows asked for, in whole default chunks, at most UNWIND_MAX_CHUNKS of them.
- * No chunk is created yet: the caller adds them as tables need room (bpf_sampler_unwind_add_chunk). */
+ * No chunk is created yet: the caller adds them as tables need room (unwind_maps_add_chunk). */
 static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampler_options *options)
 {
 	size_t rows = options->unwind_rows ? options->unwind_rows : UNWIND_ROWS_DEFAULT;
@@ -397,11 +389,6 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
 	if (chunks > UNWIND_MAX_CHUNKS)
 		chunks = UNWIND_MAX_CHUNKS;
 	sampler->unwind_row_capacity = options->native_stacks ? chunks * UNWIND_CHUNK_ROWS : 0;
-}
-
-static size_t unwind_chunk_bytes(uint32_t rows)
-{
-	return (size_t)rows * sizeof(struct unwind_row);
 }
 
 /*
@@ -506,11 +493,12 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	if (!sampler)
 		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	sampler->stats_fd = -1;
-	/* Before anything can fail: closing a sampler closes the chunks' fds. */
-	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
-		sampler->unwind_chunk_fds[i] = -1;
 	libbpf_set_print(keep_libbpf_message);
 	err = load_programs(sampler, options, errbuf, errlen);
+	if (!err && unwind_maps_new(&sampler->unwind_maps, bpf_map__fd(sampler->skel->maps.unwind_rows),
+				    bpf_map__fd(sampler->skel->maps.unwind_tables),
+				    bpf_map__fd(sampler->skel->maps.unwind_procs), sampler->unwind_row_capacity))
+		err = errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	if (!err)
 		err = open_rings(sampler, errbuf, errlen);
 	if (!err)
@@ -647,136 +635,9 @@ size_t bpf_sampler_ring_bytes(const struct bpf_sampler *sampler)
 	return sampler->ring_bytes;
 }
 
-size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler)
+struct unwind_maps *bpf_sampler_unwind_maps(struct bpf_sampler *sampler)
 {
-	return sampler->unwind_row_capacity;
-}
-
-int bpf_sampler_unwind_add_chunk(struct bpf_sampler *sampler, uint32_t chunk, uint32_t rows)
-{
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
-	size_t bytes = unwind_chunk_bytes(rows);
-	int fd, err;
-	void *memory;
-
-	if (chunk >= UNWIND_MAX_CHUNKS || rows == 0 || rows > UNWIND_CHUNK_MAX_ROWS)
-		return -ERANGE;
-	if (sampler->unwind_chunks[chunk])
-		return -EEXIST;
-	if (rows > sampler->unwind_row_capacity - sampler->unwind_rows_held)
-		return -ENOSPC;
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pbp_unwind_rows", sizeof(uint32_t), sizeof(struct unwind_row), rows,
-			    &opts);
-	if (fd < 0)
-		return -errno;
-	memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (memory == MAP_FAILED || bpf_map__update_elem(sampler->skel->maps.unwind_rows, &chunk, sizeof(chunk), &fd,
-							 sizeof(fd), BPF_ANY)) {
-		err = -errno;
-		if (memory != MAP_FAILED)
-			munmap(memory, bytes);
-		close(fd);
-		return err;
-	}
-	sampler->unwind_chunks[chunk] = memory;
-	sampler->unwind_chunk_fds[chunk] = fd;
-	sampler->unwind_chunk_rows[chunk] = rows;
-	sampler->unwind_rows_held += rows;
-	return 0;
-}
-
-void bpf_sampler_unwind_remove_chunk(struct bpf_sampler *sampler, uint32_t chunk)
-{
-	if (chunk >= UNWIND_MAX_CHUNKS || !sampler->unwind_chunks[chunk])
-		return;
-	/* A program still walking it keeps the map until it returns (the outer map's RCU). */
-	bpf_map__delete_elem(sampler->skel->maps.unwind_rows, &chunk, sizeof(chunk), 0);
-	munmap(sampler->unwind_chunks[chunk], unwind_chunk_bytes(sampler->unwind_chunk_rows[chunk]));
-	close(sampler->unwind_chunk_fds[chunk]);
-	sampler->unwind_chunks[chunk] = NULL;
-	sampler->unwind_chunk_fds[chunk] = -1;
-	sampler->unwind_rows_held -= sampler->unwind_chunk_rows[chunk];
-	sampler->unwind_chunk_rows[chunk] = 0;
-}
-
-/* Whether ref's range (its rows and its page index) lies inside its chunk, which exists. */
-static bool unwind_range_fits(const struct bpf_sampler *sampler, const struct unwind_table_ref *ref)
-{
-	uint64_t slots = (uint64_t)ref->row_count + ((uint64_t)ref->page_count + 1) / 2;
-	uint32_t chunk_rows;
-
-	if (ref->row_count == 0)
-		return true; /* an empty slot: nothing to hold */
-	if (ref->chunk >= UNWIND_MAX_CHUNKS)
-		return false;
-	chunk_rows = sampler->unwind_chunk_rows[ref->chunk];
-	return ref->first_row <= chunk_rows && slots <= chunk_rows - ref->first_row;
-}
-
-int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unwind_table_ref *ref,
-				   const struct unwind_row *rows, const uint32_t *pages)
-{
-	struct unwind_row *place;
-
-	if (ref->row_count == 0 || !unwind_range_fits(sampler, ref) || (ref->page_count && !pages))
-		return -ERANGE;
-	place = sampler->unwind_chunks[ref->chunk] + ref->first_row;
-	memcpy(place, rows, ref->row_count * sizeof(*rows));
-	if (ref->page_count)
-		memcpy(place + ref->row_count, pages, ref->page_count * sizeof(*pages));
-	return 0;
-}
-
-size_t bpf_sampler_unwind_chunk_count(const struct bpf_sampler *sampler)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
-		count += sampler->unwind_chunks[i] != NULL;
-	return count;
-}
-
-size_t bpf_sampler_unwind_chunk_bytes(const struct bpf_sampler *sampler)
-{
-	return sampler->unwind_rows_held * sizeof(struct unwind_row);
-}
-
-int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id, const struct unwind_table_ref *ref)
-{
-	struct unwind_table_ref placed = *ref;
-
-	if (table_id >= UNWIND_MAX_TABLES || !unwind_range_fits(sampler, ref))
-		return -ERANGE;
-	/* 0 is never a placed table's: a cache entry left zero matches none. */
-	if (placed.row_count) {
-		if (++sampler->unwind_generation == 0)
-			++sampler->unwind_generation;
-		placed.generation = sampler->unwind_generation;
-	}
-	if (bpf_map__update_elem(sampler->skel->maps.unwind_tables, &table_id, sizeof(table_id), &placed,
-				 sizeof(placed), BPF_ANY))
-		return -errno;
-	return 0;
-}
-
-int bpf_sampler_unwind_set_proc(struct bpf_sampler *sampler, pid_t tgid, const struct unwind_proc *proc)
-{
-	uint32_t key = (uint32_t)tgid;
-
-	if (proc->count > UNWIND_MAX_MAPPINGS)
-		return -E2BIG;
-	if (bpf_map__update_elem(sampler->skel->maps.unwind_procs, &key, sizeof(key), proc, sizeof(*proc), BPF_ANY))
-		return -errno;
-	return 0;
-}
-
-int bpf_sampler_unwind_forget_proc(struct bpf_sampler *sampler, pid_t tgid)
-{
-	uint32_t key = (uint32_t)tgid;
-
-	if (bpf_map__delete_elem(sampler->skel->maps.unwind_procs, &key, sizeof(key), 0) && errno != ENOENT)
-		return -errno;
-	return 0;
+	return sampler->unwind_maps;
 }
 
 int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,
@@ -939,12 +800,7 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	if (!sampler)
 		return;
 	stop_wall(sampler);
-	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++) {
-		if (sampler->unwind_chunks[i])
-			munmap(sampler->unwind_chunks[i], unwind_chunk_bytes(sampler->unwind_chunk_rows[i]));
-		if (sampler->unwind_chunk_fds[i] >= 0)
-			close(sampler->unwind_chunk_fds[i]);
-	}
+	unwind_maps_free(sampler->unwind_maps);
 	for (int cpu = 0; cpu < sampler->perf_count; cpu++)
 		bpf_link__destroy(sampler->perf_links[cpu]);
 	free(sampler->perf_links);

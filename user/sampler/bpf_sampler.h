@@ -20,13 +20,15 @@
 #include "sample_record.h"
 #include "unwind_table.h"
 
+struct unwind_maps;
+
 struct bpf_sampler_options {
 	unsigned frequency_hz;  /* samples per second per CPU */
 	bool kernel_stacks;     /* record kernel stacks of samples taken in the kernel */
 	bool watch_exec;        /* report every exec on the system, not only targets' */
 	bool follow_forks;      /* a process forked by a target becomes a target (PBP_PROC_FORK) */
 	size_t ringbuf_bytes;   /* 0 = from the rate and CPUs (bpf_sampler_ring_bytes); rounded up to a power of two */
-	bool native_stacks;     /* unwind user-space native frames (needs tables: bpf_sampler_unwind_*) */
+	bool native_stacks;     /* unwind user-space native frames (needs tables: sampler/unwind_maps.h) */
 	size_t unwind_rows;     /* capacity of the rows map; 0 = UNWIND_ROWS_DEFAULT */
 	bool wall;              /* wall mode: every target thread at every 1/frequency_hz, running or not */
 	bool gil_only;          /* only threads holding the GIL give samples (gil mode) */
@@ -91,27 +93,8 @@ int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MA
 int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT]);
 /* A short name for an enum pbp_error ("data_stack", "gil", ...), NULL if code is not one. */
 const char *bpf_sampler_error_name(unsigned code);
-/*
- * Native unwinding (include/unwind_table.h). The rows live in chunks the caller
- * adds (index < UNWIND_MAX_CHUNKS, 1 to UNWIND_CHUNK_MAX_ROWS rows; their sizes
- * summed stay within bpf_sampler_unwind_row_capacity(): -ENOSPC otherwise) and
- * removes once no table lies in them. A table's rows and page index go into its
- * chunk at ref's range (unwind_table_slots(), inside the chunk: -ERANGE
- * otherwise); a table id then points BPF at them (row_count 0 frees the slot); a
- * process's executable mappings are replaced as a whole. All return 0 or -errno.
- */
-size_t bpf_sampler_unwind_row_capacity(const struct bpf_sampler *sampler);
-int bpf_sampler_unwind_add_chunk(struct bpf_sampler *sampler, uint32_t chunk, uint32_t rows);
-void bpf_sampler_unwind_remove_chunk(struct bpf_sampler *sampler, uint32_t chunk);
-/* Chunks held now, and their memory (every page of it resident). */
-size_t bpf_sampler_unwind_chunk_count(const struct bpf_sampler *sampler);
-size_t bpf_sampler_unwind_chunk_bytes(const struct bpf_sampler *sampler);
-int bpf_sampler_unwind_write_table(struct bpf_sampler *sampler, const struct unwind_table_ref *ref,
-				   const struct unwind_row *rows, const uint32_t *pages);
-int bpf_sampler_unwind_set_table(struct bpf_sampler *sampler, uint32_t table_id,
-				 const struct unwind_table_ref *ref);
-int bpf_sampler_unwind_set_proc(struct bpf_sampler *sampler, pid_t tgid, const struct unwind_proc *proc);
-int bpf_sampler_unwind_forget_proc(struct bpf_sampler *sampler, pid_t tgid);
+/* Native unwinding's maps (sampler/unwind_maps.h): the sampler's, freed with it. */
+struct unwind_maps *bpf_sampler_unwind_maps(struct bpf_sampler *sampler);
 /* Native walks per stop cause (enum unwind_stop), summed over CPUs; counted only with native_stacks. */
 int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[UNWIND_STOP_COUNT]);
 /* A short name for an enum unwind_stop ("root", "no_cfi", ...; usable as a metadata key), NULL if none. */

@@ -2,21 +2,24 @@
 /*
  * The targets' native-unwinding tables in BPF (include/unwind_table.h): the
  * cache (target/unwind_cache.h) builds one table per file, this uploads it
- * through the sampler before the mappings of a process that use it, and
- * keeps each ready target's mappings current: when it becomes ready, when it
- * exec's or exits, and when a walk stops at a pc in a library loaded since.
+ * into the sampler's maps (sampler/unwind_maps.h) before the mappings of a
+ * process that use it, and keeps each ready target's mappings current: when it
+ * becomes ready, when it exec's or exits, and when a walk stops at a pc in a
+ * library loaded since.
  */
 #include "session/session_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sampler/unwind_maps.h"
 #include "util/clock.h"
 
 struct native_stacks {
 	struct unwind_cache *cache;
-	struct bpf_sampler *sampler;
+	struct unwind_maps *maps;
 	struct unwind_proc proc;   /* the one being written (8 KiB: not on the stack) */
 	uint64_t refreshes;        /* maps read again for a walk that stopped at an unknown pc */
 	bool upload_error_reported;
@@ -26,11 +29,11 @@ static int upload_table(void *ctx, uint32_t table_id, const struct unwind_table_
 			const struct unwind_row *rows, const uint32_t *pages)
 {
 	struct native_stacks *native = ctx;
-	int err = bpf_sampler_unwind_write_table(native->sampler, ref, rows, pages);
+	int err = unwind_maps_write_table(native->maps, ref, rows, pages);
 
 	/* The rows first: BPF follows a table id only once it points at them. */
 	if (!err)
-		err = bpf_sampler_unwind_set_table(native->sampler, table_id, ref);
+		err = unwind_maps_set_table(native->maps, table_id, ref);
 	return err;
 }
 
@@ -39,21 +42,21 @@ static void release_table(void *ctx, uint32_t table_id)
 	struct native_stacks *native = ctx;
 	const struct unwind_table_ref empty = { 0 };
 
-	bpf_sampler_unwind_set_table(native->sampler, table_id, &empty);
+	unwind_maps_set_table(native->maps, table_id, &empty);
 }
 
 static int add_chunk(void *ctx, uint32_t chunk, uint32_t rows)
 {
 	struct native_stacks *native = ctx;
 
-	return bpf_sampler_unwind_add_chunk(native->sampler, chunk, rows);
+	return unwind_maps_add_chunk(native->maps, chunk, rows);
 }
 
 static void remove_chunk(void *ctx, uint32_t chunk)
 {
 	struct native_stacks *native = ctx;
 
-	bpf_sampler_unwind_remove_chunk(native->sampler, chunk);
+	unwind_maps_remove_chunk(native->maps, chunk);
 }
 
 int native_stacks_open(struct session *session)
@@ -66,8 +69,8 @@ int native_stacks_open(struct session *session)
 
 	if (!native)
 		return -ENOMEM;
-	native->sampler = session->sampler;
-	err = unwind_cache_new(&native->cache, bpf_sampler_unwind_row_capacity(session->sampler), &ops);
+	native->maps = bpf_sampler_unwind_maps(session->sampler);
+	err = unwind_cache_new(&native->cache, unwind_maps_row_capacity(native->maps), &ops);
 	if (!err) {
 		err = unwind_cache_build_in_background(native->cache);
 		if (err)
@@ -90,6 +93,18 @@ void native_stacks_close(struct session *session)
 	session->native = NULL;
 }
 
+/* The first failure to give BPF a process's mappings or a table is said, once: the samples
+ * keep their Python frames (their native walks stop short). */
+static void report_upload_error(struct session *session, const char *what, int err)
+{
+	struct native_stacks *native = session->native;
+
+	if (native->upload_error_reported || session->options->quiet)
+		return;
+	report_error("warning: %s: no native stacks: %s", what, strerror(-err));
+	native->upload_error_reported = true;
+}
+
 void native_stacks_attach(struct session *session, pid_t pid)
 {
 	struct native_stacks *native = session->native;
@@ -99,12 +114,14 @@ void native_stacks_attach(struct session *session, pid_t pid)
 		return;
 	err = unwind_cache_map_proc(native->cache, pid, &native->proc);
 	if (!err)
-		err = bpf_sampler_unwind_set_proc(native->sampler, pid, &native->proc);
+		err = unwind_maps_set_proc(native->maps, pid, &native->proc);
 	/* A process gone meanwhile is not news; anything else is said once, and its samples keep
 	 * their Python frames (their native walks stop with NO_MAPPING). */
-	if (err && err != -ESRCH && !native->upload_error_reported && !session->options->quiet) {
-		report_error("warning: pid %d: no native stacks: %s", (int)pid, strerror(-err));
-		native->upload_error_reported = true;
+	if (err && err != -ESRCH) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "pid %d", (int)pid);
+		report_upload_error(session, what, err);
 	}
 }
 
@@ -113,9 +130,13 @@ void native_stacks_poll(struct session *session)
 	struct native_stacks *native = session->native;
 	pid_t pids[64];
 	size_t count;
+	int err;
 
 	if (!native)
 		return;
+	err = unwind_maps_take_error(native->maps);
+	if (err)
+		report_upload_error(session, "a table's chunk could not be put into BPF", err);
 	/* A table finished on the builder thread is placed; the processes mapping it get it. */
 	do {
 		count = unwind_cache_poll(native->cache, pids, sizeof(pids) / sizeof(pids[0]));
@@ -127,7 +148,8 @@ void native_stacks_poll(struct session *session)
 
 bool native_stacks_building(struct session *session)
 {
-	return session->native && unwind_cache_building(session->native->cache);
+	return session->native &&
+	       (unwind_cache_building(session->native->cache) || unwind_maps_updating(session->native->maps));
 }
 
 void native_stacks_detach(struct session *session, pid_t pid)
@@ -138,7 +160,7 @@ void native_stacks_detach(struct session *session, pid_t pid)
 		return;
 	/* The names its pcs were given belong to the image that is gone. */
 	sample_resolve_forget_native(&session->resolver);
-	bpf_sampler_unwind_forget_proc(native->sampler, pid);
+	unwind_maps_forget_proc(native->maps, pid);
 	unwind_cache_forget_proc(native->cache, pid);
 }
 

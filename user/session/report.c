@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "sampler/unwind_maps.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
 #include "util/clock.h"
@@ -434,6 +435,8 @@ static void print_native_summary(const struct session *session)
 {
 	const struct sample_resolver *resolver = &session->resolver;
 	uint64_t walks = sample_resolve_native_walk_count(resolver), bpf_stops[UNWIND_STOP_COUNT], bpf_walks;
+	const struct unwind_maps *maps = bpf_sampler_unwind_maps(session->sampler);
+	size_t chunks = unwind_maps_chunk_count(maps);
 	struct unwind_cache_stats stats;
 	char stops[512], bpf_stop_text[512], failures[512], size[32], held[32];
 
@@ -455,12 +458,11 @@ static void print_native_summary(const struct session *session)
 		fprintf(stderr, "; BPF: %" PRIu64 " walks%s%s%s", bpf_walks, bpf_stop_text[0] ? " (stops: " : "",
 			bpf_stop_text, bpf_stop_text[0] ? ")" : "");
 	fputc('\n', stderr);
-	format_size(bpf_sampler_unwind_chunk_bytes(session->sampler), held, sizeof(held));
+	format_size(unwind_maps_chunk_bytes(maps), held, sizeof(held));
 	fprintf(stderr, "pybpfprof: unwind tables: %zu files (%zu at once), at most %zu/%zu rows (%s) in %zu chunk%s (%s), "
 			"built in %.2f s, %zu reused by a later process, %zu given up for room, %" PRIu64 " maps re-read%s%s\n",
 		stats.tables_built, stats.peak_files, stats.peak_rows_used, stats.row_capacity, size,
-		bpf_sampler_unwind_chunk_count(session->sampler), bpf_sampler_unwind_chunk_count(session->sampler) == 1 ? "" : "s",
-		held,
+		chunks, chunks == 1 ? "" : "s", held,
 		(double)stats.build_us / 1e6, stats.idle_reused, stats.idle_evicted,
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
 }

@@ -23,6 +23,7 @@
 #include "target/vdso.h"
 #include "util/array.h"
 #include "util/clock.h"
+#include "util/thread.h"
 
 /* Program headers read to find a mapping's load bias; real files have about a dozen. */
 #define UNWIND_CACHE_MAX_PHDRS 64
@@ -192,11 +193,11 @@ int unwind_cache_build_in_background(struct unwind_cache *cache)
 		return 0;
 	pthread_mutex_init(&builder->lock, NULL);
 	pthread_cond_init(&builder->wake, NULL);
-	err = pthread_create(&builder->thread, NULL, builder_run, builder);
+	err = thread_start_without_signals(&builder->thread, builder_run, builder);
 	if (err) {
 		pthread_cond_destroy(&builder->wake);
 		pthread_mutex_destroy(&builder->lock);
-		return -err;
+		return err;
 	}
 	builder->started = true;
 	return 0;
