@@ -79,7 +79,7 @@ static int setup(void **state)
 	fixture->python.major = 3;
 	fixture->python.minor = 12;
 	/* No such file is mapped: only the main executable is the interpreter's. */
-	snprintf(fixture->python.runtime_path, sizeof(fixture->python.runtime_path), "/nonexistent/libpython3.12.so");
+	fixture->python.runtime_file = (struct proc_file_id){ 0 };
 	*state = fixture;
 	return 0;
 }
@@ -311,11 +311,11 @@ static void test_lookup_roles_and_offsets(void **state)
 	struct symbolize_native_frame found;
 	Dl_info info;
 
-	assert_int_equal(symbolize_native_lookup(fixture->resolver.native, getpid(), fixture->python.runtime_path,
+	assert_int_equal(symbolize_native_lookup(fixture->resolver.native, getpid(), &fixture->python.runtime_file,
 						 inside(builtin_sorted), &found), 1);
 	assert_true(found.in_interpreter);
 	assert_string_equal(found.symbol, "builtin_sorted");
-	assert_int_equal(symbolize_native_lookup(fixture->resolver.native, getpid(), fixture->python.runtime_path,
+	assert_int_equal(symbolize_native_lookup(fixture->resolver.native, getpid(), &fixture->python.runtime_file,
 						 (uint64_t)(uintptr_t)deflate + 16, &found), 1);
 	assert_false(found.in_interpreter);
 	assert_string_equal(found.symbol, "deflate");

@@ -311,7 +311,7 @@ static void test_mixed_stacks_keyed_by_names(void **state)
 	(void)state;
 	fake_python_init(&fake, 8);
 	/* No such file is mapped: only the main executable is the interpreter's. */
-	snprintf(fake.python.runtime_path, sizeof(fake.python.runtime_path), "/nonexistent/libpython3.11.so");
+	fake.python.runtime_file = (struct proc_file_id){ 0 };
 	pipeline_open(&keeping, "mixed-keeping", true, true);
 	pipeline_open(&fresh, "mixed-fresh", false, true);
 	for (size_t n = 0; n < 12; n++) {

@@ -267,7 +267,7 @@ static int resolve_native_pc(struct sample_resolver *resolver, const struct py_t
 	/* A caller's pc is its return address: the call is the instruction before. */
 	uint64_t pc = key->caller ? raw_pc - 1 : raw_pc;
 	struct symbolize_native_frame found;
-	int err = symbolize_native_lookup(resolver->native, (pid_t)key->pid, python ? python->runtime_path : NULL,
+	int err = symbolize_native_lookup(resolver->native, (pid_t)key->pid, python ? &python->runtime_file : NULL,
 					  pc, &found);
 
 	if (err < 0)
@@ -541,7 +541,7 @@ static bool name_native_frames(struct sample_resolver *resolver, const struct pb
 	/* A sample that landed in native code outside the interpreter (an extension, libc)
 	 * says where; inside the interpreter the Python frames already do. */
 	*leaf = record->user_ip && resolver->native && python &&
-		symbolize_native_resolve(resolver->native, (pid_t)record->pid, python->runtime_path, record->user_ip,
+		symbolize_native_resolve(resolver->native, (pid_t)record->pid, &python->runtime_file, record->user_ip,
 					 &resolver->native_leaf) > 0;
 	return true;
 }

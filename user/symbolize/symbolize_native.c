@@ -342,15 +342,15 @@ static const struct unwind_function_range *function_range_at(struct mapped_file 
 	return range && addr < range->end ? range : NULL;
 }
 
-int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
-		      struct pf_frame *frame)
+int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *skip,
+			     uint64_t ip, struct pf_frame *frame)
 {
 	struct pid_maps *maps;
 	const struct proc_map *map = mapping_of(symbolizer, pid, ip, &maps);
 	const struct elf_function *function;
 	struct mapped_file *file;
 
-	if (!map || (skip_path && strcmp(map->path, skip_path) == 0))
+	if (!map || proc_map_is_file(map, skip))
 		return 0;
 	file = file_of(symbolizer, pid, map);
 	if (!file)
@@ -395,7 +395,7 @@ static const char *offset_name(struct symbolize_native *symbolizer, struct mappe
 	return interned(symbolizer, text);
 }
 
-int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const char *interpreter_path,
+int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *interpreter,
 			    uint64_t pc, struct symbolize_native_frame *out)
 {
 	struct pid_maps *maps;
@@ -418,7 +418,6 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	if (!name || !path)
 		return -ENOMEM;
 	out->frame = pf_frame_unlocated(PF_FRAME_NATIVE, path, name);
-	out->in_interpreter = (interpreter_path && strcmp(map->path, interpreter_path) == 0) ||
-			      is_main_executable(maps, map);
+	out->in_interpreter = proc_map_is_file(map, interpreter) || is_main_executable(maps, map);
 	return 1;
 }

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "profile/profile.h"
+#include "target/proc_maps.h"
 
 struct symbolize_native;
 
@@ -26,30 +27,30 @@ void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const c
 void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid);
 /*
  * 1 with *frame filled (kind native; name the function, or "[libfoo.so.1]" when no symbol
- * covers ip; file the mapped file as the target sees it), 0 when ip is in skip_path (the
- * interpreter itself, which the Python frames already describe) or outside every file
+ * covers ip; file the mapped file as the target sees it), 0 when ip is in the file skip (the
+ * interpreter itself, which the Python frames already describe; NULL: none) or outside every file
  * mapping (anonymous memory, [vdso]) or in a process whose maps cannot be read (they are
  * read again at most every 100 ms), -ENOMEM.
  * The frame's strings live as long as the symbolizer.
  */
-int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const char *skip_path, uint64_t ip,
-		      struct pf_frame *frame);
+int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *skip,
+			     uint64_t ip, struct pf_frame *frame);
 
 /* One pc of a native stack, named. */
 struct symbolize_native_frame {
 	struct pf_frame frame; /* kind native; file as the target sees it */
 	const char *symbol;    /* the function (demangled), NULL when no symbol covers the pc */
-	bool in_interpreter;   /* in interpreter_path or in the process's main executable */
+	bool in_interpreter;   /* in the interpreter's file or in the process's main executable */
 };
 
 /*
  * Names any pc of pid, the interpreter's own included. 1 with *out filled (a pc
  * no symbol covers is named "[libfoo.so.1+0x1234]": the file's basename and the
- * pc's file offset), 0 outside every file mapping, -ENOMEM. interpreter_path
+ * pc's file offset), 0 outside every file mapping, -ENOMEM. interpreter
  * (NULL: none) is the file that holds the runtime (libpython, or the python
  * executable of a static build). The strings live as long as the symbolizer.
  */
-int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const char *interpreter_path,
+int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *interpreter,
 			    uint64_t pc, struct symbolize_native_frame *out);
 
 #endif

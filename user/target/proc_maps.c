@@ -129,3 +129,9 @@ const char *proc_maps_basename(const char *path)
 
 	return slash ? slash + 1 : path;
 }
+
+bool proc_map_is_file(const struct proc_map *map, const struct proc_file_id *file)
+{
+	return file && file->inode != 0 && map->inode == file->inode && map->dev_major == file->dev_major &&
+	       map->dev_minor == file->dev_minor;
+}

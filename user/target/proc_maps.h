@@ -21,6 +21,12 @@ struct proc_map {
 	char *path;           /* file name as the target sees it ("" for anonymous, " (deleted)" removed) */
 };
 
+/* A mapped file as the kernel tells it apart: its device and inode (inode 0: none). */
+struct proc_file_id {
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+};
+
 struct proc_maps {
 	struct proc_map *maps; /* in the kernel's order: ascending start */
 	size_t count;
@@ -34,6 +40,8 @@ void proc_maps_free(struct proc_maps *maps);
 
 /* The lowest mapping of the file at path, or NULL: where the ELF's first page is. */
 const struct proc_map *proc_maps_first_of(const struct proc_maps *maps, const char *path);
+/* Whether map maps the file file names (never when file is NULL or names none). */
+bool proc_map_is_file(const struct proc_map *map, const struct proc_file_id *file);
 /* The file name part of a path ("libc.so.6" for "/usr/lib/x86_64-linux-gnu/libc.so.6"). */
 const char *proc_maps_basename(const char *path);
 

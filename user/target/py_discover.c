@@ -26,6 +26,7 @@ struct discovery {
 	const struct proc_maps *maps;
 	struct py_runtime_file_cache *cache;
 	const char *runtime_path;
+	struct proc_file_id runtime_file;
 	struct elf_file elf;
 	struct py_runtime_file file;
 	uint64_t bias;
@@ -130,6 +131,7 @@ static bool examine(struct discovery *d, const struct proc_map *map, struct sear
 		return false;
 	d->file = file;
 	d->runtime_path = map->path;
+	d->runtime_file = (struct proc_file_id){ map->inode, map->dev_major, map->dev_minor };
 	return true;
 }
 
@@ -441,7 +443,7 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 	err = find_main_interp(d, target, first_interp, &main_interp);
 	if (err)
 		return err;
-	snprintf(target->runtime_path, sizeof(target->runtime_path), "%s", d->runtime_path);
+	target->runtime_file = d->runtime_file;
 	locate_gc(d, &layouts.gc, main_interp, target);
 	return locate_gil(d, &layouts.gil, main_interp, target);
 }

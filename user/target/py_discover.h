@@ -10,11 +10,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "target/proc_maps.h"
 #include "target/py_offsets.h"
 
 struct py_target {
 	pid_t pid;
-	char runtime_path[4096];   /* ELF holding _PyRuntime / interp_head, as the target sees it */
+	struct proc_file_id runtime_file; /* the ELF holding _PyRuntime / interp_head */
 	unsigned major, minor, micro;
 	struct py_proc_config config;  /* ready to store in the BPF proc_configs map */
 };
