@@ -17,6 +17,7 @@
 
 #include "symbolize/sample_resolve.h"
 #include "symbolize/symbolize_native.h"
+#include "target/proc_maps.h"
 
 /* Interpreter functions, as the test executable's symbols (the main executable is the interpreter's). */
 INTERPRETER_FUNCTION(Py_BytesMain)
@@ -309,6 +310,7 @@ static void test_lookup_roles_and_offsets(void **state)
 {
 	struct fixture *fixture = *state;
 	struct symbolize_native_frame found;
+	struct proc_file_id libz;
 	Dl_info info;
 
 	assert_int_equal(symbolize_native_lookup(fixture->resolver.native, getpid(), &fixture->python.runtime_file,
@@ -321,7 +323,9 @@ static void test_lookup_roles_and_offsets(void **state)
 	assert_string_equal(found.symbol, "deflate");
 	/* libz named as the interpreter's file (a static build's python is the runtime's file too). */
 	assert_true(dladdr((void *)(uintptr_t)deflate, &info) != 0);
-	assert_int_equal(symbolize_native_lookup(fixture->resolver.native, getpid(), found.frame.file,
+	libz = test_file_holding((uint64_t)(uintptr_t)deflate);
+	assert_int_not_equal(libz.inode, 0);
+	assert_int_equal(symbolize_native_lookup(fixture->resolver.native, getpid(), &libz,
 						 (uint64_t)(uintptr_t)deflate + 16, &found), 1);
 	assert_true(found.in_interpreter);
 	/* libz's ELF header page: no function covers it, its file offset names it. */

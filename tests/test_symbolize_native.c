@@ -40,10 +40,12 @@ static void test_skips_the_given_file(void **state)
 	struct symbolize_native *symbolizer = symbolize_native_new();
 	struct pf_frame frame = { .name = "untouched" };
 	uint64_t ip = code_address((void (*)(void))deflateInit2_);
+	struct proc_file_id libz = test_file_holding(ip);
 
 	(void)state;
+	assert_int_not_equal(libz.inode, 0);
 	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), NULL, ip, &frame), 1);
-	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), frame.file, ip, &frame), 0);
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), &libz, ip, &frame), 0);
 	symbolize_native_free(symbolizer);
 }
 

@@ -17,6 +17,7 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "target/proc_maps.h"
 
 /* The reference files (tests/data/README.md): $PYBPFPROF_TESTDATA, else tests/data of this checkout. */
 static inline const char *testdata_dir(void)
@@ -80,6 +81,21 @@ static inline int write_whole_file(const char *path, const void *data, size_t le
 }
 
 
+
+/* The file that this process's mapping holding addr maps, as /proc/self/maps tells it
+ * (inode 0 if none does). */
+static inline struct proc_file_id test_file_holding(uint64_t addr)
+{
+	struct proc_file_id file = { 0 };
+	struct proc_maps maps;
+
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	for (size_t i = 0; i < maps.count; i++)
+		if (addr >= maps.maps[i].start && addr < maps.maps[i].end)
+			file = (struct proc_file_id){ maps.maps[i].inode, maps.maps[i].dev_major, maps.maps[i].dev_minor };
+	proc_maps_free(&maps);
+	return file;
+}
 
 #endif
 
