@@ -1513,6 +1513,27 @@ static void test_chunks_stay_within_the_budget(void **state)
 	bpf_sampler_close(native);
 }
 
+/* A burst of chunk updates at one index (each waits ~11 ms in the kernel): the queue is bounded, so
+ * the caller waits now and then, and every update is done, in order, without an error. */
+static void test_chunk_updates_in_a_burst(void **state)
+{
+	struct bpf_sampler *native = open_native_sampler();
+	struct unwind_maps *maps = bpf_sampler_unwind_maps(native);
+
+	(void)state;
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(unwind_maps_add_chunk(maps, 0, UNWIND_CHUNK_ROWS), 0);
+		unwind_maps_remove_chunk(maps, 0);
+	}
+	assert_int_equal(unwind_maps_add_chunk(maps, 0, UNWIND_CHUNK_ROWS), 0);
+	unwind_maps_settle(maps);
+	assert_false(unwind_maps_updating(maps));
+	assert_int_equal(unwind_maps_take_error(maps), 0);
+	assert_int_equal(unwind_maps_chunk_count(maps), 1);
+	assert_int_equal(unwind_maps_chunk_bytes(maps), UNWIND_CHUNK_ROWS * sizeof(struct unwind_row));
+	bpf_sampler_close(native);
+}
+
 /* Tables in a chunk larger than the default one (what a table larger than a default chunk gets),
  * at rows past a default chunk's end: BPF finds them there, and walks reach the root. */
 static void test_native_walks_in_a_chunk_larger_than_the_default(void **state)
@@ -1681,6 +1702,7 @@ int main(void)
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_table_outside_its_chunk_is_refused, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_chunks_stay_within_the_budget, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_chunk_updates_in_a_burst, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_walks_in_a_chunk_larger_than_the_default, require_sampler,
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_chunks_removed_and_added_again, require_sampler,

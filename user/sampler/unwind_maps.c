@@ -163,6 +163,13 @@ static int start_thread(struct unwind_maps *maps)
 	return 0;
 }
 
+/*
+ * Updates waiting for the thread. Which files need tables is the targets' to choose, and a
+ * chunk taken out keeps its memory (up to 4 MiB) until its update is done: past this many,
+ * the caller waits for the queue to drain rather than let it, and that memory, grow.
+ */
+#define UNWIND_MAPS_MAX_UNFINISHED 8
+
 /* Hands the update to the thread, which frees it. */
 static int queue_update(struct unwind_maps *maps, struct chunk_update *update)
 {
@@ -171,6 +178,8 @@ static int queue_update(struct unwind_maps *maps, struct chunk_update *update)
 	if (err)
 		return err;
 	pthread_mutex_lock(&maps->lock);
+	while (maps->unfinished >= UNWIND_MAPS_MAX_UNFINISHED)
+		pthread_cond_wait(&maps->settled, &maps->lock);
 	if (maps->queue_tail)
 		maps->queue_tail->next = update;
 	else
