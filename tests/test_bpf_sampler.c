@@ -1513,8 +1513,10 @@ static void test_chunks_stay_within_the_budget(void **state)
 	bpf_sampler_close(native);
 }
 
-/* A burst of chunk updates at one index (each waits ~11 ms in the kernel): the queue is bounded, so
- * the caller waits now and then, and every update is done, in order, without an error. */
+/* A burst of chunk updates at one index (each waits ~11 ms in the kernel), more than the queue
+ * holds: the caller waits when it is full instead of hanging or failing, every update finishes
+ * without an error, and the chunks held are as asked (the order BPF sees them in is
+ * test_native_chunks_replaced_without_waiting's to check). */
 static void test_chunk_updates_in_a_burst(void **state)
 {
 	struct bpf_sampler *native = open_native_sampler();
