@@ -273,6 +273,54 @@ static void tachyon_and_mojo_read_back_alike(void **state)
 	free(from_tachyon);
 }
 
+/* The interval (us) a recording of `mode` with `rate` ("-F 1000", "-i 1ms", or none) writes. */
+static unsigned long recorded_interval_us(const struct test_python *python, const char *mode, const char *rate_option,
+					  const char *rate)
+{
+	char path[PATH_MAX];
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	const char *interval;
+	unsigned long value;
+	int status;
+
+	FORMAT(path, "%s/rate-%s-%s.mojo", test_tmpdir(), mode, rate ? rate : "default");
+	if (rate)
+		status = run_pybpfprof("-q", "--mode", mode, rate_option, rate, "-o", path, "--", python->command, "-c",
+				       "import time; time.sleep(0.3)", NULL);
+	else
+		status = run_pybpfprof("-q", "--mode", mode, "-o", path, "--", python->command, "-c",
+				       "import time; time.sleep(0.3)", NULL);
+	if (status != 0)
+		fail_msg("--mode %s %s %s: exit %d: %s", mode, rate_option, rate ? rate : "", status, err_text);
+	reader = test_open_profile(path);
+	while (pf_reader_next_sample(reader, &sample) > 0)
+		;
+	interval = pf_reader_metadata(reader, "interval");
+	assert_non_null(interval);
+	value = strtoul(interval, NULL, 10);
+	pf_reader_close(reader);
+	return value;
+}
+
+/* Wall and gil modes read every thread at every pass: 100 Hz unless -F or -i says otherwise;
+ * cpu mode 1000 Hz. */
+static void default_rate_by_mode(void **state)
+{
+	struct test_python pythons[16];
+	size_t count = test_pythons(pythons, 16);
+
+	(void)state;
+	if (!count)
+		skip();
+	assert_int_equal(recorded_interval_us(&pythons[0], "cpu", NULL, NULL), 1000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "wall", NULL, NULL), 10000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "gil", NULL, NULL), 10000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "wall", "-F", "1000"), 1000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "gil", "-i", "2ms"), 2000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "cpu", "-F", "100"), 10000);
+}
+
 /* A collapsed file holds distinct stacks with their weights: top says so. */
 static void top_of_collapsed_counts_stacks(void **state)
 {
@@ -430,6 +478,7 @@ int main(void)
 		cmocka_unit_test(default_file_follows_format),
 		cmocka_unit_test(tachyon_and_mojo_read_back_alike),
 		cmocka_unit_test(top_of_collapsed_counts_stacks),
+		cmocka_unit_test(default_rate_by_mode),
 		cmocka_unit_test_teardown(live_top_in_a_terminal, kill_tmux_session),
 		cmocka_unit_test(make_install_places_the_tool),
 		cmocka_unit_test(bash_completes_commands_and_values),
