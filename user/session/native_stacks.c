@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sampler/unwind_maps.h"
@@ -159,11 +160,13 @@ size_t native_stacks_prebuild_command(struct session *session, char *const argv[
 	count = launch_files_find(argv, paths, LAUNCH_FILES_MAX);
 	for (size_t i = 0; i < count; i++) {
 		/* The user's own command, about to run: its files are opened by the paths found for it. */
-		int fd = open(paths[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		int fd = open(paths[i], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		struct stat info;
 
 		if (fd < 0)
 			continue;
-		queued += unwind_cache_prebuild_file(session->native->cache, fd) == 0;
+		if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode))
+			queued += unwind_cache_prebuild_file(session->native->cache, fd) == 0;
 		close(fd);
 	}
 	return queued;
