@@ -41,6 +41,10 @@
 /* `stacks`: how long the pass waits for the target's native unwind tables (built in the
  * background; a large libpython takes about a second) before it runs without the missing ones. */
 #define STACKS_TABLES_WAIT_MS 2000
+/* How long sampling of named processes, or a launched command, waits for their unwind tables:
+ * built at once they take a second or two of a busy host, after which every sample keeps its
+ * native frames; past the bound sampling starts anyway and the tables come as they are built. */
+#define SAMPLING_TABLES_WAIT_MS 10000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -344,6 +348,52 @@ static void release(struct session *session)
 	session->pending_records = NULL;
 }
 
+/* The targets' native unwind tables in BPF, for as long as they take up to bound_ms: whether all are. */
+static bool wait_for_unwind_tables(struct session *session, uint64_t bound_ms)
+{
+	uint64_t deadline = clock_monotonic_ms() + bound_ms;
+
+	for (;;) {
+		native_stacks_poll(session);
+		if (!native_stacks_building(session))
+			return true;
+		if (clock_monotonic_ms() >= deadline)
+			return false;
+		usleep(5000);
+	}
+}
+
+/* Sampling starts with the tables of the files queued so far in BPF (up to the bound), saying so on
+ * the status line while it waits: a sample taken before would lose its native frames. */
+static void wait_for_tables_before_sampling(struct session *session)
+{
+	bool show = !session->options->quiet && isatty(STDERR_FILENO);
+	bool ready;
+
+	if (!native_stacks_building(session))
+		return;
+	if (show) {
+		fputs("\r\033[Kpybpfprof: building unwind tables: sampling starts when they are ready", stderr);
+		fflush(stderr);
+	}
+	ready = wait_for_unwind_tables(session, SAMPLING_TABLES_WAIT_MS);
+	if (show)
+		fputs("\r\033[K", stderr);
+	if (!ready && !session->options->quiet)
+		report_error("warning: unwind tables still building after %d s: sampling starts; native frames "
+			     "come as the tables do", SAMPLING_TABLES_WAIT_MS / 1000);
+}
+
+/* The named processes' tables before they are sampled (their maps are read again once ready). */
+static void build_named_tables(struct session *session)
+{
+	if (session->options->mode == SESSION_MODE_STACKS)
+		return;
+	for (size_t i = 0; i < session->targets.count; i++)
+		native_stacks_attach(session, session->targets.items[i].pid);
+	wait_for_tables_before_sampling(session);
+}
+
 static int start_launch(struct session *session)
 {
 	struct errbuf error;
@@ -407,6 +457,7 @@ static int set_up(struct session *session, int *failed_status)
 	err = process_events_discover_named_pids(session);
 	if (err)
 		return err;
+	build_named_tables(session);
 	for (size_t i = 0; i < session->targets.count; i++)
 		process_events_target_ready(session, &session->targets.items[i]);
 	*failed_status = EXIT_STATUS_FAILED;
@@ -414,6 +465,9 @@ static int set_up(struct session *session, int *failed_status)
 		err = start_launch(session);
 		if (err)
 			return err;
+		/* Its first instruction runs with its executable's and libraries' tables in BPF. */
+		if (native_stacks_prebuild_command(session, options->command))
+			wait_for_tables_before_sampling(session);
 	}
 	*failed_status = EXIT_STATUS_OUTPUT;
 	err = report_open_writers(session);
@@ -434,18 +488,6 @@ const char *session_mode_name(enum session_mode mode)
 	return mode == SESSION_MODE_CPU ? "cpu" : "wall";
 }
 
-/* The target's native unwind tables in BPF, for as long as they take up to the bound. */
-static void wait_for_unwind_tables(struct session *session)
-{
-	uint64_t deadline = clock_monotonic_ms() + STACKS_TABLES_WAIT_MS;
-
-	for (;;) {
-		native_stacks_poll(session);
-		if (!native_stacks_building(session) || clock_monotonic_ms() >= deadline)
-			return;
-		usleep(5000);
-	}
-}
 
 /*
  * `stacks`: one pass of the iterator over the named process's threads, every record
@@ -466,7 +508,7 @@ static int run_stacks(struct session *session)
 		report_error("%s", strerror(-err));
 		return EXIT_STATUS_FAILED;
 	}
-	wait_for_unwind_tables(session);
+	wait_for_unwind_tables(session, STACKS_TABLES_WAIT_MS);
 	err = bpf_sampler_wall_pass(session->sampler);
 	if (err) {
 		report_error("pid %d: reading its threads: %s", (int)pid, strerror(-err));

@@ -105,6 +105,9 @@ void native_stacks_close(struct session *session);
 void native_stacks_poll(struct session *session);
 /* Whether a table is still being built: the loop then ticks fast, to place it soon. */
 bool native_stacks_building(struct session *session);
+/* The tables of a command's files (its executable and the libraries it names), queued before it
+ * is launched: how many files were queued. */
+size_t native_stacks_prebuild_command(struct session *session, char *const argv[]);
 /* A target is ready (found, forked, exec'd and found again): load its files' tables, then its mappings. */
 void native_stacks_attach(struct session *session, pid_t pid);
 /* A target exited or exec'd: BPF forgets its mappings, then its tables lose a reference. */
