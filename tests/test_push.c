@@ -137,8 +137,9 @@ static void endpoint_down_never_stops_sampling(void **state)
 	snprintf(script, sizeof(script), "%s/push_down.py", test_tmpdir());
 	snprintf(output, sizeof(output), "%s/push-down.mojo", test_tmpdir());
 	write_workload(script, 2.5);
-	/* Port 1 on loopback: nothing listens, every push is refused. */
-	assert_int_equal(run_pushing(python, "http://127.0.0.1:1", output, script), 0);
+	/* Port 1 on loopback: nothing listens, every push is refused; a run that delivered
+	 * nothing fails, so that whatever supervises it notices. */
+	assert_int_equal(run_pushing(python, "http://127.0.0.1:1", output, script), EXIT_STATUS_PUSH);
 	print_message("%s", err_text);
 	/* one warning for the whole streak of failures, and the count in the summary */
 	failed = strstr(err_text, "push to http://127.0.0.1:1 failed");

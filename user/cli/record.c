@@ -52,6 +52,7 @@ static const char doc[] =
 	"    66   target: no such process, not a supported Python, an unreadable profile\n"
 	"    69   this machine cannot profile: not root, no BPF or BTF\n"
 	"    74   output: a file could not be created or written\n"
+	"    75   --push delivered no window: every push failed\n"
 	"    126, 127  the command could not be executed, or was not found\n"
 	"    otherwise, with a command: its own exit status (128+N if signal N ended it)";
 

@@ -703,6 +703,17 @@ int report_next_file_window(struct session *session, const uint64_t counters[PBP
 	return status;
 }
 
+/* A continuous run that delivered nothing failed, even if it sampled well: a supervisor must notice. */
+static int push_status(const struct session *session)
+{
+	const struct push_client_stats *stats = &session->push_stats;
+
+	if (!session->options->push_url || !stats->submitted || stats->delivered)
+		return EXIT_STATUS_OK;
+	report_error("--push: none of the %" PRIu64 " windows reached %s", stats->submitted, session->options->push_url);
+	return EXIT_STATUS_PUSH;
+}
+
 int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	int status = close_writers(session, counters);
@@ -713,5 +724,7 @@ int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 		report_error("%s", session->write_error_text.text);
 		status = EXIT_STATUS_OUTPUT;
 	}
+	if (status == EXIT_STATUS_OK)
+		status = push_status(session);
 	return status;
 }
