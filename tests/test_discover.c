@@ -637,7 +637,7 @@ static void whole_host_finds_renamed_embedded_and_namespaced(void **state)
 {
 	struct subjects subjects;
 	char out[PATH_MAX], err_path[PATH_MAX], metadata[1024];
-	char *argv[] = { (char *)pybpfprof_binary(), "-d", "5", "-o", out, NULL };
+	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-d", "5", "-o", out, NULL };
 	struct leaf_count counts[4];
 	uint8_t *summary;
 	size_t summary_len = 0;

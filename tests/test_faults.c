@@ -250,7 +250,7 @@ static void full_disk(void **state)
 
 /* ---------------------------------------------------------------- the ring buffer overflows */
 
-/* "N lost" in the summary line "... samples in ...; N lost; ...", or -1. */
+/* "N lost" in the summary line "... samples in ...; N lost", or -1. */
 static long long summary_number(const char *summary, const char *after_text, const char *before_text)
 {
 	const char *line = strstr(summary, " samples in ");
@@ -303,7 +303,7 @@ static void ring_overflow(void **state)
 	assert_non_null(summary);
 	print_message("%s", summary ? (char *)summary : "");
 	samples = summary_number((char *)summary, NULL, NULL);
-	lost = summary_number((char *)summary, "; ", " lost;");
+	lost = summary_number((char *)summary, "; ", " lost");
 	assert_true(samples > 0);
 	assert_true(lost > 0);
 	free(summary);

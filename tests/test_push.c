@@ -67,7 +67,7 @@ static int run_pushing(const struct test_python *python, const char *url, const 
 	char *argv[32];
 
 	snprintf(command, sizeof(command),
-		 "%s --push %s --window 1 --app fleet-test --label env=ci -o %s -F 200 -- %s %s", pybpfprof_binary(),
+		 "%s -v --push %s --window 1 --app fleet-test --label env=ci -o %s -F 200 -- %s %s", pybpfprof_binary(),
 		 url, output, python->command, script);
 	split_command(command, argv, 32);
 	return run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
@@ -145,6 +145,7 @@ static void endpoint_down_never_stops_sampling(void **state)
 	failed = strstr(err_text, "push to http://127.0.0.1:1 failed");
 	assert_non_null(failed);
 	assert_null(strstr(failed + 1, "push to http://127.0.0.1:1 failed"));
+	assert_non_null(strstr(err_text, "pybpfprof: --push: none of the "));
 	assert_non_null(strstr(err_text, "pybpfprof: push: 0 of "));
 	assert_null(strstr(err_text, " 0 failed pushes"));
 	/* sampling went on: the file holds the workload */
