@@ -368,8 +368,12 @@ static void launcher_shells_are_not_counted_as_python(void **state)
 	       "exec %s %s\n",
 	       python->command, app);
 	assert_int_equal(write_whole_file(wrapper, wrapper_text, strlen(wrapper_text)), 0);
-	FORMAT(options, "-v -F 1000 -o %s", mojo);
+	FORMAT(options, "-F 1000 -o %s", mojo);
 	FORMAT(command, "/bin/bash %s", wrapper);
+	assert_int_equal(record_command(options, command), EXIT_STATUS_OK);
+	print_message("%s", err_text);
+	assert_non_null(strstr(err_text, "from 1 Python process, 1 thread; "));
+	FORMAT(options, "-v -F 1000 -o %s", mojo);
 	assert_int_equal(record_command(options, command), EXIT_STATUS_OK);
 	print_message("%s", err_text);
 	assert_non_null(strstr(err_text, "from 1 Python process, 1 thread; "));
