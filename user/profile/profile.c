@@ -227,14 +227,14 @@ static int link_at(const struct pf_writer *writer, const char *name)
 static void randomize_name(char *name)
 {
 	static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-	unsigned char random[6] = { 0 };
+	unsigned char noise[6] = { 0 };
 	size_t len = strlen(name);
 
 	/* Short of entropy the name stays as it is: the link is refused if taken, and tried again. */
-	if (getrandom(random, sizeof(random), GRND_NONBLOCK) != (ssize_t)sizeof(random))
+	if (getrandom(noise, sizeof(noise), GRND_NONBLOCK) != (ssize_t)sizeof(noise))
 		return;
-	for (size_t i = 0; i < sizeof(random) && i < len; i++)
-		name[len - 1 - i] = letters[random[i] % (sizeof(letters) - 1)];
+	for (size_t i = 0; i < sizeof(noise) && i < len; i++)
+		name[len - 1 - i] = letters[noise[i] % (sizeof(letters) - 1)];
 }
 
 /*

@@ -679,7 +679,7 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 		add_problem(line, sizeof(line), "%" PRIu64 " of %" PRIu64 " windows pushed", push->delivered,
 			    push->submitted);
 	if (line[0])
-		fprintf(stderr, "pybpfprof: but: %s (-v: details)\n", line);
+		fprintf(stderr, "pybpfprof: problems: %s (-v: details)\n", line);
 }
 
 /* A path as a shell reads it: as it is when it holds nothing special, else single-quoted. */
@@ -778,7 +778,6 @@ static void print_other_processes(const struct session *session)
 		uint64_t key[2]; /* pid, tid */
 
 		memcpy(key, intern_key(&session->threads, (uint32_t)id, NULL), sizeof(key));
-
 		if (key[0] != key[1] || intern_find(&session->python_threads, key, sizeof(key)) >= 0)
 			continue;
 		processes++;
