@@ -248,29 +248,53 @@ static int build_functions(struct pprof_writer *writer, struct pprof_message *me
 	return 0;
 }
 
-/*
- * The native file of a stack's outermost native frame, as an index in mappings (-1 if none);
- * *at_root: that frame is the stack's root (a stack all native: the program's start, a thread
- * that never ran Python), not a call made from Python code.
- */
-static int64_t root_mapping(struct pprof_writer *writer, uint32_t stack_id, bool *at_root)
+/* A native frame's file as an index in mappings; -1 if it has none. */
+static int64_t frame_mapping(struct pprof_writer *writer, const struct stack_frame *frame)
 {
+	int64_t file;
+
+	if (frame->kind != PF_FRAME_NATIVE || !*frame->file ||
+	    (file = intern_find(&writer->strings, frame->file, strlen(frame->file))) < 0)
+		return -1;
+	return intern_find(&writer->mappings, &file, sizeof(file));
+}
+
+/* CPython's own functions (Py_RunMain, _PyEval_EvalFrameDefault, PyLong_FromLong) are the
+ * interpreter's, whichever file holds them: an extension's are named otherwise. */
+static bool is_interpreter_function(const char *name)
+{
+	return strncmp(name, "Py", 2) == 0 || strncmp(name, "_Py", 3) == 0;
+}
+
+struct stack_files {
+	int64_t interpreter; /* the file of the outermost frame of CPython's own; -1: none */
+	int64_t root;        /* the file of the root frame, when native; -1: not native */
+	int64_t callee;      /* the file of the outermost native frame (called from Python); -1: none */
+};
+
+/* Which files a stack tells about, as indexes in mappings. */
+static struct stack_files stack_files(struct pprof_writer *writer, uint32_t stack_id)
+{
+	struct stack_files files = { -1, -1, -1 };
 	size_t depth;
 	const void *stack = stack_table_stack(&writer->stacks, stack_id, &depth);
 
-	for (size_t f = 0; f < depth; f++) {
+	for (size_t f = 0; f < depth && files.interpreter < 0; f++) {
 		struct stack_frame frame;
-		int64_t file;
+		int64_t mapping;
 
 		stack_table_frame(&writer->stacks, stack_table_frame_at(stack, f), &frame);
-		if (frame.kind != PF_FRAME_NATIVE)
+		mapping = frame_mapping(writer, &frame);
+		if (mapping < 0)
 			continue;
-		*at_root = f == 0;
-		if (!*frame.file || (file = intern_find(&writer->strings, frame.file, strlen(frame.file))) < 0)
-			return -1;
-		return intern_find(&writer->mappings, &file, sizeof(file));
+		if (files.callee < 0)
+			files.callee = mapping;
+		if (f == 0)
+			files.root = mapping;
+		if (is_interpreter_function(frame.name))
+			files.interpreter = mapping;
 	}
-	return -1;
+	return files;
 }
 
 /* The index of the largest of counts[count], -1 if all are 0. */
@@ -284,41 +308,43 @@ static int64_t busiest(const int64_t *counts, size_t count)
 	return best;
 }
 
+/* Samples by file (counts[3 * count]: interpreter, root, callee), every file an index in mappings. */
+static void count_stack_files(struct pprof_writer *writer, int64_t *counts, size_t count)
+{
+	for (size_t i = 0; i < intern_count(&writer->sample_keys); i++) {
+		struct sample_key key;
+		struct stack_files files;
+		int64_t kinds[3];
+
+		memcpy(&key, intern_key(&writer->sample_keys, (uint32_t)i, NULL), sizeof(key));
+		files = stack_files(writer, key.stack);
+		kinds[0] = files.interpreter;
+		kinds[1] = files.root;
+		kinds[2] = files.callee;
+		for (size_t k = 0; k < 3; k++)
+			if (kinds[k] >= 0 && (size_t)kinds[k] < count)
+				counts[k * count + (size_t)kinds[k]] += writer->values[i].count;
+	}
+}
+
 /*
- * The mapping pprof names as the profile's file (its first): the file most all-native stacks
- * start in (the executable's `_start`), else the one Python code calls into most (the
- * interpreter); not whichever file the first sample met (the loader, for a launched command).
- * -1 when no sample has a native frame.
+ * The mapping pprof names as the profile's file (its first): the interpreter, the file most
+ * samples run CPython's own functions in (libpython, or a static python); without any, the
+ * file most all-native stacks start in (the executable's `_start`), else the one Python code
+ * calls into most. Not whichever file the first sample met (the loader, for a launched
+ * command). -1 when no sample has a native frame.
  */
 static int64_t main_mapping(struct pprof_writer *writer)
 {
-	size_t count = intern_count(&writer->mappings), keys = intern_count(&writer->sample_keys);
-	int64_t *roots, *callees, best;
+	size_t count = intern_count(&writer->mappings);
+	int64_t *counts, best = -1;
 
-	if (!count)
+	if (!count || !(counts = calloc(3 * count, sizeof(*counts))))
 		return -1;
-	roots = calloc(count, sizeof(*roots));
-	callees = calloc(count, sizeof(*callees));
-	if (!roots || !callees) {
-		free(roots);
-		free(callees);
-		return -1;
-	}
-	for (size_t i = 0; i < keys; i++) {
-		struct sample_key key;
-		bool at_root = false;
-		int64_t mapping;
-
-		memcpy(&key, intern_key(&writer->sample_keys, (uint32_t)i, NULL), sizeof(key));
-		mapping = root_mapping(writer, key.stack, &at_root);
-		if (mapping >= 0 && (size_t)mapping < count)
-			(at_root ? roots : callees)[mapping] += writer->values[i].count;
-	}
-	best = busiest(roots, count);
-	if (best < 0)
-		best = busiest(callees, count);
-	free(roots);
-	free(callees);
+	count_stack_files(writer, counts, count);
+	for (size_t k = 0; k < 3 && best < 0; k++)
+		best = busiest(counts + k * count, count);
+	free(counts);
 	return best;
 }
 
