@@ -946,7 +946,7 @@ static void native_walks_reach_the_root(void **state)
 
 		if (!python)
 			continue;
-		record_native_script_or_fail(python, "", WORKLOAD, "split", &run);
+		record_native_script_or_fail(python, "-v", WORKLOAD, "split", &run);
 		read_native_run(&run, ignore_sample, NULL);
 		if (!walked(python->label, &run))
 			continue;

@@ -56,6 +56,7 @@ static const char doc[] =
 	"    66   target: no such process, not a supported Python, an unreadable profile\n"
 	"    69   this machine cannot profile: not root, no BPF or BTF\n"
 	"    74   output: a file could not be created or written\n"
+	"    75   --push delivered no window: every push failed\n"
 	"    126, 127  the command could not be executed, or was not found\n"
 	"    otherwise, with a command: its own exit status (128+N if signal N ended it)";
 
@@ -87,6 +88,7 @@ static const struct argp_option record_options[] = {
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
+	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
 	{ "push", OPT_PUSH, "URL", 0, "Continuous mode: push each window as pprof to a Pyroscope-compatible server (URL/ingest); never blocks sampling", 0 },
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Cut the run into windows (10, 10s, 5m): with --push each is pushed (default 10 s); without, each -o file is written per window (run-0001.mojo, ...)", 0 },
@@ -209,6 +211,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'q':
 		session->quiet = true;
+		break;
+	case 'v':
+		session->verbose = true;
 		break;
 	case 'C':
 		session->children = true;

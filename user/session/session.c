@@ -77,6 +77,22 @@ static const struct py_target *python_of_record(struct session *session, const s
 	return NULL;
 }
 
+/* Which processes and threads ran Python, for the summary: a launcher's shells (a pyenv shim)
+ * are sampled too, but are not what the user profiles. */
+static void count_python_sample(struct session *session, const struct pbp_record *record, struct target *target,
+				bool ran_python)
+{
+	struct { uint64_t pid, tid; } thread = { record->pid, record->tid };
+
+	if (!ran_python) {
+		session->other_samples++;
+		return;
+	}
+	if (target)
+		target->python_samples++;
+	(void)intern_add(&session->python_threads, &thread, sizeof(thread), NULL);
+}
+
 static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct target *target;
@@ -86,6 +102,7 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	native_stacks_on_record(session, record, size);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
+	count_python_sample(session, record, target, python != NULL);
 	if (target) {
 		target->samples++;
 		report_count_container_sample(session, target);
@@ -341,6 +358,7 @@ static void release(struct session *session)
 	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
+	intern_free(&session->python_threads);
 	free(session->thread_names);
 	intern_free(&session->containers);
 	free(session->container_counts);
@@ -538,6 +556,7 @@ int session_run(const struct session_options *options)
 
 	target_set_init(&session.targets);
 	intern_init(&session.threads);
+	intern_init(&session.python_threads);
 	intern_init(&session.containers);
 	session.system_wide = options->pid_count == 0 && !options->command;
 	if (set_up(&session, &status)) {

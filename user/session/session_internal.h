@@ -59,6 +59,8 @@ struct session {
 	char window_paths[SESSION_MAX_OUTPUTS][PATH_MAX];
 	struct push_client_stats push_stats; /* how the pushes went, once windows are closed */
 	struct intern_table threads; /* (pid, tid) pairs seen */
+	struct intern_table python_threads; /* ... seen running Python (the summary counts these) */
+	uint64_t other_samples;      /* samples of processes not running Python (a launcher's shells) */
 	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
 	size_t thread_names_count;   /* ids with a name slot ("" unknown) */
 	size_t thread_names_capacity;
