@@ -51,7 +51,7 @@ struct pbp_frame_walk {
 	__u32 flags;           /* PBP_REC_* found while walking */
 	__u32 new_code;        /* a frame ran a code object this CPU had not sent before */
 	__u32 shim_count;      /* C-stack shims passed (3.12+), their addresses in shim_addr */
-	__u32 reserved;
+	__u32 frames_past_cut; /* frames followed past the kept ones, looking for the cut activation's shim */
 	/* 3.11+: the used part of the data-stack chunk the walk is in, [stack_lo, stack_hi)
 	 * (stack_hi 0: unknown), and of the chunk before it once looked up (prev_hi 0: not yet). */
 	__u64 stack_lo;
