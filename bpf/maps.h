@@ -231,10 +231,22 @@ struct {
 	__type(value, __u64);
 } read_errors SEC(".maps");
 
-/* Userspace may set another size before load. */
-struct {
+/*
+ * The record ring. Userspace creates it, sized from the rate, and replaces it with a larger
+ * one when the records it sees are larger than it was sized for (deep stacks): BPF looks it
+ * up for every record. The template's size binds no ring (ring buffers differ in size as
+ * inner maps); it is small because the kernel allocates it while creating the outer map.
+ */
+struct pbp_record_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, PBP_RINGBUF_DEFAULT_BYTES);
+	__uint(max_entries, PBP_RING_TEMPLATE_BYTES);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct pbp_record_ring);
 } events SEC(".maps");
 
 /* Exec, fork and exit notices are rare and small. */

@@ -838,6 +838,7 @@ struct native_run {
 	unsigned long walks;
 	double root_share;
 	unsigned long merge_failures;
+	unsigned long ring_bytes; /* the record ring's size at the end */
 	char stops[256];        /* "no_mapping=3,deleted_file=5" */
 };
 
@@ -894,6 +895,8 @@ static void read_native_run(struct native_run *run, sample_visit visit, void *fi
 	run->merge_failures = value ? strtoul(value, NULL, 10) : 0;
 	value = pf_reader_metadata(reader, "native_stops");
 	FORMAT(run->stops, "%s", value ? value : "");
+	value = pf_reader_metadata(reader, "ring_buffer_bytes");
+	run->ring_bytes = value ? strtoul(value, NULL, 10) : 0;
 	pf_reader_close(reader);
 }
 
@@ -1054,6 +1057,26 @@ static void native_deep_recursion_cut_at_root(void **state)
 		assert_int_equal(in_tachyon.startup_frames, 0);
 		assert_true(run.merge_failures * 100 <= run.samples);
 	}
+}
+
+/*
+ * The record ring follows the records seen: sized for 2 KiB ones at first (1 MiB on a few CPUs),
+ * which held 60 ms of 900-frame records at 1 kHz, and lost 8% of them beside two busy processes.
+ * The workload's deep phase (1024 frames kept, some 17 KiB a record) must leave a ring that holds
+ * RING_HOLD_MS (100 ms) of them at the rate on one CPU at least: 2 MiB.
+ */
+static void deep_stacks_grow_the_ring(void **state)
+{
+	const struct test_python *python = native_python("3.12");
+	struct native_run run;
+
+	(void)state;
+	if (!python)
+		skip();
+	record_native_script_or_fail(python, "-F 1000", WORKLOAD, "deep", &run);
+	read_native_run(&run, ignore_sample, NULL);
+	print_message("%s: deep phase: ring buffer %lu KiB\n%s", python->label, run.ring_bytes >> 10, run.summary);
+	assert_true(run.ring_bytes >= 2ul << 20);
 }
 
 /* b. ctypes qsort with a Python comparator: Python -> libffi -> qsort -> Python. */
@@ -2199,6 +2222,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_stacks_mixed);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_walks_reach_the_root);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_deep_recursion_cut_at_root);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(deep_stacks_grow_the_ring);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_qsort_callback);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_sorted_key);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_read_zero);
