@@ -243,6 +243,34 @@ for hz in 10000 20000 40000; do
 		"$out/rate.log" | xargs | awk -v hz="$hz" '{ printf "%-8s %9d %6d %8.1f%%\n", hz "Hz", $1, $2, $3 }'
 done
 
+# Deep stacks beside two busy processes: the record ring grows from the records it sees (a
+# 900-frame record is some 15 KiB; a ring sized for 2 KiB ones lost 8% of them at 1 kHz). A
+# 900-frame stack launched at 1 kHz for 4 s with two CPU-bound loops running; then attached,
+# with the profiler stopped for 300 ms in the middle (what arrives meanwhile waits in the ring).
+deep_ring_run() {
+	local stop_ms=$1 target profiler hogs=()
+	for _ in 1 2; do sh -c 'while :; do :; done' & hogs+=($!); done
+	if [ "$stop_ms" = 0 ]; then
+		./pybpfprof -F 1000 -o "$out/deep.mojo" -- "$python" bench/depth_work.py 900 4 2>"$out/deep.log" >/dev/null
+	else
+		"$python" bench/depth_work.py 900 8 >/dev/null & target=$!
+		sleep 0.5
+		./pybpfprof -F 1000 -d 5 -p "$target" -o "$out/deep.mojo" 2>"$out/deep.log" & profiler=$!
+		sleep 2
+		kill -STOP "$profiler"; sleep "$(awk -v ms="$stop_ms" 'BEGIN { print ms / 1000 }')"; kill -CONT "$profiler"
+		wait "$profiler" || true
+		kill "$target" 2>/dev/null; wait "$target" 2>/dev/null || true
+	fi
+	kill "${hogs[@]}"; wait "${hogs[@]}" 2>/dev/null || true
+	sed -n 's/^pybpfprof: \([0-9]*\) samples in [0-9.]* s.*; \([0-9]*\) lost;.*/\1 \2/p' "$out/deep.log" |
+		awk -v ring="$(./pybpfprof dump "$out/deep.mojo" 2>/dev/null | sed -n 's/.*key="ring_buffer_bytes" value="\([0-9]*\)".*/\1/p')" \
+		'{ printf "%9d %6d %6.2f%% %8d\n", $1, $2, $1 + $2 ? 100 * $2 / ($1 + $2) : 0, ring / 1024 }'
+}
+printf '\ndeep stacks beside two busy processes: 900 frames at 1 kHz (lost samples; the ring at the end)\n'
+printf '%-30s %9s %6s %7s %8s\n' run samples lost lost% ring_KiB
+for _ in 1 2 3; do printf '%-30s %s\n' "launched, 4 s" "$(deep_ring_run 0)"; done
+for _ in 1 2 3; do printf '%-30s %s\n' "attached, stopped 300 ms" "$(deep_ring_run 300)"; done
+
 cat <<'TXT'
 
 bpf_ns/smp: the sample program's time per target sample, timed inside the program with --bpf-stats

@@ -20,6 +20,16 @@
 
 /* Iterations beyond the kept frames, for skipped shim frames (3.12+). */
 #define PBP_MAX_SKIPPED_FRAMES 64
+/*
+ * 3.12+: frames followed past the kept ones, unrecorded, to find the shim of the activation
+ * that ran the outermost kept frame. Without it the native walk cannot tell which native frame
+ * that activation is, and so which native frames ran in the cut part (the interpreter's
+ * start-up among them): userspace drops them all the same, but by the activation's name, which
+ * a stripped interpreter's cold code does not have. Each one costs a pointer, the window copy
+ * a 16 KiB stretch of them: 256 cost some 2-3 us a sample on 3.12 (1024 cost 8-19 us, for
+ * stacks that userspace places without the shim all the same, only less exactly).
+ */
+#define PBP_CUT_SHIM_SEARCH_FRAMES 256
 /* A data-stack chunk's used part beyond this is not believed (CPython's are 16 KiB, or one frame's size). */
 #define PBP_DATA_STACK_MAX (1ull << 26)
 
@@ -296,15 +306,17 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	if (off->frame_owner != PY_OFF_NONE &&
 	    frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)] >= off->owner_boundary) {
 		/* 3.12+: the shim below an activation of the evaluation function's
-		 * first frame: the frame written last was that activation's outermost.
+		 * first frame: the frame written last was that activation's outermost
+		 * (unless frames were passed since, past the cut).
 		 * The shim lives in that activation's C frame: its address tells the
 		 * native walk which native frame is the activation. */
 		count = walk->frame_count;
-		if (count != 0 && count <= PBP_MAX_PY_FRAMES)
+		if (count != 0 && count <= PBP_MAX_PY_FRAMES && walk->frames_past_cut == 0)
 			scratch->out.py[(count - 1) & (PBP_MAX_PY_FRAMES - 1)].instr_offset |= PBP_PY_FRAME_ENTRY;
 		if (walk->shim_count < PBP_MAX_SHIMS)
 			scratch->shim_addr[walk->shim_count++ & (PBP_MAX_SHIMS - 1)] = addr;
-		return 0;
+		/* Past the cut, the first shim is all that was looked for. */
+		return count >= PBP_MAX_PY_FRAMES;
 	}
 	code_addr = *(const __u64 *)(frame + (off->frame_code & (PBP_FRAME_MAX_READ - 1))) & off->code_ptr_mask;
 	if (code_addr == 0)
@@ -313,7 +325,12 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	count = walk->frame_count;
 	if (count >= PBP_MAX_PY_FRAMES) {
 		walk->flags |= PBP_REC_PY_TRUNCATED;
-		return 1;
+		/* Only 3.12+ has shims (3.11 marks its entry frames itself). */
+		if (off->frame_owner == PY_OFF_NONE || off->frame_is_entry != PY_OFF_NONE ||
+		    walk->frames_past_cut >= PBP_CUT_SHIM_SEARCH_FRAMES)
+			return 1;
+		walk->frames_past_cut++;
+		return 0;
 	}
 	if (code_addr == walk->last_code_addr) {
 		checksum = walk->last_checksum;
@@ -338,6 +355,9 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	return 0;
 
 fault:
+	/* Past the cut the kept frames are whole: the search for a shim just ends. */
+	if (walk->frame_count >= PBP_MAX_PY_FRAMES)
+		return 1;
 	walk->flags |= PBP_REC_READ_FAULT;
 	pbp_read_failed(&scratch->out.rec, site);
 	return 1;
@@ -399,6 +419,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->flags = 0;
 	walk->new_code = 0;
 	walk->shim_count = 0;
+	walk->frames_past_cut = 0;
 	if (walk->frame_addr == 0) {
 		walk->flags = PBP_REC_NO_FRAME;
 		return 0;
@@ -407,7 +428,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 		return 0;
 	pbp_find_data_stack(&config->off, walk, tstate_addr, task);
 	ctx.window = window;
-	bpf_loop(PBP_MAX_PY_FRAMES + PBP_MAX_SKIPPED_FRAMES, pbp_frame_step, &ctx, 0);
+	bpf_loop(PBP_MAX_PY_FRAMES + PBP_MAX_SKIPPED_FRAMES + PBP_CUT_SHIM_SEARCH_FRAMES, pbp_frame_step, &ctx, 0);
 	if (walk->frame_addr != 0 && !(walk->flags & PBP_REC_READ_FAULT))
 		walk->flags |= PBP_REC_PY_TRUNCATED;
 	return walk->frame_count;

@@ -51,7 +51,7 @@ struct pbp_frame_walk {
 	__u32 flags;           /* PBP_REC_* found while walking */
 	__u32 new_code;        /* a frame ran a code object this CPU had not sent before */
 	__u32 shim_count;      /* C-stack shims passed (3.12+), their addresses in shim_addr */
-	__u32 reserved;
+	__u32 frames_past_cut; /* frames followed past the kept ones, looking for the cut activation's shim */
 	/* 3.11+: the used part of the data-stack chunk the walk is in, [stack_lo, stack_hi)
 	 * (stack_hi 0: unknown), and of the chunk before it once looked up (prev_hi 0: not yet). */
 	__u64 stack_lo;
@@ -241,10 +241,22 @@ struct {
 	__type(value, __u64);
 } read_errors SEC(".maps");
 
-/* Userspace may set another size before load. */
-struct {
+/*
+ * The record ring. Userspace creates it, sized from the rate, and replaces it with a larger
+ * one when the records it sees are larger than it was sized for (deep stacks): BPF looks it
+ * up for every record. The template's size binds no ring (ring buffers differ in size as
+ * inner maps); it is small because the kernel allocates it while creating the outer map.
+ */
+struct pbp_record_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, PBP_RINGBUF_DEFAULT_BYTES);
+	__uint(max_entries, PBP_RING_TEMPLATE_BYTES);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct pbp_record_ring);
 } events SEC(".maps");
 
 /* Exec, fork and exit notices are rare and small. */

@@ -25,8 +25,9 @@ const volatile bool follow_forks = false;
 const volatile bool native_stacks = false;
 /* gil mode: only threads holding the GIL give a record (the others are dropped before their walk). */
 const volatile bool gil_only = false;
-/* Wake the consumer once this much is waiting (0: never; it consumes on a timer). */
-const volatile __u64 wakeup_bytes = 0;
+/* Wake the consumer once this much is waiting (0: never; it consumes on a timer). Set by
+ * userspace with each record ring it puts in `events`. */
+__u64 wakeup_bytes = 0;
 /* --bpf-stats: time every target sample inside the program (two clock reads, ~50 ns): the
  * kernel's run-time statistics also charge the ticks that land on every other process. */
 const volatile bool time_samples = false;
@@ -125,24 +126,30 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
 	struct pbp_record *rec = &scratch->out.rec;
 	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
 		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
-	__u64 wakeup = BPF_RB_NO_WAKEUP;
+	__u64 wakeup = BPF_RB_NO_WAKEUP, wakeup_at = wakeup_bytes;
+	__u32 zero = 0;
+	void *ring = bpf_map_lookup_elem(&events, &zero);
 
+	if (!ring) {
+		pbp_count(PBP_CNT_LOST);
+		return;
+	}
 	if (len > sizeof(scratch->out))
 		len = sizeof(scratch->out);
-	if (wakeup_bytes && bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	if (wakeup_at && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_at)
 		wakeup = BPF_RB_FORCE_WAKEUP;
 	/* New code objects are read by the consumer before they can be freed. A wakeup costs
 	 * more than a sample: none while the last one from this CPU is still unanswered (the
 	 * consumer has not moved since), as that consumer will see this record too. */
 	if (scratch->walk.new_code) {
-		__u64 consumer_mark = bpf_ringbuf_query(&events, BPF_RB_CONS_POS) + 1;
+		__u64 consumer_mark = bpf_ringbuf_query(ring, BPF_RB_CONS_POS) + 1;
 
 		if (consumer_mark != scratch->wakeup_consumer_mark) {
 			wakeup = BPF_RB_FORCE_WAKEUP;
 			scratch->wakeup_consumer_mark = consumer_mark;
 		}
 	}
-	if (bpf_ringbuf_output(&events, &scratch->out, len, wakeup) != 0)
+	if (bpf_ringbuf_output(ring, &scratch->out, len, wakeup) != 0)
 		pbp_count(PBP_CNT_LOST);
 	else if (wakeup == BPF_RB_FORCE_WAKEUP)
 		pbp_count(PBP_CNT_WAKEUPS);

@@ -26,8 +26,10 @@
  * holds it), and a newline.
  */
 #define PBP_KSYM_BATCH PBP_MAX_KERNEL_FRAMES
-/* The record ring buffer's size unless userspace sets another before load (a power of two). */
+/* The record ring buffer's size where the rate does not size it (a power of two). */
 #define PBP_RINGBUF_DEFAULT_BYTES (16u << 20)
+/* The size of the inner-map template of the record ring (bpf/maps.h): no ring has it. */
+#define PBP_RING_TEMPLATE_BYTES (64u << 10)
 
 /* Record flags. */
 #define PBP_REC_PY_TRUNCATED  0x0001u /* more Python frames than PBP_MAX_PY_FRAMES: root side cut */

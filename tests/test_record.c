@@ -840,6 +840,7 @@ struct native_run {
 	unsigned long walks;
 	double root_share;
 	unsigned long merge_failures;
+	unsigned long ring_bytes; /* the record ring's size at the end */
 	char stops[256];        /* "no_mapping=3,deleted_file=5" */
 };
 
@@ -896,6 +897,8 @@ static void read_native_run(struct native_run *run, sample_visit visit, void *fi
 	run->merge_failures = value ? strtoul(value, NULL, 10) : 0;
 	value = pf_reader_metadata(reader, "native_stops");
 	FORMAT(run->stops, "%s", value ? value : "");
+	value = pf_reader_metadata(reader, "ring_buffer_bytes");
+	run->ring_bytes = value ? strtoul(value, NULL, 10) : 0;
 	pf_reader_close(reader);
 }
 
@@ -966,6 +969,116 @@ static void native_walks_reach_the_root(void **state)
 			assert_non_null(strstr(run.summary, "stops:"));
 		}
 	}
+}
+
+/* A'. A recursion deeper than the Python frames a sample keeps (the workload's 1500 levels): the
+ * walk is cut at the root, and the native frames that ran below the cut (the interpreter's start-up:
+ * _start ... Py_RunMain ... run_eval_code_obj) go with it, never above the Python leaf. */
+struct deep_cut_findings {
+	size_t deep_samples;     /* samples whose Python leaf is bottom_deep */
+	size_t marked_at_root;   /* ... with the cut marker at the root */
+	size_t startup_frames;   /* ... holding a frame of the interpreter's start-up */
+	size_t native_below_leaf; /* ... with a native frame below (rootward of) the Python leaf */
+	char example[256];       /* the first such frame, for the message */
+};
+
+static bool is_startup_frame(const struct pf_frame *frame)
+{
+	static const char *const prefixes[] = {
+		"_start", "__libc_start", "Py_BytesMain", "Py_RunMain", "Py_Main", "pymain_", "_PyRun_", "PyRun_",
+		"run_mod", "run_eval_code_obj",
+	};
+
+	if (frame->kind != PF_FRAME_NATIVE || !frame->name)
+		return false;
+	if (strcmp(frame->name, "main") == 0 || strcmp(frame->name, "PyEval_EvalCode") == 0)
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++)
+		if (strncmp(frame->name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+static void note_deep_cut(void *findings, const struct pf_sample *sample)
+{
+	struct deep_cut_findings *found = findings;
+	const struct pf_frame *leaf = python_leaf(sample);
+	size_t leaf_at, startup = 0, native_below = 0;
+
+	if (!leaf || strcmp(leaf->name, "bottom_deep") != 0)
+		return;
+	leaf_at = (size_t)(leaf - sample->frames);
+	found->deep_samples++;
+	found->marked_at_root += sample->frames[0].kind == PF_FRAME_INVALID;
+	for (size_t f = 0; f < sample->frame_count; f++) {
+		startup += is_startup_frame(&sample->frames[f]);
+		native_below += f < leaf_at && sample->frames[f].kind == PF_FRAME_NATIVE;
+	}
+	found->startup_frames += startup > 0;
+	found->native_below_leaf += native_below > 0;
+	for (size_t f = 0; f < sample->frame_count && (startup || native_below) && !found->example[0]; f++)
+		if (is_startup_frame(&sample->frames[f]) || (f < leaf_at && sample->frames[f].kind == PF_FRAME_NATIVE))
+			FORMAT(found->example, "%s at frame %zu of %zu, the Python leaf at %zu", sample->frames[f].name,
+			       f, sample->frame_count, leaf_at);
+}
+
+static void native_deep_recursion_cut_at_root(void **state)
+{
+	static const char *const labels[] = { "2.7", "3.11", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++) {
+		const struct test_python *python = native_python(labels[i]);
+		struct deep_cut_findings found = { 0 }, in_tachyon = { 0 };
+		char extra[PATH_MAX + 8], tachyon[PATH_MAX];
+		struct native_run run, tachyon_run;
+
+		if (!python)
+			continue;
+		FORMAT(tachyon, "%s/deep-cut-%s.bin", test_tmpdir(), python->label);
+		FORMAT(extra, "-o %s", tachyon);
+		record_native_script_or_fail(python, extra, WORKLOAD, "deep", &run);
+		read_native_run(&run, note_deep_cut, &found);
+		if (!walked(python->label, &run))
+			continue;
+		memset(&tachyon_run, 0, sizeof(tachyon_run));
+		FORMAT(tachyon_run.path, "%s", tachyon);
+		read_native_run(&tachyon_run, note_deep_cut, &in_tachyon);
+		print_message("%s: %zu deep samples: %zu cut and marked at the root, %zu with start-up frames, %zu with "
+			      "native frames below the leaf%s%s; Tachyon: %zu with start-up frames; %lu of %zu samples' "
+			      "merges disagreed\n",
+			      python->label, found.deep_samples, found.marked_at_root, found.startup_frames,
+			      found.native_below_leaf, found.example[0] ? ", e.g. " : "", found.example,
+			      in_tachyon.startup_frames, run.merge_failures, run.samples);
+		assert_true(found.deep_samples >= 50);
+		assert_int_equal(found.marked_at_root, found.deep_samples);
+		/* Pure Python recursion: every native frame of the sample lies above its Python leaf. */
+		assert_int_equal(found.native_below_leaf, 0);
+		assert_int_equal(found.startup_frames, 0);
+		assert_int_equal(in_tachyon.deep_samples, found.deep_samples);
+		assert_int_equal(in_tachyon.startup_frames, 0);
+		assert_true(run.merge_failures * 100 <= run.samples);
+	}
+}
+
+/*
+ * The record ring follows the records seen: sized for 2 KiB ones at first (1 MiB on a few CPUs),
+ * which held 60 ms of 900-frame records at 1 kHz, and lost 8% of them beside two busy processes.
+ * The workload's deep phase (1024 frames kept, some 17 KiB a record) must leave a ring that holds
+ * RING_HOLD_MS (100 ms) of them at the rate on one CPU at least: 2 MiB.
+ */
+static void deep_stacks_grow_the_ring(void **state)
+{
+	const struct test_python *python = native_python("3.12");
+	struct native_run run;
+
+	(void)state;
+	if (!python)
+		skip();
+	record_native_script_or_fail(python, "-F 1000", WORKLOAD, "deep", &run);
+	read_native_run(&run, ignore_sample, NULL);
+	print_message("%s: deep phase: ring buffer %lu KiB\n%s", python->label, run.ring_bytes >> 10, run.summary);
+	assert_true(run.ring_bytes >= 2ul << 20);
 }
 
 /* b. ctypes qsort with a Python comparator: Python -> libffi -> qsort -> Python. */
@@ -2234,6 +2347,8 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_leaf_frames_name_c_code);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_stacks_mixed);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_walks_reach_the_root);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_deep_recursion_cut_at_root);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(deep_stacks_grow_the_ring);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_qsort_callback);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_sorted_key);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_read_zero);

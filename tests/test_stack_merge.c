@@ -10,10 +10,12 @@
 struct named_native {
 	const char *name; /* NULL: no symbol */
 	bool foreign;
+	bool unmarked;    /* 3.12+: the evaluation function, with no shim found by BPF */
 };
 
-#define I(name) { name, false } /* the interpreter's own function */
-#define F(name) { name, true }  /* a function of another file */
+#define I(name) { name, false, false } /* the interpreter's own function */
+#define F(name) { name, true, false }  /* a function of another file */
+#define UNMARKED_EVAL { "_PyEval_EvalFrameDefault", false, true }
 
 /* Renders a merge as "a;b;c" root to leaf, with the test's names. */
 static void render(const struct merge_step *steps, size_t count, const char *const *python,
@@ -31,6 +33,7 @@ static void render(const struct merge_step *steps, size_t count, const char *con
 }
 
 static bool native_truncated;
+static bool python_cut;
 
 static int merge(const char *const *python, const bool *entry, size_t python_count,
 		 const struct named_native *native, size_t native_count, unsigned major, bool keep_all,
@@ -43,12 +46,14 @@ static int merge(const char *const *python, const bool *entry, size_t python_cou
 		.python_count = python_count, .python_entry = entry,
 		.native_count = native_count, .native_role = roles, .keep_all = keep_all,
 		.native_truncated = native_truncated,
+		.python_cut = python_cut,
 	};
 	int err;
 
 	for (size_t i = 0; i < native_count; i++)
-		roles[i] = native[i].foreign ? NATIVE_ROLE_FOREIGN
-					     : stack_merge_role_of_name(native[i].name, major);
+		roles[i] = native[i].foreign    ? NATIVE_ROLE_FOREIGN
+			   : native[i].unmarked ? NATIVE_ROLE_EVAL_UNMARKED
+						: stack_merge_role_of_name(native[i].name, major);
 	err = stack_merge(&input, steps, &count);
 	render(steps, count, python, native, out, len);
 	return err;
@@ -217,6 +222,109 @@ static void a_walk_cut_short_keeps_the_older_python_frames_below(void **state)
 			 -EPROTO);
 }
 
+/*
+ * A Python walk cut at its root (past PBP_MAX_PY_FRAMES) on 3.12+: the activation that ran the
+ * outermost frame kept lost its shim with the cut, so BPF did not mark it. The native frames
+ * below it (the interpreter's start-up) ran in the cut part: they are left out, not put above
+ * the leaf.
+ */
+static const char *const deep_python[] = { "leaf", "deep", "deep", "deep" };
+static const bool deep_entry[] = { false, false, false, false };
+
+static void a_cut_walk_leaves_out_the_native_frames_below_the_cut(void **state)
+{
+	static const struct named_native native[] = {
+		F("clock_gettime"), I("time_time"), UNMARKED_EVAL, I("PyEval_EvalCode"), I("run_eval_code_obj"),
+		I("Py_RunMain"), I("Py_BytesMain"), F("__libc_start_main"), I("_start"),
+	};
+	char out[1024];
+
+	(void)state;
+	python_cut = true;
+	assert_int_equal(merge(deep_python, deep_entry, 4, native, ARRAY_SIZE(native), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "deep;deep;deep;leaf;time_time;clock_gettime");
+	assert_int_equal(merge(deep_python, deep_entry, 4, native, ARRAY_SIZE(native), 3, true, out, sizeof(out)), 0);
+	assert_string_equal(out, "deep;deep;deep;leaf;time_time;clock_gettime");
+	/* The native walk stopped before the root: the same, what was walked below the cut is left out. */
+	native_truncated = true;
+	assert_int_equal(merge(deep_python, deep_entry, 4, native, 5, 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "deep;deep;deep;leaf;time_time;clock_gettime");
+	native_truncated = false;
+	python_cut = false;
+}
+
+/* Activations whose shims were found merge as always; the cut one ends the native stack. */
+static void a_cut_walk_merges_the_activations_it_kept(void **state)
+{
+	static const struct named_native native[] = {
+		I("long_add"), I("_PyEval_EvalFrameDefault"), I("list_sort_impl"), I("builtin_sorted"), UNMARKED_EVAL,
+		I("PyEval_EvalCode"), I("Py_RunMain"), F("__libc_start_main"), I("_start"),
+	};
+	static const char *const python[] = { "key", "sorter", "deep", "deep" };
+	static const bool entry[] = { true, false, false, false };
+	char out[1024];
+
+	(void)state;
+	python_cut = true;
+	assert_int_equal(merge(python, entry, 4, native, ARRAY_SIZE(native), 3, false, out, sizeof(out)), 0);
+	assert_string_equal(out, "deep;deep;sorter;builtin_sorted;list_sort_impl;key;long_add");
+	python_cut = false;
+}
+
+/* BPF found the cut activation's shim past the kept frames: it is marked, and still ends the stack. */
+static void a_cut_walk_ends_at_a_marked_activation(void **state)
+{
+	static const struct named_native native[] = {
+		I("time_time"), I("_PyEval_EvalFrameDefault"), I("PyEval_EvalCode"), I("Py_RunMain"), I("_start"),
+	};
+	char out[1024];
+
+	(void)state;
+	python_cut = true;
+	assert_int_equal(merge(deep_python, deep_entry, 4, native, ARRAY_SIZE(native), 3, true, out, sizeof(out)), 0);
+	assert_string_equal(out, "deep;deep;deep;leaf;time_time");
+	python_cut = false;
+}
+
+/* A stripped interpreter (its eval function's cold part unnamed): the first unnamed interpreter
+ * frame may be the cut activation, and nothing below it is shown. */
+static void a_cut_walk_in_a_stripped_interpreter(void **state)
+{
+	static const struct named_native native[] = {
+		F("deflate"), I(NULL), I("PyEval_EvalCode"), I(NULL), I("Py_RunMain"), F("__libc_start_main"),
+	};
+	char out[1024];
+
+	(void)state;
+	python_cut = true;
+	native_truncated = true;
+	assert_int_equal(merge(deep_python, deep_entry, 4, native, ARRAY_SIZE(native), 3, true, out, sizeof(out)), 0);
+	assert_string_equal(out, "deep;deep;deep;leaf;deflate");
+	native_truncated = false;
+	python_cut = false;
+}
+
+/* Up to 3.11 (activations by name): those past the frames kept are the cut part. */
+static void a_cut_walk_up_to_311_drops_the_activations_past_the_cut(void **state)
+{
+	static const struct named_native native[] = {
+		I("_PyEval_EvalFrameDefault"), I("_PyFunction_Vectorcall"), I("_PyEval_EvalFrameDefault"),
+		I("_PyFunction_Vectorcall"), I("_PyEval_EvalFrameDefault"), I("_PyEval_EvalFrameDefault"),
+		I("PyEval_EvalCode"), I("Py_RunMain"), I("_start"),
+	};
+	static const char *const python[] = { "a", "b", "c" };
+	static const bool entry[] = { true, true, true };
+	char out[1024];
+
+	(void)state;
+	python_cut = true;
+	assert_int_equal(merge(python, entry, 3, native, ARRAY_SIZE(native), 3, true, out, sizeof(out)), 0);
+	assert_string_equal(out, "c;_PyFunction_Vectorcall;b;_PyFunction_Vectorcall;a");
+	python_cut = false;
+	/* The same stack from a walk that reached the root disagrees. */
+	assert_int_equal(merge(python, entry, 3, native, ARRAY_SIZE(native), 3, false, out, sizeof(out)), -EPROTO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +337,11 @@ int main(void)
 		cmocka_unit_test(a_truncated_python_stack_still_merges),
 		cmocka_unit_test(a_native_thread_shows_its_native_stack),
 		cmocka_unit_test(a_walk_cut_short_keeps_the_older_python_frames_below),
+		cmocka_unit_test(a_cut_walk_leaves_out_the_native_frames_below_the_cut),
+		cmocka_unit_test(a_cut_walk_merges_the_activations_it_kept),
+		cmocka_unit_test(a_cut_walk_ends_at_a_marked_activation),
+		cmocka_unit_test(a_cut_walk_in_a_stripped_interpreter),
+		cmocka_unit_test(a_cut_walk_up_to_311_drops_the_activations_past_the_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

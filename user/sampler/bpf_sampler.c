@@ -33,7 +33,15 @@
 
 struct bpf_sampler {
 	struct pyperf_bpf *skel;
-	size_t ring_bytes;                /* the record ring's size, chosen at load */
+	size_t ring_bytes;                /* the record ring's size: from the rate, grown from the records seen */
+	int ring_fd;                      /* the record ring BPF writes to (in `events`) */
+	/* The ring it replaced: still drained until no BPF program can be writing to it. */
+	int retiring_ring_fd;
+	uint64_t retiring_since_ms;
+	bool ring_grows;                  /* cpu mode with no size asked for: the ring follows the records */
+	unsigned frequency_hz;
+	uint64_t record_bytes_x16;        /* a running mean of the records' sizes (x16) */
+	uint64_t records_seen;
 	struct ring_buffer *rings;        /* records + proc events, one epoll set */
 	struct bpf_link **perf_links;     /* one per possible CPU, NULL where absent */
 	int perf_count;
@@ -357,11 +365,23 @@ void bpf_sampler_wall_stats(struct bpf_sampler *sampler, struct bpf_sampler_wall
 	stats->pass_errors = atomic_load(&sampler->wall_pass_errors);
 }
 
+/* Each record weighs 1/16 of the mean: a deep phase after a shallow start shows within a few dozen. */
+static void note_record_size(struct bpf_sampler *sampler, size_t size)
+{
+	uint64_t scaled = (uint64_t)(size + BPF_RINGBUF_HDR_SZ) * 16;
+
+	if (sampler->records_seen++ == 0)
+		sampler->record_bytes_x16 = scaled;
+	else
+		sampler->record_bytes_x16 = sampler->record_bytes_x16 - sampler->record_bytes_x16 / 16 + scaled / 16;
+}
+
 static int on_ring_record(void *ctx, void *data, size_t size)
 {
 	struct bpf_sampler *sampler = ctx;
 	int err;
 
+	note_record_size(sampler, size);
 	if (size < sizeof(struct pbp_record) || !sampler->on_record)
 		return 0;
 	err = sampler->on_record(sampler->callback_ctx, data, size);
@@ -395,10 +415,12 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
  * The record ring's size, from the rate: the consumer maps the ring twice (so that a record
  * that wraps reads as one), and every page of it is resident, so its size is most of the
  * profiler's memory. In cpu mode it holds RING_HOLD_MS (two of the consumer's slow ticks) of
- * RING_RECORD_BYTES records (a 64-frame Python stack with native and kernel frames) from
- * every possible CPU at the rate; BPF wakes the consumer when a quarter is full, so deep
- * stacks (900 frames, 14 KiB a record) drain more often, not lose. Wall and gil modes write
- * one record per thread of every target per pass, however many CPUs, so they keep the default.
+ * records from every possible CPU at the rate: RING_RECORD_BYTES (a 64-frame Python stack
+ * with native and kernel frames) at first, then the mean size of the records seen, as soon as
+ * that asks for more (deep stacks: a 900-frame record is some 15 KiB, and a ring sized for
+ * 2 KiB ones lost 8% of them at 1 kHz beside two busy processes). BPF wakes the consumer when
+ * a quarter is full. Wall and gil modes write one record per thread of every target per pass,
+ * however many CPUs, so they keep the default.
  */
 #define RING_RECORD_BYTES 2048u
 #define RING_HOLD_MS 100u
@@ -407,22 +429,54 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
 /* RING_MIN_BYTES: with a 512 KiB ring, 900-frame stacks at 1 kHz lost 18 samples in one of six
  * launched runs (the first drain, which reads every new code object, took longer than the ring
  * holds); a 1 MiB ring lost none. */
+/* Records seen before their mean sizes the ring. */
+#define RING_GROW_MIN_RECORDS 32u
+/* A replaced ring is drained this long after BPF got its successor: no program that looked it up
+ * before then is still running (a perf-event program runs microseconds). */
+#define RING_RETIRE_MS 100u
 
-static size_t ring_bytes_for(const struct bpf_sampler_options *options)
+static size_t ring_bytes_for_records(unsigned frequency_hz, uint64_t record_bytes)
 {
 	int cpus = libbpf_num_possible_cpus();
 	uint64_t bytes;
 
-	if (options->ringbuf_bytes)
-		return round_up_pow2(options->ringbuf_bytes);
-	if (options->wall || cpus <= 0)
+	if (cpus <= 0)
 		return PBP_RINGBUF_DEFAULT_BYTES;
-	bytes = (uint64_t)options->frequency_hz * (uint64_t)cpus * RING_RECORD_BYTES * RING_HOLD_MS / 1000;
+	bytes = (uint64_t)frequency_hz * (uint64_t)cpus * record_bytes * RING_HOLD_MS / 1000;
 	if (bytes < RING_MIN_BYTES)
 		bytes = RING_MIN_BYTES;
 	if (bytes > RING_MAX_BYTES)
 		bytes = RING_MAX_BYTES;
 	return round_up_pow2((size_t)bytes);
+}
+
+static size_t ring_bytes_for(const struct bpf_sampler_options *options)
+{
+	if (options->ringbuf_bytes)
+		return round_up_pow2(options->ringbuf_bytes);
+	if (options->wall)
+		return PBP_RINGBUF_DEFAULT_BYTES;
+	return ring_bytes_for_records(options->frequency_hz, RING_RECORD_BYTES);
+}
+
+/* A record ring of bytes (not yet where BPF writes): its fd, or a negative errno. */
+static int create_ring(size_t bytes)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "pbp_records", 0, 0, (uint32_t)bytes, NULL);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* Makes the ring the one BPF writes its records to (and wakes the consumer at a quarter of). */
+static int publish_ring(struct bpf_sampler *sampler, int fd, size_t bytes)
+{
+	uint32_t zero = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(sampler->skel->maps.events), &zero, &fd, BPF_ANY))
+		return -errno;
+	/* The threshold after the ring: the smaller one's, a moment longer, only wakes the consumer sooner. */
+	sampler->skel->bss->wakeup_bytes = bytes / 4;
+	return 0;
 }
 
 static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
@@ -439,7 +493,6 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->kernel_stacks = options->kernel_stacks;
 	sampler->skel->rodata->watch_exec = options->watch_exec;
 	sampler->skel->rodata->follow_forks = options->follow_forks;
-	sampler->skel->rodata->wakeup_bytes = ring_bytes / 4;
 	sampler->skel->rodata->native_stacks = options->native_stacks;
 	sampler->skel->rodata->gil_only = options->gil_only;
 	sampler->skel->rodata->time_samples = options->time_samples;
@@ -447,16 +500,19 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_ksym_names, options->kernel_stacks);
-	err = bpf_map__set_max_entries(sampler->skel->maps.events, (uint32_t)ring_bytes);
-	if (err)
-		return errbuf_format(errbuf, errlen, err, "sizing the ring buffer to %zu bytes: %s", ring_bytes,
-				     strerror(-err));
-	sampler->ring_bytes = ring_bytes;
 	size_unwind_rows(sampler, options);
 	err = pyperf_bpf__load(sampler->skel);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "loading the BPF programs: %s (%s)", strerror(-err),
 				     last_libbpf_message);
+	sampler->ring_fd = create_ring(ring_bytes);
+	err = sampler->ring_fd < 0 ? sampler->ring_fd : publish_ring(sampler, sampler->ring_fd, ring_bytes);
+	if (err)
+		return errbuf_format(errbuf, errlen, err, "creating a ring buffer of %zu bytes: %s", ring_bytes,
+				     strerror(-err));
+	sampler->ring_bytes = ring_bytes;
+	sampler->ring_grows = !options->wall && !options->ringbuf_bytes;
+	sampler->frequency_hz = options->frequency_hz;
 	return 0;
 }
 
@@ -464,7 +520,7 @@ static int open_rings(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
 {
 	int err;
 
-	sampler->rings = ring_buffer__new(bpf_map__fd(sampler->skel->maps.events), on_ring_record, sampler, NULL);
+	sampler->rings = ring_buffer__new(sampler->ring_fd, on_ring_record, sampler, NULL);
 	if (!sampler->rings) {
 		err = -errno;
 		return errbuf_format(errbuf, errlen, err, "opening the record ring buffer: %s", strerror(-err));
@@ -493,6 +549,8 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	if (!sampler)
 		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	sampler->stats_fd = -1;
+	sampler->ring_fd = -1;
+	sampler->retiring_ring_fd = -1;
 	libbpf_set_print(keep_libbpf_message);
 	err = load_programs(sampler, options, errbuf, errlen);
 	if (!err && unwind_maps_new(&sampler->unwind_maps, bpf_map__fd(sampler->skel->maps.unwind_rows),
@@ -640,6 +698,58 @@ struct unwind_maps *bpf_sampler_unwind_maps(struct bpf_sampler *sampler)
 	return sampler->unwind_maps;
 }
 
+/*
+ * Once records larger than the ring was sized for keep coming, a larger ring takes over: BPF
+ * writes to it from the next record, the consumer drains both until the old one can no longer
+ * be written to. Nothing is lost on the way; failing, the ring stays as it was.
+ */
+static void grow_ring(struct bpf_sampler *sampler)
+{
+	size_t wanted;
+	int fd;
+
+	if (!sampler->ring_grows || sampler->retiring_ring_fd >= 0 || sampler->records_seen < RING_GROW_MIN_RECORDS)
+		return;
+	wanted = ring_bytes_for_records(sampler->frequency_hz, sampler->record_bytes_x16 / 16);
+	if (wanted <= sampler->ring_bytes)
+		return;
+	fd = create_ring(wanted);
+	if (fd < 0)
+		return;
+	if (ring_buffer__add(sampler->rings, fd, on_ring_record, sampler) || publish_ring(sampler, fd, wanted)) {
+		/* BPF never wrote to it: a ring added stays polled, empty, until the rings are rebuilt. */
+		sampler->ring_grows = false;
+		close(fd);
+		return;
+	}
+	sampler->retiring_ring_fd = sampler->ring_fd;
+	sampler->retiring_since_ms = clock_monotonic_ms();
+	sampler->ring_fd = fd;
+	sampler->ring_bytes = wanted;
+}
+
+/* The replaced ring, drained for the last time, is unmapped and freed: the rings are built anew
+ * around the current one. Failing, both stay polled and this is tried again. */
+static void retire_ring(struct bpf_sampler *sampler)
+{
+	struct ring_buffer *rings;
+
+	if (sampler->retiring_ring_fd < 0 || clock_monotonic_ms() - sampler->retiring_since_ms < RING_RETIRE_MS)
+		return;
+	ring_buffer__consume(sampler->rings);
+	rings = ring_buffer__new(sampler->ring_fd, on_ring_record, sampler, NULL);
+	if (!rings)
+		return;
+	if (ring_buffer__add(rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event, sampler)) {
+		ring_buffer__free(rings);
+		return;
+	}
+	ring_buffer__free(sampler->rings);
+	sampler->rings = rings;
+	close(sampler->retiring_ring_fd);
+	sampler->retiring_ring_fd = -1;
+}
+
 int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,
 			bpf_sampler_proc_fn on_proc, void *ctx)
 {
@@ -650,6 +760,10 @@ int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_re
 	sampler->callback_ctx = ctx;
 	sampler->callback_error = 0;
 	consumed = ring_buffer__consume(sampler->rings);
+	if (consumed >= 0 && !sampler->callback_error) {
+		retire_ring(sampler);
+		grow_ring(sampler);
+	}
 	sampler->on_record = NULL;
 	sampler->on_proc = NULL;
 	sampler->callback_ctx = NULL;
@@ -809,6 +923,10 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	bpf_link__destroy(sampler->fork_link);
 	kernel_names_close(sampler->kernel_names);
 	ring_buffer__free(sampler->rings);
+	if (sampler->ring_fd >= 0)
+		close(sampler->ring_fd);
+	if (sampler->retiring_ring_fd >= 0)
+		close(sampler->retiring_ring_fd);
 	if (sampler->stats_fd >= 0)
 		close(sampler->stats_fd);
 	pyperf_bpf__destroy(sampler->skel);

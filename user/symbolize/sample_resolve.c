@@ -211,8 +211,9 @@ static enum native_role interpreter_role(const struct py_target *python, const c
 		return role;
 	if (marked_eval)
 		return NATIVE_ROLE_EVAL;
-	/* An activation BPF did not mark holds no Python frame (a shim it could not pass). */
-	return role == NATIVE_ROLE_EVAL ? NATIVE_ROLE_CALL_MACHINERY : role;
+	/* An activation BPF did not mark: one with no Python frame yet, or one whose shim lay past
+	 * the frames the walk kept. */
+	return role == NATIVE_ROLE_EVAL ? NATIVE_ROLE_EVAL_UNMARKED : role;
 }
 
 /* Cached native pcs past this are forgotten at once: a whole host names far fewer per run. */
@@ -324,6 +325,7 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 		.native_role = resolver->native_role,
 		.keep_all = resolver->native_keep_all,
 		.native_truncated = record->native_stop != UNWIND_STOP_ROOT,
+		.python_cut = (record->flags & (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT)) != 0,
 	};
 	size_t step_count = 0;
 

@@ -48,25 +48,49 @@ enum native_role stack_merge_role_of_name(const char *name, unsigned major)
 struct activation_groups {
 	size_t count;
 	size_t python_paired; /* Python frames [0, python_paired) ran in the activations found */
+	size_t native_kept;   /* native frames [0, native_kept) are merged; the rest ran in a cut part */
 	bool mismatch;
 };
+
+/*
+ * A cut Python walk whose frames [python_paired, python_count) ran in no activation found:
+ * they ran in the one below the last found (or, with none found, in the innermost), which BPF
+ * could not mark (its shim lay too far past the cut). The native frames from that activation
+ * to the root ran in the cut part: how many native frames stay. The activation is the first
+ * evaluation function past the last one found, or the first interpreter frame with no name
+ * (a stripped interpreter's cold part of it has none): no frame below it is shown.
+ */
+static size_t natives_above_cut(const struct merge_input *input, size_t first_unpaired)
+{
+	for (size_t n = first_unpaired; n < input->native_count; n++)
+		if (input->native_role[n] == NATIVE_ROLE_EVAL_UNMARKED ||
+		    input->native_role[n] == NATIVE_ROLE_INTERPRETER_UNNAMED)
+			return n;
+	/* A walk cut short never reached it: the frames walked stay above the leftover ones. */
+	if (input->native_truncated)
+		return input->native_count;
+	/* Not found: what lies below the last activation found cannot be placed. */
+	return first_unpaired;
+}
 
 /*
  * Pairs activations (EVAL frames, leaf first) with groups of Python frames.
  * Fills group_end[] for every EVAL frame in leaf-first order; a Python stack cut
  * at its root (no entry mark at its end) gives its remainder to the last one.
+ * In a cut Python walk the activation that ran the outermost frame kept ends
+ * the native frames merged.
  */
 static struct activation_groups pair_activations(const struct merge_input *input, size_t *group_end)
 {
-	struct activation_groups groups = { 0 };
-	size_t next_python = 0;
+	struct activation_groups groups = { .native_kept = input->native_count };
+	size_t next_python = 0, first_unpaired = 0;
 
 	for (size_t n = 0; n < input->native_count; n++) {
 		size_t end = next_python;
 
 		if (input->native_role[n] != NATIVE_ROLE_EVAL)
 			continue;
-		if (next_python >= input->python_count) {
+		if (next_python >= input->python_count || groups.count >= STACK_MERGE_MAX_ACTIVATIONS) {
 			groups.mismatch = true; /* an activation with no Python frame left */
 			return groups;
 		}
@@ -74,11 +98,19 @@ static struct activation_groups pair_activations(const struct merge_input *input
 			end++;
 		group_end[groups.count++] = end;
 		next_python = end + 1;
+		first_unpaired = n + 1;
+		if (input->python_cut && next_python == input->python_count) {
+			groups.native_kept = n + 1;
+			break;
+		}
 	}
 	groups.python_paired = next_python;
-	/* Python frames that no activation ran, unless the walk never reached theirs */
-	if (next_python != input->python_count && !input->native_truncated)
-		groups.mismatch = true;
+	if (next_python == input->python_count)
+		return groups;
+	if (input->python_cut)
+		groups.native_kept = natives_above_cut(input, first_unpaired);
+	else if (!input->native_truncated)
+		groups.mismatch = true; /* Python frames that no activation ran, though the walk reached theirs */
 	return groups;
 }
 
@@ -107,13 +139,13 @@ static void reverse(struct merge_step *steps, size_t count)
 static size_t merge_paired(const struct merge_input *input, const size_t *group_end,
 			   const struct activation_groups *groups, struct merge_step *steps)
 {
-	/* Only a walk that reached the root has a bootstrap below its outermost activation. */
-	bool below_first_activation = groups->count > 0 && !input->native_truncated;
+	/* Only walks that reached the root have a bootstrap below the outermost activation. */
+	bool below_first_activation = groups->count > 0 && !input->native_truncated && !input->python_cut;
 	size_t count = 0, group = groups->count;
 
 	for (size_t p = input->python_count; p-- > groups->python_paired;)
 		push(steps, &count, MERGE_PYTHON, p);
-	for (size_t n = input->native_count; n-- > 0;) {
+	for (size_t n = groups->native_kept; n-- > 0;) {
 		enum native_role role = input->native_role[n];
 
 		if (role == NATIVE_ROLE_EVAL) {
@@ -152,16 +184,8 @@ int stack_merge(const struct merge_input *input, struct merge_step *steps, size_
 {
 	/* One group per activation; native stacks hold at most STACK_MERGE_MAX_ACTIVATIONS. */
 	size_t group_end[STACK_MERGE_MAX_ACTIVATIONS];
-	struct activation_groups groups;
-	size_t activations = 0;
+	struct activation_groups groups = pair_activations(input, group_end);
 
-	for (size_t n = 0; n < input->native_count; n++)
-		activations += input->native_role[n] == NATIVE_ROLE_EVAL;
-	if (activations > ARRAY_SIZE(group_end) || activations > input->python_count) {
-		*step_count = merge_unpaired(input, steps);
-		return -EPROTO;
-	}
-	groups = pair_activations(input, group_end);
 	if (groups.mismatch) {
 		*step_count = merge_unpaired(input, steps);
 		return -EPROTO;

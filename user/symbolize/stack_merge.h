@@ -34,6 +34,10 @@ enum native_role {
 	NATIVE_ROLE_INTERPRETER_UNNAMED, /* the interpreter's own code with no symbol for it */
 	NATIVE_ROLE_CALL_MACHINERY,  /* the interpreter's generic call path (stack_merge_role_of_name) */
 	NATIVE_ROLE_EVAL,            /* an activation of the evaluation function */
+	/* 3.12+: the evaluation function where BPF found no shim of a walked activation: one
+	 * that runs no Python frame yet, or one that ran only frames a cut walk left out
+	 * (python_cut). Shown as call machinery. */
+	NATIVE_ROLE_EVAL_UNMARKED,
 };
 
 enum merge_source {
@@ -53,6 +57,7 @@ struct merge_input {
 	const uint8_t *native_role;   /* [native_count], leaf first: enum native_role */
 	bool keep_all;                /* keep the interpreter's own frames too */
 	bool native_truncated;        /* the native walk stopped before the thread's root */
+	bool python_cut;              /* the Python walk stopped before the thread's outermost frame */
 };
 
 /*
@@ -64,6 +69,12 @@ struct merge_input {
  * stack without native frames: the kept native frames above the Python frames.
  * A walk cut short (native_truncated) missed the activations nearer the root:
  * the Python frames left over ran there, and go below what was walked.
+ * A Python walk cut short (python_cut) left out the frames nearer the root, and
+ * with them every native frame that ran below the outermost frame it kept: the
+ * native stack ends at that frame's activation (from 3.12, where BPF found no
+ * shim of it, the first EVAL_UNMARKED or INTERPRETER_UNNAMED frame past the
+ * marked ones). Where that activation is not found, no native frame below the
+ * last marked one is kept, unless the native walk stopped before reaching it.
  */
 int stack_merge(const struct merge_input *input, struct merge_step *steps, size_t *step_count);
 
