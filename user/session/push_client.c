@@ -6,6 +6,7 @@
 #include "util/clock.h"
 #include "util/errbuf.h"
 #include "util/text_quote.h"
+#include "util/thread.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -229,7 +230,7 @@ int push_client_start(struct push_client **out, const char *url, const char *nam
 	}
 	pthread_mutex_init(&client->lock, NULL);
 	pthread_cond_init(&client->changed, NULL);
-	err = -pthread_create(&client->thread, NULL, push_thread, client);
+	err = thread_start_without_signals(&client->thread, push_thread, client);
 	if (err) {
 		client->curl.global_cleanup();
 		curl_lib_close(&client->curl);

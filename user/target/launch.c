@@ -17,6 +17,7 @@
 
 #include "util/errbuf.h"
 #include "util/sudo_user.h"
+#include "util/thread.h"
 
 /*
  * The profiler's capabilities stay with it: an ambient or inheritable set
@@ -136,6 +137,7 @@ int launch_prepare(struct launch *launch, char *const argv[], char *err_text, si
 		return errbuf_format(err_text, err_len, err, "cannot fork: %s", strerror(-err));
 	}
 	if (launch->pid == 0) {
+		thread_restore_ordinary_priority();
 		close(gate[1]);
 		close(error_pipe[0]);
 		run_child(gate[0], error_pipe[1], argv);
