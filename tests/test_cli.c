@@ -329,9 +329,11 @@ static void assert_rows_ordered(const char *pane)
 	double own_above = 101.0, total_above = 101.0;
 	int rows = 0;
 
-	for (const char *row = live_top_rows(pane); row && *row; row = strchr(row, '\n') ? strchr(row, '\n') + 1 : "") {
+	for (const char *row = live_top_rows(pane); row && *row; row = strchr(row, '\n')) {
 		double own, total;
 
+		if (*row == '\n')
+			row++;
 		if (sscanf(row, "%lf%% %lf%%", &own, &total) != 2)
 			break;
 		if (own > own_above || (own == own_above && total > total_above))

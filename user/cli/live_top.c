@@ -5,8 +5,9 @@
  * terminal (ncurses), like py-spy top. Percentages are of the last few
  * seconds, each second weighing less as it ages (a share over one second at
  * 100 Hz moves in steps too coarse to rank by), times since the start; views
- * by function and line, process and thread; the keys are on screen. The profiling itself is a session like `record`'s, with
- * this file as its view instead of output files.
+ * by function and line, process and thread; the keys are on screen. The
+ * profiling itself is a session like `record`'s, with this file as its view
+ * instead of output files.
  */
 #include "cli/commands.h"
 #include "cli/live_top.h"
