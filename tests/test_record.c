@@ -400,6 +400,20 @@ static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_
 	return count;
 }
 
+/* Waits (up to 30 s) until the streamed MOJO file being written at path holds a heavy sample: the
+ * profiler's start-up is over, however long a busy machine made it. */
+static void wait_for_heavy_samples(const char *path)
+{
+	char err[512];
+
+	for (int tries = 0; tries < 300; tries++) {
+		if (count_samples_of(path, 0, "heavy", err, sizeof(err)) > 0)
+			return;
+		usleep(100 * 1000);
+	}
+	fail_msg("%s: no heavy sample after 30 s", path);
+}
+
 static void attach_by_pid(void **state)
 {
 	struct running_python target;
@@ -469,12 +483,16 @@ static void interrupted_run_leaves_valid_files(void **state)
 		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-p", pid_text, "-o", mojo,
 				 "-o", tachyon, NULL };
 		pid_t profiler;
-		uint64_t cpu_before = test_cpu_ms(target.pid), cpu_ms;
+		uint64_t cpu_before, cpu_ms;
 		size_t heavy;
 
 		FORMAT(mojo, "%s/signal-%d.mojo", test_tmpdir(), signals[i]);
 		FORMAT(tachyon, "%s/signal-%d.bin", test_tmpdir(), signals[i]);
+		unlink(mojo);
 		profiler = test_spawn(argv, NULL, err_path);
+		/* the samples to expect: from when sampling runs (the file has some), for 1.5 s */
+		wait_for_heavy_samples(mojo);
+		cpu_before = test_cpu_ms(target.pid);
 		usleep(1500 * 1000);
 		kill(profiler, signals[i]);
 		assert_int_equal(test_wait_status(profiler), 0);
@@ -506,9 +524,11 @@ static void killed_run_leaves_readable_files(void **state)
 		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-p", pid_text, "-o", mojo,
 				 "-o", tachyon, NULL };
 
-		cpu_before = test_cpu_ms(target.pid);
 		profiler = test_spawn(argv, NULL, NULL);
 	}
+	/* from when sampling runs (a flush has samples), however long start-up took */
+	wait_for_heavy_samples(mojo);
+	cpu_before = test_cpu_ms(target.pid);
 	usleep(3500 * 1000);
 	kill(profiler, SIGKILL);
 	test_wait_status(profiler);
@@ -1858,8 +1878,9 @@ static void killed_run_keeps_older_files(void **state)
 	assert_int_equal(write_whole_file(svg, "<svg/>\n", 7), 0);
 	start_spinner(&target, "split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
-	cpu_before = test_cpu_ms(target.pid);
 	profiler = test_spawn(argv, NULL, NULL);
+	wait_for_heavy_samples(mojo);
+	cpu_before = test_cpu_ms(target.pid);
 	usleep(3500 * 1000);
 	kill(profiler, SIGKILL);
 	test_wait_status(profiler);
