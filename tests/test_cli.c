@@ -469,15 +469,76 @@ static int kill_tmux_session(void **state)
 	return 0;
 }
 
-/* `pybpfprof top -- COMMAND` in a real terminal (tmux): the hottest function leads within
- * 3 s, the keys are on screen, q quits and gives the terminal back. */
+/* The rows of the functions view on a pane, after its column titles; NULL if there is none. */
+static const char *live_top_rows(const char *pane)
+{
+	const char *titles = strstr(pane, "Function (file:line)");
+
+	return titles && strchr(titles, '\n') ? strchr(titles, '\n') + 1 : NULL;
+}
+
+/* Rows go by own share, then (equal own shares as shown) by total share: a function everything runs
+ * under is never below one that no longer runs. */
+static void assert_rows_ordered(const char *pane)
+{
+	double own_above = 101.0, total_above = 101.0;
+	int rows = 0;
+
+	for (const char *row = live_top_rows(pane); row && *row; row = strchr(row, '\n')) {
+		double own, total;
+
+		if (*row == '\n')
+			row++;
+		if (sscanf(row, "%lf%% %lf%%", &own, &total) != 2)
+			break;
+		if (own > own_above || (own == own_above && total > total_above))
+			fail_msg("row %d (%.1f%% own, %.1f%% total) is below one of %.1f%% own, %.1f%% total:\n%s",
+				 rows + 1, own, total, own_above, total_above, pane);
+		own_above = own;
+		total_above = total;
+		rows++;
+	}
+	assert_true(rows >= 3);
+}
+
+/* Whether the pane's first row is the function (label up to its file). */
+static bool first_row_is(const char *pane, const char *function)
+{
+	const char *row = live_top_rows(pane), *found = row ? strstr(row, function) : NULL;
+
+	return found && (!strchr(row, '\n') || found < strchr(row, '\n'));
+}
+
+/* The GIL share the header shows; fails if it shows none. */
+static double header_gil_share(const char *pane)
+{
+	const char *gil = strstr(pane, "  GIL ");
+	const char *titles = strstr(pane, "Function (file:line)");
+
+	if (!gil || (titles && gil > titles))
+		fail_msg("no GIL share in the header:\n%s", pane);
+	return strtod(gil + strlen("  GIL "), NULL);
+}
+
+/* `pybpfprof top -- COMMAND` in a real terminal (tmux), as py-spy top shows it: the hottest function
+ * leads (once the interpreter is up: a slow start only takes longer) with the line it runs (file:line), the standard library by its module's short
+ * path, rows in order of own then total share (job and worker, under everything, above functions
+ * that no longer run), the GIL's share in the header; the keys are on screen, q quits with status 0
+ * (the command ended by q did not fail) and gives the terminal back. */
 static void live_top_in_a_terminal(void **state)
 {
-	static const char script_text[] = "def hot_loop():\n"
+	static const char script_text[] = "import threading\n"
+					  "def hot_loop():\n"
 					  "    n = 1\n"
 					  "    while True:\n"
 					  "        n = (n * 7 + 3) % 1000003\n"
-					  "hot_loop()\n";
+					  "def job():\n"
+					  "    hot_loop()\n"
+					  "def worker():\n"
+					  "    job()\n"
+					  "thread = threading.Thread(target=worker)\n"
+					  "thread.start()\n"
+					  "thread.join()\n";
 	struct test_python pythons[16];
 	size_t count = test_pythons(pythons, 16);
 	char script[PATH_MAX], command[PATH_MAX * 3], pane[8192], *name = tmux_session;
@@ -497,25 +558,36 @@ static void live_top_in_a_terminal(void **state)
 	FORMAT(command, "sh -c '%s top --no-native -F 200 -- %s %s; echo EXITED $?; sleep 60'", pybpfprof_binary(),
 	       pythons[0].command, script);
 	assert_int_equal(run_capture_both(start, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
-	sleep(3);
-	capture_pane(name, pane, sizeof(pane));
+	for (int tries = 0; tries < 120; tries++) {
+		usleep(500 * 1000);
+		capture_pane(name, pane, sizeof(pane));
+		if (tries >= 5 && first_row_is(pane, "hot_loop (") && strstr(pane, " (threading.py:"))
+			break;
+	}
 	print_message("%s\n", pane);
 	assert_non_null(strstr(pane, "pybpfprof top"));
 	assert_non_null(strstr(pane, "q quit"));
-	row = strstr(pane, "Function (file)");
+	row = live_top_rows(pane);
 	assert_non_null(row);
-	row = strchr(row, '\n');
-	assert_non_null(row);
-	/* the first row after the column titles */
-	if (!strstr(row + 1, "hot_loop") || strstr(row + 1, "hot_loop") > strchr(row + 1, '\n'))
+	/* the first row after the column titles, with the loop's line */
+	if (!first_row_is(pane, "hot_loop ("))
 		fail_msg("hot_loop is not on the first line:\n%s", pane);
+	if (!strstr(row, "hot.py:4)") && !strstr(row, "hot.py:5)"))
+		fail_msg("hot_loop's row has not the line it runs:\n%s", pane);
+	/* the thread's start in the standard library, by its short name */
+	assert_non_null(strstr(pane, " (threading.py:"));
+	assert_null(strstr(pane, "/lib/python"));
+	assert_rows_ordered(pane);
+	/* one thread runs Python, holding the GIL whenever it runs */
+	if (header_gil_share(pane) < 90.0)
+		fail_msg("the GIL's share is %.1f%%, not about 100%%:\n%s", header_gil_share(pane), pane);
 	assert_int_equal(run_capture_both(quit, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
-	for (int tries = 0; tries < 50 && !strstr(pane, "EXITED"); tries++) {
+	for (int tries = 0; tries < 300 && !strstr(pane, "EXITED"); tries++) {
 		usleep(100 * 1000);
 		capture_pane(name, pane, sizeof(pane));
 	}
 	print_message("after q:\n%s\n", pane);
-	assert_non_null(strstr(pane, "EXITED"));
+	assert_non_null(strstr(pane, "EXITED 0"));
 	/* the terminal is the shell's again: none of the live view is left on it */
 	assert_null(strstr(pane, "q quit"));
 }

@@ -27,7 +27,10 @@
 
 #define SCRIPT "subinterp_threads.py"
 #define MAX_PYTHONS 32
-#define RATE "100"
+/* cpu mode samples CPU time, which a busy machine gives the spinners little of (19 samples in 2 s
+ * at 100 Hz beside two CPU hogs): 1 kHz there; wall mode samples every interval whatever the load. */
+#define CPU_RATE "1000"
+#define WALL_RATE "100"
 #define SECONDS "2"
 /* At 100 Hz for 2 s each phase of the main thread has about 100 samples in wall mode, in cpu mode
  * 25 to 100 (the host is busy), a spinning thread up to 200. */
@@ -150,7 +153,7 @@ static void assert_iids(const char *label, const char *mode, const char *path, c
 static void subinterp_iids(void **state)
 {
 	const struct test_python *python = wanted_python(state);
-	static const char *const modes[] = { "cpu", "wall" };
+	static const char *const modes[] = { "cpu", "wall" }, *const rates[] = { CPU_RATE, WALL_RATE };
 	char mojo[2][PATH_MAX], tachyon[2][PATH_MAX];
 	bool alone = strcmp(python->label, "3.12") == 0;
 	struct expected_iids expected;
@@ -163,7 +166,7 @@ static void subinterp_iids(void **state)
 	for (size_t m = 0; m < 2; m++) {
 		FORMAT(mojo[m], "%s/subinterp-%s-%s.mojo", test_tmpdir(), modes[m], python->label);
 		FORMAT(tachyon[m], "%s/subinterp-%s-%s.bin", test_tmpdir(), modes[m], python->label);
-		test_record_pid(python->label, modes[m], RATE, target.pid, SECONDS, mojo[m], tachyon[m]);
+		test_record_pid(python->label, modes[m], rates[m], target.pid, SECONDS, mojo[m], tachyon[m]);
 	}
 	test_stop_target(&target);
 	for (size_t m = 0; m < 2; m++) {

@@ -280,9 +280,10 @@ static void wall_duty_cycle(void **state)
 	print_message("%s duty: %.1f%% of %zu samples in duty_sleep (the thread measured %.1f%%)\n", python->label,
 		      100 * share, tally.samples, 100 * truth);
 	assert_true(tally.samples > 400);
-	/* A busy host stretches the cycle a little (wakeups, the spin's own overhead): the truth
-	 * stays near 75%, and the profile must match the truth. */
-	assert_true(fabs(truth - DUTY_SLEEP_SHARE) <= DUTY_TOLERANCE);
+	/* A busy host stretches the cycle (wakeups wait for a CPU, the spin gets less of one): the
+	 * truth moves off 75% (71.5% beside two CPU hogs), the thread still sleeps most of the time,
+	 * and the profile must match the truth. */
+	assert_true(fabs(truth - DUTY_SLEEP_SHARE) <= 0.15);
 	if (fabs(share - truth) > DUTY_TOLERANCE)
 		fail_msg("%s: %.1f%% in the sleeping function, the thread measured %.1f%% (+- 3)", python->label,
 			 100 * share, 100 * truth);

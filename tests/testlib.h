@@ -233,6 +233,34 @@ static inline pid_t test_spawn(char *const argv[], int *out_fd, const char *err_
 	return pid;
 }
 
+/*
+ * The CPU time process pid has had so far (all its threads, user and system), in ms; fails the test
+ * if it cannot be read. A cpu-mode profile holds about this times the rate in samples, however busy
+ * the machine: tests that count samples of a running process compare with it, not with wall time.
+ */
+static inline uint64_t test_cpu_ms(pid_t pid)
+{
+	char path[64], text[1024];
+	unsigned long long utime = 0, stime = 0;
+	const char *fields;
+	FILE *stat;
+	size_t got;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	stat = fopen(path, "r");
+	if (!stat)
+		fail_msg("%s: %s", path, strerror(errno));
+	got = fread(text, 1, sizeof(text) - 1, stat);
+	fclose(stat);
+	text[got] = 0;
+	/* after the command's name: state, then fields 4 to 13, then utime and stime */
+	fields = strrchr(text, ')');
+	if (!fields || sscanf(fields + 1, " %*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &utime,
+			      &stime) != 2)
+		fail_msg("%s: no CPU times in '%s'", path, text);
+	return (utime + stime) * 1000u / (unsigned long long)sysconf(_SC_CLK_TCK);
+}
+
 /* Shell-style status of a child: exit code, or 128 + signal. */
 static inline int test_wait_status(pid_t pid)
 {

@@ -2,10 +2,12 @@
 /*
  * `pybpfprof top -p PID` / `top -- COMMAND` / `top` (the whole host): the
  * hottest functions of a running profile, redrawn every second in the
- * terminal (ncurses), like py-spy top. Percentages are of the last second,
- * times since the start; views by function, process and thread; the keys
- * are on screen. The profiling itself is a session like `record`'s, with
- * this file as its view instead of output files.
+ * terminal (ncurses), like py-spy top. Percentages are of the last few
+ * seconds, each second weighing less as it ages (a share over one second at
+ * 100 Hz moves in steps too coarse to rank by), times since the start; views
+ * by function and line, process and thread; the keys are on screen. The
+ * profiling itself is a session like `record`'s, with this file as its view
+ * instead of output files.
  */
 #include "cli/commands.h"
 #include "cli/live_top.h"
@@ -20,6 +22,7 @@
 #include <curses.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +30,24 @@
 
 #define REDRAW_EVERY_MS 1000
 #define LABEL_MAX 512
+/* Each second's weight in the shares drops by this much a second: a second ago counts 0.71, two
+ * seconds ago 0.5 (about the last 3.4 s in all), so the order follows a change within seconds and
+ * does not jump with every sample. */
+#define RECENT_DECAY_PER_SECOND 0.70710678
 
 enum view_kind { VIEW_FUNCTIONS, VIEW_PROCESSES, VIEW_THREADS };
 enum sort_key { SORT_OWN_RECENT, SORT_TOTAL_RECENT, SORT_OWN_ALL, SORT_TOTAL_ALL };
 
-/* One row of a view: a function, a process or a thread. */
+/* A weight over the last few seconds: this second's, added to the earlier ones decayed. */
+struct recent_weight {
+	uint64_t this_second;
+	double recent; /* up to the last redraw */
+};
+
+/* One row of a view: a function at a line, a process or a thread. */
 struct row_counts {
-	uint64_t own_recent;   /* weight in the last second (functions: as the leaf) */
-	uint64_t total_recent; /* functions: anywhere in the stack; others: the same as own */
+	struct recent_weight own_recent;   /* functions: as the leaf */
+	struct recent_weight total_recent; /* functions: anywhere in the stack; others: the same as own */
 	uint64_t own_all;
 	uint64_t total_all;
 	uint64_t idle_all;     /* threads: samples that found it waiting */
@@ -51,7 +64,13 @@ struct row_table {
 struct live_top {
 	struct row_table tables[3];
 	uint64_t samples;
-	uint64_t recent_weight;
+	struct recent_weight recent_weight;
+	/* The header's states: samples whose GIL the sampler could read, those holding it; samples
+	 * that found their thread running (wall and gil modes, where a waiting thread is sampled). */
+	struct recent_weight gil_known_weight;
+	struct recent_weight gil_held_weight;
+	struct recent_weight active_weight;
+	bool waiting_sampled;
 	uint64_t all_weight;
 	uint64_t started_ms;
 	uint64_t drawn_ms;
@@ -78,6 +97,37 @@ static int64_t row_of(struct row_table *table, const char *label, size_t len)
 	return id;
 }
 
+/*
+ * A file as short as it stays clear: a library by its file name (libc.so.6), a module of the
+ * standard library or of site-packages by its import path (importlib/_bootstrap.py,
+ * numpy/core/fromnumeric.py); the program's own files as they are.
+ */
+static const char *short_file(const struct pf_frame *frame)
+{
+	static const char *const package_dirs[] = { "/site-packages/", "/dist-packages/" };
+	const char *file = frame->file, *found, *after = NULL;
+
+	if (frame->kind == PF_FRAME_NATIVE) {
+		found = strrchr(file, '/');
+		return found ? found + 1 : file;
+	}
+	for (size_t i = 0; i < sizeof(package_dirs) / sizeof(package_dirs[0]); i++)
+		for (found = strstr(file, package_dirs[i]); found; found = strstr(found + 1, package_dirs[i]))
+			after = found + strlen(package_dirs[i]);
+	if (after)
+		return after;
+	/* the standard library: .../lib/pythonX.Y/ (.../lib/python2.7/ too) */
+	for (found = strstr(file, "/lib/python"); found; found = strstr(found + 1, "/lib/python")) {
+		const char *rest = found + strlen("/lib/python"), *slash = strchr(rest, '/');
+
+		if (slash && slash > rest && strspn(rest, "0123456789.t") == (size_t)(slash - rest))
+			after = slash + 1;
+	}
+	return after && *after ? after : file;
+}
+
+/* A function's row: its name, where (file:line for Python, the library for native code). A Python
+ * function has a row per line, as py-spy's top has. */
 static size_t frame_label(const struct pf_frame *frame, char *out, size_t len)
 {
 	int used;
@@ -90,8 +140,12 @@ static size_t frame_label(const struct pf_frame *frame, char *out, size_t len)
 		used = snprintf(out, len, "[truncated stack]");
 		break;
 	default:
-		used = *frame->file ? snprintf(out, len, "%s (%s)", frame->name, frame->file)
-				    : snprintf(out, len, "%s", frame->name);
+		if (!*frame->file)
+			used = snprintf(out, len, "%s", frame->name);
+		else if (frame->kind == PF_FRAME_PYTHON && frame->line > 0)
+			used = snprintf(out, len, "%s (%s:%" PRId32 ")", frame->name, short_file(frame), frame->line);
+		else
+			used = snprintf(out, len, "%s (%s)", frame->name, short_file(frame));
 		break;
 	}
 	return used < 0 ? 0 : (size_t)used < len ? (size_t)used : len - 1;
@@ -100,12 +154,12 @@ static size_t frame_label(const struct pf_frame *frame, char *out, size_t len)
 static void add_weight(struct row_counts *counts, uint64_t weight, bool own, bool total, uint64_t sample)
 {
 	if (own) {
-		counts->own_recent += weight;
+		counts->own_recent.this_second += weight;
 		counts->own_all += weight;
 	}
 	if (total && counts->last_sample != sample) {
 		counts->last_sample = sample;
-		counts->total_recent += weight;
+		counts->total_recent.this_second += weight;
 		counts->total_all += weight;
 	}
 }
@@ -120,8 +174,15 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 	int len;
 
 	top->samples++;
-	top->recent_weight += weight;
+	top->recent_weight.this_second += weight;
 	top->all_weight += weight;
+	if (sample->status & PF_STATUS_GIL_KNOWN) {
+		top->gil_known_weight.this_second += weight;
+		if (sample->status & PF_STATUS_HAS_GIL)
+			top->gil_held_weight.this_second += weight;
+	}
+	if (!(sample->status & PF_STATUS_IDLE))
+		top->active_weight.this_second += weight;
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		size_t label_len = frame_label(&sample->frames[i], label, sizeof(label));
 
@@ -145,34 +206,58 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 	}
 }
 
-static uint64_t sort_value(const struct row_counts *counts, enum sort_key sort)
+static double share(double part, double whole)
+{
+	return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+/* A row's value for a sort key as the screen shows it, in tenths of a percent or hundredths of a
+ * second: rows sort by what they show, so rows that look equal are equal and go by the next key. */
+static int64_t shown_value(const struct row_counts *counts, enum sort_key sort, double recent_weight)
 {
 	switch (sort) {
 	case SORT_TOTAL_RECENT:
-		return counts->total_recent;
+		return llround(10.0 * share(counts->total_recent.recent, recent_weight));
 	case SORT_OWN_ALL:
-		return counts->own_all;
+		return llround((double)counts->own_all / 1e4);
 	case SORT_TOTAL_ALL:
-		return counts->total_all;
+		return llround((double)counts->total_all / 1e4);
 	default:
-		return counts->own_recent;
+		return llround(10.0 * share(counts->own_recent.recent, recent_weight));
 	}
+}
+
+/* Own time ties go by total time and the other way round, over the same span. */
+static enum sort_key tie_key(enum sort_key sort)
+{
+	static const enum sort_key ties[] = { [SORT_OWN_RECENT] = SORT_TOTAL_RECENT,
+					      [SORT_TOTAL_RECENT] = SORT_OWN_RECENT,
+					      [SORT_OWN_ALL] = SORT_TOTAL_ALL,
+					      [SORT_TOTAL_ALL] = SORT_OWN_ALL };
+
+	return ties[sort];
 }
 
 static const struct row_table *sorting_table;
 static enum sort_key sorting_key;
+static double sorting_recent_weight;
 
+/* Descending by the key, then by its tie key; then by label, so that equal rows keep their places. */
 static int compare_rows(const void *a, const void *b)
 {
-	uint64_t left = sort_value(&sorting_table->counts[*(const uint32_t *)a], sorting_key);
-	uint64_t right = sort_value(&sorting_table->counts[*(const uint32_t *)b], sorting_key);
+	uint32_t left_id = *(const uint32_t *)a, right_id = *(const uint32_t *)b;
+	const struct row_counts *left = &sorting_table->counts[left_id], *right = &sorting_table->counts[right_id];
+	enum sort_key keys[] = { sorting_key, tie_key(sorting_key) };
 
-	return left < right ? 1 : left > right ? -1 : 0;
-}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		int64_t left_value = shown_value(left, keys[i], sorting_recent_weight);
+		int64_t right_value = shown_value(right, keys[i], sorting_recent_weight);
 
-static double share(uint64_t part, uint64_t whole)
-{
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+		if (left_value != right_value)
+			return left_value < right_value ? 1 : -1;
+	}
+	return strcmp(intern_key(&sorting_table->labels, left_id, NULL),
+		      intern_key(&sorting_table->labels, right_id, NULL));
 }
 
 /* A label from the target, made safe for the terminal and cut to width. */
@@ -197,6 +282,12 @@ static void draw_header(const struct live_top *top, uint64_t now_ms)
 	attroff(A_BOLD);
 	mvprintw(1, 0, "%.1f s  %" PRIu64 " samples  %u Hz %s  view: %s  sorted by %s%s", seconds, top->samples,
 		 top->rate_hz, top->mode, view_names[top->view], sort_names[top->sort], top->paused ? "  PAUSED" : "");
+	/* Of the last seconds, as the rows; each only where the samples say it (a process whose GIL
+	 * could not be read is not in the GIL's share; cpu mode samples running threads only). */
+	if (top->gil_known_weight.recent > 0)
+		printw("  GIL %.1f%%", share(top->gil_held_weight.recent, top->gil_known_weight.recent));
+	if (top->waiting_sampled && top->recent_weight.recent > 0)
+		printw("  active %.1f%%", share(top->active_weight.recent, top->recent_weight.recent));
 	attron(A_REVERSE);
 	mvprintw(2, 0, "keys: q quit  1 own%%  2 total%%  3 own time  4 total time  f functions  p processes  "
 		       "t threads  space pause");
@@ -208,6 +299,7 @@ static void draw_rows(struct live_top *top)
 	const struct row_table *table = &top->tables[top->view];
 	uint32_t *order = malloc((table->count ? table->count : 1) * sizeof(*order));
 	int rows = LINES - 5, width = COLS;
+	double recent_weight = top->recent_weight.recent;
 
 	if (!order)
 		return;
@@ -215,34 +307,48 @@ static void draw_rows(struct live_top *top)
 		order[i] = (uint32_t)i;
 	sorting_table = table;
 	sorting_key = top->sort;
+	sorting_recent_weight = recent_weight;
 	qsort(order, table->count, sizeof(*order), compare_rows);
 	attron(A_BOLD);
 	mvprintw(4, 0, "%7s %7s %10s %10s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
-		 top->view == VIEW_FUNCTIONS ? "Function (file)" : top->view == VIEW_PROCESSES ? "Process" : "Thread");
+		 top->view == VIEW_FUNCTIONS ? "Function (file:line)" : top->view == VIEW_PROCESSES ? "Process" : "Thread");
 	attroff(A_BOLD);
 	for (int r = 0; r < rows && (size_t)r < table->count; r++) {
 		const struct row_counts *counts = &table->counts[order[r]];
 		const char *label = intern_key(&table->labels, order[r], NULL);
 
-		mvprintw(5 + r, 0, "%6.1f%% %6.1f%% %9.2fs %9.2fs  ", share(counts->own_recent, top->recent_weight),
-			 share(counts->total_recent, top->recent_weight), (double)counts->own_all / 1e6,
-			 (double)counts->total_all / 1e6);
-		put_label(5 + r, 43, label, width - 43);
+		mvprintw(5 + r, 0, "%6.1f%% %6.1f%% %9.2fs %9.2fs  ",
+			 (double)shown_value(counts, SORT_OWN_RECENT, recent_weight) / 10.0,
+			 (double)shown_value(counts, SORT_TOTAL_RECENT, recent_weight) / 10.0,
+			 (double)shown_value(counts, SORT_OWN_ALL, recent_weight) / 100.0,
+			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight) / 100.0);
+		/* under its title: the columns before it are 39 wide */
+		put_label(5 + r, 39, label, width - 39);
 		if (top->view == VIEW_THREADS && counts->own_all)
-			printw("  idle %.0f%%", share(counts->idle_all * 1000000u / top->rate_hz, counts->own_all));
+			printw("  idle %.0f%%",
+			       share((double)counts->idle_all * 1e6 / top->rate_hz, (double)counts->own_all));
 	}
 	free(order);
 }
 
-/* Starts a new "last second": the recent counters restart. */
-static void restart_recent(struct live_top *top)
+static void fold_second(struct recent_weight *weight)
+{
+	weight->recent = weight->recent * RECENT_DECAY_PER_SECOND + (double)weight->this_second;
+	weight->this_second = 0;
+}
+
+/* A second has passed: its weights join the recent ones, which age by a second. */
+static void fold_recent(struct live_top *top)
 {
 	for (int v = 0; v < 3; v++)
 		for (size_t i = 0; i < top->tables[v].count; i++) {
-			top->tables[v].counts[i].own_recent = 0;
-			top->tables[v].counts[i].total_recent = 0;
+			fold_second(&top->tables[v].counts[i].own_recent);
+			fold_second(&top->tables[v].counts[i].total_recent);
 		}
-	top->recent_weight = 0;
+	fold_second(&top->recent_weight);
+	fold_second(&top->gil_known_weight);
+	fold_second(&top->gil_held_weight);
+	fold_second(&top->active_weight);
 }
 
 static void draw(struct live_top *top, uint64_t now_ms)
@@ -306,10 +412,10 @@ static bool live_top_tick(void *ctx, uint64_t now_ms)
 	if (top->quit)
 		return true;
 	if (now_ms - top->drawn_ms >= REDRAW_EVERY_MS) {
-		if (!top->paused) {
+		/* paused, the shares go on aging unseen: they are current again when it resumes */
+		fold_recent(top);
+		if (!top->paused)
 			draw(top, now_ms);
-			restart_recent(top);
-		}
 		top->drawn_ms = now_ms;
 	} else if (redraw) {
 		draw(top, now_ms);
@@ -320,7 +426,8 @@ static bool live_top_tick(void *ctx, uint64_t now_ms)
 int live_top_run(struct session_options *options, const char *scope)
 {
 	struct live_top top = { .scope = scope, .rate_hz = options->frequency_hz,
-				.mode = session_mode_name(options->mode) };
+				.mode = session_mode_name(options->mode),
+				.waiting_sampled = options->mode != SESSION_MODE_CPU };
 	struct session_view view = { .ctx = &top, .add_sample = live_top_add_sample, .tick = live_top_tick };
 	int status;
 

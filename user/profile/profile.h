@@ -70,6 +70,8 @@ bool pf_native_file_strip(const char **file);
 #define PF_STATUS_TACHYON_MASK   0xffu
 #define PF_STATUS_GC             0x100u /* garbage collector running (MOJO GC event) */
 #define PF_STATUS_IDLE           0x200u /* thread idle (MOJO IDLE event, full mode) */
+/* A live run could read the process's GIL, so HAS_GIL's absence means "not held" (no file keeps it). */
+#define PF_STATUS_GIL_KNOWN      0x400u
 
 /* The status bits' names, as dump and top print them (NULL for a bit without one). */
 const char *pf_status_name(uint32_t bit);

@@ -108,6 +108,8 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 		target->samples++;
 		report_count_container_sample(session, target);
 		sample.process_name = target->identity.comm[0] ? target->identity.comm : NULL;
+		if (python && (python->config.flags & PY_PROC_HAS_GIL_HOLDER))
+			sample.status |= PF_STATUS_GIL_KNOWN;
 		sample.container = target->identity.cgroup[0] ? target->identity.cgroup : NULL;
 	}
 	if (session->stacks) {
@@ -271,6 +273,7 @@ static void run_loop(struct session *session)
 		}
 		if (options->view && !view_quit_ms && options->view->tick(options->view->ctx, now)) {
 			/* The viewer quit: a command it launched ends with it, as with Ctrl-C. */
+			session->viewer_quit = true;
 			if (!session->launched)
 				break;
 			kill(session->launch.pid, SIGINT);
@@ -608,7 +611,8 @@ int session_run(const struct session_options *options)
 	status = finish(&session);
 	if (session.launched) {
 		launch_wait(&session.launch);
-		if (status == EXIT_STATUS_OK)
+		/* A command the viewer's q ended did not fail: its status (130) is the profiler's doing. */
+		if (status == EXIT_STATUS_OK && !session.viewer_quit)
 			status = launch_exit_code(&session.launch);
 	}
 	release(&session);

@@ -47,6 +47,7 @@ struct session {
 	size_t writer_count;
 	struct launch launch;
 	bool launched;
+	bool viewer_quit;            /* the live view's user quit (q): a command it launched ends with it */
 	bool system_wide;
 	bool python_version_written;
 	struct windows *windows;     /* continuous mode (--push), or NULL */
