@@ -633,6 +633,115 @@ static void test_one_pass_matches_libdw(void **state)
 	free(files.items);
 }
 
+/*
+ * Functions whose CFI holds what compilers rarely emit, many written as raw
+ * instructions (.cfi_escape): expressions, remembered states, registers
+ * restored, saved in registers or as values, factored offsets, long
+ * advances, a signal frame, another return column, an unknown opcode.
+ * ld builds no .eh_frame_hdr for them (it does not follow every opcode):
+ * libdw then finds each row's FDE by walking .eh_frame.
+ */
+static const char crafted_cfi[] =
+	"\t.text\n"
+	/* remember/restore state around an early return, then restore of rbp */
+	"f_state:\n\t.cfi_startproc\n\tpushq %rbp\n\t.cfi_def_cfa_offset 16\n\t.cfi_offset %rbp, -16\n"
+	"\tmovq %rsp, %rbp\n\t.cfi_def_cfa_register %rbp\n\tnop\n\t.cfi_remember_state\n"
+	"\tpopq %rbp\n\t.cfi_restore %rbp\n\t.cfi_def_cfa %rsp, 8\n\tret\n\t.cfi_restore_state\n"
+	"\t.skip 300, 0x90\n\t.cfi_escape 0x06, 0x06\n\tnop\n\t.cfi_same_value %rbp\n\t.skip 70000, 0x90\n"
+	"\t.cfi_undefined %rip\n\tnop\n\tret\n\t.cfi_endproc\n"
+	/* CFA expressions: one DW_OP_breg7 +16, GNU ld's PLT, then one libdw rejects after def_cfa_offset */
+	"f_expressions:\n\t.cfi_startproc\n\tnop\n\t.cfi_escape 0x0f, 0x02, 0x77, 0x10\n\tnop\n"
+	"\t.cfi_escape 0x0f, 0x0b, 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22\n\tnop\n"
+	"\t.cfi_escape 0x0f, 0x03, 0x76, 0x08, 0x06\n\tnop\n\t.cfi_def_cfa_offset 24\n\tnop\n"
+	"\t.cfi_def_cfa %rbp, 16\n\tnop\n\t.cfi_escape 0x0f, 0x03, 0x92, 0x06, 0x20\n\tnop\n"
+	"\t.cfi_escape 0x0e, 0x18\n\tnop\n\t.cfi_def_cfa %rsp, 8\n\tret\n\t.cfi_endproc\n"
+	/* register rules: in a register, as a value, by expressions, factored and negative offsets */
+	"f_registers:\n\t.cfi_startproc\n\tnop\n\t.cfi_register %rbp, %rbx\n\tnop\n\t.cfi_escape 0x14, 0x06, 0x02\n"
+	"\tnop\n\t.cfi_escape 0x10, 0x06, 0x02, 0x91, 0x70\n\tnop\n\t.cfi_escape 0x16, 0x06, 0x02, 0x91, 0x70\n"
+	"\tnop\n\t.cfi_escape 0x11, 0x06, 0x03\n\tnop\n\t.cfi_escape 0x2f, 0x06, 0x02\n\tnop\n"
+	"\t.cfi_escape 0x05, 0x06, 0x03\n\tnop\n\t.cfi_escape 0x12, 0x07, 0x7e\n\tnop\n"
+	"\t.cfi_escape 0x13, 0x7c\n\tnop\n\t.cfi_escape 0x2e, 0x10\n\tnop\n\t.cfi_escape 0x00\n"
+	"\t.cfi_escape 0x90, 0x01\n\tnop\n\t.cfi_escape 0xd0\n\tnop\n\t.cfi_escape 0x10, 0x10, 0x00\n\tnop\n"
+	"\t.cfi_escape 0x2d\n\tnop\n\t.cfi_undefined %rbp\n\tnop\n\t.cfi_escape 0x16, 0x10, 0x00\n\tnop\n"
+	"\t.cfi_escape 0x10, 0x10, 0x02, 0x23, 0x08\n\tnop\n"
+	"\t.cfi_escape 0x10, 0x10, 0x0b, 0x23, 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01\n\tnop\n"
+	"\t.cfi_escape 0x10, 0x06, 0x0b, 0x23, 0xf0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01\n\tnop\n"
+	"\t.cfi_def_cfa %rsp, 32\n\tnop\n\t.cfi_escape 0x10, 0x06, 0x01, 0x30\n\tnop\n\tret\n\t.cfi_endproc\n"
+	/* a signal frame's CIE, and another return column's */
+	"f_signal:\n\t.cfi_startproc\n\t.cfi_signal_frame\n\tnop\n\t.cfi_def_cfa_offset 16\n\tret\n\t.cfi_endproc\n"
+	"f_column:\n\t.cfi_startproc\n\t.cfi_return_column %rbx\n\tnop\n\t.cfi_def_cfa_offset 16\n\tret\n"
+	"\t.cfi_endproc\n"
+	/* an opcode libdw does not know, after two good rows */
+	"f_unknown:\n\t.cfi_startproc\n\tpushq %rbx\n\t.cfi_def_cfa_offset 16\n\tnop\n\t.cfi_escape 0x3f\n"
+	"\tnop\n\t.cfi_def_cfa_offset 8\n\tret\n\t.cfi_endproc\n"
+	/* restore_state with nothing remembered */
+	"f_unbalanced:\n\t.cfi_startproc\n\tnop\n\t.cfi_def_cfa_offset 16\n\tnop\n\t.cfi_escape 0x0b\n"
+	"\tnop\n\tret\n\t.cfi_endproc\n";
+
+/* The assembly text in a shared library of its own. */
+static void assemble_text(char *path, size_t len, const char *name, const char *text)
+{
+	char source[512], command[1536];
+
+	snprintf(source, sizeof(source), "%s/%s.s", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s.so", test_tmpdir(), name);
+	assert_int_equal(write_whole_file(source, text, strlen(text)), 0);
+	snprintf(command, sizeof(command), "cc -shared -nostdlib -o %s %s", path, source);
+	assert_int_equal(system(command), 0);
+}
+
+static void test_crafted_cfi_matches_libdw(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	char path[512];
+
+	(void)state;
+	assemble_text(path, sizeof(path), "crafted_cfi", crafted_cfi);
+	check_same_table(path);
+	assert_int_equal(build_table(path, &table, &error), 0);
+	/* what the functions above were written to give */
+	assert_true(table.stats.by_kind[UNWIND_ROW_CFA_RBP] > 0);
+	assert_true(table.stats.by_kind[UNWIND_ROW_PLT] > 0);
+	assert_true(table.stats.by_kind[UNWIND_ROW_ROOT] > 0);
+	assert_true(table.stats.by_kind[UNWIND_ROW_UNSUPPORTED] > 0);
+	print_message("%zu rows: %zu rsp, %zu rbp, %zu plt, %zu root, %zu unsupported\n", table.count,
+		      table.stats.by_kind[UNWIND_ROW_CFA_RSP], table.stats.by_kind[UNWIND_ROW_CFA_RBP],
+		      table.stats.by_kind[UNWIND_ROW_PLT], table.stats.by_kind[UNWIND_ROW_ROOT],
+		      table.stats.by_kind[UNWIND_ROW_UNSUPPORTED]);
+	unwind_table_free(&table);
+}
+
+/* Remembered states past the bound: the rest of the function has no rule, the rows before keep theirs. */
+static void test_remembered_states_are_bounded(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	uint64_t start, size;
+	char path[512], text[8192];
+	size_t used;
+
+	(void)state;
+	used = (size_t)snprintf(text, sizeof(text), "\t.text\n\t.globl deep\n\t.type deep, @function\ndeep:\n"
+				"\t.cfi_startproc\n\tnop\n\t.cfi_def_cfa_offset 16\n");
+	for (int i = 0; i < 100; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used, "\t.cfi_remember_state\n");
+	snprintf(text + used, sizeof(text) - used, "\tnop\n\t.cfi_def_cfa_offset 24\n\tret\n\t.cfi_endproc\n"
+		 "\t.size deep, .-deep\n");
+	assemble_text(path, sizeof(path), "deep_states", text);
+	function_range(path, "deep", &start, &size);
+	assert_int_equal(build_table(path, &table, &error), 0);
+	assert_int_equal(table.count, 3);
+	assert_int_equal(table.rows[0].pc, start);
+	assert_int_equal(table.rows[0].kind, UNWIND_ROW_CFA_RSP);
+	assert_int_equal(table.rows[0].cfa_offset8, 1);
+	assert_int_equal(table.rows[1].pc, start + 1);
+	assert_int_equal(table.rows[1].kind, UNWIND_ROW_UNSUPPORTED);
+	assert_int_equal(table.rows[2].pc, start + size);
+	assert_int_equal(table.rows[2].kind, UNWIND_ROW_GAP);
+	unwind_table_free(&table);
+}
+
 /* ---- bad files ---- */
 
 static char last_error[ERRBUF_SIZE];
@@ -899,6 +1008,8 @@ int main(void)
 		cmocka_unit_test(test_debian_python311),
 		cmocka_unit_test(test_libc),
 		cmocka_unit_test(test_one_pass_matches_libdw),
+		cmocka_unit_test(test_crafted_cfi_matches_libdw),
+		cmocka_unit_test(test_remembered_states_are_bounded),
 		cmocka_unit_test(test_no_cfi),
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_truncated_elf),

@@ -206,6 +206,33 @@ static int set_register(struct interpreter *run, uint64_t regno, enum cfa_regist
 	return 0;
 }
 
+/*
+ * A register's expression rule, as libdw reports it: an empty block as no
+ * location (undefined); a location CFA + N (the CFA pushed, then one
+ * DW_OP_plus_uconst N) as the offset rule it is; anything else as an
+ * expression.
+ */
+static int set_expression_register(struct interpreter *run, uint64_t regno, bool is_value, const uint8_t *block,
+				   const uint8_t *block_end)
+{
+	struct cfa_register *reg;
+	uint64_t offset;
+
+	if (set_register(run, regno, is_value ? CFA_REGISTER_VAL_EXPRESSION : CFA_REGISTER_EXPRESSION, 0))
+		return -EINVAL;
+	reg = tracked(run, regno);
+	if (!reg)
+		return 0;
+	if (block == block_end) {
+		reg->rule = CFA_REGISTER_UNDEFINED;
+	} else if (!is_value && *block++ == DW_OP_plus_uconst && cfa_read_uleb(&block, block_end, &offset) &&
+		   block == block_end) {
+		reg->rule = CFA_REGISTER_OFFSET;
+		reg->value = (int64_t)offset;
+	}
+	return 0;
+}
+
 static int restore_register(struct interpreter *run, uint64_t regno)
 {
 	struct cfa_register *reg;
@@ -381,8 +408,7 @@ def_cfa_offset:
 	case DW_CFA_val_expression:
 		if (!read_uleb(run, &regno) || !read_block(run, &block, &block_end))
 			return -EINVAL;
-		return set_register(run, regno,
-				    opcode == DW_CFA_expression ? CFA_REGISTER_EXPRESSION : CFA_REGISTER_VAL_EXPRESSION, 0);
+		return set_expression_register(run, regno, opcode == DW_CFA_val_expression, block, block_end);
 	case DW_CFA_restore_extended:
 		if (!read_uleb(run, &regno))
 			return -EINVAL;
