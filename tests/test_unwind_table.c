@@ -49,6 +49,8 @@ static void compile_program(char *path, size_t len, const char *name, const char
 	assert_int_equal(system(command), 0);
 }
 
+static void check_same_table(const char *path);
+
 static int build_table(const char *path, struct unwind_table *table, struct errbuf *error)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -296,6 +298,7 @@ static void test_rows_match_readelf(void **state)
 	check_start_is_root(path, &table);
 	check_file_against_readelf(path, &table);
 	unwind_table_free(&table);
+	check_same_table(path);
 }
 
 /* The functions' ranges, from their FDEs alone: each function symbol's [address, address + size). */
@@ -357,6 +360,7 @@ static void test_debug_frame_when_no_eh_frame(void **state)
 	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
 	check_file_against_readelf(path, &table);
 	unwind_table_free(&table);
+	check_same_table(path);
 }
 
 /* ---- the interpreters' files ---- */
