@@ -419,7 +419,9 @@ static bool simple_rbp_rule(const struct cfa_register *rbp, uint8_t *rbp_offset8
 		*rbp_offset8 = 0;
 		return true;
 	}
-	if (rbp->rule != CFA_REGISTER_OFFSET || rbp->value >= -8 || rbp->value % 8 || -rbp->value / 8 > UINT8_MAX)
+	/* bounded before it is negated: an expression's offset may be INT64_MIN */
+	if (rbp->rule != CFA_REGISTER_OFFSET || rbp->value >= -8 || rbp->value < -8 * (int64_t)UINT8_MAX ||
+	    rbp->value % 8)
 		return false;
 	*rbp_offset8 = (uint8_t)(-rbp->value / 8);
 	return true;
