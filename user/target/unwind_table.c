@@ -12,7 +12,11 @@
  * libdw's own interpreter gives the same rows, one dwarf_cfi_addrframe() at a
  * time, but replays the FDE's program from its start for each: quadratic in
  * a function's rows. That path is kept as unwind_table_build_per_row, the
- * oracle the tests compare this one with.
+ * oracle the tests compare this one with. The two differ only on malformed
+ * CFI: an operand cut by the FDE's end (libdw reads on into the next entry,
+ * here the rest of the FDE has no rule), FDEs that overlap or that
+ * .eh_frame_hdr misplaces (libdw takes each pc's FDE from the index, here
+ * each FDE gives its own rows).
  */
 #include "target/unwind_table.h"
 
