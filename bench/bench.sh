@@ -145,6 +145,12 @@ printf '\nunwind table per file (rows, KiB in the BPF rows map)\n'
 "$BUILD_DIR"/bench/unwind_rows $libpython "$libc" $numpy_core | sed '$d'
 [ -n "$numpy_core" ] || echo "       -         - numpy: not installed for $mixed_python nor /usr/bin/python3"
 
+# Building a table: one pass over each FDE's CFI, against libdw replaying it for every row.
+sid_python=/var/cache/pybpfprof/sid/usr/bin/python3.15
+[ -r "$sid_python" ] || sid_python=
+printf '\nunwind table build time\n'
+"$BUILD_DIR"/bench/unwind_rows --build-time $libpython "$libc" $sid_python
+
 # A host running 20 distinct Pythons: the distinct interpreter files here (each version's
 # libpython, or its binary when static), their tables summed, scaled to 20; libc once.
 interpreters=()

@@ -346,6 +346,44 @@ def elf_seeds(tmp):
         write_elf(name, open(out, "rb").read())
 
 
+# CFA instructions compilers rarely emit (written raw with .cfi_escape): expressions for the
+# CFA and for registers, remembered states, registers in registers and as values, factored
+# and negative offsets, long advances, a signal frame, another return column, an unknown opcode.
+CFA_SOURCE = r'''
+	.text
+f_state: .cfi_startproc
+	pushq %rbp; .cfi_def_cfa_offset 16; .cfi_offset %rbp, -16; movq %rsp, %rbp; .cfi_def_cfa_register %rbp
+	nop; .cfi_remember_state; popq %rbp; .cfi_restore %rbp; .cfi_def_cfa %rsp, 8; ret; .cfi_restore_state
+	.skip 300, 0x90; .cfi_escape 0x06, 0x06; nop; .cfi_same_value %rbp
+	.cfi_undefined %rip; nop; ret; .cfi_endproc
+f_expressions: .cfi_startproc
+	nop; .cfi_escape 0x0f, 0x02, 0x77, 0x10; nop
+	.cfi_escape 0x0f, 0x0b, 0x77, 0x08, 0x80, 0x00, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22; nop
+	.cfi_escape 0x0f, 0x03, 0x76, 0x08, 0x06; nop; .cfi_def_cfa_offset 24; nop; .cfi_def_cfa %rbp, 16; nop
+	.cfi_escape 0x0f, 0x03, 0x92, 0x06, 0x20; nop; .cfi_escape 0x0e, 0x18; nop; .cfi_def_cfa %rsp, 8; ret
+	.cfi_endproc
+f_registers: .cfi_startproc
+	nop; .cfi_register %rbp, %rbx; nop; .cfi_escape 0x14, 0x06, 0x02; nop; .cfi_escape 0x10, 0x06, 0x02, 0x91, 0x70
+	nop; .cfi_escape 0x16, 0x06, 0x02, 0x91, 0x70; nop; .cfi_escape 0x11, 0x06, 0x03; nop; .cfi_escape 0x2f, 0x06, 0x02
+	nop; .cfi_escape 0x12, 0x07, 0x7e; nop; .cfi_escape 0x13, 0x7c; nop; .cfi_escape 0x2e, 0x10; nop
+	.cfi_escape 0x10, 0x10, 0x00; nop; .cfi_escape 0x2d; nop; .cfi_escape 0x16, 0x10, 0x00; nop
+	.cfi_escape 0x10, 0x10, 0x02, 0x23, 0x08; nop; ret; .cfi_endproc
+f_signal: .cfi_startproc; .cfi_signal_frame; nop; .cfi_def_cfa_offset 16; ret; .cfi_endproc
+f_column: .cfi_startproc; .cfi_return_column %rbx; nop; .cfi_def_cfa_offset 16; ret; .cfi_endproc
+f_unknown: .cfi_startproc
+	pushq %rbx; .cfi_def_cfa_offset 16; nop; .cfi_escape 0x3f; nop; .cfi_def_cfa_offset 8; ret; .cfi_endproc
+f_unbalanced: .cfi_startproc; nop; .cfi_def_cfa_offset 16; nop; .cfi_escape 0x0b; nop; ret; .cfi_endproc
+'''
+
+
+def cfa_seed(tmp):
+    source = os.path.join(tmp, "cfa.s")
+    out = os.path.join(tmp, "crafted-cfa-program.so")
+    open(source, "w").write(CFA_SOURCE)
+    run("gcc", "-shared", "-nostdlib", "-Wl,-z,noseparate-code", "-Wl,--build-id", source, "-o", out)
+    write("unwind_table", "crafted-cfa-program.so", open(out, "rb").read())
+
+
 def write_elf(name, data):
     write("elf_file", name, data)
     write("unwind_table", name, data)
@@ -394,6 +432,7 @@ def main():
         maps_seeds(tmp)
         debug_offsets_seeds(tmp)
         elf_seeds(tmp)
+        cfa_seed(tmp)
 
 
 if __name__ == "__main__":

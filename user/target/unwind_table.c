@@ -2,11 +2,21 @@
 /*
  * Building the compact unwind table of one ELF file (include/unwind_table.h).
  *
- * libdw interprets the CFI: for each FDE of the section, the rows are walked
- * with dwarf_cfi_addrframe() at the FDE's start, then at each row's end, and
- * each row's CFA, return-address and rbp rules are turned into one compact
- * row. libdw does not expose an FDE's address range, so it is decoded here
- * from the FDE's bytes (the pointer encoding of its CIE's 'R' augmentation).
+ * libdw splits the section into CIEs and FDEs (dwarf_next_cfi); each FDE's
+ * program, after its CIE's initial instructions, is interpreted once
+ * (target/cfa_program.c), and each row's CFA, return-address and rbp rules
+ * are turned into one compact row. libdw does not expose an FDE's address
+ * range, so it is decoded here from the FDE's bytes (the pointer encoding of
+ * its CIE's 'R' augmentation).
+ *
+ * libdw's own interpreter gives the same rows, one dwarf_cfi_addrframe() at a
+ * time, but replays the FDE's program from its start for each: quadratic in
+ * a function's rows. That path is kept as unwind_table_build_per_row, the
+ * oracle the tests compare this one with. The two differ only on malformed
+ * CFI: an operand cut by the FDE's end (libdw reads on into the next entry,
+ * here the rest of the FDE has no rule), FDEs that overlap or that
+ * .eh_frame_hdr misplaces (libdw takes each pc's FDE from the index, here
+ * each FDE gives its own rows).
  */
 #include "target/unwind_table.h"
 
@@ -21,20 +31,37 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "target/cfa_program.h"
 #include "target/elf_section.h"
 #include "util/array.h"
 
 /* Bounds against hostile files. */
 #define UNWIND_MAX_CFI_BYTES (64u << 20)      /* .eh_frame / .debug_frame, decompressed */
-/* libdw replays an FDE's program from its start for every row, so a long
- * function costs rows x program bytes: libpython 3.12 replays 4.8 MB in all,
- * one hostile function of 40k rows would replay 3 GB. Past this, refused. */
+/* CFI program bytes interpreted: each FDE's once, a CIE's each time an FDE
+ * follows another CIE's (a hostile file may alternate two huge CIEs). The
+ * per-row libdw path replays an FDE's program for every row: libpython 3.12
+ * replays 4.8 MB in all, one hostile function of 40k rows would replay 3 GB.
+ * Past this, refused. */
 #define UNWIND_MAX_WORK (1ull << 27)
 #define UNWIND_MAX_NOTE_BYTES (1u << 20)
 
-#define DWARF_REG_RBP 6
-#define DWARF_REG_RSP 7
-#define DWARF_REG_RIP 16
+#define DWARF_REG_RBP CFA_REG_RBP
+#define DWARF_REG_RSP CFA_REG_RSP
+#define DWARF_REG_RIP CFA_REG_RIP
+
+/* What the FDEs of one CIE need of it. */
+struct cie_info {
+	int fde_encoding;             /* DW_EH_PE_*, or -1: not understood (its FDEs are skipped) */
+	bool sized_augmentation;      /* 'z': FDEs hold a ULEB128-sized augmentation before their program */
+	uint64_t fde_augmentation_size; /* otherwise, the size of their augmentation */
+	bool signal_frame;            /* 'S' */
+	int return_address_register;  /* as dwarf_frame_info gives it */
+	const uint8_t *initial_instructions;
+	const uint8_t *initial_instructions_end;
+	bool initial_run;             /* initial instructions interpreted (on the first FDE that needs them) */
+	bool initial_ok;              /* ... and understood: cfa.initial holds the result */
+	struct cfa_cie cfa;
+};
 
 /* One CFI section being turned into rows. */
 struct cfi_walk {
@@ -43,9 +70,10 @@ struct cfi_walk {
 	bool eh_frame;        /* .eh_frame format (else .debug_frame) */
 	uint64_t section_addr; /* link-time address of the section, for pc-relative pointers */
 	unsigned char e_ident[EI_NIDENT];
-	/* the CIE last looked up, and the pointer encoding of its FDEs */
+	/* the CIE last looked up */
 	Dwarf_Off cie_offset;
-	int cie_encoding;     /* DW_EH_PE_*, or -1: not understood */
+	struct cie_info cie;
+	bool per_row;         /* rows by dwarf_cfi_addrframe() at each (the oracle), not in one pass */
 	struct unwind_table *table;
 	struct errbuf *error;
 };
@@ -171,87 +199,6 @@ int unwind_table_file_id(int fd, struct unwind_file_id *id)
 
 /* ---- FDE address ranges ---- */
 
-static bool read_uleb(const uint8_t **cursor, const uint8_t *end, uint64_t *value)
-{
-	unsigned shift = 0;
-
-	*value = 0;
-	while (*cursor < end && shift < 64) {
-		uint8_t byte = *(*cursor)++;
-
-		*value |= (uint64_t)(byte & 0x7f) << shift;
-		shift += 7;
-		if (!(byte & 0x80))
-			return true;
-	}
-	return false;
-}
-
-static bool read_sleb(const uint8_t **cursor, const uint8_t *end, int64_t *value)
-{
-	unsigned shift = 0;
-	uint64_t result = 0;
-
-	while (*cursor < end && shift < 64) {
-		uint8_t byte = *(*cursor)++;
-
-		result |= (uint64_t)(byte & 0x7f) << shift;
-		shift += 7;
-		if (!(byte & 0x80)) {
-			if (shift < 64 && (byte & 0x40))
-				result |= ~0ull << shift;
-			*value = (int64_t)result;
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool read_fixed(const uint8_t **cursor, const uint8_t *end, size_t size, bool is_signed, uint64_t *value)
-{
-	uint64_t result = 0;
-
-	if ((size_t)(end - *cursor) < size)
-		return false;
-	for (size_t i = 0; i < size; i++)
-		result |= (uint64_t)(*cursor)[i] << (8 * i); /* x86-64 is little-endian */
-	if (is_signed && size < 8 && (result >> (8 * size - 1)) & 1)
-		result |= ~0ull << (8 * size);
-	*cursor += size;
-	*value = result;
-	return true;
-}
-
-/* An encoded pointer's value, without its application (pc-relative etc.); false if malformed. */
-static bool read_encoded(const uint8_t **cursor, const uint8_t *end, int encoding, uint64_t *value)
-{
-	int64_t signed_value;
-
-	switch (encoding & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		return read_fixed(cursor, end, 8, false, value);
-	case DW_EH_PE_udata2:
-		return read_fixed(cursor, end, 2, false, value);
-	case DW_EH_PE_udata4:
-		return read_fixed(cursor, end, 4, false, value);
-	case DW_EH_PE_sdata2:
-		return read_fixed(cursor, end, 2, true, value);
-	case DW_EH_PE_sdata4:
-		return read_fixed(cursor, end, 4, true, value);
-	case DW_EH_PE_uleb128:
-		return read_uleb(cursor, end, value);
-	case DW_EH_PE_sleb128:
-		if (!read_sleb(cursor, end, &signed_value))
-			return false;
-		*value = (uint64_t)signed_value;
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* The encoding of a CIE's FDE addresses (its 'R' augmentation), or -1 if not understood. */
 static int fde_encoding_of_cie(const Dwarf_CIE *cie, bool eh_frame)
 {
@@ -283,7 +230,7 @@ static int fde_encoding_of_cie(const Dwarf_CIE *cie, bool eh_frame)
 			if (cursor >= end)
 				return -1;
 			personality_encoding = *cursor++;
-			if (!read_encoded(&cursor, end, personality_encoding, &ignored))
+			if (!cfa_read_encoded(&cursor, end, personality_encoding, &ignored))
 				return -1;
 			break;
 		}
@@ -297,33 +244,55 @@ static int fde_encoding_of_cie(const Dwarf_CIE *cie, bool eh_frame)
 	return encoding;
 }
 
-static int cie_encoding(struct cfi_walk *walk, Dwarf_Off cie_offset)
+static struct cie_info cie_info_of(const Dwarf_CIE *cie, bool eh_frame)
+{
+	const char *aug = cie->augmentation;
+	struct cie_info info = {
+		.fde_encoding = fde_encoding_of_cie(cie, eh_frame),
+		.sized_augmentation = aug && aug[0] == 'z',
+		.fde_augmentation_size = cie->fde_augmentation_data_size,
+		.signal_frame = aug && aug[0] == 'z' && strchr(aug, 'S'),
+		.return_address_register = (int)cie->return_address_register,
+		.initial_instructions = cie->initial_instructions,
+		.initial_instructions_end = cie->initial_instructions_end,
+		.cfa = {
+			.code_alignment = cie->code_alignment_factor,
+			.data_alignment = cie->data_alignment_factor,
+		},
+	};
+
+	info.cfa.fde_encoding = info.fde_encoding;
+	return info;
+}
+
+/* The CIE at cie_offset (fde_encoding -1 if there is none). */
+static const struct cie_info *cie_at(struct cfi_walk *walk, Dwarf_Off cie_offset)
 {
 	Dwarf_CFI_Entry entry;
 	Dwarf_Off next;
 
 	if (walk->cie_offset == cie_offset)
-		return walk->cie_encoding;
+		return &walk->cie;
 	walk->cie_offset = cie_offset;
 	if (dwarf_next_cfi(walk->e_ident, walk->data, walk->eh_frame, cie_offset, &next, &entry) ||
 	    !dwarf_cfi_cie_p(&entry))
-		walk->cie_encoding = -1;
+		walk->cie = (struct cie_info){ .fde_encoding = -1 };
 	else
-		walk->cie_encoding = fde_encoding_of_cie(&entry.cie, walk->eh_frame);
-	return walk->cie_encoding;
+		walk->cie = cie_info_of(&entry.cie, walk->eh_frame);
+	return &walk->cie;
 }
 
 /* [start, end) of an FDE; false if its encoding is not understood. */
 static bool fde_range(struct cfi_walk *walk, const Dwarf_FDE *fde, uint64_t *start, uint64_t *end)
 {
-	int encoding = cie_encoding(walk, fde->CIE_pointer);
+	int encoding = cie_at(walk, fde->CIE_pointer)->fde_encoding;
 	const uint8_t *cursor = fde->start;
 	uint64_t location, range;
 
 	if (encoding < 0 || (encoding & DW_EH_PE_indirect))
 		return false;
-	if (!read_encoded(&cursor, fde->end, encoding, &location) ||
-	    !read_encoded(&cursor, fde->end, encoding & 0x0f, &range))
+	if (!cfa_read_encoded(&cursor, fde->end, encoding, &location) ||
+	    !cfa_read_encoded(&cursor, fde->end, encoding & 0x0f, &range))
 		return false;
 	switch (encoding & 0x70) {
 	case DW_EH_PE_absptr:
@@ -447,6 +416,59 @@ static struct unwind_row row_of_frame(Dwarf_Frame *frame, int ra_regno, bool sig
 	return row;
 }
 
+/* rbp unchanged (0), or saved at CFA - 8 * N: *rbp_offset8 = N; false for any other rule (as simple_rbp). */
+static bool simple_rbp_rule(const struct cfa_register *rbp, uint8_t *rbp_offset8)
+{
+	if (rbp->rule == CFA_REGISTER_SAME_VALUE) {
+		*rbp_offset8 = 0;
+		return true;
+	}
+	/* bounded before it is negated: an expression's offset may be INT64_MIN */
+	if (rbp->rule != CFA_REGISTER_OFFSET || rbp->value >= -8 || rbp->value < -8 * (int64_t)UINT8_MAX ||
+	    rbp->value % 8)
+		return false;
+	*rbp_offset8 = (uint8_t)(-rbp->value / 8);
+	return true;
+}
+
+/* CFA = rsp or rbp + offset: the row's kind and offset; false for any other rule (as simple_cfa). */
+static bool simple_cfa_rule(const struct cfa_state *state, struct unwind_row *row)
+{
+	if (state->cfa_rule != CFA_REG_OFFSET && state->cfa_rule != CFA_EXPRESSION_BREG)
+		return false;
+	if ((state->cfa_register != DWARF_REG_RSP && state->cfa_register != DWARF_REG_RBP) || state->cfa_offset < 0 ||
+	    state->cfa_offset % 8 || state->cfa_offset / 8 > UINT16_MAX)
+		return false;
+	row->kind = state->cfa_register == DWARF_REG_RSP ? UNWIND_ROW_CFA_RSP : UNWIND_ROW_CFA_RBP;
+	row->cfa_offset8 = (uint16_t)(state->cfa_offset / 8);
+	return true;
+}
+
+/* The compact form of the rules of one row interpreted in one pass: row_of_frame's, rule for rule
+ * (a PLT row whose rbp is saved keeps its offset in an UNSUPPORTED row, as there). */
+static struct unwind_row row_of_state(const struct cie_info *cie, const struct cfa_state *state)
+{
+	struct unwind_row row = { .kind = UNWIND_ROW_UNSUPPORTED };
+
+	if (cie->signal_frame || cie->return_address_register != DWARF_REG_RIP)
+		return row;
+	if (state->rip.rule == CFA_REGISTER_UNDEFINED || state->rip.rule == CFA_REGISTER_UNSPECIFIED) {
+		/* the return address is undefined: the outermost frame */
+		row.kind = UNWIND_ROW_ROOT;
+		return row;
+	}
+	if (state->rip.rule != CFA_REGISTER_OFFSET || state->rip.value != -8)
+		return row;
+	if (state->cfa_rule == CFA_EXPRESSION_PLT) {
+		if (simple_rbp_rule(&state->rbp, &row.rbp_offset8) && row.rbp_offset8 == 0)
+			row.kind = UNWIND_ROW_PLT;
+		return row;
+	}
+	if (!simple_cfa_rule(state, &row) || !simple_rbp_rule(&state->rbp, &row.rbp_offset8))
+		row = (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED };
+	return row;
+}
+
 /* ---- collecting, sorting, merging ---- */
 
 /* Rows are collected with a full 64-bit pc, then narrowed once sorted. */
@@ -514,8 +536,84 @@ static int add_fde_rows(struct cfi_walk *walk, struct row_list *list, uint64_t s
 	return row_list_add(list, end, (struct unwind_row){ .kind = UNWIND_ROW_GAP }, walk->error);
 }
 
-/* What is done with each FDE's range [start, end) and the size of its CFI program. */
-typedef int (*fde_visit)(struct cfi_walk *walk, void *context, uint64_t start, uint64_t end, size_t program_bytes);
+/* Where an FDE's program starts: past its address range and augmentation; false if malformed. */
+static bool fde_program(struct cfi_walk *walk, const Dwarf_FDE *fde, const uint8_t **program)
+{
+	const struct cie_info *cie = cie_at(walk, fde->CIE_pointer);
+	const uint8_t *cursor = fde->start;
+	uint64_t ignored, augmentation_size = cie->fde_augmentation_size;
+
+	if (!cfa_read_encoded(&cursor, fde->end, cie->fde_encoding, &ignored) ||
+	    !cfa_read_encoded(&cursor, fde->end, cie->fde_encoding & 0x0f, &ignored))
+		return false;
+	if (cie->sized_augmentation && !cfa_read_uleb(&cursor, fde->end, &augmentation_size))
+		return false;
+	if (augmentation_size > (uint64_t)(fde->end - cursor))
+		return false;
+	*program = cursor + augmentation_size;
+	return true;
+}
+
+/* The CIE's initial state, interpreted once per CIE looked up; false if it is malformed. */
+static bool cie_initial_state(struct cfi_walk *walk, struct cie_info *cie)
+{
+	if (!cie->initial_run) {
+		cie->initial_run = true;
+		walk->table->stats.work += (uint64_t)(cie->initial_instructions_end - cie->initial_instructions);
+		cie->initial_ok = cie->initial_instructions && cie->initial_instructions_end >= cie->initial_instructions &&
+				  !cfa_run_cie(&cie->cfa, cie->initial_instructions, cie->initial_instructions_end);
+	}
+	return cie->initial_ok;
+}
+
+/* One FDE's rows as they are interpreted. */
+struct fde_pass {
+	struct cfi_walk *walk;
+	struct row_list *list;
+	const struct cie_info *cie;
+};
+
+/* A return-address register libdw reports as negative: one UNSUPPORTED row, then nothing (as add_fde_rows). */
+#define FDE_PASS_STOP 1
+
+static int add_state_row(void *context, uint64_t pc, const struct cfa_state *state)
+{
+	struct fde_pass *pass = context;
+	int err = row_list_add(pass->list, pc, row_of_state(pass->cie, state), pass->walk->error);
+
+	if (err)
+		return err;
+	pass->walk->table->stats.cfi_rows++;
+	return pass->cie->return_address_register < 0 ? FDE_PASS_STOP : 0;
+}
+
+/* The rows of one FDE covering [start, end) in one pass over its program, then a GAP at its end. */
+static int add_fde_rows_in_one_pass(struct cfi_walk *walk, struct row_list *list, uint64_t start, uint64_t end,
+				    const Dwarf_FDE *fde)
+{
+	struct fde_pass pass = { .walk = walk, .list = list, .cie = &walk->cie };
+	const uint8_t *program = NULL;
+	uint64_t failed_at = start;
+	int err = -EINVAL;
+
+	walk->table->stats.work += (uint64_t)(fde->end - fde->start) + 1;
+	if (walk->table->stats.work > UNWIND_MAX_WORK)
+		return errbuf_set(walk->error, -E2BIG,
+				  "CFI too costly to interpret: over %llu program bytes, at the FDE at 0x%" PRIx64,
+				  (unsigned long long)UNWIND_MAX_WORK, start);
+	if (fde_program(walk, fde, &program) && cie_initial_state(walk, &walk->cie))
+		err = cfa_run_fde(&walk->cie.cfa, program, fde->end,
+				  walk->section_addr + (uint64_t)(program - (const uint8_t *)walk->data->d_buf), start,
+				  end, add_state_row, &pass, &failed_at);
+	if (err == -EINVAL) /* malformed: no rule for the rest */
+		err = row_list_add(list, failed_at, (struct unwind_row){ .kind = UNWIND_ROW_UNSUPPORTED }, walk->error);
+	if (err < 0)
+		return err;
+	return row_list_add(list, end, (struct unwind_row){ .kind = UNWIND_ROW_GAP }, walk->error);
+}
+
+/* What is done with each FDE's range [start, end). */
+typedef int (*fde_visit)(struct cfi_walk *walk, void *context, uint64_t start, uint64_t end, const Dwarf_FDE *fde);
 
 static int walk_fdes(struct cfi_walk *walk, fde_visit visit, void *context)
 {
@@ -541,7 +639,7 @@ static int walk_fdes(struct cfi_walk *walk, fde_visit visit, void *context)
 		if (start == end)
 			continue;
 		walk->table->stats.fdes++;
-		err = visit(walk, context, start, end, (size_t)(entry.fde.end - entry.fde.start));
+		err = visit(walk, context, start, end, &entry.fde);
 		if (err)
 			return err;
 	}
@@ -551,9 +649,11 @@ static int walk_fdes(struct cfi_walk *walk, fde_visit visit, void *context)
 	return 0;
 }
 
-static int visit_fde_rows(struct cfi_walk *walk, void *list, uint64_t start, uint64_t end, size_t program_bytes)
+static int visit_fde_rows(struct cfi_walk *walk, void *list, uint64_t start, uint64_t end, const Dwarf_FDE *fde)
 {
-	return add_fde_rows(walk, list, start, end, program_bytes);
+	if (walk->per_row)
+		return add_fde_rows(walk, list, start, end, (size_t)(fde->end - fde->start));
+	return add_fde_rows_in_one_pass(walk, list, start, end, fde);
 }
 
 /* Sorted by pc; at one pc, a function's row before another FDE's trailing GAP
@@ -692,7 +792,7 @@ static int walk_cfi(struct cfi_walk *walk, Elf *elf, fde_visit visit, void *cont
 		return errbuf_set(walk->error, -ENOEXEC, "no ELF identification");
 	memcpy(walk->e_ident, ident, EI_NIDENT);
 	walk->cie_offset = (Dwarf_Off)-1;
-	walk->cie_encoding = -1;
+	walk->cie = (struct cie_info){ .fde_encoding = -1 };
 	return walk_fdes(walk, visit, context);
 }
 
@@ -702,10 +802,10 @@ static int rows_or_nodata(int err, const struct row_list *list)
 	return !err && !list->count ? -ENODATA : err;
 }
 
-static int rows_of_eh_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list,
-			    struct errbuf *error)
+static int rows_of_eh_frame(Elf *elf, uint64_t file_size, bool per_row, struct unwind_table *table,
+			    struct row_list *list, struct errbuf *error)
 {
-	struct cfi_walk walk = { .eh_frame = true, .table = table, .error = error };
+	struct cfi_walk walk = { .eh_frame = true, .per_row = per_row, .table = table, .error = error };
 	int err = section_data(elf, file_size, ".eh_frame", &walk.data, &walk.section_addr, error);
 
 	if (err)
@@ -719,10 +819,10 @@ static int rows_of_eh_frame(Elf *elf, uint64_t file_size, struct unwind_table *t
 	return rows_or_nodata(err, list);
 }
 
-static int rows_of_debug_frame(Elf *elf, uint64_t file_size, struct unwind_table *table, struct row_list *list,
-			       struct errbuf *error)
+static int rows_of_debug_frame(Elf *elf, uint64_t file_size, bool per_row, struct unwind_table *table,
+			       struct row_list *list, struct errbuf *error)
 {
-	struct cfi_walk walk = { .eh_frame = false, .table = table, .error = error };
+	struct cfi_walk walk = { .eh_frame = false, .per_row = per_row, .table = table, .error = error };
 	GElf_Shdr shdr;
 	Dwarf *dwarf;
 	int err;
@@ -747,7 +847,7 @@ static int rows_of_debug_frame(Elf *elf, uint64_t file_size, struct unwind_table
 	return rows_or_nodata(err, list);
 }
 
-int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error)
+static int build_table(int fd, bool per_row, struct unwind_table *table, struct errbuf *error)
 {
 	struct row_list list = { 0 };
 	uint64_t file_size;
@@ -763,11 +863,11 @@ int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error)
 	if (err) {
 		errbuf_set(error, err, "cannot identify the file: %s", strerror(-err));
 	} else {
-		err = rows_of_eh_frame(elf, file_size, table, &list, error);
+		err = rows_of_eh_frame(elf, file_size, per_row, table, &list, error);
 		if (err == -ENODATA) {
 			memset(&table->stats, 0, sizeof(table->stats));
 			list.count = 0;
-			err = rows_of_debug_frame(elf, file_size, table, &list, error);
+			err = rows_of_debug_frame(elf, file_size, per_row, table, &list, error);
 		}
 		if (err == -ENODATA)
 			errbuf_set(error, err, "no CFI: neither .eh_frame nor .debug_frame");
@@ -783,6 +883,16 @@ int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error)
 		table->id = id;
 	}
 	return err;
+}
+
+int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error)
+{
+	return build_table(fd, false, table, error);
+}
+
+int unwind_table_build_per_row(int fd, struct unwind_table *table, struct errbuf *error)
+{
+	return build_table(fd, true, table, error);
 }
 
 void unwind_table_free(struct unwind_table *table)
@@ -833,11 +943,11 @@ struct range_list {
 	size_t capacity;
 };
 
-static int visit_fde_range(struct cfi_walk *walk, void *context, uint64_t start, uint64_t end, size_t program_bytes)
+static int visit_fde_range(struct cfi_walk *walk, void *context, uint64_t start, uint64_t end, const Dwarf_FDE *fde)
 {
 	struct range_list *list = context;
 
-	(void)program_bytes;
+	(void)fde;
 	if (list->count >= UNWIND_TABLE_MAX_ROWS)
 		return errbuf_set(walk->error, -E2BIG, ".eh_frame has more than %u FDEs", UNWIND_TABLE_MAX_ROWS);
 	if (ARRAY_RESERVE(list->items, list->capacity, list->count + 1))

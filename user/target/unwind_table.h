@@ -41,7 +41,7 @@ struct unwind_table_stats {
 	size_t fdes;          /* FDEs turned into rows */
 	size_t fdes_skipped;  /* FDEs not understood (address encoding), discarded, or past 4 GiB */
 	size_t cfi_rows;      /* rows the CFI describes, before sorting and merging */
-	uint64_t work;        /* CFI program bytes libdw replayed (it replays an FDE's per row) */
+	uint64_t work;        /* CFI program bytes interpreted (the per-row path: replayed, an FDE's per row) */
 	size_t by_kind[UNWIND_ROW_GAP + 1]; /* final rows of each kind */
 };
 
@@ -67,6 +67,13 @@ struct unwind_table {
  * FDEs past 4 GiB or for discarded code (address 0) are skipped and counted.
  */
 int unwind_table_build(int fd, struct unwind_table *table, struct errbuf *error);
+/*
+ * The same table, built as libdw gives each row (dwarf_cfi_addrframe() at the
+ * FDE's start, then at each row's end), replaying the FDE's program for every
+ * row: quadratic in a function's rows. The oracle the tests hold
+ * unwind_table_build to; the profiler does not use it.
+ */
+int unwind_table_build_per_row(int fd, struct unwind_table *table, struct errbuf *error);
 void unwind_table_free(struct unwind_table *table);
 
 /* The row that holds file pc (the search BPF does, page index included), or NULL below the first row. */
