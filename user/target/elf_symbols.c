@@ -124,6 +124,26 @@ int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, c
 	return err;
 }
 
+int elf_symbols_merge(struct elf_symbols *symbols, struct elf_symbols_source *given, int source_count)
+{
+	struct symbol_source sources[ELF_SYMBOLS_MAX_SOURCES];
+	int err;
+
+	*symbols = (struct elf_symbols){ 0 };
+	for (int i = 0; i < source_count && i < ELF_SYMBOLS_MAX_SOURCES; i++) {
+		sources[i] = (struct symbol_source){ .functions = given[i].functions, .count = given[i].count };
+		symbols->names[i] = given[i].names;
+	}
+	if (source_count > ELF_SYMBOLS_MAX_SOURCES)
+		source_count = ELF_SYMBOLS_MAX_SOURCES;
+	err = merge_sources(symbols, sources, source_count);
+	for (int i = 0; i < source_count; i++)
+		free(sources[i].functions);
+	if (err)
+		elf_symbols_free(symbols);
+	return err;
+}
+
 void elf_symbols_free(struct elf_symbols *symbols)
 {
 	free(symbols->functions);
