@@ -17,7 +17,7 @@ ARCH     := x86
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen
-LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lncursesw -lpthread
+LDLIBS    := -lbpf -lseccomp -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lncursesw -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 
@@ -62,7 +62,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev libncurses-dev tmux \
 		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
-		liblzma-dev xz-utils binutils libclang-rt-14-dev
+		liblzma-dev xz-utils binutils libclang-rt-14-dev libseccomp-dev
 
 .PHONY: all deps demo check bench bench-peers soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
