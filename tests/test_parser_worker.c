@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -320,6 +321,231 @@ static void test_lying_answers_refused(void **state)
 	assert_int_equal(parser_symbols_check(&answer, sizeof(answer), &symbols), -EBADMSG);
 }
 
+/* A world-writable sticky directory, as /tmp is, for nobody to plant files in. */
+static void make_sticky_dir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/pybpfprof-parser.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 01777), 0);
+}
+
+/* What nobody can do: run a shell command as uid and gid 65534 without groups. */
+static int run_as_nobody(const char *command)
+{
+	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+			 "sh", "-c", (char *)command, NULL };
+	char err[1024];
+	int status = run_capture(argv, err, sizeof(err));
+
+	if (status)
+		print_message("as nobody: %s: %s\n", command, err);
+	return status;
+}
+
+/* The controlling terminal of this process (field 7 of /proc/self/stat): 0 for none. */
+static long own_tty(void)
+{
+	char text[1024];
+	const char *after_name;
+	long tty = -1;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0)
+		return -1;
+	text[got] = 0;
+	after_name = strrchr(text, ')');
+	if (!after_name || sscanf(after_name + 1, " %*c %*d %*d %*d %ld", &tty) != 1)
+		return -1;
+	return tty;
+}
+
+/* What the session leader below found, as its exit status. */
+enum leader_findings {
+	LEADER_NO_TTY = 1,     /* it still has no controlling terminal */
+	LEADER_LIBZ_NAMED = 2, /* another file's symbols still resolve */
+	LEADER_LIB_NAMED = 4,  /* and the planted library's exported function */
+};
+
+/*
+ * As a profiler run as a service (a session leader with no terminal) maps nobody's library,
+ * whose debuglink names a file beside it that is a symlink to a terminal, and names pcs in it
+ * and in libz. The findings as an exit status.
+ */
+static int symbolize_as_session_leader(const char *library, const char *debug_dir)
+{
+	struct symbolize_native *symbolizer;
+	struct symbolize_native_frame found;
+	void *handle, *exported;
+	int findings = 0;
+
+	if (setsid() < 0)
+		return 0x80;
+	handle = dlopen(library, RTLD_NOW);
+	exported = handle ? dlsym(handle, "call_hidden") : NULL;
+	symbolizer = symbolize_native_new();
+	if (!exported || !symbolizer)
+		return 0x40;
+	symbolize_native_set_debug_dir(symbolizer, debug_dir);
+	if (symbolize_native_lookup(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)exported + 1, &found) == 1 &&
+	    found.symbol && strcmp(found.symbol, "call_hidden") == 0)
+		findings |= LEADER_LIB_NAMED;
+	if (symbolize_native_lookup(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)deflateInit2_ + 1, &found) == 1 &&
+	    found.symbol && strcmp(found.symbol, "deflateInit2_") == 0)
+		findings |= LEADER_LIBZ_NAMED;
+	if (own_tty() == 0)
+		findings |= LEADER_NO_TTY;
+	symbolize_native_free(symbolizer);
+	return findings;
+}
+
+/* A pty pair that nobody opened and holds: its pid, and its terminal's path (/dev/pts/N). */
+static FILE *nobody_pty(pid_t *pid, char *tty, size_t len)
+{
+	FILE *holder = popen("exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '"
+			     "import os, pty, time; master, slave = pty.openpty(); "
+			     "print(os.getpid(), os.ttyname(slave), flush=True); time.sleep(120)'",
+			     "r");
+	int got;
+
+	assert_non_null(holder);
+	got = fscanf(holder, "%d %63s", pid, tty);
+	assert_int_equal(got, 2);
+	assert_true(len > strlen(tty));
+	assert_non_null(strstr(tty, "/dev/pts/"));
+	return holder;
+}
+
+/*
+ * nobody plants a stripped library whose .gnu_debuglink names "lib.debug", and beside it a
+ * lib.debug that is a symlink to the terminal of a pty nobody holds (and .debug/lib.debug, one
+ * to /dev/ptmx). Root, a session leader without a terminal as a service is, must open neither
+ * (the terminal would become its controlling terminal: nobody could then stop the run with a
+ * hangup), and still names the symbols of every file.
+ */
+static void test_debuglink_to_a_terminal_is_not_opened(void **state)
+{
+	char dir[64], library[128], debug_dir[128], command[1024], tty[64];
+	pid_t child, holder_pid;
+	FILE *holder = nobody_pty(&holder_pid, tty, sizeof(tty));
+	int status;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(library, "%s/lib.so", dir);
+	FORMAT(debug_dir, "%s/no-debug-tree", dir);
+	FORMAT(command,
+	       "set -e; cd %s; printf 'static int hidden(int n) { return n * 3; }\\n"
+	       "int call_hidden(int n) { return hidden(n) + 1; }\\n' > hidden.c; "
+	       "cc -shared -fPIC -O1 -o lib.so hidden.c; objcopy --only-keep-debug lib.so lib.debug; "
+	       "strip -s lib.so; objcopy --add-gnu-debuglink=lib.debug lib.so; rm lib.debug; "
+	       "ln -s %s lib.debug; mkdir .debug; ln -s /dev/ptmx .debug/lib.debug",
+	       dir, tty);
+	assert_int_equal(run_as_nobody(command), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(symbolize_as_session_leader(library, debug_dir));
+	assert_int_equal(waitpid(child, &status, 0), child);
+	kill(holder_pid, SIGKILL);
+	pclose(holder);
+	assert_true(WIFEXITED(status));
+	print_message("session leader: %s a terminal (%s planted); libz %s, the library %s\n",
+		      WEXITSTATUS(status) & LEADER_NO_TTY ? "still without" : "took", tty,
+		      WEXITSTATUS(status) & LEADER_LIBZ_NAMED ? "named" : "unnamed",
+		      WEXITSTATUS(status) & LEADER_LIB_NAMED ? "named" : "unnamed");
+	assert_int_equal(WEXITSTATUS(status), LEADER_NO_TTY | LEADER_LIBZ_NAMED | LEADER_LIB_NAMED);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
+/* This process's peak resident memory (VmHWM), in KiB. */
+static long peak_rss_kib(void)
+{
+	char value[64];
+
+	status_field(getpid(), "VmHWM:", value, sizeof(value));
+	return atol(value);
+}
+
+/* An ELF whose .symtab claims 300 MiB (a sparse file, a few KiB on disk): reading it asks for
+ * that much memory. */
+static void write_symtab_bomb(const char *path)
+{
+	static const char section_names[] = "\0.symtab\0.strtab\0.shstrtab";
+	struct {
+		Elf64_Ehdr header;
+		Elf64_Shdr sections[4];
+		char names[sizeof(section_names)];
+	} image;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	memset(&image, 0, sizeof(image));
+	memcpy(image.header.e_ident, ELFMAG, SELFMAG);
+	image.header.e_ident[EI_CLASS] = ELFCLASS64;
+	image.header.e_ident[EI_DATA] = ELFDATA2LSB;
+	image.header.e_ident[EI_VERSION] = EV_CURRENT;
+	image.header.e_type = ET_DYN;
+	image.header.e_machine = EM_X86_64;
+	image.header.e_version = EV_CURRENT;
+	image.header.e_ehsize = sizeof(Elf64_Ehdr);
+	image.header.e_shoff = offsetof(__typeof__(image), sections);
+	image.header.e_shentsize = sizeof(Elf64_Shdr);
+	image.header.e_shnum = 4;
+	image.header.e_shstrndx = 3;
+	image.sections[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_SYMTAB, .sh_offset = 1 << 20,
+					  .sh_size = (Elf64_Xword)300 << 20, .sh_link = 2, .sh_entsize = 24 };
+	image.sections[2] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = 4096, .sh_size = 16 };
+	image.sections[3] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB,
+					  .sh_offset = offsetof(__typeof__(image), names),
+					  .sh_size = sizeof(section_names) };
+	memcpy(image.names, section_names, sizeof(section_names));
+	assert_int_equal(write(fd, &image, sizeof(image)), (ssize_t)sizeof(image));
+	assert_int_equal(ftruncate(fd, ((off_t)301 << 20) + 4096), 0);
+	close(fd);
+}
+
+/* A file that asks its reader for 300 MiB costs root nothing: the worker hits its own limit,
+ * and the file's pcs are named by the file, and the next file's by their functions. */
+static void test_symbol_table_bomb_stays_in_the_worker(void **state)
+{
+	char dir[64], path[128], command[256];
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	long before, after;
+	void *mapped;
+	int fd;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(path, "%s/bomb.so", dir);
+	write_symtab_bomb(path);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	mapped = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(mapped != MAP_FAILED);
+	close(fd);
+	before = peak_rss_kib();
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)mapped + 16, &found), 1);
+	assert_null(found.symbol);
+	assert_non_null(strstr(found.frame.file, "/bomb.so"));
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL,
+						 (uint64_t)(uintptr_t)deflateInit2_ + 1, &found), 1);
+	assert_non_null(found.symbol);
+	assert_string_equal(found.symbol, "deflateInit2_");
+	after = peak_rss_kib();
+	print_message("peak RSS %ld KiB before, %ld KiB after\n", before, after);
+	assert_true(after - before < 100 << 10);
+	symbolize_native_free(symbolizer);
+	munmap(mapped, 4096);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +556,8 @@ int main(void)
 		cmocka_unit_test(test_selftest_kinds_refused_in_production),
 		cmocka_unit_test(test_answer_past_its_budget),
 		cmocka_unit_test(test_lying_answers_refused),
+		cmocka_unit_test(test_debuglink_to_a_terminal_is_not_opened),
+		cmocka_unit_test(test_symbol_table_bomb_stays_in_the_worker),
 	};
 
 	if (geteuid() != 0) {

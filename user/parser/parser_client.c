@@ -29,8 +29,9 @@
 #define WORKER_UID_TRIES 16
 /* /proc/PID/status is about 1.5 KiB; its Uid: and Gid: lines come early. */
 #define STATUS_MAX_BYTES 4096
-/* A reply's payload is read in pieces of this (a symbol table: some hundreds of KiB). */
-#define READ_PIECE ((size_t)64 << 10)
+/* The socket's buffers, each way: a symbol table (libpython's: about 300 KiB) crosses in one
+ * or two wake-ups rather than in a dozen of the default's. */
+#define SOCKET_BUFFER_BYTES (4 << 20)
 
 static const char *default_executable;
 
@@ -225,7 +226,7 @@ static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ms)
 			return -errno;
 		if (!ready)
 			return -ETIMEDOUT;
-		n = read(fd, (char *)buf + got, len - got < READ_PIECE ? len - got : READ_PIECE);
+		n = read(fd, (char *)buf + got, len - got);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
@@ -285,6 +286,9 @@ static int start_worker(struct parser_client *client)
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends))
 		return -errno;
+	/* best effort: the default buffers only cost wake-ups */
+	setsockopt(ends[0], SOL_SOCKET, SO_RCVBUF, &(int){ SOCKET_BUFFER_BYTES }, sizeof(int));
+	setsockopt(ends[1], SOL_SOCKET, SO_SNDBUF, &(int){ SOCKET_BUFFER_BYTES }, sizeof(int));
 	err = spawn_worker(client, ends[1]);
 	close(ends[1]);
 	if (err) {
@@ -352,6 +356,11 @@ static int lose_worker(struct parser_client *client, int why)
 	}
 	client->pid = 0;
 	return -ECHILD;
+}
+
+void parser_client_distrust(struct parser_client *client)
+{
+	lose_worker(client, -EPROTO);
 }
 
 static int read_reply(struct parser_client *client, uint32_t id, uint32_t reply_budget, void **payload, size_t *len)

@@ -62,6 +62,10 @@ void parser_client_free(struct parser_client *client);
 int parser_client_request(struct parser_client *client, enum parser_request_kind kind, int fd, uint64_t arg,
 			  uint32_t reply_budget, void **payload, size_t *len);
 
+/* The last answer did not check out (the caller's check of its payload): the worker that gave
+ * it is killed and replaced at the next request, and the file counted as lost. */
+void parser_client_distrust(struct parser_client *client);
+
 /* Starts a worker now if none runs (the first request then does not wait for it). 0 or -ENOSYS. */
 int parser_client_prepare(struct parser_client *client);
 

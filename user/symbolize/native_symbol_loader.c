@@ -105,6 +105,7 @@ static int ask(struct native_symbol_loader *loader, enum parser_request_kind kin
 	if (parser_symbols_check(*payload, len, symbols)) {
 		free(*payload);
 		*payload = NULL;
+		parser_client_distrust(loader->client);
 		return -ECHILD;
 	}
 	return 0;

@@ -355,6 +355,11 @@ static void queue_file(struct symbolize_native *symbolizer, struct mapped_file *
 
 	if (!symbolizer->loader && native_symbol_loader_new(&symbolizer->loader_options, &symbolizer->loader))
 		return;
+	/* our copy of the vDSO is made here, once, not raced for by the loader's thread */
+	if (vdso_is_map_name(map->path) && vdso_image_fd() < 0) {
+		file->state = FILE_READY; /* nothing to read: named by its brackets */
+		return;
+	}
 	job = calloc(1, sizeof(*job));
 	if (!job)
 		return;
