@@ -216,7 +216,7 @@ soak: deps
 	./tests/soak/soak.sh $(SOAK_MINUTES)
 
 bench: deps
-	$(MAKE) all $(BUILD)/bench/unwind_rows $(BUILD)/bench/stack_repeat
+	$(MAKE) all $(BUILD)/bench/unwind_rows $(BUILD)/bench/stack_repeat $(BUILD)/bench/parser_cost
 	./bench/bench.sh
 
 bench-peers: deps
@@ -225,6 +225,11 @@ bench-peers: deps
 
 # The bench's unwind table sizes, built with the profiler's own table code.
 $(BUILD)/bench/unwind_rows: bench/unwind_rows.c $(BUILD)/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
+
+# A file's symbols read by the parser worker against in process (doc/security.md).
+$(BUILD)/bench/parser_cost: bench/parser_cost.c $(BUILD)/libpybpfprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
 

@@ -145,6 +145,10 @@ printf '\nunwind table per file (rows, KiB in the BPF rows map)\n'
 "$BUILD_DIR"/bench/unwind_rows $libpython "$libc" $numpy_core | sed '$d'
 [ -n "$numpy_core" ] || echo "       -         - numpy: not installed for $mixed_python nor /usr/bin/python3"
 
+# The parser worker (doc/security.md): a file's symbols read in it against in process.
+printf '\nnative symbols per file: in the parser worker against in process (ms; cpu: root + worker)\n'
+"$BUILD_DIR"/bench/parser_cost ./pybpfprof $libpython "$libc" $numpy_core || true
+
 # A host running 20 distinct Pythons: the distinct interpreter files here (each version's
 # libpython, or its binary when static), their tables summed, scaled to 20; libc once.
 interpreters=()
