@@ -132,7 +132,7 @@ static int install_seccomp(void)
 	/* glibc's fstat is fstatat(fd, "", AT_EMPTY_PATH): a descriptor, never a path */
 	if (!err)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,
-				       SCMP_A3(SCMP_CMP_EQ, AT_EMPTY_PATH));
+				       SCMP_A3(SCMP_CMP_EQ, AT_EMPTY_PATH, 0));
 	/* memory, never executable */
 	if (!err)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
@@ -142,16 +142,16 @@ static int install_seccomp(void)
 				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	/* libelf asks how a descriptor was opened: F_GETFL and F_GETFD only, nothing that changes one */
 	if (!err)
-		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFL));
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFL, 0));
 	if (!err)
-		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFD));
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFD, 0));
 	/* requests and answers on its socket only */
 	if (!err)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1,
-				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD));
+				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD, 0));
 	if (!err)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1,
-				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD));
+				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD, 0));
 	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		err = -errno;
 	if (!err)

@@ -43,8 +43,10 @@ struct symbolize_native *symbolize_native_new(void);
 void symbolize_native_free(struct symbolize_native *symbolizer);
 /* Where separate debug files are looked for instead of /usr/lib/debug (a test's tree); kept, not copied. */
 void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const char *debug_dir);
-/* How long a lookup may wait for a new file's symbols (default 5 s; the recording loop: 0). */
-void symbolize_native_set_wait_ms(struct symbolize_native *symbolizer, unsigned wait_ms);
+/* How long a lookup may wait for a new file's symbols: wait_ms at most, and all lookups
+ * together wait_ms_per_s per second of run (0: no such bound; two seconds' worth may build up,
+ * which the first files of a run use). The default: 5000 ms, unbounded (one-shot users). */
+void symbolize_native_set_wait(struct symbolize_native *symbolizer, unsigned wait_ms, unsigned wait_ms_per_s);
 /* The symbol tables' byte budgets (SYMBOLIZE_NATIVE_SYMBOL_BYTES, ..._FILE_SYMBOL_BYTES); before the first lookup. */
 void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t symbol_bytes,
 				  uint32_t file_symbol_bytes);
