@@ -461,6 +461,116 @@ static void test_debuglink_to_a_terminal_is_not_opened(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/* A process's controlling terminal (field 7 of /proc/PID/stat), -1 when it is gone. */
+static long tty_of(pid_t pid)
+{
+	char path[64], text[1024];
+	const char *after_name;
+	long tty = -1;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return -1;
+	text[got] = 0;
+	after_name = strrchr(text, ')');
+	if (!after_name || sscanf(after_name + 1, " %*c %*d %*d %*d %ld", &tty) != 1)
+		return -1;
+	return tty;
+}
+
+/* Samples of path whose leaf is a native frame named name. */
+static size_t samples_with_leaf(const char *path, const char *name)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	size_t count = 0;
+
+	while (pf_reader_next_sample(reader, &sample) == 1) {
+		const struct pf_frame *leaf = sample.frame_count ? &sample.frames[sample.frame_count - 1] : NULL;
+
+		count += leaf && leaf->kind == PF_FRAME_NATIVE && strcmp(leaf->name, name) == 0;
+	}
+	pf_reader_close(reader);
+	return count;
+}
+
+/*
+ * The same attack on the profiler itself, run as a service is: started with setsid, no
+ * terminal, stdio on files. nobody's Python spins in the planted library; the profiler must
+ * never acquire a controlling terminal, and must name the library's exported function.
+ */
+static void test_profiler_as_a_service_takes_no_terminal(void **state)
+{
+	char dir[64], command[2048], tty[64], profile[128], log[128], pid_text[16];
+	char *argv[] = { (char *)pybpfprof_binary(), "-F", "197", "-d", "3", "-p", pid_text, "-o", profile, NULL };
+	pid_t holder_pid, profiler, target;
+	FILE *holder = nobody_pty(&holder_pid, tty, sizeof(tty)), *spinner;
+	long worst_tty = 0;
+	size_t named;
+	int status;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(profile, "%s/out.mojo", dir);
+	FORMAT(log, "%s/profiler.log", dir);
+	FORMAT(command,
+	       "set -e; cd %s; printf 'int call_hidden(long n) { volatile long s = 0; "
+	       "for (long i = 0; i < n; i++) s += i * i; return (int)s; }\\n' > spin.c; "
+	       "cc -shared -fPIC -O1 -o lib.so spin.c; objcopy --only-keep-debug lib.so lib.debug; "
+	       "strip -s lib.so; objcopy --add-gnu-debuglink=lib.debug lib.so; rm lib.debug; "
+	       "ln -s %s lib.debug; mkdir .debug; ln -s /dev/ptmx .debug/lib.debug",
+	       dir, tty);
+	assert_int_equal(run_as_nobody(command), 0);
+	FORMAT(command,
+	       "exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '"
+	       "import ctypes, os, sys; lib = ctypes.CDLL(\"%s/lib.so\"); print(os.getpid(), flush=True)\n"
+	       "while True: lib.call_hidden(10000000)'",
+	       dir);
+	spinner = popen(command, "r");
+	assert_non_null(spinner);
+	assert_int_equal(fscanf(spinner, "%d", &target), 1);
+	FORMAT(pid_text, "%d", (int)target);
+	profiler = fork();
+	assert_true(profiler >= 0);
+	if (profiler == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (setsid() < 0 || out < 0 || in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	/* its terminal, as often as the run lets us look */
+	while (waitpid(profiler, &status, WNOHANG) == 0) {
+		long tty_now = tty_of(profiler);
+
+		if (tty_now > 0)
+			worst_tty = tty_now;
+		usleep(20000);
+	}
+	kill(target, SIGKILL);
+	pclose(spinner);
+	kill(holder_pid, SIGKILL);
+	pclose(holder);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	named = samples_with_leaf(profile, "call_hidden");
+	print_message("profiler's terminal: %ld (%s planted); %zu samples named call_hidden\n", worst_tty, tty,
+		      named);
+	assert_int_equal(worst_tty, 0);
+	assert_true(named > 0);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 /* This process's peak resident memory (VmHWM), in KiB. */
 static long peak_rss_kib(void)
 {
@@ -558,8 +668,11 @@ int main(void)
 		cmocka_unit_test(test_lying_answers_refused),
 		cmocka_unit_test(test_debuglink_to_a_terminal_is_not_opened),
 		cmocka_unit_test(test_symbol_table_bomb_stays_in_the_worker),
+		cmocka_unit_test(test_profiler_as_a_service_takes_no_terminal),
 	};
 
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	if (geteuid() != 0) {
 		print_message("the parser worker is started by root: skipped\n");
 		return 0;
