@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <libelf.h>
 #include <linux/capability.h>
+#include <malloc.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -452,6 +453,10 @@ int parser_worker_main(int argc, char **argv)
 
 	if (parse_options(argc, argv, &options) || enter_sandbox(&options))
 		return WORKER_EXIT_SETUP;
+	/* One file's tables (some hundreds of KiB each) come and go per request: kept on the heap,
+	 * not mapped and unmapped (page faults every time), and not given back between requests. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	/* ready: root sends no descriptor before this */
 	if (!answer(0, 0, NULL, 0))
 		return WORKER_EXIT_DONE;
