@@ -324,7 +324,7 @@ static void test_lying_answers_refused(void **state)
 /* A world-writable sticky directory, as /tmp is, for nobody to plant files in. */
 static void make_sticky_dir(char *dir, size_t len)
 {
-	snprintf(dir, len, "/tmp/pybpfprof-parser.XXXXXX");
+	snprintf(dir, len, "/tmp/pybpfprof-attack.XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(chmod(dir, 01777), 0);
 }

@@ -76,12 +76,18 @@ static int set_limit(int resource, uint64_t value)
 }
 
 /* Its root becomes an empty directory that no longer exists: nothing can be created in it,
- * and no path leads anywhere. */
+ * and no path leads anywhere. Made in /run (root's) where there is one, else in /tmp. */
 static int enter_empty_root(void)
 {
-	char dir[] = "/tmp/pybpfprof-parser.XXXXXX";
+	static const char *const templates[] = { "/run/pybpfprof-parser.XXXXXX", "/tmp/pybpfprof-parser.XXXXXX" };
+	char dir[64];
+	bool made = false;
 
-	if (!mkdtemp(dir) || chdir(dir))
+	for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]) && !made; i++) {
+		snprintf(dir, sizeof(dir), "%s", templates[i]);
+		made = mkdtemp(dir) != NULL;
+	}
+	if (!made || chdir(dir))
 		return -errno;
 	if (rmdir(dir) || chroot(".") || chdir("/"))
 		return -errno;
