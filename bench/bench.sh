@@ -39,7 +39,7 @@ for hz in 1000 20000; do
 	for _ in 1 2 3; do
 		log="$out/run.log"
 		elapsed=$(./pybpfprof --bpf-stats -F "$hz" -o "$out/b.mojo" -o "$out/b.bin" -- "$python" bench/fixed_work.py "$rounds" 2>"$log")
-		samples=$(sed -n 's/^pybpfprof: \([0-9]*\) samples in \([0-9.]*\) s.*; \([0-9]*\) lost;.*/\1 \2 \3/p' "$log")
+		samples=$(sed -n 's/^pybpfprof: \([0-9]*\) samples in \([0-9.]*\) s.*; \([0-9]*\) lost$/\1 \2 \3/p' "$log")
 		bpf_ns=$(sed -n 's/.* \([0-9]*\) ns per target sample$/\1/p' "$log")
 		cpu_s=$(sed -n 's/^pybpfprof: cpu: \([0-9.]*\) s user+sys while sampling.*/\1/p' "$log")
 		setup_s=$(sed -n 's/.*, \([0-9.]*\) s to start$/\1/p' "$log")
@@ -135,7 +135,7 @@ done
 
 # Unwind tables: the summary's line for one run, then the rows of each file on their own.
 printf '\nunwind tables of a run (%s bench/mixed_work.py 32 4)\n' "$mixed_python"
-./pybpfprof -F 1000 -o "$out/mixed.mojo" -- "$mixed_python" bench/mixed_work.py 32 4 1 2>&1 >/dev/null | grep 'unwind tables:' || true
+./pybpfprof -v -F 1000 -o "$out/mixed.mojo" -- "$mixed_python" bench/mixed_work.py 32 4 1 2>&1 >/dev/null | grep 'unwind tables:' || true
 libpython=$(ldd "$mixed_python" | awk '/libpython/ { print $3 }')
 libc=$(ldd "$mixed_python" | awk '/libc\.so/ { print $3 }')
 # numpy's core module: the bench interpreter's, else Debian's (python3-numpy, a make deps package).
@@ -243,7 +243,7 @@ printf '\nsustained rate: 32-frame stacks, --no-native, 5 s (lost samples; profi
 printf '%-8s %9s %6s %9s\n' rate samples lost cpu%core
 for hz in 10000 20000 40000; do
 	./pybpfprof --bpf-stats --no-native -F "$hz" -o "$out/rate.mojo" -- "$python" bench/depth_work.py 32 5 2>"$out/rate.log" >/dev/null
-	sed -n 's/^pybpfprof: \([0-9]*\) samples in [0-9.]* s.*; \([0-9]*\) lost;.*/\1 \2/p; s/^pybpfprof: cpu: [0-9.]* s user+sys while sampling (\([0-9.]*\)% of a core).*/\1/p' \
+	sed -n 's/^pybpfprof: \([0-9]*\) samples in [0-9.]* s.*; \([0-9]*\) lost$/\1 \2/p; s/^pybpfprof: cpu: [0-9.]* s user+sys while sampling (\([0-9.]*\)% of a core).*/\1/p' \
 		"$out/rate.log" | xargs | awk -v hz="$hz" '{ printf "%-8s %9d %6d %8.1f%%\n", hz "Hz", $1, $2, $3 }'
 done
 

@@ -152,6 +152,16 @@ struct {
 	__type(value, struct pbp_cpu_scratch);
 } cpu_scratch SEC(".maps");
 
+/* Wall mode: kernel addresses where a runnable thread was switched out, by whether they lie in
+ * the kernel's way back to user space (1) or not (0): each is named once (bpf/pyperf.bpf.c). */
+#define PBP_MAX_SWITCH_PCS 1024
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PBP_MAX_SWITCH_PCS);
+	__type(key, __u64);
+	__type(value, __u8);
+} return_to_user_pcs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

@@ -166,6 +166,7 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->error = PBP_ERR_NONE;
 	rec->native_stop = UNWIND_STOP_NOT_WALKED;
 	rec->native_frame_count = 0;
+	rec->task_state = 0;
 	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
 	rec->user_ip = 0;
 	scratch->walk.new_code = 0;
@@ -225,11 +226,123 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
  * (bpf_copy_from_user_task). The perf event program is not attached in wall
  * mode, so the per-CPU scratch is this program's alone.
  */
+
+/* The thread's state, as the kernel's scheduler holds it, at one moment. */
+struct pbp_task_moment {
+	__u64 switches; /* context switches so far: equal twice, the thread stayed put between */
+	__u32 state;    /* __state */
+	__u32 on_cpu;
+};
+
+static __always_inline void pbp_read_task_moment(struct task_struct *task, struct pbp_task_moment *moment)
+{
+	moment->state = BPF_CORE_READ(task, __state);
+	moment->on_cpu = BPF_CORE_READ(task, on_cpu);
+	moment->switches = BPF_CORE_READ(task, nvcsw) + BPF_CORE_READ(task, nivcsw);
+}
+
+static __always_inline bool pbp_same_moment(const struct pbp_task_moment *a, const struct pbp_task_moment *b)
+{
+	return a->state == b->state && a->on_cpu == b->on_cpu && a->switches == b->switches;
+}
+
+/* include/linux/sched.h's task_state_index() and fs/proc/array.c's letters, for a live task. */
+static __always_inline __u8 pbp_task_state_letter(__u32 state)
+{
+	if ((state & 0x0402u) == 0x0402u) /* TASK_IDLE: TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
+		return 'I';
+	if (state & 0x0001u)
+		return 'S';
+	if (state & 0x0002u)
+		return 'D';
+	if (state & 0x0004u)
+		return 'T';
+	if (state & 0x0008u)
+		return 't';
+	if (state & 0x0040u)
+		return 'P';
+	return state == PBP_TASK_RUNNING ? 'R' : 'S';
+}
+
+/* The functions by which the kernel returns to user space, after an interrupt or a system call,
+ * across kernel versions. A runnable thread switched out in one of them was preempted on its way
+ * back to user code: it was running user code, not waiting in the kernel, and the path is the
+ * interrupt that preempted it (often the profiler's own wakeup). */
+static const char pbp_return_to_user_fns[][40] = {
+	"irqentry_exit_to_user_mode",
+	"exit_to_user_mode_loop",
+	"syscall_exit_to_user_mode",
+	"exit_to_user_mode_prepare",
+	"syscall_exit_to_user_mode_work",
+	"irqentry_exit_to_user_mode_prepare",
+	"prepare_exit_to_usermode",
+	"exit_to_usermode_loop",
+	"syscall_return_slowpath",
+};
+#define PBP_RETURN_TO_USER_FNS (sizeof(pbp_return_to_user_fns) / sizeof(pbp_return_to_user_fns[0]))
+
+/* Whether the kernel address pc lies in one of pbp_return_to_user_fns: named by the kernel's own
+ * lookup (a few microseconds) the first time only. */
+static __always_inline bool pbp_returning_to_user(__u64 pc)
+{
+	static const char name_format[] = "%ps";
+	__u8 *known = bpf_map_lookup_elem(&return_to_user_pcs, &pc);
+	char name[48];
+	__u8 verdict = 0;
+
+	if (known)
+		return *known;
+	if (bpf_snprintf(name, sizeof(name), name_format, &pc, sizeof(pc)) < 0)
+		return false;
+	for (__u32 i = 0; i < PBP_RETURN_TO_USER_FNS; i++) {
+		if (bpf_strncmp(name, sizeof(name), pbp_return_to_user_fns[i]) == 0) {
+			verdict = 1;
+			break;
+		}
+	}
+	bpf_map_update_elem(&return_to_user_pcs, &pc, &verdict, BPF_ANY);
+	return verdict;
+}
+
+/* How often the kernel stack is taken again when the thread moved while it was read. */
+#define PBP_STACK_MOMENT_TRIES 3
+
+/* The thread's kernel stack and its state, both of one moment: a thread that woke or slept while
+ * its stack was read is read again (the stack of the last try is kept in any case). A runnable
+ * thread preempted on its way back to user space was running user code: no kernel frames. */
+static __always_inline void pbp_wall_kernel_moment(struct task_struct *task, struct pbp_cpu_scratch *scratch)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	struct pbp_task_moment before, after;
+	__u32 frames = 0, first = 2 * (__u32)rec->py_frame_count + rec->native_frame_count;
+
+	pbp_read_task_moment(task, &after);
+	for (int i = 0; i < PBP_STACK_MOMENT_TRIES; i++) {
+		before = after;
+		if (kernel_stacks)
+			frames = pbp_fill_kernel_stack(NULL, task, scratch);
+		pbp_read_task_moment(task, &after);
+		if (pbp_same_moment(&before, &after))
+			break;
+	}
+	rec->flags &= ~(PBP_REC_OFF_CPU | PBP_REC_ON_A_CPU);
+	if (after.state != PBP_TASK_RUNNING)
+		rec->flags |= PBP_REC_OFF_CPU;
+	else if (after.on_cpu)
+		rec->flags |= PBP_REC_ON_A_CPU;
+	rec->task_state = pbp_task_state_letter(after.state);
+	if (frames && !(rec->flags & (PBP_REC_OFF_CPU | PBP_REC_ON_A_CPU)) && first < PBP_SAMPLE_WORDS &&
+	    pbp_returning_to_user(scratch->out.words[first])) {
+		frames = 0;
+		rec->flags |= PBP_REC_USER_MODE;
+	}
+	rec->kernel_frame_count = frames;
+}
+
 /* One wall-mode record of a target's thread, running or not. */
 static __always_inline void pbp_wall_target(struct task_struct *task, const struct py_proc_config *config)
 {
 	struct pbp_cpu_scratch *scratch;
-	struct pbp_record *rec;
 	__u32 zero = 0;
 	bool off_cpu, running_now;
 
@@ -240,14 +353,13 @@ static __always_inline void pbp_wall_target(struct task_struct *task, const stru
 	off_cpu = BPF_CORE_READ(task, __state) != PBP_TASK_RUNNING;
 	/* A thread running on another CPU has no saved user registers worth unwinding from. */
 	running_now = BPF_CORE_READ(task, on_cpu) != 0;
-	rec = pbp_begin_record(scratch, wall_pass_ns, task->tgid, task->pid, BPF_CORE_READ(task, thread_info.cpu),
-			       off_cpu ? PBP_REC_OFF_CPU : 0);
+	pbp_begin_record(scratch, wall_pass_ns, task->tgid, task->pid, BPF_CORE_READ(task, thread_info.cpu),
+			 off_cpu ? PBP_REC_OFF_CPU : 0);
 	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, task))
 		return;
 	if (native_stacks && !running_now)
 		pbp_walk_native_of(NULL, task, scratch, false);
-	if (kernel_stacks)
-		rec->kernel_frame_count = pbp_fill_kernel_stack(NULL, task, scratch);
+	pbp_wall_kernel_moment(task, scratch);
 	pbp_send(scratch);
 }
 

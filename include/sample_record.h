@@ -44,6 +44,8 @@
 #define PBP_REC_GC            0x0080u
 /* The thread asked for the GIL and waits for it (3.15+: PyThreadState.gil_requested). */
 #define PBP_REC_GIL_REQUESTED 0x0100u
+/* Wall mode: the thread was on a CPU at that moment (so its kernel stack could not be read). */
+#define PBP_REC_ON_A_CPU      0x0200u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -80,7 +82,10 @@ struct pbp_record {
 	__u8 error;              /* enum pbp_error: the sample's first failed read, PBP_ERR_NONE if none */
 	__u8 native_stop;        /* enum unwind_stop: why the native walk ended */
 	__u16 native_frame_count; /* native pcs after the Python frames, leaf first */
-	__u8 reserved[4];        /* zero */
+	/* Wall mode: the kernel's state letter of the thread (ps's "RSDTtXZPI"), read at the moment
+	 * its kernel stack was taken; 0 where unknown (cpu mode). */
+	__u8 task_state;
+	__u8 reserved[3];        /* zero */
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
@@ -137,6 +142,7 @@ _Static_assert(__builtin_offsetof(struct pbp_record, interp_id) == 36, PBP_RECOR
 _Static_assert(__builtin_offsetof(struct pbp_record, error) == 40, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, native_stop) == 41, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, native_frame_count) == 42, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, task_state) == 44, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 /* The record is followed by 8-byte aligned frames and kernel addresses. */
 _Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);

@@ -91,6 +91,7 @@ static void help_lists_exit_statuses(void **state)
 	assert_non_null(strstr(out_text, "--pid"));
 	assert_non_null(strstr(out_text, "EXIT STATUS"));
 	assert_non_null(strstr(out_text, "64"));
+	assert_non_null(strstr(out_text, "75   --push delivered no window"));
 	assert_int_equal(run_pybpfprof("--help", NULL), EXIT_STATUS_OK);
 	assert_non_null(strstr(out_text, "EXIT STATUS"));
 	assert_int_equal(run_pybpfprof("help", NULL), EXIT_STATUS_OK);
@@ -273,6 +274,160 @@ static void tachyon_and_mojo_read_back_alike(void **state)
 	free(from_tachyon);
 }
 
+/* The interval (us) a recording of `mode` with `rate` ("-F 1000", "-i 1ms", or none) writes. */
+static unsigned long recorded_interval_us(const struct test_python *python, const char *mode, const char *rate_option,
+					  const char *rate)
+{
+	char path[PATH_MAX];
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	const char *interval;
+	unsigned long value;
+	int status;
+
+	FORMAT(path, "%s/rate-%s-%s.mojo", test_tmpdir(), mode, rate ? rate : "default");
+	if (rate)
+		status = run_pybpfprof("-q", "--mode", mode, rate_option, rate, "-o", path, "--", python->command, "-c",
+				       "import time; time.sleep(0.3)", NULL);
+	else
+		status = run_pybpfprof("-q", "--mode", mode, "-o", path, "--", python->command, "-c",
+				       "import time; time.sleep(0.3)", NULL);
+	if (status != 0)
+		fail_msg("--mode %s %s %s: exit %d: %s", mode, rate_option, rate ? rate : "", status, err_text);
+	reader = test_open_profile(path);
+	while (pf_reader_next_sample(reader, &sample) > 0)
+		;
+	interval = pf_reader_metadata(reader, "interval");
+	assert_non_null(interval);
+	value = strtoul(interval, NULL, 10);
+	pf_reader_close(reader);
+	return value;
+}
+
+/* Wall and gil modes read every thread at every pass: 100 Hz unless -F or -i says otherwise;
+ * cpu mode 1000 Hz. */
+static void default_rate_by_mode(void **state)
+{
+	struct test_python pythons[16];
+	size_t count = test_pythons(pythons, 16);
+
+	(void)state;
+	if (!count)
+		skip();
+	assert_int_equal(recorded_interval_us(&pythons[0], "cpu", NULL, NULL), 1000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "wall", NULL, NULL), 10000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "gil", NULL, NULL), 10000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "wall", "-F", "1000"), 1000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "gil", "-i", "2ms"), 2000);
+	assert_int_equal(recorded_interval_us(&pythons[0], "cpu", "-F", "100"), 10000);
+}
+
+/* ---- the summary after a run ---- */
+
+/* The interpreter tests launch (3.12 where there is one); NULL: none on this machine. */
+static const struct test_python *launch_python(struct test_python *pythons, size_t max)
+{
+	size_t count = test_pythons(pythons, max);
+
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(pythons[i].label, "3.12") == 0)
+			return &pythons[i];
+	return count ? &pythons[0] : NULL;
+}
+
+/* Records `command` (words split on spaces) with the given options; stderr in err_text. */
+static int record_command(const char *options, const char *command)
+{
+	char line[PATH_MAX * 6], *argv[32];
+
+	FORMAT(line, "%s %s -- %s", pybpfprof_binary(), options, command);
+	split_command(line, argv, 32);
+	return run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
+}
+
+/*
+ * After a run a user reads what was written, how much was sampled, and how to open it; the
+ * profiler's internals (native walks, unwind tables and their chunks, merges, budgets) only
+ * when asked with -v.
+ */
+static void summary_says_what_was_written_and_what_next(void **state)
+{
+	static const char script_text[] = "import time\n"
+					  "t = time.time()\n"
+					  "while time.time() - t < 0.5: pass\n";
+	struct test_python pythons[16];
+	const struct test_python *python = launch_python(pythons, 16);
+	char script[PATH_MAX], mojo[PATH_MAX], svg[PATH_MAX], options[PATH_MAX * 3], command[PATH_MAX * 2];
+	char expected[PATH_MAX * 3];
+	static const char *const internals[] = { "native:", "unwind tables", "chunk", "merges", "budgets", " rows" };
+
+	(void)state;
+	if (!python)
+		skip();
+	FORMAT(script, "%s/summary.py", test_tmpdir());
+	FORMAT(mojo, "%s/summary.mojo", test_tmpdir());
+	FORMAT(svg, "%s/summary.svg", test_tmpdir());
+	assert_int_equal(write_whole_file(script, script_text, sizeof(script_text) - 1), 0);
+	FORMAT(options, "-F 1000 -o %s -o %s", mojo, svg);
+	FORMAT(command, "%s %s", python->command, script);
+	assert_int_equal(record_command(options, command), EXIT_STATUS_OK);
+	print_message("%s", err_text);
+	assert_non_null(strstr(err_text, "pybpfprof: wrote "));
+	assert_non_null(strstr(err_text, " samples in "));
+	assert_non_null(strstr(err_text, "from 1 Python process, 1 thread; "));
+	FORMAT(expected, "pybpfprof: next: pybpfprof top %s; open %s in a browser\n", mojo, svg);
+	assert_non_null(strstr(err_text, expected));
+	for (size_t i = 0; i < sizeof(internals) / sizeof(internals[0]); i++)
+		if (strstr(err_text, internals[i]))
+			fail_msg("'%s' in the default summary", internals[i]);
+	/* two files, the totals, at most one line of problems, the hint */
+	assert_true(count_lines(err_text) <= 5);
+	FORMAT(options, "-v -F 1000 -o %s -o %s", mojo, svg);
+	assert_int_equal(record_command(options, command), EXIT_STATUS_OK);
+	assert_non_null(strstr(err_text, "pybpfprof: unwind tables: "));
+	assert_non_null(strstr(err_text, "pybpfprof: native: "));
+}
+
+/*
+ * A command launched through a wrapper (a pyenv shim is a bash script running dozens of
+ * subshells before it execs Python): the summary counts the processes that ran Python, and
+ * -v counts the wrapper's apart.
+ */
+static void launcher_shells_are_not_counted_as_python(void **state)
+{
+	static const char app_text[] = "import time\n"
+				       "t = time.time()\n"
+				       "while time.time() - t < 0.5: pass\n";
+	struct test_python pythons[16];
+	const struct test_python *python = launch_python(pythons, 16);
+	char app[PATH_MAX], wrapper[PATH_MAX], mojo[PATH_MAX], wrapper_text[PATH_MAX * 3];
+	char options[PATH_MAX + 32], command[PATH_MAX + 16];
+
+	(void)state;
+	if (!python)
+		skip();
+	FORMAT(app, "%s/app.py", test_tmpdir());
+	FORMAT(wrapper, "%s/shim.sh", test_tmpdir());
+	FORMAT(mojo, "%s/shim.mojo", test_tmpdir());
+	assert_int_equal(write_whole_file(app, app_text, sizeof(app_text) - 1), 0);
+	/* twelve subshells that each spin a while, as a shim's do, then the interpreter in its place */
+	FORMAT(wrapper_text,
+	       "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do ( n=0; while [ $n -lt 8000 ]; do n=$((n+1)); done ); done\n"
+	       "exec %s %s\n",
+	       python->command, app);
+	assert_int_equal(write_whole_file(wrapper, wrapper_text, strlen(wrapper_text)), 0);
+	FORMAT(options, "-F 1000 -o %s", mojo);
+	FORMAT(command, "/bin/bash %s", wrapper);
+	assert_int_equal(record_command(options, command), EXIT_STATUS_OK);
+	print_message("%s", err_text);
+	assert_non_null(strstr(err_text, "from 1 Python process, 1 thread; "));
+	FORMAT(options, "-v -F 1000 -o %s", mojo);
+	assert_int_equal(record_command(options, command), EXIT_STATUS_OK);
+	print_message("%s", err_text);
+	assert_non_null(strstr(err_text, "from 1 Python process, 1 thread; "));
+	assert_non_null(strstr(err_text, " running no Python (bash x"));
+}
+
 /* A collapsed file holds distinct stacks with their weights: top says so. */
 static void top_of_collapsed_counts_stacks(void **state)
 {
@@ -430,6 +585,9 @@ int main(void)
 		cmocka_unit_test(default_file_follows_format),
 		cmocka_unit_test(tachyon_and_mojo_read_back_alike),
 		cmocka_unit_test(top_of_collapsed_counts_stacks),
+		cmocka_unit_test(default_rate_by_mode),
+		cmocka_unit_test(summary_says_what_was_written_and_what_next),
+		cmocka_unit_test(launcher_shells_are_not_counted_as_python),
 		cmocka_unit_test_teardown(live_top_in_a_terminal, kill_tmux_session),
 		cmocka_unit_test(make_install_places_the_tool),
 		cmocka_unit_test(bash_completes_commands_and_values),

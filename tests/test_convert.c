@@ -8,6 +8,8 @@
  */
 #include "testlib.h"
 
+#include <math.h>
+
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 
@@ -481,6 +483,100 @@ static void gil_mode_and_states(void **state)
 	assert_non_null(strstr(shown, "33.33%         75.00%\n"));
 }
 
+/* Four samples of thread 8 in `mode` (own_mode: ours), one of them on a CPU, into path. */
+static void write_mode_file(const char *path, const char *format, const char *mode, const char *own_mode)
+{
+	const struct pf_run_info info = { .interval_us = 10000, .mode = mode, .own_mode = own_mode,
+					  .frequency_hz = 100, .start_time_us = 1000 };
+	struct pf_frame frame = pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", "work");
+	struct pf_writer *writer;
+
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name(format), NULL), 0);
+	assert_int_equal(pf_writer_set_run_info(writer, &info), 0);
+	for (uint64_t i = 0; i < 4; i++) {
+		struct pf_sample sample = { .pid = 7, .tid = 8, .timestamp_us = 10000 * (i + 1),
+					    .status = i == 0 ? PF_STATUS_ON_CPU : PF_STATUS_IDLE,
+					    .metrics = PF_METRIC_TIME, .time_us = 10000, .frame_count = 1,
+					    .frames = &frame };
+
+		assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	}
+	assert_int_equal(pf_writer_close(writer), 0);
+}
+
+/* `top FILE`'s headings say what the file's mode measures: wall time is not where the CPU was. */
+static void top_headings_by_mode(void **state)
+{
+	static const struct {
+		const char *format, *mode, *own_mode, *heading;
+	} files[] = {
+		{ "mojo", "cpu", NULL, "own time (where the CPU was):" },
+		{ "tachyon", "cpu", NULL, "own time (where the CPU was):" },
+		{ "mojo", "wall", NULL, "own wall time (where the threads were, running or waiting):" },
+		{ "tachyon", "wall", NULL, "own wall time (where the threads were, running or waiting):" },
+		{ "mojo", "wall", "gil", "own time holding the GIL (where the GIL's holder was):" },
+		{ "tachyon", "wall", "gil", "own time holding the GIL (where the GIL's holder was):" },
+	};
+	char path[PATH_MAX], shown[8192];
+	char *argv[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		FORMAT(path, "%s/heading-%zu.%s", test_tmpdir(), i, files[i].format[0] == 'm' ? "mojo" : "bin");
+		write_mode_file(path, files[i].format, files[i].mode, files[i].own_mode);
+		run_output(argv, shown, sizeof(shown));
+		if (!strstr(shown, files[i].heading))
+			fail_msg("%s, %s mode: no '%s' in:\n%s", files[i].format, files[i].own_mode ? files[i].own_mode
+				 : files[i].mode, files[i].heading, shown);
+		if (strcmp(files[i].mode, "cpu") != 0 && strstr(shown, "CPU was"))
+			fail_msg("%s, %s mode: says where the CPU was:\n%s", files[i].format, files[i].mode, shown);
+	}
+}
+
+/* The "all" row of `top --by-state` of path, from its first state column. */
+static void by_state_all_row(const char *path, char *row, size_t len)
+{
+	char *argv[] = { (char *)pybpfprof_binary(), "top", "--by-state", (char *)path, NULL };
+	char shown[8192];
+	const char *all, *end;
+
+	run_output(argv, shown, sizeof(shown));
+	all = strstr(shown, "\n  all ");
+	assert_non_null(all);
+	all += strlen("\n  all ");
+	while (*all == ' ')
+		all++;
+	end = strchr(all, '\n');
+	snprintf(row, len, "%.*s", (int)(end ? end - all : (ptrdiff_t)strlen(all)), all);
+	print_message("%s: %s\n", path, row);
+}
+
+/* A state a file cannot hold reads n/a, not 0%: MOJO has no GIL and no on-CPU flag (its idle is
+ * an event of full mode only); Tachyon's idle is a sample without the on-CPU flag. */
+static void top_by_state_says_what_files_hold(void **state)
+{
+	char mojo[PATH_MAX], tachyon[PATH_MAX], cpu_mojo[PATH_MAX], row[512];
+	double on_cpu, idle;
+
+	(void)state;
+	FORMAT(mojo, "%s/states-wall.mojo", test_tmpdir());
+	FORMAT(tachyon, "%s/states-wall.bin", test_tmpdir());
+	FORMAT(cpu_mojo, "%s/states-cpu.mojo", test_tmpdir());
+	write_mode_file(mojo, "mojo", "wall", NULL);
+	write_mode_file(tachyon, "tachyon", "wall", NULL);
+	write_mode_file(cpu_mojo, "mojo", "cpu", NULL);
+	/* on CPU, idle, holds GIL, waits for GIL, GC */
+	by_state_all_row(tachyon, row, sizeof(row));
+	/* (Tachyon weighs the first sample from the run's start: the shares are not 1:3 exactly.) */
+	assert_int_equal(sscanf(row, "%lf%% %lf%%", &on_cpu, &idle), 2);
+	assert_true(fabs(on_cpu + idle - 100) < 0.02 && idle > on_cpu);
+	assert_non_null(strstr(row, "%          0.00%          0.00%          0.00%"));
+	by_state_all_row(mojo, row, sizeof(row));
+	assert_string_equal(row, "n/a            n/a            n/a            n/a          0.00%");
+	by_state_all_row(cpu_mojo, row, sizeof(row));
+	assert_string_equal(row, "100.00%            n/a            n/a            n/a          0.00%");
+}
+
 /* A thread sampled in a subinterpreter: dump says its interpreter id, top --by-state gives it a
  * row of its own (its GIL is another). */
 static void interpreter_ids_shown(void **state)
@@ -711,6 +807,8 @@ int main(void)
 		cmocka_unit_test(top_escapes_terminal_controls),
 		cmocka_unit_test(gil_mode_and_states),
 		cmocka_unit_test(interpreter_ids_shown),
+		cmocka_unit_test(top_headings_by_mode),
+		cmocka_unit_test(top_by_state_says_what_files_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -620,13 +620,13 @@ static void read_profile(const char *path, struct leaf_count *counts, size_t cou
 	pf_reader_close(reader);
 }
 
-/* Until the profiler has opened its output (NAME.partial-XXXXXX beside path): it is sampling,
- * its first scan of /proc done or under way, and exec notices come. */
-static void wait_for_output(const char *path)
+/* Until the profiler says it samples the host (its outputs open, BPF attached; err_path is its
+ * stderr): its first scan of /proc is under way, and exec notices come. */
+static void wait_for_sampling(const char *err_path)
 {
-	char pattern[PATH_MAX + 32];
+	char pattern[PATH_MAX + 64];
 
-	FORMAT(pattern, "ls %s.partial-* >/dev/null 2>&1", path);
+	FORMAT(pattern, "grep -q 'sampling every Python process' %s 2>/dev/null", err_path);
 	for (int attempt = 0; attempt < READY_TRIES && system(pattern) != 0; attempt++)
 		sleep_ms(READY_POLL_MS);
 	/* the scan of /proc follows the opening */
@@ -637,7 +637,7 @@ static void whole_host_finds_renamed_embedded_and_namespaced(void **state)
 {
 	struct subjects subjects;
 	char out[PATH_MAX], err_path[PATH_MAX], metadata[1024];
-	char *argv[] = { (char *)pybpfprof_binary(), "-d", "5", "-o", out, NULL };
+	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-d", "5", "-o", out, NULL };
 	struct leaf_count counts[4];
 	uint8_t *summary;
 	size_t summary_len = 0;
@@ -653,7 +653,7 @@ static void whole_host_finds_renamed_embedded_and_namespaced(void **state)
 	subjects.renamed_pid = start_renamed(&subjects);
 	sleep_ms(300);
 	profiler = test_spawn(argv, NULL, err_path);
-	wait_for_output(out);
+	wait_for_sampling(err_path);
 	start_embedded(&subjects);
 	start_namespaced(&subjects);
 	start_bundle(&subjects);

@@ -4,7 +4,8 @@
  * recording written as MOJO, pprof and speedscope at once; `go tool pprof
  * -top` (Debian's golang-go) and speedscope's own schema (with Python's
  * jsonschema) accept the files, and their heaviest functions agree with
- * `pybpfprof top` of the MOJO file within 0.5 percentage points.
+ * `pybpfprof top` of the MOJO file within 0.5 percentage points; pprof names
+ * Python's own functions (`<module>`, `<listcomp>`, `<lambda>`) as Python does.
  */
 #include "testlib.h"
 
@@ -12,7 +13,7 @@
 
 #include <math.h>
 
-#define MAX_RANKED 64
+#define MAX_RANKED 256
 #define TOP_COMPARED 5
 
 struct ranked {
@@ -226,6 +227,74 @@ static void pprof_read_by_go_tool_pprof(void **state)
 	}
 }
 
+/* Whether some function `go tool pprof -top` ranks is named exactly name. */
+static bool pprof_ranks(const struct ranking *ranking, const char *name)
+{
+	return find_ranked(ranking, name) != NULL;
+}
+
+/*
+ * `go tool pprof -top` names what a Python user wrote: a module body, a list comprehension and a
+ * lambda by their own names (not pprof's C++ simplification of them, "<unknown>"); the file
+ * it heads the report with is the program (the executable or the interpreter), not the loader;
+ * and a library the program has just loaded (zlib, at its import) has its frames named from its
+ * first sample, not a bare address. 3.11: its comprehensions are frames of their own.
+ */
+static void pprof_names_python_functions_and_the_program(void **state)
+{
+	static const char script_text[] = "import zlib\n"
+					  "data = bytes(range(256)) * 256\n"
+					  "square_sum = lambda n: sum([i * i for i in range(n)])\n"
+					  "total = 0\n"
+					  "for _ in range(40):\n"
+					  "    [zlib.compress(data, 6) for _ in range(4)]\n"
+					  "    square_sum(30000)\n"
+					  "    for i in range(30000):\n"
+					  "        total += i\n";
+	struct test_python pythons[16];
+	size_t count = test_pythons(pythons, 16);
+	const struct test_python *python = NULL;
+	char script[PATH_MAX], profile[PATH_MAX], command[PATH_MAX * 6 + 64], *argv[32];
+	char *top[] = { "go", "tool", "pprof", "-top", "-nodecount=200", profile, NULL };
+	static struct ranking names;
+	const char *file;
+
+	(void)state;
+	if (access("/usr/bin/go", X_OK) != 0) {
+		print_message("go (Debian's golang-go) absent: run `make deps`; skipped\n");
+		skip();
+	}
+	for (size_t i = 0; i < count && !python; i++)
+		if (strcmp(pythons[i].label, "3.11") == 0)
+			python = &pythons[i];
+	if (!python) {
+		print_message("no 3.11 interpreter; skipped\n");
+		skip();
+	}
+	snprintf(script, sizeof(script), "%s/names.py", test_tmpdir());
+	snprintf(profile, sizeof(profile), "%s/names.pb.gz", test_tmpdir());
+	assert_int_equal(write_whole_file(script, script_text, sizeof(script_text) - 1), 0);
+	snprintf(command, sizeof(command), "%s -q -F 1000 -o %s -- %s %s", pybpfprof_binary(), profile,
+		 python->command, script);
+	split_command(command, argv, 32);
+	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	assert_int_equal(run_capture_both(top, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	print_message("%.*s\n", 1200, out_text);
+	names = (struct ranking){ 0 };
+	parse_pprof(out_text, &names);
+	assert_true(pprof_ranks(&names, "<module>"));
+	assert_true(pprof_ranks(&names, "<listcomp>"));
+	assert_true(pprof_ranks(&names, "<lambda>"));
+	assert_false(pprof_ranks(&names, "<unknown>"));
+	for (size_t i = 0; i < names.count; i++)
+		if (strncmp(names.items[i].name, "0x", 2) == 0)
+			fail_msg("a native frame named by its address: %s", names.items[i].name);
+	file = strstr(out_text, "File: ");
+	assert_non_null(file);
+	if (strncmp(file, "File: python3.11\n", 17) != 0 && strncmp(file, "File: libpython3.11", 19) != 0)
+		fail_msg("the profile's file is not the program: %.60s", file);
+}
+
 static void speedscope_valid_against_its_schema(void **state)
 {
 	char script[PATH_MAX + 64], schema[PATH_MAX];
@@ -248,6 +317,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pprof_read_by_go_tool_pprof),
 		cmocka_unit_test(speedscope_valid_against_its_schema),
+		cmocka_unit_test(pprof_names_python_functions_and_the_program),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,11 +8,15 @@
  *    profiler stalled for a moment): the summary counts the lost records and
  *    the files decode with the number of samples they claim;
  *  - a target is stopped (SIGSTOP) for 2 s: the run ends on time and the
- *    other target's samples keep coming meanwhile.
+ *    other target's samples keep coming meanwhile;
+ *  - the profiler is killed (SIGKILL) mid-run: the MOJO and Tachyon files read
+ *    back, and nothing else is left in the directory (no empty NAME.partial-*
+ *    beside the outputs written only at the end).
  */
 #include "testlib.h"
 #include "util/exit_status.h"
 
+#include <dirent.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -250,7 +254,7 @@ static void full_disk(void **state)
 
 /* ---------------------------------------------------------------- the ring buffer overflows */
 
-/* "N lost" in the summary line "... samples in ...; N lost; ...", or -1. */
+/* "N lost" in the summary line "... samples in ...; N lost", or -1. */
 static long long summary_number(const char *summary, const char *after_text, const char *before_text)
 {
 	const char *line = strstr(summary, " samples in ");
@@ -303,7 +307,7 @@ static void ring_overflow(void **state)
 	assert_non_null(summary);
 	print_message("%s", summary ? (char *)summary : "");
 	samples = summary_number((char *)summary, NULL, NULL);
-	lost = summary_number((char *)summary, "; ", " lost;");
+	lost = summary_number((char *)summary, "; ", " lost");
 	assert_true(samples > 0);
 	assert_true(lost > 0);
 	free(summary);
@@ -386,6 +390,68 @@ static void stopped_target(void **state)
 	assert_true(samples_between(out, stopped, resumed_us + 100000, UINT64_MAX) > 0);
 }
 
+/* Entries of dir other than "." and "..", their names joined by ' ' in names. */
+static size_t directory_entries(const char *dir, char *names, size_t size)
+{
+	struct dirent *entry;
+	DIR *handle = opendir(dir);
+	size_t count = 0, used = 0;
+
+	assert_non_null(handle);
+	names[0] = 0;
+	while ((entry = readdir(handle))) {
+		if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+			continue;
+		count++;
+		used += (size_t)snprintf(names + used, used < size ? size - used : 0, "%s ", entry->d_name);
+		if (used >= size)
+			used = size - 1;
+	}
+	closedir(handle);
+	return count;
+}
+
+/*
+ * SIGKILL in the middle of a run writing every format: MOJO and Tachyon are readable where
+ * they were put (flushed, checkpointed), and the formats written whole at the end leave no
+ * trace, not even an empty file beside their names.
+ */
+static void killed_run_leaves_only_readable_files(void **state)
+{
+	char dir[PATH_MAX], mojo[PATH_MAX], tachyon[PATH_MAX], svg[PATH_MAX], collapsed[PATH_MAX];
+	char pprof[PATH_MAX], speedscope[PATH_MAX], pid_text[16], names[1024];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-F", "500", "-p", pid_text, "-o", mojo, "-o", tachyon,
+			 "-o", svg, "-o", collapsed, "-o", pprof, "-o", speedscope, NULL };
+	pid_t target = start_script("bpf_spin.py", NULL), profiler;
+	struct read_back from_mojo, from_tachyon;
+
+	(void)state;
+	FORMAT(pid_text, "%d", (int)target);
+	FORMAT(dir, "%s/killed", test_tmpdir());
+	assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
+	FORMAT(mojo, "%s/run.mojo", dir);
+	FORMAT(tachyon, "%s/run.bin", dir);
+	FORMAT(svg, "%s/run.svg", dir);
+	FORMAT(collapsed, "%s/run.collapsed", dir);
+	FORMAT(pprof, "%s/run.pb.gz", dir);
+	FORMAT(speedscope, "%s/run.speedscope.json", dir);
+	profiler = test_spawn(argv, NULL, NULL);
+	assert_true(profiler > 0);
+	/* Killed once both streamed files hold samples (their first flush), however slow the start. */
+	for (int waited = 0; waited < 300 && !(file_exists(mojo) && file_exists(tachyon)); waited++)
+		usleep(100 * 1000);
+	kill(profiler, SIGKILL);
+	test_wait_status(profiler);
+	read_back(mojo, &from_mojo);
+	read_back(tachyon, &from_tachyon);
+	print_message("left: %zu entries: %s; MOJO %zu samples, Tachyon %zu\n", directory_entries(dir, names, sizeof(names)),
+		      names, from_mojo.samples, from_tachyon.samples);
+	assert_string_equal(from_mojo.error, "");
+	assert_string_equal(from_tachyon.error, "");
+	assert_true(from_mojo.samples > 0 && from_tachyon.samples > 0);
+	assert_int_equal(directory_entries(dir, names, sizeof(names)), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest disk_tests[] = {
@@ -394,6 +460,7 @@ int main(void)
 	const struct CMUnitTest run_tests[] = {
 		cmocka_unit_test_teardown(ring_overflow, stop_targets),
 		cmocka_unit_test_teardown(stopped_target, stop_targets),
+		cmocka_unit_test_teardown(killed_run_leaves_only_readable_files, stop_targets),
 	};
 	int failed;
 

@@ -8,7 +8,8 @@
  * GIL-holding shares add up to 100% of the passes (+- 3 pp), and neither is
  * flagged as collecting garbage. In gil mode every sample holds the GIL, the
  * MOJO file says mode wall with our own pybpfprof_mode gil, the Tachyon file
- * mode gil, and CPython 3.15 replays it.
+ * mode gil, and CPython 3.15 replays it. A spinner holding the GIL runs
+ * Python code: the interrupt that preempted it is never its leaf.
  *
  * Garbage: a thread making reference cycles shows GC-flagged samples in MOJO
  * (its GC event) and, for the same samples, CPython's "~" "<GC>" leaf frame in
@@ -202,7 +203,19 @@ struct gil_tally {
 	size_t samples;
 	size_t not_holding;
 	size_t spinning;
+	size_t preempted_leaf; /* the leaf is the kernel's way back to user space */
 };
+
+/* The kernel's way back to user space: the interrupt by which a thread running user code was
+ * preempted, not somewhere it waits. */
+static bool preempted_leaf(const struct pf_sample *sample)
+{
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+
+	return leaf && leaf->kind == PF_FRAME_KERNEL &&
+	       (strncmp(leaf->name, "irqentry_", 9) == 0 || strncmp(leaf->name, "asm_sysvec_", 11) == 0 ||
+		strncmp(leaf->name, "asm_common_interrupt", 20) == 0 || strstr(leaf->name, "exit_to_user"));
+}
 
 static void tally_gil_mode(const char *path, bool tachyon, struct gil_tally *tally)
 {
@@ -214,6 +227,7 @@ static void tally_gil_mode(const char *path, bool tachyon, struct gil_tally *tal
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		tally->samples++;
 		tally->spinning += test_has_python_frame(&sample, "contend_spin");
+		tally->preempted_leaf += preempted_leaf(&sample);
 		tally->not_holding += tachyon && !(sample.status & PF_STATUS_HAS_GIL);
 	}
 	if (got < 0)
@@ -273,9 +287,12 @@ static void gil_contention(void **state)
 
 	tally_gil_mode(gil_mojo, false, &from_mojo);
 	tally_gil_mode(gil_tachyon, true, &from_tachyon);
-	print_message("%s gil mode: %zu samples, %zu in the spinners, %zu not holding the GIL\n", python->label,
-		      from_tachyon.samples, from_tachyon.spinning, from_tachyon.not_holding);
+	print_message("%s gil mode: %zu samples, %zu in the spinners, %zu not holding the GIL, %zu with the "
+		      "interrupt that preempted them as leaf\n", python->label, from_tachyon.samples,
+		      from_tachyon.spinning, from_tachyon.not_holding, from_tachyon.preempted_leaf);
 	assert_int_equal(from_mojo.samples, from_tachyon.samples);
+	assert_int_equal(from_mojo.preempted_leaf, 0);
+	assert_int_equal(from_tachyon.preempted_leaf, 0);
 	assert_true(from_tachyon.spinning >= PASSES_MIN);
 	assert_int_equal(from_tachyon.not_holding, 0);
 	assert_cpython_accepts(gil_tachyon, from_tachyon.samples);

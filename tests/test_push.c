@@ -67,7 +67,7 @@ static int run_pushing(const struct test_python *python, const char *url, const 
 	char *argv[32];
 
 	snprintf(command, sizeof(command),
-		 "%s --push %s --window 1 --app fleet-test --label env=ci -o %s -F 200 -- %s %s", pybpfprof_binary(),
+		 "%s -v --push %s --window 1 --app fleet-test --label env=ci -o %s -F 200 -- %s %s", pybpfprof_binary(),
 		 url, output, python->command, script);
 	split_command(command, argv, 32);
 	return run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
@@ -137,13 +137,15 @@ static void endpoint_down_never_stops_sampling(void **state)
 	snprintf(script, sizeof(script), "%s/push_down.py", test_tmpdir());
 	snprintf(output, sizeof(output), "%s/push-down.mojo", test_tmpdir());
 	write_workload(script, 2.5);
-	/* Port 1 on loopback: nothing listens, every push is refused. */
-	assert_int_equal(run_pushing(python, "http://127.0.0.1:1", output, script), 0);
+	/* Port 1 on loopback: nothing listens, every push is refused; a run that delivered
+	 * nothing fails, so that whatever supervises it notices. */
+	assert_int_equal(run_pushing(python, "http://127.0.0.1:1", output, script), EXIT_STATUS_PUSH);
 	print_message("%s", err_text);
 	/* one warning for the whole streak of failures, and the count in the summary */
 	failed = strstr(err_text, "push to http://127.0.0.1:1 failed");
 	assert_non_null(failed);
 	assert_null(strstr(failed + 1, "push to http://127.0.0.1:1 failed"));
+	assert_non_null(strstr(err_text, "pybpfprof: --push: none of the "));
 	assert_non_null(strstr(err_text, "pybpfprof: push: 0 of "));
 	assert_null(strstr(err_text, " 0 failed pushes"));
 	/* sampling went on: the file holds the workload */

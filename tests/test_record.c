@@ -8,8 +8,9 @@
  * own function, and reading /dev/zero shows the kernel's read path under
  * the Python frame that called it. Mixed stacks (native_*): C code in place
  * between Python frames (ctypes callbacks, sorted's key, numpy and its BLAS,
- * libc's read under the kernel's), walks that stop say why, and perf's DWARF
- * unwinder sees the same heavy paths.
+ * libc's read under the kernel's), walks that stop say why, perf's DWARF
+ * unwinder sees the same heavy paths, and two CPU hogs beside the target take
+ * none of its native frames.
  */
 #include "testlib.h"
 
@@ -26,6 +27,7 @@
 
 #include <math.h>
 #include <pwd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #define WORKLOAD "workload.py"
@@ -944,7 +946,7 @@ static void native_walks_reach_the_root(void **state)
 
 		if (!python)
 			continue;
-		record_native_script_or_fail(python, "", WORKLOAD, "split", &run);
+		record_native_script_or_fail(python, "-v", WORKLOAD, "split", &run);
 		read_native_run(&run, ignore_sample, NULL);
 		if (!walked(python->label, &run))
 			continue;
@@ -1315,6 +1317,130 @@ static void native_numpy(void **state)
 		assert_true(found.sort_samples >= 500);
 		assert_true(found.matmul_with_numpy_and_blas * 2 >= found.matmul_samples);
 		assert_true(found.sort_with_numpy * 2 >= found.sort_samples);
+	}
+}
+
+/* h. A busy host: two CPU-bound processes beside the target, which gets a third of a CPU. */
+#define HOG_COUNT 2
+/* A hog ends by itself this long after it starts, whatever becomes of the test. */
+#define HOG_MAX_S 60
+
+static void start_hogs(pid_t *hogs)
+{
+	for (size_t i = 0; i < HOG_COUNT; i++) {
+		hogs[i] = fork();
+		assert_true(hogs[i] >= 0);
+		if (hogs[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			alarm(HOG_MAX_S);
+			for (volatile unsigned long spin = 0;; spin++)
+				;
+		}
+	}
+}
+
+static void stop_hogs(pid_t *hogs)
+{
+	for (size_t i = 0; i < HOG_COUNT; i++) {
+		kill(hogs[i], SIGKILL);
+		waitpid(hogs[i], NULL, 0);
+	}
+}
+
+struct zlib_chain_findings {
+	const char *caller;   /* the Python function that calls zlib.compress */
+	size_t zlib_samples;  /* samples under caller whose leaf is in libz, below deflate */
+	size_t whole_chain;   /* ... with deflate between caller and the leaf */
+};
+
+static void note_zlib_chain(void *findings, const struct pf_sample *sample)
+{
+	struct zlib_chain_findings *found = findings;
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+	size_t caller = named_after(sample, 0, PF_FRAME_PYTHON, found->caller);
+	size_t deflate;
+
+	/* A leaf in deflate itself would show deflate with or without a table. */
+	if (caller == NO_FRAME || !leaf || leaf->kind != PF_FRAME_NATIVE || !leaf->file ||
+	    !strstr(leaf->file, "/libz.so") || (leaf->name && strcmp(leaf->name, "deflate") == 0))
+		return;
+	found->zlib_samples++;
+	for (deflate = caller + 1; deflate + 1 < sample->frame_count; deflate++)
+		if (sample->frames[deflate].kind == PF_FRAME_NATIVE && sample->frames[deflate].name &&
+		    strcmp(sample->frames[deflate].name, "deflate") == 0)
+			break;
+	found->whole_chain += deflate + 1 < sample->frame_count;
+}
+
+/* The zlib workload launched under the profiler for 4 s while the hogs run. */
+static void record_launched_under_load(const struct test_python *python, struct native_run *run)
+{
+	pid_t hogs[HOG_COUNT];
+
+	start_hogs(hogs);
+	record_native_script(python, "-d 4", "native_work.py", "6", run);
+	stop_hogs(hogs);
+	if (run->status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, run->status, run->summary);
+}
+
+/* The zlib workload, already running, attached to for 4 s while the hogs run. */
+static void record_attached_under_load(const struct test_python *python, struct native_run *run)
+{
+	char pid_text[16];
+	pid_t hogs[HOG_COUNT], target;
+	int out_fd;
+
+	memset(run, 0, sizeof(*run));
+	FORMAT(run->path, "%s/busy-attach-%s.mojo", test_tmpdir(), python->label);
+	target = test_start_ready_script(python, "bpf_native_zlib.py", "", &out_fd);
+	FORMAT(pid_text, "%d", (int)target);
+	start_hogs(hogs);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-d", "4", "-p", pid_text, "-o", run->path, NULL };
+
+		run->status = run_capture(argv, run->summary, sizeof(run->summary));
+	}
+	stop_hogs(hogs);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+	close(out_fd);
+	if (run->status != 0)
+		fail_msg("%s: pybpfprof -p exited %d: %s", python->label, run->status, run->summary);
+}
+
+static void check_zlib_chain(const char *how, const struct test_python *python, struct native_run *run,
+			     const char *caller)
+{
+	struct zlib_chain_findings found = { .caller = caller };
+
+	read_native_run(run, note_zlib_chain, &found);
+	print_message("%s %s beside %d CPU hogs: %zu of %zu zlib samples hold the chain under %s; walks stopped: '%s'\n",
+		      python->label, how, HOG_COUNT, found.whole_chain, found.zlib_samples, caller, run->stops);
+	assert_true(found.zlib_samples >= 50);
+	assert_true(found.whole_chain * 10 >= found.zlib_samples * 9);
+}
+
+/*
+ * Native frames do not depend on how busy the host is: the unwind tables come before the
+ * samples that need them, launched or attached, so zlib's deflate sits between the Python
+ * function that called it and the leaf as on a quiet host.
+ */
+static void native_frames_on_a_busy_host(void **state)
+{
+	static const char *const labels[] = { "3.11-static", "3.12", "3.15" };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++) {
+		const struct test_python *python = native_python(labels[i]);
+		struct native_run run;
+
+		if (!python)
+			continue;
+		record_launched_under_load(python, &run);
+		check_zlib_chain("launched", python, &run, "compress_loop");
+		record_attached_under_load(python, &run);
+		check_zlib_chain("attached", python, &run, "compress_once");
 	}
 }
 
@@ -2115,6 +2241,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_minidebuginfo);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_numpy);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_paths_match_perf);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_frames_on_a_busy_host);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(failed_run_keeps_old_outputs);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(planted_symlink_is_refused);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(fifo_output_is_refused);

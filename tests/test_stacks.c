@@ -7,7 +7,10 @@
  * a kernel frame naming the wait, the spinner running; `--json` parses
  * (python3's json.load) and says the same; a SIGSTOPped process (a hung one)
  * shows every thread stopped in do_signal_stop with its Python frames; a
- * process that is not Python gives exit status 66 and one line.
+ * process that is not Python gives exit status 66 and one line. A thread that
+ * spins 1 ms and sleeps 1 ms, read over and over, never has a state that
+ * contradicts its stack: never idle in state R, never running (on a CPU) with
+ * a kernel stack.
  */
 #include "testlib.h"
 
@@ -17,6 +20,8 @@
 #define OUTPUT_BYTES (256 * 1024)
 /* Passes per form before a thread caught between its waits counts as a failure. */
 #define ATTEMPTS 5
+/* Reads of the flickering thread: each catches it spinning, asleep, or between. */
+#define FLICKER_READS 20
 
 static const char *const stacks_labels[] = { "2.7", "3.11-static", "3.12", "3.15" };
 
@@ -137,7 +142,8 @@ static bool check_threads(const char *label, const char *form, const char *outpu
 			continue;
 		}
 		if (kind == SPINNER) {
-			if (!strstr(block, "(running"))
+			/* On a CPU, or preempted and waiting for one. */
+			if (!strstr(block, "(running") && !strstr(block, "(runnable"))
 				FAIL_CHECK("%s %s: the spinner is not running:\n%s", label, form, block);
 			continue;
 		}
@@ -190,6 +196,58 @@ static void stacks_threads(void **state)
 	shown = shown && check_form(label, target.pid, false, true) && check_form(label, target.pid, true, true);
 	test_stop_target(&target);
 	if (!shown)
+		fail_msg("%s", failure);
+}
+
+/* The thread's header and its stack tell one story: a thread on a CPU has no kernel stack to
+ * show, and an idle thread is not in state R. Else the contradiction, in failure. */
+static bool state_agrees_with_stack(const char *label, const char *form, const char *block)
+{
+	static const char *const any_kernel_frame[] = { "", NULL };
+
+	if (strstr(block, "(idle: R"))
+		FAIL_CHECK("%s %s: idle in state R:\n%s", label, form, block);
+	if ((strstr(block, "(running)") || strstr(block, "(running,")) && has_kernel_frame(block, any_kernel_frame))
+		FAIL_CHECK("%s %s: running on a CPU, with a kernel stack:\n%s", label, form, block);
+	return true;
+}
+
+static void stacks_state_agrees(void **state)
+{
+	static char output[OUTPUT_BYTES], view[OUTPUT_BYTES], block[OUTPUT_BYTES];
+	const char *label = *state;
+	const struct test_python *python = test_python_find(pythons, python_count, label);
+	struct test_target target;
+	size_t idle = 0, running = 0;
+	char err[4096];
+	bool agrees = true;
+
+	if (!python) {
+		print_message("%s: interpreter absent, skipped\n", label);
+		skip();
+	}
+	target.pid = test_start_ready_script(python, SCRIPT, "flicker", &target.out_fd);
+	for (int read = 0; read < FLICKER_READS && agrees; read++) {
+		bool json = read % 2;
+		int status = run_stacks(target.pid, json, output, sizeof(output), err, sizeof(err));
+
+		if (status != 0) {
+			snprintf(failure, sizeof(failure), "%s: pybpfprof stacks exited %d: %s", label, status, err);
+			agrees = false;
+		} else if (json && !view_json(label, output, view, sizeof(view))) {
+			agrees = false;
+		} else if (!thread_block(json ? view : output, "flicker", block, sizeof(block))) {
+			snprintf(failure, sizeof(failure), "%s: no thread in flicker:\n%s", label, json ? view : output);
+			agrees = false;
+		} else {
+			agrees = state_agrees_with_stack(label, json ? "json" : "text", block);
+			idle += strstr(block, "(idle: ") != NULL;
+			running += strstr(block, "(running") != NULL;
+		}
+	}
+	test_stop_target(&target);
+	print_message("%s: the flickering thread idle in %zu reads, running in %zu\n", label, idle, running);
+	if (!agrees)
 		fail_msg("%s", failure);
 }
 
@@ -246,7 +304,8 @@ int main(void)
 {
 	enum { LABELS = sizeof(stacks_labels) / sizeof(stacks_labels[0]) };
 	static char names[LABELS][64];
-	struct CMUnitTest tests[LABELS + 2];
+	static char state_names[LABELS][64];
+	struct CMUnitTest tests[2 * LABELS + 2];
 	size_t count = 0;
 
 	if (getenv("TEST_FILTER"))
@@ -261,6 +320,11 @@ int main(void)
 		tests[count] = (struct CMUnitTest){ .name = names[count], .test_func = stacks_threads,
 						    .initial_state = (void *)stacks_labels[i] };
 		count++;
+	}
+	for (size_t i = 0; i < LABELS; i++) {
+		FORMAT(state_names[i], "stacks_state_agrees_%s", stacks_labels[i]);
+		tests[count++] = (struct CMUnitTest){ .name = state_names[i], .test_func = stacks_state_agrees,
+						      .initial_state = (void *)stacks_labels[i] };
 	}
 	tests[count++] = (struct CMUnitTest){ .name = "stacks_hostile_name", .test_func = stacks_hostile_name };
 	tests[count++] = (struct CMUnitTest){ .name = "stacks_not_python", .test_func = stacks_not_python };

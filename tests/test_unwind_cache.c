@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -453,6 +454,137 @@ static void test_library_loaded_later(void **state)
 	free(recorded);
 }
 
+/* Records the order the tables were placed in (table ids) beside what record_upload checks. */
+struct ordered_ops {
+	struct recorded_ops recorded;
+	uint32_t order[UNWIND_MAX_TABLES];
+	size_t placed;
+};
+
+static int record_upload_in_order(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
+				  const struct unwind_row *rows, const uint32_t *pages)
+{
+	struct ordered_ops *ordered = ctx;
+
+	if (ordered->placed < UNWIND_MAX_TABLES)
+		ordered->order[ordered->placed++] = table_id;
+	return record_upload(&ordered->recorded, table_id, ref, rows, pages);
+}
+
+static struct unwind_cache *new_background_cache(struct ordered_ops *ordered)
+{
+	struct unwind_cache_ops ops = { .ctx = ordered, .upload_table = record_upload_in_order,
+					.release_table = record_release, .add_chunk = record_add_chunk,
+					.remove_chunk = record_remove_chunk };
+	struct unwind_cache *cache = NULL;
+
+	memset(ordered, 0, sizeof(*ordered));
+	assert_int_equal(unwind_cache_new(&cache, UNWIND_ROWS_DEFAULT, &ops), 0);
+	assert_int_equal(unwind_cache_build_in_background(cache), 0);
+	return cache;
+}
+
+static void wait_until_built(struct unwind_cache *cache)
+{
+	pid_t pids[16];
+
+	while (unwind_cache_building(cache)) {
+		unwind_cache_poll(cache, pids, 16);
+		usleep(1000);
+	}
+	unwind_cache_poll(cache, pids, 16);
+}
+
+/* An address in the last executable file mapping of pid: its file is queued last. */
+static uint64_t code_in_last_file(pid_t pid)
+{
+	struct proc_maps maps;
+	uint64_t pc = 0;
+
+	assert_int_equal(proc_maps_read(pid, &maps), 0);
+	for (size_t i = 0; i < maps.count; i++)
+		if (maps.maps[i].perms[2] == 'x' && maps.maps[i].path[0] == '/')
+			pc = maps.maps[i].start + 16;
+	proc_maps_free(&maps);
+	return pc;
+}
+
+/* The file walks stopped in for want of its table is built before the files queued ahead of it. */
+static void test_wanted_file_built_first(void **state)
+{
+	static struct unwind_proc proc;
+	struct ordered_ops *ordered = calloc(1, sizeof(*ordered));
+	struct unwind_cache *cache = new_background_cache(ordered);
+	uint64_t wanted_pc = code_in_last_file(getpid());
+	size_t built_before, position;
+	const struct unwind_mapping *wanted;
+	pid_t pids[16];
+
+	(void)state;
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_want_pc(cache, getpid(), wanted_pc);
+	/* What the builder had taken before it was told may come first: at most one in progress. */
+	unwind_cache_poll(cache, pids, 16);
+	built_before = ordered->placed;
+	wait_until_built(cache);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	wanted = mapping_at(&proc, wanted_pc);
+	assert_non_null(wanted);
+	assert_true(wanted->table_id < UNWIND_MAX_TABLES);
+	for (position = 0; position < ordered->placed && ordered->order[position] != wanted->table_id; position++)
+		;
+	print_message("the wanted file was placed %zu of %zu (%zu built before it was wanted)\n", position + 1,
+		      ordered->placed, built_before);
+	assert_true(position < ordered->placed);
+	if (built_before + 2 >= ordered->placed)
+		print_message("every file was built before it was wanted: the order is not checked\n");
+	else
+		assert_true(position <= built_before + 1);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_free(cache);
+	free(ordered);
+}
+
+/* A file built before any process maps it (a command about to be launched) serves the first that does. */
+static void test_prebuilt_file_serves_a_later_process(void **state)
+{
+	static struct unwind_proc proc;
+	struct ordered_ops *ordered = calloc(1, sizeof(*ordered));
+	struct unwind_cache *cache = new_background_cache(ordered);
+	const struct unwind_mapping *libz;
+	struct unwind_cache_stats stats;
+	char path[4096];
+	Dl_info info;
+	int fd;
+
+	(void)state;
+	assert_true(dladdr((void *)(uintptr_t)deflate, &info) != 0);
+	assert_non_null(realpath(info.dli_fname, path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_cache_prebuild_file(cache, fd), 0);
+	close(fd);
+	assert_true(unwind_cache_building(cache));
+	wait_until_built(cache);
+	assert_int_equal(ordered->placed, 1);
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.idle_files, 1);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	libz = mapping_at(&proc, (uint64_t)(uintptr_t)deflate + 16);
+	assert_non_null(libz);
+	assert_int_equal(libz->table_id, ordered->order[0]);
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.idle_reused, 1);
+	/* Not an ELF file: refused, nothing queued. */
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	assert_int_equal(unwind_cache_prebuild_file(cache, fd), -ENOEXEC);
+	close(fd);
+	wait_until_built(cache);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_free(cache);
+	free(ordered);
+}
+
 static void test_gone_process(void **state)
 {
 	static struct unwind_proc proc;
@@ -476,6 +608,8 @@ int main(void)
 		cmocka_unit_test(test_refresh_only_for_unknown_pcs),
 		cmocka_unit_test(test_library_loaded_later),
 		cmocka_unit_test(test_gone_process),
+		cmocka_unit_test(test_wanted_file_built_first),
+		cmocka_unit_test(test_prebuilt_file_serves_a_later_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

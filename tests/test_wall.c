@@ -9,7 +9,9 @@
  * shows 75% in the sleeping function (launched: the iterator over every task,
  * where the others attach with -p: one iterator per process). Files are read back with our readers
  * (MOJO's mode and time metric, Tachyon's mode and status bits) and CPython
- * 3.15's own reader replays the Tachyon file.
+ * 3.15's own reader replays the Tachyon file. The spinner, running Python
+ * code, never shows the kernel's way back to user space (the interrupt that
+ * preempted it) as a kernel stack on top of its frames.
  */
 #include "testlib.h"
 
@@ -52,6 +54,17 @@ static bool has_kernel_frame(const struct pf_sample *sample, const char *const *
 	return false;
 }
 
+/* The leaf is the kernel's way back to user space: the interrupt by which a thread running user
+ * code was preempted, not somewhere it waits. */
+static bool preempted_leaf(const struct pf_sample *sample)
+{
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+
+	return leaf && leaf->kind == PF_FRAME_KERNEL &&
+	       (strncmp(leaf->name, "irqentry_", 9) == 0 || strncmp(leaf->name, "asm_sysvec_", 11) == 0 ||
+		strncmp(leaf->name, "asm_common_interrupt", 20) == 0 || strstr(leaf->name, "exit_to_user"));
+}
+
 enum { SPINNER, SLEEPER, PIPE_READER, LOCK_WAITER, THREAD_KINDS };
 
 static const char *const thread_functions[THREAD_KINDS] = { "spin_forever", "sleep_forever", "read_pipe_forever",
@@ -67,6 +80,7 @@ struct thread_tally {
 	size_t samples_in_run;  /* Tachyon: stamped at or after the run's start (passes begin while it starts) */
 	size_t idle;            /* not on a CPU: MOJO has no marker in wall mode, Tachyon no ON_CPU bit */
 	size_t waiting_in_kernel; /* with a kernel frame naming its wait */
+	size_t preempted_leaf;  /* its leaf the kernel's way back to user space */
 	size_t time_not_interval; /* MOJO: a time metric other than the interval */
 };
 
@@ -92,6 +106,7 @@ static void tally_sample(struct file_tally *tally, const struct pf_sample *sampl
 			thread->idle++;
 		if (thread_waits[kind] && has_kernel_frame(sample, thread_waits[kind]))
 			thread->waiting_in_kernel++;
+		thread->preempted_leaf += preempted_leaf(sample);
 		if (sample->time_us != WALL_INTERVAL_US)
 			thread->time_not_interval++;
 	}
@@ -144,9 +159,13 @@ static void check_wall_threads(const char *label, const struct file_tally *from_
 		double idle = tachyon->samples ? (double)tachyon->idle / (double)tachyon->samples : 0;
 		double waiting = mojo->samples ? (double)mojo->waiting_in_kernel / (double)mojo->samples : 0;
 
-		print_message("%s wall: %-17s in %.1f%% of %.0f intervals, idle %.1f%%, kernel wait %.1f%%\n", label,
-			      thread_functions[kind], 100 * coverage, intervals, 100 * idle, 100 * waiting);
+		print_message("%s wall: %-17s in %.1f%% of %.0f intervals, idle %.1f%%, kernel wait %.1f%%, "
+			      "preempted leaf %zu\n", label, thread_functions[kind], 100 * coverage, intervals,
+			      100 * idle, 100 * waiting, mojo->preempted_leaf);
 		assert_int_equal(mojo->samples, tachyon->samples);
+		if (mojo->preempted_leaf || tachyon->preempted_leaf)
+			fail_msg("%s: %s has the interrupt that preempted it as its leaf in %zu samples", label,
+				 thread_functions[kind], mojo->preempted_leaf);
 		assert_int_equal(mojo->time_not_interval, 0);
 		if (coverage < COVERAGE_MIN)
 			fail_msg("%s: %s in %.1f%% of the intervals", label, thread_functions[kind], 100 * coverage);

@@ -13,8 +13,9 @@ print("Process %d: Python %s" % (stacks["pid"], stacks["python"]))
 for thread in stacks["threads"]:
     assert isinstance(thread["tid"], int) and isinstance(thread["name"], str), "thread"
     assert thread["state"] in ("running", "idle"), thread["state"]
+    assert isinstance(thread["on_cpu"], bool), "on_cpu"
     if thread["state"] == "running":
-        state = "running"
+        state = "running" if thread["on_cpu"] else "runnable, waiting for a CPU"
     else:
         state = "idle: %s" % thread["kernel_state"]
     print("\nThread %d \"%s\" (%s)" % (thread["tid"], thread["name"], state))

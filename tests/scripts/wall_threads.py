@@ -2,6 +2,8 @@
 #   waits: a spinning thread, one in time.sleep, one blocked in os.read on a pipe,
 #          one waiting on a threading.Lock; the main thread waits in main_wait.
 #   duty:  one thread that sleeps 0.3 s and spins 0.1 s, over and over.
+#   flicker: one thread that spins 1 ms and sleeps 1 ms, over and over (tests/test_stacks.c:
+#          its state changes while it is read).
 # Prints "ready" once every thread runs, then lives until killed, or for SECONDS if given
 # (the second argument); then duty prints on stderr the wall time its thread spent in
 # duty_sleep and in the whole cycle ("duty-truth SLEEP TOTAL", seconds): the profile's truth.
@@ -39,6 +41,14 @@ def duty_spin():
         pass
 
 
+def flicker():
+    while True:
+        end = time.time() + 0.001
+        while time.time() < end:
+            pass
+        time.sleep(0.001)
+
+
 duty_seconds = [0.0, 0.0]  # in duty_sleep, in complete cycles
 
 
@@ -73,6 +83,8 @@ if __name__ == "__main__":
         start(sleep_forever)
         start(read_pipe_forever, read_end)
         start(wait_on_lock, held)
+    elif sys.argv[1] == "flicker":
+        start(flicker)
     else:
         start(duty_cycle)
     time.sleep(0.2)

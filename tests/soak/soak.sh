@@ -56,7 +56,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$profiler_bin" -o "$work/soak.bin" 2>"$work/profiler.err" &
+"$profiler_bin" -v -o "$work/soak.bin" 2>"$work/profiler.err" &
 profiler=$!
 sleep 3
 kill -0 "$profiler" 2>/dev/null || die "the profiler did not start: $(cat "$work/profiler.err")"

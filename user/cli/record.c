@@ -21,6 +21,10 @@
 #include <string.h>
 
 #define MAX_FREQUENCY_HZ 100000
+/* The rate without -F or -i. A wall or gil pass reads every thread of the targets: at 1 kHz six
+ * threads cost some 12% of a core, and 100 Hz says the same of where time goes. */
+#define CPU_DEFAULT_HZ 1000
+#define WALL_DEFAULT_HZ 100
 
 const char *argp_program_version = "pybpfprof " PYBPFPROF_VERSION;
 
@@ -39,7 +43,7 @@ static const char doc[] =
 	"    sudo pybpfprof -p 4242 -o app.mojo            # until Ctrl-C or exit\n"
 	"    sudo pybpfprof -p 4242,4243 -d 30 -o app.bin  # two processes, 30 s, Tachyon\n"
 	"    sudo pybpfprof -F 1000 -o run.mojo -- python3 app.py --flag\n"
-	"    sudo pybpfprof --mode wall -F 100 -p 4242 -o wall.mojo  # every thread, running or not\n"
+	"    sudo pybpfprof --mode wall -p 4242 -o wall.mojo  # every thread, running or not, 100 Hz\n"
 	"    sudo pybpfprof --mode gil -p 4242 -o gil.bin  # only the thread holding the GIL"
 	"\v"
 	"A command to launch goes after --. With neither -p nor a command, every Python\n"
@@ -52,6 +56,7 @@ static const char doc[] =
 	"    66   target: no such process, not a supported Python, an unreadable profile\n"
 	"    69   this machine cannot profile: not root, no BPF or BTF\n"
 	"    74   output: a file could not be created or written\n"
+	"    75   --push delivered no window: every push failed\n"
 	"    126, 127  the command could not be executed, or was not found\n"
 	"    otherwise, with a command: its own exit status (128+N if signal N ended it)";
 
@@ -73,7 +78,7 @@ static const struct argp_option record_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 0 },
 	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed, .svg, .pb.gz, .speedscope.json). Default: pybpfprof.mojo", 0 },
 	{ "format", 'f', "FORMAT", 0, "mojo, tachyon, collapsed, svg, pprof or speedscope (overrides the extension)", 0 },
-	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000)", 0 },
+	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000); wall and gil modes: passes per second (default 100)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not", 0 },
@@ -83,6 +88,7 @@ static const struct argp_option record_options[] = {
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
+	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
 	{ "push", OPT_PUSH, "URL", 0, "Continuous mode: push each window as pprof to a Pyroscope-compatible server (URL/ingest); never blocks sampling", 0 },
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Cut the run into windows (10, 10s, 5m): with --push each is pushed (default 10 s); without, each -o file is written per window (run-0001.mojo, ...)", 0 },
@@ -205,6 +211,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'q':
 		session->quiet = true;
+		break;
+	case 'v':
+		session->verbose = true;
 		break;
 	case 'C':
 		session->children = true;
@@ -346,7 +355,6 @@ int record_main(int argc, char **argv)
 	};
 	struct record_args args = {
 		.session = {
-			.frequency_hz = 1000,
 			.kernel_stacks = true,
 			.native_frames = true,
 			.native_stacks = true,
@@ -374,6 +382,8 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: -F and -i both set the rate: give one\n");
 		return EXIT_STATUS_USAGE;
 	}
+	if (!args.frequency_set && !args.interval_set)
+		args.session.frequency_hz = args.session.mode == SESSION_MODE_CPU ? CPU_DEFAULT_HZ : WALL_DEFAULT_HZ;
 	if (args.session.pid_count && args.session.command) {
 		fprintf(stderr, "pybpfprof: give either -p PID or a command to launch, not both\n");
 		return EXIT_STATUS_USAGE;

@@ -161,12 +161,37 @@ static int parse_limit(const char *text, size_t *limit)
 	return 0;
 }
 
+/* What a file's samples measure, by its mode: the rankings' headings. */
+struct rank_headings {
+	const char *own, *total;
+};
+
+static struct rank_headings headings_of(const char *mode)
+{
+	if (!mode)
+		return (struct rank_headings){ "own share (the leaf function):", "total share (with callees):" };
+	if (!strcmp(mode, "cpu"))
+		return (struct rank_headings){ "own time (where the CPU was):", "total time (with callees):" };
+	if (!strcmp(mode, "wall"))
+		return (struct rank_headings){ "own wall time (where the threads were, running or waiting):",
+					       "total wall time (with callees):" };
+	if (!strcmp(mode, "gil"))
+		return (struct rank_headings){ "own time holding the GIL (where the GIL's holder was):",
+					       "total time holding the GIL (with callees):" };
+	if (!strcmp(mode, "memory"))
+		return (struct rank_headings){ "own memory (where bytes were allocated):",
+					       "total memory (with callees):" };
+	return (struct rank_headings){ "own time (where the threads were, running or waiting):",
+				       "total time (with callees):" };
+}
+
 /* What the file holds, then the rankings. A collapsed file's samples are its distinct stacks. */
 static void print_report(const struct function_weights *weights, const char *path, const struct pf_format *format,
-			 size_t limit)
+			 const char *mode, size_t limit)
 {
 	const char *unit = format->aggregated ? "distinct stack" : "sample";
 	const char *plural = weights->samples == 1 ? "" : "s";
+	struct rank_headings headings = headings_of(mode);
 
 	fput_escaped(stdout, path);
 	if (weights->samples == 0)
@@ -174,10 +199,28 @@ static void print_report(const struct function_weights *weights, const char *pat
 	else if (weights->grand_total == 0)
 		printf(": %" PRIu64 " %s%s, all of weight 0 (frees only)\n", weights->samples, unit, plural);
 	else {
-		printf(": %" PRIu64 " %s%s (%s)\n", weights->samples, unit, plural, format->name);
-		print_ranking(weights, "own time (where the CPU was):", RANK_SELF, limit);
-		print_ranking(weights, "total time (with callees):", RANK_TOTAL, limit);
+		printf(": %" PRIu64 " %s%s (%s", weights->samples, unit, plural, format->name);
+		if (mode)
+			printf(", %s mode", mode);
+		printf(")\n");
+		print_ranking(weights, headings.own, RANK_SELF, limit);
+		print_ranking(weights, headings.total, RANK_TOTAL, limit);
 	}
+}
+
+/* The file's mode: MOJO says gil as wall with our own key. NULL where it does not say, or says
+ * something no heading knows (a file is the writer's to fill). */
+static const char *file_mode(const struct pf_reader *reader)
+{
+	static const char *const known[] = { "cpu", "wall", "gil", "memory", "full" };
+	const char *mode = pf_reader_metadata(reader, "pybpfprof_mode");
+
+	if (!mode)
+		mode = pf_reader_metadata(reader, "mode");
+	for (size_t i = 0; mode && i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(mode, known[i]))
+			return known[i];
+	return NULL;
 }
 
 static void top_usage(FILE *out)
@@ -257,9 +300,13 @@ static int top_file(const char *path, size_t limit, bool by_state)
 	if (got < 0)
 		cli_error_print("top", path, got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else
-		print_report(&weights, path, pf_reader_format(reader), limit);
-	if (got >= 0 && by_state)
-		top_states_print(&states, stdout);
+		print_report(&weights, path, pf_reader_format(reader), file_mode(reader), limit);
+	if (got >= 0 && by_state) {
+		struct top_state_sources sources;
+
+		top_state_sources_of(&sources, pf_reader_format(reader)->name, file_mode(reader));
+		top_states_print(&states, &sources, stdout);
+	}
 	top_states_free(&states);
 	pf_reader_close(reader);
 	intern_free(&weights.names);

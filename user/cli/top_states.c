@@ -19,6 +19,34 @@ static const struct {
 	[TOP_STATE_GC] = { PF_STATUS_GC, "GC" },
 };
 
+void top_state_sources_of(struct top_state_sources *sources, const char *format, const char *mode)
+{
+	bool is_mode_cpu = mode && !strcmp(mode, "cpu"), is_mode_gil = mode && !strcmp(mode, "gil");
+
+	for (size_t i = 0; i < TOP_STATE_COUNT; i++)
+		sources->of[i] = TOP_SOURCE_NONE;
+	if (!strcmp(format, "tachyon")) {
+		/* CPython's status bits; GC is its "~" "<GC>" leaf frame. */
+		sources->of[TOP_STATE_ON_CPU] = TOP_SOURCE_STATUS;
+		sources->of[TOP_STATE_IDLE] = TOP_SOURCE_NO_ON_CPU;
+		sources->of[TOP_STATE_HAS_GIL] = TOP_SOURCE_STATUS;
+		sources->of[TOP_STATE_GIL_REQUESTED] = TOP_SOURCE_STATUS;
+		sources->of[TOP_STATE_GC] = TOP_SOURCE_STATUS;
+	} else if (!strcmp(format, "mojo")) {
+		/* Austin's events: GC, and IDLE in full mode only; no GIL, no on-CPU flag. */
+		sources->of[TOP_STATE_GC] = TOP_SOURCE_STATUS;
+		if (mode && !strcmp(mode, "full")) {
+			sources->of[TOP_STATE_ON_CPU] = TOP_SOURCE_NO_IDLE;
+			sources->of[TOP_STATE_IDLE] = TOP_SOURCE_STATUS;
+		}
+	}
+	/* A cpu-mode sample is a thread on a CPU, a gil-mode one the GIL's holder, whatever the format. */
+	if (is_mode_cpu && sources->of[TOP_STATE_ON_CPU] == TOP_SOURCE_NONE)
+		sources->of[TOP_STATE_ON_CPU] = TOP_SOURCE_EVERY;
+	if (is_mode_gil && sources->of[TOP_STATE_HAS_GIL] == TOP_SOURCE_NONE)
+		sources->of[TOP_STATE_HAS_GIL] = TOP_SOURCE_EVERY;
+}
+
 /* A thread that runs code in subinterpreters is one row per interpreter: their GILs differ. */
 struct thread_key {
 	uint64_t tid;
@@ -80,24 +108,48 @@ static double share(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void print_row(FILE *out, const struct top_state_weights *weights)
+/* One state's share of weights' total as its source says it; negative where it cannot say. */
+static double state_share(const struct top_state_weights *weights, const struct top_state_sources *sources,
+			  size_t state)
 {
-	for (size_t i = 0; i < TOP_STATE_COUNT; i++)
-		fprintf(out, " %13.2f%%", share(weights->in_state[i], weights->total));
-	fputc('\n', out);
+	switch (sources->of[state]) {
+	case TOP_SOURCE_STATUS:
+		return share(weights->in_state[state], weights->total);
+	case TOP_SOURCE_NO_ON_CPU:
+		return share(weights->total - weights->in_state[TOP_STATE_ON_CPU], weights->total);
+	case TOP_SOURCE_NO_IDLE:
+		return share(weights->total - weights->in_state[TOP_STATE_IDLE], weights->total);
+	case TOP_SOURCE_EVERY:
+		return share(weights->total, weights->total);
+	default:
+		return -1;
+	}
 }
 
-void top_states_print(const struct top_states *states, FILE *out)
+static void print_states(FILE *out, const struct top_state_weights *weights, const struct top_state_sources *sources)
+{
+	for (size_t i = 0; i < TOP_STATE_COUNT; i++) {
+		double state = state_share(weights, sources, i);
+
+		if (state < 0)
+			fprintf(out, " %14s", "n/a");
+		else
+			fprintf(out, " %13.2f%%", state);
+	}
+}
+
+void top_states_print(const struct top_states *states, const struct top_state_sources *sources, FILE *out)
 {
 	size_t threads = intern_count(&states->thread_ids);
 
-	fprintf(out, "time by state (states overlap; a format that does not record one shows 0):\n");
+	fprintf(out, "time by state (states overlap; n/a: this file does not record it):\n");
 	fprintf(out, "  %-24s", "thread (pid:tid)");
 	for (size_t i = 0; i < TOP_STATE_COUNT; i++)
 		fprintf(out, " %14s", state_columns[i].title);
 	fprintf(out, " %14s\n", "share of all");
 	fprintf(out, "  %-24s", "all");
-	print_row(out, &states->all);
+	print_states(out, &states->all, sources);
+	fputc('\n', out);
 	for (size_t id = 0; id < threads; id++) {
 		const struct thread_key *key = intern_key(&states->thread_ids, (uint32_t)id, NULL);
 		char label[48];
@@ -108,8 +160,7 @@ void top_states_print(const struct top_states *states, FILE *out)
 		else
 			snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64, key->pid, key->tid);
 		fprintf(out, "  %-24s", label);
-		for (size_t i = 0; i < TOP_STATE_COUNT; i++)
-			fprintf(out, " %13.2f%%", share(states->by_thread[id].in_state[i], states->by_thread[id].total));
+		print_states(out, &states->by_thread[id], sources);
 		fprintf(out, " %13.2f%%\n", share(states->by_thread[id].total, states->all.total));
 	}
 }

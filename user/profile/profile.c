@@ -2,9 +2,12 @@
 /*
  * Format-independent front of the profile model: picks a backend, owns the
  * file descriptor, and makes "no half-written output" true. Every writer goes
- * to a new file beside its final name (created exclusively, so a planted link
- * or FIFO is never followed) that is renamed into place only once it holds
- * something worth keeping; an aborted writer leaves the old file as it was.
+ * to an unnamed file in its final name's directory (O_TMPFILE: nothing to see,
+ * nothing left if the run is killed) that is given the final name only once it
+ * holds something worth keeping; an aborted writer leaves the old file as it
+ * was. Where the file system has no unnamed files, a new file beside the final
+ * name (created exclusively, so a planted link or FIFO is never followed) is
+ * renamed into place instead.
  */
 #include "profile/profile.h"
 #include "util/errbuf.h"
@@ -13,9 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,7 +31,7 @@ struct pf_writer {
 	const struct pf_format *format;
 	int fd;
 	char *path;      /* final name */
-	char *temp_path; /* where the file is until it is renamed to path */
+	char *temp_path; /* where the file is until it is renamed to path; NULL: unnamed (O_TMPFILE) */
 	bool has_samples;
 	bool published;  /* renamed to path: the file is there, written on in place */
 	char error[512];
@@ -150,25 +156,50 @@ static mode_t output_mode(const struct pf_writer_options *options)
 	return 0644 & ~mask;
 }
 
-/* The new file beside the final name (same directory: the rename is atomic). */
+/* A new name beside path, "PATH.partial-XXXXXX" (allocated), for a file created exclusively. */
+static char *name_beside(const char *path)
+{
+	char *name;
+
+	return asprintf(&name, "%s.partial-XXXXXX", path) < 0 ? NULL : name;
+}
+
+/* An unnamed file in path's directory; its descriptor, or a negative errno (-EOPNOTSUPP and
+ * the like where the file system has none). */
+static int create_unnamed(const char *path)
+{
+	char directory[PATH_MAX];
+	int fd;
+
+	if (snprintf(directory, sizeof(directory), "%s", path) >= (int)sizeof(directory))
+		return -ENAMETOOLONG;
+	/* 0600 until the mode is set below: never readable by others before it is meant to be */
+	fd = open(dirname(directory), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The new file beside the final name (same directory: linking or renaming it there is atomic). */
 static int create_output(struct pf_writer *writer, const struct pf_writer_options *options)
 {
 	uid_t uid;
 	gid_t gid;
 
-	if (asprintf(&writer->temp_path, "%s.partial-XXXXXX", writer->path) < 0) {
-		writer->temp_path = NULL;
-		return -ENOMEM;
-	}
-	writer->fd = mkostemp(writer->temp_path, O_CLOEXEC | O_NOFOLLOW);
+	writer->fd = create_unnamed(writer->path);
 	if (writer->fd < 0) {
-		int err = -errno;
+		/* No unnamed files here (an old kernel, a file system without them): a named one. */
+		writer->temp_path = name_beside(writer->path);
+		if (!writer->temp_path)
+			return -ENOMEM;
+		writer->fd = mkostemp(writer->temp_path, O_CLOEXEC | O_NOFOLLOW);
+		if (writer->fd < 0) {
+			int err = -errno;
 
-		free(writer->temp_path);
-		writer->temp_path = NULL;
-		return err;
+			free(writer->temp_path);
+			writer->temp_path = NULL;
+			return err;
+		}
 	}
-	/* mkostemp makes 0600. Failing to widen it only leaves it private. */
+	/* Both make 0600. Failing to widen it only leaves it private. */
 	(void)!fchmod(writer->fd, output_mode(options));
 	/* Under sudo the profile is the invoking user's, as if they had written it. A file
 	 * system without owners (vfat) cannot say so; the profile is still worth writing. */
@@ -177,10 +208,74 @@ static int create_output(struct pf_writer *writer, const struct pf_writer_option
 	return 0;
 }
 
+/* Links the unnamed file at name (through /proc/self/fd: no capability needed; without /proc,
+ * by its descriptor, as root may); a link never replaces a name (-EEXIST), nor follows a link
+ * planted there. */
+static int link_at(const struct pf_writer *writer, const char *name)
+{
+	char fd_path[64];
+
+	snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", writer->fd);
+	if (linkat(AT_FDCWD, fd_path, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	return linkat(writer->fd, "", AT_FDCWD, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* Replaces the X's that end name with random letters and digits. */
+static void randomize_name(char *name)
+{
+	static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char noise[6] = { 0 };
+	size_t len = strlen(name);
+
+	/* Short of entropy the name stays as it is: the link is refused if taken, and tried again. */
+	if (getrandom(noise, sizeof(noise), GRND_NONBLOCK) != (ssize_t)sizeof(noise))
+		return;
+	for (size_t i = 0; i < sizeof(noise) && i < len; i++)
+		name[len - 1 - i] = letters[noise[i] % (sizeof(letters) - 1)];
+}
+
+/*
+ * Gives the unnamed file its final name: at once where no file has it; else a fresh name
+ * beside it (left in writer->temp_path) for the rename over the older file that follows.
+ */
+static int link_unnamed(struct pf_writer *writer)
+{
+	int err = link_at(writer, writer->path);
+
+	if (err == 0) {
+		writer->published = true;
+		return 0;
+	}
+	for (int attempt = 0; err == -EEXIST && attempt < 16; attempt++) {
+		char *name = name_beside(writer->path);
+
+		if (!name)
+			return -ENOMEM;
+		randomize_name(name);
+		err = link_at(writer, name);
+		if (err == 0) {
+			writer->temp_path = name;
+			return 0;
+		}
+		free(name);
+	}
+	return errbuf_format(writer->error, sizeof(writer->error), err, "cannot create %s: %s", writer->path,
+			     strerror(-err));
+}
+
 static int publish_output(struct pf_writer *writer)
 {
 	if (writer->published)
 		return 0;
+	if (!writer->temp_path) {
+		int err = link_unnamed(writer);
+
+		if (err || writer->published)
+			return err;
+	}
 	if (rename(writer->temp_path, writer->path) < 0) {
 		int err = -errno;
 
@@ -192,7 +287,7 @@ static int publish_output(struct pf_writer *writer)
 	return 0;
 }
 
-/* The name our file has now. */
+/* The name our file has now; NULL while it has none (unnamed). */
 static const char *current_path(const struct pf_writer *writer)
 {
 	return writer->published ? writer->path : writer->temp_path;
@@ -238,7 +333,8 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path,
 	err = format->writer_create(writer->fd, options, &writer->state, &writer->ops);
 	if (err) {
 		close(writer->fd);
-		unlink(writer->temp_path);
+		if (writer->temp_path)
+			unlink(writer->temp_path);
 		free_writer(writer);
 		return err;
 	}
@@ -371,8 +467,12 @@ const char *pf_writer_error(const struct pf_writer *writer)
 
 int pf_writer_close(struct pf_writer *writer)
 {
+	bool was_published = writer->published;
 	int err = writer->ops->finish(writer->state);
 
+	/* An unnamed file is named through its descriptor: before it is closed. */
+	if (!err && !writer->published && !writer->temp_path)
+		err = link_unnamed(writer);
 	if (!err && close(writer->fd) < 0)
 		err = -errno;
 	else if (err)
@@ -380,7 +480,10 @@ int pf_writer_close(struct pf_writer *writer)
 	writer->fd = -1;
 	if (!err)
 		err = publish_output(writer);
-	if (err && !writer->published)
+	/* A file that failed to close is not left as the profile: none was there before it. */
+	if (err && writer->published && !was_published)
+		unlink(writer->path);
+	if (err && !writer->published && writer->temp_path)
 		unlink(writer->temp_path);
 	writer->ops->destroy(writer->state);
 	free_writer(writer);
@@ -394,7 +497,8 @@ void pf_writer_abort(struct pf_writer *writer)
 	writer->ops->destroy(writer->state);
 	if (writer->fd >= 0)
 		close(writer->fd);
-	unlink(current_path(writer));
+	if (current_path(writer))
+		unlink(current_path(writer));
 	free_writer(writer);
 }
 

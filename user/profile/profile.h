@@ -102,6 +102,10 @@ struct pf_sample {
 	const char *process_name;
 	const char *thread_name;
 	const char *container;  /* the cgroup path */
+	/* A live wall-mode sample: the kernel's state letter of the thread ("RSDTtXZPI") at the
+	 * moment its kernel stack was taken, and whether it was on a CPU then; 0 unknown. */
+	char task_state;
+	bool on_a_cpu;
 };
 
 /* Tachyon's zstd levels: 1 to PF_COMPRESSION_LEVEL_MAX, 0 for none. */

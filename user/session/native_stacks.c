@@ -10,11 +10,15 @@
 #include "session/session_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sampler/unwind_maps.h"
+#include "target/launch_files.h"
 #include "util/clock.h"
 
 struct native_stacks {
@@ -146,6 +150,28 @@ void native_stacks_poll(struct session *session)
 	} while (count == sizeof(pids) / sizeof(pids[0]));
 }
 
+size_t native_stacks_prebuild_command(struct session *session, char *const argv[])
+{
+	static char paths[LAUNCH_FILES_MAX][PATH_MAX];
+	size_t count, queued = 0;
+
+	if (!session->native)
+		return 0;
+	count = launch_files_find(argv, paths, LAUNCH_FILES_MAX);
+	for (size_t i = 0; i < count; i++) {
+		/* The user's own command, about to run: its files are opened by the paths found for it. */
+		int fd = open(paths[i], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		struct stat info;
+
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode))
+			queued += unwind_cache_prebuild_file(session->native->cache, fd) == 0;
+		close(fd);
+	}
+	return queued;
+}
+
 bool native_stacks_building(struct session *session)
 {
 	return session->native &&
@@ -186,6 +212,9 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 	    (record->native_stop != UNWIND_STOP_NO_MAPPING && record->native_stop != UNWIND_STOP_NO_TABLE))
 		return;
 	pc = stopping_pc(record, size);
+	/* The files samples stop in are the ones to build first. */
+	if (record->native_stop == UNWIND_STOP_NO_TABLE)
+		unwind_cache_want_pc(native->cache, (pid_t)record->pid, pc);
 	now_ms = clock_monotonic_ms();
 	/* The leaf too: a walk that stopped before recording anything says only where it landed. */
 	if (!unwind_cache_should_refresh(native->cache, (pid_t)record->pid, pc, now_ms) &&

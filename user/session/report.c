@@ -264,7 +264,8 @@ static void print_scope(const struct session *session, uint64_t now_ms)
 	} else {
 		fprintf(stderr, "  %zu process%s", live, plural(live, "es"));
 	}
-	fprintf(stderr, "  %zu thread%s", intern_count(&session->threads), plural(intern_count(&session->threads), "s"));
+	fprintf(stderr, "  %zu thread%s", intern_count(&session->python_threads),
+		plural(intern_count(&session->python_threads), "s"));
 	if (options->duration_s > 0) {
 		double left = options->duration_s - (double)(now_ms - session->start_ms) / 1000.0;
 
@@ -629,19 +630,212 @@ static void print_bpf_cost(uint64_t run_ns, uint64_t runs, const uint64_t counte
 		counters[PBP_CNT_WAKEUPS], samples ? (double)counters[PBP_CNT_TARGET_NS] / (double)samples : 0.0);
 }
 
-static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
+/* What was sampled, by default: the samples, the Python processes and threads, the samples lost. */
+static void print_totals(const struct session *session, const uint64_t counters[PBP_CNT_MAX], double seconds)
 {
-	double seconds = (double)(sampling_end_us(session) - session->start_us) / 1e6;
-	size_t processes = target_set_sampled_count(&session->targets);
+	size_t processes = target_set_python_count(&session->targets);
+	size_t threads = intern_count(&session->python_threads);
+
+	fprintf(stderr, "pybpfprof: %" PRIu64 " samples in %.1f s from %zu Python process%s, %zu thread%s; %" PRIu64
+			" lost\n",
+		session->samples_written, seconds, processes, plural(processes, "es"), threads, plural(threads, "s"),
+		counters[PBP_CNT_LOST]);
+}
+
+/* Appends "; " and an item to a line of problems (cut short if it runs out of room). */
+static void add_problem(char *line, size_t size, const char *format, ...)
+{
+	size_t used = strlen(line);
+	va_list args;
+
+	if (used + 2 >= size)
+		return;
+	if (used) {
+		memcpy(line + used, "; ", 3);
+		used += 2;
+	}
+	va_start(args, format);
+	vsnprintf(line + used, size - used, format, args);
+	va_end(args);
+}
+
+/* A few frames at start-up (code objects not yet whole) are no problem; past this share of the samples they are. */
+#define UNRESOLVED_PROBLEM_PER_SAMPLES 100
+
+/*
+ * One line, by default, on whatever made the profile less than whole, each with what to do
+ * about it where there is something; nothing when all went well. The counts' details (the
+ * causes of native walks that stopped short, the budgets) are -v's.
+ */
+static void print_problems(struct session *session, const uint64_t counters[PBP_CNT_MAX])
+{
+	const struct push_client_stats *push = &session->push_stats;
+	uint64_t unresolved = session->resolver.unresolved_frames, read_errors[PBP_ERR_COUNT] = { 0 }, failed_reads = 0;
+	char line[1024] = "";
+
+	if (counters[PBP_CNT_LOST])
+		add_problem(line, sizeof(line), "%" PRIu64 " sample%s lost, the ring buffer full (a lower -F loses none)",
+			    counters[PBP_CNT_LOST], plural(counters[PBP_CNT_LOST], "s"));
+	if (counters[PBP_CNT_TRUNCATED])
+		add_problem(line, sizeof(line), "%" PRIu64 " stack%s cut at the root side (too deep)",
+			    counters[PBP_CNT_TRUNCATED], plural(counters[PBP_CNT_TRUNCATED], "s"));
+	if (unresolved && unresolved * UNRESOLVED_PROBLEM_PER_SAMPLES >= session->samples_written)
+		add_problem(line, sizeof(line), "%" PRIu64 " Python frame%s unresolved", unresolved, plural(unresolved, "s"));
+	if (bpf_sampler_error_counts(session->sampler, read_errors) == 0)
+		for (unsigned i = 0; i < PBP_ERR_COUNT; i++)
+			failed_reads += i == PBP_ERR_NONE ? 0 : read_errors[i];
+	if (failed_reads)
+		add_problem(line, sizeof(line), "%" PRIu64 " failed read%s of target memory", failed_reads,
+			    plural(failed_reads, "s"));
+	if (session->resolver.kernel_namer_errors)
+		add_problem(line, sizeof(line), "%" PRIu64 " kernel frame%s named by address",
+			    session->resolver.kernel_namer_errors, plural(session->resolver.kernel_namer_errors, "s"));
+	if (session->resolver.merge_failures)
+		add_problem(line, sizeof(line), "%" PRIu64 " stack%s whose native and Python frames disagreed",
+			    session->resolver.merge_failures, plural(session->resolver.merge_failures, "s"));
+	if (session->resolver.native) {
+		struct symbolize_native_stats parsed;
+
+		symbolize_native_stats(session->resolver.native, &parsed);
+		if (parsed.files_bad)
+			add_problem(line, sizeof(line), "%" PRIu64 " file%s left unnamed by the parser worker",
+				    parsed.files_bad, plural(parsed.files_bad, "s"));
+	}
+	if (counters[PBP_CNT_PROC_EVENTS_LOST])
+		add_problem(line, sizeof(line), "%" PRIu64 " process notice%s lost", counters[PBP_CNT_PROC_EVENTS_LOST],
+			    plural(counters[PBP_CNT_PROC_EVENTS_LOST], "s"));
+	/* A push that delivered nothing is an error of its own (report_finish). */
+	if (session->options->push_url && push->delivered && push->delivered < push->submitted)
+		add_problem(line, sizeof(line), "%" PRIu64 " of %" PRIu64 " windows pushed", push->delivered,
+			    push->submitted);
+	if (line[0])
+		fprintf(stderr, "pybpfprof: problems: %s (-v: details)\n", line);
+}
+
+/* A path as a shell reads it: as it is when it holds nothing special, else single-quoted. */
+static void print_shell_word(const char *path)
+{
+	char shown[PATH_MAX + 64];
+
+	text_escaped(shown, sizeof(shown), path);
+	if (shown[0] && strspn(shown, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+-,:=@%") ==
+				strlen(shown)) {
+		fputs(shown, stderr);
+		return;
+	}
+	fputc('\'', stderr);
+	for (const char *c = shown; *c; c++) {
+		if (*c == '\'')
+			fputs("'\\''", stderr);
+		else
+			fputc(*c, stderr);
+	}
+	fputc('\'', stderr);
+}
+
+/* How a file of this format is opened: the command before its path, and after it. */
+static void open_command(const char *format, const char **before, const char **after)
+{
+	*after = "";
+	if (strcmp(format, "svg") == 0) {
+		*before = "open ";
+		*after = " in a browser";
+	} else if (strcmp(format, "pprof") == 0) {
+		*before = "go tool pprof -http=: ";
+	} else if (strcmp(format, "speedscope") == 0) {
+		*before = "drop ";
+		*after = " on https://www.speedscope.app";
+	} else {
+		*before = "pybpfprof top "; /* MOJO, Tachyon, collapsed: ours to read */
+	}
+}
+
+/* The last line, by default: how to open what was written (the last window's files, in windows). */
+static void print_next(struct session *session)
+{
+	const struct session_options *options = session->options;
+
+	if (!options->output_count || session->write_error || !session->samples_written)
+		return;
+	fputs("pybpfprof: next:", stderr);
+	for (size_t i = 0; i < options->output_count; i++) {
+		const char *before, *after;
+
+		open_command(options->outputs[i].format->name, &before, &after);
+		fprintf(stderr, "%s %s", i ? ";" : "", before);
+		print_shell_word(output_path(session, i));
+		fputs(after, stderr);
+	}
+	fputc('\n', stderr);
+}
+
+/* Names listed in the -v line on processes that ran no Python. */
+#define OTHER_NAMES_SHOWN 4
+
+struct named_count {
+	const char *name;
+	size_t processes;
+};
+
+/* Counts a process under its name among names[*count] (a new name while there is room); false if none was left. */
+static bool count_name(struct named_count *names, size_t *count, const char *name)
+{
+	for (size_t i = 0; i < *count; i++)
+		if (strcmp(names[i].name, name) == 0) {
+			names[i].processes++;
+			return true;
+		}
+	if (*count == OTHER_NAMES_SHOWN)
+		return false;
+	names[(*count)++] = (struct named_count){ name, 1 };
+	return true;
+}
+
+/*
+ * -v: the processes sampled while they ran no Python (a launcher's shells: a pyenv shim runs
+ * dozens), apart from the Python ones the totals count: their samples, processes (main
+ * threads seen) and names.
+ */
+static void print_other_processes(const struct session *session)
+{
+	struct named_count names[OTHER_NAMES_SHOWN];
+	size_t processes = 0, name_count = 0;
+	bool more = false;
+
+	if (!session->other_samples)
+		return;
+	for (size_t id = 0; id < intern_count(&session->threads); id++) {
+		uint64_t key[2]; /* pid, tid */
+
+		memcpy(key, intern_key(&session->threads, (uint32_t)id, NULL), sizeof(key));
+		if (key[0] != key[1] || intern_find(&session->python_threads, key, sizeof(key)) >= 0)
+			continue;
+		processes++;
+		more |= !count_name(names, &name_count,
+				    id < session->thread_names_count && session->thread_names[id][0]
+					    ? session->thread_names[id]
+					    : "?");
+	}
+	fprintf(stderr, "pybpfprof: also %" PRIu64 " sample%s of %zu process%s running no Python",
+		session->other_samples, plural(session->other_samples, "s"), processes, plural(processes, "es"));
+	for (size_t i = 0; i < name_count; i++) {
+		fputs(i ? ", " : " (", stderr);
+		fput_escaped(stderr, names[i].name); /* the target's to choose */
+		fprintf(stderr, " x%zu", names[i].processes);
+	}
+	fputs(!name_count ? "\n" : more ? ", ...)\n" : ")\n", stderr);
+}
+
+/* -v: every count of the run, zeros included, and why samples were lost. */
+static void print_counts(const struct session *session, const uint64_t counters[PBP_CNT_MAX])
+{
 	char read_errors[512];
 
 	format_read_errors(session->sampler, " ", ", ", read_errors, sizeof(read_errors));
-	fprintf(stderr, "pybpfprof: %" PRIu64 " samples in %.1f s from %zu process%s, %zu thread%s; %" PRIu64
-			" lost; %" PRIu64 " truncated stacks; %" PRIu64 " unresolved frames%s%s\n",
-		session->samples_written, seconds, processes, processes == 1 ? "" : "es",
-		intern_count(&session->threads), intern_count(&session->threads) == 1 ? "" : "s",
-		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED],
-		session->resolver.unresolved_frames, read_errors[0] ? "; failed reads: " : "", read_errors);
+	fprintf(stderr, "pybpfprof: counts: %" PRIu64 " lost; %" PRIu64 " truncated stacks; %" PRIu64
+			" unresolved frames%s%s\n",
+		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED], session->resolver.unresolved_frames,
+		read_errors[0] ? "; failed reads: " : "", read_errors);
 	if (counters[PBP_CNT_LOST])
 		fprintf(stderr, "pybpfprof: the %zu KiB ring buffer was full %" PRIu64 " time%s: a lower -F, or fewer "
 				"targets, loses none\n",
@@ -650,27 +844,48 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 	if (session->resolver.kernel_namer_errors)
 		fprintf(stderr, "pybpfprof: %" PRIu64 " lookups of kernel symbols failed: their frames show addresses\n",
 			session->resolver.kernel_namer_errors);
-	print_native_summary(session);
-	print_parser_summary(session);
-	print_wall_summary(session);
-	print_container_summary(session);
-	print_discovery_summary(session);
-	print_push_summary(session);
-	print_budget_summary(session, counters);
-	if (session->options->bpf_stats) {
-		uint64_t run_ns = 0, runs = 0;
-		double sampling_cpu_s = report_cpu_seconds() - session->setup_cpu_s;
+}
 
-		bpf_sampler_prog_stats(session->sampler, &run_ns, &runs);
-		print_bpf_cost(run_ns, runs, counters);
-		fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
-			sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
-			session->setup_cpu_s);
-		fprintf(stderr, "pybpfprof: ring buffer: %zu KiB\n", bpf_sampler_ring_bytes(session->sampler) >> 10);
-		if (session->first_sample_us)
-			fprintf(stderr, "pybpfprof: first sample written %.1f ms after the start\n",
-				(double)(session->first_sample_us - session->begin_us) / 1000.0);
+/* --bpf-stats: what the profiler itself cost. */
+static void print_costs(const struct session *session, const uint64_t counters[PBP_CNT_MAX], double seconds)
+{
+	uint64_t run_ns = 0, runs = 0;
+	double sampling_cpu_s = report_cpu_seconds() - session->setup_cpu_s;
+
+	bpf_sampler_prog_stats(session->sampler, &run_ns, &runs);
+	print_bpf_cost(run_ns, runs, counters);
+	fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
+		sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0, session->setup_cpu_s);
+	fprintf(stderr, "pybpfprof: ring buffer: %zu KiB\n", bpf_sampler_ring_bytes(session->sampler) >> 10);
+	if (session->first_sample_us)
+		fprintf(stderr, "pybpfprof: first sample written %.1f ms after the start\n",
+			(double)(session->first_sample_us - session->begin_us) / 1000.0);
+}
+
+/*
+ * After the "wrote" lines: by default the totals, one line on what went wrong (if anything)
+ * and how to open the files; with -v or --bpf-stats every internal count before the last.
+ */
+static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
+{
+	double seconds = (double)(sampling_end_us(session) - session->start_us) / 1e6;
+
+	print_totals(session, counters, seconds);
+	print_problems(session, counters);
+	if (session->options->verbose || session->options->bpf_stats) {
+		print_counts(session, counters);
+		print_other_processes(session);
+		print_native_summary(session);
+		print_parser_summary(session);
+		print_wall_summary(session);
+		print_container_summary(session);
+		print_discovery_summary(session);
+		print_push_summary(session);
+		print_budget_summary(session, counters);
 	}
+	if (session->options->bpf_stats)
+		print_costs(session, counters, seconds);
+	print_next(session);
 }
 
 /* Ends every output: its closing metadata, then close (rename into place). */
@@ -726,6 +941,17 @@ int report_next_file_window(struct session *session, const uint64_t counters[PBP
 	return status;
 }
 
+/* A continuous run that delivered nothing failed, even if it sampled well: a supervisor must notice. */
+static int push_status(const struct session *session)
+{
+	const struct push_client_stats *stats = &session->push_stats;
+
+	if (!session->options->push_url || !stats->submitted || stats->delivered)
+		return EXIT_STATUS_OK;
+	report_error("--push: none of the %" PRIu64 " windows reached %s", stats->submitted, session->options->push_url);
+	return EXIT_STATUS_PUSH;
+}
+
 int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	int status = close_writers(session, counters);
@@ -736,5 +962,7 @@ int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 		report_error("%s", session->write_error_text.text);
 		status = EXIT_STATUS_OUTPUT;
 	}
+	if (status == EXIT_STATUS_OK)
+		status = push_status(session);
 	return status;
 }

@@ -41,6 +41,10 @@
 /* `stacks`: how long the pass waits for the target's native unwind tables (built in the
  * background; a large libpython takes about a second) before it runs without the missing ones. */
 #define STACKS_TABLES_WAIT_MS 2000
+/* How long sampling of named processes, or a launched command, waits for their unwind tables:
+ * built at once they take a second or two of a busy host, after which every sample keeps its
+ * native frames; past the bound sampling starts anyway and the tables come as they are built. */
+#define SAMPLING_TABLES_WAIT_MS 10000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -73,6 +77,22 @@ static const struct py_target *python_of_record(struct session *session, const s
 	return NULL;
 }
 
+/* Which processes and threads ran Python, for the summary: a launcher's shells (a pyenv shim)
+ * are sampled too, but are not what the user profiles. */
+static void count_python_sample(struct session *session, const struct pbp_record *record, struct target *target,
+				bool ran_python)
+{
+	struct { uint64_t pid, tid; } thread = { record->pid, record->tid };
+
+	if (!ran_python) {
+		session->other_samples++;
+		return;
+	}
+	if (target)
+		target->python_samples++;
+	(void)intern_add(&session->python_threads, &thread, sizeof(thread), NULL);
+}
+
 static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct target *target;
@@ -82,6 +102,7 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	native_stacks_on_record(session, record, size);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
+	count_python_sample(session, record, target, python != NULL);
 	if (target) {
 		target->samples++;
 		report_count_container_sample(session, target);
@@ -337,11 +358,58 @@ static void release(struct session *session)
 	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
+	intern_free(&session->python_threads);
 	free(session->thread_names);
 	intern_free(&session->containers);
 	free(session->container_counts);
 	free(session->pending_records);
 	session->pending_records = NULL;
+}
+
+/* The targets' native unwind tables in BPF, for as long as they take up to bound_ms: whether all are. */
+static bool wait_for_unwind_tables(struct session *session, uint64_t bound_ms)
+{
+	uint64_t deadline = clock_monotonic_ms() + bound_ms;
+
+	for (;;) {
+		native_stacks_poll(session);
+		if (!native_stacks_building(session))
+			return true;
+		if (clock_monotonic_ms() >= deadline)
+			return false;
+		usleep(5000);
+	}
+}
+
+/* Sampling starts with the tables of the files queued so far in BPF (up to the bound), saying so on
+ * the status line while it waits: a sample taken before would lose its native frames. */
+static void wait_for_tables_before_sampling(struct session *session)
+{
+	bool show = !session->options->quiet && isatty(STDERR_FILENO);
+	bool ready;
+
+	if (!native_stacks_building(session))
+		return;
+	if (show) {
+		fputs("\r\033[Kpybpfprof: building unwind tables: sampling starts when they are ready", stderr);
+		fflush(stderr);
+	}
+	ready = wait_for_unwind_tables(session, SAMPLING_TABLES_WAIT_MS);
+	if (show)
+		fputs("\r\033[K", stderr);
+	if (!ready && !session->options->quiet)
+		report_error("warning: unwind tables still building after %d s: sampling starts; native frames "
+			     "come as the tables do", SAMPLING_TABLES_WAIT_MS / 1000);
+}
+
+/* The named processes' tables before they are sampled (their maps are read again once ready). */
+static void build_named_tables(struct session *session)
+{
+	if (session->options->mode == SESSION_MODE_STACKS)
+		return;
+	for (size_t i = 0; i < session->targets.count; i++)
+		native_stacks_attach(session, session->targets.items[i].pid);
+	wait_for_tables_before_sampling(session);
 }
 
 static int start_launch(struct session *session)
@@ -417,6 +485,7 @@ static int set_up(struct session *session, int *failed_status)
 	err = process_events_discover_named_pids(session);
 	if (err)
 		return err;
+	build_named_tables(session);
 	for (size_t i = 0; i < session->targets.count; i++)
 		process_events_target_ready(session, &session->targets.items[i]);
 	*failed_status = EXIT_STATUS_FAILED;
@@ -424,6 +493,9 @@ static int set_up(struct session *session, int *failed_status)
 		err = start_launch(session);
 		if (err)
 			return err;
+		/* Its first instruction runs with its executable's and libraries' tables in BPF. */
+		if (native_stacks_prebuild_command(session, options->command))
+			wait_for_tables_before_sampling(session);
 	}
 	*failed_status = EXIT_STATUS_OUTPUT;
 	err = report_open_writers(session);
@@ -444,18 +516,6 @@ const char *session_mode_name(enum session_mode mode)
 	return mode == SESSION_MODE_CPU ? "cpu" : "wall";
 }
 
-/* The target's native unwind tables in BPF, for as long as they take up to the bound. */
-static void wait_for_unwind_tables(struct session *session)
-{
-	uint64_t deadline = clock_monotonic_ms() + STACKS_TABLES_WAIT_MS;
-
-	for (;;) {
-		native_stacks_poll(session);
-		if (!native_stacks_building(session) || clock_monotonic_ms() >= deadline)
-			return;
-		usleep(5000);
-	}
-}
 
 /*
  * `stacks`: one pass of the iterator over the named process's threads, every record
@@ -476,7 +536,7 @@ static int run_stacks(struct session *session)
 		report_error("%s", strerror(-err));
 		return EXIT_STATUS_FAILED;
 	}
-	wait_for_unwind_tables(session);
+	wait_for_unwind_tables(session, STACKS_TABLES_WAIT_MS);
 	err = bpf_sampler_wall_pass(session->sampler);
 	if (err) {
 		report_error("pid %d: reading its threads: %s", (int)pid, strerror(-err));
@@ -506,6 +566,7 @@ int session_run(const struct session_options *options)
 
 	target_set_init(&session.targets);
 	intern_init(&session.threads);
+	intern_init(&session.python_threads);
 	intern_init(&session.containers);
 	session.system_wide = options->pid_count == 0 && !options->command;
 	if (set_up(&session, &status)) {

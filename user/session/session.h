@@ -58,6 +58,7 @@ struct session_options {
 	bool native_keep_all;    /* with native_stacks: keep the interpreter's own C frames too */
 	bool children;             /* -p: also profile processes the targets fork */
 	bool quiet;
+	bool verbose;              /* the summary's internals too: tables, merges, budgets, other processes */
 	bool bpf_stats;            /* report BPF run time per sample at the end */
 	bool stacks_json;          /* SESSION_MODE_STACKS: one JSON document instead of text */
 	int compression_level;     /* Tachyon zstd level, 0 = none */

@@ -59,6 +59,8 @@ struct session {
 	char window_paths[SESSION_MAX_OUTPUTS][PATH_MAX];
 	struct push_client_stats push_stats; /* how the pushes went, once windows are closed */
 	struct intern_table threads; /* (pid, tid) pairs seen */
+	struct intern_table python_threads; /* ... seen running Python (the summary counts these) */
+	uint64_t other_samples;      /* samples of processes not running Python (a launcher's shells) */
 	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
 	size_t thread_names_count;   /* ids with a name slot ("" unknown) */
 	size_t thread_names_capacity;
@@ -105,6 +107,9 @@ void native_stacks_close(struct session *session);
 void native_stacks_poll(struct session *session);
 /* Whether a table is still being built: the loop then ticks fast, to place it soon. */
 bool native_stacks_building(struct session *session);
+/* The tables of a command's files (its executable and the libraries it names), queued before it
+ * is launched: how many files were queued. */
+size_t native_stacks_prebuild_command(struct session *session, char *const argv[]);
 /* A target is ready (found, forked, exec'd and found again): load its files' tables, then its mappings. */
 void native_stacks_attach(struct session *session, pid_t pid);
 /* A target exited or exec'd: BPF forgets its mappings, then its tables lose a reference. */

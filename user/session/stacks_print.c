@@ -18,7 +18,8 @@
 struct stacks_thread {
 	uint64_t tid;
 	uint32_t status;           /* PF_STATUS_* */
-	char kernel_state;         /* /proc/PID/task/TID/stat's state letter, '?' if unread */
+	char kernel_state;         /* the kernel's state letter when its stack was taken, '?' if unknown */
+	bool on_a_cpu;             /* running on a CPU then (its kernel stack unreadable) */
 	char name[THREAD_NAME_MAX]; /* its comm, "" if unread */
 	size_t first_frame;        /* into frames, root first as the sample had them */
 	size_t frame_count;
@@ -81,18 +82,6 @@ static void read_thread_name(pid_t pid, struct stacks_thread *thread)
 		thread->name[len - 1] = '\0';
 }
 
-/* The state letter follows the comm's closing parenthesis; a comm may hold ')' itself. */
-static char read_kernel_state(pid_t pid, uint64_t tid)
-{
-	char stat[512];
-	const char *close;
-
-	if (read_task_file(pid, tid, "stat", stat, sizeof(stat)) <= 0)
-		return '?';
-	close = strrchr(stat, ')');
-	return close && close[1] == ' ' && close[2] ? close[2] : '?';
-}
-
 int stacks_print_add(struct stacks_print *print, const struct pf_sample *sample)
 {
 	struct stacks_thread *thread;
@@ -101,13 +90,15 @@ int stacks_print_add(struct stacks_print *print, const struct pf_sample *sample)
 	    ARRAY_RESERVE(print->frames, print->frame_capacity, print->frame_count + sample->frame_count))
 		return -ENOMEM;
 	thread = &print->threads[print->thread_count++];
+	/* The state of the moment the stack was taken: /proc, read later, may say another. */
 	*thread = (struct stacks_thread){ .tid = sample->tid, .status = sample->status,
+					  .kernel_state = sample->task_state ? sample->task_state : '?',
+					  .on_a_cpu = sample->on_a_cpu,
 					  .first_frame = print->frame_count,
 					  .frame_count = sample->frame_count };
 	memcpy(print->frames + print->frame_count, sample->frames, sample->frame_count * sizeof(*sample->frames));
 	print->frame_count += sample->frame_count;
 	read_thread_name(print->pid, thread);
-	thread->kernel_state = read_kernel_state(print->pid, thread->tid);
 	return 0;
 }
 
@@ -139,9 +130,17 @@ static const char *kernel_state_name(char letter)
 	}
 }
 
+/* Running: on a CPU, or runnable (woken, or preempted) and waiting for one. */
 static bool thread_running(const struct stacks_thread *thread)
 {
 	return (thread->status & PF_STATUS_ON_CPU) != 0;
+}
+
+/* What a running thread was doing: on a CPU, or runnable and waiting for one (its kernel stack,
+ * if any, is where it will go on from). */
+static const char *running_how(const struct stacks_thread *thread)
+{
+	return thread->on_a_cpu || thread->kernel_state == '?' ? "running" : "runnable, waiting for a CPU";
 }
 
 static const char *frame_kind_name(enum pf_frame_kind kind)
@@ -200,7 +199,7 @@ static void write_text_thread(const struct stacks_print *print, FILE *out, const
 	fprintf(out, "\nThread %" PRIu64 " ", thread->tid);
 	fput_quoted_cstr(out, thread->name);
 	if (thread_running(thread))
-		fputs(" (running", out);
+		fprintf(out, " (%s", running_how(thread));
 	else
 		fprintf(out, " (idle: %c %s", thread->kernel_state, kernel_state_name(thread->kernel_state));
 	if (thread->status & PF_STATUS_HAS_GIL)
@@ -240,7 +239,8 @@ static void write_json_thread(const struct stacks_print *print, FILE *out, const
 
 	fprintf(out, "{\"tid\": %" PRIu64 ", \"name\": ", thread->tid);
 	fput_json_string(out, thread->name);
-	fprintf(out, ", \"state\": \"%s\", \"kernel_state\": ", thread_running(thread) ? "running" : "idle");
+	fprintf(out, ", \"state\": \"%s\", \"on_cpu\": %s, \"kernel_state\": ",
+		thread_running(thread) ? "running" : "idle", thread_running(thread) && thread->on_a_cpu ? "true" : "false");
 	fput_json_string(out, state);
 	fprintf(out, ", \"gil\": %s, \"python_thread\": %s, \"frames\": [",
 		thread->status & PF_STATUS_HAS_GIL ? "true" : "false",

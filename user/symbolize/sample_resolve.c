@@ -509,6 +509,8 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 		.frame_count = frame_count,
 		.frames = frames,
 		.stack_id = stack_id,
+		.task_state = (char)record->task_state,
+		.on_a_cpu = (record->flags & PBP_REC_ON_A_CPU) != 0,
 	};
 }
 

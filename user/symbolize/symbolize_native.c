@@ -29,8 +29,14 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
 
 /* Processes whose maps are kept; beyond this the oldest is dropped (and read again if needed). */
 #define SYMBOLIZE_NATIVE_MAX_PIDS 64
-/* A miss (an address in no known mapping: a library loaded since) re-reads the maps, at most this often. */
+/*
+ * A miss (an address in no known mapping: a library loaded since) re-reads the maps: the first
+ * SYMBOLIZE_NATIVE_REREAD_BURST at once, so that the pcs of a library a program has just loaded
+ * (an import) are named from its first sample; past them at most every SYMBOLIZE_NATIVE_REREAD_MS,
+ * as code in no file (a JIT's) misses on every sample. Each interval unused earns one back.
+ */
 #define SYMBOLIZE_NATIVE_REREAD_MS 100
+#define SYMBOLIZE_NATIVE_REREAD_BURST 8
 /* Files known (their symbols, or that they have none), the least recently used dropped past it. */
 #define SYMBOLIZE_NATIVE_MAX_FILES 1024
 /* What checking debug files (a debuglink's CRC32 reads the file whole) and expanding
@@ -44,7 +50,7 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
 struct pid_maps {
 	pid_t pid;
 	struct proc_maps maps;
-	uint64_t read_ms;
+	uint64_t reread_due_ms; /* when a re-read is due with the burst spent; earlier ones spend it */
 	uint64_t used;       /* for eviction: the symbolizer's clock when last used */
 	bool exe_known;      /* the main executable's identity, from /proc/PID/exe */
 	uint64_t exe_inode;
@@ -234,7 +240,7 @@ static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
 	if (proc_maps_read(pid, &slot->maps) < 0)
 		slot->maps = (struct proc_maps){ 0 };
 	read_exe_identity(slot);
-	slot->read_ms = clock_monotonic_ms();
+	slot->reread_due_ms = clock_monotonic_ms();
 	symbolizer->pid_count++;
 	return slot;
 }
@@ -471,6 +477,17 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 	return file;
 }
 
+/* Whether a miss may re-read maps now (counted if so): a burst, then one per interval. */
+static bool may_reread(struct pid_maps *maps, uint64_t now_ms)
+{
+	uint64_t burst_ms = (uint64_t)SYMBOLIZE_NATIVE_REREAD_BURST * SYMBOLIZE_NATIVE_REREAD_MS;
+
+	if (maps->reread_due_ms > now_ms + burst_ms)
+		return false;
+	maps->reread_due_ms = (maps->reread_due_ms > now_ms ? maps->reread_due_ms : now_ms) + SYMBOLIZE_NATIVE_REREAD_MS;
+	return true;
+}
+
 /* The mapping of pid that holds ip, its maps read again (at a bounded pace) for an unknown ip. */
 static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pid_t pid, uint64_t ip,
 					 struct pid_maps **maps_out)
@@ -480,9 +497,8 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 
 	maps->used = ++symbolizer->clock;
 	map = mapping_at(&maps->maps, ip);
-	if (!map && clock_monotonic_ms() - maps->read_ms >= SYMBOLIZE_NATIVE_REREAD_MS) {
-		/* Also on failure: the next attempt waits as long again. */
-		maps->read_ms = clock_monotonic_ms();
+	/* Also on failure a re-read is counted: an exited process's maps are not read on every sample. */
+	if (!map && may_reread(maps, clock_monotonic_ms())) {
 		struct proc_maps fresh;
 
 		if (proc_maps_read(pid, &fresh) == 0) {

@@ -96,6 +96,7 @@ size_t target_set_forget_exited(struct target_set *set, uint64_t now_ms, target_
 				forget(ctx, target);
 			set->forgotten++;
 			set->forgotten_sampled += target->samples > 0;
+			set->forgotten_python += target->python_samples > 0;
 			continue;
 		}
 		if (kept != i)
@@ -119,6 +120,15 @@ size_t target_set_sampled_count(const struct target_set *set)
 
 	for (size_t i = 0; i < set->count; i++)
 		count += set->items[i].samples > 0;
+	return count;
+}
+
+size_t target_set_python_count(const struct target_set *set)
+{
+	size_t count = (size_t)set->forgotten_python;
+
+	for (size_t i = 0; i < set->count; i++)
+		count += set->items[i].python_samples > 0;
 	return count;
 }
 

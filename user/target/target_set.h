@@ -43,6 +43,7 @@ struct target {
 	uint64_t next_attempt_ms;
 	struct errbuf last_error;       /* why discovery failed, for the user */
 	uint64_t samples;
+	uint64_t python_samples;        /* ... of which while it ran Python (READY): not a launcher's shell */
 	uint64_t exited_ms;             /* when a sweep first found it gone (0: not yet) */
 	unsigned late_looks;            /* looks left at a process not Python yet (TARGET_SET_LATE_LOOKS) */
 };
@@ -64,6 +65,7 @@ struct target_set {
 	uint64_t next_sweep_ms;
 	uint64_t forgotten;        /* exited targets dropped over the run */
 	uint64_t forgotten_sampled; /* ... of which had samples */
+	uint64_t forgotten_python;  /* ... of which had samples while running Python */
 	struct py_runtime_file_cache *runtime_files; /* verdicts on mapped files (NULL: none kept); not owned */
 };
 
@@ -94,6 +96,8 @@ typedef void (*target_set_forget_fn)(void *ctx, const struct target *target);
 size_t target_set_forget_exited(struct target_set *set, uint64_t now_ms, target_set_forget_fn forget, void *ctx);
 /* Processes that had samples, the forgotten ones included (for the summary). */
 size_t target_set_sampled_count(const struct target_set *set);
+/* Of those, the processes sampled while they ran Python (a launcher's shells are not). */
+size_t target_set_python_count(const struct target_set *set);
 /* Whether pid still runs the process we started with. */
 bool target_set_alive(const struct target *target);
 /* Start time of pid from /proc/PID/stat, 0 if gone. */

@@ -7,9 +7,6 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +41,18 @@ struct address_range {
 	uint64_t start, end;
 };
 
+/* An executable mapping whose file has (or will have) a table: where a stopped walk's pc lies. */
+struct mapped_file {
+	uint64_t start, end;
+	struct cached_file *file;
+};
+
 struct cached_proc {
 	pid_t pid;
 	struct cached_file **files; /* distinct files with a table, one reference each */
 	size_t file_count;
+	struct mapped_file *mapped; /* the mappings of files, in maps order */
+	size_t mapped_count;
 	struct address_range *ranges; /* the executable mappings of the last read, ascending */
 	size_t range_count;
 	uint64_t read_ms;
@@ -57,6 +62,7 @@ struct cached_proc {
 struct build_job {
 	struct build_job *next;
 	struct cached_file *file;
+	uint64_t wanted; /* walks that stopped in the file for want of its table (under the lock) */
 	int fd;
 	int err;
 	struct unwind_table table;
@@ -67,7 +73,9 @@ struct build_job {
  * Building a libpython's table takes tens of milliseconds: on the thread that
  * drains the ring buffer, the code objects of an import would be freed before
  * they are read. Files are built on this thread; the cache places them when
- * the caller polls.
+ * the caller polls. A file is the slice of work: between two, the builder takes
+ * the file the most walks stopped in for want of its table (the files of the
+ * processes being sampled), else the oldest.
  */
 struct builder {
 	pthread_t thread;
@@ -76,7 +84,7 @@ struct builder {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	struct build_job *todo_head, *todo_tail; /* in order */
-	struct build_job *done;                  /* newest first */
+	struct build_job *done, *done_tail;      /* in the order they were built */
 };
 
 struct unwind_cache {
@@ -125,8 +133,10 @@ static void cached_proc_free(struct cached_proc *proc)
 {
 	free(proc->files);
 	free(proc->ranges);
+	free(proc->mapped);
 	proc->files = NULL;
 	proc->ranges = NULL;
+	proc->mapped = NULL;
 }
 
 static void build_job_free(struct build_job *job)
@@ -147,15 +157,32 @@ static void build_jobs_free(struct build_job *job)
 	}
 }
 
+/* Takes the queued job most walks wait for; the oldest among equals. Under the lock. */
+static struct build_job *take_most_wanted(struct builder *builder)
+{
+	struct build_job **best = &builder->todo_head, *job;
+
+	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next)
+		if ((*link)->wanted > (*best)->wanted)
+			best = link;
+	job = *best;
+	*best = job->next;
+	if (builder->todo_tail == job) {
+		builder->todo_tail = NULL;
+		for (struct build_job *rest = builder->todo_head; rest; rest = rest->next)
+			builder->todo_tail = rest;
+	}
+	return job;
+}
+
 static void *builder_run(void *opaque)
 {
 	struct builder *builder = opaque;
 
-	/* The thread that drains the ring buffer goes first: a module body's code object
-	 * cannot wait, a table can. But not forever: at SCHED_IDLE a busy host (when people
-	 * profile) starved the builder for the whole run, and every walk stopped at no_table.
-	 * Nice 10 weighs a ninth of the drain's share: tables still come, seconds later at worst. */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), UNWIND_CACHE_BUILDER_NICE);
+	/* At the profiler's own priority: at nice 10, two CPU-bound processes beside the target
+	 * delayed the first table by seconds, and every walk meanwhile lost its native frames.
+	 * The drain thread is a thread of its own, so a build never delays a drain; the
+	 * scheduler shares the CPUs between them. */
 	pthread_mutex_lock(&builder->lock);
 	for (;;) {
 		struct build_job *job;
@@ -166,10 +193,7 @@ static void *builder_run(void *opaque)
 			pthread_cond_wait(&builder->wake, &builder->lock);
 		if (builder->stop)
 			break;
-		job = builder->todo_head;
-		builder->todo_head = job->next;
-		if (!builder->todo_head)
-			builder->todo_tail = NULL;
+		job = take_most_wanted(builder);
 		pthread_mutex_unlock(&builder->lock);
 		started_us = clock_monotonic_us();
 		job->err = unwind_table_build(job->fd, &job->table, &error);
@@ -177,8 +201,12 @@ static void *builder_run(void *opaque)
 		close(job->fd);
 		job->fd = -1;
 		pthread_mutex_lock(&builder->lock);
-		job->next = builder->done;
-		builder->done = job;
+		job->next = NULL;
+		if (builder->done_tail)
+			builder->done_tail->next = job;
+		else
+			builder->done = job;
+		builder->done_tail = job;
 	}
 	pthread_mutex_unlock(&builder->lock);
 	return NULL;
@@ -623,7 +651,7 @@ static int executable_ranges(const struct proc_maps *maps, struct address_range 
 static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps *maps, struct unwind_proc *proc,
 		   struct cached_proc *next)
 {
-	size_t file_capacity = 0;
+	size_t file_capacity = 0, mapped_capacity = 0;
 
 	proc->count = 0;
 	proc->reserved = 0;
@@ -637,7 +665,12 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 		if (err)
 			return err;
 		proc->count++;
-		if (!file || holds_file(next->files, next->file_count, file))
+		if (!file)
+			continue;
+		if (ARRAY_RESERVE(next->mapped, mapped_capacity, next->mapped_count + 1))
+			return -ENOMEM;
+		next->mapped[next->mapped_count++] = (struct mapped_file){ maps->maps[i].start, maps->maps[i].end, file };
+		if (holds_file(next->files, next->file_count, file))
 			continue;
 		if (ARRAY_RESERVE(next->files, file_capacity, next->file_count + 1))
 			return -ENOMEM;
@@ -734,7 +767,7 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 		return 0;
 	pthread_mutex_lock(&builder->lock);
 	done = builder->done;
-	builder->done = NULL;
+	builder->done = builder->done_tail = NULL;
 	queue_empty = !builder->todo_head;
 	pthread_mutex_unlock(&builder->lock);
 	if (!done)
@@ -752,6 +785,48 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 	if (queue_empty)
 		malloc_trim(0);
 	return count;
+}
+
+void unwind_cache_want_pc(struct unwind_cache *cache, pid_t pid, uint64_t pc)
+{
+	const struct cached_proc *slot = proc_of(cache, pid);
+	struct builder *builder = &cache->builder;
+	const struct cached_file *file = NULL;
+
+	if (!slot || !builder->started)
+		return;
+	for (size_t i = 0; i < slot->mapped_count && !file; i++)
+		if (pc >= slot->mapped[i].start && pc < slot->mapped[i].end)
+			file = slot->mapped[i].file;
+	if (!file || !file->building)
+		return;
+	pthread_mutex_lock(&builder->lock);
+	for (struct build_job *job = builder->todo_head; job; job = job->next)
+		if (job->file == file) {
+			job->wanted++;
+			break;
+		}
+	pthread_mutex_unlock(&builder->lock);
+}
+
+int unwind_cache_prebuild_file(struct unwind_cache *cache, int fd)
+{
+	struct unwind_file_id id;
+	struct cached_file *file;
+
+	if (unwind_table_file_id(fd, &id))
+		return -ENOEXEC;
+	if (file_with_id(cache, &id))
+		return 0;
+	file = file_for(cache, fd, &id);
+	if (!file)
+		return -ENOMEM;
+	/* Built here (no builder thread): it waits, idle, for the process that will map it. */
+	if (!file->building && !file->failed && file->refs == 0 && !file->idle_since) {
+		file->refs = 1;
+		release_file(cache, file);
+	}
+	return 0;
 }
 
 bool unwind_cache_building(struct unwind_cache *cache)

@@ -24,8 +24,6 @@
 
 #include <unwind_table.h>
 
-/* The niceness of the thread that builds tables (the drain's is the process's own). */
-#define UNWIND_CACHE_BUILDER_NICE 10
 /* A process's maps are read again for an unknown pc at most this often. */
 #define UNWIND_CACHE_REFRESH_MS 200
 
@@ -114,6 +112,18 @@ int unwind_cache_build_in_background(struct unwind_cache *cache);
  * (unwind_cache_map_proc) and set in BPF. Returns how many.
  */
 size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacity);
+/*
+ * A walk of pid stopped at pc for want of a table: the file mapped there, if its
+ * table waits in the queue, is built before the files fewer walks wait for.
+ */
+void unwind_cache_want_pc(struct unwind_cache *cache, pid_t pid, uint64_t pc);
+/*
+ * The file open at fd (the caller's choice: a command about to be launched, not
+ * a target's mapping) gets a table now or, with the builder thread, queued; it
+ * is kept, idle, for the first process that maps the file. 0, -ENOEXEC (not an
+ * ELF file), -ENOMEM.
+ */
+int unwind_cache_prebuild_file(struct unwind_cache *cache, int fd);
 /* Whether any table is still being built or waits to be placed. */
 bool unwind_cache_building(struct unwind_cache *cache);
 /* "open", "not_elf", "no_cfi", "too_big", "no_room", "upload", "other". */

@@ -20,6 +20,9 @@ enum exit_status {
 	EXIT_STATUS_UNAVAILABLE = 69,
 	/* An output could not be created or written: a refused path, a full disk. */
 	EXIT_STATUS_OUTPUT = 74,
+	/* --push delivered no window: every push failed (the endpoint down or refusing);
+	 * sysexits' "temporary failure", as the endpoint may answer again. */
+	EXIT_STATUS_PUSH = 75,
 	/* A launched command that could not be executed, or was not found (as shells say). */
 	EXIT_STATUS_CANNOT_EXECUTE = 126,
 	EXIT_STATUS_NOT_FOUND = 127,

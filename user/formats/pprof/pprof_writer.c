@@ -235,7 +235,10 @@ static int build_functions(struct pprof_writer *writer, struct pprof_message *me
 		perftools__profiles__function__init(function);
 		function->id = id + 1;
 		function->name = key[1];
-		function->system_name = key[1];
+		/* pprof demangles a system name as C++ and, failing that, cuts <...> and (...) from
+		 * names that look demangled: "<module>" would read "". Only a native symbol is a
+		 * linker's name; Python and kernel functions have none, which pprof leaves alone. */
+		function->system_name = key[0] == PF_FRAME_NATIVE ? key[1] : 0;
 		function->filename = key[2];
 		function->start_line = key[3];
 		message->function_list[id] = function;
@@ -245,10 +248,132 @@ static int build_functions(struct pprof_writer *writer, struct pprof_message *me
 	return 0;
 }
 
+/* A native frame's file as an index in mappings; -1 if it has none. */
+static int64_t frame_mapping(struct pprof_writer *writer, const struct stack_frame *frame)
+{
+	int64_t file;
+
+	if (frame->kind != PF_FRAME_NATIVE || !*frame->file ||
+	    (file = intern_find(&writer->strings, frame->file, strlen(frame->file))) < 0)
+		return -1;
+	return intern_find(&writer->mappings, &file, sizeof(file));
+}
+
+/* CPython's own functions (Py_RunMain, _PyEval_EvalFrameDefault, PyLong_FromLong) are the
+ * interpreter's, whichever file holds them: an extension's are named otherwise. */
+static bool is_interpreter_function(const char *name)
+{
+	return strncmp(name, "Py", 2) == 0 || strncmp(name, "_Py", 3) == 0;
+}
+
+struct stack_files {
+	int64_t interpreter; /* the file of the outermost frame of CPython's own; -1: none */
+	int64_t root;        /* the file of the root frame, when native; -1: not native */
+	int64_t callee;      /* the file of the outermost native frame (called from Python); -1: none */
+};
+
+/* Which files a stack tells about, as indexes in mappings. */
+static struct stack_files stack_files(struct pprof_writer *writer, uint32_t stack_id)
+{
+	struct stack_files files = { -1, -1, -1 };
+	size_t depth;
+	const void *stack = stack_table_stack(&writer->stacks, stack_id, &depth);
+
+	for (size_t f = 0; f < depth && files.interpreter < 0; f++) {
+		struct stack_frame frame;
+		int64_t mapping;
+
+		stack_table_frame(&writer->stacks, stack_table_frame_at(stack, f), &frame);
+		mapping = frame_mapping(writer, &frame);
+		if (mapping < 0)
+			continue;
+		if (files.callee < 0)
+			files.callee = mapping;
+		if (f == 0)
+			files.root = mapping;
+		if (is_interpreter_function(frame.name))
+			files.interpreter = mapping;
+	}
+	return files;
+}
+
+/* The index of the largest of counts[count], -1 if all are 0. */
+static int64_t busiest(const int64_t *counts, size_t count)
+{
+	int64_t best = -1;
+
+	for (size_t m = 0; m < count; m++)
+		if (counts[m] && (best < 0 || counts[m] > counts[best]))
+			best = (int64_t)m;
+	return best;
+}
+
+/* Samples by file (counts[3 * count]: interpreter, root, callee), every file an index in mappings. */
+static void count_stack_files(struct pprof_writer *writer, int64_t *counts, size_t count)
+{
+	for (size_t i = 0; i < intern_count(&writer->sample_keys); i++) {
+		struct sample_key key;
+		struct stack_files files;
+		int64_t kinds[3];
+
+		memcpy(&key, intern_key(&writer->sample_keys, (uint32_t)i, NULL), sizeof(key));
+		files = stack_files(writer, key.stack);
+		kinds[0] = files.interpreter;
+		kinds[1] = files.root;
+		kinds[2] = files.callee;
+		for (size_t k = 0; k < 3; k++)
+			if (kinds[k] >= 0 && (size_t)kinds[k] < count)
+				counts[k * count + (size_t)kinds[k]] += writer->values[i].count;
+	}
+}
+
+/*
+ * The mapping pprof names as the profile's file (its first): the interpreter, the file most
+ * samples run CPython's own functions in (libpython, or a static python); without any, the
+ * file most all-native stacks start in (the executable's `_start`), else the one Python code
+ * calls into most. Not whichever file the first sample met (the loader, for a launched
+ * command). -1 when no sample has a native frame.
+ */
+static int64_t main_mapping(struct pprof_writer *writer)
+{
+	size_t count = intern_count(&writer->mappings);
+	int64_t *counts, best = -1;
+
+	if (!count || !(counts = calloc(3 * count, sizeof(*counts))))
+		return -1;
+	count_stack_files(writer, counts, count);
+	for (size_t k = 0; k < 3 && best < 0; k++)
+		best = busiest(counts + k * count, count);
+	free(counts);
+	return best;
+}
+
+/* A mapping's id: main first, the others in the order they were met (main's place goes to the first). */
+static uint64_t mapping_id(int64_t index, int64_t main)
+{
+	if (main > 0 && index == main)
+		return 1;
+	if (main > 0 && index == 0)
+		return (uint64_t)main + 1;
+	return (uint64_t)index + 1;
+}
+
+/* The mapping ids the locations hold, once every mapping is known. */
+static void number_mappings(struct pprof_message *message, int64_t main)
+{
+	for (size_t id = 0; id < message->profile.n_location; id++) {
+		Perftools__Profiles__Location *location = &message->locations[id];
+
+		if (location->mapping_id)
+			location->mapping_id = mapping_id((int64_t)location->mapping_id - 1, main);
+	}
+}
+
 /* One mapping per native file: no addresses (frames are symbolized), the file and that it has functions. */
 static int build_mappings(struct pprof_writer *writer, struct pprof_message *message)
 {
 	size_t count = intern_count(&writer->mappings);
+	int64_t main = main_mapping(writer);
 
 	message->mappings = calloc(count ? count : 1, sizeof(*message->mappings));
 	message->mapping_list = calloc(count ? count : 1, sizeof(*message->mapping_list));
@@ -260,13 +385,14 @@ static int build_mappings(struct pprof_writer *writer, struct pprof_message *mes
 
 		memcpy(&file, intern_key(&writer->mappings, (uint32_t)id, NULL), sizeof(file));
 		perftools__profiles__mapping__init(mapping);
-		mapping->id = id + 1;
+		mapping->id = mapping_id((int64_t)id, main);
 		mapping->filename = file;
 		mapping->has_functions = 1;
 		mapping->has_filenames = 1;
 		mapping->has_line_numbers = 0;
-		message->mapping_list[id] = mapping;
+		message->mapping_list[mapping->id - 1] = mapping;
 	}
+	number_mappings(message, main);
 	message->profile.n_mapping = count;
 	message->profile.mapping = message->mapping_list;
 	return 0;
