@@ -442,10 +442,6 @@ static int start_launch(struct session *session)
  * the peak is a MiB more of peak RSS (19.3 MB, against 23.3 with 16 MiB and 16.3 unwarmed). */
 #define SET_UP_HEAP_BYTES (12u << 20)
 
-/* What the ring-draining loop may wait for the parser worker's symbols (symbolize_native.h). */
-#define SESSION_NATIVE_WAIT_MS 10
-#define SESSION_NATIVE_WAIT_MS_PER_S 50
-
 static int set_up(struct session *session, int *failed_status)
 {
 	const struct session_options *options = session->options;
@@ -463,12 +459,14 @@ static int set_up(struct session *session, int *failed_status)
 		session->resolver.native = symbolize_native_new();
 		if (!session->resolver.native)
 			err = -ENOMEM;
-		/* the loop that drains the ring waits for a new file's symbols 10 ms at most, 50 ms a
-		 * second in all (5%): past that a file's pcs are named by offset until the parser
-		 * worker has read it; a one-shot `stacks` waits for the names */
+		/* the loop that drains the ring never waits for a file: its pcs are named by offset
+		 * until the parser worker has read it (some ms, the worker being up from the start);
+		 * a one-shot `stacks` waits for the names */
 		else if (options->mode != SESSION_MODE_STACKS)
-			symbolize_native_set_wait(session->resolver.native, SESSION_NATIVE_WAIT_MS,
-						  SESSION_NATIVE_WAIT_MS_PER_S);
+			symbolize_native_set_wait_ms(session->resolver.native, 0);
+		/* the worker starts while BPF loads; without one, native frames go unnamed */
+		if (session->resolver.native)
+			symbolize_native_prepare(session->resolver.native);
 	}
 	if (!err && options->native_stacks) {
 		session->resolver.native_stacks = true;

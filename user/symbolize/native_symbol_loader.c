@@ -336,15 +336,34 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int native_symbol_loader_submit(struct native_symbol_loader *loader, struct native_symbol_job *job)
+/* The helper thread, started once; the caller holds the lock. */
+static int start_locked(struct native_symbol_loader *loader)
 {
 	int err = 0;
 
-	pthread_mutex_lock(&loader->lock);
 	if (!loader->started) {
 		err = thread_start_without_signals(&loader->thread, run, loader);
 		loader->started = !err;
 	}
+	return err;
+}
+
+int native_symbol_loader_start(struct native_symbol_loader *loader)
+{
+	int err;
+
+	pthread_mutex_lock(&loader->lock);
+	err = start_locked(loader);
+	pthread_mutex_unlock(&loader->lock);
+	return err;
+}
+
+int native_symbol_loader_submit(struct native_symbol_loader *loader, struct native_symbol_job *job)
+{
+	int err;
+
+	pthread_mutex_lock(&loader->lock);
+	err = start_locked(loader);
 	if (!err && loader->queued >= NATIVE_SYMBOL_LOADER_MAX_QUEUED)
 		err = -EAGAIN;
 	if (!err) {

@@ -62,6 +62,9 @@ int native_symbol_loader_new(const struct native_symbol_loader_options *options,
 			     struct native_symbol_loader **out);
 /* Stops the helper (after the job it is on) and frees every job. */
 void native_symbol_loader_free(struct native_symbol_loader *loader);
+/* Starts the helper now (else at the first job), which starts the worker: the first files
+ * then do not wait for it. 0 or a negative errno. */
+int native_symbol_loader_start(struct native_symbol_loader *loader);
 /* Queues job (taken over); -EAGAIN when NATIVE_SYMBOL_LOADER_MAX_QUEUED wait (the job is not
  * taken), -ENOMEM, or the helper's start error. */
 int native_symbol_loader_submit(struct native_symbol_loader *loader, struct native_symbol_job *job);

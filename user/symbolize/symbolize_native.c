@@ -92,9 +92,6 @@ struct symbolize_native {
 	struct native_symbol_loader_options loader_options;
 	struct native_symbol_loader *loader; /* started at the first file */
 	unsigned wait_ms;            /* the most one lookup waits for a file's symbols */
-	unsigned wait_ms_per_s;      /* what all lookups may wait, per second of run; 0: no bound */
-	uint64_t wait_left_us;       /* of that, what is left now (up to two seconds' worth) */
-	uint64_t wait_refilled_us;
 	uint64_t symbol_bytes;  /* what the files' tables hold */
 	uint64_t symbol_budget; /* past it, the least recently used tables are dropped */
 	uint64_t tables_evicted;
@@ -123,12 +120,9 @@ void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const c
 	symbolizer->debug_dir = debug_dir;
 }
 
-void symbolize_native_set_wait(struct symbolize_native *symbolizer, unsigned wait_ms, unsigned wait_ms_per_s)
+void symbolize_native_set_wait_ms(struct symbolize_native *symbolizer, unsigned wait_ms)
 {
 	symbolizer->wait_ms = wait_ms;
-	symbolizer->wait_ms_per_s = wait_ms_per_s;
-	symbolizer->wait_left_us = 2000ull * wait_ms_per_s;
-	symbolizer->wait_refilled_us = clock_monotonic_us();
 }
 
 void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t symbol_bytes,
@@ -185,6 +179,15 @@ void symbolize_native_stats(struct symbolize_native *symbolizer, struct symboliz
 		.symbol_bytes = symbolizer->symbol_bytes,
 		.tables_evicted = symbolizer->tables_evicted,
 	};
+}
+
+int symbolize_native_prepare(struct symbolize_native *symbolizer)
+{
+	int err = 0;
+
+	if (!symbolizer->loader)
+		err = native_symbol_loader_new(&symbolizer->loader_options, &symbolizer->loader);
+	return err ? err : native_symbol_loader_start(symbolizer->loader);
 }
 
 pid_t symbolize_native_worker_pid(struct symbolize_native *symbolizer)
@@ -385,36 +388,14 @@ static void queue_file(struct symbolize_native *symbolizer, struct mapped_file *
 	file->state = FILE_PENDING;
 }
 
-/* How long a lookup may wait now: its own bound, and what is left of the run's per-second one. */
-static uint64_t wait_allowed_us(struct symbolize_native *symbolizer)
-{
-	uint64_t now = clock_monotonic_us(), most = 1000ull * symbolizer->wait_ms;
-
-	if (!symbolizer->wait_ms_per_s)
-		return most;
-	symbolizer->wait_left_us += (now - symbolizer->wait_refilled_us) * symbolizer->wait_ms_per_s / 1000;
-	if (symbolizer->wait_left_us > 2000ull * symbolizer->wait_ms_per_s)
-		symbolizer->wait_left_us = 2000ull * symbolizer->wait_ms_per_s;
-	symbolizer->wait_refilled_us = now;
-	return most < symbolizer->wait_left_us ? most : symbolizer->wait_left_us;
-}
-
-/* Installs what is done; waits (within the symbolizer's bounds) for a pending file's symbols. */
+/* Installs what is done; waits (at most the symbolizer's wait) for a pending file's symbols. */
 static void wait_for(struct symbolize_native *symbolizer, const struct mapped_file *file)
 {
-	uint64_t start = clock_monotonic_us(), allowed;
+	uint64_t deadline = clock_monotonic_ms() + symbolizer->wait_ms;
 
 	collect_done(symbolizer, 0);
-	if (file->state != FILE_PENDING)
-		return;
-	allowed = wait_allowed_us(symbolizer);
-	while (file->state == FILE_PENDING && clock_monotonic_us() - start < allowed)
-		collect_done(symbolizer, (start + allowed) / 1000 + 1);
-	if (symbolizer->wait_ms_per_s) {
-		uint64_t waited = clock_monotonic_us() - start;
-
-		symbolizer->wait_left_us -= waited < symbolizer->wait_left_us ? waited : symbolizer->wait_left_us;
-	}
+	while (file->state == FILE_PENDING && clock_monotonic_ms() < deadline)
+		collect_done(symbolizer, deadline);
 }
 
 static struct mapped_file *new_file(struct symbolize_native *symbolizer, const struct proc_map *map)

@@ -43,15 +43,17 @@ struct symbolize_native *symbolize_native_new(void);
 void symbolize_native_free(struct symbolize_native *symbolizer);
 /* Where separate debug files are looked for instead of /usr/lib/debug (a test's tree); kept, not copied. */
 void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const char *debug_dir);
-/* How long a lookup may wait for a new file's symbols: wait_ms at most, and all lookups
- * together wait_ms_per_s per second of run (0: no such bound; two seconds' worth may build up,
- * which the first files of a run use). The default: 5000 ms, unbounded (one-shot users). */
-void symbolize_native_set_wait(struct symbolize_native *symbolizer, unsigned wait_ms, unsigned wait_ms_per_s);
+/* How long a lookup may wait for a new file's symbols (default 5 s, for one-shot users; the
+ * loop that drains samples: 0, its pcs named by offset until the symbols are in). */
+void symbolize_native_set_wait_ms(struct symbolize_native *symbolizer, unsigned wait_ms);
 /* The symbol tables' byte budgets (SYMBOLIZE_NATIVE_SYMBOL_BYTES, ..._FILE_SYMBOL_BYTES); before the first lookup. */
 void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t symbol_bytes,
 				  uint32_t file_symbol_bytes);
 /* The parser worker's options (parser_client.h); before the first lookup. */
 void symbolize_native_set_parser(struct symbolize_native *symbolizer, const struct parser_client_options *options);
+/* Starts the parser worker now rather than at the first file (after the setters above):
+ * a recording's first samples then wait for no worker's start. 0 or a negative errno. */
+int symbolize_native_prepare(struct symbolize_native *symbolizer);
 void symbolize_native_stats(struct symbolize_native *symbolizer, struct symbolize_native_stats *out);
 /* The parser worker's pid now, 0 if none runs (tests look at it from outside). */
 pid_t symbolize_native_worker_pid(struct symbolize_native *symbolizer);
