@@ -17,7 +17,7 @@ ARCH     := x86
 WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUILD) -I$(BUILD)/gen
-LDLIBS    := -lbpf -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lncursesw -lpthread
+LDLIBS    := -lbpf -lseccomp -ldw -lelf -lzstd -llzma -lz -lm -lstdc++ -lprotobuf-c -lncursesw -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Wno-unused-function \
 	      -I. -Iinclude -Ibpf
 
@@ -50,7 +50,7 @@ FUZZ_CFLAGS   := -O1 -g -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUIL
 		 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # The layers a harness reaches (no BPF skeleton needed), built with libFuzzer's coverage.
 FUZZ_LIB_OBJS := $(patsubst user/%.c,$(BUILD)/fuzz/lib/%.o,$(filter user/util/% user/profile/% \
-		 user/formats/% user/target/% user/symbolize/%,$(LIB_SRCS))) $(BUILD)/fuzz/lib/gen/profile.pb-c.o
+		 user/formats/% user/target/% user/symbolize/% user/parser/%,$(LIB_SRCS))) $(BUILD)/fuzz/lib/gen/profile.pb-c.o
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 
 # Debian packages the build, the tests and the demo need (python3-numpy and linux-perf:
@@ -62,7 +62,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev libncurses-dev tmux \
 		protobuf-c-compiler libprotobuf-c-dev golang-github-google-pprof-dev golang-go \
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
-		liblzma-dev xz-utils binutils libclang-rt-14-dev
+		liblzma-dev xz-utils binutils libclang-rt-14-dev libseccomp-dev
 
 .PHONY: all deps demo check bench bench-peers soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
@@ -216,7 +216,7 @@ soak: deps
 	./tests/soak/soak.sh $(SOAK_MINUTES)
 
 bench: deps
-	$(MAKE) all $(BUILD)/bench/unwind_rows $(BUILD)/bench/stack_repeat
+	$(MAKE) all $(BUILD)/bench/unwind_rows $(BUILD)/bench/stack_repeat $(BUILD)/bench/parser_cost
 	./bench/bench.sh
 
 bench-peers: deps
@@ -225,6 +225,11 @@ bench-peers: deps
 
 # The bench's unwind table sizes, built with the profiler's own table code.
 $(BUILD)/bench/unwind_rows: bench/unwind_rows.c $(BUILD)/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
+
+# A file's symbols read by the parser worker against in process (doc/security.md).
+$(BUILD)/bench/parser_cost: bench/parser_cost.c $(BUILD)/libpybpfprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
 

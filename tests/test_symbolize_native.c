@@ -137,6 +137,56 @@ static void test_unnamed_function_named_by_its_start(void **state)
 	symbolize_native_free(symbolizer);
 }
 
+/* The symbol table bytes a fresh symbolizer holds once it has named pc. */
+static uint64_t table_bytes_for(uint64_t pc)
+{
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	struct symbolize_native_stats stats;
+
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, pc, &found), 1);
+	assert_non_null(found.symbol);
+	symbolize_native_stats(symbolizer, &stats);
+	symbolize_native_free(symbolizer);
+	return stats.symbol_bytes;
+}
+
+/* Root holds the files' symbol tables within a byte budget: past it the least recently used
+ * goes (and comes back when its file is named again), and names handed out stay valid. */
+static void test_symbol_tables_within_their_budget(void **state)
+{
+	uint64_t libz_pc = code_address((void (*)(void))deflateInit2_) + 1;
+	uint64_t libc_pc = code_address((void (*)(void))getppid) + 1;
+	uint64_t libz_bytes = table_bytes_for(libz_pc), libc_bytes = table_bytes_for(libc_pc);
+	uint64_t budget = (libz_bytes > libc_bytes ? libz_bytes : libc_bytes) + 1;
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	struct symbolize_native_stats stats;
+	const char *libz_name;
+
+	(void)state;
+	print_message("tables: libz %" PRIu64 " bytes, libc %" PRIu64 " bytes; budget %" PRIu64 "\n", libz_bytes,
+		      libc_bytes, budget);
+	symbolize_native_set_budgets(symbolizer, budget, SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	libz_name = found.frame.name;
+	assert_string_equal(libz_name, "deflateInit2_");
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libc_pc, &found), 1);
+		assert_non_null(found.symbol);
+		assert_non_null(strstr(found.symbol, "getppid"));
+		assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+		assert_non_null(found.symbol);
+		assert_string_equal(found.symbol, "deflateInit2_");
+		symbolize_native_stats(symbolizer, &stats);
+		assert_true(stats.symbol_bytes <= budget);
+	}
+	/* the first name, from a table dropped since, still reads */
+	assert_string_equal(libz_name, "deflateInit2_");
+	assert_int_equal(stats.tables_evicted, 4);
+	symbolize_native_free(symbolizer);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -145,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_anonymous_memory_is_not_a_frame),
 		cmocka_unit_test(test_gone_process_gives_no_frame),
 		cmocka_unit_test(test_unnamed_function_named_by_its_start),
+		cmocka_unit_test(test_symbol_tables_within_their_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

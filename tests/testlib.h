@@ -360,6 +360,15 @@ static inline const char *pybpfprof_binary(void)
 	return path;
 }
 
+#include "parser/parser_client.h"
+
+/* The files a test symbolizes are read by the parser worker, which is the pybpfprof binary
+ * under test (a test binary is not one): set before any test runs. */
+__attribute__((constructor)) static void test_parser_worker_is_pybpfprof(void)
+{
+	parser_client_set_default_executable(pybpfprof_binary());
+}
+
 static inline bool file_exists(const char *path)
 {
 	return access(path, F_OK) == 0;

@@ -5,6 +5,9 @@
  * nor a command is a mistake, not a program to launch: launching takes `--`.
  */
 #include "cli/commands.h"
+#include "parser/parser_client.h"
+#include "parser/parser_protocol.h"
+#include "parser/parser_worker.h"
 #include "util/exit_status.h"
 #include "util/text_quote.h"
 #include "util/version.h"
@@ -47,6 +50,10 @@ int main(int argc, char **argv)
 {
 	const struct command *command;
 
+	/* The parser worker is this binary again, started by parser_client.c: nothing else runs. */
+	if (argc >= 2 && strcmp(argv[1], PARSER_WORKER_COMMAND) == 0)
+		return parser_worker_main(argc, argv);
+	parser_client_set_default_executable("/proc/self/exe");
 	/* One malloc arena for every thread: the unwind-table builder's working memory (libdw's
 	 * state, a row list, a sort's copy: some 3 MB for a libpython) then returns to the heap
 	 * the recording trims, instead of staying resident at the top of an arena of its own. */

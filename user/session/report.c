@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "sampler/unwind_maps.h"
+#include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
 #include "util/clock.h"
@@ -468,6 +469,27 @@ static void print_native_summary(const struct session *session)
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
 }
 
+/* The parser worker's run (user/parser/): files read, files lost to it, and why. */
+static void print_parser_summary(const struct session *session)
+{
+	struct symbolize_native_stats stats;
+	char held[32];
+
+	if (!session->resolver.native)
+		return;
+	symbolize_native_stats(session->resolver.native, &stats);
+	if (!stats.worker_starts && !stats.worker_start_failures)
+		return;
+	format_size(stats.symbol_bytes, held, sizeof(held));
+	fprintf(stderr, "pybpfprof: parser worker: %" PRIu64 " files read, %" PRIu64 " bad (%" PRIu64
+			" lost to a worker that died, %" PRIu64 " overran, %" PRIu64 " past its memory); %" PRIu64
+			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room\n",
+		stats.files_loaded, stats.files_bad, stats.worker_lost_files - stats.worker_timeouts,
+		stats.worker_timeouts, stats.worker_out_of_memory, stats.worker_starts,
+		stats.worker_starts == 1 ? "" : "s", stats.worker_start_failures ? " (some failed)" : "", held,
+		stats.tables_evicted);
+}
+
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */
 static void write_wall_metadata(struct session *session)
 {
@@ -671,6 +693,14 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 	if (session->resolver.merge_failures)
 		add_problem(line, sizeof(line), "%" PRIu64 " stack%s whose native and Python frames disagreed",
 			    session->resolver.merge_failures, plural(session->resolver.merge_failures, "s"));
+	if (session->resolver.native) {
+		struct symbolize_native_stats parsed;
+
+		symbolize_native_stats(session->resolver.native, &parsed);
+		if (parsed.files_bad)
+			add_problem(line, sizeof(line), "%" PRIu64 " file%s left unnamed by the parser worker",
+				    parsed.files_bad, plural(parsed.files_bad, "s"));
+	}
 	if (counters[PBP_CNT_PROC_EVENTS_LOST])
 		add_problem(line, sizeof(line), "%" PRIu64 " process notice%s lost", counters[PBP_CNT_PROC_EVENTS_LOST],
 			    plural(counters[PBP_CNT_PROC_EVENTS_LOST], "s"));
@@ -846,6 +876,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		print_counts(session, counters);
 		print_other_processes(session);
 		print_native_summary(session);
+		print_parser_summary(session);
 		print_wall_summary(session);
 		print_container_summary(session);
 		print_discovery_summary(session);

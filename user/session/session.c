@@ -469,6 +469,14 @@ static int set_up(struct session *session, int *failed_status)
 		session->resolver.native = symbolize_native_new();
 		if (!session->resolver.native)
 			err = -ENOMEM;
+		/* the loop that drains the ring never waits for a file: its pcs are named by offset
+		 * until the parser worker has read it (some ms, the worker being up from the start);
+		 * a one-shot `stacks` waits for the names */
+		else if (options->mode != SESSION_MODE_STACKS)
+			symbolize_native_set_wait_ms(session->resolver.native, 0);
+		/* the worker starts while BPF loads; without one, native frames go unnamed */
+		if (session->resolver.native)
+			symbolize_native_prepare(session->resolver.native);
 	}
 	if (!err && options->native_stacks) {
 		session->resolver.native_stacks = true;

@@ -284,8 +284,9 @@ static int resolve_native_pc(struct sample_resolver *resolver, const struct py_t
 			*role = NATIVE_ROLE_FOREIGN;
 	}
 	/* A pc in no mapping may be in one the next time the maps are read (a library
-	 * loaded since): only what was found is kept. */
-	if (err > 0)
+	 * loaded since), and a pc of a file whose symbols are on their way has a better
+	 * name coming: only what was found for good is kept. */
+	if (err > 0 && !found.provisional)
 		remember_native_pc(resolver, key, frame, *role);
 	return 0;
 }

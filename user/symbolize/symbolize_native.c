@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include "symbolize/native_symbol_loader.h"
 #include "target/debug_file.h"
 #include "target/elf_file.h"
 #include "target/elf_symbols.h"
@@ -35,12 +37,15 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
  */
 #define SYMBOLIZE_NATIVE_REREAD_MS 100
 #define SYMBOLIZE_NATIVE_REREAD_BURST 8
-/* Files whose symbols are kept, each with its ELF open. */
-#define SYMBOLIZE_NATIVE_MAX_FILES 256
+/* Files known (their symbols, or that they have none), the least recently used dropped past it. */
+#define SYMBOLIZE_NATIVE_MAX_FILES 1024
 /* What checking debug files (a debuglink's CRC32 reads the file whole) and expanding
  * MiniDebugInfo may read over a run, all files together: each file has its own bounds, this
  * one stops a target that maps many files pointing at large ones (real ones cost a few MiB). */
 #define SYMBOLIZE_NATIVE_DEBUG_BYTES ((uint64_t)2 << 30)
+/* How long a lookup waits for a new file's symbols by default (one-shot users: `stacks`, tests);
+ * the recording loop waits for none (symbolize_native_set_wait_ms). */
+#define SYMBOLIZE_NATIVE_DEFAULT_WAIT_MS 5000
 
 struct pid_maps {
 	pid_t pid;
@@ -52,16 +57,25 @@ struct pid_maps {
 	uint32_t exe_dev_major, exe_dev_minor;
 };
 
-/* One mapped file: its symbols, and its ELF for the load bias of each mapping. */
+enum mapped_file_state {
+	FILE_UNQUEUED, /* its job could not be queued yet (the queue is full): tried at the next lookup */
+	FILE_PENDING,  /* the loader has its job */
+	FILE_READY,    /* symbols (perhaps none) known */
+	FILE_BAD,      /* lost by the worker or past a budget: no symbols for the run */
+};
+
+/* One mapped file: its load segments and symbols, as the parser worker read them. */
 struct mapped_file {
-	char *path;          /* as the target sees it: the frame's file */
-	char *bracket_name;  /* "[libfoo.so.1]", the name of an address no symbol covers */
+	char *path;               /* as the target sees it */
+	const char *frame_path;   /* interned: outlives the file's eviction */
+	const char *bracket_name; /* interned "[libfoo.so.1]", the name of an address no symbol covers */
 	uint64_t inode;
 	uint32_t dev_major, dev_minor; /* with the inode and path: which file (its debug data too) */
-	struct elf_file elf;
-	bool elf_open;
-	struct elf_symbols symbols; /* its own, its debug file's or its MiniDebugInfo's */
-	const char **display_names; /* by function: demangled, or the name itself; NULL: not yet */
+	enum mapped_file_state state;
+	struct native_symbols loaded;
+	const char **display_names; /* by function, interned: demangled, or the name itself; NULL: not yet */
+	uint64_t bytes;             /* what its table holds, of the symbol budget */
+	uint64_t used;              /* the symbolizer's clock when last used */
 	/* Where the functions begin (its FDEs), read at the first pc no symbol covers. */
 	struct unwind_function_range *function_ranges;
 	size_t function_range_count;
@@ -75,8 +89,13 @@ struct symbolize_native {
 	size_t file_count;
 	uint64_t clock;
 	const char *debug_dir; /* where debug files are looked for (target/debug_file.h) */
-	uint64_t debug_bytes_left; /* of SYMBOLIZE_NATIVE_DEBUG_BYTES */
-	struct intern_table offset_names; /* "[libfoo.so.1+0x1234]", and paths of files past the table */
+	struct native_symbol_loader_options loader_options;
+	struct native_symbol_loader *loader; /* started at the first file */
+	unsigned wait_ms;            /* the most one lookup waits for a file's symbols */
+	uint64_t symbol_bytes;  /* what the files' tables hold */
+	uint64_t symbol_budget; /* past it, the least recently used tables are dropped */
+	uint64_t tables_evicted;
+	struct intern_table offset_names; /* every string a frame points to: names, paths */
 };
 
 struct symbolize_native *symbolize_native_new(void)
@@ -86,7 +105,12 @@ struct symbolize_native *symbolize_native_new(void)
 	if (symbolizer) {
 		intern_init(&symbolizer->offset_names);
 		symbolizer->debug_dir = DEBUG_FILE_DIR;
-		symbolizer->debug_bytes_left = SYMBOLIZE_NATIVE_DEBUG_BYTES;
+		symbolizer->wait_ms = SYMBOLIZE_NATIVE_DEFAULT_WAIT_MS;
+		symbolizer->symbol_budget = SYMBOLIZE_NATIVE_SYMBOL_BYTES;
+		symbolizer->loader_options = (struct native_symbol_loader_options){
+			.reply_bytes = SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES,
+			.debug_bytes = SYMBOLIZE_NATIVE_DEBUG_BYTES,
+		};
 	}
 	return symbolizer;
 }
@@ -96,20 +120,31 @@ void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const c
 	symbolizer->debug_dir = debug_dir;
 }
 
+void symbolize_native_set_wait_ms(struct symbolize_native *symbolizer, unsigned wait_ms)
+{
+	symbolizer->wait_ms = wait_ms;
+}
+
+void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t symbol_bytes,
+				  uint32_t file_symbol_bytes)
+{
+	symbolizer->symbol_budget = symbol_bytes;
+	symbolizer->loader_options.reply_bytes = file_symbol_bytes;
+}
+
+void symbolize_native_set_parser(struct symbolize_native *symbolizer, const struct parser_client_options *options)
+{
+	symbolizer->loader_options.parser = *options;
+}
+
 static void mapped_file_free(struct mapped_file *file)
 {
 	if (!file)
 		return;
-	if (file->elf_open)
-		elf_file_close(&file->elf);
-	for (size_t i = 0; file->display_names && i < file->symbols.count; i++)
-		if (file->display_names[i] != file->symbols.functions[i].name)
-			free((char *)file->display_names[i]);
 	free(file->display_names);
 	free(file->function_ranges);
-	elf_symbols_free(&file->symbols);
+	elf_symbols_free(&file->loaded.symbols);
 	free(file->path);
-	free(file->bracket_name);
 	free(file);
 }
 
@@ -117,12 +152,47 @@ void symbolize_native_free(struct symbolize_native *symbolizer)
 {
 	if (!symbolizer)
 		return;
+	/* first: its jobs point at the files */
+	native_symbol_loader_free(symbolizer->loader);
 	for (size_t i = 0; i < symbolizer->pid_count; i++)
 		proc_maps_free(&symbolizer->pids[i].maps);
 	for (size_t i = 0; i < symbolizer->file_count; i++)
 		mapped_file_free(symbolizer->files[i]);
 	intern_free(&symbolizer->offset_names);
 	free(symbolizer);
+}
+
+void symbolize_native_stats(struct symbolize_native *symbolizer, struct symbolize_native_stats *out)
+{
+	struct native_symbol_loader_stats loaded = { .files_loaded = 0 };
+
+	if (symbolizer->loader)
+		native_symbol_loader_stats(symbolizer->loader, &loaded);
+	*out = (struct symbolize_native_stats){
+		.files_loaded = loaded.files_loaded,
+		.files_bad = loaded.files_bad,
+		.worker_starts = loaded.parser.worker_starts,
+		.worker_lost_files = loaded.parser.lost_files,
+		.worker_timeouts = loaded.parser.timeouts,
+		.worker_out_of_memory = loaded.parser.out_of_memory,
+		.worker_start_failures = loaded.parser.start_failures,
+		.symbol_bytes = symbolizer->symbol_bytes,
+		.tables_evicted = symbolizer->tables_evicted,
+	};
+}
+
+int symbolize_native_prepare(struct symbolize_native *symbolizer)
+{
+	int err = 0;
+
+	if (!symbolizer->loader)
+		err = native_symbol_loader_new(&symbolizer->loader_options, &symbolizer->loader);
+	return err ? err : native_symbol_loader_start(symbolizer->loader);
+}
+
+pid_t symbolize_native_worker_pid(struct symbolize_native *symbolizer)
+{
+	return symbolizer->loader ? native_symbol_loader_worker_pid(symbolizer->loader) : 0;
 }
 
 void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
@@ -188,74 +258,203 @@ static const struct proc_map *mapping_at(const struct proc_maps *maps, uint64_t 
 
 static const struct elf_function *function_at(const struct mapped_file *file, uint64_t addr)
 {
+	const struct elf_symbols *symbols = &file->loaded.symbols;
 	const struct elf_function *function = array_last_at_or_below_u64(
-		file->symbols.functions, file->symbols.count, sizeof(*file->symbols.functions),
-		offsetof(struct elf_function, addr), addr);
+		symbols->functions, symbols->count, sizeof(*symbols->functions), offsetof(struct elf_function, addr),
+		addr);
 
 	/* The last function starting at or below addr, if it extends over addr. */
 	return function && addr - function->addr < function->size ? function : NULL;
 }
 
-/* The vDSO is read from our own copy of its image: it has no file (target/vdso.h). */
-static int open_file_of_map(struct elf_file *elf, pid_t pid, const struct proc_map *map)
+/* A string kept as long as the symbolizer; NULL: -ENOMEM. */
+static const char *interned(struct symbolize_native *symbolizer, const char *text)
 {
-	char path[64];
-	int fd;
+	int64_t id = intern_add(&symbolizer->offset_names, text, strlen(text) + 1, NULL);
 
-	if (!vdso_is_map_name(map->path))
-		return elf_file_open_map(elf, pid, map);
-	fd = vdso_image_fd();
-	if (fd < 0)
-		return fd;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return elf_file_open(elf, path);
+	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
 }
 
-/* The file's functions, its debug file's looked up in pid's root (the vDSO has none: it has no path). */
-static int read_symbols(struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
-			const struct proc_map *map)
+static void remove_file(struct symbolize_native *symbolizer, size_t index)
 {
-	struct debug_file_place place = { .pid = pid, .path_in_target = map->path,
-					  .debug_dir = symbolizer->debug_dir };
+	struct mapped_file *file = symbolizer->files[index];
 
-	return elf_symbols_read(&file->symbols, &file->elf, vdso_is_map_name(map->path) ? NULL : &place,
-				&symbolizer->debug_bytes_left);
+	symbolizer->symbol_bytes -= file->bytes;
+	mapped_file_free(file);
+	symbolizer->files[index] = symbolizer->files[--symbolizer->file_count];
 }
 
-static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)
+/* The least recently used file that may go (its job not in flight, not keep; with_table: one
+ * that holds symbols), -1 if none. */
+static ssize_t least_recent_file(const struct symbolize_native *symbolizer, const struct mapped_file *keep,
+				 bool with_table)
 {
-	struct mapped_file *file;
-	size_t name_len;
+	ssize_t oldest = -1;
 
 	for (size_t i = 0; i < symbolizer->file_count; i++) {
-		file = symbolizer->files[i];
-		if (file->inode == map->inode && file->dev_major == map->dev_major && file->dev_minor == map->dev_minor &&
-		    strcmp(file->path, map->path) == 0)
-			return file;
+		const struct mapped_file *file = symbolizer->files[i];
+
+		if (file == keep || file->state == FILE_PENDING || (with_table && !file->bytes))
+			continue;
+		if (oldest < 0 || file->used < symbolizer->files[oldest]->used)
+			oldest = (ssize_t)i;
 	}
-	if (symbolizer->file_count == SYMBOLIZE_NATIVE_MAX_FILES)
+	return oldest;
+}
+
+/* Tables past the budget go, least recently used first (read again if their file is seen again). */
+static void evict_over_budget(struct symbolize_native *symbolizer, const struct mapped_file *keep)
+{
+	while (symbolizer->symbol_bytes > symbolizer->symbol_budget) {
+		ssize_t oldest = least_recent_file(symbolizer, keep, true);
+
+		if (oldest < 0)
+			return;
+		remove_file(symbolizer, (size_t)oldest);
+		symbolizer->tables_evicted++;
+	}
+}
+
+/* What a table holds: its functions, their display names' slots, their names. */
+static uint64_t table_bytes(const struct elf_symbols *symbols)
+{
+	uint64_t bytes = symbols->count * (sizeof(*symbols->functions) + sizeof(const char *));
+
+	for (size_t i = 0; i < symbols->count; i++)
+		bytes += strlen(symbols->functions[i].name) + 1;
+	return bytes;
+}
+
+/* A job's result into its file; a table past the whole budget alone is remembered as bad. */
+static void install(struct symbolize_native *symbolizer, struct native_symbol_job *job)
+{
+	struct mapped_file *file = job->owner;
+
+	file->state = job->status == 0 || job->status == -ENOENT || job->status == -ENOSYS ? FILE_READY : FILE_BAD;
+	if (file->state == FILE_READY) {
+		file->loaded = job->result;
+		job->result.symbols = (struct elf_symbols){ 0 };
+		file->bytes = table_bytes(&file->loaded.symbols);
+		if (file->bytes > symbolizer->symbol_budget) {
+			elf_symbols_free(&file->loaded.symbols);
+			file->bytes = 0;
+			file->state = FILE_BAD;
+		}
+		symbolizer->symbol_bytes += file->bytes;
+	}
+	native_symbol_job_free(job);
+	evict_over_budget(symbolizer, file);
+}
+
+/* Installs what the loader has done, waiting for it until deadline_ms. */
+static void collect_done(struct symbolize_native *symbolizer, uint64_t deadline_ms)
+{
+	struct native_symbol_job *job;
+
+	if (!symbolizer->loader)
+		return;
+	job = native_symbol_loader_take_done(symbolizer->loader, deadline_ms);
+	while (job) {
+		struct native_symbol_job *next = job->next;
+
+		install(symbolizer, job);
+		job = next;
+	}
+}
+
+/* Hands the file's job to the loader (started at the first); the file stays unqueued if it cannot. */
+static void queue_file(struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
+		       const struct proc_map *map)
+{
+	struct native_symbol_job *job;
+
+	if (!symbolizer->loader && native_symbol_loader_new(&symbolizer->loader_options, &symbolizer->loader))
+		return;
+	/* our copy of the vDSO is made here, once, not raced for by the loader's thread */
+	if (vdso_is_map_name(map->path) && vdso_image_fd() < 0) {
+		file->state = FILE_READY; /* nothing to read: named by its brackets */
+		return;
+	}
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return;
+	*job = (struct native_symbol_job){ .owner = file, .pid = pid, .map = *map, .vdso = vdso_is_map_name(map->path),
+					   .debug_dir = symbolizer->debug_dir };
+	job->map.path = strdup(map->path);
+	if (!job->map.path || native_symbol_loader_submit(symbolizer->loader, job)) {
+		native_symbol_job_free(job);
+		return;
+	}
+	file->state = FILE_PENDING;
+}
+
+/* Installs what is done; waits (at most the symbolizer's wait) for a pending file's symbols. */
+static void wait_for(struct symbolize_native *symbolizer, const struct mapped_file *file)
+{
+	uint64_t deadline = clock_monotonic_ms() + symbolizer->wait_ms;
+
+	collect_done(symbolizer, 0);
+	while (file->state == FILE_PENDING && clock_monotonic_ms() < deadline)
+		collect_done(symbolizer, deadline);
+}
+
+static struct mapped_file *new_file(struct symbolize_native *symbolizer, const struct proc_map *map)
+{
+	struct mapped_file *file = calloc(1, sizeof(*file));
+	size_t name_len = strlen(proc_maps_basename(map->path)) + 3;
+	char *bracket = malloc(name_len);
+
+	if (!file || !bracket) {
+		free(file);
+		free(bracket);
 		return NULL;
-	file = calloc(1, sizeof(*file));
-	if (!file)
-		return NULL;
-	name_len = strlen(proc_maps_basename(map->path)) + 3;
+	}
+	snprintf(bracket, name_len, "[%s]", proc_maps_basename(map->path));
 	file->path = strdup(map->path);
-	file->bracket_name = malloc(name_len);
 	file->inode = map->inode;
 	file->dev_major = map->dev_major;
 	file->dev_minor = map->dev_minor;
-	if (!file->path || !file->bracket_name) {
+	file->frame_path = file->path ? interned(symbolizer, file->path) : NULL;
+	file->bracket_name = interned(symbolizer, bracket);
+	free(bracket);
+	if (!file->frame_path || !file->bracket_name) {
 		mapped_file_free(file);
 		return NULL;
 	}
-	snprintf(file->bracket_name, name_len, "[%s]", proc_maps_basename(map->path));
-	/* A file we cannot open or that has no symbols is still named by its brackets. */
-	file->elf_open = open_file_of_map(&file->elf, pid, map) == 0;
-	if (file->elf_open && read_symbols(symbolizer, file, pid, map) < 0) {
-		mapped_file_free(file);
-		return NULL;
+	return file;
+}
+
+/* The file map names, its symbols asked for at its first sight (and waited for, as long as the
+ * symbolizer waits); NULL: -ENOMEM, or every known file is waiting for its symbols. */
+static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)
+{
+	struct mapped_file *file = NULL;
+
+	for (size_t i = 0; i < symbolizer->file_count && !file; i++) {
+		struct mapped_file *known = symbolizer->files[i];
+
+		if (known->inode == map->inode && known->dev_major == map->dev_major &&
+		    known->dev_minor == map->dev_minor && strcmp(known->path, map->path) == 0)
+			file = known;
 	}
-	symbolizer->files[symbolizer->file_count++] = file;
+	if (!file) {
+		if (symbolizer->file_count == SYMBOLIZE_NATIVE_MAX_FILES) {
+			ssize_t oldest = least_recent_file(symbolizer, NULL, false);
+
+			if (oldest < 0)
+				return NULL;
+			remove_file(symbolizer, (size_t)oldest);
+		}
+		file = new_file(symbolizer, map);
+		if (!file)
+			return NULL;
+		symbolizer->files[symbolizer->file_count++] = file;
+	}
+	file->used = ++symbolizer->clock;
+	if (file->state == FILE_UNQUEUED)
+		queue_file(symbolizer, file, pid, map);
+	if (file->state == FILE_PENDING)
+		wait_for(symbolizer, file);
 	return file;
 }
 
@@ -294,28 +493,28 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 	return map && (map->path[0] == '/' || vdso_is_map_name(map->path)) ? map : NULL;
 }
 
-/* The function's name as a reader knows it: C++ names demangled, once per function. */
-static const char *display_name(struct mapped_file *file, const struct elf_function *function)
+/* The function's name as a reader knows it: C++ names demangled, once per function, interned. */
+static const char *display_name(struct symbolize_native *symbolizer, struct mapped_file *file,
+				const struct elf_function *function)
 {
-	size_t index = (size_t)(function - file->symbols.functions);
+	size_t index = (size_t)(function - file->loaded.symbols.functions);
+	const char *name;
 	char *demangled;
 	int status = -1;
 
 	if (!file->display_names) {
-		file->display_names = calloc(file->symbols.count, sizeof(*file->display_names));
+		file->display_names = calloc(file->loaded.symbols.count, sizeof(*file->display_names));
 		if (!file->display_names)
-			return function->name;
+			return interned(symbolizer, function->name);
 	}
 	if (file->display_names[index])
 		return file->display_names[index];
 	demangled = strncmp(function->name, "_Z", 2) == 0 ? __cxa_demangle(function->name, NULL, NULL, &status)
 							   : NULL;
-	if (status != 0 || !demangled) {
-		free(demangled);
-		demangled = NULL;
-	}
-	file->display_names[index] = demangled ? demangled : function->name;
-	return file->display_names[index];
+	name = interned(symbolizer, status == 0 && demangled ? demangled : function->name);
+	free(demangled);
+	file->display_names[index] = name;
+	return name;
 }
 
 /* The link-time address of pc in file, mapped at map; false when the file's ELF is unknown. */
@@ -323,7 +522,8 @@ static bool link_address(const struct mapped_file *file, const struct proc_map *
 {
 	uint64_t bias;
 
-	if (!file->elf_open || elf_file_load_bias(&file->elf, map->start, map->offset, &bias))
+	if (file->state != FILE_READY ||
+	    elf_load_bias(file->loaded.segments, file->loaded.segment_count, map->start, map->offset, &bias))
 		return false;
 	*addr = pc - bias;
 	return true;
@@ -337,20 +537,36 @@ static const struct elf_function *function_of(const struct mapped_file *file, co
 	return link_address(file, map, ip, &addr) ? function_at(file, addr) : NULL;
 }
 
+/* A descriptor of the mapped file (the vDSO: our copy of its image), for its FDEs. */
+static int function_starts_fd(pid_t pid, const struct proc_map *map)
+{
+	int fd;
+
+	if (!vdso_is_map_name(map->path))
+		return elf_file_map_fd(pid, map);
+	fd = vdso_image_fd();
+	return fd < 0 ? fd : dup(fd);
+}
+
 /* The FDE of file that holds link-time addr, NULL if none (or the file has no .eh_frame). */
-static const struct unwind_function_range *function_range_at(struct mapped_file *file, uint64_t addr)
+static const struct unwind_function_range *function_range_at(struct mapped_file *file, pid_t pid,
+							     const struct proc_map *map, uint64_t addr)
 {
 	const struct unwind_function_range *range;
 	struct errbuf ignored;
 
 	if (!file->function_ranges_read) {
+		int fd = function_starts_fd(pid, map);
+
 		/* Read once: a file without usable CFI keeps its pcs named one by one. */
 		file->function_ranges_read = true;
-		if (unwind_table_function_starts(file->elf.fd, &file->function_ranges, &file->function_range_count,
-						 &ignored) < 0) {
+		if (fd < 0 || unwind_table_function_starts(fd, &file->function_ranges, &file->function_range_count,
+							   &ignored) < 0) {
 			file->function_ranges = NULL;
 			file->function_range_count = 0;
 		}
+		if (fd >= 0)
+			close(fd);
 	}
 	range = array_last_at_or_below_u64(file->function_ranges, file->function_range_count,
 					   sizeof(*file->function_ranges),
@@ -365,6 +581,7 @@ int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, con
 	const struct proc_map *map = mapping_of(symbolizer, pid, ip, &maps);
 	const struct elf_function *function;
 	struct mapped_file *file;
+	const char *name;
 
 	if (!map || proc_map_is_file(map, skip))
 		return 0;
@@ -372,8 +589,10 @@ int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, con
 	if (!file)
 		return -ENOMEM;
 	function = function_of(file, map, ip);
-	*frame = pf_frame_unlocated(PF_FRAME_NATIVE, file->path,
-				    function ? display_name(file, function) : file->bracket_name);
+	name = function ? display_name(symbolizer, file, function) : file->bracket_name;
+	if (!name)
+		return -ENOMEM;
+	*frame = pf_frame_unlocated(PF_FRAME_NATIVE, file->frame_path, name);
 	return 1;
 }
 
@@ -383,24 +602,16 @@ static bool is_main_executable(const struct pid_maps *maps, const struct proc_ma
 	       map->dev_minor == maps->exe_dev_minor;
 }
 
-/* A string kept as long as the symbolizer; NULL: -ENOMEM. */
-static const char *interned(struct symbolize_native *symbolizer, const char *text)
-{
-	int64_t id = intern_add(&symbolizer->offset_names, text, strlen(text) + 1, NULL);
-
-	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
-}
-
 /*
  * "[libfoo.so.1+0x1234]", for a pc no symbol covers: the file offset of the start of the
  * function that holds it (its FDE), so that every pc of one unnamed function (a stripped
  * library's static function) has one name; the pc's own file offset where no FDE covers it.
  * addr: the pc's link-time address in file, NULL when unknown.
  */
-static const char *offset_name(struct symbolize_native *symbolizer, struct mapped_file *file,
+static const char *offset_name(struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
 			       const struct proc_map *map, uint64_t ip, const uint64_t *addr)
 {
-	const struct unwind_function_range *range = addr ? function_range_at(file, *addr) : NULL;
+	const struct unwind_function_range *range = addr ? function_range_at(file, pid, map, *addr) : NULL;
 	uint64_t offset = ip - map->start + map->offset;
 	char text[320];
 
@@ -424,13 +635,15 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 
 	if (!map)
 		return 0;
-	/* Past SYMBOLIZE_NATIVE_MAX_FILES files, a file's pcs are named by their offsets. */
+	/* A file whose symbols are on their way (or past a full table of such) has its pcs named
+	 * by their offsets for now: provisional names, which callers do not keep. */
 	file = file_of(symbolizer, pid, map);
 	addr_known = file && link_address(file, map, pc, &addr);
 	function = addr_known ? function_at(file, addr) : NULL;
-	out->symbol = function ? display_name(file, function) : NULL;
-	name = out->symbol ? out->symbol : offset_name(symbolizer, file, map, pc, addr_known ? &addr : NULL);
-	path = file ? file->path : interned(symbolizer, map->path);
+	out->symbol = function ? display_name(symbolizer, file, function) : NULL;
+	out->provisional = !file || file->state == FILE_PENDING || file->state == FILE_UNQUEUED;
+	name = out->symbol ? out->symbol : offset_name(symbolizer, file, pid, map, pc, addr_known ? &addr : NULL);
+	path = file ? file->frame_path : interned(symbolizer, map->path);
 	if (!name || !path)
 		return -ENOMEM;
 	out->frame = pf_frame_unlocated(PF_FRAME_NATIVE, path, name);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Names a user-space address of a target: which file it is in (from
- * /proc/PID/maps) and which function (from that file's ELF symbols, read
- * once per file with libelf, and for a stripped file those of its debug file
- * or its MiniDebugInfo: target/elf_symbols.h; C++ names demangled). It serves the native leaf
+ * /proc/PID/maps) and which function (from that file's ELF symbols, and for a
+ * stripped file those of its debug file or its MiniDebugInfo; C++ names
+ * demangled). The files are read by the unprivileged parser worker, off the
+ * caller's thread (native_symbol_loader.h); root keeps each file's compact
+ * table, all of them within a byte budget (least recently used dropped). It serves the native leaf
  * frame of a sample that landed outside the interpreter (a C extension, libc,
  * libz) and every frame of a mixed stack, the interpreter's own included.
  */
@@ -14,15 +16,47 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "parser/parser_client.h"
 #include "profile/profile.h"
 #include "target/proc_maps.h"
 
+/* What the files' symbol tables may hold in root, all together; and one file's (a file with
+ * more is left unnamed: libpython's is about 1 MiB, a large C++ library's tens). */
+#define SYMBOLIZE_NATIVE_SYMBOL_BYTES ((uint64_t)64 << 20)
+#define SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES ((uint32_t)32 << 20)
+
 struct symbolize_native;
+
+struct symbolize_native_stats {
+	uint64_t files_loaded;          /* files whose symbols the worker read */
+	uint64_t files_bad;             /* files lost by the worker or past a budget: unnamed for the run */
+	uint64_t worker_starts;
+	uint64_t worker_lost_files;     /* requests the worker died on or overran */
+	uint64_t worker_timeouts;       /* of which: overran the time budget */
+	uint64_t worker_out_of_memory;  /* requests past the worker's memory limit */
+	uint64_t worker_start_failures;
+	uint64_t symbol_bytes;          /* what the tables hold now */
+	uint64_t tables_evicted;        /* tables dropped for the budget */
+};
 
 struct symbolize_native *symbolize_native_new(void);
 void symbolize_native_free(struct symbolize_native *symbolizer);
 /* Where separate debug files are looked for instead of /usr/lib/debug (a test's tree); kept, not copied. */
 void symbolize_native_set_debug_dir(struct symbolize_native *symbolizer, const char *debug_dir);
+/* How long a lookup may wait for a new file's symbols (default 5 s, for one-shot users; the
+ * loop that drains samples: 0, its pcs named by offset until the symbols are in). */
+void symbolize_native_set_wait_ms(struct symbolize_native *symbolizer, unsigned wait_ms);
+/* The symbol tables' byte budgets (SYMBOLIZE_NATIVE_SYMBOL_BYTES, ..._FILE_SYMBOL_BYTES); before the first lookup. */
+void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t symbol_bytes,
+				  uint32_t file_symbol_bytes);
+/* The parser worker's options (parser_client.h); before the first lookup. */
+void symbolize_native_set_parser(struct symbolize_native *symbolizer, const struct parser_client_options *options);
+/* Starts the parser worker now rather than at the first file (after the setters above):
+ * a recording's first samples then wait for no worker's start. 0 or a negative errno. */
+int symbolize_native_prepare(struct symbolize_native *symbolizer);
+void symbolize_native_stats(struct symbolize_native *symbolizer, struct symbolize_native_stats *out);
+/* The parser worker's pid now, 0 if none runs (tests look at it from outside). */
+pid_t symbolize_native_worker_pid(struct symbolize_native *symbolizer);
 /* The process is gone, or exec'd: its mappings no longer hold. */
 void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid);
 /*
@@ -41,6 +75,7 @@ struct symbolize_native_frame {
 	struct pf_frame frame; /* kind native; file as the target sees it */
 	const char *symbol;    /* the function (demangled), NULL when no symbol covers the pc */
 	bool in_interpreter;   /* in the interpreter's file or in the process's main executable */
+	bool provisional;      /* the file's symbols are not known yet: a later lookup may name it */
 };
 
 /*

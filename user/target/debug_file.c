@@ -12,15 +12,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* What a file says its debug file is. */
-struct debug_identity {
-	uint8_t build_id[ELF_FILE_MAX_BUILD_ID];
-	size_t build_id_len;   /* 0: no build-id */
-	char link_name[NAME_MAX + 1];
-	uint32_t link_crc;
-	bool has_link;
-};
-
 /* A .gnu_debuglink: a file name (no directory), NUL-padded to 4 bytes, then the CRC32 in the file's byte order. */
 static bool read_debuglink(const struct elf_file *file, struct debug_identity *identity)
 {
@@ -52,11 +43,8 @@ static bool read_debuglink(const struct elf_file *file, struct debug_identity *i
  * *bytes_left allows, which it uses up), read, not mapped. */
 static int file_crc32(int fd, uint64_t *bytes_left, uint32_t *crc)
 {
-	unsigned char chunk[64 << 10];
-	uint64_t offset = 0, limit = ELF_FILE_MAX_BYTES;
-	uLong sum = crc32(0, Z_NULL, 0);
+	uint64_t limit = ELF_FILE_MAX_BYTES;
 	struct stat info;
-	ssize_t got = 0;
 
 	if (bytes_left) {
 		if (fstat(fd, &info) || (uint64_t)info.st_size > *bytes_left)
@@ -64,6 +52,16 @@ static int file_crc32(int fd, uint64_t *bytes_left, uint32_t *crc)
 		limit = (uint64_t)info.st_size;
 		*bytes_left -= limit;
 	}
+	return debug_file_crc32(fd, limit, crc);
+}
+
+int debug_file_crc32(int fd, uint64_t limit, uint32_t *crc)
+{
+	unsigned char chunk[64 << 10];
+	uint64_t offset = 0;
+	uLong sum = crc32(0, Z_NULL, 0);
+	ssize_t got = 0;
+
 	while (offset < limit && (got = pread(fd, chunk, sizeof(chunk), (off_t)offset)) > 0) {
 		sum = crc32(sum, chunk, (uInt)got);
 		offset += (uint64_t)got;
@@ -80,39 +78,6 @@ static bool same_file(const struct elf_file *left, const struct elf_file *right)
 
 	return left->fd >= 0 && right->fd >= 0 && !fstat(left->fd, &a) && !fstat(right->fd, &b) &&
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-/* Whether candidate is the debug file identity describes: by build-id, or by the debuglink's CRC. */
-static bool matches(const struct elf_file *file, const struct debug_identity *identity,
-		    const struct elf_file *candidate, bool by_build_id, uint64_t *check_bytes_left)
-{
-	uint8_t build_id[ELF_FILE_MAX_BUILD_ID];
-	size_t build_id_len = 0;
-	bool has_build_id = !elf_file_build_id(candidate, build_id, &build_id_len);
-	bool same_build_id = has_build_id && build_id_len == identity->build_id_len &&
-			     !memcmp(build_id, identity->build_id, build_id_len);
-	uint32_t crc;
-
-	if (same_file(file, candidate))
-		return false;
-	if (by_build_id)
-		return same_build_id;
-	if (has_build_id && identity->build_id_len && !same_build_id)
-		return false;
-	return !file_crc32(candidate->fd, check_bytes_left, &crc) && crc == identity->link_crc;
-}
-
-/* Opens path inside root_pid's root (0: ours) and keeps it if it matches. */
-static bool try_candidate(const struct elf_file *file, const struct debug_identity *identity,
-			  const struct debug_file_place *place, pid_t root_pid, const char *path, bool by_build_id,
-			  struct elf_file *debug)
-{
-	if (elf_file_open_linked_in(debug, root_pid, path))
-		return false;
-	if (matches(file, identity, debug, by_build_id, place->check_bytes_left))
-		return true;
-	elf_file_close(debug);
-	return false;
 }
 
 /* <debug dir>/.build-id/xx/rest.debug, in hex. */
@@ -133,9 +98,9 @@ static bool build_id_path(const struct debug_file_place *place, const struct deb
 }
 
 /* The debuglink candidate "<prefix><the file's directory><middle><link name>", if it matches. */
-static bool try_link_candidate(const struct elf_file *file, const struct debug_identity *identity,
-			       const struct debug_file_place *place, pid_t root_pid, const char *prefix,
-			       const char *middle, struct elf_file *debug)
+static bool try_link_candidate(const struct debug_identity *identity, const struct debug_file_place *place,
+			       pid_t root_pid, const char *prefix, const char *middle, debug_file_try_fn *try,
+			       void *context)
 {
 	const char *last_slash = strrchr(place->path_in_target, '/');
 	int dir_len = (int)(last_slash - place->path_in_target);
@@ -143,25 +108,24 @@ static bool try_link_candidate(const struct elf_file *file, const struct debug_i
 
 	return (size_t)snprintf(path, sizeof(path), "%s%.*s%s%s", prefix, dir_len, place->path_in_target, middle,
 				identity->link_name) < sizeof(path) &&
-	       try_candidate(file, identity, place, root_pid, path, false, debug);
+	       try(context, root_pid, path, false);
 }
 
 /* The candidate paths of one root, in gdb's order; in_target_root: also those beside the file. */
-static bool search_root(const struct elf_file *file, const struct debug_identity *identity,
-			const struct debug_file_place *place, pid_t root_pid, bool in_target_root,
-			struct elf_file *debug)
+static bool search_root(const struct debug_identity *identity, const struct debug_file_place *place, pid_t root_pid,
+			bool in_target_root, debug_file_try_fn *try, void *context)
 {
 	char path[PATH_MAX];
 
 	if (identity->build_id_len && build_id_path(place, identity, path, sizeof(path)) &&
-	    try_candidate(file, identity, place, root_pid, path, true, debug))
+	    try(context, root_pid, path, true))
 		return true;
 	if (!identity->has_link || place->path_in_target[0] != '/')
 		return false;
-	if (in_target_root && (try_link_candidate(file, identity, place, root_pid, "", "/", debug) ||
-			       try_link_candidate(file, identity, place, root_pid, "", "/.debug/", debug)))
+	if (in_target_root && (try_link_candidate(identity, place, root_pid, "", "/", try, context) ||
+			       try_link_candidate(identity, place, root_pid, "", "/.debug/", try, context)))
 		return true;
-	return try_link_candidate(file, identity, place, root_pid, place->debug_dir, "/", debug);
+	return try_link_candidate(identity, place, root_pid, place->debug_dir, "/", try, context);
 }
 
 /* Whether pid's root is another directory than ours (a container, a chroot). */
@@ -178,18 +142,75 @@ static bool root_is_other(pid_t pid)
 	return theirs.st_dev != ours.st_dev || theirs.st_ino != ours.st_ino;
 }
 
-int debug_file_open(const struct elf_file *file, const struct debug_file_place *place, struct elf_file *debug)
+int debug_file_identity(const struct elf_file *file, struct debug_identity *identity)
 {
-	struct debug_identity identity = { .build_id_len = 0 };
+	*identity = (struct debug_identity){ .build_id_len = 0 };
+	if (elf_file_build_id(file, identity->build_id, &identity->build_id_len))
+		identity->build_id_len = 0;
+	read_debuglink(file, identity);
+	return identity->build_id_len || identity->has_link ? 0 : -ENOENT;
+}
 
-	if (elf_file_build_id(file, identity.build_id, &identity.build_id_len))
-		identity.build_id_len = 0;
-	read_debuglink(file, &identity);
-	if (!identity.build_id_len && !identity.has_link)
-		return -ENOENT;
+bool debug_file_search(const struct debug_identity *identity, const struct debug_file_place *place,
+		       debug_file_try_fn *try, void *context)
+{
 	/* Ours first where the target has another root: our debug tree is root's, so a container
 	 * cannot rename the functions of a file the host maps too (the same build). */
-	if (root_is_other(place->pid) && search_root(file, &identity, place, 0, false, debug))
-		return 0;
-	return search_root(file, &identity, place, place->pid, true, debug) ? 0 : -ENOENT;
+	if (root_is_other(place->pid) && search_root(identity, place, 0, false, try, context))
+		return true;
+	return search_root(identity, place, place->pid, true, try, context);
+}
+
+bool debug_file_matches(const struct debug_identity *identity, const uint8_t *build_id, size_t build_id_len,
+			bool by_build_id, const uint32_t *crc)
+{
+	bool same_build_id = build_id_len && build_id_len == identity->build_id_len &&
+			     !memcmp(build_id, identity->build_id, build_id_len);
+
+	if (by_build_id)
+		return same_build_id;
+	if (build_id_len && identity->build_id_len && !same_build_id)
+		return false;
+	return crc && *crc == identity->link_crc;
+}
+
+/* The in-process search's state: the file, where, and the candidate kept. */
+struct open_search {
+	const struct elf_file *file;
+	const struct debug_identity *identity;
+	const struct debug_file_place *place;
+	struct elf_file *debug;
+};
+
+/* Opens path inside root_pid's root (0: ours) and keeps it if it matches. */
+static bool try_open_candidate(void *context, pid_t root_pid, const char *path, bool by_build_id)
+{
+	struct open_search *search = context;
+	uint8_t build_id[ELF_FILE_MAX_BUILD_ID];
+	size_t build_id_len = 0;
+	uint32_t crc;
+	bool crc_known = false;
+	int fd = elf_file_candidate_fd(root_pid, path, by_build_id);
+
+	if (fd < 0 || elf_file_open_fd(search->debug, fd, path))
+		return false;
+	if (!same_file(search->file, search->debug)) {
+		if (elf_file_build_id(search->debug, build_id, &build_id_len))
+			build_id_len = 0;
+		crc_known = !by_build_id && !file_crc32(search->debug->fd, search->place->check_bytes_left, &crc);
+		if (debug_file_matches(search->identity, build_id, build_id_len, by_build_id, crc_known ? &crc : NULL))
+			return true;
+	}
+	elf_file_close(search->debug);
+	return false;
+}
+
+int debug_file_open(const struct elf_file *file, const struct debug_file_place *place, struct elf_file *debug)
+{
+	struct debug_identity identity;
+	struct open_search search = { .file = file, .identity = &identity, .place = place, .debug = debug };
+
+	if (debug_file_identity(file, &identity))
+		return -ENOENT;
+	return debug_file_search(&identity, place, try_open_candidate, &search) ? 0 : -ENOENT;
 }

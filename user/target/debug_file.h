@@ -14,12 +14,18 @@
  * trusted only when it matches: its build-id equal to the file's (a build-id candidate), or
  * its CRC32 the one the debuglink names and its build-id, if both have one, equal (a debuglink
  * candidate). It is opened and read as any target file (elf_file.h: a regular file, bounded,
- * never mapped); the last path component may be a symlink (Fedora's build-id tree is links),
- * followed inside the same root.
+ * never mapped, nothing else ever opened: not a tty, a FIFO, a device). The last path
+ * component of a build-id candidate may be a symlink (Fedora's build-id tree is links),
+ * followed inside the same root; a debuglink candidate's never is (it lies beside a file a
+ * user may control).
  */
 #ifndef PYBPFPROF_DEBUG_FILE_H
 #define PYBPFPROF_DEBUG_FILE_H
 
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "target/elf_file.h"
@@ -36,6 +42,31 @@ struct debug_file_place {
 	 * whole): a candidate past it is not trusted. NULL: each file's own bound only. */
 	uint64_t *check_bytes_left;
 };
+
+/* What a file says its debug file is. */
+struct debug_identity {
+	uint8_t build_id[ELF_FILE_MAX_BUILD_ID];
+	size_t build_id_len;   /* 0: no build-id */
+	char link_name[NAME_MAX + 1];
+	uint32_t link_crc;
+	bool has_link;
+};
+
+/* file's build id and .gnu_debuglink; 0, or -ENOENT when it has neither. */
+int debug_file_identity(const struct elf_file *file, struct debug_identity *identity);
+/* One candidate: path inside root_pid's root (0: ours); by_build_id: found by the build-id tree
+ * (its last component may be a link), else a debuglink's. true: it matched, and is kept. */
+typedef bool debug_file_try_fn(void *context, pid_t root_pid, const char *path, bool by_build_id);
+/* Offers try the candidates of identity, in the order above, until one is kept; whether one was. */
+bool debug_file_search(const struct debug_identity *identity, const struct debug_file_place *place,
+		       debug_file_try_fn *try, void *context);
+/* Whether a candidate (its build id, build_id_len 0: none; crc NULL: not read) is the debug
+ * file identity describes: by build id (by_build_id), else by the debuglink's CRC32 and a
+ * build id that, if both have one, is the same. */
+bool debug_file_matches(const struct debug_identity *identity, const uint8_t *build_id, size_t build_id_len,
+			bool by_build_id, const uint32_t *crc);
+/* The CRC32 of fd's bytes, at most limit of them (a debuglink names its debug file's). 0 or -errno. */
+int debug_file_crc32(int fd, uint64_t limit, uint32_t *crc);
 
 /*
  * The debug file of file (open in *debug, closed by the caller). 0, or -ENOENT (none found,

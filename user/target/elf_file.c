@@ -84,21 +84,57 @@ int elf_file_open(struct elf_file *file, const char *path)
 	int fd;
 
 	elf_file_reset(file, path);
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	return open_elf_fd(file, fd, NULL);
 }
 
 /*
+ * A descriptor for reading path_fd's file (an O_PATH descriptor, taken over), opened only
+ * once it is known to be a regular file (the expected one when given) no larger than
+ * ELF_FILE_MAX_BYTES: opening anything else can act before a byte is read (a tty becomes
+ * our controlling terminal, a FIFO waits for a writer, a device rewinds its tape).
+ */
+static int reopen_regular(int path_fd, const struct expected_file *expected)
+{
+	struct stat info, opened;
+	char self[64];
+	int fd;
+
+	if (fstat(path_fd, &info) || !S_ISREG(info.st_mode)) {
+		close(path_fd);
+		return -ENOEXEC;
+	}
+	if (expected && ((uint64_t)info.st_ino != expected->inode ||
+			 (expected->dev_major != ANY_DEVICE &&
+			  (major(info.st_dev) != expected->dev_major || minor(info.st_dev) != expected->dev_minor)))) {
+		close(path_fd);
+		return -ENOENT;
+	}
+	if ((uint64_t)info.st_size > ELF_FILE_MAX_BYTES) {
+		close(path_fd);
+		return -EFBIG;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", path_fd);
+	fd = open(self, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	fd = fd < 0 ? -errno : fd;
+	close(path_fd);
+	if (fd >= 0 && (fstat(fd, &opened) || opened.st_dev != info.st_dev || opened.st_ino != info.st_ino)) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+/*
  * path_in_target resolved inside the target's root (pid 0: ours): its symlinks (absolute ones
  * too) stay in that root, magic links (/proc/self/...) are refused, the last component must not
- * be a link unless follow_last, and a FIFO opens without waiting for a writer.
+ * be a link unless follow_last; and only a regular file is opened for reading (reopen_regular).
  */
-static int open_in_root(pid_t pid, const char *path_in_target, bool follow_last)
+static int open_in_root(pid_t pid, const char *path_in_target, bool follow_last, const struct expected_file *expected)
 {
-	struct open_how how = { .flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	char root_path[64];
 	int root, fd;
 
@@ -116,7 +152,7 @@ static int open_in_root(pid_t pid, const char *path_in_target, bool follow_last)
 	fd = (int)syscall(SYS_openat2, root, path_in_target, &how, sizeof(how));
 	fd = fd < 0 ? -errno : fd;
 	close(root);
-	return fd;
+	return fd < 0 ? fd : reopen_regular(fd, expected);
 }
 
 static int open_in(struct elf_file *file, pid_t pid, const char *path_in_target,
@@ -125,7 +161,7 @@ static int open_in(struct elf_file *file, pid_t pid, const char *path_in_target,
 	int fd;
 
 	elf_file_reset(file, path_in_target);
-	fd = open_in_root(pid, path_in_target, false);
+	fd = open_in_root(pid, path_in_target, false, expected);
 	return fd < 0 ? fd : open_elf_fd(file, fd, expected);
 }
 
@@ -134,8 +170,19 @@ int elf_file_open_linked_in(struct elf_file *file, pid_t root_pid, const char *p
 	int fd;
 
 	elf_file_reset(file, path_in_root);
-	fd = open_in_root(root_pid, path_in_root, true);
+	fd = open_in_root(root_pid, path_in_root, true, NULL);
 	return fd < 0 ? fd : open_elf_fd(file, fd, NULL);
+}
+
+int elf_file_open_fd(struct elf_file *file, int fd, const char *name)
+{
+	elf_file_reset(file, name);
+	return open_elf_fd(file, fd, NULL);
+}
+
+int elf_file_candidate_fd(pid_t root_pid, const char *path_in_root, bool follow_last)
+{
+	return open_in_root(root_pid, path_in_root, follow_last, NULL);
 }
 
 int elf_file_open_memory(struct elf_file *file, void *image, size_t len, const char *name)
@@ -168,18 +215,36 @@ int elf_file_open_in(struct elf_file *file, pid_t pid, const char *path_in_targe
  * whatever became of its path since; the path inside the target's root only where
  * map_files cannot be opened. Either way the file must be the one the maps line names.
  */
-static int open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
-		       uint64_t map_end, const struct expected_file *expected)
+/* The checked descriptor of what pid maps at [map_start, map_end) (open_mapped says how). */
+static int mapped_fd(pid_t pid, const char *path_in_target, uint64_t map_start, uint64_t map_end,
+		     const struct expected_file *expected)
 {
 	char map_file[96];
 	int fd;
 
 	snprintf(map_file, sizeof(map_file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map_start, map_end);
-	elf_file_reset(file, map_file);
-	fd = open(map_file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	fd = open(map_file, O_PATH | O_CLOEXEC);
 	if (fd >= 0)
-		return open_elf_fd(file, fd, expected);
-	return open_in(file, pid, path_in_target, expected);
+		return reopen_regular(fd, expected);
+	return open_in_root(pid, path_in_target, false, expected);
+}
+
+static int open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
+		       uint64_t map_end, const struct expected_file *expected)
+{
+	int fd;
+
+	elf_file_reset(file, path_in_target);
+	fd = mapped_fd(pid, path_in_target, map_start, map_end, expected);
+	return fd < 0 ? fd : open_elf_fd(file, fd, expected);
+}
+
+int elf_file_map_fd(pid_t pid, const struct proc_map *map)
+{
+	struct expected_file expected = { .inode = map->inode, .dev_major = map->dev_major,
+					  .dev_minor = map->dev_minor };
+
+	return mapped_fd(pid, map->path, map->start, map->end, &expected);
 }
 
 int elf_file_open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
@@ -513,29 +578,51 @@ int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD
 	return -ENOENT;
 }
 
-int elf_file_load_bias(const struct elf_file *file, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
+size_t elf_file_load_segments(const struct elf_file *file, struct elf_load_segment *segments, size_t max)
 {
-	size_t count;
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t page_mask = ~((uint64_t)(page > 0 ? page : 4096) - 1);
+	size_t count, kept = 0;
 
 	if (elf_getphdrnum(file->elf, &count))
-		return -ENOEXEC;
+		return 0;
 	if (count > ELF_MAX_PHDRS)
 		count = ELF_MAX_PHDRS;
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count && kept < max; i++) {
 		GElf_Phdr phdr;
-		uint64_t seg_file_start, seg_vaddr_start;
 
 		if (!gelf_getphdr(file->elf, (int)i, &phdr) || phdr.p_type != PT_LOAD)
 			continue;
+		segments[kept++] = (struct elf_load_segment){ phdr.p_vaddr, phdr.p_offset, phdr.p_filesz };
+	}
+	return kept;
+}
+
+int elf_load_bias(const struct elf_load_segment *segments, size_t count, uint64_t map_start, uint64_t map_offset,
+		  uint64_t *bias)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t page_mask = ~((uint64_t)(page > 0 ? page : 4096) - 1);
+
+	for (size_t i = 0; i < count; i++) {
+		const struct elf_load_segment *segment = &segments[i];
 		/* the kernel maps each PT_LOAD from page-aligned file offset to page-aligned vaddr */
-		seg_file_start = phdr.p_offset & page_mask;
-		seg_vaddr_start = phdr.p_vaddr & page_mask;
-		if (map_offset < seg_file_start || map_offset >= phdr.p_offset + phdr.p_filesz)
+		uint64_t seg_file_start = segment->offset & page_mask;
+		uint64_t seg_vaddr_start = segment->vaddr & page_mask;
+
+		if (map_offset < seg_file_start || map_offset >= segment->offset + segment->filesz)
 			continue;
 		*bias = map_start - (seg_vaddr_start + (map_offset - seg_file_start));
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int elf_file_load_bias(const struct elf_file *file, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
+{
+	struct elf_load_segment segments[ELF_FILE_MAX_LOAD_SEGMENTS];
+	size_t count;
+
+	if (!file->elf)
+		return -ENOEXEC;
+	count = elf_file_load_segments(file, segments, ELF_FILE_MAX_LOAD_SEGMENTS);
+	return elf_load_bias(segments, count, map_start, map_offset, bias);
 }

@@ -49,6 +49,17 @@ int elf_file_open_memory(struct elf_file *file, void *image, size_t len, const c
 int elf_file_open_map(struct elf_file *file, pid_t pid, const struct proc_map *map);
 int elf_file_open_mapped(struct elf_file *file, pid_t pid, const char *path_in_target, uint64_t map_start,
 			 uint64_t map_end, uint64_t inode);
+/* A descriptor that was checked already (elf_file_map_fd, elf_file_candidate_fd), taken
+ * over: closed at close, also on failure. name is what the file's path says. */
+int elf_file_open_fd(struct elf_file *file, int fd, const char *name);
+/* The checked descriptor (regular file, the mapping's device and inode, no larger than
+ * ELF_FILE_MAX_BYTES, O_NOCTTY, never a device opened) of the file behind one mapping of pid,
+ * found as elf_file_open_map finds it; a negative errno as elf_file_open_map. */
+int elf_file_map_fd(pid_t pid, const struct proc_map *map);
+/* As elf_file_open_linked_in finds it (follow_last: the last component may be a symlink, else
+ * never), the checked descriptor of a regular file; -ENOEXEC for anything else (a tty, a FIFO,
+ * a device: never opened), -ENOENT, -EFBIG. */
+int elf_file_candidate_fd(pid_t root_pid, const char *path_in_root, bool follow_last);
 void elf_file_close(struct elf_file *file);
 
 /* Link-time address and size of a symbol, searched in .symtab (static ones too) then .dynsym.
@@ -98,6 +109,18 @@ bool elf_file_has_symtab(const struct elf_file *file);
  * bytes). 0, -ENOENT. */
 #define ELF_FILE_MAX_BUILD_ID 64
 int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len);
+/* A PT_LOAD segment: what the load bias of a mapping is computed from. */
+struct elf_load_segment {
+	uint64_t vaddr;
+	uint64_t offset;
+	uint64_t filesz;
+};
+#define ELF_FILE_MAX_LOAD_SEGMENTS 16
+/* The file's PT_LOAD segments, at most max, in program header order; how many. */
+size_t elf_file_load_segments(const struct elf_file *file, struct elf_load_segment *segments, size_t max);
+/* elf_file_load_bias's rule over segments already read. 0 or -ENOENT. */
+int elf_load_bias(const struct elf_load_segment *segments, size_t count, uint64_t map_start, uint64_t map_offset,
+		  uint64_t *bias);
 /* Runtime address minus link-time address, given where the mapping at map_offset of the file starts. */
 int elf_file_load_bias(const struct elf_file *file, uint64_t map_start, uint64_t map_offset, uint64_t *bias);
 

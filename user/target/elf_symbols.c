@@ -124,6 +124,35 @@ int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, c
 	return err;
 }
 
+int elf_symbols_merge(struct elf_symbols *symbols, struct elf_symbols_source *given, int source_count)
+{
+	struct symbol_source sources[ELF_SYMBOLS_MAX_SOURCES];
+	int err;
+
+	*symbols = (struct elf_symbols){ 0 };
+	/* One source: its array is taken over, one function kept per address, in place. */
+	if (source_count == 1) {
+		symbols->functions = given[0].functions;
+		symbols->names[0] = given[0].names;
+		for (size_t i = 0; i < given[0].count; i++)
+			if (!symbols->count || symbols->functions[symbols->count - 1].addr != given[0].functions[i].addr)
+				symbols->functions[symbols->count++] = given[0].functions[i];
+		return 0;
+	}
+	for (int i = 0; i < source_count && i < ELF_SYMBOLS_MAX_SOURCES; i++) {
+		sources[i] = (struct symbol_source){ .functions = given[i].functions, .count = given[i].count };
+		symbols->names[i] = given[i].names;
+	}
+	if (source_count > ELF_SYMBOLS_MAX_SOURCES)
+		source_count = ELF_SYMBOLS_MAX_SOURCES;
+	err = merge_sources(symbols, sources, source_count);
+	for (int i = 0; i < source_count; i++)
+		free(sources[i].functions);
+	if (err)
+		elf_symbols_free(symbols);
+	return err;
+}
+
 void elf_symbols_free(struct elf_symbols *symbols)
 {
 	free(symbols->functions);

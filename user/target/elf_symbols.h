@@ -32,6 +32,16 @@ struct elf_symbols {
  */
 int elf_symbols_read(struct elf_symbols *symbols, const struct elf_file *file, const struct debug_file_place *place,
 		     uint64_t *debug_bytes_left);
+/* One source's functions (sorted by address), their names pointing into names. */
+struct elf_symbols_source {
+	struct elf_function *functions;
+	size_t count;
+	char *names;
+};
+/* The sources (at most ELF_SYMBOLS_MAX_SOURCES, the first one's name kept where two share an
+ * address) into *symbols, which takes over their names; their functions are freed. 0 or
+ * -ENOMEM (all freed). */
+int elf_symbols_merge(struct elf_symbols *symbols, struct elf_symbols_source *sources, int source_count);
 void elf_symbols_free(struct elf_symbols *symbols);
 
 #endif

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What reading a file's symbols in the parser worker costs against reading them in process
+ * (doc/security.md): for each file given, the median of ROUNDS reads of its symbols (the
+ * file's own table, as the symbolizer asks first) each way, as latency (wall time) and CPU
+ * (root's plus the worker's), and the worker's start (spawn, sandbox, first answer).
+ * Usage: parser_cost PYBPFPROF_BINARY FILE...
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "parser/parser_client.h"
+#include "parser/parser_protocol.h"
+#include "target/elf_file.h"
+#include "target/elf_symbols.h"
+#include "util/clock.h"
+
+#define ROUNDS 21
+
+static uint64_t own_cpu_us(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+}
+
+/* A process's time on a CPU from /proc/PID/schedstat (nanoseconds there), in microseconds. */
+static uint64_t process_cpu_us(pid_t pid)
+{
+	char path[64], text[128];
+	unsigned long long on_cpu_ns = 0;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	text[got] = 0;
+	if (sscanf(text, "%llu", &on_cpu_ns) != 1)
+		return 0;
+	return on_cpu_ns / 1000u;
+}
+
+static int compare_u64(const void *left, const void *right)
+{
+	uint64_t a = *(const uint64_t *)left, b = *(const uint64_t *)right;
+
+	return a < b ? -1 : a > b;
+}
+
+static uint64_t median(uint64_t *values, size_t count)
+{
+	qsort(values, count, sizeof(*values), compare_u64);
+	return values[count / 2];
+}
+
+/* The old way: libelf in this process, the file's own functions. */
+static void in_process(const char *path, uint64_t *wall_us, uint64_t *cpu_us, size_t *functions)
+{
+	uint64_t start = clock_monotonic_us(), cpu = own_cpu_us();
+	struct elf_symbols symbols;
+	struct elf_file file;
+
+	*functions = 0;
+	if (!elf_file_open(&file, path)) {
+		if (!elf_symbols_read(&symbols, &file, NULL, NULL))
+			*functions = symbols.count;
+		elf_symbols_free(&symbols);
+		elf_file_close(&file);
+	}
+	*wall_us = clock_monotonic_us() - start;
+	*cpu_us = own_cpu_us() - cpu;
+}
+
+/* The worker's way: root opens, the worker reads, root checks and copies the answer out. */
+static int in_worker(struct parser_client *client, const char *path, uint64_t *wall_us, uint64_t *cpu_us,
+		     size_t *functions)
+{
+	pid_t worker = parser_client_worker_pid(client);
+	uint64_t start = clock_monotonic_us(), cpu = own_cpu_us(), worker_cpu = process_cpu_us(worker);
+	struct parser_symbols symbols;
+	struct elf_symbols_source source = { 0 };
+	struct elf_symbols merged;
+	void *payload;
+	size_t len;
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	int err;
+
+	if (fd < 0)
+		return -1;
+	err = parser_client_request(client, PARSER_REQUEST_FILE_SYMBOLS, fd, 0, 32u << 20, &payload, &len);
+	close(fd);
+	if (err || parser_symbols_check(payload, len, &symbols))
+		return -1;
+	/* what the loader does with an answer: names copied, functions pointed at them */
+	source.count = symbols.head->function_count;
+	source.names = malloc(symbols.head->names_len + 1);
+	source.functions = calloc(source.count + 1, sizeof(*source.functions));
+	memcpy(source.names, symbols.names, symbols.head->names_len);
+	for (size_t i = 0; i < source.count; i++)
+		source.functions[i] = (struct elf_function){ symbols.functions[i].addr, symbols.functions[i].size,
+							     source.names + symbols.functions[i].name_offset };
+	free(payload);
+	elf_symbols_merge(&merged, &source, 1);
+	*functions = merged.count;
+	elf_symbols_free(&merged);
+	*wall_us = clock_monotonic_us() - start;
+	*cpu_us = own_cpu_us() - cpu + process_cpu_us(worker) - worker_cpu;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct parser_client_options options = { .executable = argc > 1 ? argv[1] : NULL };
+	struct parser_client *client;
+	uint64_t start_us[ROUNDS];
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s PYBPFPROF_BINARY FILE...\n", argv[0]);
+		return 2;
+	}
+	for (int round = 0; round < ROUNDS; round++) {
+		uint64_t start = clock_monotonic_us();
+
+		if (parser_client_new(&options, &client) || parser_client_prepare(client)) {
+			fprintf(stderr, "parser_cost: the worker does not start (run as root)\n");
+			return 1;
+		}
+		start_us[round] = clock_monotonic_us() - start;
+		parser_client_free(client);
+	}
+	printf("worker start (spawn, sandbox, ready): %.2f ms (median of %d)\n", median(start_us, ROUNDS) / 1000.0,
+	       ROUNDS);
+	if (parser_client_new(&options, &client) || parser_client_prepare(client))
+		return 1;
+	printf("%-44s %9s %12s %12s %12s %12s\n", "file (median of 21)", "functions", "inproc_ms", "worker_ms",
+	       "inproc_cpu", "worker_cpu");
+	for (int i = 2; i < argc; i++) {
+		uint64_t wall_in[ROUNDS], cpu_in[ROUNDS], wall_out[ROUNDS], cpu_out[ROUNDS];
+		size_t functions_in = 0, functions_out = 0;
+		const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+
+		for (int round = 0; round < ROUNDS; round++) {
+			in_process(argv[i], &wall_in[round], &cpu_in[round], &functions_in);
+			if (in_worker(client, argv[i], &wall_out[round], &cpu_out[round], &functions_out)) {
+				fprintf(stderr, "parser_cost: %s: the worker did not answer\n", argv[i]);
+				return 1;
+			}
+		}
+		printf("%-44s %9zu %12.2f %12.2f %12.2f %12.2f%s\n", name, functions_out, median(wall_in, ROUNDS) / 1000.0,
+		       median(wall_out, ROUNDS) / 1000.0, median(cpu_in, ROUNDS) / 1000.0,
+		       median(cpu_out, ROUNDS) / 1000.0, functions_in == functions_out ? "" : " (counts differ!)");
+	}
+	parser_client_free(client);
+	return 0;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The messages between the profiler (root) and its parser worker (parser_worker.h), over a
+ * SOCK_STREAM socketpair. A request is one fixed-size struct parser_request, with the file it
+ * is about passed as a descriptor (SCM_RIGHTS) that root opened; the answer is one
+ * struct parser_reply_head and then `length` bytes of payload whose layout the kind says.
+ * Both sides are built from one source: a version mismatch is a bug, not a negotiation.
+ *
+ * The worker is as hostile as the files it reads (one of them may have taken it over): root
+ * bounds what it reads by the reply budget it sent, by a time budget, and checks every count,
+ * offset and string of a payload (parser_symbols_check) before using any of it.
+ *
+ * Kinds are added at the end; the next ones (a file's unwind rows, whether it is a CPython
+ * runtime and which version) take the same shape: a descriptor in, a bounded table out.
+ */
+#ifndef PYBPFPROF_PARSER_PROTOCOL_H
+#define PYBPFPROF_PARSER_PROTOCOL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PARSER_PROTOCOL_MAGIC 0x70627031u /* "pbp1" */
+
+/* The hidden first argument that makes pybpfprof the worker (cli/main.c). */
+#define PARSER_WORKER_COMMAND "__parser-worker"
+
+enum parser_request_kind {
+	/* A mapped file: its load segments, build id, .gnu_debuglink, whether it has a .symtab,
+	 * and its functions (.symtab, else .dynsym). arg: unused. */
+	PARSER_REQUEST_FILE_SYMBOLS = 1,
+	/* A candidate debug file: its build id, the CRC32 of its bytes (when arg, the most that
+	 * may be read for it, allows: else crc_known is 0), its functions (.symtab only). */
+	PARSER_REQUEST_DEBUG_SYMBOLS = 2,
+	/* A stripped file's MiniDebugInfo (.gnu_debugdata): the functions of the ELF inside.
+	 * arg: the most it may expand to; expanded_bytes says what it did. */
+	PARSER_REQUEST_MINIDEBUGINFO = 3,
+	/* Test-only kinds, refused unless root started the worker with --selftest (tests do):
+	 * how a worker that crashes, outgrows its memory limit or never answers costs one file. */
+	PARSER_REQUEST_SELFTEST_CRASH = 0x7f01,
+	PARSER_REQUEST_SELFTEST_BLOAT = 0x7f02,
+	PARSER_REQUEST_SELFTEST_SPIN = 0x7f03,
+};
+
+struct parser_request {
+	uint32_t magic;
+	uint32_t kind;        /* enum parser_request_kind */
+	uint32_t id;          /* echoed in the reply */
+	uint32_t reply_budget; /* the most payload bytes root reads: a larger answer is -E2BIG */
+	uint64_t arg;         /* per kind */
+};
+
+struct parser_reply_head {
+	uint32_t magic;
+	uint32_t id;
+	int32_t status;  /* 0, or a negative errno: no payload */
+	uint32_t length; /* payload bytes that follow */
+};
+
+/* The most PT_LOAD segments a reply carries (real files have 2 to 5). */
+#define PARSER_MAX_SEGMENTS 16
+#define PARSER_MAX_BUILD_ID 64
+#define PARSER_MAX_LINK_NAME NAME_MAX
+
+/* A PT_LOAD segment, for the load bias of a mapping (elf_file_load_bias's rule). */
+struct parser_segment {
+	uint64_t vaddr;
+	uint64_t offset;
+	uint64_t filesz;
+};
+
+/* A function: [addr, addr + size) at link time, its name at name_offset of the names. */
+struct parser_function {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t name_offset;
+	uint32_t reserved;
+};
+
+/* The payload of the symbol kinds: this head, then segment_count segments, function_count
+ * functions sorted by address, names_len bytes of NUL-terminated names. */
+struct parser_symbols_head {
+	uint32_t segment_count;
+	uint32_t function_count;
+	uint32_t names_len;
+	uint8_t build_id_len;     /* 0: none */
+	uint8_t has_symtab;
+	uint8_t has_debuglink;
+	uint8_t crc_known;
+	uint32_t debuglink_crc;   /* the CRC32 the debuglink names */
+	uint32_t crc;             /* DEBUG_SYMBOLS: the candidate's own CRC32, when crc_known */
+	uint64_t expanded_bytes;  /* MINIDEBUGINFO: what expanding produced (budgets count it) */
+	uint8_t build_id[PARSER_MAX_BUILD_ID];
+	char debuglink[PARSER_MAX_LINK_NAME + 1]; /* a file name, no directory; "" none */
+};
+
+/* A symbols payload as root reads it: pointers into the checked payload. */
+struct parser_symbols {
+	const struct parser_symbols_head *head;
+	const struct parser_segment *segments;
+	const struct parser_function *functions;
+	const char *names;
+};
+
+/*
+ * Checks payload (len bytes, from the worker) as a symbols payload and points *out into it:
+ * counts that add up to len, segments at most PARSER_MAX_SEGMENTS, functions sorted, every
+ * name offset inside the names and the names ending with a NUL, a build id of at most
+ * PARSER_MAX_BUILD_ID bytes, a debuglink that is one file name (no '/', not "." or "..").
+ * 0 or -EBADMSG.
+ */
+int parser_symbols_check(const void *payload, size_t len, struct parser_symbols *out);
+
+#endif

@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: MIT
+#include "parser/parser_worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libelf.h>
+#include <linux/capability.h>
+#include <malloc.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "parser/parser_protocol.h"
+#include "target/debug_file.h"
+#include "target/elf_file.h"
+#include "target/minidebuginfo.h"
+
+/* Exit statuses: what root's summary may tell apart from a crash. */
+#define WORKER_EXIT_DONE 0           /* root closed the socket */
+#define WORKER_EXIT_SETUP 70         /* the sandbox could not be set up: nothing was read */
+#define WORKER_EXIT_OUT_OF_MEMORY 71 /* a request ran out of memory: a fresh worker takes the next */
+
+/* Descriptors: 0-2 (/dev/null), the socket, the file of the request; a few to spare. */
+#define WORKER_MAX_FILES 16
+
+struct worker_options {
+	uid_t uid;
+	uint64_t memory_bytes;
+	bool selftest;
+};
+
+static int parse_options(int argc, char **argv, struct worker_options *options)
+{
+	*options = (struct worker_options){ 0 };
+	for (int i = 2; i < argc; i++) {
+		char *end;
+
+		if (strcmp(argv[i], "--selftest") == 0) {
+			options->selftest = true;
+		} else if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc) {
+			unsigned long value = strtoul(argv[++i], &end, 10);
+
+			if (*end || !value || value >= UINT32_MAX)
+				return -EINVAL;
+			options->uid = (uid_t)value;
+		} else if (strcmp(argv[i], "--memory-mib") == 0 && i + 1 < argc) {
+			unsigned long value = strtoul(argv[++i], &end, 10);
+
+			if (*end || value < 16 || value > (1ul << 20))
+				return -EINVAL;
+			options->memory_bytes = (uint64_t)value << 20;
+		} else {
+			return -EINVAL;
+		}
+	}
+	return options->uid && options->memory_bytes ? 0 : -EINVAL;
+}
+
+static int set_limit(int resource, uint64_t value)
+{
+	struct rlimit limit = { .rlim_cur = value, .rlim_max = value };
+
+	return setrlimit(resource, &limit) ? -errno : 0;
+}
+
+/* Its root becomes an empty directory that no longer exists: nothing can be created in it,
+ * and no path leads anywhere. Made in /run (root's) where there is one, else in /tmp. */
+static int enter_empty_root(void)
+{
+	static const char *const templates[] = { "/run/pybpfprof-parser.XXXXXX", "/tmp/pybpfprof-parser.XXXXXX" };
+	char dir[64];
+	bool made = false;
+
+	for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]) && !made; i++) {
+		snprintf(dir, sizeof(dir), "%s", templates[i]);
+		made = mkdtemp(dir) != NULL;
+	}
+	if (!made || chdir(dir))
+		return -errno;
+	if (rmdir(dir) || chroot(".") || chdir("/"))
+		return -errno;
+	return 0;
+}
+
+/* Every capability out of the bounding set (until the kernel knows no more), then root's
+ * identity for options->uid, which leaves permitted and effective empty; inheritable too. */
+static int drop_privileges(const struct worker_options *options)
+{
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	gid_t gid = (gid_t)options->uid;
+
+	for (int cap = 0; cap < 64; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno == EINVAL)
+			break;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
+		return -errno;
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(options->uid, options->uid, options->uid))
+		return -errno;
+	if (syscall(SYS_capset, &header, data))
+		return -errno;
+	/* A process of the same uid could ptrace it: none exists, and it is not dumpable either. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		return -errno;
+	/* Cleared by the change of identity: set after it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || getppid() == 1)
+		return -ECHILD;
+	return 0;
+}
+
+/* What the worker may do once it reads a request; anything else kills it. */
+static int install_seccomp(void)
+{
+	scmp_filter_ctx filter = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	static const int plain[] = {
+		SCMP_SYS(read),	  SCMP_SYS(pread64),	   SCMP_SYS(lseek),	 SCMP_SYS(fstat),
+		SCMP_SYS(munmap), SCMP_SYS(mremap),	   SCMP_SYS(brk),	 SCMP_SYS(madvise),
+		SCMP_SYS(close),  SCMP_SYS(clock_gettime), SCMP_SYS(exit),	 SCMP_SYS(exit_group),
+		SCMP_SYS(rt_sigreturn),
+		/* glibc's qsort sizes its buffer by the machine's memory (what any user may read) */
+		SCMP_SYS(sysinfo),
+	};
+	int err = filter ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < sizeof(plain) / sizeof(plain[0]); i++)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, plain[i], 0);
+	/* glibc's fstat is fstatat(fd, "", AT_EMPTY_PATH): a descriptor, never a path */
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,
+				       SCMP_A3(SCMP_CMP_EQ, AT_EMPTY_PATH, 0));
+	/* memory, never executable */
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
+				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				       SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	/* libelf asks how a descriptor was opened: F_GETFL and F_GETFD only, nothing that changes one */
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFL, 0));
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFD, 0));
+	/* requests and answers on its socket only */
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1,
+				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD, 0));
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1,
+				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD, 0));
+	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		err = -errno;
+	if (!err)
+		err = seccomp_load(filter);
+	if (filter)
+		seccomp_release(filter);
+	return err;
+}
+
+static int enter_sandbox(const struct worker_options *options)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+	int err;
+
+	/* ps and top tell it from the profiler */
+	prctl(PR_SET_NAME, "pybpfprof-parse", 0, 0, 0);
+	/* Whatever root left open (it opens everything close-on-exec, but a library may not). */
+	if (syscall(SYS_close_range, PARSER_WORKER_SOCKET_FD + 1, ~0u, 0))
+		return -errno;
+	if (getsockopt(PARSER_WORKER_SOCKET_FD, SOL_SOCKET, SO_TYPE, &type, &len) || type != SOCK_STREAM)
+		return -EBADF;
+	if (set_limit(RLIMIT_CORE, 0) || set_limit(RLIMIT_FSIZE, 0) || set_limit(RLIMIT_NOFILE, WORKER_MAX_FILES))
+		return -errno;
+	err = enter_empty_root();
+	if (!err)
+		err = drop_privileges(options);
+	if (err)
+		return err;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	if (set_limit(RLIMIT_AS, options->memory_bytes))
+		return -errno;
+	return install_seccomp();
+}
+
+/* All of buf, or false (root is gone, or its socket shut). */
+static bool send_all(const void *head, size_t head_len, const void *payload, size_t payload_len)
+{
+	struct iovec parts[2] = { { (void *)head, head_len }, { (void *)payload, payload_len } };
+	struct msghdr message = { .msg_iov = parts, .msg_iovlen = payload_len ? 2 : 1 };
+
+	while (message.msg_iovlen) {
+		ssize_t sent = sendmsg(PARSER_WORKER_SOCKET_FD, &message, MSG_NOSIGNAL);
+
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent <= 0)
+			return false;
+		while (message.msg_iovlen && (size_t)sent >= message.msg_iov->iov_len) {
+			sent -= (ssize_t)message.msg_iov->iov_len;
+			message.msg_iov++;
+			message.msg_iovlen--;
+		}
+		if (message.msg_iovlen) {
+			message.msg_iov->iov_base = (char *)message.msg_iov->iov_base + sent;
+			message.msg_iov->iov_len -= (size_t)sent;
+		}
+	}
+	return true;
+}
+
+static bool answer(uint32_t id, int status, const void *payload, size_t len)
+{
+	struct parser_reply_head head = { .magic = PARSER_PROTOCOL_MAGIC, .id = id, .status = status,
+					  .length = status ? 0 : (uint32_t)len };
+
+	return send_all(&head, sizeof(head), status ? NULL : payload, status ? 0 : len);
+}
+
+/* One request and the descriptor sent with it (-1: none); false at EOF or on a malformed message. */
+static bool receive_request(struct parser_request *request, int *fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct iovec part = { request, sizeof(*request) };
+	struct msghdr message = { .msg_iov = &part, .msg_iovlen = 1, .msg_control = control.buf,
+				  .msg_controllen = sizeof(control.buf) };
+	struct cmsghdr *cmsg;
+	ssize_t got;
+
+	*fd = -1;
+	do
+		got = recvmsg(PARSER_WORKER_SOCKET_FD, &message, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	cmsg = got > 0 ? CMSG_FIRSTHDR(&message) : NULL;
+	if (cmsg && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS &&
+	    cmsg->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(cmsg), sizeof(int));
+	return got == (ssize_t)sizeof(*request) && request->magic == PARSER_PROTOCOL_MAGIC &&
+	       !(message.msg_flags & MSG_CTRUNC);
+}
+
+/* The payload being built: the head filled by the kind, then build_symbols_payload. */
+struct symbols_answer {
+	struct parser_symbols_head head;
+	struct elf_load_segment segments[PARSER_MAX_SEGMENTS];
+	size_t segment_count;
+	struct elf_function *functions;
+	size_t function_count;
+};
+
+/* Bytes of the names the functions use, each once where neighbours share a name. */
+static uint64_t names_bytes(const struct elf_function *functions, size_t count)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < count; i++)
+		if (!i || functions[i].name != functions[i - 1].name)
+			total += strlen(functions[i].name) + 1;
+	return total;
+}
+
+/* The answer laid out as parser_protocol.h says, at most budget bytes. 0, -E2BIG, -ENOMEM. */
+static int build_symbols_payload(struct symbols_answer *answer, uint32_t budget, char **out, size_t *out_len)
+{
+	uint64_t names_len = names_bytes(answer->functions, answer->function_count);
+	uint64_t total = sizeof(answer->head) + answer->segment_count * sizeof(struct parser_segment) +
+			 (uint64_t)answer->function_count * sizeof(struct parser_function) + names_len;
+	struct parser_segment *segments;
+	struct parser_function *functions;
+	char *names, *payload;
+	uint32_t name_at = 0;
+
+	if (total > budget)
+		return -E2BIG;
+	payload = malloc(total);
+	if (!payload)
+		return -ENOMEM;
+	answer->head.segment_count = (uint32_t)answer->segment_count;
+	answer->head.function_count = (uint32_t)answer->function_count;
+	answer->head.names_len = (uint32_t)names_len;
+	memcpy(payload, &answer->head, sizeof(answer->head));
+	segments = (struct parser_segment *)(payload + sizeof(answer->head));
+	for (size_t i = 0; i < answer->segment_count; i++)
+		segments[i] = (struct parser_segment){ answer->segments[i].vaddr, answer->segments[i].offset,
+						       answer->segments[i].filesz };
+	functions = (struct parser_function *)(segments + answer->segment_count);
+	names = (char *)(functions + answer->function_count);
+	for (size_t i = 0; i < answer->function_count; i++) {
+		const struct elf_function *function = &answer->functions[i];
+
+		if (i && function->name == answer->functions[i - 1].name) {
+			functions[i] = functions[i - 1];
+		} else {
+			size_t len = strlen(function->name) + 1;
+
+			memcpy(names + name_at, function->name, len);
+			functions[i] = (struct parser_function){ .name_offset = name_at };
+			name_at += (uint32_t)len;
+		}
+		functions[i].addr = function->addr;
+		functions[i].size = function->size;
+	}
+	*out = payload;
+	*out_len = (size_t)total;
+	return 0;
+}
+
+/* The functions of elf into answer (none is no error: a file may have no symbol table). */
+static int read_functions(const struct elf_file *elf, struct symbols_answer *answer, char **names)
+{
+	int err = elf_file_functions(elf, &answer->functions, &answer->function_count, names);
+
+	if (err == -ENOENT) {
+		answer->functions = NULL;
+		answer->function_count = 0;
+		*names = NULL;
+		return 0;
+	}
+	return err;
+}
+
+static void note_identity(const struct elf_file *elf, struct symbols_answer *answer)
+{
+	struct debug_identity identity;
+
+	if (debug_file_identity(elf, &identity))
+		return;
+	answer->head.build_id_len = (uint8_t)identity.build_id_len;
+	memcpy(answer->head.build_id, identity.build_id, identity.build_id_len);
+	if (identity.has_link) {
+		answer->head.has_debuglink = 1;
+		answer->head.debuglink_crc = identity.link_crc;
+		snprintf(answer->head.debuglink, sizeof(answer->head.debuglink), "%s", identity.link_name);
+	}
+}
+
+static int file_symbols(const struct parser_request *request, struct elf_file *elf, struct symbols_answer *answer,
+			char **names)
+{
+	answer->segment_count = elf_file_load_segments(elf, answer->segments, PARSER_MAX_SEGMENTS);
+	answer->head.has_symtab = elf_file_has_symtab(elf);
+	note_identity(elf, answer);
+	(void)request;
+	return read_functions(elf, answer, names);
+}
+
+static int debug_symbols(const struct parser_request *request, struct elf_file *elf, struct symbols_answer *answer,
+			 char **names)
+{
+	struct stat info;
+
+	note_identity(elf, answer);
+	answer->head.has_symtab = elf_file_has_symtab(elf);
+	if (!fstat(elf->fd, &info) && (uint64_t)info.st_size <= request->arg &&
+	    !debug_file_crc32(elf->fd, (uint64_t)info.st_size, &answer->head.crc))
+		answer->head.crc_known = 1;
+	/* Only a .symtab adds to what the file's own .dynsym says. */
+	return answer->head.has_symtab ? read_functions(elf, answer, names) : 0;
+}
+
+static int minidebuginfo_symbols(const struct parser_request *request, struct elf_file *elf,
+				 struct symbols_answer *answer, char **names, struct elf_file *inner)
+{
+	uint64_t bytes_left = request->arg;
+	int err = minidebuginfo_open(elf, &bytes_left, inner);
+
+	/* what it expanded counts against root's budget, also when it failed: answered */
+	answer->head.expanded_bytes = request->arg - bytes_left;
+	if (err)
+		return err == -ENOMEM ? err : 0;
+	return read_functions(inner, answer, names);
+}
+
+/* What root may never ask in production: a crash, a runaway allocation, a request that never
+ * ends, for the tests. */
+static int selftest(const struct parser_request *request)
+{
+	volatile uint64_t spins = 0;
+
+	if (request->kind == PARSER_REQUEST_SELFTEST_CRASH)
+		*(volatile int *)(uintptr_t)request->arg = 1;
+	if (request->kind == PARSER_REQUEST_SELFTEST_SPIN)
+		for (;;)
+			spins++;
+	if (request->kind != PARSER_REQUEST_SELFTEST_BLOAT)
+		return -EINVAL;
+	for (;;) {
+		char *chunk = malloc(16 << 20);
+
+		if (!chunk)
+			return -ENOMEM;
+		memset(chunk, 1, 16 << 20);
+	}
+}
+
+/* One request about fd (taken over); the status answered. */
+static int serve(const struct parser_request *request, int fd, const struct worker_options *options)
+{
+	struct symbols_answer symbols = { .head = { .build_id_len = 0 } };
+	struct elf_file elf, inner = { .fd = -1 };
+	char *names = NULL, *payload = NULL;
+	size_t payload_len = 0;
+	int err;
+
+	if (request->kind >= PARSER_REQUEST_SELFTEST_CRASH) {
+		if (fd >= 0)
+			close(fd);
+		err = options->selftest ? selftest(request) : -EINVAL;
+		answer(request->id, err, NULL, 0);
+		return err;
+	}
+	if (fd < 0) {
+		answer(request->id, -EBADF, NULL, 0);
+		return -EBADF;
+	}
+	err = elf_file_open_fd(&elf, fd, "");
+	if (!err) {
+		if (request->kind == PARSER_REQUEST_FILE_SYMBOLS)
+			err = file_symbols(request, &elf, &symbols, &names);
+		else if (request->kind == PARSER_REQUEST_DEBUG_SYMBOLS)
+			err = debug_symbols(request, &elf, &symbols, &names);
+		else if (request->kind == PARSER_REQUEST_MINIDEBUGINFO)
+			err = minidebuginfo_symbols(request, &elf, &symbols, &names, &inner);
+		else
+			err = -EINVAL;
+		if (!err)
+			err = build_symbols_payload(&symbols, request->reply_budget, &payload, &payload_len);
+		if (inner.elf)
+			elf_file_close(&inner);
+		elf_file_close(&elf);
+	}
+	answer(request->id, err, payload, payload_len);
+	free(payload);
+	free(symbols.functions);
+	free(names);
+	return err;
+}
+
+int parser_worker_main(int argc, char **argv)
+{
+	struct worker_options options;
+	struct parser_request request;
+	int fd;
+
+	if (parse_options(argc, argv, &options) || enter_sandbox(&options))
+		return WORKER_EXIT_SETUP;
+	/* One file's tables (some hundreds of KiB each) come and go per request: kept on the heap,
+	 * not mapped and unmapped (page faults every time), and not given back between requests. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
+	/* ready: root sends no descriptor before this */
+	if (!answer(0, 0, NULL, 0))
+		return WORKER_EXIT_DONE;
+	while (receive_request(&request, &fd)) {
+		/* A library that ran out of memory may have left its state half-freed: the next
+		 * file gets a fresh worker. */
+		if (serve(&request, fd, &options) == -ENOMEM)
+			return WORKER_EXIT_OUT_OF_MEMORY;
+	}
+	if (fd >= 0)
+		close(fd);
+	return WORKER_EXIT_DONE;
+}
