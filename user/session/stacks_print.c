@@ -98,7 +98,10 @@ int stacks_print_add(struct stacks_print *print, const struct pf_sample *sample)
 					  .frame_count = sample->frame_count };
 	memcpy(print->frames + print->frame_count, sample->frames, sample->frame_count * sizeof(*sample->frames));
 	print->frame_count += sample->frame_count;
-	read_thread_name(print->pid, thread);
+	if (sample->thread_name && sample->thread_name[0])
+		snprintf(thread->name, sizeof(thread->name), "%s", sample->thread_name);
+	else
+		read_thread_name(print->pid, thread);
 	return 0;
 }
 

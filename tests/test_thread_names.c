@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Threads by their names, end to end (real BPF, root): a program whose threads
+ * threading names "hasher", "contender-1" and "sleeper" is recorded in wall mode
+ * (every thread has samples) into MOJO, speedscope and pprof, and shown by
+ * `stacks`. Each name is in each: MOJO's samples read back with it, a speedscope
+ * profile is named after it, pprof has it as a thread_name label value, and
+ * `stacks` heads the thread with it instead of the interpreter's comm.
+ *
+ * The names come from the OS thread's name, which threading sets from 3.14 on.
+ */
+#include "testlib.h"
+
+#include "formats/format_registry.h"
+#include "profile/profile.h"
+
+#include <zlib.h>
+
+#define SCRIPT "named_threads.py"
+#define MAX_PYTHONS 32
+#define NAME_COUNT 3
+
+static const char *const thread_names[NAME_COUNT] = { "hasher", "contender-1", "sleeper" };
+static const char *const name_labels[] = { "3.14", "3.15" };
+
+static struct test_python pythons[MAX_PYTHONS];
+static size_t python_count;
+
+/* Which of thread_names the samples of a profile carry, as bits. */
+static unsigned names_in_profile(const char *path)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	unsigned seen = 0;
+	int got;
+
+	while ((got = pf_reader_next_sample(reader, &sample)) == 1)
+		for (size_t i = 0; i < NAME_COUNT; i++)
+			if (sample.thread_name && strcmp(sample.thread_name, thread_names[i]) == 0)
+				seen |= 1u << i;
+	assert_int_equal(got, 0);
+	pf_reader_close(reader);
+	return seen;
+}
+
+/* The whole of a gzip file, decompressed, NUL-terminated (its length in *len). */
+static char *read_gzip(const char *path, size_t *len)
+{
+	gzFile file = gzopen(path, "rb");
+	size_t capacity = 1 << 20;
+	char *data = malloc(capacity + 1);
+	int got;
+
+	assert_non_null(file);
+	assert_non_null(data);
+	*len = 0;
+	while ((got = gzread(file, data + *len, (unsigned)(capacity - *len))) > 0) {
+		*len += (size_t)got;
+		if (*len == capacity) {
+			capacity *= 2;
+			data = realloc(data, capacity + 1);
+			assert_non_null(data);
+		}
+	}
+	assert_true(got == 0);
+	gzclose(file);
+	data[*len] = 0;
+	return data;
+}
+
+static void names_everywhere(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char mojo[PATH_MAX], speedscope[PATH_MAX], pprof[PATH_MAX], pid_text[16], err[4096], needle[128];
+	static char out[1 << 16];
+	struct test_target target;
+	size_t pprof_len, speedscope_len;
+	char *pprof_data;
+	uint8_t *speedscope_data;
+	int status;
+
+	FORMAT(mojo, "%s/names-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(speedscope, "%s/names-%s.speedscope.json", test_tmpdir(), python->label);
+	FORMAT(pprof, "%s/names-%s.pprof", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, SCRIPT, "", &target.out_fd);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", "wall", "-F", "100", "-p", pid_text,
+				 "-d", "2", "-o", mojo, "-o", speedscope, "-o", pprof, NULL };
+
+		status = run_capture(argv, err, sizeof(err));
+		if (status != 0)
+			fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "stacks", pid_text, NULL };
+
+		status = run_capture_both(argv, out, sizeof(out), err, sizeof(err));
+		if (status != 0)
+			fail_msg("%s: pybpfprof stacks exited %d: %s", python->label, status, err);
+	}
+	test_stop_target(&target);
+
+	assert_int_equal(names_in_profile(mojo), (1u << NAME_COUNT) - 1);
+	speedscope_data = read_whole_file(speedscope, &speedscope_len);
+	assert_non_null(speedscope_data);
+	pprof_data = read_gzip(pprof, &pprof_len);
+	for (size_t i = 0; i < NAME_COUNT; i++) {
+		FORMAT(needle, "\"name\":\"%s (pid %d thread ", thread_names[i], (int)target.pid);
+		if (!strstr((const char *)speedscope_data, needle))
+			fail_msg("%s: no speedscope profile named %s", python->label, thread_names[i]);
+		if (!memmem(pprof_data, pprof_len, thread_names[i], strlen(thread_names[i])))
+			fail_msg("%s: pprof has no label %s", python->label, thread_names[i]);
+		FORMAT(needle, "\"%s\" (", thread_names[i]);
+		if (!strstr(out, needle))
+			fail_msg("%s: stacks shows no thread %s:\n%s", python->label, thread_names[i], out);
+	}
+	assert_non_null(memmem(pprof_data, pprof_len, "thread_name", strlen("thread_name")));
+	free(pprof_data);
+	free(speedscope_data);
+}
+
+int main(void)
+{
+	static const struct test_per_python kinds[] = { { "thread_names_", names_everywhere } };
+
+	python_count = test_pythons(pythons, MAX_PYTHONS);
+	return test_run_per_python("test_thread_names", name_labels, sizeof(name_labels) / sizeof(name_labels[0]),
+				   kinds, sizeof(kinds) / sizeof(kinds[0]));
+}
