@@ -263,6 +263,56 @@ int process_events_discover_named_pids(struct session *session)
 	return 0;
 }
 
+static bool is_named_pid(const struct session_options *options, pid_t pid)
+{
+	for (size_t i = 0; i < options->pid_count; i++)
+		if (options->pids[i] == pid)
+			return true;
+	return false;
+}
+
+static bool descends_from_named(const struct session_options *options, pid_t pid)
+{
+	for (size_t i = 0; i < options->pid_count; i++)
+		if (target_set_descends_from(pid, options->pids[i]))
+			return true;
+	return false;
+}
+
+/*
+ * -C: the named processes' descendants already running join them, at any depth (a Pool's
+ * workers, a forkserver's children). Forks from now on come as notices: BPF follows a
+ * target's forks from the moment it is added, which for the named ones was before this
+ * scan. A descendant that is not Python is skipped quietly, as the host scan does.
+ */
+size_t process_events_add_descendants(struct session *session)
+{
+	const struct session_options *options = session->options;
+	DIR *proc = opendir("/proc");
+	struct dirent *entry;
+	pid_t self = getpid();
+	size_t added = 0;
+
+	if (!proc)
+		return 0;
+	while ((entry = readdir(proc))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+		struct target *target;
+
+		if (*end || pid <= 1 || pid == self || is_named_pid(options, (pid_t)pid) ||
+		    target_set_find(&session->targets, (pid_t)pid) || !descends_from_named(options, (pid_t)pid))
+			continue;
+		target = target_set_add(&session->targets, (pid_t)pid, TARGET_FROM_SCAN);
+		if (!target)
+			break;
+		added++;
+		try_discover(session, target, clock_monotonic_ms());
+	}
+	closedir(proc);
+	return added;
+}
+
 bool process_events_all_ended(struct session *session)
 {
 	if (session->launched)

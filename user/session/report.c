@@ -250,6 +250,18 @@ static const char *plural(uint64_t count, const char *suffix)
 	return count == 1 ? "" : suffix;
 }
 
+/* The live targets that -p named (the rest are their descendants). */
+static size_t live_named_processes(const struct session *session)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < session->targets.count; i++)
+		for (size_t p = 0; p < session->options->pid_count; p++)
+			count += session->targets.items[i].state == TARGET_READY &&
+				 session->targets.items[i].pid == session->options->pids[p];
+	return count;
+}
+
 /* The end of the status line: what is sampled, and until when. */
 static void print_scope(const struct session *session, uint64_t now_ms)
 {
@@ -262,6 +274,9 @@ static void print_scope(const struct session *session, uint64_t now_ms)
 		fprintf(stderr, "  every Python process on this host: %zu now, %zu sampled so far", live, seen);
 	} else {
 		fprintf(stderr, "  %zu process%s", live, plural(live, "es"));
+		if (options->children)
+			fprintf(stderr, " (%zu descendant%s)", live - live_named_processes(session),
+				plural(live - live_named_processes(session), "s"));
 	}
 	fprintf(stderr, "  %zu thread%s", intern_count(&session->threads), plural(intern_count(&session->threads), "s"));
 	if (options->duration_s > 0) {

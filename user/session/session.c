@@ -460,6 +460,8 @@ static int set_up(struct session *session, int *failed_status)
 	build_named_tables(session);
 	for (size_t i = 0; i < session->targets.count; i++)
 		process_events_target_ready(session, &session->targets.items[i]);
+	if (options->children)
+		process_events_add_descendants(session);
 	*failed_status = EXIT_STATUS_FAILED;
 	if (options->command) {
 		err = start_launch(session);

@@ -94,6 +94,8 @@ int process_events_wait_budget_ms(const struct session *session, int tick_ms, ui
 void process_events_check_liveness(struct session *session);
 void process_events_scan(struct session *session);
 int process_events_discover_named_pids(struct session *session);
+/* -C: adds the named pids' running descendants as targets; how many were found. */
+size_t process_events_add_descendants(struct session *session);
 bool process_events_all_ended(struct session *session);
 
 /* ---- native_stacks.c: the unwind tables of the targets, kept in BPF ---- */
