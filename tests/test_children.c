@@ -4,6 +4,8 @@
  * parent whose two workers are busy before the profiler attaches, attached to
  * the parent with -C. Both workers' samples are in the profile, in busy_worker,
  * on 3.12 (fork: the workers are children) and 3.15 (forkserver: grandchildren).
+ * Attached without -C first, the run ends with the one-line hint that -C would
+ * take the children, where the CPU went.
  */
 #include "testlib.h"
 
@@ -35,6 +37,13 @@ static void existing_workers_taken(void **state)
 	if (sscanf(line, "ready %d,%d", &workers[0], &workers[1]) != 2)
 		fail_msg("%s: the script said '%s'", python->label, line);
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-F", "100", "-p", pid_text, "-d", "2", "-o", mojo, NULL };
+
+		status = run_capture(argv, err, sizeof(err));
+		if (status != 0 || !strstr(err, "hint: ") || !strstr(err, "-C profiles the children"))
+			fail_msg("%s: pybpfprof without -C exited %d without the hint: %s", python->label, status, err);
+	}
 	{
 		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-C", "-F", "100", "-p", pid_text, "-d", "2",
 				 "-o", mojo, NULL };

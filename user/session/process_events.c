@@ -8,6 +8,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -311,6 +313,75 @@ size_t process_events_add_descendants(struct session *session)
 	}
 	closedir(proc);
 	return added;
+}
+
+/* utime + stime of pid in clock ticks from /proc/PID/stat, 0 if gone. */
+static uint64_t cpu_ticks(pid_t pid)
+{
+	char path[64], text[1024], *close_paren;
+	unsigned long long utime = 0, stime = 0;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	text[got] = 0;
+	/* The command name may hold anything, ')' too: the fields start after the last one. */
+	close_paren = strrchr(text, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+				   &stime) != 2)
+		return 0;
+	return utime + stime;
+}
+
+/* The CPU ticks of the named pids (*named) and of every process descending from one (*descendants). */
+static void named_cpu_ticks(const struct session_options *options, uint64_t *named, uint64_t *descendants)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *entry;
+
+	*named = *descendants = 0;
+	for (size_t i = 0; i < options->pid_count; i++)
+		*named += cpu_ticks(options->pids[i]);
+	if (!proc)
+		return;
+	while ((entry = readdir(proc))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+
+		if (!*end && pid > 1 && !is_named_pid(options, (pid_t)pid) && descends_from_named(options, (pid_t)pid))
+			*descendants += cpu_ticks((pid_t)pid);
+	}
+	closedir(proc);
+}
+
+void process_events_note_children_cpu(struct session *session)
+{
+	named_cpu_ticks(session->options, &session->named_ticks_start, &session->descendant_ticks_start);
+}
+
+/* Children's CPU below this (in ticks, 1/100 s on Linux) is not worth a hint. */
+#define CHILDREN_HINT_MIN_TICKS 20
+
+void process_events_hint_children(struct session *session)
+{
+	uint64_t named, descendants, named_used, descendants_used;
+	double tick_s = 1.0 / (double)sysconf(_SC_CLK_TCK);
+
+	named_cpu_ticks(session->options, &named, &descendants);
+	named_used = named > session->named_ticks_start ? named - session->named_ticks_start : 0;
+	/* Children that exited took their ticks with them: this is at least what the others used. */
+	descendants_used = descendants > session->descendant_ticks_start ? descendants - session->descendant_ticks_start : 0;
+	if (descendants_used < CHILDREN_HINT_MIN_TICKS || descendants_used <= named_used)
+		return;
+	fprintf(stderr, "pybpfprof: hint: the profiled processes' children used %.1f s of CPU, they %.1f s: "
+			"-C profiles the children too\n", (double)descendants_used * tick_s, (double)named_used * tick_s);
 }
 
 bool process_events_all_ended(struct session *session)

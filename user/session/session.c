@@ -532,6 +532,14 @@ static int run_stacks(struct session *session)
 	return EXIT_STATUS_OK;
 }
 
+/* -p without -C: a master whose work is in its children would show an idle profile. */
+static bool wants_children_hint(const struct session *session)
+{
+	const struct session_options *options = session->options;
+
+	return options->pid_count && !options->children && !options->command && !options->quiet;
+}
+
 int session_run(const struct session_options *options)
 {
 	struct session session = { .options = options, .begin_us = clock_monotonic_us() };
@@ -580,8 +588,12 @@ int session_run(const struct session_options *options)
 	report_scope(&session);
 	if (session.system_wide)
 		process_events_scan(&session);
+	if (wants_children_hint(&session))
+		process_events_note_children_cpu(&session);
 	run_loop(&session);
 	status = finish(&session);
+	if (wants_children_hint(&session))
+		process_events_hint_children(&session);
 	if (session.launched) {
 		launch_wait(&session.launch);
 		if (status == EXIT_STATUS_OK)

@@ -58,6 +58,10 @@ struct session {
 	uint64_t window_first_sample; /* samples_written when the window began */
 	char window_paths[SESSION_MAX_OUTPUTS][PATH_MAX];
 	struct push_client_stats push_stats; /* how the pushes went, once windows are closed */
+	/* -p without -C: the named processes' CPU ticks, and their descendants', at the start;
+	 * the end tells whether their CPU was mostly in the children left out. */
+	uint64_t named_ticks_start;
+	uint64_t descendant_ticks_start;
 	struct intern_table threads; /* (pid, tid) pairs seen */
 	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
 	size_t thread_names_count;   /* ids with a name slot ("" unknown) */
@@ -96,6 +100,10 @@ void process_events_scan(struct session *session);
 int process_events_discover_named_pids(struct session *session);
 /* -C: adds the named pids' running descendants as targets; how many were found. */
 size_t process_events_add_descendants(struct session *session);
+/* -p without -C: notes the named pids' CPU and their descendants'; at the end, hints at -C
+ * when the descendants used more of it. */
+void process_events_note_children_cpu(struct session *session);
+void process_events_hint_children(struct session *session);
 bool process_events_all_ended(struct session *session);
 
 /* ---- native_stacks.c: the unwind tables of the targets, kept in BPF ---- */
