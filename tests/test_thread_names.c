@@ -7,7 +7,8 @@
  * profile is named after it, pprof has it as a thread_name label value, and
  * `stacks` heads the thread with it instead of the interpreter's comm.
  *
- * The names come from the OS thread's name, which threading sets from 3.14 on.
+ * 3.11-3.13 read the name from the target (target/py_thread_name.h); 3.14+ give it
+ * to the OS thread, whose name is read from /proc.
  */
 #include "testlib.h"
 
@@ -21,7 +22,7 @@
 #define NAME_COUNT 3
 
 static const char *const thread_names[NAME_COUNT] = { "hasher", "contender-1", "sleeper" };
-static const char *const name_labels[] = { "3.14", "3.15" };
+static const char *const name_labels[] = { "3.11", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;

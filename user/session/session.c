@@ -92,6 +92,7 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 		sample.process_name = target->identity.comm[0] ? target->identity.comm : NULL;
 		sample.container = target->identity.cgroup[0] ? target->identity.cgroup : NULL;
 	}
+	sample.thread_name = report_thread_name(session, &sample, python, record->tstate_addr);
 	if (session->stacks) {
 		int err = stacks_print_add(session->stacks, &sample);
 

@@ -20,6 +20,7 @@
 #include "session/session.h"
 #include "symbolize/sample_resolve.h"
 #include "target/launch.h"
+#include "target/py_thread_name.h"
 #include "target/target_set.h"
 #include "target/unwind_cache.h"
 #include "util/errbuf.h"
@@ -63,7 +64,7 @@ struct session {
 	uint64_t named_ticks_start;
 	uint64_t descendant_ticks_start;
 	struct intern_table threads; /* (pid, tid) pairs seen */
-	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
+	char (*thread_names)[PY_THREAD_NAME_MAX]; /* by thread id above, read when first seen */
 	size_t thread_names_count;   /* ids with a name slot ("" unknown) */
 	size_t thread_names_capacity;
 	/* The targets' cgroups (containers) by number, with their processes and samples. */
@@ -136,6 +137,9 @@ int report_open_writers(struct session *session);
 void report_abort_writers(struct session *session);
 /* Writes the sample to every output, with its thread's name (read when first seen). */
 void report_write_sample(struct session *session, struct pf_sample *sample);
+/* The thread's name (report.c says from where), read when first seen; NULL if unknown. */
+const char *report_thread_name(struct session *session, const struct pf_sample *sample,
+			       const struct py_target *python, uint64_t tstate_addr);
 /* Makes every output readable on disk so far; the first failure stops sampling. */
 void report_flush_writers(struct session *session);
 /* A sample of target, counted for its container. */

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Thread.name from the target's memory (3.11-3.13). The layouts read, beyond py_offsets:
+ *  - _PyInterpreterFrame.localsplus: right after `owner`, at 72 in 3.11-3.13.
+ *  - A heap type's as_async, as_number and as_buffer are stored in the PyHeapTypeObject after
+ *    its PyTypeObject, and its tp_as_* point at them: tp_as_async gives where they start, the
+ *    other two check it, and ht_cached_keys (the shared keys of its instances' attributes)
+ *    follows the 55 slots of the five method tables and three object pointers.
+ *  - The split keys (PyDictKeysObject, the same 3.11-3.13): log2 of the index bytes at 9,
+ *    kind at 10 (2: split), entry count at 24, indices at 32, then {key, value} entries.
+ *  - An instance's attribute values: 3.11 a PyDictValues * at -32; 3.12 one at -24, stored
+ *    minus 1 (odd: a dict pointer is even); 3.13 inline at tp_basicsize, behind a header
+ *    whose 4th byte says whether they are valid (not moved into a dict).
+ * A value at the index of the key "_name" is the name.
+ */
+#include "target/py_thread_name.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "target/target_mem.h"
+
+#define LOCALSPLUS_311_313 72u
+#define TYPE_BASICSIZE 32u
+#define TYPE_AS_ASYNC 80u
+#define TYPE_AS_NUMBER 96u
+#define TYPE_AS_BUFFER 160u
+#define TYPE_FLAGS 168u
+#define HEAP_AS_NUMBER_AFTER_ASYNC (4u * 8u)
+#define HEAP_AS_BUFFER_AFTER_ASYNC ((4u + 36u + 3u + 10u) * 8u)
+#define HEAP_CACHED_KEYS_AFTER_ASYNC ((4u + 36u + 3u + 10u + 2u + 3u) * 8u)
+#define TPFLAGS_INLINE_VALUES (1ul << 2)
+#define KEYS_HEADER 32u
+#define KEYS_KIND_SPLIT 2u
+#define KEYS_ENTRIES_MAX 256u
+#define UNICODE_COMPACT_ASCII 0x60u
+#define BOOTSTRAP "_bootstrap"
+
+/* An ASCII str's text into out (cut to size); its full length, or negative errno. */
+static int read_ascii_str(pid_t pid, const struct py_offsets *off, uint64_t str, char *out, size_t size)
+{
+	int64_t length;
+	uint32_t state;
+	size_t copy;
+	int err;
+
+	if (!str || size == 0)
+		return -EFAULT;
+	err = target_mem_read(pid, str + off->unicode_length, &length, sizeof(length));
+	if (!err)
+		err = target_mem_read(pid, str + off->unicode_state, &state, sizeof(state));
+	if (err)
+		return err;
+	if ((state & UNICODE_COMPACT_ASCII) != UNICODE_COMPACT_ASCII || length < 0 || length > INT32_MAX)
+		return -ENOENT;
+	copy = (size_t)length < size - 1 ? (size_t)length : size - 1;
+	err = target_mem_read(pid, str + off->unicode_ascii_data, out, copy);
+	if (err)
+		return err;
+	out[copy] = 0;
+	return (int)length;
+}
+
+static bool str_equals(pid_t pid, const struct py_offsets *off, uint64_t str, const char *text)
+{
+	char buffer[16];
+	int length = read_ascii_str(pid, off, str, buffer, sizeof(buffer));
+
+	return length == (int)strlen(text) && strcmp(buffer, text) == 0;
+}
+
+/* The outermost Python frame of the thread, or 0. */
+static uint64_t root_frame(pid_t pid, const struct py_offsets *off, uint64_t tstate)
+{
+	uint64_t frame = 0, root = 0;
+
+	if (target_mem_read_u64(pid, tstate + off->tstate_frame, &frame))
+		return 0;
+	if (off->frame_link == PY_FRAME_LINK_CFRAME && (!frame || target_mem_read_u64(pid, frame + off->cframe_current_frame, &frame)))
+		return 0;
+	for (unsigned i = 0; frame && i < PY_THREAD_NAME_FRAMES; i++) {
+		uint8_t owner;
+
+		if (target_mem_read(pid, frame + off->frame_owner, &owner, 1))
+			return 0;
+		if (owner < off->owner_boundary)
+			root = frame;
+		if (target_mem_read_u64(pid, frame + off->frame_previous, &frame))
+			return 0;
+	}
+	return frame ? 0 : root;
+}
+
+/* Where the instance's attribute values start (values[0]), or 0. */
+static uint64_t instance_values(pid_t pid, unsigned minor, uint64_t object, uint64_t type)
+{
+	uint64_t values = 0, basicsize, flags;
+	uint8_t header[4];
+
+	switch (minor) {
+	case 11:
+		return target_mem_read_u64(pid, object - 32, &values) ? 0 : values;
+	case 12:
+		if (target_mem_read_u64(pid, object - 24, &values) || !(values & 1))
+			return 0;
+		return values + 1; /* stored one byte before, which makes it odd */
+	case 13:
+		if (target_mem_read_u64(pid, type + TYPE_FLAGS, &flags) || !(flags & TPFLAGS_INLINE_VALUES) ||
+		    target_mem_read_u64(pid, type + TYPE_BASICSIZE, &basicsize) || basicsize > (1u << 20) ||
+		    target_mem_read(pid, object + basicsize, header, sizeof(header)) || header[3] != 1)
+			return 0;
+		return object + basicsize + 8;
+	default:
+		return 0;
+	}
+}
+
+/* The shared keys of type's instances, checked to be a heap type's; 0 if not. */
+static uint64_t cached_keys(pid_t pid, uint64_t type)
+{
+	uint64_t as_async, as_number, as_buffer, keys;
+
+	if (target_mem_read_u64(pid, type + TYPE_AS_ASYNC, &as_async) ||
+	    target_mem_read_u64(pid, type + TYPE_AS_NUMBER, &as_number) ||
+	    target_mem_read_u64(pid, type + TYPE_AS_BUFFER, &as_buffer))
+		return 0;
+	if (as_async <= type || as_async - type > 1024 || as_number != as_async + HEAP_AS_NUMBER_AFTER_ASYNC ||
+	    as_buffer != as_async + HEAP_AS_BUFFER_AFTER_ASYNC)
+		return 0;
+	return target_mem_read_u64(pid, as_async + HEAP_CACHED_KEYS_AFTER_ASYNC, &keys) ? 0 : keys;
+}
+
+/* The index of key among the split keys, or -ENOENT. */
+static int key_index(pid_t pid, const struct py_offsets *off, uint64_t keys, const char *key)
+{
+	uint8_t header[KEYS_HEADER];
+	uint64_t entries[2 * KEYS_ENTRIES_MAX];
+	int64_t count;
+
+	if (!keys || target_mem_read(pid, keys, header, sizeof(header)))
+		return -ENOENT;
+	memcpy(&count, header + 24, sizeof(count));
+	if (header[10] != KEYS_KIND_SPLIT || header[9] > 16 || count <= 0 || count > KEYS_ENTRIES_MAX)
+		return -ENOENT;
+	if (target_mem_read(pid, keys + KEYS_HEADER + (1ull << header[9]), entries, (size_t)count * 16))
+		return -ENOENT;
+	for (int i = 0; i < (int)count; i++)
+		if (entries[2 * i] && str_equals(pid, off, entries[2 * i], key))
+			return i;
+	return -ENOENT;
+}
+
+int py_thread_name_read(const struct py_target *python, uint64_t tstate_addr, char *out, size_t size)
+{
+	const struct py_offsets *off = &python->config.off;
+	pid_t pid = python->pid;
+	uint64_t frame, code, name, thread, type, values;
+	int index;
+
+	if (python->major != 3 || python->minor < 11 || python->minor > 13 || off->string_kind != PY_STRING_UNICODE)
+		return -ENOTSUP;
+	frame = root_frame(pid, off, tstate_addr);
+	if (!frame || target_mem_read_u64(pid, frame + off->frame_code, &code) ||
+	    target_mem_read_u64(pid, (code & off->code_ptr_mask) + off->code_name, &name) ||
+	    !str_equals(pid, off, name, BOOTSTRAP))
+		return -ENOENT;
+	if (target_mem_read_u64(pid, frame + LOCALSPLUS_311_313, &thread) || !thread ||
+	    target_mem_read_u64(pid, thread + 8, &type))
+		return -ENOENT;
+	index = key_index(pid, off, cached_keys(pid, type), "_name");
+	values = instance_values(pid, python->minor, thread, type);
+	if (index < 0 || !values || target_mem_read_u64(pid, values + 8 * (uint64_t)index, &name))
+		return -ENOENT;
+	return read_ascii_str(pid, off, name, out, size) < 0 ? -ENOENT : 0;
+}
