@@ -7,6 +7,9 @@
  * profile is named after it, pprof has it as a thread_name label value, and
  * `stacks` heads the thread with it instead of the interpreter's comm.
  *
+ * A name is the target's to choose: one with an escape sequence, a quote, a backslash
+ * and a bell, given by a target running as nobody, reaches no output raw.
+ *
  * 3.11-3.13 read the name from the target (target/py_thread_name.h); 3.14+ give it
  * to the OS thread, whose name is read from /proc.
  */
@@ -121,11 +124,80 @@ static void names_everywhere(void **state)
 	free(speedscope_data);
 }
 
+static bool has_control_byte(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)text[i] < 0x20 && text[i] != '\n')
+			return true;
+	return false;
+}
+
+/* The system's 3.11 (readable by nobody) as nobody; the name read from its memory. */
+static void hostile_name_escaped(void **state)
+{
+	const struct test_python *system = test_python_find(pythons, python_count, "3.11-static");
+	char mojo[PATH_MAX], speedscope[PATH_MAX], pid_text[16], err[4096];
+	static char out[1 << 16];
+	struct test_python nobody;
+	struct test_target target;
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	size_t speedscope_len;
+	uint8_t *speedscope_data;
+	bool named = false;
+	int status, got;
+
+	(void)state;
+	if (!system)
+		skip();
+	nobody = *system;
+	FORMAT(nobody.command, "setpriv --reuid=nobody --regid=nogroup --clear-groups %s", system->command);
+	FORMAT(mojo, "%s/names-hostile.mojo", test_tmpdir());
+	FORMAT(speedscope, "%s/names-hostile.speedscope.json", test_tmpdir());
+	target.pid = test_start_ready_script(&nobody, SCRIPT, "hostile", &target.out_fd);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", "wall", "-F", "100", "-p", pid_text,
+				 "-d", "1", "-o", mojo, "-o", speedscope, NULL };
+
+		status = run_capture(argv, err, sizeof(err));
+		if (status != 0)
+			fail_msg("pybpfprof exited %d: %s", status, err);
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "stacks", pid_text, NULL };
+
+		status = run_capture_both(argv, out, sizeof(out), err, sizeof(err));
+	}
+	test_stop_target(&target);
+	if (status != 0 || has_control_byte(out, strlen(out)) || !strstr(out, "\"\\x1b[31m\\\"\\\\\\x07sleeper\""))
+		fail_msg("stacks (%d): %s", status, out);
+	reader = test_open_profile(mojo);
+	while ((got = pf_reader_next_sample(reader, &sample)) == 1)
+		if (sample.thread_name && strstr(sample.thread_name, "sleeper")) {
+			named = true;
+			assert_false(has_control_byte(sample.thread_name, strlen(sample.thread_name)));
+		}
+	assert_int_equal(got, 0);
+	pf_reader_close(reader);
+	assert_true(named);
+	speedscope_data = read_whole_file(speedscope, &speedscope_len);
+	assert_non_null(speedscope_data);
+	assert_false(has_control_byte((const char *)speedscope_data, speedscope_len));
+	assert_non_null(strstr((const char *)speedscope_data, "\\u001b[31m"));
+	free(speedscope_data);
+}
+
 int main(void)
 {
 	static const struct test_per_python kinds[] = { { "thread_names_", names_everywhere } };
+	const struct CMUnitTest hostile[] = { cmocka_unit_test(hostile_name_escaped) };
+	int failed;
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);
-	return test_run_per_python("test_thread_names", name_labels, sizeof(name_labels) / sizeof(name_labels[0]),
-				   kinds, sizeof(kinds) / sizeof(kinds[0]));
+	failed = test_run_per_python("test_thread_names", name_labels, sizeof(name_labels) / sizeof(name_labels[0]),
+				     kinds, sizeof(kinds) / sizeof(kinds[0]));
+	if (geteuid() != 0)
+		return failed;
+	return failed + cmocka_run_group_tests_name("test_thread_names_hostile", hostile, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 # Target for tests/test_thread_names.c (Python 2.7 and 3.x alike): three threads named
 # by threading, "hasher" and "contender-1" busy in Python code, "sleeper" asleep, while
-# the main thread waits. Prints "ready" once all three run.
+# the main thread waits. Prints "ready" once all three run. With "hostile", the sleeper's
+# name holds an escape sequence, a quote, a backslash and a bell.
 import hashlib
 import sys
 import threading
@@ -26,14 +27,15 @@ def sleep_forever():
 
 def main():
     started = []
+    sleeper = '\x1b[31m"\\\x07sleeper' if sys.argv[1:] == ["hostile"] else "sleeper"
     threads = [threading.Thread(target=hash_forever, name="hasher"),
                threading.Thread(target=spin_forever, name="contender-1"),
-               threading.Thread(target=sleep_forever, name="sleeper")]
+               threading.Thread(target=sleep_forever, name=sleeper)]
     for thread in threads:
         thread.daemon = True
         thread.start()
         started.append(thread.name)
-    sys.stdout.write("ready %s\n" % ",".join(started))
+    sys.stdout.write("ready\n")
     sys.stdout.flush()
     while True:
         time.sleep(1)
