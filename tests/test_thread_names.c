@@ -2,9 +2,10 @@
 /*
  * Threads by their names, end to end (real BPF, root): a program whose threads
  * threading names "hasher", "contender-1" and "sleeper" is recorded in wall mode
- * (every thread has samples) into MOJO, speedscope and pprof, and shown by
+ * (every thread has samples) into MOJO, speedscope, pprof and SVG, and shown by
  * `stacks`. Each name is in each: MOJO's samples read back with it, a speedscope
- * profile is named after it, pprof has it as a thread_name label value, and
+ * profile is named after it, pprof has it as a thread_name label value, the flame
+ * graph's tooltips name the thread of a function only that thread runs, and
  * `stacks` heads the thread with it instead of the interpreter's comm.
  *
  * A name is the target's to choose: one with an escape sequence, a quote, a backslash
@@ -72,25 +73,41 @@ static char *read_gzip(const char *path, size_t *len)
 	return data;
 }
 
+/* Whether the first SVG tooltip of function says "(thread NAME)". */
+static bool tooltip_names(const char *svg, const char *function, const char *name)
+{
+	char title[128], thread[128];
+	const char *start, *end;
+
+	FORMAT(title, "<title>%s (", function);
+	FORMAT(thread, "(thread %s)", name);
+	start = strstr(svg, title);
+	end = start ? strstr(start, "</title>") : NULL;
+	return end && memmem(start, (size_t)(end - start), thread, strlen(thread));
+}
+
 static void names_everywhere(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
-	char mojo[PATH_MAX], speedscope[PATH_MAX], pprof[PATH_MAX], pid_text[16], err[4096], needle[128];
+	char mojo[PATH_MAX], speedscope[PATH_MAX], pprof[PATH_MAX], svg[PATH_MAX], pid_text[16], err[4096],
+		needle[128];
+	static const char *const functions[NAME_COUNT] = { "hash_forever", "spin_forever", "sleep_forever" };
 	static char out[1 << 16];
 	struct test_target target;
-	size_t pprof_len, speedscope_len;
+	size_t pprof_len, speedscope_len, svg_len;
 	char *pprof_data;
-	uint8_t *speedscope_data;
+	uint8_t *speedscope_data, *svg_data;
 	int status;
 
 	FORMAT(mojo, "%s/names-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(speedscope, "%s/names-%s.speedscope.json", test_tmpdir(), python->label);
 	FORMAT(pprof, "%s/names-%s.pprof", test_tmpdir(), python->label);
+	FORMAT(svg, "%s/names-%s.svg", test_tmpdir(), python->label);
 	target.pid = test_start_ready_script(python, SCRIPT, "", &target.out_fd);
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
 	{
 		char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", "wall", "-F", "100", "-p", pid_text,
-				 "-d", "2", "-o", mojo, "-o", speedscope, "-o", pprof, NULL };
+				 "-d", "2", "-o", mojo, "-o", speedscope, "-o", pprof, "-o", svg, NULL };
 
 		status = run_capture(argv, err, sizeof(err));
 		if (status != 0)
@@ -109,12 +126,17 @@ static void names_everywhere(void **state)
 	speedscope_data = read_whole_file(speedscope, &speedscope_len);
 	assert_non_null(speedscope_data);
 	pprof_data = read_gzip(pprof, &pprof_len);
+	svg_data = read_whole_file(svg, &svg_len);
+	assert_non_null(svg_data);
 	for (size_t i = 0; i < NAME_COUNT; i++) {
 		FORMAT(needle, "\"name\":\"%s (pid %d thread ", thread_names[i], (int)target.pid);
 		if (!strstr((const char *)speedscope_data, needle))
 			fail_msg("%s: no speedscope profile named %s", python->label, thread_names[i]);
 		if (!memmem(pprof_data, pprof_len, thread_names[i], strlen(thread_names[i])))
 			fail_msg("%s: pprof has no label %s", python->label, thread_names[i]);
+		if (!tooltip_names((const char *)svg_data, functions[i], thread_names[i]))
+			fail_msg("%s: the SVG's tooltip of %s does not name %s", python->label, functions[i],
+				 thread_names[i]);
 		FORMAT(needle, "\"%s\" (", thread_names[i]);
 		if (!strstr(out, needle))
 			fail_msg("%s: stacks shows no thread %s:\n%s", python->label, thread_names[i], out);
@@ -122,6 +144,7 @@ static void names_everywhere(void **state)
 	assert_non_null(memmem(pprof_data, pprof_len, "thread_name", strlen("thread_name")));
 	free(pprof_data);
 	free(speedscope_data);
+	free(svg_data);
 }
 
 static bool has_control_byte(const char *text, size_t len)
