@@ -11,7 +11,7 @@
  * A name is the target's to choose: one with an escape sequence, a quote, a backslash
  * and a bell, given by a target running as nobody, reaches no output raw.
  *
- * 3.11-3.13 read the name from the target (target/py_thread_name.h); 3.14+ give it
+ * 3.6-3.13 read the name from the target (target/py_thread_name.h); 3.14+ give it
  * to the OS thread, whose name is read from /proc.
  */
 #include "testlib.h"
@@ -26,7 +26,8 @@
 #define NAME_COUNT 3
 
 static const char *const thread_names[NAME_COUNT] = { "hasher", "contender-1", "sleeper" };
-static const char *const name_labels[] = { "3.11", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
+static const char *const name_labels[] = { "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.11-static",
+					    "3.12", "3.13", "3.14", "3.15" };
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;

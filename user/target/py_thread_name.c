@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * Thread.name from the target's memory (3.11-3.13). The layouts read, beyond py_offsets:
+ * Thread.name from the target's memory (3.6-3.13).
+ *
+ * 3.6-3.10: the frames are PyFrameObjects, linked from the thread state (py_offsets), whose
+ * f_localsplus is at 376 (3.6), 360 (3.7-3.9) or 352 (3.10); the instance's __dict__ is at the
+ * type's tp_dictoffset (at 288 in PyTypeObject); the dict's keys (ma_keys at 32) are
+ * {refcnt, dk_size, lookup, usable, nentries} then dk_size indices of 1, 2, 4 or 8 bytes, then
+ * {hash, key, value} entries; a split dict's values are at ma_values (40), by entry index.
+ *
+ * 3.11-3.13, the layouts read beyond py_offsets:
  *  - _PyInterpreterFrame.localsplus: right after `owner`, at 72 in 3.11-3.13.
  *  - A heap type's as_async, as_number and as_buffer are stored in the PyHeapTypeObject after
  *    its PyTypeObject, and its tp_as_* point at them: tp_as_async gives where they start, the
@@ -35,6 +43,13 @@
 #define KEYS_ENTRIES_MAX 256u
 #define UNICODE_COMPACT_ASCII 0x60u
 #define BOOTSTRAP "_bootstrap"
+#define TYPE_DICTOFFSET 288u
+#define DICT_KEYS 32u
+#define DICT_VALUES 40u
+#define OLD_KEYS_SIZE 8u
+#define OLD_KEYS_NENTRIES 32u
+#define OLD_KEYS_INDICES 40u
+#define OLD_KEYS_SIZE_MAX (1u << 16)
 
 /* An ASCII str's text into out (cut to size); its full length, or negative errno. */
 static int read_ascii_str(pid_t pid, const struct py_offsets *off, uint64_t str, char *out, size_t size)
@@ -150,6 +165,73 @@ static int key_index(pid_t pid, const struct py_offsets *off, uint64_t keys, con
 	return -ENOENT;
 }
 
+/* f_localsplus in 3.6-3.10's PyFrameObject; 0 for another version. */
+static uint32_t old_localsplus(unsigned minor)
+{
+	return minor == 6 ? 376 : minor >= 7 && minor <= 9 ? 360 : minor == 10 ? 352 : 0;
+}
+
+/* The outermost frame of the thread (3.6-3.10), or 0. */
+static uint64_t old_root_frame(pid_t pid, const struct py_offsets *off, uint64_t tstate)
+{
+	uint64_t frame = 0, root = 0;
+
+	if (target_mem_read_u64(pid, tstate + off->tstate_frame, &frame))
+		return 0;
+	for (unsigned i = 0; frame && i < PY_THREAD_NAME_FRAMES; i++) {
+		root = frame;
+		if (target_mem_read_u64(pid, frame + off->frame_previous, &frame))
+			return 0;
+	}
+	return frame ? 0 : root;
+}
+
+/* The value of the str key `key` in the attribute dict of object (3.6-3.10), or 0. */
+static uint64_t old_attribute(pid_t pid, const struct py_offsets *off, uint64_t object, const char *key)
+{
+	uint64_t type, dict, keys, values, size, count, entry[3], value = 0;
+	int64_t dict_offset;
+	unsigned index_bytes;
+
+	if (target_mem_read_u64(pid, object + 8, &type) ||
+	    target_mem_read(pid, type + TYPE_DICTOFFSET, &dict_offset, sizeof(dict_offset)) || dict_offset <= 0 ||
+	    dict_offset > 4096 || target_mem_read_u64(pid, object + (uint64_t)dict_offset, &dict) || !dict ||
+	    target_mem_read_u64(pid, dict + DICT_KEYS, &keys) || target_mem_read_u64(pid, dict + DICT_VALUES, &values) ||
+	    !keys || target_mem_read_u64(pid, keys + OLD_KEYS_SIZE, &size) ||
+	    target_mem_read_u64(pid, keys + OLD_KEYS_NENTRIES, &count))
+		return 0;
+	if (size == 0 || size > OLD_KEYS_SIZE_MAX || (size & (size - 1)) || count > KEYS_ENTRIES_MAX || count > size)
+		return 0;
+	index_bytes = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t at = keys + OLD_KEYS_INDICES + size * index_bytes + i * sizeof(entry);
+
+		if (target_mem_read(pid, at, entry, sizeof(entry)))
+			return 0;
+		if (!entry[1] || !str_equals(pid, off, entry[1], key))
+			continue;
+		if (!values)
+			return entry[2];
+		return target_mem_read_u64(pid, values + 8 * i, &value) ? 0 : value;
+	}
+	return 0;
+}
+
+/* 3.6-3.10: Thread.name of the thread, 0 or -ENOENT. */
+static int old_thread_name(const struct py_target *python, uint64_t tstate_addr, char *out, size_t size)
+{
+	const struct py_offsets *off = &python->config.off;
+	pid_t pid = python->pid;
+	uint64_t frame = old_root_frame(pid, off, tstate_addr), code, name, thread;
+
+	if (!frame || target_mem_read_u64(pid, frame + off->frame_code, &code) ||
+	    target_mem_read_u64(pid, code + off->code_name, &name) || !str_equals(pid, off, name, BOOTSTRAP) ||
+	    target_mem_read_u64(pid, frame + old_localsplus(python->minor), &thread) || !thread)
+		return -ENOENT;
+	name = old_attribute(pid, off, thread, "_name");
+	return name && read_ascii_str(pid, off, name, out, size) >= 0 ? 0 : -ENOENT;
+}
+
 int py_thread_name_read(const struct py_target *python, uint64_t tstate_addr, char *out, size_t size)
 {
 	const struct py_offsets *off = &python->config.off;
@@ -157,8 +239,10 @@ int py_thread_name_read(const struct py_target *python, uint64_t tstate_addr, ch
 	uint64_t frame, code, name, thread, type, values;
 	int index;
 
-	if (python->major != 3 || python->minor < 11 || python->minor > 13 || off->string_kind != PY_STRING_UNICODE)
+	if (python->major != 3 || python->minor < 6 || python->minor > 13 || off->string_kind != PY_STRING_UNICODE)
 		return -ENOTSUP;
+	if (old_localsplus(python->minor))
+		return old_thread_name(python, tstate_addr, out, size);
 	frame = root_frame(pid, off, tstate_addr);
 	if (!frame || target_mem_read_u64(pid, frame + off->frame_code, &code) ||
 	    target_mem_read_u64(pid, (code & off->code_ptr_mask) + off->code_name, &name) ||
