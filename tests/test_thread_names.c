@@ -11,7 +11,10 @@
  * A name is the target's to choose: one with an escape sequence, a quote, a backslash
  * and a bell, given by a target running as nobody, reaches no output raw.
  *
- * 3.6-3.13 read the name from the target (target/py_thread_name.h); 3.14+ give it
+ * 2.7 (whose wall passes carry no Python stacks) is recorded in cpu mode: the two busy
+ * threads' names are in MOJO.
+ *
+ * 2.7 and 3.6-3.13 read the name from the target (target/py_thread_name.h); 3.14+ give it
  * to the OS thread, whose name is read from /proc.
  */
 #include "testlib.h"
@@ -148,6 +151,31 @@ static void names_everywhere(void **state)
 	free(svg_data);
 }
 
+static void busy_names_27(void **state)
+{
+	const struct test_python *python = test_python_find(pythons, python_count, "2.7");
+	char mojo[PATH_MAX], pid_text[16], err[4096];
+	struct test_target target;
+	int status;
+
+	(void)state;
+	if (!python)
+		skip();
+	FORMAT(mojo, "%s/names-2.7.mojo", test_tmpdir());
+	target.pid = test_start_ready_script(python, SCRIPT, "", &target.out_fd);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-F", "200", "-p", pid_text, "-d", "2", "-o", mojo, NULL };
+
+		status = run_capture(argv, err, sizeof(err));
+	}
+	test_stop_target(&target);
+	if (status != 0)
+		fail_msg("pybpfprof exited %d: %s", status, err);
+	/* hasher and contender-1 */
+	assert_int_equal(names_in_profile(mojo) & 3u, 3u);
+}
+
 static bool has_control_byte(const char *text, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
@@ -215,7 +243,7 @@ static void hostile_name_escaped(void **state)
 int main(void)
 {
 	static const struct test_per_python kinds[] = { { "thread_names_", names_everywhere } };
-	const struct CMUnitTest hostile[] = { cmocka_unit_test(hostile_name_escaped) };
+	const struct CMUnitTest hostile[] = { cmocka_unit_test(hostile_name_escaped), cmocka_unit_test(busy_names_27) };
 	int failed;
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Thread.name from the target's memory (3.6-3.13).
+ * Thread.name from the target's memory (2.7, 3.6-3.13).
+ *
+ * 2.7: as 3.6 below, but the method is "__bootstrap" and the attribute "_Thread__name"
+ * (private names), strings are
+ * PyStringObjects, and the dict is an open-addressing table: ma_mask at 32, ma_table at 40,
+ * ma_mask + 1 {hash, key, value} slots.
  *
  * 3.6-3.10: the frames are PyFrameObjects, linked from the thread state (py_offsets), whose
  * f_localsplus is at 376 (3.6), 360 (3.7-3.9) or 352 (3.10); the instance's __dict__ is at the
@@ -43,6 +48,7 @@
 #define KEYS_ENTRIES_MAX 256u
 #define UNICODE_COMPACT_ASCII 0x60u
 #define BOOTSTRAP "_bootstrap"
+#define BOOTSTRAP_27 "__bootstrap" /* a private method there */
 #define TYPE_DICTOFFSET 288u
 #define DICT_KEYS 32u
 #define DICT_VALUES 40u
@@ -50,26 +56,29 @@
 #define OLD_KEYS_NENTRIES 32u
 #define OLD_KEYS_INDICES 40u
 #define OLD_KEYS_SIZE_MAX (1u << 16)
+#define DICT27_MASK 32u
+#define DICT27_TABLE 40u
 
-/* An ASCII str's text into out (cut to size); its full length, or negative errno. */
+/* An ASCII str's (2.7: a str's) text into out (cut to size); its full length, or negative errno. */
 static int read_ascii_str(pid_t pid, const struct py_offsets *off, uint64_t str, char *out, size_t size)
 {
+	bool is_bytes = off->string_kind == PY_STRING_BYTES;
 	int64_t length;
-	uint32_t state;
+	uint32_t state = UNICODE_COMPACT_ASCII;
 	size_t copy;
 	int err;
 
 	if (!str || size == 0)
 		return -EFAULT;
-	err = target_mem_read(pid, str + off->unicode_length, &length, sizeof(length));
-	if (!err)
+	err = target_mem_read(pid, str + (is_bytes ? off->bytes_size : off->unicode_length), &length, sizeof(length));
+	if (!err && !is_bytes)
 		err = target_mem_read(pid, str + off->unicode_state, &state, sizeof(state));
 	if (err)
 		return err;
 	if ((state & UNICODE_COMPACT_ASCII) != UNICODE_COMPACT_ASCII || length < 0 || length > INT32_MAX)
 		return -ENOENT;
 	copy = (size_t)length < size - 1 ? (size_t)length : size - 1;
-	err = target_mem_read(pid, str + off->unicode_ascii_data, out, copy);
+	err = target_mem_read(pid, str + (is_bytes ? off->bytes_data : off->unicode_ascii_data), out, copy);
 	if (err)
 		return err;
 	out[copy] = 0;
@@ -165,10 +174,29 @@ static int key_index(pid_t pid, const struct py_offsets *off, uint64_t keys, con
 	return -ENOENT;
 }
 
-/* f_localsplus in 3.6-3.10's PyFrameObject; 0 for another version. */
-static uint32_t old_localsplus(unsigned minor)
+/* f_localsplus in 2.7's and 3.6-3.10's PyFrameObject; 0 for another version. */
+static uint32_t old_localsplus(unsigned major, unsigned minor)
 {
+	if (major == 2)
+		return minor == 7 ? 376 : 0;
 	return minor == 6 ? 376 : minor >= 7 && minor <= 9 ? 360 : minor == 10 ? 352 : 0;
+}
+
+/* The value of key in a 2.7 dict, or 0. */
+static uint64_t dict27_lookup(pid_t pid, const struct py_offsets *off, uint64_t dict, const char *key)
+{
+	uint64_t mask, table, entry[3];
+
+	if (target_mem_read_u64(pid, dict + DICT27_MASK, &mask) || target_mem_read_u64(pid, dict + DICT27_TABLE, &table) ||
+	    mask >= OLD_KEYS_SIZE_MAX || (mask & (mask + 1)) || !table)
+		return 0;
+	for (uint64_t i = 0; i <= mask; i++) {
+		if (target_mem_read(pid, table + i * sizeof(entry), entry, sizeof(entry)))
+			return 0;
+		if (entry[1] && entry[2] && str_equals(pid, off, entry[1], key))
+			return entry[2];
+	}
+	return 0;
 }
 
 /* The outermost frame of the thread (3.6-3.10), or 0. */
@@ -186,7 +214,7 @@ static uint64_t old_root_frame(pid_t pid, const struct py_offsets *off, uint64_t
 	return frame ? 0 : root;
 }
 
-/* The value of the str key `key` in the attribute dict of object (3.6-3.10), or 0. */
+/* The value of the str key `key` in the attribute dict of object (2.7, 3.6-3.10), or 0. */
 static uint64_t old_attribute(pid_t pid, const struct py_offsets *off, uint64_t object, const char *key)
 {
 	uint64_t type, dict, keys, values, size, count, entry[3], value = 0;
@@ -195,8 +223,11 @@ static uint64_t old_attribute(pid_t pid, const struct py_offsets *off, uint64_t 
 
 	if (target_mem_read_u64(pid, object + 8, &type) ||
 	    target_mem_read(pid, type + TYPE_DICTOFFSET, &dict_offset, sizeof(dict_offset)) || dict_offset <= 0 ||
-	    dict_offset > 4096 || target_mem_read_u64(pid, object + (uint64_t)dict_offset, &dict) || !dict ||
-	    target_mem_read_u64(pid, dict + DICT_KEYS, &keys) || target_mem_read_u64(pid, dict + DICT_VALUES, &values) ||
+	    dict_offset > 4096 || target_mem_read_u64(pid, object + (uint64_t)dict_offset, &dict) || !dict)
+		return 0;
+	if (off->string_kind == PY_STRING_BYTES)
+		return dict27_lookup(pid, off, dict, key);
+	if (target_mem_read_u64(pid, dict + DICT_KEYS, &keys) || target_mem_read_u64(pid, dict + DICT_VALUES, &values) ||
 	    !keys || target_mem_read_u64(pid, keys + OLD_KEYS_SIZE, &size) ||
 	    target_mem_read_u64(pid, keys + OLD_KEYS_NENTRIES, &count))
 		return 0;
@@ -225,10 +256,11 @@ static int old_thread_name(const struct py_target *python, uint64_t tstate_addr,
 	uint64_t frame = old_root_frame(pid, off, tstate_addr), code, name, thread;
 
 	if (!frame || target_mem_read_u64(pid, frame + off->frame_code, &code) ||
-	    target_mem_read_u64(pid, code + off->code_name, &name) || !str_equals(pid, off, name, BOOTSTRAP) ||
-	    target_mem_read_u64(pid, frame + old_localsplus(python->minor), &thread) || !thread)
+	    target_mem_read_u64(pid, code + off->code_name, &name) ||
+	    !str_equals(pid, off, name, python->major == 2 ? BOOTSTRAP_27 : BOOTSTRAP) ||
+	    target_mem_read_u64(pid, frame + old_localsplus(python->major, python->minor), &thread) || !thread)
 		return -ENOENT;
-	name = old_attribute(pid, off, thread, "_name");
+	name = old_attribute(pid, off, thread, python->major == 2 ? "_Thread__name" : "_name");
 	return name && read_ascii_str(pid, off, name, out, size) >= 0 ? 0 : -ENOENT;
 }
 
@@ -239,10 +271,10 @@ int py_thread_name_read(const struct py_target *python, uint64_t tstate_addr, ch
 	uint64_t frame, code, name, thread, type, values;
 	int index;
 
-	if (python->major != 3 || python->minor < 6 || python->minor > 13 || off->string_kind != PY_STRING_UNICODE)
-		return -ENOTSUP;
-	if (old_localsplus(python->minor))
+	if (old_localsplus(python->major, python->minor))
 		return old_thread_name(python, tstate_addr, out, size);
+	if (python->major != 3 || python->minor < 11 || python->minor > 13 || off->string_kind != PY_STRING_UNICODE)
+		return -ENOTSUP;
 	frame = root_frame(pid, off, tstate_addr);
 	if (!frame || target_mem_read_u64(pid, frame + off->frame_code, &code) ||
 	    target_mem_read_u64(pid, (code & off->code_ptr_mask) + off->code_name, &name) ||

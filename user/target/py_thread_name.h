@@ -18,7 +18,7 @@
 /*
  * The name of the thread whose PyThreadState is at tstate_addr into out (NUL-terminated, cut to
  * size; ASCII names only). 0, or negative errno: -ENOTSUP for a version it cannot read (not
- * 3.6-3.13), -ENOENT for a thread threading did not start (its root frame is not
+ * 2.7 or 3.6-3.13), -ENOENT for a thread threading did not start (its root frame is not
  * Thread._bootstrap) or a Thread whose name it cannot find, -EFAULT/-ESRCH from the reads.
  * At most PY_THREAD_NAME_FRAMES frames are walked, each read checked.
  */
