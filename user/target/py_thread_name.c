@@ -45,7 +45,7 @@
 #define TPFLAGS_INLINE_VALUES (1ul << 2)
 #define KEYS_HEADER 32u
 #define KEYS_KIND_SPLIT 2u
-#define KEYS_ENTRIES_MAX 256u
+#define KEYS_ENTRIES_MAX PY_THREAD_NAME_SLOTS
 #define UNICODE_COMPACT_ASCII 0x60u
 #define BOOTSTRAP "_bootstrap"
 #define BOOTSTRAP_27 "__bootstrap" /* a private method there */
@@ -55,7 +55,7 @@
 #define OLD_KEYS_SIZE 8u
 #define OLD_KEYS_NENTRIES 32u
 #define OLD_KEYS_INDICES 40u
-#define OLD_KEYS_SIZE_MAX (1u << 16)
+#define OLD_KEYS_SIZE_MAX PY_THREAD_NAME_SLOTS
 #define DICT27_MASK 32u
 #define DICT27_TABLE 40u
 

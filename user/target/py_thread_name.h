@@ -20,9 +20,12 @@
  * size; ASCII names only). 0, or negative errno: -ENOTSUP for a version it cannot read (not
  * 2.7 or 3.6-3.13), -ENOENT for a thread threading did not start (its root frame is not
  * Thread._bootstrap) or a Thread whose name it cannot find, -EFAULT/-ESRCH from the reads.
- * At most PY_THREAD_NAME_FRAMES frames are walked, each read checked.
+ * At most PY_THREAD_NAME_FRAMES frames are walked and PY_THREAD_NAME_SLOTS attribute slots
+ * scanned, each read checked: a few hundred reads at worst (a thread deeper than that keeps its
+ * comm), made once per thread, so a target cannot hold up the loop that drains the samples.
  */
-#define PY_THREAD_NAME_FRAMES 1024
+#define PY_THREAD_NAME_FRAMES 256
+#define PY_THREAD_NAME_SLOTS 256
 int py_thread_name_read(const struct py_target *python, uint64_t tstate_addr, char *out, size_t size);
 
 #endif
