@@ -16,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "target/elf_notes.h"
 #include "target/elf_section.h"
 
 /* Guards against corrupt headers claiming absurd counts. */
@@ -564,13 +565,21 @@ int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD
 {
 	Elf_Scn *scn = NULL;
 	unsigned seen = 0;
+	size_t budget = ELF_NOTES_BUDGET;
 
+	/* libelf keeps each section it fetches until the file is closed: a file's thousands of
+	 * overlapping note sections would each be a copy of the file */
+	if (file->fd >= 0)
+		return elf_notes_build_id(file->fd, id, ELF_FILE_MAX_BUILD_ID, len);
 	while ((scn = elf_nextscn(file->elf, scn)) && seen++ < ELF_SECTION_MAX) {
 		GElf_Shdr shdr;
 		Elf_Data *notes;
 
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE || shdr.sh_size > ELF_NOTES_MAX_SECTION_BYTES)
 			continue;
+		if (shdr.sh_size > budget)
+			break;
+		budget -= shdr.sh_size;
 		notes = elf_getdata(scn, NULL);
 		if (notes && notes->d_buf && !build_id_in_notes(notes, id, len))
 			return 0;
