@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Files a target maps that attack discovery (is this ELF a CPython runtime, which version)
+ * and file identity (build ids), mapped executable by a nobody process during a whole-host
+ * run: an ELF whose 2,000 note sections all overlap, and sparse 510 MiB files (a few KiB on
+ * disk) whose sections span the file. Root opens them; the parser worker reads them (or root
+ * reads a bounded few KiB of headers and notes): the profiler stays small, finishes, and a
+ * benign Python beside the attacker loses no samples to it.
+ */
+#include "testlib.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What the run may cost: the profiler's peak resident memory. */
+#define PEAK_RSS_LIMIT_KIB (150l << 10)
+
+#define NOTE_BOMB_SECTIONS 2000
+#define NOTE_BOMB_BYTES ((off_t)1200 << 10)
+#define SPARSE_FILES 5
+#define SPARSE_BYTES ((off_t)510 << 20)
+
+/* A world-writable sticky directory, as /tmp is, for nobody to plant files in. */
+static void make_sticky_dir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/pybpfprof-attack.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 01777), 0);
+}
+
+static void elf_header(Elf64_Ehdr *header, uint64_t section_headers, unsigned sections, unsigned names)
+{
+	memset(header, 0, sizeof(*header));
+	memcpy(header->e_ident, ELFMAG, SELFMAG);
+	header->e_ident[EI_CLASS] = ELFCLASS64;
+	header->e_ident[EI_DATA] = ELFDATA2LSB;
+	header->e_ident[EI_VERSION] = EV_CURRENT;
+	header->e_type = ET_DYN;
+	header->e_machine = EM_X86_64;
+	header->e_version = EV_CURRENT;
+	header->e_ehsize = sizeof(Elf64_Ehdr);
+	header->e_phoff = sizeof(Elf64_Ehdr);
+	header->e_phentsize = sizeof(Elf64_Phdr);
+	header->e_phnum = 1;
+	header->e_shoff = section_headers;
+	header->e_shentsize = sizeof(Elf64_Shdr);
+	header->e_shnum = (uint16_t)sections;
+	header->e_shstrndx = (uint16_t)names;
+}
+
+/* One PT_LOAD of the whole file, executable: the mapping's load bias is found. */
+static Elf64_Phdr whole_file_segment(off_t size)
+{
+	return (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = 0,
+			     .p_filesz = (uint64_t)size, .p_memsz = (uint64_t)size, .p_align = 4096 };
+}
+
+static void write_at(int fd, const void *data, size_t len, off_t offset)
+{
+	assert_int_equal(pwrite(fd, data, len, offset), (ssize_t)len);
+}
+
+/* 1.2 MB: NOTE_BOMB_SECTIONS note sections of just under 1 MiB each, all at the same bytes.
+ * Read by libelf section by section, each one is a separate copy that it keeps. */
+static void write_note_bomb(const char *path)
+{
+	const uint64_t headers_at = 4096;
+	Elf64_Shdr *sections = calloc(NOTE_BOMB_SECTIONS, sizeof(*sections));
+	Elf64_Ehdr header;
+	Elf64_Phdr segment = whole_file_segment(NOTE_BOMB_BYTES);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(fd >= 0);
+	assert_non_null(sections);
+	elf_header(&header, headers_at, NOTE_BOMB_SECTIONS, 0);
+	for (unsigned i = 1; i < NOTE_BOMB_SECTIONS; i++)
+		sections[i] = (Elf64_Shdr){ .sh_type = SHT_NOTE, .sh_flags = SHF_ALLOC, .sh_offset = 0,
+					    .sh_size = (1 << 20) - 4096, .sh_addralign = 4 };
+	write_at(fd, &header, sizeof(header), 0);
+	write_at(fd, &segment, sizeof(segment), sizeof(header));
+	write_at(fd, sections, NOTE_BOMB_SECTIONS * sizeof(*sections), (off_t)headers_at);
+	assert_int_equal(ftruncate(fd, NOTE_BOMB_BYTES), 0);
+	close(fd);
+	free(sections);
+}
+
+/* 510 MiB, a few KiB on disk: every section discovery and identity read (.dynsym, .dynstr,
+ * .symtab, .strtab, .rodata, .dynamic, a note, .eh_frame) spans the file. */
+static void write_sparse_spanning(const char *path)
+{
+	static const char names[] = "\0.dynsym\0.dynstr\0.symtab\0.strtab\0.rodata\0.dynamic\0.note\0.eh_frame\0.shstrtab";
+	enum { DYNSYM = 1, DYNSTR, SYMTAB, STRTAB, RODATA, DYNAMIC, NOTE, EH_FRAME, SHSTRTAB, COUNT };
+	const uint64_t names_at = 4096, headers_at = 8192, span_at = 16384;
+	const uint64_t span = (uint64_t)SPARSE_BYTES - span_at;
+	Elf64_Shdr sections[COUNT];
+	Elf64_Ehdr header;
+	Elf64_Phdr segment = whole_file_segment(SPARSE_BYTES);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(fd >= 0);
+	memset(sections, 0, sizeof(sections));
+	elf_header(&header, headers_at, COUNT, SHSTRTAB);
+	sections[DYNSYM] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_DYNSYM, .sh_offset = span_at, .sh_size = span,
+					 .sh_link = DYNSTR, .sh_entsize = sizeof(Elf64_Sym) };
+	sections[DYNSTR] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = span_at, .sh_size = span };
+	sections[SYMTAB] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_SYMTAB, .sh_offset = span_at, .sh_size = span,
+					 .sh_link = STRTAB, .sh_entsize = sizeof(Elf64_Sym) };
+	sections[STRTAB] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB, .sh_offset = span_at, .sh_size = span };
+	sections[RODATA] = (Elf64_Shdr){ .sh_name = 33, .sh_type = SHT_PROGBITS, .sh_offset = span_at, .sh_size = span };
+	sections[DYNAMIC] = (Elf64_Shdr){ .sh_name = 41, .sh_type = SHT_DYNAMIC, .sh_offset = span_at, .sh_size = span,
+					  .sh_link = DYNSTR, .sh_entsize = sizeof(Elf64_Dyn) };
+	sections[NOTE] = (Elf64_Shdr){ .sh_name = 50, .sh_type = SHT_NOTE, .sh_offset = span_at, .sh_size = span,
+				       .sh_addralign = 4 };
+	sections[EH_FRAME] = (Elf64_Shdr){ .sh_name = 56, .sh_type = SHT_PROGBITS, .sh_offset = span_at,
+					   .sh_size = span };
+	sections[SHSTRTAB] = (Elf64_Shdr){ .sh_name = 66, .sh_type = SHT_STRTAB, .sh_offset = names_at,
+					   .sh_size = sizeof(names) };
+	write_at(fd, &header, sizeof(header), 0);
+	write_at(fd, &segment, sizeof(segment), sizeof(header));
+	write_at(fd, names, sizeof(names), (off_t)names_at);
+	write_at(fd, sections, sizeof(sections), (off_t)headers_at);
+	assert_int_equal(ftruncate(fd, SPARSE_BYTES), 0);
+	close(fd);
+}
+
+/* The peak resident memory (VmHWM, KiB) of pid, 0 when it is gone. */
+static long peak_rss_kib(pid_t pid)
+{
+	char path[64], text[8192];
+	const char *line;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	text[got] = 0;
+	line = strstr(text, "VmHWM:");
+	return line ? atol(line + strlen("VmHWM:")) : 0;
+}
+
+/* A Python started by the command (as nobody or root), which prints its pid once ready. */
+static FILE *start_python(const char *command, pid_t *pid)
+{
+	FILE *python = popen(command, "r");
+	int got;
+
+	assert_non_null(python);
+	got = fscanf(python, "%d", pid);
+	assert_int_equal(got, 1);
+	return python;
+}
+
+static size_t samples_with_frame(const char *path, const char *name)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	size_t count = 0;
+
+	while (pf_reader_next_sample(reader, &sample) == 1) {
+		bool found = false;
+
+		for (size_t i = 0; i < sample.frame_count && !found; i++)
+			found = sample.frames[i].name && strcmp(sample.frames[i].name, name) == 0;
+		count += found;
+	}
+	pf_reader_close(reader);
+	return count;
+}
+
+/* The run's "N samples in ... M lost" line. */
+static void read_totals(const char *log, uint64_t *samples, uint64_t *lost)
+{
+	char line[1024];
+	FILE *file = fopen(log, "r");
+	bool found = false;
+
+	assert_non_null(file);
+	while (!found && fgets(line, sizeof(line), file)) {
+		const char *semicolon = strrchr(line, ';');
+
+		found = strstr(line, " samples in ") && semicolon &&
+			sscanf(line, "pybpfprof: %" SCNu64, samples) == 1 && sscanf(semicolon, "; %" SCNu64, lost) == 1;
+	}
+	fclose(file);
+	if (!found)
+		fail_msg("no totals in %s", log);
+}
+
+/*
+ * nobody's Python maps the attack files executable and spins; a benign Python spins beside it;
+ * the profiler samples the whole host for a few seconds.
+ */
+static void attack_files_cost_the_profiler_nothing(void **state)
+{
+	char dir[64], command[4096], profile[128], log[128], path[128];
+	char *argv[] = { (char *)pybpfprof_binary(), "-F", "199", "-d", "6", "-o", profile, NULL };
+	pid_t attacker_pid, benign_pid, profiler;
+	FILE *attacker, *benign;
+	long peak = 0;
+	uint64_t samples = 0, lost = 0;
+	size_t benign_samples;
+	int status;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(profile, "%s/out.mojo", dir);
+	FORMAT(log, "%s/profiler.log", dir);
+	FORMAT(path, "%s/libnotes.so", dir);
+	write_note_bomb(path);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	for (int i = 0; i < SPARSE_FILES; i++) {
+		FORMAT(path, "%s/libsparse%d.so", dir, i);
+		write_sparse_spanning(path);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+	}
+	FORMAT(command,
+	       "exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '"
+	       "import glob, mmap, os\n"
+	       "maps = [mmap.mmap(os.open(p, os.O_RDONLY), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC) "
+	       "for p in sorted(glob.glob(\"%s/lib*.so\"))]\n"
+	       "print(os.getpid(), flush=True)\n"
+	       "def attacker_spin():\n"
+	       "    while True: sum(range(1000))\n"
+	       "attacker_spin()'",
+	       dir);
+	attacker = start_python(command, &attacker_pid);
+	FORMAT(command, "exec /usr/bin/python3 -c '"
+			"import os\nprint(os.getpid(), flush=True)\n"
+			"def benign_spin():\n"
+			"    while True: sum(range(1000))\n"
+			"benign_spin()'");
+	benign = start_python(command, &benign_pid);
+	profiler = fork();
+	assert_true(profiler >= 0);
+	if (profiler == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(profiler, &status, WNOHANG) == 0) {
+		long now = peak_rss_kib(profiler);
+
+		if (now > peak)
+			peak = now;
+		usleep(20000);
+	}
+	kill(attacker_pid, SIGKILL);
+	kill(benign_pid, SIGKILL);
+	pclose(attacker);
+	pclose(benign);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	read_totals(log, &samples, &lost);
+	benign_samples = samples_with_frame(profile, "benign_spin");
+	print_message("profiler peak RSS %ld KiB; %" PRIu64 " samples, %" PRIu64 " lost; %zu of the benign Python\n",
+		      peak, samples, lost, benign_samples);
+	assert_true(peak < PEAK_RSS_LIMIT_KIB);
+	assert_true(benign_samples > 0);
+	assert_true(lost * 100 <= samples);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(attack_files_cost_the_profiler_nothing),
+	};
+
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	if (geteuid() != 0) {
+		print_message("test_hardening_discovery: needs root (the attacker runs as nobody)\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
