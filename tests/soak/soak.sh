@@ -101,7 +101,7 @@ for k in range(1, $threads_per_process + 1):
 "
 }
 
-hostile_modes=(truncate fifo symlink names linetable)
+hostile_modes=(truncate fifo symlink names linetable notes sparse)
 hostile() { # seq
 	local mode=${hostile_modes[$(($1 / every_hostile % ${#hostile_modes[@]}))]}
 	local dir=$work/hostile/$1
