@@ -9,11 +9,16 @@
  */
 #include "testlib.h"
 
+#include "parser/parser_protocol.h"
+#include "target/proc_maps.h"
+#include "target/py_runtime_file.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -276,9 +281,80 @@ static void attack_files_cost_the_profiler_nothing(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/* What a worker says of a file is checked before root uses it. */
+static void lying_verdicts_are_refused(void **state)
+{
+	struct py_runtime_file file = { .verdict = PY_RUNTIME_HERE, .major = 3, .minor = 12,
+					.sym = { .has_runtime = true, .runtime = 0x1000 } };
+	struct parser_py_runtime wire, bad;
+	struct py_runtime_file back;
+
+	(void)state;
+	py_runtime_file_to_wire(&file, &wire);
+	assert_int_equal(py_runtime_file_from_wire(&wire, &back), 0);
+	assert_int_equal(back.verdict, PY_RUNTIME_HERE);
+	assert_true(back.sym.has_runtime);
+	assert_int_equal(back.sym.runtime, 0x1000);
+	bad = wire;
+	bad.verdict = 7;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.has_runtime = 2;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.unread = -EPERM;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.unread = -EFBIG; /* unread, yet a runtime */
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+}
+
+/* A sparse file whose tables span it is judged unread from its section headers: its tables
+ * are not read, in the worker either, however often it is touched. */
+static void sparse_tables_are_not_read(void **state)
+{
+	struct py_runtime_file_cache *cache;
+	struct py_runtime_file_stats stats;
+	struct py_runtime_file verdict;
+	struct proc_maps maps;
+	const struct proc_map *map = NULL;
+	char dir[64], path[128], command[256];
+	void *mapped;
+	int fd;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(path, "%s/libsparse.so", dir);
+	write_sparse_spanning(path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	mapped = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(mapped != MAP_FAILED);
+	close(fd);
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	for (size_t i = 0; i < maps.count && !map; i++)
+		if (strstr(maps.maps[i].path, "/libsparse.so"))
+			map = &maps.maps[i];
+	assert_non_null(map);
+	assert_int_equal(py_runtime_file_cache_new(&cache, 16), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), map, &verdict), 0);
+	assert_int_equal(verdict.verdict, PY_RUNTIME_NONE);
+	assert_int_equal(verdict.unread, -EFBIG);
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.examined, 1);
+	assert_int_equal(stats.bad, 0);
+	py_runtime_file_cache_free(cache);
+	proc_maps_free(&maps);
+	munmap(mapped, 4096);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lying_verdicts_are_refused),
+		cmocka_unit_test(sparse_tables_are_not_read),
 		cmocka_unit_test(attack_files_cost_the_profiler_nothing),
 	};
 

@@ -539,6 +539,30 @@ bool elf_file_has_symtab(const struct elf_file *file)
 	return elf_section_of_type(file->elf, SHT_SYMTAB, &shdr) != NULL;
 }
 
+bool elf_file_tables_within(const struct elf_file *file, uint64_t max)
+{
+	size_t names_index;
+	Elf_Scn *scn = NULL;
+	unsigned seen = 0;
+
+	if (elf_getshdrstrndx(file->elf, &names_index))
+		names_index = SHN_UNDEF;
+	while ((scn = elf_nextscn(file->elf, scn)) && seen++ < ELF_SECTION_MAX) {
+		GElf_Shdr shdr;
+		const char *name;
+		bool table;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS || shdr.sh_size <= max)
+			continue;
+		table = shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM || shdr.sh_type == SHT_STRTAB ||
+			shdr.sh_type == SHT_DYNAMIC;
+		name = names_index != SHN_UNDEF ? elf_strptr(file->elf, names_index, shdr.sh_name) : NULL;
+		if (table || (name && !strcmp(name, ".rodata")))
+			return false;
+	}
+	return true;
+}
+
 /* The build-id note among one note section's notes, if any. */
 static int build_id_in_notes(Elf_Data *notes, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
 {

@@ -186,6 +186,12 @@ static void find_version(const struct elf_file *elf, struct py_runtime_file *out
 void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file *out)
 {
 	memset(out, 0, sizeof(*out));
+	/* a sparse file's tables can claim hundreds of MiB for a few KiB on disk: reading them
+	 * would cost time at every new version of the file (its verdict is keyed by mtime) */
+	if (!elf_file_tables_within(elf, PY_RUNTIME_FILE_MAX_TABLE_BYTES)) {
+		out->unread = -EFBIG;
+		return;
+	}
 	find_runtime_symbols(elf, &out->sym);
 	if (out->sym.has_runtime || out->sym.has_interp_head) {
 		out->verdict = PY_RUNTIME_HERE;

@@ -53,9 +53,14 @@ struct py_runtime_file {
 	 * what tells 2.7 and 3.6-3.10 apart (3.11+ have Py_Version). 0.0: unknown. */
 	unsigned major, minor, micro;
 	bool has_micro;
-	int unread;  /* -ENOEXEC (no 64-bit ELF) or -EFBIG (too large): not read, PY_RUNTIME_NONE;
+	int unread;  /* -ENOEXEC (no 64-bit ELF) or -EFBIG (the file, or one of the tables read,
+		      * too large): not read, PY_RUNTIME_NONE;
 		      * -ECHILD: the parser worker died on it or overran its time (a bad file) */
 };
+
+/* The largest symbol table, string table, dynamic section or .rodata a file may have for its
+ * verdict to be read (the largest a test machine has, a libpython's .symtab, is 2.8 MB). */
+#define PY_RUNTIME_FILE_MAX_TABLE_BYTES ((uint64_t)32 << 20)
 
 /* The verdict on an open ELF file (what the parser worker runs: root never reads a target's
  * file itself). */
