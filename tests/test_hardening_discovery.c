@@ -350,11 +350,94 @@ static void sparse_tables_are_not_read(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/* A sparse ELF of 32 MiB whose .symtab (30 MiB of symbols) is read for its verdict. */
+static void write_large_symtab(const char *path)
+{
+	static const char names[] = "\0.symtab\0.strtab\0.shstrtab";
+	const uint64_t names_at = 4096, headers_at = 8192, symbols_at = 16384;
+	const off_t size = (off_t)32 << 20;
+	Elf64_Shdr sections[4];
+	Elf64_Ehdr header;
+	Elf64_Phdr segment = whole_file_segment(size);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(fd >= 0);
+	memset(sections, 0, sizeof(sections));
+	elf_header(&header, headers_at, 4, 3);
+	sections[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_SYMTAB, .sh_offset = symbols_at,
+				    .sh_size = (uint64_t)30 << 20, .sh_link = 2, .sh_entsize = sizeof(Elf64_Sym) };
+	sections[2] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = names_at, .sh_size = 1 };
+	sections[3] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB, .sh_offset = names_at,
+				    .sh_size = sizeof(names) };
+	write_at(fd, &header, sizeof(header), 0);
+	write_at(fd, &segment, sizeof(segment), sizeof(header));
+	write_at(fd, names, sizeof(names), (off_t)names_at);
+	write_at(fd, sections, sizeof(sections), (off_t)headers_at);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+}
+
+/* The mapping of path in this process's maps. */
+static const struct proc_map *mapping_of(const struct proc_maps *maps, const char *path)
+{
+	for (size_t i = 0; i < maps->count; i++)
+		if (strcmp(maps->maps[i].path, path) == 0)
+			return &maps->maps[i];
+	fail_msg("%s is not mapped", path);
+	return NULL;
+}
+
+/*
+ * A file the worker overruns its time on (here: a 1 ms budget, and 30 MiB of symbols to read)
+ * is bad: touching it does not have it read again; rewriting it to another size does.
+ */
+static void bad_file_stays_bad_when_touched(void **state)
+{
+	struct py_runtime_file_cache *cache;
+	struct py_runtime_file_stats stats;
+	struct py_runtime_file verdict;
+	struct proc_maps maps;
+	char dir[64], path[128], command[256];
+	void *mapped;
+	int fd;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(path, "%s/libslow.so", dir);
+	write_large_symtab(path);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	mapped = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(mapped != MAP_FAILED);
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	assert_int_equal(py_runtime_file_cache_new(&cache, 16), 0);
+	assert_int_equal(py_runtime_file_cache_set_timeout(cache, 1), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), mapping_of(&maps, path), &verdict), 0);
+	assert_int_equal(verdict.unread, -ECHILD);
+	assert_int_equal(futimens(fd, NULL), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), mapping_of(&maps, path), &verdict), 0);
+	assert_int_equal(verdict.unread, -ECHILD);
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.examined, 1);
+	assert_int_equal(stats.bad, 1);
+	assert_int_equal(ftruncate(fd, ((off_t)32 << 20) + 4096), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), mapping_of(&maps, path), &verdict), 0);
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.examined, 2);
+	py_runtime_file_cache_free(cache);
+	proc_maps_free(&maps);
+	munmap(mapped, 4096);
+	close(fd);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lying_verdicts_are_refused),
 		cmocka_unit_test(sparse_tables_are_not_read),
+		cmocka_unit_test(bad_file_stays_bad_when_touched),
 		cmocka_unit_test(attack_files_cost_the_profiler_nothing),
 	};
 

@@ -296,6 +296,18 @@ fail:
 	return -ENOMEM;
 }
 
+int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms)
+{
+	struct parser_client *parser;
+	int err = parser_client_new(&(struct parser_client_options){ .timeout_ms = timeout_ms }, &parser);
+
+	if (err)
+		return err;
+	parser_client_free(cache->parser);
+	cache->parser = parser;
+	return 0;
+}
+
 void py_runtime_file_cache_free(struct py_runtime_file_cache *cache)
 {
 	if (!cache)

@@ -91,6 +91,9 @@ struct py_runtime_file_stats {
 
 /* 0 or -ENOMEM. */
 int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacity);
+/* The time the worker has for one file (PY_RUNTIME_FILE_TIMEOUT_MS by default): a new worker
+ * starts at the next file. 0 or -ENOMEM. */
+int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms);
 void py_runtime_file_cache_free(struct py_runtime_file_cache *cache);
 /*
  * The verdict on the file behind map (an executable mapping of pid), remembered or examined
