@@ -308,6 +308,11 @@ int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsig
 	return 0;
 }
 
+void py_runtime_file_cache_prepare(struct py_runtime_file_cache *cache)
+{
+	parser_client_prepare(cache->parser);
+}
+
 void py_runtime_file_cache_free(struct py_runtime_file_cache *cache)
 {
 	if (!cache)

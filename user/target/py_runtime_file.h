@@ -94,6 +94,8 @@ int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacit
 /* The time the worker has for one file (PY_RUNTIME_FILE_TIMEOUT_MS by default): a new worker
  * starts at the next file. 0 or -ENOMEM. */
 int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms);
+/* Starts the cache's parser worker now if none runs (else the first file waits for it). */
+void py_runtime_file_cache_prepare(struct py_runtime_file_cache *cache);
 void py_runtime_file_cache_free(struct py_runtime_file_cache *cache);
 /*
  * The verdict on the file behind map (an executable mapping of pid), remembered or examined
