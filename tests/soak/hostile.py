@@ -84,7 +84,8 @@ def sparse_spanning_elf(path, size=510 << 20):
     """.dynsym, .dynstr, .symtab, .strtab, .rodata, .dynamic, a note and .eh_frame: each spans
     the file, which is sparse (a few KiB on disk)."""
     names = b"\0.dynsym\0.dynstr\0.symtab\0.strtab\0.rodata\0.dynamic\0.note\0.eh_frame\0.shstrtab\0"
-    at, span = 16384, size - 16384
+    at = 16384
+    span = (size - at) // 48 * 48  # whole symbols (24 bytes) and dynamic entries (16): libelf reads them
     headers = (b"\0" * 64 + section(1, 11, at, span, 2, 0, 8, 24) + section(9, 3, at, span) +
                section(17, 2, at, span, 4, 0, 8, 24) + section(25, 3, at, span) + section(33, 1, at, span) +
                section(41, 6, at, span, 2, 0, 8, 16) + section(50, 7, at, span, align=4) +
