@@ -140,3 +140,24 @@ int elf_notes_build_id(int fd, uint8_t *id, size_t max, size_t *len)
 	free(notes);
 	return err;
 }
+
+int elf_notes_load_segments(int fd, struct elf_load_segment *segments, size_t max, size_t *count)
+{
+	Elf64_Ehdr header;
+	int err = read_header(fd, &header);
+
+	*count = 0;
+	if (err)
+		return err;
+	if (header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum > ELF_NOTES_MAX_PROGRAM_HEADERS)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < header.e_phnum && *count < max; i++) {
+		Elf64_Phdr phdr;
+
+		if (!read_at(fd, &phdr, sizeof(phdr), header.e_phoff + (uint64_t)i * sizeof(phdr)))
+			return -ENOEXEC;
+		if (phdr.p_type == PT_LOAD)
+			segments[(*count)++] = (struct elf_load_segment){ phdr.p_vaddr, phdr.p_offset, phdr.p_filesz };
+	}
+	return 0;
+}
