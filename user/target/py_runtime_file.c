@@ -513,7 +513,8 @@ int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const
 	cache->stats.runtimes += out->verdict == PY_RUNTIME_HERE;
 	if (out->unread == -ECHILD) {
 		cache->stats.bad++;
-		key = bad_key(&key);
+		if (keyed)
+			key = bad_key(&key);
 	}
 	if (keyed)
 		remember(cache, &key, out);
