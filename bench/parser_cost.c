@@ -3,7 +3,8 @@
  * What reading a file's symbols in the parser worker costs against reading them in process
  * (doc/security.md): for each file given, the median of ROUNDS reads of its symbols (the
  * file's own table, as the symbolizer asks first) each way, as latency (wall time) and CPU
- * (root's plus the worker's), and the worker's start (spawn, sandbox, first answer).
+ * (root's plus the worker's), and the worker's start (spawn, sandbox, first answer); then the
+ * same for discovery's verdict on the file (is it a CPython runtime, which version).
  * Usage: parser_cost PYBPFPROF_BINARY FILE...
  */
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "parser/parser_protocol.h"
 #include "target/elf_file.h"
 #include "target/elf_symbols.h"
+#include "target/py_runtime_file.h"
 #include "util/clock.h"
 
 #define ROUNDS 21
@@ -121,6 +123,75 @@ static int in_worker(struct parser_client *client, const char *path, uint64_t *w
 	return 0;
 }
 
+/* Discovery's verdict in this process: libelf here, as before the worker. */
+static void verdict_in_process(const char *path, uint64_t *wall_us, uint64_t *cpu_us, int *verdict)
+{
+	uint64_t start = clock_monotonic_us(), cpu = own_cpu_us();
+	struct py_runtime_file file;
+	struct elf_file elf;
+
+	*verdict = -1;
+	if (!elf_file_open(&elf, path)) {
+		py_runtime_file_examine(&elf, &file);
+		*verdict = (int)file.verdict;
+		elf_file_close(&elf);
+	}
+	*wall_us = clock_monotonic_us() - start;
+	*cpu_us = own_cpu_us() - cpu;
+}
+
+/* Discovery's verdict from the worker: root opens, the worker reads, root checks the answer. */
+static int verdict_in_worker(struct parser_client *client, const char *path, uint64_t *wall_us, uint64_t *cpu_us,
+			     int *verdict)
+{
+	pid_t worker = parser_client_worker_pid(client);
+	uint64_t start = clock_monotonic_us(), cpu = own_cpu_us(), worker_cpu = process_cpu_us(worker);
+	struct py_runtime_file file;
+	void *payload;
+	size_t len;
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	int err;
+
+	if (fd < 0)
+		return -1;
+	err = parser_client_request(client, PARSER_REQUEST_PY_RUNTIME, fd, 0, sizeof(struct parser_py_runtime),
+				    &payload, &len);
+	close(fd);
+	if (err || len != sizeof(struct parser_py_runtime) || py_runtime_file_from_wire(payload, &file)) {
+		free(err ? NULL : payload);
+		return -1;
+	}
+	free(payload);
+	*verdict = (int)file.verdict;
+	*wall_us = clock_monotonic_us() - start;
+	*cpu_us = own_cpu_us() - cpu + process_cpu_us(worker) - worker_cpu;
+	return 0;
+}
+
+/* Discovery's verdict on each file, both ways. */
+static int verdicts(struct parser_client *client, int count, char **paths)
+{
+	printf("%-44s %9s %12s %12s %12s %12s\n", "verdict (median of 21)", "verdict", "inproc_ms", "worker_ms",
+	       "inproc_cpu", "worker_cpu");
+	for (int i = 0; i < count; i++) {
+		uint64_t wall_in[ROUNDS], cpu_in[ROUNDS], wall_out[ROUNDS], cpu_out[ROUNDS];
+		int verdict_in = -1, verdict_out = -1;
+		const char *name = strrchr(paths[i], '/') ? strrchr(paths[i], '/') + 1 : paths[i];
+
+		for (int round = 0; round < ROUNDS; round++) {
+			verdict_in_process(paths[i], &wall_in[round], &cpu_in[round], &verdict_in);
+			if (verdict_in_worker(client, paths[i], &wall_out[round], &cpu_out[round], &verdict_out)) {
+				fprintf(stderr, "parser_cost: %s: the worker did not judge it\n", paths[i]);
+				return 1;
+			}
+		}
+		printf("%-44s %9d %12.2f %12.2f %12.2f %12.2f%s\n", name, verdict_out, median(wall_in, ROUNDS) / 1000.0,
+		       median(wall_out, ROUNDS) / 1000.0, median(cpu_in, ROUNDS) / 1000.0,
+		       median(cpu_out, ROUNDS) / 1000.0, verdict_in == verdict_out ? "" : " (verdicts differ!)");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct parser_client_options options = { .executable = argc > 1 ? argv[1] : NULL };
@@ -162,6 +233,10 @@ int main(int argc, char **argv)
 		printf("%-44s %9zu %12.2f %12.2f %12.2f %12.2f%s\n", name, functions_out, median(wall_in, ROUNDS) / 1000.0,
 		       median(wall_out, ROUNDS) / 1000.0, median(cpu_in, ROUNDS) / 1000.0,
 		       median(cpu_out, ROUNDS) / 1000.0, functions_in == functions_out ? "" : " (counts differ!)");
+	}
+	if (verdicts(client, argc - 2, argv + 2)) {
+		parser_client_free(client);
+		return 1;
 	}
 	parser_client_free(client);
 	return 0;

@@ -7,6 +7,9 @@
 #   symlink   the mapped copy deleted and replaced by a symlink to a root-only file
 #   names     an ELF whose 16384 symbols all share one 32 KiB name, mapped executable
 #   linetable 200 code objects sharing one 1 MiB (garbage) line table, all called
+#   notes     an ELF of 1.2 MB whose 2,000 note sections of 1 MiB all overlap, mapped executable
+#   sparse    five sparse 510 MiB ELFs (a few KiB on disk) whose sections all span the file,
+#             mapped executable, and touched every second (a verdict keyed by mtime re-arms)
 # Each mode forks a child every half second: the profiler opens a new target's mapped files
 # when it attaches to it. Usage: hostile.py MODE DIR SECONDS (DIR: writable by this user).
 import ctypes
@@ -51,6 +54,76 @@ def shared_name_elf(path, symbols=16384, name_len=32 << 10):
     image += b"\0" * (-len(image) % 4096)
     with open(path, "wb") as out:
         out.write(image)
+
+
+def elf_header(shdr_off, shnum, shstrndx):
+    ident = b"\x7fELF\x02\x01\x01" + b"\0" * 9
+    return ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 64, shdr_off, 0, 64, 56, 1, 64, shnum, shstrndx)
+
+
+def whole_file_segment(size):
+    """One PT_LOAD of the whole file, readable and executable."""
+    return struct.pack("<IIQQQQQQ", 1, 5, 0, 0, 0, size, size, 4096)
+
+
+def section(name, kind, offset, size, link=0, info=0, align=1, entsize=0):
+    return struct.pack("<IIQQQQIIQQ", name, kind, 0, 0, offset, size, link, info, align, entsize)
+
+
+def note_bomb_elf(path, sections=2000, size=1200 << 10):
+    """2,000 note sections of just under 1 MiB, all at offset 0."""
+    headers = b"\0" * 64 + section(0, 7, 0, (1 << 20) - 4096, align=4) * (sections - 1)
+    with open(path, "wb") as out:
+        out.write(elf_header(4096, sections, 0) + whole_file_segment(size))
+        out.seek(4096)
+        out.write(headers)
+        out.truncate(size)
+
+
+def sparse_spanning_elf(path, size=510 << 20):
+    """.dynsym, .dynstr, .symtab, .strtab, .rodata, .dynamic, a note and .eh_frame: each spans
+    the file, which is sparse (a few KiB on disk)."""
+    names = b"\0.dynsym\0.dynstr\0.symtab\0.strtab\0.rodata\0.dynamic\0.note\0.eh_frame\0.shstrtab\0"
+    at = 16384
+    span = (size - at) // 48 * 48  # whole symbols (24 bytes) and dynamic entries (16): libelf reads them
+    headers = (b"\0" * 64 + section(1, 11, at, span, 2, 0, 8, 24) + section(9, 3, at, span) +
+               section(17, 2, at, span, 4, 0, 8, 24) + section(25, 3, at, span) + section(33, 1, at, span) +
+               section(41, 6, at, span, 2, 0, 8, 16) + section(50, 7, at, span, align=4) +
+               section(56, 1, at, span) + section(66, 3, 4096, len(names)))
+    with open(path, "wb") as out:
+        out.write(elf_header(8192, 10, 9) + whole_file_segment(size))
+        out.seek(4096)
+        out.write(names)
+        out.seek(8192)
+        out.write(headers)
+        out.truncate(size)
+
+
+def map_whole_executable(path):
+    fd = os.open(path, os.O_RDONLY)
+    mapping = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
+    os.close(fd)
+    return mapping
+
+
+def section_attack(until):
+    if MODE == "notes":
+        paths = [os.path.join(DIR, "libnotes.so")]
+        note_bomb_elf(paths[0])
+    else:
+        paths = [os.path.join(DIR, "libsparse%d.so" % i) for i in range(5)]
+        for path in paths:
+            sparse_spanning_elf(path)
+    mappings = [map_whole_executable(path) for path in paths]
+    last_touch = [time.time()]
+
+    def tick():
+        if time.time() - last_touch[0] >= 1:
+            last_touch[0] = time.time()
+            for path in paths:
+                os.utime(path)
+    fork_children(until, tick)
+    del mappings
 
 
 def watch_opens(path):
@@ -100,6 +173,9 @@ def main():
     until = time.time() + SECONDS
     if MODE == "linetable":
         linetable_attack(until)
+        return
+    if MODE in ("notes", "sparse"):
+        section_attack(until)
         return
     if MODE == "names":
         shared_name_elf(FAKE)

@@ -4,7 +4,8 @@
 # running a function of its own name, soak_<N>, then 6 short threads one after the other, each
 # in a function of its own, soak_<N>_t<K>), and every tenth start a hostile one as
 # nobody (tests/soak/hostile.py: a truncated, a FIFO'd, a symlinked library, 16384 symbols
-# sharing a name, 200 code objects sharing a 1 MiB line table; each forking a child every
+# sharing a name, 200 code objects sharing a 1 MiB line table, 2,000 overlapping note
+# sections, five sparse 510 MiB files whose sections span them; each forking a child every
 # half second). Every 5 s the profiler's RSS and CPU time are read from /proc.
 #
 # Usage: tests/soak/soak.sh [MINUTES]   (else $SOAK_MINUTES, else 60; as root, after `make`)
@@ -101,7 +102,7 @@ for k in range(1, $threads_per_process + 1):
 "
 }
 
-hostile_modes=(truncate fifo symlink names linetable)
+hostile_modes=(truncate fifo symlink names linetable notes sparse)
 hostile() { # seq
 	local mode=${hostile_modes[$(($1 / every_hostile % ${#hostile_modes[@]}))]}
 	local dir=$work/hostile/$1

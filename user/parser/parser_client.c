@@ -297,7 +297,9 @@ static int start_worker(struct parser_client *client)
 	}
 	client->socket = ends[0];
 	client->stats.worker_starts++;
-	err = read_all(client->socket, &ready, sizeof(ready), clock_monotonic_ms() + client->options.timeout_ms);
+	/* a start is not a file: a client with a short budget per request still waits as long
+	 * as any for its worker to be ready */
+	err = read_all(client->socket, &ready, sizeof(ready), clock_monotonic_ms() + PARSER_CLIENT_START_TIMEOUT_MS);
 	if (!err && (ready.magic != PARSER_PROTOCOL_MAGIC || ready.status || ready.length))
 		err = -EPROTO;
 	if (err)

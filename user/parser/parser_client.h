@@ -23,6 +23,8 @@
 /* What one request may take before the worker is killed: libpython takes some 20 ms, and a
  * debug file's CRC32 of 512 MiB about a second. */
 #define PARSER_CLIENT_DEFAULT_TIMEOUT_MS 5000
+/* How long a worker may take to start and say it is ready (whatever a request's budget). */
+#define PARSER_CLIENT_START_TIMEOUT_MS 5000
 /* Starts that fail in a row (no binary to run, no uid free) before the client stops trying. */
 #define PARSER_CLIENT_MAX_START_FAILURES 3
 

@@ -10,8 +10,8 @@
  * bounds what it reads by the reply budget it sent, by a time budget, and checks every count,
  * offset and string of a payload (parser_symbols_check) before using any of it.
  *
- * Kinds are added at the end; the next ones (a file's unwind rows, whether it is a CPython
- * runtime and which version) take the same shape: a descriptor in, a bounded table out.
+ * Kinds are added at the end; the next one (a file's unwind rows) takes the same shape: a
+ * descriptor in, a bounded table out.
  */
 #ifndef PYBPFPROF_PARSER_PROTOCOL_H
 #define PYBPFPROF_PARSER_PROTOCOL_H
@@ -36,6 +36,10 @@ enum parser_request_kind {
 	/* A stripped file's MiniDebugInfo (.gnu_debugdata): the functions of the ELF inside.
 	 * arg: the most it may expand to; expanded_bytes says what it did. */
 	PARSER_REQUEST_MINIDEBUGINFO = 3,
+	/* A mapped file: whether it holds a CPython runtime, imports CPython's API, or neither,
+	 * the runtime's link-time addresses and the version the file names (py_runtime_file.h).
+	 * The payload is one struct parser_py_runtime. arg: unused. */
+	PARSER_REQUEST_PY_RUNTIME = 4,
 	/* Test-only kinds, refused unless root started the worker with --selftest (tests do):
 	 * how a worker that crashes, outgrows its memory limit or never answers costs one file. */
 	PARSER_REQUEST_SELFTEST_CRASH = 0x7f01,
@@ -93,6 +97,19 @@ struct parser_symbols_head {
 	uint64_t expanded_bytes;  /* MINIDEBUGINFO: what expanding produced (budgets count it) */
 	uint8_t build_id[PARSER_MAX_BUILD_ID];
 	char debuglink[PARSER_MAX_LINK_NAME + 1]; /* a file name, no directory; "" none */
+};
+
+/* The payload of PARSER_REQUEST_PY_RUNTIME: fixed size, every field checked by root
+ * (py_runtime_file_from_wire). Flags are 0 or 1. */
+struct parser_py_runtime {
+	uint32_t verdict;  /* enum py_runtime_verdict */
+	int32_t unread;    /* 0, -ENOEXEC or -EFBIG */
+	uint32_t major, minor, micro;
+	uint8_t has_micro;
+	uint8_t has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate,
+		has_gc_collecting;
+	uint8_t reserved;
+	uint64_t runtime, interp_head, py_version, gil_last_holder, gil_locked, current_tstate, gc_collecting;
 };
 
 /* A symbols payload as root reads it: pointers into the checked payload. */

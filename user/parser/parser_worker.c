@@ -26,6 +26,7 @@
 #include "target/debug_file.h"
 #include "target/elf_file.h"
 #include "target/minidebuginfo.h"
+#include "target/py_runtime_file.h"
 
 /* Exit statuses: what root's summary may tell apart from a crash. */
 #define WORKER_EXIT_DONE 0           /* root closed the socket */
@@ -408,6 +409,31 @@ static int selftest(const struct parser_request *request)
 	}
 }
 
+/* Whether fd's file holds a CPython runtime: a file that is no 64-bit ELF, or too large, is
+ * answered as unread, not as an error (root remembers the verdict). */
+static int py_runtime(const struct parser_request *request, int fd)
+{
+	struct parser_py_runtime wire;
+	struct py_runtime_file verdict;
+	struct elf_file elf;
+	int err = elf_file_open_fd(&elf, fd, "");
+
+	memset(&verdict, 0, sizeof(verdict));
+	if (err == -ENOEXEC || err == -EFBIG) {
+		verdict.unread = err;
+		err = 0;
+	} else if (!err) {
+		py_runtime_file_examine(&elf, &verdict);
+		elf_file_close(&elf);
+	}
+	if (!err && request->reply_budget < sizeof(wire))
+		err = -E2BIG;
+	if (!err)
+		py_runtime_file_to_wire(&verdict, &wire);
+	answer(request->id, err, err ? NULL : &wire, err ? 0 : sizeof(wire));
+	return err;
+}
+
 /* One request about fd (taken over); the status answered. */
 static int serve(const struct parser_request *request, int fd, const struct worker_options *options)
 {
@@ -428,6 +454,8 @@ static int serve(const struct parser_request *request, int fd, const struct work
 		answer(request->id, -EBADF, NULL, 0);
 		return -EBADF;
 	}
+	if (request->kind == PARSER_REQUEST_PY_RUNTIME)
+		return py_runtime(request, fd);
 	err = elf_file_open_fd(&elf, fd, "");
 	if (!err) {
 		if (request->kind == PARSER_REQUEST_FILE_SYMBOLS)

@@ -488,6 +488,9 @@ static int set_up(struct session *session, int *failed_status)
 		report_error("out of memory");
 		err = -ENOMEM;
 	}
+	/* its worker starts now, not when the loop that drains records meets the first process */
+	if (!err)
+		py_runtime_file_cache_prepare(session->targets.runtime_files);
 	if (err)
 		return err;
 	*failed_status = EXIT_STATUS_TARGET;

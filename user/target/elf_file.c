@@ -16,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "target/elf_notes.h"
 #include "target/elf_section.h"
 
 /* Guards against corrupt headers claiming absurd counts. */
@@ -538,6 +539,30 @@ bool elf_file_has_symtab(const struct elf_file *file)
 	return elf_section_of_type(file->elf, SHT_SYMTAB, &shdr) != NULL;
 }
 
+bool elf_file_tables_within(const struct elf_file *file, uint64_t max)
+{
+	size_t names_index;
+	Elf_Scn *scn = NULL;
+	unsigned seen = 0;
+
+	if (elf_getshdrstrndx(file->elf, &names_index))
+		names_index = SHN_UNDEF;
+	while ((scn = elf_nextscn(file->elf, scn)) && seen++ < ELF_SECTION_MAX) {
+		GElf_Shdr shdr;
+		const char *name;
+		bool table;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type == SHT_NOBITS || shdr.sh_size <= max)
+			continue;
+		table = shdr.sh_type == SHT_SYMTAB || shdr.sh_type == SHT_DYNSYM || shdr.sh_type == SHT_STRTAB ||
+			shdr.sh_type == SHT_DYNAMIC;
+		name = names_index != SHN_UNDEF ? elf_strptr(file->elf, names_index, shdr.sh_name) : NULL;
+		if (table || (name && !strcmp(name, ".rodata")))
+			return false;
+	}
+	return true;
+}
+
 /* The build-id note among one note section's notes, if any. */
 static int build_id_in_notes(Elf_Data *notes, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
 {
@@ -564,13 +589,21 @@ int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD
 {
 	Elf_Scn *scn = NULL;
 	unsigned seen = 0;
+	size_t budget = ELF_NOTES_BUDGET;
 
+	/* libelf keeps each section it fetches until the file is closed: a file's thousands of
+	 * overlapping note sections would each be a copy of the file */
+	if (file->fd >= 0)
+		return elf_notes_build_id(file->fd, id, ELF_FILE_MAX_BUILD_ID, len);
 	while ((scn = elf_nextscn(file->elf, scn)) && seen++ < ELF_SECTION_MAX) {
 		GElf_Shdr shdr;
 		Elf_Data *notes;
 
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE || shdr.sh_size > ELF_NOTES_MAX_SECTION_BYTES)
 			continue;
+		if (shdr.sh_size > budget)
+			break;
+		budget -= shdr.sh_size;
 		notes = elf_getdata(scn, NULL);
 		if (notes && notes->d_buf && !build_id_in_notes(notes, id, len))
 			return 0;

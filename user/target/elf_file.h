@@ -103,6 +103,10 @@ struct elf_function {
  * symbol table), -E2BIG (names and entries beyond ELF_FILE_MAX_SYMBOL_BYTES), -ENOMEM. */
 int elf_file_functions(const struct elf_file *file, struct elf_function **functions, size_t *count,
 		       char **names);
+/* Whether every symbol table, string table, dynamic section and .rodata of the file (what
+ * finding symbols, names and version strings reads) is at most max bytes: looks at the
+ * section headers only. */
+bool elf_file_tables_within(const struct elf_file *file, uint64_t max);
 /* Whether the file has a .symtab (its static functions named): a stripped file has not. */
 bool elf_file_has_symtab(const struct elf_file *file);
 /* The file's GNU build-id (NT_GNU_BUILD_ID note), copied into id (up to ELF_FILE_MAX_BUILD_ID

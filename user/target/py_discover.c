@@ -5,8 +5,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "target/elf_file.h"
+#include "target/elf_notes.h"
 #include "target/proc_maps.h"
 #include "target/py_runtime_file.h"
 #include "target/target_mem.h"
@@ -27,7 +29,8 @@ struct discovery {
 	struct py_runtime_file_cache *cache;
 	const char *runtime_path;
 	struct proc_file_id runtime_file;
-	struct elf_file elf;
+	struct elf_load_segment segments[ELF_FILE_MAX_LOAD_SEGMENTS];
+	size_t segment_count;
 	struct py_runtime_file file;
 	uint64_t bias;
 	char *err_text;
@@ -181,19 +184,25 @@ static int find_runtime_file(struct discovery *d)
 static int open_runtime_elf(struct discovery *d)
 {
 	const struct proc_map *first;
-	int err = find_runtime_file(d);
+	int err = find_runtime_file(d), fd;
 
 	if (err)
 		return err;
 	first = proc_maps_first_of(d->maps, d->runtime_path);
-	err = first ? elf_file_open_map(&d->elf, d->pid, first) : -ENOENT;
+	fd = first ? elf_file_map_fd(d->pid, first) : -ENOENT;
+	if (fd < 0)
+		return cannot_open(d, d->runtime_path, fd);
+	/* its program headers only, with bounded reads: the worker read the rest */
+	err = elf_notes_load_segments(fd, d->segments, ELF_FILE_MAX_LOAD_SEGMENTS, &d->segment_count);
+	close(fd);
 	return err ? cannot_open(d, d->runtime_path, err) : 0;
 }
 
 static int compute_load_bias(struct discovery *d)
 {
 	const struct proc_map *first = proc_maps_first_of(d->maps, d->runtime_path);
-	int err = first ? elf_file_load_bias(&d->elf, first->start, first->offset, &d->bias) : -ENOENT;
+	int err = first ? elf_load_bias(d->segments, d->segment_count, first->start, first->offset, &d->bias)
+			: -ENOENT;
 
 	if (err)
 		return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
@@ -458,7 +467,7 @@ int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, s
 {
 	struct proc_maps maps;
 	struct discovery d = { .pid = pid, .maps = &maps, .cache = cache, .err_text = err_text, .err_len = err_len,
-			       .elf = { .fd = -1 } };
+ };
 	int err;
 
 	memset(target, 0, sizeof(*target));
@@ -471,10 +480,8 @@ int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, s
 				     err == -ESRCH ? "pid %d: no such process" : "pid %d: cannot read its maps: %s",
 				     (int)pid, strerror(-err));
 	err = open_runtime_elf(&d);
-	if (!err) {
+	if (!err)
 		err = describe_runtime(&d, target);
-		elf_file_close(&d.elf);
-	}
 	proc_maps_free(&maps);
 	return err;
 }

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "parser/parser_client.h"
+#include "parser/parser_protocol.h"
 #include "target/py_offsets.h"
 #include "util/array.h"
 #include "util/hash.h"
@@ -183,6 +186,12 @@ static void find_version(const struct elf_file *elf, struct py_runtime_file *out
 void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file *out)
 {
 	memset(out, 0, sizeof(*out));
+	/* a sparse file's tables can claim hundreds of MiB for a few KiB on disk: reading them
+	 * would cost time at every new version of the file (its verdict is keyed by mtime) */
+	if (!elf_file_tables_within(elf, PY_RUNTIME_FILE_MAX_TABLE_BYTES)) {
+		out->unread = -EFBIG;
+		return;
+	}
 	find_runtime_symbols(elf, &out->sym);
 	if (out->sym.has_runtime || out->sym.has_interp_head) {
 		out->verdict = PY_RUNTIME_HERE;
@@ -194,6 +203,54 @@ void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file 
 	memset(&out->sym, 0, sizeof(out->sym));
 	out->verdict = elf_file_imports_prefix(elf, api_prefixes, ARRAY_SIZE(api_prefixes)) ? PY_RUNTIME_CLIENT
 											    : PY_RUNTIME_NONE;
+}
+
+void py_runtime_file_to_wire(const struct py_runtime_file *file, struct parser_py_runtime *wire)
+{
+	const struct py_runtime_symbols *sym = &file->sym;
+
+	*wire = (struct parser_py_runtime){
+		.verdict = (uint32_t)file->verdict, .unread = file->unread,
+		.major = file->major, .minor = file->minor, .micro = file->micro, .has_micro = file->has_micro,
+		.has_runtime = sym->has_runtime, .has_interp_head = sym->has_interp_head,
+		.has_py_version = sym->has_py_version, .has_static_gil = sym->has_static_gil,
+		.has_current_tstate = sym->has_current_tstate, .has_gc_collecting = sym->has_gc_collecting,
+		.runtime = sym->runtime, .interp_head = sym->interp_head, .py_version = sym->py_version,
+		.gil_last_holder = sym->gil_last_holder, .gil_locked = sym->gil_locked,
+		.current_tstate = sym->current_tstate, .gc_collecting = sym->gc_collecting,
+	};
+}
+
+static bool is_flag(uint8_t value)
+{
+	return value <= 1;
+}
+
+int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_runtime_file *file)
+{
+	const uint8_t flags[] = { wire->has_micro, wire->has_runtime, wire->has_interp_head, wire->has_py_version,
+				  wire->has_static_gil, wire->has_current_tstate, wire->has_gc_collecting };
+
+	if (wire->verdict > PY_RUNTIME_HERE || (wire->unread && wire->unread != -ENOEXEC && wire->unread != -EFBIG) ||
+	    (wire->unread && wire->verdict != PY_RUNTIME_NONE) || wire->major > 99 || wire->minor > 999 ||
+	    wire->micro > 999)
+		return -EBADMSG;
+	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
+		if (!is_flag(flags[i]))
+			return -EBADMSG;
+	*file = (struct py_runtime_file){
+		.verdict = (enum py_runtime_verdict)wire->verdict, .unread = wire->unread,
+		.major = wire->major, .minor = wire->minor, .micro = wire->micro, .has_micro = wire->has_micro,
+		.sym = {
+			.has_runtime = wire->has_runtime, .has_interp_head = wire->has_interp_head,
+			.has_py_version = wire->has_py_version, .has_static_gil = wire->has_static_gil,
+			.has_current_tstate = wire->has_current_tstate, .has_gc_collecting = wire->has_gc_collecting,
+			.runtime = wire->runtime, .interp_head = wire->interp_head, .py_version = wire->py_version,
+			.gil_last_holder = wire->gil_last_holder, .gil_locked = wire->gil_locked,
+			.current_tstate = wire->current_tstate, .gc_collecting = wire->gc_collecting,
+		},
+	};
+	return 0;
 }
 
 /* ---- the cache ---- */
@@ -213,6 +270,7 @@ struct cached_verdict {
 #define CACHE_FIRST_ENTRIES 64u
 
 struct py_runtime_file_cache {
+	struct parser_client *parser;   /* reads the files: root only opens them */
 	struct cached_verdict *entries; /* allocated of them, count used, at most capacity */
 	size_t count, allocated, capacity;
 	size_t next_victim;             /* full: the oldest entry, replaced next */
@@ -227,6 +285,9 @@ int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacit
 	if (!cache || !capacity || capacity > UINT32_MAX)
 		goto fail;
 	cache->capacity = capacity;
+	if (parser_client_new(&(struct parser_client_options){ .timeout_ms = PY_RUNTIME_FILE_TIMEOUT_MS },
+			      &cache->parser))
+		goto fail;
 	hash_index_init(&cache->index);
 	*out = cache;
 	return 0;
@@ -235,11 +296,29 @@ fail:
 	return -ENOMEM;
 }
 
+int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms)
+{
+	struct parser_client *parser;
+	int err = parser_client_new(&(struct parser_client_options){ .timeout_ms = timeout_ms }, &parser);
+
+	if (err)
+		return err;
+	parser_client_free(cache->parser);
+	cache->parser = parser;
+	return 0;
+}
+
+void py_runtime_file_cache_prepare(struct py_runtime_file_cache *cache)
+{
+	parser_client_prepare(cache->parser);
+}
+
 void py_runtime_file_cache_free(struct py_runtime_file_cache *cache)
 {
 	if (!cache)
 		return;
 	hash_index_free(&cache->index);
+	parser_client_free(cache->parser);
 	free(cache->entries);
 	free(cache);
 }
@@ -267,6 +346,25 @@ static bool holds_key(const void *context, uint32_t position, const void *wanted
 	const struct py_runtime_file_cache *cache = context;
 
 	return !memcmp(&cache->entries[position].key, wanted, sizeof(struct file_key));
+}
+
+/*
+ * The key a file that the worker died on (or overran its time on) is remembered under: its
+ * device, inode and size without its modification time, so that touching it does not make us
+ * read it again; rewriting it to another size does, once per size.
+ */
+static struct file_key bad_key(const struct file_key *key)
+{
+	struct file_key bad = *key;
+
+	bad.mtime_s = INT64_MIN;
+	bad.mtime_ns = 0;
+	return bad;
+}
+
+static int64_t find_key(const struct py_runtime_file_cache *cache, const struct file_key *key)
+{
+	return hash_index_find(&cache->index, key_hash(key), holds_key, cache, key);
 }
 
 /* The file behind the mapping as it is now, through map_files (no file is opened). */
@@ -321,54 +419,103 @@ static void remember(struct py_runtime_file_cache *cache, const struct file_key 
 		cache->count++;
 }
 
-/* Opens and reads the file: its verdict, and its identity as opened (when key is given). */
-static int examine_mapping(pid_t pid, const struct proc_map *map, struct py_runtime_file *out,
-			   struct file_key *key, bool *keyed)
+/* What the worker says of fd's file; -ECHILD: the file is bad (the worker died on it, overran
+ * its time or answered nonsense), -ENOSYS: no worker. */
+static int ask_worker(struct parser_client *parser, int fd, struct py_runtime_file *out)
 {
-	struct elf_file elf;
-	struct stat info;
-	int err = elf_file_open_map(&elf, pid, map);
+	void *payload = NULL;
+	size_t len = 0;
+	int err = parser_client_request(parser, PARSER_REQUEST_PY_RUNTIME, fd, 0, sizeof(struct parser_py_runtime),
+					&payload, &len);
 
-	if (err == -ENOEXEC || err == -EFBIG) {
-		memset(out, 0, sizeof(*out));
-		out->unread = err;
+	if (!err && (len != sizeof(struct parser_py_runtime) || py_runtime_file_from_wire(payload, out))) {
+		parser_client_distrust(parser);
+		err = -ECHILD;
+	}
+	free(payload);
+	return err;
+}
+
+/*
+ * Opens the file (root checks it is the regular file the mapping names) and has the parser
+ * worker read it: its verdict, and its identity as opened (when key is given). A file the
+ * worker could not survive is answered as unread (-ECHILD).
+ */
+static int examine_mapping(struct parser_client *parser, pid_t pid, const struct proc_map *map,
+			   struct py_runtime_file *out, struct file_key *key, bool *keyed)
+{
+	struct stat info;
+	int fd = elf_file_map_fd(pid, map);
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (fd == -ENOEXEC || fd == -EFBIG) {
+		out->unread = fd;
 		return 0;
 	}
-	if (err)
-		return err;
-	py_runtime_file_examine(&elf, out);
-	if (key && !fstat(elf.fd, &info)) {
+	if (fd < 0)
+		return fd;
+	if (key && !fstat(fd, &info)) {
 		key_from_stat(&info, key);
 		*keyed = true;
 	}
-	elf_file_close(&elf);
-	return 0;
+	err = ask_worker(parser, fd, out);
+	close(fd);
+	if (err == -ECHILD) {
+		memset(out, 0, sizeof(*out));
+		out->unread = -ECHILD;
+		return 0;
+	}
+	return err;
+}
+
+/* Without a cache (one-shot discovery): a worker for this file alone. */
+static int examine_uncached(pid_t pid, const struct proc_map *map, struct py_runtime_file *out)
+{
+	struct parser_client *parser;
+	int err = parser_client_new(&(struct parser_client_options){ .timeout_ms = PY_RUNTIME_FILE_TIMEOUT_MS },
+				    &parser);
+
+	if (err)
+		return err;
+	err = examine_mapping(parser, pid, map, out, NULL, NULL);
+	parser_client_free(parser);
+	return err;
 }
 
 int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *map,
 			   struct py_runtime_file *out)
 {
-	struct file_key key;
+	struct file_key key, bad;
 	bool keyed = false;
 	int64_t found;
 	int err;
 
 	if (!cache)
-		return examine_mapping(pid, map, out, NULL, NULL);
+		return examine_uncached(pid, map, out);
 	cache->stats.lookups++;
 	if (!stat_mapping(pid, map, &key)) {
 		keyed = true;
-		found = hash_index_find(&cache->index, key_hash(&key), holds_key, cache, &key);
+		found = find_key(cache, &key);
+		if (found < 0) {
+			bad = bad_key(&key);
+			found = find_key(cache, &bad);
+		}
 		if (found >= 0) {
 			*out = cache->entries[found].file;
 			return 0;
 		}
 	}
-	err = examine_mapping(pid, map, out, &key, &keyed);
+	err = examine_mapping(cache->parser, pid, map, out, &key, &keyed);
 	if (err)
 		return err;
 	cache->stats.examined++;
 	cache->stats.runtimes += out->verdict == PY_RUNTIME_HERE;
+	if (out->unread == -ECHILD) {
+		cache->stats.bad++;
+		if (keyed)
+			key = bad_key(&key);
+	}
 	if (keyed)
 		remember(cache, &key, out);
 	return 0;

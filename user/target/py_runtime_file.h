@@ -7,9 +7,12 @@
  * client of it (a python binary or an application linking libpython, whose
  * loader has not mapped the library yet).
  *
- * Each distinct file is examined once per run: its verdict is remembered by
- * (device, inode, size, modification time), so a host's thousands of
- * non-Python processes cost one stat and one lookup per executable mapping.
+ * Each distinct file is examined once per run, by the parser worker (root opens
+ * the file and passes the descriptor; doc/security.md): its verdict is
+ * remembered by (device, inode, size, modification time), so a host's thousands
+ * of non-Python processes cost one stat and one lookup per executable mapping.
+ * A file the worker dies on is remembered without its modification time: a
+ * `touch` does not have it read again.
  */
 #ifndef PYBPFPROF_PY_RUNTIME_FILE_H
 #define PYBPFPROF_PY_RUNTIME_FILE_H
@@ -50,11 +53,29 @@ struct py_runtime_file {
 	 * what tells 2.7 and 3.6-3.10 apart (3.11+ have Py_Version). 0.0: unknown. */
 	unsigned major, minor, micro;
 	bool has_micro;
-	int unread;  /* -ENOEXEC (no 64-bit ELF) or -EFBIG (too large): not read, PY_RUNTIME_NONE */
+	int unread;  /* -ENOEXEC (no 64-bit ELF) or -EFBIG (the file, or one of the tables read,
+		      * too large): not read, PY_RUNTIME_NONE;
+		      * -ECHILD: the parser worker died on it or overran its time (a bad file) */
 };
 
-/* The verdict on an open ELF file. */
+/* The largest symbol table, string table, dynamic section or .rodata a file may have for its
+ * verdict to be read (the largest a test machine has, a libpython's .symtab, is 2.8 MB). */
+#define PY_RUNTIME_FILE_MAX_TABLE_BYTES ((uint64_t)32 << 20)
+
+/* The verdict on an open ELF file (what the parser worker runs: root never reads a target's
+ * file itself). */
 void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file *out);
+
+/* A verdict as the worker sends it (parser_protocol.h), and back, checked: 0 or -EBADMSG. */
+struct parser_py_runtime;
+void py_runtime_file_to_wire(const struct py_runtime_file *file, struct parser_py_runtime *wire);
+int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_runtime_file *file);
+
+/*
+ * The time the worker has for one file. Discovery runs where records are drained, so it is
+ * short: a libpython takes some 20 ms; a file that takes longer is bad for the run.
+ */
+#define PY_RUNTIME_FILE_TIMEOUT_MS 1000
 
 struct py_runtime_file_cache;
 
@@ -63,12 +84,18 @@ struct py_runtime_file_stats {
 	uint64_t examined;  /* files opened and read (each distinct file once, unless evicted) */
 	uint64_t runtimes;  /* ... of which held a runtime */
 	uint64_t evicted;   /* verdicts dropped to stay within the capacity */
+	uint64_t bad;       /* ... files the parser worker died on or overran its time on */
 	size_t files;       /* verdicts held now */
 	size_t capacity;
 };
 
 /* 0 or -ENOMEM. */
 int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacity);
+/* The time the worker has for one file (PY_RUNTIME_FILE_TIMEOUT_MS by default): a new worker
+ * starts at the next file. 0 or -ENOMEM. */
+int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms);
+/* Starts the cache's parser worker now if none runs (else the first file waits for it). */
+void py_runtime_file_cache_prepare(struct py_runtime_file_cache *cache);
 void py_runtime_file_cache_free(struct py_runtime_file_cache *cache);
 /*
  * The verdict on the file behind map (an executable mapping of pid), remembered or examined

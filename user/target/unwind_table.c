@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 
 #include "target/cfa_program.h"
+#include "target/elf_notes.h"
 #include "target/elf_section.h"
 #include "util/array.h"
 
@@ -43,7 +44,6 @@
  * replays 4.8 MB in all, one hostile function of 40k rows would replay 3 GB.
  * Past this, refused. */
 #define UNWIND_MAX_WORK (1ull << 27)
-#define UNWIND_MAX_NOTE_BYTES (1u << 20)
 
 #define DWARF_REG_RBP CFA_REG_RBP
 #define DWARF_REG_RSP CFA_REG_RSP
@@ -80,42 +80,18 @@ struct cfi_walk {
 
 /* ---- identity ---- */
 
-static int build_id_of_notes(Elf_Data *data, struct unwind_file_id *id)
+/* The build id, read with bounded reads (elf_notes.h): libelf would fetch and keep every note
+ * section a file lists, and a file may list thousands, all overlapping, each as large as it. */
+static int build_id_of_file(int fd, struct unwind_file_id *id)
 {
-	size_t offset = 0, name_offset, desc_offset;
-	GElf_Nhdr note;
+	size_t len = 0;
+	int err = elf_notes_build_id(fd, id->bytes, UNWIND_FILE_ID_MAX, &len);
 
-	while (offset < data->d_size &&
-	       (offset = gelf_getnote(data, offset, &note, &name_offset, &desc_offset)) > 0) {
-		const char *name = (const char *)data->d_buf + name_offset;
-
-		if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && !memcmp(name, "GNU", 4) &&
-		    note.n_descsz > 0 && note.n_descsz <= UNWIND_FILE_ID_MAX) {
-			id->kind = UNWIND_FILE_ID_BUILD_ID;
-			id->len = (uint8_t)note.n_descsz;
-			memcpy(id->bytes, (const uint8_t *)data->d_buf + desc_offset, note.n_descsz);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-static int build_id_of_elf(Elf *elf, struct unwind_file_id *id)
-{
-	Elf_Scn *scn = NULL;
-	unsigned seen = 0;
-	GElf_Shdr shdr;
-
-	while ((scn = elf_nextscn(elf, scn)) && seen++ < ELF_SECTION_MAX) {
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE || shdr.sh_size > UNWIND_MAX_NOTE_BYTES)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (data && data->d_buf && !build_id_of_notes(data, id))
-			return 0;
-	}
-	return -ENOENT;
+	if (err)
+		return err;
+	id->kind = UNWIND_FILE_ID_BUILD_ID;
+	id->len = (uint8_t)len;
+	return 0;
 }
 
 static int inode_id(int fd, struct unwind_file_id *id)
@@ -135,8 +111,9 @@ static int inode_id(int fd, struct unwind_file_id *id)
 
 static int file_id_of_elf(int fd, Elf *elf, struct unwind_file_id *id)
 {
+	(void)elf;
 	memset(id, 0, sizeof(*id));
-	if (!build_id_of_elf(elf, id))
+	if (!build_id_of_file(fd, id))
 		return 0;
 	return inode_id(fd, id);
 }

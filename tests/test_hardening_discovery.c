@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Files a target maps that attack discovery (is this ELF a CPython runtime, which version)
+ * and file identity (build ids), mapped executable by a nobody process during a whole-host
+ * run: an ELF whose 2,000 note sections all overlap, and sparse 510 MiB files (a few KiB on
+ * disk) whose sections span the file. Root opens them; the parser worker reads them (or root
+ * reads a bounded few KiB of headers and notes): the profiler stays small, finishes, and a
+ * benign Python beside the attacker loses no samples to it.
+ */
+#include "testlib.h"
+
+#include "parser/parser_protocol.h"
+#include "target/proc_maps.h"
+#include "target/py_runtime_file.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What the run may cost: the profiler's peak resident memory. */
+#define PEAK_RSS_LIMIT_KIB (150l << 10)
+
+#define NOTE_BOMB_SECTIONS 2000
+#define NOTE_BOMB_BYTES ((off_t)1200 << 10)
+#define SPARSE_FILES 5
+#define SPARSE_BYTES ((off_t)510 << 20)
+
+/* A world-writable sticky directory, as /tmp is, for nobody to plant files in. */
+static void make_sticky_dir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/pybpfprof-attack.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 01777), 0);
+}
+
+static void elf_header(Elf64_Ehdr *header, uint64_t section_headers, unsigned sections, unsigned names)
+{
+	memset(header, 0, sizeof(*header));
+	memcpy(header->e_ident, ELFMAG, SELFMAG);
+	header->e_ident[EI_CLASS] = ELFCLASS64;
+	header->e_ident[EI_DATA] = ELFDATA2LSB;
+	header->e_ident[EI_VERSION] = EV_CURRENT;
+	header->e_type = ET_DYN;
+	header->e_machine = EM_X86_64;
+	header->e_version = EV_CURRENT;
+	header->e_ehsize = sizeof(Elf64_Ehdr);
+	header->e_phoff = sizeof(Elf64_Ehdr);
+	header->e_phentsize = sizeof(Elf64_Phdr);
+	header->e_phnum = 1;
+	header->e_shoff = section_headers;
+	header->e_shentsize = sizeof(Elf64_Shdr);
+	header->e_shnum = (uint16_t)sections;
+	header->e_shstrndx = (uint16_t)names;
+}
+
+/* One PT_LOAD of the whole file, executable: the mapping's load bias is found. */
+static Elf64_Phdr whole_file_segment(off_t size)
+{
+	return (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = 0,
+			     .p_filesz = (uint64_t)size, .p_memsz = (uint64_t)size, .p_align = 4096 };
+}
+
+static void write_at(int fd, const void *data, size_t len, off_t offset)
+{
+	assert_int_equal(pwrite(fd, data, len, offset), (ssize_t)len);
+}
+
+/* 1.2 MB: NOTE_BOMB_SECTIONS note sections of just under 1 MiB each, all at the same bytes.
+ * Read by libelf section by section, each one is a separate copy that it keeps. */
+static void write_note_bomb(const char *path)
+{
+	const uint64_t headers_at = 4096;
+	Elf64_Shdr *sections = calloc(NOTE_BOMB_SECTIONS, sizeof(*sections));
+	Elf64_Ehdr header;
+	Elf64_Phdr segment = whole_file_segment(NOTE_BOMB_BYTES);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(fd >= 0);
+	assert_non_null(sections);
+	elf_header(&header, headers_at, NOTE_BOMB_SECTIONS, 0);
+	for (unsigned i = 1; i < NOTE_BOMB_SECTIONS; i++)
+		sections[i] = (Elf64_Shdr){ .sh_type = SHT_NOTE, .sh_flags = SHF_ALLOC, .sh_offset = 0,
+					    .sh_size = (1 << 20) - 4096, .sh_addralign = 4 };
+	write_at(fd, &header, sizeof(header), 0);
+	write_at(fd, &segment, sizeof(segment), sizeof(header));
+	write_at(fd, sections, NOTE_BOMB_SECTIONS * sizeof(*sections), (off_t)headers_at);
+	assert_int_equal(ftruncate(fd, NOTE_BOMB_BYTES), 0);
+	close(fd);
+	free(sections);
+}
+
+/* 510 MiB, a few KiB on disk: every section discovery and identity read (.dynsym, .dynstr,
+ * .symtab, .strtab, .rodata, .dynamic, a note, .eh_frame) spans the file. */
+static void write_sparse_spanning(const char *path)
+{
+	static const char names[] = "\0.dynsym\0.dynstr\0.symtab\0.strtab\0.rodata\0.dynamic\0.note\0.eh_frame\0.shstrtab";
+	enum { DYNSYM = 1, DYNSTR, SYMTAB, STRTAB, RODATA, DYNAMIC, NOTE, EH_FRAME, SHSTRTAB, COUNT };
+	const uint64_t names_at = 4096, headers_at = 8192, span_at = 16384;
+	/* whole symbols (24 bytes) and dynamic entries (16): libelf reads such tables */
+	const uint64_t span = ((uint64_t)SPARSE_BYTES - span_at) / 48 * 48;
+	Elf64_Shdr sections[COUNT];
+	Elf64_Ehdr header;
+	Elf64_Phdr segment = whole_file_segment(SPARSE_BYTES);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(fd >= 0);
+	memset(sections, 0, sizeof(sections));
+	elf_header(&header, headers_at, COUNT, SHSTRTAB);
+	sections[DYNSYM] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_DYNSYM, .sh_offset = span_at, .sh_size = span,
+					 .sh_link = DYNSTR, .sh_entsize = sizeof(Elf64_Sym) };
+	sections[DYNSTR] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = span_at, .sh_size = span };
+	sections[SYMTAB] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_SYMTAB, .sh_offset = span_at, .sh_size = span,
+					 .sh_link = STRTAB, .sh_entsize = sizeof(Elf64_Sym) };
+	sections[STRTAB] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB, .sh_offset = span_at, .sh_size = span };
+	sections[RODATA] = (Elf64_Shdr){ .sh_name = 33, .sh_type = SHT_PROGBITS, .sh_offset = span_at, .sh_size = span };
+	sections[DYNAMIC] = (Elf64_Shdr){ .sh_name = 41, .sh_type = SHT_DYNAMIC, .sh_offset = span_at, .sh_size = span,
+					  .sh_link = DYNSTR, .sh_entsize = sizeof(Elf64_Dyn) };
+	sections[NOTE] = (Elf64_Shdr){ .sh_name = 50, .sh_type = SHT_NOTE, .sh_offset = span_at, .sh_size = span,
+				       .sh_addralign = 4 };
+	sections[EH_FRAME] = (Elf64_Shdr){ .sh_name = 56, .sh_type = SHT_PROGBITS, .sh_offset = span_at,
+					   .sh_size = span };
+	sections[SHSTRTAB] = (Elf64_Shdr){ .sh_name = 66, .sh_type = SHT_STRTAB, .sh_offset = names_at,
+					   .sh_size = sizeof(names) };
+	write_at(fd, &header, sizeof(header), 0);
+	write_at(fd, &segment, sizeof(segment), sizeof(header));
+	write_at(fd, names, sizeof(names), (off_t)names_at);
+	write_at(fd, sections, sizeof(sections), (off_t)headers_at);
+	assert_int_equal(ftruncate(fd, SPARSE_BYTES), 0);
+	close(fd);
+}
+
+/* The peak resident memory (VmHWM, KiB) of pid, 0 when it is gone. */
+static long peak_rss_kib(pid_t pid)
+{
+	char path[64], text[8192];
+	const char *line;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	text[got] = 0;
+	line = strstr(text, "VmHWM:");
+	return line ? atol(line + strlen("VmHWM:")) : 0;
+}
+
+/* A process started by the command (as nobody or root), which prints its pid once ready. */
+static FILE *start_python(const char *command, pid_t *pid)
+{
+	FILE *python = popen(command, "r");
+	int got;
+
+	assert_non_null(python);
+	got = fscanf(python, "%d", pid);
+	assert_int_equal(got, 1);
+	return python;
+}
+
+static size_t samples_with_frame(const char *path, const char *name)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	size_t count = 0;
+
+	while (pf_reader_next_sample(reader, &sample) == 1) {
+		bool found = false;
+
+		for (size_t i = 0; i < sample.frame_count && !found; i++)
+			found = sample.frames[i].name && strcmp(sample.frames[i].name, name) == 0;
+		count += found;
+	}
+	pf_reader_close(reader);
+	return count;
+}
+
+/* The run's "N samples in ... M lost" line. */
+static void read_totals(const char *log, uint64_t *samples, uint64_t *lost)
+{
+	char line[1024];
+	FILE *file = fopen(log, "r");
+	bool found = false;
+
+	assert_non_null(file);
+	while (!found && fgets(line, sizeof(line), file)) {
+		const char *semicolon = strrchr(line, ';');
+
+		found = strstr(line, " samples in ") && semicolon &&
+			sscanf(line, "pybpfprof: %" SCNu64, samples) == 1 && sscanf(semicolon, "; %" SCNu64, lost) == 1;
+	}
+	fclose(file);
+	if (!found)
+		fail_msg("no totals in %s", log);
+}
+
+/* A C program (no Python: every mapping of it is examined) that maps the sparse files
+ * executable, prints its pid and spins. */
+static const char sparse_attacker_source[] =
+	"#include <fcntl.h>\n#include <stdio.h>\n#include <sys/mman.h>\n#include <unistd.h>\n"
+	"int main(int argc, char **argv)\n{\n"
+	"\tvolatile unsigned long spins = 0;\n"
+	"\tfor (int i = 1; i < argc; i++) {\n"
+	"\t\tint fd = open(argv[i], O_RDONLY);\n"
+	"\t\tif (fd < 0 || mmap(0, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)\n"
+	"\t\t\treturn 1;\n\t}\n"
+	"\tprintf(\"%d\\n\", (int)getpid());\n\tfflush(stdout);\n"
+	"\tfor (;;)\n\t\tspins++;\n}\n";
+
+/* nobody runs it on the sparse files; its pid, once ready. */
+static FILE *start_sparse_attacker(const char *dir, pid_t *pid)
+{
+	char source[128], command[1024];
+	FILE *out;
+
+	FORMAT(source, "%s/spin.c", dir);
+	out = fopen(source, "w");
+	assert_non_null(out);
+	assert_int_equal(fputs(sparse_attacker_source, out) >= 0, 1);
+	assert_int_equal(fclose(out), 0);
+	FORMAT(command, "cc -O1 -o %s/spin %s", dir, source);
+	assert_int_equal(system(command), 0);
+	FORMAT(command, "exec setpriv --reuid=nobody --regid=nogroup --clear-groups %s/spin %s/libsparse*.so", dir, dir);
+	return start_python(command, pid);
+}
+
+enum attack { NOTE_BOMB, SPARSE_FILES_ATTACK };
+
+/* As nobody: the note bomb mapped by a Python, or the sparse files mapped by a C program; its
+ * pid. */
+static FILE *start_attacker(const char *dir, enum attack attack, pid_t *pid)
+{
+	char command[2048], path[128];
+
+	if (attack == SPARSE_FILES_ATTACK) {
+		for (int i = 0; i < SPARSE_FILES; i++) {
+			FORMAT(path, "%s/libsparse%d.so", dir, i);
+			write_sparse_spanning(path);
+			assert_int_equal(chown(path, 65534, 65534), 0);
+		}
+		return start_sparse_attacker(dir, pid);
+	}
+	FORMAT(path, "%s/libnotes.so", dir);
+	write_note_bomb(path);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	FORMAT(command,
+	       "exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '"
+	       "import mmap, os\n"
+	       "bomb = mmap.mmap(os.open(\"%s\", os.O_RDONLY), 0, flags=mmap.MAP_PRIVATE, "
+	       "prot=mmap.PROT_READ | mmap.PROT_EXEC)\n"
+	       "print(os.getpid(), flush=True)\n"
+	       "def attacker_spin():\n"
+	       "    while True: sum(range(1000))\n"
+	       "attacker_spin()'",
+	       path);
+	return start_python(command, pid);
+}
+
+/*
+ * nobody maps the attack files executable and spins; a benign Python spins beside it; the
+ * profiler samples the whole host for a few seconds: it finishes, stays small, and the benign
+ * Python is in the profile with at most 1% of the samples lost.
+ */
+static void profile_beside(enum attack attack)
+{
+	char dir[64], command[1024], profile[128], log[128];
+	char *argv[] = { (char *)pybpfprof_binary(), "-F", "199", "-d", "6", "-o", profile, NULL };
+	pid_t attacker_pid, benign_pid, profiler;
+	FILE *attacker, *benign;
+	long peak = 0;
+	uint64_t samples = 0, lost = 0;
+	size_t benign_samples;
+	int status;
+
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(profile, "%s/out.mojo", dir);
+	FORMAT(log, "%s/profiler.log", dir);
+	attacker = start_attacker(dir, attack, &attacker_pid);
+	FORMAT(command, "exec /usr/bin/python3 -c '"
+			"import os\nprint(os.getpid(), flush=True)\n"
+			"def benign_spin():\n"
+			"    while True: sum(range(1000))\n"
+			"benign_spin()'");
+	benign = start_python(command, &benign_pid);
+	profiler = fork();
+	assert_true(profiler >= 0);
+	if (profiler == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(profiler, &status, WNOHANG) == 0) {
+		long now = peak_rss_kib(profiler);
+
+		if (now > peak)
+			peak = now;
+		usleep(20000);
+	}
+	kill(attacker_pid, SIGKILL);
+	kill(benign_pid, SIGKILL);
+	pclose(attacker);
+	pclose(benign);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	read_totals(log, &samples, &lost);
+	benign_samples = samples_with_frame(profile, "benign_spin");
+	print_message("profiler peak RSS %ld KiB; %" PRIu64 " samples, %" PRIu64 " lost; %zu of the benign Python\n",
+		      peak, samples, lost, benign_samples);
+	assert_true(peak < PEAK_RSS_LIMIT_KIB);
+	assert_true(benign_samples > 0);
+	assert_true(lost * 100 <= samples);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
+/* A 1.2 MB ELF whose 2,000 note sections of 1 MiB all overlap. */
+static void note_bomb_costs_the_profiler_nothing(void **state)
+{
+	(void)state;
+	profile_beside(NOTE_BOMB);
+}
+
+/* Five sparse 510 MiB ELFs (a few KiB on disk) whose tables span the file. */
+static void sparse_files_cost_the_profiler_nothing(void **state)
+{
+	(void)state;
+	profile_beside(SPARSE_FILES_ATTACK);
+}
+
+/* What a worker says of a file is checked before root uses it. */
+static void lying_verdicts_are_refused(void **state)
+{
+	struct py_runtime_file file = { .verdict = PY_RUNTIME_HERE, .major = 3, .minor = 12,
+					.sym = { .has_runtime = true, .runtime = 0x1000 } };
+	struct parser_py_runtime wire, bad;
+	struct py_runtime_file back;
+
+	(void)state;
+	py_runtime_file_to_wire(&file, &wire);
+	assert_int_equal(py_runtime_file_from_wire(&wire, &back), 0);
+	assert_int_equal(back.verdict, PY_RUNTIME_HERE);
+	assert_true(back.sym.has_runtime);
+	assert_int_equal(back.sym.runtime, 0x1000);
+	bad = wire;
+	bad.verdict = 7;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.has_runtime = 2;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.unread = -EPERM;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.unread = -EFBIG; /* unread, yet a runtime */
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+}
+
+/* A sparse file whose tables span it is judged unread from its section headers: its tables
+ * are not read, in the worker either, however often it is touched. */
+static void sparse_tables_are_not_read(void **state)
+{
+	struct py_runtime_file_cache *cache;
+	struct py_runtime_file_stats stats;
+	struct py_runtime_file verdict;
+	struct proc_maps maps;
+	const struct proc_map *map = NULL;
+	char dir[64], path[128], command[256];
+	void *mapped;
+	int fd;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(path, "%s/libsparse.so", dir);
+	write_sparse_spanning(path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	mapped = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(mapped != MAP_FAILED);
+	close(fd);
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	for (size_t i = 0; i < maps.count && !map; i++)
+		if (strstr(maps.maps[i].path, "/libsparse.so"))
+			map = &maps.maps[i];
+	assert_non_null(map);
+	assert_int_equal(py_runtime_file_cache_new(&cache, 16), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), map, &verdict), 0);
+	assert_int_equal(verdict.verdict, PY_RUNTIME_NONE);
+	assert_int_equal(verdict.unread, -EFBIG);
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.examined, 1);
+	assert_int_equal(stats.bad, 0);
+	py_runtime_file_cache_free(cache);
+	proc_maps_free(&maps);
+	munmap(mapped, 4096);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
+/* A sparse ELF of 32 MiB whose .symtab (30 MiB of symbols) is read for its verdict. */
+static void write_large_symtab(const char *path)
+{
+	static const char names[] = "\0.symtab\0.strtab\0.shstrtab";
+	const uint64_t names_at = 4096, headers_at = 8192, symbols_at = 16384;
+	const off_t size = (off_t)32 << 20;
+	Elf64_Shdr sections[4];
+	Elf64_Ehdr header;
+	Elf64_Phdr segment = whole_file_segment(size);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(fd >= 0);
+	memset(sections, 0, sizeof(sections));
+	elf_header(&header, headers_at, 4, 3);
+	sections[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_SYMTAB, .sh_offset = symbols_at,
+				    .sh_size = (uint64_t)30 << 20, .sh_link = 2, .sh_entsize = sizeof(Elf64_Sym) };
+	sections[2] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = names_at, .sh_size = 1 };
+	sections[3] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB, .sh_offset = names_at,
+				    .sh_size = sizeof(names) };
+	write_at(fd, &header, sizeof(header), 0);
+	write_at(fd, &segment, sizeof(segment), sizeof(header));
+	write_at(fd, names, sizeof(names), (off_t)names_at);
+	write_at(fd, sections, sizeof(sections), (off_t)headers_at);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+}
+
+/* The mapping of path in this process's maps. */
+static const struct proc_map *mapping_of(const struct proc_maps *maps, const char *path)
+{
+	for (size_t i = 0; i < maps->count; i++)
+		if (strcmp(maps->maps[i].path, path) == 0)
+			return &maps->maps[i];
+	fail_msg("%s is not mapped", path);
+	return NULL;
+}
+
+/*
+ * A file the worker overruns its time on (here: a 1 ms budget, and 30 MiB of symbols to read)
+ * is bad: touching it does not have it read again; rewriting it to another size does.
+ */
+static void bad_file_stays_bad_when_touched(void **state)
+{
+	struct py_runtime_file_cache *cache;
+	struct py_runtime_file_stats stats;
+	struct py_runtime_file verdict;
+	struct proc_maps maps;
+	char dir[64], path[128], command[256];
+	void *mapped;
+	int fd;
+
+	(void)state;
+	make_sticky_dir(dir, sizeof(dir));
+	FORMAT(path, "%s/libslow.so", dir);
+	write_large_symtab(path);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	mapped = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(mapped != MAP_FAILED);
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	assert_int_equal(py_runtime_file_cache_new(&cache, 16), 0);
+	assert_int_equal(py_runtime_file_cache_set_timeout(cache, 1), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), mapping_of(&maps, path), &verdict), 0);
+	assert_int_equal(verdict.unread, -ECHILD);
+	assert_int_equal(futimens(fd, NULL), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), mapping_of(&maps, path), &verdict), 0);
+	assert_int_equal(verdict.unread, -ECHILD);
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.examined, 1);
+	assert_int_equal(stats.bad, 1);
+	assert_int_equal(ftruncate(fd, ((off_t)32 << 20) + 4096), 0);
+	assert_int_equal(py_runtime_file_lookup(cache, getpid(), mapping_of(&maps, path), &verdict), 0);
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.examined, 2);
+	py_runtime_file_cache_free(cache);
+	proc_maps_free(&maps);
+	munmap(mapped, 4096);
+	close(fd);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lying_verdicts_are_refused),
+		cmocka_unit_test(sparse_tables_are_not_read),
+		cmocka_unit_test(bad_file_stays_bad_when_touched),
+		cmocka_unit_test(note_bomb_costs_the_profiler_nothing),
+		cmocka_unit_test(sparse_files_cost_the_profiler_nothing),
+	};
+
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	if (geteuid() != 0) {
+		print_message("test_hardening_discovery: needs root (the attacker runs as nobody)\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
