@@ -2,7 +2,8 @@
 /*
  * Text from a target or a file, made safe for a terminal: control bytes (C0,
  * DEL, C1, and so every escape sequence) and bytes that are not UTF-8 shown
- * as C escapes or \xNN; valid UTF-8 text passes through.
+ * as C escapes or \xNN, the bidirectional formatting characters (U+202E...)
+ * as \uNNNN; other valid UTF-8 text passes through.
  */
 #ifndef PYBPFPROF_TEXT_QUOTE_H
 #define PYBPFPROF_TEXT_QUOTE_H
