@@ -402,6 +402,73 @@ static void special_outputs_are_refused(void **state)
 	unlink(fifo_path);
 }
 
+/* Runs a shell command as nobody in dir (nobody's own); fails the test if it fails. */
+static void as_nobody(const char *dir, const char *command)
+{
+	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sh", "-c",
+			 (char *)command, NULL };
+	char err[512];
+	char cwd[PATH_MAX];
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	if (run_capture(argv, err, sizeof(err)) != 0)
+		fail_msg("as nobody: %s: %s", command, err);
+	assert_int_equal(chdir(cwd), 0);
+}
+
+/*
+ * Inputs another user planted: a FIFO named like a profile is refused at once by dump, top and
+ * convert (no hang), and collapsed text without newlines is refused within a memory bound with
+ * one line (a 3 GiB sparse file, and a 64 MiB line, under a 512 MiB address-space limit).
+ */
+static void hostile_inputs_are_refused(void **state)
+{
+	char dir[] = "/tmp/pybpfprof-hostile-in.XXXXXX", fifo[PATH_MAX], sparse[PATH_MAX], long_line[PATH_MAX];
+	char out[PATH_MAX], err[2048];
+	const char *commands[] = { "dump", "top", "convert" };
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	as_nobody(dir, "mkfifo stacks.collapsed && truncate -s 3G sparse.collapsed && "
+		       "head -c 67108864 /dev/zero | tr '\\0' a > long.collapsed");
+	FORMAT(fifo, "%s/stacks.collapsed", dir);
+	FORMAT(sparse, "%s/sparse.collapsed", dir);
+	FORMAT(long_line, "%s/long.collapsed", dir);
+	FORMAT(out, "%s/out.collapsed", test_tmpdir());
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		char *argv[] = { "timeout", "10", (char *)pybpfprof_binary(), (char *)commands[i], fifo, "-o", out,
+				 NULL };
+
+		if (strcmp(commands[i], "convert") != 0)
+			argv[5] = NULL;
+		assert_one_line_failure(argv, "not a regular file (a FIFO)");
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "dump", sparse, NULL };
+		int status = run_limited("--as=536870912", argv, err, sizeof(err));
+
+		print_message("sparse -> exit %d: %s", status, err);
+		assert_true(status != 0);
+		assert_int_equal(count_lines(err), 1);
+		assert_non_null(strstr(err, "line 1: a NUL byte"));
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "top", long_line, NULL };
+		int status = run_limited("--as=536870912", argv, err, sizeof(err));
+
+		print_message("long line -> exit %d: %s", status, err);
+		assert_true(status != 0);
+		assert_int_equal(count_lines(err), 1);
+		assert_non_null(strstr(err, "line 1: longer than 4 MiB"));
+	}
+	unlink(fifo);
+	unlink(sparse);
+	unlink(long_line);
+	rmdir(dir);
+}
+
 static void assert_metadata_is(const char *path, const char *key, const char *want)
 {
 	struct pf_reader *reader;
@@ -804,6 +871,7 @@ int main(void)
 		cmocka_unit_test(registry_lookups),
 		cmocka_unit_test(run_info_writes_what_metadata_wrote),
 		cmocka_unit_test(special_outputs_are_refused),
+		cmocka_unit_test(hostile_inputs_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
 		cmocka_unit_test(gil_mode_and_states),
 		cmocka_unit_test(interpreter_ids_shown),

@@ -502,6 +502,39 @@ void pf_writer_abort(struct pf_writer *writer)
 	free_writer(writer);
 }
 
+int pf_input_open(const char *path, char *errbuf, size_t errlen)
+{
+	/* O_NONBLOCK: opening a FIFO with no writer returns at once, so it can be refused. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat info;
+	int err;
+
+	if (fd < 0)
+		return errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &info) < 0) {
+		err = errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(info.st_mode)) {
+		close(fd);
+		return errbuf_format(errbuf, errlen, S_ISDIR(info.st_mode) ? -EISDIR : -EINVAL,
+				     "not a regular file (%s): profiles are read from files only",
+				     S_ISDIR(info.st_mode)    ? "a directory"
+				     : S_ISFIFO(info.st_mode) ? "a FIFO"
+				     : S_ISSOCK(info.st_mode) ? "a socket"
+							      : "a device");
+	}
+	/* Back to blocking reads (O_NONBLOCK means nothing to a regular file, but readers need not
+	 * know it was set). */
+	if (fcntl(fd, F_SETFL, 0) < 0) {
+		err = errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int pf_reader_open(struct pf_reader **reader_out, const char *path,
 		   const struct pf_format *format, char *errbuf, size_t errlen)
 {
@@ -513,9 +546,9 @@ int pf_reader_open(struct pf_reader **reader_out, const char *path,
 	if (!reader)
 		return -ENOMEM;
 	reader->format = format;
-	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
+	reader->fd = pf_input_open(path, errbuf, errlen);
 	if (reader->fd < 0) {
-		err = errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+		err = reader->fd;
 		free(reader);
 		return err;
 	}
