@@ -711,6 +711,38 @@ static void top_escapes_terminal_controls(void **state)
 	assert_non_null(strstr(shown, "evil\\x1b[2J\\rname\\xc2\\x9b31m (main.py)"));
 }
 
+/* Collapsed text is read in terminals and review tools: a target's name keeps no control byte,
+ * no bidirectional override and no frame separator of its own. */
+static void collapsed_escapes_terminal_controls(void **state)
+{
+	static const char hostile[] = "evil\x1b]0;title\x07\xe2\x80\xae" "gnp.exe\n;x";
+	char path[PATH_MAX];
+	struct pf_frame frames[2] = {
+		pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", "<module>"),
+		pf_frame_unlocated(PF_FRAME_NATIVE, "lib.so", hostile),
+	};
+	struct pf_sample sample = { .pid = 1, .tid = 1, .metrics = PF_METRIC_TIME, .time_us = 1000,
+				    .frame_count = 2, .frames = frames };
+	struct pf_writer *writer;
+	size_t len;
+	char *text;
+
+	(void)state;
+	FORMAT(path, "%s/hostile.collapsed", test_tmpdir());
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name("collapsed"), NULL), 0);
+	assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	assert_int_equal(pf_writer_close(writer), 0);
+	text = (char *)read_whole_file(path, &len);
+	assert_non_null(text);
+	if (text)
+		print_message("%s", text);
+	assert_null(strchr(text, '\x1b'));
+	assert_null(strchr(text, '\x07'));
+	assert_null(strstr(text, "\xe2\x80\xae"));
+	assert_string_equal(text, "main.py:<module>:0;evil\\x1b]0_title\\x07\\u202egnp.exe\\n_x_[n] 1000\n");
+	free(text);
+}
+
 /* The registry answers every name, alias, extension and magic of the formats it lists. */
 static void registry_lookups(void **state)
 {
@@ -873,6 +905,7 @@ int main(void)
 		cmocka_unit_test(special_outputs_are_refused),
 		cmocka_unit_test(hostile_inputs_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
+		cmocka_unit_test(collapsed_escapes_terminal_controls),
 		cmocka_unit_test(gil_mode_and_states),
 		cmocka_unit_test(interpreter_ids_shown),
 		cmocka_unit_test(top_headings_by_mode),

@@ -14,6 +14,7 @@
 #include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
+#include "util/text_quote.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,19 +40,28 @@ static int line_reserve(struct collapsed_writer *writer, size_t needed)
 	return array_reserve((void **)&writer->line, &writer->line_capacity, needed, 1, 1024);
 }
 
-/* ';' separates frames and a newline ends the stack: neither may appear inside a frame. */
+/* The most one byte of a name grows when escaped ("\\x1b"). */
+#define ESCAPED_BYTES_MAX 4
+
+/*
+ * A name as collapsed text: ';' separates frames and a newline ends the stack, so neither may
+ * appear inside a frame; and the file is read in terminals and review tools, so control bytes,
+ * bytes that are not UTF-8 and bidirectional controls are shown as escapes (util/text_quote.h).
+ * out has room for ESCAPED_BYTES_MAX bytes per byte of text.
+ */
 static size_t append_clean(char *out, const char *text)
 {
-	size_t n = 0;
+	size_t n = strlen(text_escaped(out, strlen(text) * ESCAPED_BYTES_MAX + 1, text));
 
-	for (; *text; text++)
-		out[n++] = (*text == ';' || *text == '\n' || *text == '\r') ? '_' : *text;
+	for (size_t i = 0; i < n; i++)
+		if (out[i] == ';')
+			out[i] = '_';
 	return n;
 }
 
 static size_t frame_text_bound(const struct pf_frame *frame)
 {
-	return strlen(frame->file) + strlen(frame->name) + 32;
+	return (strlen(frame->file) + strlen(frame->name)) * ESCAPED_BYTES_MAX + 32;
 }
 
 static size_t append_frame(char *out, const struct pf_frame *frame)
