@@ -469,6 +469,54 @@ static void hostile_inputs_are_refused(void **state)
 	rmdir(dir);
 }
 
+/*
+ * An output path through a directory link another user planted (nobody's link in a directory of
+ * nobody's, to a directory of root's) is refused, and nothing is written where it points; a link
+ * of root's own is followed.
+ */
+static void planted_directory_links_are_refused(void **state)
+{
+	char dir[] = "/tmp/pybpfprof-hostile-out.XXXXXX", victim[PATH_MAX], command[PATH_MAX * 2];
+	char good[PATH_MAX], through_planted[PATH_MAX], through_own[PATH_MAX], own_link[PATH_MAX];
+	char landed[PATH_MAX];
+
+	(void)state;
+	testdata_path(good, sizeof(good), "mojo/out39.mojo");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	FORMAT(victim, "%s/victim", test_tmpdir());
+	mkdir(victim, 0700);
+	FORMAT(command, "ln -s %s evil", victim);
+	as_nobody(dir, command);
+	FORMAT(through_planted, "%s/evil/result.bin", dir);
+	FORMAT(landed, "%s/result.bin", victim);
+	unlink(landed);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", through_planted, NULL };
+
+		assert_one_line_failure(argv, "Permission denied");
+	}
+	assert_false(file_exists(landed));
+	assert_no_output_left(victim, "result");
+	FORMAT(own_link, "%s/mine", test_tmpdir());
+	unlink(own_link);
+	assert_int_equal(symlink("victim", own_link), 0);
+	FORMAT(through_own, "%s/mine/./result.bin", test_tmpdir());
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", through_own, NULL };
+		char err[1024];
+
+		if (run_capture(argv, err, sizeof(err)) != 0)
+			fail_msg("through a link of root's own: %s", err);
+	}
+	assert_true(file_exists(landed));
+	unlink(landed);
+	unlink(own_link);
+	FORMAT(command, "%s/evil", dir);
+	unlink(command);
+	rmdir(dir);
+}
+
 static void assert_metadata_is(const char *path, const char *key, const char *want)
 {
 	struct pf_reader *reader;
@@ -904,6 +952,7 @@ int main(void)
 		cmocka_unit_test(run_info_writes_what_metadata_wrote),
 		cmocka_unit_test(special_outputs_are_refused),
 		cmocka_unit_test(hostile_inputs_are_refused),
+		cmocka_unit_test(planted_directory_links_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
 		cmocka_unit_test(collapsed_escapes_terminal_controls),
 		cmocka_unit_test(gil_mode_and_states),
