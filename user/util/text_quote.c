@@ -29,12 +29,7 @@ static size_t utf8_printable_length(const unsigned char *text, size_t len)
 	return need;
 }
 
-/*
- * The bidirectional formatting characters (ALM, LRM, RLM, LRE...RLO, LRI...PDI): shown raw they
- * reorder what the terminal or an editor displays around them, so that a name can read as
- * something else. The code point, or 0 for any other sequence of span bytes.
- */
-static unsigned bidi_control(const unsigned char *text, size_t span)
+unsigned utf8_bidi_control(const unsigned char *text, size_t span)
 {
 	unsigned code;
 
@@ -90,12 +85,12 @@ static void next_unit(const unsigned char *text, size_t len, size_t at, bool quo
 		return;
 	}
 	if (c >= 0x80 && (*span = utf8_printable_length(text + at, len - at))) {
-		bidi = bidi_control(text + at, *span);
+		bidi = utf8_bidi_control(text + at, *span);
 		if (!bidi)
 			return;
 		*consumed = *span;
 		*span = 0;
-		snprintf(piece, 8, "\\u%04x", bidi);
+		snprintf(piece, 8, "\\u%04x", bidi & 0xffffu);
 		return;
 	}
 	snprintf(piece, 8, "\\x%02x", c);
