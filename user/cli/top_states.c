@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/array.h"
+#include "util/text_quote.h"
 
 static const struct {
 	uint32_t status;
@@ -98,6 +99,8 @@ int top_states_add(struct top_states *states, const struct pf_sample *sample, ui
 		return -ENOMEM;
 	if (is_new)
 		states->by_thread[id] = (struct top_state_weights){ 0 };
+	if (!states->by_thread[id].name[0] && sample->thread_name)
+		text_escaped(states->by_thread[id].name, sizeof(states->by_thread[id].name), sample->thread_name);
 	weigh(&states->all, status, weight);
 	weigh(&states->by_thread[id], status, weight);
 	return 0;
@@ -152,13 +155,16 @@ void top_states_print(const struct top_states *states, const struct top_state_so
 	fputc('\n', out);
 	for (size_t id = 0; id < threads; id++) {
 		const struct thread_key *key = intern_key(&states->thread_ids, (uint32_t)id, NULL);
-		char label[48];
+		char label[48 + TOP_STATE_NAME_MAX];
+		int len;
 
 		if (key->iid)
-			snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64 " (iid %" PRIu32 ")", key->pid, key->tid,
-				 key->iid);
+			len = snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64 " (iid %" PRIu32 ")", key->pid,
+				       key->tid, key->iid);
 		else
-			snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64, key->pid, key->tid);
+			len = snprintf(label, sizeof(label), "%" PRIu32 ":%" PRIu64, key->pid, key->tid);
+		if (states->by_thread[id].name[0] && len > 0 && (size_t)len < sizeof(label))
+			snprintf(label + len, sizeof(label) - (size_t)len, " %s", states->by_thread[id].name);
 		fprintf(out, "  %-24s", label);
 		print_states(out, &states->by_thread[id], sources);
 		fprintf(out, " %13.2f%%\n", share(states->by_thread[id].total, states->all.total));

@@ -23,9 +23,13 @@ enum top_state {
 	TOP_STATE_COUNT,
 };
 
+/* A thread's name as its row shows it (a comm or a Python thread name), cut to this. */
+#define TOP_STATE_NAME_MAX 32
+
 struct top_state_weights {
 	uint64_t total;
 	uint64_t in_state[TOP_STATE_COUNT];
+	char name[TOP_STATE_NAME_MAX]; /* a thread's, escaped, when its samples gave one; "" else */
 };
 
 struct top_states {

@@ -69,6 +69,8 @@ struct fg_node {
 	uint64_t weight;    /* this frame and everything it called */
 	int32_t first_line; /* smallest and largest line seen, -1 when none was */
 	int32_t last_line;
+	uint32_t thread;    /* the name of the thread of its first named sample: id + 1 in thread_names, 0 none */
+	bool threads_several; /* and samples of other named threads too */
 };
 
 struct fg_child_key {
@@ -88,6 +90,7 @@ struct flamegraph_writer {
 	int fd;
 	struct intern_table frames;   /* kind byte, file, NUL, name -> frame id */
 	struct intern_table children; /* fg_child_key -> node id - 1 (node 0 is the root) */
+	struct intern_table thread_names; /* the samples' thread names, for the tooltips */
 	struct fg_node *nodes;
 	size_t nodes_capacity;
 	char *key;                    /* scratch for one frame key */
@@ -242,6 +245,27 @@ static int add_frames(struct flamegraph_writer *writer, const struct pf_sample *
 	return 0;
 }
 
+/* The sample's thread name for fg_node.thread: its id + 1, 0 if none (or no room). */
+static uint32_t thread_of(struct flamegraph_writer *writer, const struct pf_sample *sample)
+{
+	int64_t id;
+
+	if (!sample->thread_name || !sample->thread_name[0])
+		return 0;
+	id = intern_add(&writer->thread_names, sample->thread_name, strlen(sample->thread_name) + 1, NULL);
+	return id < 0 || id >= UINT32_MAX ? 0 : (uint32_t)id + 1;
+}
+
+static void node_add_thread(struct fg_node *node, uint32_t thread)
+{
+	if (!thread)
+		return;
+	if (!node->thread)
+		node->thread = thread;
+	else if (node->thread != thread)
+		node->threads_several = true;
+}
+
 static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct flamegraph_writer *writer = state;
@@ -251,7 +275,7 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 	int64_t process = process_node(writer, sample->pid, weight);
 	size_t path_bytes = sample->frame_count * sizeof(*writer->path), len = 0;
 	const uint32_t *known;
-	uint32_t *kept;
+	uint32_t *kept, thread = thread_of(writer, sample);
 	int err;
 
 	if (process < 0)
@@ -261,13 +285,17 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 	writer->nodes[0].weight += weight;
 	known = known_stacks_find(&writer->known, sample->stack_id, (uint64_t)process, &len);
 	if (known && len == path_bytes) {
-		for (size_t i = 0; i < sample->frame_count; i++)
+		for (size_t i = 0; i < sample->frame_count; i++) {
 			writer->nodes[known[i]].weight += weight;
+			node_add_thread(&writer->nodes[known[i]], thread);
+		}
 		return 0;
 	}
 	err = add_frames(writer, sample, (uint32_t)process, weight);
 	if (err)
 		return err;
+	for (size_t i = 0; i < sample->frame_count; i++)
+		node_add_thread(&writer->nodes[writer->path[i]], thread);
 	kept = known_stacks_put(&writer->known, sample->stack_id, (uint64_t)process, path_bytes);
 	if (kept)
 		memcpy(kept, writer->path, path_bytes);
@@ -800,7 +828,7 @@ static void write_location(FILE *out, const struct fg_frame_view *view, const st
 }
 
 static void write_tooltip(FILE *out, const struct fg_frame_view *view, const struct fg_node *node,
-			  uint64_t total, enum fg_unit unit)
+			  const char *thread, uint64_t total, enum fg_unit unit)
 {
 	put_xml(out, view->label);
 	write_location(out, view, node);
@@ -813,6 +841,11 @@ static void write_tooltip(FILE *out, const struct fg_frame_view *view, const str
 	fputs(": ", out);
 	put_amount(out, node->weight, unit);
 	fprintf(out, ", %.2f%%", total ? 100.0 * (double)node->weight / (double)total : 0.0);
+	if (thread) {
+		fputs(node->threads_several ? " (threads " : " (thread ", out);
+		put_xml(out, thread);
+		fputs(node->threads_several ? " and others)" : ")", out);
+	}
 }
 
 static void write_frame(const struct flamegraph_writer *writer, const struct fg_layout *layout,
@@ -830,7 +863,9 @@ static void write_frame(const struct flamegraph_writer *writer, const struct fg_
 	fputs("<g class=\"f\" data-n=\"", out);
 	put_xml(out, view->label);
 	fputs("\"><title>", out);
-	write_tooltip(out, view, node, layout->total, writer_unit(writer));
+	write_tooltip(out, view, node,
+		      node->thread ? intern_key(&writer->thread_names, node->thread - 1, NULL) : NULL,
+		      layout->total, writer_unit(writer));
 	fprintf(out,
 		"</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
 		"fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
@@ -917,6 +952,7 @@ static void flamegraph_destroy(void *state)
 
 	intern_free(&writer->frames);
 	intern_free(&writer->children);
+	intern_free(&writer->thread_names);
 	known_stacks_free(&writer->known);
 	free(writer->path);
 	for (int i = 0; i < META_COUNT; i++)
@@ -951,6 +987,7 @@ int flamegraph_writer_create(int fd, const struct pf_writer_options *options, vo
 	writer->fd = fd;
 	intern_init(&writer->frames);
 	intern_init(&writer->children);
+	intern_init(&writer->thread_names);
 	known_stacks_init(&writer->known, KNOWN_PATHS_MAX_BYTES);
 	if (reserve_nodes(writer, 1)) {
 		free(writer);

@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A thread's name as profiles carry it (a comm or a Python thread name), cut to this. */
+#define SPEEDSCOPE_THREAD_NAME_MAX 64
+
 struct speedscope_run {
 	uint32_t stack;
 	int64_t weight;
@@ -32,6 +35,7 @@ struct speedscope_run {
 struct speedscope_thread {
 	uint32_t pid;
 	uint64_t tid;
+	char name[SPEEDSCOPE_THREAD_NAME_MAX]; /* the thread's name when a sample gave one, "" else */
 	struct speedscope_run *runs;
 	size_t run_count;
 	size_t run_capacity;
@@ -67,6 +71,8 @@ static struct speedscope_thread *thread_of(struct speedscope_writer *writer, con
 			return NULL;
 		writer->threads[index] = (struct speedscope_thread){ .pid = sample->pid, .tid = sample->tid };
 	}
+	if (!writer->threads[index].name[0] && sample->thread_name)
+		snprintf(writer->threads[index].name, sizeof(writer->threads[index].name), "%s", sample->thread_name);
 	return &writer->threads[index];
 }
 
@@ -130,9 +136,18 @@ static void write_frame(FILE *out, const struct stack_frame *frame)
 
 static void write_thread(const struct speedscope_writer *writer, FILE *out, const struct speedscope_thread *thread)
 {
-	fprintf(out, "{\"type\":\"sampled\",\"name\":\"pid %" PRIu32 " thread %" PRIu64 "\",\"unit\":\"%s\","
-		     "\"startValue\":0,\"endValue\":%" PRId64 ",\"samples\":[",
-		thread->pid, thread->tid, unit_of(writer), thread->total);
+	char name[SPEEDSCOPE_THREAD_NAME_MAX + 64];
+
+	/* The thread's own name first: it is what speedscope's profile list shows. */
+	if (thread->name[0])
+		snprintf(name, sizeof(name), "%s (pid %" PRIu32 " thread %" PRIu64 ")", thread->name, thread->pid,
+			 thread->tid);
+	else
+		snprintf(name, sizeof(name), "pid %" PRIu32 " thread %" PRIu64, thread->pid, thread->tid);
+	fputs("{\"type\":\"sampled\",\"name\":", out);
+	fput_json_string(out, name);
+	fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRId64 ",\"samples\":[",
+		unit_of(writer), thread->total);
 	for (size_t i = 0; i < thread->run_count; i++) {
 		size_t depth;
 		const void *stack = stack_table_stack(&writer->stacks, thread->runs[i].stack, &depth);

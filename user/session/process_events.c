@@ -8,6 +8,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -261,6 +263,125 @@ int process_events_discover_named_pids(struct session *session)
 		}
 	}
 	return 0;
+}
+
+static bool is_named_pid(const struct session_options *options, pid_t pid)
+{
+	for (size_t i = 0; i < options->pid_count; i++)
+		if (options->pids[i] == pid)
+			return true;
+	return false;
+}
+
+static bool descends_from_named(const struct session_options *options, pid_t pid)
+{
+	for (size_t i = 0; i < options->pid_count; i++)
+		if (target_set_descends_from(pid, options->pids[i]))
+			return true;
+	return false;
+}
+
+/*
+ * -C: the named processes' descendants already running join them, at any depth (a Pool's
+ * workers, a forkserver's children). Forks from now on come as notices: BPF follows a
+ * target's forks from the moment it is added, which for the named ones was before this
+ * scan. A descendant that is not Python is skipped quietly, as the host scan does.
+ */
+size_t process_events_add_descendants(struct session *session)
+{
+	const struct session_options *options = session->options;
+	DIR *proc = opendir("/proc");
+	struct dirent *entry;
+	pid_t self = getpid();
+	size_t added = 0;
+
+	if (!proc)
+		return 0;
+	while ((entry = readdir(proc))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+		struct target *target;
+
+		if (*end || pid <= 1 || pid == self || is_named_pid(options, (pid_t)pid) ||
+		    target_set_find(&session->targets, (pid_t)pid) || !descends_from_named(options, (pid_t)pid))
+			continue;
+		target = target_set_add(&session->targets, (pid_t)pid, TARGET_FROM_SCAN);
+		if (!target)
+			break;
+		added++;
+		try_discover(session, target, clock_monotonic_ms());
+	}
+	closedir(proc);
+	return added;
+}
+
+/* utime + stime of pid in clock ticks from /proc/PID/stat, 0 if gone. */
+static uint64_t cpu_ticks(pid_t pid)
+{
+	char path[64], text[1024], *close_paren;
+	unsigned long long utime = 0, stime = 0;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	text[got] = 0;
+	/* The command name may hold anything, ')' too: the fields start after the last one. */
+	close_paren = strrchr(text, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+				   &stime) != 2)
+		return 0;
+	return utime + stime;
+}
+
+/* The CPU ticks of the named pids (*named) and of every process descending from one (*descendants). */
+static void named_cpu_ticks(const struct session_options *options, uint64_t *named, uint64_t *descendants)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *entry;
+
+	*named = *descendants = 0;
+	for (size_t i = 0; i < options->pid_count; i++)
+		*named += cpu_ticks(options->pids[i]);
+	if (!proc)
+		return;
+	while ((entry = readdir(proc))) {
+		char *end;
+		long pid = strtol(entry->d_name, &end, 10);
+
+		if (!*end && pid > 1 && !is_named_pid(options, (pid_t)pid) && descends_from_named(options, (pid_t)pid))
+			*descendants += cpu_ticks((pid_t)pid);
+	}
+	closedir(proc);
+}
+
+void process_events_note_children_cpu(struct session *session)
+{
+	named_cpu_ticks(session->options, &session->named_ticks_start, &session->descendant_ticks_start);
+}
+
+/* Children's CPU below this (in ticks, 1/100 s on Linux) is not worth a hint. */
+#define CHILDREN_HINT_MIN_TICKS 20
+
+void process_events_hint_children(struct session *session)
+{
+	uint64_t named, descendants, named_used, descendants_used;
+	double tick_s = 1.0 / (double)sysconf(_SC_CLK_TCK);
+
+	named_cpu_ticks(session->options, &named, &descendants);
+	named_used = named > session->named_ticks_start ? named - session->named_ticks_start : 0;
+	/* Children that exited took their ticks with them: this is at least what the others used. */
+	descendants_used = descendants > session->descendant_ticks_start ? descendants - session->descendant_ticks_start : 0;
+	if (descendants_used < CHILDREN_HINT_MIN_TICKS || descendants_used <= named_used)
+		return;
+	fprintf(stderr, "pybpfprof: hint: the profiled processes' children used %.1f s of CPU, they %.1f s: "
+			"-C profiles the children too\n", (double)descendants_used * tick_s, (double)named_used * tick_s);
 }
 
 bool process_events_all_ended(struct session *session)

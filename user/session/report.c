@@ -98,8 +98,13 @@ void report_flush_writers(struct session *session)
 		note_write_error(session, i, pf_writer_flush(session->writers[i]));
 }
 
-/* The thread's name, read from /proc when the thread is first seen; NULL if unknown. */
-static const char *thread_name(struct session *session, const struct pf_sample *sample)
+/*
+ * The thread's name, read when the thread is first seen: threading's name from the target
+ * where python and tstate_addr say where to look and the version is one it can read, else
+ * the OS thread's name from /proc (threading's name too from 3.14 on). NULL if unknown.
+ */
+const char *report_thread_name(struct session *session, const struct pf_sample *sample,
+			       const struct py_target *python, uint64_t tstate_addr)
 {
 	struct { uint64_t pid, tid; } thread = { sample->pid, sample->tid };
 	bool is_new = false;
@@ -108,10 +113,13 @@ static const char *thread_name(struct session *session, const struct pf_sample *
 	if (id < 0)
 		return NULL;
 	if (is_new && !ARRAY_RESERVE(session->thread_names, session->thread_names_capacity, (size_t)id + 1)) {
+		char *name = session->thread_names[id];
+
 		/* slots of ids whose reserve failed stay unnamed */
 		while (session->thread_names_count < (size_t)id)
 			session->thread_names[session->thread_names_count++][0] = 0;
-		proc_identity_thread_name((pid_t)sample->pid, (pid_t)sample->tid, session->thread_names[id]);
+		if (!python || !tstate_addr || py_thread_name_read(python, tstate_addr, name, PY_THREAD_NAME_MAX))
+			proc_identity_thread_name((pid_t)sample->pid, (pid_t)sample->tid, name);
 		session->thread_names_count = (size_t)id + 1;
 	}
 	if ((size_t)id >= session->thread_names_count || !session->thread_names[id][0])
@@ -121,7 +129,8 @@ static const char *thread_name(struct session *session, const struct pf_sample *
 
 void report_write_sample(struct session *session, struct pf_sample *sample)
 {
-	sample->thread_name = thread_name(session, sample);
+	if (!sample->thread_name)
+		sample->thread_name = report_thread_name(session, sample, NULL, 0);
 	for (size_t i = 0; i < session->writer_count; i++)
 		note_write_error(session, i, pf_writer_add_sample(session->writers[i], sample));
 	if (session->windows)
@@ -251,6 +260,18 @@ static const char *plural(uint64_t count, const char *suffix)
 	return count == 1 ? "" : suffix;
 }
 
+/* The live targets that -p named (the rest are their descendants). */
+static size_t live_named_processes(const struct session *session)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < session->targets.count; i++)
+		for (size_t p = 0; p < session->options->pid_count; p++)
+			count += session->targets.items[i].state == TARGET_READY &&
+				 session->targets.items[i].pid == session->options->pids[p];
+	return count;
+}
+
 /* The end of the status line: what is sampled, and until when. */
 static void print_scope(const struct session *session, uint64_t now_ms)
 {
@@ -263,6 +284,9 @@ static void print_scope(const struct session *session, uint64_t now_ms)
 		fprintf(stderr, "  every Python process on this host: %zu now, %zu sampled so far", live, seen);
 	} else {
 		fprintf(stderr, "  %zu process%s", live, plural(live, "es"));
+		if (options->children)
+			fprintf(stderr, " (%zu descendant%s)", live - live_named_processes(session),
+				plural(live - live_named_processes(session), "s"));
 	}
 	fprintf(stderr, "  %zu thread%s", intern_count(&session->python_threads),
 		plural(intern_count(&session->python_threads), "s"));

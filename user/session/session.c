@@ -112,6 +112,7 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 			sample.status |= PF_STATUS_GIL_KNOWN;
 		sample.container = target->identity.cgroup[0] ? target->identity.cgroup : NULL;
 	}
+	sample.thread_name = report_thread_name(session, &sample, python, record->tstate_addr);
 	if (session->stacks) {
 		int err = stacks_print_add(session->stacks, &sample);
 
@@ -496,6 +497,8 @@ static int set_up(struct session *session, int *failed_status)
 	build_named_tables(session);
 	for (size_t i = 0; i < session->targets.count; i++)
 		process_events_target_ready(session, &session->targets.items[i]);
+	if (options->children)
+		process_events_add_descendants(session);
 	*failed_status = EXIT_STATUS_FAILED;
 	if (options->command) {
 		err = start_launch(session);
@@ -566,6 +569,14 @@ static int run_stacks(struct session *session)
 	return EXIT_STATUS_OK;
 }
 
+/* -p without -C: a master whose work is in its children would show an idle profile. */
+static bool wants_children_hint(const struct session *session)
+{
+	const struct session_options *options = session->options;
+
+	return options->pid_count && !options->children && !options->command && !options->quiet;
+}
+
 int session_run(const struct session_options *options)
 {
 	struct session session = { .options = options, .begin_us = clock_monotonic_us() };
@@ -615,8 +626,12 @@ int session_run(const struct session_options *options)
 	report_scope(&session);
 	if (session.system_wide)
 		process_events_scan(&session);
+	if (wants_children_hint(&session))
+		process_events_note_children_cpu(&session);
 	run_loop(&session);
 	status = finish(&session);
+	if (wants_children_hint(&session))
+		process_events_hint_children(&session);
 	if (session.launched) {
 		launch_wait(&session.launch);
 		/* A command the viewer's q ended did not fail: its status (130) is the profiler's doing. */

@@ -20,6 +20,7 @@
 #include "session/session.h"
 #include "symbolize/sample_resolve.h"
 #include "target/launch.h"
+#include "target/py_thread_name.h"
 #include "target/target_set.h"
 #include "target/unwind_cache.h"
 #include "util/errbuf.h"
@@ -59,10 +60,14 @@ struct session {
 	uint64_t window_first_sample; /* samples_written when the window began */
 	char window_paths[SESSION_MAX_OUTPUTS][PATH_MAX];
 	struct push_client_stats push_stats; /* how the pushes went, once windows are closed */
+	/* -p without -C: the named processes' CPU ticks, and their descendants', at the start;
+	 * the end tells whether their CPU was mostly in the children left out. */
+	uint64_t named_ticks_start;
+	uint64_t descendant_ticks_start;
 	struct intern_table threads; /* (pid, tid) pairs seen */
 	struct intern_table python_threads; /* ... seen running Python (the summary counts these) */
 	uint64_t other_samples;      /* samples of processes not running Python (a launcher's shells) */
-	char (*thread_names)[PROC_IDENTITY_NAME_MAX]; /* by thread id above, read when first seen */
+	char (*thread_names)[PY_THREAD_NAME_MAX]; /* by thread id above, read when first seen */
 	size_t thread_names_count;   /* ids with a name slot ("" unknown) */
 	size_t thread_names_capacity;
 	/* The targets' cgroups (containers) by number, with their processes and samples. */
@@ -97,6 +102,12 @@ int process_events_wait_budget_ms(const struct session *session, int tick_ms, ui
 void process_events_check_liveness(struct session *session);
 void process_events_scan(struct session *session);
 int process_events_discover_named_pids(struct session *session);
+/* -C: adds the named pids' running descendants as targets; how many were found. */
+size_t process_events_add_descendants(struct session *session);
+/* -p without -C: notes the named pids' CPU and their descendants'; at the end, hints at -C
+ * when the descendants used more of it. */
+void process_events_note_children_cpu(struct session *session);
+void process_events_hint_children(struct session *session);
 bool process_events_all_ended(struct session *session);
 
 /* ---- native_stacks.c: the unwind tables of the targets, kept in BPF ---- */
@@ -129,6 +140,9 @@ int report_open_writers(struct session *session);
 void report_abort_writers(struct session *session);
 /* Writes the sample to every output, with its thread's name (read when first seen). */
 void report_write_sample(struct session *session, struct pf_sample *sample);
+/* The thread's name (report.c says from where), read when first seen; NULL if unknown. */
+const char *report_thread_name(struct session *session, const struct pf_sample *sample,
+			       const struct py_target *python, uint64_t tstate_addr);
 /* Makes every output readable on disk so far; the first failure stops sampling. */
 void report_flush_writers(struct session *session);
 /* A sample of target, counted for its container. */

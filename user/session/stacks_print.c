@@ -12,15 +12,15 @@
 #include "util/array.h"
 #include "util/text_quote.h"
 
-/* A comm is at most 15 bytes (TASK_COMM_LEN - 1). */
-#define THREAD_NAME_MAX 16
+/* A comm is at most 15 bytes (TASK_COMM_LEN - 1); threading's name is cut to fit. */
+#define THREAD_NAME_MAX 64
 
 struct stacks_thread {
 	uint64_t tid;
 	uint32_t status;           /* PF_STATUS_* */
 	char kernel_state;         /* the kernel's state letter when its stack was taken, '?' if unknown */
 	bool on_a_cpu;             /* running on a CPU then (its kernel stack unreadable) */
-	char name[THREAD_NAME_MAX]; /* its comm, "" if unread */
+	char name[THREAD_NAME_MAX]; /* its name (threading's, or its comm), "" if unread */
 	size_t first_frame;        /* into frames, root first as the sample had them */
 	size_t frame_count;
 };
@@ -98,7 +98,10 @@ int stacks_print_add(struct stacks_print *print, const struct pf_sample *sample)
 					  .frame_count = sample->frame_count };
 	memcpy(print->frames + print->frame_count, sample->frames, sample->frame_count * sizeof(*sample->frames));
 	print->frame_count += sample->frame_count;
-	read_thread_name(print->pid, thread);
+	if (sample->thread_name && sample->thread_name[0])
+		snprintf(thread->name, sizeof(thread->name), "%s", sample->thread_name);
+	else
+		read_thread_name(print->pid, thread);
 	return 0;
 }
 

@@ -46,6 +46,14 @@ enum mojo_event_id {
 /* The tool version Austin's readers key their format choice on. */
 #define MOJO_AUSTIN_COMPAT_VERSION "3.7.0"
 
+/*
+ * A thread's name: the metadata line "thread_name:PID:TID" = NAME, TID as the stack events
+ * write it (hex), before the thread's first sample; NAME escaped text, at most
+ * MOJO_THREAD_NAME_MAX - 1 bytes. Our reader gives it to the thread's samples.
+ */
+#define MOJO_THREAD_NAME_KEY "thread_name:"
+#define MOJO_THREAD_NAME_MAX 128
+
 /* One decoded event; strings point into the stream's buffer until the next call. */
 struct mojo_raw_event {
 	enum mojo_event_id id;

@@ -45,6 +45,9 @@ struct mojo_reader {
 
 	struct metadata_pair *metadata;
 	size_t metadata_count, metadata_capacity;
+	struct intern_table thread_slots; /* (pid, tid) -> index in thread_names */
+	const char **thread_names;        /* stored in values */
+	size_t thread_names_capacity;
 	enum sample_mode mode;
 
 	bool seen_stack;  /* definitions need a pid */
@@ -98,9 +101,53 @@ static int64_t scoped_slot(struct intern_table *table, uint32_t pid, int64_t key
 		   : intern_find(table, &scoped, sizeof(scoped));
 }
 
+static bool parse_hex_tid(const char *text, uint64_t *tid);
+
+struct thread_key {
+	uint64_t pid, tid;
+};
+
+/* A MOJO_THREAD_NAME_KEY line: 1 when kept as the thread's name, 0 when key is not one, -ENOMEM. */
+static int add_thread_name(struct mojo_reader *reader, const char *key, const char *value)
+{
+	struct thread_key thread = { 0 };
+	const char *name, *rest = key + strlen(MOJO_THREAD_NAME_KEY);
+	char *end;
+	int64_t slot;
+
+	if (strncmp(key, MOJO_THREAD_NAME_KEY, strlen(MOJO_THREAD_NAME_KEY)) != 0 || *rest < '0' || *rest > '9')
+		return 0;
+	errno = 0;
+	thread.pid = strtoull(rest, &end, 10);
+	if (errno || *end != ':' || thread.pid > UINT32_MAX || !parse_hex_tid(end + 1, &thread.tid))
+		return 0;
+	name = store_value(reader, value);
+	slot = intern_add(&reader->thread_slots, &thread, sizeof(thread), NULL);
+	if (!name || slot < 0 ||
+	    array_reserve((void **)&reader->thread_names, &reader->thread_names_capacity, (size_t)slot + 1,
+			  sizeof(*reader->thread_names), 64))
+		return -ENOMEM;
+	reader->thread_names[slot] = name;
+	return 1;
+}
+
+/* The name a MOJO_THREAD_NAME_KEY line gave the thread, NULL if none. */
+static const char *thread_name(const struct mojo_reader *reader, uint32_t pid, uint64_t tid)
+{
+	struct thread_key thread = { pid, tid };
+	int64_t slot = intern_find(&reader->thread_slots, &thread, sizeof(thread));
+
+	return slot < 0 ? NULL : reader->thread_names[slot];
+}
+
 static int add_metadata(struct mojo_reader *reader, const char *key, const char *value)
 {
 	char *key_copy, *value_copy;
+	int named = add_thread_name(reader, key, value);
+
+	/* Samples carry it: a writer the file is converted to writes it again. */
+	if (named)
+		return named < 0 ? named : 0;
 
 	if (ARRAY_RESERVE(reader->metadata, reader->metadata_capacity, reader->metadata_count + 1))
 		return -ENOMEM;
@@ -393,6 +440,7 @@ static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 	sample->pid = reader->pid;
 	sample->iid = reader->iid;
 	sample->tid = reader->tid;
+	sample->thread_name = thread_name(reader, reader->pid, reader->tid);
 	sample->status = (reader->gc ? PF_STATUS_GC : 0) | (reader->idle ? PF_STATUS_IDLE : 0);
 	sample->metrics = (reader->has_time ? PF_METRIC_TIME : 0) |
 			  (reader->has_memory ? PF_METRIC_MEMORY : 0);
@@ -498,6 +546,8 @@ static void reader_destroy(void *state)
 	intern_free(&reader->values);
 	intern_free(&reader->string_slots);
 	intern_free(&reader->frame_slots);
+	intern_free(&reader->thread_slots);
+	free(reader->thread_names);
 	free(reader->string_values);
 	free(reader->frame_defs);
 	for (i = 0; i < reader->metadata_count; i++) {
@@ -530,6 +580,7 @@ int mojo_reader_create(int fd, void **state, const struct pf_reader_ops **ops, c
 	intern_init(&reader->values);
 	intern_init(&reader->string_slots);
 	intern_init(&reader->frame_slots);
+	intern_init(&reader->thread_slots);
 	err = mojo_stream_open(&reader->stream, fd);
 	if (err) {
 		errbuf_format(errbuf, errlen, err, "%s", reader->stream.error);

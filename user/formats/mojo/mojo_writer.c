@@ -21,6 +21,7 @@
 #include "util/fd_write.h"
 #include "util/hash.h"
 #include "util/intern.h"
+#include "util/text_quote.h"
 
 #define WRITE_BUFFER_SIZE (64u * 1024u)
 #define DEFAULT_FLUSH_INTERVAL_MS 1000u
@@ -74,6 +75,8 @@ struct mojo_writer {
 	size_t refs_capacity;
 	struct known_stacks known_stacks; /* a stack's encoded references, in an epoch of its pid's tables */
 	uint64_t last_epoch;
+
+	struct intern_table named_threads; /* (pid, tid) whose name line is written */
 
 	struct metadata_pair *pending; /* metadata set before the first sample */
 	size_t pending_count, pending_capacity;
@@ -565,6 +568,28 @@ static int write_stack(struct mojo_writer *writer, const struct pf_sample *sampl
 	return 0;
 }
 
+/*
+ * A thread's name, once, before its first sample: a metadata line keyed by the pid and the
+ * thread string its stacks carry (MOJO_THREAD_NAME_KEY), so Austin's readers, which keep any
+ * metadata, still take the file. The name comes from the target: escaped, it is UTF-8 text.
+ */
+static int write_thread_name(struct mojo_writer *writer, const struct pf_sample *sample)
+{
+	struct { uint64_t pid, tid; } thread = { sample->pid, sample->tid };
+	char key[64], tid[17], value[MOJO_THREAD_NAME_MAX];
+	bool is_new = false;
+
+	if (!sample->thread_name || !sample->thread_name[0])
+		return 0;
+	if (intern_add(&writer->named_threads, &thread, sizeof(thread), &is_new) < 0)
+		return writer_fail(writer, -ENOMEM, "out of memory");
+	if (!is_new)
+		return 0;
+	format_hex(sample->tid, tid);
+	snprintf(key, sizeof(key), MOJO_THREAD_NAME_KEY "%" PRIu32 ":%s", sample->pid, tid);
+	return put_metadata(writer, key, text_escaped(value, sizeof(value), sample->thread_name)) ? writer->failure : 0;
+}
+
 static int writer_add_sample(void *state, const struct pf_sample *sample)
 {
 	struct mojo_writer *writer = state;
@@ -578,7 +603,7 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	if (!tables)
 		return writer_fail(writer, -ENOMEM, "out of memory");
 	keep_keys_in_range(writer, tables, sample->frame_count);
-	if (write_stack(writer, sample) || write_frames(writer, tables, sample) || write_metrics(writer, sample))
+	if (write_thread_name(writer, sample) || write_stack(writer, sample) || write_frames(writer, tables, sample) || write_metrics(writer, sample))
 		return writer->failure;
 	mark_complete(writer);
 	if (clock_coarse_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
@@ -623,6 +648,7 @@ static void writer_destroy(void *state)
 	free(writer->scratch);
 	free(writer->refs);
 	known_stacks_free(&writer->known_stacks);
+	intern_free(&writer->named_threads);
 	free_pending(writer);
 	free(writer->buf);
 	free(writer);
@@ -653,6 +679,7 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 		return -ENOMEM;
 	writer->fd = fd;
 	hash_index_init(&writer->pid_index);
+	intern_init(&writer->named_threads);
 	known_stacks_init(&writer->known_stacks, KNOWN_STACKS_MAX_BYTES);
 	writer->capacity = WRITE_BUFFER_SIZE;
 	writer->buf = malloc(writer->capacity);
