@@ -402,6 +402,121 @@ static void special_outputs_are_refused(void **state)
 	unlink(fifo_path);
 }
 
+/* Runs a shell command as nobody in dir (nobody's own); fails the test if it fails. */
+static void as_nobody(const char *dir, const char *command)
+{
+	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "sh", "-c",
+			 (char *)command, NULL };
+	char err[512];
+	char cwd[PATH_MAX];
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	if (run_capture(argv, err, sizeof(err)) != 0)
+		fail_msg("as nobody: %s: %s", command, err);
+	assert_int_equal(chdir(cwd), 0);
+}
+
+/*
+ * Inputs another user planted: a FIFO named like a profile is refused at once by dump, top and
+ * convert (no hang), and collapsed text without newlines is refused within a memory bound with
+ * one line (a 3 GiB sparse file, and a 64 MiB line, under a 512 MiB address-space limit).
+ */
+static void hostile_inputs_are_refused(void **state)
+{
+	char dir[] = "/tmp/pybpfprof-hostile-in.XXXXXX", fifo[PATH_MAX], sparse[PATH_MAX], long_line[PATH_MAX];
+	char out[PATH_MAX], err[2048];
+	const char *commands[] = { "dump", "top", "convert" };
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	as_nobody(dir, "mkfifo stacks.collapsed && truncate -s 3G sparse.collapsed && "
+		       "head -c 67108864 /dev/zero | tr '\\0' a > long.collapsed");
+	FORMAT(fifo, "%s/stacks.collapsed", dir);
+	FORMAT(sparse, "%s/sparse.collapsed", dir);
+	FORMAT(long_line, "%s/long.collapsed", dir);
+	FORMAT(out, "%s/out.collapsed", test_tmpdir());
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		char *argv[] = { "timeout", "10", (char *)pybpfprof_binary(), (char *)commands[i], fifo, "-o", out,
+				 NULL };
+
+		if (strcmp(commands[i], "convert") != 0)
+			argv[5] = NULL;
+		assert_one_line_failure(argv, "not a regular file (a FIFO)");
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "dump", sparse, NULL };
+		int status = run_limited("--as=536870912", argv, err, sizeof(err));
+
+		print_message("sparse -> exit %d: %s", status, err);
+		assert_true(status != 0);
+		assert_int_equal(count_lines(err), 1);
+		assert_non_null(strstr(err, "line 1: a NUL byte"));
+	}
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "top", long_line, NULL };
+		int status = run_limited("--as=536870912", argv, err, sizeof(err));
+
+		print_message("long line -> exit %d: %s", status, err);
+		assert_true(status != 0);
+		assert_int_equal(count_lines(err), 1);
+		assert_non_null(strstr(err, "line 1: longer than 4 MiB"));
+	}
+	unlink(fifo);
+	unlink(sparse);
+	unlink(long_line);
+	rmdir(dir);
+}
+
+/*
+ * An output path through a directory link another user planted (nobody's link in a directory of
+ * nobody's, to a directory of root's) is refused, and nothing is written where it points; a link
+ * of root's own is followed.
+ */
+static void planted_directory_links_are_refused(void **state)
+{
+	char dir[] = "/tmp/pybpfprof-hostile-out.XXXXXX", victim[PATH_MAX], command[PATH_MAX * 2];
+	char good[PATH_MAX], through_planted[PATH_MAX], through_own[PATH_MAX], own_link[PATH_MAX];
+	char landed[PATH_MAX];
+
+	(void)state;
+	testdata_path(good, sizeof(good), "mojo/out39.mojo");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	FORMAT(victim, "%s/victim", test_tmpdir());
+	mkdir(victim, 0700);
+	FORMAT(command, "ln -s %s evil", victim);
+	as_nobody(dir, command);
+	FORMAT(through_planted, "%s/evil/result.bin", dir);
+	FORMAT(landed, "%s/result.bin", victim);
+	unlink(landed);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", through_planted, NULL };
+
+		assert_one_line_failure(argv, "Permission denied");
+	}
+	assert_false(file_exists(landed));
+	assert_no_output_left(victim, "result");
+	FORMAT(own_link, "%s/mine", test_tmpdir());
+	unlink(own_link);
+	assert_int_equal(symlink("victim", own_link), 0);
+	FORMAT(through_own, "%s/mine/./result.bin", test_tmpdir());
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "convert", good, "-o", through_own, NULL };
+		char err[1024];
+
+		if (run_capture(argv, err, sizeof(err)) != 0)
+			fail_msg("through a link of root's own: %s", err);
+	}
+	assert_true(file_exists(landed));
+	unlink(landed);
+	unlink(own_link);
+	FORMAT(command, "%s/evil", dir);
+	unlink(command);
+	rmdir(dir);
+}
+
 static void assert_metadata_is(const char *path, const char *key, const char *want)
 {
 	struct pf_reader *reader;
@@ -644,6 +759,38 @@ static void top_escapes_terminal_controls(void **state)
 	assert_non_null(strstr(shown, "evil\\x1b[2J\\rname\\xc2\\x9b31m (main.py)"));
 }
 
+/* Collapsed text is read in terminals and review tools: a target's name keeps no control byte,
+ * no bidirectional override and no frame separator of its own. */
+static void collapsed_escapes_terminal_controls(void **state)
+{
+	static const char hostile[] = "evil\x1b]0;title\x07\xe2\x80\xae" "gnp.exe\n;x";
+	char path[PATH_MAX];
+	struct pf_frame frames[2] = {
+		pf_frame_unlocated(PF_FRAME_PYTHON, "main.py", "<module>"),
+		pf_frame_unlocated(PF_FRAME_NATIVE, "lib.so", hostile),
+	};
+	struct pf_sample sample = { .pid = 1, .tid = 1, .metrics = PF_METRIC_TIME, .time_us = 1000,
+				    .frame_count = 2, .frames = frames };
+	struct pf_writer *writer;
+	size_t len;
+	char *text;
+
+	(void)state;
+	FORMAT(path, "%s/hostile.collapsed", test_tmpdir());
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name("collapsed"), NULL), 0);
+	assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	assert_int_equal(pf_writer_close(writer), 0);
+	text = (char *)read_whole_file(path, &len);
+	assert_non_null(text);
+	if (text)
+		print_message("%s", text);
+	assert_null(strchr(text, '\x1b'));
+	assert_null(strchr(text, '\x07'));
+	assert_null(strstr(text, "\xe2\x80\xae"));
+	assert_string_equal(text, "main.py:<module>:0;evil\\x1b]0_title\\x07\\u202egnp.exe\\n_x_[n] 1000\n");
+	free(text);
+}
+
 /* The registry answers every name, alias, extension and magic of the formats it lists. */
 static void registry_lookups(void **state)
 {
@@ -804,7 +951,10 @@ int main(void)
 		cmocka_unit_test(registry_lookups),
 		cmocka_unit_test(run_info_writes_what_metadata_wrote),
 		cmocka_unit_test(special_outputs_are_refused),
+		cmocka_unit_test(hostile_inputs_are_refused),
+		cmocka_unit_test(planted_directory_links_are_refused),
 		cmocka_unit_test(top_escapes_terminal_controls),
+		cmocka_unit_test(collapsed_escapes_terminal_controls),
 		cmocka_unit_test(gil_mode_and_states),
 		cmocka_unit_test(interpreter_ids_shown),
 		cmocka_unit_test(top_headings_by_mode),

@@ -488,6 +488,23 @@ static void test_unprintable_names(void **state)
 	free(svg);
 }
 
+/* A right-to-left override in a name would reorder what the reader of the graph sees. */
+static void test_bidi_controls_shown(void **state)
+{
+	struct pf_frame frames[1] = { python_frame("main.py", "evil\xe2\x80\xae" "gnp.exe\xe2\x81\xa6", 1) };
+	char path[512];
+	struct pf_writer *writer = open_svg("bidi.svg", path, sizeof(path));
+	char *svg;
+
+	(void)state;
+	add_sample(writer, frames, 1, 0, 0, 0);
+	svg = close_and_read(writer, path);
+	assert_null(strstr(svg, "\xe2\x80\xae"));
+	assert_null(strstr(svg, "\xe2\x81\xa6"));
+	assert_non_null(strstr(svg, "evil\\u202egnp.exe\\u2066 (main.py:1)"));
+	free(svg);
+}
+
 static void test_empty_profile(void **state)
 {
 	char path[512];
@@ -535,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_label_clipped_to_box),
 		cmocka_unit_test(test_memory_weights),
 		cmocka_unit_test(test_unprintable_names),
+		cmocka_unit_test(test_bidi_controls_shown),
 		cmocka_unit_test(test_empty_profile),
 		cmocka_unit_test(test_format_dispatch),
 	};

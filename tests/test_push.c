@@ -230,6 +230,64 @@ static void file_windows(void **state)
 	assert_true(windows >= 3);
 }
 
+/* Starts the hostile endpoint as nobody, answering every push with status; its port. */
+static int start_hostile_server(int status, pid_t *pid)
+{
+	char script[PATH_MAX + 64], status_text[16], port_text[16] = "";
+	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3",
+			 script, status_text, NULL };
+	int out_fd;
+	ssize_t got;
+
+	snprintf(script, sizeof(script), "%s/tests/scripts/push_hostile_server.py", test_source_dir());
+	snprintf(status_text, sizeof(status_text), "%d", status);
+	*pid = test_spawn(argv, &out_fd, NULL);
+	assert_true(*pid > 0);
+	got = read(out_fd, port_text, sizeof(port_text) - 1);
+	close(out_fd);
+	assert_true(got > 0);
+	return atoi(port_text);
+}
+
+/* An endpoint answering with escape sequences and 60 MB: nothing of it reaches the terminal raw,
+ * a 2xx still counts as delivered, and a failure names the status with the reply's start escaped. */
+static void hostile_replies_stay_off_the_terminal(void **state)
+{
+	struct test_python pythons[16];
+	const struct test_python *python = pick_python(pythons, test_pythons(pythons, 16));
+	char script[PATH_MAX], output[PATH_MAX], command[PATH_MAX * 3], url[64];
+	static const int statuses[] = { 200, 500 };
+
+	(void)state;
+	assert_non_null(python);
+	snprintf(script, sizeof(script), "%s/push_hostile.py", test_tmpdir());
+	snprintf(output, sizeof(output), "%s/push-hostile.mojo", test_tmpdir());
+	write_workload(script, 2.5);
+	snprintf(command, sizeof(command), "-- %s %s", python->command, script);
+	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+		pid_t server;
+		int status;
+
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d", start_hostile_server(statuses[i], &server));
+		status = run_pushing(url, output, command);
+		stop_server(server);
+		print_message("status %d: exit %d, %zu bytes of stdout\n%s", statuses[i], status, strlen(out_text),
+			      err_text);
+		assert_null(strchr(out_text, '\x1b'));
+		assert_null(strstr(out_text, "AAAA"));
+		assert_null(strchr(err_text, '\x1b'));
+		assert_null(strchr(err_text, '\x07'));
+		assert_null(strstr(err_text, "\xe2\x80\xae"));
+		if (statuses[i] == 200) {
+			assert_int_equal(status, 0);
+			assert_null(strstr(err_text, "push: 0 of "));
+		} else {
+			assert_int_equal(status, EXIT_STATUS_PUSH);
+			assert_non_null(strstr(err_text, "HTTP status 500 (\"\\x1b]0;owned\\x07\\x1b[2J\\u202eevil"));
+		}
+	}
+}
+
 static void push_options_need_push(void **state)
 {
 	char *argv[] = { (char *)pybpfprof_binary(), "--app", "x", "-p", "1", NULL };
@@ -252,6 +310,7 @@ int main(void)
 		cmocka_unit_test(endpoint_down_never_stops_sampling),
 		cmocka_unit_test(file_windows),
 		cmocka_unit_test(push_options_need_push),
+		cmocka_unit_test(hostile_replies_stay_off_the_terminal),
 	};
 
 	if (getenv("TEST_FILTER"))

@@ -181,6 +181,12 @@ static void text_escaped_defuses_terminal_controls(void **state)
 			    "bad\\x9b\\xff\\xe2\\x82");
 	assert_string_equal(text_escaped(out, sizeof(out), "path\\with \"quotes\""),
 			    "path\\with \"quotes\"");
+	/* Bidirectional overrides, isolates and marks would reorder what the reader sees. */
+	assert_string_equal(text_escaped(out, sizeof(out),
+					 "a\xe2\x80\xae" "b\xe2\x81\xa6" "c\xe2\x81\xa9\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c"),
+			    "a\\u202eb\\u2066c\\u2069\\u200e\\u200f\\u061c");
+	assert_string_equal(text_escaped(out, sizeof(out), "\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad \xe2\x80\x90"),
+			    "\\u202a\\u202b\\u202c\\u202d \xe2\x80\x90");
 	/* Cut at a whole escape, never inside one. */
 	assert_string_equal(text_escaped(out, 6, "ab\x1b"), "ab");
 	stream = open_memstream(&quoted, &quoted_len);
@@ -188,6 +194,12 @@ static void text_escaped_defuses_terminal_controls(void **state)
 	fput_quoted_cstr(stream, "q\"\\\n\xc2\x85");
 	fclose(stream);
 	assert_string_equal(quoted, "\"q\\\"\\\\\\n\\xc2\\x85\"");
+	free(quoted);
+	stream = open_memstream(&quoted, &quoted_len);
+	assert_non_null(stream);
+	fput_quoted_cstr(stream, "main\xe2\x80\xae.py");
+	fclose(stream);
+	assert_string_equal(quoted, "\"main\\u202e.py\"");
 	free(quoted);
 }
 

@@ -100,11 +100,11 @@ static int dump_events(const char *path, FILE *out)
 	char err[512] = "";
 	uint8_t head[8];
 	ssize_t got;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = pf_input_open(path, err, sizeof(err));
 	int result;
 
 	if (fd < 0) {
-		cli_error_print("dump", path, strerror(errno));
+		cli_error_print("dump", path, err);
 		return EXIT_STATUS_TARGET;
 	}
 	got = pread(fd, head, sizeof(head), 0);

@@ -14,6 +14,7 @@
 #include "util/errbuf.h"
 #include "util/fd_write.h"
 #include "util/intern.h"
+#include "util/text_quote.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,19 +40,28 @@ static int line_reserve(struct collapsed_writer *writer, size_t needed)
 	return array_reserve((void **)&writer->line, &writer->line_capacity, needed, 1, 1024);
 }
 
-/* ';' separates frames and a newline ends the stack: neither may appear inside a frame. */
+/* The most one byte of a name grows when escaped ("\\x1b"). */
+#define ESCAPED_BYTES_MAX 4
+
+/*
+ * A name as collapsed text: ';' separates frames and a newline ends the stack, so neither may
+ * appear inside a frame; and the file is read in terminals and review tools, so control bytes,
+ * bytes that are not UTF-8 and bidirectional controls are shown as escapes (util/text_quote.h).
+ * out has room for ESCAPED_BYTES_MAX bytes per byte of text.
+ */
 static size_t append_clean(char *out, const char *text)
 {
-	size_t n = 0;
+	size_t n = strlen(text_escaped(out, strlen(text) * ESCAPED_BYTES_MAX + 1, text));
 
-	for (; *text; text++)
-		out[n++] = (*text == ';' || *text == '\n' || *text == '\r') ? '_' : *text;
+	for (size_t i = 0; i < n; i++)
+		if (out[i] == ';')
+			out[i] = '_';
 	return n;
 }
 
 static size_t frame_text_bound(const struct pf_frame *frame)
 {
-	return strlen(frame->file) + strlen(frame->name) + 32;
+	return (strlen(frame->file) + strlen(frame->name)) * ESCAPED_BYTES_MAX + 32;
 }
 
 static size_t append_frame(char *out, const struct pf_frame *frame)
@@ -220,6 +230,10 @@ int collapsed_writer_create(int fd, const struct pf_writer_options *options, voi
 /* ---- reader: one weighted sample per line ---- */
 
 #define COLLAPSED_MAX_FRAMES 4096
+/* The longest line read: room for COLLAPSED_MAX_FRAMES frames of long paths and names, and the
+ * reader's whole memory with it (getline would grow to the file's size on a file without
+ * newlines, gigabytes for a sparse one). */
+#define COLLAPSED_MAX_LINE (4u << 20)
 
 struct collapsed_reader {
 	FILE *in;
@@ -272,21 +286,52 @@ static void parse_frame(char *text, struct pf_frame *frame)
 	frame->end_line = frame->line;
 }
 
+/* The next line into reader->line, without its newline: 1, 0 at the end, or a negative errno. */
+static int read_line(struct collapsed_reader *reader, size_t *len_out)
+{
+	size_t len = 0;
+	int c;
+
+	reader->line_number++;
+	while ((c = getc_unlocked(reader->in)) != EOF && c != '\n') {
+		if (c == 0)
+			return errbuf_format(reader->error, sizeof(reader->error), -EINVAL,
+					     "line %" PRIu64 ": a NUL byte: not collapsed stacks", reader->line_number);
+		if (len + 1 >= COLLAPSED_MAX_LINE)
+			return errbuf_format(reader->error, sizeof(reader->error), -E2BIG,
+					     "line %" PRIu64 ": longer than %u MiB", reader->line_number,
+					     COLLAPSED_MAX_LINE >> 20);
+		if (array_reserve((void **)&reader->line, &reader->line_capacity, len + 2, 1, 1024))
+			return -ENOMEM;
+		reader->line[len++] = (char)c;
+	}
+	if (ferror(reader->in))
+		return errbuf_format(reader->error, sizeof(reader->error), -EIO, "line %" PRIu64 ": %s",
+				     reader->line_number, strerror(errno));
+	if (c == EOF && len == 0)
+		return 0;
+	if (array_reserve((void **)&reader->line, &reader->line_capacity, len + 1, 1, 1024))
+		return -ENOMEM;
+	while (len > 0 && reader->line[len - 1] == '\r')
+		len--;
+	reader->line[len] = 0;
+	*len_out = len;
+	return 1;
+}
+
 static int collapsed_next_sample(void *state, struct pf_sample *sample)
 {
 	struct collapsed_reader *reader = state;
-	ssize_t len;
+	size_t len;
 	char *space, *end, *frame_text, *saveptr = NULL;
 	long long weight;
 	size_t count = 0;
+	int got;
 
 	do {
-		len = getline(&reader->line, &reader->line_capacity, reader->in);
-		if (len < 0)
-			return 0;
-		reader->line_number++;
-		while (len > 0 && (reader->line[len - 1] == '\n' || reader->line[len - 1] == '\r'))
-			reader->line[--len] = 0;
+		got = read_line(reader, &len);
+		if (got <= 0)
+			return got;
 	} while (len == 0);
 	space = strrchr(reader->line, ' ');
 	if (!space || space == reader->line)

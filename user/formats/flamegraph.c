@@ -475,6 +475,9 @@ static size_t xml_char_length(const unsigned char *text)
 	return len;
 }
 
+/* A bidirectional control is drawn as its escape, "\\u202e": six characters. */
+#define BIDI_SHOWN_CHARS 6
+
 /* Characters as a reader sees them: each valid sequence or stray byte is one. */
 static size_t xml_char_count(const char *text)
 {
@@ -484,20 +487,30 @@ static size_t xml_char_count(const char *text)
 	while (*at) {
 		size_t len = xml_char_length(at);
 
+		count += utf8_bidi_control(at, len) ? BIDI_SHOWN_CHARS : 1;
 		at += len ? len : 1;
-		count++;
 	}
 	return count;
 }
 
-/* At most max_chars characters of text, escaped; bytes XML cannot hold become U+FFFD. */
+/* At most max_chars characters of text, escaped; bytes XML cannot hold become U+FFFD, and
+ * bidirectional controls (which would reorder the names a reader sees) their escape. */
 static void put_xml_prefix(FILE *out, const char *text, size_t max_chars)
 {
 	const unsigned char *at = (const unsigned char *)text;
 
 	for (size_t written = 0; *at && written < max_chars; written++) {
 		size_t len = xml_char_length(at);
+		unsigned bidi = utf8_bidi_control(at, len);
 
+		if (bidi) {
+			if (written + BIDI_SHOWN_CHARS > max_chars)
+				break;
+			fprintf(out, "\\u%04x", bidi);
+			written += BIDI_SHOWN_CHARS - 1;
+			at += len;
+			continue;
+		}
 		switch (len ? *at : 0) {
 		case '&': fputs("&amp;", out); break;
 		case '<': fputs("&lt;", out); break;

@@ -168,11 +168,11 @@ int format_registry_find_file(const char *path, const struct pf_format **format,
 {
 	uint8_t head[8];
 	ssize_t got;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = pf_input_open(path, errbuf, errlen);
 
 	*format = NULL;
 	if (fd < 0)
-		return errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+		return fd;
 	got = pread(fd, head, sizeof(head), 0);
 	if (got < 0) {
 		int err = errbuf_format(errbuf, errlen, -errno, "%s", strerror(errno));

@@ -7,7 +7,9 @@
  * holds something worth keeping; an aborted writer leaves the old file as it
  * was. Where the file system has no unnamed files, a new file beside the final
  * name (created exclusively, so a planted link or FIFO is never followed) is
- * renamed into place instead.
+ * renamed into place instead. That directory is reached one component at a
+ * time and held open: a symbolic link on the way is followed only if root or
+ * the invoking user owns it, never one another user planted (in /tmp, say).
  */
 #include "profile/profile.h"
 #include "util/errbuf.h"
@@ -16,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ struct pf_writer {
 	int fd;
 	char *path;      /* final name */
 	char *temp_path; /* where the file is until it is renamed to path; NULL: unnamed (O_TMPFILE) */
+	int dir_fd;      /* path's directory, reached as output_directory_open allows */
+	const char *base;     /* path's last component, in path */
 	bool has_samples;
 	bool published;  /* renamed to path: the file is there, written on in place */
 	char error[512];
@@ -164,18 +167,156 @@ static char *name_beside(const char *path)
 	return asprintf(&name, "%s.partial-XXXXXX", path) < 0 ? NULL : name;
 }
 
-/* An unnamed file in path's directory; its descriptor, or a negative errno (-EOPNOTSUPP and
- * the like where the file system has none). */
-static int create_unnamed(const char *path)
+/* The last component of path (a name in its directory). */
+static const char *last_component(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* Symbolic links followed on the way to an output's directory, at most (the kernel's own bound). */
+#define OUTPUT_DIR_LINKS_MAX 40
+
+/*
+ * Whether a symbolic link owned by owner may lead to an output's directory: root's and the
+ * invoking user's are their own choice; one planted by another user (in /tmp, say) would send
+ * root's file wherever that user likes.
+ */
+static bool output_link_trusted(uid_t owner)
+{
+	uid_t sudo_uid;
+	gid_t sudo_gid;
+
+	return owner == 0 || owner == getuid() || owner == geteuid() ||
+	       (sudo_user_ids(&sudo_uid, &sudo_gid) && owner == sudo_uid);
+}
+
+static int resolve_directory(int start_fd, const char *path, int *links);
+
+/* Follows the link at link_fd (found in the directory at dir_fd): the directory it names, as an
+ * O_PATH descriptor, or a negative errno. */
+static int follow_output_link(int dir_fd, int link_fd, const struct stat *info, int *links)
+{
+	char target[PATH_MAX];
+	ssize_t len;
+	int start_fd;
+
+	if (!output_link_trusted(info->st_uid))
+		return -EACCES;
+	if (++*links > OUTPUT_DIR_LINKS_MAX)
+		return -ELOOP;
+	len = readlinkat(link_fd, "", target, sizeof(target));
+	if (len < 0)
+		return -errno;
+	if ((size_t)len >= sizeof(target))
+		return -ENAMETOOLONG;
+	target[len] = 0;
+	start_fd = target[0] == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)
+				    : fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+	if (start_fd < 0)
+		return -errno;
+	return resolve_directory(start_fd, target, links);
+}
+
+/*
+ * The directory path names from start_fd (taken: closed here), one component at a time with
+ * no link followed by the kernel: each symbolic link on the way is checked, then followed here.
+ * An O_PATH descriptor of it, or a negative errno.
+ */
+static int resolve_directory(int start_fd, const char *path, int *links)
+{
+	char component[NAME_MAX + 1];
+	int fd = start_fd;
+
+	while (*path) {
+		size_t len = strcspn(path, "/");
+		struct stat info;
+		int next, err = 0;
+
+		if (len > NAME_MAX) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(component, path, len);
+		component[len] = 0;
+		path += len;
+		path += strspn(path, "/");
+		if (len == 0 || strcmp(component, ".") == 0)
+			continue;
+		next = openat(fd, component, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 || fstat(next, &info) < 0) {
+			err = -errno;
+		} else if (S_ISLNK(info.st_mode)) {
+			int target = follow_output_link(fd, next, &info, links);
+
+			close(next);
+			next = target;
+			err = target < 0 ? target : 0;
+		} else if (!S_ISDIR(info.st_mode)) {
+			err = -ENOTDIR;
+		}
+		close(fd);
+		if (err) {
+			if (next >= 0)
+				close(next);
+			return err;
+		}
+		fd = next;
+	}
+	return fd;
+}
+
+/* The directory of path, reached without following a symbolic link another user planted on the
+ * way: an O_PATH descriptor, or a negative errno (-EACCES for such a link). */
+static int output_directory_open(const char *path)
 {
 	char directory[PATH_MAX];
-	int fd;
+	int links = 0, start_fd;
+	size_t len = (size_t)(last_component(path) - path);
 
-	if (snprintf(directory, sizeof(directory), "%s", path) >= (int)sizeof(directory))
+	if (len >= sizeof(directory))
 		return -ENAMETOOLONG;
+	memcpy(directory, path, len);
+	directory[len] = 0;
+	start_fd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (start_fd < 0)
+		return -errno;
+	return resolve_directory(start_fd, directory, &links);
+}
+
+/* An unnamed file in the output's directory; its descriptor, or a negative errno (-EOPNOTSUPP
+ * and the like where the file system has none). */
+static int create_unnamed(const struct pf_writer *writer)
+{
 	/* 0600 until the mode is set below: never readable by others before it is meant to be */
-	fd = open(dirname(directory), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	int fd = openat(writer->dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+
 	return fd < 0 ? -errno : fd;
+}
+
+static void randomize_name(char *name);
+
+/* A new file beside the output, created exclusively under a random name (writer->temp_path). */
+static int create_named(struct pf_writer *writer)
+{
+	int err = -EEXIST;
+
+	for (int attempt = 0; err == -EEXIST && attempt < 16; attempt++) {
+		free(writer->temp_path);
+		writer->temp_path = name_beside(writer->path);
+		if (!writer->temp_path)
+			return -ENOMEM;
+		randomize_name(writer->temp_path);
+		writer->fd = openat(writer->dir_fd, last_component(writer->temp_path),
+				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		err = writer->fd < 0 ? -errno : 0;
+	}
+	if (err) {
+		free(writer->temp_path);
+		writer->temp_path = NULL;
+	}
+	return err;
 }
 
 /* The new file beside the final name (same directory: linking or renaming it there is atomic). */
@@ -184,20 +325,17 @@ static int create_output(struct pf_writer *writer, const struct pf_writer_option
 	uid_t uid;
 	gid_t gid;
 
-	writer->fd = create_unnamed(writer->path);
+	writer->dir_fd = output_directory_open(writer->path);
+	if (writer->dir_fd < 0)
+		return writer->dir_fd;
+	writer->base = last_component(writer->path);
+	writer->fd = create_unnamed(writer);
 	if (writer->fd < 0) {
 		/* No unnamed files here (an old kernel, a file system without them): a named one. */
-		writer->temp_path = name_beside(writer->path);
-		if (!writer->temp_path)
-			return -ENOMEM;
-		writer->fd = mkostemp(writer->temp_path, O_CLOEXEC | O_NOFOLLOW);
-		if (writer->fd < 0) {
-			int err = -errno;
+		int err = create_named(writer);
 
-			free(writer->temp_path);
-			writer->temp_path = NULL;
+		if (err)
 			return err;
-		}
 	}
 	/* Both make 0600. Failing to widen it only leaves it private. */
 	(void)!fchmod(writer->fd, output_mode(options));
@@ -216,11 +354,11 @@ static int link_at(const struct pf_writer *writer, const char *name)
 	char fd_path[64];
 
 	snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%d", writer->fd);
-	if (linkat(AT_FDCWD, fd_path, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
+	if (linkat(AT_FDCWD, fd_path, writer->dir_fd, last_component(name), AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	if (errno != ENOENT)
 		return -errno;
-	return linkat(writer->fd, "", AT_FDCWD, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	return linkat(writer->fd, "", writer->dir_fd, last_component(name), AT_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
 /* Replaces the X's that end name with random letters and digits. */
@@ -276,7 +414,7 @@ static int publish_output(struct pf_writer *writer)
 		if (err || writer->published)
 			return err;
 	}
-	if (rename(writer->temp_path, writer->path) < 0) {
+	if (renameat(writer->dir_fd, last_component(writer->temp_path), writer->dir_fd, writer->base) < 0) {
 		int err = -errno;
 
 		return errbuf_format(writer->error, sizeof(writer->error), err,
@@ -293,8 +431,16 @@ static const char *current_path(const struct pf_writer *writer)
 	return writer->published ? writer->path : writer->temp_path;
 }
 
+/* Removes our file's name (path or temp_path) from the output's directory. */
+static void unlink_output(const struct pf_writer *writer, const char *name)
+{
+	unlinkat(writer->dir_fd, last_component(name), 0);
+}
+
 static void free_writer(struct pf_writer *writer)
 {
+	if (writer->dir_fd >= 0)
+		close(writer->dir_fd);
 	free(writer->path);
 	free(writer->temp_path);
 	free(writer);
@@ -319,6 +465,7 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path,
 	if (!writer)
 		return -ENOMEM;
 	writer->fd = -1;
+	writer->dir_fd = -1;
 	writer->format = format;
 	writer->path = strdup(path);
 	if (!writer->path) {
@@ -334,7 +481,7 @@ int pf_writer_open(struct pf_writer **writer_out, const char *path,
 	if (err) {
 		close(writer->fd);
 		if (writer->temp_path)
-			unlink(writer->temp_path);
+			unlink_output(writer, writer->temp_path);
 		free_writer(writer);
 		return err;
 	}
@@ -482,9 +629,9 @@ int pf_writer_close(struct pf_writer *writer)
 		err = publish_output(writer);
 	/* A file that failed to close is not left as the profile: none was there before it. */
 	if (err && writer->published && !was_published)
-		unlink(writer->path);
+		unlink_output(writer, writer->path);
 	if (err && !writer->published && writer->temp_path)
-		unlink(writer->temp_path);
+		unlink_output(writer, writer->temp_path);
 	writer->ops->destroy(writer->state);
 	free_writer(writer);
 	return err;
@@ -498,8 +645,41 @@ void pf_writer_abort(struct pf_writer *writer)
 	if (writer->fd >= 0)
 		close(writer->fd);
 	if (current_path(writer))
-		unlink(current_path(writer));
+		unlink_output(writer, current_path(writer));
 	free_writer(writer);
+}
+
+int pf_input_open(const char *path, char *errbuf, size_t errlen)
+{
+	/* O_NONBLOCK: opening a FIFO with no writer returns at once, so it can be refused. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat info;
+	int err;
+
+	if (fd < 0)
+		return errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &info) < 0) {
+		err = errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(info.st_mode)) {
+		close(fd);
+		return errbuf_format(errbuf, errlen, S_ISDIR(info.st_mode) ? -EISDIR : -EINVAL,
+				     "not a regular file (%s): profiles are read from files only",
+				     S_ISDIR(info.st_mode)    ? "a directory"
+				     : S_ISFIFO(info.st_mode) ? "a FIFO"
+				     : S_ISSOCK(info.st_mode) ? "a socket"
+							      : "a device");
+	}
+	/* Back to blocking reads (O_NONBLOCK means nothing to a regular file, but readers need not
+	 * know it was set). */
+	if (fcntl(fd, F_SETFL, 0) < 0) {
+		err = errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 int pf_reader_open(struct pf_reader **reader_out, const char *path,
@@ -513,9 +693,9 @@ int pf_reader_open(struct pf_reader **reader_out, const char *path,
 	if (!reader)
 		return -ENOMEM;
 	reader->format = format;
-	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
+	reader->fd = pf_input_open(path, errbuf, errlen);
 	if (reader->fd < 0) {
-		err = errbuf_format(errbuf, errlen, -errno, "cannot open: %s", strerror(errno));
+		err = reader->fd;
 		free(reader);
 		return err;
 	}

@@ -202,6 +202,13 @@ const char *pf_writer_error(const struct pf_writer *writer);
 
 struct pf_reader;
 
+/*
+ * Opens path to be read as a profile: a regular file only (a FIFO or a device would block or
+ * never end), never becoming the controlling terminal. Its descriptor, or a negative errno with
+ * one line in errbuf.
+ */
+int pf_input_open(const char *path, char *errbuf, size_t errlen);
+
 /* format: the file's (formats/format_registry.h tells it from the magic or the extension).
  * errbuf gets a one-line reason on failure. */
 int pf_reader_open(struct pf_reader **reader_out, const char *path,

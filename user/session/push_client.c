@@ -20,6 +20,10 @@
 #define PUSH_CONNECT_TIMEOUT_MS 3000
 #define PUSH_TIMEOUT_MS 10000
 #define PUSH_URL_MAX 4096
+/* What is read of a reply: the endpoint's words are kept only for a failure's message, and a
+ * reply past this is cut off rather than received (a hostile endpoint could send gigabytes). */
+#define PUSH_REPLY_MAX (64 * 1024)
+#define PUSH_REPLY_EXCERPT 160
 
 struct push_window {
 	uint8_t *data;
@@ -68,6 +72,32 @@ static bool ingest_url(const struct push_client *client, CURL *curl, const struc
 	return used > 0 && (size_t)used < len;
 }
 
+/* The reply body as it arrives: never written anywhere, its start kept for an error message. */
+struct push_reply {
+	char excerpt[PUSH_REPLY_EXCERPT + 1];
+	size_t excerpt_len;
+	size_t received;
+	bool cut_off; /* longer than PUSH_REPLY_MAX: the transfer was stopped */
+};
+
+static size_t push_reply_receive(char *data, size_t size, size_t count, void *opaque)
+{
+	struct push_reply *reply = opaque;
+	size_t len = size * count, keep = PUSH_REPLY_EXCERPT - reply->excerpt_len;
+
+	if (len > PUSH_REPLY_MAX - reply->received) {
+		reply->cut_off = true;
+		return 0; /* libcurl stops the transfer: CURLE_WRITE_ERROR */
+	}
+	reply->received += len;
+	if (keep > len)
+		keep = len;
+	memcpy(reply->excerpt + reply->excerpt_len, data, keep);
+	reply->excerpt_len += keep;
+	reply->excerpt[reply->excerpt_len] = 0;
+	return len;
+}
+
 /* One POST of window; 0, or a negative errno with the reason in reason. */
 static int post_window(const struct push_client *client, const struct push_window *window, char *reason,
 		       size_t reason_len)
@@ -75,7 +105,8 @@ static int post_window(const struct push_client *client, const struct push_windo
 	CURL *curl = client->curl.easy_init();
 	curl_mime *mime = NULL;
 	curl_mimepart *part;
-	char url[PUSH_URL_MAX];
+	char url[PUSH_URL_MAX], said[PUSH_REPLY_EXCERPT * 4 + 1];
+	struct push_reply reply = { .received = 0 };
 	long status = 0;
 	CURLcode result;
 
@@ -104,15 +135,22 @@ static int post_window(const struct push_client *client, const struct push_windo
 	client->curl.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long)PUSH_CONNECT_TIMEOUT_MS);
 	client->curl.easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)PUSH_TIMEOUT_MS);
 	client->curl.easy_setopt(curl, CURLOPT_USERAGENT, "pybpfprof");
+	/* Without a write function libcurl writes the reply to stdout, raw. */
+	client->curl.easy_setopt(curl, CURLOPT_WRITEFUNCTION, push_reply_receive);
+	client->curl.easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
 	result = client->curl.easy_perform(curl);
-	if (result == CURLE_OK)
+	/* A reply cut off for its length still carried its status: a 2xx delivered the window. */
+	if (result == CURLE_OK || (result == CURLE_WRITE_ERROR && reply.cut_off))
 		client->curl.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	client->curl.mime_free(mime);
 	client->curl.easy_cleanup(curl);
-	if (result != CURLE_OK)
+	if (result != CURLE_OK && !(result == CURLE_WRITE_ERROR && reply.cut_off))
 		return errbuf_format(reason, reason_len, -EIO, "%s", client->curl.easy_strerror(result));
 	if (status < 200 || status > 299)
-		return errbuf_format(reason, reason_len, -EPROTO, "HTTP status %ld", status);
+		return errbuf_format(reason, reason_len, -EPROTO, "HTTP status %ld%s%s%s", status,
+				     reply.excerpt_len ? " (\"" : "",
+				     text_escaped(said, sizeof(said), reply.excerpt),
+				     reply.excerpt_len ? "\")" : "");
 	return 0;
 }
 

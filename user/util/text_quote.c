@@ -29,17 +29,34 @@ static size_t utf8_printable_length(const unsigned char *text, size_t len)
 	return need;
 }
 
+unsigned utf8_bidi_control(const unsigned char *text, size_t span)
+{
+	unsigned code;
+
+	if (span == 2 && text[0] == 0xd8 && text[1] == 0x9c)
+		return 0x061c;
+	if (span != 3 || text[0] != 0xe2)
+		return 0;
+	code = 0x2000 | (unsigned)(text[1] & 0x3f) << 6 | (text[2] & 0x3f);
+	if (code == 0x200e || code == 0x200f || (code >= 0x202a && code <= 0x202e) ||
+	    (code >= 0x2066 && code <= 0x2069))
+		return code;
+	return 0;
+}
+
 /*
  * The next unit of text at *at: either *span bytes that may pass as they are,
- * or (span 0) one byte's escape in piece.
+ * or (span 0) an escape in piece that stands for *consumed bytes.
  */
 static void next_unit(const unsigned char *text, size_t len, size_t at, bool quoted,
-		      size_t *span, char piece[8])
+		      size_t *span, size_t *consumed, char piece[8])
 {
 	unsigned char c = text[at];
 	const char *named = NULL;
+	unsigned bidi;
 
 	*span = 0;
+	*consumed = 1;
 	switch (c) {
 	case '"':
 		named = quoted ? "\\\"" : NULL;
@@ -67,8 +84,15 @@ static void next_unit(const unsigned char *text, size_t len, size_t at, bool quo
 		*span = 1;
 		return;
 	}
-	if (c >= 0x80 && (*span = utf8_printable_length(text + at, len - at)))
+	if (c >= 0x80 && (*span = utf8_printable_length(text + at, len - at))) {
+		bidi = utf8_bidi_control(text + at, *span);
+		if (!bidi)
+			return;
+		*consumed = *span;
+		*span = 0;
+		snprintf(piece, 8, "\\u%04x", bidi & 0xffffu);
 		return;
+	}
 	snprintf(piece, 8, "\\x%02x", c);
 }
 
@@ -76,10 +100,10 @@ static void fput_units(FILE *out, const char *text, size_t len, bool quoted)
 {
 	const unsigned char *bytes = (const unsigned char *)text;
 	char piece[8];
-	size_t span;
+	size_t span, consumed;
 
-	for (size_t i = 0; i < len; i += span ? span : 1) {
-		next_unit(bytes, len, i, quoted, &span, piece);
+	for (size_t i = 0; i < len; i += span ? span : consumed) {
+		next_unit(bytes, len, i, quoted, &span, &consumed, piece);
 		if (span)
 			fwrite(text + i, 1, span, out);
 		else
@@ -102,16 +126,16 @@ void fput_escaped(FILE *out, const char *text)
 const char *text_escaped(char *buffer, size_t size, const char *text)
 {
 	const unsigned char *bytes = (const unsigned char *)text;
-	size_t len = strlen(text), used = 0, span;
+	size_t len = strlen(text), used = 0, span, consumed;
 	char piece[8];
 
 	if (!size)
 		return buffer;
-	for (size_t i = 0; i < len; i += span ? span : 1) {
+	for (size_t i = 0; i < len; i += span ? span : consumed) {
 		const char *add;
 		size_t add_len;
 
-		next_unit(bytes, len, i, false, &span, piece);
+		next_unit(bytes, len, i, false, &span, &consumed, piece);
 		add = span ? text + i : piece;
 		add_len = span ? span : strlen(piece);
 		if (used + add_len >= size)

@@ -2,7 +2,8 @@
 /*
  * Text from a target or a file, made safe for a terminal: control bytes (C0,
  * DEL, C1, and so every escape sequence) and bytes that are not UTF-8 shown
- * as C escapes or \xNN; valid UTF-8 text passes through.
+ * as C escapes or \xNN, the bidirectional formatting characters (U+202E...)
+ * as \uNNNN; other valid UTF-8 text passes through.
  */
 #ifndef PYBPFPROF_TEXT_QUOTE_H
 #define PYBPFPROF_TEXT_QUOTE_H
@@ -25,6 +26,13 @@ static inline void fput_quoted_cstr(FILE *out, const char *text)
 void fput_escaped(FILE *out, const char *text);
 /* The same into buffer (cut short to fit, always NUL-terminated); returns buffer. */
 const char *text_escaped(char *buffer, size_t size, const char *text);
+/*
+ * The bidirectional formatting characters (ALM, LRM, RLM, LRE...RLO, LRI...PDI): shown raw they
+ * reorder what a terminal, an editor or a browser displays around them, so that a name can read
+ * as something else. The code point of the valid UTF-8 sequence of span bytes at text if it is
+ * one of them, else 0.
+ */
+unsigned utf8_bidi_control(const unsigned char *text, size_t span);
 /* Bytes of the well-formed UTF-8 sequence at text (RFC 3629: no overlongs, no surrogates,
  * nothing past U+10FFFF; 1 for ASCII), or 0 for a stray byte. Never reads past
  * a NUL. */
