@@ -3,6 +3,8 @@
 #
 #   cli -> session -> {sampler, target, symbolize, formats}
 #   symbolize -> target, profile;  formats -> profile;  everything -> util
+#   target, symbolize -> parser (root's side of the parser worker) -> util
+#   cli -> worker (the sandboxed worker process) -> target, parser
 #   include/ (the BPF contract) only where records and configs are handled;
 #   the BPF skeleton only in sampler/.
 #
@@ -18,11 +20,13 @@ declare -A allowed=(
 	[util]="util"
 	[profile]="profile util"
 	[formats]="formats profile util"
-	[target]="target util"
+	[parser]="parser util"
+	[target]="target parser util"
+	[worker]="worker target parser util"
 	[sampler]="sampler util"
-	[symbolize]="symbolize target profile util"
-	[session]="session sampler target symbolize formats profile util"
-	[cli]="cli session sampler target symbolize formats profile util"
+	[symbolize]="symbolize target parser profile util"
+	[session]="session sampler target symbolize parser formats profile util"
+	[cli]="cli session worker sampler target symbolize parser formats profile util"
 )
 # folders that may include the BPF contract in include/
 contract_users=" sampler target symbolize session cli "

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "parser/parser_client.h"
 #include "parser/parser_protocol.h"
-#include "parser/parser_worker.h"
+#include "worker/parser_worker.h"
 #include "util/exit_status.h"
 #include "util/text_quote.h"
 #include "util/version.h"

@@ -19,7 +19,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "parser/parser_worker.h"
 #include "util/clock.h"
 
 /* The worker's uid and gid are drawn from here: above what distributions hand out to users
@@ -352,7 +351,7 @@ static int lose_worker(struct parser_client *client, int why)
 		kill(pid, SIGKILL);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-		/* the worker's own status for "out of memory" (parser_worker.c) */
+		/* the worker's own status for "out of memory" (worker/parser_worker.c) */
 		if (why != -ETIMEDOUT && WIFEXITED(status) && WEXITSTATUS(status) == 71)
 			client->stats.out_of_memory++;
 	}

@@ -129,4 +129,7 @@ struct parser_symbols {
  */
 int parser_symbols_check(const void *payload, size_t len, struct parser_symbols *out);
 
+/* The descriptor of the worker's socket in the worker (worker/parser_worker.c). */
+#define PARSER_WORKER_SOCKET_FD 3
+
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The parser worker: the process that reads the files targets control (doc/security.md).
+ * It sits above target/ (whose parsers it runs) and parser/ (the protocol it answers);
+ * root's side of the conversation is parser/parser_client.h.
  * pybpfprof runs it as `pybpfprof __parser-worker --uid N --memory-mib M [--selftest]` with
  * its socket as descriptor 3 (parser_client.h starts it). Before it reads a request it drops
  * everything: root's identity for uid/gid N (which no other process has), every capability
@@ -9,11 +11,8 @@
  * read and stat the descriptors it is sent, allocate (never executable memory), answer on its
  * socket, close and exit. Anything else kills it.
  */
-#ifndef PYBPFPROF_PARSER_WORKER_H
-#define PYBPFPROF_PARSER_WORKER_H
-
-/* The descriptor of the worker's socket. */
-#define PARSER_WORKER_SOCKET_FD 3
+#ifndef PYBPFPROF_WORKER_PARSER_WORKER_H
+#define PYBPFPROF_WORKER_PARSER_WORKER_H
 
 /* argv as above (argv[0] the program, argv[1] PARSER_WORKER_COMMAND); the process's exit status. */
 int parser_worker_main(int argc, char **argv);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parser/parser_worker.h"
+#include "worker/parser_worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
