@@ -31,14 +31,6 @@
 #define SPARSE_FILES 5
 #define SPARSE_BYTES ((off_t)510 << 20)
 
-/* A world-writable sticky directory, as /tmp is, for nobody to plant files in. */
-static void make_sticky_dir(char *dir, size_t len)
-{
-	snprintf(dir, len, "/tmp/pybpfprof-attack.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(chmod(dir, 01777), 0);
-}
-
 static void elf_header(Elf64_Ehdr *header, uint64_t section_headers, unsigned sections, unsigned names)
 {
 	memset(header, 0, sizeof(*header));
@@ -282,7 +274,7 @@ static void profile_beside(enum attack attack)
 	size_t benign_samples;
 	int status;
 
-	make_sticky_dir(dir, sizeof(dir));
+	test_make_sticky_dir(dir, sizeof(dir));
 	FORMAT(profile, "%s/out.mojo", dir);
 	FORMAT(log, "%s/profiler.log", dir);
 	attacker = start_attacker(dir, attack, &attacker_pid);
@@ -382,7 +374,7 @@ static void sparse_tables_are_not_read(void **state)
 	int fd;
 
 	(void)state;
-	make_sticky_dir(dir, sizeof(dir));
+	test_make_sticky_dir(dir, sizeof(dir));
 	FORMAT(path, "%s/libsparse.so", dir);
 	write_sparse_spanning(path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -461,7 +453,7 @@ static void bad_file_stays_bad_when_touched(void **state)
 	int fd;
 
 	(void)state;
-	make_sticky_dir(dir, sizeof(dir));
+	test_make_sticky_dir(dir, sizeof(dir));
 	FORMAT(path, "%s/libslow.so", dir);
 	write_large_symtab(path);
 	fd = open(path, O_RDWR | O_CLOEXEC);

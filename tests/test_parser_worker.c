@@ -321,27 +321,6 @@ static void test_lying_answers_refused(void **state)
 	assert_int_equal(parser_symbols_check(&answer, sizeof(answer), &symbols), -EBADMSG);
 }
 
-/* A world-writable sticky directory, as /tmp is, for nobody to plant files in. */
-static void make_sticky_dir(char *dir, size_t len)
-{
-	snprintf(dir, len, "/tmp/pybpfprof-attack.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(chmod(dir, 01777), 0);
-}
-
-/* What nobody can do: run a shell command as uid and gid 65534 without groups. */
-static int run_as_nobody(const char *command)
-{
-	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-			 "sh", "-c", (char *)command, NULL };
-	char err[1024];
-	int status = run_capture(argv, err, sizeof(err));
-
-	if (status)
-		print_message("as nobody: %s: %s\n", command, err);
-	return status;
-}
-
 /* The controlling terminal of this process (field 7 of /proc/self/stat): 0 for none. */
 static long own_tty(void)
 {
@@ -433,7 +412,7 @@ static void test_debuglink_to_a_terminal_is_not_opened(void **state)
 	int status;
 
 	(void)state;
-	make_sticky_dir(dir, sizeof(dir));
+	test_make_sticky_dir(dir, sizeof(dir));
 	FORMAT(library, "%s/lib.so", dir);
 	FORMAT(debug_dir, "%s/no-debug-tree", dir);
 	FORMAT(command,
@@ -443,7 +422,7 @@ static void test_debuglink_to_a_terminal_is_not_opened(void **state)
 	       "strip -s lib.so; objcopy --add-gnu-debuglink=lib.debug lib.so; rm lib.debug; "
 	       "ln -s %s lib.debug; mkdir .debug; ln -s /dev/ptmx .debug/lib.debug",
 	       dir, tty);
-	assert_int_equal(run_as_nobody(command), 0);
+	assert_int_equal(test_run_as_nobody(command), 0);
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0)
@@ -517,7 +496,7 @@ static void test_profiler_as_a_service_takes_no_terminal(void **state)
 	int status;
 
 	(void)state;
-	make_sticky_dir(dir, sizeof(dir));
+	test_make_sticky_dir(dir, sizeof(dir));
 	FORMAT(profile, "%s/out.mojo", dir);
 	FORMAT(log, "%s/profiler.log", dir);
 	FORMAT(command,
@@ -527,7 +506,7 @@ static void test_profiler_as_a_service_takes_no_terminal(void **state)
 	       "strip -s lib.so; objcopy --add-gnu-debuglink=lib.debug lib.so; rm lib.debug; "
 	       "ln -s %s lib.debug; mkdir .debug; ln -s /dev/ptmx .debug/lib.debug",
 	       dir, tty);
-	assert_int_equal(run_as_nobody(command), 0);
+	assert_int_equal(test_run_as_nobody(command), 0);
 	FORMAT(command,
 	       "exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '"
 	       "import ctypes, os, sys; lib = ctypes.CDLL(\"%s/lib.so\"); print(os.getpid(), flush=True)\n"
@@ -630,7 +609,7 @@ static void test_symbol_table_bomb_stays_in_the_worker(void **state)
 	int fd;
 
 	(void)state;
-	make_sticky_dir(dir, sizeof(dir));
+	test_make_sticky_dir(dir, sizeof(dir));
 	FORMAT(path, "%s/bomb.so", dir);
 	write_symtab_bomb(path);
 	assert_int_equal(chown(path, 65534, 65534), 0);

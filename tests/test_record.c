@@ -2024,24 +2024,6 @@ static void failed_run_keeps_old_outputs(void **state)
 	assert_no_partial_files(tachyon);
 }
 
-/* A world-writable sticky directory, as /tmp is: nobody may plant names in it. */
-static void make_sticky_dir(char *dir, size_t len)
-{
-	snprintf(dir, len, "/tmp/pybpfprof-sticky.XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(chmod(dir, 01777), 0);
-}
-
-/* What nobody can do: run argv as uid and gid 65534 without groups. */
-static int run_as_nobody(const char *command)
-{
-	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-			 "sh", "-c", (char *)command, NULL };
-	char err[1024];
-
-	return run_capture(argv, err, sizeof(err));
-}
-
 /* nobody links the output name to a root-only file: root's run must not write through it. */
 static void planted_symlink_is_refused(void **state)
 {
@@ -2052,13 +2034,13 @@ static void planted_symlink_is_refused(void **state)
 	int status;
 
 	(void)state;
-	make_sticky_dir(dir, sizeof(dir));
+	test_make_sticky_dir(dir, sizeof(dir));
 	FORMAT(secret, "%s/secret", test_tmpdir());
 	assert_int_equal(write_whole_file(secret, "root only", 9), 0);
 	assert_int_equal(chmod(secret, 0600), 0);
 	FORMAT(out, "%s/out.mojo", dir);
 	FORMAT(plant, "ln -s %s %s", secret, out);
-	assert_int_equal(run_as_nobody(plant), 0);
+	assert_int_equal(test_run_as_nobody(plant), 0);
 	status = run_capture(argv, err, sizeof(err));
 	print_message("output a planted link -> exit %d: %s", status, err);
 	assert_true(status != 0);

@@ -114,6 +114,7 @@ static inline struct proc_file_id test_file_holding(uint64_t addr)
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 
 /* The checkout: $PYBPFPROF_SRCDIR, else found upwards from the test binary. */
 static inline const char *test_source_dir(void)
@@ -352,6 +353,27 @@ static inline int run_limited(const char *limit, char *const argv[], char *err, 
 }
 
 /* The pybpfprof binary under test. */
+/* A world-writable sticky directory, as /tmp is, for nobody to plant names in. */
+static inline void test_make_sticky_dir(char *dir, size_t len)
+{
+	snprintf(dir, len, "/tmp/pybpfprof-attack.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 01777), 0);
+}
+
+/* What nobody can do: run a shell command as uid and gid 65534 without groups; its status. */
+static inline int test_run_as_nobody(const char *command)
+{
+	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+			 "sh", "-c", (char *)command, NULL };
+	char err[1024];
+	int status = run_capture(argv, err, sizeof(err));
+
+	if (status)
+		print_message("as nobody: %s: %s\n", command, err);
+	return status;
+}
+
 static inline const char *pybpfprof_binary(void)
 {
 	static char path[PATH_MAX + 16];
