@@ -25,7 +25,7 @@ static uintptr_t huge_first, huge_end;
  * the PVM guest this project is measured on, 67 ms for 16 MiB, where MADV_POPULATE_WRITE fills
  * the same 16 MiB in 2.4 ms. Populated 4 KiB pages still cost the hypervisor a fault of its own
  * at their first touch from user space (11 MB copied into them: 29 ms); in 2 MiB pages, 8 ms
- * (README.md, "How it works"). So the heap is grown, made huge-page eligible where it is
+ * (doc/internals.md, "How it works"). So the heap is grown, made huge-page eligible where it is
  * aligned, populated, then freed: the memory stays in the heap for set-up to reuse, and the trim
  * after set-up returns what is left over (splitting the huge pages it cuts into).
  *
