@@ -593,13 +593,13 @@ static void print_budget_summary(const struct session *session, const uint64_t c
 
 	symbolize_py_cache_stats(session->resolver.python, &python);
 	if (!counters[PBP_CNT_PROC_EVENTS_LOST] && !swept && !session->targets.forgotten && !python.evicted &&
-	    !python.names_over_budget)
+	    !python.lines_over_budget && !python.names_over_budget)
 		return;
 	fprintf(stderr, "pybpfprof: budgets: %" PRIu64 " process notices lost, %" PRIu64 " stale BPF entries swept, "
 			"%" PRIu64 " exited processes forgotten; code objects: %" PRIu64 " evicted, %" PRIu64
-			" names over budget; output tables: %zu KB held\n",
+			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held\n",
 		counters[PBP_CNT_PROC_EVENTS_LOST], swept, session->targets.forgotten, python.evicted,
-		python.names_over_budget, (outputs_held + 1023) / 1024);
+		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024);
 }
 
 /* Containers shown in the summary, the busiest first. */
