@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * What a hostile target can make us keep: code objects that all point at one
- * 1 MiB line table (each would get its own copy), and a long run's churn of
+ * 1 MiB line table (each would get its own copy), in one process or in eight
+ * run as nobody (one budget for them all), and a long run's churn of
  * short-lived processes (each would leave its state behind). The targets are
  * this process and its forks: fake CPython 3.11 objects built in our memory.
  */
 #include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "testlib.h"
@@ -17,6 +21,10 @@
 
 #define FAKE_CODES 200
 #define CHURNED_PROCESSES 200
+#define ATTACKERS 8
+#define NOBODY_ID 65534
+/* What the cache may hold at most: its budget, plus the table being answered. */
+#define HELD_AT_MOST (SYMBOLIZE_PY_MAX_BYTES + SYMBOLIZE_PY_MAX_LINETABLE_BYTES + 4096)
 /* PEP 393 state of a compact ASCII str: kind 1, compact, ascii. */
 #define ASCII_STATE ((1u << 2) | (1u << 5) | (1u << 6))
 
@@ -106,7 +114,7 @@ static int resolve(struct symbolize_py_cache *cache, pid_t pid, const struct fak
 	return symbolize_py_resolve(cache, pid, &fake->config, addr, checksum, 0, frame);
 }
 
-/* 200 code objects sharing one 1 MiB line table: the cache stays within the target's budget. */
+/* 200 code objects sharing one 1 MiB line table: the cache stays within its budget. */
 static void shared_line_tables_stay_within_budget(void **state)
 {
 	struct symbolize_py_cache *cache = symbolize_py_cache_new();
@@ -121,16 +129,92 @@ static void shared_line_tables_stay_within_budget(void **state)
 			assert_int_equal(resolve(cache, getpid(), &fake, i, &frame), 0);
 			assert_string_equal(frame.name, "fake");
 			symbolize_py_cache_stats(cache, &stats);
-			assert_true(stats.code_bytes <= SYMBOLIZE_PY_TARGET_MAX_BYTES + SYMBOLIZE_PY_MAX_LINETABLE_BYTES + 4096);
+			assert_true(stats.code_bytes <= HELD_AT_MOST);
 		}
 	}
 	symbolize_py_cache_stats(cache, &stats);
-	assert_true(stats.evicted > 0);
-	assert_true(stats.codes < FAKE_CODES);
-	/* the most recent ones are still answered by one lookup */
+	/* Their line tables went; the code objects stay, remembered as over budget. */
+	assert_true(stats.lines_over_budget > 0);
+	assert_int_equal(stats.evicted, 0);
+	assert_int_equal(stats.codes, FAKE_CODES);
+	/* the second round read nothing again: every frame was answered by one lookup */
+	assert_int_equal(stats.hits, FAKE_CODES);
 	assert_int_equal(resolve(cache, getpid(), &fake, FAKE_CODES - 1, &frame), 0);
 	symbolize_py_cache_stats(cache, &stats);
-	assert_int_equal(stats.hits, 1);
+	assert_int_equal(stats.hits, FAKE_CODES + 1);
+	symbolize_py_cache_free(cache);
+	free_fake_target(&fake);
+}
+
+/* A fork of this process (the same fake objects at the same addresses) as nobody, waiting. */
+static pid_t start_attacker(void)
+{
+	int ready[2];
+	char byte = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		if (setgroups(0, NULL) || setresgid(NOBODY_ID, NOBODY_ID, NOBODY_ID) ||
+		    setresuid(NOBODY_ID, NOBODY_ID, NOBODY_ID) || prctl(PR_SET_PDEATHSIG, SIGKILL))
+			_exit(120);
+		if (write(ready[1], &byte, 1) != 1)
+			_exit(121);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/*
+ * Eight processes as nobody, each with 200 code objects holding a 1 MiB line table: the one
+ * budget holds for all of them together, and once the attackers are gone every code object
+ * is still named without reading it again (a re-read would fail: the process is gone).
+ */
+static void attackers_share_one_budget(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	pid_t attackers[ATTACKERS];
+	uint64_t read_errors;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	build_fake_target(&fake, SYMBOLIZE_PY_MAX_LINETABLE_BYTES);
+	for (int a = 0; a < ATTACKERS; a++)
+		attackers[a] = start_attacker();
+	for (int a = 0; a < ATTACKERS; a++)
+		for (int i = 0; i < FAKE_CODES; i++) {
+			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
+			symbolize_py_cache_stats(cache, &stats);
+			if (stats.code_bytes > HELD_AT_MOST)
+				fail_msg("attacker %d, code object %d: the cache holds %zu bytes", a, i,
+					 stats.code_bytes);
+		}
+	print_message("%d attackers x %d code objects: %zu bytes held, %" PRIu64 " line tables over budget\n",
+		      ATTACKERS, FAKE_CODES, stats.code_bytes, stats.lines_over_budget);
+	for (int a = 0; a < ATTACKERS; a++) {
+		kill(attackers[a], SIGKILL);
+		waitpid(attackers[a], NULL, 0);
+	}
+	read_errors = stats.read_errors;
+	for (int a = 0; a < ATTACKERS; a++)
+		for (int i = 0; i < FAKE_CODES; i++) {
+			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
+			assert_string_equal(frame.name, "fake");
+		}
+	symbolize_py_cache_stats(cache, &stats);
+	assert_int_equal(stats.read_errors, read_errors);
+	assert_int_equal(stats.codes, ATTACKERS * FAKE_CODES);
 	symbolize_py_cache_free(cache);
 	free_fake_target(&fake);
 }
@@ -212,6 +296,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(shared_line_tables_stay_within_budget),
+		cmocka_unit_test(attackers_share_one_budget),
 		cmocka_unit_test(exited_processes_are_forgotten),
 	};
 

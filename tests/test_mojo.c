@@ -457,6 +457,108 @@ static void test_round_trip_synthetic(void **unused)
 	close(fd);
 }
 
+/* ---- exited processes ---- */
+
+#define SHORT_PROCESSES 400
+#define SHORT_PROCESS_FUNCTIONS 24
+#define SHORT_PROCESS_PIDS 37 /* pids come back, as the kernel reuses them */
+
+static void short_process_frames(size_t process, struct pf_frame *frames, char names[][96],
+				 char *file, size_t file_len)
+{
+	snprintf(file, file_len, "/srv/jobs/job_%zu.py", process);
+	for (size_t f = 0; f < SHORT_PROCESS_FUNCTIONS; f++) {
+		snprintf(names[f], 96, "job_%zu_step_%zu_with_a_name_long_enough_to_matter", process, f);
+		frames[f] = pf_frame_unlocated(PF_FRAME_PYTHON, file, names[f]);
+		frames[f].line = (int32_t)(f + 1);
+	}
+}
+
+static struct pf_sample short_process_sample(size_t process, struct pf_frame *frames, const char *thread_name)
+{
+	struct pf_sample sample = { 0 };
+
+	sample.pid = 1000 + (uint32_t)(process % SHORT_PROCESS_PIDS);
+	sample.tid = sample.pid;
+	sample.time_us = 1000;
+	sample.metrics = PF_METRIC_TIME;
+	sample.stack_id = process + 1;
+	sample.frame_count = SHORT_PROCESS_FUNCTIONS;
+	sample.frames = frames;
+	sample.thread_name = thread_name;
+	return sample;
+}
+
+/*
+ * Hundreds of short processes in sequence, each forgotten when it exits: the writer's tables
+ * stay as small as for the first few, and the file still names every process's functions
+ * (a pid that comes back, or a late sample of an exited one, has its definitions written again).
+ */
+static void test_exited_processes_tables_freed(void **unused)
+{
+	struct pf_frame frames[SHORT_PROCESS_FUNCTIONS];
+	char names[SHORT_PROCESS_FUNCTIONS][96];
+	char file[64], thread_name[32];
+	struct writer_handle handle;
+	const struct pf_reader_ops *ops;
+	struct pf_sample sample;
+	size_t early_peak = 0, peak = 0;
+	char error[256];
+	void *state;
+	int fd;
+
+	(void)unused;
+	writer_open(&handle, "short_processes.mojo", 1000);
+	for (size_t process = 0; process < SHORT_PROCESSES; process++) {
+		size_t held;
+
+		short_process_frames(process, frames, names, file, sizeof(file));
+		snprintf(thread_name, sizeof(thread_name), "job-%zu", process);
+		sample = short_process_sample(process, frames, thread_name);
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(handle.ops->add_sample(handle.state, &sample), 0);
+		held = handle.ops->held_bytes(handle.state);
+		peak = held > peak ? held : peak;
+		if (process < 10)
+			early_peak = peak;
+		assert_int_equal(handle.ops->forget_pid(handle.state, sample.pid), 0);
+		/* A sample drained after the process was forgotten: its tables start over. */
+		if (process % 5 == 0) {
+			assert_int_equal(handle.ops->add_sample(handle.state, &sample), 0);
+			assert_int_equal(handle.ops->forget_pid(handle.state, sample.pid), 0);
+		}
+	}
+	print_message("writer tables: %zu bytes after 10 processes, %zu at most over %d\n",
+		      early_peak, peak, SHORT_PROCESSES);
+	assert_true(early_peak > 0);
+	assert_true(peak <= 2 * early_peak);
+	writer_close(&handle);
+
+	fd = open(handle.path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(mojo_reader_create(fd, &state, &ops, error, sizeof(error)), 0);
+	for (size_t process = 0; process < SHORT_PROCESSES; process++) {
+		int copies = 3 + (process % 5 == 0);
+
+		short_process_frames(process, frames, names, file, sizeof(file));
+		snprintf(thread_name, sizeof(thread_name), "job-%zu", process);
+		for (int i = 0; i < copies; i++) {
+			struct pf_sample expected = short_process_sample(process, frames, thread_name);
+
+			assert_int_equal(ops->next_sample(state, &sample), 1);
+			assert_int_equal(sample.pid, expected.pid);
+			assert_int_equal(sample.frame_count, SHORT_PROCESS_FUNCTIONS);
+			for (size_t f = 0; f < SHORT_PROCESS_FUNCTIONS; f++)
+				assert_frames_equal(&frames[f], &sample.frames[f]);
+			assert_non_null(sample.thread_name);
+			assert_string_equal(sample.thread_name, thread_name);
+		}
+	}
+	assert_int_equal(ops->next_sample(state, &sample), 0);
+	ops->destroy(state);
+	close(fd);
+}
+
 static void test_default_metadata_and_cpu_mode(void **unused)
 {
 	static const struct pf_frame frame = { PF_FRAME_PYTHON, "a.py", "f", 1, 1, 0, 1, -1, 0 };
@@ -883,6 +985,7 @@ int main(void)
 		cmocka_unit_test(test_varint_vectors),
 		cmocka_unit_test(test_reference_files_match_expected),
 		cmocka_unit_test(test_round_trip_synthetic),
+		cmocka_unit_test(test_exited_processes_tables_freed),
 		cmocka_unit_test(test_default_metadata_and_cpu_mode),
 		cmocka_unit_test(test_flush_makes_samples_readable),
 		cmocka_unit_test(test_reencode_reference_files),

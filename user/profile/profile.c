@@ -593,6 +593,16 @@ int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sampl
 	return err;
 }
 
+int pf_writer_forget_pid(struct pf_writer *writer, uint32_t pid)
+{
+	return writer->ops && writer->ops->forget_pid ? writer->ops->forget_pid(writer->state, pid) : 0;
+}
+
+size_t pf_writer_held_bytes(const struct pf_writer *writer)
+{
+	return writer->ops && writer->ops->held_bytes ? writer->ops->held_bytes(writer->state) : 0;
+}
+
 int pf_writer_flush(struct pf_writer *writer)
 {
 	int err = writer->ops->flush(writer->state);

@@ -191,6 +191,10 @@ int pf_writer_set_run_info(struct pf_writer *writer, const struct pf_run_info *i
 int pf_writer_set_python_version(struct pf_writer *writer, const struct pf_python_version *version);
 int pf_writer_set_run_totals(struct pf_writer *writer, const struct pf_run_totals *totals);
 int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sample);
+/* The process exited: the writer may drop what it keeps for it (its definitions, in MOJO). */
+int pf_writer_forget_pid(struct pf_writer *writer, uint32_t pid);
+/* Bytes the writer holds for the processes it has seen and not forgotten. */
+size_t pf_writer_held_bytes(const struct pf_writer *writer);
 /* Make everything written so far readable on disk (MOJO: flush; Tachyon: checkpoint);
  * once samples are in, the file then takes its final name. */
 int pf_writer_flush(struct pf_writer *writer);
@@ -239,6 +243,11 @@ struct pf_writer_ops {
 	int (*set_python_version)(void *state, const struct pf_python_version *version);
 	int (*set_run_totals)(void *state, const struct pf_run_totals *totals);
 	int (*add_sample)(void *state, const struct pf_sample *sample);
+	/* Optional: the process exited, what the writer keeps for it can go (a later sample
+	 * of the pid still writes correctly). */
+	int (*forget_pid)(void *state, uint32_t pid);
+	/* Optional: bytes held for the processes seen (what forget_pid gives back). */
+	size_t (*held_bytes)(const void *state);
 	int (*flush)(void *state);
 	int (*finish)(void *state);   /* write trailer; the file descriptor stays open */
 	void (*destroy)(void *state); /* free everything; never touches the file */

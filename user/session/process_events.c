@@ -98,6 +98,10 @@ static void forget_process(void *ctx, const struct target *target)
 	if (session->resolver.native)
 		symbolize_native_forget_pid(session->resolver.native, target->pid);
 	native_stacks_detach(session, target->pid);
+	/* The outputs' per-process tables (MOJO's definitions) too: a whole-host run sees
+	 * thousands of short processes. */
+	for (size_t i = 0; i < session->writer_count; i++)
+		pf_writer_forget_pid(session->writers[i], (uint32_t)target->pid);
 }
 
 void process_events_check_liveness(struct session *session)

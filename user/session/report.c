@@ -574,21 +574,32 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 	write_wall_metadata(session);
 }
 
+/* What the outputs hold for the processes they have not forgotten (MOJO's definitions). */
+static size_t outputs_held_bytes(const struct session *session)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < session->writer_count; i++)
+		bytes += pf_writer_held_bytes(session->writers[i]);
+	return bytes;
+}
+
 /* What the budgets and the clean-ups did, when they did anything: a long or hostile run's account. */
-static void print_budget_summary(const struct session *session, const uint64_t counters[PBP_CNT_MAX])
+static void print_budget_summary(const struct session *session, const uint64_t counters[PBP_CNT_MAX],
+				 size_t outputs_held)
 {
 	struct symbolize_py_stats python;
 	uint64_t swept = bpf_sampler_reconciled_count(session->sampler);
 
 	symbolize_py_cache_stats(session->resolver.python, &python);
 	if (!counters[PBP_CNT_PROC_EVENTS_LOST] && !swept && !session->targets.forgotten && !python.evicted &&
-	    !python.names_over_budget)
+	    !python.lines_over_budget && !python.names_over_budget)
 		return;
 	fprintf(stderr, "pybpfprof: budgets: %" PRIu64 " process notices lost, %" PRIu64 " stale BPF entries swept, "
 			"%" PRIu64 " exited processes forgotten; code objects: %" PRIu64 " evicted, %" PRIu64
-			" names over budget\n",
+			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held\n",
 		counters[PBP_CNT_PROC_EVENTS_LOST], swept, session->targets.forgotten, python.evicted,
-		python.names_over_budget);
+		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024);
 }
 
 /* Containers shown in the summary, the busiest first. */
@@ -891,7 +902,7 @@ static void print_costs(const struct session *session, const uint64_t counters[P
  * After the "wrote" lines: by default the totals, one line on what went wrong (if anything)
  * and how to open the files; with -v or --bpf-stats every internal count before the last.
  */
-static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX])
+static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX], size_t outputs_held)
 {
 	double seconds = (double)(sampling_end_us(session) - session->start_us) / 1e6;
 
@@ -906,7 +917,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		print_container_summary(session);
 		print_discovery_summary(session);
 		print_push_summary(session);
-		print_budget_summary(session, counters);
+		print_budget_summary(session, counters, outputs_held);
 	}
 	if (session->options->bpf_stats)
 		print_costs(session, counters, seconds);
@@ -979,10 +990,12 @@ static int push_status(const struct session *session)
 
 int report_finish(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
+	/* Taken before the outputs close and free what they hold. */
+	size_t outputs_held = outputs_held_bytes(session);
 	int status = close_writers(session, counters);
 
 	if (!session->options->quiet)
-		print_summary(session, counters);
+		print_summary(session, counters, outputs_held);
 	if (session->write_error) {
 		report_error("%s", session->write_error_text.text);
 		status = EXIT_STATUS_OUTPUT;

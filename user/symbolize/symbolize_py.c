@@ -24,16 +24,9 @@ struct code_entry {
 	const char *name;
 	uint8_t *linetable;
 	size_t linetable_len;
-	bool linetable_missing; /* too large to read: lines unknown */
+	bool linetable_missing; /* too large to read, or dropped over budget: lines unknown (never re-read) */
 	bool evicted;           /* chosen by an eviction in progress */
 	uint64_t last_used;     /* cache->clock at its last use: the least recent is evicted first */
-};
-
-/* What one target's code objects hold, against its budget. */
-struct pid_usage {
-	pid_t pid;
-	size_t bytes;
-	size_t codes;
 };
 
 /* One decoded (code object, raw offset): what a hit returns without further work. */
@@ -62,9 +55,6 @@ struct symbolize_py_cache {
 	size_t frames_capacity;
 	size_t frames_count;
 	struct intern_table strings; /* NUL-terminated file and function names */
-	struct pid_usage *pids;      /* the targets with code objects here */
-	size_t pid_count;
-	size_t pid_capacity;
 	uint64_t clock;              /* counts uses, for least-recently-used eviction */
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
@@ -125,7 +115,6 @@ void symbolize_py_cache_free(struct symbolize_py_cache *cache)
 	hash_index_free(&cache->code_index);
 	free(cache->frames);
 	intern_free(&cache->strings);
-	free(cache->pids);
 	free(cache);
 }
 
@@ -138,47 +127,16 @@ void symbolize_py_cache_stats(const struct symbolize_py_cache *cache, struct sym
 	stats->frames = cache->frames_count;
 }
 
-/* --- what each target holds --- */
+/* --- what the targets hold together --- */
 
 static size_t code_entry_bytes(const struct code_entry *entry)
 {
 	return sizeof(*entry) + sizeof(struct code_entry *) + entry->linetable_len;
 }
 
-static struct pid_usage *usage_of(struct symbolize_py_cache *cache, pid_t pid)
-{
-	for (size_t i = 0; i < cache->pid_count; i++)
-		if (cache->pids[i].pid == pid)
-			return &cache->pids[i];
-	return NULL;
-}
-
-static int count_code(struct symbolize_py_cache *cache, const struct code_entry *entry)
-{
-	struct pid_usage *usage = usage_of(cache, entry->pid);
-
-	if (!usage) {
-		if (ARRAY_RESERVE(cache->pids, cache->pid_capacity, cache->pid_count + 1))
-			return -ENOMEM;
-		usage = &cache->pids[cache->pid_count++];
-		*usage = (struct pid_usage){ .pid = entry->pid };
-	}
-	usage->bytes += code_entry_bytes(entry);
-	usage->codes++;
-	cache->bytes += code_entry_bytes(entry);
-	return 0;
-}
-
 static void uncount_code(struct symbolize_py_cache *cache, const struct code_entry *entry)
 {
-	struct pid_usage *usage = usage_of(cache, entry->pid);
-
 	cache->bytes -= code_entry_bytes(entry);
-	if (!usage)
-		return;
-	usage->bytes -= code_entry_bytes(entry);
-	if (--usage->codes == 0)
-		*usage = cache->pids[--cache->pid_count];
 }
 
 /* --- the code object table --- */
@@ -212,15 +170,12 @@ static int add_code(struct symbolize_py_cache *cache, struct code_entry *entry)
 	int err = ARRAY_RESERVE(cache->codes, cache->code_capacity, cache->code_count + 1);
 
 	if (!err)
-		err = count_code(cache, entry);
+		err = hash_index_insert(&cache->code_index,
+					code_hash(entry->pid, entry->code_addr, entry->checksum),
+					(uint32_t)cache->code_count);
 	if (err)
 		return err;
-	err = hash_index_insert(&cache->code_index, code_hash(entry->pid, entry->code_addr, entry->checksum),
-				(uint32_t)cache->code_count);
-	if (err) {
-		uncount_code(cache, entry);
-		return err;
-	}
+	cache->bytes += code_entry_bytes(entry);
 	cache->codes[cache->code_count++] = entry;
 	return 0;
 }
@@ -336,7 +291,7 @@ uint64_t symbolize_py_generation(const struct symbolize_py_cache *cache)
 	return cache->generation;
 }
 
-/* --- the budget of each target --- */
+/* --- one budget for every target together --- */
 
 static int compare_last_used(const void *left, const void *right)
 {
@@ -345,42 +300,80 @@ static int compare_last_used(const void *left, const void *right)
 	return a->last_used < b->last_used ? -1 : a->last_used > b->last_used;
 }
 
-static bool over_budget(const struct pid_usage *usage, size_t bytes_limit, size_t codes_limit)
+/* Every code object (those holding a line table only, if with_linetable), least recent first;
+ * NULL on ENOMEM. */
+static struct code_entry **codes_by_last_use(const struct symbolize_py_cache *cache, bool with_linetable,
+					     size_t *count)
 {
-	return usage->bytes > bytes_limit || usage->codes > codes_limit;
+	struct code_entry **sorted = malloc((cache->code_count + 1) * sizeof(*sorted));
+
+	*count = 0;
+	if (!sorted)
+		return NULL;
+	for (size_t i = 0; i < cache->code_count; i++)
+		if (!with_linetable || cache->codes[i]->linetable)
+			sorted[(*count)++] = cache->codes[i];
+	qsort(sorted, *count, sizeof(*sorted), compare_last_used);
+	return sorted;
 }
 
 /*
- * pid's least recently used code objects go until it holds three quarters of its budget
- * (the batch keeps evictions, each a pass over the tables, rare). Frame slots point at code
- * objects: they are dropped first, or the whole table is cleared if it cannot be rebuilt.
+ * Past the byte budget, the least recently used line tables go until three quarters of it
+ * are held (whichever process they belong to). Their code objects stay, remembered as over
+ * budget: names still answered, frames already decoded keep their lines, new offsets read
+ * line unknown, and nothing is read from the target again. keep (the one being answered)
+ * keeps its table.
  */
-static int evict_least_used(struct symbolize_py_cache *cache, pid_t pid)
+static int drop_line_tables(struct symbolize_py_cache *cache, const struct code_entry *keep)
 {
-	struct pid_usage *usage = usage_of(cache, pid);
-	struct code_entry **candidates;
-	size_t count = 0, bytes, codes;
+	struct code_entry **sorted;
+	size_t count;
 
-	if (!usage || !over_budget(usage, SYMBOLIZE_PY_TARGET_MAX_BYTES, SYMBOLIZE_PY_TARGET_MAX_CODES))
+	if (cache->bytes <= SYMBOLIZE_PY_MAX_BYTES)
 		return 0;
-	candidates = malloc(usage->codes * sizeof(*candidates));
-	if (!candidates)
+	sorted = codes_by_last_use(cache, true, &count);
+	if (!sorted)
 		return -ENOMEM;
-	for (size_t i = 0; i < cache->code_count && count < usage->codes; i++)
-		if (cache->codes[i]->pid == pid)
-			candidates[count++] = cache->codes[i];
-	qsort(candidates, count, sizeof(*candidates), compare_last_used);
-	bytes = usage->bytes;
-	codes = usage->codes;
+	for (size_t i = 0; i < count && cache->bytes > SYMBOLIZE_PY_MAX_BYTES / 4 * 3; i++) {
+		struct code_entry *entry = sorted[i];
+
+		if (entry == keep)
+			continue;
+		cache->bytes -= entry->linetable_len;
+		free(entry->linetable);
+		entry->linetable = NULL;
+		entry->linetable_len = 0;
+		entry->linetable_missing = true;
+		cache->stats.lines_over_budget++;
+	}
+	free(sorted);
+	return 0;
+}
+
+/*
+ * Past the count budget, the least recently used code objects go until three quarters of it
+ * are held (the batch keeps evictions, each a pass over the tables, rare). Frame slots point
+ * at code objects: they are dropped first, or the whole table is cleared if it cannot be
+ * rebuilt.
+ */
+static int evict_least_used(struct symbolize_py_cache *cache)
+{
+	struct code_entry **sorted;
+	size_t count, codes;
+
+	if (cache->code_count <= SYMBOLIZE_PY_MAX_CODES)
+		return 0;
+	sorted = codes_by_last_use(cache, false, &count);
+	if (!sorted)
+		return -ENOMEM;
+	codes = count;
 	/* The newest (last in order) always stays: it is the one being answered. */
-	for (size_t i = 0; i + 1 < count && (bytes > SYMBOLIZE_PY_TARGET_MAX_BYTES / 4 * 3 ||
-					     codes > SYMBOLIZE_PY_TARGET_MAX_CODES / 4 * 3); i++) {
-		candidates[i]->evicted = true;
-		bytes -= code_entry_bytes(candidates[i]);
+	for (size_t i = 0; i + 1 < count && codes > SYMBOLIZE_PY_MAX_CODES / 4 * 3; i++) {
+		sorted[i]->evicted = true;
 		codes--;
 		cache->stats.evicted++;
 	}
-	free(candidates);
+	free(sorted);
 	if (rebuild_frames(cache, cache->frames_capacity, 0) < 0) {
 		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
 		cache->frames_count = 0;
@@ -732,7 +725,9 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 		code_entry_free(entry);
 		return -ENOMEM;
 	}
-	err = evict_least_used(cache, pid);
+	err = drop_line_tables(cache, entry);
+	if (err == 0)
+		err = evict_least_used(cache);
 	if (err < 0)
 		return err;
 	*out = entry;

@@ -19,12 +19,14 @@
 /* Largest line table read from a target, in bytes. */
 #define SYMBOLIZE_PY_MAX_LINETABLE_BYTES (1u << 20)
 /*
- * Target memory is hostile: a process making many code objects with huge line tables would
- * grow the cache without end. Each target's code objects (entries and line tables) are kept
- * within these; past them its least recently used ones are evicted (read again if seen again).
+ * Target memory is hostile: processes making many code objects with huge line tables would
+ * grow the cache without end. The code objects of every target together (entries and line
+ * tables) are kept within these. Past the bytes, the least recently used line tables go and
+ * their code objects are remembered as over budget (lines unknown from then on, never read
+ * again); past the count, the least recently used code objects go (read again if seen again).
  */
-#define SYMBOLIZE_PY_TARGET_MAX_BYTES ((size_t)64 << 20)
-#define SYMBOLIZE_PY_TARGET_MAX_CODES ((size_t)1 << 17)
+#define SYMBOLIZE_PY_MAX_BYTES ((size_t)64 << 20)
+#define SYMBOLIZE_PY_MAX_CODES ((size_t)1 << 18)
 /* File and function names of every target together; past it new names read as the placeholder. */
 #define SYMBOLIZE_PY_MAX_NAME_BYTES ((size_t)64 << 20)
 #define SYMBOLIZE_PY_NAME_OVER_BUDGET "<name over budget>"
@@ -57,7 +59,7 @@ int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const stru
 void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid);
 /*
  * Changes whenever code objects are dropped (symbolize_py_forget_pid, a target over its
- * budget): while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
+ * budget of code objects): while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
  * resolves again to the same frame, which is what lets a caller keep whole resolved stacks.
  */
 uint64_t symbolize_py_generation(const struct symbolize_py_cache *cache);
@@ -67,11 +69,12 @@ struct symbolize_py_stats {
 	uint64_t misses;      /* frames that needed decoding (and maybe a read) */
 	uint64_t read_errors; /* code objects that could not be read */
 	uint64_t stale;       /* frames refused with -ESTALE */
-	uint64_t evicted;     /* code objects evicted by a target's budget */
+	uint64_t evicted;     /* code objects evicted by the count budget */
+	uint64_t lines_over_budget; /* line tables dropped by the byte budget */
 	uint64_t names_over_budget; /* names replaced by SYMBOLIZE_PY_NAME_OVER_BUDGET */
 	/* What is held now: */
 	size_t codes;         /* code objects */
-	size_t code_bytes;    /* their entries and line tables, against SYMBOLIZE_PY_TARGET_MAX_BYTES */
+	size_t code_bytes;    /* their entries and line tables, against SYMBOLIZE_PY_MAX_BYTES */
 	size_t name_bytes;    /* interned names, against SYMBOLIZE_PY_MAX_NAME_BYTES */
 	size_t frames;        /* decoded (code object, offset) slots */
 };

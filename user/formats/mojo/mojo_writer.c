@@ -30,12 +30,18 @@
 
 enum writer_mode { MODE_CPU, MODE_WALL, MODE_MEMORY, MODE_FULL };
 
-/* Definitions are scoped to a pid, so each pid has its own key space. */
+/*
+ * Definitions are scoped to a pid, so each pid has its own key space. A reader resolves a
+ * reference to the latest definition of its key for the pid of the current STACK, so the
+ * tables of an exited pid can go: if the pid comes back (reused, or a late sample), its
+ * tables start over and every key is defined again before it is referenced.
+ */
 struct pid_tables {
 	uint32_t pid;
 	uint64_t epoch; /* new whenever the tables start (over): what was defined before is not */
 	struct intern_table strings;
 	struct intern_table frames;
+	struct intern_table named_threads; /* tids whose name line is written */
 };
 
 struct metadata_pair {
@@ -66,7 +72,7 @@ struct mojo_writer {
 	unsigned flush_interval_ms;
 	uint64_t last_flush_ms; /* clock_coarse_ms: checked once per sample */
 
-	struct pid_tables **pids;     /* in first-seen order */
+	struct pid_tables **pids;     /* of the pids not forgotten, in no particular order */
 	size_t pid_count, pid_capacity;
 	struct hash_index pid_index; /* pid -> position in pids */
 	struct frame_ids *scratch;
@@ -75,8 +81,6 @@ struct mojo_writer {
 	size_t refs_capacity;
 	struct known_stacks known_stacks; /* a stack's encoded references, in an epoch of its pid's tables */
 	uint64_t last_epoch;
-
-	struct intern_table named_threads; /* (pid, tid) whose name line is written */
 
 	struct metadata_pair *pending; /* metadata set before the first sample */
 	size_t pending_count, pending_capacity;
@@ -339,8 +343,61 @@ static struct pid_tables *tables_for_pid(struct mojo_writer *writer, uint32_t pi
 	tables->epoch = ++writer->last_epoch;
 	intern_init(&tables->strings);
 	intern_init(&tables->frames);
+	intern_init(&tables->named_threads);
 	writer->pids[writer->pid_count++] = tables;
 	return tables;
+}
+
+static void free_tables(struct pid_tables *tables)
+{
+	intern_free(&tables->strings);
+	intern_free(&tables->frames);
+	intern_free(&tables->named_threads);
+	free(tables);
+}
+
+/* The pid's tables go; the last pid's take their place in the array. */
+static int writer_forget_pid(void *state, uint32_t pid)
+{
+	struct mojo_writer *writer = state;
+	uint64_t hash = hash_mix64(pid);
+	int64_t found = hash_index_find(&writer->pid_index, hash, pid_matches, writer, &pid);
+	size_t last = writer->pid_count - 1;
+
+	if (found < 0)
+		return 0;
+	hash_index_remove(&writer->pid_index, hash, (uint32_t)found);
+	free_tables(writer->pids[found]);
+	if ((size_t)found != last) {
+		uint64_t moved_hash = hash_mix64(writer->pids[last]->pid);
+
+		hash_index_remove(&writer->pid_index, moved_hash, (uint32_t)last);
+		writer->pids[found] = writer->pids[last];
+		/* Cannot fail: an entry was just removed, so the index has room. */
+		(void)!hash_index_insert(&writer->pid_index, moved_hash, (uint32_t)found);
+	}
+	writer->pid_count = last;
+	return 0;
+}
+
+static size_t intern_held_bytes(const struct intern_table *table)
+{
+	return table->bytes + table->keys_capacity * sizeof(*table->keys) +
+	       table->index.capacity * sizeof(*table->index.slots);
+}
+
+/* What the pids' tables hold: the part of the writer that grows with the processes seen. */
+static size_t writer_held_bytes(const void *state)
+{
+	const struct mojo_writer *writer = state;
+	size_t bytes = writer->pid_capacity * sizeof(*writer->pids) +
+		       writer->pid_index.capacity * sizeof(*writer->pid_index.slots);
+
+	for (size_t i = 0; i < writer->pid_count; i++)
+		bytes += sizeof(*writer->pids[i]) + intern_held_bytes(&writer->pids[i]->strings) +
+			 intern_held_bytes(&writer->pids[i]->frames) +
+			 intern_held_bytes(&writer->pids[i]->named_threads);
+	return bytes;
 }
 
 static int32_t line_to_mojo(int32_t line)
@@ -573,15 +630,16 @@ static int write_stack(struct mojo_writer *writer, const struct pf_sample *sampl
  * thread string its stacks carry (MOJO_THREAD_NAME_KEY), so Austin's readers, which keep any
  * metadata, still take the file. The name comes from the target: escaped, it is UTF-8 text.
  */
-static int write_thread_name(struct mojo_writer *writer, const struct pf_sample *sample)
+static int write_thread_name(struct mojo_writer *writer, struct pid_tables *tables,
+			     const struct pf_sample *sample)
 {
-	struct { uint64_t pid, tid; } thread = { sample->pid, sample->tid };
+	uint64_t thread = sample->tid;
 	char key[64], tid[17], value[MOJO_THREAD_NAME_MAX];
 	bool is_new = false;
 
 	if (!sample->thread_name || !sample->thread_name[0])
 		return 0;
-	if (intern_add(&writer->named_threads, &thread, sizeof(thread), &is_new) < 0)
+	if (intern_add(&tables->named_threads, &thread, sizeof(thread), &is_new) < 0)
 		return writer_fail(writer, -ENOMEM, "out of memory");
 	if (!is_new)
 		return 0;
@@ -603,7 +661,7 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	if (!tables)
 		return writer_fail(writer, -ENOMEM, "out of memory");
 	keep_keys_in_range(writer, tables, sample->frame_count);
-	if (write_thread_name(writer, sample) || write_stack(writer, sample) || write_frames(writer, tables, sample) || write_metrics(writer, sample))
+	if (write_thread_name(writer, tables, sample) || write_stack(writer, sample) || write_frames(writer, tables, sample) || write_metrics(writer, sample))
 		return writer->failure;
 	mark_complete(writer);
 	if (clock_coarse_ms() - writer->last_flush_ms >= writer->flush_interval_ms)
@@ -638,17 +696,13 @@ static void writer_destroy(void *state)
 
 	if (!writer)
 		return;
-	for (i = 0; i < writer->pid_count; i++) {
-		intern_free(&writer->pids[i]->strings);
-		intern_free(&writer->pids[i]->frames);
-		free(writer->pids[i]);
-	}
+	for (i = 0; i < writer->pid_count; i++)
+		free_tables(writer->pids[i]);
 	free(writer->pids);
 	hash_index_free(&writer->pid_index);
 	free(writer->scratch);
 	free(writer->refs);
 	known_stacks_free(&writer->known_stacks);
-	intern_free(&writer->named_threads);
 	free_pending(writer);
 	free(writer->buf);
 	free(writer);
@@ -664,6 +718,8 @@ static const char *writer_error(const void *state)
 static const struct pf_writer_ops mojo_writer_ops = {
 	.set_metadata = writer_set_metadata,
 	.add_sample = writer_add_sample,
+	.forget_pid = writer_forget_pid,
+	.held_bytes = writer_held_bytes,
 	.flush = writer_flush,
 	.finish = writer_finish,
 	.destroy = writer_destroy,
@@ -679,7 +735,6 @@ int mojo_writer_create(int fd, const struct pf_writer_options *options, void **s
 		return -ENOMEM;
 	writer->fd = fd;
 	hash_index_init(&writer->pid_index);
-	intern_init(&writer->named_threads);
 	known_stacks_init(&writer->known_stacks, KNOWN_STACKS_MAX_BYTES);
 	writer->capacity = WRITE_BUFFER_SIZE;
 	writer->buf = malloc(writer->capacity);
