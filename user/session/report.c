@@ -491,6 +491,10 @@ static void print_native_summary(const struct session *session)
 		chunks, chunks == 1 ? "" : "s", held,
 		(double)stats.build_us / 1e6, stats.idle_reused, stats.idle_evicted,
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
+	if (stats.builds_deferred)
+		fprintf(stderr, "pybpfprof: unwind tables: %zu new files left for a later maps read "
+				"(the build queue was full)\n",
+			stats.builds_deferred);
 }
 
 /* The parser worker's run (user/parser/): files read, files lost to it, and why. */
