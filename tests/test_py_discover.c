@@ -8,8 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <grp.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +23,7 @@
 
 #include "target/proc_maps.h"
 #include "target/py_discover.h"
+#include "target/py_runtime_file.h"
 #include "target/target_mem.h"
 
 #define SCRIPT "tests/scripts/marker_threads.py"
@@ -483,6 +488,100 @@ static void test_not_python(void **state)
 	kill_children();
 }
 
+/* ---- a process mapping thousands of tiny ELF files ---- */
+
+#define TINY_FILES 2000
+#define NOBODY_ID 65534
+
+/* A process of nobody's mapping each of the TINY_FILES copies in dir executable. */
+static pid_t spawn_tiny_mapper(const char *dir)
+{
+	int ready[2];
+	pid_t pid;
+	char byte;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
+		if (setgroups(0, NULL) || setgid(NOBODY_ID) || setuid(NOBODY_ID))
+			_exit(1);
+		for (size_t i = 0; i < TINY_FILES; i++) {
+			char path[128];
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/lib%zu.so", dir, i);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 || mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+				_exit(1);
+			close(fd);
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	children[child_count++] = pid;
+	return pid;
+}
+
+/*
+ * Each discovery of a process mapping 2,000 tiny ELF files reads a bounded share of
+ * them (the rest the next time), however many it maps: the thread that drains the
+ * ring does bounded work, and the other processes' verdicts stay cached.
+ */
+static void test_many_files_bounded_reads(void **state)
+{
+	char dir[64], library[128], copy[128], err[4096];
+	char *build[] = { "cc", "-shared", "-nostdlib", "-Wl,--build-id=none", "-o", library, "-x", "c",
+			  "/dev/null", NULL };
+	struct py_runtime_file_cache *cache = NULL;
+	struct py_runtime_file_stats first, second;
+	struct py_target target;
+	uint8_t *image;
+	size_t len;
+	pid_t pid;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/pybpfprof-tiny-elfs.%d", (int)getpid());
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(library, sizeof(library), "%s/tiny.so", dir);
+	if (run_capture(build, err, sizeof(err)) != 0)
+		fail_msg("building %s: %s", library, err);
+	image = read_whole_file(library, &len);
+	assert_non_null(image);
+	for (size_t i = 0; i < TINY_FILES; i++) {
+		snprintf(copy, sizeof(copy), "%s/lib%zu.so", dir, i);
+		assert_int_equal(write_whole_file(copy, image, len), 0);
+		chmod(copy, 0644);
+	}
+	free(image);
+	pid = spawn_tiny_mapper(dir);
+	assert_int_equal(py_runtime_file_cache_new(&cache, PY_RUNTIME_FILE_CACHE_DEFAULT), 0);
+	assert_int_equal(py_discover_runtime_cached(cache, pid, &target, err, sizeof(err)), -ENOEXEC);
+	py_runtime_file_cache_stats(cache, &first);
+	assert_int_equal(py_discover_runtime_cached(cache, pid, &target, err, sizeof(err)), -ENOEXEC);
+	py_runtime_file_cache_stats(cache, &second);
+	kill_children();
+	py_runtime_file_cache_free(cache);
+	for (size_t i = 0; i < TINY_FILES; i++) {
+		snprintf(copy, sizeof(copy), "%s/lib%zu.so", dir, i);
+		unlink(copy);
+	}
+	unlink(library);
+	rmdir(dir);
+	print_message("files read: %" PRIu64 " then %" PRIu64 " more; %" PRIu64 " left unread\n", first.examined,
+		      second.examined - first.examined, second.skipped);
+	assert_true(first.examined <= 64);
+	assert_true(second.examined - first.examined <= 64);
+	assert_true(second.skipped > 0);
+}
+
 /*
  * A process stopped right at exec (PTRACE_TRACEME): the dynamic loader has not
  * mapped libpython yet, or, for a static build, the runtime is not initialised.
@@ -697,6 +796,7 @@ int main(void)
 		{ "debug offsets 3.15", test_debug_offsets, NULL, NULL, (void *)&debug_315 },
 		cmocka_unit_test(test_no_such_process),
 		cmocka_unit_test_teardown(test_not_python, teardown_children),
+		cmocka_unit_test_teardown(test_many_files_bounded_reads, teardown_children),
 		{ "fresh exec: libpython not mapped yet", test_fresh_exec_is_retry, NULL, teardown_children,
 		  (void *)&interpreters[7] },
 		{ "fresh exec: static runtime not initialised", test_fresh_exec_is_retry, NULL, teardown_children,

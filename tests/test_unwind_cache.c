@@ -2,11 +2,16 @@
 /* target/unwind_cache: one table per file shared by processes, refcounts, deleted files, the row budget. */
 #include "testlib.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -585,6 +590,122 @@ static void test_prebuilt_file_serves_a_later_process(void **state)
 	free(ordered);
 }
 
+/* ---- many distinct files ---- */
+
+#define MANY_FILE_PROCS 8
+#define MANY_FILES_EACH 250
+#define NOBODY_ID 65534
+
+static size_t open_descriptors(void)
+{
+	size_t count = 0;
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *entry;
+
+	assert_non_null(dir);
+	while ((entry = readdir(dir)))
+		count += entry->d_name[0] != '.';
+	closedir(dir);
+	return count;
+}
+
+/* A process of nobody's that maps each of the count copies of library (from first) executable. */
+static pid_t spawn_mapper_as_nobody(const char *dir, size_t first, size_t count)
+{
+	int ready[2];
+	pid_t pid;
+	char byte;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
+		if (setgroups(0, NULL) || setgid(NOBODY_ID) || setuid(NOBODY_ID))
+			_exit(1);
+		for (size_t i = first; i < first + count; i++) {
+			char path[PATH_MAX + 32];
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/lib%zu.so", dir, i);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 || mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+				_exit(1);
+			close(fd);
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/*
+ * Processes of nobody's mapping 2,000 distinct tiny ELF files: the profiler holds a
+ * bounded number of descriptors (each queued build holds one), whatever they map.
+ */
+static void test_many_files_bounded_descriptors(void **state)
+{
+	static struct unwind_proc proc;
+	struct ordered_ops *ordered = calloc(1, sizeof(*ordered));
+	struct unwind_cache *cache = new_background_cache(ordered);
+	char dir[64], library[PATH_MAX], copy[PATH_MAX], err[4096];
+	char *build[] = { "cc", "-shared", "-nostdlib", "-Wl,--build-id=none", "-o", library, "-x", "c",
+			  "/dev/null", NULL };
+	size_t before = open_descriptors(), peak = 0;
+	struct unwind_cache_stats stats;
+	pid_t pids[MANY_FILE_PROCS];
+	size_t len;
+	uint8_t *image;
+
+	(void)state;
+	FORMAT(dir, "/tmp/pybpfprof-many-files.%d", (int)getpid());
+	assert_int_equal(mkdir(dir, 0755), 0);
+	FORMAT(library, "%s/tiny.so", dir);
+	if (run_capture(build, err, sizeof(err)) != 0)
+		fail_msg("building %s: %s", library, err);
+	image = read_whole_file(library, &len);
+	assert_non_null(image);
+	for (size_t i = 0; i < MANY_FILE_PROCS * MANY_FILES_EACH; i++) {
+		FORMAT(copy, "%s/lib%zu.so", dir, i);
+		assert_int_equal(write_whole_file(copy, image, len), 0);
+		chmod(copy, 0644);
+	}
+	free(image);
+	for (size_t p = 0; p < MANY_FILE_PROCS; p++)
+		pids[p] = spawn_mapper_as_nobody(dir, p * MANY_FILES_EACH, MANY_FILES_EACH);
+	for (size_t p = 0; p < MANY_FILE_PROCS; p++) {
+		size_t now;
+
+		assert_int_equal(unwind_cache_map_proc(cache, pids[p], &proc), 0);
+		now = open_descriptors();
+		peak = now > peak ? now : peak;
+	}
+	unwind_cache_stats(cache, &stats);
+	for (size_t p = 0; p < MANY_FILE_PROCS; p++) {
+		unwind_cache_forget_proc(cache, pids[p]);
+		end_child(pids[p]);
+	}
+	for (size_t i = 0; i < MANY_FILE_PROCS * MANY_FILES_EACH; i++) {
+		FORMAT(copy, "%s/lib%zu.so", dir, i);
+		unlink(copy);
+	}
+	unlink(library);
+	rmdir(dir);
+	print_message("%zu descriptors at most beside %zu before; %zu files deferred\n", peak - before, before,
+		      stats.builds_deferred);
+	/* the queue's (target/unwind_cache.c) and the parser worker's socket and its spare */
+	assert_true(peak <= before + 64 + 2);
+	assert_true(stats.builds_deferred > 0);
+	unwind_cache_free(cache);
+	free(ordered);
+}
+
 static void test_gone_process(void **state)
 {
 	static struct unwind_proc proc;
@@ -610,6 +731,7 @@ int main(void)
 		cmocka_unit_test(test_gone_process),
 		cmocka_unit_test(test_wanted_file_built_first),
 		cmocka_unit_test(test_prebuilt_file_serves_a_later_process),
+		cmocka_unit_test(test_many_files_bounded_descriptors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

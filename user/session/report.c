@@ -491,6 +491,10 @@ static void print_native_summary(const struct session *session)
 		chunks, chunks == 1 ? "" : "s", held,
 		(double)stats.build_us / 1e6, stats.idle_reused, stats.idle_evicted,
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
+	if (stats.builds_deferred)
+		fprintf(stderr, "pybpfprof: unwind tables: %zu new files left for a later maps read "
+				"(the build queue was full)\n",
+			stats.builds_deferred);
 }
 
 /* The parser worker's run (user/parser/): files read, files lost to it, and why. */
@@ -648,8 +652,8 @@ static void print_discovery_summary(const struct session *session)
 	py_runtime_file_cache_stats(session->targets.runtime_files, &stats);
 	fprintf(stderr, "pybpfprof: discovery: %" PRIu64 " files examined (%" PRIu64 " with a Python runtime) for %"
 			PRIu64 " mappings; %" PRIu64 " verdicts evicted; %" PRIu64 " files bad (the parser worker died"
-			" on them or overran)\n",
-		stats.examined, stats.runtimes, stats.lookups, stats.evicted, stats.bad);
+			" on them or overran); %" PRIu64 " left unread (past a process's share)\n",
+		stats.examined, stats.runtimes, stats.lookups, stats.evicted, stats.bad, stats.skipped);
 }
 
 /* The kernel's run time of the sample program over every run, then BPF's own timing of the

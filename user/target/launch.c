@@ -91,20 +91,35 @@ static void report_and_exit(int error_fd, int err)
 	_exit(127);
 }
 
-static void run_child(int gate_read, int error_write, char *const argv[])
-{
-	char go;
-	ssize_t got;
-	int err;
+/* The byte launch_start() writes to open the gate; anything else, or EOF, means "don't run". */
+#define GATE_GO 'g'
 
-	/* If the profiler dies before opening the gate, don't run unprofiled. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+/*
+ * Waits at the gate; true only if the profiler said go. EOF is not go: a
+ * profiler that died (killed, OOM) closes the pipe too, and the command must
+ * not then run unprofiled, as the user, with nobody watching.
+ */
+static bool gate_opened(int gate_read, pid_t profiler)
+{
+	char byte;
+	ssize_t got;
+
+	/* Dies with the profiler; a profiler already dead before this was set left us reparented. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != profiler)
+		return false;
 	do {
-		got = read(gate_read, &go, 1);
+		got = read(gate_read, &byte, 1);
 	} while (got < 0 && errno == EINTR);
 	close(gate_read);
-	if (got != 0)
-		_exit(127); /* the gate was not opened by closing it: cancelled */
+	return got == 1 && byte == GATE_GO;
+}
+
+static void run_child(int gate_read, int error_write, pid_t profiler, char *const argv[])
+{
+	int err;
+
+	if (!gate_opened(gate_read, profiler))
+		_exit(127);
 	prctl(PR_SET_PDEATHSIG, 0);
 	err = drop_inheritable_capabilities();
 	if (!err)
@@ -122,6 +137,7 @@ static void run_child(int gate_read, int error_write, char *const argv[])
 int launch_prepare(struct launch *launch, char *const argv[], char *err_text, size_t err_len)
 {
 	int gate[2], error_pipe[2];
+	pid_t profiler = getpid();
 	int err;
 
 	memset(launch, 0, sizeof(*launch));
@@ -140,7 +156,7 @@ int launch_prepare(struct launch *launch, char *const argv[], char *err_text, si
 		thread_restore_ordinary_priority();
 		close(gate[1]);
 		close(error_pipe[0]);
-		run_child(gate[0], error_pipe[1], argv);
+		run_child(gate[0], error_pipe[1], profiler, argv);
 	}
 	close(gate[0]);
 	close(error_pipe[1]);
@@ -154,6 +170,9 @@ int launch_start(struct launch *launch, char *const argv[], char *err_text, size
 	int child_err = 0;
 	ssize_t got;
 
+	do {
+		got = write(launch->gate_fd, &(char){ GATE_GO }, 1);
+	} while (got < 0 && errno == EINTR);
 	close(launch->gate_fd);
 	launch->gate_fd = -1;
 	/* EOF means exec succeeded (the pipe closed on exec); 4 bytes mean it failed. */
@@ -179,10 +198,7 @@ void launch_cancel(struct launch *launch)
 	if (launch->pid <= 0 || launch->reaped)
 		return;
 	if (launch->gate_fd >= 0) {
-		/* A byte instead of EOF tells the child to give up without running. */
-		ssize_t wrote = write(launch->gate_fd, "x", 1);
-
-		(void)wrote;
+		/* EOF, without the go byte: the child gives up without running. */
 		close(launch->gate_fd);
 		launch->gate_fd = -1;
 	}

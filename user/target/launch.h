@@ -15,7 +15,7 @@
 
 struct launch {
 	pid_t pid;      /* the child, stopped at the gate until launch_start() */
-	int gate_fd;    /* write end: closing it lets the child exec */
+	int gate_fd;    /* write end: a go byte lets the child exec; EOF alone cancels it */
 	int error_fd;   /* read end: the child reports a failed exec here (close-on-exec) */
 	bool reaped;
 	int wait_status;

@@ -43,7 +43,19 @@ struct search {
 	const char *failed;     /* a file named like CPython that could not be examined */
 	int failed_err;
 	bool gone;              /* the process exited meanwhile */
+	size_t examined;        /* files read for this search (verdicts not already known) */
+	size_t skipped;         /* files left unread, past PY_DISCOVER_MAX_UNNAMED_READS */
 };
+
+/*
+ * Files not named like CPython that one discovery of a process reads (verdicts the
+ * cache did not know). A process mapping 20,000 tiny ELF files would otherwise have
+ * each of them read, on every discovery, by the thread that drains the ring (and push
+ * every other process's verdicts out of the cache). The runtime is almost always in a
+ * file named like it (libpython*, python*), read whatever the count; the next
+ * discovery reads the next share, those read being remembered.
+ */
+#define PY_DISCOVER_MAX_UNNAMED_READS 64
 
 static bool is_libpython(const char *name)
 {
@@ -111,12 +123,32 @@ static void describe_searched(const struct proc_maps *maps, char *out, size_t ou
 		snprintf(out, outlen, "no executable file mappings");
 }
 
+/* Files the cache has read so far (without one, every lookup reads). */
+static uint64_t files_read(const struct discovery *d, const struct search *search)
+{
+	struct py_runtime_file_stats stats;
+
+	if (!d->cache)
+		return search->examined;
+	py_runtime_file_cache_stats(d->cache, &stats);
+	return stats.examined;
+}
+
 /* Asks about one mapping; true when its file holds the runtime. */
 static bool examine(struct discovery *d, const struct proc_map *map, struct search *search)
 {
 	struct py_runtime_file file;
 	bool named_like_python = name_rank(map->path) < 2;
-	int err = py_runtime_file_lookup(d->cache, d->pid, map, &file);
+	uint64_t read_before;
+	int err;
+
+	if (!named_like_python && search->examined >= PY_DISCOVER_MAX_UNNAMED_READS) {
+		search->skipped++;
+		return false;
+	}
+	read_before = files_read(d, search);
+	err = py_runtime_file_lookup(d->cache, d->pid, map, &file);
+	search->examined += d->cache ? files_read(d, search) - read_before : 1;
 
 	if (!err && file.unread == -EFBIG)
 		err = -EFBIG;
@@ -162,6 +194,13 @@ static int no_runtime(struct discovery *d, const struct search *search)
 	if (search->failed)
 		return cannot_open(d, search->failed, search->failed_err);
 	describe_searched(d->maps, searched, sizeof(searched));
+	if (search->skipped) {
+		py_runtime_file_cache_count_skipped(d->cache, search->skipped);
+		return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
+				     "pid %d: not a Python process (no file read holds the CPython runtime; %zu "
+				     "mappings past the %d read at once left unread; searched %s)",
+				     (int)d->pid, search->skipped, PY_DISCOVER_MAX_UNNAMED_READS, searched);
+	}
 	return errbuf_format(d->err_text, d->err_len, -ENOEXEC,
 			     "pid %d: not a Python process (no mapped file holds the CPython runtime; searched %s)",
 			     (int)d->pid, searched);

@@ -521,6 +521,12 @@ int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const
 	return 0;
 }
 
+void py_runtime_file_cache_count_skipped(struct py_runtime_file_cache *cache, size_t count)
+{
+	if (cache)
+		cache->stats.skipped += count;
+}
+
 void py_runtime_file_cache_stats(const struct py_runtime_file_cache *cache, struct py_runtime_file_stats *stats)
 {
 	memset(stats, 0, sizeof(*stats));

@@ -85,10 +85,13 @@ struct py_runtime_file_stats {
 	uint64_t runtimes;  /* ... of which held a runtime */
 	uint64_t evicted;   /* verdicts dropped to stay within the capacity */
 	uint64_t bad;       /* ... files the parser worker died on or overran its time on */
+	uint64_t skipped;   /* mappings left unread: past a process's share of one discovery */
 	size_t files;       /* verdicts held now */
 	size_t capacity;
 };
 
+/* A discovery left count mappings unread (target/py_discover.c); cache may be NULL. */
+void py_runtime_file_cache_count_skipped(struct py_runtime_file_cache *cache, size_t count);
 /* 0 or -ENOMEM. */
 int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacity);
 /* The time the worker has for one file (PY_RUNTIME_FILE_TIMEOUT_MS by default): a new worker

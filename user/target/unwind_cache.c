@@ -22,6 +22,18 @@
 #include "util/clock.h"
 #include "util/thread.h"
 
+/*
+ * Files handed to the builder thread and not yet placed: each holds a duplicated
+ * descriptor until built and its rows until placed. A process mapping thousands of
+ * distinct files would otherwise make the profiler hold thousands of descriptors
+ * (past RLIMIT_NOFILE, failing every other open) and tables. A file found when the
+ * queue is full is deferred: no entry is made, its mapping leaves the process's
+ * known ranges, and a walk that stops in it re-reads the maps (at most every
+ * UNWIND_CACHE_REFRESH_MS), queueing it then. A host's processes share most files:
+ * a normal start queues a few dozen at once.
+ */
+#define UNWIND_BUILD_QUEUE_MAX 64
+
 /* Program headers read to find a mapping's load bias; real files have about a dozen. */
 #define UNWIND_CACHE_MAX_PHDRS 64
 
@@ -103,6 +115,8 @@ struct unwind_cache {
 	size_t idle_files;    /* placed tables no process maps: kept until their room is needed */
 	size_t idle_reused;   /* times an idle table served a new process instead of a rebuild */
 	size_t idle_evicted;  /* idle tables given up for a new file's room */
+	size_t builds_pending; /* jobs queued and not yet placed (each a descriptor until built) */
+	size_t builds_deferred; /* files met while the queue was full, left for a later read */
 	uint64_t idle_clock;  /* orders idle tables, oldest first */
 	size_t failures[UNWIND_FAIL_COUNT];
 	uint64_t build_us;
@@ -448,6 +462,7 @@ static int queue_build(struct unwind_cache *cache, struct cached_file *file, int
 	}
 	job->file = file;
 	file->building = true;
+	cache->builds_pending++;
 	pthread_mutex_lock(&builder->lock);
 	if (builder->todo_tail)
 		builder->todo_tail->next = job;
@@ -459,9 +474,16 @@ static int queue_build(struct unwind_cache *cache, struct cached_file *file, int
 	return 0;
 }
 
+/* The builder thread holds as many files as it may: a new one waits for a later read. */
+static bool builder_full(const struct unwind_cache *cache)
+{
+	return cache->builder.started && cache->builds_pending >= UNWIND_BUILD_QUEUE_MAX;
+}
+
 /* The cached entry of the file open at fd, built (or found failed) now if it is new, or queued
- * for the builder thread when there is one; NULL: -ENOMEM. */
-static struct cached_file *file_for(struct unwind_cache *cache, int fd, const struct unwind_file_id *id)
+ * for the builder thread when there is one; NULL: -ENOMEM, or deferred (*deferred set). */
+static struct cached_file *file_for(struct unwind_cache *cache, int fd, const struct unwind_file_id *id,
+				    bool *deferred)
 {
 	struct cached_file *file = file_with_id(cache, id);
 	struct unwind_table table = { 0 };
@@ -469,8 +491,14 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 	uint64_t started_us;
 	int err;
 
+	*deferred = false;
 	if (file)
 		return file;
+	if (builder_full(cache)) {
+		cache->builds_deferred++;
+		*deferred = true;
+		return NULL;
+	}
 	if (ARRAY_RESERVE(cache->files, cache->file_capacity, cache->file_count + 1))
 		return NULL;
 	file = calloc(1, sizeof(*file));
@@ -586,9 +614,10 @@ static bool is_unwindable(const struct proc_map *map)
 	return map->perms[2] == 'x' && (map->path[0] == '/' || vdso_is_map_name(map->path));
 }
 
-/* The mapping's table, and its file (NULL when it has none: *mapping says why). */
+/* The mapping's table, and its file (NULL when it has none: *mapping says why; *deferred when
+ * it is left for a later read). */
 static int map_one(struct unwind_cache *cache, pid_t pid, const struct proc_map *map,
-		   struct unwind_mapping *mapping, struct cached_file **file_out)
+		   struct unwind_mapping *mapping, struct cached_file **file_out, bool *deferred)
 {
 	struct unwind_file_id id;
 	struct cached_file *file;
@@ -598,6 +627,7 @@ static int map_one(struct unwind_cache *cache, pid_t pid, const struct proc_map 
 	*mapping = (struct unwind_mapping){ .start = map->start, .end = map->end,
 					    .table_id = UNWIND_TABLE_NONE, .stop_cause = UNWIND_STOP_NO_TABLE };
 	*file_out = NULL;
+	*deferred = false;
 	if (map->deleted) {
 		mapping->stop_cause = UNWIND_STOP_DELETED_FILE;
 		return 0;
@@ -613,10 +643,10 @@ static int map_one(struct unwind_cache *cache, pid_t pid, const struct proc_map 
 		return 0;
 	}
 	mapping->bias = bias;
-	file = file_for(cache, fd, &id);
+	file = file_for(cache, fd, &id, deferred);
 	close(fd);
 	if (!file)
-		return -ENOMEM;
+		return *deferred ? 0 : -ENOMEM;
 	if (file->building)
 		*file_out = file; /* no table yet: its walks stop with NO_TABLE until it is placed */
 	else if (!file->failed) {
@@ -647,6 +677,17 @@ static int executable_ranges(const struct proc_maps *maps, struct address_range 
 	return 0;
 }
 
+/* A deferred mapping is no longer known: a walk stopping in it asks for a re-read. */
+static void forget_range(struct cached_proc *next, uint64_t start)
+{
+	for (size_t i = 0; i < next->range_count; i++)
+		if (next->ranges[i].start == start) {
+			memmove(&next->ranges[i], &next->ranges[i + 1], (next->range_count - i - 1) * sizeof(*next->ranges));
+			next->range_count--;
+			return;
+		}
+}
+
 /* Fills proc and next (the files it references, each taking one reference). */
 static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps *maps, struct unwind_proc *proc,
 		   struct cached_proc *next)
@@ -657,14 +698,17 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 	proc->reserved = 0;
 	for (size_t i = 0; i < maps->count && proc->count < UNWIND_MAX_MAPPINGS; i++) {
 		struct cached_file *file;
+		bool deferred;
 		int err;
 
 		if (!is_unwindable(&maps->maps[i]))
 			continue;
-		err = map_one(cache, pid, &maps->maps[i], &proc->mappings[proc->count], &file);
+		err = map_one(cache, pid, &maps->maps[i], &proc->mappings[proc->count], &file, &deferred);
 		if (err)
 			return err;
 		proc->count++;
+		if (deferred)
+			forget_range(next, maps->maps[i].start);
 		if (!file)
 			continue;
 		if (ARRAY_RESERVE(next->mapped, mapped_capacity, next->mapped_count + 1))
@@ -777,6 +821,7 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 
 		finish_build(cache, done, pids, capacity, &count);
 		build_job_free(done);
+		cache->builds_pending--;
 		done = next;
 	}
 	/* A build's working memory (libdw's state, the row list, the sort's copy: some 3 MB for a
@@ -813,14 +858,15 @@ int unwind_cache_prebuild_file(struct unwind_cache *cache, int fd)
 {
 	struct unwind_file_id id;
 	struct cached_file *file;
+	bool deferred;
 
 	if (unwind_table_file_id(fd, &id))
 		return -ENOEXEC;
 	if (file_with_id(cache, &id))
 		return 0;
-	file = file_for(cache, fd, &id);
+	file = file_for(cache, fd, &id, &deferred);
 	if (!file)
-		return -ENOMEM;
+		return deferred ? 0 : -ENOMEM;
 	/* Built here (no builder thread): it waits, idle, for the process that will map it. */
 	if (!file->building && !file->failed && file->refs == 0 && !file->idle_since) {
 		file->refs = 1;
@@ -894,6 +940,7 @@ void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_st
 		.idle_files = cache->idle_files,
 		.idle_reused = cache->idle_reused,
 		.idle_evicted = cache->idle_evicted,
+		.builds_deferred = cache->builds_deferred,
 		.chunks = unwind_chunks_count(cache->chunks),
 		.chunk_rows = unwind_chunks_rows_held(cache->chunks),
 		.peak_chunk_rows = unwind_chunks_peak_rows_held(cache->chunks),
