@@ -144,6 +144,7 @@ static void on_exec(struct session *session, pid_t pid)
 	if (!target)
 		return;
 	target->state = TARGET_PENDING;
+	target->ran_python = false;
 	target->exited_ms = 0;
 	target->start_ticks = target_set_start_ticks(pid);
 	target->pending_since_ms = clock_monotonic_ms();
@@ -182,6 +183,9 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	/* its own namespace pid; the cgroup is the parent's until it moves */
 	proc_identity_read(pid, &child->identity);
 	child->state = state;
+	/* A shell's subshell that exits before its parent execs Python never ran Python, though
+	 * its description is the parent's: only a ready parent's child did. */
+	child->ran_python = state == TARGET_READY;
 	child->exited_ms = 0;
 	child->start_ticks = target_set_start_ticks(pid);
 	child->pending_since_ms = clock_monotonic_ms();

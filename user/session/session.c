@@ -73,7 +73,7 @@ static const struct py_target *python_of_record(struct session *session, const s
 
 	*target_out = target;
 	if (target && (target->state == TARGET_READY ||
-		       (target->state == TARGET_GONE && target->python.pid == target->pid)))
+		       (target->state == TARGET_GONE && target->ran_python)))
 		return &target->python;
 	return NULL;
 }

@@ -210,6 +210,7 @@ int target_set_discover(const struct target_set *set, struct target *target, uin
 		err = proc_identity_read(target->pid, &target->identity);
 	if (err == 0) {
 		target->state = TARGET_READY;
+		target->ran_python = true;
 		return 0;
 	}
 	if (err == -ESRCH) {

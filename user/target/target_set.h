@@ -37,6 +37,8 @@ struct target {
 	enum target_state state;
 	unsigned long long start_ticks; /* /proc/PID/stat starttime: tells a reused pid */
 	struct py_target python;        /* valid when READY */
+	bool ran_python;                /* it has been READY since its last exec: a gone target's late
+					 * samples resolve with python only then */
 	struct proc_identity identity;  /* namespace pid and cgroup, read when it became READY */
 	int32_t container;              /* the session's number for identity.cgroup; -1: not counted yet */
 	uint64_t pending_since_ms;
