@@ -425,7 +425,9 @@ static void launcher_shells_are_not_counted_as_python(void **state)
 	assert_int_equal(record_command(options, command), EXIT_STATUS_OK);
 	print_message("%s", err_text);
 	assert_non_null(strstr(err_text, "from 1 Python process, 1 thread; "));
-	assert_non_null(strstr(err_text, " running no Python (bash x"));
+	/* the shells are listed by name; one that exited before its name was read shows as "?" */
+	assert_non_null(strstr(err_text, " running no Python ("));
+	assert_non_null(strstr(err_text, "bash x"));
 }
 
 /* A collapsed file holds distinct stacks with their weights: top says so. */
