@@ -310,6 +310,10 @@ sustained rate: a launched 32-frame workload at each rate; lost: records dropped
   was full.
 TXT
 
+# What a web service under load loses to the profiler (requests per second), Austin beside it.
+printf '\n'
+bench/service.sh
+
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'
 bench/peers.sh

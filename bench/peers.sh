@@ -28,23 +28,14 @@ load_start=$(cut -d" " -f1-3 /proc/loadavg)
 [ "$(id -u)" -eq 0 ] || { echo "peers.sh: must run as root" >&2; exit 1; }
 sid=$(tests/pythons/provision-sid.sh)
 
-# Austin from Debian sid, unpacked (not installed) into the chroot: its package depends on
-# python3 << 3.14, which sid's python3 no longer satisfies, and the binary needs only libc.
-# A 3.13 interpreter for it to profile. Both are fetched once, through the chroot's apt.
+# Austin from Debian sid, unpacked into the chroot (bench/sid-austin.sh), and a 3.13
+# interpreter for it to profile. Both are fetched once, through the chroot's apt.
 chroot_apt() { chroot "$sid" /usr/bin/env DEBIAN_FRONTEND=noninteractive LC_ALL=C apt-get "$@"; }
 ensure_peers() {
 	if [ ! -x "$sid/usr/bin/python3.13" ]; then
 		chroot_apt install -y -q python3.13 >/dev/null || { chroot_apt update -q >/dev/null && chroot_apt install -y -q python3.13 >/dev/null; }
 	fi
-	if [ ! -x "$sid$austin" ]; then
-		local deb
-		chroot "$sid" sh -c 'cd /tmp && apt-get download austin' >/dev/null 2>&1 ||
-			{ chroot_apt update -q >/dev/null && chroot "$sid" sh -c 'cd /tmp && apt-get download austin' >/dev/null; }
-		deb=$(ls "$sid"/tmp/austin_*.deb | head -1)
-		mkdir -p "$sid/opt/austin"
-		dpkg-deb -x "$deb" "$sid/opt/austin"
-		rm -f "$deb"
-	fi
+	austin=$(bench/sid-austin.sh "$sid")
 }
 ensure_peers
 
