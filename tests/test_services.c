@@ -306,20 +306,66 @@ static pid_t start_wrk(int port, const char *path, const char *script, const cha
 	return start_group(argv, NULL, log);
 }
 
-/* pybpfprof at 1000 Hz in cpu mode for seconds into mojo, with extra options (NULL-terminated). */
-static void profile(const char *const extra[], const char *seconds, const char *mojo, const char *label)
+/* pybpfprof at 1000 Hz in cpu mode for seconds into mojo, with extra options (NULL-terminated),
+ * started in the background in a group of its own (its output into err_path): its pid. */
+static pid_t profile_start(const char *const extra[], const char *seconds, const char *mojo, const char *err_path)
 {
 	char *argv[16] = { (char *)pybpfprof_binary(), "-q", "-F", "1000", "-d", (char *)seconds, "-o", (char *)mojo };
-	char err[4096];
 	size_t count = 8;
-	int status;
 
 	for (size_t i = 0; extra[i] && count + 1 < 16; i++)
 		argv[count++] = (char *)extra[i];
 	argv[count] = NULL;
-	status = run_capture(argv, err, sizeof(err));
-	if (status != 0)
-		fail_msg("%s: pybpfprof exited %d: %s", label, status, err);
+	return start_group(argv, NULL, err_path);
+}
+
+/* Waits for a profile_start run to end; fails the test, with its output, unless it exited 0. */
+static void profile_finish(pid_t profiler, const char *err_path, const char *label)
+{
+	char what[64];
+	int status = wait_group(profiler);
+
+	if (status != 0) {
+		FORMAT(what, "%s: pybpfprof exited %d", label, status);
+		fail_with_log(what, err_path);
+	}
+}
+
+/* Whether a MOJO file being written has the metadata line of process pid ("process.PID"),
+ * which a run writes when it starts sampling that process. */
+static bool mojo_names_process(const uint8_t *data, size_t len, pid_t pid)
+{
+	char key[32];
+	size_t key_len;
+
+	FORMAT(key, "process.%d", (int)pid);
+	key_len = strlen(key);
+	for (const uint8_t *at = data; (at = memmem(at, len - (size_t)(at - data), key, key_len)); at += key_len)
+		if ((size_t)(at - data) + key_len < len && (at[key_len] < '0' || at[key_len] > '9'))
+			return true;
+	return false;
+}
+
+/* Waits until a profile_start run is sampling every one of pids (its MOJO, flushed every
+ * second, names them); fails the test if the run ends or READY_SECONDS pass first. */
+static void wait_until_profiled(const char *mojo, const pid_t *pids, size_t count, pid_t profiler,
+				const char *err_path)
+{
+	for (int tries = 0; tries < READY_SECONDS * 10; tries++) {
+		size_t len = 0, named = 0;
+		uint8_t *data = read_whole_file(mojo, &len);
+		int status;
+
+		for (size_t i = 0; data && i < count; i++)
+			named += mojo_names_process(data, len, pids[i]);
+		free(data);
+		if (named == count)
+			return;
+		if (child_exited(profiler, &status))
+			fail_with_log("the profiler ended before it sampled every process", err_path);
+		sleep_ms(100);
+	}
+	fail_with_log("the profiler did not sample every process in time", err_path);
 }
 
 static ssize_t index_of(const pid_t *pids, size_t count, uint32_t pid)
@@ -339,6 +385,8 @@ static void truth_dir(char *dir, size_t len, const char *name)
 
 static void gunicorn_flask_workers(void **state)
 {
+	char profiler_log[PATH_MAX];
+	pid_t profiler;
 	enum { WORKERS = 2 };
 	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], truth[PATH_MAX], truth_env[PATH_MAX + 32],
 		bind[32], master_text[16], script[PATH_MAX];
@@ -361,6 +409,7 @@ static void gunicorn_flask_workers(void **state)
 	FORMAT(log, "%s/gunicorn.log", test_tmpdir());
 	FORMAT(wrk_log, "%s/gunicorn-wrk.log", test_tmpdir());
 	FORMAT(mojo, "%s/gunicorn.mojo", test_tmpdir());
+	FORMAT(profiler_log, "%s/gunicorn-profiler.log", test_tmpdir());
 	FORMAT(script, "%s/alternate.lua", services_dir());
 	truth_dir(truth, sizeof(truth), "gunicorn-truth");
 	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", truth);
@@ -371,8 +420,10 @@ static void gunicorn_flask_workers(void **state)
 	wrk = start_wrk(port, "/", script, "20", wrk_log);
 	sleep_ms(2000); /* the workers busy before the profiler attaches */
 	snprintf(master_text, sizeof(master_text), "%d", (int)master);
+	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, "10", mojo, profiler_log);
+	wait_until_profiled(mojo, workers, WORKERS, profiler, profiler_log);
 	cpu_before = cpu_ms_of(workers, WORKERS);
-	profile((const char *const[]){ "-C", "-p", master_text, NULL }, "10", mojo, "gunicorn");
+	profile_finish(profiler, profiler_log, "gunicorn");
 	cpu_after = cpu_ms_of(workers, WORKERS);
 	if (wait_group(wrk) != 0)
 		fail_with_log("wrk failed", wrk_log);
@@ -436,6 +487,125 @@ static void gunicorn_flask_workers(void **state)
 	}
 }
 
+/* One gunicorn worker's own account (tests/scripts/services/flask_app.py). */
+struct worker_truth {
+	pid_t pid;
+	unsigned long long report_ns, lookup_ns, started_ns, ended_ns;
+};
+
+/* Every worker's truth file in dir; how many (at most max). */
+static size_t read_worker_truths(const char *dir, struct worker_truth *out, size_t max)
+{
+	DIR *listing = opendir(dir);
+	struct dirent *entry;
+	size_t count = 0;
+
+	assert_non_null(listing);
+	while ((entry = readdir(listing)) && count < max) {
+		char path[PATH_MAX + 300];
+		struct worker_truth truth = { 0 };
+		uint8_t *text;
+		size_t len;
+
+		if (sscanf(entry->d_name, "flask.%d", &truth.pid) != 1 || strstr(entry->d_name, ".tmp"))
+			continue;
+		FORMAT(path, "%s/%s", dir, entry->d_name);
+		text = read_whole_file(path, &len);
+		if (text && sscanf((char *)text, "%llu %llu %llu %llu", &truth.report_ns, &truth.lookup_ns,
+				   &truth.started_ns, &truth.ended_ns) == 4)
+			out[count++] = truth;
+		free(text);
+	}
+	closedir(listing);
+	return count;
+}
+
+/*
+ * gunicorn recycling its workers (--max-requests), attached to the master with -C: a worker
+ * forked while the profile runs is in it from its start, with its views' samples.
+ */
+static void gunicorn_recycled_workers(void **state)
+{
+	char profiler_log[PATH_MAX];
+	pid_t profiler;
+	enum { MAX_TRUTHS = 256 };
+	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], truth[PATH_MAX], truth_env[PATH_MAX + 32],
+		bind[32], master_text[16], script[PATH_MAX];
+	char *env[] = { truth_env, NULL };
+	char *argv[] = { "/usr/bin/gunicorn", "-c", "gunicorn_conf.py", "-w", "2", "--max-requests", "10",
+			 "-b", bind, "--graceful-timeout", "20", "flask_app:app", NULL };
+	static struct worker_truth truths[MAX_TRUTHS];
+	static const char *const views[2] = { "report", "lookup" };
+	static uint64_t samples[MAX_TRUTHS];
+	pid_t initial[MAX_WORKERS], pids[MAX_TRUTHS], master, wrk;
+	size_t count, born_inside = 0;
+	uint64_t from, until;
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	int port, got;
+
+	(void)state;
+	need_program("/usr/bin/gunicorn");
+	need_program("/usr/bin/wrk");
+	need_module("flask");
+	port = free_port();
+	FORMAT(bind, "127.0.0.1:%d", port);
+	FORMAT(log, "%s/recycled.log", test_tmpdir());
+	FORMAT(wrk_log, "%s/recycled-wrk.log", test_tmpdir());
+	FORMAT(mojo, "%s/recycled.mojo", test_tmpdir());
+	FORMAT(profiler_log, "%s/recycled-profiler.log", test_tmpdir());
+	FORMAT(script, "%s/alternate.lua", services_dir());
+	truth_dir(truth, sizeof(truth), "recycled-truth");
+	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", truth);
+
+	master = start_group(argv, env, log);
+	wait_for_port(port, master, log);
+	wait_for_children(master, initial, 2, log);
+	wrk = start_wrk(port, "/", script, "14", wrk_log);
+	sleep_ms(2000);
+	FORMAT(master_text, "%d", (int)master);
+	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, "8", mojo, profiler_log);
+	wait_until_profiled(mojo, &master, 1, profiler, profiler_log);
+	from = monotonic_ns();
+	profile_finish(profiler, profiler_log, "gunicorn");
+	until = monotonic_ns();
+	if (wait_group(wrk) != 0)
+		fail_with_log("wrk failed", wrk_log);
+	if (stop_group(master, SIGTERM, 30) != 0)
+		fail_with_log("gunicorn did not stop cleanly", log);
+
+	count = read_worker_truths(truth, truths, MAX_TRUTHS);
+	for (size_t i = 0; i < count; i++)
+		pids[i] = truths[i].pid;
+	reader = test_open_profile(mojo);
+	while ((got = pf_reader_next_sample(reader, &sample)) == 1) {
+		ssize_t at = index_of(pids, count, sample.pid);
+
+		if (at >= 0 && (test_has_python_frame(&sample, views[0]) || test_has_python_frame(&sample, views[1])))
+			samples[at]++;
+	}
+	assert_int_equal(got, 0);
+	pf_reader_close(reader);
+
+	for (size_t i = 0; i < count; i++) {
+		uint64_t view_ms = (truths[i].report_ns + truths[i].lookup_ns) / 1000000u;
+
+		/* Forked after the profiler started and gone before it ended: its whole life profiled. */
+		if (truths[i].started_ns < from || truths[i].ended_ns > until)
+			continue;
+		born_inside++;
+		print_message("gunicorn --max-requests: worker %d: %" PRIu64 " samples in the views, %" PRIu64
+			      " ms of view CPU by its own account\n",
+			      (int)truths[i].pid, samples[i], view_ms);
+		if (!samples[i] || (double)samples[i] < MIN_SAMPLE_SHARE * (double)view_ms)
+			fail_msg("gunicorn --max-requests: worker %d, forked while profiled: %" PRIu64
+				 " samples in the views for %" PRIu64 " ms of view CPU",
+				 (int)truths[i].pid, samples[i], view_ms);
+	}
+	if (!born_inside)
+		fail_with_log("no worker was forked and recycled while profiled (of the workers that wrote a truth)", log);
+}
+
 /* Whether a sample holds Python frames named chain[0], chain[1], ... in that order, root to leaf
  * (others may stand between them). */
 static bool has_python_chain(const struct pf_sample *sample, const char *const chain[], size_t length)
@@ -450,6 +620,8 @@ static bool has_python_chain(const struct pf_sample *sample, const char *const c
 
 static void uvicorn_fastapi_chain(void **state)
 {
+	char profiler_log[PATH_MAX];
+	pid_t profiler;
 	static const char *const chain[] = { "handler", "service", "query" };
 	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], truth[PATH_MAX], truth_env[PATH_MAX + 32],
 		port_text[16], pid_text[16], path[PATH_MAX + 32];
@@ -474,6 +646,7 @@ static void uvicorn_fastapi_chain(void **state)
 	FORMAT(log, "%s/uvicorn.log", test_tmpdir());
 	FORMAT(wrk_log, "%s/uvicorn-wrk.log", test_tmpdir());
 	FORMAT(mojo, "%s/uvicorn.mojo", test_tmpdir());
+	FORMAT(profiler_log, "%s/uvicorn-profiler.log", test_tmpdir());
 	truth_dir(truth, sizeof(truth), "uvicorn-truth");
 	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", truth);
 
@@ -482,8 +655,10 @@ static void uvicorn_fastapi_chain(void **state)
 	wrk = start_wrk(port, "/orders", NULL, "12", wrk_log);
 	sleep_ms(1000); /* the handler busy before the profiler attaches */
 	FORMAT(pid_text, "%d", (int)server);
+	profiler = profile_start((const char *const[]){ "-p", pid_text, NULL }, "6", mojo, profiler_log);
+	wait_until_profiled(mojo, &server, 1, profiler, profiler_log);
 	cpu_before = test_cpu_ms(server);
-	profile((const char *const[]){ "-p", pid_text, NULL }, "6", mojo, "uvicorn");
+	profile_finish(profiler, profiler_log, "uvicorn");
 	cpu_after = test_cpu_ms(server);
 	if (wait_group(wrk) != 0)
 		fail_with_log("wrk failed", wrk_log);
@@ -552,13 +727,13 @@ static void count_python_samples(const char *mojo, const pid_t *pids, size_t cou
 static void uwsgi_whole_host(void **state)
 {
 	enum { WORKERS = 2, PROCESSES = WORKERS + 1 };
-	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], socket_text[32];
+	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], profiler_err[PATH_MAX], socket_text[32];
 	char *argv[] = { "/usr/bin/uwsgi", "--plugin", "python3", "--http-socket", socket_text, "--master",
 			 "--processes", "2", "--enable-threads", "--die-on-term", "--wsgi-file", "uwsgi_app.py", NULL };
 	/* The master's housekeeping thread, the workers' view. */
 	const char *const functions[PROCESSES] = { "housekeeping", "render", "render" };
 	uint64_t samples[PROCESSES] = { 0 }, cpu_before[PROCESSES], cpu_after[PROCESSES];
-	pid_t pids[PROCESSES], wrk;
+	pid_t pids[PROCESSES], wrk, profiler;
 	int port;
 
 	(void)state;
@@ -573,16 +748,23 @@ static void uwsgi_whole_host(void **state)
 	FORMAT(log, "%s/uwsgi.log", test_tmpdir());
 	FORMAT(wrk_log, "%s/uwsgi-wrk.log", test_tmpdir());
 	FORMAT(mojo, "%s/uwsgi.mojo", test_tmpdir());
+	FORMAT(profiler_err, "%s/uwsgi-profiler.log", test_tmpdir());
 
 	pids[0] = start_group(argv, NULL, log);
 	wait_for_port(port, pids[0], log);
 	wait_for_children(pids[0], pids + 1, WORKERS, log);
-	wrk = start_wrk(port, "/", NULL, "12", wrk_log);
+	wrk = start_wrk(port, "/", NULL, "14", wrk_log);
 	sleep_ms(1000);
+	/*
+	 * No -p: the whole host, where uwsgi is found by what it maps (libpython through a plugin).
+	 * On a busy host discovering every process takes a while: the CPU time the samples are
+	 * held to is counted from when the profile names all three processes.
+	 */
+	profiler = profile_start((const char *const[]){ NULL }, "10", mojo, profiler_err);
+	wait_until_profiled(mojo, pids, PROCESSES, profiler, profiler_err);
 	for (size_t i = 0; i < PROCESSES; i++)
 		cpu_before[i] = test_cpu_ms(pids[i]);
-	/* No -p: the whole host, where uwsgi is found by what it maps (libpython through a plugin). */
-	profile((const char *const[]){ NULL }, "5", mojo, "uwsgi");
+	profile_finish(profiler, profiler_err, "uwsgi");
 	for (size_t i = 0; i < PROCESSES; i++)
 		cpu_after[i] = test_cpu_ms(pids[i]);
 	if (wait_group(wrk) != 0)
@@ -633,6 +815,8 @@ static uint64_t task_cpu_between(const char *truth, pid_t child, uint64_t from, 
 
 static void celery_prefork_children(void **state)
 {
+	char profiler_log[PATH_MAX];
+	pid_t profiler;
 	enum { CHILDREN = 2 };
 	char redis_log[PATH_MAX], log[PATH_MAX], queue_log[PATH_MAX], mojo[PATH_MAX], truth[PATH_MAX],
 		truth_env[PATH_MAX + 32], broker_env[64], port_text[16], parent_text[16];
@@ -659,6 +843,7 @@ static void celery_prefork_children(void **state)
 	FORMAT(log, "%s/celery.log", test_tmpdir());
 	FORMAT(queue_log, "%s/celery-queue.log", test_tmpdir());
 	FORMAT(mojo, "%s/celery.mojo", test_tmpdir());
+	FORMAT(profiler_log, "%s/celery-profiler.log", test_tmpdir());
 	truth_dir(truth, sizeof(truth), "celery-truth");
 	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", truth);
 	FORMAT(broker_env, "SERVICE_BROKER=redis://127.0.0.1:%d/0", port);
@@ -683,8 +868,10 @@ static void celery_prefork_children(void **state)
 		sleep_ms(100);
 	}
 	FORMAT(parent_text, "%d", (int)parent);
+	profiler = profile_start((const char *const[]){ "-C", "-p", parent_text, NULL }, "5", mojo, profiler_log);
+	wait_until_profiled(mojo, children, CHILDREN, profiler, profiler_log);
 	from = monotonic_ns();
-	profile((const char *const[]){ "-C", "-p", parent_text, NULL }, "5", mojo, "celery");
+	profile_finish(profiler, profiler_log, "celery");
 	until = monotonic_ns();
 	stop_group(parent, SIGTERM, 30);
 	stop_group(redis, SIGTERM, 30);
@@ -709,6 +896,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(gunicorn_flask_workers, kill_groups),
+		cmocka_unit_test_teardown(gunicorn_recycled_workers, kill_groups),
 		cmocka_unit_test_teardown(uvicorn_fastapi_chain, kill_groups),
 		cmocka_unit_test_teardown(uwsgi_whole_host, kill_groups),
 		cmocka_unit_test_teardown(celery_prefork_children, kill_groups),

@@ -1,8 +1,9 @@
 # Target for tests/test_services.c (gunicorn, sync workers) and `make bench`: a Flask app
 # with two views of known cost, /report costing three times /lookup. Each worker measures
 # the CPU time its own views took (time.thread_time) and, where SERVICE_TRUTH_DIR is set,
-# writes it to SERVICE_TRUTH_DIR/flask.PID at exit (gunicorn's worker_exit hook,
-# gunicorn_conf.py): the truth the profile is checked against.
+# writes "REPORT_NS LOOKUP_NS STARTED_NS ENDED_NS" to SERVICE_TRUTH_DIR/flask.PID at exit
+# (gunicorn's hooks, gunicorn_conf.py; its span by time.monotonic, CLOCK_MONOTONIC): the
+# truth the profile is checked against.
 import os
 import time
 
@@ -10,6 +11,7 @@ from flask import Flask
 
 app = Flask(__name__)
 view_ns = {"report": 0, "lookup": 0}
+started_ns = 0
 UNIT = 300000
 
 
@@ -36,11 +38,16 @@ def lookup():
     return "lookup %d\n" % total
 
 
+def worker_started():
+    global started_ns
+    started_ns = time.monotonic_ns()
+
+
 def write_truth():
     directory = os.environ.get("SERVICE_TRUTH_DIR")
     if not directory:
         return
     path = os.path.join(directory, "flask.%d" % os.getpid())
     with open(path + ".tmp", "w") as out:
-        out.write("%d %d\n" % (view_ns["report"], view_ns["lookup"]))
+        out.write("%d %d %d %d\n" % (view_ns["report"], view_ns["lookup"], started_ns, time.monotonic_ns()))
     os.rename(path + ".tmp", path)
