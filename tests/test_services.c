@@ -9,6 +9,8 @@
  * - gunicorn, sync workers, a Flask app, under wrk, attached to the master with -C: every
  *   worker is in the profile, >= 90% of the workers' samples are in the two views, and the
  *   views' split matches the app's own (about 3:1) within 3 points.
+ * - the same recycling its workers (--max-requests): each worker forked and gone while
+ *   profiled has its views' samples.
  * - uvicorn, a FastAPI app whose endpoint goes handler -> service -> query: the chain is in
  *   >= 90% of the handler's samples, as the app measured within 3 points.
  * - uWSGI (libpython embedded through its python3 plugin, in a binary named uwsgi), found by
@@ -16,10 +18,12 @@
  * - Celery, prefork pool, Redis broker, attached to the parent with -C: the task's frames in
  *   every child that ran the task while the profile was taken.
  *
- * A sample minimum is a share of the CPU time the process had over the profiler's life
- * (test_cpu_ms), so a slow or loaded machine gives fewer samples but never a failure; a server
- * is waited for by polling its port. Each server runs in a process group of its own, killed
- * at the end of its test whatever happened (the teardown), so nothing is left running.
+ * A sample minimum is a share of the CPU time the process had (test_cpu_ms, or the workload's
+ * own count) from when the profile names it (its MOJO's metadata line, written as sampling
+ * starts) to the profiler's end, so a slow or loaded machine gives fewer samples but never a
+ * failure; a server is waited for by polling its port. Each server runs in a process group of
+ * its own, killed at the end of its test whatever happened (the teardown), so nothing is left
+ * running.
  */
 #include "testlib.h"
 
@@ -679,10 +683,12 @@ static void uvicorn_fastapi_chain(void **state)
 		if (has_python_chain(&sample, chain, 3))
 			in_chain++;
 		/*
-		 * Task frames (issue 22, item 1): once a sample of a thread running an event loop
-		 * carries the chain of tasks, assert here that each handler sample has the request's
-		 * `<task NAME>` frame above handler, and that the loop's plumbing (_run_once,
-		 * Handle._run) is hidden by default.
+		 * TASK FRAMES (being built, not yet in stacks): once a sample of a thread running an
+		 * event loop carries its chain of tasks, assert here that each handler sample has
+		 * the request's `<task NAME>` frame above handler, and that the loop's plumbing
+		 * (_run_once, Handle._run) is hidden by default. Wall mode by task belongs beside
+		 * it: handlers awaiting a slow asyncio.sleep "database" call, in the share the app
+		 * measures.
 		 */
 	}
 	assert_int_equal(got, 0);
