@@ -41,6 +41,7 @@
 #define MAX_GROUPS 8
 #define MAX_WORKERS 8
 #define READY_SECONDS 60
+#define WRK_SECONDS 120
 /* Samples at least this share of a process's CPU time (in ms, at 1000 Hz) over the profiler's
  * life: its start and end are in that span, not in the profile. */
 #define MIN_SAMPLE_SHARE 0.25
@@ -282,6 +283,14 @@ static int wait_group(pid_t leader)
 	return status;
 }
 
+/* Ends a start_wrk run as Ctrl-C does (it reports and exits 0); fails the test with its output
+ * if it had failed. */
+static void stop_wrk(pid_t wrk, const char *log)
+{
+	if (stop_group(wrk, SIGINT, 30) != 0)
+		fail_with_log("wrk failed", log);
+}
+
 /* The teardown of every test: whatever a test started and did not stop is killed, its leader reaped. */
 static int kill_groups(void **state)
 {
@@ -295,14 +304,15 @@ static int kill_groups(void **state)
 	return 0;
 }
 
-/* wrk against url for seconds, in a group of its own, one thread, four connections. */
-static pid_t start_wrk(int port, const char *path, const char *script, const char *seconds, const char *log)
+/* wrk against a path of the loopback port, in a group of its own, one thread, four connections;
+ * for at most WRK_SECONDS, stopped by stop_wrk once the profile is taken. */
+static pid_t start_wrk(int port, const char *path, const char *script, const char *log)
 {
 	char url[64], duration[16];
 	char *argv[] = { "/usr/bin/wrk", "-t1", "-c4", "-d", duration, url, NULL, NULL, NULL };
 
 	FORMAT(url, "http://127.0.0.1:%d%s", port, path);
-	FORMAT(duration, "%ss", seconds);
+	FORMAT(duration, "%ds", WRK_SECONDS);
 	if (script) {
 		argv[6] = "-s";
 		argv[7] = (char *)script;
@@ -310,12 +320,12 @@ static pid_t start_wrk(int port, const char *path, const char *script, const cha
 	return start_group(argv, NULL, log);
 }
 
-/* pybpfprof at 1000 Hz in cpu mode for seconds into mojo, with extra options (NULL-terminated),
- * started in the background in a group of its own (its output into err_path): its pid. */
-static pid_t profile_start(const char *const extra[], const char *seconds, const char *mojo, const char *err_path)
+/* pybpfprof at 1000 Hz in cpu mode into mojo, with extra options (NULL-terminated), started in
+ * the background in a group of its own (its output into err_path), to run until stopped: its pid. */
+static pid_t profile_start(const char *const extra[], const char *mojo, const char *err_path)
 {
-	char *argv[16] = { (char *)pybpfprof_binary(), "-q", "-F", "1000", "-d", (char *)seconds, "-o", (char *)mojo };
-	size_t count = 8;
+	char *argv[16] = { (char *)pybpfprof_binary(), "-q", "-F", "1000", "-o", (char *)mojo };
+	size_t count = 6;
 
 	for (size_t i = 0; extra[i] && count + 1 < 16; i++)
 		argv[count++] = (char *)extra[i];
@@ -323,11 +333,15 @@ static pid_t profile_start(const char *const extra[], const char *seconds, const
 	return start_group(argv, NULL, err_path);
 }
 
-/* Waits for a profile_start run to end; fails the test, with its output, unless it exited 0. */
-static void profile_finish(pid_t profiler, const char *err_path, const char *label)
+/* Lets a profile_start run sample for ms more, then ends it as Ctrl-C does; fails the test, with
+ * its output, unless it exited 0. */
+static void profile_finish(pid_t profiler, long ms, const char *err_path, const char *label)
 {
 	char what[64];
-	int status = wait_group(profiler);
+	int status;
+
+	sleep_ms(ms);
+	status = stop_group(profiler, SIGINT, 60);
 
 	if (status != 0) {
 		FORMAT(what, "%s: pybpfprof exited %d", label, status);
@@ -355,6 +369,8 @@ static bool mojo_names_process(const uint8_t *data, size_t len, pid_t pid)
 static void wait_until_profiled(const char *mojo, const pid_t *pids, size_t count, pid_t profiler,
 				const char *err_path)
 {
+	uint64_t started = monotonic_ns();
+
 	for (int tries = 0; tries < READY_SECONDS * 10; tries++) {
 		size_t len = 0, named = 0;
 		uint8_t *data = read_whole_file(mojo, &len);
@@ -363,8 +379,11 @@ static void wait_until_profiled(const char *mojo, const pid_t *pids, size_t coun
 		for (size_t i = 0; data && i < count; i++)
 			named += mojo_names_process(data, len, pids[i]);
 		free(data);
-		if (named == count)
+		if (named == count) {
+			print_message("the profile names the %zu processes %.1f s in\n", count,
+				      (double)(monotonic_ns() - started) / 1e9);
 			return;
+		}
 		if (child_exited(profiler, &status))
 			fail_with_log("the profiler ended before it sampled every process", err_path);
 		sleep_ms(100);
@@ -421,16 +440,15 @@ static void gunicorn_flask_workers(void **state)
 	master = start_group(argv, env, log);
 	wait_for_port(port, master, log);
 	wait_for_children(master, workers, WORKERS, log);
-	wrk = start_wrk(port, "/", script, "20", wrk_log);
+	wrk = start_wrk(port, "/", script, wrk_log);
 	sleep_ms(2000); /* the workers busy before the profiler attaches */
 	snprintf(master_text, sizeof(master_text), "%d", (int)master);
-	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, "10", mojo, profiler_log);
+	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, mojo, profiler_log);
 	wait_until_profiled(mojo, workers, WORKERS, profiler, profiler_log);
 	cpu_before = cpu_ms_of(workers, WORKERS);
-	profile_finish(profiler, profiler_log, "gunicorn");
+	profile_finish(profiler, 10000, profiler_log, "gunicorn");
 	cpu_after = cpu_ms_of(workers, WORKERS);
-	if (wait_group(wrk) != 0)
-		fail_with_log("wrk failed", wrk_log);
+	stop_wrk(wrk, wrk_log);
 	status = stop_group(master, SIGTERM, 30);
 	if (status != 0)
 		fail_with_log("gunicorn did not stop cleanly", log);
@@ -565,16 +583,15 @@ static void gunicorn_recycled_workers(void **state)
 	master = start_group(argv, env, log);
 	wait_for_port(port, master, log);
 	wait_for_children(master, initial, 2, log);
-	wrk = start_wrk(port, "/", script, "14", wrk_log);
+	wrk = start_wrk(port, "/", script, wrk_log);
 	sleep_ms(2000);
 	FORMAT(master_text, "%d", (int)master);
-	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, "8", mojo, profiler_log);
+	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, mojo, profiler_log);
 	wait_until_profiled(mojo, &master, 1, profiler, profiler_log);
 	from = monotonic_ns();
-	profile_finish(profiler, profiler_log, "gunicorn");
+	profile_finish(profiler, 8000, profiler_log, "gunicorn");
 	until = monotonic_ns();
-	if (wait_group(wrk) != 0)
-		fail_with_log("wrk failed", wrk_log);
+	stop_wrk(wrk, wrk_log);
 	if (stop_group(master, SIGTERM, 30) != 0)
 		fail_with_log("gunicorn did not stop cleanly", log);
 
@@ -656,16 +673,15 @@ static void uvicorn_fastapi_chain(void **state)
 
 	server = start_group(argv, env, log);
 	wait_for_port(port, server, log);
-	wrk = start_wrk(port, "/orders", NULL, "12", wrk_log);
+	wrk = start_wrk(port, "/orders", NULL, wrk_log);
 	sleep_ms(1000); /* the handler busy before the profiler attaches */
 	FORMAT(pid_text, "%d", (int)server);
-	profiler = profile_start((const char *const[]){ "-p", pid_text, NULL }, "6", mojo, profiler_log);
+	profiler = profile_start((const char *const[]){ "-p", pid_text, NULL }, mojo, profiler_log);
 	wait_until_profiled(mojo, &server, 1, profiler, profiler_log);
 	cpu_before = test_cpu_ms(server);
-	profile_finish(profiler, profiler_log, "uvicorn");
+	profile_finish(profiler, 6000, profiler_log, "uvicorn");
 	cpu_after = test_cpu_ms(server);
-	if (wait_group(wrk) != 0)
-		fail_with_log("wrk failed", wrk_log);
+	stop_wrk(wrk, wrk_log);
 	/* uvicorn's shutdown runs the app's shutdown handler, which writes the truth. */
 	if (stop_group(server, SIGTERM, 30) != 0)
 		fail_with_log("uvicorn did not stop cleanly", log);
@@ -759,22 +775,21 @@ static void uwsgi_whole_host(void **state)
 	pids[0] = start_group(argv, NULL, log);
 	wait_for_port(port, pids[0], log);
 	wait_for_children(pids[0], pids + 1, WORKERS, log);
-	wrk = start_wrk(port, "/", NULL, "14", wrk_log);
+	wrk = start_wrk(port, "/", NULL, wrk_log);
 	sleep_ms(1000);
 	/*
 	 * No -p: the whole host, where uwsgi is found by what it maps (libpython through a plugin).
 	 * On a busy host discovering every process takes a while: the CPU time the samples are
 	 * held to is counted from when the profile names all three processes.
 	 */
-	profiler = profile_start((const char *const[]){ NULL }, "10", mojo, profiler_err);
+	profiler = profile_start((const char *const[]){ NULL }, mojo, profiler_err);
 	wait_until_profiled(mojo, pids, PROCESSES, profiler, profiler_err);
 	for (size_t i = 0; i < PROCESSES; i++)
 		cpu_before[i] = test_cpu_ms(pids[i]);
-	profile_finish(profiler, profiler_err, "uwsgi");
+	profile_finish(profiler, 6000, profiler_err, "uwsgi");
 	for (size_t i = 0; i < PROCESSES; i++)
 		cpu_after[i] = test_cpu_ms(pids[i]);
-	if (wait_group(wrk) != 0)
-		fail_with_log("wrk failed", wrk_log);
+	stop_wrk(wrk, wrk_log);
 	stop_group(pids[0], SIGTERM, 30);
 
 	count_python_samples(mojo, pids, PROCESSES, functions, samples);
@@ -874,10 +889,10 @@ static void celery_prefork_children(void **state)
 		sleep_ms(100);
 	}
 	FORMAT(parent_text, "%d", (int)parent);
-	profiler = profile_start((const char *const[]){ "-C", "-p", parent_text, NULL }, "5", mojo, profiler_log);
+	profiler = profile_start((const char *const[]){ "-C", "-p", parent_text, NULL }, mojo, profiler_log);
 	wait_until_profiled(mojo, children, CHILDREN, profiler, profiler_log);
 	from = monotonic_ns();
-	profile_finish(profiler, profiler_log, "celery");
+	profile_finish(profiler, 5000, profiler_log, "celery");
 	until = monotonic_ns();
 	stop_group(parent, SIGTERM, 30);
 	stop_group(redis, SIGTERM, 30);
