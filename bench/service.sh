@@ -41,7 +41,7 @@ else
 fi
 
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-(cd "$services" && exec /usr/bin/gunicorn -w 2 -b "127.0.0.1:$port" flask_app:app) >"$out/gunicorn.log" 2>&1 &
+(cd "$services" && PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/gunicorn -w 2 -b "127.0.0.1:$port" flask_app:app) >"$out/gunicorn.log" 2>&1 &
 master=$!
 for _ in $(seq 300); do
 	if /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null; then break; fi

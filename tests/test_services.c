@@ -115,6 +115,8 @@ static pid_t start_group(char *const argv[], char *const env[], const char *log)
 		dup2(null_fd, 0);
 		dup2(out, 1);
 		dup2(out, 2);
+		/* The apps are imported from the checkout: leave no __pycache__ in it. */
+		putenv("PYTHONDONTWRITEBYTECODE=1");
 		for (size_t i = 0; env && env[i]; i++)
 			putenv(env[i]);
 		execv(argv[0], argv);
