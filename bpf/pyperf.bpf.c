@@ -94,6 +94,7 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 		return false;
 	pbp_fill_gil_request(config, rec, task);
 	pbp_fill_gc(config, rec, task);
+	pbp_fill_running_task(config, rec, task);
 	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
 	rec->flags |= scratch->walk.flags;
 	if (scratch->walk.flags & PBP_REC_READ_FAULT)
@@ -176,6 +177,7 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->task_state = 0;
 	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
 	rec->user_ip = 0;
+	rec->running_task = 0;
 	scratch->walk.new_code = 0;
 	scratch->walk.shim_count = 0;
 	return rec;

@@ -35,6 +35,21 @@ void process_events_target_ready(struct session *session, struct target *target)
 	report_process(session, target);
 }
 
+void process_events_check_asyncio(struct session *session, struct target *target, uint64_t now_ns)
+{
+	struct py_target *python = &target->python;
+
+	if (target->state != TARGET_READY || python->asyncio.known || python->asyncio.ob_type == 0 ||
+	    (target->asyncio_looked_ns && now_ns - target->asyncio_looked_ns < target->asyncio_look_ns))
+		return;
+	target->asyncio_looked_ns = now_ns;
+	target->asyncio_look_ns = target->asyncio_look_ns == 0 ? TARGET_ASYNCIO_LOOK_FIRST_NS
+				  : target->asyncio_look_ns < TARGET_ASYNCIO_LOOK_LAST_NS / 2 ? 2 * target->asyncio_look_ns
+											   : TARGET_ASYNCIO_LOOK_LAST_NS;
+	if (py_discover_asyncio(session->targets.runtime_files, python) == 0)
+		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
+}
+
 static void target_ended(struct session *session, struct target *target)
 {
 	if (target->state == TARGET_GONE)

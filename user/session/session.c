@@ -101,6 +101,8 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	struct pf_sample sample;
 
 	native_stacks_on_record(session, record, size);
+	if (target && python && record->running_task == 0)
+		process_events_check_asyncio(session, target, record->time_ns);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
 	count_python_sample(session, record, target, python != NULL);
@@ -479,6 +481,7 @@ static int set_up(struct session *session, int *failed_status)
 		if (session->resolver.native)
 			symbolize_native_prepare(session->resolver.native);
 	}
+	session->resolver.async_plumbing = options->async_plumbing;
 	if (!err && options->native_stacks) {
 		session->resolver.native_stacks = true;
 		session->resolver.native_keep_all = options->native_keep_all;

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * asyncio task-aware stacks on real interpreters (3.14+, which publish the _asyncio module's
+ * layout): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup and a
+ * plain await chain, each CPU-bound in a coroutine of its own; the profile must read root to
+ * leaf as the tasks awaiting one another, "<task NAME>" then the task's coroutines, with the
+ * event loop's frames gone (kept with --async-plumbing). A hostile target (an awaited_by cycle,
+ * a task name whose length field is absurd) must do no harm.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "formats/format_registry.h"
+#include "profile/profile.h"
+
+#define MAX_PYTHONS 32
+/* Shares of the CPU-bound samples that must read as their task chain: the rest are samples of a
+ * task that finished before its record was drained, or taken while its chain was being set up. */
+#define CHAIN_SHARE_MIN 0.8
+
+static struct test_python pythons[MAX_PYTHONS];
+static size_t python_count;
+static const char *const async_labels[] = { "3.14", "3.15" };
+
+/* The samples, by weight, of a collapsed profile: those whose stack holds `part`, and of those the
+ * ones that also hold every one of `wanted` in this order. */
+struct chain_count {
+	unsigned long long with_part, in_chain;
+};
+
+/* Whether the text holds each of wanted in order (NULL-terminated). */
+static bool holds_in_order(const char *text, const char *const *wanted)
+{
+	for (size_t i = 0; wanted[i]; i++) {
+		const char *found = strstr(text, wanted[i]);
+
+		if (!found)
+			return false;
+		text = found + strlen(wanted[i]);
+	}
+	return true;
+}
+
+static struct chain_count count_chain(const char *path, const char *part, const char *const *wanted)
+{
+	struct chain_count count = { 0, 0 };
+	FILE *file = fopen(path, "r");
+	char *line = NULL;
+	size_t room = 0;
+
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (getline(&line, &room, file) > 0) {
+		char *weight = strrchr(line, ' ');
+		unsigned long long value;
+
+		if (!weight)
+			continue;
+		*weight = 0;
+		value = strtoull(weight + 1, NULL, 10);
+		if (!strstr(line, part))
+			continue;
+		count.with_part += value;
+		if (holds_in_order(line, wanted))
+			count.in_chain += value;
+	}
+	free(line);
+	fclose(file);
+	return count;
+}
+
+static void assert_chain_share(const char *label, const char *path, const char *part, const char *const *wanted)
+{
+	struct chain_count count = count_chain(path, part, wanted);
+
+	print_message("%s: %s: %llu of %llu us in the task chain\n", label, part, count.in_chain, count.with_part);
+	if (count.with_part == 0)
+		fail_msg("%s: %s: no sample of %s", label, path, part);
+	if ((double)count.in_chain < CHAIN_SHARE_MIN * (double)count.with_part)
+		fail_msg("%s: %s: only %llu of %llu us of %s under its task chain", label, path, count.in_chain,
+			 count.with_part, part);
+}
+
+/* Weight of the samples holding both a and b (b NULL: a alone). */
+static unsigned long long weight_holding(const char *path, const char *a, const char *b)
+{
+	const char *const wanted[] = { a, b, NULL };
+
+	return count_chain(path, a, wanted).in_chain;
+}
+
+/* pybpfprof -p PID for seconds into a collapsed file (extra: an option or ""). */
+static void record_collapsed(const char *label, pid_t pid, const char *extra, const char *path)
+{
+	char command[PATH_MAX * 2], err[4096], *argv[32];
+	int status;
+
+	FORMAT(command, "%s -q %s -p %d -d 2.5 -o %s", pybpfprof_binary(), extra, (int)pid, path);
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", label, status, err);
+}
+
+static const char *const gathered_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":gather_round:",
+					      "<asyncio>:<task gathered-", ":gathered_worker:",
+					      ":crunch_gathered:", NULL };
+static const char *const grouped_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":group_round:",
+					     "TaskGroup._aexit:", "<asyncio>:<task grouped-", ":grouped_worker:",
+					     ":crunch_grouped:", NULL };
+static const char *const await_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":chain_top:",
+					   ":chain_middle:", ":chain_leaf:", NULL };
+
+static void task_stacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char hidden[PATH_MAX], shown[PATH_MAX];
+
+	FORMAT(hidden, "%s/async-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(shown, "%s/async-plumbing-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	record_collapsed(python->label, target.pid, "", hidden);
+	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
+	test_stop_target(&target);
+
+	assert_chain_share(python->label, hidden, ":crunch_gathered:", gathered_chain);
+	assert_chain_share(python->label, hidden, ":crunch_grouped:", grouped_chain);
+	assert_chain_share(python->label, hidden, ":chain_leaf:", await_chain);
+	/* both gathered tasks and both grouped ones by name */
+	assert_true(weight_holding(hidden, "<task gathered-a>", ":crunch_gathered:") > 0);
+	assert_true(weight_holding(hidden, "<task gathered-b>", ":crunch_gathered:") > 0);
+	assert_true(weight_holding(hidden, "<task grouped-a>", ":crunch_grouped:") > 0);
+	assert_true(weight_holding(hidden, "<task grouped-b>", ":crunch_grouped:") > 0);
+	/* the loop's plumbing: gone above a task chain by default, kept above it on request */
+	assert_int_equal(weight_holding(hidden, "_run_once:", "<task "), 0);
+	assert_int_equal(weight_holding(hidden, "Handle._run:", "<task "), 0);
+	assert_chain_share(python->label, shown, ":crunch_gathered:",
+			   (const char *const[]){ ":BaseEventLoop.run_forever:", ":BaseEventLoop._run_once:",
+						  ":Handle._run:", "<task Task-1>", ":gather_round:",
+						  "<task gathered-", ":crunch_gathered:", NULL });
+}
+
+int main(void)
+{
+	const struct test_per_python kinds[] = {
+		{ "task_stacks_", task_stacks },
+	};
+
+	python_count = test_pythons(pythons, MAX_PYTHONS);
+	return test_run_per_python("async_tasks", async_labels, sizeof(async_labels) / sizeof(async_labels[0]), kinds,
+				   sizeof(kinds) / sizeof(kinds[0]));
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asyncio tasks above a sample: BPF records the Task its thread was running (3.14+ keep it
+ * in the thread state); from it, the chain of tasks awaiting one another is read out of the
+ * target (each task's awaited_by), and for each awaiting task where it is suspended (its
+ * coroutine and the coroutines it awaits, down to the one awaiting the next task). A sample
+ * then reads root to leaf as "<task OUTER>", its coroutine frames, ..., "<task RUNNING>", and
+ * the running coroutine's own frames from the sample.
+ *
+ * Target memory is hostile: every chain is bounded (tasks, coroutines, frames, name length),
+ * an awaited_by cycle ends the chain, and each chain read costs a bounded number of reads.
+ * Chains are read as records arrive (async_tasks_read, while the task still runs: many live
+ * for milliseconds) and kept per (process, task) in a table of ASYNC_TASKS_SLOTS: a record of
+ * a task whose name, coroutine and awaited_by are those of its kept chain, read less than
+ * ASYNC_TASKS_REFRESH_NS before, costs one read (the task object); a parent's suspension
+ * point is read again at least that often.
+ */
+#ifndef PYBPFPROF_ASYNC_TASKS_H
+#define PYBPFPROF_ASYNC_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile/profile.h"
+#include "target/py_discover.h"
+
+struct symbolize_py_cache;
+
+/* Tasks followed up one chain (a deeper one keeps its innermost tasks). */
+#define ASYNC_TASKS_MAX_DEPTH 32
+/* Coroutines followed down from a suspended task (await b() inside a: b's frame, ...). */
+#define ASYNC_TASKS_MAX_COROUTINES 64
+/* Frames of one chain: task frames and their coroutines' frames together. */
+#define ASYNC_TASKS_MAX_FRAMES 256
+/* A task's name is cut to this many characters. */
+#define ASYNC_TASKS_NAME_CHARS 256
+/* Task names of every target together; past it new names read as ASYNC_TASKS_NAME_OVER_BUDGET. */
+#define ASYNC_TASKS_MAX_NAME_BYTES ((size_t)8 << 20)
+#define ASYNC_TASKS_NAME_OVER_BUDGET "<task>"
+/* Chains kept (one per slot, a new task taking its slot's): at most this many times
+ * ASYNC_TASKS_MAX_FRAMES frames. */
+#define ASYNC_TASKS_SLOTS 1024
+/* How long a chain is trusted for a task whose own fields have not changed. */
+#define ASYNC_TASKS_REFRESH_NS (1000ull * 1000 * 1000)
+/* The file of a task's frame ("<task NAME>", kind PF_FRAME_PYTHON, no line). */
+#define ASYNC_TASKS_FRAME_FILE "<asyncio>"
+
+/* One task and what awaits it. */
+struct async_chain {
+	uint64_t chain_id;      /* differs for every chain built (never 0): what stacks are kept by */
+	uint64_t coro_code;     /* the task's own coroutine's code object: where its frames start */
+	size_t frame_count;
+	struct pf_frame frames[]; /* root first: the outermost awaiting task ... "<task TASK>" */
+};
+
+/* One suspended task of a tree (async_tasks_tree). */
+struct async_task_node {
+	uint64_t address;
+	uint64_t awaited_by;    /* the task awaiting it (one of them), 0 if none */
+	const char *name;       /* "<task NAME>" as frames show it */
+	size_t frame_count;     /* where it is suspended, root first */
+	struct pf_frame frames[ASYNC_TASKS_MAX_COROUTINES];
+};
+
+struct async_tasks;
+
+struct async_tasks *async_tasks_new(void);
+void async_tasks_free(struct async_tasks *tasks);
+
+/*
+ * Reads the chain of the task at task_addr in target (its asyncio layout known), sampled at
+ * now_ns, unless the one kept is still good. 0, or -ENOENT (not a task of this layout, or one
+ * that finished), a read error, -ENOMEM. python names the coroutines' frames.
+ */
+int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+		     uint64_t task_addr, uint64_t now_ns);
+/*
+ * The chain of that task: the one kept when read for a time less than ASYNC_TASKS_REFRESH_NS
+ * from now_ns (the record was prefetched), else read now. *out valid until the next call.
+ * Errors as async_tasks_read.
+ */
+int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+		      uint64_t task_addr, uint64_t now_ns, const struct async_chain **out);
+
+/*
+ * One task read now for a tree: its name, the task awaiting it and where it is suspended.
+ * 0, or as async_tasks_chain.
+ */
+int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *python,
+			  const struct py_target *target, uint64_t task_addr, struct async_task_node *node);
+
+#endif
