@@ -149,10 +149,71 @@ static void task_stacks(void **state)
 						  "<task gathered-", ":crunch_gathered:", NULL });
 }
 
+/* Occurrences of needle in the stack lines of path holding part, the most in one line. */
+static size_t most_in_a_line(const char *path, const char *part, const char *needle)
+{
+	FILE *file = fopen(path, "r");
+	char *line = NULL;
+	size_t room = 0, most = 0;
+
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (getline(&line, &room, file) > 0) {
+		size_t count = 0;
+
+		if (!strstr(line, part))
+			continue;
+		for (const char *at = strstr(line, needle); at; at = strstr(at + 1, needle))
+			count++;
+		if (count > most)
+			most = count;
+	}
+	free(line);
+	fclose(file);
+	return most;
+}
+
+/*
+ * A target (as nobody) whose tasks' awaited_by links form cycles or point at unmapped memory, and
+ * whose task name's length field claims 2**40 characters: the profiler runs to its end and each
+ * spinning task's stack reads as far as its chain is sound, the name cut.
+ */
+static void hostile_tasks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char path[PATH_MAX], name[300] = "<task ";
+
+	if (strcmp(python->kind, "chroot") != 0)
+		skip();
+	FORMAT(path, "%s/async-hostile-%s.collapsed", test_tmpdir(), python->label);
+	setenv("PYBPFPROF_RUN_AS_NOBODY", "1", 1);
+	target.pid = test_start_ready_script(python, "async_hostile.py", "", &target.out_fd);
+	unsetenv("PYBPFPROF_RUN_AS_NOBODY");
+	record_collapsed(python->label, target.pid, "", path);
+	test_stop_target(&target);
+
+	/* two tasks awaiting each other: each once, the awaiting one outermost */
+	assert_true(weight_holding(path, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-a>"), 1);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-b>"), 1);
+	/* a task awaiting itself, one awaited by unmapped memory: themselves alone */
+	assert_true(weight_holding(path, "<asyncio>:<task itself>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task itself>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task unmapped>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task unmapped>", "<task "), 1);
+	/* the name claiming 2**40 characters: its first 256 */
+	for (int i = 0; i < 64; i++)
+		strcat(name, "huge");
+	strcat(name, ">:0;");
+	assert_true(weight_holding(path, name, ":spin_forever:") > 0);
+}
+
 int main(void)
 {
 	const struct test_per_python kinds[] = {
 		{ "task_stacks_", task_stacks },
+		{ "hostile_tasks_", hostile_tasks },
 	};
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);
