@@ -209,11 +209,54 @@ static void hostile_tasks(void **state)
 	assert_true(weight_holding(path, name, ":spin_forever:") > 0);
 }
 
+/*
+ * `stacks PID` shows the event loop's task tree: which task awaits which, where each is suspended
+ * (the JSON checked by tests/scripts/async_tree_check.py), and the text names them. The script
+ * spends a fifth of its time in a round without child tasks: a few looks find a tree.
+ */
+static void stacks_task_tree(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char json[PATH_MAX], command[PATH_MAX * 2 + 64], verdict[256] = "", text[65536], err[4096];
+	bool tree = false;
+
+	FORMAT(json, "%s/async-tree-%s.json", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	for (int look = 0; look < 20 && !tree; look++) {
+		FILE *check;
+
+		FORMAT(command, "%s stacks --json %d > %s", pybpfprof_binary(), (int)target.pid, json);
+		assert_int_equal(system(command), 0);
+		FORMAT(command, "python3 %s/tests/scripts/async_tree_check.py %s", test_source_dir(), json);
+		check = popen(command, "r");
+		assert_non_null(check);
+		if (!fgets(verdict, sizeof(verdict), check))
+			verdict[0] = 0;
+		assert_int_equal(pclose(check), 0);
+		print_message("%s: look %d: %s", python->label, look, verdict);
+		tree = strncmp(verdict, "tree", 4) == 0;
+	}
+	{
+		char pid_text[16];
+		char *argv[] = { (char *)pybpfprof_binary(), "stacks", pid_text, NULL };
+
+		FORMAT(pid_text, "%d", (int)target.pid);
+		assert_int_equal(run_capture_both(argv, text, sizeof(text), err, sizeof(err)), 0);
+	}
+	test_stop_target(&target);
+	if (!tree)
+		fail_msg("%s: no look at the tasks found the script's tree (last: %s)", python->label, verdict);
+	if (!strstr(text, "asyncio tasks") || !strstr(text, "(T) Task-1"))
+		fail_msg("%s: stacks printed no task tree:\n%s", python->label, text);
+}
+
 int main(void)
 {
 	const struct test_per_python kinds[] = {
 		{ "task_stacks_", task_stacks },
 		{ "hostile_tasks_", hostile_tasks },
+		{ "stacks_task_tree_", stacks_task_tree },
 	};
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);

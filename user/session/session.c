@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "session/stacks_print.h"
+#include "symbolize/async_tasks.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
@@ -94,6 +95,24 @@ static void count_python_sample(struct session *session, const struct pbp_record
 	(void)intern_add(&session->python_threads, &thread, sizeof(thread), NULL);
 }
 
+/* `stacks`: the asyncio tasks of the sampled thread's event loop, for its tree. 0 or -ENOMEM. */
+static int add_thread_tasks(struct session *session, const struct py_target *python, const struct pbp_record *record)
+{
+	static uint64_t addresses[ASYNC_TASKS_TREE_MAX];
+	static struct async_task_node node;
+	size_t count = async_tasks_of_thread(python, record->tstate_addr, addresses, ASYNC_TASKS_TREE_MAX);
+	int err = 0;
+
+	for (size_t i = 0; i < count && !err; i++) {
+		if (async_tasks_read_node(session->resolver.tasks, session->resolver.python, python, addresses[i],
+					  &node))
+			continue;
+		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaited_by, node.name,
+					    node.frames, node.frame_count, node.address == record->running_task);
+	}
+	return err;
+}
+
 static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct target *target;
@@ -117,6 +136,9 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	sample.thread_name = report_thread_name(session, &sample, python, record->tstate_addr);
 	if (session->stacks) {
 		int err = stacks_print_add(session->stacks, &sample);
+
+		if (!err && python && python->asyncio.known)
+			err = add_thread_tasks(session, python, record);
 
 		if (err && !session->write_error)
 			session->write_error = err;

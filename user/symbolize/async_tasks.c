@@ -389,3 +389,20 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 	node->frame_count = suspended_frames(python, target, fields.coro, node->frames, ASYNC_TASKS_MAX_COROUTINES);
 	return 0;
 }
+
+size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	uint64_t head = tstate + layout->tstate_tasks_head, node = 0;
+	size_t count = 0;
+
+	if (!layout->known || tstate == 0 || target_mem_read_u64(target->pid, head, &node))
+		return 0;
+	/* struct llist_node { next, prev }: the list ends back at its head */
+	for (size_t step = 0; step < ASYNC_TASKS_TREE_MAX && count < max && node && node != head; step++) {
+		out[count++] = node - layout->task_node;
+		if (target_mem_read_u64(target->pid, node, &node))
+			break;
+	}
+	return count;
+}

@@ -83,6 +83,16 @@ int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *pytho
 int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
 		      uint64_t task_addr, uint64_t now_ns, const struct async_chain **out);
 
+/* Tasks listed per thread for a tree (a longer list, or one that does not end, is cut). */
+#define ASYNC_TASKS_TREE_MAX 4096
+
+/*
+ * The tasks of the thread whose thread state is at tstate (3.14+ link each task into the list of
+ * the thread that made it), into out[max] by address; their count. The list is walked at most
+ * ASYNC_TASKS_TREE_MAX steps and stops at a node that cannot be read.
+ */
+size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max);
+
 /*
  * One task read now for a tree: its name, the task awaiting it and where it is suspended.
  * 0, or as async_tasks_chain.
