@@ -251,12 +251,66 @@ static void stacks_task_tree(void **state)
 		fail_msg("%s: stacks printed no task tree:\n%s", python->label, text);
 }
 
+/* Weight of the stack lines of path whose stack ends with leaf (its last frame's "file:function:"). */
+static unsigned long long weight_ending(const char *path, const char *holding, const char *leaf)
+{
+	FILE *file = fopen(path, "r");
+	unsigned long long weight = 0;
+	char *line = NULL;
+	size_t room = 0;
+
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (getline(&line, &room, file) > 0) {
+		char *space = strrchr(line, ' '), *last;
+
+		if (!space)
+			continue;
+		*space = 0;
+		last = strrchr(line, ';');
+		last = last ? last + 1 : line;
+		if (strstr(line, holding) && strstr(last, leaf))
+			weight += strtoull(space + 1, NULL, 10);
+	}
+	free(line);
+	fclose(file);
+	return weight;
+}
+
+/*
+ * Wall mode: each task that is not running is a sample of where it is suspended, under the
+ * tasks awaiting it. The script's workers crunch one after the other: while one does, the
+ * other is suspended in asyncio.sleep (or not started yet), and the main task in the round.
+ */
+static void wall_pending_tasks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char path[PATH_MAX];
+
+	FORMAT(path, "%s/async-wall-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	record_collapsed(python->label, target.pid, "--mode wall", path);
+	test_stop_target(&target);
+
+	/* a worker waiting in sleep while its sibling crunches: under its task and the main one */
+	assert_true(weight_holding(path, "<asyncio>:<task Task-1>:0;", "<asyncio>:<task gathered-") > 0);
+	assert_true(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:") > 0);
+	assert_true(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:") > 0);
+	/* the main task itself, suspended in its round's await */
+	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", ":gather_round:") > 0);
+	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", "TaskGroup._aexit:") > 0);
+	/* a pending task is where it waits, never in the crunch its sibling runs */
+	assert_int_equal(weight_holding(path, ":sleep:", ":spin:"), 0);
+}
+
 int main(void)
 {
 	const struct test_per_python kinds[] = {
 		{ "task_stacks_", task_stacks },
 		{ "hostile_tasks_", hostile_tasks },
 		{ "stacks_task_tree_", stacks_task_tree },
+		{ "wall_pending_tasks_", wall_pending_tasks },
 	};
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);

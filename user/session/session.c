@@ -113,6 +113,35 @@ static int add_thread_tasks(struct session *session, const struct py_target *pyt
 	return err;
 }
 
+/*
+ * Wall mode: each task of the sampled thread's event loop that is not running is a sample of
+ * its own, of where it is suspended (its stack rooted in the tasks awaiting it), marked idle,
+ * of the thread that runs its loop.
+ */
+static void write_pending_tasks(struct session *session, const struct py_target *python,
+				const struct pbp_record *record, const struct pf_sample *thread_sample)
+{
+	static uint64_t addresses[ASYNC_TASKS_PENDING_MAX];
+	size_t count = async_tasks_of_thread(python, record->tstate_addr, addresses, ASYNC_TASKS_PENDING_MAX);
+
+	for (size_t i = 0; i < count; i++) {
+		const struct async_chain *chain;
+		struct pf_sample task = *thread_sample;
+
+		if (addresses[i] == record->running_task ||
+		    async_tasks_pending(session->resolver.tasks, session->resolver.python, python, addresses[i],
+					record->time_ns, &chain))
+			continue;
+		task.frames = chain->frames;
+		task.frame_count = chain->frame_count;
+		task.stack_id = 0;
+		task.status = (thread_sample->status & (PF_STATUS_MAIN_THREAD | PF_STATUS_GIL_KNOWN)) | PF_STATUS_IDLE;
+		task.task_state = 0;
+		task.on_a_cpu = false;
+		report_write_sample(session, &task);
+	}
+}
+
 static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct target *target;
@@ -145,6 +174,8 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 		return;
 	}
 	report_write_sample(session, &sample);
+	if (session->options->mode == SESSION_MODE_WALL && python && python->asyncio.known && record->tstate_addr)
+		write_pending_tasks(session, python, record, &sample);
 }
 
 /* Resolves and writes the records kept during the drain, in their order. */

@@ -32,16 +32,25 @@ struct task_fields {
 	uint8_t is_task, awaited_by_is_set;
 };
 
+/* The innermost coroutine of a suspended chain, as read: while it stays where it is, so do
+ * the coroutines awaiting it. */
+struct innermost {
+	uint64_t gen, instr;
+	int8_t state;
+};
+
 struct chain_slot {
 	uint32_t pid;
 	uint64_t task;
 	struct task_fields fields;  /* as the chain was read */
 	uint64_t read_ns;           /* the record time it was read for */
+	struct innermost innermost; /* a pending task's: where its stack ends */
 	struct async_chain *chain;  /* malloc'd, its frames with it */
 };
 
 struct async_tasks {
-	struct chain_slot *slots;   /* [ASYNC_TASKS_SLOTS], by (pid, task) */
+	struct chain_slot *slots;   /* [ASYNC_TASKS_SLOTS], by (pid, task): running tasks' chains */
+	struct chain_slot *pending; /* [ASYNC_TASKS_SLOTS] likewise: pending tasks' stacks */
 	struct intern_table names;  /* "<task NAME>" */
 	uint64_t last_chain_id;
 	struct pf_frame frames[ASYNC_TASKS_MAX_FRAMES]; /* a chain being read */
@@ -54,7 +63,10 @@ struct async_tasks *async_tasks_new(void)
 	if (!tasks)
 		return NULL;
 	tasks->slots = calloc(ASYNC_TASKS_SLOTS, sizeof(*tasks->slots));
-	if (!tasks->slots) {
+	tasks->pending = calloc(ASYNC_TASKS_SLOTS, sizeof(*tasks->pending));
+	if (!tasks->slots || !tasks->pending) {
+		free(tasks->slots);
+		free(tasks->pending);
 		free(tasks);
 		return NULL;
 	}
@@ -66,9 +78,12 @@ void async_tasks_free(struct async_tasks *tasks)
 {
 	if (!tasks)
 		return;
-	for (size_t i = 0; i < ASYNC_TASKS_SLOTS; i++)
+	for (size_t i = 0; i < ASYNC_TASKS_SLOTS; i++) {
 		free(tasks->slots[i].chain);
+		free(tasks->pending[i].chain);
+	}
 	free(tasks->slots);
+	free(tasks->pending);
 	intern_free(&tasks->names);
 	free(tasks);
 }
@@ -217,8 +232,8 @@ static bool coroutine_frame(struct symbolize_py_cache *python, const struct py_t
 }
 
 /* Where a suspended task is: its coroutine, then each coroutine it awaits (same type), root first. */
-static size_t suspended_frames(struct symbolize_py_cache *python, const struct py_target *target, uint64_t coro,
-			       struct pf_frame *frames, size_t room)
+static size_t suspended_frames_to(struct symbolize_py_cache *python, const struct py_target *target, uint64_t coro,
+				  struct pf_frame *frames, size_t room, struct innermost *innermost)
 {
 	struct coroutine coroutine;
 	uint64_t type = 0;
@@ -228,12 +243,20 @@ static size_t suspended_frames(struct symbolize_py_cache *python, const struct p
 		if (read_coroutine(target->pid, &target->asyncio, coro, &coroutine) || !coroutine.suspended ||
 		    (type && coroutine.type != type))
 			break;
+		if (innermost)
+			*innermost = (struct innermost){ .gen = coro, .instr = coroutine.instr, .state = coroutine.state };
 		type = coroutine.type;
 		if (coroutine_frame(python, target, &coroutine, &frames[count]))
 			count++;
 		coro = coroutine.awaited;
 	}
 	return count;
+}
+
+static size_t suspended_frames(struct symbolize_py_cache *python, const struct py_target *target, uint64_t coro,
+			       struct pf_frame *frames, size_t room)
+{
+	return suspended_frames_to(python, target, coro, frames, room, NULL);
 }
 
 /* One task awaiting the task whose awaited_by field this is (a set's first task), 0 if none. */
@@ -295,9 +318,14 @@ static size_t read_chain(struct async_tasks *tasks, struct symbolize_py_cache *p
 	return ASYNC_TASKS_MAX_FRAMES - at;
 }
 
+static struct chain_slot *slot_in(struct chain_slot *table, pid_t pid, uint64_t task)
+{
+	return &table[hash_combine(task, (uint64_t)(uint32_t)pid) % ASYNC_TASKS_SLOTS];
+}
+
 static struct chain_slot *slot_of(struct async_tasks *tasks, pid_t pid, uint64_t task)
 {
-	return &tasks->slots[hash_combine(task, (uint64_t)(uint32_t)pid) % ASYNC_TASKS_SLOTS];
+	return slot_in(tasks->slots, pid, task);
 }
 
 static bool same_fields(const struct task_fields *a, const struct task_fields *b)
@@ -306,12 +334,17 @@ static bool same_fields(const struct task_fields *a, const struct task_fields *b
 	       a->awaited_by_is_set == b->awaited_by_is_set;
 }
 
-/* Reads the chain of task (its fields read) into its slot; 0 or an error (the slot then empty). */
+/*
+ * Reads the chain of task (its fields read) into its slot, and with suspended the task's own
+ * coroutines below it (a pending task's stack); 0 or an error (the slot then empty).
+ */
 static int build_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
-		       struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns)
+		       struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns,
+		       bool suspended)
 {
 	struct coroutine coroutine;
 	struct async_chain *chain;
+	struct innermost innermost = { 0, 0, 0 };
 	size_t count;
 	int err = read_coroutine(target->pid, &target->asyncio, fields->coro, &coroutine);
 
@@ -320,6 +353,15 @@ static int build_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyt
 	if (err)
 		return err;
 	count = read_chain(tasks, python, target, task, fields, tasks->frames);
+	if (suspended) {
+		size_t own = suspended_frames_to(python, target, fields->coro, tasks->frames + count,
+						 ASYNC_TASKS_MAX_FRAMES - count, &innermost);
+
+		/* done, or running after all: suspended nowhere */
+		if (own == 0)
+			return -ENOENT;
+		count += own;
+	}
 	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
 	if (!chain)
 		return -ENOMEM;
@@ -328,7 +370,7 @@ static int build_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyt
 	chain->frame_count = count;
 	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
 	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
-				     .chain = chain };
+				     .innermost = innermost, .chain = chain };
 	return 0;
 }
 
@@ -353,7 +395,36 @@ int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *pytho
 	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr &&
 	    same_fields(&slot->fields, &fields) && fresh(slot, now_ns))
 		return 0;
-	return build_chain(tasks, python, target, slot, task_addr, &fields, now_ns);
+	return build_chain(tasks, python, target, slot, task_addr, &fields, now_ns, false);
+}
+
+int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			uint64_t task_addr, uint64_t now_ns, const struct async_chain **out)
+{
+	struct chain_slot *slot = slot_in(tasks->pending, target->pid, task_addr);
+	struct task_fields fields;
+	struct coroutine innermost;
+	int err;
+
+	if (!target->asyncio.known)
+		return -ENOENT;
+	err = read_task(target->pid, &target->asyncio, task_addr, &fields);
+	if (err)
+		return err;
+	/* Kept while the task and its innermost coroutine have not moved: the coroutines awaiting
+	 * that one cannot have either (the tasks awaiting it are read again at least every second). */
+	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr &&
+	    same_fields(&slot->fields, &fields) && fresh(slot, now_ns) && slot->innermost.gen &&
+	    read_coroutine(target->pid, &target->asyncio, slot->innermost.gen, &innermost) == 0 &&
+	    innermost.instr == slot->innermost.instr && innermost.state == slot->innermost.state) {
+		*out = slot->chain;
+		return 0;
+	}
+	err = build_chain(tasks, python, target, slot, task_addr, &fields, now_ns, true);
+	if (err)
+		return err;
+	*out = slot->chain;
+	return 0;
 }
 
 int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,

@@ -83,6 +83,22 @@ int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *pytho
 int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
 		      uint64_t task_addr, uint64_t now_ns, const struct async_chain **out);
 
+/*
+ * Wall mode: every task of a thread that is not running is a sample of where it is suspended,
+ * at most this many per thread and pass (a longer list is cut).
+ */
+#define ASYNC_TASKS_PENDING_MAX 256
+
+/*
+ * The stack of a task that is not running, root first: the tasks awaiting it and where each is
+ * suspended, "<task NAME>", then its own coroutines down to the one that awaits (a future, a
+ * sleep, I/O). Kept per (pid, task) while the task's fields and its innermost coroutine stay
+ * (three reads: the list's node, the task, that coroutine), at most ASYNC_TASKS_REFRESH_NS.
+ * *out valid until the next call. Errors as async_tasks_read.
+ */
+int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			uint64_t task_addr, uint64_t now_ns, const struct async_chain **out);
+
 /* Tasks listed per thread for a tree (a longer list, or one that does not end, is cut). */
 #define ASYNC_TASKS_TREE_MAX 4096
 
