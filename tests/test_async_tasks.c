@@ -278,8 +278,8 @@ static unsigned long long weight_ending(const char *path, const char *holding, c
 }
 
 /*
- * Wall mode: each task that is not running is a sample of where it is suspended, under the
- * tasks awaiting it. The script's workers crunch one after the other: while one does, the
+ * Wall mode with --async-mode all: each task that is not running is a sample of where it is
+ * suspended, under the tasks awaiting it (without it, threads only: none under a waiting task). The script's workers crunch one after the other: while one does, the
  * other is suspended in asyncio.sleep (or not started yet), and the main task in the round.
  */
 static void wall_pending_tasks(void **state)
@@ -290,7 +290,7 @@ static void wall_pending_tasks(void **state)
 
 	FORMAT(path, "%s/async-wall-%s.collapsed", test_tmpdir(), python->label);
 	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
-	record_collapsed(python->label, target.pid, "--mode wall", path);
+	record_collapsed(python->label, target.pid, "--mode wall --async-mode all", path);
 	test_stop_target(&target);
 
 	/* a worker waiting in sleep while its sibling crunches: under its task and the main one */
@@ -302,6 +302,15 @@ static void wall_pending_tasks(void **state)
 	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", "TaskGroup._aexit:") > 0);
 	/* a pending task is where it waits, never in the crunch its sibling runs */
 	assert_int_equal(weight_holding(path, ":sleep:", ":spin:"), 0);
+
+	/* by default (--async-mode running) threads only */
+	FORMAT(path, "%s/async-wall-running-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	record_collapsed(python->label, target.pid, "--mode wall", path);
+	test_stop_target(&target);
+	assert_true(weight_holding(path, "<task gathered-", ":crunch_gathered:") > 0);
+	assert_int_equal(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:"), 0);
+	assert_int_equal(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:"), 0);
 }
 
 int main(void)

@@ -105,7 +105,7 @@ static int add_thread_tasks(struct session *session, const struct py_target *pyt
 
 	for (size_t i = 0; i < count && !err; i++) {
 		if (async_tasks_read_node(session->resolver.tasks, session->resolver.python, python, addresses[i],
-					  &node))
+					  record->time_ns, &node))
 			continue;
 		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaited_by, node.name,
 					    node.frames, node.frame_count, node.address == record->running_task);
@@ -125,16 +125,19 @@ static void write_pending_tasks(struct session *session, const struct py_target 
 	size_t count = async_tasks_of_thread(python, record->tstate_addr, addresses, ASYNC_TASKS_PENDING_MAX);
 
 	for (size_t i = 0; i < count; i++) {
-		const struct async_chain *chain;
+		struct async_chain *chain;
 		struct pf_sample task = *thread_sample;
 
 		if (addresses[i] == record->running_task ||
 		    async_tasks_pending(session->resolver.tasks, session->resolver.python, python, addresses[i],
 					record->time_ns, &chain))
 			continue;
+		/* the same stack again while the task waits where it did: writers reuse its encoding */
+		if (!chain->stack_id)
+			chain->stack_id = sample_resolve_new_stack_id();
 		task.frames = chain->frames;
 		task.frame_count = chain->frame_count;
-		task.stack_id = 0;
+		task.stack_id = chain->stack_id;
 		task.status = (thread_sample->status & (PF_STATUS_MAIN_THREAD | PF_STATUS_GIL_KNOWN)) | PF_STATUS_IDLE;
 		task.task_state = 0;
 		task.on_a_cpu = false;
@@ -174,7 +177,8 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 		return;
 	}
 	report_write_sample(session, &sample);
-	if (session->options->mode == SESSION_MODE_WALL && python && python->asyncio.known && record->tstate_addr)
+	if (session->options->mode == SESSION_MODE_WALL && session->options->async_all && python &&
+	    python->asyncio.known && record->tstate_addr)
 		write_pending_tasks(session, python, record, &sample);
 }
 

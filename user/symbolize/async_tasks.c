@@ -45,14 +45,26 @@ struct chain_slot {
 	struct task_fields fields;  /* as the chain was read */
 	uint64_t read_ns;           /* the record time it was read for */
 	struct innermost innermost; /* a pending task's: where its stack ends */
+	uint64_t used;              /* the table's clock when last looked up */
 	struct async_chain *chain;  /* malloc'd, its frames with it */
 };
 
+/* A code object's checksum as read, trusted for ASYNC_TASKS_REFRESH_NS (a freed code object's
+ * address taken by another in that time would name its frames after the first). */
+struct checksum_slot {
+	uint32_t pid, checksum;
+	uint64_t code, read_ns;
+};
+#define CHECKSUM_SLOTS 4096
+
 struct async_tasks {
+	struct checksum_slot checksums[CHECKSUM_SLOTS];
+	uint64_t now_ns;            /* the record time of the call under way */
 	struct chain_slot *slots;   /* [ASYNC_TASKS_SLOTS], by (pid, task): running tasks' chains */
 	struct chain_slot *pending; /* [ASYNC_TASKS_SLOTS] likewise: pending tasks' stacks */
 	struct intern_table names;  /* "<task NAME>" */
 	uint64_t last_chain_id;
+	uint64_t clock;             /* ticks at every slot lookup */
 	struct pf_frame frames[ASYNC_TASKS_MAX_FRAMES]; /* a chain being read */
 };
 
@@ -218,22 +230,46 @@ static int read_coroutine(pid_t pid, const struct py_asyncio_layout *layout, uin
 	return 0;
 }
 
+static bool recent(uint64_t then_ns, uint64_t now_ns)
+{
+	return now_ns >= then_ns ? now_ns - then_ns < ASYNC_TASKS_REFRESH_NS : then_ns - now_ns < ASYNC_TASKS_REFRESH_NS;
+}
+
+/* The checksum of a live code object (three reads), kept a while: every waiting task's frames
+ * are named again whenever it moves. */
+static int code_checksum(struct async_tasks *tasks, const struct py_target *target, uint64_t code, uint32_t *checksum)
+{
+	struct checksum_slot *slot = &tasks->checksums[hash_combine(code, (uint64_t)(uint32_t)target->pid) % CHECKSUM_SLOTS];
+	int err;
+
+	if (slot->code == code && slot->pid == (uint32_t)target->pid && recent(slot->read_ns, tasks->now_ns)) {
+		*checksum = slot->checksum;
+		return 0;
+	}
+	err = symbolize_py_code_checksum(target->pid, &target->config.off, code, checksum);
+	if (!err)
+		*slot = (struct checksum_slot){ .pid = (uint32_t)target->pid, .checksum = *checksum, .code = code,
+						.read_ns = tasks->now_ns };
+	return err;
+}
+
 /* A coroutine frame named through the code-object cache; false if it cannot be. */
-static bool coroutine_frame(struct symbolize_py_cache *python, const struct py_target *target,
+static bool coroutine_frame(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
 			    const struct coroutine *coroutine, struct pf_frame *frame)
 {
 	uint32_t checksum;
 
 	if (coroutine->code == 0 || coroutine->instr < coroutine->code || coroutine->instr - coroutine->code > UINT32_MAX / 2 ||
-	    symbolize_py_code_checksum(target->pid, &target->config.off, coroutine->code, &checksum))
+	    code_checksum(tasks, target, coroutine->code, &checksum))
 		return false;
 	return symbolize_py_resolve(python, target->pid, &target->config, coroutine->code, checksum,
 				    (uint32_t)(coroutine->instr - coroutine->code), frame) == 0;
 }
 
 /* Where a suspended task is: its coroutine, then each coroutine it awaits (same type), root first. */
-static size_t suspended_frames_to(struct symbolize_py_cache *python, const struct py_target *target, uint64_t coro,
-				  struct pf_frame *frames, size_t room, struct innermost *innermost)
+static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py_cache *python,
+				  const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room,
+				  struct innermost *innermost)
 {
 	struct coroutine coroutine;
 	uint64_t type = 0;
@@ -246,17 +282,17 @@ static size_t suspended_frames_to(struct symbolize_py_cache *python, const struc
 		if (innermost)
 			*innermost = (struct innermost){ .gen = coro, .instr = coroutine.instr, .state = coroutine.state };
 		type = coroutine.type;
-		if (coroutine_frame(python, target, &coroutine, &frames[count]))
+		if (coroutine_frame(tasks, python, target, &coroutine, &frames[count]))
 			count++;
 		coro = coroutine.awaited;
 	}
 	return count;
 }
 
-static size_t suspended_frames(struct symbolize_py_cache *python, const struct py_target *target, uint64_t coro,
-			       struct pf_frame *frames, size_t room)
+static size_t suspended_frames(struct async_tasks *tasks, struct symbolize_py_cache *python,
+			       const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room)
 {
-	return suspended_frames_to(python, target, coro, frames, room, NULL);
+	return suspended_frames_to(tasks, python, target, coro, frames, room, NULL);
 }
 
 /* One task awaiting the task whose awaited_by field this is (a set's first task), 0 if none. */
@@ -309,7 +345,7 @@ static size_t read_chain(struct async_tasks *tasks, struct symbolize_py_cache *p
 			cycle |= seen[i] == task;
 		if (cycle)
 			break;
-		count = suspended_frames(python, target, current.coro, scratch,
+		count = suspended_frames(tasks, python, target, current.coro, scratch,
 					 at > ASYNC_TASKS_MAX_COROUTINES ? ASYNC_TASKS_MAX_COROUTINES : at);
 		at -= count;
 		memcpy(&frames[at], scratch, count * sizeof(*scratch));
@@ -318,14 +354,36 @@ static size_t read_chain(struct async_tasks *tasks, struct symbolize_py_cache *p
 	return ASYNC_TASKS_MAX_FRAMES - at;
 }
 
-static struct chain_slot *slot_in(struct chain_slot *table, pid_t pid, uint64_t task)
+/* Ways of a set of slots: a loop's tasks share the table without evicting each other. */
+#define SLOT_WAYS 8
+_Static_assert(ASYNC_TASKS_SLOTS % SLOT_WAYS == 0, "whole sets of slots");
+
+/* The slot of (pid, task) in table: its own, else an empty one or the least recently used of its set. */
+static struct chain_slot *slot_in(struct async_tasks *tasks, struct chain_slot *table, pid_t pid, uint64_t task)
 {
-	return &table[hash_combine(task, (uint64_t)(uint32_t)pid) % ASYNC_TASKS_SLOTS];
+	struct chain_slot *set = &table[hash_combine(task, (uint64_t)(uint32_t)pid) % (ASYNC_TASKS_SLOTS / SLOT_WAYS) *
+					SLOT_WAYS];
+	struct chain_slot *chosen = NULL;
+
+	for (size_t i = 0; i < SLOT_WAYS && !chosen; i++)
+		if (set[i].chain && set[i].pid == (uint32_t)pid && set[i].task == task)
+			chosen = &set[i];
+	for (size_t i = 0; i < SLOT_WAYS && !chosen; i++)
+		if (!set[i].chain)
+			chosen = &set[i];
+	if (!chosen) {
+		chosen = &set[0];
+		for (size_t i = 1; i < SLOT_WAYS; i++)
+			if (set[i].used < chosen->used)
+				chosen = &set[i];
+	}
+	chosen->used = ++tasks->clock;
+	return chosen;
 }
 
 static struct chain_slot *slot_of(struct async_tasks *tasks, pid_t pid, uint64_t task)
 {
-	return slot_in(tasks->slots, pid, task);
+	return slot_in(tasks, tasks->slots, pid, task);
 }
 
 static bool same_fields(const struct task_fields *a, const struct task_fields *b)
@@ -334,50 +392,36 @@ static bool same_fields(const struct task_fields *a, const struct task_fields *b
 	       a->awaited_by_is_set == b->awaited_by_is_set;
 }
 
-/*
- * Reads the chain of task (its fields read) into its slot, and with suspended the task's own
- * coroutines below it (a pending task's stack); 0 or an error (the slot then empty).
- */
+/* Reads the chain of task (its fields read) into its slot; 0 or an error (the slot then empty). */
 static int build_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
-		       struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns,
-		       bool suspended)
+		       struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns)
 {
 	struct coroutine coroutine;
 	struct async_chain *chain;
-	struct innermost innermost = { 0, 0, 0 };
 	size_t count;
 	int err = read_coroutine(target->pid, &target->asyncio, fields->coro, &coroutine);
 
 	free(slot->chain);
-	*slot = (struct chain_slot){ .chain = NULL };
+	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
 	if (err)
 		return err;
 	count = read_chain(tasks, python, target, task, fields, tasks->frames);
-	if (suspended) {
-		size_t own = suspended_frames_to(python, target, fields->coro, tasks->frames + count,
-						 ASYNC_TASKS_MAX_FRAMES - count, &innermost);
-
-		/* done, or running after all: suspended nowhere */
-		if (own == 0)
-			return -ENOENT;
-		count += own;
-	}
 	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
 	if (!chain)
 		return -ENOMEM;
 	chain->chain_id = ++tasks->last_chain_id;
 	chain->coro_code = coroutine.code;
+	chain->stack_id = 0;
 	chain->frame_count = count;
 	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
 	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
-				     .innermost = innermost, .chain = chain };
+				     .chain = chain, .used = slot->used };
 	return 0;
 }
 
 static bool fresh(const struct chain_slot *slot, uint64_t now_ns)
 {
-	return now_ns >= slot->read_ns ? now_ns - slot->read_ns < ASYNC_TASKS_REFRESH_NS
-				       : slot->read_ns - now_ns < ASYNC_TASKS_REFRESH_NS;
+	return recent(slot->read_ns, now_ns);
 }
 
 int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
@@ -389,38 +433,80 @@ int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *pytho
 
 	if (!target->asyncio.known)
 		return -ENOENT;
+	tasks->now_ns = now_ns;
 	err = read_task(target->pid, &target->asyncio, task_addr, &fields);
 	if (err)
 		return err;
 	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr &&
 	    same_fields(&slot->fields, &fields) && fresh(slot, now_ns))
 		return 0;
-	return build_chain(tasks, python, target, slot, task_addr, &fields, now_ns, false);
+	return build_chain(tasks, python, target, slot, task_addr, &fields, now_ns);
+}
+
+/*
+ * A pending task's stack into its slot: the chain of tasks awaiting it, as kept for a running
+ * task (read again when the task's fields changed or a second passed), then its own coroutines.
+ */
+static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			 struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns)
+{
+	struct chain_slot *awaiting = slot_of(tasks, target->pid, task);
+	struct innermost innermost = { 0, 0, 0 };
+	struct async_chain *chain;
+	size_t count, own;
+	int err = 0;
+
+	if (!awaiting->chain || awaiting->pid != (uint32_t)target->pid || awaiting->task != task ||
+	    !same_fields(&awaiting->fields, fields) || !fresh(awaiting, now_ns))
+		err = build_chain(tasks, python, target, awaiting, task, fields, now_ns);
+	free(slot->chain);
+	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
+	if (err)
+		return err;
+	count = awaiting->chain->frame_count;
+	memcpy(tasks->frames, awaiting->chain->frames, count * sizeof(tasks->frames[0]));
+	own = suspended_frames_to(tasks, python, target, fields->coro, tasks->frames + count, ASYNC_TASKS_MAX_FRAMES - count,
+				  &innermost);
+	/* done, or running after all: suspended nowhere */
+	if (own == 0)
+		return -ENOENT;
+	count += own;
+	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
+	if (!chain)
+		return -ENOMEM;
+	chain->chain_id = ++tasks->last_chain_id;
+	chain->coro_code = 0;
+	chain->stack_id = 0;
+	chain->frame_count = count;
+	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
+	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
+				     .innermost = innermost, .chain = chain, .used = slot->used };
+	return 0;
 }
 
 int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
-			uint64_t task_addr, uint64_t now_ns, const struct async_chain **out)
+			uint64_t task_addr, uint64_t now_ns, struct async_chain **out)
 {
-	struct chain_slot *slot = slot_in(tasks->pending, target->pid, task_addr);
+	struct chain_slot *slot = slot_in(tasks, tasks->pending, target->pid, task_addr);
 	struct task_fields fields;
 	struct coroutine innermost;
 	int err;
 
 	if (!target->asyncio.known)
 		return -ENOENT;
-	err = read_task(target->pid, &target->asyncio, task_addr, &fields);
-	if (err)
-		return err;
-	/* Kept while the task and its innermost coroutine have not moved: the coroutines awaiting
-	 * that one cannot have either (the tasks awaiting it are read again at least every second). */
-	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr &&
-	    same_fields(&slot->fields, &fields) && fresh(slot, now_ns) && slot->innermost.gen &&
+	tasks->now_ns = now_ns;
+	/* Kept while its innermost coroutine has not moved: the coroutines awaiting that one, its
+	 * task's among them, cannot have either (its name and the tasks awaiting it are read again
+	 * at least every second). One read. */
+	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr && fresh(slot, now_ns) &&
 	    read_coroutine(target->pid, &target->asyncio, slot->innermost.gen, &innermost) == 0 &&
 	    innermost.instr == slot->innermost.instr && innermost.state == slot->innermost.state) {
 		*out = slot->chain;
 		return 0;
 	}
-	err = build_chain(tasks, python, target, slot, task_addr, &fields, now_ns, true);
+	err = read_task(target->pid, &target->asyncio, task_addr, &fields);
+	if (!err)
+		err = build_pending(tasks, python, target, slot, task_addr, &fields, now_ns);
 	if (err)
 		return err;
 	*out = slot->chain;
@@ -442,7 +528,7 @@ int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyth
 }
 
 int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *python,
-			  const struct py_target *target, uint64_t task_addr, struct async_task_node *node)
+			  const struct py_target *target, uint64_t task_addr, uint64_t now_ns, struct async_task_node *node)
 {
 	struct task_fields fields;
 	int err;
@@ -457,7 +543,8 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 	if (!node->name)
 		return -ENOMEM;
 	node->awaited_by = awaiting_task(target, &fields);
-	node->frame_count = suspended_frames(python, target, fields.coro, node->frames, ASYNC_TASKS_MAX_COROUTINES);
+	tasks->now_ns = now_ns;
+	node->frame_count = suspended_frames(tasks, python, target, fields.coro, node->frames, ASYNC_TASKS_MAX_COROUTINES);
 	return 0;
 }
 

@@ -50,6 +50,7 @@ struct symbolize_py_cache;
 struct async_chain {
 	uint64_t chain_id;      /* differs for every chain built (never 0): what stacks are kept by */
 	uint64_t coro_code;     /* the task's own coroutine's code object: where its frames start */
+	uint64_t stack_id;      /* a pending task's stack: its pf_sample.stack_id (0: none yet) */
 	size_t frame_count;
 	struct pf_frame frames[]; /* root first: the outermost awaiting task ... "<task TASK>" */
 };
@@ -92,12 +93,12 @@ int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyth
 /*
  * The stack of a task that is not running, root first: the tasks awaiting it and where each is
  * suspended, "<task NAME>", then its own coroutines down to the one that awaits (a future, a
- * sleep, I/O). Kept per (pid, task) while the task's fields and its innermost coroutine stay
- * (three reads: the list's node, the task, that coroutine), at most ASYNC_TASKS_REFRESH_NS.
- * *out valid until the next call. Errors as async_tasks_read.
+ * sleep, I/O). Kept per (pid, task) while its innermost coroutine stays where it was (one
+ * read), at most ASYNC_TASKS_REFRESH_NS.
+ * *out valid until the next call (its stack_id the caller's to set). Errors as async_tasks_read.
  */
 int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
-			uint64_t task_addr, uint64_t now_ns, const struct async_chain **out);
+			uint64_t task_addr, uint64_t now_ns, struct async_chain **out);
 
 /* Tasks listed per thread for a tree (a longer list, or one that does not end, is cut). */
 #define ASYNC_TASKS_TREE_MAX 4096
@@ -110,10 +111,10 @@ int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *py
 size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max);
 
 /*
- * One task read now for a tree: its name, the task awaiting it and where it is suspended.
- * 0, or as async_tasks_chain.
+ * One task read at now_ns (a record's time) for a tree: its name, the task awaiting it and
+ * where it is suspended. 0, or as async_tasks_chain.
  */
 int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *python,
-			  const struct py_target *target, uint64_t task_addr, struct async_task_node *node);
+			  const struct py_target *target, uint64_t task_addr, uint64_t now_ns, struct async_task_node *node);
 
 #endif

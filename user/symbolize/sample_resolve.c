@@ -414,6 +414,11 @@ struct kept_stack {
 /* Stack ids are never reused in the process, whichever resolver gives them. */
 static uint64_t last_stack_id;
 
+uint64_t sample_resolve_new_stack_id(void)
+{
+	return ++last_stack_id;
+}
+
 static struct native_key native_key_of(const struct pf_frame *frame, uint8_t role)
 {
 	return (struct native_key){ .file = frame->file, .name = frame->name, .line = frame->line,
@@ -545,7 +550,7 @@ static uint64_t keep_stack(struct sample_resolver *resolver, uint64_t hash, cons
 
 	if (!kept)
 		return 0;
-	kept->stack_id = ++last_stack_id;
+	kept->stack_id = sample_resolve_new_stack_id();
 	kept->frame_count = frame_count;
 	kept->merge_failed = merge_failed;
 	memcpy(kept->frames, frames, frame_count * sizeof(*frames));
