@@ -174,9 +174,10 @@ static size_t most_in_a_line(const char *path, const char *part, const char *nee
 }
 
 /*
- * A target (as nobody) whose tasks' awaited_by links form cycles or point at unmapped memory, and
- * whose task name's length field claims 2**40 characters: the profiler runs to its end and each
- * spinning task's stack reads as far as its chain is sound, the name cut.
+ * A target (as nobody) whose tasks' awaited_by links form cycles, a chain of 100 tasks or point at
+ * unmapped memory, and whose task name's length field claims 2**40 characters: the profiler runs
+ * to its end and each spinning task's stack reads as far as its chain is sound and bounded, the
+ * name cut.
  */
 static void hostile_tasks(void **state)
 {
@@ -202,6 +203,9 @@ static void hostile_tasks(void **state)
 	assert_int_equal(most_in_a_line(path, "<task itself>", "<task "), 1);
 	assert_true(weight_holding(path, "<asyncio>:<task unmapped>:0;", ":spin_forever:") > 0);
 	assert_int_equal(most_in_a_line(path, "<task unmapped>", "<task "), 1);
+	/* a chain of 100 tasks: its 32 innermost */
+	assert_true(weight_holding(path, "<asyncio>:<task deep-31>:0;", "<asyncio>:<task deep-0>:0;") > 0);
+	assert_int_equal(most_in_a_line(path, "<task deep-0>", "<task "), 32);
 	/* the name claiming 2**40 characters: its first 256 */
 	for (int i = 0; i < 64; i++)
 		strcat(name, "huge");

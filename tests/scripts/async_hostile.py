@@ -1,10 +1,10 @@
 """A hostile asyncio target for the task-aware stack tests (run as nobody): tasks that spin
 while their awaited_by links form cycles (two tasks awaiting each other, a task awaiting
-itself), one whose awaited_by points at unmapped memory, and one whose name's length field
-claims 2**40 characters. Prints "ready" once they all run; runs until killed."""
+itself, one at the end of a chain of 100 tasks awaiting one another), one whose awaited_by
+points at unmapped memory, and one whose name's length field claims 2**40 characters. Prints "ready" once they all run; runs until killed."""
 import asyncio
 import ctypes
-import sys
+import gc
 import time
 
 # TaskObj.task_awaited_by in 3.14 and 3.15 (their _asyncio AsyncioDebug sections say so)
@@ -33,6 +33,8 @@ async def wait_forever(event):
 
 
 async def main():
+    # the collector would follow the planted awaited_by pointer itself
+    gc.disable()
     never = asyncio.Event()
     cyclic_a = asyncio.create_task(spin_forever(), name="cyclic-a")
     cyclic_b = asyncio.create_task(wait_forever(never), name="cyclic-b")
@@ -46,6 +48,12 @@ async def main():
     huge = "huge" * 300
     ctypes.c_int64.from_address(id(huge) + STR_LENGTH).value = 1 << 40
     long_named = asyncio.create_task(spin_forever(), name=huge)
+    deepest = asyncio.create_task(spin_forever(), name="deep-0")
+    below = deepest
+    for depth in range(1, 100):
+        above = asyncio.create_task(wait_forever(never), name="deep-%d" % depth)
+        asyncio.future_add_to_awaited_by(below, above)
+        below = above
     await asyncio.sleep(0)
     print("ready", flush=True)
     await never.wait()

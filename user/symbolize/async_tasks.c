@@ -65,8 +65,30 @@ struct async_tasks {
 	struct intern_table names;  /* "<task NAME>" */
 	uint64_t last_chain_id;
 	uint64_t clock;             /* ticks at every slot lookup */
+	unsigned reads_left;        /* of the call under way (ASYNC_TASKS_READS_PER_CALL) */
 	struct pf_frame frames[ASYNC_TASKS_MAX_FRAMES]; /* a chain being read */
 };
+
+/* A read of target memory charged to the call under way: -E2BIG once its budget is spent. */
+static int charged_read(struct async_tasks *tasks, pid_t pid, uint64_t addr, void *buffer, size_t len)
+{
+	if (tasks->reads_left == 0)
+		return -E2BIG;
+	tasks->reads_left--;
+	return target_mem_read(pid, addr, buffer, len);
+}
+
+static int charged_u64(struct async_tasks *tasks, pid_t pid, uint64_t addr, uint64_t *value)
+{
+	return charged_read(tasks, pid, addr, value, sizeof(*value));
+}
+
+/* A public call starts with a fresh budget of reads, at the record time now_ns. */
+static void begin_call(struct async_tasks *tasks, uint64_t now_ns)
+{
+	tasks->reads_left = ASYNC_TASKS_READS_PER_CALL;
+	tasks->now_ns = now_ns;
+}
 
 struct async_tasks *async_tasks_new(void)
 {
@@ -108,14 +130,15 @@ static uint64_t u64_at(const uint8_t *object, uint32_t offset)
 	return value;
 }
 
-static int read_task(pid_t pid, const struct py_asyncio_layout *layout, uint64_t addr, struct task_fields *out)
+static int read_task(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t addr,
+		     struct task_fields *out)
 {
 	uint8_t object[4096];
 	int err;
 
 	if (addr == 0 || layout->task_size > sizeof(object))
 		return -ENOENT;
-	err = target_mem_read(pid, addr, object, layout->task_size);
+	err = charged_read(tasks, pid, addr, object, layout->task_size);
 	if (err)
 		return err;
 	*out = (struct task_fields){
@@ -130,13 +153,13 @@ static int read_task(pid_t pid, const struct py_asyncio_layout *layout, uint64_t
 	return 0;
 }
 
-static int read_type_flags(pid_t pid, const struct py_asyncio_layout *layout, uint64_t object, uint64_t *type,
-			   uint64_t *flags)
+static int read_type_flags(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout,
+			   uint64_t object, uint64_t *type, uint64_t *flags)
 {
-	int err = target_mem_read_u64(pid, object + layout->ob_type, type);
+	int err = charged_u64(tasks, pid, object + layout->ob_type, type);
 
 	if (!err)
-		err = target_mem_read_u64(pid, *type + layout->tp_flags, flags);
+		err = charged_u64(tasks, pid, *type + layout->tp_flags, flags);
 	return err;
 }
 
@@ -166,18 +189,20 @@ static const char *task_name(struct async_tasks *tasks, const struct py_target *
 	const char *interned = NULL;
 	size_t len = 0;
 
-	if (name == 0 || read_type_flags(target->pid, layout, name, &type, &flags))
+	if (name == 0 || read_type_flags(tasks, target->pid, layout, name, &type, &flags))
 		return intern_task_name(tasks, "?", 1);
-	if (flags & TPFLAGS_UNICODE_SUBCLASS) {
+	if ((flags & TPFLAGS_UNICODE_SUBCLASS) && tasks->reads_left > 2) {
+		/* the str's header and its text */
+		tasks->reads_left -= 2;
 		if (symbolize_py_read_str(target->pid, &target->config.off, name, ASYNC_TASKS_NAME_CHARS, &text, &len))
 			return intern_task_name(tasks, "?", 1);
 		interned = intern_task_name(tasks, text, strnlen(text, len));
 		free(text);
 		return interned;
 	}
-	if ((flags & TPFLAGS_LONG_SUBCLASS) && !target_mem_read_u64(target->pid, name + layout->long_lv_tag, &tag) &&
+	if ((flags & TPFLAGS_LONG_SUBCLASS) && !charged_u64(tasks, target->pid, name + layout->long_lv_tag, &tag) &&
 	    LONG_DIGIT_COUNT(tag) <= 2 &&
-	    !target_mem_read(target->pid, name + layout->long_ob_digit, digits, 4 * LONG_DIGIT_COUNT(tag))) {
+	    !charged_read(tasks, target->pid, name + layout->long_ob_digit, digits, 4 * LONG_DIGIT_COUNT(tag))) {
 		uint64_t low = digits[0] & 0xffffffffu, high = digits[0] >> 32;
 
 		snprintf(number, sizeof(number), "Task-%" PRIu64, low | high << LONG_DIGIT_BITS);
@@ -194,7 +219,8 @@ struct coroutine {
 	uint64_t code, instr, awaited;
 };
 
-static int read_coroutine(pid_t pid, const struct py_asyncio_layout *layout, uint64_t gen, struct coroutine *out)
+static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t gen,
+			  struct coroutine *out)
 {
 	uint8_t object[GEN_READ_MAX];
 	uint32_t frame = layout->gen_iframe;
@@ -210,7 +236,7 @@ static int read_coroutine(pid_t pid, const struct py_asyncio_layout *layout, uin
 		end = layout->gen_frame_state + 1;
 	if (end > sizeof(object) || layout->ob_type + 8 > end)
 		return -EINVAL;
-	err = target_mem_read(pid, gen, object, end);
+	err = charged_read(tasks, pid, gen, object, end);
 	if (err)
 		return err;
 	*out = (struct coroutine){
@@ -225,7 +251,7 @@ static int read_coroutine(pid_t pid, const struct py_asyncio_layout *layout, uin
 	/* Suspended in an await: the awaited object is near the top of the frame's stack. */
 	if (out->state >= layout->state_yield_from_low && out->state <= layout->state_yield_from_high &&
 	    stackpointer >= gen + frame + 8u * layout->awaited_slot &&
-	    target_mem_read_u64(pid, stackpointer - 8u * layout->awaited_slot, &out->awaited) == 0)
+	    charged_u64(tasks, pid, stackpointer - 8u * layout->awaited_slot, &out->awaited) == 0)
 		out->awaited &= ~STACKREF_TAG_BITS;
 	return 0;
 }
@@ -246,6 +272,10 @@ static int code_checksum(struct async_tasks *tasks, const struct py_target *targ
 		*checksum = slot->checksum;
 		return 0;
 	}
+	if (tasks->reads_left < 3)
+		return -E2BIG;
+	/* the code object and its two strings */
+	tasks->reads_left -= 3;
 	err = symbolize_py_code_checksum(target->pid, &target->config.off, code, checksum);
 	if (!err)
 		*slot = (struct checksum_slot){ .pid = (uint32_t)target->pid, .checksum = *checksum, .code = code,
@@ -276,7 +306,7 @@ static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py
 	size_t count = 0;
 
 	for (size_t depth = 0; depth < ASYNC_TASKS_MAX_COROUTINES && count < room && coro; depth++) {
-		if (read_coroutine(target->pid, &target->asyncio, coro, &coroutine) || !coroutine.suspended ||
+		if (read_coroutine(tasks, target->pid, &target->asyncio, coro, &coroutine) || !coroutine.suspended ||
 		    (type && coroutine.type != type))
 			break;
 		if (innermost)
@@ -296,7 +326,8 @@ static size_t suspended_frames(struct async_tasks *tasks, struct symbolize_py_ca
 }
 
 /* One task awaiting the task whose awaited_by field this is (a set's first task), 0 if none. */
-static uint64_t awaiting_task(const struct py_target *target, const struct task_fields *fields)
+static uint64_t awaiting_task(struct async_tasks *tasks, const struct py_target *target,
+			      const struct task_fields *fields)
 {
 	const struct py_asyncio_layout *layout = &target->asyncio;
 	uint64_t mask = 0, table = 0, slots[2 * AWAITED_BY_SLOTS];
@@ -305,15 +336,15 @@ static uint64_t awaiting_task(const struct py_target *target, const struct task_
 
 	if (!fields->awaited_by_is_set)
 		return fields->awaited_by;
-	if (target_mem_read_u64(target->pid, fields->awaited_by + layout->set_mask, &mask) ||
-	    target_mem_read_u64(target->pid, fields->awaited_by + layout->set_table, &table) || table == 0)
+	if (charged_u64(tasks, target->pid, fields->awaited_by + layout->set_mask, &mask) ||
+	    charged_u64(tasks, target->pid, fields->awaited_by + layout->set_table, &table) || table == 0)
 		return 0;
-	count = mask + 1 < AWAITED_BY_SLOTS ? (size_t)mask + 1 : AWAITED_BY_SLOTS;
-	if (target_mem_read(target->pid, table, slots, count * 16))
+	count = mask >= AWAITED_BY_SLOTS - 1 ? AWAITED_BY_SLOTS : (size_t)mask + 1;
+	if (charged_read(tasks, target->pid, table, slots, count * 16))
 		return 0;
 	/* A slot holds a key and its hash; a removed key leaves a dummy that is no task. */
 	for (size_t i = 0; i < count; i++)
-		if (slots[2 * i] && read_task(target->pid, layout, slots[2 * i], &candidate) == 0)
+		if (slots[2 * i] && read_task(tasks, target->pid, layout, slots[2 * i], &candidate) == 0)
 			return slots[2 * i];
 	return 0;
 }
@@ -337,8 +368,8 @@ static size_t read_chain(struct async_tasks *tasks, struct symbolize_py_cache *p
 			break;
 		frames[--at] = pf_frame_unlocated(PF_FRAME_PYTHON, ASYNC_TASKS_FRAME_FILE, name);
 		seen[depth++] = task;
-		task = awaiting_task(target, &current);
-		if (depth >= ASYNC_TASKS_MAX_DEPTH || task == 0 || read_task(target->pid, &target->asyncio, task, &current))
+		task = awaiting_task(tasks, target, &current);
+		if (depth >= ASYNC_TASKS_MAX_DEPTH || task == 0 || read_task(tasks, target->pid, &target->asyncio, task, &current))
 			break;
 		/* an awaited_by cycle (hostile, or a bug) ends the chain where it closes */
 		for (size_t i = 0; i < depth; i++)
@@ -399,7 +430,7 @@ static int build_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyt
 	struct coroutine coroutine;
 	struct async_chain *chain;
 	size_t count;
-	int err = read_coroutine(target->pid, &target->asyncio, fields->coro, &coroutine);
+	int err = read_coroutine(tasks, target->pid, &target->asyncio, fields->coro, &coroutine);
 
 	free(slot->chain);
 	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
@@ -433,8 +464,8 @@ int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *pytho
 
 	if (!target->asyncio.known)
 		return -ENOENT;
-	tasks->now_ns = now_ns;
-	err = read_task(target->pid, &target->asyncio, task_addr, &fields);
+	begin_call(tasks, now_ns);
+	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
 	if (err)
 		return err;
 	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr &&
@@ -494,17 +525,17 @@ int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *py
 
 	if (!target->asyncio.known)
 		return -ENOENT;
-	tasks->now_ns = now_ns;
+	begin_call(tasks, now_ns);
 	/* Kept while its innermost coroutine has not moved: the coroutines awaiting that one, its
 	 * task's among them, cannot have either (its name and the tasks awaiting it are read again
 	 * at least every second). One read. */
 	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr && fresh(slot, now_ns) &&
-	    read_coroutine(target->pid, &target->asyncio, slot->innermost.gen, &innermost) == 0 &&
+	    read_coroutine(tasks, target->pid, &target->asyncio, slot->innermost.gen, &innermost) == 0 &&
 	    innermost.instr == slot->innermost.instr && innermost.state == slot->innermost.state) {
 		*out = slot->chain;
 		return 0;
 	}
-	err = read_task(target->pid, &target->asyncio, task_addr, &fields);
+	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
 	if (!err)
 		err = build_pending(tasks, python, target, slot, task_addr, &fields, now_ns);
 	if (err)
@@ -535,15 +566,15 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 
 	if (!target->asyncio.known)
 		return -ENOENT;
-	err = read_task(target->pid, &target->asyncio, task_addr, &fields);
+	begin_call(tasks, now_ns);
+	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
 	if (err)
 		return err;
 	node->address = task_addr;
 	node->name = task_name(tasks, target, fields.name);
 	if (!node->name)
 		return -ENOMEM;
-	node->awaited_by = awaiting_task(target, &fields);
-	tasks->now_ns = now_ns;
+	node->awaited_by = awaiting_task(tasks, target, &fields);
 	node->frame_count = suspended_frames(tasks, python, target, fields.coro, node->frames, ASYNC_TASKS_MAX_COROUTINES);
 	return 0;
 }

@@ -8,7 +8,8 @@
  * the running coroutine's own frames from the sample.
  *
  * Target memory is hostile: every chain is bounded (tasks, coroutines, frames, name length),
- * an awaited_by cycle ends the chain, and each chain read costs a bounded number of reads.
+ * an awaited_by cycle ends the chain, and each call costs at most ASYNC_TASKS_READS_PER_CALL
+ * reads.
  * Chains are read as records arrive (async_tasks_read, while the task still runs: many live
  * for milliseconds) and kept per (process, task) in a table of ASYNC_TASKS_SLOTS: a record of
  * a task whose name, coroutine and awaited_by are those of its kept chain, read less than
@@ -33,6 +34,13 @@ struct symbolize_py_cache;
 #define ASYNC_TASKS_MAX_COROUTINES 64
 /* Frames of one chain: task frames and their coroutines' frames together. */
 #define ASYNC_TASKS_MAX_FRAMES 256
+/*
+ * Reads of target memory one call may make (a chain read, a waiting task's stack, a task of a
+ * tree), whatever the target holds: a hostile one (a set of 64 dummies, 64 coroutines per task)
+ * ends its chain there. The code objects read to name frames are symbolize_py's (cached, and
+ * budgeted there).
+ */
+#define ASYNC_TASKS_READS_PER_CALL 512
 /* A task's name is cut to this many characters. */
 #define ASYNC_TASKS_NAME_CHARS 256
 /* Task names of every target together; past it new names read as ASYNC_TASKS_NAME_OVER_BUDGET. */
