@@ -317,6 +317,39 @@ static void wall_pending_tasks(void **state)
 	assert_int_equal(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:"), 0);
 }
 
+/*
+ * uvloop (Debian's python3-uvloop, built for sid's 3.14, installed into the chroot by
+ * tests/pythons/sid-install.sh): the same chains, the loop's frames (C, uvloop's) gone.
+ */
+static void uvloop_task_stacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char path[PATH_MAX], shown[PATH_MAX], command[PATH_MAX + 64];
+	struct test_target target;
+
+	if (strcmp(python->kind, "chroot") != 0)
+		skip();
+	FORMAT(command, "%s/tests/pythons/sid-install.sh python3-uvloop", test_source_dir());
+	if (system(command) != 0) {
+		print_message("%s: python3-uvloop could not be installed in the sid chroot, skipped\n", python->label);
+		skip();
+	}
+	FORMAT(path, "%s/async-uvloop-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(shown, "%s/async-uvloop-plumbing-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60 0.25 uvloop", &target.out_fd);
+	record_collapsed(python->label, target.pid, "", path);
+	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
+	test_stop_target(&target);
+
+	assert_chain_share(python->label, path, ":crunch_gathered:", gathered_chain);
+	assert_chain_share(python->label, path, ":crunch_grouped:", grouped_chain);
+	assert_chain_share(python->label, path, ":chain_leaf:", await_chain);
+	/* uvloop's own loop, in C around libuv, runs the tasks: above the chain only when kept */
+	assert_true(weight_holding(shown, "uv_run_[n]", "<asyncio>:<task Task-1>:0;") > 0);
+	assert_int_equal(weight_holding(path, "uv_run_[n]", "<task "), 0);
+	assert_int_equal(weight_holding(path, "runners.py:", "<task "), 0);
+}
+
 int main(void)
 {
 	const struct test_per_python kinds[] = {
@@ -325,8 +358,14 @@ int main(void)
 		{ "stacks_task_tree_", stacks_task_tree },
 		{ "wall_pending_tasks_", wall_pending_tasks },
 	};
+	static const char *const uvloop_labels[] = { "3.14" };
+	const struct test_per_python uvloop_kinds[] = {
+		{ "uvloop_task_stacks_", uvloop_task_stacks },
+	};
+	int failed;
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);
-	return test_run_per_python("async_tasks", async_labels, sizeof(async_labels) / sizeof(async_labels[0]), kinds,
-				   sizeof(kinds) / sizeof(kinds[0]));
+	failed = test_run_per_python("async_tasks", async_labels, sizeof(async_labels) / sizeof(async_labels[0]), kinds,
+				     sizeof(kinds) / sizeof(kinds[0]));
+	return failed + test_run_per_python("async_uvloop", uvloop_labels, 1, uvloop_kinds, 1);
 }

@@ -1,6 +1,7 @@
 """asyncio tasks for the task-aware stack tests: named tasks from gather and from a TaskGroup,
 and a plain await chain, each CPU-bound in a coroutine of its own for argv[2] seconds (0.25)
-a round. Prints "ready" as the first round starts; runs until killed (or argv[1] seconds)."""
+a round. Prints "ready" as the first round starts; runs until killed (or argv[1] seconds).
+With argv[3] "uvloop", on uvloop's event loop."""
 import asyncio
 import sys
 import time
@@ -69,5 +70,9 @@ async def main(duration, seconds):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(float(sys.argv[1]) if len(sys.argv) > 1 else 3600.0,
-                     float(sys.argv[2]) if len(sys.argv) > 2 else 0.25))
+    run = asyncio.run
+    if len(sys.argv) > 3 and sys.argv[3] == "uvloop":
+        import uvloop
+        run = uvloop.run
+    run(main(float(sys.argv[1]) if len(sys.argv) > 1 else 3600.0,
+             float(sys.argv[2]) if len(sys.argv) > 2 else 0.25))
