@@ -510,10 +510,10 @@ void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_
 	    size < sizeof(*record) + (size_t)record->py_frame_count * sizeof(*py_frames))
 		return;
 	drop_stale_stacks(resolver);
-	/* The task may finish within milliseconds: its chain is read while it runs. */
-	if (record->running_task && python->asyncio.known && resolver->tasks &&
-	    async_tasks_read(resolver->tasks, resolver->python, python, record->running_task, record->time_ns))
-		resolver->task_chain_errors++;
+	/* The task may finish within milliseconds: its chain is read while it runs (a task gone
+	 * already may still have its chain from an earlier record: counted when resolved). */
+	if (record->running_task && python->asyncio.known && resolver->tasks)
+		(void)async_tasks_read(resolver->tasks, resolver->python, python, record->running_task, record->time_ns);
 	if (python_stack_known(resolver, record, false))
 		return;
 	for (size_t i = 0; i < record->py_frame_count; i++)
@@ -631,8 +631,10 @@ static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_
 		if (leaf)
 			resolver->frames[count++] = resolver->native_leaf;
 	}
-	if (task_at)
+	if (task_at) {
 		count = insert_task_chain(resolver, chain, task_at, count);
+		resolver->task_samples++;
+	}
 	name_new_kernel_addresses(resolver, kernel_ips, record->kernel_frame_count);
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
 		struct pf_frame *frame = &resolver->frames[count++];

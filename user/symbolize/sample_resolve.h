@@ -65,7 +65,9 @@ struct sample_resolver {
 	 * (--async-plumbing); by default the task chain replaces them. */
 	bool async_plumbing;
 	struct async_tasks *tasks;     /* task chains (symbolize/async_tasks.h) */
-	uint64_t task_chain_errors;    /* records of a running task whose chain could not be read */
+	uint64_t task_chain_errors;    /* records of a running task whose chain could not be read (most: the
+					* task ended before its record was drained) */
+	uint64_t task_samples;         /* samples put under their task chain */
 	uint64_t period_us;            /* the time one sample stands for */
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
