@@ -350,6 +350,33 @@ static void uvloop_task_stacks(void **state)
 	assert_int_equal(weight_holding(path, "runners.py:", "<task "), 0);
 }
 
+/*
+ * A launched program imports asyncio after the profiler found its runtime: on 3.14, whose
+ * _asyncio is an extension mapped at that import, its tasks are recognized once it is mapped.
+ */
+static void launched_task_stacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char path[PATH_MAX], command[PATH_MAX * 3], err[4096], *argv[32];
+	struct chain_count count;
+	int status;
+
+	FORMAT(path, "%s/async-launched-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(command, "%s -q -o %s -- %s %s/tests/scripts/async_tasks.py 4", pybpfprof_binary(), path,
+	       python->command, test_source_dir());
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+	/* the start-up before the module is found may miss its chains: half of the run at least */
+	count = count_chain(path, ":crunch_gathered:", gathered_chain);
+	print_message("%s: launched: %llu of %llu us of crunch_gathered in its chain\n", python->label,
+		      count.in_chain, count.with_part);
+	assert_true(count.with_part > 0);
+	assert_true(2 * count.in_chain >= count.with_part);
+	assert_true(weight_holding(path, "<task grouped-", ":crunch_grouped:") > 0);
+}
+
 int main(void)
 {
 	const struct test_per_python kinds[] = {
@@ -357,6 +384,7 @@ int main(void)
 		{ "hostile_tasks_", hostile_tasks },
 		{ "stacks_task_tree_", stacks_task_tree },
 		{ "wall_pending_tasks_", wall_pending_tasks },
+		{ "launched_task_stacks_", launched_task_stacks },
 	};
 	static const char *const uvloop_labels[] = { "3.14" };
 	const struct test_per_python uvloop_kinds[] = {
