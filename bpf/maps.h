@@ -115,6 +115,9 @@ struct pbp_sample_buf {
 
 struct pbp_cpu_scratch {
 	__u64 wakeup_consumer_mark;  /* consumer position + 1 when this CPU last woke it for new code */
+	__u64 last_running_task;     /* the asyncio task this CPU's last record of one ran */
+	__u32 new_task;              /* this record's running task differs from it */
+	__u32 reserved;
 	struct pbp_sample_buf out;
 	struct pbp_frame_walk walk;
 	struct pbp_native_walk native;

@@ -94,6 +94,7 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 		return false;
 	pbp_fill_gil_request(config, rec, task);
 	pbp_fill_gc(config, rec, task);
+	pbp_fill_running_task(config, scratch, task);
 	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
 	rec->flags |= scratch->walk.flags;
 	if (scratch->walk.flags & PBP_REC_READ_FAULT)
@@ -138,10 +139,11 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
 		len = sizeof(scratch->out);
 	if (wakeup_at && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_at)
 		wakeup = BPF_RB_FORCE_WAKEUP;
-	/* New code objects are read by the consumer before they can be freed. A wakeup costs
+	/* New code objects are read by the consumer before they can be freed, a new asyncio task
+	 * before it ends (its chain). A wakeup costs
 	 * more than a sample: none while the last one from this CPU is still unanswered (the
 	 * consumer has not moved since), as that consumer will see this record too. */
-	if (scratch->walk.new_code) {
+	if (scratch->walk.new_code || scratch->new_task) {
 		__u64 consumer_mark = bpf_ringbuf_query(ring, BPF_RB_CONS_POS) + 1;
 
 		if (consumer_mark != scratch->wakeup_consumer_mark) {
@@ -176,7 +178,9 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->task_state = 0;
 	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
 	rec->user_ip = 0;
+	rec->running_task = 0;
 	scratch->walk.new_code = 0;
+	scratch->new_task = 0;
 	scratch->walk.shim_count = 0;
 	return rec;
 }

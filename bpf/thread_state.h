@@ -259,6 +259,27 @@ static __always_inline void pbp_fill_gil_request(const struct py_proc_config *co
 }
 
 /*
+ * The asyncio Task the thread runs now (3.14+ keep it in the thread state): one read, so that
+ * userspace can put the sample under the task's name and the tasks awaiting it. Userspace reads
+ * that chain while the task lives (many live for milliseconds): a task this CPU had not sent
+ * last wakes the consumer as a new code object does (pbp_send).
+ */
+static __always_inline void pbp_fill_running_task(const struct py_proc_config *config, struct pbp_cpu_scratch *scratch,
+						  struct task_struct *task)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+
+	if (!(config->flags & PY_PROC_HAS_ASYNCIO))
+		return;
+	rec->running_task = pbp_read_u64(rec, rec->tstate_addr + config->tstate_running_task, PBP_ERR_RUNNING_TASK,
+					 task);
+	if (rec->running_task && rec->running_task != scratch->last_running_task) {
+		scratch->last_running_task = rec->running_task;
+		scratch->new_task = 1;
+	}
+}
+
+/*
  * The GC runs in the thread that holds the GIL, so the interpreter's collecting flag marks that
  * thread's sample only (or any thread's where the holder is not known). After pbp_fill_gil: a
  * thread that does not hold the GIL costs no read.

@@ -123,6 +123,7 @@ struct py_offsets {
 #define PY_PROC_PENDING        0x2u  /* a target whose runtime is not found yet: sample it without Python frames */
 #define PY_PROC_HAS_GC_FLAG    0x4u  /* gc_collecting_addr is valid */
 #define PY_PROC_HAS_GIL_REQUEST 0x8u /* tstate_gil_requested is valid */
+#define PY_PROC_HAS_ASYNCIO    0x10u /* tstate_running_task is valid */
 
 struct py_proc_config {
 	__u64 interp_head_addr;  /* target address holding the first PyInterpreterState * */
@@ -134,6 +135,11 @@ struct py_proc_config {
 	__u64 gc_collecting_addr; /* target address of the GC's collecting flag (int) */
 	__u32 tstate_gil_requested; /* offset of PyThreadState.gil_requested (int, 3.15+) */
 	__u32 code_version;       /* offset of PyCodeObject.co_version (3.12-3.15), PY_OFF_NONE elsewhere */
+	/* offset of the thread state's asyncio running task (_PyThreadStateImpl.asyncio_running_task,
+	 * 3.14+, from the _asyncio module's AsyncioDebug section): what BPF copies into
+	 * pbp_record.running_task */
+	__u32 tstate_running_task;
+	__u32 reserved;           /* zero */
 };
 
 /*

@@ -89,6 +89,9 @@ struct pbp_record {
 	__u8 task_state;
 	__u8 reserved[3];        /* zero */
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
+	/* The asyncio Task the thread was running at that moment (its thread state's running task,
+	 * where the config gives its offset: PY_PROC_HAS_ASYNCIO), 0 if none or not known. */
+	__u64 running_task;
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
 };
@@ -119,7 +122,8 @@ enum pbp_error {
 	PBP_ERR_GC = 15,              /* the interpreter's GC collecting flag */
 	PBP_ERR_GIL_REQUESTED = 16,   /* PyThreadState.gil_requested */
 	PBP_ERR_TSTATE_STATUS = 17,   /* PyThreadState._status of a thread state of the thread, walking the thread list */
-	PBP_ERR_COUNT = 18,           /* number of codes, the size of the read_errors map */
+	PBP_ERR_RUNNING_TASK = 18,    /* the thread state's asyncio running task (3.14+) */
+	PBP_ERR_COUNT = 19,           /* number of codes, the size of the read_errors map */
 };
 
 /*
@@ -131,7 +135,7 @@ _Static_assert(sizeof(struct pbp_py_frame) == 16, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, code_addr) == 0, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, instr_offset) == 8, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, checksum) == 12, PBP_RECORD_LAYOUT);
-_Static_assert(sizeof(struct pbp_record) == 56, PBP_RECORD_LAYOUT);
+_Static_assert(sizeof(struct pbp_record) == 64, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, time_ns) == 0, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, tstate_addr) == 8, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, pid) == 16, PBP_RECORD_LAYOUT);
@@ -146,6 +150,7 @@ _Static_assert(__builtin_offsetof(struct pbp_record, native_stop) == 41, PBP_REC
 _Static_assert(__builtin_offsetof(struct pbp_record, native_frame_count) == 42, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, task_state) == 44, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, running_task) == 56, PBP_RECORD_LAYOUT);
 /* The record is followed by 8-byte aligned frames and kernel addresses. */
 _Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);
 _Static_assert(PBP_ERR_COUNT <= 256, "an enum pbp_error fits pbp_record.error");

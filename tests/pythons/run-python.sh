@@ -12,7 +12,8 @@
 # is the chroot's /. ARGS that are host paths are not visible inside the chroot.
 # Needs root and a chroot built by provision-sid.sh (it is not built here).
 #
-# Environment: PYBPFPROF_SID_DIR (default /var/cache/pybpfprof/sid)
+# Environment: PYBPFPROF_SID_DIR (default /var/cache/pybpfprof/sid); PYBPFPROF_RUN_AS_NOBODY=1
+# runs Python as uid and gid 65534 without other groups (an attacker).
 set -euo pipefail
 
 DIR="${PYBPFPROF_SID_DIR:-/var/cache/pybpfprof/sid}"
@@ -49,4 +50,7 @@ fi
 chmod 0644 "$tmp"
 mv -f -- "$tmp" "$DIR$inner_dir/$name"
 
+if [[ "${PYBPFPROF_RUN_AS_NOBODY:-}" == 1 ]]; then
+	exec chroot --userspec=65534:65534 --groups=65534 "$DIR" "$python" "$inner_dir/$name" "$@"
+fi
 exec chroot "$DIR" "$python" "$inner_dir/$name" "$@"

@@ -51,7 +51,12 @@ for minor in $(ls "$data" | sed -n 's/^py3\.\([0-9]*\)\.[0-9]*\.txt$/\1/p' | sor
 			"DBG_UNICODE_COMPACT_SIZE unicode_object.compactunicodeobject_size " \
 			"DBG_INTERP_GC interpreter_state.gc DBG_GC_COLLECTING gc.collecting " \
 			"DBG_TSTATE_GIL_REQUESTED thread_state.gil_requested " \
-			"DBG_TSTATE_STATUS thread_state.status", word, " ")
+			"DBG_TSTATE_STATUS thread_state.status " \
+			"DBG_PYOBJECT_OB_TYPE pyobject.ob_type DBG_TYPE_TP_FLAGS type_object.tp_flags " \
+			"DBG_FRAME_STACKPOINTER interpreter_frame.stackpointer " \
+			"DBG_GEN_IFRAME gen_object.gi_iframe DBG_GEN_FRAME_STATE gen_object.gi_frame_state " \
+			"DBG_SET_USED set_object.used DBG_SET_TABLE set_object.table DBG_SET_MASK set_object.mask " \
+			"DBG_LONG_LV_TAG long_object.lv_tag DBG_LONG_OB_DIGIT long_object.ob_digit", word, " ")
 		for (i = 1; i < n; i += 2) {
 			field[++fields] = word[i]
 			member[word[i]] = word[i + 1]

@@ -71,6 +71,8 @@ enum {
 	OPT_WINDOW,
 	OPT_APP,
 	OPT_LABEL,
+	OPT_ASYNC_PLUMBING,
+	OPT_ASYNC_MODE,
 };
 
 static const struct argp_option record_options[] = {
@@ -86,6 +88,8 @@ static const struct argp_option record_options[] = {
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
 	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
+	{ "async-plumbing", OPT_ASYNC_PLUMBING, NULL, 0, "asyncio (3.14+): keep the event loop's frames (run_forever, _run_once, Handle._run, ...) above the <task NAME> chain of a running task", 0 },
+	{ "async-mode", OPT_ASYNC_MODE, "MODE", 0, "asyncio (3.14+), wall mode: running (the default): threads only, a running task's stack under its task chain; all: also every waiting task, a sample of where it waits at every interval", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },
@@ -232,6 +236,17 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		session->native_frames = true;
 		session->native_stacks = true;
 		session->native_keep_all = arg != NULL;
+		break;
+	case OPT_ASYNC_PLUMBING:
+		session->async_plumbing = true;
+		break;
+	case OPT_ASYNC_MODE:
+		if (strcmp(arg, "running") == 0)
+			session->async_all = false;
+		else if (strcmp(arg, "all") == 0)
+			session->async_all = true;
+		else
+			argp_error(state, "invalid --async-mode '%s' (running or all)", arg);
 		break;
 	case OPT_MODE:
 		if (strcmp(arg, "cpu") == 0)
@@ -390,6 +405,10 @@ int record_main(int argc, char **argv)
 	}
 	if (!args.session.push_url && (args.session.push_app || args.session.push_label_count)) {
 		fprintf(stderr, "pybpfprof: --app and --label go with --push URL\n");
+		return EXIT_STATUS_USAGE;
+	}
+	if (args.session.async_all && args.session.mode != SESSION_MODE_WALL) {
+		fprintf(stderr, "pybpfprof: --async-mode all goes with --mode wall (a waiting task is sampled where it waits)\n");
 		return EXIT_STATUS_USAGE;
 	}
 	if (args.session.push_url && args.session.window_s == 0)

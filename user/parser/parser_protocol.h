@@ -108,8 +108,9 @@ struct parser_py_runtime {
 	uint8_t has_micro;
 	uint8_t has_runtime, has_interp_head, has_py_version, has_static_gil, has_current_tstate,
 		has_gc_collecting;
-	uint8_t reserved;
+	uint8_t has_asyncio_debug;
 	uint64_t runtime, interp_head, py_version, gil_last_holder, gil_locked, current_tstate, gc_collecting;
+	uint64_t asyncio_debug[13]; /* PY_ASYNCIO_DEBUG_WORDS */
 };
 
 /* A symbols payload as root reads it: pointers into the checked payload. */

@@ -836,6 +836,7 @@ static const char *const error_names[] = {
 	[PBP_ERR_GC] = "gc",
 	[PBP_ERR_GIL_REQUESTED] = "gil_requested",
 	[PBP_ERR_TSTATE_STATUS] = "tstate_status",
+	[PBP_ERR_RUNNING_TASK] = "running_task",
 };
 _Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum pbp_error");
 

@@ -35,6 +35,21 @@ void process_events_target_ready(struct session *session, struct target *target)
 	report_process(session, target);
 }
 
+void process_events_check_asyncio(struct session *session, struct target *target, uint64_t now_ns)
+{
+	struct py_target *python = &target->python;
+
+	if (target->state != TARGET_READY || python->asyncio.known || python->asyncio.ob_type == 0 ||
+	    (target->asyncio_looked_ns && now_ns - target->asyncio_looked_ns < target->asyncio_look_ns))
+		return;
+	target->asyncio_looked_ns = now_ns;
+	target->asyncio_look_ns = target->asyncio_look_ns == 0 ? TARGET_ASYNCIO_LOOK_FIRST_NS
+				  : target->asyncio_look_ns < TARGET_ASYNCIO_LOOK_LAST_NS / 2 ? 2 * target->asyncio_look_ns
+											   : TARGET_ASYNCIO_LOOK_LAST_NS;
+	if (py_discover_asyncio(session->targets.runtime_files, python) == 0)
+		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
+}
+
 static void target_ended(struct session *session, struct target *target)
 {
 	if (target->state == TARGET_GONE)
@@ -150,6 +165,9 @@ static void on_exec(struct session *session, pid_t pid)
 	target->pending_since_ms = clock_monotonic_ms();
 	target->next_attempt_ms = 0;
 	target->late_looks = origin == TARGET_FROM_SCAN ? TARGET_SET_LATE_LOOKS : 0;
+	/* what it runs now imports asyncio on its own schedule */
+	target->asyncio_looked_ns = 0;
+	target->asyncio_look_ns = 0;
 	/* Launched processes are sampled (kernel stacks) while their runtime is being found; a
 	 * known target is marked pending here too, since a fork notice handled just before this
 	 * exec notice may have given BPF the old image's description again. */
@@ -165,6 +183,7 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	struct py_target python;
 	enum target_origin origin;
 	enum target_state state;
+	uint64_t parent_looked_ns, parent_look_ns;
 	struct target *child;
 
 	if (!parent || parent->state == TARGET_GONE) {
@@ -175,6 +194,8 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	python = parent->python;
 	origin = parent->origin;
 	state = parent->state;
+	parent_looked_ns = parent->asyncio_looked_ns;
+	parent_look_ns = parent->asyncio_look_ns;
 	child = target_set_add(&session->targets, pid, origin);
 	if (!child)
 		return;
@@ -190,6 +211,8 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	child->start_ticks = target_set_start_ticks(pid);
 	child->pending_since_ms = clock_monotonic_ms();
 	child->next_attempt_ms = 0;
+	child->asyncio_looked_ns = parent_looked_ns;
+	child->asyncio_look_ns = parent_look_ns;
 	/* The parent may have become ready after the fork: BPF then copied its pending entry,
 	 * and nothing else would ever tell BPF that the child is ready too. */
 	if (state == TARGET_READY)

@@ -519,6 +519,25 @@ static void print_parser_summary(const struct session *session)
 }
 
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */
+/* asyncio (3.14+): how many samples read as their task chain, and the running tasks whose chain
+ * could not be read (most ended before their record was drained). */
+static void write_asyncio_metadata(struct session *session)
+{
+	if (!session->resolver.task_samples && !session->resolver.task_chain_errors)
+		return;
+	set_metadata_u64(session, "asyncio_task_samples", session->resolver.task_samples);
+	set_metadata_u64(session, "asyncio_chains_unread", session->resolver.task_chain_errors);
+}
+
+static void print_asyncio_summary(const struct session *session)
+{
+	if (!session->resolver.task_samples && !session->resolver.task_chain_errors)
+		return;
+	fprintf(stderr, "pybpfprof: asyncio: %" PRIu64 " samples under their task chain, %" PRIu64
+			" running tasks' chains unread (ended before their record was drained, or unreadable)\n",
+		session->resolver.task_samples, session->resolver.task_chain_errors);
+}
+
 static void write_wall_metadata(struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
@@ -576,6 +595,7 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 	set_metadata_u64(session, "ring_buffer_bytes", bpf_sampler_ring_bytes(session->sampler));
 	write_native_metadata(session);
 	write_wall_metadata(session);
+	write_asyncio_metadata(session);
 }
 
 /* What the outputs hold for the processes they have not forgotten (MOJO's definitions). */
@@ -918,6 +938,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		print_native_summary(session);
 		print_parser_summary(session);
 		print_wall_summary(session);
+		print_asyncio_summary(session);
 		print_container_summary(session);
 		print_discovery_summary(session);
 		print_push_summary(session);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "session/stacks_print.h"
+#include "symbolize/async_tasks.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
@@ -94,6 +95,56 @@ static void count_python_sample(struct session *session, const struct pbp_record
 	(void)intern_add(&session->python_threads, &thread, sizeof(thread), NULL);
 }
 
+/* `stacks`: the asyncio tasks of the sampled thread's event loop, for its tree. 0 or -ENOMEM. */
+static int add_thread_tasks(struct session *session, const struct py_target *python, const struct pbp_record *record)
+{
+	static uint64_t addresses[ASYNC_TASKS_TREE_MAX];
+	static struct async_task_node node;
+	size_t count = async_tasks_of_thread(python, record->tstate_addr, addresses, ASYNC_TASKS_TREE_MAX);
+	int err = 0;
+
+	for (size_t i = 0; i < count && !err; i++) {
+		if (async_tasks_read_node(session->resolver.tasks, session->resolver.python, python, addresses[i],
+					  record->time_ns, &node))
+			continue;
+		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaited_by, node.name,
+					    node.frames, node.frame_count, node.address == record->running_task);
+	}
+	return err;
+}
+
+/*
+ * Wall mode: each task of the sampled thread's event loop that is not running is a sample of
+ * its own, of where it is suspended (its stack rooted in the tasks awaiting it), marked idle,
+ * of the thread that runs its loop.
+ */
+static void write_pending_tasks(struct session *session, const struct py_target *python,
+				const struct pbp_record *record, const struct pf_sample *thread_sample)
+{
+	static uint64_t addresses[ASYNC_TASKS_PENDING_MAX];
+	size_t count = async_tasks_of_thread(python, record->tstate_addr, addresses, ASYNC_TASKS_PENDING_MAX);
+
+	for (size_t i = 0; i < count; i++) {
+		struct async_chain *chain;
+		struct pf_sample task = *thread_sample;
+
+		if (addresses[i] == record->running_task ||
+		    async_tasks_pending(session->resolver.tasks, session->resolver.python, python, addresses[i],
+					record->time_ns, &chain))
+			continue;
+		/* the same stack again while the task waits where it did: writers reuse its encoding */
+		if (!chain->stack_id)
+			chain->stack_id = sample_resolve_new_stack_id();
+		task.frames = chain->frames;
+		task.frame_count = chain->frame_count;
+		task.stack_id = chain->stack_id;
+		task.status = (thread_sample->status & (PF_STATUS_MAIN_THREAD | PF_STATUS_GIL_KNOWN)) | PF_STATUS_IDLE;
+		task.task_state = 0;
+		task.on_a_cpu = false;
+		report_write_sample(session, &task);
+	}
+}
+
 static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct target *target;
@@ -101,6 +152,8 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	struct pf_sample sample;
 
 	native_stacks_on_record(session, record, size);
+	if (target && python && record->running_task == 0)
+		process_events_check_asyncio(session, target, record->time_ns);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
 	count_python_sample(session, record, target, python != NULL);
@@ -116,11 +169,17 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	if (session->stacks) {
 		int err = stacks_print_add(session->stacks, &sample);
 
+		if (!err && python && python->asyncio.known)
+			err = add_thread_tasks(session, python, record);
+
 		if (err && !session->write_error)
 			session->write_error = err;
 		return;
 	}
 	report_write_sample(session, &sample);
+	if (session->options->mode == SESSION_MODE_WALL && session->options->async_all && python &&
+	    python->asyncio.known && record->tstate_addr)
+		write_pending_tasks(session, python, record, &sample);
 }
 
 /* Resolves and writes the records kept during the drain, in their order. */
@@ -479,6 +538,7 @@ static int set_up(struct session *session, int *failed_status)
 		if (session->resolver.native)
 			symbolize_native_prepare(session->resolver.native);
 	}
+	session->resolver.async_plumbing = options->async_plumbing;
 	if (!err && options->native_stacks) {
 		session->resolver.native_stacks = true;
 		session->resolver.native_keep_all = options->native_keep_all;

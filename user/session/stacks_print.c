@@ -12,6 +12,9 @@
 #include "util/array.h"
 #include "util/text_quote.h"
 
+/* A task name as JSON gives it: ASYNC_TASKS_NAME_CHARS characters of UTF-8 at most. */
+#define ASYNC_NAME_JSON_MAX (256 * 4 + 1)
+
 /* A comm is at most 15 bytes (TASK_COMM_LEN - 1); threading's name is cut to fit. */
 #define THREAD_NAME_MAX 64
 
@@ -25,8 +28,21 @@ struct stacks_thread {
 	size_t frame_count;
 };
 
+/* An asyncio task of a thread's event loop. */
+struct stacks_task {
+	uint64_t tid, address, awaited_by;
+	const char *name;          /* "<task NAME>" */
+	bool running;
+	size_t first_frame, frame_count; /* into frames: where it is suspended, root first */
+};
+
+/* A task tree deeper than this is printed flat below it (a hostile awaited_by chain). */
+#define TASK_TREE_DEPTH_MAX 64
+
 struct stacks_print {
 	pid_t pid;
+	struct stacks_task *tasks;
+	size_t task_count, task_capacity;
 	struct pf_python_version version;
 	struct stacks_thread *threads;
 	size_t thread_count, thread_capacity;
@@ -51,6 +67,7 @@ void stacks_print_free(struct stacks_print *print)
 	if (!print)
 		return;
 	free(print->threads);
+	free(print->tasks);
 	free(print->frames);
 	free(print);
 }
@@ -102,6 +119,21 @@ int stacks_print_add(struct stacks_print *print, const struct pf_sample *sample)
 		snprintf(thread->name, sizeof(thread->name), "%s", sample->thread_name);
 	else
 		read_thread_name(print->pid, thread);
+	return 0;
+}
+
+int stacks_print_add_task(struct stacks_print *print, uint64_t tid, uint64_t address, uint64_t awaited_by,
+			  const char *name, const struct pf_frame *frames, size_t frame_count, bool running)
+{
+	if (ARRAY_RESERVE(print->tasks, print->task_capacity, print->task_count + 1) ||
+	    ARRAY_RESERVE(print->frames, print->frame_capacity, print->frame_count + frame_count))
+		return -ENOMEM;
+	print->tasks[print->task_count++] = (struct stacks_task){
+		.tid = tid, .address = address, .awaited_by = awaited_by, .name = name, .running = running,
+		.first_frame = print->frame_count, .frame_count = frame_count,
+	};
+	memcpy(print->frames + print->frame_count, frames, frame_count * sizeof(*frames));
+	print->frame_count += frame_count;
 	return 0;
 }
 
@@ -214,12 +246,82 @@ static void write_text_thread(const struct stacks_print *print, FILE *out, const
 		write_text_frame(out, &print->frames[thread->first_frame + i]);
 }
 
+/* The bare NAME of a task's "<task NAME>", cut to fit name. */
+static void task_bare_name(const char *shown, char *name, size_t size)
+{
+	size_t len = strlen(shown);
+
+	if (len >= 7 && !strncmp(shown, "<task ", 6) && shown[len - 1] == '>')
+		snprintf(name, size, "%.*s", (int)(len - 7), shown + 6);
+	else
+		snprintf(name, size, "%s", shown);
+}
+
+/* A task's name as text: the target chose it, control bytes and all. */
+static void fput_task_name(FILE *out, const char *shown)
+{
+	char name[ASYNC_NAME_JSON_MAX];
+
+	task_bare_name(shown, name, sizeof(name));
+	fput_escaped(out, name);
+}
+
+/* Whether some task of the thread has this address. */
+static bool task_listed(const struct stacks_print *print, uint64_t tid, uint64_t address)
+{
+	for (size_t i = 0; i < print->task_count; i++)
+		if (print->tasks[i].tid == tid && print->tasks[i].address == address)
+			return true;
+	return false;
+}
+
+static void write_text_task(const struct stacks_print *print, FILE *out, const struct stacks_task *task,
+			    unsigned depth)
+{
+	unsigned indent = 4 + 4 * (depth < TASK_TREE_DEPTH_MAX ? depth : TASK_TREE_DEPTH_MAX);
+
+	fprintf(out, "%*s(T) ", indent, "");
+	fput_task_name(out, task->name);
+	fputs(task->running ? " (running)\n" : "\n", out);
+	for (size_t i = 0; i < task->frame_count; i++) {
+		fprintf(out, "%*s", indent + 4, "");
+		write_text_frame(out, &print->frames[task->first_frame + i]);
+	}
+	if (depth >= TASK_TREE_DEPTH_MAX)
+		return;
+	for (size_t i = 0; i < print->task_count; i++) {
+		const struct stacks_task *child = &print->tasks[i];
+
+		if (child->tid == task->tid && child->awaited_by == task->address && child != task)
+			write_text_task(print, out, child, depth + 1);
+	}
+}
+
+/* The tree of the thread's tasks: those awaited by none of them at its roots. */
+static void write_text_tasks(const struct stacks_print *print, FILE *out, const struct stacks_thread *thread)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < print->task_count; i++) {
+		const struct stacks_task *task = &print->tasks[i];
+
+		if (task->tid != thread->tid || (task->awaited_by && task_listed(print, task->tid, task->awaited_by)))
+			continue;
+		if (!any)
+			fputs("  asyncio tasks (awaited by the task above them, suspended where its frames say):\n", out);
+		any = true;
+		write_text_task(print, out, task, 0);
+	}
+}
+
 static void write_text(const struct stacks_print *print, FILE *out)
 {
 	fprintf(out, "Process %d: Python %u.%u.%u\n", (int)print->pid, print->version.major, print->version.minor,
 		print->version.micro);
-	for (size_t i = 0; i < print->thread_count; i++)
+	for (size_t i = 0; i < print->thread_count; i++) {
 		write_text_thread(print, out, &print->threads[i]);
+		write_text_tasks(print, out, &print->threads[i]);
+	}
 }
 
 static void write_json_frame(FILE *out, const struct pf_frame *frame)
@@ -255,6 +357,25 @@ static void write_json_thread(const struct stacks_print *print, FILE *out, const
 	fputs("]}", out);
 }
 
+static void write_json_task(const struct stacks_print *print, FILE *out, const struct stacks_task *task)
+{
+	char name[ASYNC_NAME_JSON_MAX];
+
+	task_bare_name(task->name, name, sizeof(name));
+	fprintf(out, "{\"address\": \"0x%" PRIx64 "\", \"thread\": %" PRIu64 ", \"name\": ", task->address, task->tid);
+	fput_json_string(out, name);
+	if (task->awaited_by)
+		fprintf(out, ", \"awaited_by\": \"0x%" PRIx64 "\"", task->awaited_by);
+	else
+		fputs(", \"awaited_by\": null", out);
+	fprintf(out, ", \"running\": %s, \"frames\": [", task->running ? "true" : "false");
+	for (size_t i = 0; i < task->frame_count; i++) {
+		write_json_frame(out, &print->frames[task->first_frame + i]);
+		fputs(i + 1 < task->frame_count ? ", " : "", out);
+	}
+	fputs("]}", out);
+}
+
 static void write_json(const struct stacks_print *print, FILE *out)
 {
 	fprintf(out, "{\"pid\": %d, \"python\": \"%u.%u.%u\", \"threads\": [", (int)print->pid,
@@ -262,6 +383,12 @@ static void write_json(const struct stacks_print *print, FILE *out)
 	for (size_t i = 0; i < print->thread_count; i++) {
 		fputs(i ? ",\n  " : "\n  ", out);
 		write_json_thread(print, out, &print->threads[i]);
+	}
+	/* asyncio tasks, each with the one awaiting it: a tree for whoever reads them */
+	fputs("\n], \"tasks\": [", out);
+	for (size_t i = 0; i < print->task_count; i++) {
+		fputs(i ? ",\n  " : "\n  ", out);
+		write_json_task(print, out, &print->tasks[i]);
 	}
 	fputs("\n]}\n", out);
 }

@@ -17,8 +17,12 @@ int sample_resolve_init(struct sample_resolver *resolver, sample_kernel_namer_fn
 {
 	memset(resolver, 0, sizeof(*resolver));
 	resolver->python = symbolize_py_cache_new();
-	if (!resolver->python)
+	resolver->tasks = async_tasks_new();
+	if (!resolver->python || !resolver->tasks) {
+		symbolize_py_cache_free(resolver->python);
+		async_tasks_free(resolver->tasks);
 		return -ENOMEM;
+	}
 	resolver->kernel_namer = kernel_namer;
 	resolver->kernel_namer_context = kernel_namer_context;
 	resolver->period_us = period_us;
@@ -34,6 +38,8 @@ int sample_resolve_init(struct sample_resolver *resolver, sample_kernel_namer_fn
 void sample_resolve_free(struct sample_resolver *resolver)
 {
 	symbolize_py_cache_free(resolver->python);
+	async_tasks_free(resolver->tasks);
+	resolver->tasks = NULL;
 	intern_free(&resolver->kernel_names);
 	hash_index_free(&resolver->native_pc_index);
 	free(resolver->native_pcs);
@@ -317,7 +323,8 @@ static int resolve_native_frames(struct sample_resolver *resolver, const struct 
  * natives_named: resolve_native_frames named the native frames (else: the Python frames alone). */
 static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct pbp_record *record,
 				const struct pbp_py_frame *py_frames, bool natives_named,
-				const struct py_target *python, size_t count, bool *incomplete)
+				const struct py_target *python, size_t count, bool *incomplete,
+				size_t python_index, size_t *python_at)
 {
 	struct merge_input input = {
 		.python_count = record->py_frame_count,
@@ -337,8 +344,11 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 	}
 	if (!natives_named) {
 		/* Out of memory naming them: the Python frames alone, as without native stacks. */
-		for (size_t i = record->py_frame_count; i-- > 0;)
+		for (size_t i = record->py_frame_count; i-- > 0;) {
+			if (i == python_index)
+				*python_at = count;
 			resolver->frames[count++] = resolver->python_frames[i];
+		}
 		return count;
 	}
 	/* Disagreeing stacks are kept whole (both, the native ones on top) and counted. */
@@ -347,6 +357,8 @@ static size_t merge_mixed_stack(struct sample_resolver *resolver, const struct p
 	for (size_t i = step_count; i-- > 0;) {
 		const struct merge_step *step = &resolver->steps[i];
 
+		if (step->source == MERGE_PYTHON && step->index == python_index)
+			*python_at = count;
 		resolver->frames[count++] = step->source == MERGE_PYTHON ? resolver->python_frames[step->index]
 									 : resolver->native_frames[step->index];
 	}
@@ -373,6 +385,7 @@ struct stack_key_head {
 #define STACK_KEY_MIXED    0x1u
 #define STACK_KEY_KEEP_ALL 0x2u
 #define STACK_KEY_LEAF     0x4u /* without native stacks: a native leaf frame */
+#define STACK_KEY_PLUMBING 0x8u /* a task chain's event loop frames kept */
 _Static_assert(sizeof(struct stack_key_head) == 16, "a key's head has no padding");
 
 /* One named native frame as keys hold it (every byte set: compared as bytes). */
@@ -388,7 +401,7 @@ _Static_assert(SAMPLE_RESOLVE_STACK_KEY_MAX >= sizeof(struct stack_key_head) +
 	       "room for the head and the native frames");
 
 /* A stack's key in its parts: the head and native frames in resolver->stack_key, the rest in the record. */
-enum { KEY_HEAD, KEY_PYTHON, KEY_NATIVE, KEY_KERNEL, KEY_PARTS };
+enum { KEY_HEAD, KEY_PYTHON, KEY_NATIVE, KEY_KERNEL, KEY_TASKS, KEY_PARTS };
 
 /* What a kept stack holds: the sample's frames (the invalid marker included). */
 struct kept_stack {
@@ -401,6 +414,11 @@ struct kept_stack {
 /* Stack ids are never reused in the process, whichever resolver gives them. */
 static uint64_t last_stack_id;
 
+uint64_t sample_resolve_new_stack_id(void)
+{
+	return ++last_stack_id;
+}
+
 static struct native_key native_key_of(const struct pf_frame *frame, uint8_t role)
 {
 	return (struct native_key){ .file = frame->file, .name = frame->name, .line = frame->line,
@@ -411,8 +429,10 @@ static struct native_key native_key_of(const struct pf_frame *frame, uint8_t rol
 
 /* The record's key in parts[KEY_PARTS]. */
 static void build_stack_key(struct sample_resolver *resolver, const struct pbp_record *record,
-			    const struct py_target *python, bool mixed, bool leaf, struct memo_key_part *parts)
+			    const struct py_target *python, bool mixed, bool leaf, const struct async_chain *chain,
+			    struct memo_key_part *parts)
 {
+	static const uint64_t no_chain;
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
 	struct stack_key_head head = {
@@ -426,7 +446,7 @@ static void build_stack_key(struct sample_resolver *resolver, const struct pbp_r
 		.python_minor = python ? (uint8_t)python->minor : 0,
 		.lasti_kind = python ? (uint8_t)python->config.off.lasti_kind : 0,
 		.shape = (uint8_t)((mixed ? STACK_KEY_MIXED : 0) | (resolver->native_keep_all ? STACK_KEY_KEEP_ALL : 0) |
-				   (leaf ? STACK_KEY_LEAF : 0)),
+				   (leaf ? STACK_KEY_LEAF : 0) | (resolver->async_plumbing ? STACK_KEY_PLUMBING : 0)),
 	};
 	struct native_key *natives = (struct native_key *)(resolver->stack_key + sizeof(head));
 	size_t native_count = 0;
@@ -440,6 +460,7 @@ static void build_stack_key(struct sample_resolver *resolver, const struct pbp_r
 	parts[KEY_PYTHON] = (struct memo_key_part){ py_frames, record->py_frame_count * sizeof(*py_frames) };
 	parts[KEY_NATIVE] = (struct memo_key_part){ natives, native_count * sizeof(*natives) };
 	parts[KEY_KERNEL] = (struct memo_key_part){ kernel_ips, record->kernel_frame_count * sizeof(*kernel_ips) };
+	parts[KEY_TASKS] = (struct memo_key_part){ chain ? &chain->chain_id : &no_chain, sizeof(no_chain) };
 }
 
 /*
@@ -489,6 +510,10 @@ void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_
 	    size < sizeof(*record) + (size_t)record->py_frame_count * sizeof(*py_frames))
 		return;
 	drop_stale_stacks(resolver);
+	/* The task may finish within milliseconds: its chain is read while it runs (a task gone
+	 * already may still have its chain from an earlier record: counted when resolved). */
+	if (record->running_task && python->asyncio.known && resolver->tasks)
+		(void)async_tasks_read(resolver->tasks, resolver->python, python, record->running_task, record->time_ns);
 	if (python_stack_known(resolver, record, false))
 		return;
 	for (size_t i = 0; i < record->py_frame_count; i++)
@@ -525,7 +550,7 @@ static uint64_t keep_stack(struct sample_resolver *resolver, uint64_t hash, cons
 
 	if (!kept)
 		return 0;
-	kept->stack_id = ++last_stack_id;
+	kept->stack_id = sample_resolve_new_stack_id();
 	kept->frame_count = frame_count;
 	kept->merge_failed = merge_failed;
 	memcpy(kept->frames, frames, frame_count * sizeof(*frames));
@@ -551,25 +576,64 @@ static bool name_native_frames(struct sample_resolver *resolver, const struct pb
 	return true;
 }
 
+/*
+ * Where the running task's frames start among the record's Python frames (leaf first): the
+ * outermost frame of its coroutine's code, the event loop's frames lying above it.
+ * SIZE_MAX when the record has no task chain or its coroutine is not in the stack (the walk
+ * was cut, or the task is between steps).
+ */
+static size_t task_root_index(const struct pbp_record *record, const struct async_chain *chain)
+{
+	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
+
+	if (!chain || !chain->coro_code)
+		return SIZE_MAX;
+	for (size_t i = record->py_frame_count; i-- > 0;)
+		if (py_frames[i].code_addr == chain->coro_code)
+			return i;
+	return SIZE_MAX;
+}
+
+/* The chain's frames right above frames[at], in place of the frames above it (the event loop's,
+ * Python and native) unless they are kept; the new count. */
+static size_t insert_task_chain(struct sample_resolver *resolver, const struct async_chain *chain, size_t at,
+				size_t count)
+{
+	size_t kept_above = resolver->async_plumbing ? at : 1;
+
+	memmove(&resolver->frames[kept_above + chain->frame_count], &resolver->frames[at],
+		(count - at) * sizeof(resolver->frames[0]));
+	memcpy(&resolver->frames[kept_above], chain->frames, chain->frame_count * sizeof(chain->frames[0]));
+	return kept_above + chain->frame_count + (count - at);
+}
+
 /* The record's stack resolved into resolver->frames from frames[1] (frames[0] the invalid marker); its
  * frame count with the marker. incomplete: set when a frame could not be named. */
 static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_record *record,
 			     const struct py_target *python, bool mixed, bool natives_named, bool leaf,
-			     bool *incomplete)
+			     const struct async_chain *chain, bool *incomplete)
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
-	size_t count = 1;
+	size_t count = 1, task_index = task_root_index(record, chain), task_at = 0;
 
 	if (mixed) {
-		count = merge_mixed_stack(resolver, record, py_frames, natives_named, python, count, incomplete);
+		count = merge_mixed_stack(resolver, record, py_frames, natives_named, python, count, incomplete,
+					  task_index, &task_at);
 	} else {
 		/* The record is leaf first; the model is root first. */
-		for (size_t i = record->py_frame_count; i-- > 0;)
+		for (size_t i = record->py_frame_count; i-- > 0;) {
+			if (i == task_index)
+				task_at = count;
 			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
 				     &resolver->frames[count++], incomplete);
+		}
 		if (leaf)
 			resolver->frames[count++] = resolver->native_leaf;
+	}
+	if (task_at) {
+		count = insert_task_chain(resolver, chain, task_at, count);
+		resolver->task_samples++;
 	}
 	name_new_kernel_addresses(resolver, kernel_ips, record->kernel_frame_count);
 	for (size_t i = record->kernel_frame_count; i-- > 0;) {
@@ -580,6 +644,21 @@ static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_
 	}
 	resolver->frames[0] = pf_frame_unlocated(PF_FRAME_INVALID, "", "");
 	return count;
+}
+
+/* The chain of tasks of the record's running task, NULL if none (or it cannot be read). */
+static const struct async_chain *task_chain(struct sample_resolver *resolver, const struct pbp_record *record,
+					    const struct py_target *python)
+{
+	const struct async_chain *chain = NULL;
+
+	if (!record->running_task || !python || !python->asyncio.known || !resolver->tasks)
+		return NULL;
+	if (async_tasks_chain(resolver->tasks, resolver->python, python, record->running_task, record->time_ns, &chain)) {
+		resolver->task_chain_errors++;
+		return NULL;
+	}
+	return chain;
 }
 
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
@@ -593,6 +672,7 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	uint64_t unresolved_before = resolver->unresolved_frames, merge_failures_before = resolver->merge_failures;
 	uint64_t hash, stack_id = 0;
 	const struct kept_stack *kept;
+	const struct async_chain *chain;
 	struct memo_key_part key[KEY_PARTS];
 	size_t kept_len;
 
@@ -615,7 +695,8 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	 * the Python frames and the merge come from the stack kept for the same key. */
 	natives_named = name_native_frames(resolver, record, python, mixed, &leaf);
 	drop_stale_stacks(resolver);
-	build_stack_key(resolver, record, python, mixed, leaf, key);
+	chain = task_chain(resolver, record, python);
+	build_stack_key(resolver, record, python, mixed, leaf, chain, key);
 	hash = memo_cache_hash_parts(key, KEY_PARTS);
 	kept = natives_named ? memo_cache_find_parts(&resolver->stacks, hash, key, KEY_PARTS, &kept_len) : NULL;
 	if (kept) {
@@ -625,7 +706,7 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 		return 0;
 	}
 	resolver->stack_misses++;
-	count = resolve_frames(resolver, record, python, mixed, natives_named, leaf, &incomplete);
+	count = resolve_frames(resolver, record, python, mixed, natives_named, leaf, chain, &incomplete);
 	/* A frame that could not be named may be named next time: only whole stacks are kept. */
 	if (natives_named && resolver->unresolved_frames == unresolved_before) {
 		if (record->py_frame_count)

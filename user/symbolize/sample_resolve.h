@@ -15,6 +15,7 @@
 
 #include "profile/profile.h"
 #include "sample_record.h"
+#include "symbolize/async_tasks.h"
 #include "symbolize/stack_merge.h"
 #include "unwind_table.h"
 #include "target/py_discover.h"
@@ -24,6 +25,8 @@
 
 struct symbolize_py_cache;
 struct symbolize_native;
+struct async_tasks;
+struct async_chain;
 
 /* Names up to PBP_KSYM_BATCH kernel addresses: found(found_context, address, name) for each that
  * has a name ("symbol" or "symbol [module]"). 0 or -errno. */
@@ -58,12 +61,20 @@ struct sample_resolver {
 	struct symbolize_native *native;      /* NULL: no native frames at all */
 	bool native_stacks;            /* records carry native stacks: merge them with the Python frames */
 	bool native_keep_all;          /* keep the interpreter's own frames too (--native=all) */
+	/* A sample of a running asyncio task keeps the event loop's frames above its tasks
+	 * (--async-plumbing); by default the task chain replaces them. */
+	bool async_plumbing;
+	struct async_tasks *tasks;     /* task chains (symbolize/async_tasks.h) */
+	uint64_t task_chain_errors;    /* records of a running task whose chain could not be read (most: the
+					* task ended before its record was drained) */
+	uint64_t task_samples;         /* samples put under their task chain */
 	uint64_t period_us;            /* the time one sample stands for */
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
 	const char **kernel_name_of;          /* by address id: its name in kernel_names */
 	size_t kernel_name_capacity;
-	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES];
+	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES +
+			       ASYNC_TASKS_MAX_FRAMES];
 	/* A mixed stack's parts, leaf first, before they are merged into frames. */
 	struct pf_frame python_frames[PBP_MAX_PY_FRAMES];
 	bool python_entry[PBP_MAX_PY_FRAMES];
@@ -111,6 +122,9 @@ void sample_resolve_forget_native(struct sample_resolver *resolver);
  * nothing it depends on was forgotten (symbolize_py_generation); the frames are
  * the same as resolving it again would give.
  */
+/* A stack id no resolved stack has (pf_sample.stack_id), for a stack built elsewhere. */
+uint64_t sample_resolve_new_stack_id(void);
+
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample);
 

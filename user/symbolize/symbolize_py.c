@@ -436,8 +436,9 @@ static int read_header_field(pid_t pid, uint64_t addr, uint32_t offset, void *va
 	return target_mem_read(pid, addr + offset, value, len);
 }
 
-/* A 3.x str as UTF-8 into a malloc'd buffer (*text, *len). */
-static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, char **text, size_t *len)
+/* A 3.x str as UTF-8 into a malloc'd buffer (*text, *len), at most max_chars of it. */
+static int read_unicode_within(pid_t pid, const struct py_offsets *off, uint64_t addr, size_t max_chars, char **text,
+			       size_t *len)
 {
 	uint32_t state, kind;
 	int64_t length;
@@ -460,8 +461,8 @@ static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, 
 	data_offset = UNICODE_ASCII(state) ? off->unicode_ascii_data : off->unicode_compact_data;
 	if (data_offset == PY_OFF_NONE)
 		return -EINVAL;
-	if ((uint64_t)length > SYMBOLIZE_PY_MAX_STRING_CHARS)
-		length = SYMBOLIZE_PY_MAX_STRING_CHARS;
+	if ((uint64_t)length > max_chars)
+		length = (int64_t)max_chars;
 	raw = malloc((size_t)length * kind + 1);
 	utf8 = malloc((size_t)length * 4 + 1);
 	if (!raw || !utf8) {
@@ -494,6 +495,19 @@ static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, 
 	*text = utf8;
 	*len = out_len;
 	return 0;
+}
+
+static int read_unicode(pid_t pid, const struct py_offsets *off, uint64_t addr, char **text, size_t *len)
+{
+	return read_unicode_within(pid, off, addr, SYMBOLIZE_PY_MAX_STRING_CHARS, text, len);
+}
+
+int symbolize_py_read_str(pid_t pid, const struct py_offsets *off, uint64_t addr, size_t max_chars, char **text,
+			  size_t *len)
+{
+	if (off->string_kind != PY_STRING_UNICODE)
+		return -EINVAL;
+	return read_unicode_within(pid, off, addr, max_chars, text, len);
 }
 
 /* A bytes object (2.7 str) into a malloc'd buffer, NUL-terminated; at most max_len bytes. */
@@ -652,6 +666,31 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 		err = 0;
 	}
 	return err;
+}
+
+int symbolize_py_code_checksum(pid_t pid, const struct py_offsets *off, uint64_t code_addr, uint32_t *checksum)
+{
+	uint8_t object[SYMBOLIZE_PY_MAX_CODE_READ];
+	size_t span = code_read_span(off);
+	uint32_t name_offset = py_code_shown_name(off);
+	uint64_t filename_identity, name_identity;
+	int err;
+
+	if (span > sizeof(object) || !field_in(off->code_argcount, 4, span) ||
+	    !field_in(off->code_firstlineno, 4, span) || !field_in(off->code_filename, 8, span) ||
+	    !field_in(name_offset, 8, span))
+		return -EINVAL;
+	err = target_mem_read(pid, code_addr, object, span);
+	if (err == 0)
+		err = read_string_identity(pid, off, pointer_at(object, off->code_filename), &filename_identity);
+	if (err == 0)
+		err = read_string_identity(pid, off, pointer_at(object, name_offset), &name_identity);
+	if (err < 0)
+		return err;
+	*checksum = py_code_checksum(int_at(object, off->code_firstlineno), int_at(object, off->code_argcount),
+				     pointer_at(object, off->code_filename), pointer_at(object, name_offset),
+				     filename_identity, name_identity);
+	return 0;
 }
 
 /* The byte offset into the code of the instruction, or -1 if the frame has not started. */

@@ -55,6 +55,16 @@ void symbolize_py_cache_free(struct symbolize_py_cache *cache);
 int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const struct py_proc_config *config,
 		  uint64_t code_addr, uint32_t checksum, uint32_t instr_offset, struct pf_frame *frame);
 
+/*
+ * The checksum BPF would send for the live code object at code_addr (py_code_checksum), for
+ * frames read by userspace (a suspended coroutine's): 0, or a read error, -EINVAL.
+ */
+int symbolize_py_code_checksum(pid_t pid, const struct py_offsets *off, uint64_t code_addr, uint32_t *checksum);
+/* A 3.x str of the target as UTF-8 in a malloc'd buffer, at most max_chars of it (a longer one is
+ * cut): 0, a read error, -EINVAL (not a compact str, or 2.7), -ENOMEM. */
+int symbolize_py_read_str(pid_t pid, const struct py_offsets *off, uint64_t addr, size_t max_chars, char **text,
+			  size_t *len);
+
 /* The process is gone or was replaced (exec): drop its entries. Frames filled before stay valid. */
 void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid);
 /*

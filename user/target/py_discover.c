@@ -288,6 +288,9 @@ static int configure_from_debug_offsets(struct discovery *d, const uint8_t *blob
 		err = py_gil_layout_from_debug(blob, len, &layouts->gil, reason, sizeof(reason));
 	if (!err)
 		err = py_gc_layout_from_debug(blob, len, &layouts->gc, reason, sizeof(reason));
+	/* 3.13 gives no coroutine layouts: tasks are not read there */
+	if (!err && py_asyncio_layout_from_debug(blob, len, &target->asyncio, reason, sizeof(reason)))
+		target->asyncio = (struct py_asyncio_layout){ .known = false };
 	if (err)
 		return errbuf_format(d->err_text, d->err_len, err == -ENOTSUP ? -ENOTSUP : -ENOEXEC,
 				     "pid %d: %s: %s", (int)d->pid, d->runtime_path, reason);
@@ -496,6 +499,59 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 	return locate_gil(d, &layouts.gil, main_interp, target);
 }
 
+/* The module's offsets from a file that carries them: the config then has BPF read the running task. */
+static bool take_asyncio_module(struct py_target *target, const struct py_runtime_file *file)
+{
+	if (!file->has_asyncio_debug ||
+	    py_asyncio_layout_add_module(&target->asyncio, file->asyncio_debug, PY_ASYNCIO_DEBUG_WORDS))
+		return false;
+	target->config.tstate_running_task = target->asyncio.tstate_running_task;
+	target->config.flags |= PY_PROC_HAS_ASYNCIO;
+	return true;
+}
+
+/* "_asyncio.cpython-314-x86_64-linux-gnu.so", "_asyncio.so": the extension of a shared build. */
+static bool is_asyncio_extension(const char *path)
+{
+	return !strncmp(proc_maps_basename(path), "_asyncio.", strlen("_asyncio."));
+}
+
+static int find_asyncio_module(struct py_runtime_file_cache *cache, const struct proc_maps *maps,
+			       struct py_target *target)
+{
+	int err = -ENOENT;
+
+	for (size_t i = 0; i < maps->count; i++) {
+		const struct proc_map *map = &maps->maps[i];
+		struct py_runtime_file file;
+
+		if (!is_code_of_file(map) || !is_asyncio_extension(map->path))
+			continue;
+		err = py_runtime_file_lookup(cache, target->pid, map, &file);
+		if (err)
+			continue;
+		return take_asyncio_module(target, &file) ? 0 : -ENOENT;
+	}
+	return err;
+}
+
+int py_discover_asyncio(struct py_runtime_file_cache *cache, struct py_target *target)
+{
+	struct proc_maps maps;
+	int err;
+
+	if (target->asyncio.ob_type == 0)
+		return -ENOTSUP;
+	if (target->asyncio.known)
+		return 0;
+	err = proc_maps_read(target->pid, &maps);
+	if (err)
+		return err;
+	err = find_asyncio_module(cache, &maps, target);
+	proc_maps_free(&maps);
+	return err;
+}
+
 int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, size_t err_len)
 {
 	return py_discover_runtime_cached(NULL, pid, target, err_text, err_len);
@@ -521,6 +577,9 @@ int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, s
 	err = open_runtime_elf(&d);
 	if (!err)
 		err = describe_runtime(&d, target);
+	/* built into the runtime (3.15), or its extension already mapped (3.14 with asyncio imported) */
+	if (!err && target->asyncio.ob_type && !take_asyncio_module(target, &d.file))
+		(void)find_asyncio_module(cache, &maps, target);
 	proc_maps_free(&maps);
 	return err;
 }

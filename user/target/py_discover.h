@@ -18,6 +18,9 @@ struct py_target {
 	struct proc_file_id runtime_file; /* the ELF holding _PyRuntime / interp_head */
 	unsigned major, minor, micro;
 	struct py_proc_config config;  /* ready to store in the BPF proc_configs map */
+	/* 3.14+: how its asyncio tasks are read; known once the _asyncio module's offsets are
+	 * found (built into the runtime, or its extension mapped: py_discover_asyncio) */
+	struct py_asyncio_layout asyncio;
 };
 
 struct py_runtime_file_cache;
@@ -33,5 +36,13 @@ int py_discover_runtime(pid_t pid, struct py_target *target, char *err_text, siz
  * every executable file mapping is asked whether it holds the runtime, whatever its name. */
 int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, struct py_target *target,
 			       char *err_text, size_t err_len);
+
+/*
+ * A 3.14+ target whose asyncio offsets are not known yet (its _asyncio extension was not
+ * mapped at discovery): looks for the extension among its mappings now. 0 when they became
+ * known (target->asyncio and the config's PY_PROC_HAS_ASYNCIO set: store the config again),
+ * -ENOENT while the module is not mapped, or the lookup's error.
+ */
+int py_discover_asyncio(struct py_runtime_file_cache *cache, struct py_target *target);
 
 #endif

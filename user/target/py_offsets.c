@@ -99,6 +99,16 @@ enum debug_field {
 	DBG_GC_COLLECTING,
 	DBG_TSTATE_GIL_REQUESTED,
 	DBG_TSTATE_STATUS,
+	DBG_PYOBJECT_OB_TYPE,
+	DBG_TYPE_TP_FLAGS,
+	DBG_FRAME_STACKPOINTER,
+	DBG_GEN_IFRAME,
+	DBG_GEN_FRAME_STATE,
+	DBG_SET_USED,
+	DBG_SET_TABLE,
+	DBG_SET_MASK,
+	DBG_LONG_LV_TAG,
+	DBG_LONG_OB_DIGIT,
 	DBG_FIELD_COUNT,
 };
 struct debug_layout {
@@ -366,4 +376,90 @@ int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_
 			    size_t err_len)
 {
 	return layout_from_debug(debug_offsets, len, gc_from_decoded, out, err_text, err_len);
+}
+
+/* No object the task reader looks at is anywhere near this large. */
+#define ASYNCIO_OBJECT_LIMIT 4096u
+
+static void asyncio_from_decoded(const struct debug_decoded *dec, void *layout)
+{
+	const uint64_t *v = dec->value;
+	struct py_asyncio_layout *out = layout;
+	const enum debug_field needed[] = { DBG_PYOBJECT_OB_TYPE, DBG_TYPE_TP_FLAGS, DBG_FRAME_STACKPOINTER,
+					    DBG_GEN_IFRAME, DBG_GEN_FRAME_STATE, DBG_SET_USED, DBG_SET_TABLE,
+					    DBG_SET_MASK, DBG_LONG_LV_TAG, DBG_LONG_OB_DIGIT };
+
+	*out = (struct py_asyncio_layout){ .known = false };
+	for (size_t i = 0; i < ARRAY_SIZE(needed); i++)
+		if (!dec->present[needed[i]] || v[needed[i]] >= ASYNCIO_OBJECT_LIMIT)
+			return;
+	*out = (struct py_asyncio_layout){
+		.ob_type = (uint32_t)v[DBG_PYOBJECT_OB_TYPE],
+		.tp_flags = (uint32_t)v[DBG_TYPE_TP_FLAGS],
+		.gen_iframe = (uint32_t)v[DBG_GEN_IFRAME],
+		.gen_frame_state = (uint32_t)v[DBG_GEN_FRAME_STATE],
+		.frame_executable = (uint32_t)v[DBG_FRAME_EXECUTABLE],
+		.frame_instr_ptr = (uint32_t)v[DBG_FRAME_INSTR_PTR],
+		.frame_stackpointer = (uint32_t)v[DBG_FRAME_STACKPOINTER],
+		.set_used = (uint32_t)v[DBG_SET_USED],
+		.set_table = (uint32_t)v[DBG_SET_TABLE],
+		.set_mask = (uint32_t)v[DBG_SET_MASK],
+		.long_lv_tag = (uint32_t)v[DBG_LONG_LV_TAG],
+		.long_ob_digit = (uint32_t)v[DBG_LONG_OB_DIGIT],
+		.code_ptr_mask = dec->minor >= 14 ? ~STACKREF_TAG_MASK : ~0ull,
+		/* 3.14: CREATED -3, SUSPENDED -2, SUSPENDED_YIELD_FROM -1; 3.15: CREATED 0, SUSPENDED 1,
+		 * SUSPENDED_YIELD_FROM 2, SUSPENDED_YIELD_FROM_LOCKED 3, and SEND keeps the awaited object
+		 * one slot deeper */
+		.state_yield_from_low = dec->minor >= 15 ? 2 : -1,
+		.state_yield_from_high = dec->minor >= 15 ? 3 : -1,
+		.state_created = dec->minor >= 15 ? 0 : -3,
+		.awaited_slot = dec->minor >= 15 ? 2 : 1,
+	};
+}
+
+int py_asyncio_layout_from_debug(const void *debug_offsets, size_t len, struct py_asyncio_layout *out,
+				 char *err_text, size_t err_len)
+{
+	return layout_from_debug(debug_offsets, len, asyncio_from_decoded, out, err_text, err_len);
+}
+
+/* The AsyncioDebug words, in CPython's order (py_runtime_file.h). */
+enum asyncio_word {
+	AW_TASK_SIZE, AW_TASK_NAME, AW_TASK_AWAITED_BY, AW_TASK_IS_TASK, AW_TASK_AWAITED_BY_IS_SET, AW_TASK_CORO,
+	AW_TASK_NODE, AW_INTERP_SIZE, AW_INTERP_TASKS_HEAD, AW_TSTATE_SIZE, AW_TSTATE_RUNNING_LOOP,
+	AW_TSTATE_RUNNING_TASK, AW_TSTATE_TASKS_HEAD, AW_COUNT,
+};
+
+int py_asyncio_layout_add_module(struct py_asyncio_layout *layout, const uint64_t *words, size_t count)
+{
+	const enum asyncio_word pointers[] = { AW_TASK_NAME, AW_TASK_AWAITED_BY, AW_TASK_CORO };
+	const enum asyncio_word flags[] = { AW_TASK_IS_TASK, AW_TASK_AWAITED_BY_IS_SET };
+	uint64_t task_size;
+
+	if (count < AW_COUNT || layout->ob_type == 0)
+		return -EINVAL;
+	task_size = words[AW_TASK_SIZE];
+	if (task_size == 0 || task_size > ASYNCIO_OBJECT_LIMIT || words[AW_TSTATE_SIZE] > DEBUG_OFFSET_LIMIT ||
+	    words[AW_TSTATE_RUNNING_TASK] + 8 > words[AW_TSTATE_SIZE] ||
+	    words[AW_TSTATE_TASKS_HEAD] + 16 > words[AW_TSTATE_SIZE] || words[AW_INTERP_SIZE] > DEBUG_OFFSET_LIMIT ||
+	    words[AW_INTERP_TASKS_HEAD] + 16 > words[AW_INTERP_SIZE] || words[AW_TASK_NODE] + 16 > task_size)
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(pointers); i++)
+		if (words[pointers[i]] + 8 > task_size)
+			return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
+		if (words[flags[i]] + 1 > task_size)
+			return -EINVAL;
+	layout->task_size = (uint32_t)task_size;
+	layout->task_name = (uint32_t)words[AW_TASK_NAME];
+	layout->task_awaited_by = (uint32_t)words[AW_TASK_AWAITED_BY];
+	layout->task_is_task = (uint32_t)words[AW_TASK_IS_TASK];
+	layout->task_awaited_by_is_set = (uint32_t)words[AW_TASK_AWAITED_BY_IS_SET];
+	layout->task_coro = (uint32_t)words[AW_TASK_CORO];
+	layout->tstate_running_task = (uint32_t)words[AW_TSTATE_RUNNING_TASK];
+	layout->task_node = (uint32_t)words[AW_TASK_NODE];
+	layout->tstate_tasks_head = (uint32_t)words[AW_TSTATE_TASKS_HEAD];
+	layout->interp_tasks_head = (uint32_t)words[AW_INTERP_TASKS_HEAD];
+	layout->known = true;
+	return 0;
 }

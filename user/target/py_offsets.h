@@ -8,6 +8,7 @@
 #ifndef PYBPFPROF_USER_PY_OFFSETS_H
 #define PYBPFPROF_USER_PY_OFFSETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,28 @@ struct py_gc_layout {
 	uint32_t collecting;
 };
 
+/*
+ * What reading asyncio tasks out of a 3.14+ target takes: the _asyncio module's TaskObj and
+ * thread-state fields (its AsyncioDebug section, py_runtime_file.h's PY_ASYNCIO_DEBUG_WORDS)
+ * and the generic object layouts of _Py_DebugOffsets. known: every field below is set.
+ */
+struct py_asyncio_layout {
+	bool known;
+	uint32_t task_size, task_name, task_awaited_by, task_is_task, task_awaited_by_is_set, task_coro;
+	uint32_t tstate_running_task;
+	uint32_t task_node, tstate_tasks_head, interp_tasks_head; /* the lists of a thread's / an interpreter's tasks */
+	uint32_t ob_type, tp_flags;
+	uint32_t gen_iframe, gen_frame_state;
+	uint32_t frame_executable, frame_instr_ptr, frame_stackpointer;
+	uint32_t set_used, set_table, set_mask;
+	uint32_t long_lv_tag, long_ob_digit;
+	uint64_t code_ptr_mask;
+	/* gi_frame_state values (pycore_frame.h, renumbered in 3.15): a coroutine suspended in an
+	 * await, whose awaited object is at stackpointer[-awaited_slot]; and one never started */
+	int8_t state_yield_from_low, state_yield_from_high, state_created;
+	uint8_t awaited_slot;
+};
+
 /* The sizeof(_Py_DebugOffsets) of the largest layout known: read at least this much. */
 #define PY_DEBUG_OFFSETS_MAX_SIZE 1024u
 #define PY_DEBUG_OFFSETS_COOKIE "xdebugpy"
@@ -76,5 +99,15 @@ int py_gil_layout_from_debug(const void *debug_offsets, size_t len, struct py_gi
 /* The GC layout from the same blob; PY_GC_UNKNOWN if it gives none. Same errors. */
 int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_layout *out, char *err_text,
 			    size_t err_len);
+
+/*
+ * The object layouts of a py_asyncio_layout from a _Py_DebugOffsets blob (3.14+; known stays
+ * false until py_asyncio_layout_add_module gives the module's part). Same errors as above.
+ */
+int py_asyncio_layout_from_debug(const void *debug_offsets, size_t len, struct py_asyncio_layout *out,
+				 char *err_text, size_t err_len);
+/* The _asyncio module's part from its AsyncioDebug words (words[count]); sets known when the
+ * whole layout is plausible. 0, or -EINVAL for offsets that do not fit their objects. */
+int py_asyncio_layout_add_module(struct py_asyncio_layout *layout, const uint64_t *words, size_t count);
 
 #endif

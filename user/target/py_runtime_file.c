@@ -183,6 +183,19 @@ static void find_version(const struct elf_file *elf, struct py_runtime_file *out
 	out->has_micro = true;
 }
 
+/* The _asyncio module's offsets, where the file carries them (whatever its verdict). */
+static void find_asyncio_debug(const struct elf_file *elf, struct py_runtime_file *out)
+{
+	const void *data;
+	size_t len;
+
+	if (elf_file_section_data(elf, PY_ASYNCIO_DEBUG_SECTION, &data, &len) ||
+	    len < sizeof(out->asyncio_debug))
+		return;
+	memcpy(out->asyncio_debug, data, sizeof(out->asyncio_debug));
+	out->has_asyncio_debug = true;
+}
+
 void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -193,6 +206,7 @@ void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file 
 		return;
 	}
 	find_runtime_symbols(elf, &out->sym);
+	find_asyncio_debug(elf, out);
 	if (out->sym.has_runtime || out->sym.has_interp_head) {
 		out->verdict = PY_RUNTIME_HERE;
 		/* 3.11+ say their version in memory (Py_Version, _Py_DebugOffsets) */
@@ -218,7 +232,9 @@ void py_runtime_file_to_wire(const struct py_runtime_file *file, struct parser_p
 		.runtime = sym->runtime, .interp_head = sym->interp_head, .py_version = sym->py_version,
 		.gil_last_holder = sym->gil_last_holder, .gil_locked = sym->gil_locked,
 		.current_tstate = sym->current_tstate, .gc_collecting = sym->gc_collecting,
+		.has_asyncio_debug = file->has_asyncio_debug,
 	};
+	memcpy(wire->asyncio_debug, file->asyncio_debug, sizeof(wire->asyncio_debug));
 }
 
 static bool is_flag(uint8_t value)
@@ -229,7 +245,8 @@ static bool is_flag(uint8_t value)
 int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_runtime_file *file)
 {
 	const uint8_t flags[] = { wire->has_micro, wire->has_runtime, wire->has_interp_head, wire->has_py_version,
-				  wire->has_static_gil, wire->has_current_tstate, wire->has_gc_collecting };
+				  wire->has_static_gil, wire->has_current_tstate, wire->has_gc_collecting,
+				  wire->has_asyncio_debug };
 
 	if (wire->verdict > PY_RUNTIME_HERE || (wire->unread && wire->unread != -ENOEXEC && wire->unread != -EFBIG) ||
 	    (wire->unread && wire->verdict != PY_RUNTIME_NONE) || wire->major > 99 || wire->minor > 999 ||
@@ -249,7 +266,9 @@ int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_ru
 			.gil_last_holder = wire->gil_last_holder, .gil_locked = wire->gil_locked,
 			.current_tstate = wire->current_tstate, .gc_collecting = wire->gc_collecting,
 		},
+		.has_asyncio_debug = wire->has_asyncio_debug,
 	};
+	memcpy(file->asyncio_debug, wire->asyncio_debug, sizeof(file->asyncio_debug));
 	return 0;
 }
 

@@ -46,8 +46,20 @@ struct py_runtime_symbols {
 	uint64_t gc_collecting;    /* 2.7 / 3.6: gcmodule.c's static collecting */
 };
 
+/*
+ * The words of CPython's _Py_AsyncioModuleDebugOffsets (3.14+, the ".AsyncioDebug" section of
+ * the file holding the _asyncio module: the runtime where it is built in, else its extension):
+ * task object (size, task_name, task_awaited_by, task_is_task, task_awaited_by_is_set,
+ * task_coro, task_node), interpreter state (size, asyncio_tasks_head), thread state (size,
+ * asyncio_running_loop, asyncio_running_task, asyncio_tasks_head).
+ */
+#define PY_ASYNCIO_DEBUG_WORDS 13u
+#define PY_ASYNCIO_DEBUG_SECTION ".AsyncioDebug"
+
 struct py_runtime_file {
 	enum py_runtime_verdict verdict;
+	bool has_asyncio_debug;          /* any verdict: the file carries the _asyncio module's offsets */
+	uint64_t asyncio_debug[PY_ASYNCIO_DEBUG_WORDS];
 	struct py_runtime_symbols sym;   /* with PY_RUNTIME_HERE */
 	/* The version the file itself names (its SONAME, its PY_VERSION string), never its path:
 	 * what tells 2.7 and 3.6-3.10 apart (3.11+ have Py_Version). 0.0: unknown. */

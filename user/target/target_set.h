@@ -48,7 +48,15 @@ struct target {
 	uint64_t python_samples;        /* ... of which while it ran Python (READY): not a launcher's shell */
 	uint64_t exited_ms;             /* when a sweep first found it gone (0: not yet) */
 	unsigned late_looks;            /* looks left at a process not Python yet (TARGET_SET_LATE_LOOKS) */
+	uint64_t asyncio_looked_ns;     /* a record's time when its maps were last searched for _asyncio */
+	uint64_t asyncio_look_ns;       /* and how long until the next search (doubles) */
 };
+
+/* A 3.14+ target whose _asyncio extension was not mapped is looked at again after the first of
+ * these, twice as long each time up to the last: an application imports asyncio as it starts,
+ * and a process that never does costs one read of its maps every few seconds. */
+#define TARGET_ASYNCIO_LOOK_FIRST_NS (50ull * 1000 * 1000)
+#define TARGET_ASYNCIO_LOOK_LAST_NS (5000ull * 1000 * 1000)
 
 /*
  * A process that has just exec'd something that is not Python may load libpython later with

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: MIT
+/*
+ * asyncio task-aware stacks on real interpreters (3.14+, which publish the _asyncio module's
+ * layout): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup and a
+ * plain await chain, each CPU-bound in a coroutine of its own; the profile must read root to
+ * leaf as the tasks awaiting one another, "<task NAME>" then the task's coroutines, with the
+ * event loop's frames gone (kept with --async-plumbing). A hostile target (an awaited_by cycle,
+ * a task name whose length field is absurd) must do no harm.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "formats/format_registry.h"
+#include "profile/profile.h"
+
+#define MAX_PYTHONS 32
+/* Shares of the CPU-bound samples that must read as their task chain: the rest are samples of a
+ * task that finished before its record was drained, or taken while its chain was being set up. */
+#define CHAIN_SHARE_MIN 0.8
+
+static struct test_python pythons[MAX_PYTHONS];
+static size_t python_count;
+static const char *const async_labels[] = { "3.14", "3.15" };
+
+/* The samples, by weight, of a collapsed profile: those whose stack holds `part`, and of those the
+ * ones that also hold every one of `wanted` in this order. */
+struct chain_count {
+	unsigned long long with_part, in_chain;
+};
+
+/* Whether the text holds each of wanted in order (NULL-terminated). */
+static bool holds_in_order(const char *text, const char *const *wanted)
+{
+	for (size_t i = 0; wanted[i]; i++) {
+		const char *found = strstr(text, wanted[i]);
+
+		if (!found)
+			return false;
+		text = found + strlen(wanted[i]);
+	}
+	return true;
+}
+
+static struct chain_count count_chain(const char *path, const char *part, const char *const *wanted)
+{
+	struct chain_count count = { 0, 0 };
+	FILE *file = fopen(path, "r");
+	char *line = NULL;
+	size_t room = 0;
+
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (getline(&line, &room, file) > 0) {
+		char *weight = strrchr(line, ' ');
+		unsigned long long value;
+
+		if (!weight)
+			continue;
+		*weight = 0;
+		value = strtoull(weight + 1, NULL, 10);
+		if (!strstr(line, part))
+			continue;
+		count.with_part += value;
+		if (holds_in_order(line, wanted))
+			count.in_chain += value;
+	}
+	free(line);
+	fclose(file);
+	return count;
+}
+
+static void assert_chain_share(const char *label, const char *path, const char *part, const char *const *wanted)
+{
+	struct chain_count count = count_chain(path, part, wanted);
+
+	print_message("%s: %s: %llu of %llu us in the task chain\n", label, part, count.in_chain, count.with_part);
+	if (count.with_part == 0)
+		fail_msg("%s: %s: no sample of %s", label, path, part);
+	if ((double)count.in_chain < CHAIN_SHARE_MIN * (double)count.with_part)
+		fail_msg("%s: %s: only %llu of %llu us of %s under its task chain", label, path, count.in_chain,
+			 count.with_part, part);
+}
+
+/* Weight of the samples holding both a and b (b NULL: a alone). */
+static unsigned long long weight_holding(const char *path, const char *a, const char *b)
+{
+	const char *const wanted[] = { a, b, NULL };
+
+	return count_chain(path, a, wanted).in_chain;
+}
+
+/* pybpfprof -p PID for seconds into a collapsed file (extra: an option or ""). */
+static void record_collapsed(const char *label, pid_t pid, const char *extra, const char *path)
+{
+	char command[PATH_MAX * 2], err[4096], *argv[32];
+	int status;
+
+	FORMAT(command, "%s -q %s -p %d -d 2.5 -o %s", pybpfprof_binary(), extra, (int)pid, path);
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", label, status, err);
+}
+
+static const char *const gathered_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":gather_round:",
+					      "<asyncio>:<task gathered-", ":gathered_worker:",
+					      ":crunch_gathered:", NULL };
+static const char *const grouped_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":group_round:",
+					     "TaskGroup._aexit:", "<asyncio>:<task grouped-", ":grouped_worker:",
+					     ":crunch_grouped:", NULL };
+static const char *const await_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":chain_top:",
+					   ":chain_middle:", ":chain_leaf:", NULL };
+
+static void task_stacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char hidden[PATH_MAX], shown[PATH_MAX];
+
+	FORMAT(hidden, "%s/async-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(shown, "%s/async-plumbing-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	record_collapsed(python->label, target.pid, "", hidden);
+	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
+	test_stop_target(&target);
+
+	assert_chain_share(python->label, hidden, ":crunch_gathered:", gathered_chain);
+	assert_chain_share(python->label, hidden, ":crunch_grouped:", grouped_chain);
+	assert_chain_share(python->label, hidden, ":chain_leaf:", await_chain);
+	/* both gathered tasks and both grouped ones by name */
+	assert_true(weight_holding(hidden, "<task gathered-a>", ":crunch_gathered:") > 0);
+	assert_true(weight_holding(hidden, "<task gathered-b>", ":crunch_gathered:") > 0);
+	assert_true(weight_holding(hidden, "<task grouped-a>", ":crunch_grouped:") > 0);
+	assert_true(weight_holding(hidden, "<task grouped-b>", ":crunch_grouped:") > 0);
+	/* the loop's plumbing: gone above a task chain by default, kept above it on request */
+	assert_int_equal(weight_holding(hidden, "_run_once:", "<task "), 0);
+	assert_int_equal(weight_holding(hidden, "Handle._run:", "<task "), 0);
+	assert_chain_share(python->label, shown, ":crunch_gathered:",
+			   (const char *const[]){ ":BaseEventLoop.run_forever:", ":BaseEventLoop._run_once:",
+						  ":Handle._run:", "<task Task-1>", ":gather_round:",
+						  "<task gathered-", ":crunch_gathered:", NULL });
+}
+
+/* Occurrences of needle in the stack lines of path holding part, the most in one line. */
+static size_t most_in_a_line(const char *path, const char *part, const char *needle)
+{
+	FILE *file = fopen(path, "r");
+	char *line = NULL;
+	size_t room = 0, most = 0;
+
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (getline(&line, &room, file) > 0) {
+		size_t count = 0;
+
+		if (!strstr(line, part))
+			continue;
+		for (const char *at = strstr(line, needle); at; at = strstr(at + 1, needle))
+			count++;
+		if (count > most)
+			most = count;
+	}
+	free(line);
+	fclose(file);
+	return most;
+}
+
+/*
+ * A target (as nobody) whose tasks' awaited_by links form cycles, a chain of 100 tasks or point at
+ * unmapped memory, and whose task name's length field claims 2**40 characters: the profiler runs
+ * to its end and each spinning task's stack reads as far as its chain is sound and bounded, the
+ * name cut.
+ */
+static void hostile_tasks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char path[PATH_MAX], name[300] = "<task ";
+
+	if (strcmp(python->kind, "chroot") != 0)
+		skip();
+	FORMAT(path, "%s/async-hostile-%s.collapsed", test_tmpdir(), python->label);
+	setenv("PYBPFPROF_RUN_AS_NOBODY", "1", 1);
+	target.pid = test_start_ready_script(python, "async_hostile.py", "", &target.out_fd);
+	unsetenv("PYBPFPROF_RUN_AS_NOBODY");
+	record_collapsed(python->label, target.pid, "", path);
+	test_stop_target(&target);
+
+	/* two tasks awaiting each other: each once, the awaiting one outermost */
+	assert_true(weight_holding(path, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-a>"), 1);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-b>"), 1);
+	/* a task awaiting itself, one awaited by unmapped memory: themselves alone */
+	assert_true(weight_holding(path, "<asyncio>:<task itself>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task itself>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task unmapped>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task unmapped>", "<task "), 1);
+	/* a chain of 100 tasks: its 32 innermost */
+	assert_true(weight_holding(path, "<asyncio>:<task deep-31>:0;", "<asyncio>:<task deep-0>:0;") > 0);
+	assert_int_equal(most_in_a_line(path, "<task deep-0>", "<task "), 32);
+	/* the name claiming 2**40 characters: its first 256 */
+	for (int i = 0; i < 64; i++)
+		strcat(name, "huge");
+	strcat(name, ">:0;");
+	assert_true(weight_holding(path, name, ":spin_forever:") > 0);
+}
+
+/*
+ * `stacks PID` shows the event loop's task tree: which task awaits which, where each is suspended
+ * (the JSON checked by tests/scripts/async_tree_check.py), and the text names them. The script
+ * spends a fifth of its time in a round without child tasks: a few looks find a tree.
+ */
+static void stacks_task_tree(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char json[PATH_MAX], command[PATH_MAX * 2 + 64], verdict[256] = "", text[65536], err[4096];
+	bool tree = false;
+
+	FORMAT(json, "%s/async-tree-%s.json", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	for (int look = 0; look < 20 && !tree; look++) {
+		FILE *check;
+
+		FORMAT(command, "%s stacks --json %d > %s", pybpfprof_binary(), (int)target.pid, json);
+		assert_int_equal(system(command), 0);
+		FORMAT(command, "python3 %s/tests/scripts/async_tree_check.py %s", test_source_dir(), json);
+		check = popen(command, "r");
+		assert_non_null(check);
+		if (!fgets(verdict, sizeof(verdict), check))
+			verdict[0] = 0;
+		assert_int_equal(pclose(check), 0);
+		print_message("%s: look %d: %s", python->label, look, verdict);
+		tree = strncmp(verdict, "tree", 4) == 0;
+	}
+	{
+		char pid_text[16];
+		char *argv[] = { (char *)pybpfprof_binary(), "stacks", pid_text, NULL };
+
+		FORMAT(pid_text, "%d", (int)target.pid);
+		assert_int_equal(run_capture_both(argv, text, sizeof(text), err, sizeof(err)), 0);
+	}
+	test_stop_target(&target);
+	if (!tree)
+		fail_msg("%s: no look at the tasks found the script's tree (last: %s)", python->label, verdict);
+	if (!strstr(text, "asyncio tasks") || !strstr(text, "(T) Task-1"))
+		fail_msg("%s: stacks printed no task tree:\n%s", python->label, text);
+}
+
+/* Weight of the stack lines of path whose stack ends with leaf (its last frame's "file:function:"). */
+static unsigned long long weight_ending(const char *path, const char *holding, const char *leaf)
+{
+	FILE *file = fopen(path, "r");
+	unsigned long long weight = 0;
+	char *line = NULL;
+	size_t room = 0;
+
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (getline(&line, &room, file) > 0) {
+		char *space = strrchr(line, ' '), *last;
+
+		if (!space)
+			continue;
+		*space = 0;
+		last = strrchr(line, ';');
+		last = last ? last + 1 : line;
+		if (strstr(line, holding) && strstr(last, leaf))
+			weight += strtoull(space + 1, NULL, 10);
+	}
+	free(line);
+	fclose(file);
+	return weight;
+}
+
+/*
+ * Wall mode with --async-mode all: each task that is not running is a sample of where it is
+ * suspended, under the tasks awaiting it (without it, threads only: none under a waiting task). The script's workers crunch one after the other: while one does, the
+ * other is suspended in asyncio.sleep (or not started yet), and the main task in the round.
+ */
+static void wall_pending_tasks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char path[PATH_MAX];
+
+	FORMAT(path, "%s/async-wall-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	record_collapsed(python->label, target.pid, "--mode wall --async-mode all", path);
+	test_stop_target(&target);
+
+	/* a worker waiting in sleep while its sibling crunches: under its task and the main one */
+	assert_true(weight_holding(path, "<asyncio>:<task Task-1>:0;", "<asyncio>:<task gathered-") > 0);
+	assert_true(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:") > 0);
+	assert_true(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:") > 0);
+	/* the main task itself, suspended in its round's await */
+	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", ":gather_round:") > 0);
+	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", "TaskGroup._aexit:") > 0);
+	/* a pending task is where it waits, never in the crunch its sibling runs */
+	assert_int_equal(weight_holding(path, ":sleep:", ":spin:"), 0);
+
+	/* by default (--async-mode running) threads only */
+	FORMAT(path, "%s/async-wall-running-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	record_collapsed(python->label, target.pid, "--mode wall", path);
+	test_stop_target(&target);
+	assert_true(weight_holding(path, "<task gathered-", ":crunch_gathered:") > 0);
+	assert_int_equal(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:"), 0);
+	assert_int_equal(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:"), 0);
+}
+
+/*
+ * uvloop (Debian's python3-uvloop, built for sid's 3.14, installed into the chroot by
+ * tests/pythons/sid-install.sh): the same chains, the loop's frames (C, uvloop's) gone.
+ */
+static void uvloop_task_stacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char path[PATH_MAX], shown[PATH_MAX], command[PATH_MAX + 64];
+	struct test_target target;
+
+	if (strcmp(python->kind, "chroot") != 0)
+		skip();
+	FORMAT(command, "%s/tests/pythons/sid-install.sh python3-uvloop", test_source_dir());
+	if (system(command) != 0) {
+		print_message("%s: python3-uvloop could not be installed in the sid chroot, skipped\n", python->label);
+		skip();
+	}
+	FORMAT(path, "%s/async-uvloop-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(shown, "%s/async-uvloop-plumbing-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60 0.25 uvloop", &target.out_fd);
+	record_collapsed(python->label, target.pid, "", path);
+	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
+	test_stop_target(&target);
+
+	assert_chain_share(python->label, path, ":crunch_gathered:", gathered_chain);
+	assert_chain_share(python->label, path, ":crunch_grouped:", grouped_chain);
+	assert_chain_share(python->label, path, ":chain_leaf:", await_chain);
+	/* uvloop's own loop, in C around libuv, runs the tasks: above the chain only when kept */
+	assert_true(weight_holding(shown, "uv_run_[n]", "<asyncio>:<task Task-1>:0;") > 0);
+	assert_int_equal(weight_holding(path, "uv_run_[n]", "<task "), 0);
+	assert_int_equal(weight_holding(path, "runners.py:", "<task "), 0);
+}
+
+/*
+ * A launched program imports asyncio after the profiler found its runtime: on 3.14, whose
+ * _asyncio is an extension mapped at that import, its tasks are recognized once it is mapped.
+ */
+static void launched_task_stacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char path[PATH_MAX], command[PATH_MAX * 3], err[4096], *argv[32];
+	struct chain_count count;
+	int status;
+
+	FORMAT(path, "%s/async-launched-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(command, "%s -q -o %s -- %s %s/tests/scripts/async_tasks.py 4", pybpfprof_binary(), path,
+	       python->command, test_source_dir());
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+	/* the start-up before the module is found may miss its chains: half of the run at least */
+	count = count_chain(path, ":crunch_gathered:", gathered_chain);
+	print_message("%s: launched: %llu of %llu us of crunch_gathered in its chain\n", python->label,
+		      count.in_chain, count.with_part);
+	assert_true(count.with_part > 0);
+	assert_true(2 * count.in_chain >= count.with_part);
+	assert_true(weight_holding(path, "<task grouped-", ":crunch_grouped:") > 0);
+}
+
+int main(void)
+{
+	const struct test_per_python kinds[] = {
+		{ "task_stacks_", task_stacks },
+		{ "hostile_tasks_", hostile_tasks },
+		{ "stacks_task_tree_", stacks_task_tree },
+		{ "wall_pending_tasks_", wall_pending_tasks },
+		{ "launched_task_stacks_", launched_task_stacks },
+	};
+	static const char *const uvloop_labels[] = { "3.14" };
+	const struct test_per_python uvloop_kinds[] = {
+		{ "uvloop_task_stacks_", uvloop_task_stacks },
+	};
+	int failed;
+
+	python_count = test_pythons(pythons, MAX_PYTHONS);
+	failed = test_run_per_python("async_tasks", async_labels, sizeof(async_labels) / sizeof(async_labels[0]), kinds,
+				     sizeof(kinds) / sizeof(kinds[0]));
+	return failed + test_run_per_python("async_uvloop", uvloop_labels, 1, uvloop_kinds, 1);
+}

@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: MIT
+#include "symbolize/async_tasks.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/symbolize_py.h"
+#include "target/target_mem.h"
+#include "util/intern.h"
+#include "util/hash.h"
+
+/* Py_TPFLAGS_LONG_SUBCLASS / Py_TPFLAGS_UNICODE_SUBCLASS (every 3.x). */
+#define TPFLAGS_LONG_SUBCLASS (1ull << 24)
+#define TPFLAGS_UNICODE_SUBCLASS (1ull << 28)
+/* 3.12+ ints: lv_tag holds the digit count above its three low bits (sign and flags). */
+#define LONG_DIGIT_COUNT(tag) ((tag) >> 3)
+#define LONG_DIGIT_BITS 30
+/* A _PyStackRef's tag bits (3.14+): the object is the rest. */
+#define STACKREF_TAG_BITS 3ull
+/* Set slots looked at for an awaiting task: gather and TaskGroup add one task. */
+#define AWAITED_BY_SLOTS 64
+/* The generator and its embedded frame, up to the last field read. */
+#define GEN_READ_MAX 512u
+
+/* What a task object holds that its chain depends on. */
+struct task_fields {
+	uint64_t name, awaited_by, coro;
+	uint8_t is_task, awaited_by_is_set;
+};
+
+/* The innermost coroutine of a suspended chain, as read: while it stays where it is, so do
+ * the coroutines awaiting it. */
+struct innermost {
+	uint64_t gen, instr;
+	int8_t state;
+};
+
+struct chain_slot {
+	uint32_t pid;
+	uint64_t task;
+	struct task_fields fields;  /* as the chain was read */
+	uint64_t read_ns;           /* the record time it was read for */
+	struct innermost innermost; /* a pending task's: where its stack ends */
+	uint64_t used;              /* the table's clock when last looked up */
+	struct async_chain *chain;  /* malloc'd, its frames with it */
+};
+
+/* A code object's checksum as read, trusted for ASYNC_TASKS_REFRESH_NS (a freed code object's
+ * address taken by another in that time would name its frames after the first). */
+struct checksum_slot {
+	uint32_t pid, checksum;
+	uint64_t code, read_ns;
+};
+#define CHECKSUM_SLOTS 4096
+
+struct async_tasks {
+	struct checksum_slot checksums[CHECKSUM_SLOTS];
+	uint64_t now_ns;            /* the record time of the call under way */
+	struct chain_slot *slots;   /* [ASYNC_TASKS_SLOTS], by (pid, task): running tasks' chains */
+	struct chain_slot *pending; /* [ASYNC_TASKS_SLOTS] likewise: pending tasks' stacks */
+	struct intern_table names;  /* "<task NAME>" */
+	uint64_t last_chain_id;
+	uint64_t clock;             /* ticks at every slot lookup */
+	unsigned reads_left;        /* of the call under way (ASYNC_TASKS_READS_PER_CALL) */
+	struct pf_frame frames[ASYNC_TASKS_MAX_FRAMES]; /* a chain being read */
+};
+
+/* A read of target memory charged to the call under way: -E2BIG once its budget is spent. */
+static int charged_read(struct async_tasks *tasks, pid_t pid, uint64_t addr, void *buffer, size_t len)
+{
+	if (tasks->reads_left == 0)
+		return -E2BIG;
+	tasks->reads_left--;
+	return target_mem_read(pid, addr, buffer, len);
+}
+
+static int charged_u64(struct async_tasks *tasks, pid_t pid, uint64_t addr, uint64_t *value)
+{
+	return charged_read(tasks, pid, addr, value, sizeof(*value));
+}
+
+/* A public call starts with a fresh budget of reads, at the record time now_ns. */
+static void begin_call(struct async_tasks *tasks, uint64_t now_ns)
+{
+	tasks->reads_left = ASYNC_TASKS_READS_PER_CALL;
+	tasks->now_ns = now_ns;
+}
+
+struct async_tasks *async_tasks_new(void)
+{
+	struct async_tasks *tasks = calloc(1, sizeof(*tasks));
+
+	if (!tasks)
+		return NULL;
+	tasks->slots = calloc(ASYNC_TASKS_SLOTS, sizeof(*tasks->slots));
+	tasks->pending = calloc(ASYNC_TASKS_SLOTS, sizeof(*tasks->pending));
+	if (!tasks->slots || !tasks->pending) {
+		free(tasks->slots);
+		free(tasks->pending);
+		free(tasks);
+		return NULL;
+	}
+	intern_init(&tasks->names);
+	return tasks;
+}
+
+void async_tasks_free(struct async_tasks *tasks)
+{
+	if (!tasks)
+		return;
+	for (size_t i = 0; i < ASYNC_TASKS_SLOTS; i++) {
+		free(tasks->slots[i].chain);
+		free(tasks->pending[i].chain);
+	}
+	free(tasks->slots);
+	free(tasks->pending);
+	intern_free(&tasks->names);
+	free(tasks);
+}
+
+static uint64_t u64_at(const uint8_t *object, uint32_t offset)
+{
+	uint64_t value;
+
+	memcpy(&value, object + offset, sizeof(value));
+	return value;
+}
+
+static int read_task(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t addr,
+		     struct task_fields *out)
+{
+	uint8_t object[4096];
+	int err;
+
+	if (addr == 0 || layout->task_size > sizeof(object))
+		return -ENOENT;
+	err = charged_read(tasks, pid, addr, object, layout->task_size);
+	if (err)
+		return err;
+	*out = (struct task_fields){
+		.name = u64_at(object, layout->task_name),
+		.awaited_by = u64_at(object, layout->task_awaited_by),
+		.coro = u64_at(object, layout->task_coro),
+		.is_task = object[layout->task_is_task],
+		.awaited_by_is_set = object[layout->task_awaited_by_is_set],
+	};
+	if (out->is_task != 1 || out->awaited_by_is_set > 1 || out->coro == 0)
+		return -ENOENT;
+	return 0;
+}
+
+static int read_type_flags(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout,
+			   uint64_t object, uint64_t *type, uint64_t *flags)
+{
+	int err = charged_u64(tasks, pid, object + layout->ob_type, type);
+
+	if (!err)
+		err = charged_u64(tasks, pid, *type + layout->tp_flags, flags);
+	return err;
+}
+
+/* "<task NAME>" interned, or the budget's placeholder; NULL when memory is short. */
+static const char *intern_task_name(struct async_tasks *tasks, const char *name, size_t len)
+{
+	char text[ASYNC_TASKS_NAME_CHARS * 4 + 16];
+	int n = snprintf(text, sizeof(text), "<task %.*s>", (int)len, name);
+	int64_t id;
+
+	if (n < 0)
+		return NULL;
+	if ((size_t)n >= sizeof(text))
+		n = (int)sizeof(text) - 1;
+	if (tasks->names.bytes + (size_t)n > ASYNC_TASKS_MAX_NAME_BYTES && intern_find(&tasks->names, text, (size_t)n + 1) < 0)
+		return ASYNC_TASKS_NAME_OVER_BUDGET;
+	id = intern_add(&tasks->names, text, (size_t)n + 1, NULL);
+	return id < 0 ? NULL : intern_key(&tasks->names, (uint32_t)id, NULL);
+}
+
+/* A task's name: a str, or an int n for the "Task-n" CPython names it lazily. */
+static const char *task_name(struct async_tasks *tasks, const struct py_target *target, uint64_t name)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	uint64_t type = 0, flags = 0, tag = 0, digits[2] = { 0, 0 };
+	char *text = NULL, number[32];
+	const char *interned = NULL;
+	size_t len = 0;
+
+	if (name == 0 || read_type_flags(tasks, target->pid, layout, name, &type, &flags))
+		return intern_task_name(tasks, "?", 1);
+	if ((flags & TPFLAGS_UNICODE_SUBCLASS) && tasks->reads_left > 2) {
+		/* the str's header and its text */
+		tasks->reads_left -= 2;
+		if (symbolize_py_read_str(target->pid, &target->config.off, name, ASYNC_TASKS_NAME_CHARS, &text, &len))
+			return intern_task_name(tasks, "?", 1);
+		interned = intern_task_name(tasks, text, strnlen(text, len));
+		free(text);
+		return interned;
+	}
+	if ((flags & TPFLAGS_LONG_SUBCLASS) && !charged_u64(tasks, target->pid, name + layout->long_lv_tag, &tag) &&
+	    LONG_DIGIT_COUNT(tag) <= 2 &&
+	    !charged_read(tasks, target->pid, name + layout->long_ob_digit, digits, 4 * LONG_DIGIT_COUNT(tag))) {
+		uint64_t low = digits[0] & 0xffffffffu, high = digits[0] >> 32;
+
+		snprintf(number, sizeof(number), "Task-%" PRIu64, low | high << LONG_DIGIT_BITS);
+		return intern_task_name(tasks, number, strlen(number));
+	}
+	return intern_task_name(tasks, "?", 1);
+}
+
+/* A coroutine as read: its frame's code and instruction, and what it awaits. */
+struct coroutine {
+	uint64_t type;
+	int8_t state;       /* gi_frame_state */
+	bool suspended;     /* created, or suspended (not running, not finished) */
+	uint64_t code, instr, awaited;
+};
+
+static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t gen,
+			  struct coroutine *out)
+{
+	uint8_t object[GEN_READ_MAX];
+	uint32_t frame = layout->gen_iframe;
+	uint32_t end = frame + layout->frame_stackpointer + 8;
+	uint64_t stackpointer;
+	int err;
+
+	if (frame + layout->frame_executable + 8 > end)
+		end = frame + layout->frame_executable + 8;
+	if (frame + layout->frame_instr_ptr + 8 > end)
+		end = frame + layout->frame_instr_ptr + 8;
+	if (layout->gen_frame_state + 1 > end)
+		end = layout->gen_frame_state + 1;
+	if (end > sizeof(object) || layout->ob_type + 8 > end)
+		return -EINVAL;
+	err = charged_read(tasks, pid, gen, object, end);
+	if (err)
+		return err;
+	*out = (struct coroutine){
+		.type = u64_at(object, layout->ob_type),
+		.state = (int8_t)object[layout->gen_frame_state],
+		.code = u64_at(object, frame + layout->frame_executable) & layout->code_ptr_mask,
+		.instr = u64_at(object, frame + layout->frame_instr_ptr),
+	};
+	stackpointer = u64_at(object, frame + layout->frame_stackpointer);
+	out->suspended = out->state == layout->state_created ||
+			 (out->state >= layout->state_yield_from_low - 1 && out->state <= layout->state_yield_from_high);
+	/* Suspended in an await: the awaited object is near the top of the frame's stack. */
+	if (out->state >= layout->state_yield_from_low && out->state <= layout->state_yield_from_high &&
+	    stackpointer >= gen + frame + 8u * layout->awaited_slot &&
+	    charged_u64(tasks, pid, stackpointer - 8u * layout->awaited_slot, &out->awaited) == 0)
+		out->awaited &= ~STACKREF_TAG_BITS;
+	return 0;
+}
+
+static bool recent(uint64_t then_ns, uint64_t now_ns)
+{
+	return now_ns >= then_ns ? now_ns - then_ns < ASYNC_TASKS_REFRESH_NS : then_ns - now_ns < ASYNC_TASKS_REFRESH_NS;
+}
+
+/* The checksum of a live code object (three reads), kept a while: every waiting task's frames
+ * are named again whenever it moves. */
+static int code_checksum(struct async_tasks *tasks, const struct py_target *target, uint64_t code, uint32_t *checksum)
+{
+	struct checksum_slot *slot = &tasks->checksums[hash_combine(code, (uint64_t)(uint32_t)target->pid) % CHECKSUM_SLOTS];
+	int err;
+
+	if (slot->code == code && slot->pid == (uint32_t)target->pid && recent(slot->read_ns, tasks->now_ns)) {
+		*checksum = slot->checksum;
+		return 0;
+	}
+	if (tasks->reads_left < 3)
+		return -E2BIG;
+	/* the code object and its two strings */
+	tasks->reads_left -= 3;
+	err = symbolize_py_code_checksum(target->pid, &target->config.off, code, checksum);
+	if (!err)
+		*slot = (struct checksum_slot){ .pid = (uint32_t)target->pid, .checksum = *checksum, .code = code,
+						.read_ns = tasks->now_ns };
+	return err;
+}
+
+/* A coroutine frame named through the code-object cache; false if it cannot be. */
+static bool coroutine_frame(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			    const struct coroutine *coroutine, struct pf_frame *frame)
+{
+	uint32_t checksum;
+
+	if (coroutine->code == 0 || coroutine->instr < coroutine->code || coroutine->instr - coroutine->code > UINT32_MAX / 2 ||
+	    code_checksum(tasks, target, coroutine->code, &checksum))
+		return false;
+	return symbolize_py_resolve(python, target->pid, &target->config, coroutine->code, checksum,
+				    (uint32_t)(coroutine->instr - coroutine->code), frame) == 0;
+}
+
+/* Where a suspended task is: its coroutine, then each coroutine it awaits (same type), root first. */
+static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py_cache *python,
+				  const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room,
+				  struct innermost *innermost)
+{
+	struct coroutine coroutine;
+	uint64_t type = 0;
+	size_t count = 0;
+
+	for (size_t depth = 0; depth < ASYNC_TASKS_MAX_COROUTINES && count < room && coro; depth++) {
+		if (read_coroutine(tasks, target->pid, &target->asyncio, coro, &coroutine) || !coroutine.suspended ||
+		    (type && coroutine.type != type))
+			break;
+		if (innermost)
+			*innermost = (struct innermost){ .gen = coro, .instr = coroutine.instr, .state = coroutine.state };
+		type = coroutine.type;
+		if (coroutine_frame(tasks, python, target, &coroutine, &frames[count]))
+			count++;
+		coro = coroutine.awaited;
+	}
+	return count;
+}
+
+static size_t suspended_frames(struct async_tasks *tasks, struct symbolize_py_cache *python,
+			       const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room)
+{
+	return suspended_frames_to(tasks, python, target, coro, frames, room, NULL);
+}
+
+/* One task awaiting the task whose awaited_by field this is (a set's first task), 0 if none. */
+static uint64_t awaiting_task(struct async_tasks *tasks, const struct py_target *target,
+			      const struct task_fields *fields)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	uint64_t mask = 0, table = 0, slots[2 * AWAITED_BY_SLOTS];
+	struct task_fields candidate;
+	size_t count;
+
+	if (!fields->awaited_by_is_set)
+		return fields->awaited_by;
+	if (charged_u64(tasks, target->pid, fields->awaited_by + layout->set_mask, &mask) ||
+	    charged_u64(tasks, target->pid, fields->awaited_by + layout->set_table, &table) || table == 0)
+		return 0;
+	count = mask >= AWAITED_BY_SLOTS - 1 ? AWAITED_BY_SLOTS : (size_t)mask + 1;
+	if (charged_read(tasks, target->pid, table, slots, count * 16))
+		return 0;
+	/* A slot holds a key and its hash; a removed key leaves a dummy that is no task. */
+	for (size_t i = 0; i < count; i++)
+		if (slots[2 * i] && read_task(tasks, target->pid, layout, slots[2 * i], &candidate) == 0)
+			return slots[2 * i];
+	return 0;
+}
+
+/* Reads the chain of task (fields read already) into frames (room ASYNC_TASKS_MAX_FRAMES); the count. */
+static size_t read_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			 uint64_t task, const struct task_fields *fields, struct pf_frame *frames)
+{
+	struct pf_frame scratch[ASYNC_TASKS_MAX_COROUTINES];
+	uint64_t seen[ASYNC_TASKS_MAX_DEPTH];
+	struct task_fields current = *fields;
+	/* built leaf side first from the end of frames, then moved to its start */
+	size_t at = ASYNC_TASKS_MAX_FRAMES, depth = 0;
+
+	for (;;) {
+		const char *name = task_name(tasks, target, current.name);
+		bool cycle = false;
+		size_t count;
+
+		if (!name || at == 0)
+			break;
+		frames[--at] = pf_frame_unlocated(PF_FRAME_PYTHON, ASYNC_TASKS_FRAME_FILE, name);
+		seen[depth++] = task;
+		task = awaiting_task(tasks, target, &current);
+		if (depth >= ASYNC_TASKS_MAX_DEPTH || task == 0 || read_task(tasks, target->pid, &target->asyncio, task, &current))
+			break;
+		/* an awaited_by cycle (hostile, or a bug) ends the chain where it closes */
+		for (size_t i = 0; i < depth; i++)
+			cycle |= seen[i] == task;
+		if (cycle)
+			break;
+		count = suspended_frames(tasks, python, target, current.coro, scratch,
+					 at > ASYNC_TASKS_MAX_COROUTINES ? ASYNC_TASKS_MAX_COROUTINES : at);
+		at -= count;
+		memcpy(&frames[at], scratch, count * sizeof(*scratch));
+	}
+	memmove(frames, &frames[at], (ASYNC_TASKS_MAX_FRAMES - at) * sizeof(*frames));
+	return ASYNC_TASKS_MAX_FRAMES - at;
+}
+
+/* Ways of a set of slots: a loop's tasks share the table without evicting each other. */
+#define SLOT_WAYS 8
+_Static_assert(ASYNC_TASKS_SLOTS % SLOT_WAYS == 0, "whole sets of slots");
+
+/* The slot of (pid, task) in table: its own, else an empty one or the least recently used of its set. */
+static struct chain_slot *slot_in(struct async_tasks *tasks, struct chain_slot *table, pid_t pid, uint64_t task)
+{
+	struct chain_slot *set = &table[hash_combine(task, (uint64_t)(uint32_t)pid) % (ASYNC_TASKS_SLOTS / SLOT_WAYS) *
+					SLOT_WAYS];
+	struct chain_slot *chosen = NULL;
+
+	for (size_t i = 0; i < SLOT_WAYS && !chosen; i++)
+		if (set[i].chain && set[i].pid == (uint32_t)pid && set[i].task == task)
+			chosen = &set[i];
+	for (size_t i = 0; i < SLOT_WAYS && !chosen; i++)
+		if (!set[i].chain)
+			chosen = &set[i];
+	if (!chosen) {
+		chosen = &set[0];
+		for (size_t i = 1; i < SLOT_WAYS; i++)
+			if (set[i].used < chosen->used)
+				chosen = &set[i];
+	}
+	chosen->used = ++tasks->clock;
+	return chosen;
+}
+
+static struct chain_slot *slot_of(struct async_tasks *tasks, pid_t pid, uint64_t task)
+{
+	return slot_in(tasks, tasks->slots, pid, task);
+}
+
+static bool same_fields(const struct task_fields *a, const struct task_fields *b)
+{
+	return a->name == b->name && a->awaited_by == b->awaited_by && a->coro == b->coro &&
+	       a->awaited_by_is_set == b->awaited_by_is_set;
+}
+
+/* Reads the chain of task (its fields read) into its slot; 0 or an error (the slot then empty). */
+static int build_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+		       struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns)
+{
+	struct coroutine coroutine;
+	struct async_chain *chain;
+	size_t count;
+	int err = read_coroutine(tasks, target->pid, &target->asyncio, fields->coro, &coroutine);
+
+	free(slot->chain);
+	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
+	if (err)
+		return err;
+	count = read_chain(tasks, python, target, task, fields, tasks->frames);
+	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
+	if (!chain)
+		return -ENOMEM;
+	chain->chain_id = ++tasks->last_chain_id;
+	chain->coro_code = coroutine.code;
+	chain->stack_id = 0;
+	chain->frame_count = count;
+	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
+	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
+				     .chain = chain, .used = slot->used };
+	return 0;
+}
+
+static bool fresh(const struct chain_slot *slot, uint64_t now_ns)
+{
+	return recent(slot->read_ns, now_ns);
+}
+
+int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+		     uint64_t task_addr, uint64_t now_ns)
+{
+	struct chain_slot *slot = slot_of(tasks, target->pid, task_addr);
+	struct task_fields fields;
+	int err;
+
+	if (!target->asyncio.known)
+		return -ENOENT;
+	begin_call(tasks, now_ns);
+	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
+	if (err)
+		return err;
+	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr &&
+	    same_fields(&slot->fields, &fields) && fresh(slot, now_ns))
+		return 0;
+	return build_chain(tasks, python, target, slot, task_addr, &fields, now_ns);
+}
+
+/*
+ * A pending task's stack into its slot: the chain of tasks awaiting it, as kept for a running
+ * task (read again when the task's fields changed or a second passed), then its own coroutines.
+ */
+static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			 struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns)
+{
+	struct chain_slot *awaiting = slot_of(tasks, target->pid, task);
+	struct innermost innermost = { 0, 0, 0 };
+	struct async_chain *chain;
+	size_t count, own;
+	int err = 0;
+
+	if (!awaiting->chain || awaiting->pid != (uint32_t)target->pid || awaiting->task != task ||
+	    !same_fields(&awaiting->fields, fields) || !fresh(awaiting, now_ns))
+		err = build_chain(tasks, python, target, awaiting, task, fields, now_ns);
+	free(slot->chain);
+	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
+	if (err)
+		return err;
+	count = awaiting->chain->frame_count;
+	memcpy(tasks->frames, awaiting->chain->frames, count * sizeof(tasks->frames[0]));
+	own = suspended_frames_to(tasks, python, target, fields->coro, tasks->frames + count, ASYNC_TASKS_MAX_FRAMES - count,
+				  &innermost);
+	/* done, or running after all: suspended nowhere */
+	if (own == 0)
+		return -ENOENT;
+	count += own;
+	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
+	if (!chain)
+		return -ENOMEM;
+	chain->chain_id = ++tasks->last_chain_id;
+	chain->coro_code = 0;
+	chain->stack_id = 0;
+	chain->frame_count = count;
+	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
+	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
+				     .innermost = innermost, .chain = chain, .used = slot->used };
+	return 0;
+}
+
+int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			uint64_t task_addr, uint64_t now_ns, struct async_chain **out)
+{
+	struct chain_slot *slot = slot_in(tasks, tasks->pending, target->pid, task_addr);
+	struct task_fields fields;
+	struct coroutine innermost;
+	int err;
+
+	if (!target->asyncio.known)
+		return -ENOENT;
+	begin_call(tasks, now_ns);
+	/* Kept while its innermost coroutine has not moved: the coroutines awaiting that one, its
+	 * task's among them, cannot have either (its name and the tasks awaiting it are read again
+	 * at least every second). One read. */
+	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr && fresh(slot, now_ns) &&
+	    read_coroutine(tasks, target->pid, &target->asyncio, slot->innermost.gen, &innermost) == 0 &&
+	    innermost.instr == slot->innermost.instr && innermost.state == slot->innermost.state) {
+		*out = slot->chain;
+		return 0;
+	}
+	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
+	if (!err)
+		err = build_pending(tasks, python, target, slot, task_addr, &fields, now_ns);
+	if (err)
+		return err;
+	*out = slot->chain;
+	return 0;
+}
+
+int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+		      uint64_t task_addr, uint64_t now_ns, const struct async_chain **out)
+{
+	struct chain_slot *slot = slot_of(tasks, target->pid, task_addr);
+	int err = 0;
+
+	if (!slot->chain || slot->pid != (uint32_t)target->pid || slot->task != task_addr || !fresh(slot, now_ns))
+		err = async_tasks_read(tasks, python, target, task_addr, now_ns);
+	if (err)
+		return err;
+	*out = slot->chain;
+	return 0;
+}
+
+int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *python,
+			  const struct py_target *target, uint64_t task_addr, uint64_t now_ns, struct async_task_node *node)
+{
+	struct task_fields fields;
+	int err;
+
+	if (!target->asyncio.known)
+		return -ENOENT;
+	begin_call(tasks, now_ns);
+	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
+	if (err)
+		return err;
+	node->address = task_addr;
+	node->name = task_name(tasks, target, fields.name);
+	if (!node->name)
+		return -ENOMEM;
+	node->awaited_by = awaiting_task(tasks, target, &fields);
+	node->frame_count = suspended_frames(tasks, python, target, fields.coro, node->frames, ASYNC_TASKS_MAX_COROUTINES);
+	return 0;
+}
+
+size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	uint64_t head = tstate + layout->tstate_tasks_head, node = 0;
+	size_t count = 0;
+
+	if (!layout->known || tstate == 0 || target_mem_read_u64(target->pid, head, &node))
+		return 0;
+	/* struct llist_node { next, prev }: the list ends back at its head */
+	for (size_t step = 0; step < ASYNC_TASKS_TREE_MAX && count < max && node && node != head; step++) {
+		out[count++] = node - layout->task_node;
+		if (target_mem_read_u64(target->pid, node, &node))
+			break;
+	}
+	return count;
+}

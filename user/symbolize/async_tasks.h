@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asyncio tasks above a sample: BPF records the Task its thread was running (3.14+ keep it
+ * in the thread state); from it, the chain of tasks awaiting one another is read out of the
+ * target (each task's awaited_by), and for each awaiting task where it is suspended (its
+ * coroutine and the coroutines it awaits, down to the one awaiting the next task). A sample
+ * then reads root to leaf as "<task OUTER>", its coroutine frames, ..., "<task RUNNING>", and
+ * the running coroutine's own frames from the sample.
+ *
+ * Target memory is hostile: every chain is bounded (tasks, coroutines, frames, name length),
+ * an awaited_by cycle ends the chain, and each call costs at most ASYNC_TASKS_READS_PER_CALL
+ * reads.
+ * Chains are read as records arrive (async_tasks_read, while the task still runs: many live
+ * for milliseconds) and kept per (process, task) in a table of ASYNC_TASKS_SLOTS: a record of
+ * a task whose name, coroutine and awaited_by are those of its kept chain, read less than
+ * ASYNC_TASKS_REFRESH_NS before, costs one read (the task object); a parent's suspension
+ * point is read again at least that often.
+ */
+#ifndef PYBPFPROF_ASYNC_TASKS_H
+#define PYBPFPROF_ASYNC_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile/profile.h"
+#include "target/py_discover.h"
+
+struct symbolize_py_cache;
+
+/* Tasks followed up one chain (a deeper one keeps its innermost tasks). */
+#define ASYNC_TASKS_MAX_DEPTH 32
+/* Coroutines followed down from a suspended task (await b() inside a: b's frame, ...). */
+#define ASYNC_TASKS_MAX_COROUTINES 64
+/* Frames of one chain: task frames and their coroutines' frames together. */
+#define ASYNC_TASKS_MAX_FRAMES 256
+/*
+ * Reads of target memory one call may make (a chain read, a waiting task's stack, a task of a
+ * tree), whatever the target holds: a hostile one (a set of 64 dummies, 64 coroutines per task)
+ * ends its chain there. The code objects read to name frames are symbolize_py's (cached, and
+ * budgeted there).
+ */
+#define ASYNC_TASKS_READS_PER_CALL 512
+/* A task's name is cut to this many characters. */
+#define ASYNC_TASKS_NAME_CHARS 256
+/* Task names of every target together; past it new names read as ASYNC_TASKS_NAME_OVER_BUDGET. */
+#define ASYNC_TASKS_MAX_NAME_BYTES ((size_t)8 << 20)
+#define ASYNC_TASKS_NAME_OVER_BUDGET "<task>"
+/* Chains kept (one per slot, a new task taking its slot's): at most this many times
+ * ASYNC_TASKS_MAX_FRAMES frames. */
+#define ASYNC_TASKS_SLOTS 1024
+/* How long a chain is trusted for a task whose own fields have not changed. */
+#define ASYNC_TASKS_REFRESH_NS (1000ull * 1000 * 1000)
+/* The file of a task's frame ("<task NAME>", kind PF_FRAME_PYTHON, no line). */
+#define ASYNC_TASKS_FRAME_FILE "<asyncio>"
+
+/* One task and what awaits it. */
+struct async_chain {
+	uint64_t chain_id;      /* differs for every chain built (never 0): what stacks are kept by */
+	uint64_t coro_code;     /* the task's own coroutine's code object: where its frames start */
+	uint64_t stack_id;      /* a pending task's stack: its pf_sample.stack_id (0: none yet) */
+	size_t frame_count;
+	struct pf_frame frames[]; /* root first: the outermost awaiting task ... "<task TASK>" */
+};
+
+/* One suspended task of a tree (async_tasks_tree). */
+struct async_task_node {
+	uint64_t address;
+	uint64_t awaited_by;    /* the task awaiting it (one of them), 0 if none */
+	const char *name;       /* "<task NAME>" as frames show it */
+	size_t frame_count;     /* where it is suspended, root first */
+	struct pf_frame frames[ASYNC_TASKS_MAX_COROUTINES];
+};
+
+struct async_tasks;
+
+struct async_tasks *async_tasks_new(void);
+void async_tasks_free(struct async_tasks *tasks);
+
+/*
+ * Reads the chain of the task at task_addr in target (its asyncio layout known), sampled at
+ * now_ns, unless the one kept is still good. 0, or -ENOENT (not a task of this layout, or one
+ * that finished), a read error, -ENOMEM. python names the coroutines' frames.
+ */
+int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+		     uint64_t task_addr, uint64_t now_ns);
+/*
+ * The chain of that task: the one kept when read for a time less than ASYNC_TASKS_REFRESH_NS
+ * from now_ns (the record was prefetched), else read now. *out valid until the next call.
+ * Errors as async_tasks_read.
+ */
+int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+		      uint64_t task_addr, uint64_t now_ns, const struct async_chain **out);
+
+/*
+ * Wall mode: every task of a thread that is not running is a sample of where it is suspended,
+ * at most this many per thread and pass (a longer list is cut).
+ */
+#define ASYNC_TASKS_PENDING_MAX 256
+
+/*
+ * The stack of a task that is not running, root first: the tasks awaiting it and where each is
+ * suspended, "<task NAME>", then its own coroutines down to the one that awaits (a future, a
+ * sleep, I/O). Kept per (pid, task) while its innermost coroutine stays where it was (one
+ * read), at most ASYNC_TASKS_REFRESH_NS.
+ * *out valid until the next call (its stack_id the caller's to set). Errors as async_tasks_read.
+ */
+int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
+			uint64_t task_addr, uint64_t now_ns, struct async_chain **out);
+
+/* Tasks listed per thread for a tree (a longer list, or one that does not end, is cut). */
+#define ASYNC_TASKS_TREE_MAX 4096
+
+/*
+ * The tasks of the thread whose thread state is at tstate (3.14+ link each task into the list of
+ * the thread that made it), into out[max] by address; their count. The list is walked at most
+ * ASYNC_TASKS_TREE_MAX steps and stops at a node that cannot be read.
+ */
+size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max);
+
+/*
+ * One task read at now_ns (a record's time) for a tree: its name, the task awaiting it and
+ * where it is suspended. 0, or as async_tasks_chain.
+ */
+int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *python,
+			  const struct py_target *target, uint64_t task_addr, uint64_t now_ns, struct async_task_node *node);
+
+#endif
