@@ -94,13 +94,12 @@ static void count_python_sample(struct session *session, const struct pbp_record
 	(void)intern_add(&session->python_threads, &thread, sizeof(thread), NULL);
 }
 
-static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
+void session_write_record(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct target *target;
 	const struct py_target *python = python_of_record(session, record, &target);
 	struct pf_sample sample;
 
-	native_stacks_on_record(session, record, size);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
 	count_python_sample(session, record, target, python != NULL);
@@ -121,6 +120,13 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 		return;
 	}
 	report_write_sample(session, &sample);
+}
+
+static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
+{
+	native_stacks_on_record(session, record, size);
+	if (!late_unwind_hold(session, record, size))
+		session_write_record(session, record, size);
 }
 
 /* Resolves and writes the records kept during the drain, in their order. */
@@ -192,6 +198,7 @@ static void drain(struct session *session)
 {
 	bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
 	write_pending_records(session);
+	late_unwind_flush(session);
 }
 
 static int finish(struct session *session)
@@ -199,6 +206,7 @@ static int finish(struct session *session)
 	uint64_t counters[PBP_CNT_MAX] = { 0 };
 
 	drain(session);
+	late_unwind_finish(session);
 	bpf_sampler_counters(session->sampler, counters);
 	session->stop_us = clock_monotonic_us();
 	if (session->windows) {
@@ -235,6 +243,7 @@ static void run_loop(struct session *session)
 		symbolize_py_cache_stats(session->resolver.python, &before);
 		drain(session);
 		native_stacks_poll(session);
+		late_unwind_flush(session);
 		symbolize_py_cache_stats(session->resolver.python, &after);
 		tick_ms = after.misses != before.misses || native_stacks_building(session) ? TICK_FAST_MS
 											    : TICK_SLOW_MS;
@@ -360,6 +369,7 @@ static void release(struct session *session)
 	report_abort_writers(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
+	late_unwind_free(session);
 	native_stacks_close(session);
 	stacks_print_free(session->stacks);
 	session->stacks = NULL;

@@ -57,6 +57,7 @@ struct address_range {
 struct mapped_file {
 	uint64_t start, end;
 	struct cached_file *file;
+	uint64_t bias;  /* file pc = runtime pc - bias */
 };
 
 struct cached_proc {
@@ -713,7 +714,8 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 			continue;
 		if (ARRAY_RESERVE(next->mapped, mapped_capacity, next->mapped_count + 1))
 			return -ENOMEM;
-		next->mapped[next->mapped_count++] = (struct mapped_file){ maps->maps[i].start, maps->maps[i].end, file };
+		next->mapped[next->mapped_count++] = (struct mapped_file){ maps->maps[i].start, maps->maps[i].end, file,
+									   proc->mappings[proc->count - 1].bias };
 		if (holds_file(next->files, next->file_count, file))
 			continue;
 		if (ARRAY_RESERVE(next->files, file_capacity, next->file_count + 1))
@@ -917,6 +919,29 @@ static bool in_ranges(const struct address_range *ranges, size_t count, uint64_t
 			return true;
 	}
 	return false;
+}
+
+enum unwind_cache_pc unwind_cache_table_at(const struct unwind_cache *cache, pid_t pid, uint64_t pc,
+					   struct unwind_table_ref *ref, uint64_t *bias)
+{
+	const struct cached_proc *proc = proc_of(cache, pid);
+
+	if (!proc)
+		return UNWIND_PC_UNKNOWN_PROC;
+	for (size_t i = 0; i < proc->mapped_count; i++) {
+		const struct mapped_file *mapped = &proc->mapped[i];
+
+		if (pc < mapped->start || pc >= mapped->end)
+			continue;
+		if (mapped->file->building)
+			return UNWIND_PC_BUILDING;
+		if (mapped->file->failed)
+			return UNWIND_PC_NO_TABLE;
+		*ref = mapped->file->ref;
+		*bias = mapped->bias;
+		return UNWIND_PC_TABLE;
+	}
+	return in_ranges(proc->ranges, proc->range_count, pc) ? UNWIND_PC_NO_TABLE : UNWIND_PC_NO_MAPPING;
 }
 
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms)

@@ -100,6 +100,17 @@ bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid);
  */
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms);
 
+/* What the cache holds for the file mapped at pid's pc. */
+enum unwind_cache_pc {
+	UNWIND_PC_TABLE = 0,     /* placed: *ref and the mapping's *bias are set */
+	UNWIND_PC_BUILDING,      /* queued or being built */
+	UNWIND_PC_NO_TABLE,      /* an executable mapping with no table (refused, failed, deferred) */
+	UNWIND_PC_NO_MAPPING,    /* in no executable mapping of the last read */
+	UNWIND_PC_UNKNOWN_PROC,  /* pid is not known (gone, or forgotten) */
+};
+enum unwind_cache_pc unwind_cache_table_at(const struct unwind_cache *cache, pid_t pid, uint64_t pc,
+					   struct unwind_table_ref *ref, uint64_t *bias);
+
 void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats);
 /*
  * From now on new files are built on a thread of the cache's own, not in
