@@ -201,14 +201,17 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch, struct pbp
 		pbp_count(PBP_CNT_WAKEUPS);
 }
 
-/* A walk that stopped for want of a table: its stack, copied for userspace to unwind once the
+/* A walk that stopped for want of a table (or of a mapping): its stack, copied for userspace to unwind once the
  * table exists (NULL: none). The normal path pays only the test. */
 static __always_inline struct pbp_stack_copy_buf *pbp_stack_copy_for(struct pbp_cpu_scratch *scratch,
 								     struct task_struct *task)
 {
 	struct pbp_stack_copy_buf *copy;
 
-	if (!stack_copies || scratch->out.rec.native_stop != UNWIND_STOP_NO_TABLE)
+	__u8 stop = scratch->out.rec.native_stop;
+
+	/* NO_MAPPING too: a library loaded since userspace last read the maps (dlopen). */
+	if (!stack_copies || (stop != UNWIND_STOP_NO_TABLE && stop != UNWIND_STOP_NO_MAPPING))
 		return NULL;
 	copy = pbp_copy_stack(scratch, task);
 	if (copy)

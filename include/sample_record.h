@@ -51,7 +51,8 @@
 #define PBP_REC_GIL_REQUESTED 0x0100u
 /* Wall mode: the thread was on a CPU at that moment (so its kernel stack could not be read). */
 #define PBP_REC_ON_A_CPU      0x0200u
-/* The native walk stopped for want of a table (UNWIND_STOP_NO_TABLE): a struct pbp_stack_copy
+/* The native walk stopped for want of a table or a mapping (UNWIND_STOP_NO_TABLE, _NO_MAPPING: a
+ * library loaded since userspace read the maps): a struct pbp_stack_copy
  * and a slice of the user stack follow the kernel addresses, for userspace to unwind the rest
  * once the table exists (as perf --call-graph dwarf does). */
 #define PBP_REC_STACK_COPY    0x0400u

@@ -30,7 +30,7 @@
 #define LATE_UNWIND_MAX_BYTES (32u << 20)
 /* The run's end, and a process's exit: how long the tables being built are waited for. */
 #define LATE_UNWIND_FINAL_WAIT_MS 2000u
-#define LATE_UNWIND_GONE_WAIT_MS 300u
+#define LATE_UNWIND_GONE_WAIT_MS 50u
 #define LATE_UNWIND_POLL_US 5000u
 
 /* The largest record a late unwind writes: the full sections, no copy. */
@@ -62,6 +62,7 @@ static const char *const loss_names[LATE_LOST_COUNT] = {
 	[LATE_LOST_IN_TIME] = "no table in time", [LATE_LOST_NO_TABLE] = "file without a table",
 	[LATE_LOST_COPY_SHORT] = "stack copy too short", [LATE_LOST_BUDGET] = "held samples' budget full",
 	[LATE_LOST_GONE] = "process gone first", [LATE_LOST_BAD_COPY] = "bad stack copy",
+	[LATE_LOST_NO_FILE] = "code in no file",
 };
 
 const char *late_unwind_loss_name(enum late_unwind_loss loss)
@@ -130,13 +131,14 @@ static size_t rewrite(struct late_unwind *late, const struct pbp_record *record,
 struct table_lookup {
 	struct session *session;
 	pid_t pid;
+	uint64_t sample_ns;
 };
 
 static int table_at(void *ctx, uint64_t pc, const struct unwind_table **table, uint64_t *bias)
 {
 	struct table_lookup *lookup = ctx;
 
-	return native_stacks_table_at(lookup->session, lookup->pid, pc, table, bias);
+	return native_stacks_table_at(lookup->session, lookup->pid, pc, lookup->sample_ns, table, bias);
 }
 
 /* The entry's record is now size bytes (its memory is not given back until it goes). */
@@ -187,7 +189,7 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	struct late_unwind *late = session->late;
 	struct late_entry *entry = *slot;
 	const struct pbp_record *record = (const struct pbp_record *)entry->record;
-	struct table_lookup lookup = { session, (pid_t)record->pid };
+	struct table_lookup lookup = { session, (pid_t)record->pid, record->time_ns };
 	uint64_t pcs[UNWIND_MAX_FRAMES], bp, start_ns = clock_monotonic_ns();
 	struct stack_copy_view copy;
 	size_t count;
@@ -201,7 +203,9 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	memcpy(pcs, (const uint8_t *)(record + 1) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame),
 	       count * sizeof(uint64_t));
 	stop = stack_copy_unwind(&copy, bp, table_at, &lookup, pcs, &count, UNWIND_MAX_FRAMES);
-	late->stats.unwind_ns += clock_monotonic_ns() - start_ns;
+	/* the unwinding that counts: the last try, not the ones that found a table still building */
+	if (stop != STACK_UNWIND_WAIT || give_up >= 0)
+		late->stats.unwind_ns += clock_monotonic_ns() - start_ns;
 	if (stop == STACK_UNWIND_WAIT && count == record->native_frame_count) {
 		/* Its first table is not there yet. */
 		if (give_up >= 0)
@@ -215,7 +219,8 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 		return;
 	}
 	if (stop == UNWIND_STOP_NO_MAPPING && count == record->native_frame_count) {
-		strip(late, entry, give_up == LATE_LOST_GONE ? LATE_LOST_GONE : LATE_LOST_NO_TABLE);
+		/* code in no file (JIT), or a file gone: BPF's frames were all there were */
+		strip(late, entry, LATE_LOST_NO_FILE);
 		return;
 	}
 	if (stop == STACK_UNWIND_PAST_COPY)
@@ -332,46 +337,58 @@ bool late_unwind_hold(struct session *session, const struct pbp_record *record, 
 	return true;
 }
 
-static bool pid_waits(const struct late_unwind *late, pid_t pid)
+/* The queue's index after the last record of pid (late->head if it has none); with waiting, of
+ * the last one still waiting. */
+static size_t end_of_pid(const struct late_unwind *late, pid_t pid, bool waiting)
 {
-	for (size_t i = late->head; i < late->count; i++) {
-		const struct late_entry *entry = late->entries[i];
+	for (size_t i = late->count; i > late->head; i--) {
+		struct late_entry *entry = late->entries[i - 1];
 
-		if (entry->waiting && record_of((struct late_entry *)entry)->pid == (uint32_t)pid)
-			return true;
+		if (record_of(entry)->pid == (uint32_t)pid && (!waiting || entry->waiting))
+			return i;
 	}
-	return false;
+	return late->head;
 }
 
-/* Polls the tables being built until nothing waits for them (of pid, or of anyone: pid 0), or
- * bound_ms passed. */
+/* Polls the tables being built until no record waits for them before index end (0: the whole
+ * queue), or bound_ms passed. */
 static void wait_for_tables(struct session *session, pid_t pid, uint64_t bound_ms)
 {
 	uint64_t deadline = clock_monotonic_ms() + bound_ms;
+	struct late_unwind *late = session->late;
 
 	while (native_stacks_building(session) && clock_monotonic_ms() < deadline) {
 		late_unwind_flush(session);
-		if (pid ? !pid_waits(session->late, pid) : session->late->head == session->late->count)
+		if (pid ? end_of_pid(late, pid, true) == late->head : late->head == late->count)
 			return;
 		usleep(LATE_UNWIND_POLL_US);
 		native_stacks_poll(session);
 	}
 }
 
+/*
+ * What pid's records mean changes at its exit or exec (its image, its mappings): they go now,
+ * after a short wait for the tables they need, and with them the records before them (whose
+ * order they keep). Those of pid that still wait lose their native frames; so do the others',
+ * whose wait is cut short.
+ */
 void late_unwind_settle_pid(struct session *session, pid_t pid)
 {
 	struct late_unwind *late = session->late;
+	size_t end;
 
-	if (!late || !pid_waits(late, pid))
+	if (!late || end_of_pid(late, pid, false) == late->head)
 		return;
-	wait_for_tables(session, pid, LATE_UNWIND_GONE_WAIT_MS);
-	for (size_t i = late->head; i < late->count; i++) {
-		struct late_entry **slot = &late->entries[i];
+	if (end_of_pid(late, pid, true) != late->head)
+		wait_for_tables(session, pid, LATE_UNWIND_GONE_WAIT_MS);
+	for (end = end_of_pid(late, pid, false); late->head < end;) {
+		bool ours = record_of(late->entries[late->head])->pid == (uint32_t)pid;
 
-		if ((*slot)->waiting && record_of(*slot)->pid == (uint32_t)pid)
-			resolve(session, slot, LATE_LOST_GONE);
+		pop_one(session, ours ? LATE_LOST_GONE : LATE_LOST_IN_TIME);
+		if (late->head == 0)
+			break; /* the queue emptied (its indexes start again) */
 	}
-	late_unwind_flush(session);
+	late->stats.held_now = late->count - late->head;
 }
 
 void late_unwind_finish(struct session *session)

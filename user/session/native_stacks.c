@@ -111,14 +111,16 @@ static void report_upload_error(struct session *session, const char *what, int e
 	native->upload_error_reported = true;
 }
 
-void native_stacks_attach(struct session *session, pid_t pid)
+/* for_walk: read again for a walk that stopped where the last read knew no table. */
+static void attach(struct session *session, pid_t pid, bool for_walk)
 {
 	struct native_stacks *native = session->native;
 	int err;
 
 	if (!native)
 		return;
-	err = unwind_cache_map_proc(native->cache, pid, &native->proc);
+	err = for_walk ? unwind_cache_map_proc_for_walk(native->cache, pid, &native->proc)
+		       : unwind_cache_map_proc(native->cache, pid, &native->proc);
 	if (!err)
 		err = unwind_maps_set_proc(native->maps, pid, &native->proc);
 	/* A process gone meanwhile is not news; anything else is said once, and its samples keep
@@ -129,6 +131,11 @@ void native_stacks_attach(struct session *session, pid_t pid)
 		snprintf(what, sizeof(what), "pid %d", (int)pid);
 		report_upload_error(session, what, err);
 	}
+}
+
+void native_stacks_attach(struct session *session, pid_t pid)
+{
+	attach(session, pid, false);
 }
 
 void native_stacks_poll(struct session *session)
@@ -225,11 +232,11 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 	    !unwind_cache_should_refresh(native->cache, (pid_t)record->pid, record->user_ip, now_ms))
 		return;
 	native->refreshes++;
-	native_stacks_attach(session, (pid_t)record->pid);
+	attach(session, (pid_t)record->pid, true);
 }
 
-int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, const struct unwind_table **table,
-			   uint64_t *bias)
+int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint64_t sample_ns,
+			   const struct unwind_table **table, uint64_t *bias)
 {
 	struct native_stacks *native = session->native;
 	struct unwind_table_ref ref;
@@ -245,7 +252,17 @@ int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, cons
 		unwind_cache_want_pc(native->cache, pid, pc);
 		return STACK_UNWIND_WAIT;
 	case UNWIND_PC_NO_MAPPING:
-		return UNWIND_STOP_NO_MAPPING;
+		/* Maps read before the sample may not hold a library loaded since: read again (at most
+		 * every UNWIND_CACHE_REFRESH_MS), and the sample waits for that read. */
+		if (unwind_cache_read_ms(native->cache, pid) * 1000000u > sample_ns)
+			return UNWIND_STOP_NO_MAPPING;
+		/* fall through */
+	case UNWIND_PC_DEFERRED:
+		if (unwind_cache_should_refresh(native->cache, pid, pc, clock_monotonic_ms())) {
+			native->refreshes++;
+			attach(session, pid, true);
+		}
+		return STACK_UNWIND_WAIT;
 	default:
 		return UNWIND_STOP_NO_TABLE;
 	}

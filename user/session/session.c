@@ -191,6 +191,8 @@ static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
 	struct session *session = ctx;
 
 	write_pending_records(session);
+	if (event->type == PBP_PROC_EXEC || event->type == PBP_PROC_EXIT)
+		late_unwind_settle_pid(session, (pid_t)event->pid);
 	process_events_on_proc_event(ctx, event);
 }
 
@@ -567,6 +569,7 @@ static int run_stacks(struct session *session)
 		return EXIT_STATUS_FAILED;
 	}
 	drain(session);
+	late_unwind_finish(session);
 	if (session->write_error) {
 		report_error("%s", strerror(-session->write_error));
 		return EXIT_STATUS_FAILED;

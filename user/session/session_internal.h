@@ -135,9 +135,9 @@ void native_stacks_stats(const struct session *session, struct unwind_cache_stat
 uint64_t native_stacks_refreshes(const struct session *session);
 /* target/stack_copy_unwind.h's stack_unwind_table_fn for pid: the rows of the file mapped at pc as
  * BPF has them (valid until the next call), or why there are none (STACK_UNWIND_WAIT: building,
- * and now wanted first). */
-int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, const struct unwind_table **table,
-			   uint64_t *bias);
+ * and now wanted first; or a pc in no mapping of a maps read older than the sample, at sample_ns). */
+int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint64_t sample_ns,
+			   const struct unwind_table **table, uint64_t *bias);
 
 /* ---- late_unwind.c: samples whose native walk waits for a table (PBP_REC_STACK_COPY) ---- */
 
@@ -149,6 +149,7 @@ enum late_unwind_loss {
 	LATE_LOST_BUDGET,       /* the held samples' byte budget was full */
 	LATE_LOST_GONE,         /* the process exited before its table was built */
 	LATE_LOST_BAD_COPY,     /* the record's copy did not hold together */
+	LATE_LOST_NO_FILE,      /* the pc lies in no file mapping, read after the sample (JIT code) */
 	LATE_LOST_COUNT,
 };
 
