@@ -192,13 +192,14 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	struct table_lookup lookup = { session, (pid_t)record->pid, record->time_ns };
 	uint64_t pcs[UNWIND_MAX_FRAMES], bp, start_ns = clock_monotonic_ns();
 	struct stack_copy_view copy;
-	size_t count;
+	size_t count, used = 0;
 	int stop;
 
 	if (copy_of(record, entry->size, &copy, &bp) != 0) {
 		strip(late, entry, LATE_LOST_BAD_COPY);
 		return;
 	}
+	copy.used = &used;
 	count = record->native_frame_count;
 	memcpy(pcs, (const uint8_t *)(record + 1) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame),
 	       count * sizeof(uint64_t));
@@ -229,6 +230,11 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 		late->stats.lost[give_up]++;
 	else
 		late->stats.unwound++;
+	if (stop != STACK_UNWIND_PAST_COPY && stop != STACK_UNWIND_WAIT) {
+		late->stats.copy_used_sum += used;
+		if (used > late->stats.copy_used_max)
+			late->stats.copy_used_max = used;
+	}
 	if (stop >= UNWIND_STOP_COUNT)
 		stop = stop == STACK_UNWIND_PAST_COPY ? UNWIND_STOP_READ_FAULT : UNWIND_STOP_NO_TABLE;
 	if (take_rewritten(late, slot, rewrite(late, record, pcs, count, (uint8_t)stop)) != 0)

@@ -537,10 +537,13 @@ static void print_late_summary(const struct session *session, const uint64_t cou
 	format_late_losses(&late, losses, sizeof(losses));
 	format_size(late.peak_bytes, peak, sizeof(peak));
 	fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies from BPF, %" PRIu64 " received; %" PRIu64
-			" samples unwound late (%.1f us each), %" PRIu64 " lost native frames%s%s%s; at most %s held\n",
+			" samples unwound late (%.1f us each), %" PRIu64 " lost native frames%s%s%s; at most %s held; "
+			"copies read to %.1f KiB on average, %.1f KiB at most (of %u)\n",
 		counters[PBP_CNT_STACK_COPIES], late.held, late.unwound,
 		late.held ? (double)late.unwind_ns / 1e3 / (double)late.held : 0.0, late_lost_total(&late),
-		losses[0] ? " (" : "", losses, losses[0] ? ")" : "", peak);
+		losses[0] ? " (" : "", losses, losses[0] ? ")" : "", peak,
+		late.unwound ? (double)late.copy_used_sum / 1024.0 / (double)late.unwound : 0.0,
+		(double)late.copy_used_max / 1024.0, PBP_STACK_COPY_BYTES / 1024u);
 }
 
 /* The parser worker's run (user/parser/): files read, files lost to it, and why. */

@@ -160,6 +160,8 @@ struct late_unwind_stats {
 	uint64_t held_now;      /* samples in the queue now (with those behind them) */
 	uint64_t peak_bytes;    /* the most the queue held at once */
 	uint64_t unwind_ns;     /* time spent unwinding copies */
+	/* Of the unwound ones' copies, the bytes the walk read: summed, and the most. */
+	uint64_t copy_used_sum, copy_used_max;
 };
 
 struct late_unwind;

@@ -23,6 +23,8 @@ static int copy_word(const struct stack_copy_view *copy, uint64_t addr, uint64_t
 	if (addr < copy->sp || rel >= copy->len || copy->len - rel < sizeof(*word))
 		return -1;
 	memcpy(word, copy->bytes + rel, sizeof(*word));
+	if (copy->used && *copy->used < rel + sizeof(*word))
+		*copy->used = rel + sizeof(*word);
 	return 0;
 }
 

@@ -30,6 +30,7 @@ struct stack_copy_view {
 	size_t len;
 	const uint64_t *shims;  /* the eval activations' C-stack shims no frame claimed yet, leaf first */
 	size_t shim_count;
+	size_t *used;           /* if set: raised to the end of the last word the walk read, from bytes[0] */
 };
 
 /*
