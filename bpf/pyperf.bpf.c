@@ -188,11 +188,15 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch, struct pbp
 	if (len > sizeof(scratch->out))
 		len = sizeof(scratch->out);
 	wakeup = pbp_wakeup_flag(scratch, ring);
-	if (copy) {
-		err = pbp_output_with_copy(ring, scratch, len, copy, wakeup);
-		if (!err)
-			pbp_count(PBP_CNT_STACK_COPIES);
+	err = copy ? pbp_output_with_copy(ring, scratch, len, copy, wakeup) : -1;
+	if (copy && !err) {
+		pbp_count(PBP_CNT_STACK_COPIES);
 	} else {
+		/* Without its copy, a record too large for the room left may still fit. */
+		if (copy) {
+			rec->flags &= ~PBP_REC_STACK_COPY;
+			pbp_count(PBP_CNT_COPIES_DROPPED);
+		}
 		err = bpf_ringbuf_output(ring, &scratch->out, len, wakeup);
 	}
 	if (err != 0)

@@ -536,6 +536,10 @@ static void print_late_summary(const struct session *session, const uint64_t cou
 	late_unwind_stats(session, &late);
 	format_late_losses(&late, losses, sizeof(losses));
 	format_size(late.peak_bytes, peak, sizeof(peak));
+	if (counters[PBP_CNT_COPIES_DROPPED])
+		fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies dropped, the ring buffer full: their "
+				"samples lost native frames\n",
+			counters[PBP_CNT_COPIES_DROPPED]);
 	fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies from BPF, %" PRIu64 " received; %" PRIu64
 			" samples unwound late (%.1f us each), %" PRIu64 " lost native frames%s%s%s; at most %s held; "
 			"copies read to %.1f KiB on average, %.1f KiB at most (of %u)\n",
@@ -796,12 +800,14 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 				    parsed.files_bad, plural(parsed.files_bad, "s"));
 	}
 	late_unwind_stats(session, &late);
-	if (late_lost_total(&late)) {
+	if (late_lost_total(&late) + counters[PBP_CNT_COPIES_DROPPED]) {
+		uint64_t lost = late_lost_total(&late) + counters[PBP_CNT_COPIES_DROPPED];
 		char losses[512];
 
 		format_late_losses(&late, losses, sizeof(losses));
-		add_problem(line, sizeof(line), "%" PRIu64 " sample%s lost native frames waiting for a table (%s)",
-			    late_lost_total(&late), plural(late_lost_total(&late), "s"), losses);
+		add_problem(line, sizeof(line), "%" PRIu64 " sample%s lost native frames waiting for a table (%s%s%s)", lost,
+			    plural(lost, "s"), losses, counters[PBP_CNT_COPIES_DROPPED] && losses[0] ? ", " : "",
+			    counters[PBP_CNT_COPIES_DROPPED] ? "stack copy dropped, ring full" : "");
 	}
 	if (counters[PBP_CNT_PROC_EVENTS_LOST])
 		add_problem(line, sizeof(line), "%" PRIu64 " process notice%s lost", counters[PBP_CNT_PROC_EVENTS_LOST],
