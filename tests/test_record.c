@@ -1644,8 +1644,12 @@ struct late_counts {
 
 static void read_late_counts(const char *label, const char *summary, struct late_counts *late)
 {
-	const char *line = strstr(summary, "late unwinding: ");
+	const char *line = strstr(summary, " stack copies from BPF, ");
 
+	/* back to the line's start: "late unwinding: N stack copies from BPF, ..." */
+	while (line && line > summary && line[-1] != '\n')
+		line--;
+	line = line ? strstr(line, "late unwinding: ") : NULL;
 	if (!line || sscanf(line, "late unwinding: %lu stack copies from BPF, %lu received; %lu samples unwound late",
 			    &late->copies, &late->received, &late->unwound) != 3)
 		fail_msg("%s: no late-unwinding line in the -v summary: %s", label, summary);
@@ -1715,6 +1719,7 @@ static void record_whole_host_later_start(const struct test_python *python, stru
 	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-d", "3", "-o", run->path, NULL };
 	char command[PATH_MAX + 64], *workload[32];
 	uint8_t *text;
+	const char *late;
 	size_t len = 0;
 	pid_t profiler;
 
@@ -1731,7 +1736,9 @@ static void record_whole_host_later_start(const struct test_python *python, stru
 	assert_int_equal(test_wait_status(test_spawn(workload, NULL, NULL)), 0);
 	run->status = test_wait_status(profiler);
 	text = read_whole_file(err_path, &len);
-	FORMAT(run->summary, "%s", text ? (char *)text : "");
+	/* A whole host's -v summary is long: from the late-unwinding lines on, when it is kept. */
+	late = text && run->status == 0 ? strstr((char *)text, "pybpfprof: late unwinding: ") : NULL;
+	FORMAT(run->summary, "%s", late ? late : text ? (char *)text : "");
 	free(text);
 	if (run->status != 0)
 		fail_msg("%s: pybpfprof exited %d: %s", python->label, run->status, run->summary);

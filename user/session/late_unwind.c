@@ -28,9 +28,8 @@
 #define LATE_UNWIND_WAIT_MS 3000u
 /* The queue's bytes at most: 2000 stack copies. */
 #define LATE_UNWIND_MAX_BYTES (32u << 20)
-/* The run's end, and a process's exit: how long the tables being built are waited for. */
+/* The run's end: how long the tables being built are waited for. */
 #define LATE_UNWIND_FINAL_WAIT_MS 2000u
-#define LATE_UNWIND_GONE_WAIT_MS 50u
 #define LATE_UNWIND_POLL_US 5000u
 
 /* The largest record a late unwind writes: the full sections, no copy. */
@@ -343,29 +342,24 @@ bool late_unwind_hold(struct session *session, const struct pbp_record *record, 
 	return true;
 }
 
-/* The queue's index after the last record of pid (late->head if it has none); with waiting, of
- * the last one still waiting. */
-static size_t end_of_pid(const struct late_unwind *late, pid_t pid, bool waiting)
+/* The queue's index after the last record of pid (late->head if it has none). */
+static size_t end_of_pid(const struct late_unwind *late, pid_t pid)
 {
-	for (size_t i = late->count; i > late->head; i--) {
-		struct late_entry *entry = late->entries[i - 1];
-
-		if (record_of(entry)->pid == (uint32_t)pid && (!waiting || entry->waiting))
+	for (size_t i = late->count; i > late->head; i--)
+		if (record_of(late->entries[i - 1])->pid == (uint32_t)pid)
 			return i;
-	}
 	return late->head;
 }
 
-/* Polls the tables being built until no record waits for them before index end (0: the whole
- * queue), or bound_ms passed. */
-static void wait_for_tables(struct session *session, pid_t pid, uint64_t bound_ms)
+/* Polls the tables being built until no record waits for them, or bound_ms passed. */
+static void wait_for_tables(struct session *session, uint64_t bound_ms)
 {
 	uint64_t deadline = clock_monotonic_ms() + bound_ms;
 	struct late_unwind *late = session->late;
 
 	while (native_stacks_building(session) && clock_monotonic_ms() < deadline) {
 		late_unwind_flush(session);
-		if (pid ? end_of_pid(late, pid, true) == late->head : late->head == late->count)
+		if (late->head == late->count)
 			return;
 		usleep(LATE_UNWIND_POLL_US);
 		native_stacks_poll(session);
@@ -373,21 +367,20 @@ static void wait_for_tables(struct session *session, pid_t pid, uint64_t bound_m
 }
 
 /*
- * What pid's records mean changes at its exit or exec (its image, its mappings): they go now,
- * after a short wait for the tables they need, and with them the records before them (whose
- * order they keep). Those of pid that still wait lose their native frames; so do the others',
- * whose wait is cut short.
+ * What pid's records mean changes at its exit or exec (its image, its mappings): they go now, with
+ * the tables placed so far, and with them the records before them (whose order they keep). No wait
+ * here: this runs in the drain, and a host where processes come and go would stall it. Those of
+ * pid still waiting lose their native frames; so do the others', whose wait is cut short.
  */
 void late_unwind_settle_pid(struct session *session, pid_t pid)
 {
 	struct late_unwind *late = session->late;
 	size_t end;
 
-	if (!late || end_of_pid(late, pid, false) == late->head)
+	if (!late || end_of_pid(late, pid) == late->head)
 		return;
-	if (end_of_pid(late, pid, true) != late->head)
-		wait_for_tables(session, pid, LATE_UNWIND_GONE_WAIT_MS);
-	for (end = end_of_pid(late, pid, false); late->head < end;) {
+	native_stacks_poll(session);
+	for (end = end_of_pid(late, pid); late->head < end;) {
 		bool ours = record_of(late->entries[late->head])->pid == (uint32_t)pid;
 
 		pop_one(session, ours ? LATE_LOST_GONE : LATE_LOST_IN_TIME);
@@ -403,7 +396,7 @@ void late_unwind_finish(struct session *session)
 		return;
 	native_stacks_poll(session);
 	if (session->late->head < session->late->count)
-		wait_for_tables(session, 0, LATE_UNWIND_FINAL_WAIT_MS);
+		wait_for_tables(session, LATE_UNWIND_FINAL_WAIT_MS);
 	flush_with(session, LATE_LOST_IN_TIME);
 }
 

@@ -208,9 +208,11 @@ static int finish(struct session *session)
 	uint64_t counters[PBP_CNT_MAX] = { 0 };
 
 	drain(session);
-	late_unwind_finish(session);
+	/* The counts of the run, before the held samples' last wait (sampling goes on meanwhile:
+	 * what BPF sends then is not the run's). */
 	bpf_sampler_counters(session->sampler, counters);
 	session->stop_us = clock_monotonic_us();
+	late_unwind_finish(session);
 	if (session->windows) {
 		windows_close(session->windows, &session->push_stats);
 		session->windows = NULL;

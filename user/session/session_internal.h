@@ -174,7 +174,8 @@ bool late_unwind_hold(struct session *session, const struct pbp_record *record, 
 /* Writes the queue's records, oldest first, up to the first whose table is still being built
  * (and not waited for longer than LATE_UNWIND_WAIT_MS). */
 void late_unwind_flush(struct session *session);
-/* pid exits or exec's: its held samples get their tables' last chance (a short bounded wait). */
+/* pid exits or exec's: its held samples (and those before them) are written now, unwound with the
+ * tables placed so far. */
 void late_unwind_settle_pid(struct session *session, pid_t pid);
 /* The run's end: the tables still building get a bounded wait, then every record is written. */
 void late_unwind_finish(struct session *session);
