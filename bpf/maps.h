@@ -128,7 +128,7 @@ struct pbp_cpu_scratch {
 
 /*
  * A sample's stack copy (include/sample_record.h), made only when its native walk stopped for
- * want of a table. The header and the shims are contiguous, as the record carries them; the
+ * want of a table or a mapping. The header and the shims are contiguous, as the record carries them; the
  * bytes have a page of slack after the copy's size, for a masked offset plus a page's copy.
  */
 #define PBP_COPY_PAGE 4096u

@@ -458,7 +458,7 @@ static __always_inline void pbp_walk_native_of(struct bpf_perf_event_data *ctx, 
 }
 
 /*
- * For a walk that stopped for want of a table: the user stack from the stopping frame's sp,
+ * For a walk that stopped for want of a table or a mapping: the user stack from the stopping frame's sp,
  * copied into this CPU's stack_copy with the frame's registers and the shims no frame claimed
  * yet (include/sample_record.h). Page by page: a copy that runs past the end of the stack's
  * mapping keeps the pages before it. Returns the copy, or NULL when not even one byte could

@@ -23,7 +23,8 @@ const volatile bool watch_exec = false;
 const volatile bool follow_forks = false;
 /* Unwind the user-space native stack from the unwind_* maps. */
 const volatile bool native_stacks = false;
-/* With native_stacks: a walk stopped for want of a table sends a copy of the stack (bpf/native_walk.h). */
+/* With native_stacks: a walk stopped for want of a table or a mapping sends a copy of the stack
+ * (bpf/native_walk.h). */
 const volatile bool stack_copies = false;
 /* gil mode: only threads holding the GIL give a record (the others are dropped before their walk). */
 const volatile bool gil_only = false;
