@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * Samples whose native walk stopped for want of a table that was still being built: BPF sent
- * a copy of the stack with them (include/sample_record.h, PBP_REC_STACK_COPY). Each waits here
- * until its file's table is placed, is unwound from the copy with the rows BPF would have used
+ * Samples whose native walk stopped for want of a table still being built (or of a mapping, a
+ * library loaded since the maps were read): BPF sent a copy of the stack with them
+ * (include/sample_record.h, PBP_REC_STACK_COPY). Each waits here until its file's table is
+ * placed, is unwound from the copy with the rows BPF would have used
  * (target/stack_copy_unwind.h), and is then written as any BPF-unwound sample.
  *
  * One queue, in the order the records came: once a record waits, every later one waits behind
  * it, so the outputs see each thread's samples (and their time stamps) in order and their time
- * deltas never go back. The wait is bounded three ways: by LATE_UNWIND_WAIT_MS per record, by
- * LATE_UNWIND_MAX_BYTES for the whole queue (the oldest record then goes as it is), and by the
- * end of the run or of its process (a short last chance for the tables being built). A record
- * that goes without its table keeps the native frames BPF found and says why in the summary.
+ * deltas never go back. The wait is bounded: by LATE_UNWIND_WAIT_MS per record, by
+ * LATE_UNWIND_MAX_BYTES for the whole queue (the oldest record then goes as it is), by its
+ * process's exit or exec (its records go before the event), and by the end of the run (a last,
+ * bounded chance for the tables being built). A record that goes without its table keeps the
+ * native frames BPF found and says why in the summary.
  */
 #include "session/session_internal.h"
 
