@@ -189,11 +189,16 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch, struct pbp
 	if (len > sizeof(scratch->out))
 		len = sizeof(scratch->out);
 	wakeup = pbp_wakeup_flag(scratch, ring);
-	err = copy ? pbp_output_with_copy(ring, scratch, len, copy, wakeup) : -1;
+	/* Copies take a quarter of the ring at most: a host where many walks wait for tables (a
+	 * process mapping thousands of files) would otherwise fill it with copies and lose samples. */
+	if (copy && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 4)
+		err = -1;
+	else
+		err = copy ? pbp_output_with_copy(ring, scratch, len, copy, wakeup) : -1;
 	if (copy && !err) {
 		pbp_count(PBP_CNT_STACK_COPIES);
 	} else {
-		/* Without its copy, a record too large for the room left may still fit. */
+		/* Without its copy, a record too large for the room left (or its share) may still fit. */
 		if (copy) {
 			rec->flags &= ~PBP_REC_STACK_COPY;
 			pbp_count(PBP_CNT_COPIES_DROPPED);

@@ -196,7 +196,7 @@ enum pbp_counter {
 	PBP_CNT_OTHER_NS = 8,     /* with time_samples: ns spent on runs that found no target */
 	PBP_CNT_STACK_COPIES = 9, /* records sent with a stack copy (PBP_REC_STACK_COPY) */
 	PBP_CNT_COPY_NS = 10,     /* with time_samples: ns spent copying stacks and sending those records */
-	PBP_CNT_COPIES_DROPPED = 11, /* stack copies that did not fit in the ring (their records went without) */
+	PBP_CNT_COPIES_DROPPED = 11, /* stack copies not sent, the ring a quarter full or more (their records went without) */
 	PBP_CNT_MAX = 12,         /* number of counters, the size of the counters map */
 };
 

@@ -537,7 +537,7 @@ static void print_late_summary(const struct session *session, const uint64_t cou
 	format_late_losses(&late, losses, sizeof(losses));
 	format_size(late.peak_bytes, peak, sizeof(peak));
 	if (counters[PBP_CNT_COPIES_DROPPED])
-		fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies dropped, the ring buffer full: their "
+		fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies dropped, the ring buffer filling: their "
 				"samples lost native frames\n",
 			counters[PBP_CNT_COPIES_DROPPED]);
 	fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies from BPF, %" PRIu64 " received; %" PRIu64
@@ -807,7 +807,7 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 		format_late_losses(&late, losses, sizeof(losses));
 		add_problem(line, sizeof(line), "%" PRIu64 " sample%s lost native frames waiting for a table (%s%s%s)", lost,
 			    plural(lost, "s"), losses, counters[PBP_CNT_COPIES_DROPPED] && losses[0] ? ", " : "",
-			    counters[PBP_CNT_COPIES_DROPPED] ? "stack copy dropped, ring full" : "");
+			    counters[PBP_CNT_COPIES_DROPPED] ? "stack copy dropped, ring filling" : "");
 	}
 	if (counters[PBP_CNT_PROC_EVENTS_LOST])
 		add_problem(line, sizeof(line), "%" PRIu64 " process notice%s lost", counters[PBP_CNT_PROC_EVENTS_LOST],
