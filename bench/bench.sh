@@ -133,6 +133,17 @@ for nesting in 0 4 16; do
 	done
 done
 
+# Late unwinding (doc/internals.md): a whole-host run with a zlib workload started after it, so
+# that its first samples come before its files' tables. BPF's cost per stack copy (the copy and
+# its larger record, --bpf-stats) and userspace's per sample unwound from a copy (-v).
+printf '\nlate unwinding: a whole-host run, %s started after it (BPF ns per stack copy, userspace us per sample)\n' "$mixed_python"
+./pybpfprof -v --bpf-stats -d 3 -o "$out/late.mojo" 2>"$out/late.log" &
+late_profiler=$!
+sleep 0.8
+"$mixed_python" tests/scripts/native_zlib_at_once.py 0.5
+wait "$late_profiler" || true
+grep -E 'bpf: [0-9]+ stack copies|late unwinding:' "$out/late.log" | sed 's/^pybpfprof: //' || true
+
 # Unwind tables: the summary's line for one run, then the rows of each file on their own.
 printf '\nunwind tables of a run (%s bench/mixed_work.py 32 4)\n' "$mixed_python"
 ./pybpfprof -v -F 1000 -o "$out/mixed.mojo" -- "$mixed_python" bench/mixed_work.py 32 4 1 2>&1 >/dev/null | grep 'unwind tables:' || true

@@ -129,6 +129,27 @@ struct pbp_cpu_scratch {
 	__u8 stack_window[PBP_NATIVE_WINDOW_BYTES + 16];
 };
 
+/*
+ * A sample's stack copy (include/sample_record.h), made only when its native walk stopped for
+ * want of a table or a mapping. The header and the shims are contiguous, as the record carries them; the
+ * bytes have a page of slack after the copy's size, for a masked offset plus a page's copy.
+ */
+#define PBP_COPY_PAGE 4096u
+_Static_assert(PBP_MAX_SHIM_COPY >= PBP_MAX_SHIMS, "a copy holds every shim a walk can pass");
+_Static_assert(PBP_COPY_PAGE == PBP_PAGE_MASK + 1, "copies go page by page");
+struct pbp_stack_copy_buf {
+	struct pbp_stack_copy head;
+	__u64 shims[PBP_MAX_SHIM_COPY];
+	__u8 bytes[PBP_STACK_COPY_BYTES + PBP_COPY_PAGE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pbp_stack_copy_buf);
+} stack_copy SEC(".maps");
+
 /* Separate from pbp_cpu_scratch: a per-CPU map value is capped at 32 KiB. */
 struct pbp_cpu_window {
 	__u8 bytes[PBP_WINDOW_BUF];

@@ -457,6 +457,58 @@ static __always_inline void pbp_walk_native_of(struct bpf_perf_event_data *ctx, 
 	pbp_count_native_stop(walk->stop);
 }
 
+/*
+ * For a walk that stopped for want of a table or a mapping: the user stack from the stopping frame's sp,
+ * copied into this CPU's stack_copy with the frame's registers and the shims no frame claimed
+ * yet (include/sample_record.h). Page by page: a copy that runs past the end of the stack's
+ * mapping keeps the pages before it. Returns the copy, or NULL when not even one byte could
+ * be read.
+ */
+static __always_inline struct pbp_stack_copy_buf *pbp_copy_stack(struct pbp_cpu_scratch *scratch,
+								 struct task_struct *task)
+{
+	struct pbp_native_walk *walk = &scratch->native;
+	__u32 zero = 0, copied = 0, shims = 0;
+	struct pbp_stack_copy_buf *copy = bpf_map_lookup_elem(&stack_copy, &zero);
+	__u64 addr = walk->sp;
+
+	if (!copy)
+		return NULL;
+	for (__u32 i = 0; i < PBP_STACK_COPY_BYTES / PBP_COPY_PAGE + 1; i++) {
+		__u32 len = PBP_COPY_PAGE - (__u32)(addr & PBP_PAGE_MASK);
+
+		if (copied >= PBP_STACK_COPY_BYTES)
+			break;
+		if (len > PBP_STACK_COPY_BYTES - copied)
+			len = PBP_STACK_COPY_BYTES - copied;
+		if (len == 0 || len > PBP_COPY_PAGE)
+			break;
+		if (pbp_read_target(copy->bytes + (copied & (PBP_STACK_COPY_BYTES - 1)), len, addr, task) != 0)
+			break;
+		copied += len;
+		addr += len;
+	}
+	if (copied == 0)
+		return NULL;
+	for (__u32 i = 0; i < PBP_MAX_SHIM_COPY; i++) {
+		__u32 next = walk->next_shim + i;
+
+		if (next >= scratch->walk.shim_count || next >= PBP_MAX_SHIMS)
+			break;
+		/* keeps clang from dropping the mask the verifier needs (it knows next < PBP_MAX_SHIMS) */
+		asm volatile("" : "+r"(next));
+		next &= PBP_MAX_SHIMS - 1;
+		copy->shims[i] = scratch->shim_addr[next];
+		shims = i + 1;
+	}
+	copy->head.sp = walk->sp;
+	copy->head.bp = walk->bp;
+	copy->head.copy_len = copied;
+	copy->head.shim_count = (__u16)shims;
+	copy->head.reserved = 0;
+	return copy;
+}
+
 static __always_inline void pbp_walk_native(struct bpf_perf_event_data *ctx, struct pbp_cpu_scratch *scratch,
 					    bool user_mode)
 {

@@ -23,6 +23,9 @@ const volatile bool watch_exec = false;
 const volatile bool follow_forks = false;
 /* Unwind the user-space native stack from the unwind_* maps. */
 const volatile bool native_stacks = false;
+/* With native_stacks: a walk stopped for want of a table or a mapping sends a copy of the stack
+ * (bpf/native_walk.h). */
+const volatile bool stack_copies = false;
 /* gil mode: only threads holding the GIL give a record (the others are dropped before their walk). */
 const volatile bool gil_only = false;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). Set by
@@ -122,21 +125,12 @@ static __always_inline __u32 pbp_fill_kernel_stack(struct bpf_perf_event_data *c
 	return bytes > 0 ? (__u32)bytes / sizeof(__u64) : 0;
 }
 
-static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
+/* How the record just written wakes the consumer: at once if the ring is filling, or if it
+ * holds a new code object (below). */
+static __always_inline __u64 pbp_wakeup_flag(struct pbp_cpu_scratch *scratch, void *ring)
 {
-	struct pbp_record *rec = &scratch->out.rec;
-	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
-		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
 	__u64 wakeup = BPF_RB_NO_WAKEUP, wakeup_at = wakeup_bytes;
-	__u32 zero = 0;
-	void *ring = bpf_map_lookup_elem(&events, &zero);
 
-	if (!ring) {
-		pbp_count(PBP_CNT_LOST);
-		return;
-	}
-	if (len > sizeof(scratch->out))
-		len = sizeof(scratch->out);
 	if (wakeup_at && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_at)
 		wakeup = BPF_RB_FORCE_WAKEUP;
 	/* New code objects are read by the consumer before they can be freed, a new asyncio task
@@ -151,10 +145,102 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch)
 			scratch->wakeup_consumer_mark = consumer_mark;
 		}
 	}
-	if (bpf_ringbuf_output(ring, &scratch->out, len, wakeup) != 0)
+	return wakeup;
+}
+
+/* The record followed by its stack copy, in one reservation of the ring (its size is the
+ * sample's: the dynptr form). 0, or -1: nothing sent. */
+static __always_inline int pbp_output_with_copy(void *ring, struct pbp_cpu_scratch *scratch, __u64 len,
+						struct pbp_stack_copy_buf *copy, __u64 wakeup)
+{
+	__u32 head_len = sizeof(copy->head) + (copy->head.shim_count & (PBP_MAX_SHIM_COPY * 2 - 1)) * sizeof(__u64);
+	__u32 copy_len = copy->head.copy_len;
+	struct bpf_dynptr record;
+
+	if (head_len > sizeof(copy->head) + sizeof(copy->shims) || copy_len > PBP_STACK_COPY_BYTES)
+		return -1;
+	if (bpf_ringbuf_reserve_dynptr(ring, len + head_len + copy_len, 0, &record) != 0) {
+		bpf_ringbuf_discard_dynptr(&record, 0);
+		return -1;
+	}
+	if (bpf_dynptr_write(&record, 0, &scratch->out, len, 0) != 0 ||
+	    bpf_dynptr_write(&record, len, copy, head_len, 0) != 0 ||
+	    bpf_dynptr_write(&record, len + head_len, copy->bytes, copy_len, 0) != 0) {
+		bpf_ringbuf_discard_dynptr(&record, 0);
+		return -1;
+	}
+	bpf_ringbuf_submit_dynptr(&record, wakeup);
+	return 0;
+}
+
+/* copy: the sample's stack copy (PBP_REC_STACK_COPY set), or NULL. */
+static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch, struct pbp_stack_copy_buf *copy)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
+		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
+	__u64 wakeup;
+	__u32 zero = 0;
+	void *ring = bpf_map_lookup_elem(&events, &zero);
+	int err;
+
+	if (!ring) {
+		pbp_count(PBP_CNT_LOST);
+		return;
+	}
+	if (len > sizeof(scratch->out))
+		len = sizeof(scratch->out);
+	wakeup = pbp_wakeup_flag(scratch, ring);
+	/* Copies take a quarter of the ring at most: a host where many walks wait for tables (a
+	 * process mapping thousands of files) would otherwise fill it with copies and lose samples. */
+	if (copy && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 4)
+		err = -1;
+	else
+		err = copy ? pbp_output_with_copy(ring, scratch, len, copy, wakeup) : -1;
+	if (copy && !err) {
+		pbp_count(PBP_CNT_STACK_COPIES);
+	} else {
+		/* Without its copy, a record too large for the room left (or its share) may still fit. */
+		if (copy) {
+			rec->flags &= ~PBP_REC_STACK_COPY;
+			pbp_count(PBP_CNT_COPIES_DROPPED);
+		}
+		err = bpf_ringbuf_output(ring, &scratch->out, len, wakeup);
+	}
+	if (err != 0)
 		pbp_count(PBP_CNT_LOST);
 	else if (wakeup == BPF_RB_FORCE_WAKEUP)
 		pbp_count(PBP_CNT_WAKEUPS);
+}
+
+/* A walk that stopped for want of a table (or of a mapping): its stack, copied for userspace to unwind once the
+ * table exists (NULL: none). The normal path pays only the test. */
+static __always_inline struct pbp_stack_copy_buf *pbp_stack_copy_for(struct pbp_cpu_scratch *scratch,
+								     struct task_struct *task)
+{
+	struct pbp_stack_copy_buf *copy;
+
+	__u8 stop = scratch->out.rec.native_stop;
+
+	/* NO_MAPPING too: a library loaded since userspace last read the maps (dlopen). */
+	if (!stack_copies || (stop != UNWIND_STOP_NO_TABLE && stop != UNWIND_STOP_NO_MAPPING))
+		return NULL;
+	copy = pbp_copy_stack(scratch, task);
+	if (copy)
+		scratch->out.rec.flags |= PBP_REC_STACK_COPY;
+	return copy;
+}
+
+/* Sends the sample's record, with a stack copy where its native walk wants one; with
+ * time_samples, what the copy and its larger record cost is counted apart. */
+static __always_inline void pbp_send_sample(struct pbp_cpu_scratch *scratch, struct task_struct *task)
+{
+	__u64 start_ns = time_samples ? bpf_ktime_get_ns() : 0;
+	struct pbp_stack_copy_buf *copy = pbp_stack_copy_for(scratch, task);
+
+	pbp_send(scratch, copy);
+	if (copy && time_samples)
+		pbp_count_add(PBP_CNT_COPY_NS, bpf_ktime_get_ns() - start_ns);
 }
 
 /* The record's header for a sample of tgid/tid, nothing walked yet. */
@@ -209,7 +295,7 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 	/* An interrupted user-mode thread has no kernel stack to report. */
 	if (kernel_stacks && !user_mode)
 		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, NULL, scratch);
-	pbp_send(scratch);
+	pbp_send_sample(scratch, NULL);
 }
 
 SEC("perf_event")
@@ -371,7 +457,7 @@ static __always_inline void pbp_wall_target(struct task_struct *task, const stru
 	if (native_stacks && !running_now)
 		pbp_walk_native_of(NULL, task, scratch, false);
 	pbp_wall_kernel_moment(task, scratch);
-	pbp_send(scratch);
+	pbp_send_sample(scratch, task);
 }
 
 SEC("iter.s/task")

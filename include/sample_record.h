@@ -6,6 +6,9 @@
  * py_frame_count `struct pbp_py_frame` leaf first, then native_frame_count
  * u64 user-space pcs leaf first (the leaf's exact, the callers' return
  * addresses), then kernel_frame_count u64 kernel addresses leaf first.
+ * With PBP_REC_STACK_COPY, a struct pbp_stack_copy follows the kernel
+ * addresses, then its shim_count u64 shims, then copy_len bytes of the
+ * user stack.
  */
 #ifndef PYBPFPROF_SAMPLE_RECORD_H
 #define PYBPFPROF_SAMPLE_RECORD_H
@@ -48,6 +51,11 @@
 #define PBP_REC_GIL_REQUESTED 0x0100u
 /* Wall mode: the thread was on a CPU at that moment (so its kernel stack could not be read). */
 #define PBP_REC_ON_A_CPU      0x0200u
+/* The native walk stopped for want of a table or a mapping (UNWIND_STOP_NO_TABLE, _NO_MAPPING: a
+ * library loaded since userspace read the maps): a struct pbp_stack_copy
+ * and a slice of the user stack follow the kernel addresses, for userspace to unwind the rest
+ * once the table exists (as perf --call-graph dwarf does). */
+#define PBP_REC_STACK_COPY    0x0400u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -95,6 +103,24 @@ struct pbp_record {
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
 };
+
+/*
+ * The stack slice a PBP_REC_STACK_COPY record carries. The walk stopped at its last native
+ * pc (the frame it could not unwind, already in native_pcs); sp and bp are that frame's
+ * registers, as the walk had them. The copy holds the user stack from sp up: copy_len bytes,
+ * page by page, so it ends early where the stack's mapping ends. The shims (3.12+) are the
+ * C-stack shims of eval activations that no walked frame claimed yet, leaf first (their
+ * frames get PBP_NATIVE_PC_EVAL as in BPF's walk).
+ */
+#define PBP_STACK_COPY_BYTES 16384u
+struct pbp_stack_copy {
+	__u64 sp;          /* the stopping frame's rsp: the address of the copy's first byte */
+	__u64 bp;          /* its rbp */
+	__u32 copy_len;    /* bytes of stack after the shims (<= PBP_STACK_COPY_BYTES) */
+	__u16 shim_count;  /* u64 shim addresses right after this header (<= PBP_MAX_SHIM_COPY) */
+	__u16 reserved;    /* zero */
+};
+#define PBP_MAX_SHIM_COPY 64
 
 /*
  * Which read of target memory failed: one value per read site in bpf/. A
@@ -151,6 +177,9 @@ _Static_assert(__builtin_offsetof(struct pbp_record, native_frame_count) == 42, 
 _Static_assert(__builtin_offsetof(struct pbp_record, task_state) == 44, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, running_task) == 56, PBP_RECORD_LAYOUT);
+_Static_assert(sizeof(struct pbp_stack_copy) == 24, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_stack_copy, copy_len) == 16, PBP_RECORD_LAYOUT);
+_Static_assert((PBP_STACK_COPY_BYTES & (PBP_STACK_COPY_BYTES - 1)) == 0, "PBP_STACK_COPY_BYTES is a power of two");
 /* The record is followed by 8-byte aligned frames and kernel addresses. */
 _Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);
 _Static_assert(PBP_ERR_COUNT <= 256, "an enum pbp_error fits pbp_record.error");
@@ -170,7 +199,10 @@ enum pbp_counter {
 	PBP_CNT_PROC_EVENTS_LOST = 6, /* exec/fork/exit notices dropped: proc_events ring full */
 	PBP_CNT_TARGET_NS = 7,    /* with time_samples (--bpf-stats): ns spent on target samples */
 	PBP_CNT_OTHER_NS = 8,     /* with time_samples: ns spent on runs that found no target */
-	PBP_CNT_MAX = 9,          /* number of counters, the size of the counters map */
+	PBP_CNT_STACK_COPIES = 9, /* records sent with a stack copy (PBP_REC_STACK_COPY) */
+	PBP_CNT_COPY_NS = 10,     /* with time_samples: ns spent copying stacks and sending those records */
+	PBP_CNT_COPIES_DROPPED = 11, /* stack copies not sent, the ring a quarter full or more (their records went without) */
+	PBP_CNT_MAX = 12,         /* number of counters, the size of the counters map */
 };
 
 #endif

@@ -79,6 +79,7 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 {
 	struct recorded *rec = ctx;
 	struct pbp_record *copy;
+	size_t sections;
 
 	if (rec->count == rec->capacity) {
 		size_t capacity = rec->capacity ? rec->capacity * 2 : 1024;
@@ -93,8 +94,20 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, record, size);
-	assert_true(size == sizeof(*record) + record->py_frame_count * sizeof(struct pbp_py_frame) +
-				    (record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t));
+	sections = sizeof(*record) + record->py_frame_count * sizeof(struct pbp_py_frame) +
+		   (record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t);
+	/* A walk stopped for want of a table or a mapping carries the stack after its sections. */
+	if (record->flags & PBP_REC_STACK_COPY) {
+		struct pbp_stack_copy head;
+
+		assert_true(record->native_stop == UNWIND_STOP_NO_TABLE || record->native_stop == UNWIND_STOP_NO_MAPPING);
+		assert_true(size >= sections + sizeof(head));
+		memcpy(&head, (const uint8_t *)record + sections, sizeof(head));
+		assert_true(head.copy_len > 0 && head.copy_len <= PBP_STACK_COPY_BYTES);
+		assert_true(head.shim_count <= PBP_MAX_SHIM_COPY);
+		sections += sizeof(head) + head.shim_count * sizeof(uint64_t) + head.copy_len;
+	}
+	assert_true(size == sections);
 	rec->records[rec->count++] = copy;
 	return 0;
 }

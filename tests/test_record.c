@@ -1614,6 +1614,188 @@ static void native_frames_on_a_busy_host(void **state)
 	}
 }
 
+/*
+ * A zlib sample whose native walk went on past its leaf: under the Python caller, native frames
+ * only, at least two (libz's callers of the leaf, and the zlib module's function where the merge
+ * shows it). Told by frames, not names: a file whose symbols are still being read names its
+ * frames by offset for a while, which says nothing about the walk. A walk that lost its native
+ * frames holds the leaf alone. A leaf in deflate itself may have no libz caller: not counted.
+ */
+static void note_zlib_unwound(void *findings, const struct pf_sample *sample)
+{
+	struct zlib_chain_findings *found = findings;
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+	size_t caller = named_after(sample, 0, PF_FRAME_PYTHON, found->caller);
+
+	if (caller == NO_FRAME || !leaf || leaf->kind != PF_FRAME_NATIVE || !leaf->file ||
+	    !strstr(leaf->file, "/libz.so") || (leaf->name && strcmp(leaf->name, "deflate") == 0))
+		return;
+	found->zlib_samples++;
+	for (size_t i = caller + 1; i < sample->frame_count; i++)
+		if (sample->frames[i].kind != PF_FRAME_NATIVE)
+			return;
+	found->whole_chain += sample->frame_count - caller - 1 >= 2;
+}
+
+/* The -v summary's late-unwinding line: copies BPF sent, received, unwound late, lost native frames. */
+struct late_counts {
+	unsigned long copies, received, unwound, lost;
+};
+
+static void read_late_counts(const char *label, const char *summary, struct late_counts *late)
+{
+	const char *line = strstr(summary, " stack copies from BPF, ");
+
+	/* back to the line's start: "late unwinding: N stack copies from BPF, ..." */
+	while (line && line > summary && line[-1] != '\n')
+		line--;
+	line = line ? strstr(line, "late unwinding: ") : NULL;
+	if (!line || sscanf(line, "late unwinding: %lu stack copies from BPF, %lu received; %lu samples unwound late",
+			    &late->copies, &late->received, &late->unwound) != 3)
+		fail_msg("%s: no late-unwinding line in the -v summary: %s", label, summary);
+	line = strstr(line, " lost native frames");
+	/* the number right before it */
+	while (line && line > summary && line[-1] >= '0' && line[-1] <= '9')
+		line--;
+	if (!line || sscanf(line, "%lu", &late->lost) != 1)
+		fail_msg("%s: no count of samples that lost native frames: %s", label, summary);
+	/* Every copy received was either unwound or lost, and none came that BPF did not send. */
+	assert_int_equal(late->received, late->unwound + late->lost);
+	assert_true(late->received <= late->copies);
+}
+
+/* Each thread's time stamps as a file holds them: how many went back. */
+struct thread_clock {
+	uint64_t keys[64][2]; /* pid, tid */
+	uint64_t last_us[64];
+	size_t count;
+	size_t samples, went_back;
+};
+
+static void note_thread_time(void *findings, const struct pf_sample *sample)
+{
+	struct thread_clock *clock = findings;
+	size_t i;
+
+	clock->samples++;
+	for (i = 0; i < clock->count; i++)
+		if (clock->keys[i][0] == sample->pid && clock->keys[i][1] == sample->tid)
+			break;
+	if (i == clock->count) {
+		if (clock->count == ARRAY_SIZE(clock->keys))
+			return;
+		clock->keys[i][0] = sample->pid;
+		clock->keys[i][1] = sample->tid;
+		clock->last_us[i] = 0;
+		clock->count++;
+	}
+	clock->went_back += sample->timestamp_us < clock->last_us[i];
+	clock->last_us[i] = sample->timestamp_us;
+}
+
+/* The at-once workload through an exec'ing wrapper: the profiler prebuilds tables for sh only.
+ * A Tachyon file too (tachyon_path), whose samples carry their time stamps. */
+static void record_through_exec_wrapper(const struct test_python *python, struct native_run *run,
+					char *tachyon_path, size_t tachyon_len)
+{
+	char command[PATH_MAX + 64], script[PATH_MAX];
+	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-o", run->path, "-o", tachyon_path, "--", "sh", "-c",
+			 command, NULL };
+
+	memset(run, 0, sizeof(*run));
+	FORMAT(run->path, "%s/exec-wrapper-%s.mojo", test_tmpdir(), python->label);
+	snprintf(tachyon_path, tachyon_len, "%s/exec-wrapper-%s.bin", test_tmpdir(), python->label);
+	script_path(script, sizeof(script), "native_zlib_at_once.py");
+	FORMAT(command, "exec %s %s 0.5", python->command, script);
+	run->status = run_capture(argv, run->summary, sizeof(run->summary));
+	if (run->status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, run->status, run->summary);
+}
+
+/* The whole host, with the at-once workload started after the profiler: nothing prebuilt. */
+static void record_whole_host_later_start(const struct test_python *python, struct native_run *run)
+{
+	char script[PATH_MAX], err_path[PATH_MAX];
+	/* Long enough for the workload beside a busy host's others (its CPU second takes longer). */
+	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-d", "5", "-o", run->path, NULL };
+	char command[PATH_MAX + 64], *workload[32];
+	uint8_t *text;
+	const char *late;
+	size_t len = 0;
+	pid_t profiler;
+
+	memset(run, 0, sizeof(*run));
+	FORMAT(run->path, "%s/host-later-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(err_path, "%s/host-later-%s.err", test_tmpdir(), python->label);
+	script_path(script, sizeof(script), "native_zlib_at_once.py");
+	profiler = test_spawn(argv, NULL, err_path);
+	assert_true(profiler > 0);
+	/* The profiler is running before the workload starts (its start is not what is measured). */
+	usleep(800 * 1000);
+	/* A CPU second: a whole host's discovery of a new process may take a moment under load. */
+	FORMAT(command, "%s %s 1", python->command, script);
+	split_command(command, workload, 32);
+	assert_int_equal(test_wait_status(test_spawn(workload, NULL, NULL)), 0);
+	run->status = test_wait_status(profiler);
+	text = read_whole_file(err_path, &len);
+	/* A whole host's -v summary is long: from the late-unwinding lines on, when it is kept. */
+	late = text && run->status == 0 ? strstr((char *)text, "pybpfprof: late unwinding: ") : NULL;
+	FORMAT(run->summary, "%s", late ? late : text ? (char *)text : "");
+	free(text);
+	if (run->status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, run->status, run->summary);
+}
+
+/*
+ * A process whose files have no tables yet when it is first sampled (run through `sh -c 'exec
+ * python ...'`, or started after a whole-host profiler) still gets its native frames: BPF sends
+ * the stack with the samples its walk could not finish and userspace unwinds them once the
+ * tables exist, so zlib's deflate sits between the Python caller and the leaf from the start.
+ */
+static void native_frames_while_tables_build(void **state)
+{
+	static const char *const labels[] = { "3.11-static", "3.12", "3.15" };
+	unsigned long unwound_late = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(labels); i++) {
+		const struct test_python *python = native_python(labels[i]);
+		struct native_run run;
+		struct late_counts late;
+
+		if (!python)
+			continue;
+		for (int mode = 0; mode < 2; mode++) {
+			struct zlib_chain_findings found = { .caller = "compress_at_once" };
+			const char *how = mode == 0 ? "through sh -c exec" : "started after a whole-host profiler";
+
+			if (mode == 0) {
+				struct native_run timed = { 0 };
+				struct thread_clock clock = { 0 };
+
+				record_through_exec_wrapper(python, &run, timed.path, sizeof(timed.path));
+				/* Held samples leave in the order they came: no thread's clock goes back. */
+				read_native_run(&timed, note_thread_time, &clock);
+				assert_true(clock.samples >= 50);
+				assert_int_equal(clock.went_back, 0);
+			} else {
+				record_whole_host_later_start(python, &run);
+			}
+			read_native_run(&run, note_zlib_unwound, &found);
+			read_late_counts(python->label, run.summary, &late);
+			print_message("%s %s: %zu of %zu zlib samples hold the chain; %lu stack copies, %lu unwound late, "
+				      "%lu lost native frames\n",
+				      python->label, how, found.whole_chain, found.zlib_samples, late.copies, late.unwound,
+				      late.lost);
+			assert_true(found.zlib_samples >= 50);
+			assert_true(found.whole_chain * 10 >= found.zlib_samples * 9);
+			unwound_late += late.unwound;
+		}
+	}
+	/* The whole-host runs start with no table of the workload's files at all. */
+	assert_true(unwound_late > 0);
+}
+
 /* g. An independent unwinder: perf's DWARF call graphs of the zlib workload show the same heavy paths. */
 
 #define PATHS_MAX 512
@@ -2402,6 +2584,7 @@ int main(void)
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_numpy);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_paths_match_perf);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_frames_on_a_busy_host);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(native_frames_while_tables_build);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(failed_run_keeps_old_outputs);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(planted_symlink_is_refused);
 	tests[count++] = (struct CMUnitTest)cmocka_unit_test(fifo_output_is_refused);

@@ -494,6 +494,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->watch_exec = options->watch_exec;
 	sampler->skel->rodata->follow_forks = options->follow_forks;
 	sampler->skel->rodata->native_stacks = options->native_stacks;
+	sampler->skel->rodata->stack_copies = options->native_stacks;
 	sampler->skel->rodata->gil_only = options->gil_only;
 	sampler->skel->rodata->time_samples = options->time_samples;
 	/* Each mode loads only the program it runs: verifying the other would only cost time. */

@@ -333,6 +333,13 @@ int unwind_maps_write_table(struct unwind_maps *maps, const struct unwind_table_
 	return 0;
 }
 
+const struct unwind_row *unwind_maps_table_rows(const struct unwind_maps *maps, const struct unwind_table_ref *ref)
+{
+	if (ref->row_count == 0 || !range_fits(maps, ref) || !maps->chunks[ref->chunk])
+		return NULL;
+	return maps->chunks[ref->chunk] + ref->first_row;
+}
+
 size_t unwind_maps_chunk_count(const struct unwind_maps *maps)
 {
 	size_t count = 0;

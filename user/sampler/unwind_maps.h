@@ -41,6 +41,9 @@ size_t unwind_maps_chunk_count(const struct unwind_maps *maps);
 size_t unwind_maps_chunk_bytes(const struct unwind_maps *maps);
 int unwind_maps_write_table(struct unwind_maps *maps, const struct unwind_table_ref *ref,
 			    const struct unwind_row *rows, const uint32_t *pages);
+/* The rows of a table written here (its page index right after them), as BPF reads them; NULL
+ * where ref holds no rows or lies outside the chunks held. Valid until its chunk is removed. */
+const struct unwind_row *unwind_maps_table_rows(const struct unwind_maps *maps, const struct unwind_table_ref *ref);
 int unwind_maps_set_table(struct unwind_maps *maps, uint32_t table_id, const struct unwind_table_ref *ref);
 int unwind_maps_set_proc(struct unwind_maps *maps, pid_t tgid, const struct unwind_proc *proc);
 int unwind_maps_forget_proc(struct unwind_maps *maps, pid_t tgid);

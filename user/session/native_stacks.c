@@ -19,6 +19,7 @@
 
 #include "sampler/unwind_maps.h"
 #include "target/launch_files.h"
+#include "target/stack_copy_unwind.h"
 #include "util/clock.h"
 
 struct native_stacks {
@@ -27,6 +28,7 @@ struct native_stacks {
 	struct unwind_proc proc;   /* the one being written (8 KiB: not on the stack) */
 	uint64_t refreshes;        /* maps read again for a walk that stopped at an unknown pc */
 	bool upload_error_reported;
+	struct unwind_table view;  /* the rows native_stacks_table_at last handed out */
 };
 
 static int upload_table(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
@@ -109,14 +111,16 @@ static void report_upload_error(struct session *session, const char *what, int e
 	native->upload_error_reported = true;
 }
 
-void native_stacks_attach(struct session *session, pid_t pid)
+/* for_walk: read again for a walk that stopped where the last read knew no table. */
+static void attach(struct session *session, pid_t pid, bool for_walk)
 {
 	struct native_stacks *native = session->native;
 	int err;
 
 	if (!native)
 		return;
-	err = unwind_cache_map_proc(native->cache, pid, &native->proc);
+	err = for_walk ? unwind_cache_map_proc_for_walk(native->cache, pid, &native->proc)
+		       : unwind_cache_map_proc(native->cache, pid, &native->proc);
 	if (!err)
 		err = unwind_maps_set_proc(native->maps, pid, &native->proc);
 	/* A process gone meanwhile is not news; anything else is said once, and its samples keep
@@ -127,6 +131,11 @@ void native_stacks_attach(struct session *session, pid_t pid)
 		snprintf(what, sizeof(what), "pid %d", (int)pid);
 		report_upload_error(session, what, err);
 	}
+}
+
+void native_stacks_attach(struct session *session, pid_t pid)
+{
+	attach(session, pid, false);
 }
 
 void native_stacks_poll(struct session *session)
@@ -184,6 +193,8 @@ void native_stacks_detach(struct session *session, pid_t pid)
 
 	if (!native || !unwind_cache_knows_proc(native->cache, pid))
 		return;
+	/* Its held samples are unwound while its mappings are still known. */
+	late_unwind_settle_pid(session, pid);
 	/* The names its pcs were given belong to the image that is gone. */
 	sample_resolve_forget_native(&session->resolver);
 	unwind_maps_forget_proc(native->maps, pid);
@@ -221,7 +232,51 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 	    !unwind_cache_should_refresh(native->cache, (pid_t)record->pid, record->user_ip, now_ms))
 		return;
 	native->refreshes++;
-	native_stacks_attach(session, (pid_t)record->pid);
+	attach(session, (pid_t)record->pid, true);
+}
+
+int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint64_t sample_ns,
+			   const struct unwind_table **table, uint64_t *bias)
+{
+	struct native_stacks *native = session->native;
+	struct unwind_table_ref ref;
+	const struct unwind_row *rows;
+
+	if (!native)
+		return UNWIND_STOP_NOT_WALKED;
+	switch (unwind_cache_table_at(native->cache, pid, pc, &ref, bias)) {
+	case UNWIND_PC_TABLE:
+		break;
+	case UNWIND_PC_BUILDING:
+		/* The files held samples wait for are built first, as those BPF's walks stop in. */
+		unwind_cache_want_pc(native->cache, pid, pc);
+		return STACK_UNWIND_WAIT;
+	case UNWIND_PC_NO_MAPPING:
+		/* Maps read before the sample may not hold a library loaded since: read again (at most
+		 * every UNWIND_CACHE_REFRESH_MS), and the sample waits for that read. */
+		if (unwind_cache_read_ms(native->cache, pid) * 1000000u > sample_ns)
+			return UNWIND_STOP_NO_MAPPING;
+		/* fall through */
+	case UNWIND_PC_DEFERRED:
+		if (unwind_cache_should_refresh(native->cache, pid, pc, clock_monotonic_ms())) {
+			native->refreshes++;
+			attach(session, pid, true);
+		}
+		return STACK_UNWIND_WAIT;
+	default:
+		return UNWIND_STOP_NO_TABLE;
+	}
+	rows = unwind_maps_table_rows(native->maps, &ref);
+	if (!rows)
+		return UNWIND_STOP_NO_TABLE;
+	native->view = (struct unwind_table){ .rows = (struct unwind_row *)rows, .count = ref.row_count };
+	if (ref.page_count) {
+		native->view.pages = (uint32_t *)(rows + ref.row_count);
+		native->view.page_count = ref.page_count;
+		native->view.page_base = ref.page_base;
+	}
+	*table = &native->view;
+	return 0;
 }
 
 void native_stacks_stats(const struct session *session, struct unwind_cache_stats *stats)

@@ -497,6 +497,59 @@ static void print_native_summary(const struct session *session)
 			stats.builds_deferred);
 }
 
+/* Samples whose native walk waited for a table (session/late_unwind.c): how many were unwound late
+ * from their stack copies, and the ones that lost native frames, by cause. */
+static uint64_t late_lost_total(const struct late_unwind_stats *late)
+{
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < LATE_LOST_COUNT; i++)
+		total += late->lost[i];
+	return total;
+}
+
+static void format_late_losses(const struct late_unwind_stats *late, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (unsigned i = 0; i < LATE_LOST_COUNT && used < len; i++) {
+		int wrote;
+
+		if (!late->lost[i])
+			continue;
+		wrote = snprintf(out + used, len - used, "%s%s %" PRIu64, used ? ", " : "",
+				 late_unwind_loss_name((enum late_unwind_loss)i), late->lost[i]);
+		if (wrote < 0)
+			break;
+		used += (size_t)wrote;
+	}
+}
+
+static void print_late_summary(const struct session *session, const uint64_t counters[PBP_CNT_MAX])
+{
+	struct late_unwind_stats late;
+	char losses[512], peak[32];
+
+	if (!session->native)
+		return;
+	late_unwind_stats(session, &late);
+	format_late_losses(&late, losses, sizeof(losses));
+	format_size(late.peak_bytes, peak, sizeof(peak));
+	if (counters[PBP_CNT_COPIES_DROPPED])
+		fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies dropped, the ring buffer filling: their "
+				"samples lost native frames\n",
+			counters[PBP_CNT_COPIES_DROPPED]);
+	fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies from BPF, %" PRIu64 " received; %" PRIu64
+			" samples unwound late (%.1f us each), %" PRIu64 " lost native frames%s%s%s; at most %s held; "
+			"copies read to %.1f KiB on average, %.1f KiB at most (of %u)\n",
+		counters[PBP_CNT_STACK_COPIES], late.held, late.unwound,
+		late.held ? (double)late.unwind_ns / 1e3 / (double)late.held : 0.0, late_lost_total(&late),
+		losses[0] ? " (" : "", losses, losses[0] ? ")" : "", peak,
+		late.unwound ? (double)late.copy_used_sum / 1024.0 / (double)late.unwound : 0.0,
+		(double)late.copy_used_max / 1024.0, PBP_STACK_COPY_BYTES / 1024u);
+}
+
 /* The parser worker's run (user/parser/): files read, files lost to it, and why. */
 static void print_parser_summary(const struct session *session)
 {
@@ -682,12 +735,16 @@ static void print_bpf_cost(uint64_t run_ns, uint64_t runs, const uint64_t counte
 {
 	uint64_t samples = counters[PBP_CNT_SAMPLES];
 	uint64_t other_runs = runs > samples ? runs - samples : 0;
+	uint64_t copies = counters[PBP_CNT_STACK_COPIES];
 
 	fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " runs, %.0f ns per run; %" PRIu64 " other runs, %.0f ns each; %" PRIu64
 			" target samples, %" PRIu64 " wakeups, %.0f ns per target sample\n",
 		runs, runs ? (double)run_ns / (double)runs : 0.0, other_runs,
 		other_runs ? (double)counters[PBP_CNT_OTHER_NS] / (double)other_runs : 0.0, samples,
 		counters[PBP_CNT_WAKEUPS], samples ? (double)counters[PBP_CNT_TARGET_NS] / (double)samples : 0.0);
+	if (copies)
+		fprintf(stderr, "pybpfprof: bpf: %" PRIu64 " stack copies, %.0f ns each (the copy and its record)\n", copies,
+			(double)counters[PBP_CNT_COPY_NS] / (double)copies);
 }
 
 /* What was sampled, by default: the samples, the Python processes and threads, the samples lost. */
@@ -731,6 +788,7 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 {
 	const struct push_client_stats *push = &session->push_stats;
 	uint64_t unresolved = session->resolver.unresolved_frames, read_errors[PBP_ERR_COUNT] = { 0 }, failed_reads = 0;
+	struct late_unwind_stats late;
 	char line[1024] = "";
 
 	if (counters[PBP_CNT_LOST])
@@ -760,6 +818,16 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 		if (parsed.files_bad)
 			add_problem(line, sizeof(line), "%" PRIu64 " file%s left unnamed by the parser worker",
 				    parsed.files_bad, plural(parsed.files_bad, "s"));
+	}
+	late_unwind_stats(session, &late);
+	if (late_lost_total(&late) + counters[PBP_CNT_COPIES_DROPPED]) {
+		uint64_t lost = late_lost_total(&late) + counters[PBP_CNT_COPIES_DROPPED];
+		char losses[512];
+
+		format_late_losses(&late, losses, sizeof(losses));
+		add_problem(line, sizeof(line), "%" PRIu64 " sample%s lost native frames waiting for a table (%s%s%s)", lost,
+			    plural(lost, "s"), losses, counters[PBP_CNT_COPIES_DROPPED] && losses[0] ? ", " : "",
+			    counters[PBP_CNT_COPIES_DROPPED] ? "stack copy dropped, ring filling" : "");
 	}
 	if (counters[PBP_CNT_PROC_EVENTS_LOST])
 		add_problem(line, sizeof(line), "%" PRIu64 " process notice%s lost", counters[PBP_CNT_PROC_EVENTS_LOST],
@@ -936,6 +1004,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		print_counts(session, counters);
 		print_other_processes(session);
 		print_native_summary(session);
+		print_late_summary(session, counters);
 		print_parser_summary(session);
 		print_wall_summary(session);
 		print_asyncio_summary(session);

@@ -145,13 +145,12 @@ static void write_pending_tasks(struct session *session, const struct py_target 
 	}
 }
 
-static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
+void session_write_record(struct session *session, const struct pbp_record *record, size_t size)
 {
 	struct target *target;
 	const struct py_target *python = python_of_record(session, record, &target);
 	struct pf_sample sample;
 
-	native_stacks_on_record(session, record, size);
 	if (target && python && record->running_task == 0)
 		process_events_check_asyncio(session, target, record->time_ns);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
@@ -180,6 +179,13 @@ static void resolve_and_write(struct session *session, const struct pbp_record *
 	if (session->options->mode == SESSION_MODE_WALL && session->options->async_all && python &&
 	    python->asyncio.known && record->tstate_addr)
 		write_pending_tasks(session, python, record, &sample);
+}
+
+static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
+{
+	native_stacks_on_record(session, record, size);
+	if (!late_unwind_hold(session, record, size))
+		session_write_record(session, record, size);
 }
 
 /* Resolves and writes the records kept during the drain, in their order. */
@@ -244,6 +250,8 @@ static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
 	struct session *session = ctx;
 
 	write_pending_records(session);
+	if (event->type == PBP_PROC_EXEC || event->type == PBP_PROC_EXIT)
+		late_unwind_settle_pid(session, (pid_t)event->pid);
 	process_events_on_proc_event(ctx, event);
 }
 
@@ -251,6 +259,7 @@ static void drain(struct session *session)
 {
 	bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
 	write_pending_records(session);
+	late_unwind_flush(session);
 }
 
 static int finish(struct session *session)
@@ -258,8 +267,11 @@ static int finish(struct session *session)
 	uint64_t counters[PBP_CNT_MAX] = { 0 };
 
 	drain(session);
+	/* The counts of the run, before the held samples' last wait (sampling goes on meanwhile:
+	 * what BPF sends then is not the run's). */
 	bpf_sampler_counters(session->sampler, counters);
 	session->stop_us = clock_monotonic_us();
+	late_unwind_finish(session);
 	if (session->windows) {
 		windows_close(session->windows, &session->push_stats);
 		session->windows = NULL;
@@ -294,6 +306,7 @@ static void run_loop(struct session *session)
 		symbolize_py_cache_stats(session->resolver.python, &before);
 		drain(session);
 		native_stacks_poll(session);
+		late_unwind_flush(session);
 		symbolize_py_cache_stats(session->resolver.python, &after);
 		tick_ms = after.misses != before.misses || native_stacks_building(session) ? TICK_FAST_MS
 											    : TICK_SLOW_MS;
@@ -419,6 +432,7 @@ static void release(struct session *session)
 	report_abort_writers(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
+	late_unwind_free(session);
 	native_stacks_close(session);
 	stacks_print_free(session->stacks);
 	session->stacks = NULL;
@@ -617,6 +631,7 @@ static int run_stacks(struct session *session)
 		return EXIT_STATUS_FAILED;
 	}
 	drain(session);
+	late_unwind_finish(session);
 	if (session->write_error) {
 		report_error("%s", strerror(-session->write_error));
 		return EXIT_STATUS_FAILED;

@@ -23,6 +23,7 @@
 #include "target/py_thread_name.h"
 #include "target/target_set.h"
 #include "target/unwind_cache.h"
+#include "target/unwind_table.h"
 #include "util/errbuf.h"
 #include "util/intern.h"
 
@@ -41,6 +42,7 @@ struct session {
 	const struct session_options *options;
 	struct bpf_sampler *sampler;
 	struct native_stacks *native; /* NULL: native stacks off */
+	struct late_unwind *late;     /* held samples (late_unwind.c), NULL until the first */
 	struct stacks_print *stacks;  /* SESSION_MODE_STACKS: the pass's threads, else NULL */
 	struct target_set targets;
 	struct sample_resolver resolver;
@@ -134,6 +136,60 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 /* Summary line and file metadata of the tables (rows, files, build time, failures). */
 void native_stacks_stats(const struct session *session, struct unwind_cache_stats *stats);
 uint64_t native_stacks_refreshes(const struct session *session);
+/* target/stack_copy_unwind.h's stack_unwind_table_fn for pid: the rows of the file mapped at pc as
+ * BPF has them (valid until the next call), or why there are none (STACK_UNWIND_WAIT: building,
+ * and now wanted first; or a pc in no mapping of a maps read older than the sample, at sample_ns). */
+int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint64_t sample_ns,
+			   const struct unwind_table **table, uint64_t *bias);
+
+/* ---- late_unwind.c: samples whose native walk waits for a table (PBP_REC_STACK_COPY) ---- */
+
+/* Samples unwound late, and samples that lost their native frames, by cause. */
+enum late_unwind_loss {
+	LATE_LOST_IN_TIME = 0,  /* the table was not built in time (the wait's bound, or the run's end) */
+	LATE_LOST_NO_TABLE,     /* the file has no table: refused, bad, too big, no room */
+	LATE_LOST_COPY_SHORT,   /* the stack copy ended before the walk did */
+	LATE_LOST_BUDGET,       /* the held samples' byte budget was full */
+	LATE_LOST_GONE,         /* the process exited before its table was built */
+	LATE_LOST_BAD_COPY,     /* the record's copy did not hold together */
+	LATE_LOST_NO_FILE,      /* the pc lies in no file mapping, read after the sample (JIT code) */
+	LATE_LOST_COUNT,
+};
+
+struct late_unwind_stats {
+	uint64_t held;          /* samples that came with a stack copy */
+	uint64_t unwound;       /* ... whose walk went on from it with the file's table */
+	uint64_t lost[LATE_LOST_COUNT];
+	uint64_t held_now;      /* samples in the queue now (with those behind them) */
+	uint64_t peak_bytes;    /* the most the queue held at once */
+	uint64_t unwind_ns;     /* time spent unwinding copies */
+	/* Of the unwound ones' copies, the bytes the walk read: summed, and the most. */
+	uint64_t copy_used_sum, copy_used_max;
+};
+
+struct late_unwind;
+/*
+ * The record goes through the queue when it carries a stack copy or others wait before it
+ * (the records leave in the order they came, so each thread's time stamps only grow): true
+ * when it was queued, written later by late_unwind_flush.
+ */
+bool late_unwind_hold(struct session *session, const struct pbp_record *record, size_t size);
+/* Writes the queue's records, oldest first, up to the first whose table is still being built
+ * (and not waited for longer than LATE_UNWIND_WAIT_MS). */
+void late_unwind_flush(struct session *session);
+/* pid exits or exec's: its held samples (and those before them) are written now, unwound with the
+ * tables placed so far. */
+void late_unwind_settle_pid(struct session *session, pid_t pid);
+/* The run's end: the tables still building get a bounded wait, then every record is written. */
+void late_unwind_finish(struct session *session);
+void late_unwind_stats(const struct session *session, struct late_unwind_stats *stats);
+void late_unwind_free(struct session *session);
+const char *late_unwind_loss_name(enum late_unwind_loss loss);
+
+/* ---- session.c ---- */
+
+/* Resolves the record and writes its sample to the outputs (or the stacks listing). */
+void session_write_record(struct session *session, const struct pbp_record *record, size_t size);
 
 /* ---- report.c ---- */
 

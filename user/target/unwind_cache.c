@@ -33,6 +33,10 @@
  * a normal start queues a few dozen at once.
  */
 #define UNWIND_BUILD_QUEUE_MAX 64
+/* Past a full queue, files of a process read again because its samples wait for them (their
+ * walks stopped there: unwind_cache_map_proc_for_walk) still get this many: a host whose other
+ * processes fill the queue with files no sample needs would otherwise defer them read after read. */
+#define UNWIND_BUILD_QUEUE_WANTED 32
 
 /* Program headers read to find a mapping's load bias; real files have about a dozen. */
 #define UNWIND_CACHE_MAX_PHDRS 64
@@ -56,7 +60,8 @@ struct address_range {
 /* An executable mapping whose file has (or will have) a table: where a stopped walk's pc lies. */
 struct mapped_file {
 	uint64_t start, end;
-	struct cached_file *file;
+	struct cached_file *file; /* NULL: deferred (the build queue was full), queued by a later read */
+	uint64_t bias;  /* file pc = runtime pc - bias */
 };
 
 struct cached_proc {
@@ -117,6 +122,7 @@ struct unwind_cache {
 	size_t idle_evicted;  /* idle tables given up for a new file's room */
 	size_t builds_pending; /* jobs queued and not yet placed (each a descriptor until built) */
 	size_t builds_deferred; /* files met while the queue was full, left for a later read */
+	bool reading_for_walk;  /* the read in progress is for a stopped walk's pc: the wanted slots */
 	uint64_t idle_clock;  /* orders idle tables, oldest first */
 	size_t failures[UNWIND_FAIL_COUNT];
 	uint64_t build_us;
@@ -477,7 +483,9 @@ static int queue_build(struct unwind_cache *cache, struct cached_file *file, int
 /* The builder thread holds as many files as it may: a new one waits for a later read. */
 static bool builder_full(const struct unwind_cache *cache)
 {
-	return cache->builder.started && cache->builds_pending >= UNWIND_BUILD_QUEUE_MAX;
+	size_t room = UNWIND_BUILD_QUEUE_MAX + (cache->reading_for_walk ? UNWIND_BUILD_QUEUE_WANTED : 0);
+
+	return cache->builder.started && cache->builds_pending >= room;
 }
 
 /* The cached entry of the file open at fd, built (or found failed) now if it is new, or queued
@@ -709,11 +717,18 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 		proc->count++;
 		if (deferred)
 			forget_range(next, maps->maps[i].start);
-		if (!file)
+		if (!file && !deferred)
 			continue;
 		if (ARRAY_RESERVE(next->mapped, mapped_capacity, next->mapped_count + 1))
 			return -ENOMEM;
-		next->mapped[next->mapped_count++] = (struct mapped_file){ maps->maps[i].start, maps->maps[i].end, file };
+		if (!file) {
+			/* known as deferred: a held sample waits for the read that queues it */
+			next->mapped[next->mapped_count++] = (struct mapped_file){ .start = maps->maps[i].start,
+										   .end = maps->maps[i].end };
+			continue;
+		}
+		next->mapped[next->mapped_count++] = (struct mapped_file){ maps->maps[i].start, maps->maps[i].end, file,
+									   proc->mappings[proc->count - 1].bias };
 		if (holds_file(next->files, next->file_count, file))
 			continue;
 		if (ARRAY_RESERVE(next->files, file_capacity, next->file_count + 1))
@@ -763,6 +778,16 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 	}
 	*slot = next;
 	return 0;
+}
+
+int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
+{
+	int err;
+
+	cache->reading_for_walk = true;
+	err = unwind_cache_map_proc(cache, pid, proc);
+	cache->reading_for_walk = false;
+	return err;
 }
 
 static bool proc_holds_file(const struct cached_proc *proc, const struct cached_file *file)
@@ -917,6 +942,38 @@ static bool in_ranges(const struct address_range *ranges, size_t count, uint64_t
 			return true;
 	}
 	return false;
+}
+
+uint64_t unwind_cache_read_ms(const struct unwind_cache *cache, pid_t pid)
+{
+	const struct cached_proc *proc = proc_of(cache, pid);
+
+	return proc ? proc->read_ms : 0;
+}
+
+enum unwind_cache_pc unwind_cache_table_at(const struct unwind_cache *cache, pid_t pid, uint64_t pc,
+					   struct unwind_table_ref *ref, uint64_t *bias)
+{
+	const struct cached_proc *proc = proc_of(cache, pid);
+
+	if (!proc)
+		return UNWIND_PC_UNKNOWN_PROC;
+	for (size_t i = 0; i < proc->mapped_count; i++) {
+		const struct mapped_file *mapped = &proc->mapped[i];
+
+		if (pc < mapped->start || pc >= mapped->end)
+			continue;
+		if (!mapped->file)
+			return UNWIND_PC_DEFERRED;
+		if (mapped->file->building)
+			return UNWIND_PC_BUILDING;
+		if (mapped->file->failed)
+			return UNWIND_PC_NO_TABLE;
+		*ref = mapped->file->ref;
+		*bias = mapped->bias;
+		return UNWIND_PC_TABLE;
+	}
+	return in_ranges(proc->ranges, proc->range_count, pc) ? UNWIND_PC_NO_TABLE : UNWIND_PC_NO_MAPPING;
 }
 
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms)

@@ -87,6 +87,9 @@ void unwind_cache_free(struct unwind_cache *cache);
  * 0, -ESRCH (gone), -ENOMEM.
  */
 int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc);
+/* The same, read again because a walk of pid stopped in a file it had no table for: its new files
+ * may queue past a queue full of files no walk waits for (a few more, bounded). */
+int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc);
 /* pid exited or exec'd (the caller removed it from BPF first): its tables lose a reference. */
 void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid);
 /* Whether pid is known (unwind_cache_map_proc succeeded and it was not forgotten since). */
@@ -99,6 +102,21 @@ bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid);
  * that read is UNWIND_CACHE_REFRESH_MS old.
  */
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms);
+
+/* What the cache holds for the file mapped at pid's pc. */
+enum unwind_cache_pc {
+	UNWIND_PC_TABLE = 0,     /* placed: *ref and the mapping's *bias are set */
+	UNWIND_PC_BUILDING,      /* queued or being built */
+	UNWIND_PC_DEFERRED,      /* met while the build queue was full: a later maps read queues it */
+	UNWIND_PC_NO_TABLE,      /* an executable mapping with no table (refused, failed, deferred) */
+	UNWIND_PC_NO_MAPPING,    /* in no executable mapping of the last read */
+	UNWIND_PC_UNKNOWN_PROC,  /* pid is not known (gone, or forgotten) */
+};
+enum unwind_cache_pc unwind_cache_table_at(const struct unwind_cache *cache, pid_t pid, uint64_t pc,
+					   struct unwind_table_ref *ref, uint64_t *bias);
+
+/* When pid's maps were last read (clock_monotonic_ms), 0 if it is not known. */
+uint64_t unwind_cache_read_ms(const struct unwind_cache *cache, pid_t pid);
 
 void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats);
 /*
