@@ -95,6 +95,7 @@ static void write_weighed(const char *path, const char *format, uint32_t samples
 
 	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name(format), &options), 0);
 	assert_int_equal(pf_writer_set_run_info(writer, &info), 0);
+	assert_int_equal(pf_writer_set_metadata(writer, "pybpfprof", "0.1.0"), 0);
 	assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
 	sample.timestamp_us += INTERVAL_US * samples;
 	sample.time_us = (uint64_t)INTERVAL_US * samples;
@@ -103,8 +104,8 @@ static void write_weighed(const char *path, const char *format, uint32_t samples
 	assert_int_equal(pf_writer_close(writer), 0);
 }
 
-/* Samples read back, and the time they weigh. */
-static void read_weighed(const char *path, size_t *samples, int64_t *weight)
+/* Samples read back, the time they weigh, and the ticks they stand for. */
+static void read_weighed(const char *path, size_t *samples, int64_t *weight, uint64_t *ticks)
 {
 	struct pf_reader *reader = test_open_profile(path);
 	struct pf_sample sample;
@@ -112,9 +113,11 @@ static void read_weighed(const char *path, size_t *samples, int64_t *weight)
 
 	*samples = 0;
 	*weight = 0;
+	*ticks = 0;
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		(*samples)++;
 		*weight += pf_sample_weight(&sample);
+		*ticks += sample.samples ? sample.samples : 1;
 	}
 	assert_int_equal(got, 0);
 	pf_reader_close(reader);
@@ -129,15 +132,19 @@ static void weights_hold_in_every_format(void **state)
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
 		size_t samples;
 		int64_t weight;
+		uint64_t ticks;
 
 		FORMAT(path, "%s/weighed.%s", test_tmpdir(), formats[i]);
 		write_weighed(path, formats[i], 37);
-		read_weighed(path, &samples, &weight);
+		read_weighed(path, &samples, &weight, &ticks);
 		print_message("%s: %zu samples, %" PRId64 " us\n", formats[i], samples, weight);
 		/* 1 + 37 ticks of 100 us, whichever way the format keeps them. */
 		assert_int_equal(weight, 38 * INTERVAL_US);
 		if (strcmp(formats[i], "tachyon") == 0)
 			assert_int_equal(samples, 38); /* it counts samples: the weighed one is repeated */
+		/* Read back, a MOJO file of ours says how many ticks: converted to Tachyon, it keeps them. */
+		if (strcmp(formats[i], "collapsed") != 0)
+			assert_int_equal(ticks, 38);
 	}
 }
 
