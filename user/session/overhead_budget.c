@@ -14,18 +14,25 @@
 /* A lower stride is taken once the need with headroom is this far below the stride. */
 #define LOWER_BELOW 0.8
 
-uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
-				uint32_t current)
+/* Of one CPU, or of the target's own CPU time if more, what walks of walk_ns would take at every tick. */
+static double unthrottled_share(double walk_ns, uint64_t ticks, uint64_t elapsed_ns, unsigned frequency_hz)
 {
-	double walk_ns, unthrottled_share, want;
+	double ticks_per_s = (double)ticks * 1e9 / (double)elapsed_ns;
+
+	return walk_ns * (ticks_per_s > frequency_hz ? ticks_per_s : (double)frequency_hz) / 1e9;
+}
+
+uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
+				unsigned frequency_hz, uint32_t current)
+{
+	double walk_ns, want;
 
 	if (current < 1)
 		current = 1;
 	if (!delta->kept || !delta->ticks || !elapsed_ns || !(share > 0))
 		return current;
 	walk_ns = (double)delta->spent_ns / (double)delta->kept;
-	unthrottled_share = walk_ns * (double)delta->ticks / (double)elapsed_ns;
-	want = ceil(unthrottled_share / share * RAISE_HEADROOM);
+	want = ceil(unthrottled_share(walk_ns, delta->ticks, elapsed_ns, frequency_hz) / share * RAISE_HEADROOM);
 	if (want < 1)
 		want = 1;
 	if (want > PBP_BUDGET_MAX_STRIDE)
@@ -115,6 +122,7 @@ void overhead_budget_look_at(struct overhead_budget *budget, struct bpf_sampler 
 {
 	struct overhead_budget_target *target = find_target(budget, pid);
 	struct pbp_budget_usage usage, delta;
+	uint64_t elapsed_ns;
 
 	if (target && !target->ended_us && target->samples == samples) {
 		target->live = true;
@@ -143,11 +151,14 @@ void overhead_budget_look_at(struct overhead_budget *budget, struct bpf_sampler 
 					   usage.spent_ns - target->last.spent_ns };
 	if (delta.kept < OVERHEAD_BUDGET_MIN_WALKS)
 		return;
+	elapsed_ns = (now_us - target->last_us) * 1000;
+	if (!elapsed_ns)
+		return;
 	target->walk_us = (double)delta.spent_ns / (double)delta.kept / 1000.0;
-	target->unthrottled_share = target->walk_us * 1000.0 * (double)delta.ticks /
-				    ((double)(now_us - target->last_us) * 1000.0 + 1);
+	target->unthrottled_share = unthrottled_share(target->walk_us * 1000.0, delta.ticks, elapsed_ns,
+						      budget->frequency_hz);
 	set_stride(budget, sampler, target,
-		   overhead_budget_stride(&delta, (now_us - target->last_us) * 1000, budget->share, target->stride),
+		   overhead_budget_stride(&delta, elapsed_ns, budget->share, budget->frequency_hz, target->stride),
 		   now_us);
 	target->last = usage;
 	target->last_us = now_us;

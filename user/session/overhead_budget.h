@@ -28,13 +28,16 @@ struct bpf_sampler;
 #define OVERHEAD_BUDGET_NAME_MAX 16
 
 /*
- * The stride that keeps a target's walks within share (of one CPU, 0.01 for 1%), from its
- * account over elapsed_ns at stride current: what a walk costs, times its ticks per second,
- * is what it would take unthrottled. A higher need is met at once (with a tenth to spare); a
- * lower one only once it is a fifth below the stride, so that noise does not flap it.
+ * The stride that keeps a target's walks within share (0.01 for 1%) both of one CPU and of its
+ * own CPU time (its slowdown), from its account over elapsed_ns at stride current, sampled at
+ * frequency_hz: a walk's cost times its ticks per second is the CPU it would take unthrottled,
+ * and a walk's cost times the rate the share of its own CPU time (ticks come frequency_hz a
+ * second of it), whichever is more: a process starved by its neighbours, or running on a
+ * fraction of a CPU, is not walked more for it. A higher need is met at once (with a tenth to
+ * spare); a lower one only once it is a fifth below the stride, so that noise does not flap it.
  */
 uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
-				uint32_t current);
+				unsigned frequency_hz, uint32_t current);
 
 /* What the budget did to one target. */
 struct overhead_budget_target {
@@ -50,7 +53,8 @@ struct overhead_budget_target {
 	uint64_t released_us;       /* when last back to every tick (0: throttled still, or never) */
 	uint64_t ended_us;          /* when a look first missed it among the targets (0: live) */
 	double walk_us;             /* a walk's cost, at the last look that learned */
-	double unthrottled_share;   /* of one CPU its walks would take at every tick, then */
+	double unthrottled_share;   /* of one CPU, or of its own CPU time if more, its walks would take
+				     * at every tick, then */
 };
 
 struct overhead_budget {
