@@ -602,6 +602,9 @@ static void start_overhead_budget(struct session *session)
 								      : 0;
 
 	session->budget_on = percent > 0 && options->mode == SESSION_MODE_CPU;
+	if (options->max_overhead_given && percent > 0 && !session->budget_on && !options->quiet)
+		report_error("warning: --max-overhead applies to cpu mode only (%s mode's passes are paced by -F)",
+			     options->mode == SESSION_MODE_GIL ? "gil" : "wall");
 	overhead_budget_init(&session->budget, session->budget_on ? percent : 0, options->frequency_hz);
 }
 
