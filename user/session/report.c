@@ -987,6 +987,10 @@ static void print_budget_throttling(const struct session *session)
 	size_t throttled = overhead_budget_throttled_count(budget), shown = 0;
 	char line[256];
 
+	if (session->budget_on && budget->set_errors)
+		fprintf(stderr, "pybpfprof: --max-overhead: %" PRIu64 " stride%s not taken by BPF (those processes kept "
+				"their rate)\n",
+			budget->set_errors, plural(budget->set_errors, "s"));
 	if (!session->budget_on || !throttled)
 		return;
 	fprintf(stderr, "pybpfprof: --max-overhead %g%%: %zu process%s throttled (its samples weigh the ticks skipped, so "
