@@ -310,6 +310,9 @@ sustained rate: a launched 32-frame workload at each rate; lost: records dropped
   was full.
 TXT
 
+# The overhead budget at depth 900 and 10 kHz against the floor (perf record, no stacks).
+bench/budget.sh
+
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'
 bench/peers.sh
