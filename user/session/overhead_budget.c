@@ -78,16 +78,35 @@ static struct overhead_budget_target *find_target(struct overhead_budget *budget
 	return NULL;
 }
 
-/* A new entry, its account from now on; NULL when the table is full or memory short. */
+/* The entry of the process that ended first, to make room for a live one; NULL if none ended. */
+static struct overhead_budget_target *first_ended(struct overhead_budget *budget)
+{
+	struct overhead_budget_target *first = NULL;
+
+	for (size_t i = 0; i < budget->count; i++)
+		if (budget->targets[i].ended_us && (!first || budget->targets[i].ended_us < first->ended_us))
+			first = &budget->targets[i];
+	return first;
+}
+
+/* A new entry, its account from now on; NULL when the table is full of live targets or memory
+ * short. A full table gives up the entry of the process that ended first (the summary counts it). */
 static struct overhead_budget_target *add_target(struct overhead_budget *budget, pid_t pid, const char *name,
 						 const struct pbp_budget_usage *usage, uint64_t now_us)
 {
 	struct overhead_budget_target *target;
 
-	if (budget->count == OVERHEAD_BUDGET_MAX_TARGETS ||
-	    array_reserve((void **)&budget->targets, &budget->capacity, budget->count + 1, sizeof(*target), 16))
+	if (budget->count == OVERHEAD_BUDGET_MAX_TARGETS) {
+		target = first_ended(budget);
+		if (!target)
+			return NULL;
+		budget->forgotten++;
+	} else if (array_reserve((void **)&budget->targets, &budget->capacity, budget->count + 1, sizeof(*target),
+				 16)) {
 		return NULL;
-	target = &budget->targets[budget->count++];
+	} else {
+		target = &budget->targets[budget->count++];
+	}
 	*target = (struct overhead_budget_target){ .pid = pid, .stride = 1, .max_stride = 1, .last = *usage,
 						   .last_us = now_us };
 	if (name)

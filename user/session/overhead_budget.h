@@ -67,6 +67,7 @@ struct overhead_budget {
 	size_t cursor;              /* where the next search for a target starts */
 	size_t throttled_now;       /* targets at a stride above 1 at the last look */
 	uint64_t set_errors;        /* strides BPF did not take */
+	uint64_t forgotten;         /* throttled processes that ended, dropped for room (not in the summary) */
 };
 
 void overhead_budget_init(struct overhead_budget *budget, double percent, unsigned frequency_hz);

@@ -612,7 +612,7 @@ static void write_budget_metadata(struct session *session)
 		return;
 	snprintf(value, sizeof(value), "%g%% of a CPU per process", 100.0 * budget->share);
 	set_metadata_all(session, "max_overhead", value);
-	set_metadata_u64(session, "throttled_processes", overhead_budget_throttled_count(budget));
+	set_metadata_u64(session, "throttled_processes", overhead_budget_throttled_count(budget) + budget->forgotten);
 	for (size_t i = 0; i < budget->count; i++) {
 		const struct overhead_budget_target *target = &budget->targets[i];
 		char key[32];
@@ -984,7 +984,7 @@ static void print_costs(const struct session *session, const uint64_t counters[P
 static void print_budget_throttling(const struct session *session)
 {
 	const struct overhead_budget *budget = &session->budget;
-	size_t throttled = overhead_budget_throttled_count(budget), shown = 0;
+	size_t throttled = overhead_budget_throttled_count(budget) + budget->forgotten, shown = 0;
 	char line[256];
 
 	if (session->budget_on && budget->set_errors)
@@ -1008,7 +1008,9 @@ static void print_budget_throttling(const struct session *session)
 		shown++;
 	}
 	if (shown < throttled)
-		fprintf(stderr, "pybpfprof:   ... and %zu more (the file's metadata has them all)\n", throttled - shown);
+		fprintf(stderr, "pybpfprof:   ... and %zu more (the file's metadata names all but the %" PRIu64
+				" that ended earliest)\n",
+			throttled - shown, budget->forgotten);
 }
 
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX], size_t outputs_held)
