@@ -597,7 +597,7 @@ static void describe_throttling(const struct session *session, const struct over
 		 "from %.1f s%s: %.0f samples/s (1 tick in %u) %s, %.0f/s at the least (1 in %u); a walk took %.1f us: "
 		 "every tick walked, %.1f%% of its CPU time (or of one CPU, if more)",
 		 run_seconds_at(session, target->throttled_us), until, overhead_budget_rate_hz(budget, target),
-		 target->stride, target->ended_us ? "at its end" : "now",
+		 target->stride, target->ended_us ? "at its end" : session->stop_us ? "at the end" : "now",
 		 (double)budget->frequency_hz / (double)target->max_stride, target->max_stride, target->walk_us,
 		 100.0 * target->unthrottled_share);
 }
