@@ -324,6 +324,9 @@ TXT
 # What a web service under load loses to the profiler (requests per second), Austin beside it.
 printf '\n'
 bench/service.sh
+# The overhead budget at depth 900 and 10 kHz against the floor (perf record, no stacks).
+printf '\n'
+bench/budget.sh
 
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'

@@ -14,6 +14,7 @@
 #include "frame_walk.h"
 #include "maps.h"
 #include "native_walk.h"
+#include "overhead_budget.h"
 #include "thread_state.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -262,7 +263,8 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->native_stop = UNWIND_STOP_NOT_WALKED;
 	rec->native_frame_count = 0;
 	rec->task_state = 0;
-	__builtin_memset(rec->reserved, 0, sizeof(rec->reserved));
+	rec->reserved = 0;
+	rec->weight = 1;
 	rec->user_ip = 0;
 	rec->running_task = 0;
 	scratch->walk.new_code = 0;
@@ -271,9 +273,10 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	return rec;
 }
 
-/* One sample of a target thread, the current task: its record, walked and sent. */
+/* One sample of a target thread, the current task: its record, walked and sent, standing for
+ * weight ticks. */
 static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, const struct py_proc_config *config,
-					      __u64 pid_tgid, __u64 now_ns)
+					      __u64 pid_tgid, __u64 now_ns, __u32 weight)
 {
 	__u32 zero = 0;
 	struct pbp_cpu_scratch *scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
@@ -286,6 +289,7 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 	user_mode = pbp_sampled_user_mode(ctx);
 	rec = pbp_begin_record(scratch, now_ns, pid_tgid >> 32, (__u32)pid_tgid, bpf_get_smp_processor_id(),
 			       user_mode ? PBP_REC_USER_MODE : 0);
+	rec->weight = (__u16)weight;
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
 
 	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, NULL))
@@ -301,13 +305,19 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 SEC("perf_event")
 int pbp_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 start_ns = time_samples ? bpf_ktime_get_ns() : 0;
+	bool timed = time_samples || overhead_budget;
+	__u64 start_ns = timed ? bpf_ktime_get_ns() : 0;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	const struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
+	struct pbp_budget_usage *usage = config && overhead_budget ? pbp_budget_usage_of(tgid) : NULL;
+	__u32 weight = usage ? pbp_budget_admit(usage, tgid) : 1;
 
-	if (config)
-		pbp_sample_target(ctx, config, pid_tgid, time_samples ? start_ns : bpf_ktime_get_ns());
+	if (config && weight) {
+		pbp_sample_target(ctx, config, pid_tgid, timed ? start_ns : bpf_ktime_get_ns(), weight);
+		if (usage)
+			pbp_budget_charge(usage, bpf_ktime_get_ns() - start_ns);
+	}
 	if (time_samples)
 		pbp_count_add(config ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - start_ns);
 	return 0;
@@ -573,6 +583,7 @@ int BPF_PROG(pbp_exit, struct task_struct *task)
 		__sync_fetch_and_add(&pbp_code_generation, 1);
 	}
 	bpf_map_delete_elem(&unwind_procs, &tgid);
+	pbp_budget_forget(tgid);
 	return 0;
 }
 

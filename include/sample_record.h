@@ -95,7 +95,10 @@ struct pbp_record {
 	/* Wall mode: the kernel's state letter of the thread (ps's "RSDTtXZPI"), read at the moment
 	 * its kernel stack was taken; 0 where unknown (cpu mode). */
 	__u8 task_state;
-	__u8 reserved[3];        /* zero */
+	__u8 reserved;           /* zero */
+	/* The ticks this sample stands for: 1, or the stride of a target --max-overhead thins
+	 * (bpf/overhead_budget.h); 0 is read as 1. */
+	__u16 weight;
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* The asyncio Task the thread was running at that moment (its thread state's running task,
 	 * where the config gives its offset: PY_PROC_HAS_ASYNCIO), 0 if none or not known. */
@@ -175,6 +178,7 @@ _Static_assert(__builtin_offsetof(struct pbp_record, error) == 40, PBP_RECORD_LA
 _Static_assert(__builtin_offsetof(struct pbp_record, native_stop) == 41, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, native_frame_count) == 42, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, task_state) == 44, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, weight) == 46, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, running_task) == 56, PBP_RECORD_LAYOUT);
 _Static_assert(sizeof(struct pbp_stack_copy) == 24, PBP_RECORD_LAYOUT);

@@ -30,7 +30,7 @@ declare -A allowed=(
 )
 # folders that may include the BPF contract in include/
 contract_users=" sampler target symbolize session cli "
-contract_headers=" sample_record.h py_proc_config.h proc_event.h unwind_table.h "
+contract_headers=" sample_record.h py_proc_config.h proc_event.h unwind_table.h budget_usage.h "
 
 bad=0 files=0
 while IFS= read -r file; do

@@ -88,6 +88,15 @@ def phase_deep():
     recurse(1500, bottom_deep)
 
 
+def split_leaf(seconds):
+    phase_split()
+
+
+# The split under a deep stack: every sample's walk is long (tests/test_overhead_budget.c).
+def phase_deep_split():
+    recurse(900, split_leaf)
+
+
 def spin(seconds):
     end = time.time() + seconds
     while time.time() < end:
@@ -133,6 +142,7 @@ def main():
         "split": phase_split,
         "recursion": phase_recursion,
         "deep": phase_deep,
+        "deep_split": phase_deep_split,
         "threads": phase_threads,
         "read": read_zero,
     }

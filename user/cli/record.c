@@ -73,6 +73,7 @@ enum {
 	OPT_LABEL,
 	OPT_ASYNC_PLUMBING,
 	OPT_ASYNC_MODE,
+	OPT_MAX_OVERHEAD,
 };
 
 static const struct argp_option record_options[] = {
@@ -94,6 +95,7 @@ static const struct argp_option record_options[] = {
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
+	{ "max-overhead", OPT_MAX_OVERHEAD, "PCT", 0, "Each process's BPF stack walks take at most PCT% of one CPU: a process over it is sampled less, its samples weighted (cpu mode; default 1 on the whole host and with --push, off otherwise; 0: off)", 0 },
 	{ "push", OPT_PUSH, "URL", 0, "Continuous mode: push each window as pprof to a Pyroscope-compatible server (URL/ingest); never blocks sampling", 0 },
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Cut the run into windows (10, 10s, 5m): with --push each is pushed (default 10 s); without, each -o file is written per window (run-0001.mojo, ...)", 0 },
 	{ "app", OPT_APP, "NAME", 0, "With --push: the application name (default pybpfprof)", 0 },
@@ -285,6 +287,14 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_BPF_STATS:
 		session->bpf_stats = true;
+		break;
+	case OPT_MAX_OVERHEAD:
+		session->max_overhead_pct = strtod(arg, &end);
+		if (end != arg && strcmp(end, "%") == 0)
+			end++;
+		if (end == arg || *end || !(session->max_overhead_pct >= 0) || session->max_overhead_pct > 100)
+			argp_error(state, "invalid --max-overhead '%s' (a percent of one CPU, 0-100; 0: off)", arg);
+		session->max_overhead_given = true;
 		break;
 	case OPT_RINGBUF:
 		if (parse_uint(arg, 1024, &number) || number == 0)

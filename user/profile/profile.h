@@ -90,6 +90,10 @@ struct pf_sample {
 	uint32_t status;       /* PF_STATUS_* */
 	uint32_t metrics;      /* PF_METRIC_* present */
 	uint64_t time_us;      /* time this sample stands for */
+	/* How many samples it stands for: a live sample of a target --max-overhead thinned, one in
+	 * that many ticks kept (time_us is as many intervals); 0 or 1: itself. Formats that count
+	 * samples (pprof's count, Tachyon's cpu-mode samples) count it that many times. */
+	uint32_t samples;
 	int64_t memory;        /* bytes allocated (+) or freed (-) */
 	size_t frame_count;
 	const struct pf_frame *frames; /* root (outermost) first, leaf last */

@@ -497,6 +497,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->stack_copies = options->native_stacks;
 	sampler->skel->rodata->gil_only = options->gil_only;
 	sampler->skel->rodata->time_samples = options->time_samples;
+	sampler->skel->rodata->overhead_budget = options->overhead_budget && !options->wall;
 	/* Each mode loads only the program it runs: verifying the other would only cost time. */
 	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall);
@@ -625,6 +626,53 @@ int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid)
 
 	if (bpf_map__delete_elem(sampler->skel->maps.proc_configs, &key, sizeof(key), 0))
 		return -errno;
+	/* Absent unless the budget is on and the target was sampled or throttled. */
+	(void)bpf_map__delete_elem(sampler->skel->maps.budget_usage, &key, sizeof(key), 0);
+	(void)bpf_map__delete_elem(sampler->skel->maps.budget_strides, &key, sizeof(key), 0);
+	return 0;
+}
+
+int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp_budget_usage *usage)
+{
+	int cpus = libbpf_num_possible_cpus();
+	uint32_t key = (uint32_t)tgid;
+	struct pbp_budget_usage *per_cpu;
+	int err = 0;
+
+	*usage = (struct pbp_budget_usage){ 0 };
+	if (cpus <= 0)
+		return cpus < 0 ? cpus : -EINVAL;
+	per_cpu = calloc((size_t)cpus, sizeof(*per_cpu));
+	if (!per_cpu)
+		return -ENOMEM;
+	if (bpf_map__lookup_elem(sampler->skel->maps.budget_usage, &key, sizeof(key), per_cpu,
+				 (size_t)cpus * sizeof(*per_cpu), 0)) {
+		err = errno == ENOENT ? 0 : -errno;
+	} else {
+		for (int cpu = 0; cpu < cpus; cpu++) {
+			usage->ticks += per_cpu[cpu].ticks;
+			usage->kept += per_cpu[cpu].kept;
+			usage->spent_ns += per_cpu[cpu].spent_ns;
+		}
+	}
+	free(per_cpu);
+	return err;
+}
+
+int bpf_sampler_set_budget_stride(struct bpf_sampler *sampler, pid_t tgid, uint32_t stride)
+{
+	uint32_t key = (uint32_t)tgid;
+
+	if (stride > PBP_BUDGET_MAX_STRIDE)
+		stride = PBP_BUDGET_MAX_STRIDE;
+	if (stride <= 1) {
+		if (bpf_map__delete_elem(sampler->skel->maps.budget_strides, &key, sizeof(key), 0) && errno != ENOENT)
+			return -errno;
+		return 0;
+	}
+	if (bpf_map__update_elem(sampler->skel->maps.budget_strides, &key, sizeof(key), &stride, sizeof(stride),
+				 BPF_ANY))
+		return -errno;
 	return 0;
 }
 
@@ -664,7 +712,9 @@ size_t bpf_sampler_reconcile_targets(struct bpf_sampler *sampler, uint64_t now_m
 		return 0;
 	sampler->next_reconcile_ms = now_ms + BPF_SAMPLER_RECONCILE_MS;
 	deleted = drop_gone_processes(sampler->skel->maps.proc_configs) +
-		  drop_gone_processes(sampler->skel->maps.unwind_procs);
+		  drop_gone_processes(sampler->skel->maps.unwind_procs) +
+		  drop_gone_processes(sampler->skel->maps.budget_usage) +
+		  drop_gone_processes(sampler->skel->maps.budget_strides);
 	sampler->reconciled += deleted;
 	return deleted;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "budget_usage.h"
 #include "proc_event.h"
 #include "sampler/kernel_names.h"
 #include "py_proc_config.h"
@@ -33,6 +34,9 @@ struct bpf_sampler_options {
 	bool wall;              /* wall mode: every target thread at every 1/frequency_hz, running or not */
 	bool gil_only;          /* only threads holding the GIL give samples (gil mode) */
 	bool time_samples;      /* BPF times each target sample (PBP_CNT_TARGET_NS): --bpf-stats */
+	/* --max-overhead (cpu mode): BPF accounts each target's ticks and time, and keeps one tick
+	 * in the stride bpf_sampler_set_budget_stride gives it (bpf/overhead_budget.h). */
+	bool overhead_budget;
 	/* Wall mode: iterate only these processes' threads (one iterator each); none: every task
 	 * of the host, each looked up in the target map (a target set that changes: -C, a
 	 * launched command, the whole host). */
@@ -74,6 +78,12 @@ int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid);
  * are deleted. Returns how many were deleted now. */
 #define BPF_SAMPLER_RECONCILE_MS 5000
 size_t bpf_sampler_reconcile_targets(struct bpf_sampler *sampler, uint64_t now_ms);
+/* --max-overhead: tgid's account so far, summed over CPUs (all zero before its first tick).
+ * 0, or a negative errno. */
+int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp_budget_usage *usage);
+/* From now on BPF walks one in stride of tgid's ticks, each record weighing stride (1: every
+ * tick; at most PBP_BUDGET_MAX_STRIDE). 0, or a negative errno. */
+int bpf_sampler_set_budget_stride(struct bpf_sampler *sampler, pid_t tgid, uint32_t stride);
 /* Processes in the target map now (one walk of its keys). */
 size_t bpf_sampler_target_count(struct bpf_sampler *sampler);
 /* Entries deleted by bpf_sampler_reconcile_targets over the run. */

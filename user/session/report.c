@@ -299,6 +299,31 @@ static void print_scope(const struct session *session, uint64_t now_ms)
 		fputs("  Ctrl-C to stop", stderr);
 }
 
+/* Seconds from the start of the run (or of its window) to a CLOCK_MONOTONIC time. */
+static double run_seconds_at(const struct session *session, uint64_t at_us)
+{
+	uint64_t start_us = session->window_start_us ? session->window_start_us : session->start_us;
+
+	return at_us > start_us ? (double)(at_us - start_us) / 1e6 : 0.0;
+}
+
+/* The status line's word on --max-overhead: the targets sampled below the rate now. */
+static void print_throttled_now(const struct session *session)
+{
+	const struct overhead_budget *budget = &session->budget;
+
+	if (!session->budget_on || !budget->throttled_now)
+		return;
+	if (budget->throttled_now > 1) {
+		fprintf(stderr, "  %zu processes throttled (--max-overhead)", budget->throttled_now);
+		return;
+	}
+	for (size_t i = 0; i < budget->count; i++)
+		if (budget->targets[i].stride > 1)
+			fprintf(stderr, "  pid %d throttled to %.0f/s (--max-overhead)", (int)budget->targets[i].pid,
+				overhead_budget_rate_hz(budget, &budget->targets[i]));
+}
+
 void report_status(struct session *session, uint64_t now_ms, bool final)
 {
 	uint64_t counters[PBP_CNT_MAX] = { 0 };
@@ -308,6 +333,7 @@ void report_status(struct session *session, uint64_t now_ms, bool final)
 	fprintf(stderr, "\r\033[Kpybpfprof: %.1f s  %" PRIu64 " sample%s (%.0f/s)  %" PRIu64 " lost", seconds,
 		session->samples_written, plural(session->samples_written, "s"),
 		seconds > 0 ? (double)session->samples_written / seconds : 0.0, counters[PBP_CNT_LOST]);
+	print_throttled_now(session);
 	if (!final)
 		print_scope(session, now_ms);
 	fputs(final ? "\n" : "", stderr);
@@ -627,6 +653,50 @@ static void print_wall_summary(const struct session *session)
 		stats.passes, stats.late_passes, stats.pass_errors);
 }
 
+/* One target's throttling, as the metadata and the summary tell it: when, the rate it had last
+ * and the lowest, and why. */
+static void describe_throttling(const struct session *session, const struct overhead_budget_target *target,
+				char *out, size_t len)
+{
+	const struct overhead_budget *budget = &session->budget;
+	char until[64] = "";
+
+	if (target->stride > 1 && target->ended_us)
+		snprintf(until, sizeof(until), " until it ended at %.1f s", run_seconds_at(session, target->ended_us));
+	else if (target->stride == 1)
+		snprintf(until, sizeof(until), " to %.1f s", run_seconds_at(session, target->released_us));
+	snprintf(out, len,
+		 "from %.1f s%s: %.0f samples/s (1 tick in %u) %s, %.0f/s at the least (1 in %u); a walk took %.1f us: "
+		 "every tick walked, %.1f%% of its CPU time (or of one CPU, if more)",
+		 run_seconds_at(session, target->throttled_us), until, overhead_budget_rate_hz(budget, target),
+		 target->stride, target->ended_us ? "at its end" : session->stop_us ? "at the end" : "now",
+		 (double)budget->frequency_hz / (double)target->max_stride, target->max_stride, target->walk_us,
+		 100.0 * target->unthrottled_share);
+}
+
+/* --max-overhead into the metadata: the budget, and every target it throttled ("throttled.PID"). */
+static void write_budget_metadata(struct session *session)
+{
+	const struct overhead_budget *budget = &session->budget;
+	char value[256];
+
+	if (!session->budget_on)
+		return;
+	snprintf(value, sizeof(value), "%g%% of a CPU per process", 100.0 * budget->share);
+	set_metadata_all(session, "max_overhead", value);
+	set_metadata_u64(session, "throttled_processes", overhead_budget_throttled_count(budget) + budget->forgotten);
+	for (size_t i = 0; i < budget->count; i++) {
+		const struct overhead_budget_target *target = &budget->targets[i];
+		char key[32];
+
+		if (!target->throttled_us)
+			continue;
+		snprintf(key, sizeof(key), "throttled.%d", (int)target->pid);
+		describe_throttling(session, target, value, sizeof(value));
+		set_metadata_all(session, key, value);
+	}
+}
+
 static void write_end_metadata(struct session *session, uint64_t counters[PBP_CNT_MAX])
 {
 	struct pf_run_totals totals = {
@@ -649,6 +719,7 @@ static void write_end_metadata(struct session *session, uint64_t counters[PBP_CN
 	write_native_metadata(session);
 	write_wall_metadata(session);
 	write_asyncio_metadata(session);
+	write_budget_metadata(session);
 }
 
 /* What the outputs hold for the processes they have not forgotten (MOJO's definitions). */
@@ -994,11 +1065,48 @@ static void print_costs(const struct session *session, const uint64_t counters[P
  * After the "wrote" lines: by default the totals, one line on what went wrong (if anything)
  * and how to open the files; with -v or --bpf-stats every internal count before the last.
  */
+/* Throttled processes the summary names; the metadata has them all. */
+#define SUMMARY_THROTTLED 10
+
+/* --max-overhead, by default: which processes it throttled, when, and to what rate. */
+static void print_budget_throttling(const struct session *session)
+{
+	const struct overhead_budget *budget = &session->budget;
+	size_t throttled = overhead_budget_throttled_count(budget) + budget->forgotten, shown = 0;
+	char line[256];
+
+	if (session->budget_on && budget->set_errors)
+		fprintf(stderr, "pybpfprof: --max-overhead: %" PRIu64 " stride%s not taken by BPF (those processes kept "
+				"their rate)\n",
+			budget->set_errors, plural(budget->set_errors, "s"));
+	if (!session->budget_on || !throttled)
+		return;
+	fprintf(stderr, "pybpfprof: --max-overhead %g%%: %zu process%s throttled (its samples weigh the ticks skipped, so "
+			"shares and totals hold):\n",
+		100.0 * budget->share, throttled, plural(throttled, "es"));
+	for (size_t i = 0; i < budget->count && shown < SUMMARY_THROTTLED; i++) {
+		const struct overhead_budget_target *target = &budget->targets[i];
+
+		if (!target->throttled_us)
+			continue;
+		describe_throttling(session, target, line, sizeof(line));
+		fprintf(stderr, "pybpfprof:   pid %d (", (int)target->pid);
+		fput_escaped(stderr, target->name[0] ? target->name : "?"); /* the target's to choose */
+		fprintf(stderr, ") %s\n", line);
+		shown++;
+	}
+	if (shown < throttled)
+		fprintf(stderr, "pybpfprof:   ... and %zu more (the file's metadata names all but the %" PRIu64
+				" that ended earliest)\n",
+			throttled - shown, budget->forgotten);
+}
+
 static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX], size_t outputs_held)
 {
 	double seconds = (double)(sampling_end_us(session) - session->start_us) / 1e6;
 
 	print_totals(session, counters, seconds);
+	print_budget_throttling(session);
 	print_problems(session, counters);
 	if (session->options->verbose || session->options->bpf_stats) {
 		print_counts(session, counters);

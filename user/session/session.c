@@ -279,6 +279,22 @@ static int finish(struct session *session)
 	return report_finish(session, counters);
 }
 
+/* --max-overhead: every target that can run Python gets its stride from its last cost. */
+static void keep_overhead_budget(struct session *session, uint64_t now_ms)
+{
+	if (!session->budget_on || !overhead_budget_look_begin(&session->budget, now_ms * 1000))
+		return;
+	for (size_t i = 0; i < session->targets.count; i++) {
+		const struct target *target = &session->targets.items[i];
+
+		if (target->state == TARGET_READY)
+			overhead_budget_look_at(&session->budget, session->sampler, target->pid,
+						target->identity.comm[0] ? target->identity.comm : NULL, target->samples,
+						now_ms * 1000);
+	}
+	overhead_budget_look_end(&session->budget, now_ms * 1000);
+}
+
 static void run_loop(struct session *session)
 {
 	const struct session_options *options = session->options;
@@ -312,6 +328,7 @@ static void run_loop(struct session *session)
 											    : TICK_SLOW_MS;
 		now = clock_monotonic_ms();
 		process_events_retry_pending(session, now);
+		keep_overhead_budget(session, now);
 		if (stop_signal) {
 			/* Ctrl-C reached the launched command through the terminal; SIGTERM did not. */
 			if (session->launched && stop_signal != SIGINT && forwarded != stop_signal) {
@@ -385,6 +402,7 @@ static int open_sampler(struct session *session)
 		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
 		.gil_only = options->mode == SESSION_MODE_GIL,
 		.time_samples = options->bpf_stats,
+		.overhead_budget = session->budget_on,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
 		.wall_pids = options->pids,
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,
@@ -442,6 +460,7 @@ static void release(struct session *session)
 	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
+	overhead_budget_free(&session->budget);
 	intern_free(&session->python_threads);
 	free(session->thread_names);
 	intern_free(&session->containers);
@@ -648,6 +667,22 @@ static int run_stacks(struct session *session)
 }
 
 /* -p without -C: a master whose work is in its children would show an idle profile. */
+/* --max-overhead as given, else on where the run samples processes nobody chose one by one (the
+ * whole host, a --push service): cpu mode only, the wall iterator's passes being paced apart. */
+static void start_overhead_budget(struct session *session)
+{
+	const struct session_options *options = session->options;
+	double percent = options->max_overhead_given			   ? options->max_overhead_pct
+			 : session->system_wide || options->push_url ? OVERHEAD_BUDGET_DEFAULT_PCT
+								      : 0;
+
+	session->budget_on = percent > 0 && options->mode == SESSION_MODE_CPU;
+	if (options->max_overhead_given && percent > 0 && !session->budget_on && !options->quiet)
+		report_error("warning: --max-overhead applies to cpu mode only (%s mode's passes are paced by -F)",
+			     options->mode == SESSION_MODE_GIL ? "gil" : "wall");
+	overhead_budget_init(&session->budget, session->budget_on ? percent : 0, options->frequency_hz);
+}
+
 static bool wants_children_hint(const struct session *session)
 {
 	const struct session_options *options = session->options;
@@ -666,6 +701,7 @@ int session_run(const struct session_options *options)
 	intern_init(&session.python_threads);
 	intern_init(&session.containers);
 	session.system_wide = options->pid_count == 0 && !options->command;
+	start_overhead_budget(&session);
 	if (set_up(&session, &status)) {
 		if (session.launched)
 			launch_cancel(&session.launch);

@@ -62,6 +62,11 @@ struct session_options {
 	bool quiet;
 	bool verbose;              /* the summary's internals too: tables, merges, budgets, other processes */
 	bool bpf_stats;            /* report BPF run time per sample at the end */
+	/* --max-overhead: each target's BPF walks take at most this percent of one CPU (cpu mode;
+	 * session/overhead_budget.h), 0 none. Not given: OVERHEAD_BUDGET_DEFAULT_PCT on the whole
+	 * host and with --push, none for -p and a launched command. */
+	double max_overhead_pct;
+	bool max_overhead_given;
 	bool stacks_json;          /* SESSION_MODE_STACKS: one JSON document instead of text */
 	int compression_level;     /* Tachyon zstd level, 0 = none */
 	size_t ringbuf_bytes;      /* 0 = the sampler's default */

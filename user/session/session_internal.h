@@ -16,6 +16,7 @@
 
 #include "sample_record.h"
 #include "sampler/bpf_sampler.h"
+#include "session/overhead_budget.h"
 #include "session/push_client.h"
 #include "session/session.h"
 #include "symbolize/sample_resolve.h"
@@ -53,6 +54,9 @@ struct session {
 	bool viewer_quit;            /* the live view's user quit (q): a command it launched ends with it */
 	bool system_wide;
 	bool python_version_written;
+	/* --max-overhead, when on (budget_on): every target's stride and what it did. */
+	bool budget_on;
+	struct overhead_budget budget;
 	struct windows *windows;     /* continuous mode (--push), or NULL */
 	uint64_t stop_us;            /* when sampling ended (before the last pushes); 0 while it runs */
 	/* File windows (--window without --push): the window's number (from 1; 0: no windows),

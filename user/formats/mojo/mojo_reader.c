@@ -49,6 +49,10 @@ struct mojo_reader {
 	const char **thread_names;        /* stored in values */
 	size_t thread_names_capacity;
 	enum sample_mode mode;
+	/* A cpu-mode file pybpfprof wrote, and its interval: a sample's time is then a whole number
+	 * of intervals, the ticks it stands for (more than one where --max-overhead thinned). */
+	bool ours, cpu_mode;
+	uint64_t interval_us;
 
 	bool seen_stack;  /* definitions need a pid */
 	bool in_sample;
@@ -163,7 +167,24 @@ static int add_metadata(struct mojo_reader *reader, const char *key, const char 
 		reader->mode = strcmp(value, "full") == 0     ? MODE_FULL
 			       : strcmp(value, "memory") == 0 ? MODE_MEMORY
 							      : MODE_TIME;
+	if (strcmp(key, "mode") == 0)
+		reader->cpu_mode = strcmp(value, "cpu") == 0;
+	else if (strcmp(key, "pybpfprof") == 0)
+		reader->ours = true;
+	else if (strcmp(key, "interval") == 0)
+		reader->interval_us = strtoull(value, NULL, 10);
 	return 0;
+}
+
+/* The ticks a sample of time_us stands for: 1, or a thinned sample's stride (see above). */
+static uint32_t samples_of(const struct mojo_reader *reader, uint64_t time_us)
+{
+	uint64_t ticks;
+
+	if (!reader->ours || !reader->cpu_mode || !reader->interval_us || time_us % reader->interval_us)
+		return 1;
+	ticks = time_us / reader->interval_us;
+	return ticks >= 1 && ticks <= UINT32_MAX ? (uint32_t)ticks : 1;
 }
 
 static bool parse_hex_tid(const char *text, uint64_t *tid)
@@ -445,6 +466,7 @@ static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 	sample->metrics = (reader->has_time ? PF_METRIC_TIME : 0) |
 			  (reader->has_memory ? PF_METRIC_MEMORY : 0);
 	sample->time_us = reader->time_us;
+	sample->samples = samples_of(reader, reader->time_us);
 	sample->memory = reader->memory;
 	sample->frame_count = frames->count;
 	sample->frames = frames->items;

@@ -101,7 +101,7 @@ static int pprof_add_sample(void *state, const struct pf_sample *sample)
 		}
 	}
 	writer->metrics_seen |= sample->metrics;
-	writer->values[index].count += 1;
+	writer->values[index].count += sample->samples ? sample->samples : 1;
 	writer->values[index].amount += sample->metrics & PF_METRIC_TIME ? weight * 1000 : weight;
 	return 0;
 }

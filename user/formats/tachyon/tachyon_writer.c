@@ -526,9 +526,12 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 			t->depth = depth;
 		}
 	}
+	/* A thinned target's sample stands for several: the same stack again, at the same time. */
+	for (uint32_t more = 1; !err && more < sample->samples; more++)
+		err = add_repeat(w, t, 0, status);
 	if (err)
 		return err;
-	w->sample_count++;
+	w->sample_count += sample->samples ? sample->samples : 1;
 	if (w->held_len > HELD_LIMIT)
 		return checkpoint(w);
 	return 0;
