@@ -511,11 +511,12 @@ static void print_parser_summary(const struct session *session)
 	format_size(stats.symbol_bytes, held, sizeof(held));
 	fprintf(stderr, "pybpfprof: parser worker: %" PRIu64 " files read, %" PRIu64 " bad (%" PRIu64
 			" lost to a worker that died, %" PRIu64 " overran, %" PRIu64 " past its memory); %" PRIu64
-			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room\n",
+			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room; %" PRIu64
+			" debug file candidates refused (not a regular file)\n",
 		stats.files_loaded, stats.files_bad, stats.worker_lost_files - stats.worker_timeouts,
 		stats.worker_timeouts, stats.worker_out_of_memory, stats.worker_starts,
 		stats.worker_starts == 1 ? "" : "s", stats.worker_start_failures ? " (some failed)" : "", held,
-		stats.tables_evicted);
+		stats.tables_evicted, stats.debug_candidates_refused);
 }
 
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */

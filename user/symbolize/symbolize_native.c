@@ -174,6 +174,7 @@ void symbolize_native_stats(struct symbolize_native *symbolizer, struct symboliz
 		.worker_starts = loaded.parser.worker_starts,
 		.worker_lost_files = loaded.parser.lost_files,
 		.worker_timeouts = loaded.parser.timeouts,
+		.debug_candidates_refused = loaded.candidates_refused,
 		.worker_out_of_memory = loaded.parser.out_of_memory,
 		.worker_start_failures = loaded.parser.start_failures,
 		.symbol_bytes = symbolizer->symbol_bytes,

@@ -37,6 +37,7 @@ struct symbolize_native_stats {
 	uint64_t worker_start_failures;
 	uint64_t symbol_bytes;          /* what the tables hold now */
 	uint64_t tables_evicted;        /* tables dropped for the budget */
+	uint64_t debug_candidates_refused; /* debug file candidates not opened (native_symbol_loader.h) */
 };
 
 struct symbolize_native *symbolize_native_new(void);
