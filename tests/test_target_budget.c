@@ -193,6 +193,37 @@ static void what_cannot_fit_is_refused_and_counted(void **state)
 	target_budget_free(budget);
 }
 
+static void a_counted_store_makes_room_and_is_held_even_when_refused(void **state)
+{
+	struct target_budget *budget;
+	struct fake_store lines;
+	int outputs;
+
+	(void)state;
+	assert_int_equal(target_budget_new(1000, &budget), 0);
+	fake_register(budget, &lines, "line tables");
+	outputs = target_budget_register(budget, "output tables", NULL, NULL, NULL);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(fake_add(&lines, i, 100), 0);
+	/* output tables grow to 500: the line tables' oldest make room */
+	target_budget_set_held(budget, outputs, 500);
+	assert_int_equal(stats_of(budget, outputs).held, 500);
+	assert_false(lines.alive[0]);
+	assert_true(lines.alive[7]);
+	assert_true(target_budget_held(budget) <= 1000);
+	/* past what can be made room for: refused (counted) but held, as it is */
+	target_budget_set_held(budget, outputs, 1200);
+	assert_int_equal(stats_of(budget, outputs).held, 1200);
+	assert_int_equal(stats_of(budget, outputs).refusals, 1);
+	assert_int_equal(stats_of(budget, lines.id).held, 0);
+	/* and shrinks */
+	target_budget_set_held(budget, outputs, 100);
+	assert_int_equal(target_budget_held(budget), 100);
+	/* every byte that left, evicted or released */
+	assert_int_equal(target_budget_freed_total(budget), 800 + 1100);
+	target_budget_free(budget);
+}
+
 static void stores_past_the_most_are_refused(void **state)
 {
 	struct target_budget *budget;
@@ -212,6 +243,7 @@ int main(void)
 		cmocka_unit_test(the_least_recently_used_go_first_whichever_store_holds_them),
 		cmocka_unit_test(a_full_budget_evicts_in_batches_down_to_its_low_water),
 		cmocka_unit_test(what_cannot_fit_is_refused_and_counted),
+		cmocka_unit_test(a_counted_store_makes_room_and_is_held_even_when_refused),
 		cmocka_unit_test(stores_past_the_most_are_refused),
 	};
 

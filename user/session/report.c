@@ -18,6 +18,7 @@
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
+#include "util/target_budget.h"
 #include "util/text_quote.h"
 #include "util/version.h"
 
@@ -607,6 +608,29 @@ static void print_budget_summary(const struct session *session, const uint64_t c
 		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024);
 }
 
+/* -v: the one budget of what targets make us hold (util/target_budget.h), store by store. */
+static void print_target_budget_summary(const struct session *session)
+{
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	int count;
+	char held[32], limit[32], peak[32];
+
+	if (!session->budget)
+		return;
+	count = target_budget_stats(session->budget, stores);
+	format_size(target_budget_held(session->budget), held, sizeof(held));
+	format_size(target_budget_limit(session->budget), limit, sizeof(limit));
+	format_size(target_budget_peak(session->budget), peak, sizeof(peak));
+	fprintf(stderr, "pybpfprof: target budget: %s held of %s (peak %s)", held, limit, peak);
+	for (int i = 0; i < count; i++) {
+		format_size(stores[i].held, held, sizeof(held));
+		format_size(stores[i].peak, peak, sizeof(peak));
+		fprintf(stderr, "%s %s %s (peak %s), %" PRIu64 " evictions, %" PRIu64 " refused", i ? ";" : ":",
+			stores[i].name, held, peak, stores[i].evictions, stores[i].refusals);
+	}
+	fputc('\n', stderr);
+}
+
 /* Containers shown in the summary, the busiest first. */
 #define SUMMARY_CONTAINERS 10
 
@@ -923,6 +947,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		print_discovery_summary(session);
 		print_push_summary(session);
 		print_budget_summary(session, counters, outputs_held);
+		print_target_budget_summary(session);
 	}
 	if (session->options->bpf_stats)
 		print_costs(session, counters, seconds);

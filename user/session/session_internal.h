@@ -39,6 +39,12 @@ struct container_counts {
 
 struct session {
 	const struct session_options *options;
+	/* One budget for what the targets make us hold (util/target_budget.h): the code objects'
+	 * line tables and native symbol tables charge it and are evicted by it; the output
+	 * tables and the records held for a drain are counted in it as they are. */
+	struct target_budget *budget;
+	int outputs_budget_store, pending_budget_store;
+	uint64_t budget_freed_at_trim, budget_trim_ms; /* the last heap trim for what it freed */
 	struct bpf_sampler *sampler;
 	struct native_stacks *native; /* NULL: native stacks off */
 	struct stacks_print *stacks;  /* SESSION_MODE_STACKS: the pass's threads, else NULL */

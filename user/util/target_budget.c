@@ -16,6 +16,7 @@ struct target_budget {
 	uint64_t limit;
 	uint64_t held;
 	uint64_t peak;
+	uint64_t freed_total;
 	uint64_t clock;
 	struct budget_store stores[TARGET_BUDGET_MAX_STORES];
 	int store_count;
@@ -56,6 +57,11 @@ int target_budget_register(struct target_budget *budget, const char *name, targe
 uint64_t target_budget_tick(struct target_budget *budget)
 {
 	return ++budget->clock;
+}
+
+uint64_t *target_budget_clock(struct target_budget *budget)
+{
+	return &budget->clock;
 }
 
 /* The store whose oldest object is the least recently used of all (-1: none can drop any), and
@@ -104,6 +110,7 @@ static bool evict_down_to(struct target_budget *budget, uint64_t target)
 			freed = store->held;
 		store->held -= freed;
 		budget->held -= freed;
+		budget->freed_total += freed;
 		store->evictions++;
 		store->evicted_bytes += freed;
 	}
@@ -138,6 +145,26 @@ int target_budget_charge(struct target_budget *budget, int store_id, uint64_t by
 	return 0;
 }
 
+void target_budget_set_held(struct target_budget *budget, int store_id, uint64_t bytes)
+{
+	struct budget_store *store = &budget->stores[store_id];
+	uint64_t held = store->held;
+
+	if (bytes <= held) {
+		target_budget_release(budget, store_id, held - bytes);
+		return;
+	}
+	if (target_budget_charge(budget, store_id, bytes - held) == 0)
+		return;
+	/* refused (and counted), but held all the same */
+	store->held = bytes;
+	budget->held += bytes - held;
+	if (store->held > store->peak)
+		store->peak = store->held;
+	if (budget->held > budget->peak)
+		budget->peak = budget->held;
+}
+
 void target_budget_release(struct target_budget *budget, int store_id, uint64_t bytes)
 {
 	struct budget_store *store = &budget->stores[store_id];
@@ -146,11 +173,17 @@ void target_budget_release(struct target_budget *budget, int store_id, uint64_t 
 		bytes = store->held;
 	store->held -= bytes;
 	budget->held -= bytes;
+	budget->freed_total += bytes;
 }
 
 uint64_t target_budget_held(const struct target_budget *budget)
 {
 	return budget->held;
+}
+
+uint64_t target_budget_freed_total(const struct target_budget *budget)
+{
+	return budget->freed_total;
 }
 
 uint64_t target_budget_peak(const struct target_budget *budget)

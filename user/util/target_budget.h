@@ -16,8 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The default limit: what bounds the profiler's RSS against any number of attackers. */
-#define TARGET_BUDGET_DEFAULT_BYTES ((uint64_t)256 << 20)
+/* The default limit: what bounds the profiler's RSS against any number of attackers (the
+ * soak's cap is 150 MB, of which the profiler's own state takes some 60). */
+#define TARGET_BUDGET_DEFAULT_BYTES ((uint64_t)64 << 20)
 /* Stores at most (each a kind of object, not an instance). */
 #define TARGET_BUDGET_MAX_STORES 8
 /* When over the limit, eviction goes on until this share of it (in percent) is held: a
@@ -54,6 +55,15 @@ int target_budget_register(struct target_budget *budget, const char *name, targe
 
 /* The clock: a new, larger value at each call; what stores stamp their objects with on use. */
 uint64_t target_budget_tick(struct target_budget *budget);
+/* The clock itself, for a store's per-sample path to stamp with inline (++*clock). */
+uint64_t *target_budget_clock(struct target_budget *budget);
+
+/*
+ * What store holds now, set whatever it was (a store that counts what it holds rather than
+ * each object, and cannot drop any): the other stores' least recently used objects go to
+ * make room, as for a charge; what still does not fit counts as a refusal, but is held.
+ */
+void target_budget_set_held(struct target_budget *budget, int store, uint64_t bytes);
 
 /*
  * bytes more for store: 0 when they fit, after evicting the least recently used objects of any
@@ -65,6 +75,8 @@ int target_budget_charge(struct target_budget *budget, int store, uint64_t bytes
 void target_budget_release(struct target_budget *budget, int store, uint64_t bytes);
 
 uint64_t target_budget_held(const struct target_budget *budget);
+/* Every byte that left the budget so far, evicted or released. */
+uint64_t target_budget_freed_total(const struct target_budget *budget);
 /* The most bytes held at once over all stores. */
 uint64_t target_budget_peak(const struct target_budget *budget);
 /* The stores registered (at most TARGET_BUDGET_MAX_STORES) into out; their number. */
