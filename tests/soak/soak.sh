@@ -20,13 +20,15 @@
 #  - every benign process's soak_<N> and every one of its threads' soak_<N>_t<K> is in the profile;
 #  - at most 1% of the samples were lost (the ring buffer is one for all processes: a drain
 #    loop held up by an attacker loses benign samples with the rest);
-#    this and "every benign process in the profile" are not judged (said loudly, not failed)
-#    when the host kept the draining thread waiting for a CPU more than 5% of the run: then
-#    the ring fills and short processes exit before their code is read whatever the profiler
-#    does (a shared machine's other builds and tests; its own CPU share is judged apart);
-#  - memory is flat: the largest RSS of the last quarter is at most 10% + 4 MiB above the
-#    largest of the second quarter (the first quarter is warm-up: tables, caches and
-#    buffers reach their working size);
+#    this, "every benign process in the profile" and "memory is flat" are not judged (said
+#    loudly, not failed) when the host kept the draining thread waiting for a CPU more than
+#    5% of the run: then the ring fills, short processes exit before their code is read and
+#    process notices are lost whatever the profiler does (a shared machine's other builds
+#    and tests; its own CPU share is judged apart);
+#  - memory is flat: the median RSS of the last quarter is at most 10% + 4 MiB above the
+#    median of the second quarter (the first quarter is warm-up: tables, caches and
+#    buffers reach their working size; a median, as the line table attack fills the target
+#    budget for a moment in any quarter);
 #  - CPU is flat: the profiler's CPU share over the last quarter is at most 1.5 times that
 #    of the second quarter, plus 3% of a core (the same load comes in all along);
 #  - the summary prints its budgets line (exited processes forgotten, at least);
@@ -324,25 +326,38 @@ else
 	failures+=("the profile does not convert: $(cat "$work/convert.err")")
 fi
 
-# Flat memory and CPU: quarters of the samples taken.
+# Flat memory and CPU: quarters of the samples taken. Memory by each quarter's median RSS: the
+# line table attack fills the target budget (64 MiB) for a few samples and it is trimmed after,
+# a spike in whichever quarter it lands; a leak moves the median.
 read -r verdict figures < <(awk -v tps="$ticks_per_s" '
-	{ t[NR] = $1; rss[NR] = $2; cpu[NR] = $3 }
+	function median(from, to,    i, j, k, v, sorted) {
+		k = 0
+		for (i = from; i <= to; i++) sorted[++k] = rss[i]
+		for (i = 2; i <= k; i++) {
+			v = sorted[i]
+			for (j = i - 1; j >= 1 && sorted[j] > v; j--) sorted[j + 1] = sorted[j]
+			sorted[j + 1] = v
+		}
+		return sorted[int((k + 1) / 2)]
+	}
+	{ t[NR] = $1; rss[NR] = $2; cpu[NR] = $3; if ($2 > max) max = $2 }
 	END {
 		n = NR; q = int(n / 4)
 		if (q < 2) { print "short only " n " samples"; exit }
-		for (i = q + 1; i <= 2 * q; i++) if (rss[i] > base) base = rss[i]
-		for (i = n - q + 1; i <= n; i++) if (rss[i] > last) last = rss[i]
+		base = median(q + 1, 2 * q)
+		last = median(n - q + 1, n)
 		base_cpu = (cpu[2 * q] - cpu[q + 1]) / tps / (t[2 * q] - t[q + 1]) * 100
 		last_cpu = (cpu[n] - cpu[n - q + 1]) / tps / (t[n] - t[n - q + 1]) * 100
 		rss_ok = last <= base * 1.10 + 4096
 		cpu_ok = last_cpu <= base_cpu * 1.5 + 3
-		printf "%s rss_kib second_quarter_max=%d last_quarter_max=%d first=%d; cpu_percent second_quarter=%.2f last_quarter=%.2f\n",
-			(rss_ok && cpu_ok) ? "ok" : (!rss_ok ? "rss" : "cpu"), base, last, rss[1], base_cpu, last_cpu
+		printf "%s rss_kib second_quarter_median=%d last_quarter_median=%d first=%d max=%d; cpu_percent second_quarter=%.2f last_quarter=%.2f\n",
+			(rss_ok && cpu_ok) ? "ok" : (!rss_ok ? "rss" : "cpu"), base, last, rss[1], max, base_cpu, last_cpu
 	}' "$work/usage.tsv")
 say "$figures"
 case $verdict in
 ok) ;;
-rss) failures+=("memory grew: $figures") ;;
+# starved, the draining thread loses process notices: exited processes' state stays until swept
+rss) judged_failure "memory grew: $figures" ;;
 cpu) failures+=("CPU grew: $figures") ;;
 *) failures+=("too few usage samples: $figures") ;;
 esac
