@@ -18,6 +18,7 @@
 #include "symbolize/symbolize_py.h"
 #include "target/py_offsets.h"
 #include "target/target_set.h"
+#include "util/target_budget.h"
 
 #define FAKE_CODES 200
 #define CHURNED_PROCESSES 200
@@ -219,6 +220,207 @@ static void attackers_share_one_budget(void **state)
 	free_fake_target(&fake);
 }
 
+/* A small target budget of which output tables (which cannot be evicted) hold half. */
+#define SMALL_BUDGET ((uint64_t)8 << 20)
+#define OUTPUT_TABLES ((uint64_t)4 << 20)
+
+/*
+ * The same eight attackers against a cache charged to one small target budget, beside
+ * output tables that hold half of it: the line tables never take more than the other half
+ * (the least recently used go, or the new ones are refused and remembered as over budget),
+ * the budget never holds more than its limit, and the code objects stay named.
+ */
+static void attackers_fit_in_the_target_budget_beside_other_stores(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	struct target_budget *budget;
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	pid_t attackers[ATTACKERS];
+	int outputs;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(target_budget_new(SMALL_BUDGET, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(cache, budget), 0);
+	outputs = target_budget_register(budget, "output tables", NULL, NULL, NULL);
+	assert_true(outputs >= 0);
+	target_budget_set_held(budget, outputs, OUTPUT_TABLES);
+	build_fake_target(&fake, SYMBOLIZE_PY_MAX_LINETABLE_BYTES);
+	for (int a = 0; a < ATTACKERS; a++)
+		attackers[a] = start_attacker();
+	for (int a = 0; a < ATTACKERS; a++)
+		for (int i = 0; i < FAKE_CODES; i++) {
+			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
+			assert_string_equal(frame.name, "fake");
+			assert_int_equal(target_budget_stats(budget, stores), 2);
+			if (stores[0].held > SMALL_BUDGET - OUTPUT_TABLES || target_budget_held(budget) > SMALL_BUDGET)
+				fail_msg("attacker %d, code object %d: line tables hold %" PRIu64 " bytes, the budget %"
+					 PRIu64, a, i, stores[0].held, target_budget_held(budget));
+		}
+	symbolize_py_cache_stats(cache, &stats);
+	target_budget_stats(budget, stores);
+	print_message("%d attackers x %d code objects in a %" PRIu64 " MiB budget: line tables %" PRIu64
+		      " bytes held, %" PRIu64 " evictions, %" PRIu64 " refused\n",
+		      ATTACKERS, FAKE_CODES, SMALL_BUDGET >> 20, stores[0].held, stores[0].evictions,
+		      stores[0].refusals);
+	assert_true(stores[0].evictions > 0);
+	assert_true(stats.lines_over_budget > 0);
+	assert_int_equal(stats.codes, ATTACKERS * FAKE_CODES);
+	assert_true(target_budget_peak(budget) <= SMALL_BUDGET);
+	for (int a = 0; a < ATTACKERS; a++) {
+		kill(attackers[a], SIGKILL);
+		waitpid(attackers[a], NULL, 0);
+	}
+	symbolize_py_cache_free(cache);
+	free_fake_target(&fake);
+	target_budget_free(budget);
+}
+
+/* A size as the summary prints it ("8.0 MiB", "596.8 KiB", "12 B") in bytes; -1 if none. */
+static double summary_size(const char *text)
+{
+	double value;
+	char unit[8];
+
+	if (sscanf(text, "%lf %7s", &value, unit) != 2)
+		return -1;
+	if (strncmp(unit, "MiB", 3) == 0)
+		return value * (1 << 20);
+	if (strncmp(unit, "KiB", 3) == 0)
+		return value * (1 << 10);
+	return unit[0] == 'B' ? value : -1;
+}
+
+/* pid's peak RSS so far (VmHWM) in KiB once it runs pybpfprof (before its exec it is this
+ * test's fork, under ASan some 300 MB); 0 before that, and once it is gone. */
+static long peak_rss_kib_of(pid_t pid)
+{
+	char path[64], line[256];
+	bool profiler = false;
+	long kib = 0;
+	FILE *status;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	status = fopen(path, "r");
+	if (!status)
+		return 0;
+	while (fgets(line, sizeof(line), status)) {
+		if (strcmp(line, "Name:\tpybpfprof\n") == 0)
+			profiler = true;
+		if (sscanf(line, "VmHWM: %ld", &kib) == 1)
+			break;
+	}
+	fclose(status);
+	return profiler ? kib : 0;
+}
+
+/*
+ * Runs the pybpfprof command argv to the end, its stderr into err; its exit status, and its
+ * peak RSS in KiB as /proc last showed it (not wait4's ru_maxrss: that counts this test's
+ * fork before the exec).
+ */
+static int run_measured(char *const argv[], char *err, size_t errlen, long *peak_kib)
+{
+	char err_path[PATH_MAX];
+	size_t len = 0;
+	uint8_t *text;
+	int status = 0;
+	pid_t pid;
+
+	FORMAT(err_path, "%s/measured.%d", test_tmpdir(), (int)getpid());
+	pid = test_spawn(argv, NULL, err_path);
+	assert_true(pid > 0);
+	*peak_kib = 0;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		long kib = peak_rss_kib_of(pid);
+
+		if (kib > *peak_kib)
+			*peak_kib = kib;
+		usleep(50 * 1000);
+	}
+	text = read_whole_file(err_path, &len);
+	snprintf(err, errlen, "%s", text ? (char *)text : "");
+	free(text);
+	unlink(err_path);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The attackers' Python: nobody cannot run pyenv's (under /root). */
+#define HOSTILE_PYTHON "/usr/bin/python3.11"
+/* Four processes, each running 200 code objects whose line tables are 1 MiB (each long enough
+ * to be sampled, so that its table is read), until killed. */
+#define LINETABLE_ATTACK                                                                        \
+	"import os, time\n"                                                                     \
+	"def hostile_linetable():\n"                                                            \
+	"    for _ in range(1000):\n"                                                           \
+	"        pass\n"                                                                        \
+	"code = hostile_linetable.__code__.replace(co_linetable=b'\\xff' * (1 << 20))\n"         \
+	"functions = [type(hostile_linetable)(code.replace(co_firstlineno=i + 1), {})\n"        \
+	"             for i in range(200)]\n"                                                   \
+	"for _ in range(2):\n"                                                                  \
+	"    os.fork()\n"                                                                       \
+	"while True:\n"                                                                         \
+	"    for function in functions:\n"                                                      \
+	"        function()\n"                                                                  \
+	"    time.sleep(0.01)\n"
+#define RUN_BUDGET_MIB 8
+/* Measured: a peak RSS of 25-40 MB with this budget (more processes on the host, more state),
+ * 82 MB with the default one on a quiet host (the attack adds 64 MiB of line tables). */
+#define RUN_PEAK_RSS_KIB (72 * 1000 * 1000 / 1024)
+
+/*
+ * The whole-host profiler, its target budget set small by --target-budget, while four
+ * processes as nobody run 200 code objects each with 1 MiB line tables: the summary shows
+ * the budget at work on the line tables (evicted or refused), never more held than the
+ * limit, and the profiler's peak RSS well under what the default budget would let the
+ * attack add.
+ */
+static void a_run_with_attackers_stays_within_its_target_budget(void **state)
+{
+	char out[PATH_MAX], budget_arg[16], err[32768];
+	/* a session of their own: the attackers are killed as one process group */
+	char *attack[] = { "setsid", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+			   HOSTILE_PYTHON, "-c", LINETABLE_ATTACK, NULL };
+	char *profile[] = { (char *)pybpfprof_binary(), "-v", "--target-budget", budget_arg, "-d", "6", "-o", out,
+			    NULL };
+	char held[32], limit[32], peak[32];
+	unsigned long long evictions = 0, refused = 0;
+	const char *line, *lines;
+	long peak_rss_kib;
+	pid_t attacker;
+	int status;
+
+	(void)state;
+	if (geteuid() != 0 || access(HOSTILE_PYTHON, X_OK))
+		skip();
+	FORMAT(out, "%s/budget-run.%d.collapsed", test_tmpdir(), (int)getpid());
+	snprintf(budget_arg, sizeof(budget_arg), "%d", RUN_BUDGET_MIB);
+	attacker = test_spawn(attack, NULL, NULL);
+	assert_true(attacker > 0);
+	status = run_measured(profile, err, sizeof(err), &peak_rss_kib);
+	kill(-attacker, SIGKILL);
+	test_wait_status(attacker);
+	if (status)
+		fail_msg("the profiler exited %d: %s", status, err);
+	line = strstr(err, "pybpfprof: target budget: ");
+	if (!line || sscanf(line, "pybpfprof: target budget: %31[^h]held of %31[^(](peak %31[^)])", held, limit,
+			    peak) != 3)
+		fail_msg("no target budget line in the summary: %s", err);
+	lines = strstr(line, "line tables ");
+	if (!lines || sscanf(strstr(lines, "), ") + 3, "%llu evictions, %llu refused", &evictions, &refused) != 2)
+		fail_msg("no line tables in the target budget line: %s", line);
+	print_message("%.*s\npeak RSS %ld KiB\n", (int)strcspn(line, "\n"), line, peak_rss_kib);
+	assert_true(summary_size(limit) == (double)RUN_BUDGET_MIB * (1 << 20));
+	assert_true(summary_size(peak) >= 0 && summary_size(peak) <= summary_size(limit));
+	assert_true(evictions + refused > 0);
+	assert_true(peak_rss_kib < RUN_PEAK_RSS_KIB);
+	unlink(out);
+}
+
 struct forgetting {
 	struct symbolize_py_cache *cache;
 	size_t forgotten;
@@ -297,6 +499,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(shared_line_tables_stay_within_budget),
 		cmocka_unit_test(attackers_share_one_budget),
+		cmocka_unit_test(attackers_fit_in_the_target_budget_beside_other_stores),
+		cmocka_unit_test(a_run_with_attackers_stays_within_its_target_budget),
 		cmocka_unit_test(exited_processes_are_forgotten),
 	};
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * The long whole-host run, tests/soak/soak.sh, for $SOAK_MINUTES (5 unless set; `make soak`
- * runs it by hand for longer): about 200 short Python processes a minute, one in ten hostile,
- * under a profiler with no target. It checks what a user would: the profiler still alive, every
- * benign process in the profile, RSS and CPU flat over the run, the budgets in the summary.
- * Its report (with the RSS and CPU figures) goes to this test's output.
+ * runs it by hand for longer): about 200 short Python processes a minute, one in ten hostile
+ * (the attack zoo, as nobody), under a profiler with no target inside a 512 MiB memory cgroup.
+ * It checks what a user would: the profiler never killed and still alive, its peak RSS under
+ * 150 MB, every benign process in the profile, at most 1% of the samples lost, RSS and CPU flat
+ * over the run, the budgets in the summary, each attack seen by the profiler. Its report (with
+ * the RSS and CPU figures) goes to this test's output.
  */
 #include "testlib.h"
 

@@ -6,12 +6,20 @@
 #   fifo      the mapped copy deleted and replaced by a FIFO (an open would block)
 #   symlink   the mapped copy deleted and replaced by a symlink to a root-only file
 #   names     an ELF whose 16384 symbols all share one 32 KiB name, mapped executable
-#   linetable 200 code objects sharing one 1 MiB (garbage) line table, all called
+#   linetable 200 code objects sharing one 1 MiB (garbage) line table, all run
 #   notes     an ELF of 1.2 MB whose 2,000 note sections of 1 MiB all overlap, mapped executable
 #   sparse    five sparse 510 MiB ELFs (a few KiB on disk) whose sections all span the file,
 #             mapped executable, and touched every second (a verdict keyed by mtime re-arms)
-# Each mode forks a child every half second: the profiler opens a new target's mapped files
-# when it attaches to it. Usage: hostile.py MODE DIR SECONDS (DIR: writable by this user).
+#   debuglink a library (ZOO_LIBRARY, a copy of zlib whose .gnu_debuglink names
+#             libzoo.debug and which has no build id) loaded and run: beside it libzoo.debug
+#             is a symlink to /dev/ptmx, and .debug/libzoo.debug a FIFO (the debug file
+#             lookup's candidates: a root that opened either would take a terminal or hang)
+#   tinyelfs  20,000 tiny ELFs, each a file of its own, mapped executable by one process
+#   execstorm a process that execs itself (in turn directly and through /bin/sh) as fast as
+#             it can: every exec is a new runtime to find and new mappings to read
+# linetable runs in 8 processes at once. Each other mode but execstorm forks a child every
+# half second: the profiler opens a new target's mapped files when it attaches to it.
+# Usage: hostile.py MODE DIR SECONDS (DIR: writable by this user).
 import ctypes
 import mmap
 import os
@@ -22,6 +30,9 @@ import time
 
 MODE, DIR, SECONDS = sys.argv[1], sys.argv[2], float(sys.argv[3])
 FAKE = os.path.join(DIR, "libpython3.99.so")
+ZOO_LIBRARY = os.environ.get("ZOO_LIBRARY", "")
+LINETABLE_PROCESSES = 8
+TINY_ELFS = 20000
 
 
 def map_executable(path):
@@ -29,6 +40,15 @@ def map_executable(path):
     mapping = mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC)
     os.close(fd)
     return mapping
+
+
+def map_executable_page(libc, path):
+    """A page of path mapped executable, its descriptor closed (Python's mmap keeps one open)."""
+    fd = os.open(path, os.O_RDONLY)
+    address = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_EXEC, mmap.MAP_PRIVATE, fd, 0)
+    os.close(fd)
+    if address in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap " + path)
 
 
 def shared_name_elf(path, symbols=16384, name_len=32 << 10):
@@ -159,20 +179,102 @@ def linetable_attack(until):
     table = b"\xff" * (1 << 20)
 
     def hostile_linetable():
-        return 0
+        for _ in range(1000):  # long enough to be sampled: its line table is then read
+            pass
 
     code = hostile_linetable.__code__.replace(co_linetable=table)
     functions = [type(hostile_linetable)(code.replace(co_firstlineno=i + 1), {}) for i in range(200)]
+    children = []
+    for _ in range(LINETABLE_PROCESSES - 1):
+        child = os.fork()
+        if child == 0:
+            break
+        children.append(child)
     while time.time() < until:
         for function in functions:
             function()
-        time.sleep(0.01)
+        time.sleep(0.05)
+    if len(children) < LINETABLE_PROCESSES - 1:
+        os._exit(0)
+    for child in children:
+        os.waitpid(child, 0)
+
+
+def debuglink_attack(until):
+    """ZOO_LIBRARY copied beside its planted debug link candidates, loaded, and run."""
+    library = os.path.join(DIR, "libzoo.so")
+    shutil.copyfile(ZOO_LIBRARY, library)
+    os.symlink("/dev/ptmx", os.path.join(DIR, "libzoo.debug"))
+    os.mkdir(os.path.join(DIR, ".debug"))
+    os.mkfifo(os.path.join(DIR, ".debug", "libzoo.debug"))
+    # its own symbols first: else its crc32 calls on into the zlib Python already loaded
+    zlib = ctypes.CDLL(library, mode=os.RTLD_NOW | os.RTLD_DEEPBIND)
+    data = b"z" * (1 << 20)
+
+    def run_library(seconds):
+        end = time.time() + seconds
+        while time.time() < end:
+            zlib.crc32_z(0, data, len(data))
+
+    while time.time() < until:
+        child = os.fork()
+        if child == 0:
+            run_library(0.2)
+            os._exit(0)
+        run_library(0.3)
+        time.sleep(0.2)
+        os.waitpid(child, 0)
+
+
+def tiny_elf(index):
+    """One page: an ELF header and one PT_LOAD of the page, its bytes its own (a distinct file)."""
+    image = elf_header(0, 0, 0) + whole_file_segment(4096) + struct.pack("<Q", index)
+    return image + b"\0" * (4096 - len(image))
+
+
+def tinyelfs_attack(until):
+    folder = os.path.join(DIR, "tiny")
+    os.mkdir(folder)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+    for index in range(TINY_ELFS):
+        path = os.path.join(folder, "lib%d.so" % index)
+        with open(path, "wb") as out:
+            out.write(tiny_elf(index))
+        map_executable_page(libc, path)
+    fork_children(until)
+    shutil.rmtree(folder, ignore_errors=True)  # 80 MB a run: the soak runs this one often
+
+
+def execstorm(until):
+    """Spins a moment (to be sampled), then becomes the next generation: Python directly, or
+    through a shell, in turn."""
+    generation = int(os.environ.get("ZOO_GENERATION", "0"))
+    until = float(os.environ.setdefault("ZOO_UNTIL", str(until)))  # the first generation's
+    hostile_spin(time.time() + 0.002)
+    if time.time() >= until:
+        return
+    os.environ["ZOO_GENERATION"] = str(generation + 1)
+    args = [sys.argv[0], MODE, DIR, str(SECONDS)]
+    if generation % 2:
+        os.execv("/bin/sh", ["sh", "-c", 'exec "$0" "$@"', sys.executable] + args)
+    os.execv(sys.executable, [sys.executable] + args)
 
 
 def main():
     until = time.time() + SECONDS
     if MODE == "linetable":
         linetable_attack(until)
+        return
+    if MODE == "debuglink":
+        debuglink_attack(until)
+        return
+    if MODE == "tinyelfs":
+        tinyelfs_attack(until)
+        return
+    if MODE == "execstorm":
+        execstorm(until)
         return
     if MODE in ("notes", "sparse"):
         section_attack(until)

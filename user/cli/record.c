@@ -74,6 +74,7 @@ enum {
 	OPT_ASYNC_PLUMBING,
 	OPT_ASYNC_MODE,
 	OPT_MAX_OVERHEAD,
+	OPT_TARGET_BUDGET,
 };
 
 static const struct argp_option record_options[] = {
@@ -100,6 +101,7 @@ static const struct argp_option record_options[] = {
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Cut the run into windows (10, 10s, 5m): with --push each is pushed (default 10 s); without, each -o file is written per window (run-0001.mojo, ...)", 0 },
 	{ "app", OPT_APP, "NAME", 0, "With --push: the application name (default pybpfprof)", 0 },
 	{ "label", OPT_LABEL, "KEY=VALUE", 0, "With --push: a label of every window (repeatable)", 0 },
+	{ "target-budget", OPT_TARGET_BUDGET, "MIB", 0, "The most the profiled processes can make it hold (their code objects' line tables, native symbol tables, output tables; default 64): past it the least recently used go", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", OPTION_HIDDEN, "Ring buffer size", 0 },
 	{ 0 },
 };
@@ -295,6 +297,11 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (end == arg || *end || !(session->max_overhead_pct >= 0) || session->max_overhead_pct > 100)
 			argp_error(state, "invalid --max-overhead '%s' (a percent of one CPU, 0-100; 0: off)", arg);
 		session->max_overhead_given = true;
+		break;
+	case OPT_TARGET_BUDGET:
+		if (parse_uint(arg, 1 << 20, &number) || number == 0)
+			argp_error(state, "invalid target budget '%s' MiB (1-%d)", arg, 1 << 20);
+		session->target_budget_bytes = (uint64_t)number << 20;
 		break;
 	case OPT_RINGBUF:
 		if (parse_uint(arg, 1024, &number) || number == 0)

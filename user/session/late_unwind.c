@@ -422,3 +422,8 @@ void late_unwind_free(struct session *session)
 	free(late);
 	session->late = NULL;
 }
+
+size_t late_unwind_held_bytes(const struct session *session)
+{
+	return session->late ? session->late->bytes : 0;
+}

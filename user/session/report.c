@@ -18,6 +18,7 @@
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
+#include "util/target_budget.h"
 #include "util/text_quote.h"
 #include "util/version.h"
 
@@ -310,9 +311,9 @@ static double run_seconds_at(const struct session *session, uint64_t at_us)
 /* The status line's word on --max-overhead: the targets sampled below the rate now. */
 static void print_throttled_now(const struct session *session)
 {
-	const struct overhead_budget *budget = &session->budget;
+	const struct overhead_budget *budget = &session->overhead;
 
-	if (!session->budget_on || !budget->throttled_now)
+	if (!session->overhead_on || !budget->throttled_now)
 		return;
 	if (budget->throttled_now > 1) {
 		fprintf(stderr, "  %zu processes throttled (--max-overhead)", budget->throttled_now);
@@ -590,11 +591,12 @@ static void print_parser_summary(const struct session *session)
 	format_size(stats.symbol_bytes, held, sizeof(held));
 	fprintf(stderr, "pybpfprof: parser worker: %" PRIu64 " files read, %" PRIu64 " bad (%" PRIu64
 			" lost to a worker that died, %" PRIu64 " overran, %" PRIu64 " past its memory); %" PRIu64
-			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room\n",
+			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room; %" PRIu64
+			" debug file candidates refused (not a regular file)\n",
 		stats.files_loaded, stats.files_bad, stats.worker_lost_files - stats.worker_timeouts,
 		stats.worker_timeouts, stats.worker_out_of_memory, stats.worker_starts,
 		stats.worker_starts == 1 ? "" : "s", stats.worker_start_failures ? " (some failed)" : "", held,
-		stats.tables_evicted);
+		stats.tables_evicted, stats.debug_candidates_refused);
 }
 
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */
@@ -658,7 +660,7 @@ static void print_wall_summary(const struct session *session)
 static void describe_throttling(const struct session *session, const struct overhead_budget_target *target,
 				char *out, size_t len)
 {
-	const struct overhead_budget *budget = &session->budget;
+	const struct overhead_budget *budget = &session->overhead;
 	char until[64] = "";
 
 	if (target->stride > 1 && target->ended_us)
@@ -677,10 +679,10 @@ static void describe_throttling(const struct session *session, const struct over
 /* --max-overhead into the metadata: the budget, and every target it throttled ("throttled.PID"). */
 static void write_budget_metadata(struct session *session)
 {
-	const struct overhead_budget *budget = &session->budget;
+	const struct overhead_budget *budget = &session->overhead;
 	char value[256];
 
-	if (!session->budget_on)
+	if (!session->overhead_on)
 		return;
 	snprintf(value, sizeof(value), "%g%% of a CPU per process", 100.0 * budget->share);
 	set_metadata_all(session, "max_overhead", value);
@@ -748,6 +750,29 @@ static void print_budget_summary(const struct session *session, const uint64_t c
 			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held\n",
 		counters[PBP_CNT_PROC_EVENTS_LOST], swept, session->targets.forgotten, python.evicted,
 		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024);
+}
+
+/* -v: the one budget of what targets make us hold (util/target_budget.h), store by store. */
+static void print_target_budget_summary(const struct session *session)
+{
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	int count;
+	char held[32], limit[32], peak[32];
+
+	if (!session->budget)
+		return;
+	count = target_budget_stats(session->budget, stores);
+	format_size(target_budget_held(session->budget), held, sizeof(held));
+	format_size(target_budget_limit(session->budget), limit, sizeof(limit));
+	format_size(target_budget_peak(session->budget), peak, sizeof(peak));
+	fprintf(stderr, "pybpfprof: target budget: %s held of %s (peak %s)", held, limit, peak);
+	for (int i = 0; i < count; i++) {
+		format_size(stores[i].held, held, sizeof(held));
+		format_size(stores[i].peak, peak, sizeof(peak));
+		fprintf(stderr, "%s %s %s (peak %s), %" PRIu64 " evictions, %" PRIu64 " refused", i ? ";" : ":",
+			stores[i].name, held, peak, stores[i].evictions, stores[i].refusals);
+	}
+	fputc('\n', stderr);
 }
 
 /* Containers shown in the summary, the busiest first. */
@@ -1071,15 +1096,15 @@ static void print_costs(const struct session *session, const uint64_t counters[P
 /* --max-overhead, by default: which processes it throttled, when, and to what rate. */
 static void print_budget_throttling(const struct session *session)
 {
-	const struct overhead_budget *budget = &session->budget;
+	const struct overhead_budget *budget = &session->overhead;
 	size_t throttled = overhead_budget_throttled_count(budget) + budget->forgotten, shown = 0;
 	char line[256];
 
-	if (session->budget_on && budget->set_errors)
+	if (session->overhead_on && budget->set_errors)
 		fprintf(stderr, "pybpfprof: --max-overhead: %" PRIu64 " stride%s not taken by BPF (those processes kept "
 				"their rate)\n",
 			budget->set_errors, plural(budget->set_errors, "s"));
-	if (!session->budget_on || !throttled)
+	if (!session->overhead_on || !throttled)
 		return;
 	fprintf(stderr, "pybpfprof: --max-overhead %g%%: %zu process%s throttled (its samples weigh the ticks skipped, so "
 			"shares and totals hold):\n",
@@ -1120,6 +1145,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		print_discovery_summary(session);
 		print_push_summary(session);
 		print_budget_summary(session, counters, outputs_held);
+		print_target_budget_summary(session);
 	}
 	if (session->options->bpf_stats)
 		print_costs(session, counters, seconds);

@@ -20,6 +20,7 @@
 #include "util/exit_status.h"
 #include "util/thread.h"
 #include "util/heap_warm.h"
+#include "util/target_budget.h"
 
 /*
  * How often the ring buffer is drained. Fast while samples bring new code
@@ -210,6 +211,31 @@ static void write_pending_records(struct session *session)
 	session->pending_used = 0;
 }
 
+/* What the budget freed goes back to the kernel past this much, at most once a second: freed
+ * line tables (up to 1 MiB each) and symbol tables otherwise stay resident as holes in the
+ * heap, which new ones of other sizes do not fill, and the RSS grows with the churn. */
+#define TRIM_AFTER_FREED_BYTES ((uint64_t)4 << 20)
+#define TRIM_INTERVAL_MS 1000
+
+/* What the outputs and the held records take now, into the budget: the caches make room. */
+static void count_held_in_budget(struct session *session, uint64_t now_ms)
+{
+	uint64_t outputs = 0, freed;
+
+	for (size_t i = 0; i < session->writer_count; i++)
+		outputs += pf_writer_held_bytes(session->writers[i]);
+	target_budget_set_held(session->budget, session->outputs_budget_store, outputs);
+	target_budget_set_held(session->budget, session->pending_budget_store,
+			       session->pending_capacity + late_unwind_held_bytes(session));
+	freed = target_budget_freed_total(session->budget);
+	if (freed - session->budget_freed_at_trim >= TRIM_AFTER_FREED_BYTES &&
+	    now_ms - session->budget_trim_ms >= TRIM_INTERVAL_MS) {
+		malloc_trim(0);
+		session->budget_freed_at_trim = freed;
+		session->budget_trim_ms = now_ms;
+	}
+}
+
 /* Keeps a copy of the record (size first, 8-byte aligned); false when the budget is spent. */
 static bool keep_record(struct session *session, const struct pbp_record *record, size_t size)
 {
@@ -282,17 +308,17 @@ static int finish(struct session *session)
 /* --max-overhead: every target that can run Python gets its stride from its last cost. */
 static void keep_overhead_budget(struct session *session, uint64_t now_ms)
 {
-	if (!session->budget_on || !overhead_budget_look_begin(&session->budget, now_ms * 1000))
+	if (!session->overhead_on || !overhead_budget_look_begin(&session->overhead, now_ms * 1000))
 		return;
 	for (size_t i = 0; i < session->targets.count; i++) {
 		const struct target *target = &session->targets.items[i];
 
 		if (target->state == TARGET_READY)
-			overhead_budget_look_at(&session->budget, session->sampler, target->pid,
+			overhead_budget_look_at(&session->overhead, session->sampler, target->pid,
 						target->identity.comm[0] ? target->identity.comm : NULL, target->samples,
 						now_ms * 1000);
 	}
-	overhead_budget_look_end(&session->budget, now_ms * 1000);
+	overhead_budget_look_end(&session->overhead, now_ms * 1000);
 }
 
 static void run_loop(struct session *session)
@@ -323,6 +349,7 @@ static void run_loop(struct session *session)
 		drain(session);
 		native_stacks_poll(session);
 		late_unwind_flush(session);
+		count_held_in_budget(session, clock_monotonic_ms());
 		symbolize_py_cache_stats(session->resolver.python, &after);
 		tick_ms = after.misses != before.misses || native_stacks_building(session) ? TICK_FAST_MS
 											    : TICK_SLOW_MS;
@@ -402,7 +429,7 @@ static int open_sampler(struct session *session)
 		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
 		.gil_only = options->mode == SESSION_MODE_GIL,
 		.time_samples = options->bpf_stats,
-		.overhead_budget = session->budget_on,
+		.overhead_budget = session->overhead_on,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
 		.wall_pids = options->pids,
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,
@@ -460,13 +487,15 @@ static void release(struct session *session)
 	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
 	intern_free(&session->threads);
-	overhead_budget_free(&session->budget);
+	overhead_budget_free(&session->overhead);
 	intern_free(&session->python_threads);
 	free(session->thread_names);
 	intern_free(&session->containers);
 	free(session->container_counts);
 	free(session->pending_records);
 	session->pending_records = NULL;
+	target_budget_free(session->budget);
+	session->budget = NULL;
 }
 
 /* The targets' native unwind tables in BPF, for as long as they take up to bound_ms: whether all are. */
@@ -545,6 +574,22 @@ static int start_launch(struct session *session)
  * the peak is a MiB more of peak RSS (19.3 MB, against 23.3 with 16 MiB and 16.3 unwarmed). */
 #define SET_UP_HEAP_BYTES (12u << 20)
 
+/* The target budget and its stores that are not a cache's own (those register themselves). */
+static int open_budget(struct session *session)
+{
+	int err = target_budget_new(session->options->target_budget_bytes, &session->budget);
+
+	if (!err)
+		err = symbolize_py_cache_set_budget(session->resolver.python, session->budget);
+	if (!err)
+		err = session->outputs_budget_store = target_budget_register(session->budget, "output tables", NULL,
+									     NULL, NULL);
+	if (err >= 0)
+		err = session->pending_budget_store = target_budget_register(session->budget, "records held", NULL,
+									     NULL, NULL);
+	return err < 0 ? err : 0;
+}
+
 static int set_up(struct session *session, int *failed_status)
 {
 	const struct session_options *options = session->options;
@@ -558,14 +603,17 @@ static int set_up(struct session *session, int *failed_status)
 	*failed_status = EXIT_STATUS_FAILED;
 	err = sample_resolve_init(&session->resolver, open_kernel_names(session) ? name_kernel_addresses : NULL,
 				  session->sampler, 1000000 / options->frequency_hz);
+	if (!err)
+		err = open_budget(session);
 	if (!err && (options->native_frames || options->native_stacks)) {
 		session->resolver.native = symbolize_native_new();
-		if (!session->resolver.native)
-			err = -ENOMEM;
+		err = session->resolver.native
+			      ? symbolize_native_set_target_budget(session->resolver.native, session->budget)
+			      : -ENOMEM;
 		/* the loop that drains the ring never waits for a file: its pcs are named by offset
 		 * until the parser worker has read it (some ms, the worker being up from the start);
 		 * a one-shot `stacks` waits for the names */
-		else if (options->mode != SESSION_MODE_STACKS)
+		if (!err && options->mode != SESSION_MODE_STACKS)
 			symbolize_native_set_wait_ms(session->resolver.native, 0);
 		/* the worker starts while BPF loads; without one, native frames go unnamed */
 		if (session->resolver.native)
@@ -676,11 +724,11 @@ static void start_overhead_budget(struct session *session)
 			 : session->system_wide || options->push_url ? OVERHEAD_BUDGET_DEFAULT_PCT
 								      : 0;
 
-	session->budget_on = percent > 0 && options->mode == SESSION_MODE_CPU;
-	if (options->max_overhead_given && percent > 0 && !session->budget_on && !options->quiet)
+	session->overhead_on = percent > 0 && options->mode == SESSION_MODE_CPU;
+	if (options->max_overhead_given && percent > 0 && !session->overhead_on && !options->quiet)
 		report_error("warning: --max-overhead applies to cpu mode only (%s mode's passes are paced by -F)",
 			     options->mode == SESSION_MODE_GIL ? "gil" : "wall");
-	overhead_budget_init(&session->budget, session->budget_on ? percent : 0, options->frequency_hz);
+	overhead_budget_init(&session->overhead, session->overhead_on ? percent : 0, options->frequency_hz);
 }
 
 static bool wants_children_hint(const struct session *session)

@@ -70,6 +70,7 @@ struct session_options {
 	bool stacks_json;          /* SESSION_MODE_STACKS: one JSON document instead of text */
 	int compression_level;     /* Tachyon zstd level, 0 = none */
 	size_t ringbuf_bytes;      /* 0 = the sampler's default */
+	uint64_t target_budget_bytes; /* what targets can make us hold (util/target_budget.h); 0: its default */
 	struct session_output outputs[SESSION_MAX_OUTPUTS];
 	size_t output_count;
 	/* Continuous mode: each window of window_s seconds pushed as pprof to push_url. */

@@ -41,6 +41,12 @@ struct container_counts {
 
 struct session {
 	const struct session_options *options;
+	/* One budget for what the targets make us hold (util/target_budget.h): the code objects'
+	 * line tables and native symbol tables charge it and are evicted by it; the output
+	 * tables and the records held for a drain are counted in it as they are. */
+	struct target_budget *budget;
+	int outputs_budget_store, pending_budget_store;
+	uint64_t budget_freed_at_trim, budget_trim_ms; /* the last heap trim for what it freed */
 	struct bpf_sampler *sampler;
 	struct native_stacks *native; /* NULL: native stacks off */
 	struct late_unwind *late;     /* held samples (late_unwind.c), NULL until the first */
@@ -54,9 +60,9 @@ struct session {
 	bool viewer_quit;            /* the live view's user quit (q): a command it launched ends with it */
 	bool system_wide;
 	bool python_version_written;
-	/* --max-overhead, when on (budget_on): every target's stride and what it did. */
-	bool budget_on;
-	struct overhead_budget budget;
+	/* --max-overhead, when on (overhead_on): every target's stride and what it did. */
+	bool overhead_on;
+	struct overhead_budget overhead;
 	struct windows *windows;     /* continuous mode (--push), or NULL */
 	uint64_t stop_us;            /* when sampling ended (before the last pushes); 0 while it runs */
 	/* File windows (--window without --push): the window's number (from 1; 0: no windows),
@@ -187,6 +193,8 @@ void late_unwind_settle_pid(struct session *session, pid_t pid);
 /* The run's end: the tables still building get a bounded wait, then every record is written. */
 void late_unwind_finish(struct session *session);
 void late_unwind_stats(const struct session *session, struct late_unwind_stats *stats);
+/* Bytes the queue holds now (records and their stack copies), for the target budget. */
+size_t late_unwind_held_bytes(const struct session *session);
 void late_unwind_free(struct session *session);
 const char *late_unwind_loss_name(enum late_unwind_loss loss);
 

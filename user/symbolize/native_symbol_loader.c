@@ -179,8 +179,14 @@ static bool try_candidate(void *context, pid_t root_pid, const char *path, bool 
 	int fd = elf_file_candidate_fd(root_pid, path, by_build_id);
 	int err;
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (fd != -ENOENT && fd != -ENOTDIR && fd != -ESRCH) {
+			pthread_mutex_lock(&search->loader->lock);
+			search->loader->stats.candidates_refused++;
+			pthread_mutex_unlock(&search->loader->lock);
+		}
 		return false;
+	}
 	if (same_file(fd, search->file_fd)) {
 		close(fd);
 		return false;

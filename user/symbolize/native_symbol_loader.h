@@ -48,6 +48,8 @@ struct native_symbol_loader_stats {
 	uint64_t files_loaded;
 	uint64_t files_bad;        /* lost by the worker (-ECHILD) or past a budget */
 	uint64_t candidates_lost;  /* debug file candidates the worker died on (skipped) */
+	uint64_t candidates_refused; /* debug file candidates there but not opened: not a regular
+				      * file (a FIFO, a device), a link where none may be, too big */
 };
 
 struct native_symbol_loader_options {

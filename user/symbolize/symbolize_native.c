@@ -23,6 +23,7 @@
 #include "util/clock.h"
 #include "util/errbuf.h"
 #include "util/intern.h"
+#include "util/target_budget.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI's): C++ extensions' names read as their source. */
 char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *length, int *status);
@@ -87,7 +88,13 @@ struct symbolize_native {
 	size_t pid_count;
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
-	uint64_t clock;
+	uint64_t own_clock;
+	uint64_t *clock;       /* own_clock, or the target budget's (its eviction compares stores) */
+	struct target_budget *budget; /* NULL: none; else the tables are charged to it */
+	int budget_store;
+	/* files the budget's eviction leaves alone: the one a lookup is waiting for, the one
+	 * being installed */
+	const struct mapped_file *in_lookup, *installing;
 	const char *debug_dir; /* where debug files are looked for (target/debug_file.h) */
 	struct native_symbol_loader_options loader_options;
 	struct native_symbol_loader *loader; /* started at the first file */
@@ -107,6 +114,7 @@ struct symbolize_native *symbolize_native_new(void)
 		symbolizer->debug_dir = DEBUG_FILE_DIR;
 		symbolizer->wait_ms = SYMBOLIZE_NATIVE_DEFAULT_WAIT_MS;
 		symbolizer->symbol_budget = SYMBOLIZE_NATIVE_SYMBOL_BYTES;
+		symbolizer->clock = &symbolizer->own_clock;
 		symbolizer->loader_options = (struct native_symbol_loader_options){
 			.reply_bytes = SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES,
 			.debug_bytes = SYMBOLIZE_NATIVE_DEBUG_BYTES,
@@ -174,6 +182,7 @@ void symbolize_native_stats(struct symbolize_native *symbolizer, struct symboliz
 		.worker_starts = loaded.parser.worker_starts,
 		.worker_lost_files = loaded.parser.lost_files,
 		.worker_timeouts = loaded.parser.timeouts,
+		.debug_candidates_refused = loaded.candidates_refused,
 		.worker_out_of_memory = loaded.parser.out_of_memory,
 		.worker_start_failures = loaded.parser.start_failures,
 		.symbol_bytes = symbolizer->symbol_bytes,
@@ -279,6 +288,8 @@ static void remove_file(struct symbolize_native *symbolizer, size_t index)
 {
 	struct mapped_file *file = symbolizer->files[index];
 
+	if (symbolizer->budget && file->bytes)
+		target_budget_release(symbolizer->budget, symbolizer->budget_store, file->bytes);
 	symbolizer->symbol_bytes -= file->bytes;
 	mapped_file_free(file);
 	symbolizer->files[index] = symbolizer->files[--symbolizer->file_count];
@@ -294,7 +305,8 @@ static ssize_t least_recent_file(const struct symbolize_native *symbolizer, cons
 	for (size_t i = 0; i < symbolizer->file_count; i++) {
 		const struct mapped_file *file = symbolizer->files[i];
 
-		if (file == keep || file->state == FILE_PENDING || (with_table && !file->bytes))
+		if (file == keep || file->state == FILE_PENDING || (with_table && !file->bytes) ||
+		    file == symbolizer->in_lookup || file == symbolizer->installing)
 			continue;
 		if (oldest < 0 || file->used < symbolizer->files[oldest]->used)
 			oldest = (ssize_t)i;
@@ -313,6 +325,64 @@ static void evict_over_budget(struct symbolize_native *symbolizer, const struct 
 		remove_file(symbolizer, (size_t)oldest);
 		symbolizer->tables_evicted++;
 	}
+}
+
+/* The target budget's view of the tables (util/target_budget.h): the last use of the least
+ * recently used file holding one. */
+static uint64_t oldest_table(void *context)
+{
+	const struct symbolize_native *symbolizer = context;
+	ssize_t oldest = least_recent_file(symbolizer, NULL, true);
+
+	return oldest < 0 ? UINT64_MAX : symbolizer->files[oldest]->used;
+}
+
+/* The least recently used tables go (read again if their file is seen again), until bytes
+ * are freed or the next was used since older_than. */
+static uint64_t evict_tables(void *context, uint64_t bytes, uint64_t older_than)
+{
+	struct symbolize_native *symbolizer = context;
+	uint64_t freed = 0;
+
+	while (freed < bytes) {
+		ssize_t oldest = least_recent_file(symbolizer, NULL, true);
+		struct mapped_file *file;
+
+		if (oldest < 0 || (freed && symbolizer->files[oldest]->used >= older_than))
+			break;
+		file = symbolizer->files[oldest];
+		freed += file->bytes;
+		symbolizer->symbol_bytes -= file->bytes;
+		file->bytes = 0; /* the budget releases them */
+		remove_file(symbolizer, (size_t)oldest);
+		symbolizer->tables_evicted++;
+	}
+	return freed;
+}
+
+int symbolize_native_set_target_budget(struct symbolize_native *symbolizer, struct target_budget *budget)
+{
+	int store = target_budget_register(budget, "symbol tables", oldest_table, evict_tables, symbolizer);
+
+	if (store < 0)
+		return store;
+	symbolizer->budget = budget;
+	symbolizer->budget_store = store;
+	symbolizer->clock = target_budget_clock(budget);
+	return 0;
+}
+
+/* Whether the target budget takes file's table (always, without one). */
+static bool charge_table(struct symbolize_native *symbolizer, const struct mapped_file *file)
+{
+	bool taken;
+
+	if (!symbolizer->budget)
+		return true;
+	symbolizer->installing = file;
+	taken = target_budget_charge(symbolizer->budget, symbolizer->budget_store, file->bytes) == 0;
+	symbolizer->installing = NULL;
+	return taken;
 }
 
 /* What a table holds: its functions, their display names' slots, their names. */
@@ -335,7 +405,8 @@ static void install(struct symbolize_native *symbolizer, struct native_symbol_jo
 		file->loaded = job->result;
 		job->result.symbols = (struct elf_symbols){ 0 };
 		file->bytes = table_bytes(&file->loaded.symbols);
-		if (file->bytes > symbolizer->symbol_budget) {
+		/* past a budget, remembered as bad: not read again for the run */
+		if (file->bytes > symbolizer->symbol_budget || !charge_table(symbolizer, file)) {
 			elf_symbols_free(&file->loaded.symbols);
 			file->bytes = 0;
 			file->state = FILE_BAD;
@@ -450,11 +521,14 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 			return NULL;
 		symbolizer->files[symbolizer->file_count++] = file;
 	}
-	file->used = ++symbolizer->clock;
+	file->used = ++*symbolizer->clock;
 	if (file->state == FILE_UNQUEUED)
 		queue_file(symbolizer, file, pid, map);
-	if (file->state == FILE_PENDING)
+	if (file->state == FILE_PENDING) {
+		symbolizer->in_lookup = file;
 		wait_for(symbolizer, file);
+		symbolizer->in_lookup = NULL;
+	}
 	return file;
 }
 
@@ -476,7 +550,7 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 	struct pid_maps *maps = maps_of(symbolizer, pid);
 	const struct proc_map *map;
 
-	maps->used = ++symbolizer->clock;
+	maps->used = ++*symbolizer->clock;
 	map = mapping_at(&maps->maps, ip);
 	/* Also on failure a re-read is counted: an exited process's maps are not read on every sample. */
 	if (!map && may_reread(maps, clock_monotonic_ms())) {

@@ -37,6 +37,7 @@ struct symbolize_native_stats {
 	uint64_t worker_start_failures;
 	uint64_t symbol_bytes;          /* what the tables hold now */
 	uint64_t tables_evicted;        /* tables dropped for the budget */
+	uint64_t debug_candidates_refused; /* debug file candidates not opened (native_symbol_loader.h) */
 };
 
 struct symbolize_native *symbolize_native_new(void);
@@ -49,6 +50,10 @@ void symbolize_native_set_wait_ms(struct symbolize_native *symbolizer, unsigned 
 /* The symbol tables' byte budgets (SYMBOLIZE_NATIVE_SYMBOL_BYTES, ..._FILE_SYMBOL_BYTES); before the first lookup. */
 void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t symbol_bytes,
 				  uint32_t file_symbol_bytes);
+struct target_budget;
+/* The symbol tables are charged to budget too (util/target_budget.h, outliving the
+ * symbolizer's use), and stamped with its clock; before the first lookup. 0 or -ENOSPC. */
+int symbolize_native_set_target_budget(struct symbolize_native *symbolizer, struct target_budget *budget);
 /* The parser worker's options (parser_client.h); before the first lookup. */
 void symbolize_native_set_parser(struct symbolize_native *symbolizer, const struct parser_client_options *options);
 /* Starts the parser worker now rather than at the first file (after the setters above):

@@ -11,6 +11,7 @@
 #include "util/array.h"
 #include "util/hash.h"
 #include "util/intern.h"
+#include "util/target_budget.h"
 
 /* A code object as read once from one process; status -ESTALE remembers a reused address. */
 struct code_entry {
@@ -26,7 +27,7 @@ struct code_entry {
 	size_t linetable_len;
 	bool linetable_missing; /* too large to read, or dropped over budget: lines unknown (never re-read) */
 	bool evicted;           /* chosen by an eviction in progress */
-	uint64_t last_used;     /* cache->clock at its last use: the least recent is evicted first */
+	uint64_t last_used;     /* *cache->clock at its last use: the least recent is evicted first */
 };
 
 /* One decoded (code object, raw offset): what a hit returns without further work. */
@@ -55,7 +56,11 @@ struct symbolize_py_cache {
 	size_t frames_capacity;
 	size_t frames_count;
 	struct intern_table strings; /* NUL-terminated file and function names */
-	uint64_t clock;              /* counts uses, for least-recently-used eviction */
+	uint64_t own_clock;
+	uint64_t *clock;             /* counts uses, for least-recently-used eviction: own_clock, or
+				      * the target budget's (its eviction compares every store's) */
+	struct target_budget *budget; /* NULL: none; else the line tables are charged to it */
+	int budget_store;
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
 	struct symbolize_py_stats stats;
@@ -92,6 +97,7 @@ struct symbolize_py_cache *symbolize_py_cache_new(void)
 		return NULL;
 	}
 	cache->frames_capacity = SYMBOLIZE_PY_INITIAL_CAPACITY;
+	cache->clock = &cache->own_clock;
 	hash_index_init(&cache->code_index);
 	intern_init(&cache->strings);
 	return cache;
@@ -134,9 +140,32 @@ static size_t code_entry_bytes(const struct code_entry *entry)
 	return sizeof(*entry) + sizeof(struct code_entry *) + entry->linetable_len;
 }
 
+/* A line table's bytes leave the target budget. */
+static void release_linetable(struct symbolize_py_cache *cache, const struct code_entry *entry)
+{
+	if (cache->budget && entry->linetable_len)
+		target_budget_release(cache->budget, cache->budget_store, entry->linetable_len);
+}
+
 static void uncount_code(struct symbolize_py_cache *cache, const struct code_entry *entry)
 {
+	release_linetable(cache, entry);
 	cache->bytes -= code_entry_bytes(entry);
+}
+
+/* A line table's bytes into the target budget; refused (the budget is full of objects used
+ * more recently, or the table is larger than it), the table goes and its code object is
+ * remembered as over budget: lines unknown, never read again. */
+static void charge_linetable(struct symbolize_py_cache *cache, struct code_entry *entry)
+{
+	if (!cache->budget || !entry->linetable_len ||
+	    target_budget_charge(cache->budget, cache->budget_store, entry->linetable_len) == 0)
+		return;
+	free(entry->linetable);
+	entry->linetable = NULL;
+	entry->linetable_len = 0;
+	entry->linetable_missing = true;
+	cache->stats.lines_over_budget++;
 }
 
 /* --- the code object table --- */
@@ -339,6 +368,7 @@ static int drop_line_tables(struct symbolize_py_cache *cache, const struct code_
 
 		if (entry == keep)
 			continue;
+		release_linetable(cache, entry);
 		cache->bytes -= entry->linetable_len;
 		free(entry->linetable);
 		entry->linetable = NULL;
@@ -347,6 +377,58 @@ static int drop_line_tables(struct symbolize_py_cache *cache, const struct code_
 		cache->stats.lines_over_budget++;
 	}
 	free(sorted);
+	return 0;
+}
+
+/* The target budget's view of the line tables (util/target_budget.h): the last use of the
+ * least recent code object holding one. */
+static uint64_t oldest_linetable(void *context)
+{
+	const struct symbolize_py_cache *cache = context;
+	uint64_t oldest = UINT64_MAX;
+
+	for (size_t i = 0; i < cache->code_count; i++)
+		if (cache->codes[i]->linetable && cache->codes[i]->last_used < oldest)
+			oldest = cache->codes[i]->last_used;
+	return oldest;
+}
+
+/* The least recently used line tables go, as drop_line_tables drops them (their code objects
+ * remembered as over budget), until bytes are freed or the next is used since older_than. */
+static uint64_t evict_linetables(void *context, uint64_t bytes, uint64_t older_than)
+{
+	struct symbolize_py_cache *cache = context;
+	struct code_entry **sorted;
+	uint64_t freed = 0;
+	size_t count;
+
+	sorted = codes_by_last_use(cache, true, &count);
+	if (!sorted)
+		return 0;
+	for (size_t i = 0; i < count && freed < bytes && (!freed || sorted[i]->last_used < older_than); i++) {
+		struct code_entry *entry = sorted[i];
+
+		freed += entry->linetable_len;
+		cache->bytes -= entry->linetable_len;
+		free(entry->linetable);
+		entry->linetable = NULL;
+		entry->linetable_len = 0;
+		entry->linetable_missing = true;
+		cache->stats.lines_over_budget++;
+	}
+	free(sorted);
+	return freed;
+}
+
+int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct target_budget *budget)
+{
+	int store = target_budget_register(budget, "line tables", oldest_linetable, evict_linetables, cache);
+
+	if (store < 0)
+		return store;
+	cache->budget = budget;
+	cache->budget_store = store;
+	cache->clock = target_budget_clock(budget);
 	return 0;
 }
 
@@ -733,7 +815,7 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 	int err;
 
 	if (entry) {
-		entry->last_used = ++cache->clock;
+		entry->last_used = ++*cache->clock;
 		*out = entry;
 		return entry->status;
 	}
@@ -759,8 +841,10 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 		entry->linetable_len = 0;
 		entry->status = -ESTALE;
 	}
-	entry->last_used = ++cache->clock;
+	charge_linetable(cache, entry);
+	entry->last_used = ++*cache->clock;
 	if (add_code(cache, entry) < 0) {
+		release_linetable(cache, entry);
 		code_entry_free(entry);
 		return -ENOMEM;
 	}
@@ -796,7 +880,7 @@ int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const stru
 
 	if (hit) {
 		cache->stats.hits++;
-		hit->code->last_used = ++cache->clock;
+		hit->code->last_used = ++*cache->clock;
 		fill_frame(frame, hit->code, &hit->location);
 		return 0;
 	}

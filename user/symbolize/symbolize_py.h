@@ -35,6 +35,10 @@ struct symbolize_py_cache;
 
 struct symbolize_py_cache *symbolize_py_cache_new(void);
 void symbolize_py_cache_free(struct symbolize_py_cache *cache);
+struct target_budget;
+/* The line tables are charged to budget too (util/target_budget.h, outliving the cache's use),
+ * and stamped with its clock; before the first lookup. 0 or -ENOSPC (no store left). */
+int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct target_budget *budget);
 
 /*
  * Fill *frame (kind PF_FRAME_PYTHON; file/name strings owned by the cache,
