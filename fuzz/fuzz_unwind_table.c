@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "target/unwind_table.h"
+#include "worker/unwind_build.h"
 
 static size_t table_bytes(const struct unwind_table *table)
 {

@@ -4,9 +4,11 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -718,6 +720,247 @@ static void test_gone_process(void **state)
 	unwind_cache_free(cache);
 }
 
+/* Idle tables hold at most their limit of rows: past it the longest idle go (and give their
+ * chunks back), counted; a process mapping a dropped file again gets it rebuilt. */
+static void test_idle_tables_bounded(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	struct unwind_cache_stats stats;
+	size_t built, limit, dropped;
+
+	(void)state;
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_stats(cache, &stats);
+	built = stats.tables_built;
+	assert_true(built >= 2);
+	limit = stats.rows_used / 2;
+	unwind_cache_set_idle_limit(cache, limit);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_stats(cache, &stats);
+	print_message("%zu tables of %zu rows: %zu idle (%zu rows, limit %zu), %zu dropped (%" PRIu64 " rows)\n",
+		      built, stats.peak_rows_used, stats.idle_files, stats.idle_rows, limit, stats.idle_dropped,
+		      stats.idle_dropped_rows);
+	assert_true(stats.idle_rows <= limit);
+	assert_true(stats.idle_dropped >= 1);
+	assert_int_equal(stats.idle_dropped + stats.idle_files, built);
+	assert_int_equal(recorded->releases, stats.idle_dropped);
+	assert_int_equal(stats.rows_used, stats.idle_rows);
+	dropped = stats.idle_dropped;
+	/* none kept at all: every chunk goes back */
+	unwind_cache_set_idle_limit(cache, 0);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_stats(cache, &stats);
+	/* the dropped tables are built again, the idle ones reused */
+	assert_int_equal(stats.tables_built, built + dropped);
+	assert_true(mapping_at(&proc, (uint64_t)(uintptr_t)deflate + 16)->table_id < UNWIND_MAX_TABLES);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.idle_files, 0);
+	assert_int_equal(stats.idle_rows, 0);
+	assert_int_equal(stats.rows_used, 0);
+	assert_int_equal(recorded->chunks_removed, recorded->chunks_added);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* This process's peak resident memory (VmHWM), in KiB. */
+static long peak_rss_kib(void)
+{
+	char text[4096];
+	const char *line;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	assert_true(got > 0);
+	text[got] = 0;
+	line = strstr(text, "VmHWM:");
+	assert_non_null(line);
+	return atol(line + strlen("VmHWM:"));
+}
+
+/* Appends a zlib stream of bytes zero bytes to fd (64 KiB of memory whatever bytes is). */
+static void write_zeros_deflated(int fd, uint64_t bytes)
+{
+	static unsigned char zeros[1 << 16], out[1 << 16];
+	z_stream stream = { 0 };
+	int flush;
+
+	assert_int_equal(deflateInit(&stream, Z_BEST_SPEED), Z_OK);
+	do {
+		size_t chunk = bytes < sizeof(zeros) ? (size_t)bytes : sizeof(zeros);
+
+		bytes -= chunk;
+		flush = bytes ? Z_NO_FLUSH : Z_FINISH;
+		stream.next_in = zeros;
+		stream.avail_in = (uInt)chunk;
+		do {
+			stream.next_out = out;
+			stream.avail_out = sizeof(out);
+			assert_true(deflate(&stream, flush) != Z_STREAM_ERROR);
+			assert_int_equal(write(fd, out, sizeof(out) - stream.avail_out),
+					 (ssize_t)(sizeof(out) - stream.avail_out));
+		} while (stream.avail_out == 0);
+	} while (flush != Z_FINISH);
+	deflateEnd(&stream);
+}
+
+#define BOMB_SECTIONS 10
+#define BOMB_SECTION_BYTES ((uint64_t)60 << 20)
+
+/*
+ * A small ELF with code (one executable segment) and no .eh_frame, whose .debug_frame and
+ * other DWARF sections are each compressed to some 60 KiB of zeros that inflate to 60 MiB:
+ * building its table inflates them all (libdw does, on opening the DWARF), 600 MiB.
+ */
+static void write_inflation_bomb(const char *path)
+{
+	static const char *const names[BOMB_SECTIONS] = {
+		".debug_frame", ".debug_info",	  ".debug_abbrev", ".debug_line", ".debug_str",
+		".debug_loc",	".debug_ranges", ".debug_aranges", ".debug_macro", ".debug_line_str",
+	};
+	Elf64_Shdr sections[BOMB_SECTIONS + 3] = { { 0 } };
+	char names_text[512] = "";
+	size_t names_len = 1;
+	Elf64_Ehdr header = { .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			      .e_phoff = sizeof(Elf64_Ehdr), .e_ehsize = sizeof(Elf64_Ehdr),
+			      .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 1,
+			      .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = BOMB_SECTIONS + 3,
+			      .e_shstrndx = BOMB_SECTIONS + 2 };
+	Elf64_Phdr code = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0, .p_vaddr = 0,
+			    .p_filesz = 8192, .p_memsz = 8192, .p_align = 4096 };
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	memcpy(header.e_ident, ELFMAG, SELFMAG);
+	header.e_ident[EI_CLASS] = ELFCLASS64;
+	header.e_ident[EI_DATA] = ELFDATA2LSB;
+	header.e_ident[EI_VERSION] = EV_CURRENT;
+	/* .text: a page of ret instructions */
+	sections[1] = (Elf64_Shdr){ .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
+				    .sh_addr = 4096, .sh_offset = 4096, .sh_size = 4096, .sh_addralign = 16 };
+	assert_int_equal(lseek(fd, 4096, SEEK_SET), 4096);
+	{
+		unsigned char rets[4096];
+
+		memset(rets, 0xc3, sizeof(rets));
+		assert_int_equal(write(fd, rets, sizeof(rets)), (ssize_t)sizeof(rets));
+	}
+	memcpy(names_text + names_len, ".text", sizeof(".text"));
+	sections[1].sh_name = (Elf64_Word)names_len;
+	names_len += sizeof(".text");
+	for (size_t i = 0; i < BOMB_SECTIONS; i++) {
+		Elf64_Chdr chdr = { .ch_type = ELFCOMPRESS_ZLIB, .ch_size = BOMB_SECTION_BYTES, .ch_addralign = 1 };
+		off_t at = lseek(fd, 0, SEEK_END);
+
+		assert_int_equal(write(fd, &chdr, sizeof(chdr)), (ssize_t)sizeof(chdr));
+		write_zeros_deflated(fd, BOMB_SECTION_BYTES);
+		sections[2 + i] = (Elf64_Shdr){ .sh_name = (Elf64_Word)names_len, .sh_type = SHT_PROGBITS,
+						.sh_flags = SHF_COMPRESSED, .sh_offset = (Elf64_Off)at,
+						.sh_size = (Elf64_Xword)(lseek(fd, 0, SEEK_END) - at), .sh_addralign = 1 };
+		memcpy(names_text + names_len, names[i], strlen(names[i]) + 1);
+		names_len += strlen(names[i]) + 1;
+	}
+	memcpy(names_text + names_len, ".shstrtab", sizeof(".shstrtab"));
+	sections[BOMB_SECTIONS + 2] = (Elf64_Shdr){ .sh_name = (Elf64_Word)names_len, .sh_type = SHT_STRTAB,
+						    .sh_offset = (Elf64_Off)lseek(fd, 0, SEEK_END),
+						    .sh_size = names_len + sizeof(".shstrtab"), .sh_addralign = 1 };
+	assert_int_equal(write(fd, names_text, sections[BOMB_SECTIONS + 2].sh_size),
+			 (ssize_t)sections[BOMB_SECTIONS + 2].sh_size);
+	header.e_shoff = (Elf64_Off)lseek(fd, 0, SEEK_END);
+	assert_int_equal(write(fd, sections, sizeof(sections)), (ssize_t)sizeof(sections));
+	assert_int_equal(pwrite(fd, &header, sizeof(header), 0), (ssize_t)sizeof(header));
+	assert_int_equal(pwrite(fd, &code, sizeof(code), sizeof(header)), (ssize_t)sizeof(code));
+	close(fd);
+}
+
+/* As nobody: maps path executable, says so on ready_fd, waits to be killed. */
+static pid_t map_as_nobody(const char *path)
+{
+	int ready[2];
+	pid_t pid;
+	char byte;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd;
+
+		close(ready[0]);
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL))
+			_exit(120);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+			_exit(121);
+		if (write(ready[1], "!", 1) != 1)
+			_exit(122);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/*
+ * A file nobody maps whose CFI inflates to 600 MiB costs that one file: the parser worker reads
+ * it, not root, whose peak memory stays where it was; the process's libc (and then our own libz)
+ * still get their tables, from a fresh worker if the bomb took the first one down.
+ */
+static void test_inflation_bomb_costs_one_file(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	struct unwind_cache_stats stats;
+	const struct unwind_mapping *bomb, *libc;
+	char dir[64], path[128], command[160];
+	long before, after;
+	size_t failed_files = 0;
+	pid_t attacker;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(path, "%s/bomb.so", dir);
+	write_inflation_bomb(path);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	attacker = map_as_nobody(path);
+	before = peak_rss_kib();
+	assert_int_equal(unwind_cache_map_proc(cache, attacker, &proc), 0);
+	bomb = mapping_at(&proc, code_in(attacker, "/bomb.so"));
+	assert_non_null(bomb);
+	assert_int_equal(bomb->table_id, UNWIND_TABLE_NONE);
+	libc = mapping_at(&proc, code_in(attacker, "/libc.so"));
+	assert_non_null(libc);
+	assert_true(libc->table_id < UNWIND_MAX_TABLES);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	assert_true(mapping_at(&proc, (uint64_t)(uintptr_t)deflate + 16)->table_id < UNWIND_MAX_TABLES);
+	after = peak_rss_kib();
+	unwind_cache_stats(cache, &stats);
+	for (unsigned failure = 0; failure < UNWIND_FAIL_COUNT; failure++)
+		failed_files += stats.failures[failure];
+	print_message("peak RSS %ld KiB before, %ld KiB after; %zu file without a table (worker %zu); the worker: %"
+		      PRIu64 " requests, %" PRIu64 " starts, %" PRIu64 " past its memory\n",
+		      before, after, failed_files, stats.failures[UNWIND_FAIL_WORKER], stats.parser.requests,
+		      stats.parser.worker_starts, stats.parser.out_of_memory);
+	assert_true(after - before < 64 << 10);
+	/* the bomb alone */
+	assert_int_equal(failed_files, 1);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_forget_proc(cache, attacker);
+	end_child(attacker);
+	unwind_cache_free(cache);
+	free(recorded);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -732,6 +975,8 @@ int main(void)
 		cmocka_unit_test(test_wanted_file_built_first),
 		cmocka_unit_test(test_prebuilt_file_serves_a_later_process),
 		cmocka_unit_test(test_many_files_bounded_descriptors),
+		cmocka_unit_test(test_idle_tables_bounded),
+		cmocka_unit_test(test_inflation_bomb_costs_one_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
