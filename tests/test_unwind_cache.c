@@ -21,6 +21,7 @@
 
 #include "target/proc_maps.h"
 #include "target/unwind_cache.h"
+#include "util/array.h"
 #include "util/clock.h"
 
 /* What the cache asked BPF to do. */
@@ -766,6 +767,47 @@ static void test_idle_tables_bounded(void **state)
 	free(recorded);
 }
 
+/*
+ * A worker that overruns its time on a file (here a budget of 1 ms per file, for tables that
+ * take some 5-15 ms of CPU to build) is killed: the file is bad for the run, counted, and the
+ * next file gets a fresh worker; the cache goes on.
+ */
+static void test_overrun_costs_one_file(void **state)
+{
+	const char *candidates[] = { SID_CHROOT "/usr/bin/python3.15", "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
+				     "/usr/bin/python3.11" };
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	struct parser_client_options hurried = { .timeout_ms = 1 };
+	struct unwind_cache_stats stats;
+	size_t tried = 0;
+
+	(void)state;
+	assert_int_equal(unwind_cache_set_parser_options(cache, &hurried), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(candidates); i++) {
+		int fd = open(candidates[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		assert_int_equal(unwind_cache_prebuild_file(cache, fd), 0);
+		close(fd);
+		tried++;
+	}
+	if (tried < 2)
+		skip();
+	unwind_cache_stats(cache, &stats);
+	print_message("%zu files: %zu without a table for the worker, %" PRIu64 " overran, %" PRIu64 " worker starts\n",
+		      tried, stats.failures[UNWIND_FAIL_WORKER], stats.parser.timeouts, stats.parser.worker_starts);
+	assert_int_equal(stats.failures[UNWIND_FAIL_WORKER], tried);
+	assert_int_equal(stats.parser.timeouts, tried);
+	assert_int_equal(stats.parser.lost_files, tried);
+	/* one worker per file: each lost one was replaced */
+	assert_int_equal(stats.parser.worker_starts, tried);
+	assert_int_equal(recorded->uploads, 0);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
 /* This process's peak resident memory (VmHWM), in KiB. */
 static long peak_rss_kib(void)
 {
@@ -883,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_many_files_bounded_descriptors),
 		cmocka_unit_test(test_idle_tables_bounded),
 		cmocka_unit_test(test_inflation_bomb_costs_one_file),
+		cmocka_unit_test(test_overrun_costs_one_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

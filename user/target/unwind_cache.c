@@ -298,6 +298,17 @@ void unwind_cache_free(struct unwind_cache *cache)
 	free(cache);
 }
 
+int unwind_cache_set_parser_options(struct unwind_cache *cache, const struct parser_client_options *options)
+{
+	struct parser_client *client;
+
+	if (cache->builder.started || parser_client_new(options, &client))
+		return -ENOMEM;
+	parser_client_free(cache->parser);
+	cache->parser = client;
+	return 0;
+}
+
 void unwind_cache_set_idle_limit(struct unwind_cache *cache, size_t rows)
 {
 	cache->idle_limit = rows;

@@ -93,6 +93,9 @@ struct unwind_cache;
 /* row_capacity: the rows map's size; ops may be NULL (nothing uploaded: tests). 0 or -ENOMEM. */
 int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struct unwind_cache_ops *ops);
 void unwind_cache_free(struct unwind_cache *cache);
+/* The parser worker that builds the tables (its memory and time per file; tests set less),
+ * before the first build. 0 or -ENOMEM. */
+int unwind_cache_set_parser_options(struct unwind_cache *cache, const struct parser_client_options *options);
 /* The most slots idle tables may hold (UNWIND_CACHE_IDLE_ROWS unless set; tests set less). */
 void unwind_cache_set_idle_limit(struct unwind_cache *cache, size_t rows);
 
