@@ -1038,6 +1038,35 @@ static void test_file_id_is_stable(void **state)
 	assert_memory_equal(&first, &second, sizeof(first));
 }
 
+/* A copy of libz (anyone's: it claims libz's build id) is another file: it can never share, and
+ * so never replace, libz's own table. */
+static void test_copy_is_another_file(void **state)
+{
+	struct unwind_file_id original, copy;
+	char path[512], command[1100];
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/libz-copy.so", test_tmpdir());
+	snprintf(command, sizeof(command), "cp /lib/x86_64-linux-gnu/libz.so.1 %s", path);
+	assert_int_equal(system(command), 0);
+	fd = open("/lib/x86_64-linux-gnu/libz.so.1", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &original), 0);
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &copy), 0);
+	close(fd);
+	assert_int_equal(original.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(copy.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(original.len, copy.len);
+	/* the same build id, another inode */
+	assert_memory_equal(original.bytes, copy.bytes, original.len - 16);
+	assert_memory_not_equal(original.bytes, copy.bytes, original.len);
+	unlink(path);
+}
+
 /* What a parser worker that lies might answer: root refuses it whole, before BPF sees a row. */
 /* unwind_table_from_payload on a copy of len bytes of answer (it takes its payload). */
 static int from_copy(const void *answer, size_t len, const struct unwind_code_ranges *code, struct unwind_table *table,
@@ -1130,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(test_long_function),
 		cmocka_unit_test(test_corrupted_cfi),
 		cmocka_unit_test(test_file_id_is_stable),
+		cmocka_unit_test(test_copy_is_another_file),
 		cmocka_unit_test(test_function_starts_are_the_symbols),
 		cmocka_unit_test(test_lying_rows_refused),
 	};

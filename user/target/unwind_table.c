@@ -22,7 +22,8 @@
 
 /* ---- identity ---- */
 
-static int inode_id(int fd, struct unwind_file_id *id)
+/* Appends the file's device and inode to id. */
+static int add_inode(int fd, struct unwind_file_id *id)
 {
 	struct stat st;
 	uint64_t dev_ino[2];
@@ -31,9 +32,8 @@ static int inode_id(int fd, struct unwind_file_id *id)
 		return -errno;
 	dev_ino[0] = (uint64_t)st.st_dev;
 	dev_ino[1] = (uint64_t)st.st_ino;
-	id->kind = UNWIND_FILE_ID_INODE;
-	id->len = sizeof(dev_ino);
-	memcpy(id->bytes, dev_ino, sizeof(dev_ino));
+	memcpy(id->bytes + id->len, dev_ino, sizeof(dev_ino));
+	id->len += sizeof(dev_ino);
 	return 0;
 }
 
@@ -45,14 +45,12 @@ int unwind_table_file_id(int fd, struct unwind_file_id *id)
 	int err;
 
 	memset(id, 0, sizeof(*id));
-	err = elf_notes_build_id(fd, id->bytes, UNWIND_FILE_ID_MAX, &len);
+	err = elf_notes_build_id(fd, id->bytes, UNWIND_BUILD_ID_MAX, &len);
 	if (err == -ENOEXEC)
 		return err;
-	if (err)
-		return inode_id(fd, id);
-	id->kind = UNWIND_FILE_ID_BUILD_ID;
-	id->len = (uint8_t)len;
-	return 0;
+	id->kind = err ? UNWIND_FILE_ID_INODE : UNWIND_FILE_ID_BUILD_ID;
+	id->len = err ? 0 : (uint8_t)len;
+	return add_inode(fd, id);
 }
 
 /* ---- the file's code ---- */
