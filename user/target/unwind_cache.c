@@ -887,9 +887,10 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 		cache->builds_pending--;
 		done = next;
 	}
-	/* A build's working memory (libdw's state, the row list, the sort's copy: some 3 MB for a
-	 * libpython) is free now but stays resident in the builder thread's malloc arena unless
-	 * handed back; once the queue is empty, hand it back. */
+	/* The worker's answers (the rows kept in them until placed: some 550 KiB for a libpython)
+	 * are free now but may stay resident in the builder thread's malloc arena (glibc raises its
+	 * mmap threshold past freed large blocks) unless handed back; once the queue is empty,
+	 * hand it back. */
 	if (queue_empty)
 		malloc_trim(0);
 	return count;
