@@ -4,17 +4,14 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "parser/parser_client.h"
+#include "target/elf_file.h"
 #include "target/proc_maps.h"
 #include "target/unwind_chunks.h"
 #include "target/unwind_table.h"
@@ -605,14 +602,12 @@ static void release_file(struct unwind_cache *cache, struct cached_file *file)
 /* ---- one mapping ---- */
 
 /*
- * The file behind a mapping, opened through map_files (the mapped object
- * itself, whatever the path now names) without blocking on a FIFO or device,
- * and only if it is the regular file the maps line names.
+ * The file behind a mapping, opened as the symbolizer opens it (elf_file_map_fd: map_files
+ * first as O_PATH, reopened O_NOCTTY and non-blocking only once it is the regular file, device
+ * and inode the maps line names: never a FIFO, a tty or a device), to be passed to the worker.
  */
 static int open_mapped_file(pid_t pid, const struct proc_map *map)
 {
-	char path[96];
-	struct stat info;
 	int fd;
 
 	/* The vDSO has no file: every process maps the same image as ours. */
@@ -623,17 +618,7 @@ static int open_mapped_file(pid_t pid, const struct proc_map *map)
 		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		return fd < 0 ? -errno : fd;
 	}
-
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map->start, map->end);
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &info) || !S_ISREG(info.st_mode) || (uint64_t)info.st_ino != map->inode ||
-	    major(info.st_dev) != map->dev_major || minor(info.st_dev) != map->dev_minor) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
+	return elf_file_map_fd(pid, map);
 }
 
 static bool read_exact(int fd, void *buffer, size_t len, uint64_t offset)
