@@ -262,13 +262,15 @@ static void read_function_ranges(struct native_symbol_loader *loader, int fd, st
 	const uint32_t budget = (uint32_t)(sizeof(struct parser_unwind_head) +
 					   (size_t)UNWIND_TABLE_MAX_ROWS * sizeof(struct parser_function_range));
 	const struct parser_function_range *ranges;
-	struct parser_unwind_head head;
+	struct parser_unwind_head head = { 0 };
 	void *payload = NULL;
 	size_t len;
 
 	if (parser_client_request(loader->client, PARSER_REQUEST_FUNCTION_RANGES, fd, 0, budget, &payload, &len))
 		return;
-	memcpy(&head, payload, len < sizeof(head) ? 0 : sizeof(head));
+	if (len >= sizeof(head))
+		memcpy(&head, payload, sizeof(head));
+	/* malloc's alignment and an 8-byte head: the ranges are aligned */
 	ranges = (const struct parser_function_range *)((const char *)payload + sizeof(head));
 	if (len < sizeof(head) || len != sizeof(head) + (size_t)head.row_count * sizeof(*ranges) ||
 	    !function_ranges_valid(ranges, head.row_count)) {
