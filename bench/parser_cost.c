@@ -4,7 +4,9 @@
  * (doc/security.md): for each file given, the median of ROUNDS reads of its symbols (the
  * file's own table, as the symbolizer asks first) each way, as latency (wall time) and CPU
  * (root's plus the worker's), and the worker's start (spawn, sandbox, first answer); then the
- * same for discovery's verdict on the file (is it a CPython runtime, which version).
+ * same for discovery's verdict on the file (is it a CPython runtime, which version), and for
+ * its unwind table (built in process as the profiler once did, against root's whole way now:
+ * its own code ranges read, the worker's build, the transfer, every row checked, the index).
  * Usage: parser_cost PYBPFPROF_BINARY FILE...
  */
 #include <fcntl.h>
@@ -21,7 +23,9 @@
 #include "target/elf_file.h"
 #include "target/elf_symbols.h"
 #include "target/py_runtime_file.h"
+#include "target/unwind_table.h"
 #include "util/clock.h"
+#include "worker/unwind_build.h"
 
 #define ROUNDS 21
 
@@ -192,6 +196,75 @@ static int verdicts(struct parser_client *client, int count, char **paths)
 	return 0;
 }
 
+/* A file's unwind table built in this process, as before the worker. */
+static void table_in_process(const char *path, uint64_t *wall_us, uint64_t *cpu_us, size_t *rows)
+{
+	uint64_t start = clock_monotonic_us(), cpu = own_cpu_us();
+	struct unwind_table table;
+	struct errbuf error;
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+
+	*rows = 0;
+	if (fd >= 0 && !unwind_table_build(fd, &table, &error)) {
+		*rows = table.count;
+		unwind_table_free(&table);
+	}
+	if (fd >= 0)
+		close(fd);
+	*wall_us = clock_monotonic_us() - start;
+	*cpu_us = own_cpu_us() - cpu;
+}
+
+/* The same table the way root gets it now: from the worker, checked and indexed by root. */
+static int table_in_worker(struct parser_client *client, const char *path, uint64_t *wall_us, uint64_t *cpu_us,
+			   size_t *rows)
+{
+	pid_t worker = parser_client_worker_pid(client);
+	uint64_t start = clock_monotonic_us(), cpu = own_cpu_us(), worker_cpu = process_cpu_us(worker);
+	struct unwind_table table;
+	struct errbuf error;
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	int err;
+
+	if (fd < 0)
+		return -1;
+	err = unwind_table_from_worker(client, fd, &table, &error);
+	close(fd);
+	if (err)
+		return -1;
+	*rows = table.count;
+	unwind_table_free(&table);
+	*wall_us = clock_monotonic_us() - start;
+	*cpu_us = own_cpu_us() - cpu + process_cpu_us(worker) - worker_cpu;
+	return 0;
+}
+
+/* Each file's unwind table, both ways; "worker/inproc" is the ratio of the medians. */
+static int tables(struct parser_client *client, int count, char **paths)
+{
+	printf("%-44s %9s %12s %12s %12s %12s %8s\n", "unwind table (median of 21)", "rows", "inproc_ms",
+	       "worker_ms", "inproc_cpu", "worker_cpu", "cpu_x");
+	for (int i = 0; i < count; i++) {
+		uint64_t wall_in[ROUNDS], cpu_in[ROUNDS], wall_out[ROUNDS], cpu_out[ROUNDS], cpu_in_ms, cpu_out_ms;
+		size_t rows_in = 0, rows_out = 0;
+		const char *name = strrchr(paths[i], '/') ? strrchr(paths[i], '/') + 1 : paths[i];
+
+		for (int round = 0; round < ROUNDS; round++) {
+			table_in_process(paths[i], &wall_in[round], &cpu_in[round], &rows_in);
+			if (table_in_worker(client, paths[i], &wall_out[round], &cpu_out[round], &rows_out)) {
+				fprintf(stderr, "parser_cost: %s: the worker built no table\n", paths[i]);
+				return 1;
+			}
+		}
+		cpu_in_ms = median(cpu_in, ROUNDS);
+		cpu_out_ms = median(cpu_out, ROUNDS);
+		printf("%-44s %9zu %12.2f %12.2f %12.2f %12.2f %8.2f%s\n", name, rows_out, median(wall_in, ROUNDS) / 1000.0,
+		       median(wall_out, ROUNDS) / 1000.0, cpu_in_ms / 1000.0, cpu_out_ms / 1000.0,
+		       cpu_in_ms ? (double)cpu_out_ms / (double)cpu_in_ms : 0.0, rows_in == rows_out ? "" : " (rows differ!)");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct parser_client_options options = { .executable = argc > 1 ? argv[1] : NULL };
@@ -234,7 +307,7 @@ int main(int argc, char **argv)
 		       median(wall_out, ROUNDS) / 1000.0, median(cpu_in, ROUNDS) / 1000.0,
 		       median(cpu_out, ROUNDS) / 1000.0, functions_in == functions_out ? "" : " (counts differ!)");
 	}
-	if (verdicts(client, argc - 2, argv + 2)) {
+	if (verdicts(client, argc - 2, argv + 2) || tables(client, argc - 2, argv + 2)) {
 		parser_client_free(client);
 		return 1;
 	}

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "target/unwind_table.h"
+#include "worker/unwind_build.h"
 #include "unwind_table.h"
 #include "util/errbuf.h"
 

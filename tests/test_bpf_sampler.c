@@ -22,7 +22,7 @@
 #include "target/elf_file.h"
 #include "target/proc_maps.h"
 #include "target/py_discover.h"
-#include "target/unwind_table.h"
+#include "worker/unwind_build.h"
 
 #define SAMPLE_HZ 997
 #define SAMPLE_MS 1500

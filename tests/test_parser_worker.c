@@ -6,6 +6,7 @@
  * no more, root checking what comes back, and a debug link to /dev/ptmx planted by nobody.
  */
 #include "testlib.h"
+#include "inflation_bomb.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -635,6 +636,120 @@ static void test_symbol_table_bomb_stays_in_the_worker(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/* The peak resident memory (VmHWM, KiB) of pid, 0 when it is gone. */
+static long peak_rss_of(pid_t pid)
+{
+	char path[64], text[8192];
+	const char *line;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	got = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	text[got] = 0;
+	line = strstr(text, "VmHWM:");
+	return line ? atol(line + strlen("VmHWM:")) : 0;
+}
+
+/* Samples of path with a native frame in the file whose path ends with name. */
+static size_t samples_in_file(const char *path, const char *name)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	size_t count = 0;
+
+	while (pf_reader_next_sample(reader, &sample) == 1) {
+		bool found = false;
+
+		for (size_t f = 0; f < sample.frame_count && !found; f++) {
+			const char *file = sample.frames[f].file;
+
+			found = sample.frames[f].kind == PF_FRAME_NATIVE && file && strstr(file, name);
+		}
+		count += found;
+	}
+	pf_reader_close(reader);
+	return count;
+}
+
+/*
+ * nobody's Python maps a file whose DWARF inflates to 600 MiB for whoever builds its unwind
+ * table, and compresses in libz. The profiler's parser worker pays for the file (it hits its
+ * memory limit, the file gets no table); the profiler's own peak memory stays that of a run,
+ * and the same run still unwinds through libz and libpython.
+ */
+static void test_unwind_bomb_costs_one_file_in_a_run(void **state)
+{
+	char dir[64], bomb[128], command[1024], profile[128], log[128], pid_text[16], summary[8192];
+	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-F", "197", "-d", "4", "-p", pid_text, "-o", profile, NULL };
+	long peak_kib = 0;
+	pid_t profiler, target;
+	size_t in_libz, got;
+	FILE *python;
+	int status, fd;
+
+	(void)state;
+	if (access("/usr/bin/python3", X_OK))
+		skip();
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(bomb, "%s/bomb.so", dir);
+	FORMAT(profile, "%s/out.mojo", dir);
+	FORMAT(log, "%s/profiler.log", dir);
+	write_inflation_bomb(bomb);
+	assert_int_equal(chown(bomb, 65534, 65534), 0);
+	FORMAT(command,
+	       "exec setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '"
+	       "import mmap, os, zlib\n"
+	       "f = open(\"%s\", \"rb\"); m = mmap.mmap(f.fileno(), 8192, prot=mmap.PROT_READ | mmap.PROT_EXEC)\n"
+	       "print(os.getpid(), flush=True)\n"
+	       "while True: zlib.compress(os.urandom(1 << 16), 9)'",
+	       bomb);
+	python = popen(command, "r");
+	assert_non_null(python);
+	assert_int_equal(fscanf(python, "%d", &target), 1);
+	FORMAT(pid_text, "%d", (int)target);
+	profiler = fork();
+	assert_true(profiler >= 0);
+	if (profiler == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(profiler, &status, WNOHANG) == 0) {
+		long now = peak_rss_of(profiler);
+
+		peak_kib = now > peak_kib ? now : peak_kib;
+		usleep(20000);
+	}
+	kill(target, SIGKILL);
+	pclose(python);
+	fd = open(log, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	got = (size_t)read(fd, summary, sizeof(summary) - 1);
+	close(fd);
+	summary[got < sizeof(summary) ? got : 0] = 0;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	in_libz = samples_in_file(profile, "libz.so");
+	print_message("profiler's peak RSS %ld KiB; %zu samples through libz; %s\n", peak_kib, in_libz,
+		      strstr(summary, "pybpfprof: unwind tables:") ? strstr(summary, "pybpfprof: unwind tables:") : summary);
+	/* what a run holds, far from the 600 MiB the file asks of its reader */
+	assert_true(peak_kib > 0 && peak_kib < 150 << 10);
+	assert_true(in_libz > 0);
+	assert_non_null(strstr(summary, "no table: "));
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -647,6 +762,7 @@ int main(void)
 		cmocka_unit_test(test_lying_answers_refused),
 		cmocka_unit_test(test_debuglink_to_a_terminal_is_not_opened),
 		cmocka_unit_test(test_symbol_table_bomb_stays_in_the_worker),
+		cmocka_unit_test(test_unwind_bomb_costs_one_file_in_a_run),
 		cmocka_unit_test(test_profiler_as_a_service_takes_no_terminal),
 	};
 

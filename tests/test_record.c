@@ -16,7 +16,7 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
-#include "target/unwind_table.h"
+#include "worker/unwind_build.h"
 #include "util/array.h"
 #include "util/exit_status.h"
 

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* target/unwind_cache: one table per file shared by processes, refcounts, deleted files, the row budget. */
 #include "testlib.h"
+#include "inflation_bomb.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -18,6 +21,7 @@
 
 #include "target/proc_maps.h"
 #include "target/unwind_cache.h"
+#include "util/array.h"
 #include "util/clock.h"
 
 /* What the cache asked BPF to do. */
@@ -145,6 +149,25 @@ static pid_t spawn_program(char *const argv[], const char *name)
 	return pid;
 }
 
+/* argv run, once it has said "ready" on its stdout (*out: the caller closes it once the
+ * program is gone: it may write more). */
+static pid_t spawn_ready(char *const argv[], int *out)
+{
+	char said[16] = "";
+	pid_t pid = test_spawn(argv, out, NULL);
+	size_t got = 0;
+
+	assert_true(pid > 0);
+	while (!strstr(said, "ready") && got < sizeof(said) - 1) {
+		ssize_t n = read(*out, said + got, sizeof(said) - 1 - got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_non_null(strstr(said, "ready"));
+	return pid;
+}
+
 static pid_t spawn_sleep(void)
 {
 	char *argv[] = { "sleep", "30", NULL };
@@ -263,12 +286,15 @@ static void test_shared_file_one_table(void **state)
 static void test_idle_tables_make_room(void **state)
 {
 	static struct unwind_proc first_proc, second_proc;
-	char *python_argv[] = { "/usr/bin/python3", "-c", "import time; time.sleep(30)", NULL };
+	/* says so once its start-up has mapped all it maps: both caches below see the same files */
+	char *python_argv[] = { "/usr/bin/python3", "-c", "import time; print('ready', flush=True); time.sleep(30)",
+				NULL };
 	struct recorded_ops *probe, *recorded;
 	struct unwind_cache *cache;
 	struct unwind_cache_stats stats;
 	const struct unwind_mapping *sleep_binary;
 	pid_t first, second;
+	int first_out = -1;
 	size_t first_rows;
 
 	(void)state;
@@ -277,7 +303,7 @@ static void test_idle_tables_make_room(void **state)
 	probe = calloc(1, sizeof(*probe));
 	recorded = calloc(1, sizeof(*recorded));
 	cache = new_cache(probe, UNWIND_ROWS_DEFAULT);
-	first = spawn_program(python_argv, "python3");
+	first = spawn_ready(python_argv, &first_out);
 	second = spawn_sleep();
 	/* What the first process's files take: the room of a cache that then holds nothing else. */
 	assert_int_equal(unwind_cache_map_proc(cache, first, &first_proc), 0);
@@ -313,6 +339,7 @@ static void test_idle_tables_make_room(void **state)
 	assert_int_equal(recorded->chunks_removed, 0);
 	unwind_cache_forget_proc(cache, second);
 	end_child(first);
+	close(first_out);
 	end_child(second);
 	unwind_cache_free(cache);
 	free(probe);
@@ -449,8 +476,10 @@ static void test_library_loaded_later(void **state)
 	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
 	mapping = mapping_at(&proc, pc);
 	assert_non_null(mapping);
-	/* Another name for the same bytes: the same build-id, the same table as our own libz's. */
-	assert_int_equal(mapping->table_id, mapping_at(&proc, (uint64_t)(uintptr_t)deflate)->table_id);
+	/* The same bytes in another file: its own table (a copy's build id is only its claim, and
+	 * anyone's file could claim libz's), beside our own libz's. */
+	assert_true(mapping->table_id < UNWIND_MAX_TABLES);
+	assert_int_not_equal(mapping->table_id, mapping_at(&proc, (uint64_t)(uintptr_t)deflate)->table_id);
 	assert_false(unwind_cache_should_refresh(cache, getpid(), pc, clock_monotonic_ms() + UNWIND_CACHE_REFRESH_MS));
 	dlclose(handle);
 	unlink(copy);
@@ -718,6 +747,193 @@ static void test_gone_process(void **state)
 	unwind_cache_free(cache);
 }
 
+/* Idle tables hold at most their limit of rows: past it the longest idle go (and give their
+ * chunks back), counted; a process mapping a dropped file again gets it rebuilt. */
+static void test_idle_tables_bounded(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	struct unwind_cache_stats stats;
+	size_t built, limit, dropped;
+
+	(void)state;
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_stats(cache, &stats);
+	built = stats.tables_built;
+	assert_true(built >= 2);
+	limit = stats.rows_used / 2;
+	unwind_cache_set_idle_limit(cache, limit);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_stats(cache, &stats);
+	print_message("%zu tables of %zu rows: %zu idle (%zu rows, limit %zu), %zu dropped (%" PRIu64 " rows)\n",
+		      built, stats.peak_rows_used, stats.idle_files, stats.idle_rows, limit, stats.idle_dropped,
+		      stats.idle_dropped_rows);
+	assert_true(stats.idle_rows <= limit);
+	assert_true(stats.idle_dropped >= 1);
+	assert_int_equal(stats.idle_dropped + stats.idle_files, built);
+	assert_int_equal(recorded->releases, stats.idle_dropped);
+	assert_int_equal(stats.rows_used, stats.idle_rows);
+	dropped = stats.idle_dropped;
+	/* none kept at all: every chunk goes back */
+	unwind_cache_set_idle_limit(cache, 0);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_stats(cache, &stats);
+	/* the dropped tables are built again, the idle ones reused */
+	assert_int_equal(stats.tables_built, built + dropped);
+	assert_true(mapping_at(&proc, (uint64_t)(uintptr_t)deflate + 16)->table_id < UNWIND_MAX_TABLES);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_stats(cache, &stats);
+	assert_int_equal(stats.idle_files, 0);
+	assert_int_equal(stats.idle_rows, 0);
+	assert_int_equal(stats.rows_used, 0);
+	assert_int_equal(recorded->chunks_removed, recorded->chunks_added);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/*
+ * A worker that overruns its time on a file (here a budget of 1 ms per file, for tables that
+ * take some 5-15 ms of CPU to build) is killed: the file is bad for the run, counted, and the
+ * next file gets a fresh worker; the cache goes on.
+ */
+static void test_overrun_costs_one_file(void **state)
+{
+	const char *candidates[] = { SID_CHROOT "/usr/bin/python3.15", "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
+				     "/usr/bin/python3.11" };
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	struct parser_client_options hurried = { .timeout_ms = 1 };
+	struct unwind_cache_stats stats;
+	size_t tried = 0;
+
+	(void)state;
+	assert_int_equal(unwind_cache_set_parser_options(cache, &hurried), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(candidates); i++) {
+		int fd = open(candidates[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		assert_int_equal(unwind_cache_prebuild_file(cache, fd), 0);
+		close(fd);
+		tried++;
+	}
+	if (tried < 2)
+		skip();
+	unwind_cache_stats(cache, &stats);
+	print_message("%zu files: %zu without a table for the worker, %" PRIu64 " overran, %" PRIu64 " worker starts\n",
+		      tried, stats.failures[UNWIND_FAIL_WORKER], stats.parser.timeouts, stats.parser.worker_starts);
+	assert_int_equal(stats.failures[UNWIND_FAIL_WORKER], tried);
+	assert_int_equal(stats.parser.timeouts, tried);
+	assert_int_equal(stats.parser.lost_files, tried);
+	/* one worker per file: each lost one was replaced */
+	assert_int_equal(stats.parser.worker_starts, tried);
+	assert_int_equal(recorded->uploads, 0);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* This process's peak resident memory (VmHWM), in KiB. */
+static long peak_rss_kib(void)
+{
+	char text[4096];
+	const char *line;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	assert_true(got > 0);
+	text[got] = 0;
+	line = strstr(text, "VmHWM:");
+	assert_non_null(line);
+	return atol(line + strlen("VmHWM:"));
+}
+
+/* As nobody: maps path executable, says so on ready_fd, waits to be killed. */
+static pid_t map_as_nobody(const char *path)
+{
+	int ready[2];
+	pid_t pid;
+	char byte;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd;
+
+		close(ready[0]);
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL))
+			_exit(120);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+			_exit(121);
+		if (write(ready[1], "!", 1) != 1)
+			_exit(122);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/*
+ * A file nobody maps whose CFI inflates to 600 MiB costs that one file: the parser worker reads
+ * it, not root, whose peak memory stays where it was; the process's libc (and then our own libz)
+ * still get their tables, from a fresh worker if the bomb took the first one down.
+ */
+static void test_inflation_bomb_costs_one_file(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	struct unwind_cache_stats stats;
+	const struct unwind_mapping *bomb, *libc;
+	char dir[64], path[128], command[160];
+	long before, after;
+	size_t failed_files = 0;
+	pid_t attacker;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(path, "%s/bomb.so", dir);
+	write_inflation_bomb(path);
+	assert_int_equal(chown(path, 65534, 65534), 0);
+	attacker = map_as_nobody(path);
+	before = peak_rss_kib();
+	assert_int_equal(unwind_cache_map_proc(cache, attacker, &proc), 0);
+	bomb = mapping_at(&proc, code_in(attacker, "/bomb.so"));
+	assert_non_null(bomb);
+	assert_int_equal(bomb->table_id, UNWIND_TABLE_NONE);
+	libc = mapping_at(&proc, code_in(attacker, "/libc.so"));
+	assert_non_null(libc);
+	assert_true(libc->table_id < UNWIND_MAX_TABLES);
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	assert_true(mapping_at(&proc, (uint64_t)(uintptr_t)deflate + 16)->table_id < UNWIND_MAX_TABLES);
+	after = peak_rss_kib();
+	unwind_cache_stats(cache, &stats);
+	for (unsigned failure = 0; failure < UNWIND_FAIL_COUNT; failure++)
+		failed_files += stats.failures[failure];
+	print_message("peak RSS %ld KiB before, %ld KiB after; %zu file without a table (worker %zu); the worker: %"
+		      PRIu64 " requests, %" PRIu64 " starts, %" PRIu64 " past its memory\n",
+		      before, after, failed_files, stats.failures[UNWIND_FAIL_WORKER], stats.parser.requests,
+		      stats.parser.worker_starts, stats.parser.out_of_memory);
+	assert_true(after - before < 64 << 10);
+	/* the bomb alone */
+	assert_int_equal(failed_files, 1);
+	unwind_cache_forget_proc(cache, getpid());
+	unwind_cache_forget_proc(cache, attacker);
+	end_child(attacker);
+	unwind_cache_free(cache);
+	free(recorded);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -732,6 +948,9 @@ int main(void)
 		cmocka_unit_test(test_wanted_file_built_first),
 		cmocka_unit_test(test_prebuilt_file_serves_a_later_process),
 		cmocka_unit_test(test_many_files_bounded_descriptors),
+		cmocka_unit_test(test_idle_tables_bounded),
+		cmocka_unit_test(test_inflation_bomb_costs_one_file),
+		cmocka_unit_test(test_overrun_costs_one_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

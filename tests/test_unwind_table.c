@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "target/elf_file.h"
-#include "target/unwind_table.h"
+#include "worker/unwind_build.h"
 #include "util/array.h"
 #include "util/clock.h"
 
@@ -50,6 +50,7 @@ static void compile_program(char *path, size_t len, const char *name, const char
 }
 
 static void check_same_table(const char *path);
+static void check_worker_table(const char *path);
 
 static int build_table(const char *path, struct unwind_table *table, struct errbuf *error)
 {
@@ -361,6 +362,7 @@ static void test_debug_frame_when_no_eh_frame(void **state)
 	check_file_against_readelf(path, &table);
 	unwind_table_free(&table);
 	check_same_table(path);
+	check_worker_table(path);
 }
 
 /* ---- the interpreters' files ---- */
@@ -602,6 +604,36 @@ static void add_matches(struct path_list *list, const char *pattern)
 	globfree(&found);
 }
 
+/* The table root receives from the parser worker (checked, then indexed by root) is the one
+ * built in process, row for row, page for page. */
+static void check_worker_table(const char *path)
+{
+	static struct parser_client *client;
+	struct unwind_table here, there;
+	struct errbuf here_error, there_error;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), here_err, there_err;
+
+	assert_true(fd >= 0);
+	if (!client)
+		assert_int_equal(parser_client_new(&(struct parser_client_options){ 0 }, &client), 0);
+	here_err = unwind_table_build(fd, &here, &here_error);
+	there_err = unwind_table_from_worker(client, fd, &there, &there_error);
+	close(fd);
+	if (here_err != there_err)
+		fail_msg("%s: in process: %s (%d), by the worker: %s (%d)", path, here_error.text, here_err,
+			 there_error.text, there_err);
+	assert_int_equal(here.count, there.count);
+	if (here.count)
+		assert_memory_equal(here.rows, there.rows, here.count * sizeof(*here.rows));
+	assert_int_equal(here.page_count, there.page_count);
+	assert_int_equal(here.page_base, there.page_base);
+	if (here.page_count)
+		assert_memory_equal(here.pages, there.pages, here.page_count * sizeof(*here.pages));
+	assert_int_equal(here.source, there.source);
+	unwind_table_free(&here);
+	unwind_table_free(&there);
+}
+
 /* Every interpreter's files at hand, libc, libz and numpy: one pass gives libdw's table, row for row. */
 static void test_one_pass_matches_libdw(void **state)
 {
@@ -632,8 +664,10 @@ static void test_one_pass_matches_libdw(void **state)
 	add_matches(&files, "/usr/lib/python3/dist-packages/numpy/core/_multiarray_umath*.so");
 	print_message("%zu files, %zu of them from %s\n", files.count, pyenv_files, versions);
 	assert_true(files.count >= 3); /* libc and libz at least */
-	for (size_t i = 0; i < files.count; i++)
+	for (size_t i = 0; i < files.count; i++) {
 		check_same_table(files.items[i]);
+		check_worker_table(files.items[i]);
+	}
 	free(files.items);
 }
 
@@ -703,6 +737,7 @@ static void test_crafted_cfi_matches_libdw(void **state)
 	(void)state;
 	assemble_text(path, sizeof(path), "crafted_cfi", crafted_cfi);
 	check_same_table(path);
+	check_worker_table(path);
 	assert_int_equal(build_table(path, &table, &error), 0);
 	/* what the functions above were written to give */
 	assert_true(table.stats.by_kind[UNWIND_ROW_CFA_RBP] > 0);
@@ -1003,6 +1038,108 @@ static void test_file_id_is_stable(void **state)
 	assert_memory_equal(&first, &second, sizeof(first));
 }
 
+/* A copy of libz (anyone's: it claims libz's build id) is another file: it can never share, and
+ * so never replace, libz's own table. */
+static void test_copy_is_another_file(void **state)
+{
+	struct unwind_file_id original, copy;
+	char path[512], command[1100];
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/libz-copy.so", test_tmpdir());
+	snprintf(command, sizeof(command), "cp /lib/x86_64-linux-gnu/libz.so.1 %s", path);
+	assert_int_equal(system(command), 0);
+	fd = open("/lib/x86_64-linux-gnu/libz.so.1", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &original), 0);
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &copy), 0);
+	close(fd);
+	assert_int_equal(original.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(copy.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(original.len, copy.len);
+	/* the same build id, another inode */
+	assert_memory_equal(original.bytes, copy.bytes, original.len - 16);
+	assert_memory_not_equal(original.bytes, copy.bytes, original.len);
+	unlink(path);
+}
+
+/* What a parser worker that lies might answer: root refuses it whole, before BPF sees a row. */
+/* unwind_table_from_payload on a copy of len bytes of answer (it takes its payload). */
+static int from_copy(const void *answer, size_t len, const struct unwind_code_ranges *code, struct unwind_table *table,
+		     struct errbuf *error)
+{
+	void *payload = malloc(len ? len : 1);
+
+	assert_non_null(payload);
+	memcpy(payload, answer, len);
+	return unwind_table_from_payload(payload, len, code, table, error);
+}
+
+static void test_lying_rows_refused(void **state)
+{
+	const struct unwind_code_ranges code = { .ranges = { { 0x1000, 0x3000 } }, .count = 1 };
+	struct {
+		struct parser_unwind_head head;
+		struct unwind_row rows[4];
+	} answer = {
+		.head = { .row_count = 4, .source = UNWIND_CFI_EH_FRAME },
+		.rows = { { .pc = 0x1000, .kind = UNWIND_ROW_CFA_RSP, .cfa_offset8 = 1 },
+			  { .pc = 0x1004, .kind = UNWIND_ROW_CFA_RSP, .cfa_offset8 = 2 },
+			  { .pc = 0x1010, .kind = UNWIND_ROW_CFA_RBP, .cfa_offset8 = 2, .rbp_offset8 = 2 },
+			  { .pc = 0x3000, .kind = UNWIND_ROW_GAP } },
+	};
+	struct unwind_table table;
+	struct errbuf error;
+
+	(void)state;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), 0);
+	assert_int_equal(table.count, 4);
+	assert_int_equal(unwind_table_lookup(&table, 0x1012)->kind, UNWIND_ROW_CFA_RBP);
+	unwind_table_free(&table);
+	/* a length that does not add up, a head alone, a count past the rows */
+	assert_int_equal(from_copy(&answer, sizeof(answer) - 1, &code, &table, &error), -EBADMSG);
+	assert_int_equal(from_copy(&answer, sizeof(answer.head) - 1, &code, &table, &error), -EBADMSG);
+	answer.head.row_count = UINT32_MAX;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.head.row_count = 4;
+	/* no rows at all, an unknown source */
+	answer.head.row_count = 0;
+	assert_int_equal(from_copy(&answer, sizeof(answer.head), &code, &table, &error), -EBADMSG);
+	answer.head.row_count = 4;
+	answer.head.source = 7;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.head.source = UNWIND_CFI_DEBUG_FRAME;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), 0);
+	unwind_table_free(&table);
+	/* out of order, or two rows at one pc */
+	answer.rows[1].pc = 0x0fff + 0x20;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[1].pc = 0x1000;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[1].pc = 0x1004;
+	/* a kind BPF does not know */
+	answer.rows[2].kind = UNWIND_ROW_GAP + 1;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[2].kind = UNWIND_ROW_CFA_RBP;
+	/* a table that does not end with a GAP */
+	answer.rows[3].kind = UNWIND_ROW_CFA_RSP;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[3].kind = UNWIND_ROW_GAP;
+	/* rows outside the file's code: before it, past its end (another file's pcs) */
+	answer.rows[0].pc = 0x0ff0;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[0].pc = 0x1000;
+	answer.rows[3].pc = 0x3001;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[3].pc = 0x3000;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), 0);
+	unwind_table_free(&table);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1022,7 +1159,9 @@ int main(void)
 		cmocka_unit_test(test_long_function),
 		cmocka_unit_test(test_corrupted_cfi),
 		cmocka_unit_test(test_file_id_is_stable),
+		cmocka_unit_test(test_copy_is_another_file),
 		cmocka_unit_test(test_function_starts_are_the_symbols),
+		cmocka_unit_test(test_lying_rows_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

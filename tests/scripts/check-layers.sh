@@ -29,7 +29,7 @@ declare -A allowed=(
 	[cli]="cli session worker sampler target symbolize parser formats profile util"
 )
 # folders that may include the BPF contract in include/
-contract_users=" sampler target symbolize session cli "
+contract_users=" sampler target symbolize session cli worker "
 contract_headers=" sample_record.h py_proc_config.h proc_event.h unwind_table.h budget_usage.h "
 
 bad=0 files=0

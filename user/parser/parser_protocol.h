@@ -10,8 +10,7 @@
  * bounds what it reads by the reply budget it sent, by a time budget, and checks every count,
  * offset and string of a payload (parser_symbols_check) before using any of it.
  *
- * Kinds are added at the end; the next one (a file's unwind rows) takes the same shape: a
- * descriptor in, a bounded table out.
+ * Kinds are added at the end, each of the same shape: a descriptor in, a bounded table out.
  */
 #ifndef PYBPFPROF_PARSER_PROTOCOL_H
 #define PYBPFPROF_PARSER_PROTOCOL_H
@@ -40,6 +39,14 @@ enum parser_request_kind {
 	 * the runtime's link-time addresses and the version the file names (py_runtime_file.h).
 	 * The payload is one struct parser_py_runtime. arg: unused. */
 	PARSER_REQUEST_PY_RUNTIME = 4,
+	/* A mapped file's compact unwind table (target/unwind_table.h): one struct
+	 * parser_unwind_head, then row_count rows as BPF loads them (struct unwind_row of
+	 * include/unwind_table.h, 8 bytes each), sorted by pc. Root checks every row against the
+	 * file's code as it reads it itself, and builds the page index. arg: unused. */
+	PARSER_REQUEST_UNWIND_ROWS = 5,
+	/* A mapped file's functions by its .eh_frame: one struct parser_unwind_head (source
+	 * unused), then row_count struct parser_function_range sorted by start. arg: unused. */
+	PARSER_REQUEST_FUNCTION_RANGES = 6,
 	/* Test-only kinds, refused unless root started the worker with --selftest (tests do):
 	 * how a worker that crashes, outgrows its memory limit or never answers costs one file. */
 	PARSER_REQUEST_SELFTEST_CRASH = 0x7f01,
@@ -111,6 +118,18 @@ struct parser_py_runtime {
 	uint8_t has_asyncio_debug;
 	uint64_t runtime, interp_head, py_version, gil_last_holder, gil_locked, current_tstate, gc_collecting;
 	uint64_t asyncio_debug[13]; /* PY_ASYNCIO_DEBUG_WORDS */
+};
+
+/* The head of PARSER_REQUEST_UNWIND_ROWS' and PARSER_REQUEST_FUNCTION_RANGES' payloads. */
+struct parser_unwind_head {
+	uint32_t row_count; /* rows (ranges) that follow */
+	uint32_t source;    /* UNWIND_ROWS: enum unwind_cfi_source (1 .eh_frame, 2 .debug_frame) */
+};
+
+/* One function's code by its FDE, link-time [start, end). */
+struct parser_function_range {
+	uint64_t start;
+	uint64_t end;
 };
 
 /* A symbols payload as root reads it: pointers into the checked payload. */

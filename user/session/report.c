@@ -484,6 +484,23 @@ static void write_native_metadata(struct session *session)
 	set_metadata_all(session, "bpf_native_stops", text);
 }
 
+/* The parser worker that builds the tables, and the idle tables' bound. */
+static void print_unwind_worker_summary(const struct unwind_cache_stats *stats)
+{
+	char idle[32], dropped[32];
+
+	format_size((uint64_t)stats->idle_rows * sizeof(struct unwind_row), idle, sizeof(idle));
+	format_size(stats->idle_dropped_rows * sizeof(struct unwind_row), dropped, sizeof(dropped));
+	fprintf(stderr, "pybpfprof: unwind tables: %" PRIu64 " files read by the parser worker, %" PRIu64
+			" lost to a worker that died, overran or lied (%" PRIu64 " overran), %" PRIu64
+			" past its memory, %" PRIu64 " worker start%s%s; "
+			"%zu idle (%s), %zu dropped past the idle limit (%s)\n",
+		stats->parser.requests, stats->parser.lost_files, stats->parser.timeouts,
+		stats->parser.out_of_memory, stats->parser.worker_starts, stats->parser.worker_starts == 1 ? "" : "s",
+		stats->parser.start_failures ? " (some failed to start)" : "", stats->idle_files, idle,
+		stats->idle_dropped, dropped);
+}
+
 static void print_native_summary(const struct session *session)
 {
 	const struct sample_resolver *resolver = &session->resolver;
@@ -522,6 +539,7 @@ static void print_native_summary(const struct session *session)
 		fprintf(stderr, "pybpfprof: unwind tables: %zu new files left for a later maps read "
 				"(the build queue was full)\n",
 			stats.builds_deferred);
+	print_unwind_worker_summary(&stats);
 }
 
 /* Samples whose native walk waited for a table (session/late_unwind.c): how many were unwound late

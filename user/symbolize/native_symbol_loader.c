@@ -58,6 +58,7 @@ void native_symbol_job_free(struct native_symbol_job *job)
 	if (!job)
 		return;
 	elf_symbols_free(&job->result.symbols);
+	free(job->result.function_ranges);
 	free(job->map.path);
 	free(job);
 }
@@ -252,6 +253,44 @@ static bool read_debug_symbols(struct native_symbol_loader *loader, const struct
 	return read_minidebuginfo(loader, fd, source);
 }
 
+/* Whether ranges (count of them, from the worker) are sorted by start, each not ending before it starts. */
+static bool function_ranges_valid(const struct parser_function_range *ranges, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (ranges[i].end < ranges[i].start || (i && ranges[i].start < ranges[i - 1].start))
+			return false;
+	return true;
+}
+
+/* Where a stripped file's functions begin and end, by its FDEs (none is no error). */
+static void read_function_ranges(struct native_symbol_loader *loader, int fd, struct native_symbols *result)
+{
+	const uint32_t budget = (uint32_t)(sizeof(struct parser_unwind_head) +
+					   (size_t)UNWIND_TABLE_MAX_ROWS * sizeof(struct parser_function_range));
+	const struct parser_function_range *ranges;
+	struct parser_unwind_head head = { 0 };
+	void *payload = NULL;
+	size_t len;
+
+	if (parser_client_request(loader->client, PARSER_REQUEST_FUNCTION_RANGES, fd, 0, budget, &payload, &len))
+		return;
+	if (len >= sizeof(head))
+		memcpy(&head, payload, sizeof(head));
+	/* malloc's alignment and an 8-byte head: the ranges are aligned */
+	ranges = (const struct parser_function_range *)((const char *)payload + sizeof(head));
+	if (len < sizeof(head) || len != sizeof(head) + (size_t)head.row_count * sizeof(*ranges) ||
+	    !function_ranges_valid(ranges, head.row_count)) {
+		parser_client_distrust(loader->client);
+		free(payload);
+		return;
+	}
+	result->function_ranges = head.row_count ? calloc(head.row_count, sizeof(*result->function_ranges)) : NULL;
+	for (uint32_t i = 0; result->function_ranges && i < head.row_count; i++)
+		result->function_ranges[i] = (struct unwind_function_range){ ranges[i].start, ranges[i].end };
+	result->function_range_count = result->function_ranges ? head.row_count : 0;
+	free(payload);
+}
+
 static int file_fd(const struct native_symbol_job *job)
 {
 	int fd;
@@ -285,6 +324,8 @@ static int load(struct native_symbol_loader *loader, struct native_symbol_job *j
 	/* A file with its .symtab names its static functions already: nothing else is read. */
 	if (!own.head->has_symtab && !job->vdso && read_debug_symbols(loader, job, fd, &own, &sources[source_count]))
 		source_count++;
+	if (!own.head->has_symtab)
+		read_function_ranges(loader, fd, &job->result);
 	free(payload);
 	close(fd);
 	return elf_symbols_merge(&job->result.symbols, sources, source_count);

@@ -18,6 +18,7 @@
 #include "target/elf_file.h"
 #include "target/elf_symbols.h"
 #include "target/proc_maps.h"
+#include "target/unwind_table.h"
 
 /* Jobs waiting for the helper thread; past it a file waits for a later lookup. */
 #define NATIVE_SYMBOL_LOADER_MAX_QUEUED 256
@@ -27,6 +28,10 @@ struct native_symbols {
 	struct elf_load_segment segments[ELF_FILE_MAX_LOAD_SEGMENTS];
 	size_t segment_count;       /* 0: the file's ELF is unknown (no load bias) */
 	struct elf_symbols symbols; /* its own, its debug file's or its MiniDebugInfo's */
+	/* A file without .symtab: where its functions begin and end by its .eh_frame (static
+	 * functions have no symbol but an FDE), sorted by start; NULL: none */
+	struct unwind_function_range *function_ranges;
+	size_t function_range_count;
 };
 
 struct native_symbol_job {

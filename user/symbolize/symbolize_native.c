@@ -77,10 +77,6 @@ struct mapped_file {
 	const char **display_names; /* by function, interned: demangled, or the name itself; NULL: not yet */
 	uint64_t bytes;             /* what its table holds, of the symbol budget */
 	uint64_t used;              /* the symbolizer's clock when last used */
-	/* Where the functions begin (its FDEs), read at the first pc no symbol covers. */
-	struct unwind_function_range *function_ranges;
-	size_t function_range_count;
-	bool function_ranges_read;
 };
 
 struct symbolize_native {
@@ -150,7 +146,7 @@ static void mapped_file_free(struct mapped_file *file)
 	if (!file)
 		return;
 	free(file->display_names);
-	free(file->function_ranges);
+	free(file->loaded.function_ranges);
 	elf_symbols_free(&file->loaded.symbols);
 	free(file->path);
 	free(file);
@@ -404,10 +400,15 @@ static void install(struct symbolize_native *symbolizer, struct native_symbol_jo
 	if (file->state == FILE_READY) {
 		file->loaded = job->result;
 		job->result.symbols = (struct elf_symbols){ 0 };
-		file->bytes = table_bytes(&file->loaded.symbols);
+		job->result.function_ranges = NULL;
+		file->bytes = table_bytes(&file->loaded.symbols) +
+			      file->loaded.function_range_count * sizeof(*file->loaded.function_ranges);
 		/* past a budget, remembered as bad: not read again for the run */
 		if (file->bytes > symbolizer->symbol_budget || !charge_table(symbolizer, file)) {
 			elf_symbols_free(&file->loaded.symbols);
+			free(file->loaded.function_ranges);
+			file->loaded.function_ranges = NULL;
+			file->loaded.function_range_count = 0;
 			file->bytes = 0;
 			file->state = FILE_BAD;
 		}
@@ -611,39 +612,16 @@ static const struct elf_function *function_of(const struct mapped_file *file, co
 	return link_address(file, map, ip, &addr) ? function_at(file, addr) : NULL;
 }
 
-/* A descriptor of the mapped file (the vDSO: our copy of its image), for its FDEs. */
-static int function_starts_fd(pid_t pid, const struct proc_map *map)
-{
-	int fd;
-
-	if (!vdso_is_map_name(map->path))
-		return elf_file_map_fd(pid, map);
-	fd = vdso_image_fd();
-	return fd < 0 ? fd : dup(fd);
-}
-
-/* The FDE of file that holds link-time addr, NULL if none (or the file has no .eh_frame). */
-static const struct unwind_function_range *function_range_at(struct mapped_file *file, pid_t pid,
-							     const struct proc_map *map, uint64_t addr)
+/* The FDE of file that holds link-time addr, NULL if none (or the file has no .eh_frame, or its
+ * symbols are not read yet). */
+static const struct unwind_function_range *function_range_at(const struct mapped_file *file, uint64_t addr)
 {
 	const struct unwind_function_range *range;
-	struct errbuf ignored;
 
-	if (!file->function_ranges_read) {
-		int fd = function_starts_fd(pid, map);
-
-		/* Read once: a file without usable CFI keeps its pcs named one by one. */
-		file->function_ranges_read = true;
-		if (fd < 0 || unwind_table_function_starts(fd, &file->function_ranges, &file->function_range_count,
-							   &ignored) < 0) {
-			file->function_ranges = NULL;
-			file->function_range_count = 0;
-		}
-		if (fd >= 0)
-			close(fd);
-	}
-	range = array_last_at_or_below_u64(file->function_ranges, file->function_range_count,
-					   sizeof(*file->function_ranges),
+	if (file->state != FILE_READY)
+		return NULL;
+	range = array_last_at_or_below_u64(file->loaded.function_ranges, file->loaded.function_range_count,
+					   sizeof(*file->loaded.function_ranges),
 					   offsetof(struct unwind_function_range, start), addr);
 	return range && addr < range->end ? range : NULL;
 }
@@ -682,10 +660,10 @@ static bool is_main_executable(const struct pid_maps *maps, const struct proc_ma
  * library's static function) has one name; the pc's own file offset where no FDE covers it.
  * addr: the pc's link-time address in file, NULL when unknown.
  */
-static const char *offset_name(struct symbolize_native *symbolizer, struct mapped_file *file, pid_t pid,
+static const char *offset_name(struct symbolize_native *symbolizer, const struct mapped_file *file,
 			       const struct proc_map *map, uint64_t ip, const uint64_t *addr)
 {
-	const struct unwind_function_range *range = addr ? function_range_at(file, pid, map, *addr) : NULL;
+	const struct unwind_function_range *range = addr ? function_range_at(file, *addr) : NULL;
 	uint64_t offset = ip - map->start + map->offset;
 	char text[320];
 
@@ -716,7 +694,7 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	function = addr_known ? function_at(file, addr) : NULL;
 	out->symbol = function ? display_name(symbolizer, file, function) : NULL;
 	out->provisional = !file || file->state == FILE_PENDING || file->state == FILE_UNQUEUED;
-	name = out->symbol ? out->symbol : offset_name(symbolizer, file, pid, map, pc, addr_known ? &addr : NULL);
+	name = out->symbol ? out->symbol : offset_name(symbolizer, file, map, pc, addr_known ? &addr : NULL);
 	path = file ? file->frame_path : interned(symbolizer, map->path);
 	if (!name || !path)
 		return -ENOMEM;

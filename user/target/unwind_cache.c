@@ -4,16 +4,14 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "parser/parser_client.h"
+#include "target/elf_file.h"
 #include "target/proc_maps.h"
 #include "target/unwind_chunks.h"
 #include "target/unwind_table.h"
@@ -98,7 +96,9 @@ struct builder {
 	pthread_t thread;
 	bool started;
 	bool stop;
+	struct parser_client *parser; /* the cache's: this thread's alone once it runs */
 	pthread_mutex_t lock;
+	struct parser_client_stats parser_stats; /* the worker's, as of the last build (under the lock) */
 	pthread_cond_t wake;
 	struct build_job *todo_head, *todo_tail; /* in order */
 	struct build_job *done, *done_tail;      /* in the order they were built */
@@ -107,6 +107,9 @@ struct builder {
 struct unwind_cache {
 	size_t row_capacity;
 	struct unwind_chunks *chunks; /* where the tables lie */
+	/* The parser worker that builds the tables (parser/parser_client.h): the builder thread's
+	 * once it runs, the caller's before. */
+	struct parser_client *parser;
 	struct builder builder;
 	struct unwind_cache_ops ops;
 	struct cached_file **files;
@@ -120,6 +123,10 @@ struct unwind_cache {
 	size_t idle_files;    /* placed tables no process maps: kept until their room is needed */
 	size_t idle_reused;   /* times an idle table served a new process instead of a rebuild */
 	size_t idle_evicted;  /* idle tables given up for a new file's room */
+	size_t idle_rows;     /* slots the idle tables hold */
+	size_t idle_limit;    /* the most they may */
+	size_t idle_dropped;  /* idle tables given up past the limit */
+	uint64_t idle_dropped_rows;
 	size_t builds_pending; /* jobs queued and not yet placed (each a descriptor until built) */
 	size_t builds_deferred; /* files met while the queue was full, left for a later read */
 	bool reading_for_walk;  /* the read in progress is for a stopped walk's pc: the wanted slots */
@@ -136,12 +143,18 @@ int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struc
 	if (!cache)
 		return -ENOMEM;
 	cache->row_capacity = row_capacity;
+	cache->idle_limit = UNWIND_CACHE_IDLE_ROWS;
 	if (ops) {
 		cache->ops = *ops;
 		chunk_ops = (struct unwind_chunk_ops){ .ctx = ops->ctx, .add_chunk = ops->add_chunk,
 						       .remove_chunk = ops->remove_chunk };
 	}
 	if (unwind_chunks_new(&cache->chunks, row_capacity, &chunk_ops)) {
+		free(cache);
+		return -ENOMEM;
+	}
+	if (parser_client_new(&(struct parser_client_options){ 0 }, &cache->parser)) {
+		unwind_chunks_free(cache->chunks);
 		free(cache);
 		return -ENOMEM;
 	}
@@ -203,6 +216,8 @@ static void *builder_run(void *opaque)
 	 * delayed the first table by seconds, and every walk meanwhile lost its native frames.
 	 * The drain thread is a thread of its own, so a build never delays a drain; the
 	 * scheduler shares the CPUs between them. */
+	/* the worker starts while the first files are being found */
+	parser_client_prepare(builder->parser);
 	pthread_mutex_lock(&builder->lock);
 	for (;;) {
 		struct build_job *job;
@@ -216,11 +231,12 @@ static void *builder_run(void *opaque)
 		job = take_most_wanted(builder);
 		pthread_mutex_unlock(&builder->lock);
 		started_us = clock_monotonic_us();
-		job->err = unwind_table_build(job->fd, &job->table, &error);
+		job->err = unwind_table_from_worker(builder->parser, job->fd, &job->table, &error);
 		job->build_us = clock_monotonic_us() - started_us;
 		close(job->fd);
 		job->fd = -1;
 		pthread_mutex_lock(&builder->lock);
+		parser_client_stats(builder->parser, &builder->parser_stats);
 		job->next = NULL;
 		if (builder->done_tail)
 			builder->done_tail->next = job;
@@ -241,6 +257,8 @@ int unwind_cache_build_in_background(struct unwind_cache *cache)
 		return 0;
 	pthread_mutex_init(&builder->lock, NULL);
 	pthread_cond_init(&builder->wake, NULL);
+	builder->parser = cache->parser;
+	parser_client_stats(cache->parser, &builder->parser_stats);
 	err = thread_start_without_signals(&builder->thread, builder_run, builder);
 	if (err) {
 		pthread_cond_destroy(&builder->wake);
@@ -279,7 +297,24 @@ void unwind_cache_free(struct unwind_cache *cache)
 	free(cache->procs);
 	free(cache->files);
 	unwind_chunks_free(cache->chunks);
+	parser_client_free(cache->parser);
 	free(cache);
+}
+
+int unwind_cache_set_parser_options(struct unwind_cache *cache, const struct parser_client_options *options)
+{
+	struct parser_client *client;
+
+	if (cache->builder.started || parser_client_new(options, &client))
+		return -ENOMEM;
+	parser_client_free(cache->parser);
+	cache->parser = client;
+	return 0;
+}
+
+void unwind_cache_set_idle_limit(struct unwind_cache *cache, size_t rows)
+{
+	cache->idle_limit = rows;
 }
 
 const char *unwind_cache_failure_name(enum unwind_cache_failure failure)
@@ -288,7 +323,7 @@ const char *unwind_cache_failure_name(enum unwind_cache_failure failure)
 		[UNWIND_FAIL_OPEN] = "open",       [UNWIND_FAIL_NOT_ELF] = "not_elf",
 		[UNWIND_FAIL_NO_CFI] = "no_cfi",   [UNWIND_FAIL_TOO_BIG] = "too_big",
 		[UNWIND_FAIL_NO_ROOM] = "no_room", [UNWIND_FAIL_UPLOAD] = "upload",
-		[UNWIND_FAIL_OTHER] = "other",
+		[UNWIND_FAIL_OTHER] = "other",     [UNWIND_FAIL_WORKER] = "worker",
 	};
 
 	return (unsigned)failure < UNWIND_FAIL_COUNT ? names[failure] : "?";
@@ -364,6 +399,9 @@ static enum unwind_cache_failure failure_of_build_error(int err)
 		return UNWIND_FAIL_TOO_BIG;
 	case -ENOEXEC:
 		return UNWIND_FAIL_NOT_ELF;
+	case -ECHILD:
+	case -ENOSYS:
+		return UNWIND_FAIL_WORKER;
 	default:
 		return UNWIND_FAIL_OTHER;
 	}
@@ -382,26 +420,42 @@ static void mark_failed(struct unwind_cache *cache, struct cached_file *file, en
 static bool evict_oldest_idle(struct unwind_cache *cache)
 {
 	size_t oldest = SIZE_MAX;
+	struct cached_file *file;
 
 	for (size_t i = 0; i < cache->file_count; i++) {
-		const struct cached_file *file = cache->files[i];
+		const struct cached_file *candidate = cache->files[i];
 
-		if (file->idle_since && (oldest == SIZE_MAX || file->idle_since < cache->files[oldest]->idle_since))
+		if (candidate->idle_since &&
+		    (oldest == SIZE_MAX || candidate->idle_since < cache->files[oldest]->idle_since))
 			oldest = i;
 	}
 	if (oldest == SIZE_MAX)
 		return false;
+	file = cache->files[oldest];
 	if (cache->ops.release_table)
-		cache->ops.release_table(cache->ops.ctx, cache->files[oldest]->table_id);
-	cache->table_used[cache->files[oldest]->table_id] = false;
-	unwind_chunks_release(cache->chunks, cache->files[oldest]->ref.chunk, cache->files[oldest]->ref.first_row);
-	cache->rows_used -= ref_slots(&cache->files[oldest]->ref);
+		cache->ops.release_table(cache->ops.ctx, file->table_id);
+	cache->table_used[file->table_id] = false;
+	unwind_chunks_release(cache->chunks, file->ref.chunk, file->ref.first_row);
+	cache->rows_used -= ref_slots(&file->ref);
+	cache->idle_rows -= ref_slots(&file->ref);
 	cache->files_placed--;
 	cache->idle_files--;
-	cache->idle_evicted++;
-	free(cache->files[oldest]);
+	free(file);
 	cache->files[oldest] = cache->files[--cache->file_count];
 	return true;
+}
+
+/* Idle tables past the limit go, longest idle first: what no target maps costs a bounded share. */
+static void trim_idle(struct unwind_cache *cache)
+{
+	while (cache->idle_rows > cache->idle_limit) {
+		size_t before = cache->idle_rows;
+
+		if (!evict_oldest_idle(cache))
+			break;
+		cache->idle_dropped++;
+		cache->idle_dropped_rows += before - cache->idle_rows;
+	}
 }
 
 /* Why a table found no place: NO_ROOM for want of room, else what refused it. */
@@ -426,9 +480,11 @@ static void place_table(struct unwind_cache *cache, struct cached_file *file, co
 	uint32_t table_id = 0;
 	int err;
 
-	while ((err = reserve_place(cache, ref_slots(&ref), &ref, &table_id)) == -ENOSPC)
+	while ((err = reserve_place(cache, ref_slots(&ref), &ref, &table_id)) == -ENOSPC) {
 		if (!evict_oldest_idle(cache))
 			break;
+		cache->idle_evicted++;
+	}
 	if (err) {
 		mark_failed(cache, file, failure_of_place_error(err));
 		return;
@@ -521,7 +577,7 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 		return file;
 	}
 	started_us = clock_monotonic_us();
-	err = unwind_table_build(fd, &table, &error);
+	err = unwind_table_from_worker(cache->parser, fd, &table, &error);
 	cache->build_us += clock_monotonic_us() - started_us;
 	if (err)
 		mark_failed(cache, file, failure_of_build_error(err));
@@ -546,19 +602,20 @@ static void release_file(struct unwind_cache *cache, struct cached_file *file)
 		return;
 	file->idle_since = ++cache->idle_clock;
 	cache->idle_files++;
+	cache->idle_rows += ref_slots(&file->ref);
+	/* file itself may go (when it alone is past the limit): the callers are done with it */
+	trim_idle(cache);
 }
 
 /* ---- one mapping ---- */
 
 /*
- * The file behind a mapping, opened through map_files (the mapped object
- * itself, whatever the path now names) without blocking on a FIFO or device,
- * and only if it is the regular file the maps line names.
+ * The file behind a mapping, opened as the symbolizer opens it (elf_file_map_fd: map_files
+ * first as O_PATH, reopened O_NOCTTY and non-blocking only once it is the regular file, device
+ * and inode the maps line names: never a FIFO, a tty or a device), to be passed to the worker.
  */
 static int open_mapped_file(pid_t pid, const struct proc_map *map)
 {
-	char path[96];
-	struct stat info;
 	int fd;
 
 	/* The vDSO has no file: every process maps the same image as ours. */
@@ -569,17 +626,7 @@ static int open_mapped_file(pid_t pid, const struct proc_map *map)
 		fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		return fd < 0 ? -errno : fd;
 	}
-
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, map->start, map->end);
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &info) || !S_ISREG(info.st_mode) || (uint64_t)info.st_ino != map->inode ||
-	    major(info.st_dev) != map->dev_major || minor(info.st_dev) != map->dev_minor) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
+	return elf_file_map_fd(pid, map);
 }
 
 static bool read_exact(int fd, void *buffer, size_t len, uint64_t offset)
@@ -736,6 +783,7 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 		if (file->idle_since) {
 			file->idle_since = 0;
 			cache->idle_files--;
+			cache->idle_rows -= ref_slots(&file->ref);
 			cache->idle_reused++;
 		}
 		file->refs++;
@@ -849,9 +897,10 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 		cache->builds_pending--;
 		done = next;
 	}
-	/* A build's working memory (libdw's state, the row list, the sort's copy: some 3 MB for a
-	 * libpython) is free now but stays resident in the builder thread's malloc arena unless
-	 * handed back; once the queue is empty, hand it back. */
+	/* The worker's answers (the rows kept in them until placed: some 550 KiB for a libpython)
+	 * are free now but may stay resident in the builder thread's malloc arena (glibc raises its
+	 * mmap threshold past freed large blocks) unless handed back; once the queue is empty,
+	 * hand it back. */
 	if (queue_empty)
 		malloc_trim(0);
 	return count;
@@ -985,7 +1034,7 @@ bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, ui
 	return !in_ranges(slot->ranges, slot->range_count, pc) && now_ms - slot->read_ms >= UNWIND_CACHE_REFRESH_MS;
 }
 
-void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats)
+void unwind_cache_stats(struct unwind_cache *cache, struct unwind_cache_stats *stats)
 {
 	*stats = (struct unwind_cache_stats){
 		.row_capacity = cache->row_capacity,
@@ -997,12 +1046,22 @@ void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_st
 		.idle_files = cache->idle_files,
 		.idle_reused = cache->idle_reused,
 		.idle_evicted = cache->idle_evicted,
+		.idle_rows = cache->idle_rows,
+		.idle_dropped = cache->idle_dropped,
+		.idle_dropped_rows = cache->idle_dropped_rows,
 		.builds_deferred = cache->builds_deferred,
 		.chunks = unwind_chunks_count(cache->chunks),
 		.chunk_rows = unwind_chunks_rows_held(cache->chunks),
 		.peak_chunk_rows = unwind_chunks_peak_rows_held(cache->chunks),
 	};
 	memcpy(stats->failures, cache->failures, sizeof(stats->failures));
+	if (cache->builder.started) {
+		pthread_mutex_lock(&cache->builder.lock);
+		stats->parser = cache->builder.parser_stats;
+		pthread_mutex_unlock(&cache->builder.lock);
+	} else {
+		parser_client_stats(cache->parser, &stats->parser);
+	}
 	for (size_t i = 0; i < cache->file_count; i++) {
 		if (cache->files[i]->failed) {
 			stats->failed_files++;

@@ -3,9 +3,12 @@
  * The native-unwinding tables of every target (include/unwind_table.h): one
  * table per distinct file (build-id, else device and inode), built once and
  * shared by every process that maps it, refcounted by those processes; when
- * none maps it any more it stays idle until a new file needs its room (the
- * next Python of the same build reuses it); files that cannot have one (no CFI,
- * too many rows, no room left) are remembered so they are never built again.
+ * none maps it any more it stays idle until a new file needs its room or the
+ * idle tables hold more than their limit, the longest idle first (the next
+ * Python of the same build reuses it); files that cannot have one (no CFI,
+ * too many rows, no room left, a parser worker that died on it) are
+ * remembered so they are never built again. The rows are built by the parser
+ * worker (target/unwind_table.h's unwind_table_from_worker): root reads no CFI.
  *
  * The cache places each table in a chunk of the rows map (target/unwind_chunks.h:
  * the capacity given at init is the most the chunks may hold) and gives it a
@@ -24,6 +27,12 @@
 
 #include <unwind_table.h>
 
+#include "parser/parser_client.h"
+
+/* Slots of the rows map idle tables (files no process maps any more) may hold: past it the
+ * longest idle goes. 4 MiB of rows: a few interpreters' libpython and libc. */
+#define UNWIND_CACHE_IDLE_ROWS ((size_t)1 << 19)
+
 /* A process's maps are read again for an unknown pc at most this often. */
 #define UNWIND_CACHE_REFRESH_MS 200
 
@@ -36,6 +45,8 @@ enum unwind_cache_failure {
 	UNWIND_FAIL_NO_ROOM,      /* no free range of rows (the budget), or no free table id */
 	UNWIND_FAIL_UPLOAD,       /* the upload was refused */
 	UNWIND_FAIL_OTHER,        /* unreadable CFI, out of memory */
+	UNWIND_FAIL_WORKER,       /* the parser worker died, overran, ran out of memory or lied on it,
+				   * or none could be started: bad for the run */
 	UNWIND_FAIL_COUNT,
 };
 
@@ -68,9 +79,13 @@ struct unwind_cache_stats {
 	size_t idle_files;      /* of files: tables no process maps now, kept until the room is needed */
 	size_t idle_reused;     /* new processes served by an idle table instead of a rebuild */
 	size_t idle_evicted;    /* idle tables given up for a new file's room */
+	size_t idle_rows;       /* slots the idle tables hold now (at most the idle limit) */
+	size_t idle_dropped;    /* idle tables given up past the idle limit, longest idle first */
+	uint64_t idle_dropped_rows; /* their slots */
 	size_t builds_deferred; /* new files met while the build queue was full, left for a later read */
 	size_t failures[UNWIND_FAIL_COUNT]; /* by cause: files (mappings for OPEN) */
 	uint64_t build_us;      /* time spent building tables */
+	struct parser_client_stats parser; /* the parser worker that builds them */
 };
 
 struct unwind_cache;
@@ -78,6 +93,11 @@ struct unwind_cache;
 /* row_capacity: the rows map's size; ops may be NULL (nothing uploaded: tests). 0 or -ENOMEM. */
 int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struct unwind_cache_ops *ops);
 void unwind_cache_free(struct unwind_cache *cache);
+/* The parser worker that builds the tables (its memory and time per file; tests set less),
+ * before the first build. 0 or -ENOMEM. */
+int unwind_cache_set_parser_options(struct unwind_cache *cache, const struct parser_client_options *options);
+/* The most slots idle tables may hold (UNWIND_CACHE_IDLE_ROWS unless set; tests set less). */
+void unwind_cache_set_idle_limit(struct unwind_cache *cache, size_t rows);
 
 /*
  * Reads pid's maps, builds and uploads the tables of executable files new to
@@ -118,7 +138,7 @@ enum unwind_cache_pc unwind_cache_table_at(const struct unwind_cache *cache, pid
 /* When pid's maps were last read (clock_monotonic_ms), 0 if it is not known. */
 uint64_t unwind_cache_read_ms(const struct unwind_cache *cache, pid_t pid);
 
-void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_stats *stats);
+void unwind_cache_stats(struct unwind_cache *cache, struct unwind_cache_stats *stats);
 /*
  * From now on new files are built on a thread of the cache's own, not in
  * unwind_cache_map_proc: their mappings say NO_TABLE until unwind_cache_poll()
@@ -145,7 +165,7 @@ void unwind_cache_want_pc(struct unwind_cache *cache, pid_t pid, uint64_t pc);
 int unwind_cache_prebuild_file(struct unwind_cache *cache, int fd);
 /* Whether any table is still being built or waits to be placed. */
 bool unwind_cache_building(struct unwind_cache *cache);
-/* "open", "not_elf", "no_cfi", "too_big", "no_room", "upload", "other". */
+/* "open", "not_elf", "no_cfi", "too_big", "no_room", "upload", "other", "worker". */
 const char *unwind_cache_failure_name(enum unwind_cache_failure failure);
 
 #endif

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "parser/parser_protocol.h"
@@ -27,6 +28,7 @@
 #include "target/elf_file.h"
 #include "target/minidebuginfo.h"
 #include "target/py_runtime_file.h"
+#include "worker/unwind_build.h"
 
 /* Exit statuses: what root's summary may tell apart from a crash. */
 #define WORKER_EXIT_DONE 0           /* root closed the socket */
@@ -153,6 +155,12 @@ static int install_seccomp(void)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFL, 0));
 	if (!err)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1, SCMP_A1(SCMP_CMP_EQ, F_GETFD, 0));
+	/* libdw asks where a file with DWARF lies (readlink of /proc/self/fd/N, to find split DWARF
+	 * beside it): the worker has no file system to answer from, and says so */
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOENT), SCMP_SYS(readlink), 0);
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOENT), SCMP_SYS(readlinkat), 0);
 	/* requests and answers on its socket only */
 	if (!err)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1,
@@ -196,12 +204,15 @@ static int enter_sandbox(const struct worker_options *options)
 	return install_seccomp();
 }
 
-/* All of buf, or false (root is gone, or its socket shut). */
-static bool send_all(const void *head, size_t head_len, const void *payload, size_t payload_len)
+/* All of parts, or false (root is gone, or its socket shut). */
+static bool send_all(struct iovec *parts, size_t count)
 {
-	struct iovec parts[2] = { { (void *)head, head_len }, { (void *)payload, payload_len } };
-	struct msghdr message = { .msg_iov = parts, .msg_iovlen = payload_len ? 2 : 1 };
+	struct msghdr message = { .msg_iov = parts, .msg_iovlen = count };
 
+	while (message.msg_iovlen && !message.msg_iov->iov_len) {
+		message.msg_iov++;
+		message.msg_iovlen--;
+	}
 	while (message.msg_iovlen) {
 		ssize_t sent = sendmsg(PARSER_WORKER_SOCKET_FD, &message, MSG_NOSIGNAL);
 
@@ -222,12 +233,23 @@ static bool send_all(const void *head, size_t head_len, const void *payload, siz
 	return true;
 }
 
-static bool answer(uint32_t id, int status, const void *payload, size_t len)
+/* The reply head, then the payload in two parts (a table's head and its rows, sent where they
+ * lie: no copy); nothing but the head when status is an error. */
+static bool answer_parts(uint32_t id, int status, const void *first, size_t first_len, const void *second,
+			 size_t second_len)
 {
 	struct parser_reply_head head = { .magic = PARSER_PROTOCOL_MAGIC, .id = id, .status = status,
-					  .length = status ? 0 : (uint32_t)len };
+					  .length = status ? 0 : (uint32_t)(first_len + second_len) };
+	struct iovec parts[3] = { { &head, sizeof(head) },
+				  { (void *)first, status ? 0 : first_len },
+				  { (void *)second, status ? 0 : second_len } };
 
-	return send_all(&head, sizeof(head), status ? NULL : payload, status ? 0 : len);
+	return send_all(parts, 3);
+}
+
+static bool answer(uint32_t id, int status, const void *payload, size_t len)
+{
+	return answer_parts(id, status, payload, len, NULL, 0);
 }
 
 /* One request and the descriptor sent with it (-1: none); false at EOF or on a malformed message. */
@@ -434,6 +456,50 @@ static int py_runtime(const struct parser_request *request, int fd)
 	return err;
 }
 
+/* The file's compact unwind table (worker/unwind_build.h): its head, then its rows as BPF loads
+ * them. Root checks each and builds the page index itself (target/unwind_table.h). */
+static int unwind_rows(const struct parser_request *request, int fd)
+{
+	struct parser_unwind_head head = { 0 };
+	struct unwind_table table;
+	struct errbuf error;
+	int err = unwind_table_build_rows(fd, &table, &error);
+	size_t bytes = table.count * sizeof(*table.rows);
+
+	if (!err && sizeof(head) + bytes > request->reply_budget)
+		err = -E2BIG;
+	head.row_count = (uint32_t)table.count;
+	head.source = table.source;
+	answer_parts(request->id, err, &head, sizeof(head), table.rows, bytes);
+	unwind_table_free(&table);
+	return err;
+}
+
+/* Where the file's functions begin and end by its .eh_frame (worker/unwind_build.h). */
+static int function_ranges(const struct parser_request *request, int fd)
+{
+	struct parser_unwind_head head = { 0 };
+	struct unwind_function_range *ranges = NULL;
+	struct parser_function_range *wire = NULL;
+	struct errbuf error;
+	size_t count = 0;
+	int err = unwind_table_function_starts(fd, &ranges, &count, &error);
+
+	if (!err && sizeof(head) + count * sizeof(*wire) > request->reply_budget)
+		err = -E2BIG;
+	if (!err && count) {
+		wire = calloc(count, sizeof(*wire));
+		err = wire ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; !err && i < count; i++)
+		wire[i] = (struct parser_function_range){ ranges[i].start, ranges[i].end };
+	head.row_count = (uint32_t)count;
+	answer_parts(request->id, err, &head, sizeof(head), wire, count * sizeof(*wire));
+	free(wire);
+	free(ranges);
+	return err;
+}
+
 /* One request about fd (taken over); the status answered. */
 static int serve(const struct parser_request *request, int fd, const struct worker_options *options)
 {
@@ -456,6 +522,12 @@ static int serve(const struct parser_request *request, int fd, const struct work
 	}
 	if (request->kind == PARSER_REQUEST_PY_RUNTIME)
 		return py_runtime(request, fd);
+	if (request->kind == PARSER_REQUEST_UNWIND_ROWS || request->kind == PARSER_REQUEST_FUNCTION_RANGES) {
+		err = request->kind == PARSER_REQUEST_UNWIND_ROWS ? unwind_rows(request, fd)
+								  : function_ranges(request, fd);
+		close(fd);
+		return err;
+	}
 	err = elf_file_open_fd(&elf, fd, "");
 	if (!err) {
 		if (request->kind == PARSER_REQUEST_FILE_SYMBOLS)

@@ -5,7 +5,7 @@
  * Every read checks the program's end; every loop advances the cursor, so a
  * program of N bytes costs O(N) whatever it holds.
  */
-#include "target/cfa_program.h"
+#include "worker/cfa_program.h"
 
 #include <dwarf.h>
 #include <errno.h>
