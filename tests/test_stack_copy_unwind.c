@@ -15,6 +15,7 @@
 #include "sample_record.h"
 #include "target/stack_copy_unwind.h"
 #include "target/unwind_table.h"
+#include "worker/unwind_build.h"
 
 #define COPY_MAX (1u << 20)
 #define OBJECTS_MAX 64
