@@ -455,6 +455,17 @@ static bool fresh(const struct chain_slot *slot, uint64_t now_ns)
 	return recent(slot->read_ns, now_ns);
 }
 
+/* A public call's start: its read allowance renewed, then the task's own fields read
+ * (-ENOENT where the target's asyncio layout is unknown). */
+static int begin_read(struct async_tasks *tasks, const struct py_target *target, uint64_t task_addr,
+		      uint64_t now_ns, struct task_fields *fields)
+{
+	if (!target->asyncio.known)
+		return -ENOENT;
+	begin_call(tasks, now_ns);
+	return read_task(tasks, target->pid, &target->asyncio, task_addr, fields);
+}
+
 int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
 		     uint64_t task_addr, uint64_t now_ns)
 {
@@ -462,10 +473,7 @@ int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *pytho
 	struct task_fields fields;
 	int err;
 
-	if (!target->asyncio.known)
-		return -ENOENT;
-	begin_call(tasks, now_ns);
-	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
+	err = begin_read(tasks, target, task_addr, now_ns, &fields);
 	if (err)
 		return err;
 	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr &&
@@ -564,10 +572,7 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 	struct task_fields fields;
 	int err;
 
-	if (!target->asyncio.known)
-		return -ENOENT;
-	begin_call(tasks, now_ns);
-	err = read_task(tasks, target->pid, &target->asyncio, task_addr, &fields);
+	err = begin_read(tasks, target, task_addr, now_ns, &fields);
 	if (err)
 		return err;
 	node->address = task_addr;

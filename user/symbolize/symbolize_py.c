@@ -153,6 +153,17 @@ static void uncount_code(struct symbolize_py_cache *cache, const struct code_ent
 	cache->bytes -= code_entry_bytes(entry);
 }
 
+/* The line table goes and its code object is remembered as over budget: lines unknown,
+ * never read again. The caller settles the table's bytes with the cache and the budget. */
+static void forget_linetable(struct symbolize_py_cache *cache, struct code_entry *entry)
+{
+	free(entry->linetable);
+	entry->linetable = NULL;
+	entry->linetable_len = 0;
+	entry->linetable_missing = true;
+	cache->stats.lines_over_budget++;
+}
+
 /* A line table's bytes into the target budget; refused (the budget is full of objects used
  * more recently, or the table is larger than it), the table goes and its code object is
  * remembered as over budget: lines unknown, never read again. */
@@ -161,11 +172,7 @@ static void charge_linetable(struct symbolize_py_cache *cache, struct code_entry
 	if (!cache->budget || !entry->linetable_len ||
 	    target_budget_charge(cache->budget, cache->budget_store, entry->linetable_len) == 0)
 		return;
-	free(entry->linetable);
-	entry->linetable = NULL;
-	entry->linetable_len = 0;
-	entry->linetable_missing = true;
-	cache->stats.lines_over_budget++;
+	forget_linetable(cache, entry);
 }
 
 /* --- the code object table --- */
@@ -370,11 +377,7 @@ static int drop_line_tables(struct symbolize_py_cache *cache, const struct code_
 			continue;
 		release_linetable(cache, entry);
 		cache->bytes -= entry->linetable_len;
-		free(entry->linetable);
-		entry->linetable = NULL;
-		entry->linetable_len = 0;
-		entry->linetable_missing = true;
-		cache->stats.lines_over_budget++;
+		forget_linetable(cache, entry);
 	}
 	free(sorted);
 	return 0;
@@ -410,11 +413,7 @@ static uint64_t evict_linetables(void *context, uint64_t bytes, uint64_t older_t
 
 		freed += entry->linetable_len;
 		cache->bytes -= entry->linetable_len;
-		free(entry->linetable);
-		entry->linetable = NULL;
-		entry->linetable_len = 0;
-		entry->linetable_missing = true;
-		cache->stats.lines_over_budget++;
+		forget_linetable(cache, entry);
 	}
 	free(sorted);
 	return freed;
