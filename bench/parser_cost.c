@@ -22,6 +22,7 @@
 #include "parser/parser_protocol.h"
 #include "target/elf_file.h"
 #include "target/elf_symbols.h"
+#include "target/proc_identity.h"
 #include "target/py_runtime_file.h"
 #include "target/unwind_table.h"
 #include "util/clock.h"
@@ -40,21 +41,11 @@ static uint64_t own_cpu_us(void)
 /* A process's time on a CPU from /proc/PID/schedstat (nanoseconds there), in microseconds. */
 static uint64_t process_cpu_us(pid_t pid)
 {
-	char path[64], text[128];
+	char text[128];
 	unsigned long long on_cpu_ns = 0;
-	ssize_t got;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	got = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (got <= 0)
-		return 0;
-	text[got] = 0;
-	if (sscanf(text, "%llu", &on_cpu_ns) != 1)
+	if (proc_identity_read_file(pid, "schedstat", text, sizeof(text)) <= 0 ||
+	    sscanf(text, "%llu", &on_cpu_ns) != 1)
 		return 0;
 	return on_cpu_ns / 1000u;
 }

@@ -127,27 +127,6 @@ static void write_sparse_spanning(const char *path)
 	close(fd);
 }
 
-/* The peak resident memory (VmHWM, KiB) of pid, 0 when it is gone. */
-static long peak_rss_kib(pid_t pid)
-{
-	char path[64], text[8192];
-	const char *line;
-	ssize_t got;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	got = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (got <= 0)
-		return 0;
-	text[got] = 0;
-	line = strstr(text, "VmHWM:");
-	return line ? atol(line + strlen("VmHWM:")) : 0;
-}
-
 /* A process started by the command (as nobody or root), which prints its pid once ready. */
 static FILE *start_python(const char *command, pid_t *pid)
 {
@@ -295,7 +274,7 @@ static void profile_beside(enum attack attack)
 		_exit(127);
 	}
 	while (waitpid(profiler, &status, WNOHANG) == 0) {
-		long now = peak_rss_kib(profiler);
+		long now = test_peak_rss_kib(profiler);
 
 		if (now > peak)
 			peak = now;

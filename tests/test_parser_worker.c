@@ -70,21 +70,13 @@ static void check_reads_libz(struct parser_client *client)
 /* One line of /proc/PID/status ("Uid:"), its value after the tab, into out. */
 static void status_field(pid_t pid, const char *field, char *out, size_t len)
 {
-	char path[64], text[8192];
+	char text[8192];
 	const char *line;
-	int fd;
-	ssize_t got;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	got = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	assert_true(got > 0);
-	text[got] = 0;
+	assert_true(proc_identity_read_file(pid, "status", text, sizeof(text)) > 0);
 	line = strstr(text, field);
 	if (!line)
-		fail_msg("no %s in %s", field, path);
+		fail_msg("no %s in /proc/%d/status", field, (int)pid);
 	line += strlen(field);
 	line += strspn(line, " \t");
 	snprintf(out, len, "%.*s", (int)strcspn(line, "\n"), line);
@@ -636,27 +628,6 @@ static void test_symbol_table_bomb_stays_in_the_worker(void **state)
 	assert_int_equal(system(command), 0);
 }
 
-/* The peak resident memory (VmHWM, KiB) of pid, 0 when it is gone. */
-static long peak_rss_of(pid_t pid)
-{
-	char path[64], text[8192];
-	const char *line;
-	ssize_t got;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	got = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (got <= 0)
-		return 0;
-	text[got] = 0;
-	line = strstr(text, "VmHWM:");
-	return line ? atol(line + strlen("VmHWM:")) : 0;
-}
-
 /* Samples of path with a native frame in the file whose path ends with name. */
 static size_t samples_in_file(const char *path, const char *name)
 {
@@ -725,7 +696,7 @@ static void test_unwind_bomb_costs_one_file_in_a_run(void **state)
 		_exit(127);
 	}
 	while (waitpid(profiler, &status, WNOHANG) == 0) {
-		long now = peak_rss_of(profiler);
+		long now = test_peak_rss_kib(profiler);
 
 		peak_kib = now > peak_kib ? now : peak_kib;
 		usleep(20000);

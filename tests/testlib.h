@@ -17,6 +17,7 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "target/proc_identity.h"
 #include "target/proc_maps.h"
 
 /* The reference files (tests/data/README.md): $PYBPFPROF_TESTDATA, else tests/data of this checkout. */
@@ -260,6 +261,18 @@ static inline uint64_t test_cpu_ms(pid_t pid)
 			      &stime) != 2)
 		fail_msg("%s: no CPU times in '%s'", path, text);
 	return (utime + stime) * 1000u / (unsigned long long)sysconf(_SC_CLK_TCK);
+}
+
+/* The peak resident memory (VmHWM, KiB) of pid, 0 when it is gone. */
+static inline long test_peak_rss_kib(pid_t pid)
+{
+	char text[8192];
+	const char *line;
+
+	if (proc_identity_read_file(pid, "status", text, sizeof(text)) <= 0)
+		return 0;
+	line = strstr(text, "VmHWM:");
+	return line ? atol(line + strlen("VmHWM:")) : 0;
 }
 
 /* Shell-style status of a child: exit code, or 128 + signal. */

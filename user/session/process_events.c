@@ -8,7 +8,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
+#include "target/proc_identity.h"
 #include "util/clock.h"
 
 /* How long -p waits for a named process's runtime before giving up on it. */
@@ -349,20 +349,11 @@ size_t process_events_add_descendants(struct session *session)
 /* utime + stime of pid in clock ticks from /proc/PID/stat, 0 if gone. */
 static uint64_t cpu_ticks(pid_t pid)
 {
-	char path[64], text[1024], *close_paren;
+	char text[1024], *close_paren;
 	unsigned long long utime = 0, stime = 0;
-	ssize_t got;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_identity_read_file(pid, "stat", text, sizeof(text)) <= 0)
 		return 0;
-	got = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (got <= 0)
-		return 0;
-	text[got] = 0;
 	/* The command name may hold anything, ')' too: the fields start after the last one. */
 	close_paren = strrchr(text, ')');
 	if (!close_paren || sscanf(close_paren + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,

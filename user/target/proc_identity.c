@@ -13,8 +13,7 @@
 #define STATUS_MAX_BYTES 8192
 #define CGROUP_MAX_BYTES 4096
 
-/* Up to len - 1 bytes of a /proc file, NUL-terminated; the length, or a negative errno. */
-static ssize_t read_proc_file(pid_t pid, const char *name, char *out, size_t len)
+ssize_t proc_identity_read_file(pid_t pid, const char *name, char *out, size_t len)
 {
 	char path[64];
 	size_t used = 0;
@@ -136,16 +135,16 @@ int proc_identity_read(pid_t pid, struct proc_identity *out)
 	if (!text)
 		return -ENOMEM;
 	text[0] = '\n';
-	len = read_proc_file(pid, "status", text + 1, STATUS_MAX_BYTES);
+	len = proc_identity_read_file(pid, "status", text + 1, STATUS_MAX_BYTES);
 	if (len == -ESRCH) {
 		free(text);
 		return -ESRCH;
 	}
 	if (len > 0)
 		parse_ns_pid(text, pid, out);
-	if (read_proc_file(pid, "comm", out->comm, sizeof(out->comm)) > 0)
+	if (proc_identity_read_file(pid, "comm", out->comm, sizeof(out->comm)) > 0)
 		out->comm[strcspn(out->comm, "\n")] = 0;
-	if (read_proc_file(pid, "cgroup", text, CGROUP_MAX_BYTES) > 0)
+	if (proc_identity_read_file(pid, "cgroup", text, CGROUP_MAX_BYTES) > 0)
 		proc_identity_parse_cgroup(text, out->cgroup, sizeof(out->cgroup));
 	free(text);
 	return 0;
@@ -156,7 +155,7 @@ void proc_identity_thread_name(pid_t pid, pid_t tid, char out[PROC_IDENTITY_NAME
 	char name[48];
 
 	snprintf(name, sizeof(name), "task/%d/comm", (int)tid);
-	if (read_proc_file(pid, name, out, PROC_IDENTITY_NAME_MAX) <= 0)
+	if (proc_identity_read_file(pid, name, out, PROC_IDENTITY_NAME_MAX) <= 0)
 		out[0] = 0;
 	out[strcspn(out, "\n")] = 0;
 }

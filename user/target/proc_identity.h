@@ -23,6 +23,9 @@ struct proc_identity {
 						* is the root, a deeper v1 path (name=systemd's first); "" unknown */
 };
 
+/* Up to len - 1 bytes of /proc/PID/name, NUL-terminated; the length, or a negative errno
+ * (-ESRCH once pid is gone). */
+ssize_t proc_identity_read_file(pid_t pid, const char *name, char *out, size_t len);
 /* From /proc/PID/status (NSpid), /proc/PID/comm and /proc/PID/cgroup, each read bounded. 0 or -ESRCH; a field
  * that cannot be read is left as outside any namespace, or "". */
 int proc_identity_read(pid_t pid, struct proc_identity *out);
