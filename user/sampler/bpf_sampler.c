@@ -632,19 +632,28 @@ int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid)
 	return 0;
 }
 
-int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp_budget_usage *usage)
+/* *values = room for one value_size value per possible CPU, as a per-CPU map lookup fills
+ * it; returns the number of CPUs. */
+static int alloc_per_cpu(size_t value_size, void **values)
 {
 	int cpus = libbpf_num_possible_cpus();
-	uint32_t key = (uint32_t)tgid;
-	struct pbp_budget_usage *per_cpu;
-	int err = 0;
 
-	*usage = (struct pbp_budget_usage){ 0 };
 	if (cpus <= 0)
 		return cpus < 0 ? cpus : -EINVAL;
-	per_cpu = calloc((size_t)cpus, sizeof(*per_cpu));
-	if (!per_cpu)
-		return -ENOMEM;
+	*values = calloc((size_t)cpus, value_size);
+	return *values ? cpus : -ENOMEM;
+}
+
+int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp_budget_usage *usage)
+{
+	uint32_t key = (uint32_t)tgid;
+	struct pbp_budget_usage *per_cpu;
+	int cpus, err = 0;
+
+	*usage = (struct pbp_budget_usage){ 0 };
+	cpus = alloc_per_cpu(sizeof(*per_cpu), (void **)&per_cpu);
+	if (cpus < 0)
+		return cpus;
 	if (bpf_map__lookup_elem(sampler->skel->maps.budget_usage, &key, sizeof(key), per_cpu,
 				 (size_t)cpus * sizeof(*per_cpu), 0)) {
 		err = errno == ENOENT ? 0 : -errno;
@@ -836,15 +845,12 @@ int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms)
 /* totals[key] = the per-CPU values of map[key] summed, for every key below count. */
 static int sum_per_cpu(const struct bpf_map *map, uint32_t count, uint64_t *totals)
 {
-	int cpus = libbpf_num_possible_cpus();
 	uint64_t *per_cpu;
-	int err = 0;
+	int cpus, err = 0;
 
-	if (cpus <= 0)
-		return cpus < 0 ? cpus : -EINVAL;
-	per_cpu = calloc((size_t)cpus, sizeof(*per_cpu));
-	if (!per_cpu)
-		return -ENOMEM;
+	cpus = alloc_per_cpu(sizeof(*per_cpu), (void **)&per_cpu);
+	if (cpus < 0)
+		return cpus;
 	for (uint32_t key = 0; key < count; key++) {
 		totals[key] = 0;
 		if (bpf_map__lookup_elem(map, &key, sizeof(key), per_cpu, (size_t)cpus * sizeof(*per_cpu), 0)) {
