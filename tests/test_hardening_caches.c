@@ -7,10 +7,8 @@
  * this process and its forks: fake CPython 3.11 objects built in our memory.
  */
 #include <errno.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "testlib.h"
@@ -23,7 +21,6 @@
 #define FAKE_CODES 200
 #define CHURNED_PROCESSES 200
 #define ATTACKERS 8
-#define NOBODY_ID 65534
 /* What the cache may hold at most: its budget, plus the table being answered. */
 #define HELD_AT_MOST (SYMBOLIZE_PY_MAX_BYTES + SYMBOLIZE_PY_MAX_LINETABLE_BYTES + 4096)
 /* PEP 393 state of a compact ASCII str: kind 1, compact, ascii. */
@@ -147,30 +144,19 @@ static void shared_line_tables_stay_within_budget(void **state)
 	free_fake_target(&fake);
 }
 
-/* A fork of this process (the same fake objects at the same addresses) as nobody, waiting. */
-static pid_t start_attacker(void)
+/* ATTACKERS forks of this process (the same fake objects at the same addresses) as nobody, waiting. */
+static void start_attackers(pid_t attackers[ATTACKERS])
 {
-	int ready[2];
-	char byte = 0;
-	pid_t pid;
+	for (int a = 0; a < ATTACKERS; a++)
+		attackers[a] = test_fork_as_nobody(NULL, NULL);
+}
 
-	assert_int_equal(pipe(ready), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(ready[0]);
-		if (setgroups(0, NULL) || setresgid(NOBODY_ID, NOBODY_ID, NOBODY_ID) ||
-		    setresuid(NOBODY_ID, NOBODY_ID, NOBODY_ID) || prctl(PR_SET_PDEATHSIG, SIGKILL))
-			_exit(120);
-		if (write(ready[1], &byte, 1) != 1)
-			_exit(121);
-		for (;;)
-			pause();
+static void stop_attackers(const pid_t attackers[ATTACKERS])
+{
+	for (int a = 0; a < ATTACKERS; a++) {
+		kill(attackers[a], SIGKILL);
+		waitpid(attackers[a], NULL, 0);
 	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &byte, 1), 1);
-	close(ready[0]);
-	return pid;
 }
 
 /*
@@ -191,8 +177,7 @@ static void attackers_share_one_budget(void **state)
 	if (geteuid() != 0)
 		skip();
 	build_fake_target(&fake, SYMBOLIZE_PY_MAX_LINETABLE_BYTES);
-	for (int a = 0; a < ATTACKERS; a++)
-		attackers[a] = start_attacker();
+	start_attackers(attackers);
 	for (int a = 0; a < ATTACKERS; a++)
 		for (int i = 0; i < FAKE_CODES; i++) {
 			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
@@ -203,10 +188,7 @@ static void attackers_share_one_budget(void **state)
 		}
 	print_message("%d attackers x %d code objects: %zu bytes held, %" PRIu64 " line tables over budget\n",
 		      ATTACKERS, FAKE_CODES, stats.code_bytes, stats.lines_over_budget);
-	for (int a = 0; a < ATTACKERS; a++) {
-		kill(attackers[a], SIGKILL);
-		waitpid(attackers[a], NULL, 0);
-	}
+	stop_attackers(attackers);
 	read_errors = stats.read_errors;
 	for (int a = 0; a < ATTACKERS; a++)
 		for (int i = 0; i < FAKE_CODES; i++) {
@@ -250,8 +232,7 @@ static void attackers_fit_in_the_target_budget_beside_other_stores(void **state)
 	assert_true(outputs >= 0);
 	target_budget_set_held(budget, outputs, OUTPUT_TABLES);
 	build_fake_target(&fake, SYMBOLIZE_PY_MAX_LINETABLE_BYTES);
-	for (int a = 0; a < ATTACKERS; a++)
-		attackers[a] = start_attacker();
+	start_attackers(attackers);
 	for (int a = 0; a < ATTACKERS; a++)
 		for (int i = 0; i < FAKE_CODES; i++) {
 			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
@@ -271,10 +252,7 @@ static void attackers_fit_in_the_target_budget_beside_other_stores(void **state)
 	assert_true(stats.lines_over_budget > 0);
 	assert_int_equal(stats.codes, ATTACKERS * FAKE_CODES);
 	assert_true(target_budget_peak(budget) <= SMALL_BUDGET);
-	for (int a = 0; a < ATTACKERS; a++) {
-		kill(attackers[a], SIGKILL);
-		waitpid(attackers[a], NULL, 0);
-	}
+	stop_attackers(attackers);
 	symbolize_py_cache_free(cache);
 	free_fake_target(&fake);
 	target_budget_free(budget);

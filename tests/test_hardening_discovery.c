@@ -139,21 +139,17 @@ static FILE *start_python(const char *command, pid_t *pid)
 	return python;
 }
 
+static bool has_frame_named(const struct pf_sample *sample, const void *name)
+{
+	for (size_t i = 0; i < sample->frame_count; i++)
+		if (sample->frames[i].name && strcmp(sample->frames[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 static size_t samples_with_frame(const char *path, const char *name)
 {
-	struct pf_reader *reader = test_open_profile(path);
-	struct pf_sample sample;
-	size_t count = 0;
-
-	while (pf_reader_next_sample(reader, &sample) == 1) {
-		bool found = false;
-
-		for (size_t i = 0; i < sample.frame_count && !found; i++)
-			found = sample.frames[i].name && strcmp(sample.frames[i].name, name) == 0;
-		count += found;
-	}
-	pf_reader_close(reader);
-	return count;
+	return test_count_samples(path, has_frame_named, name);
 }
 
 /* The run's "N samples in ... M lost" line. */
@@ -246,9 +242,9 @@ static void profile_beside(enum attack attack)
 {
 	char dir[64], command[1024], profile[128], log[128];
 	char *argv[] = { (char *)pybpfprof_binary(), "-F", "199", "-d", "6", "-o", profile, NULL };
-	pid_t attacker_pid, benign_pid, profiler;
+	pid_t attacker_pid, benign_pid;
 	FILE *attacker, *benign;
-	long peak = 0;
+	long peak;
 	uint64_t samples = 0, lost = 0;
 	size_t benign_samples;
 	int status;
@@ -263,23 +259,7 @@ static void profile_beside(enum attack attack)
 			"    while True: sum(range(1000))\n"
 			"benign_spin()'");
 	benign = start_python(command, &benign_pid);
-	profiler = fork();
-	assert_true(profiler >= 0);
-	if (profiler == 0) {
-		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-		if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(profiler, &status, WNOHANG) == 0) {
-		long now = test_peak_rss_kib(profiler);
-
-		if (now > peak)
-			peak = now;
-		usleep(20000);
-	}
+	status = test_run_watching_peak_rss(argv, log, &peak);
 	kill(attacker_pid, SIGKILL);
 	kill(benign_pid, SIGKILL);
 	pclose(attacker);

@@ -628,25 +628,22 @@ static void test_symbol_table_bomb_stays_in_the_worker(void **state)
 	assert_int_equal(system(command), 0);
 }
 
-/* Samples of path with a native frame in the file whose path ends with name. */
+/* Whether a sample has a native frame in a file whose path holds name. */
+static bool has_native_frame_in(const struct pf_sample *sample, const void *name)
+{
+	for (size_t f = 0; f < sample->frame_count; f++) {
+		const char *file = sample->frames[f].file;
+
+		if (sample->frames[f].kind == PF_FRAME_NATIVE && file && strstr(file, name))
+			return true;
+	}
+	return false;
+}
+
+/* Samples of path with a native frame in a file whose path holds name. */
 static size_t samples_in_file(const char *path, const char *name)
 {
-	struct pf_reader *reader = test_open_profile(path);
-	struct pf_sample sample;
-	size_t count = 0;
-
-	while (pf_reader_next_sample(reader, &sample) == 1) {
-		bool found = false;
-
-		for (size_t f = 0; f < sample.frame_count && !found; f++) {
-			const char *file = sample.frames[f].file;
-
-			found = sample.frames[f].kind == PF_FRAME_NATIVE && file && strstr(file, name);
-		}
-		count += found;
-	}
-	pf_reader_close(reader);
-	return count;
+	return test_count_samples(path, has_native_frame_in, name);
 }
 
 /*
@@ -659,8 +656,8 @@ static void test_unwind_bomb_costs_one_file_in_a_run(void **state)
 {
 	char dir[64], bomb[128], command[1024], profile[128], log[128], pid_text[16], summary[8192];
 	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-F", "197", "-d", "4", "-p", pid_text, "-o", profile, NULL };
-	long peak_kib = 0;
-	pid_t profiler, target;
+	long peak_kib;
+	pid_t target;
 	size_t in_libz, got;
 	FILE *python;
 	int status, fd;
@@ -685,22 +682,7 @@ static void test_unwind_bomb_costs_one_file_in_a_run(void **state)
 	assert_non_null(python);
 	assert_int_equal(fscanf(python, "%d", &target), 1);
 	FORMAT(pid_text, "%d", (int)target);
-	profiler = fork();
-	assert_true(profiler >= 0);
-	if (profiler == 0) {
-		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-		if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(profiler, &status, WNOHANG) == 0) {
-		long now = test_peak_rss_kib(profiler);
-
-		peak_kib = now > peak_kib ? now : peak_kib;
-		usleep(20000);
-	}
+	status = test_run_watching_peak_rss(argv, log, &peak_kib);
 	kill(target, SIGKILL);
 	pclose(python);
 	fd = open(log, O_RDONLY | O_CLOEXEC);

@@ -8,12 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -491,41 +488,13 @@ static void test_not_python(void **state)
 /* ---- a process mapping thousands of tiny ELF files ---- */
 
 #define TINY_FILES 2000
-#define NOBODY_ID 65534
 
 /* A process of nobody's mapping each of the TINY_FILES copies in dir executable. */
 static pid_t spawn_tiny_mapper(const char *dir)
 {
-	int ready[2];
-	pid_t pid;
-	char byte;
+	const struct test_library_copies copies = { dir, 0, TINY_FILES };
+	pid_t pid = test_fork_as_nobody(test_map_library_copies, &copies);
 
-	assert_int_equal(pipe(ready), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(ready[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
-		if (setgroups(0, NULL) || setgid(NOBODY_ID) || setuid(NOBODY_ID))
-			_exit(1);
-		for (size_t i = 0; i < TINY_FILES; i++) {
-			char path[128];
-			int fd;
-
-			snprintf(path, sizeof(path), "%s/lib%zu.so", dir, i);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0 || mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
-				_exit(1);
-			close(fd);
-		}
-		if (write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &byte, 1), 1);
-	close(ready[0]);
 	children[child_count++] = pid;
 	return pid;
 }

@@ -6,14 +6,12 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
-#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -623,7 +621,6 @@ static void test_prebuilt_file_serves_a_later_process(void **state)
 
 #define MANY_FILE_PROCS 8
 #define MANY_FILES_EACH 250
-#define NOBODY_ID 65534
 
 static size_t open_descriptors(void)
 {
@@ -641,37 +638,9 @@ static size_t open_descriptors(void)
 /* A process of nobody's that maps each of the count copies of library (from first) executable. */
 static pid_t spawn_mapper_as_nobody(const char *dir, size_t first, size_t count)
 {
-	int ready[2];
-	pid_t pid;
-	char byte;
+	const struct test_library_copies copies = { dir, first, count };
 
-	assert_int_equal(pipe(ready), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		close(ready[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
-		if (setgroups(0, NULL) || setgid(NOBODY_ID) || setuid(NOBODY_ID))
-			_exit(1);
-		for (size_t i = first; i < first + count; i++) {
-			char path[PATH_MAX + 32];
-			int fd;
-
-			snprintf(path, sizeof(path), "%s/lib%zu.so", dir, i);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0 || mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
-				_exit(1);
-			close(fd);
-		}
-		if (write(ready[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &byte, 1), 1);
-	close(ready[0]);
-	return pid;
+	return test_fork_as_nobody(test_map_library_copies, &copies);
 }
 
 /*
@@ -842,35 +811,18 @@ static long peak_rss_kib(void)
 	return kib;
 }
 
-/* As nobody: maps path executable, says so on ready_fd, waits to be killed. */
+/* Maps the file at path executable (two pages); 0 or -1. */
+static int map_executable(const void *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	return fd < 0 || mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED ? -1 : 0;
+}
+
+/* A process of nobody's that maps path executable, waiting to be killed. */
 static pid_t map_as_nobody(const char *path)
 {
-	int ready[2];
-	pid_t pid;
-	char byte;
-
-	assert_int_equal(pipe(ready), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd;
-
-		close(ready[0]);
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
-		    prctl(PR_SET_PDEATHSIG, SIGKILL))
-			_exit(120);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
-			_exit(121);
-		if (write(ready[1], "!", 1) != 1)
-			_exit(122);
-		for (;;)
-			pause();
-	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &byte, 1), 1);
-	close(ready[0]);
-	return pid;
+	return test_fork_as_nobody(map_executable, path);
 }
 
 /*

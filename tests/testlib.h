@@ -111,9 +111,12 @@ static inline struct proc_file_id test_file_holding(uint64_t addr)
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 
@@ -275,6 +278,33 @@ static inline long test_peak_rss_kib(pid_t pid)
 	return line ? atol(line + strlen("VmHWM:")) : 0;
 }
 
+/* Runs argv to its end, its output into the file log, its peak resident memory (VmHWM, KiB)
+ * watched as it runs and the most seen into *peak_kib; its wait status. */
+static inline int test_run_watching_peak_rss(char *const argv[], const char *log, long *peak_kib)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	*peak_kib = 0;
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		long now = test_peak_rss_kib(pid);
+
+		if (now > *peak_kib)
+			*peak_kib = now;
+		usleep(20000);
+	}
+	return status;
+}
+
 /* Shell-style status of a child: exit code, or 128 + signal. */
 static inline int test_wait_status(pid_t pid)
 {
@@ -366,6 +396,63 @@ static inline int run_limited(const char *limit, char *const argv[], char *err, 
 }
 
 /* The pybpfprof binary under test. */
+/*
+ * A fork of this process as nobody (uid and gid 65534, no groups) that dies with this one, runs
+ * prepare(arg) when given, says it is ready and waits to be killed: its pid, once it is ready.
+ * A prepare that fails (non-zero) ends the child before it is ready, failing the test. The
+ * parent-death signal is set after the ids change, which would clear it.
+ */
+static inline pid_t test_fork_as_nobody(int (*prepare)(const void *arg), const void *arg)
+{
+	int ready[2];
+	char byte = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL))
+			_exit(120);
+		if (prepare && prepare(arg))
+			_exit(121);
+		if (write(ready[1], &byte, 1) != 1)
+			_exit(122);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/* Copies of a library: dir/libN.so for N from first, count of them. */
+struct test_library_copies {
+	const char *dir;
+	size_t first, count;
+};
+
+/* A test_fork_as_nobody prepare: maps each of the test_library_copies arg executable; 0 or -1. */
+static inline int test_map_library_copies(const void *arg)
+{
+	const struct test_library_copies *copies = arg;
+
+	for (size_t i = copies->first; i < copies->first + copies->count; i++) {
+		char path[PATH_MAX + 32];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/lib%zu.so", copies->dir, i);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+			return -1;
+		close(fd);
+	}
+	return 0;
+}
+
 /* A world-writable sticky directory, as /tmp is, for nobody to plant names in. */
 static inline void test_make_sticky_dir(char *dir, size_t len)
 {
@@ -608,6 +695,20 @@ static inline struct pf_reader *test_open_profile(const char *path)
 	if (format_registry_open_reader(&reader, path, err, sizeof(err)))
 		fail_msg("%s: %s", path, err);
 	return reader;
+}
+
+/* How many samples of the profile at path match(sample, arg). */
+static inline size_t test_count_samples(const char *path, bool (*match)(const struct pf_sample *, const void *),
+					const void *arg)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	size_t count = 0;
+
+	while (pf_reader_next_sample(reader, &sample) == 1)
+		count += match(&sample, arg);
+	pf_reader_close(reader);
+	return count;
 }
 
 /* A script started by a test, with the pipe it reports on. */
