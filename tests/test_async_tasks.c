@@ -49,23 +49,40 @@ static bool holds_in_order(const char *text, const char *const *wanted)
 	return true;
 }
 
-static struct chain_count count_chain(const char *path, const char *part, const char *const *wanted)
+static FILE *open_collapsed(const char *path)
 {
-	struct chain_count count = { 0, 0 };
 	FILE *file = fopen(path, "r");
-	char *line = NULL;
-	size_t room = 0;
 
 	if (!file)
 		fail_msg("%s: cannot open", path);
-	while (getline(&line, &room, file) > 0) {
-		char *weight = strrchr(line, ' ');
-		unsigned long long value;
+	return file;
+}
 
-		if (!weight)
+/* The next "stack weight" line of a collapsed file: the stack left in *line, its weight in
+ * *weight; false at the end. */
+static bool next_stack(FILE *file, char **line, size_t *room, unsigned long long *weight)
+{
+	while (getline(line, room, file) > 0) {
+		char *space = strrchr(*line, ' ');
+
+		if (!space)
 			continue;
-		*weight = 0;
-		value = strtoull(weight + 1, NULL, 10);
+		*space = 0;
+		*weight = strtoull(space + 1, NULL, 10);
+		return true;
+	}
+	return false;
+}
+
+static struct chain_count count_chain(const char *path, const char *part, const char *const *wanted)
+{
+	struct chain_count count = { 0, 0 };
+	FILE *file = open_collapsed(path);
+	unsigned long long value;
+	char *line = NULL;
+	size_t room = 0;
+
+	while (next_stack(file, &line, &room, &value)) {
 		if (!strstr(line, part))
 			continue;
 		count.with_part += value;
@@ -152,13 +169,12 @@ static void task_stacks(void **state)
 /* Occurrences of needle in the stack lines of path holding part, the most in one line. */
 static size_t most_in_a_line(const char *path, const char *part, const char *needle)
 {
-	FILE *file = fopen(path, "r");
+	FILE *file = open_collapsed(path);
+	unsigned long long weight;
 	char *line = NULL;
 	size_t room = 0, most = 0;
 
-	if (!file)
-		fail_msg("%s: cannot open", path);
-	while (getline(&line, &room, file) > 0) {
+	while (next_stack(file, &line, &room, &weight)) {
 		size_t count = 0;
 
 		if (!strstr(line, part))
@@ -258,27 +274,31 @@ static void stacks_task_tree(void **state)
 /* Weight of the stack lines of path whose stack ends with leaf (its last frame's "file:function:"). */
 static unsigned long long weight_ending(const char *path, const char *holding, const char *leaf)
 {
-	FILE *file = fopen(path, "r");
-	unsigned long long weight = 0;
+	FILE *file = open_collapsed(path);
+	unsigned long long weight = 0, value;
 	char *line = NULL;
 	size_t room = 0;
 
-	if (!file)
-		fail_msg("%s: cannot open", path);
-	while (getline(&line, &room, file) > 0) {
-		char *space = strrchr(line, ' '), *last;
+	while (next_stack(file, &line, &room, &value)) {
+		const char *last = strrchr(line, ';');
 
-		if (!space)
-			continue;
-		*space = 0;
-		last = strrchr(line, ';');
 		last = last ? last + 1 : line;
 		if (strstr(line, holding) && strstr(last, leaf))
-			weight += strtoull(space + 1, NULL, 10);
+			weight += value;
 	}
 	free(line);
 	fclose(file);
 	return weight;
+}
+
+/* async_tasks.py run by python, recorded for a while with options into the collapsed file path. */
+static void record_async_tasks(const struct test_python *python, const char *options, const char *path)
+{
+	struct test_target target;
+
+	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
+	record_collapsed(python->label, target.pid, options, path);
+	test_stop_target(&target);
 }
 
 /*
@@ -289,13 +309,10 @@ static unsigned long long weight_ending(const char *path, const char *holding, c
 static void wall_pending_tasks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
-	struct test_target target;
 	char path[PATH_MAX];
 
 	FORMAT(path, "%s/async-wall-%s.collapsed", test_tmpdir(), python->label);
-	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
-	record_collapsed(python->label, target.pid, "--mode wall --async-mode all", path);
-	test_stop_target(&target);
+	record_async_tasks(python, "--mode wall --async-mode all", path);
 
 	/* a worker waiting in sleep while its sibling crunches: under its task and the main one */
 	assert_true(weight_holding(path, "<asyncio>:<task Task-1>:0;", "<asyncio>:<task gathered-") > 0);
@@ -309,9 +326,7 @@ static void wall_pending_tasks(void **state)
 
 	/* by default (--async-mode running) threads only */
 	FORMAT(path, "%s/async-wall-running-%s.collapsed", test_tmpdir(), python->label);
-	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
-	record_collapsed(python->label, target.pid, "--mode wall", path);
-	test_stop_target(&target);
+	record_async_tasks(python, "--mode wall", path);
 	assert_true(weight_holding(path, "<task gathered-", ":crunch_gathered:") > 0);
 	assert_int_equal(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:"), 0);
 	assert_int_equal(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:"), 0);
