@@ -408,52 +408,78 @@ static void truth_dir(char *dir, size_t len, const char *name)
 	assert_true(mkdir(dir, 0755) == 0 || errno == EEXIST);
 }
 
-static void gunicorn_flask_workers(void **state)
-{
-	char profiler_log[PATH_MAX];
-	pid_t profiler;
-	enum { WORKERS = 2 };
-	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], truth[PATH_MAX], truth_env[PATH_MAX + 32],
-		bind[32], master_text[16], script[PATH_MAX];
-	char *env[] = { truth_env, NULL };
-	char *argv[] = { "/usr/bin/gunicorn", "-c", "gunicorn_conf.py", "-w", "2", "-b", bind,
-			 "--graceful-timeout", "20", "flask_app:app", NULL };
-	pid_t workers[MAX_WORKERS], master, wrk;
-	uint64_t samples[WORKERS] = { 0 }, report = 0, lookup = 0, truth_report = 0, truth_lookup = 0,
-		 cpu_before, cpu_after, in_workers = 0;
-	struct pf_reader *reader;
-	struct pf_sample sample;
-	int port, got, status;
+/* A gunicorn serving flask_app under wrk's load, profiled with -C -p master; its files named
+ * after its name in the test's directory. */
+struct gunicorn_run {
+	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], profiler_log[PATH_MAX], truth[PATH_MAX];
+	pid_t workers[MAX_WORKERS]; /* the two it started with */
+	pid_t master, wrk, profiler;
+};
 
-	(void)state;
+/* gunicorn -w 2 with extra options (NULL-terminated) started and loaded, its workers busy for
+ * two seconds before the profiler attaches to the master. */
+static void gunicorn_start_profiled(struct gunicorn_run *run, const char *name, const char *const extra[])
+{
+	char truth_env[PATH_MAX + 32], bind[32], master_text[16], script[PATH_MAX];
+	char *env[] = { truth_env, NULL };
+	char *argv[24] = { "/usr/bin/gunicorn", "-c", "gunicorn_conf.py", "-w", "2" };
+	size_t argc = 5;
+	int port;
+
 	need_program("/usr/bin/gunicorn");
 	need_program("/usr/bin/wrk");
 	need_module("flask");
 	port = free_port();
 	FORMAT(bind, "127.0.0.1:%d", port);
-	FORMAT(log, "%s/gunicorn.log", test_tmpdir());
-	FORMAT(wrk_log, "%s/gunicorn-wrk.log", test_tmpdir());
-	FORMAT(mojo, "%s/gunicorn.mojo", test_tmpdir());
-	FORMAT(profiler_log, "%s/gunicorn-profiler.log", test_tmpdir());
+	FORMAT(run->log, "%s/%s.log", test_tmpdir(), name);
+	FORMAT(run->wrk_log, "%s/%s-wrk.log", test_tmpdir(), name);
+	FORMAT(run->mojo, "%s/%s.mojo", test_tmpdir(), name);
+	FORMAT(run->profiler_log, "%s/%s-profiler.log", test_tmpdir(), name);
 	FORMAT(script, "%s/alternate.lua", services_dir());
-	truth_dir(truth, sizeof(truth), "gunicorn-truth");
-	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", truth);
+	FORMAT(truth_env, "%s-truth", name);
+	truth_dir(run->truth, sizeof(run->truth), truth_env);
+	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", run->truth);
+	for (size_t i = 0; extra[i]; i++)
+		argv[argc++] = (char *)extra[i];
+	memcpy(argv + argc, (char *const[]){ "-b", bind, "--graceful-timeout", "20", "flask_app:app", NULL },
+	       6 * sizeof(*argv));
 
-	master = start_group(argv, env, log);
-	wait_for_port(port, master, log);
-	wait_for_children(master, workers, WORKERS, log);
-	wrk = start_wrk(port, "/", script, wrk_log);
-	sleep_ms(2000); /* the workers busy before the profiler attaches */
-	snprintf(master_text, sizeof(master_text), "%d", (int)master);
-	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, mojo, profiler_log);
-	wait_until_profiled(mojo, workers, WORKERS, profiler, profiler_log);
+	run->master = start_group(argv, env, run->log);
+	wait_for_port(port, run->master, run->log);
+	wait_for_children(run->master, run->workers, 2, run->log);
+	run->wrk = start_wrk(port, "/", script, run->wrk_log);
+	sleep_ms(2000);
+	FORMAT(master_text, "%d", (int)run->master);
+	run->profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, run->mojo,
+				      run->profiler_log);
+}
+
+/* The load stopped, then gunicorn, which must stop cleanly. */
+static void gunicorn_stop(const struct gunicorn_run *run)
+{
+	stop_wrk(run->wrk, run->wrk_log);
+	if (stop_group(run->master, SIGTERM, 30) != 0)
+		fail_with_log("gunicorn did not stop cleanly", run->log);
+}
+
+static void gunicorn_flask_workers(void **state)
+{
+	enum { WORKERS = 2 };
+	static struct gunicorn_run run;
+	const pid_t *workers = run.workers;
+	uint64_t samples[WORKERS] = { 0 }, report = 0, lookup = 0, truth_report = 0, truth_lookup = 0,
+		 cpu_before, cpu_after, in_workers = 0;
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	int got;
+
+	(void)state;
+	gunicorn_start_profiled(&run, "gunicorn", (const char *const[]){ NULL });
+	wait_until_profiled(run.mojo, workers, WORKERS, run.profiler, run.profiler_log);
 	cpu_before = cpu_ms_of(workers, WORKERS);
-	profile_finish(profiler, 10000, profiler_log, "gunicorn");
+	profile_finish(run.profiler, 10000, run.profiler_log, "gunicorn");
 	cpu_after = cpu_ms_of(workers, WORKERS);
-	stop_wrk(wrk, wrk_log);
-	status = stop_group(master, SIGTERM, 30);
-	if (status != 0)
-		fail_with_log("gunicorn did not stop cleanly", log);
+	gunicorn_stop(&run);
 
 	/* The truth: each worker's own CPU time in each view. */
 	for (size_t i = 0; i < WORKERS; i++) {
@@ -462,16 +488,16 @@ static void gunicorn_flask_workers(void **state)
 		size_t len;
 		uint8_t *text;
 
-		FORMAT(path, "%s/flask.%d", truth, (int)workers[i]);
+		FORMAT(path, "%s/flask.%d", run.truth, (int)workers[i]);
 		text = read_whole_file(path, &len);
 		if (!text || sscanf((char *)text, "%llu %llu", &view_report, &view_lookup) != 2)
-			fail_with_log("a worker wrote no truth", log);
+			fail_with_log("a worker wrote no truth", run.log);
 		free(text);
 		truth_report += view_report;
 		truth_lookup += view_lookup;
 	}
 
-	reader = test_open_profile(mojo);
+	reader = test_open_profile(run.mojo);
 	while ((got = pf_reader_next_sample(reader, &sample)) == 1) {
 		ssize_t worker = index_of(workers, WORKERS, sample.pid);
 
@@ -550,46 +576,21 @@ static size_t read_worker_truths(const char *dir, struct worker_truth *out, size
  */
 static void gunicorn_recycled_workers(void **state)
 {
-	char profiler_log[PATH_MAX];
-	pid_t profiler;
 	enum { MAX_TRUTHS = 256 };
-	char log[PATH_MAX], wrk_log[PATH_MAX], mojo[PATH_MAX], truth[PATH_MAX], truth_env[PATH_MAX + 32],
-		bind[32], master_text[16], script[PATH_MAX];
-	char *env[] = { truth_env, NULL };
-	char *argv[] = { "/usr/bin/gunicorn", "-c", "gunicorn_conf.py", "-w", "2", "--max-requests", "10",
-			 "-b", bind, "--graceful-timeout", "20", "flask_app:app", NULL };
+	static struct gunicorn_run run;
 	static struct worker_truth truths[MAX_TRUTHS];
 	static const char *const views[2] = { "report", "lookup" };
 	static uint64_t samples[MAX_TRUTHS];
-	pid_t initial[MAX_WORKERS], pids[MAX_TRUTHS], master, wrk;
+	pid_t pids[MAX_TRUTHS];
 	size_t count, born_inside = 0;
 	uint64_t from, until;
 	struct pf_reader *reader;
 	struct pf_sample sample;
-	int port, got;
+	int got;
 
 	(void)state;
-	need_program("/usr/bin/gunicorn");
-	need_program("/usr/bin/wrk");
-	need_module("flask");
-	port = free_port();
-	FORMAT(bind, "127.0.0.1:%d", port);
-	FORMAT(log, "%s/recycled.log", test_tmpdir());
-	FORMAT(wrk_log, "%s/recycled-wrk.log", test_tmpdir());
-	FORMAT(mojo, "%s/recycled.mojo", test_tmpdir());
-	FORMAT(profiler_log, "%s/recycled-profiler.log", test_tmpdir());
-	FORMAT(script, "%s/alternate.lua", services_dir());
-	truth_dir(truth, sizeof(truth), "recycled-truth");
-	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", truth);
-
-	master = start_group(argv, env, log);
-	wait_for_port(port, master, log);
-	wait_for_children(master, initial, 2, log);
-	wrk = start_wrk(port, "/", script, wrk_log);
-	sleep_ms(2000);
-	FORMAT(master_text, "%d", (int)master);
-	profiler = profile_start((const char *const[]){ "-C", "-p", master_text, NULL }, mojo, profiler_log);
-	wait_until_profiled(mojo, &master, 1, profiler, profiler_log);
+	gunicorn_start_profiled(&run, "recycled", (const char *const[]){ "--max-requests", "10", NULL });
+	wait_until_profiled(run.mojo, &run.master, 1, run.profiler, run.profiler_log);
 	from = monotonic_ns();
 	/* At least 8 s, and until a worker forked since has been recycled (a slow machine
 	 * serves its 10 requests slowly). */
@@ -597,22 +598,20 @@ static void gunicorn_recycled_workers(void **state)
 		bool recycled = false;
 
 		sleep_ms(500);
-		count = read_worker_truths(truth, truths, MAX_TRUTHS);
+		count = read_worker_truths(run.truth, truths, MAX_TRUTHS);
 		for (size_t i = 0; i < count; i++)
 			recycled |= truths[i].started_ns >= from;
 		if (recycled && tries >= 16)
 			break;
 	}
-	profile_finish(profiler, 0, profiler_log, "gunicorn");
+	profile_finish(run.profiler, 0, run.profiler_log, "gunicorn");
 	until = monotonic_ns();
-	stop_wrk(wrk, wrk_log);
-	if (stop_group(master, SIGTERM, 30) != 0)
-		fail_with_log("gunicorn did not stop cleanly", log);
+	gunicorn_stop(&run);
 
-	count = read_worker_truths(truth, truths, MAX_TRUTHS);
+	count = read_worker_truths(run.truth, truths, MAX_TRUTHS);
 	for (size_t i = 0; i < count; i++)
 		pids[i] = truths[i].pid;
-	reader = test_open_profile(mojo);
+	reader = test_open_profile(run.mojo);
 	while ((got = pf_reader_next_sample(reader, &sample)) == 1) {
 		ssize_t at = index_of(pids, count, sample.pid);
 
@@ -638,7 +637,7 @@ static void gunicorn_recycled_workers(void **state)
 				 (int)truths[i].pid, samples[i], view_ms);
 	}
 	if (!born_inside)
-		fail_with_log("no worker was forked and recycled while profiled (of the workers that wrote a truth)", log);
+		fail_with_log("no worker was forked and recycled while profiled (of the workers that wrote a truth)", run.log);
 }
 
 /* Whether a sample holds Python frames named chain[0], chain[1], ... in that order, root to leaf
