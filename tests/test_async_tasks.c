@@ -114,17 +114,25 @@ static unsigned long long weight_holding(const char *path, const char *a, const 
 	return count_chain(path, a, wanted).in_chain;
 }
 
-/* pybpfprof -p PID for seconds into a collapsed file (extra: an option or ""). */
-static void record_collapsed(const char *label, pid_t pid, const char *extra, const char *path)
+/* The pybpfprof command line (split in place) run to its end, which must succeed. */
+static void run_pybpfprof(const char *label, char *command)
 {
-	char command[PATH_MAX * 2], err[4096], *argv[32];
+	char err[4096], *argv[32];
 	int status;
 
-	FORMAT(command, "%s -q %s -p %d -d 2.5 -o %s", pybpfprof_binary(), extra, (int)pid, path);
 	split_command(command, argv, 32);
 	status = run_capture(argv, err, sizeof(err));
 	if (status != 0)
 		fail_msg("%s: pybpfprof exited %d: %s", label, status, err);
+}
+
+/* pybpfprof -p PID for seconds into a collapsed file (extra: an option or ""). */
+static void record_collapsed(const char *label, pid_t pid, const char *extra, const char *path)
+{
+	char command[PATH_MAX * 2];
+
+	FORMAT(command, "%s -q %s -p %d -d 2.5 -o %s", pybpfprof_binary(), extra, (int)pid, path);
+	run_pybpfprof(label, command);
 }
 
 static const char *const gathered_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":gather_round:",
@@ -136,22 +144,37 @@ static const char *const grouped_chain[] = { "<asyncio>:<task Task-1>:0;", ":mai
 static const char *const await_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":chain_top:",
 					   ":chain_middle:", ":chain_leaf:", NULL };
 
+/* async_tasks.py (with args) run by python, recorded into hidden, then with its loop's plumbing
+ * kept into shown. */
+static void record_plumbing_both_ways(const struct test_python *python, const char *args, const char *hidden,
+				      const char *shown)
+{
+	struct test_target target;
+
+	target.pid = test_start_ready_script(python, "async_tasks.py", args, &target.out_fd);
+	record_collapsed(python->label, target.pid, "", hidden);
+	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
+	test_stop_target(&target);
+}
+
+/* The script's three task chains, each under most of its leaf's samples in path. */
+static void assert_task_chains(const char *label, const char *path)
+{
+	assert_chain_share(label, path, ":crunch_gathered:", gathered_chain);
+	assert_chain_share(label, path, ":crunch_grouped:", grouped_chain);
+	assert_chain_share(label, path, ":chain_leaf:", await_chain);
+}
+
 static void task_stacks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
-	struct test_target target;
 	char hidden[PATH_MAX], shown[PATH_MAX];
 
 	FORMAT(hidden, "%s/async-%s.collapsed", test_tmpdir(), python->label);
 	FORMAT(shown, "%s/async-plumbing-%s.collapsed", test_tmpdir(), python->label);
-	target.pid = test_start_ready_script(python, "async_tasks.py", "60", &target.out_fd);
-	record_collapsed(python->label, target.pid, "", hidden);
-	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
-	test_stop_target(&target);
+	record_plumbing_both_ways(python, "60", hidden, shown);
 
-	assert_chain_share(python->label, hidden, ":crunch_gathered:", gathered_chain);
-	assert_chain_share(python->label, hidden, ":crunch_grouped:", grouped_chain);
-	assert_chain_share(python->label, hidden, ":chain_leaf:", await_chain);
+	assert_task_chains(python->label, hidden);
 	/* both gathered tasks and both grouped ones by name */
 	assert_true(weight_holding(hidden, "<task gathered-a>", ":crunch_gathered:") > 0);
 	assert_true(weight_holding(hidden, "<task gathered-b>", ":crunch_gathered:") > 0);
@@ -340,7 +363,6 @@ static void uvloop_task_stacks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	char path[PATH_MAX], shown[PATH_MAX], command[PATH_MAX + 64];
-	struct test_target target;
 
 	if (strcmp(python->kind, "chroot") != 0)
 		skip();
@@ -351,14 +373,9 @@ static void uvloop_task_stacks(void **state)
 	}
 	FORMAT(path, "%s/async-uvloop-%s.collapsed", test_tmpdir(), python->label);
 	FORMAT(shown, "%s/async-uvloop-plumbing-%s.collapsed", test_tmpdir(), python->label);
-	target.pid = test_start_ready_script(python, "async_tasks.py", "60 0.25 uvloop", &target.out_fd);
-	record_collapsed(python->label, target.pid, "", path);
-	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
-	test_stop_target(&target);
+	record_plumbing_both_ways(python, "60 0.25 uvloop", path, shown);
 
-	assert_chain_share(python->label, path, ":crunch_gathered:", gathered_chain);
-	assert_chain_share(python->label, path, ":crunch_grouped:", grouped_chain);
-	assert_chain_share(python->label, path, ":chain_leaf:", await_chain);
+	assert_task_chains(python->label, path);
 	/* uvloop's own loop, in C around libuv, runs the tasks: above the chain only when kept */
 	assert_true(weight_holding(shown, "uv_run_[n]", "<asyncio>:<task Task-1>:0;") > 0);
 	assert_int_equal(weight_holding(path, "uv_run_[n]", "<task "), 0);
@@ -372,17 +389,13 @@ static void uvloop_task_stacks(void **state)
 static void launched_task_stacks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
-	char path[PATH_MAX], command[PATH_MAX * 3], err[4096], *argv[32];
+	char path[PATH_MAX], command[PATH_MAX * 3];
 	struct chain_count count;
-	int status;
 
 	FORMAT(path, "%s/async-launched-%s.collapsed", test_tmpdir(), python->label);
 	FORMAT(command, "%s -q -o %s -- %s %s/tests/scripts/async_tasks.py 4", pybpfprof_binary(), path,
 	       python->command, test_source_dir());
-	split_command(command, argv, 32);
-	status = run_capture(argv, err, sizeof(err));
-	if (status != 0)
-		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+	run_pybpfprof(python->label, command);
 	/* the start-up before the module is found may miss its chains: half of the run at least */
 	count = count_chain(path, ":crunch_gathered:", gathered_chain);
 	print_message("%s: launched: %llu of %llu us of crunch_gathered in its chain\n", python->label,
