@@ -127,18 +127,6 @@ static void write_sparse_spanning(const char *path)
 	close(fd);
 }
 
-/* A process started by the command (as nobody or root), which prints its pid once ready. */
-static FILE *start_python(const char *command, pid_t *pid)
-{
-	FILE *python = popen(command, "r");
-	int got;
-
-	assert_non_null(python);
-	got = fscanf(python, "%d", pid);
-	assert_int_equal(got, 1);
-	return python;
-}
-
 static bool has_frame_named(const struct pf_sample *sample, const void *name)
 {
 	for (size_t i = 0; i < sample->frame_count; i++)
@@ -198,7 +186,7 @@ static FILE *start_sparse_attacker(const char *dir, pid_t *pid)
 	FORMAT(command, "cc -O1 -o %s/spin %s", dir, source);
 	assert_int_equal(system(command), 0);
 	FORMAT(command, "exec setpriv --reuid=nobody --regid=nogroup --clear-groups %s/spin %s/libsparse*.so", dir, dir);
-	return start_python(command, pid);
+	return test_popen_ready(command, pid);
 }
 
 enum attack { NOTE_BOMB, SPARSE_FILES_ATTACK };
@@ -230,7 +218,7 @@ static FILE *start_attacker(const char *dir, enum attack attack, pid_t *pid)
 	       "    while True: sum(range(1000))\n"
 	       "attacker_spin()'",
 	       path);
-	return start_python(command, pid);
+	return test_popen_ready(command, pid);
 }
 
 /*
@@ -258,7 +246,7 @@ static void profile_beside(enum attack attack)
 			"def benign_spin():\n"
 			"    while True: sum(range(1000))\n"
 			"benign_spin()'");
-	benign = start_python(command, &benign_pid);
+	benign = test_popen_ready(command, &benign_pid);
 	status = test_run_watching_peak_rss(argv, log, &peak);
 	kill(attacker_pid, SIGKILL);
 	kill(benign_pid, SIGKILL);

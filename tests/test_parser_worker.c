@@ -505,9 +505,7 @@ static void test_profiler_as_a_service_takes_no_terminal(void **state)
 	       "import ctypes, os, sys; lib = ctypes.CDLL(\"%s/lib.so\"); print(os.getpid(), flush=True)\n"
 	       "while True: lib.call_hidden(10000000)'",
 	       dir);
-	spinner = popen(command, "r");
-	assert_non_null(spinner);
-	assert_int_equal(fscanf(spinner, "%d", &target), 1);
+	spinner = test_popen_ready(command, &target);
 	FORMAT(pid_text, "%d", (int)target);
 	profiler = fork();
 	assert_true(profiler >= 0);
@@ -678,9 +676,7 @@ static void test_unwind_bomb_costs_one_file_in_a_run(void **state)
 	       "print(os.getpid(), flush=True)\n"
 	       "while True: zlib.compress(os.urandom(1 << 16), 9)'",
 	       bomb);
-	python = popen(command, "r");
-	assert_non_null(python);
-	assert_int_equal(fscanf(python, "%d", &target), 1);
+	python = test_popen_ready(command, &target);
 	FORMAT(pid_text, "%d", (int)target);
 	status = test_run_watching_peak_rss(argv, log, &peak_kib);
 	kill(target, SIGKILL);

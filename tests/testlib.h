@@ -305,6 +305,17 @@ static inline int test_run_watching_peak_rss(char *const argv[], const char *log
 	return status;
 }
 
+/* The shell command started with its output piped to us; it prints its pid once ready, read into
+ * *pid. The pipe, for pclose. */
+static inline FILE *test_popen_ready(const char *command, pid_t *pid)
+{
+	FILE *process = popen(command, "r");
+
+	assert_non_null(process);
+	assert_int_equal(fscanf(process, "%d", pid), 1);
+	return process;
+}
+
 /* Shell-style status of a child: exit code, or 128 + signal. */
 static inline int test_wait_status(pid_t pid)
 {
