@@ -420,7 +420,7 @@ struct gunicorn_run {
  * two seconds before the profiler attaches to the master. */
 static void gunicorn_start_profiled(struct gunicorn_run *run, const char *name, const char *const extra[])
 {
-	char truth_env[PATH_MAX + 32], bind[32], master_text[16], script[PATH_MAX];
+	char truth_name[64], truth_env[PATH_MAX + 32], bind[32], master_text[16], script[PATH_MAX];
 	char *env[] = { truth_env, NULL };
 	char *argv[24] = { "/usr/bin/gunicorn", "-c", "gunicorn_conf.py", "-w", "2" };
 	size_t argc = 5;
@@ -436,8 +436,8 @@ static void gunicorn_start_profiled(struct gunicorn_run *run, const char *name, 
 	FORMAT(run->mojo, "%s/%s.mojo", test_tmpdir(), name);
 	FORMAT(run->profiler_log, "%s/%s-profiler.log", test_tmpdir(), name);
 	FORMAT(script, "%s/alternate.lua", services_dir());
-	FORMAT(truth_env, "%s-truth", name);
-	truth_dir(run->truth, sizeof(run->truth), truth_env);
+	FORMAT(truth_name, "%s-truth", name);
+	truth_dir(run->truth, sizeof(run->truth), truth_name);
 	FORMAT(truth_env, "SERVICE_TRUTH_DIR=%s", run->truth);
 	for (size_t i = 0; extra[i]; i++)
 		argv[argc++] = (char *)extra[i];
