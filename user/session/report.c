@@ -495,6 +495,10 @@ static void print_native_summary(const struct session *session)
 		fprintf(stderr, "pybpfprof: unwind tables: %zu new files left for a later maps read "
 				"(the build queue was full)\n",
 			stats.builds_deferred);
+	if (stats.builds_cancelled)
+		fprintf(stderr, "pybpfprof: unwind tables: %zu queued files not built, every process mapping them "
+				"gone first\n",
+			stats.builds_cancelled);
 }
 
 /* Samples whose native walk waited for a table (session/late_unwind.c): how many were unwound late
