@@ -139,9 +139,12 @@ struct unwind_cache {
 	size_t builds_pending; /* jobs queued and not yet placed (each a descriptor until built) */
 	size_t builds_deferred; /* files met while the queue was full, left for a later read */
 	size_t builds_cancelled; /* queued files every process mapping them left before their build */
+	size_t builds_yielded;   /* queued files deferred again for an earlier turn's */
 	bool reading_for_walk;  /* the read in progress is for a stopped walk's pc: the wanted slots */
 	bool reader_took_wanted_room; /* ... of a process that had its share of those slots */
 	size_t wanted_room_taken;     /* files the read in progress queued past a full queue */
+	uint64_t reader_turn;         /* the turn its next waited-for file would have */
+	struct cached_proc *reading;  /* what the read in progress has found so far */
 	uint64_t want_clock;    /* orders the turns given to queued files */
 	uint64_t idle_clock;  /* orders idle tables, oldest first */
 	size_t failures[UNWIND_FAIL_COUNT];
@@ -197,6 +200,19 @@ static void build_jobs_free(struct build_job *job)
 	}
 }
 
+/* Takes the job at *link out of the queue. Under the lock. */
+static void unlink_job(struct builder *builder, struct build_job **link)
+{
+	struct build_job *job = *link;
+
+	*link = job->next;
+	if (builder->todo_tail == job) {
+		builder->todo_tail = NULL;
+		for (struct build_job *rest = builder->todo_head; rest; rest = rest->next)
+			builder->todo_tail = rest;
+	}
+}
+
 /* Whether job a goes before job b: the lesser turn, then the one asked for first (jobs no walk
  * waits for keep the queue's order). */
 static bool goes_before(const struct build_job *a, const struct build_job *b)
@@ -215,12 +231,7 @@ static struct build_job *take_next_turn(struct builder *builder)
 		if (goes_before(*link, *best))
 			best = link;
 	job = *best;
-	*best = job->next;
-	if (builder->todo_tail == job) {
-		builder->todo_tail = NULL;
-		for (struct build_job *rest = builder->todo_head; rest; rest = rest->next)
-			builder->todo_tail = rest;
-	}
+	unlink_job(builder, best);
 	return job;
 }
 
@@ -482,6 +493,17 @@ static void place_table(struct unwind_cache *cache, struct cached_file *file, co
 		cache->peak_files = cache->files_placed;
 }
 
+/* A queued file taken out of the queue: the cache knows it no more. */
+static void forget_file(struct unwind_cache *cache, struct cached_file *file)
+{
+	for (size_t i = 0; i < cache->file_count; i++)
+		if (cache->files[i] == file) {
+			cache->files[i] = cache->files[--cache->file_count];
+			break;
+		}
+	free(file);
+}
+
 /* Hands the file open at fd to the builder thread (which takes a descriptor of its own). */
 static int queue_build(struct unwind_cache *cache, struct cached_file *file, int fd)
 {
@@ -520,6 +542,72 @@ static bool builder_full(const struct unwind_cache *cache)
 	return cache->builder.started && cache->builds_pending >= room;
 }
 
+/* A deferred mapping is no longer known: a walk stopping in it asks for a re-read. */
+static void forget_range(struct cached_proc *next, uint64_t start)
+{
+	for (size_t i = 0; i < next->range_count; i++)
+		if (next->ranges[i].start == start) {
+			memmove(&next->ranges[i], &next->ranges[i + 1], (next->range_count - i - 1) * sizeof(*next->ranges));
+			next->range_count--;
+			return;
+		}
+}
+
+/* The process no longer holds the file: its mappings of it are deferred, unknown to the ranges
+ * (a walk stopping there reads the maps again, which queues it anew). */
+static void proc_defer_file(struct cached_proc *proc, struct cached_file *file)
+{
+	for (size_t i = 0; i < proc->mapped_count; i++) {
+		if (proc->mapped[i].file != file)
+			continue;
+		proc->mapped[i].file = NULL;
+		proc->mapped[i].waited = false;
+		forget_range(proc, proc->mapped[i].start);
+	}
+	for (size_t i = 0; i < proc->file_count; i++)
+		if (proc->files[i] == file) {
+			proc->files[i] = proc->files[--proc->file_count];
+			file->refs--;
+			break;
+		}
+}
+
+/*
+ * The queue is full and a read for a stopped walk brings a file: the queued file of the latest
+ * turn (one no walk waits for first), if later than the reader's, leaves the queue for it and
+ * is deferred for every process mapping it. Turns order the queue's room as they order the
+ * builder: a process started on a host whose every process waits gets its files queued in its
+ * first turns, not only when one of hundreds of re-reads happens to find a free slot.
+ */
+static bool yield_to_reader(struct unwind_cache *cache)
+{
+	struct builder *builder = &cache->builder;
+	struct build_job **worst = NULL, *job;
+
+	if (!cache->reading_for_walk)
+		return false;
+	pthread_mutex_lock(&builder->lock);
+	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next)
+		if (!worst || goes_before(*worst, *link) || (*link)->turn == UINT64_MAX)
+			worst = link;
+	job = worst && (*worst)->turn > cache->reader_turn ? *worst : NULL;
+	if (job)
+		unlink_job(builder, worst);
+	pthread_mutex_unlock(&builder->lock);
+	if (!job)
+		return false;
+	for (size_t i = 0; i < cache->proc_count; i++)
+		proc_defer_file(&cache->procs[i], job->file);
+	if (cache->reading)
+		proc_defer_file(cache->reading, job->file);
+	forget_file(cache, job->file);
+	build_job_free(job);
+	cache->builds_pending--;
+	cache->builds_yielded++;
+	cache->builds_deferred++;
+	return true;
+}
+
 /* The cached entry of the file open at fd, built (or found failed) now if it is new, or queued
  * for the builder thread when there is one; NULL: -ENOMEM, or deferred (*deferred set). */
 static struct cached_file *file_for(struct unwind_cache *cache, int fd, const struct unwind_file_id *id,
@@ -534,7 +622,7 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 	*deferred = false;
 	if (file)
 		return file;
-	if (builder_full(cache)) {
+	if (builder_full(cache) && !yield_to_reader(cache)) {
 		cache->builds_deferred++;
 		*deferred = true;
 		return NULL;
@@ -584,12 +672,7 @@ static void cancel_build(struct unwind_cache *cache, struct cached_file *file)
 		if ((*link)->file != file)
 			continue;
 		job = *link;
-		*link = job->next;
-		if (builder->todo_tail == job) {
-			builder->todo_tail = NULL;
-			for (struct build_job *rest = builder->todo_head; rest; rest = rest->next)
-				builder->todo_tail = rest;
-		}
+		unlink_job(builder, link);
 		break;
 	}
 	pthread_mutex_unlock(&builder->lock);
@@ -598,12 +681,7 @@ static void cancel_build(struct unwind_cache *cache, struct cached_file *file)
 	build_job_free(job);
 	cache->builds_pending--;
 	cache->builds_cancelled++;
-	for (size_t i = 0; i < cache->file_count; i++)
-		if (cache->files[i] == file) {
-			cache->files[i] = cache->files[--cache->file_count];
-			break;
-		}
-	free(file);
+	forget_file(cache, file);
 }
 
 /*
@@ -762,17 +840,6 @@ static int executable_ranges(const struct proc_maps *maps, struct address_range 
 	return 0;
 }
 
-/* A deferred mapping is no longer known: a walk stopping in it asks for a re-read. */
-static void forget_range(struct cached_proc *next, uint64_t start)
-{
-	for (size_t i = 0; i < next->range_count; i++)
-		if (next->ranges[i].start == start) {
-			memmove(&next->ranges[i], &next->ranges[i + 1], (next->range_count - i - 1) * sizeof(*next->ranges));
-			next->range_count--;
-			return;
-		}
-}
-
 /* Fills proc and next (the files it references, each taking one reference). */
 static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps *maps, struct unwind_proc *proc,
 		   struct cached_proc *next)
@@ -842,8 +909,10 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 	if (err)
 		return err;
 	err = executable_ranges(&maps, &next.ranges, &next.range_count);
+	cache->reading = &next;
 	if (!err)
 		err = map_all(cache, pid, &maps, proc, &next);
+	cache->reading = NULL;
 	proc_maps_free(&maps);
 	if (!err && !proc_of(cache, pid) &&
 	    ARRAY_RESERVE(cache->procs, cache->proc_capacity, cache->proc_count + 1))
@@ -879,6 +948,7 @@ int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct
 	cache->reading_for_walk = true;
 	cache->reader_took_wanted_room = slot && slot->took_wanted_room;
 	cache->wanted_room_taken = 0;
+	cache->reader_turn = (slot ? slot->turns : 0) + 1;
 	err = unwind_cache_map_proc(cache, pid, proc);
 	cache->reading_for_walk = false;
 	slot = proc_of(cache, pid);
@@ -1105,6 +1175,7 @@ void unwind_cache_stats(const struct unwind_cache *cache, struct unwind_cache_st
 		.idle_evicted = cache->idle_evicted,
 		.builds_deferred = cache->builds_deferred,
 		.builds_cancelled = cache->builds_cancelled,
+		.builds_yielded = cache->builds_yielded,
 		.chunks = unwind_chunks_count(cache->chunks),
 		.chunk_rows = unwind_chunks_rows_held(cache->chunks),
 		.peak_chunk_rows = unwind_chunks_peak_rows_held(cache->chunks),
