@@ -69,7 +69,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		gunicorn python3-flask uvicorn python3-fastapi uwsgi-core uwsgi-plugin-python3 \
 		python3-celery python3-redis redis-server wrk
 
-.PHONY: all deps demo check bench bench-peers soak clean vmlinux pythons gen-offsets install uninstall fuzz
+.PHONY: all deps demo check bench bench-peers bench-flood soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/fuzz_%.o) \
 	    $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/entry_%.o)
@@ -227,6 +227,12 @@ bench: deps
 bench-peers: deps
 	$(MAKE) all
 	./bench/peers.sh
+
+# A new process on a host flooded with busy Python processes (bench/flood.sh): whether its native
+# frames arrive in time. Prints the chain share and the -v table and late-unwinding lines.
+bench-flood: deps
+	$(MAKE) all
+	./bench/flood.sh
 
 # The bench's unwind table sizes, built with the profiler's own table code.
 $(BUILD)/bench/unwind_rows: bench/unwind_rows.c $(BUILD)/libpybpfprof.a

@@ -537,8 +537,12 @@ static void print_native_summary(const struct session *session)
 		native_stacks_refreshes(session), failures[0] ? "; no table: " : "", failures);
 	if (stats.builds_deferred)
 		fprintf(stderr, "pybpfprof: unwind tables: %zu new files left for a later maps read "
-				"(the build queue was full)\n",
-			stats.builds_deferred);
+				"(the build queue was full; %zu of them taken out for an earlier turn's)\n",
+			stats.builds_deferred, stats.builds_yielded);
+	if (stats.builds_cancelled)
+		fprintf(stderr, "pybpfprof: unwind tables: %zu queued files not built, every process mapping them "
+				"gone first\n",
+			stats.builds_cancelled);
 	print_unwind_worker_summary(&stats);
 }
 

@@ -33,8 +33,13 @@
 #define UNWIND_BUILD_QUEUE_MAX 64
 /* Past a full queue, files of a process read again because its samples wait for them (their
  * walks stopped there: unwind_cache_map_proc_for_walk) still get this many: a host whose other
- * processes fill the queue with files no sample needs would otherwise defer them read after read. */
+ * processes fill the queue with files no sample needs would otherwise defer them read after read.
+ * Each process takes from them once, UNWIND_BUILD_QUEUE_WANTED_EACH at most: on a host of
+ * hundreds of processes whose walks all wait, those re-read every UNWIND_CACHE_REFRESH_MS would
+ * otherwise keep the room full of their files, and a process started since would find it full
+ * read after read. */
 #define UNWIND_BUILD_QUEUE_WANTED 32
+#define UNWIND_BUILD_QUEUE_WANTED_EACH 8
 
 /* Program headers read to find a mapping's load bias; real files have about a dozen. */
 #define UNWIND_CACHE_MAX_PHDRS 64
@@ -60,10 +65,13 @@ struct mapped_file {
 	uint64_t start, end;
 	struct cached_file *file; /* NULL: deferred (the build queue was full), queued by a later read */
 	uint64_t bias;  /* file pc = runtime pc - bias */
+	bool waited;    /* a walk of the process waited for the file: it has had its turn */
 };
 
 struct cached_proc {
 	pid_t pid;
+	uint64_t turns; /* distinct files its walks have waited for: its next file's turn */
+	bool took_wanted_room; /* files of its were queued past a full queue (once per process) */
 	struct cached_file **files; /* distinct files with a table, one reference each */
 	size_t file_count;
 	struct mapped_file *mapped; /* the mappings of files, in maps order */
@@ -77,7 +85,8 @@ struct cached_proc {
 struct build_job {
 	struct build_job *next;
 	struct cached_file *file;
-	uint64_t wanted; /* walks that stopped in the file for want of its table (under the lock) */
+	uint64_t turn;   /* the least turn a waiting process gave it; UINT64_MAX: none waits */
+	uint64_t asked;  /* when its turn was first given (the cache's want clock) */
 	int fd;
 	int err;
 	struct unwind_table table;
@@ -89,8 +98,15 @@ struct build_job {
  * drains the ring buffer, the code objects of an import would be freed before
  * they are read. Files are built on this thread; the cache places them when
  * the caller polls. A file is the slice of work: between two, the builder takes
- * the file the most walks stopped in for want of its table (the files of the
- * processes being sampled), else the oldest.
+ * a file walks stopped in for want of its table (the files of the processes
+ * being sampled), else the oldest. Among those, by turns: each process's first
+ * waited-for file has turn 1, its second turn 2, and so on, and the builder takes
+ * the least turn, then the file asked for first. A host's processes thus take
+ * turns: a process started on a host of hundreds whose walks all wait gets its
+ * first files after the others' files of the same round, not after all of theirs
+ * (the most-waited-for file first let a busy process's files always go first).
+ * A file shared by many processes (libc, libpython) is built once, in the
+ * earliest turn any of them gave it.
  */
 struct builder {
 	pthread_t thread;
@@ -129,7 +145,14 @@ struct unwind_cache {
 	uint64_t idle_dropped_rows;
 	size_t builds_pending; /* jobs queued and not yet placed (each a descriptor until built) */
 	size_t builds_deferred; /* files met while the queue was full, left for a later read */
+	size_t builds_cancelled; /* queued files every process mapping them left before their build */
+	size_t builds_yielded;   /* queued files deferred again for an earlier turn's */
 	bool reading_for_walk;  /* the read in progress is for a stopped walk's pc: the wanted slots */
+	bool reader_took_wanted_room; /* ... of a process that had its share of those slots */
+	size_t wanted_room_taken;     /* files the read in progress queued past a full queue */
+	uint64_t reader_turn;         /* the turn its next waited-for file would have */
+	struct cached_proc *reading;  /* what the read in progress has found so far */
+	uint64_t want_clock;    /* orders the turns given to queued files */
 	uint64_t idle_clock;  /* orders idle tables, oldest first */
 	size_t failures[UNWIND_FAIL_COUNT];
 	uint64_t build_us;
@@ -190,21 +213,38 @@ static void build_jobs_free(struct build_job *job)
 	}
 }
 
-/* Takes the queued job most walks wait for; the oldest among equals. Under the lock. */
-static struct build_job *take_most_wanted(struct builder *builder)
+/* Takes the job at *link out of the queue. Under the lock. */
+static void unlink_job(struct builder *builder, struct build_job **link)
 {
-	struct build_job **best = &builder->todo_head, *job;
+	struct build_job *job = *link;
 
-	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next)
-		if ((*link)->wanted > (*best)->wanted)
-			best = link;
-	job = *best;
-	*best = job->next;
+	*link = job->next;
 	if (builder->todo_tail == job) {
 		builder->todo_tail = NULL;
 		for (struct build_job *rest = builder->todo_head; rest; rest = rest->next)
 			builder->todo_tail = rest;
 	}
+}
+
+/* Whether job a goes before job b: the lesser turn, then the one asked for first (jobs no walk
+ * waits for keep the queue's order). */
+static bool goes_before(const struct build_job *a, const struct build_job *b)
+{
+	if (a->turn != b->turn)
+		return a->turn < b->turn;
+	return a->turn != UINT64_MAX && a->asked < b->asked;
+}
+
+/* Takes the queued job of the least turn; the first asked for among equals. Under the lock. */
+static struct build_job *take_next_turn(struct builder *builder)
+{
+	struct build_job **best = &builder->todo_head, *job;
+
+	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next)
+		if (goes_before(*link, *best))
+			best = link;
+	job = *best;
+	unlink_job(builder, best);
 	return job;
 }
 
@@ -228,7 +268,7 @@ static void *builder_run(void *opaque)
 			pthread_cond_wait(&builder->wake, &builder->lock);
 		if (builder->stop)
 			break;
-		job = take_most_wanted(builder);
+		job = take_next_turn(builder);
 		pthread_mutex_unlock(&builder->lock);
 		started_us = clock_monotonic_us();
 		job->err = unwind_table_from_worker(builder->parser, job->fd, &job->table, &error);
@@ -509,6 +549,17 @@ static void place_table(struct unwind_cache *cache, struct cached_file *file, co
 		cache->peak_files = cache->files_placed;
 }
 
+/* A queued file taken out of the queue: the cache knows it no more. */
+static void forget_file(struct unwind_cache *cache, struct cached_file *file)
+{
+	for (size_t i = 0; i < cache->file_count; i++)
+		if (cache->files[i] == file) {
+			cache->files[i] = cache->files[--cache->file_count];
+			break;
+		}
+	free(file);
+}
+
 /* Hands the file open at fd to the builder thread (which takes a descriptor of its own). */
 static int queue_build(struct unwind_cache *cache, struct cached_file *file, int fd)
 {
@@ -523,6 +574,7 @@ static int queue_build(struct unwind_cache *cache, struct cached_file *file, int
 		return -errno;
 	}
 	job->file = file;
+	job->turn = UINT64_MAX;
 	file->building = true;
 	cache->builds_pending++;
 	pthread_mutex_lock(&builder->lock);
@@ -539,9 +591,77 @@ static int queue_build(struct unwind_cache *cache, struct cached_file *file, int
 /* The builder thread holds as many files as it may: a new one waits for a later read. */
 static bool builder_full(const struct unwind_cache *cache)
 {
-	size_t room = UNWIND_BUILD_QUEUE_MAX + (cache->reading_for_walk ? UNWIND_BUILD_QUEUE_WANTED : 0);
+	bool wanted_room = cache->reading_for_walk && !cache->reader_took_wanted_room &&
+			   cache->wanted_room_taken < UNWIND_BUILD_QUEUE_WANTED_EACH;
+	size_t room = UNWIND_BUILD_QUEUE_MAX + (wanted_room ? UNWIND_BUILD_QUEUE_WANTED : 0);
 
 	return cache->builder.started && cache->builds_pending >= room;
+}
+
+/* A deferred mapping is no longer known: a walk stopping in it asks for a re-read. */
+static void forget_range(struct cached_proc *next, uint64_t start)
+{
+	for (size_t i = 0; i < next->range_count; i++)
+		if (next->ranges[i].start == start) {
+			memmove(&next->ranges[i], &next->ranges[i + 1], (next->range_count - i - 1) * sizeof(*next->ranges));
+			next->range_count--;
+			return;
+		}
+}
+
+/* The process no longer holds the file: its mappings of it are deferred, unknown to the ranges
+ * (a walk stopping there reads the maps again, which queues it anew). */
+static void proc_defer_file(struct cached_proc *proc, struct cached_file *file)
+{
+	for (size_t i = 0; i < proc->mapped_count; i++) {
+		if (proc->mapped[i].file != file)
+			continue;
+		proc->mapped[i].file = NULL;
+		proc->mapped[i].waited = false;
+		forget_range(proc, proc->mapped[i].start);
+	}
+	for (size_t i = 0; i < proc->file_count; i++)
+		if (proc->files[i] == file) {
+			proc->files[i] = proc->files[--proc->file_count];
+			file->refs--;
+			break;
+		}
+}
+
+/*
+ * The queue is full and a read for a stopped walk brings a file: the queued file of the latest
+ * turn (one no walk waits for first), if later than the reader's, leaves the queue for it and
+ * is deferred for every process mapping it. Turns order the queue's room as they order the
+ * builder: a process started on a host whose every process waits gets its files queued in its
+ * first turns, not only when one of hundreds of re-reads happens to find a free slot.
+ */
+static bool yield_to_reader(struct unwind_cache *cache)
+{
+	struct builder *builder = &cache->builder;
+	struct build_job **worst = NULL, *job;
+
+	if (!cache->reading_for_walk)
+		return false;
+	pthread_mutex_lock(&builder->lock);
+	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next)
+		if (!worst || goes_before(*worst, *link) || (*link)->turn == UINT64_MAX)
+			worst = link;
+	job = worst && (*worst)->turn > cache->reader_turn ? *worst : NULL;
+	if (job)
+		unlink_job(builder, worst);
+	pthread_mutex_unlock(&builder->lock);
+	if (!job)
+		return false;
+	for (size_t i = 0; i < cache->proc_count; i++)
+		proc_defer_file(&cache->procs[i], job->file);
+	if (cache->reading)
+		proc_defer_file(cache->reading, job->file);
+	forget_file(cache, job->file);
+	build_job_free(job);
+	cache->builds_pending--;
+	cache->builds_yielded++;
+	cache->builds_deferred++;
+	return true;
 }
 
 /* The cached entry of the file open at fd, built (or found failed) now if it is new, or queued
@@ -558,7 +678,7 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 	*deferred = false;
 	if (file)
 		return file;
-	if (builder_full(cache)) {
+	if (builder_full(cache) && !yield_to_reader(cache)) {
 		cache->builds_deferred++;
 		*deferred = true;
 		return NULL;
@@ -571,6 +691,8 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 	file->id = *id;
 	file->table_id = UNWIND_TABLE_NONE;
 	if (cache->builder.started) {
+		if (cache->builds_pending >= UNWIND_BUILD_QUEUE_MAX)
+			cache->wanted_room_taken++;
 		cache->files[cache->file_count++] = file;
 		if (queue_build(cache, file, fd) != 0)
 			mark_failed(cache, file, UNWIND_FAIL_OTHER);
@@ -590,6 +712,35 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
 }
 
 /*
+ * Every process that mapped a queued file is gone before its build began: the build would be
+ * for no one. On a host starting short-lived processes faster than their files can be built,
+ * those builds would otherwise fill the builder's time and queue, and the files of the processes
+ * still running would wait behind them. The file is forgotten: a later process mapping it
+ * queues it again.
+ */
+static void cancel_build(struct unwind_cache *cache, struct cached_file *file)
+{
+	struct builder *builder = &cache->builder;
+	struct build_job *job = NULL;
+
+	pthread_mutex_lock(&builder->lock);
+	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next) {
+		if ((*link)->file != file)
+			continue;
+		job = *link;
+		unlink_job(builder, link);
+		break;
+	}
+	pthread_mutex_unlock(&builder->lock);
+	if (!job)
+		return; /* being built: finish_build keeps it, idle */
+	build_job_free(job);
+	cache->builds_pending--;
+	cache->builds_cancelled++;
+	forget_file(cache, file);
+}
+
+/*
  * No process maps the file any more: its table stays where it is, idle, until a
  * new file needs the room (evict_oldest_idle). Keeping costs its rows in a chunk
  * (a fraction of a MiB for a libpython), while a rebuild costs 30-130 ms of CPU: a
@@ -598,8 +749,12 @@ static struct cached_file *file_for(struct unwind_cache *cache, int fd, const st
  */
 static void release_file(struct unwind_cache *cache, struct cached_file *file)
 {
-	if (--file->refs || file->failed || file->building)
+	if (--file->refs || file->failed)
 		return;
+	if (file->building) {
+		cancel_build(cache, file);
+		return;
+	}
 	file->idle_since = ++cache->idle_clock;
 	cache->idle_files++;
 	cache->idle_rows += ref_slots(&file->ref);
@@ -732,17 +887,6 @@ static int executable_ranges(const struct proc_maps *maps, struct address_range 
 	return 0;
 }
 
-/* A deferred mapping is no longer known: a walk stopping in it asks for a re-read. */
-static void forget_range(struct cached_proc *next, uint64_t start)
-{
-	for (size_t i = 0; i < next->range_count; i++)
-		if (next->ranges[i].start == start) {
-			memmove(&next->ranges[i], &next->ranges[i + 1], (next->range_count - i - 1) * sizeof(*next->ranges));
-			next->range_count--;
-			return;
-		}
-}
-
 /* Fills proc and next (the files it references, each taking one reference). */
 static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps *maps, struct unwind_proc *proc,
 		   struct cached_proc *next)
@@ -775,7 +919,7 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 			continue;
 		}
 		next->mapped[next->mapped_count++] = (struct mapped_file){ maps->maps[i].start, maps->maps[i].end, file,
-									   proc->mappings[proc->count - 1].bias };
+									   proc->mappings[proc->count - 1].bias, false };
 		if (holds_file(next->files, next->file_count, file))
 			continue;
 		if (ARRAY_RESERVE(next->files, file_capacity, next->file_count + 1))
@@ -792,6 +936,18 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 	return 0;
 }
 
+/* A re-read keeps the turns the process's walks took: a file waited for before is not given a
+ * later turn, nor the process a later round, for being read again. */
+static void keep_turns(const struct cached_proc *old, struct cached_proc *next)
+{
+	next->turns = old->turns;
+	next->took_wanted_room = old->took_wanted_room;
+	for (size_t i = 0; i < next->mapped_count; i++)
+		for (size_t j = 0; j < old->mapped_count && !next->mapped[i].waited; j++)
+			next->mapped[i].waited = old->mapped[j].waited && old->mapped[j].file == next->mapped[i].file &&
+						 old->mapped[j].start == next->mapped[i].start;
+}
+
 int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
 {
 	struct cached_proc next = { .pid = pid }, *slot;
@@ -801,8 +957,10 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 	if (err)
 		return err;
 	err = executable_ranges(&maps, &next.ranges, &next.range_count);
+	cache->reading = &next;
 	if (!err)
 		err = map_all(cache, pid, &maps, proc, &next);
+	cache->reading = NULL;
 	proc_maps_free(&maps);
 	if (!err && !proc_of(cache, pid) &&
 	    ARRAY_RESERVE(cache->procs, cache->proc_capacity, cache->proc_count + 1))
@@ -818,6 +976,7 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 	 * still maps keeps its table. */
 	slot = proc_of(cache, pid);
 	if (slot) {
+		keep_turns(slot, &next);
 		for (size_t i = 0; i < slot->file_count; i++)
 			release_file(cache, slot->files[i]);
 		cached_proc_free(slot);
@@ -832,9 +991,17 @@ int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct
 {
 	int err;
 
+	struct cached_proc *slot = proc_of(cache, pid);
+
 	cache->reading_for_walk = true;
+	cache->reader_took_wanted_room = slot && slot->took_wanted_room;
+	cache->wanted_room_taken = 0;
+	cache->reader_turn = (slot ? slot->turns : 0) + 1;
 	err = unwind_cache_map_proc(cache, pid, proc);
 	cache->reading_for_walk = false;
+	slot = proc_of(cache, pid);
+	if (slot && cache->wanted_room_taken)
+		slot->took_wanted_room = true;
 	return err;
 }
 
@@ -908,21 +1075,30 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 
 void unwind_cache_want_pc(struct unwind_cache *cache, pid_t pid, uint64_t pc)
 {
-	const struct cached_proc *slot = proc_of(cache, pid);
+	struct cached_proc *slot = proc_of(cache, pid);
 	struct builder *builder = &cache->builder;
-	const struct cached_file *file = NULL;
+	struct mapped_file *mapped = NULL;
+	uint64_t turn = UINT64_MAX;
 
 	if (!slot || !builder->started)
 		return;
-	for (size_t i = 0; i < slot->mapped_count && !file; i++)
+	for (size_t i = 0; i < slot->mapped_count && !mapped; i++)
 		if (pc >= slot->mapped[i].start && pc < slot->mapped[i].end)
-			file = slot->mapped[i].file;
-	if (!file || !file->building)
+			mapped = &slot->mapped[i];
+	if (!mapped || !mapped->file || !mapped->file->building)
 		return;
+	/* The process's next turn, once per file it waits for. */
+	if (!mapped->waited) {
+		mapped->waited = true;
+		turn = ++slot->turns;
+	}
 	pthread_mutex_lock(&builder->lock);
 	for (struct build_job *job = builder->todo_head; job; job = job->next)
-		if (job->file == file) {
-			job->wanted++;
+		if (job->file == mapped->file) {
+			if (turn < job->turn) {
+				job->turn = turn;
+				job->asked = ++cache->want_clock;
+			}
 			break;
 		}
 	pthread_mutex_unlock(&builder->lock);
@@ -1050,6 +1226,8 @@ void unwind_cache_stats(struct unwind_cache *cache, struct unwind_cache_stats *s
 		.idle_dropped = cache->idle_dropped,
 		.idle_dropped_rows = cache->idle_dropped_rows,
 		.builds_deferred = cache->builds_deferred,
+		.builds_cancelled = cache->builds_cancelled,
+		.builds_yielded = cache->builds_yielded,
 		.chunks = unwind_chunks_count(cache->chunks),
 		.chunk_rows = unwind_chunks_rows_held(cache->chunks),
 		.peak_chunk_rows = unwind_chunks_peak_rows_held(cache->chunks),

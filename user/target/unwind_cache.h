@@ -83,6 +83,8 @@ struct unwind_cache_stats {
 	size_t idle_dropped;    /* idle tables given up past the idle limit, longest idle first */
 	uint64_t idle_dropped_rows; /* their slots */
 	size_t builds_deferred; /* new files met while the build queue was full, left for a later read */
+	size_t builds_cancelled; /* queued files every process mapping them left before their build */
+	size_t builds_yielded;   /* of builds_deferred: queued files taken out for an earlier turn's */
 	size_t failures[UNWIND_FAIL_COUNT]; /* by cause: files (mappings for OPEN) */
 	uint64_t build_us;      /* time spent building tables */
 	struct parser_client_stats parser; /* the parser worker that builds them */
