@@ -782,6 +782,72 @@ static void test_many_files_bounded_descriptors(void **state)
 	free(ordered);
 }
 
+/*
+ * Files without a table that no process maps any more are remembered, so that a library
+ * mapped again is not read again, but only the newest UNWIND_CACHE_IDLE_VERDICTS of them: a
+ * host mapping new files all day (20,000 tiny ELFs in the soak's attack zoo) would otherwise
+ * grow the cache, and every lookup over it, for the whole run.
+ */
+#define VERDICT_FILES (UNWIND_CACHE_IDLE_VERDICTS + 1500)
+#define VERDICT_PROCS 120 /* each maps fewer files than the build queue holds: none deferred */
+
+static void test_failed_files_remembered_within_a_bound(void **state)
+{
+	static struct unwind_proc proc;
+	struct ordered_ops *ordered = calloc(1, sizeof(*ordered));
+	struct unwind_cache *cache;
+	char dir[64], library[PATH_MAX], copy[PATH_MAX], err[4096];
+	char *build[] = { "cc", "-shared", "-nostdlib", "-Wl,--build-id=none", "-o", library, "-x", "c",
+			  "/dev/null", NULL };
+	const size_t each = (VERDICT_FILES + VERDICT_PROCS - 1) / VERDICT_PROCS;
+	struct unwind_cache_stats stats;
+	size_t failed = 0;
+	size_t len;
+	uint8_t *image;
+
+	(void)state;
+	FORMAT(dir, "/tmp/pybpfprof-verdicts.%d", (int)getpid());
+	assert_int_equal(mkdir(dir, 0755), 0);
+	FORMAT(library, "%s/tiny.so", dir);
+	if (run_capture(build, err, sizeof(err)) != 0)
+		fail_msg("building %s: %s", library, err);
+	image = read_whole_file(library, &len);
+	assert_non_null(image);
+	for (size_t i = 0; i < VERDICT_PROCS * each; i++) {
+		FORMAT(copy, "%s/lib%zu.so", dir, i);
+		assert_int_equal(write_whole_file(copy, image, len), 0);
+		chmod(copy, 0644);
+	}
+	free(image);
+	cache = new_background_cache(ordered);
+	/* one process after another, each mapping files of its own, then gone */
+	for (size_t p = 0; p < VERDICT_PROCS; p++) {
+		pid_t pid = spawn_mapper_as_nobody(dir, p * each, each);
+
+		assert_int_equal(unwind_cache_map_proc(cache, pid, &proc), 0);
+		wait_until_built(cache);
+		unwind_cache_forget_proc(cache, pid);
+		end_child(pid);
+	}
+	unwind_cache_stats(cache, &stats);
+	for (size_t i = 0; i < VERDICT_PROCS * each; i++) {
+		FORMAT(copy, "%s/lib%zu.so", dir, i);
+		unlink(copy);
+	}
+	unlink(library);
+	rmdir(dir);
+	for (size_t cause = 0; cause < UNWIND_FAIL_COUNT; cause++)
+		failed += stats.failures[cause];
+	print_message("%zu files without a table: %zu remembered, %zu forgotten\n", failed, stats.idle_verdicts,
+		      stats.verdicts_forgotten);
+	assert_true(failed >= VERDICT_PROCS * each);
+	assert_true(stats.idle_verdicts <= UNWIND_CACHE_IDLE_VERDICTS);
+	assert_true(stats.verdicts_forgotten > 0);
+	assert_true(stats.idle_verdicts + stats.verdicts_forgotten == failed);
+	unwind_cache_free(cache);
+	free(ordered);
+}
+
 static void test_gone_process(void **state)
 {
 	static struct unwind_proc proc;
@@ -974,6 +1040,7 @@ int main(void)
 		cmocka_unit_test(test_idle_tables_bounded),
 		cmocka_unit_test(test_inflation_bomb_costs_one_file),
 		cmocka_unit_test(test_overrun_costs_one_file),
+		cmocka_unit_test(test_failed_files_remembered_within_a_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

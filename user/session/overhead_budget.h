@@ -20,7 +20,7 @@ struct bpf_sampler;
 
 #define OVERHEAD_BUDGET_LOOK_MS 100
 /* The default for whole-host and --push runs: a share of one CPU per target, in percent. */
-#define OVERHEAD_BUDGET_DEFAULT_PCT 1.0
+#define OVERHEAD_BUDGET_DEFAULT_PCT 2.0
 /* A look learns the cost from at least this many walks; fewer, and the accounts add up to the next. */
 #define OVERHEAD_BUDGET_MIN_WALKS 8
 /* Targets followed at once (the sampler's target map holds no more). */

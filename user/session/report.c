@@ -494,11 +494,12 @@ static void print_unwind_worker_summary(const struct unwind_cache_stats *stats)
 	fprintf(stderr, "pybpfprof: unwind tables: %" PRIu64 " files read by the parser worker, %" PRIu64
 			" lost to a worker that died, overran or lied (%" PRIu64 " overran), %" PRIu64
 			" past its memory, %" PRIu64 " worker start%s%s; "
-			"%zu idle (%s), %zu dropped past the idle limit (%s)\n",
+			"%zu idle (%s), %zu dropped past the idle limit (%s); %zu files without a table remembered, "
+			"%zu forgotten past %zu\n",
 		stats->parser.requests, stats->parser.lost_files, stats->parser.timeouts,
 		stats->parser.out_of_memory, stats->parser.worker_starts, stats->parser.worker_starts == 1 ? "" : "s",
 		stats->parser.start_failures ? " (some failed to start)" : "", stats->idle_files, idle,
-		stats->idle_dropped, dropped);
+		stats->idle_dropped, dropped, stats->idle_verdicts, stats->verdicts_forgotten, UNWIND_CACHE_IDLE_VERDICTS);
 }
 
 static void print_native_summary(const struct session *session)

@@ -54,6 +54,7 @@ struct cached_file {
 	struct unwind_table_ref ref;
 	size_t refs;          /* processes mapping the file */
 	uint64_t idle_since;  /* placed but mapped by no process since this tick (0: in use) */
+	uint64_t verdict_idle_since; /* failed and mapped by no process since this tick (0: mapped) */
 };
 
 struct address_range {
@@ -154,6 +155,8 @@ struct unwind_cache {
 	struct cached_proc *reading;  /* what the read in progress has found so far */
 	uint64_t want_clock;    /* orders the turns given to queued files */
 	uint64_t idle_clock;  /* orders idle tables, oldest first */
+	size_t idle_verdicts;      /* failed files no process maps: kept so as not to read them again */
+	size_t verdicts_forgotten; /* of those, the oldest given up past UNWIND_CACHE_IDLE_VERDICTS */
 	size_t failures[UNWIND_FAIL_COUNT];
 	uint64_t build_us;
 };
@@ -485,6 +488,36 @@ static bool evict_oldest_idle(struct unwind_cache *cache)
 	return true;
 }
 
+/*
+ * Failed files no process maps are remembered, so that a library mapped again is not read
+ * again, but not for ever: a host (or an attacker) mapping new files all day would otherwise
+ * grow the list, and every lookup's walk over it, without end. Past the limit the oldest go,
+ * down to three quarters of it, so each scan serves many.
+ */
+static void trim_idle_verdicts(struct unwind_cache *cache)
+{
+	if (cache->idle_verdicts <= UNWIND_CACHE_IDLE_VERDICTS)
+		return;
+	while (cache->idle_verdicts > UNWIND_CACHE_IDLE_VERDICTS / 4 * 3) {
+		size_t oldest = SIZE_MAX;
+
+		for (size_t i = 0; i < cache->file_count; i++) {
+			const struct cached_file *candidate = cache->files[i];
+
+			if (candidate->verdict_idle_since &&
+			    (oldest == SIZE_MAX ||
+			     candidate->verdict_idle_since < cache->files[oldest]->verdict_idle_since))
+				oldest = i;
+		}
+		if (oldest == SIZE_MAX)
+			break;
+		free(cache->files[oldest]);
+		cache->files[oldest] = cache->files[--cache->file_count];
+		cache->idle_verdicts--;
+		cache->verdicts_forgotten++;
+	}
+}
+
 /* Idle tables past the limit go, longest idle first: what no target maps costs a bounded share. */
 static void trim_idle(struct unwind_cache *cache)
 {
@@ -749,8 +782,15 @@ static void cancel_build(struct unwind_cache *cache, struct cached_file *file)
  */
 static void release_file(struct unwind_cache *cache, struct cached_file *file)
 {
-	if (--file->refs || file->failed)
+	if (--file->refs)
 		return;
+	if (file->failed) {
+		file->verdict_idle_since = ++cache->idle_clock;
+		cache->idle_verdicts++;
+		/* file itself may go: the callers are done with it */
+		trim_idle_verdicts(cache);
+		return;
+	}
 	if (file->building) {
 		cancel_build(cache, file);
 		return;
@@ -924,6 +964,10 @@ static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps
 			continue;
 		if (ARRAY_RESERVE(next->files, file_capacity, next->file_count + 1))
 			return -ENOMEM;
+		if (file->verdict_idle_since) {
+			file->verdict_idle_since = 0;
+			cache->idle_verdicts--;
+		}
 		if (file->idle_since) {
 			file->idle_since = 0;
 			cache->idle_files--;
@@ -1220,6 +1264,8 @@ void unwind_cache_stats(struct unwind_cache *cache, struct unwind_cache_stats *s
 		.peak_rows_used = cache->peak_rows_used,
 		.peak_files = cache->peak_files,
 		.idle_files = cache->idle_files,
+		.idle_verdicts = cache->idle_verdicts,
+		.verdicts_forgotten = cache->verdicts_forgotten,
 		.idle_reused = cache->idle_reused,
 		.idle_evicted = cache->idle_evicted,
 		.idle_rows = cache->idle_rows,

@@ -32,6 +32,8 @@
 /* Slots of the rows map idle tables (files no process maps any more) may hold: past it the
  * longest idle goes. 4 MiB of rows: a few interpreters' libpython and libc. */
 #define UNWIND_CACHE_IDLE_ROWS ((size_t)1 << 19)
+/* Failed files no process maps that are remembered (so as not to be read again), oldest given up first. */
+#define UNWIND_CACHE_IDLE_VERDICTS ((size_t)4096)
 
 /* A process's maps are read again for an unknown pc at most this often. */
 #define UNWIND_CACHE_REFRESH_MS 200
@@ -82,6 +84,8 @@ struct unwind_cache_stats {
 	size_t idle_rows;       /* slots the idle tables hold now (at most the idle limit) */
 	size_t idle_dropped;    /* idle tables given up past the idle limit, longest idle first */
 	uint64_t idle_dropped_rows; /* their slots */
+	size_t idle_verdicts;       /* failed files no process maps, remembered (at most UNWIND_CACHE_IDLE_VERDICTS) */
+	size_t verdicts_forgotten;  /* of those, the oldest given up past the limit */
 	size_t builds_deferred; /* new files met while the build queue was full, left for a later read */
 	size_t builds_cancelled; /* queued files every process mapping them left before their build */
 	size_t builds_yielded;   /* of builds_deferred: queued files taken out for an earlier turn's */
