@@ -312,7 +312,13 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	const struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
 	struct pbp_budget_usage *usage = config && overhead_budget ? pbp_budget_usage_of(tgid) : NULL;
 	__u32 weight = usage ? pbp_budget_admit(usage, tgid) : 1;
+	__u32 tid = (__u32)pid_tgid;
 
+	/* A thread's first sample is taken whatever the stride, so that a short thread of a
+	 * throttled process is still in the profile: it stands for its own tick only (its
+	 * stride's kept sample then counts that tick twice, once per thread start). */
+	if (usage && !weight && !bpf_map_lookup_elem(&tstate_cache, &tid))
+		weight = 1;
 	if (config && weight) {
 		pbp_sample_target(ctx, config, pid_tgid, timed ? start_ns : bpf_ktime_get_ns(), weight);
 		if (usage)
