@@ -380,12 +380,6 @@ static int writer_forget_pid(void *state, uint32_t pid)
 	return 0;
 }
 
-static size_t intern_held_bytes(const struct intern_table *table)
-{
-	return table->bytes + table->keys_capacity * sizeof(*table->keys) +
-	       table->index.capacity * sizeof(*table->index.slots);
-}
-
 /* What the pids' tables hold: the part of the writer that grows with the processes seen. */
 static size_t writer_held_bytes(const void *state)
 {

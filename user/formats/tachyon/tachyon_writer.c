@@ -942,7 +942,25 @@ static const char *writer_error(const void *state)
 	return ((const struct tachyon_writer *)state)->error;
 }
 
+/*
+ * What the file's tables hold: a Tachyon file has one string and one frame table for the whole
+ * run, written at its end, so every distinct frame of every process seen stays until then.
+ */
+static size_t writer_held_bytes(const void *state)
+{
+	const struct tachyon_writer *w = state;
+	size_t bytes = intern_held_bytes(&w->strings) + intern_held_bytes(&w->frames) +
+		       intern_held_bytes(&w->thread_ids) + w->thread_capacity * sizeof(*w->threads);
+
+	for (size_t i = 0; i < intern_count(&w->thread_ids); i++)
+		if (w->threads[i])
+			bytes += sizeof(*w->threads[i]) + w->threads[i]->stack_capacity * sizeof(uint32_t) +
+				 w->threads[i]->repeat_capacity;
+	return bytes;
+}
+
 static const struct pf_writer_ops tachyon_writer_ops = {
+	.held_bytes = writer_held_bytes,
 	.set_metadata = writer_set_metadata,
 	.set_run_info = writer_set_run_info,
 	.set_python_version = writer_set_python_version,
