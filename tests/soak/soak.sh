@@ -25,10 +25,12 @@
 #    5% of the run: then the ring fills, short processes exit before their code is read and
 #    process notices are lost whatever the profiler does (a shared machine's other builds
 #    and tests; its own CPU share is judged apart);
-#  - memory is flat: the median RSS of the last quarter is at most 10% + 4 MiB above the
-#    median of the second quarter (the first quarter is warm-up: tables, caches and
-#    buffers reach their working size; a median, as the line table attack fills the target
-#    budget for a moment in any quarter);
+#  - memory is flat: the floor of the last quarter's RSS (its tenth percentile) is at most
+#    10% + 4 MiB above the second quarter's (the first quarter is warm-up: tables, caches and
+#    buffers reach their working size). The floor, not the median: the line table attackers
+#    fill the target budget for seconds at a time, 30-60 MiB freed again within a second
+#    (the peak check bounds those), and a median moves with how many of those spikes a
+#    quarter catches; what is kept for good raises the floor;
 #  - CPU is flat: the profiler's CPU share over the last quarter is at most 1.5 times that
 #    of the second quarter, plus 3% of a core (the same load comes in all along);
 #  - the summary prints its budgets line (exited processes forgotten, at least);
@@ -126,7 +128,10 @@ make_cgroup || die "no memory cgroup to cap the profiler at $((memory_cap >> 20)
 say "the profiler runs in $cgroup (cgroup v$cgroup_version), capped at $((memory_cap >> 20)) MiB"
 
 # Into the cgroup first, then the profiler: it never runs outside it.
-(echo "$BASHPID" >"$cgroup/cgroup.procs" && exec "$profiler_bin" -v -o "$work/soak.bin") 2>"$work/profiler.err" &
+# MOJO, the format a long whole-host run wants: it forgets an exited process's tables, where a
+# Tachyon file keeps one string and frame table for the whole run until its end (the target
+# budget counts them as output tables), and those grow with every distinct frame seen.
+(echo "$BASHPID" >"$cgroup/cgroup.procs" && exec "$profiler_bin" -v -o "$work/soak.mojo") 2>"$work/profiler.err" &
 profiler=$!
 sleep 3
 kill -0 "$profiler" 2>/dev/null || die "the profiler did not start: $(cat "$work/profiler.err")"
@@ -312,7 +317,7 @@ reached "line tables" '.* ([0-9]+) line tables and [0-9]+ names over budget.*'
 reached "sparse 510 MiB files" '^pybpfprof: unwind tables: .*no table: .*too_big ([0-9]+).*'
 
 # Every benign process's function is in the profile.
-if "$profiler_bin" convert "$work/soak.bin" -o "$work/soak.collapsed" 2>"$work/convert.err"; then
+if "$profiler_bin" convert "$work/soak.mojo" -o "$work/soak.collapsed" 2>"$work/convert.err"; then
 	grep -oE 'soak_[0-9]+(_t[0-9]+)?' "$work/soak.collapsed" | sort -u >"$work/found.txt"
 	cut -d' ' -f1 "$work/benign.txt" | sort -u >"$work/wanted.txt"
 	missing=$(comm -23 "$work/wanted.txt" "$work/found.txt" | wc -l)
@@ -326,11 +331,11 @@ else
 	failures+=("the profile does not convert: $(cat "$work/convert.err")")
 fi
 
-# Flat memory and CPU: quarters of the samples taken. Memory by each quarter's median RSS: the
-# line table attack fills the target budget (64 MiB) for a few samples and it is trimmed after,
-# a spike in whichever quarter it lands; a leak moves the median.
+# Flat memory and CPU: quarters of the samples taken. Memory by each quarter's floor (tenth
+# percentile RSS): the line table attack fills the target budget (64 MiB) for a few samples and
+# it is trimmed after, a spike in whichever quarter it lands; a leak raises the floor.
 read -r verdict figures < <(awk -v tps="$ticks_per_s" '
-	function median(from, to,    i, j, k, v, sorted) {
+	function floor_of(from, to,    i, j, k, v, sorted) {
 		k = 0
 		for (i = from; i <= to; i++) sorted[++k] = rss[i]
 		for (i = 2; i <= k; i++) {
@@ -338,19 +343,19 @@ read -r verdict figures < <(awk -v tps="$ticks_per_s" '
 			for (j = i - 1; j >= 1 && sorted[j] > v; j--) sorted[j + 1] = sorted[j]
 			sorted[j + 1] = v
 		}
-		return sorted[int((k + 1) / 2)]
+		return sorted[int((k + 9) / 10)]
 	}
 	{ t[NR] = $1; rss[NR] = $2; cpu[NR] = $3; if ($2 > max) max = $2 }
 	END {
 		n = NR; q = int(n / 4)
 		if (q < 2) { print "short only " n " samples"; exit }
-		base = median(q + 1, 2 * q)
-		last = median(n - q + 1, n)
+		base = floor_of(q + 1, 2 * q)
+		last = floor_of(n - q + 1, n)
 		base_cpu = (cpu[2 * q] - cpu[q + 1]) / tps / (t[2 * q] - t[q + 1]) * 100
 		last_cpu = (cpu[n] - cpu[n - q + 1]) / tps / (t[n] - t[n - q + 1]) * 100
 		rss_ok = last <= base * 1.10 + 4096
 		cpu_ok = last_cpu <= base_cpu * 1.5 + 3
-		printf "%s rss_kib second_quarter_median=%d last_quarter_median=%d first=%d max=%d; cpu_percent second_quarter=%.2f last_quarter=%.2f\n",
+		printf "%s rss_kib second_quarter_floor=%d last_quarter_floor=%d first=%d max=%d; cpu_percent second_quarter=%.2f last_quarter=%.2f\n",
 			(rss_ok && cpu_ok) ? "ok" : (!rss_ok ? "rss" : "cpu"), base, last, rss[1], max, base_cpu, last_cpu
 	}' "$work/usage.tsv")
 say "$figures"
