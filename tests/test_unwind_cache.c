@@ -721,6 +721,41 @@ static pid_t spawn_mapper_as_nobody(const char *dir, size_t first, size_t count)
 	return test_fork_as_nobody(test_map_library_copies, &copies);
 }
 
+/* dir (made here) holds count copies of one tiny ELF with no CFI, lib0.so ... */
+static void write_tiny_copies(const char *dir, size_t count)
+{
+	char library[PATH_MAX], copy[PATH_MAX], err[4096];
+	char *build[] = { "cc", "-shared", "-nostdlib", "-Wl,--build-id=none", "-o", library, "-x", "c",
+			  "/dev/null", NULL };
+	size_t len;
+	uint8_t *image;
+
+	assert_int_equal(mkdir(dir, 0755), 0);
+	FORMAT(library, "%s/tiny.so", dir);
+	if (run_capture(build, err, sizeof(err)) != 0)
+		fail_msg("building %s: %s", library, err);
+	image = read_whole_file(library, &len);
+	assert_non_null(image);
+	for (size_t i = 0; i < count; i++) {
+		FORMAT(copy, "%s/lib%zu.so", dir, i);
+		assert_int_equal(write_whole_file(copy, image, len), 0);
+		chmod(copy, 0644);
+	}
+	free(image);
+	unlink(library);
+}
+
+static void remove_tiny_copies(const char *dir, size_t count)
+{
+	char copy[PATH_MAX];
+
+	for (size_t i = 0; i < count; i++) {
+		FORMAT(copy, "%s/lib%zu.so", dir, i);
+		unlink(copy);
+	}
+	rmdir(dir);
+}
+
 /*
  * Processes of nobody's mapping 2,000 distinct tiny ELF files: the profiler holds a
  * bounded number of descriptors (each queued build holds one), whatever they map.
@@ -730,29 +765,14 @@ static void test_many_files_bounded_descriptors(void **state)
 	static struct unwind_proc proc;
 	struct ordered_ops *ordered = calloc(1, sizeof(*ordered));
 	struct unwind_cache *cache = new_background_cache(ordered);
-	char dir[64], library[PATH_MAX], copy[PATH_MAX], err[4096];
-	char *build[] = { "cc", "-shared", "-nostdlib", "-Wl,--build-id=none", "-o", library, "-x", "c",
-			  "/dev/null", NULL };
+	char dir[64];
 	size_t before = open_descriptors(), peak = 0;
 	struct unwind_cache_stats stats;
 	pid_t pids[MANY_FILE_PROCS];
-	size_t len;
-	uint8_t *image;
 
 	(void)state;
 	FORMAT(dir, "/tmp/pybpfprof-many-files.%d", (int)getpid());
-	assert_int_equal(mkdir(dir, 0755), 0);
-	FORMAT(library, "%s/tiny.so", dir);
-	if (run_capture(build, err, sizeof(err)) != 0)
-		fail_msg("building %s: %s", library, err);
-	image = read_whole_file(library, &len);
-	assert_non_null(image);
-	for (size_t i = 0; i < MANY_FILE_PROCS * MANY_FILES_EACH; i++) {
-		FORMAT(copy, "%s/lib%zu.so", dir, i);
-		assert_int_equal(write_whole_file(copy, image, len), 0);
-		chmod(copy, 0644);
-	}
-	free(image);
+	write_tiny_copies(dir, MANY_FILE_PROCS * MANY_FILES_EACH);
 	for (size_t p = 0; p < MANY_FILE_PROCS; p++)
 		pids[p] = spawn_mapper_as_nobody(dir, p * MANY_FILES_EACH, MANY_FILES_EACH);
 	for (size_t p = 0; p < MANY_FILE_PROCS; p++) {
@@ -767,12 +787,7 @@ static void test_many_files_bounded_descriptors(void **state)
 		unwind_cache_forget_proc(cache, pids[p]);
 		end_child(pids[p]);
 	}
-	for (size_t i = 0; i < MANY_FILE_PROCS * MANY_FILES_EACH; i++) {
-		FORMAT(copy, "%s/lib%zu.so", dir, i);
-		unlink(copy);
-	}
-	unlink(library);
-	rmdir(dir);
+	remove_tiny_copies(dir, MANY_FILE_PROCS * MANY_FILES_EACH);
 	print_message("%zu descriptors at most beside %zu before; %zu files deferred\n", peak - before, before,
 		      stats.builds_deferred);
 	/* the queue's (target/unwind_cache.c) and the parser worker's socket and its spare */
@@ -796,29 +811,14 @@ static void test_failed_files_remembered_within_a_bound(void **state)
 	static struct unwind_proc proc;
 	struct ordered_ops *ordered = calloc(1, sizeof(*ordered));
 	struct unwind_cache *cache;
-	char dir[64], library[PATH_MAX], copy[PATH_MAX], err[4096];
-	char *build[] = { "cc", "-shared", "-nostdlib", "-Wl,--build-id=none", "-o", library, "-x", "c",
-			  "/dev/null", NULL };
+	char dir[64];
 	const size_t each = (VERDICT_FILES + VERDICT_PROCS - 1) / VERDICT_PROCS;
 	struct unwind_cache_stats stats;
 	size_t failed = 0;
-	size_t len;
-	uint8_t *image;
 
 	(void)state;
 	FORMAT(dir, "/tmp/pybpfprof-verdicts.%d", (int)getpid());
-	assert_int_equal(mkdir(dir, 0755), 0);
-	FORMAT(library, "%s/tiny.so", dir);
-	if (run_capture(build, err, sizeof(err)) != 0)
-		fail_msg("building %s: %s", library, err);
-	image = read_whole_file(library, &len);
-	assert_non_null(image);
-	for (size_t i = 0; i < VERDICT_PROCS * each; i++) {
-		FORMAT(copy, "%s/lib%zu.so", dir, i);
-		assert_int_equal(write_whole_file(copy, image, len), 0);
-		chmod(copy, 0644);
-	}
-	free(image);
+	write_tiny_copies(dir, VERDICT_PROCS * each);
 	cache = new_background_cache(ordered);
 	/* one process after another, each mapping files of its own, then gone */
 	for (size_t p = 0; p < VERDICT_PROCS; p++) {
@@ -830,12 +830,7 @@ static void test_failed_files_remembered_within_a_bound(void **state)
 		end_child(pid);
 	}
 	unwind_cache_stats(cache, &stats);
-	for (size_t i = 0; i < VERDICT_PROCS * each; i++) {
-		FORMAT(copy, "%s/lib%zu.so", dir, i);
-		unlink(copy);
-	}
-	unlink(library);
-	rmdir(dir);
+	remove_tiny_copies(dir, VERDICT_PROCS * each);
 	for (size_t cause = 0; cause < UNWIND_FAIL_COUNT; cause++)
 		failed += stats.failures[cause];
 	print_message("%zu files without a table: %zu remembered, %zu forgotten\n", failed, stats.idle_verdicts,
