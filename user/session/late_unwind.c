@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symbolize/symbolize_native.h"
 #include "target/stack_copy_unwind.h"
 #include "util/array.h"
 #include "util/clock.h"
@@ -304,6 +305,26 @@ static int late_open(struct session *session)
 	return session->late ? 0 : -ENOMEM;
 }
 
+/* A held record is named when it leaves, perhaps after its process exited: the mappings of its
+ * pcs are read now, while they can be (a library loaded since the last read, most of all). */
+static void note_record_pcs(struct session *session, const struct pbp_record *record, size_t size)
+{
+	size_t len = sections_len(record, size);
+	const uint8_t *pcs = (const uint8_t *)record + sizeof(*record) +
+			     (size_t)record->py_frame_count * sizeof(struct pbp_py_frame);
+
+	if (!session->resolver.native || !len)
+		return;
+	if (record->user_ip)
+		symbolize_native_note_pc(session->resolver.native, (pid_t)record->pid, record->user_ip);
+	for (size_t i = 0; i < record->native_frame_count; i++) {
+		uint64_t pc;
+
+		memcpy(&pc, pcs + i * sizeof(pc), sizeof(pc));
+		symbolize_native_note_pc(session->resolver.native, (pid_t)record->pid, pc & ~PBP_NATIVE_PC_EVAL);
+	}
+}
+
 bool late_unwind_hold(struct session *session, const struct pbp_record *record, size_t size)
 {
 	bool has_copy = size >= sizeof(*record) && (record->flags & PBP_REC_STACK_COPY);
@@ -336,6 +357,7 @@ bool late_unwind_hold(struct session *session, const struct pbp_record *record, 
 	entry->size = size;
 	entry->waiting = has_copy;
 	memcpy(entry->record, record, size);
+	note_record_pcs(session, record, size);
 	late->entries[late->count++] = entry;
 	late->bytes += sizeof(*entry) + size;
 	if (late->bytes > late->stats.peak_bytes)

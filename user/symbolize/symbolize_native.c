@@ -674,6 +674,15 @@ static const char *offset_name(struct symbolize_native *symbolizer, const struct
 	return interned(symbolizer, text);
 }
 
+void symbolize_native_note_pc(struct symbolize_native *symbolizer, pid_t pid, uint64_t pc)
+{
+	struct pid_maps *maps;
+	const struct proc_map *map = mapping_of(symbolizer, pid, pc, &maps);
+
+	if (map)
+		(void)file_of(symbolizer, pid, map);
+}
+
 int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *interpreter,
 			    uint64_t pc, struct symbolize_native_frame *out)
 {

@@ -75,6 +75,13 @@ void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
 int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *skip,
 			     uint64_t ip, struct pf_frame *frame);
 
+/*
+ * The mapping that holds pc is known from now on (pid's maps read again if need be) and its
+ * file's symbols asked for: a record named later, perhaps once pid has exited and its maps
+ * can no longer be read, is then named as it would have been now.
+ */
+void symbolize_native_note_pc(struct symbolize_native *symbolizer, pid_t pid, uint64_t pc);
+
 /* One pc of a native stack, named. */
 struct symbolize_native_frame {
 	struct pf_frame frame; /* kind native; file as the target sees it */
