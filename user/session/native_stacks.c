@@ -258,6 +258,9 @@ int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint
 			return UNWIND_STOP_NO_MAPPING;
 		/* fall through */
 	case UNWIND_PC_DEFERRED:
+		/* no read will come for it: the sample goes now, its native frames cut there */
+		if (unwind_cache_refresh_refused(native->cache, pid))
+			return UNWIND_STOP_NO_TABLE;
 		if (unwind_cache_should_refresh(native->cache, pid, pc, clock_monotonic_ms())) {
 			native->refreshes++;
 			attach(session, pid, true);

@@ -1245,11 +1245,20 @@ enum unwind_cache_pc unwind_cache_table_at(const struct unwind_cache *cache, pid
 	return in_ranges(proc->ranges, proc->range_count, pc) ? UNWIND_PC_NO_TABLE : UNWIND_PC_NO_MAPPING;
 }
 
+bool unwind_cache_refresh_refused(const struct unwind_cache *cache, pid_t pid)
+{
+	const struct cached_proc *slot = proc_of(cache, pid);
+
+	return slot && slot->mapped_count > UNWIND_CACHE_REFRESH_MAX_MAPPINGS;
+}
+
 bool unwind_cache_should_refresh(const struct unwind_cache *cache, pid_t pid, uint64_t pc, uint64_t now_ms)
 {
 	const struct cached_proc *slot = proc_of(cache, pid);
 
-	if (!slot || !pc)
+	/* A process mapping thousands of files (an attacker's 20,000 tiny ELFs) is not read again
+	 * for its walks: each read runs on the draining thread and costs in proportion. */
+	if (!slot || !pc || slot->mapped_count > UNWIND_CACHE_REFRESH_MAX_MAPPINGS)
 		return false;
 	return !in_ranges(slot->ranges, slot->range_count, pc) && now_ms - slot->read_ms >= UNWIND_CACHE_REFRESH_MS;
 }

@@ -37,6 +37,8 @@
 
 /* A process's maps are read again for an unknown pc at most this often. */
 #define UNWIND_CACHE_REFRESH_MS 200
+/* ... unless it maps more executable files than this (then it is read once per maps event). */
+#define UNWIND_CACHE_REFRESH_MAX_MAPPINGS 4096
 
 /* Why a file mapping has no table. */
 enum unwind_cache_failure {
@@ -120,6 +122,8 @@ int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct
 void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid);
 /* Whether pid is known (unwind_cache_map_proc succeeded and it was not forgotten since). */
 bool unwind_cache_knows_proc(const struct unwind_cache *cache, pid_t pid);
+/* pid maps more than UNWIND_CACHE_REFRESH_MAX_MAPPINGS executable files: never read again for a walk. */
+bool unwind_cache_refresh_refused(const struct unwind_cache *cache, pid_t pid);
 /*
  * Whether a walk of pid that stopped at pc for want of a mapping or a table
  * calls for reading its maps again: pc lies in no executable mapping of the
