@@ -187,6 +187,37 @@ static void test_symbol_tables_within_their_budget(void **state)
 	symbolize_native_free(symbolizer);
 }
 
+/* A record's pcs wait while a file of theirs is being read, not after: the drain holds such
+ * records (session/late_unwind.c) so their frames are named rather than left as offsets. */
+static void test_names_pending_while_a_file_is_read(void **state)
+{
+	uint64_t libz_pc = code_address((void (*)(void))deflateInit2_) + 1;
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	char *heap = malloc(64);
+	uint64_t heap_pc = (uint64_t)(uintptr_t)heap;
+	unsigned polls = 0;
+
+	(void)state;
+	assert_non_null(symbolizer);
+	assert_non_null(heap);
+	symbolize_native_set_wait_ms(symbolizer, 0);
+	/* nothing asked for yet: no lookup, nothing pending */
+	assert_false(symbolize_native_names_pending(symbolizer, getpid(), &heap_pc, 1));
+	/* libz is asked for now: its symbols come from the worker, started for it */
+	assert_true(symbolize_native_names_pending(symbolizer, getpid(), &libz_pc, 1));
+	assert_false(symbolize_native_names_pending(symbolizer, getpid(), &heap_pc, 1));
+	while (symbolize_native_names_pending(symbolizer, getpid(), &libz_pc, 1)) {
+		assert_true(++polls < 60000); /* 10 minutes: a worker that never answers */
+		usleep(10000);
+	}
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	assert_false(found.provisional);
+	assert_string_equal(found.symbol, "deflateInit2_");
+	free(heap);
+	symbolize_native_free(symbolizer);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +227,7 @@ int main(void)
 		cmocka_unit_test(test_gone_process_gives_no_frame),
 		cmocka_unit_test(test_unnamed_function_named_by_its_start),
 		cmocka_unit_test(test_symbol_tables_within_their_budget),
+		cmocka_unit_test(test_names_pending_while_a_file_is_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

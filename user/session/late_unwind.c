@@ -6,6 +6,11 @@
  * placed, is unwound from the copy with the rows BPF would have used
  * (target/stack_copy_unwind.h), and is then written as any BPF-unwound sample.
  *
+ * Samples whose native frames lie in a file whose symbols the parser worker is still reading
+ * (a process's first moments: the interpreter's own file among them) wait here too, under the
+ * same bounds: named now, their frames would read [file+0x...] for good, and the interpreter's
+ * unnamed frames would keep its Python frames from being merged in place.
+ *
  * One queue, in the order the records came: once a record waits, every later one waits behind
  * it, so the outputs see each thread's samples (and their time stamps) in order and their time
  * deltas never go back. The wait is bounded: by LATE_UNWIND_WAIT_MS per record, by
@@ -44,6 +49,7 @@ struct late_entry {
 	uint64_t queued_ms;
 	size_t size;
 	bool waiting;  /* carries a copy not yet unwound */
+	bool waiting_names; /* a file of its pcs waits for its symbols */
 	uint64_t record[]; /* size bytes: 8-byte aligned, as the ring hands them out */
 };
 
@@ -106,6 +112,42 @@ static int copy_of(const struct pbp_record *record, size_t size, struct stack_co
 	};
 	*bp = head.bp;
 	return 0;
+}
+
+/* The user pcs of a record (its leaf, its native frames): how many, at most max. */
+static size_t record_pcs(const struct pbp_record *record, size_t size, uint64_t *pcs, size_t max)
+{
+	size_t len = sections_len(record, size), count = 0;
+	const uint8_t *at = (const uint8_t *)record + sizeof(*record) +
+			    (size_t)record->py_frame_count * sizeof(struct pbp_py_frame);
+
+	if (!len)
+		return 0;
+	if (record->user_ip && count < max)
+		pcs[count++] = record->user_ip;
+	for (size_t i = 0; i < record->native_frame_count && count < max; i++) {
+		uint64_t pc;
+
+		memcpy(&pc, at + i * sizeof(pc), sizeof(pc));
+		pcs[count++] = pc & ~PBP_NATIVE_PC_EVAL;
+	}
+	return count;
+}
+
+/*
+ * Whether the record's native frames would be named by offsets if written now: a file of its
+ * pcs still waits for its symbols. Its stack would then show unnamed frames for good, and the
+ * interpreter's own unnamed ones keep its Python frames from being merged in place.
+ */
+static bool names_pending(struct session *session, const struct pbp_record *record, size_t size)
+{
+	uint64_t pcs[UNWIND_MAX_FRAMES + 1];
+	size_t count;
+
+	if (!session->resolver.native || size < sizeof(*record) || record->native_frame_count == 0)
+		return false;
+	count = record_pcs(record, size, pcs, ARRAY_SIZE(pcs));
+	return count && symbolize_native_names_pending(session->resolver.native, (pid_t)record->pid, pcs, count);
 }
 
 /* The record as BPF would have sent it with these native frames and this stop, into the
@@ -241,6 +283,25 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 		stop = stop == STACK_UNWIND_PAST_COPY ? UNWIND_STOP_READ_FAULT : UNWIND_STOP_NO_TABLE;
 	if (take_rewritten(late, slot, rewrite(late, record, pcs, count, (uint8_t)stop)) != 0)
 		strip(late, *slot, LATE_LOST_BUDGET);
+	else if (give_up < 0)
+		(*slot)->waiting_names = names_pending(session, record_of(*slot), (*slot)->size);
+}
+
+/* Whether the entry may go as far as its names go: they are known, or it waited long enough
+ * (give_up >= 0: it goes now). Those that go with names still missing are counted. */
+static bool names_settled(struct session *session, struct late_entry *entry, int give_up, uint64_t now_ms)
+{
+	struct late_unwind *late = session->late;
+
+	if (!names_pending(session, record_of(entry), entry->size)) {
+		entry->waiting_names = false;
+		return true;
+	}
+	if (give_up < 0 && now_ms - entry->queued_ms < LATE_UNWIND_WAIT_MS)
+		return false;
+	late->stats.names_missed++;
+	entry->waiting_names = false;
+	return true;
 }
 
 static void pop_and_write(struct session *session)
@@ -263,6 +324,7 @@ static void pop_one(struct session *session, enum late_unwind_loss give_up)
 
 	if (late->entries[late->head]->waiting)
 		resolve(session, &late->entries[late->head], give_up);
+	late->stats.names_missed += late->entries[late->head]->waiting_names;
 	pop_and_write(session);
 }
 
@@ -287,6 +349,8 @@ static void flush_with(struct session *session, int give_up)
 			if ((*slot)->waiting)
 				break;
 		}
+		if ((*slot)->waiting_names && !names_settled(session, *slot, give_up, now_ms))
+			break;
 		pop_and_write(session);
 	}
 	late->stats.held_now = late->count - late->head;
@@ -309,35 +373,33 @@ static int late_open(struct session *session)
  * pcs are read now, while they can be (a library loaded since the last read, most of all). */
 static void note_record_pcs(struct session *session, const struct pbp_record *record, size_t size)
 {
-	size_t len = sections_len(record, size);
-	const uint8_t *pcs = (const uint8_t *)record + sizeof(*record) +
-			     (size_t)record->py_frame_count * sizeof(struct pbp_py_frame);
+	uint64_t pcs[UNWIND_MAX_FRAMES + 1];
+	size_t count;
 
-	if (!session->resolver.native || !len)
+	if (!session->resolver.native)
 		return;
-	if (record->user_ip)
-		symbolize_native_note_pc(session->resolver.native, (pid_t)record->pid, record->user_ip);
-	for (size_t i = 0; i < record->native_frame_count; i++) {
-		uint64_t pc;
-
-		memcpy(&pc, pcs + i * sizeof(pc), sizeof(pc));
-		symbolize_native_note_pc(session->resolver.native, (pid_t)record->pid, pc & ~PBP_NATIVE_PC_EVAL);
-	}
+	count = record_pcs(record, size, pcs, ARRAY_SIZE(pcs));
+	for (size_t i = 0; i < count; i++)
+		symbolize_native_note_pc(session->resolver.native, (pid_t)record->pid, pcs[i]);
 }
 
 bool late_unwind_hold(struct session *session, const struct pbp_record *record, size_t size)
 {
 	bool has_copy = size >= sizeof(*record) && (record->flags & PBP_REC_STACK_COPY);
 	struct late_unwind *late = session->late;
+	bool queue_empty = !late || late->head == late->count;
+	bool wants_names = !has_copy && names_pending(session, record, size);
 	struct late_entry *entry;
 
-	if (!has_copy && (!late || late->head == late->count))
+	if (!has_copy && !wants_names && queue_empty)
 		return false;
 	if (late_open(session))
 		return false;
 	late = session->late;
 	if (has_copy)
 		late->stats.held++;
+	if (wants_names)
+		late->stats.held_for_names++;
 	/* Room first: the oldest go as they are. */
 	while (late->head < late->count && late->bytes + sizeof(*entry) + size > LATE_UNWIND_MAX_BYTES)
 		pop_one(session, LATE_LOST_BUDGET);
@@ -356,6 +418,7 @@ bool late_unwind_hold(struct session *session, const struct pbp_record *record, 
 	entry->queued_ms = clock_monotonic_ms();
 	entry->size = size;
 	entry->waiting = has_copy;
+	entry->waiting_names = wants_names;
 	memcpy(entry->record, record, size);
 	note_record_pcs(session, record, size);
 	late->entries[late->count++] = entry;
@@ -375,13 +438,20 @@ static size_t end_of_pid(const struct late_unwind *late, pid_t pid)
 	return late->head;
 }
 
-/* Polls the tables being built until no record waits for them, or bound_ms passed. */
+/* Whether the oldest record waits for names (its files' symbols on their way). */
+static bool head_waits_for_names(const struct late_unwind *late)
+{
+	return late->head < late->count && late->entries[late->head]->waiting_names;
+}
+
+/* Polls the tables being built and the symbols being read until no record waits for them, or
+ * bound_ms passed. */
 static void wait_for_tables(struct session *session, uint64_t bound_ms)
 {
 	uint64_t deadline = clock_monotonic_ms() + bound_ms;
 	struct late_unwind *late = session->late;
 
-	while (native_stacks_building(session) && clock_monotonic_ms() < deadline) {
+	while ((native_stacks_building(session) || head_waits_for_names(late)) && clock_monotonic_ms() < deadline) {
 		late_unwind_flush(session);
 		if (late->head == late->count)
 			return;

@@ -586,6 +586,10 @@ static void print_late_summary(const struct session *session, const uint64_t cou
 	late_unwind_stats(session, &late);
 	format_late_losses(&late, losses, sizeof(losses));
 	format_size(late.peak_bytes, peak, sizeof(peak));
+	if (late.held_for_names)
+		fprintf(stderr, "pybpfprof: late naming: %" PRIu64 " samples held for their files' symbols, %" PRIu64
+				" of them written before the symbols came (frames named by offset)\n",
+			late.held_for_names, late.names_missed);
 	if (counters[PBP_CNT_COPIES_DROPPED])
 		fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies dropped, the ring buffer filling: their "
 				"samples lost native frames\n",

@@ -169,6 +169,8 @@ enum late_unwind_loss {
 struct late_unwind_stats {
 	uint64_t held;          /* samples that came with a stack copy */
 	uint64_t unwound;       /* ... whose walk went on from it with the file's table */
+	uint64_t held_for_names; /* samples held for their files' symbols (not yet read) */
+	uint64_t names_missed;  /* ... of which went before the symbols came (frames named by offset) */
 	uint64_t lost[LATE_LOST_COUNT];
 	uint64_t held_now;      /* samples in the queue now (with those behind them) */
 	uint64_t peak_bytes;    /* the most the queue held at once */
@@ -179,7 +181,8 @@ struct late_unwind_stats {
 
 struct late_unwind;
 /*
- * The record goes through the queue when it carries a stack copy or others wait before it
+ * The record goes through the queue when it carries a stack copy, when a file of its native
+ * frames still waits for its symbols, or when others wait before it
  * (the records leave in the order they came, so each thread's time stamps only grow): true
  * when it was queued, written later by late_unwind_flush.
  */

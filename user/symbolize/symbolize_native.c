@@ -58,6 +58,9 @@ struct pid_maps {
 	uint32_t exe_dev_major, exe_dev_minor;
 };
 
+/* Twice the files at most: probes stay short. */
+#define FILE_INDEX_SLOTS (2 * SYMBOLIZE_NATIVE_MAX_FILES)
+
 enum mapped_file_state {
 	FILE_UNQUEUED, /* its job could not be queued yet (the queue is full): tried at the next lookup */
 	FILE_PENDING,  /* the loader has its job */
@@ -84,6 +87,8 @@ struct symbolize_native {
 	size_t pid_count;
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
+	/* files by identity, open addressing: every pc of every sample finds its file here */
+	struct mapped_file *file_index[FILE_INDEX_SLOTS];
 	uint64_t own_clock;
 	uint64_t *clock;       /* own_clock, or the target budget's (its eviction compares stores) */
 	struct target_budget *budget; /* NULL: none; else the tables are charged to it */
@@ -280,6 +285,48 @@ static const char *interned(struct symbolize_native *symbolizer, const char *tex
 	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
 }
 
+static size_t file_index_slot(uint64_t inode, uint32_t dev_major, uint32_t dev_minor)
+{
+	uint64_t key = inode * 0x9e3779b97f4a7c15ull ^ ((uint64_t)dev_major << 32 | dev_minor);
+
+	return (size_t)(key ^ key >> 29) & (FILE_INDEX_SLOTS - 1);
+}
+
+static void file_index_add(struct symbolize_native *symbolizer, struct mapped_file *file)
+{
+	size_t slot = file_index_slot(file->inode, file->dev_major, file->dev_minor);
+
+	while (symbolizer->file_index[slot])
+		slot = (slot + 1) & (FILE_INDEX_SLOTS - 1);
+	symbolizer->file_index[slot] = file;
+}
+
+/* A file gone: the index is laid again (rare: an eviction, or every slot of files taken). */
+static void file_index_rebuild(struct symbolize_native *symbolizer)
+{
+	memset(symbolizer->file_index, 0, sizeof(symbolizer->file_index));
+	for (size_t i = 0; i < symbolizer->file_count; i++)
+		file_index_add(symbolizer, symbolizer->files[i]);
+}
+
+static struct mapped_file *file_index_find(const struct symbolize_native *symbolizer, const struct proc_map *map)
+{
+	size_t slot = file_index_slot(map->inode, map->dev_major, map->dev_minor);
+
+	/* at least half the slots are empty: the probe ends */
+	for (struct mapped_file *known; (known = symbolizer->file_index[slot]);
+	     slot = (slot + 1) & (FILE_INDEX_SLOTS - 1))
+		if (known->inode == map->inode && known->dev_major == map->dev_major &&
+		    known->dev_minor == map->dev_minor && strcmp(known->path, map->path) == 0)
+			return known;
+	return NULL;
+}
+
+static bool file_waits_for_symbols(const struct mapped_file *file)
+{
+	return file->state == FILE_PENDING || file->state == FILE_UNQUEUED;
+}
+
 static void remove_file(struct symbolize_native *symbolizer, size_t index)
 {
 	struct mapped_file *file = symbolizer->files[index];
@@ -289,6 +336,7 @@ static void remove_file(struct symbolize_native *symbolizer, size_t index)
 	symbolizer->symbol_bytes -= file->bytes;
 	mapped_file_free(file);
 	symbolizer->files[index] = symbolizer->files[--symbolizer->file_count];
+	file_index_rebuild(symbolizer);
 }
 
 /* The least recently used file that may go (its job not in flight, not keep; with_table: one
@@ -500,15 +548,8 @@ static struct mapped_file *new_file(struct symbolize_native *symbolizer, const s
  * symbolizer waits); NULL: -ENOMEM, or every known file is waiting for its symbols. */
 static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pid, const struct proc_map *map)
 {
-	struct mapped_file *file = NULL;
+	struct mapped_file *file = file_index_find(symbolizer, map);
 
-	for (size_t i = 0; i < symbolizer->file_count && !file; i++) {
-		struct mapped_file *known = symbolizer->files[i];
-
-		if (known->inode == map->inode && known->dev_major == map->dev_major &&
-		    known->dev_minor == map->dev_minor && strcmp(known->path, map->path) == 0)
-			file = known;
-	}
 	if (!file) {
 		if (symbolizer->file_count == SYMBOLIZE_NATIVE_MAX_FILES) {
 			ssize_t oldest = least_recent_file(symbolizer, NULL, false);
@@ -521,6 +562,7 @@ static struct mapped_file *file_of(struct symbolize_native *symbolizer, pid_t pi
 		if (!file)
 			return NULL;
 		symbolizer->files[symbolizer->file_count++] = file;
+		file_index_add(symbolizer, file);
 	}
 	file->used = ++*symbolizer->clock;
 	if (file->state == FILE_UNQUEUED)
@@ -683,6 +725,21 @@ void symbolize_native_note_pc(struct symbolize_native *symbolizer, pid_t pid, ui
 		(void)file_of(symbolizer, pid, map);
 }
 
+bool symbolize_native_names_pending(struct symbolize_native *symbolizer, pid_t pid, const uint64_t *pcs,
+				    size_t count)
+{
+	collect_done(symbolizer, 0);
+	for (size_t i = 0; i < count; i++) {
+		struct pid_maps *maps;
+		const struct proc_map *map = mapping_of(symbolizer, pid, pcs[i], &maps);
+		const struct mapped_file *file = map ? file_of(symbolizer, pid, map) : NULL;
+
+		if (file && file_waits_for_symbols(file))
+			return true;
+	}
+	return false;
+}
+
 int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *interpreter,
 			    uint64_t pc, struct symbolize_native_frame *out)
 {
@@ -702,7 +759,7 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	addr_known = file && link_address(file, map, pc, &addr);
 	function = addr_known ? function_at(file, addr) : NULL;
 	out->symbol = function ? display_name(symbolizer, file, function) : NULL;
-	out->provisional = !file || file->state == FILE_PENDING || file->state == FILE_UNQUEUED;
+	out->provisional = !file || file_waits_for_symbols(file);
 	name = out->symbol ? out->symbol : offset_name(symbolizer, file, map, pc, addr_known ? &addr : NULL);
 	path = file ? file->frame_path : interned(symbolizer, map->path);
 	if (!name || !path)

@@ -82,6 +82,13 @@ int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, con
  */
 void symbolize_native_note_pc(struct symbolize_native *symbolizer, pid_t pid, uint64_t pc);
 
+/*
+ * Whether a file that holds one of pid's pcs still waits for its symbols (asked for now if it
+ * was not): its frames would be named by their offsets if named now. Costs no lookup while
+ * every file seen so far is named.
+ */
+bool symbolize_native_names_pending(struct symbolize_native *symbolizer, pid_t pid, const uint64_t *pcs,
+				    size_t count);
 /* One pc of a native stack, named. */
 struct symbolize_native_frame {
 	struct pf_frame frame; /* kind native; file as the target sees it */
