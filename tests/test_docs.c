@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The documentation holds together: every relative link of README.md and doc's Markdown files
- * resolves (tools/check-doc-links.py), and a broken one is caught and named. No root, no BPF. */
+ * resolves (tools/check-doc-links.py); every command's options in --help are those of the man
+ * page, doc/usage.md and the bash completion, and every format of the registry is in each list
+ * of formats (tools/check-options.py). A disagreement is caught and named. No root, no BPF. */
 #include "testlib.h"
 
 #include <sys/wait.h>
@@ -85,12 +87,94 @@ static void a_renamed_heading_breaks_its_links(void **state)
 	assert_non_null(strstr(out, "#the-overhead-budget in doc/modes.md"));
 }
 
+/* The registry's format names and extensions, as tools/check-options.py takes them. */
+static void check_options_command(char *out, size_t len, const char *root)
+{
+	char names[512], extensions[1024];
+
+	format_registry_names(names, sizeof(names), "|", "|");
+	format_registry_extensions(extensions, sizeof(extensions), true);
+	snprintf(out, len, "tools/check-options.py --root '%s' --binary ./pybpfprof --formats '%s' --extensions '%s'",
+		 root, names, extensions);
+}
+
+static void every_option_and_format_agrees(void **state)
+{
+	char command[PATH_MAX + 2048], out[16384];
+	int status;
+
+	(void)state;
+	check_options_command(command, sizeof(command), ".");
+	status = run_tool(command, out, sizeof(out));
+	if (status)
+		print_message("%s", out);
+	assert_int_equal(status, 0);
+	assert_non_null(strstr(out, "ok"));
+}
+
+/* An option --help has and the man page drops, and one a document lists that --help has not:
+ * each named, with where it is missing. */
+static void an_option_out_of_step_is_named(void **state)
+{
+	char check[PATH_MAX + 2048], command[PATH_MAX * 3 + 4096], out[16384];
+	const char *dir = docs_copy("options");
+
+	(void)state;
+	check_options_command(check, sizeof(check), dir);
+	snprintf(command, sizeof(command),
+		 "sed -i '/^.fB.-.-target.-budget/,+3d' '%s/doc/pybpfprof.1' && "
+		 "sed -i 's/^| `--bpf-stats` |/| `--bpf-stats`, `--frobnicate` |/' '%s/doc/usage.md' && %s",
+		 dir, dir, check);
+	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "doc/pybpfprof.1: .SH OPTIONS lacks --target-budget, which `pybpfprof --help` has"));
+	assert_non_null(strstr(out, "doc/usage.md: the table under \"Options\" lists --frobnicate, which "
+				    "`pybpfprof --help` does not have"));
+	assert_null(strstr(out, "lacks --bpf-stats"));
+}
+
+/* A subcommand's option: its own section of the man page. */
+static void a_subcommand_option_out_of_step_is_named(void **state)
+{
+	char check[PATH_MAX + 2048], command[PATH_MAX * 3 + 4096], out[16384];
+	const char *dir = docs_copy("subcommand");
+
+	(void)state;
+	check_options_command(check, sizeof(check), dir);
+	snprintf(command, sizeof(command),
+		 "sed -E -i 's/^(.fB.-n.fR), .fB.-.-lines.fR/\\1/' '%s/doc/pybpfprof.1' && %s",
+		 dir, check);
+	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "doc/pybpfprof.1: .SS pybpfprof top [OPTIONS] [FILE] lacks --lines, which "
+				    "`pybpfprof top --help` has"));
+}
+
+/* A format the man page's -f leaves out, as it once listed four of six. */
+static void a_format_left_out_is_named(void **state)
+{
+	char check[PATH_MAX + 2048], command[PATH_MAX * 3 + 4096], out[16384];
+	const char *dir = docs_copy("formats");
+
+	(void)state;
+	check_options_command(check, sizeof(check), dir);
+	snprintf(command, sizeof(command),
+		 "sed -i 's/^mojo, tachyon, collapsed, svg, pprof or speedscope, whatever/mojo, tachyon, collapsed "
+		 "or svg, whatever/' '%s/doc/pybpfprof.1' && %s",
+		 dir, check);
+	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "doc/pybpfprof.1, .TP -f: the format pprof is not there"));
+	assert_non_null(strstr(out, "doc/pybpfprof.1, .TP -f: the format speedscope is not there"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_relative_link_resolves),
 		cmocka_unit_test(a_broken_link_is_named),
 		cmocka_unit_test(a_renamed_heading_breaks_its_links),
+		cmocka_unit_test(every_option_and_format_agrees),
+		cmocka_unit_test(an_option_out_of_step_is_named),
+		cmocka_unit_test(a_subcommand_option_out_of_step_is_named),
+		cmocka_unit_test(a_format_left_out_is_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
