@@ -87,6 +87,78 @@ static void a_renamed_heading_breaks_its_links(void **state)
 	assert_non_null(strstr(out, "#the-overhead-budget in doc/modes.md"));
 }
 
+/* The README is a front door: a newcomer reads it in minutes, and the rest is in doc/. */
+#define README_MAX_WORDS 2000
+#define README_MAX_LINE 120
+
+static char *checkout_file(const char *relative)
+{
+	char path[PATH_MAX + 64];
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/%s", test_source_dir(), relative);
+	return (char *)read_whole_file(path, &len);
+}
+
+static void the_readme_is_short_and_narrow(void **state)
+{
+	char *text = checkout_file("README.md");
+	size_t words = 0, line_number = 1, long_lines = 0;
+	bool in_word = false;
+
+	(void)state;
+	assert_non_null(text);
+	for (char *c = text; *c; c++) {
+		bool space = *c == ' ' || *c == '\t' || *c == '\n';
+
+		words += !space && !in_word;
+		in_word = !space;
+	}
+	for (char *line = text, *end; *line; line = end + 1, line_number++) {
+		size_t len;
+
+		end = strchr(line, '\n');
+		if (!end)
+			end = line + strlen(line);
+		len = (size_t)(end - line);
+		/* A table row or a line with a URL may be as long as it needs. */
+		if (len > README_MAX_LINE && line[0] != '|' && !memmem(line, len, "://", 3)) {
+			print_message("README.md:%zu: %zu characters\n", line_number, len);
+			long_lines++;
+		}
+		if (!*end)
+			break;
+	}
+	print_message("README.md: %zu words\n", words);
+	assert_true(words <= README_MAX_WORDS);
+	assert_int_equal(long_lines, 0);
+	free(text);
+}
+
+/* Examples show neutral paths, never the folders of the machine they were captured on. */
+static void no_example_shows_a_machine_path(void **state)
+{
+	static const char *const machine_paths[] = { " /root/", "`/root/", "(/root/", "/home/", "/work/",
+						     ".pyenv/", "pyenv/versions", "/Users/" };
+	char command[PATH_MAX + 64], line[4096];
+	size_t found = 0;
+	FILE *list;
+
+	(void)state;
+	snprintf(command, sizeof(command), "cd '%s' && grep -Hn '' README.md doc/*.md", test_source_dir());
+	list = popen(command, "r");
+	assert_non_null(list);
+	while (fgets(line, sizeof(line), list))
+		for (size_t i = 0; i < sizeof(machine_paths) / sizeof(machine_paths[0]); i++)
+			if (strstr(line, machine_paths[i])) {
+				print_message("%s", line);
+				found++;
+				break;
+			}
+	assert_int_equal(pclose(list), 0);
+	assert_int_equal(found, 0);
+}
+
 /* The registry's format names and extensions, as tools/check-options.py takes them. */
 static void check_options_command(char *out, size_t len, const char *root)
 {
@@ -168,6 +240,8 @@ static void a_format_left_out_is_named(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(the_readme_is_short_and_narrow),
+		cmocka_unit_test(no_example_shows_a_machine_path),
 		cmocka_unit_test(every_relative_link_resolves),
 		cmocka_unit_test(a_broken_link_is_named),
 		cmocka_unit_test(a_renamed_heading_breaks_its_links),
