@@ -46,10 +46,17 @@ def complain(text):
     problems.append(text)
 
 
+def help_environment():
+    """argp lays its table out by ARGP_HELP_FMT: the default layout is the one parsed here."""
+    environment = dict(os.environ, LC_ALL="C")
+    environment.pop("ARGP_HELP_FMT", None)
+    return environment
+
+
 def run_help(binary, command):
     argv = [binary, "--help"] if command == "record" else [binary, command, "--help"]
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            universal_newlines=True, env=dict(os.environ, COLUMNS="100"))
+                            universal_newlines=True, env=help_environment())
     if result.returncode != 0:
         complain("`%s` exited %d" % (" ".join(argv[1:]), result.returncode))
     return result.stdout
