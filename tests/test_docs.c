@@ -128,10 +128,10 @@ static void the_readme_is_short_and_narrow(void **state)
 		if (!*end)
 			break;
 	}
+	free(text);
 	print_message("README.md: %zu words\n", words);
 	assert_true(words <= README_MAX_WORDS);
 	assert_int_equal(long_lines, 0);
-	free(text);
 }
 
 /* Examples show neutral paths, never the folders of the machine they were captured on. */
