@@ -133,7 +133,7 @@ static void convert_usage(FILE *out)
 
 	fprintf(out,
 		"Usage: pybpfprof convert IN -o OUT [-f %s] [-c LEVEL|none]\n"
-		"Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
+		"Write a profile (MOJO, Tachyon or collapsed stacks) in any format pybpfprof writes.\n"
 		"  -o, --output OUT        the file to write (written whole, or not at all)\n"
 		"  -f, --format FORMAT     output format (default: from OUT's extension:\n"
 		"                          %s)\n"

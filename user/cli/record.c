@@ -37,6 +37,7 @@ static const char doc[] =
 	"       pybpfprof dump [--samples] FILE\n"
 	"       pybpfprof convert IN -o OUT [-f FORMAT]\n"
 	"       pybpfprof top [-n N] [--by-state] FILE\n"
+	"       pybpfprof top [-p PID | -- COMMAND]  (live, redrawn every second)\n"
 	"       pybpfprof stacks [--json] PID      (every thread's stack now, once)\n"
 	"\n"
 	"EXAMPLES:\n"
@@ -80,8 +81,9 @@ enum {
 static const struct argp_option record_options[] = {
 	{ "help", 'h', NULL, 0, "Give this help list", -1 },
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 0 },
-	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed, .svg, .pb.gz, .speedscope.json). Default: pybpfprof.mojo", 0 },
-	{ "format", 'f', "FORMAT", 0, "mojo, tachyon, collapsed, svg, pprof or speedscope (overrides the extension)", 0 },
+	/* -o and -f end with the format registry's lists (record_help_filter). */
+	{ "output", 'o', "FILE", 0, "Write here (repeatable; default pybpfprof.mojo); the format from the extension:", 0 },
+	{ "format", 'f', "FORMAT", 0, "The format, whatever the extension:", 0 },
 	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000); wall and gil modes: passes per second (default 100)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
@@ -96,7 +98,7 @@ static const struct argp_option record_options[] = {
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },
 	{ "bpf-stats", OPT_BPF_STATS, NULL, 0, "Report BPF run time per sample at the end", 0 },
-	{ "max-overhead", OPT_MAX_OVERHEAD, "PCT", 0, "Each process's BPF stack walks take at most PCT% of one CPU: a process over it is sampled less, its samples weighted (cpu mode; default 1 on the whole host and with --push, off otherwise; 0: off)", 0 },
+	{ "max-overhead", OPT_MAX_OVERHEAD, "PCT", 0, "Each process's BPF stack walks take at most PCT% of one CPU: a process over it is sampled less, its samples weighted (cpu mode; default 2 on the whole host and with --push, off otherwise; 0: off)", 0 },
 	{ "push", OPT_PUSH, "URL", 0, "Continuous mode: push each window as pprof to a Pyroscope-compatible server (URL/ingest); never blocks sampling", 0 },
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Cut the run into windows (10, 10s, 5m): with --push each is pushed (default 10 s); without, each -o file is written per window (run-0001.mojo, ...)", 0 },
 	{ "app", OPT_APP, "NAME", 0, "With --push: the application name (default pybpfprof)", 0 },
@@ -323,6 +325,23 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* -o's and -f's help end with the registry's extensions and names, so a new format is listed. */
+static char *record_help_filter(int key, const char *text, void *input)
+{
+	char list[512], *filtered;
+
+	(void)input;
+	if (key == 'o')
+		format_registry_extensions(list, sizeof(list), false);
+	else if (key == 'f')
+		format_registry_names(list, sizeof(list), ", ", " or ");
+	else
+		return (char *)text;
+	if (asprintf(&filtered, "%s %s", text, list) < 0)
+		return (char *)text;
+	return filtered;
+}
+
 /* Refused before anything starts: an output path that is a link, a FIFO, a device or a directory. */
 static int check_outputs(const struct session_options *session)
 {
@@ -384,6 +403,7 @@ int record_main(int argc, char **argv)
 		.options = record_options,
 		.parser = parse_option,
 		.doc = doc,
+		.help_filter = record_help_filter,
 	};
 	struct record_args args = {
 		.session = {
