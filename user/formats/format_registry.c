@@ -103,16 +103,22 @@ static bool has_extension(const char *base, const char *extension)
 	       strcasecmp(base + base_len - len, extension) == 0;
 }
 
+/* The longest extension that matches wins: "a.gecko.json" is gecko's, not speedscope's ".json". */
 const struct pf_format *format_registry_find_path(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
+	const struct pf_format *found = NULL;
+	size_t found_len = 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(formats); i++)
 		for (size_t e = 0; e < PF_FORMAT_MAX_NAMES && formats[i].extensions[e]; e++)
-			if (has_extension(base, formats[i].extensions[e]))
-				return &formats[i];
-	return NULL;
+			if (strlen(formats[i].extensions[e]) > found_len &&
+			    has_extension(base, formats[i].extensions[e])) {
+				found = &formats[i];
+				found_len = strlen(formats[i].extensions[e]);
+			}
+	return found;
 }
 
 const struct pf_format *format_registry_find_magic(const void *head, size_t len)
