@@ -3,8 +3,11 @@
 
 #include "formats/collapsed.h"
 #include "formats/flamegraph.h"
+#include "formats/gecko.h"
+#include "formats/jsonl.h"
 #include "formats/mojo/mojo.h"
 #include "formats/pprof/pprof.h"
+#include "formats/pstats.h"
 #include "formats/speedscope.h"
 #include "formats/tachyon/tachyon.h"
 #include "util/array.h"
@@ -72,6 +75,35 @@ static const struct pf_format formats[] = {
 		.extensions = { "speedscope.json", "json" },
 		.default_file = "pybpfprof.speedscope.json",
 		.writer_create = speedscope_writer_create,
+	},
+	{
+		.name = "pstats",
+		.aliases = { "prof" },
+		.extensions = { "pstats", "prof" },
+		.default_file = "pybpfprof.pstats",
+		.aggregated = true,
+		.writer_create = pstats_writer_create,
+	},
+	{
+		.name = "gecko",
+		.aliases = { "firefox" },
+		.extensions = { "gecko.json" },
+		.default_file = "pybpfprof.gecko.json",
+		.writer_create = gecko_writer_create,
+	},
+	{
+		.name = "gecko-gz",
+		.extensions = { "gecko.json.gz" },
+		.default_file = "pybpfprof.gecko.json.gz",
+		.writer_create = gecko_gz_writer_create,
+	},
+	{
+		.name = "jsonl",
+		.aliases = { "ndjson" },
+		.extensions = { "jsonl", "ndjson" },
+		.default_file = "pybpfprof.jsonl",
+		.flush_readable = true,
+		.writer_create = jsonl_writer_create,
 	},
 };
 
