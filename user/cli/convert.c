@@ -133,7 +133,7 @@ static void convert_usage(FILE *out)
 
 	fprintf(out,
 		"Usage: pybpfprof convert IN -o OUT [-f %s] [-c LEVEL|none]\n"
-		"Convert a profile between MOJO, Tachyon and collapsed stacks.\n"
+		"Convert a profile read from MOJO, Tachyon or collapsed stacks to any format.\n"
 		"  -o, --output OUT        the file to write (written whole, or not at all)\n"
 		"  -f, --format FORMAT     output format (default: from OUT's extension:\n"
 		"                          %s)\n"

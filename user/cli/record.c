@@ -80,8 +80,8 @@ enum {
 static const struct argp_option record_options[] = {
 	{ "help", 'h', NULL, 0, "Give this help list", -1 },
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 0 },
-	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed, .svg, .pb.gz, .speedscope.json). Default: pybpfprof.mojo", 0 },
-	{ "format", 'f', "FORMAT", 0, "mojo, tachyon, collapsed, svg, pprof or speedscope (overrides the extension)", 0 },
+	{ "output", 'o', "FILE", 0, "Write here (repeatable; format from the extension: .mojo, .bin, .collapsed, .svg, .pb.gz, .speedscope.json, .pstats, .gecko.json, .gecko.json.gz, .jsonl). Default: pybpfprof.mojo", 0 },
+	{ "format", 'f', "FORMAT", 0, "mojo, tachyon, collapsed, svg, pprof, speedscope, pstats, gecko, gecko-gz or jsonl (overrides the extension)", 0 },
 	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000); wall and gil modes: passes per second (default 100)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
