@@ -77,6 +77,11 @@ static void write_synthetic(const char *path, const char *format_name)
 			assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
 		}
 	}
+	/* What the writers keep is counted in the target budget: a timeline keeps every sample. */
+	if (strncmp(format_name, "gecko", 5) == 0)
+		assert_true(pf_writer_held_bytes(writer) >= 2 * SAMPLES_PER_THREAD * 16);
+	if (strcmp(format_name, "pstats") == 0)
+		assert_true(pf_writer_held_bytes(writer) > 0);
 	assert_int_equal(pf_writer_close(writer), 0);
 }
 

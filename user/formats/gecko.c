@@ -666,6 +666,24 @@ static void gecko_destroy(void *state)
 	free(writer);
 }
 
+/* Counted in the target budget's output tables: a target's names and stacks grow the tables. */
+static size_t gecko_held_bytes(const void *state)
+{
+	const struct gecko_writer *writer = state;
+	size_t bytes = intern_held_bytes(&writer->strings) + intern_held_bytes(&writer->thread_ids) +
+		       writer->threads_capacity * sizeof(*writer->threads) + writer->key_capacity;
+
+	for (size_t i = 0; i < intern_count(&writer->thread_ids); i++) {
+		const struct gecko_thread *thread = &writer->threads[i];
+
+		bytes += intern_held_bytes(&thread->funcs) + intern_held_bytes(&thread->frames) +
+			 intern_held_bytes(&thread->stacks) + thread->func_capacity * sizeof(*thread->func_list) +
+			 thread->sample_capacity * sizeof(*thread->samples) +
+			 thread->marker_capacity * sizeof(*thread->markers);
+	}
+	return bytes;
+}
+
 static const char *gecko_error(const void *state)
 {
 	return ((const struct gecko_writer *)state)->error;
@@ -676,6 +694,7 @@ static const struct pf_writer_ops gecko_writer_ops = {
 	.add_sample = gecko_add_sample,
 	.flush = gecko_flush,
 	.finish = gecko_finish,
+	.held_bytes = gecko_held_bytes,
 	.destroy = gecko_destroy,
 	.error = gecko_error,
 };

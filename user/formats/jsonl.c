@@ -156,6 +156,12 @@ static void jsonl_destroy(void *state)
 	free(writer);
 }
 
+/* The lines not yet written (at most JSONL_PENDING_MAX and one line): counted in the budget. */
+static size_t jsonl_held_bytes(const void *state)
+{
+	return ((const struct jsonl_writer *)state)->len;
+}
+
 static const char *jsonl_error(const void *state)
 {
 	return ((const struct jsonl_writer *)state)->error;
@@ -166,6 +172,7 @@ static const struct pf_writer_ops jsonl_writer_ops = {
 	.add_sample = jsonl_add_sample,
 	.flush = jsonl_flush,
 	.finish = jsonl_flush,
+	.held_bytes = jsonl_held_bytes,
 	.destroy = jsonl_destroy,
 	.error = jsonl_error,
 };

@@ -409,6 +409,17 @@ static void pstats_destroy(void *state)
 	free(writer);
 }
 
+/* Counted in the target budget's output tables: a target's functions and calls grow them. */
+static size_t pstats_held_bytes(const void *state)
+{
+	const struct pstats_writer *writer = state;
+
+	return intern_held_bytes(&writer->functions) + intern_held_bytes(&writer->edges) +
+	       writer->function_capacity * sizeof(*writer->by_function) +
+	       writer->edge_capacity * sizeof(*writer->by_edge) +
+	       writer->frame_ids_capacity * sizeof(*writer->frame_ids) + writer->key_capacity;
+}
+
 static const char *pstats_error(const void *state)
 {
 	return ((const struct pstats_writer *)state)->error;
@@ -419,6 +430,7 @@ static const struct pf_writer_ops pstats_writer_ops = {
 	.add_sample = pstats_add_sample,
 	.flush = pstats_flush,
 	.finish = pstats_finish,
+	.held_bytes = pstats_held_bytes,
 	.destroy = pstats_destroy,
 	.error = pstats_error,
 };
