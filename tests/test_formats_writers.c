@@ -229,6 +229,34 @@ static void gecko_passes_structural_check(void **state)
 	assert_gecko_valid(path);
 }
 
+/* Samples that come out of time order (a file's, records held for late unwinding) make a
+ * timeline in order, a run of GIL waits one marker that ends after it starts. */
+static void gecko_orders_samples_by_time(void **state)
+{
+	const struct pf_frame frames[] = { { PF_FRAME_PYTHON, "app.py", "f", 1, 1, -1, -1, -1, 1 } };
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+	char path[PATH_MAX], command[PATH_MAX * 2], *argv[8];
+	struct pf_writer *writer;
+
+	(void)state;
+	FORMAT(path, "%s/backwards.gecko.json", test_tmpdir());
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name("gecko"), &options), 0);
+	for (uint64_t i = 100; i-- > 0;) {
+		struct pf_sample sample = { .pid = 9, .tid = 9, .timestamp_us = 1000000 + i * 1000,
+					    .status = i >= 40 && i < 60 ? PF_STATUS_GIL_REQUESTED : 0,
+					    .frame_count = 1, .frames = frames, .thread_name = "t" };
+
+		assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+	}
+	assert_int_equal(pf_writer_close(writer), 0);
+	FORMAT(command, "/usr/bin/python3 %s/tests/scripts/gecko_check.py %s", test_source_dir(), path);
+	split_command(command, argv, 8);
+	if (run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)) != 0)
+		fail_msg("%s: %s", path, err_text);
+	assert_non_null(strstr(out_text, "thread t|pid 9|9|9|100|100\n"));
+	assert_non_null(strstr(out_text, "marker Waiting for GIL 1\n"));
+}
+
 /* Converted from Tachyon (which keeps timestamps and states, not names or pids) it is still
  * valid, its threads named by their ids. */
 static void gecko_from_tachyon(void **state)
@@ -319,6 +347,7 @@ int main(void)
 		cmocka_unit_test(pstats_ranks_like_top),
 		cmocka_unit_test(pstats_takes_any_bytes),
 		cmocka_unit_test(gecko_passes_structural_check),
+		cmocka_unit_test(gecko_orders_samples_by_time),
 		cmocka_unit_test(gecko_from_tachyon),
 		cmocka_unit_test(jsonl_round_trips_samples),
 		cmocka_unit_test(convert_reaches_every_output),

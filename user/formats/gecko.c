@@ -82,9 +82,13 @@ static bool in_state(const struct pf_sample *sample, enum gecko_state state)
 	}
 }
 
+/* Stack ids are below this: the top bits of a sample's word hold its states. */
+#define GECKO_STACK_LIMIT (1u << 28)
+
 struct gecko_sample {
 	uint64_t time_us;
-	uint32_t stack;
+	uint32_t stack : 28;
+	uint32_t states : 4; /* 1 << enum gecko_state */
 	uint32_t weight;
 };
 
@@ -126,9 +130,9 @@ struct gecko_thread {
 	size_t sample_count, sample_capacity;
 	struct gecko_marker *markers;
 	size_t marker_count, marker_capacity;
-	uint64_t state_start_us[STATE_COUNT]; /* UINT64_MAX: not in the state */
-	uint64_t clock_us;      /* the last sample's time */
-	uint64_t last_span_us;  /* how long the last sample stands for */
+	uint64_t clock_us;      /* the last sample's time, as it came */
+	uint64_t last_span_us;  /* how long that sample stands for */
+	uint64_t end_us;        /* when the latest sample ends */
 };
 
 struct gecko_writer {
@@ -174,8 +178,6 @@ static struct gecko_thread *thread_of(struct gecko_writer *writer, const struct 
 		intern_init(&thread->funcs);
 		intern_init(&thread->frames);
 		intern_init(&thread->stacks);
-		for (int s = 0; s < STATE_COUNT; s++)
-			thread->state_start_us[s] = UINT64_MAX;
 	}
 	thread = &writer->threads[index];
 	if (!thread->name[0] && sample->thread_name)
@@ -259,29 +261,55 @@ static int64_t stack_index(struct gecko_writer *writer, struct gecko_thread *thr
 	return prefix;
 }
 
-static int add_marker(struct gecko_thread *thread, enum gecko_state state, uint64_t end_us)
+static unsigned states_of(const struct pf_sample *sample)
+{
+	unsigned states = 0;
+
+	for (int s = 0; s < STATE_COUNT; s++)
+		if (in_state(sample, (enum gecko_state)s))
+			states |= 1u << s;
+	return states;
+}
+
+static int add_marker(struct gecko_thread *thread, enum gecko_state state, uint64_t start_us, uint64_t end_us)
 {
 	if (ARRAY_RESERVE(thread->markers, thread->marker_capacity, thread->marker_count + 1))
 		return -ENOMEM;
 	thread->markers[thread->marker_count++] =
-		(struct gecko_marker){ .start_us = thread->state_start_us[state], .end_us = end_us, .state = state };
-	thread->state_start_us[state] = UINT64_MAX;
+		(struct gecko_marker){ .start_us = start_us, .end_us = end_us, .state = state };
 	return 0;
 }
 
-/* Opens a marker where a state starts, closes it where it ends. */
-static int track_states(struct gecko_thread *thread, const struct pf_sample *sample, uint64_t time_us)
+/* A run of samples in a state is a marker from its first sample to the next sample out of
+ * it, or to the end of the thread's last sample. Samples in time order. */
+static int add_state_markers(struct gecko_thread *thread)
 {
 	for (int s = 0; s < STATE_COUNT; s++) {
-		bool now = in_state(sample, (enum gecko_state)s);
-		bool was = thread->state_start_us[s] != UINT64_MAX;
+		uint64_t start_us = UINT64_MAX;
 
-		if (now && !was)
-			thread->state_start_us[s] = time_us;
-		else if (!now && was && add_marker(thread, (enum gecko_state)s, time_us))
+		for (size_t i = 0; i < thread->sample_count; i++) {
+			const struct gecko_sample *sample = &thread->samples[i];
+			bool now = sample->states & (1u << s);
+
+			if (now && start_us == UINT64_MAX) {
+				start_us = sample->time_us;
+			} else if (!now && start_us != UINT64_MAX) {
+				if (add_marker(thread, (enum gecko_state)s, start_us, sample->time_us))
+					return -ENOMEM;
+				start_us = UINT64_MAX;
+			}
+		}
+		if (start_us != UINT64_MAX && add_marker(thread, (enum gecko_state)s, start_us, thread->end_us))
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct gecko_sample *sa = a, *sb = b;
+
+	return sa->time_us < sb->time_us ? -1 : sa->time_us > sb->time_us;
 }
 
 static int gecko_add_sample(void *state, const struct pf_sample *sample)
@@ -298,18 +326,22 @@ static int gecko_add_sample(void *state, const struct pf_sample *sample)
 	stack = stack_index(writer, thread, sample);
 	if (stack < 0)
 		return stack == -1 ? 0 : (int)stack; /* a sample without frames has nothing to show */
+	if (stack >= GECKO_STACK_LIMIT)
+		return -EOVERFLOW;
 	/* A source without timestamps: the thread's samples follow each other by their spans. */
 	time_us = sample->timestamp_us ? sample->timestamp_us : thread->clock_us + thread->last_span_us;
 	if (ARRAY_RESERVE(thread->samples, thread->sample_capacity, thread->sample_count + 1))
 		return -ENOMEM;
-	thread->samples[thread->sample_count++] =
-		(struct gecko_sample){ .time_us = time_us, .stack = (uint32_t)stack, .weight = count };
+	thread->samples[thread->sample_count++] = (struct gecko_sample){
+		.time_us = time_us, .stack = (uint32_t)stack, .states = states_of(sample) & 0xf, .weight = count };
 	writer->weighted |= count > 1;
 	if (time_us < writer->earliest_us)
 		writer->earliest_us = time_us;
 	thread->clock_us = time_us;
 	thread->last_span_us = span_us;
-	return track_states(thread, sample, time_us);
+	if (time_us + span_us > thread->end_us)
+		thread->end_us = time_us + span_us;
+	return 0;
 }
 
 static double ms_of(const struct gecko_writer *writer, uint64_t time_us)
@@ -522,14 +554,16 @@ static int write_document(struct gecko_writer *writer, FILE *out)
 		if (state_names[s] < 0)
 			return -ENOMEM;
 	}
-	/* A state still on at the end lasts until the thread's last sample ends. */
+	/* A thread's samples may come out of time order (records held for late unwinding, a
+	 * file's): the timeline and the markers go by time. */
 	for (size_t i = 0; i < thread_count; i++) {
 		struct gecko_thread *thread = &writer->threads[i];
 
-		for (int s = 0; s < STATE_COUNT; s++)
-			if (thread->state_start_us[s] != UINT64_MAX &&
-			    add_marker(thread, (enum gecko_state)s, thread->clock_us + thread->last_span_us))
-				return -ENOMEM;
+		if (thread->sample_count > 1)
+			qsort(thread->samples, thread->sample_count, sizeof(*thread->samples), by_time);
+		thread->marker_count = 0;
+		if (add_state_markers(thread))
+			return -ENOMEM;
 	}
 	if (writer->earliest_us == UINT64_MAX)
 		writer->earliest_us = 0;
