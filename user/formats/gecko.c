@@ -327,7 +327,9 @@ static int gecko_add_sample(void *state, const struct pf_sample *sample)
 	if (stack < 0)
 		return stack == -1 ? 0 : (int)stack; /* a sample without frames has nothing to show */
 	if (stack >= GECKO_STACK_LIMIT)
-		return -EOVERFLOW;
+		return errbuf_format(writer->error, sizeof(writer->error), -EOVERFLOW,
+				     "thread %" PRIu64 " has more than %u distinct stacks", thread->tid,
+				     GECKO_STACK_LIMIT);
 	/* A source without timestamps: the thread's samples follow each other by their spans. */
 	time_us = sample->timestamp_us ? sample->timestamp_us : thread->clock_us + thread->last_span_us;
 	if (ARRAY_RESERVE(thread->samples, thread->sample_capacity, thread->sample_count + 1))
