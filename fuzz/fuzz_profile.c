@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "fuzz.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,21 +35,74 @@ static size_t metadata_bytes(const struct pf_reader *reader)
 	return bytes;
 }
 
+/* The writers that take what a reader hands out and keep it in their own tables (pstats,
+ * gecko, jsonl): each gets every sample and metadata line the reader gives, into /dev/null. */
+static const char *const fed_writers[] = { "pstats", "gecko-gz", "jsonl" };
+
+struct fed_writer {
+	void *state;
+	const struct pf_writer_ops *ops;
+};
+
+static void feed_open(struct fed_writer *writers, int fd)
+{
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+
+	for (size_t i = 0; i < sizeof(fed_writers) / sizeof(fed_writers[0]); i++) {
+		const struct pf_format *format = format_registry_find_name(fed_writers[i]);
+
+		if (format->writer_create(fd, &options, &writers[i].state, &writers[i].ops))
+			writers[i].ops = NULL;
+	}
+}
+
+static void feed_sample(struct fed_writer *writers, const struct pf_sample *sample)
+{
+	for (size_t i = 0; i < sizeof(fed_writers) / sizeof(fed_writers[0]); i++)
+		if (writers[i].ops)
+			writers[i].ops->add_sample(writers[i].state, sample);
+}
+
+static void feed_close(struct fed_writer *writers, const struct pf_reader *reader)
+{
+	for (size_t i = 0; i < sizeof(fed_writers) / sizeof(fed_writers[0]); i++) {
+		if (!writers[i].ops)
+			continue;
+		for (size_t m = 0; m < pf_reader_metadata_count(reader); m++) {
+			const char *key, *value;
+
+			pf_reader_metadata_at(reader, m, &key, &value);
+			writers[i].ops->set_metadata(writers[i].state, key, value);
+		}
+		writers[i].ops->finish(writers[i].state);
+		writers[i].ops->destroy(writers[i].state);
+	}
+}
+
 static void read_samples(const struct pf_format *format, int fd)
 {
+	struct fed_writer writers[sizeof(fed_writers) / sizeof(fed_writers[0])] = { 0 };
 	struct pf_reader *reader;
 	struct pf_sample sample;
 	char path[64], error[256];
-	int more;
+	int more, sink;
 
 	if (pf_reader_open(&reader, fuzz_input_path(fd, path, sizeof(path)), format, error,
 			   sizeof(error)))
 		return;
-	while ((more = pf_reader_next_sample(reader, &sample)) > 0)
+	sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (sink >= 0)
+		feed_open(writers, sink);
+	while ((more = pf_reader_next_sample(reader, &sample)) > 0) {
 		fuzz_input_sink += sample_bytes(&sample);
+		feed_sample(writers, &sample);
+	}
 	fuzz_input_sink += metadata_bytes(reader);
 	if (more < 0)
 		fuzz_input_sink += strlen(pf_reader_error(reader));
+	feed_close(writers, reader);
+	if (sink >= 0)
+		close(sink);
 	pf_reader_close(reader);
 }
 

@@ -644,6 +644,7 @@ static void bash_completes_commands_and_values(void **state)
 	completion_offers("pybpfprof --mo", "--mode");
 	completion_offers("pybpfprof --mode ''", "cpu wall gil");
 	completion_offers("pybpfprof -f sp", "speedscope");
+	completion_offers("pybpfprof convert a.mojo -f gec", "gecko gecko-gz");
 	completion_offers("pybpfprof convert a.mojo -f pp", "pprof");
 }
 

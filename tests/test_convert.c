@@ -806,6 +806,13 @@ static void registry_lookups(void **state)
 		{ "pprof", "out.pb.gz", "pprof" },
 		{ "PPROF", "x.pprof", "pprof" },
 		{ "speedscope", "dir.d/app.speedscope.json", "speedscope" },
+		{ "pstats", "a.pstats", "pstats" },
+		{ "prof", "a.prof", "pstats" },
+		/* the longest extension wins: not speedscope's ".json" */
+		{ "gecko", "run.gecko.json", "gecko" },
+		{ "gecko-gz", "run.gecko.json.gz", "gecko-gz" },
+		{ "jsonl", "samples.jsonl", "jsonl" },
+		{ "ndjson", "samples.ndjson", "jsonl" },
 	};
 	static const uint8_t tachyon_le[] = { 0x48, 0x43, 0x41, 0x54, 0 };
 	char text[256];
@@ -830,10 +837,10 @@ static void registry_lookups(void **state)
 	assert_null(format_registry_find_magic("MO", 2));
 	assert_null(format_registry_find_magic("TAC", 3));
 	assert_string_equal(format_registry_names(text, sizeof(text), ", ", " or "),
-			    "mojo, tachyon, collapsed, svg, pprof or speedscope");
+			    "mojo, tachyon, collapsed, svg, pprof, speedscope, pstats, gecko, gecko-gz or jsonl");
 	assert_string_equal(format_registry_extensions(text, sizeof(text), true),
 			    ".mojo, .bin/.tachyon, .collapsed/.folded/.txt, .svg, .pb.gz/.pprof, "
-			    ".speedscope.json/.json");
+			    ".speedscope.json/.json, .pstats/.prof, .gecko.json, .gecko.json.gz, .jsonl/.ndjson");
 	/* An extension with a dot in it matches the whole of it, not its last part. */
 	assert_null(format_registry_find_path("archive.gz"));
 	assert_string_equal(format_registry_extensions(text, 12, false), ".mojo, .bin");

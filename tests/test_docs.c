@@ -228,8 +228,8 @@ static void a_format_left_out_is_named(void **state)
 	(void)state;
 	check_options_command(check, sizeof(check), dir);
 	snprintf(command, sizeof(command),
-		 "sed -i 's/^mojo, tachyon, collapsed, svg, pprof or speedscope, whatever/mojo, tachyon, collapsed "
-		 "or svg, whatever/' '%s/doc/pybpfprof.1' && %s",
+		 "sed -i 's/^mojo, tachyon, collapsed, svg, pprof, speedscope, pstats, gecko, gecko-gz or jsonl, "
+		 "whatever/mojo, tachyon, collapsed or svg, whatever/' '%s/doc/pybpfprof.1' && %s",
 		 dir, check);
 	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "doc/pybpfprof.1, .TP -f: the format pprof is not there"));

@@ -29,7 +29,8 @@ INTERPRETER_FUNCTION(_PyEval_EvalFrameDefault)
 #define FAKE_CODES 900
 
 /* A resolver and the writers it feeds; keeping: whether it keeps stacks (else every record resolves anew). */
-static const char *const formats[] = { "mojo", "tachyon", "collapsed", "svg", "pprof", "speedscope" };
+static const char *const formats[] = { "mojo", "tachyon", "collapsed", "svg", "pprof", "speedscope",
+				       "pstats", "gecko", "gecko-gz", "jsonl" };
 #define FORMAT_COUNT (sizeof(formats) / sizeof(formats[0]))
 
 struct pipeline {

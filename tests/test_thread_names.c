@@ -2,11 +2,13 @@
 /*
  * Threads by their names, end to end (real BPF, root): a program whose threads
  * threading names "hasher", "contender-1" and "sleeper" is recorded in wall mode
- * (every thread has samples) into MOJO, speedscope, pprof and SVG, and shown by
- * `stacks`. Each name is in each: MOJO's samples read back with it, a speedscope
+ * (every thread has samples) into MOJO, speedscope, pprof, SVG, gecko and JSON lines, and
+ * shown by `stacks`. Each name is in each: MOJO's samples read back with it, a speedscope
  * profile is named after it, pprof has it as a thread_name label value, the flame
- * graph's tooltips name the thread of a function only that thread runs, and
- * `stacks` heads the thread with it instead of the interpreter's comm.
+ * graph's tooltips name the thread of a function only that thread runs, a thread of the
+ * Firefox Profiler's timeline is named after it (the file passing
+ * tests/scripts/gecko_check.py), JSON lines carry it, and `stacks` heads the thread with it
+ * instead of the interpreter's comm.
  *
  * A name is the target's to choose: one with an escape sequence, a quote, a backslash
  * and a bell, given by a target running as nobody, reaches no output raw.
@@ -93,25 +95,28 @@ static bool tooltip_names(const char *svg, const char *function, const char *nam
 static void names_everywhere(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
-	char mojo[PATH_MAX], speedscope[PATH_MAX], pprof[PATH_MAX], svg[PATH_MAX], pid_text[16], err[4096],
-		needle[128];
+	char mojo[PATH_MAX], speedscope[PATH_MAX], pprof[PATH_MAX], svg[PATH_MAX], gecko[PATH_MAX],
+		jsonl[PATH_MAX], pid_text[16], err[4096], needle[128], check[PATH_MAX * 2];
 	static const char *const functions[NAME_COUNT] = { "hash_forever", "spin_forever", "sleep_forever" };
-	static char out[1 << 16];
+	static char out[1 << 16], out_gecko[1 << 14];
 	struct test_target target;
-	size_t pprof_len, speedscope_len, svg_len;
-	char *pprof_data;
-	uint8_t *speedscope_data, *svg_data;
+	size_t pprof_len, speedscope_len, svg_len, jsonl_len;
+	char *pprof_data, *check_argv[8];
+	uint8_t *speedscope_data, *svg_data, *jsonl_data;
 	int status;
 
 	FORMAT(mojo, "%s/names-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(speedscope, "%s/names-%s.speedscope.json", test_tmpdir(), python->label);
 	FORMAT(pprof, "%s/names-%s.pprof", test_tmpdir(), python->label);
 	FORMAT(svg, "%s/names-%s.svg", test_tmpdir(), python->label);
+	FORMAT(gecko, "%s/names-%s.gecko.json", test_tmpdir(), python->label);
+	FORMAT(jsonl, "%s/names-%s.jsonl", test_tmpdir(), python->label);
 	target.pid = test_start_ready_script(python, SCRIPT, "", &target.out_fd);
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
 	{
 		char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", "wall", "-F", "100", "-p", pid_text,
-				 "-d", "2", "-o", mojo, "-o", speedscope, "-o", pprof, "-o", svg, NULL };
+				 "-d", "2", "-o", mojo, "-o", speedscope, "-o", pprof, "-o", svg,
+				 "-o", gecko, "-o", jsonl, NULL };
 
 		status = run_capture(argv, err, sizeof(err));
 		if (status != 0)
@@ -132,6 +137,13 @@ static void names_everywhere(void **state)
 	pprof_data = read_gzip(pprof, &pprof_len);
 	svg_data = read_whole_file(svg, &svg_len);
 	assert_non_null(svg_data);
+	jsonl_data = read_whole_file(jsonl, &jsonl_len);
+	assert_non_null(jsonl_data);
+	FORMAT(check, "/usr/bin/python3 %s/tests/scripts/gecko_check.py %s", test_source_dir(), gecko);
+	split_command(check, check_argv, 8);
+	status = run_capture_both(check_argv, out_gecko, sizeof(out_gecko), err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: %s: %s", python->label, gecko, err);
 	for (size_t i = 0; i < NAME_COUNT; i++) {
 		FORMAT(needle, "\"name\":\"%s (pid %d thread ", thread_names[i], (int)target.pid);
 		if (!strstr((const char *)speedscope_data, needle))
@@ -141,6 +153,12 @@ static void names_everywhere(void **state)
 		if (!tooltip_names((const char *)svg_data, functions[i], thread_names[i]))
 			fail_msg("%s: the SVG's tooltip of %s does not name %s", python->label, functions[i],
 				 thread_names[i]);
+		FORMAT(needle, "thread %s|", thread_names[i]);
+		if (!strstr(out_gecko, needle))
+			fail_msg("%s: no gecko thread named %s:\n%s", python->label, thread_names[i], out_gecko);
+		FORMAT(needle, "\"thread\":\"%s\"", thread_names[i]);
+		if (!strstr((const char *)jsonl_data, needle))
+			fail_msg("%s: no JSON line of thread %s", python->label, thread_names[i]);
 		FORMAT(needle, "\"%s\" (", thread_names[i]);
 		if (!strstr(out, needle))
 			fail_msg("%s: stacks shows no thread %s:\n%s", python->label, thread_names[i], out);
@@ -149,6 +167,7 @@ static void names_everywhere(void **state)
 	free(pprof_data);
 	free(speedscope_data);
 	free(svg_data);
+	free(jsonl_data);
 }
 
 static void busy_names_27(void **state)

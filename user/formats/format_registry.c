@@ -3,8 +3,11 @@
 
 #include "formats/collapsed.h"
 #include "formats/flamegraph.h"
+#include "formats/gecko.h"
+#include "formats/jsonl.h"
 #include "formats/mojo/mojo.h"
 #include "formats/pprof/pprof.h"
+#include "formats/pstats.h"
 #include "formats/speedscope.h"
 #include "formats/tachyon/tachyon.h"
 #include "util/array.h"
@@ -73,6 +76,35 @@ static const struct pf_format formats[] = {
 		.default_file = "pybpfprof.speedscope.json",
 		.writer_create = speedscope_writer_create,
 	},
+	{
+		.name = "pstats",
+		.aliases = { "prof" },
+		.extensions = { "pstats", "prof" },
+		.default_file = "pybpfprof.pstats",
+		.aggregated = true,
+		.writer_create = pstats_writer_create,
+	},
+	{
+		.name = "gecko",
+		.aliases = { "firefox" },
+		.extensions = { "gecko.json" },
+		.default_file = "pybpfprof.gecko.json",
+		.writer_create = gecko_writer_create,
+	},
+	{
+		.name = "gecko-gz",
+		.extensions = { "gecko.json.gz" },
+		.default_file = "pybpfprof.gecko.json.gz",
+		.writer_create = gecko_gz_writer_create,
+	},
+	{
+		.name = "jsonl",
+		.aliases = { "ndjson" },
+		.extensions = { "jsonl", "ndjson" },
+		.default_file = "pybpfprof.jsonl",
+		.flush_readable = true,
+		.writer_create = jsonl_writer_create,
+	},
 };
 
 static bool name_in(const char *const *names, size_t count, const char *name)
@@ -103,16 +135,22 @@ static bool has_extension(const char *base, const char *extension)
 	       strcasecmp(base + base_len - len, extension) == 0;
 }
 
+/* The longest extension that matches wins: "a.gecko.json" is gecko's, not speedscope's ".json". */
 const struct pf_format *format_registry_find_path(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
+	const struct pf_format *found = NULL;
+	size_t found_len = 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(formats); i++)
 		for (size_t e = 0; e < PF_FORMAT_MAX_NAMES && formats[i].extensions[e]; e++)
-			if (has_extension(base, formats[i].extensions[e]))
-				return &formats[i];
-	return NULL;
+			if (strlen(formats[i].extensions[e]) > found_len &&
+			    has_extension(base, formats[i].extensions[e])) {
+				found = &formats[i];
+				found_len = strlen(formats[i].extensions[e]);
+			}
+	return found;
 }
 
 const struct pf_format *format_registry_find_magic(const void *head, size_t len)
