@@ -16,16 +16,21 @@
 #include "profile/profile.h"
 #include "util/array.h"
 #include "util/exit_status.h"
+#include "util/fd_write.h"
 #include "util/intern.h"
+#include "util/sudo_user.h"
 #include "util/text_quote.h"
 
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum diff_side { SIDE_BASE, SIDE_NEW, SIDE_COUNT };
 static const char *const side_names[SIDE_COUNT] = { "BASE", "NEW" };
@@ -513,31 +518,85 @@ static int read_side(struct diff_table *table, struct diff_writers *writers, enu
 	return status;
 }
 
-static int write_table(const struct diff_table *table, const struct diff_args *args, const char *path)
+/* The table as text in a malloc'd buffer (*len bytes): 0 or negative errno. */
+static int format_table(const struct diff_table *table, const struct diff_args *args, char **text, size_t *len)
 {
-	FILE *out = stdout;
+	FILE *out = open_memstream(text, len);
 	int err;
 
-	if (path) {
-		char why[256];
-
-		err = pf_output_check(path, why, sizeof(why));
-		if (err || !(out = fopen(path, "w"))) {
-			cli_error_print("diff", path, err ? why : strerror(errno));
-			return EXIT_STATUS_OUTPUT;
-		}
-	}
+	if (!out)
+		return -ENOMEM;
 	print_normalisation(out, table, args->paths);
 	err = print_ranking(out, table, RANK_TOTAL, args->rows);
 	if (!err)
 		err = print_ranking(out, table, RANK_OWN, args->rows);
-	if (path && fclose(out) && !err)
-		err = -EIO;
-	else if (!path && fflush(out) && !err)
-		err = -EIO;
+	if (fclose(out) && !err)
+		err = -ENOMEM;
+	return err;
+}
+
+/*
+ * Opens the table's file: a new one (under sudo given to the invoking user, as the profile
+ * writers do), or an existing regular file, never through a symbolic link.
+ */
+static int open_table_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+
+	if (fd >= 0) {
+		if (sudo_user_ids(&uid, &gid) && fchown(fd, uid, gid)) {
+			int err = -errno;
+
+			close(fd);
+			unlink(path);
+			return err;
+		}
+		return fd;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/* The table on stdout, or in path: 0, or the exit status after the message. */
+static int write_table(const struct diff_table *table, const struct diff_args *args, const char *path)
+{
+	char *text = NULL, why[256];
+	size_t len = 0;
+	int err = format_table(table, args, &text, &len), fd = STDOUT_FILENO;
+
 	if (err) {
-		cli_error_print("diff", path ? path : "stdout", err == -ENOMEM ? "out of memory" : "write failed");
-		return err == -ENOMEM ? EXIT_STATUS_FAILED : EXIT_STATUS_OUTPUT;
+		free(text);
+		cli_error_print("diff", path ? path : "stdout", "out of memory");
+		return EXIT_STATUS_FAILED;
+	}
+	if (path) {
+		err = pf_output_check(path, why, sizeof(why));
+		if (!err && (fd = open_table_file(path)) < 0) {
+			err = fd;
+			snprintf(why, sizeof(why), "cannot write: %s", strerror(-err));
+		}
+	}
+	if (!err && (err = fd_write_all(fd, text, len, NULL)))
+		snprintf(why, sizeof(why), "write failed: %s", strerror(-err));
+	if (path && fd >= 0 && close(fd) && !err) {
+		err = -errno;
+		snprintf(why, sizeof(why), "write failed: %s", strerror(-err));
+	}
+	free(text);
+	if (err) {
+		cli_error_print("diff", path ? path : "stdout", why);
+		return EXIT_STATUS_OUTPUT;
 	}
 	return 0;
 }
