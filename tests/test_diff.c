@@ -178,6 +178,31 @@ static void test_table_file_is_stdout_s_table_and_never_a_link(void **state)
 	free(kept);
 }
 
+/* Native and kernel frames are compared as any other, named as `top` names them. */
+static void test_native_and_kernel_frames_kept(void **state)
+{
+	static const char base_stacks[] = "main;read;PyObject_Call_[n];do_syscall_64_[k] 100\nmain;x 100\n";
+	static const char new_stacks[] = "main;read;PyObject_Call_[n];do_syscall_64_[k] 300\nmain;x 100\n";
+	char base[256], new[256], svg_path[256], *svg;
+	size_t len;
+
+	(void)state;
+	snprintf(base, sizeof(base), "%s/kinds-base.collapsed", test_tmpdir());
+	snprintf(new, sizeof(new), "%s/kinds-new.collapsed", test_tmpdir());
+	snprintf(svg_path, sizeof(svg_path), "%s/kinds.svg", test_tmpdir());
+	assert_int_equal(write_whole_file(base, base_stacks, sizeof(base_stacks) - 1), 0);
+	assert_int_equal(write_whole_file(new, new_stacks, sizeof(new_stacks) - 1), 0);
+	assert_int_equal(run_diff(base, new, "-o", svg_path, NULL), EXIT_STATUS_OK);
+	print_message("%s", out_text);
+	assert_row("own share", "do_syscall_64 [kernel]", 50.00, 75.00, +25.00);
+	assert_row("total share", "PyObject_Call", 50.00, 75.00, +25.00);
+	svg = (char *)read_whole_file(svg_path, &len);
+	assert_non_null(svg);
+	assert_non_null(strstr(svg, "<title>do_syscall_64 [kernel]: 300 \xc2\xb5s, 75.00%; share 50.00% \xe2\x86\x92 75.00%, +25.00 points</title>"));
+	assert_non_null(strstr(svg, "<title>PyObject_Call [native]: 300 \xc2\xb5s, 75.00%; share 50.00% \xe2\x86\x92 75.00%, +25.00 points</title>"));
+	free(svg);
+}
+
 /* The <g> of the box labelled name, from its start to its end, or NULL. */
 static char *box_of(const char *svg, const char *name)
 {
@@ -463,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_bad_inputs_and_outputs),
 		cmocka_unit_test(test_table_file_is_stdout_s_table_and_never_a_link),
 		cmocka_unit_test(test_svg_colours_new_shape_and_keeps_base_only_frames),
+		cmocka_unit_test(test_native_and_kernel_frames_kept),
 		cmocka_unit_test(test_svg_runs_in_a_browser),
 		cmocka_unit_test(test_pprof_pair_agrees_with_go_tool_pprof),
 		cmocka_unit_test(test_recordings_b_doubled),
