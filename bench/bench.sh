@@ -293,6 +293,30 @@ printf '%-30s %9s %6s %7s %8s\n' run samples lost lost% ring_KiB
 for _ in 1 2 3; do printf '%-30s %s\n' "launched, 4 s" "$(deep_ring_run 0)"; done
 for _ in 1 2 3; do printf '%-30s %s\n' "attached, stopped 300 ms" "$(deep_ring_run 300)"; done
 
+# diff on large profiles: two collapsed files of distinct stacks 30 frames deep, NEW with one
+# function twice as heavy; the table, the graph and the pprof pair at once.
+printf '\ndiff of two large profiles (collapsed, 30 frames per stack; median of 3)\n'
+printf '%-8s %8s %10s %10s %10s\n' stacks wall_s svg_KiB pprof_KiB rss_MiB
+for stacks in 10000 50000; do
+	for side in base new; do
+		awk -v n="$stacks" -v side="$side" 'BEGIN { srand(side == "base" ? 1 : 2)
+			for (i = 0; i < n; i++) { s = "main"
+				for (d = 1; d < 30; d++) s = s ";f" int(rand() * (d < 4 ? 8 : 40)) "_" d
+				w = int(rand() * 1000) + 1; if (side == "new" && s ~ /;f3_2;/) w *= 2
+				print s, w } }' >"$out/$side.collapsed"
+	done
+	runs=()
+	for _ in 1 2 3; do
+		/usr/bin/time -f '%e %M' -o "$out/diff.time" ./pybpfprof diff "$out/base.collapsed" "$out/new.collapsed" \
+			-o "$out/d.svg" -o "$out/d.txt" -o "$out/d.pb.gz"
+		runs+=("$(cat "$out/diff.time")")
+	done
+	read -r wall rss_kib <<<"$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)"
+	awk -v n="$stacks" -v w="$wall" -v svg="$(stat -c %s "$out/d.svg")" -v pb="$(stat -c %s "$out/d.pb.gz")" \
+	    -v pbb="$(stat -c %s "$out/d.base.pb.gz")" -v rss="$rss_kib" \
+	    'BEGIN { printf "%-8d %8.2f %10.0f %10.0f %10.1f\n", n, w, svg / 1024, (pb + pbb) / 1024, rss / 1024 }'
+done
+
 cat <<'TXT'
 
 bpf_ns/smp: the sample program's time per target sample, timed inside the program with --bpf-stats
@@ -319,6 +343,8 @@ profiler memory: VmRSS and VmHWM of the profiler a second before the end of a wh
   record ring is sized from the rate and the CPUs (its size is in each file's ring_buffer_bytes).
 sustained rate: a launched 32-frame workload at each rate; lost: records dropped because the ring
   was full.
+diff: pybpfprof diff BASE NEW -o .svg -o .txt -o .pb.gz on n distinct stacks each; pprof_KiB is
+  the pair's; rss the command's peak.
 TXT
 
 # What a web service under load loses to the profiler (requests per second), Austin beside it.

@@ -2,10 +2,12 @@
 #include "fuzz.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "formats/flamegraph.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 
@@ -106,6 +108,42 @@ static void read_samples(const struct pf_format *format, int fd)
 	pf_reader_close(reader);
 }
 
+/* Every sample of the file into one side of `diff`'s flame graph: true if all went in. */
+static bool diff_side(const struct pf_format *format, int fd, const struct pf_writer_ops *ops, void *state,
+		      const char *side)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	char path[64], error[256];
+	int more = 0;
+
+	if (ops->set_metadata(state, FLAMEGRAPH_DIFF_SIDE, side) ||
+	    pf_reader_open(&reader, fuzz_input_path(fd, path, sizeof(path)), format, error, sizeof(error)))
+		return false;
+	while ((more = pf_reader_next_sample(reader, &sample)) > 0 && !ops->add_sample(state, &sample))
+		;
+	pf_reader_close(reader);
+	return more == 0;
+}
+
+/* `pybpfprof diff` on the file against itself: what a reader hands out, drawn in both sides
+ * of the differential flame graph (written to /dev/null). */
+static void diff_against_itself(const struct pf_format *format, int fd)
+{
+	const struct pf_writer_ops *ops;
+	void *state;
+	int out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (out < 0)
+		return;
+	if (flamegraph_diff_writer_create(out, NULL, &state, &ops) == 0) {
+		if (diff_side(format, fd, ops, state, "base") && diff_side(format, fd, ops, state, "new"))
+			ops->finish(state);
+		ops->destroy(state);
+	}
+	close(out);
+}
+
 static void dump_events(const struct pf_format *format, int fd)
 {
 	char error[256];
@@ -131,6 +169,7 @@ int fuzz_profile_read(const char *format_name, const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	read_samples(format, fd);
+	diff_against_itself(format, fd);
 	dump_events(format, fd);
 	close(fd);
 	return 0;

@@ -27,6 +27,7 @@ static const struct command commands[] = {
 	{ "dump", dump_main, "print a profile file as text" },
 	{ "convert", convert_main, "write a profile file in another format" },
 	{ "top", top_main, "the functions with the most time in a profile file" },
+	{ "diff", diff_main, "what changed between two profile files (table, flame graph, pprof)" },
 	{ "stacks", stacks_main, "every thread of a running process once, with its stacks (py-spy dump)" },
 };
 

@@ -13,6 +13,14 @@
  * drawn only when the profile holds more than one process. Widths are time
  * when samples carry it, else bytes allocated, else sample counts;
  * everything is written at finish.
+ *
+ * The differential graph (flamegraph_diff_writer_create) is the same tree
+ * fed twice: NEW's samples and BASE's, each node keeping both weights. Boxes
+ * are NEW's shares of NEW's total, coloured by the change of their total
+ * share (red grew, blue shrank); a node only BASE has is drawn hatched at
+ * BASE's share, after its NEW siblings, widening its ancestors by as much:
+ * nothing BASE spent time in disappears. Two runs have different pids, so
+ * the process level is merged there.
  */
 #include "formats/flamegraph.h"
 #include "formats/known_stacks.h"
@@ -25,6 +33,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +76,7 @@ struct fg_node {
 	uint32_t frame;     /* frame id, FG_ROOT_FRAME for the root */
 	uint32_t parent;    /* node id */
 	uint64_t weight;    /* this frame and everything it called */
+	uint64_t base_weight; /* the same in BASE (differential graph only) */
 	int32_t first_line; /* smallest and largest line seen, -1 when none was */
 	int32_t last_line;
 	uint32_t thread;    /* the name of the thread of its first named sample: id + 1 in thread_names, 0 none */
@@ -107,6 +117,9 @@ struct flamegraph_writer {
 	struct known_stacks known;
 	uint32_t *path;               /* one sample's nodes, root first */
 	size_t path_capacity;
+	bool differential;            /* flamegraph_diff_writer_create */
+	bool adding_base;             /* differential: the samples now coming are BASE's */
+	uint64_t base_sample_count;
 	char error[256];
 };
 
@@ -118,8 +131,13 @@ struct fg_layout {
 	uint32_t *depth;             /* by node: 0 for the root */
 	struct fg_frame_view *views; /* by frame id */
 	uint32_t max_visible_depth;
-	uint64_t total;
+	uint64_t total;              /* the root's drawn weight */
 	bool processes_hidden;       /* one process: its level is not drawn, depths shift down */
+	/* Differential graph only (else NULL and 0): by node, the weight drawn, in units of
+	 * DIFF_UNITS per whole share, BASE-only frames included; the change of share that
+	 * gives a box the fullest colour. */
+	uint64_t *drawn;
+	double full_colour_delta;
 };
 
 /* ---- aggregation ---- */
@@ -196,6 +214,16 @@ static int64_t child_node(struct flamegraph_writer *writer, uint32_t parent, uin
 	return node;
 }
 
+/* The sample's weight on the side being added: NEW's, or BASE's in a differential graph. */
+static void node_add_weight(const struct flamegraph_writer *writer, struct fg_node *node,
+			    uint64_t weight)
+{
+	if (writer->adding_base)
+		node->base_weight += weight;
+	else
+		node->weight += weight;
+}
+
 static void node_add_line(struct fg_node *node, int32_t line)
 {
 	if (line <= 0)
@@ -217,7 +245,7 @@ static int64_t process_node(struct flamegraph_writer *writer, uint32_t pid, uint
 	node = child_node(writer, 0, (uint32_t)frame);
 	if (node < 0)
 		return node;
-	writer->nodes[node].weight += weight;
+	node_add_weight(writer, &writer->nodes[node], weight);
 	return node;
 }
 
@@ -237,7 +265,7 @@ static int add_frames(struct flamegraph_writer *writer, const struct pf_sample *
 		if (child < 0)
 			return (int)child;
 		node = (uint32_t)child;
-		writer->nodes[node].weight += weight;
+		node_add_weight(writer, &writer->nodes[node], weight);
 		node_add_line(&writer->nodes[node], sample->frames[i].line);
 		writer->kinds_seen |= 1u << frame_box_kind(&sample->frames[i]);
 		writer->path[i] = node;
@@ -272,7 +300,8 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 	int64_t signed_weight = pf_sample_weight(sample);
 	/* Frees (negative) have no width: the memory graph shows where bytes were allocated. */
 	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
-	int64_t process = process_node(writer, sample->pid, weight);
+	/* Two runs' pids differ: a differential graph compares their stacks, whatever the pid. */
+	int64_t process = process_node(writer, writer->differential ? 0 : sample->pid, weight);
 	size_t path_bytes = sample->frame_count * sizeof(*writer->path), len = 0;
 	const uint32_t *known;
 	uint32_t *kept, thread = thread_of(writer, sample);
@@ -280,13 +309,16 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 
 	if (process < 0)
 		return (int)process;
-	writer->sample_count++;
+	if (writer->adding_base)
+		writer->base_sample_count++;
+	else
+		writer->sample_count++;
 	writer->metrics_seen |= sample->metrics;
-	writer->nodes[0].weight += weight;
+	node_add_weight(writer, &writer->nodes[0], weight);
 	known = known_stacks_find(&writer->known, sample->stack_id, (uint64_t)process, &len);
 	if (known && len == path_bytes) {
 		for (size_t i = 0; i < sample->frame_count; i++) {
-			writer->nodes[known[i]].weight += weight;
+			node_add_weight(writer, &writer->nodes[known[i]], weight);
 			node_add_thread(&writer->nodes[known[i]], thread);
 		}
 		return 0;
@@ -302,10 +334,31 @@ static int flamegraph_add_sample(void *state, const struct pf_sample *sample)
 	return 0;
 }
 
+/* Which side's samples come next. Stack ids are the reader's: the other file's may reuse them. */
+static int set_diff_side(struct flamegraph_writer *writer, const char *value)
+{
+	bool base = strcmp(value, "base") == 0;
+
+	if (!writer->differential || (!base && strcmp(value, "new") != 0))
+		return errbuf_format(writer->error, sizeof(writer->error), -EINVAL,
+				     "no differential side \"%s\"", value);
+	if (base != writer->adding_base) {
+		known_stacks_free(&writer->known);
+		known_stacks_init(&writer->known, KNOWN_PATHS_MAX_BYTES);
+	}
+	writer->adding_base = base;
+	return 0;
+}
+
 static int flamegraph_set_metadata(void *state, const char *key, const char *value)
 {
 	struct flamegraph_writer *writer = state;
 
+	if (strcmp(key, FLAMEGRAPH_DIFF_SIDE) == 0)
+		return set_diff_side(writer, value);
+	/* The subtitle tells NEW's run. */
+	if (writer->adding_base)
+		return 0;
 	for (int i = 0; i < META_COUNT; i++) {
 		char *copy;
 
@@ -364,6 +417,19 @@ static const struct fg_frame_view *node_view(const struct fg_layout *layout,
 	return node->frame == FG_ROOT_FRAME ? &root_view : &layout->views[node->frame];
 }
 
+/* A node of a differential graph that only BASE has. */
+static bool node_only_in_base(const struct fg_node *node)
+{
+	return node->weight == 0 && node->base_weight > 0;
+}
+
+/* The weight a node is drawn with: its own, or in a differential graph its share's units. */
+static uint64_t drawn_weight(const struct flamegraph_writer *writer, const struct fg_layout *layout,
+			     uint32_t id)
+{
+	return layout->drawn ? layout->drawn[id] : writer->nodes[id].weight;
+}
+
 static int compare_siblings(const void *a, const void *b, void *context)
 {
 	const struct flamegraph_writer *writer = ((void **)context)[0];
@@ -376,6 +442,9 @@ static int compare_siblings(const void *a, const void *b, void *context)
 
 	if (left->parent != right->parent)
 		return left->parent < right->parent ? -1 : 1;
+	/* What only BASE had comes after NEW's frames: a tail on the right of their caller. */
+	if (node_only_in_base(left) != node_only_in_base(right))
+		return node_only_in_base(left) ? 1 : -1;
 	if (left_view->kind == FG_KIND_PROCESS && right_view->kind == FG_KIND_PROCESS &&
 	    left_view->pid != right_view->pid)
 		return left_view->pid < right_view->pid ? -1 : 1;
@@ -420,8 +489,8 @@ static void place_nodes(const struct flamegraph_writer *writer, struct fg_layout
 		}
 		layout->offset[id] = cursor;
 		layout->depth[id] = layout->depth[node->parent] + !node_hidden(writer, layout, id);
-		cursor += node->weight;
-		if (node->weight * 1000 >= layout->total * FG_MIN_PERMILLE &&
+		cursor += drawn_weight(writer, layout, id);
+		if (drawn_weight(writer, layout, id) * 1000 >= layout->total * FG_MIN_PERMILLE &&
 		    layout->depth[id] > layout->max_visible_depth)
 			layout->max_visible_depth = layout->depth[id];
 	}
@@ -433,6 +502,58 @@ static void layout_free(struct fg_layout *layout)
 	free(layout->offset);
 	free(layout->depth);
 	free(layout->views);
+	free(layout->drawn);
+}
+
+/* What a whole share is drawn as in a differential graph: fine enough for any profile, and
+ * room left in 64 bits for the BASE-only frames added to their ancestors. */
+#define DIFF_UNITS ((double)(1ull << 40))
+
+static double share_of(uint64_t weight, uint64_t total)
+{
+	return total ? (double)weight / (double)total : 0.0;
+}
+
+/* A node's change of total share, NEW's minus BASE's. */
+static double node_share_delta(const struct flamegraph_writer *writer, const struct fg_node *node)
+{
+	return share_of(node->weight, writer->nodes[0].weight) -
+	       share_of(node->base_weight, writer->nodes[0].base_weight);
+}
+
+/*
+ * Each node's width in a differential graph: NEW's share, plus the BASE share of the
+ * BASE-only nodes under it (a BASE-only node: its BASE share). A child always has a larger
+ * id than its parent, so one pass from the last id up carries them to every ancestor.
+ */
+static int layout_diff_widths(const struct flamegraph_writer *writer, struct fg_layout *layout)
+{
+	uint64_t *gone = calloc(layout->node_count, sizeof(*gone));
+	double largest_delta = 0;
+
+	layout->drawn = malloc(layout->node_count * sizeof(*layout->drawn));
+	if (!gone || !layout->drawn) {
+		free(gone);
+		return -ENOMEM;
+	}
+	for (size_t id = layout->node_count; id-- > 0;) {
+		const struct fg_node *node = &writer->nodes[id];
+		uint64_t base_units = (uint64_t)(share_of(node->base_weight, writer->nodes[0].base_weight) * DIFF_UNITS);
+		uint64_t new_units = (uint64_t)(share_of(node->weight, writer->nodes[0].weight) * DIFF_UNITS);
+
+		if (node_only_in_base(node))
+			gone[id] = base_units;
+		layout->drawn[id] = new_units + gone[id];
+		if (id > 0) {
+			gone[node->parent] += gone[id];
+			if (fabs(node_share_delta(writer, node)) > largest_delta)
+				largest_delta = fabs(node_share_delta(writer, node));
+		}
+	}
+	free(gone);
+	/* Noise of a point or two is not drawn as loudly as a real change. */
+	layout->full_colour_delta = largest_delta > 0.02 ? largest_delta : 0.02;
+	return 0;
 }
 
 static int layout_build(const struct flamegraph_writer *writer, struct fg_layout *layout)
@@ -441,8 +562,10 @@ static int layout_build(const struct flamegraph_writer *writer, struct fg_layout
 	const void *context[2] = { writer, layout };
 
 	layout->node_count = 1 + intern_count(&writer->children);
-	layout->total = writer->nodes[0].weight;
 	layout->processes_hidden = writer->process_count <= 1;
+	if (writer->differential && layout_diff_widths(writer, layout))
+		return -ENOMEM;
+	layout->total = drawn_weight(writer, layout, 0);
 	layout->order = malloc(layout->node_count * sizeof(*layout->order));
 	layout->offset = malloc(layout->node_count * sizeof(*layout->offset));
 	layout->depth = malloc(layout->node_count * sizeof(*layout->depth));
@@ -700,6 +823,46 @@ static void frame_colour(const struct fg_frame_view *view, int rgb[3])
 		    (double)((hash >> 16) & 0xff) / 255.0, rgb);
 }
 
+/*
+ * A differential box: red as its share grew, blue as it shrank, pale grey unchanged, full at
+ * the layout's full_colour_delta. A frame only BASE has is hatched (the "gone" pattern).
+ */
+static void diff_colour(const struct flamegraph_writer *writer, const struct fg_layout *layout,
+			const struct fg_node *node, FILE *out)
+{
+	double delta = node_share_delta(writer, node);
+	double strength = fmin(1.0, fabs(delta) / layout->full_colour_delta);
+	int faded = (int)(235 - 190 * strength);
+
+	if (node_only_in_base(node))
+		fputs("url(#gone)", out);
+	else if (delta > 0)
+		fprintf(out, "rgb(255,%d,%d)", faded, faded);
+	else if (delta < 0)
+		fprintf(out, "rgb(%d,%d,255)", faded, faded);
+	else
+		fputs("rgb(235,235,235)", out);
+}
+
+/* The shares a differential box compares: "; share 10.00% -> 30.00%, +20.00 points". */
+static void write_diff_tooltip(const struct flamegraph_writer *writer, FILE *out,
+			       const struct fg_node *node)
+{
+	double before = 100.0 * share_of(node->base_weight, writer->nodes[0].base_weight);
+	double after = 100.0 * share_of(node->weight, writer->nodes[0].weight);
+
+	fprintf(out, "; share %.2f%% \xe2\x86\x92 %.2f%%, %+.2f points", before, after, after - before);
+}
+
+static void write_diff_subtitle(const struct flamegraph_writer *writer, FILE *out)
+{
+	fprintf(out,
+		"<text id=\"sub\" x=\"600\" y=\"44\">NEW %" PRIu64 " samples vs BASE %" PRIu64
+		" samples \xc2\xb7 each by its share of its own total weight \xc2\xb7 width: NEW's share"
+		"</text>\n",
+		writer->sample_count, writer->base_sample_count);
+}
+
 static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 {
 	char *const *meta = writer->metadata;
@@ -745,6 +908,28 @@ static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 	fputs("</text>\n", out);
 }
 
+/* What the differential colours mean, in the legend's row. */
+static void write_diff_legend(FILE *out)
+{
+	static const struct {
+		const char *fill, *name;
+	} entries[] = { { "rgb(255,45,45)", "share grew" },
+			{ "rgb(45,45,255)", "share shrank" },
+			{ "url(#gone)", "only in BASE" } };
+	double x = FG_XPAD;
+
+	fputs("<g id=\"legend\">", out);
+	for (size_t i = 0; i < ARRAY_SIZE(entries); i++) {
+		fprintf(out,
+			"<rect x=\"%g\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"2\" fill=\"%s\"/>"
+			"<text x=\"%g\" y=\"%d\">%s</text>",
+			x, FG_LEGEND_Y, FG_SWATCH, FG_SWATCH, entries[i].fill, x + FG_SWATCH + 4,
+			FG_LEGEND_Y + FG_SWATCH - 2, entries[i].name);
+		x += FG_SWATCH + 4 + (double)strlen(entries[i].name) * FG_CHAR_WIDTH + 16;
+	}
+	fputs("</g>\n", out);
+}
+
 /*
  * A swatch in each family's middle shade and its name, for the kinds the
  * profile holds, on a row of its own between the subtitle and the frames so
@@ -759,6 +944,10 @@ static void write_legend(const struct flamegraph_writer *writer, FILE *out)
 			{ FG_KIND_KERNEL, "kernel" } };
 	double x = FG_XPAD;
 
+	if (writer->differential) {
+		write_diff_legend(out);
+		return;
+	}
 	fputs("<g id=\"legend\">", out);
 	for (size_t i = 0; i < ARRAY_SIZE(entries); i++) {
 		int rgb[3];
@@ -788,16 +977,23 @@ static void write_header(const struct flamegraph_writer *writer, FILE *out, int 
 		"g.f:hover rect{stroke:#000;stroke-width:0.5}</style>\n"
 		"<defs><linearGradient id=\"bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
 		"<stop stop-color=\"#eeeeee\" offset=\"5%%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%%\"/>"
-		"</linearGradient></defs>\n",
+		"</linearGradient>"
+		"<pattern id=\"gone\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+		"patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"rgb(190,200,255)\"/>"
+		"<rect width=\"2\" height=\"6\" fill=\"rgb(70,90,230)\"/></pattern></defs>\n",
 		FG_WIDTH, height, FG_WIDTH, height);
 	fprintf(out, "<script type=\"text/ecmascript\"><![CDATA[\nvar W=%d,X=%d,C=%g;\n",
 		FG_PLOT_WIDTH, FG_XPAD, FG_CHAR_WIDTH);
 	fputs(svg_script, out);
 	fprintf(out,
 		"<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"url(#bg)\"/>\n"
-		"<text id=\"title\" x=\"%d\" y=\"24\">Flame Graph</text>\n",
-		FG_WIDTH, height, FG_WIDTH / 2);
-	write_subtitle(writer, out);
+		"<text id=\"title\" x=\"%d\" y=\"24\">%s</text>\n",
+		FG_WIDTH, height, FG_WIDTH / 2,
+		writer->differential ? "Differential Flame Graph" : "Flame Graph");
+	if (writer->differential)
+		write_diff_subtitle(writer, out);
+	else
+		write_subtitle(writer, out);
 	write_legend(writer, out);
 	fprintf(out,
 		"<text id=\"unzoom\" x=\"%d\" y=\"24\" style=\"display:none\">Reset Zoom</text>\n"
@@ -839,6 +1035,10 @@ static void write_tooltip(FILE *out, const struct fg_frame_view *view, const str
 	else if (view->kind == FG_KIND_PROCESS)
 		fputs(" [process]", out);
 	fputs(": ", out);
+	if (node_only_in_base(node)) {
+		fputs("only in BASE", out);
+		return;
+	}
 	put_amount(out, node->weight, unit);
 	fprintf(out, ", %.2f%%", total ? 100.0 * (double)node->weight / (double)total : 0.0);
 	if (thread) {
@@ -855,21 +1055,28 @@ static void write_frame(const struct flamegraph_writer *writer, const struct fg_
 	const struct fg_frame_view *view = node_view(layout, node);
 	double scale = (double)FG_PLOT_WIDTH / (double)layout->total;
 	double x = FG_XPAD + (double)layout->offset[id] * scale;
-	double width = (double)node->weight * scale;
+	double width = (double)drawn_weight(writer, layout, id) * scale;
 	int y = height - FG_BOTTOM - (int)(layout->depth[id] + 1) * FG_ROW;
 	int rgb[3];
 
-	frame_colour(view, rgb);
 	fputs("<g class=\"f\" data-n=\"", out);
 	put_xml(out, view->label);
 	fputs("\"><title>", out);
 	write_tooltip(out, view, node,
 		      node->thread ? intern_key(&writer->thread_names, node->thread - 1, NULL) : NULL,
-		      layout->total, writer_unit(writer));
+		      writer->nodes[0].weight, writer_unit(writer));
+	if (writer->differential)
+		write_diff_tooltip(writer, out, node);
 	fprintf(out,
-		"</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
-		"fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
-		x, y, width, FG_ROW - 1, rgb[0], rgb[1], rgb[2], x + 3, y + 11.5);
+		"</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"",
+		x, y, width, FG_ROW - 1);
+	if (writer->differential)
+		diff_colour(writer, layout, node, out);
+	else {
+		frame_colour(view, rgb);
+		fprintf(out, "rgb(%d,%d,%d)", rgb[0], rgb[1], rgb[2]);
+	}
+	fprintf(out, "\"/><text x=\"%.2f\" y=\"%.1f\">", x + 3, y + 11.5);
 	put_label(out, view->label, width);
 	fputs("</text></g>\n", out);
 }
@@ -877,7 +1084,7 @@ static void write_frame(const struct flamegraph_writer *writer, const struct fg_
 static bool node_visible(const struct flamegraph_writer *writer, const struct fg_layout *layout,
 			 uint32_t id)
 {
-	return writer->nodes[id].weight * 1000 >= layout->total * FG_MIN_PERMILLE &&
+	return drawn_weight(writer, layout, id) * 1000 >= layout->total * FG_MIN_PERMILLE &&
 	       !node_hidden(writer, layout, id);
 }
 
@@ -976,15 +1183,14 @@ static const struct pf_writer_ops flamegraph_writer_ops = {
 	.error = flamegraph_error,
 };
 
-int flamegraph_writer_create(int fd, const struct pf_writer_options *options, void **state,
-			     const struct pf_writer_ops **ops)
+static int writer_create(int fd, bool differential, void **state, const struct pf_writer_ops **ops)
 {
 	struct flamegraph_writer *writer = calloc(1, sizeof(*writer));
 
-	(void)options;
 	if (!writer)
 		return -ENOMEM;
 	writer->fd = fd;
+	writer->differential = differential;
 	intern_init(&writer->frames);
 	intern_init(&writer->children);
 	intern_init(&writer->thread_names);
@@ -999,4 +1205,18 @@ int flamegraph_writer_create(int fd, const struct pf_writer_options *options, vo
 	*state = writer;
 	*ops = &flamegraph_writer_ops;
 	return 0;
+}
+
+int flamegraph_writer_create(int fd, const struct pf_writer_options *options, void **state,
+			     const struct pf_writer_ops **ops)
+{
+	(void)options;
+	return writer_create(fd, false, state, ops);
+}
+
+int flamegraph_diff_writer_create(int fd, const struct pf_writer_options *options, void **state,
+				  const struct pf_writer_ops **ops)
+{
+	(void)options;
+	return writer_create(fd, true, state, ops);
 }

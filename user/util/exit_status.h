@@ -11,6 +11,8 @@ enum exit_status {
 	EXIT_STATUS_OK = 0,
 	/* The profiler failed while running (out of memory, BPF refused a map update). */
 	EXIT_STATUS_FAILED = 1,
+	/* `diff --fail-if`: a function's share changed past the limit (everything else went well). */
+	EXIT_STATUS_THRESHOLD = 2,
 	/* The command line: an unknown command or option, a bad value, a missing argument. */
 	EXIT_STATUS_USAGE = 64,
 	/* What to profile or read: no such process, not a (supported) Python, a file that
