@@ -115,6 +115,7 @@ static inline struct proc_file_id test_file_holding(uint64_t addr)
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -278,13 +279,35 @@ static inline long test_peak_rss_kib(pid_t pid)
 	return line ? atol(line + strlen("VmHWM:")) : 0;
 }
 
-/* Runs argv to its end, its output into the file log, its peak resident memory (VmHWM, KiB)
- * watched as it runs and the most seen into *peak_kib; its wait status. */
-static inline int test_run_watching_peak_rss(char *const argv[], const char *log, long *peak_kib)
+/* How long pid's main thread has waited for a CPU so far (schedstat's run delay), ns; 0 unknown. */
+static inline uint64_t test_cpu_wait_ns(pid_t pid)
 {
-	pid_t pid = fork();
+	char text[256];
+	unsigned long long run_ns, wait_ns;
+
+	if (proc_identity_read_file(pid, "schedstat", text, sizeof(text)) <= 0 ||
+	    sscanf(text, "%llu %llu", &run_ns, &wait_ns) != 2)
+		return 0;
+	return wait_ns;
+}
+
+/* What a watched run did: its peak resident memory (VmHWM, KiB), and the share of its wall time
+ * its main thread (a profiler's draining thread) spent waiting for a CPU. */
+struct test_run_watch {
+	long peak_kib;
+	double cpu_wait_share;
+};
+
+/* Runs argv to its end, its output into the file log, watching it (above); its wait status. */
+static inline int test_run_watching(char *const argv[], const char *log, struct test_run_watch *watch)
+{
+	struct timespec start, now;
+	uint64_t wait_ns = 0;
+	pid_t pid;
 	int status;
 
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -294,14 +317,29 @@ static inline int test_run_watching_peak_rss(char *const argv[], const char *log
 		execv(argv[0], argv);
 		_exit(127);
 	}
-	*peak_kib = 0;
+	watch->peak_kib = 0;
 	while (waitpid(pid, &status, WNOHANG) == 0) {
-		long now = test_peak_rss_kib(pid);
+		long peak = test_peak_rss_kib(pid);
+		uint64_t waited = test_cpu_wait_ns(pid);
 
-		if (now > *peak_kib)
-			*peak_kib = now;
+		if (peak > watch->peak_kib)
+			watch->peak_kib = peak;
+		if (waited > wait_ns)
+			wait_ns = waited;
 		usleep(20000);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	watch->cpu_wait_share = (double)wait_ns / ((double)(now.tv_sec - start.tv_sec) * 1e9 +
+						   (double)(now.tv_nsec - start.tv_nsec));
+	return status;
+}
+
+static inline int test_run_watching_peak_rss(char *const argv[], const char *log, long *peak_kib)
+{
+	struct test_run_watch watch;
+	int status = test_run_watching(argv, log, &watch);
+
+	*peak_kib = watch.peak_kib;
 	return status;
 }
 
