@@ -16,6 +16,7 @@
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
+#include "sampler/perf_events.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
 #include "util/target_budget.h"
@@ -208,13 +209,33 @@ void report_abort_writers(struct session *session)
 	session->writer_count = 0;
 }
 
+/* What the samples of an --event run count: the event, one sample's occurrences, and the unit of
+ * the weight (bytes: page size times the occurrences; count: the occurrences). */
+static void report_event_metadata(struct session *session)
+{
+	const struct session_options *options = session->options;
+	char text[32];
+
+	set_metadata_all(session, "event", options->event->name);
+	snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_period);
+	set_metadata_all(session, "event_period", text);
+	set_metadata_all(session, "event_unit", options->event->page_sized ? "bytes" : "count");
+	if (options->event->page_sized) {
+		snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_bytes);
+		set_metadata_all(session, "page_size", text);
+	}
+}
+
 void report_start_metadata(struct session *session)
 {
 	const struct session_options *options = session->options;
 	uint64_t period_us = 1000000 / options->frequency_hz;
+	/* Austin's memory mode is the one whose metric is bytes: a fault event's; counted events
+	 * carry their counts in cpu mode's metric. */
+	bool event_bytes = options->event && options->event->page_sized;
 	struct pf_run_info info = {
 		.interval_us = period_us ? period_us : 1,
-		.mode = session_mode_name(options->mode),
+		.mode = event_bytes ? "memory" : session_mode_name(options->mode),
 		/* Austin has no gil mode: its samples are wall samples of one thread at a time. */
 		.own_mode = options->mode == SESSION_MODE_GIL ? "gil" : NULL,
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
@@ -227,6 +248,8 @@ void report_start_metadata(struct session *session)
 	for (size_t i = 0; i < session->writer_count; i++)
 		note_write_error(session, i, pf_writer_set_run_info(session->writers[i], &info));
 	set_metadata_all(session, "pybpfprof", PYBPFPROF_VERSION);
+	if (options->event)
+		report_event_metadata(session);
 }
 
 void report_python_version(struct session *session, const struct target *target)
