@@ -8,7 +8,8 @@
  *  - context-switches, a launched command: a process that sleeps 100 us at a time in sleep_often()
  *    and its child that spins in spin() count their own switches in those functions (getrusage);
  *    the profile's split between them is the truth's within 3 points. Counted events carry counts
- *    (speedscope "none", pprof's context-switches/count, MOJO's cpu mode).
+ *    (speedscope "none", pprof's context-switches/count, MOJO's cpu mode), and `pybpfprof top`
+ *    ranks them under the event's name.
  *  - cycles: where the machine has no PMU (this VM), one line saying so and a non-zero exit;
  *    where it has one, a profile.
  */
@@ -102,6 +103,18 @@ static void assert_pprof_sample_types(const char *path, const char *types)
 		fail_msg("%s: pprof sample types are not '%s':\n%.600s", path, types, out);
 }
 
+/* `pybpfprof top` of the file: the heading says what its weights count, and the function ranks. */
+static void assert_top_ranks(const char *path, const char *heading, const char *function)
+{
+	char *argv[] = { (char *)pybpfprof_binary(), "top", (char *)path, NULL };
+	static char out[1 << 16];
+	char err[4096];
+
+	assert_int_equal(run_capture_both(argv, out, sizeof(out), err, sizeof(err)), 0);
+	if (!strstr(out, heading) || !strstr(out, function))
+		fail_msg("pybpfprof top %s: expected '%s' and '%s' in:\n%.1500s", path, heading, function, out);
+}
+
 /* ---- page faults ---- */
 
 static void page_faults(void **state)
@@ -123,7 +136,7 @@ static void page_faults(void **state)
 	target.pid = test_start_ready_script(python, SCRIPT, "faults", &target.out_fd);
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
 	{
-		char *argv[] = { (char *)pybpfprof_binary(), "-q", "--event", "page-faults", "-p", pid_text, "-d", "5",
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "--event", "page-faults", "-p", pid_text, "-d", "8",
 				 "-o", mojo, "-o", pprof, "-o", speedscope, "-o", collapsed, "-o", svg, NULL };
 
 		status = run_capture(argv, err, sizeof(err));
@@ -149,6 +162,7 @@ static void page_faults(void **state)
 	profile_metadata(mojo, "event_unit", value, sizeof(value));
 	assert_string_equal(value, "bytes");
 	assert_pprof_sample_types(pprof, "page-faults/count space/bytes");
+	assert_top_ranks(mojo, "own page-faults, in bytes", "touch_fresh");
 	assert_true(file_holds(speedscope, "\"unit\":\"bytes\""));
 	assert_true(file_holds(svg, "width: bytes allocated"));
 }
@@ -159,7 +173,7 @@ static void page_faults(void **state)
 static void read_switch_truth(const char *out, double *slept, double *spun)
 {
 	const char *line = strstr(out, "switches sleep_often=");
-	unsigned long long a, b;
+	unsigned long long a = 0, b = 0;
 
 	if (!line || sscanf(line, "switches sleep_often=%llu spin=%llu", &a, &b) != 2)
 		fail_msg("the workload did not report its switches: '%s'", out);
@@ -194,8 +208,9 @@ static void context_switches(void **state)
 	share = weights.in_function / (weights.in_function + weights.other);
 	print_message("%s: truth sleep_often %.0f spin %.0f (%.1f%%); profile %.0f / %.0f (%.1f%%)\n", python->label,
 		      slept, spun, 100 * truth_share, weights.in_function, weights.other, 100 * share);
-	assert_true(slept >= SWITCHES_MIN && spun >= SWITCHES_MIN);
-	assert_true(weights.in_function >= SWITCHES_MIN && weights.other >= SWITCHES_MIN);
+	/* The spinner is switched out only when something preempts it: on a quiet machine that may be
+	 * seldom, and the split is then nearly all the sleeper's, in the truth as in the profile. */
+	assert_true(slept >= SWITCHES_MIN && weights.in_function >= SWITCHES_MIN);
 	assert_true(fabs(share - truth_share) <= SWITCH_SHARE_TOLERANCE);
 
 	profile_metadata(mojo, "event", value, sizeof(value));
@@ -203,6 +218,7 @@ static void context_switches(void **state)
 	profile_metadata(mojo, "event_unit", value, sizeof(value));
 	assert_string_equal(value, "count");
 	assert_pprof_sample_types(pprof, "context-switches/count");
+	assert_top_ranks(mojo, "own context-switches", "sleep_often");
 	assert_true(file_holds(speedscope, "\"unit\":\"none\""));
 	assert_true(file_holds(svg, "width: events"));
 }

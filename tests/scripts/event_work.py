@@ -23,9 +23,12 @@ def touch_fresh():
 
 
 def compute():
+    # A while loop, not range(): Python 2's range builds a list (new memory, new pages).
     total = 0
-    for i in range(2000000):
+    i = 0
+    while i < 500000:
         total += i * i % 7
+        i += 1
     return total
 
 
@@ -36,8 +39,10 @@ def sleep_often():
 
 def spin():
     total = 0
-    for i in range(200000):
+    i = 0
+    while i < 200000:
         total += i % 3
+        i += 1
     return total
 
 
