@@ -343,7 +343,11 @@ static void print_throttled_now(const struct session *session)
 		return;
 	}
 	for (size_t i = 0; i < budget->count; i++)
-		if (budget->targets[i].stride > 1)
+		if (budget->targets[i].stride > 1 && session->options->event)
+			/* An event's rate is the process's own: the stride is what is known. */
+			fprintf(stderr, "  pid %d throttled to 1 sample in %u (--max-overhead)", (int)budget->targets[i].pid,
+				budget->targets[i].stride);
+		else if (budget->targets[i].stride > 1)
 			fprintf(stderr, "  pid %d throttled to %.0f/s (--max-overhead)", (int)budget->targets[i].pid,
 				overhead_budget_rate_hz(budget, &budget->targets[i]));
 }
@@ -717,6 +721,16 @@ static void describe_throttling(const struct session *session, const struct over
 		snprintf(until, sizeof(until), " until it ended at %.1f s", run_seconds_at(session, target->ended_us));
 	else if (target->stride == 1)
 		snprintf(until, sizeof(until), " to %.1f s", run_seconds_at(session, target->released_us));
+	if (session->options->event) {
+		/* An event's rate is the process's own: the strides are what is known. */
+		snprintf(out, len,
+			 "from %.1f s%s: 1 sample in %u %s, 1 in %u at the least; a walk took %.1f us: every sample walked, "
+			 "%.1f%% of its CPU time (or of one CPU, if more)",
+			 run_seconds_at(session, target->throttled_us), until, target->stride,
+			 target->ended_us ? "at its end" : session->stop_us ? "at the end" : "now", target->max_stride,
+			 target->walk_us, 100.0 * target->unthrottled_share);
+		return;
+	}
 	snprintf(out, len,
 		 "from %.1f s%s: %.0f samples/s (1 tick in %u) %s, %.0f/s at the least (1 in %u); a walk took %.1f us: "
 		 "every tick walked, %.1f%% of its CPU time (or of one CPU, if more)",
