@@ -327,6 +327,9 @@ bench/service.sh
 # The overhead budget at depth 900 and 10 kHz against the floor (perf record, no stacks).
 printf '\n'
 bench/budget.sh
+# Sampling on kernel events: BPF time per occurrence, the profiler's CPU.
+printf '\n'
+bench/events.sh
 
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'
