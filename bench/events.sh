@@ -24,12 +24,12 @@ trap 'rm -rf "$out"; [ -n "${target:-}" ] && kill "$target" 2>/dev/null || true'
 # and "cpu: U s user+sys while sampling (P% of a core)" of a summary, as one line of the table.
 row() { # event period log
 	awk -v event="$1" -v period="$2" '
-		/ bpf: / { runs = $3; per_run = $6; other = $8; other_ns = $12; targets = $14; target_ns = $19 }
+		/ bpf: [0-9]+ runs,/ { runs = $3; per_run = $5; other_ns = $12; targets = $15; target_ns = $20 }
 		/ cpu: / { cpu = $3; share = $8; sub(/^\(/, "", share) }
 		END {
 			if (!runs) { printf "| %s | (no bpf line) |\n", event; exit }
-			printf "| %s | %d | %d | %d | %d | %.1f | %s | %s s (%s) |\n", event, period, runs, target_ns,
-			       other_ns, runs * per_run / (runs * period), targets, cpu, share
+			printf "| %s | %d | %d | %d | %d | %.1f | %d | %s s (%s) |\n", event, period, runs, target_ns,
+			       other_ns, per_run / period, targets, cpu, share
 		}' "$3"
 }
 
@@ -41,7 +41,7 @@ echo "|---|---|---|---|---|---|---|---|"
 
 "$python" tests/scripts/event_work.py faults >"$out/faults.out" &
 target=$!
-read -r -t 30 _ <"$out/faults.out" || sleep 2
+for _ in $(seq 300); do grep -q ready "$out/faults.out" 2>/dev/null && break; sleep 0.1; done
 ./pybpfprof --bpf-stats -v --event page-faults -p "$target" -d "$seconds" -o "$out/faults.mojo" 2>"$out/faults.log" || true
 kill "$target" 2>/dev/null || true
 wait "$target" 2>/dev/null || true
