@@ -39,7 +39,7 @@ struct bpf_sampler {
 	int retiring_ring_fd;
 	uint64_t retiring_since_ms;
 	bool ring_grows;                  /* cpu mode with no size asked for: the ring follows the records */
-	unsigned frequency_hz;
+	unsigned frequency_hz;            /* records per second per CPU the ring is sized for (ring_rate_hz) */
 	uint64_t record_bytes_x16;        /* a running mean of the records' sizes (x16) */
 	uint64_t records_seen;
 	struct ring_buffer *rings;        /* records + proc events, one epoll set */
@@ -459,6 +459,9 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
  */
 #define RING_RECORD_BYTES 2048u
 #define RING_HOLD_MS 100u
+/* --event: no clock paces the samples, and an event comes in bursts (a buffer's page faults, a
+ * storm of switches): the ring holds RING_HOLD_MS of them at this rate per CPU. */
+#define RING_EVENT_HZ 10000u
 #define RING_MIN_BYTES (1u << 20)
 #define RING_MAX_BYTES (64u << 20)
 /* RING_MIN_BYTES: with a 512 KiB ring, 900-frame stacks at 1 kHz lost 18 samples in one of six
@@ -469,6 +472,12 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
 /* A replaced ring is drained this long after BPF got its successor: no program that looked it up
  * before then is still running (a perf-event program runs microseconds). */
 #define RING_RETIRE_MS 100u
+
+/* The records per second per CPU the ring is sized for. */
+static unsigned ring_rate_hz(const struct bpf_sampler_options *options)
+{
+	return options->event ? RING_EVENT_HZ : options->frequency_hz;
+}
 
 static size_t ring_bytes_for_records(unsigned frequency_hz, uint64_t record_bytes)
 {
@@ -491,7 +500,7 @@ static size_t ring_bytes_for(const struct bpf_sampler_options *options)
 		return round_up_pow2(options->ringbuf_bytes);
 	if (options->wall)
 		return PBP_RINGBUF_DEFAULT_BYTES;
-	return ring_bytes_for_records(options->frequency_hz, RING_RECORD_BYTES);
+	return ring_bytes_for_records(ring_rate_hz(options), RING_RECORD_BYTES);
 }
 
 /* A record ring of bytes (not yet where BPF writes): its fd, or a negative errno. */
@@ -549,7 +558,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 				     strerror(-err));
 	sampler->ring_bytes = ring_bytes;
 	sampler->ring_grows = !options->wall && !options->ringbuf_bytes;
-	sampler->frequency_hz = options->frequency_hz;
+	sampler->frequency_hz = ring_rate_hz(options);
 	return 0;
 }
 
