@@ -10,6 +10,8 @@
  *    the profile's split between them is the truth's within 3 points. Counted events carry counts
  *    (speedscope "none", pprof's context-switches/count, MOJO's cpu mode), and `pybpfprof top`
  *    ranks them under the event's name.
+ *  - page-faults with --max-overhead far below the walks' cost, launched: most samples are skipped,
+ *    and the kept ones' weights still add up to the bytes the workload says it filled (within 5%).
  *  - cycles: where the machine has no PMU (this VM), one line saying so and a non-zero exit;
  *    where it has one, a profile.
  */
@@ -29,6 +31,7 @@
 #define FAULT_SAMPLES_MIN 1000
 #define SWITCH_SHARE_TOLERANCE 0.03
 #define SWITCHES_MIN 500
+#define BUDGET_BYTES_TOLERANCE 0.05
 
 static const char *const event_labels[] = { "2.7", "3.12", "3.14" };
 
@@ -167,6 +170,42 @@ static void page_faults(void **state)
 	assert_true(file_holds(svg, "width: bytes allocated"));
 }
 
+/* ---- the overhead budget ---- */
+
+/*
+ * --max-overhead far below what the walks cost: BPF keeps one fault sample in a stride, and the kept
+ * ones weigh the stride, so the bytes under touch_fresh are still the bytes it filled (the workload
+ * says how many: "touched N BYTES"), though most samples were never taken.
+ */
+static void budget_keeps_fault_bytes(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char mojo[PATH_MAX], command[1400], *argv[32], out[4096], err[8192];
+	unsigned long long buffers = 0, truth = 0;
+	struct weights weights;
+	const char *line;
+	int status;
+
+	FORMAT(mojo, "%s/budget-%s.mojo", test_tmpdir(), python->label);
+	FORMAT(command, "%s -q --event page-faults --max-overhead 0.05 -o %s -- %s %s/tests/scripts/%s buffers 10",
+	       pybpfprof_binary(), mojo, python->command, test_source_dir(), SCRIPT);
+	assert_true(split_command(command, argv, 32) > 0);
+	status = run_capture_both(argv, out, sizeof(out), err, sizeof(err));
+	if (status != 0)
+		fail_msg("%s: pybpfprof --event page-faults --max-overhead exited %d: %s", python->label, status, err);
+	line = strstr(out, "touched ");
+	if (!line || sscanf(line, "touched %llu %llu", &buffers, &truth) != 2 || buffers != 10)
+		fail_msg("the workload did not report what it touched: '%s'", out);
+
+	sum_weights(mojo, "touch_fresh", NULL, &weights);
+	print_message("%s: %zu samples; %.0f MB under touch_fresh, truth %.0f MB (%.2f%%)\n", python->label,
+		      weights.samples, weights.in_function / 1e6, (double)truth / 1e6,
+		      100.0 * weights.in_function / (double)truth);
+	/* Throttled: fewer than half the samples an unthrottled run takes (one per 16 pages). */
+	assert_true((double)weights.samples < 0.5 * (double)truth / (16.0 * 4096.0));
+	assert_true(fabs(weights.in_function / (double)truth - 1.0) <= BUDGET_BYTES_TOLERANCE);
+}
+
 /* ---- context switches ---- */
 
 /* "switches sleep_often=N spin=M" in the launched command's output. */
@@ -267,7 +306,8 @@ static void hardware_event(void **state)
 int main(void)
 {
 	static const struct test_per_python kinds[] = { { "page_faults_", page_faults },
-							{ "context_switches_", context_switches } };
+							{ "context_switches_", context_switches },
+							{ "budget_fault_bytes_", budget_keeps_fault_bytes } };
 	static const struct CMUnitTest machine_tests[] = { cmocka_unit_test(hardware_event) };
 	int failed;
 

@@ -2,6 +2,8 @@
 #   faults:  touch_fresh() fills a fresh 200 MB buffer (its pages first touched: one fault each),
 #            then compute() does arithmetic on a few small ints (no new memory), over and over.
 #            Prints "ready" once the loop has run once, then loops until killed.
+#   buffers N: the same N times, then prints the truth: "touched N BYTES" (the bytes touch_fresh
+#            filled) and exits.
 #   switches SECONDS: the process forks; for SECONDS the parent calls sleep_often(), which sleeps
 #            100 us at a time (a context switch out per sleep), and the child calls spin(), which
 #            computes without a pause (switched out only when the scheduler preempts it). Each
@@ -87,9 +89,20 @@ def faults():
         compute()
 
 
+def buffers(count):
+    touched = 0
+    for _ in range(count):
+        touched += touch_fresh()
+        compute()
+    sys.stdout.write("touched %d %d\n" % (count, touched))
+    sys.stdout.flush()
+
+
 def main():
     if sys.argv[1] == "switches":
         switches(float(sys.argv[2]))
+    elif sys.argv[1] == "buffers":
+        buffers(int(sys.argv[2]))
     else:
         faults()
 
