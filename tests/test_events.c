@@ -173,7 +173,7 @@ static void page_faults(void **state)
 /* ---- the overhead budget ---- */
 
 /*
- * --max-overhead far below what the walks cost (0.2% of a CPU against some 3%): BPF keeps one
+ * --max-overhead far below what the walks cost (0.1% of a CPU against some 3%): BPF keeps one
  * fault sample in a stride, and the kept ones weigh the stride, so the bytes under touch_fresh are
  * still the bytes it filled (the workload says how many: "touched N BYTES"), though most samples
  * were never taken.
@@ -188,7 +188,7 @@ static void budget_keeps_fault_bytes(void **state)
 	int status;
 
 	FORMAT(mojo, "%s/budget-%s.mojo", test_tmpdir(), python->label);
-	FORMAT(command, "%s -q --event page-faults --max-overhead 0.2 -o %s -- %s %s/tests/scripts/%s buffers 10",
+	FORMAT(command, "%s -q --event page-faults --max-overhead 0.1 -o %s -- %s %s/tests/scripts/%s buffers 10",
 	       pybpfprof_binary(), mojo, python->command, test_source_dir(), SCRIPT);
 	assert_true(split_command(command, argv, 32) > 0);
 	status = run_capture_both(argv, out, sizeof(out), err, sizeof(err));
