@@ -47,7 +47,7 @@ static const char doc[] =
 	"    sudo pybpfprof -F 1000 -o run.mojo -- python3 app.py --flag\n"
 	"    sudo pybpfprof --mode wall -p 4242 -o wall.mojo  # every thread, running or not, 100 Hz\n"
 	"    sudo pybpfprof --mode gil -p 4242 -o gil.bin  # only the thread holding the GIL\n"
-	"    sudo pybpfprof --event page-faults -p 4242 -o faults.svg  # where memory is first touched, bytes"
+	"    sudo pybpfprof --event page-faults -p 4242 -o pf.svg  # first touches"
 	"\v"
 	"A command to launch goes after --. With neither -p nor a command, every Python\n"
 	"process on the host is sampled, including later ones, until Ctrl-C or -d.\n"
