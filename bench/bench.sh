@@ -356,6 +356,9 @@ bench/budget.sh
 # Every output format's file size and convert time per sample, on one recording.
 printf '\n'
 bench/writers.sh
+# Sampling on kernel events: BPF time per occurrence, the profiler's CPU.
+printf '\n'
+bench/events.sh
 
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'

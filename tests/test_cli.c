@@ -66,6 +66,24 @@ static void unknown_command_is_not_launched(void **state)
 	assert_false(file_exists(victim));
 }
 
+/* --event samples on occurrences: a clock's options, wall and gil modes and unknown events are
+ * refused in one line, before anything starts. */
+static void event_mistakes_say_so(void **state)
+{
+	(void)state;
+	expect_mistake(run_pybpfprof("--event", "page-fault", NULL), EXIT_STATUS_USAGE, "unknown event 'page-fault'");
+	assert_non_null(strstr(err_text, "page-faults, minor-faults"));
+	expect_mistake(run_pybpfprof("--event", "cs", "--mode", "wall", NULL), EXIT_STATUS_USAGE, "--mode wall");
+	expect_mistake(run_pybpfprof("--event", "cs", "--mode", "gil", NULL), EXIT_STATUS_USAGE, "--mode gil");
+	expect_mistake(run_pybpfprof("--event", "page-faults", "-F", "99", NULL), EXIT_STATUS_USAGE, "not -F or -i");
+	expect_mistake(run_pybpfprof("--event", "cs:2", "--event-period", "3", NULL), EXIT_STATUS_USAGE,
+		       "both set the period");
+	expect_mistake(run_pybpfprof("--event-period", "3", NULL), EXIT_STATUS_USAGE, "goes with --event");
+	expect_mistake(run_pybpfprof("--event", "cs:0", NULL), EXIT_STATUS_USAGE, "invalid period '0'");
+	expect_mistake(run_pybpfprof("--event", "major-faults", "--event-period", "x", NULL), EXIT_STATUS_USAGE,
+		       "invalid --event-period 'x'");
+}
+
 /* A command given without -- is refused before its options can pass for ours (-c, -o). */
 static void command_needs_double_dash(void **state)
 {
@@ -643,6 +661,8 @@ static void bash_completes_commands_and_values(void **state)
 	completion_offers("pybpfprof st", "stacks");
 	completion_offers("pybpfprof --mo", "--mode");
 	completion_offers("pybpfprof --mode ''", "cpu wall gil");
+	completion_offers("pybpfprof --ev", "--event");
+	completion_offers("pybpfprof --event page", "page-faults");
 	completion_offers("pybpfprof -f sp", "speedscope");
 	completion_offers("pybpfprof convert a.mojo -f gec", "gecko gecko-gz");
 	completion_offers("pybpfprof convert a.mojo -f pp", "pprof");
@@ -653,6 +673,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(unknown_command_is_not_launched),
 		cmocka_unit_test(command_needs_double_dash),
+		cmocka_unit_test(event_mistakes_say_so),
 		cmocka_unit_test(help_lists_exit_statuses),
 		cmocka_unit_test(one_status_per_class),
 		cmocka_unit_test(whole_host_run_says_so),

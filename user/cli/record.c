@@ -7,6 +7,7 @@
  */
 #include "cli/commands.h"
 #include "formats/format_registry.h"
+#include "sampler/perf_events.h"
 #include "session/session.h"
 #include "util/exit_status.h"
 #include "util/version.h"
@@ -46,7 +47,8 @@ static const char doc[] =
 	"    sudo pybpfprof -p 4242,4243 -d 30 -o app.bin  # two processes, 30 s, Tachyon\n"
 	"    sudo pybpfprof -F 1000 -o run.mojo -- python3 app.py --flag\n"
 	"    sudo pybpfprof --mode wall -p 4242 -o wall.mojo  # every thread, running or not, 100 Hz\n"
-	"    sudo pybpfprof --mode gil -p 4242 -o gil.bin  # only the thread holding the GIL"
+	"    sudo pybpfprof --mode gil -p 4242 -o gil.bin  # only the thread holding the GIL\n"
+	"    sudo pybpfprof --event page-faults -p 4242 -o pf.svg  # first touches"
 	"\v"
 	"A command to launch goes after --. With neither -p nor a command, every Python\n"
 	"process on the host is sampled, including later ones, until Ctrl-C or -d.\n"
@@ -78,6 +80,8 @@ enum {
 	OPT_ASYNC_MODE,
 	OPT_MAX_OVERHEAD,
 	OPT_TARGET_BUDGET,
+	OPT_EVENT,
+	OPT_EVENT_PERIOD,
 };
 
 static const struct argp_option record_options[] = {
@@ -90,6 +94,8 @@ static const struct argp_option record_options[] = {
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not", 0 },
+	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, "Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, branches, branch-misses, ... (counted)", 0 },
+	{ "event-period", OPT_EVENT_PERIOD, "N", 0, "With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and scheduling event, 10000 cache or branch misses, 10M cycles)", 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile their descendants, running or forked later (a launched command's are always followed)", 0 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
 	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
@@ -115,6 +121,7 @@ struct record_args {
 	const char *format_name;
 	bool frequency_set;
 	bool interval_set;
+	bool period_given_twice; /* --event NAME:PERIOD and --event-period both */
 };
 
 static int parse_uint(const char *text, unsigned long long max, unsigned long long *value)
@@ -158,6 +165,26 @@ static int parse_interval_us(const char *text, double *interval_us)
 		*interval_us = value * 1e6;
 	else
 		return -EINVAL;
+	return 0;
+}
+
+/* --event NAME[:PERIOD], perf's names. */
+static int parse_event(struct record_args *args, char *arg, struct argp_state *state)
+{
+	char *colon = strchr(arg, ':'), names[512];
+	unsigned long long period;
+
+	if (colon) {
+		*colon = 0;
+		if (parse_uint(colon + 1, PERF_EVENT_MAX_PERIOD, &period) || period == 0)
+			argp_error(state, "invalid period '%s' in --event %s:%s (1-%llu occurrences)", colon + 1, arg,
+				   colon + 1, PERF_EVENT_MAX_PERIOD);
+		args->period_given_twice |= args->session.event_period != 0;
+		args->session.event_period = period;
+	}
+	args->session.event = perf_event_find(arg);
+	if (!args->session.event)
+		argp_error(state, "unknown event '%s' (%s)", arg, perf_event_names(names, sizeof(names)));
 	return 0;
 }
 
@@ -302,6 +329,14 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --max-overhead '%s' (a percent of one CPU, 0-100; 0: off)", arg);
 		session->max_overhead_given = true;
 		break;
+	case OPT_EVENT:
+		return parse_event(args, arg, state);
+	case OPT_EVENT_PERIOD:
+		if (parse_uint(arg, PERF_EVENT_MAX_PERIOD, &number) || number == 0)
+			argp_error(state, "invalid --event-period '%s' (1-%llu occurrences)", arg, PERF_EVENT_MAX_PERIOD);
+		args->period_given_twice |= session->event_period != 0;
+		session->event_period = number;
+		break;
 	case OPT_TARGET_BUDGET:
 		if (parse_uint(arg, 1 << 20, &number) || number == 0)
 			argp_error(state, "invalid target budget '%s' MiB (1-%d)", arg, 1 << 20);
@@ -390,6 +425,30 @@ static int resolve_formats(struct record_args *args)
 	return check_outputs(session);
 }
 
+/* --event samples on occurrences, not on a clock: the options of a clock do not go with it.
+ * 0, or the usage exit status after one line. */
+static int check_event(const struct record_args *args)
+{
+	const struct session_options *session = &args->session;
+	const char *clash = NULL;
+
+	if (!session->event) {
+		if (session->event_period)
+			clash = "--event-period goes with --event NAME";
+	} else if (args->period_given_twice)
+		clash = "--event NAME:PERIOD and --event-period both set the period: give one";
+	else if (session->mode != SESSION_MODE_CPU)
+		clash = session->mode == SESSION_MODE_WALL
+				? "--event samples threads as the event happens to them, --mode wall every thread at every interval: give one"
+				: "--event samples threads as the event happens to them, --mode gil the GIL holder at every interval: give one";
+	else if (args->frequency_set || args->interval_set)
+		clash = "--event samples every PERIOD occurrences, not at a rate: give the period with --event NAME:PERIOD or --event-period, not -F or -i";
+	if (!clash)
+		return 0;
+	fprintf(stderr, "pybpfprof: %s\n", clash);
+	return EXIT_STATUS_USAGE;
+}
+
 /* Where the command to launch starts: after the first "--", or argc if there is none. */
 static int command_start(int argc, char **argv)
 {
@@ -436,6 +495,9 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: -F and -i both set the rate: give one\n");
 		return EXIT_STATUS_USAGE;
 	}
+	err = check_event(&args);
+	if (err)
+		return err;
 	if (!args.frequency_set && !args.interval_set)
 		args.session.frequency_hz = args.session.mode == SESSION_MODE_CPU ? CPU_DEFAULT_HZ : WALL_DEFAULT_HZ;
 	if (args.session.pid_count && args.session.command) {

@@ -8,6 +8,7 @@
 #include "cli/top_states.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "sampler/perf_events.h"
 #include "util/exit_status.h"
 #include "util/array.h"
 #include "util/intern.h"
@@ -185,13 +186,26 @@ static struct rank_headings headings_of(const char *mode)
 				       "total time (with callees):" };
 }
 
+/* An --event file's headings: what its weights count. Only the names this build knows are shown
+ * (the metadata is the file's to fill, and a terminal is no place for its bytes). */
+static struct rank_headings event_headings(const struct perf_event_spec *event, char *own, char *total, size_t len)
+{
+	if (event->page_sized)
+		snprintf(own, len, "own %s, in bytes (where memory was first touched):", event->name);
+	else
+		snprintf(own, len, "own %s (where they happened):", event->name);
+	snprintf(total, len, "total %s (with callees):", event->name);
+	return (struct rank_headings){ own, total };
+}
+
 /* What the file holds, then the rankings. A collapsed file's samples are its distinct stacks. */
 static void print_report(const struct function_weights *weights, const char *path, const struct pf_format *format,
-			 const char *mode, size_t limit)
+			 const char *mode, const struct perf_event_spec *event, size_t limit)
 {
 	const char *unit = format->aggregated ? "distinct stack" : "sample";
 	const char *plural = weights->samples == 1 ? "" : "s";
-	struct rank_headings headings = headings_of(mode);
+	char own[96], total[96];
+	struct rank_headings headings = event ? event_headings(event, own, total, sizeof(own)) : headings_of(mode);
 
 	fput_escaped(stdout, path);
 	if (weights->samples == 0)
@@ -221,6 +235,14 @@ static const char *file_mode(const struct pf_reader *reader)
 		if (!strcmp(mode, known[i]))
 			return known[i];
 	return NULL;
+}
+
+/* The event an --event file was sampled on, NULL if none (or one this build does not know). */
+static const struct perf_event_spec *file_event(const struct pf_reader *reader)
+{
+	const char *name = pf_reader_metadata(reader, "event");
+
+	return name ? perf_event_find(name) : NULL;
 }
 
 static void top_usage(FILE *out)
@@ -308,7 +330,7 @@ static int top_file(const char *path, size_t limit, bool by_state)
 	if (got < 0)
 		cli_error_print("top", path, got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else
-		print_report(&weights, path, pf_reader_format(reader), file_mode(reader), limit);
+		print_report(&weights, path, pf_reader_format(reader), file_mode(reader), file_event(reader), limit);
 	if (got >= 0 && by_state) {
 		struct top_state_sources sources;
 

@@ -668,7 +668,7 @@ static void put_label(FILE *out, const char *label, double width_px)
 	fputs("..", out);
 }
 
-enum fg_unit { UNIT_TIME, UNIT_BYTES, UNIT_SAMPLES };
+enum fg_unit { UNIT_TIME, UNIT_BYTES, UNIT_SAMPLES, UNIT_EVENTS };
 
 static enum fg_unit writer_unit(const struct flamegraph_writer *writer)
 {
@@ -676,6 +676,8 @@ static enum fg_unit writer_unit(const struct flamegraph_writer *writer)
 		return UNIT_TIME;
 	if (writer->metrics_seen & PF_METRIC_MEMORY)
 		return UNIT_BYTES;
+	if (writer->metrics_seen & PF_METRIC_COUNT)
+		return UNIT_EVENTS;
 	return UNIT_SAMPLES;
 }
 
@@ -697,6 +699,9 @@ static void put_amount(FILE *out, uint64_t value, enum fg_unit unit)
 			fprintf(out, "%.2f KiB", (double)value / (1 << 10));
 		else
 			fprintf(out, "%" PRIu64 " B", value);
+		break;
+	case UNIT_EVENTS:
+		fprintf(out, "%" PRIu64 " event%s", value, value == 1 ? "" : "s");
 		break;
 	default:
 		fprintf(out, "%" PRIu64 " sample%s", value, value == 1 ? "" : "s");
@@ -903,6 +908,7 @@ static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 	fputs(" \xc2\xb7 width: ", out);
 	fputs(writer_unit(writer) == UNIT_TIME    ? "time"
 	      : writer_unit(writer) == UNIT_BYTES ? "bytes allocated"
+	      : writer_unit(writer) == UNIT_EVENTS ? "events"
 						  : "samples",
 	      out);
 	fputs("</text>\n", out);

@@ -118,6 +118,8 @@ int64_t pf_sample_weight(const struct pf_sample *sample)
 		return (int64_t)sample->time_us;
 	if (sample->metrics & PF_METRIC_MEMORY)
 		return sample->memory;
+	if (sample->metrics & PF_METRIC_COUNT)
+		return (int64_t)sample->count;
 	return 1;
 }
 

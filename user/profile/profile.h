@@ -81,6 +81,8 @@ const char *pf_status_describe(uint32_t status, char *buffer, size_t size);
 /* Which metrics a sample carries. */
 #define PF_METRIC_TIME   0x1u
 #define PF_METRIC_MEMORY 0x2u
+/* Occurrences of a kernel event (--event): with MEMORY too when each weighs bytes (page faults). */
+#define PF_METRIC_COUNT  0x4u
 
 struct pf_sample {
 	uint32_t pid;
@@ -95,6 +97,7 @@ struct pf_sample {
 	 * samples (pprof's count, Tachyon's cpu-mode samples) count it that many times. */
 	uint32_t samples;
 	int64_t memory;        /* bytes allocated (+) or freed (-) */
+	uint64_t count;        /* PF_METRIC_COUNT: the kernel events it stands for */
 	size_t frame_count;
 	const struct pf_frame *frames; /* root (outermost) first, leaf last */
 	/*
@@ -130,7 +133,8 @@ struct pf_writer_options {
 /*
  * What a sample weighs in an aggregate (collapsed stacks, flame graph, top): the
  * microseconds it stands for when it carries time, else the bytes it allocated
- * (negative: freed) when it carries memory, else 1 (a sample count).
+ * (negative: freed) when it carries memory, else the kernel events it stands for when
+ * it carries a count, else 1 (a sample count).
  */
 int64_t pf_sample_weight(const struct pf_sample *sample);
 

@@ -39,7 +39,7 @@ struct bpf_sampler {
 	int retiring_ring_fd;
 	uint64_t retiring_since_ms;
 	bool ring_grows;                  /* cpu mode with no size asked for: the ring follows the records */
-	unsigned frequency_hz;
+	unsigned frequency_hz;            /* records per second per CPU the ring is sized for (ring_rate_hz) */
 	uint64_t record_bytes_x16;        /* a running mean of the records' sizes (x16) */
 	uint64_t records_seen;
 	struct ring_buffer *rings;        /* records + proc events, one epoll set */
@@ -150,25 +150,59 @@ static size_t round_up_pow2(size_t bytes)
 	return size;
 }
 
-static int open_cpu_clock(int cpu, unsigned frequency_hz)
+/* The event each CPU samples on: the cpu-clock at frequency_hz, or options->event every
+ * event_period occurrences. */
+static struct perf_event_attr sample_event_attr(const struct bpf_sampler_options *options)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
 		.size = sizeof(attr),
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		.freq = 1,
-		.sample_freq = frequency_hz,
+		.sample_freq = options->frequency_hz,
 	};
-	long fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (options->event) {
+		attr.type = options->event->type;
+		attr.config = options->event->config;
+		attr.freq = 0;
+		attr.sample_period = options->event_period ? options->event_period : options->event->default_period;
+	}
+	return attr;
+}
+
+static int open_sample_event(int cpu, struct perf_event_attr *attr)
+{
+	long fd = syscall(__NR_perf_event_open, attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* One cpu-clock event per possible CPU: one that is not present (ENODEV) runs nothing
- * to sample and is skipped; any other failure is an error. */
-static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz, char *errbuf, size_t errlen)
+/* What a failed perf_event_open of the sample event means, in one line. */
+static int sample_event_error(const struct bpf_sampler_options *options, const struct perf_event_attr *attr,
+			      int cpu, int err, char *errbuf, size_t errlen)
 {
+	if (!options->event)
+		return errbuf_format(errbuf, errlen, err, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu,
+				     options->frequency_hz, strerror(-err));
+	/* The kernel's answer where no PMU counts the event (a VM without one, a CPU without the counter). */
+	if (perf_event_is_hardware(options->event) && (err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV))
+		return errbuf_format(errbuf, errlen, -EOPNOTSUPP,
+				     "hardware event %s: this machine has no PMU counting it (perf_event_open: %s); "
+				     "software events (page-faults, context-switches, ...) still work",
+				     options->event->name, strerror(-err));
+	return errbuf_format(errbuf, errlen, err, "perf_event_open(%s, cpu %d, period %llu): %s", options->event->name,
+			     cpu, (unsigned long long)attr->sample_period, strerror(-err));
+}
+
+/* One sample event per possible CPU: one that is not present (ENODEV) runs nothing
+ * to sample and is skipped; any other failure is an error. */
+static int attach_perf_events(struct bpf_sampler *sampler, const struct bpf_sampler_options *options, char *errbuf,
+			      size_t errlen)
+{
+	struct perf_event_attr attr = sample_event_attr(options);
 	int cpus = libbpf_num_possible_cpus();
+	int opened = 0;
 
 	if (cpus < 0)
 		return errbuf_format(errbuf, errlen, cpus, "counting the possible CPUs: %s", strerror(-cpus));
@@ -177,13 +211,14 @@ static int attach_perf_events(struct bpf_sampler *sampler, unsigned frequency_hz
 		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	sampler->perf_count = cpus;
 	for (int cpu = 0; cpu < cpus; cpu++) {
-		int fd = open_cpu_clock(cpu, frequency_hz), err;
+		int fd = open_sample_event(cpu, &attr), err;
 
-		if (fd == -ENODEV)
+		/* A hardware event without a PMU also says ENODEV: the not-present CPU's answer. */
+		if (fd == -ENODEV && (!options->event || !perf_event_is_hardware(options->event) || opened))
 			continue;
 		if (fd < 0)
-			return errbuf_format(errbuf, errlen, fd, "perf_event_open(cpu-clock, cpu %d, %u Hz): %s", cpu,
-					     frequency_hz, strerror(-fd));
+			return sample_event_error(options, &attr, cpu, fd, errbuf, errlen);
+		opened++;
 		/* The link closes the perf event when destroyed. */
 		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
 		if (!sampler->perf_links[cpu]) {
@@ -424,6 +459,9 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
  */
 #define RING_RECORD_BYTES 2048u
 #define RING_HOLD_MS 100u
+/* --event: no clock paces the samples, and an event comes in bursts (a buffer's page faults, a
+ * storm of switches): the ring holds RING_HOLD_MS of them at this rate per CPU. */
+#define RING_EVENT_HZ 10000u
 #define RING_MIN_BYTES (1u << 20)
 #define RING_MAX_BYTES (64u << 20)
 /* RING_MIN_BYTES: with a 512 KiB ring, 900-frame stacks at 1 kHz lost 18 samples in one of six
@@ -434,6 +472,12 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
 /* A replaced ring is drained this long after BPF got its successor: no program that looked it up
  * before then is still running (a perf-event program runs microseconds). */
 #define RING_RETIRE_MS 100u
+
+/* The records per second per CPU the ring is sized for. */
+static unsigned ring_rate_hz(const struct bpf_sampler_options *options)
+{
+	return options->event ? RING_EVENT_HZ : options->frequency_hz;
+}
 
 static size_t ring_bytes_for_records(unsigned frequency_hz, uint64_t record_bytes)
 {
@@ -456,7 +500,7 @@ static size_t ring_bytes_for(const struct bpf_sampler_options *options)
 		return round_up_pow2(options->ringbuf_bytes);
 	if (options->wall)
 		return PBP_RINGBUF_DEFAULT_BYTES;
-	return ring_bytes_for_records(options->frequency_hz, RING_RECORD_BYTES);
+	return ring_bytes_for_records(ring_rate_hz(options), RING_RECORD_BYTES);
 }
 
 /* A record ring of bytes (not yet where BPF writes): its fd, or a negative errno. */
@@ -514,7 +558,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 				     strerror(-err));
 	sampler->ring_bytes = ring_bytes;
 	sampler->ring_grows = !options->wall && !options->ringbuf_bytes;
-	sampler->frequency_hz = options->frequency_hz;
+	sampler->frequency_hz = ring_rate_hz(options);
 	return 0;
 }
 
@@ -570,7 +614,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	if (!err && options->wall)
 		err = start_wall(sampler, options, errbuf, errlen);
 	else if (!err)
-		err = attach_perf_events(sampler, options->frequency_hz, errbuf, errlen);
+		err = attach_perf_events(sampler, options, errbuf, errlen);
 	if (err) {
 		bpf_sampler_close(sampler);
 		return err;

@@ -17,6 +17,7 @@
 #include "budget_usage.h"
 #include "proc_event.h"
 #include "sampler/kernel_names.h"
+#include "sampler/perf_events.h"
 #include "py_proc_config.h"
 #include "sample_record.h"
 #include "unwind_table.h"
@@ -45,6 +46,11 @@ struct bpf_sampler_options {
 	/* Wall mode without the pass thread: a pass runs only when bpf_sampler_wall_pass() asks
 	 * (a one-shot picture of the threads: `pybpfprof stacks`). */
 	bool wall_on_demand;
+	/* cpu mode: sample on this kernel event, one in event_period occurrences, instead of the
+	 * cpu-clock at frequency_hz (which then only sizes the ring: records per second per CPU).
+	 * NULL: the cpu-clock. */
+	const struct perf_event_spec *event;
+	uint64_t event_period;
 };
 
 /* Wall mode: what the pass thread did. */

@@ -16,6 +16,7 @@
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
+#include "sampler/perf_events.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
 #include "util/target_budget.h"
@@ -208,13 +209,33 @@ void report_abort_writers(struct session *session)
 	session->writer_count = 0;
 }
 
+/* What the samples of an --event run count: the event, one sample's occurrences, and the unit of
+ * the weight (bytes: page size times the occurrences; count: the occurrences). */
+static void report_event_metadata(struct session *session)
+{
+	const struct session_options *options = session->options;
+	char text[32];
+
+	set_metadata_all(session, "event", options->event->name);
+	snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_period);
+	set_metadata_all(session, "event_period", text);
+	set_metadata_all(session, "event_unit", options->event->page_sized ? "bytes" : "count");
+	if (options->event->page_sized) {
+		snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_bytes);
+		set_metadata_all(session, "page_size", text);
+	}
+}
+
 void report_start_metadata(struct session *session)
 {
 	const struct session_options *options = session->options;
 	uint64_t period_us = 1000000 / options->frequency_hz;
+	/* Austin's memory mode is the one whose metric is bytes: a fault event's; counted events
+	 * carry their counts in cpu mode's metric. */
+	bool event_bytes = options->event && options->event->page_sized;
 	struct pf_run_info info = {
 		.interval_us = period_us ? period_us : 1,
-		.mode = session_mode_name(options->mode),
+		.mode = event_bytes ? "memory" : session_mode_name(options->mode),
 		/* Austin has no gil mode: its samples are wall samples of one thread at a time. */
 		.own_mode = options->mode == SESSION_MODE_GIL ? "gil" : NULL,
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
@@ -227,6 +248,8 @@ void report_start_metadata(struct session *session)
 	for (size_t i = 0; i < session->writer_count; i++)
 		note_write_error(session, i, pf_writer_set_run_info(session->writers[i], &info));
 	set_metadata_all(session, "pybpfprof", PYBPFPROF_VERSION);
+	if (options->event)
+		report_event_metadata(session);
 }
 
 void report_python_version(struct session *session, const struct target *target)
@@ -320,7 +343,11 @@ static void print_throttled_now(const struct session *session)
 		return;
 	}
 	for (size_t i = 0; i < budget->count; i++)
-		if (budget->targets[i].stride > 1)
+		if (budget->targets[i].stride > 1 && session->options->event)
+			/* An event's rate is the process's own: the stride is what is known. */
+			fprintf(stderr, "  pid %d throttled to 1 sample in %u (--max-overhead)", (int)budget->targets[i].pid,
+				budget->targets[i].stride);
+		else if (budget->targets[i].stride > 1)
 			fprintf(stderr, "  pid %d throttled to %.0f/s (--max-overhead)", (int)budget->targets[i].pid,
 				overhead_budget_rate_hz(budget, &budget->targets[i]));
 }
@@ -694,6 +721,16 @@ static void describe_throttling(const struct session *session, const struct over
 		snprintf(until, sizeof(until), " until it ended at %.1f s", run_seconds_at(session, target->ended_us));
 	else if (target->stride == 1)
 		snprintf(until, sizeof(until), " to %.1f s", run_seconds_at(session, target->released_us));
+	if (session->options->event) {
+		/* An event's rate is the process's own: the strides are what is known. */
+		snprintf(out, len,
+			 "from %.1f s%s: 1 sample in %u %s, 1 in %u at the least; a walk took %.1f us: every sample walked, "
+			 "%.1f%% of its CPU time (or of one CPU, if more)",
+			 run_seconds_at(session, target->throttled_us), until, target->stride,
+			 target->ended_us ? "at its end" : session->stop_us ? "at the end" : "now", target->max_stride,
+			 target->walk_us, 100.0 * target->unthrottled_share);
+		return;
+	}
 	snprintf(out, len,
 		 "from %.1f s%s: %.0f samples/s (1 tick in %u) %s, %.0f/s at the least (1 in %u); a walk took %.1f us: "
 		 "every tick walked, %.1f%% of its CPU time (or of one CPU, if more)",

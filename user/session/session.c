@@ -16,6 +16,7 @@
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/array.h"
+#include "sampler/perf_events.h"
 #include "util/clock.h"
 #include "util/exit_status.h"
 #include "util/thread.h"
@@ -433,6 +434,8 @@ static int open_sampler(struct session *session)
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
 		.wall_pids = options->pids,
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,
+		.event = options->event,
+		.event_period = options->event_period,
 	};
 	struct errbuf error = { "" };
 	int err = bpf_sampler_open(&session->sampler, &sampler_options, error.text, sizeof(error.text));
@@ -603,6 +606,11 @@ static int set_up(struct session *session, int *failed_status)
 	*failed_status = EXIT_STATUS_FAILED;
 	err = sample_resolve_init(&session->resolver, open_kernel_names(session) ? name_kernel_addresses : NULL,
 				  session->sampler, 1000000 / options->frequency_hz);
+	if (!err && options->event) {
+		session->resolver.event_period = options->event_period ? options->event_period
+									: options->event->default_period;
+		session->resolver.event_bytes = options->event->page_sized ? (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+	}
 	if (!err)
 		err = open_budget(session);
 	if (!err && (options->native_frames || options->native_stacks)) {
@@ -728,7 +736,9 @@ static void start_overhead_budget(struct session *session)
 	if (options->max_overhead_given && percent > 0 && !session->overhead_on && !options->quiet)
 		report_error("warning: --max-overhead applies to cpu mode only (%s mode's passes are paced by -F)",
 			     options->mode == SESSION_MODE_GIL ? "gil" : "wall");
-	overhead_budget_init(&session->overhead, session->overhead_on ? percent : 0, options->frequency_hz);
+	/* An event's rate is the target's own: no clock rate bounds it from below. */
+	overhead_budget_init(&session->overhead, session->overhead_on ? percent : 0,
+			     options->event ? 1 : options->frequency_hz);
 }
 
 static bool wants_children_hint(const struct session *session)

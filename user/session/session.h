@@ -25,6 +25,7 @@ struct session_output {
 #define SESSION_MAX_PUSH_LABELS 16
 
 struct pf_sample;
+struct perf_event_spec;
 
 /* A live view of the run (pybpfprof top): given every sample as it is written, and a
  * tick at every turn of the loop; tick returns true when the viewer wants to stop. */
@@ -51,6 +52,10 @@ struct session_options {
 	char **command;            /* NULL-terminated argv of the command to launch, or NULL */
 	unsigned frequency_hz;
 	enum session_mode mode;
+	/* cpu mode: sample on this kernel event (sampler/perf_events.h) every event_period occurrences
+	 * (0: its default) instead of the cpu-clock; NULL: the cpu-clock. */
+	const struct perf_event_spec *event;
+	uint64_t event_period;
 	double duration_s;         /* 0: until Ctrl-C, SIGTERM, or every target has exited */
 	bool kernel_stacks;
 	bool native_frames;      /* name the native function of samples outside the interpreter */

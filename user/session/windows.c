@@ -3,6 +3,7 @@
 
 #include "formats/format_registry.h"
 #include "session/session_internal.h"
+#include "sampler/perf_events.h"
 #include "util/clock.h"
 #include "util/errbuf.h"
 
@@ -41,6 +42,14 @@ static void set_window_metadata(struct windows *windows)
 	windows->ops->set_metadata(windows->state, "mode", session_mode_name(windows->options->mode));
 	snprintf(text, sizeof(text), "%u", 1000000u / windows->options->frequency_hz);
 	windows->ops->set_metadata(windows->state, "interval", text);
+	if (windows->options->event) {
+		const struct perf_event_spec *event = windows->options->event;
+
+		windows->ops->set_metadata(windows->state, "event", event->name);
+		snprintf(text, sizeof(text), "%" PRIu64,
+			 windows->options->event_period ? windows->options->event_period : event->default_period);
+		windows->ops->set_metadata(windows->state, "event_period", text);
+	}
 }
 
 static int start_window(struct windows *windows)

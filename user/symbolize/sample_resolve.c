@@ -540,6 +540,15 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 		.task_state = (char)record->task_state,
 		.on_a_cpu = (record->flags & PBP_REC_ON_A_CPU) != 0,
 	};
+	if (resolver->event_period) {
+		sample->count = resolver->event_period * sample->samples;
+		sample->metrics = PF_METRIC_COUNT;
+		sample->time_us = 0;
+		if (resolver->event_bytes) {
+			sample->metrics |= PF_METRIC_MEMORY;
+			sample->memory = (int64_t)(sample->count * resolver->event_bytes);
+		}
+	}
 }
 
 /* Keeps a stack resolved whole for the records that repeat it; its stack id, 0 if not kept. */

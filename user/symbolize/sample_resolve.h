@@ -69,6 +69,10 @@ struct sample_resolver {
 					* task ended before its record was drained) */
 	uint64_t task_samples;         /* samples put under their task chain */
 	uint64_t period_us;            /* the time one sample stands for */
+	/* Sampling on a kernel event (--event): the occurrences one sample stands for (0: the clock,
+	 * samples carry time), and the bytes one occurrence weighs (0: counted, not weighed). */
+	uint64_t event_period;
+	uint64_t event_bytes;
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
 	const char **kernel_name_of;          /* by address id: its name in kernel_names */

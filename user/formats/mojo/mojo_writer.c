@@ -580,9 +580,13 @@ static int write_metrics(struct mojo_writer *writer, const struct pf_sample *sam
 	bool time = writer->mode != MODE_MEMORY;
 	bool memory = writer->mode == MODE_MEMORY || writer->mode == MODE_FULL;
 
+	/* An --event's counts ride in the time metric (cpu mode): Austin has no metric of their own. */
+	uint64_t time_value = !(sample->metrics & PF_METRIC_TIME) && (sample->metrics & PF_METRIC_COUNT) ? sample->count
+														 : sample->time_us;
+
 	if ((sample->status & PF_STATUS_GC) && put_event(writer, MOJO_GC))
 		return writer->failure;
-	if (time && (put_event(writer, MOJO_METRIC_TIME) || put_uvarint(writer, sample->time_us)))
+	if (time && (put_event(writer, MOJO_METRIC_TIME) || put_uvarint(writer, time_value)))
 		return writer->failure;
 	if (writer->mode == MODE_FULL && (sample->status & PF_STATUS_IDLE) &&
 	    put_event(writer, MOJO_IDLE))

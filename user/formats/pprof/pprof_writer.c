@@ -61,6 +61,8 @@ struct pprof_writer {
 	size_t values_capacity;
 	uint32_t metrics_seen;
 	char mode[16];
+	char event[32];                   /* --event's name: sample counts are its occurrences ("" none) */
+	uint64_t event_period;            /* its occurrences per sample */
 	uint64_t interval_us;
 	uint64_t duration_us;
 	char python[32];
@@ -101,7 +103,9 @@ static int pprof_add_sample(void *state, const struct pf_sample *sample)
 		}
 	}
 	writer->metrics_seen |= sample->metrics;
-	writer->values[index].count += sample->samples ? sample->samples : 1;
+	writer->values[index].count += sample->metrics & PF_METRIC_COUNT ? (int64_t)sample->count
+					 : sample->samples			  ? sample->samples
+										  : 1;
 	writer->values[index].amount += sample->metrics & PF_METRIC_TIME ? weight * 1000 : weight;
 	return 0;
 }
@@ -413,6 +417,12 @@ static size_t total_depth(const struct pprof_writer *writer)
 	return total;
 }
 
+/* Whether samples carry a second value, time or bytes, besides their count. */
+static bool weighed(const struct pprof_writer *writer)
+{
+	return writer->metrics_seen & (PF_METRIC_TIME | PF_METRIC_MEMORY);
+}
+
 static void build_sample(struct pprof_writer *writer, struct pprof_message *message, size_t i, size_t *next_id,
 			 const int64_t label_keys[LABELS_MAX])
 {
@@ -435,7 +445,7 @@ static void build_sample(struct pprof_writer *writer, struct pprof_message *mess
 	message->values[2 * i] = writer->values[i].count;
 	message->values[2 * i + 1] = writer->values[i].amount;
 	sample->value = &message->values[2 * i];
-	sample->n_value = writer->metrics_seen ? 2 : 1;
+	sample->n_value = weighed(writer) ? 2 : 1;
 	for (int l = 0; l < LABELS_MAX; l++) {
 		int64_t text = l >= 2 ? writer->values[i].strings[l - 2] : 0;
 
@@ -483,12 +493,14 @@ static int build_samples(struct pprof_writer *writer, struct pprof_message *mess
 	return 0;
 }
 
-/* What each sample value is: a count first (pprof's convention), then time or bytes. */
+/* What each sample value is: a count first (pprof's convention: samples, or the occurrences of an
+ * --event), then time or bytes (none for an event only counted). */
 static int build_value_types(struct pprof_writer *writer, struct pprof_message *message)
 {
 	bool timed = writer->metrics_seen & PF_METRIC_TIME;
 	const char *kind = timed ? (writer->mode[0] ? writer->mode : "cpu") : "space";
-	int64_t names[5] = { string_index(writer, "samples"), string_index(writer, "count"), string_index(writer, kind),
+	int64_t names[5] = { string_index(writer, writer->event[0] ? writer->event : "samples"),
+			     string_index(writer, "count"), string_index(writer, kind),
 			     string_index(writer, timed ? "nanoseconds" : "bytes"), 0 };
 
 	for (int i = 0; i < 4; i++)
@@ -503,13 +515,16 @@ static int build_value_types(struct pprof_writer *writer, struct pprof_message *
 	message->value_type_list[0] = &message->value_types[0];
 	message->value_type_list[1] = &message->value_types[1];
 	message->profile.sample_type = message->value_type_list;
-	message->profile.n_sample_type = writer->metrics_seen ? 2 : 1;
-	/* The period: one sampling interval of the second value's kind. */
-	message->value_types[2] = message->value_types[1];
+	message->profile.n_sample_type = weighed(writer) ? 2 : 1;
+	/* The period: one sampling interval of the second value's kind, or an event's occurrences
+	 * per sample. */
+	message->value_types[2] = message->value_types[writer->event[0] ? 0 : 1];
 	message->profile.period_type = &message->value_types[2];
-	message->profile.period = timed ? (int64_t)writer->interval_us * 1000 : 1;
+	message->profile.period = writer->event[0] ? (int64_t)writer->event_period
+				  : timed	   ? (int64_t)writer->interval_us * 1000
+						   : 1;
 	message->profile.duration_nanos = (int64_t)writer->duration_us * 1000;
-	message->profile.default_sample_type = writer->metrics_seen ? names[2] : 0;
+	message->profile.default_sample_type = weighed(writer) ? names[2] : 0;
 	return 0;
 }
 
@@ -630,6 +645,10 @@ static int pprof_set_metadata(void *state, const char *key, const char *value)
 
 	if (strcmp(key, "mode") == 0)
 		snprintf(writer->mode, sizeof(writer->mode), "%s", value);
+	else if (strcmp(key, "event") == 0)
+		snprintf(writer->event, sizeof(writer->event), "%s", value);
+	else if (strcmp(key, "event_period") == 0)
+		writer->event_period = strtoull(value, NULL, 10);
 	else if (strcmp(key, "interval") == 0)
 		writer->interval_us = strtoull(value, NULL, 10);
 	else if (strcmp(key, "duration") == 0)

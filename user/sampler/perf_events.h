@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel events a run can sample on besides the cpu-clock (--event NAME[:PERIOD]): perf's
+ * names for the generic software and hardware events, each with the period perf users expect
+ * and what one occurrence weighs (a page for the fault events, one count for the others).
+ */
+#ifndef PYBPFPROF_PERF_EVENTS_H
+#define PYBPFPROF_PERF_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct perf_event_spec {
+	const char *name;        /* perf's name: "page-faults", "cycles", ... */
+	uint32_t type;           /* PERF_TYPE_SOFTWARE or PERF_TYPE_HARDWARE */
+	uint64_t config;         /* PERF_COUNT_SW_* / PERF_COUNT_HW_* */
+	uint64_t default_period; /* one sample every this many occurrences */
+	bool page_sized;         /* each occurrence is a page first touched: weighed in bytes */
+};
+
+/* The largest period taken: a sample's events (its period times its stride) stay far from
+ * overflowing the profile's 64-bit counts. */
+#define PERF_EVENT_MAX_PERIOD (1ull << 40)
+
+/* The event named name (perf's names and aliases: "faults", "cs", "migrations", ...), or NULL. */
+const struct perf_event_spec *perf_event_find(const char *name);
+/* "page-faults, major-faults, ..., branch-misses": every canonical name, for messages. */
+const char *perf_event_names(char *buffer, size_t size);
+/* Whether the event needs a hardware performance monitoring unit. */
+bool perf_event_is_hardware(const struct perf_event_spec *spec);
+
+#endif
