@@ -124,6 +124,11 @@ struct py_offsets {
 #define PY_PROC_HAS_GC_FLAG    0x4u  /* gc_collecting_addr is valid */
 #define PY_PROC_HAS_GIL_REQUEST 0x8u /* tstate_gil_requested is valid */
 #define PY_PROC_HAS_ASYNCIO    0x10u /* tstate_running_task is valid */
+/* 3.11-3.13 keep no running task: pbp_record.running_task is the coroutine (gen_iframe) */
+#define PY_PROC_CORO_FROM_FRAMES 0x20u
+/* An interpreter frame's owner when a generator or coroutine holds it (pycore_frame.h's
+ * FRAME_OWNED_BY_GENERATOR in 3.11-3.13: py_asyncio_table.inc's owned_by_generator) */
+#define PY_FRAME_OWNED_BY_GENERATOR 1
 
 struct py_proc_config {
 	__u64 interp_head_addr;  /* target address holding the first PyInterpreterState * */
@@ -139,7 +144,10 @@ struct py_proc_config {
 	 * 3.14+, from the _asyncio module's AsyncioDebug section): what BPF copies into
 	 * pbp_record.running_task */
 	__u32 tstate_running_task;
-	__u32 reserved;           /* zero */
+	/* With PY_PROC_CORO_FROM_FRAMES, offsetof(PyGenObject, gi_iframe): BPF records the
+	 * outermost frame its generator owns (the coroutine an event loop steps) as the
+	 * generator's address in pbp_record.running_task; zero otherwise */
+	__u32 gen_iframe;
 };
 
 /*

@@ -101,7 +101,9 @@ struct pbp_record {
 	__u16 weight;
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* The asyncio Task the thread was running at that moment (its thread state's running task,
-	 * where the config gives its offset: PY_PROC_HAS_ASYNCIO), 0 if none or not known. */
+	 * where the config gives its offset: PY_PROC_HAS_ASYNCIO), 0 if none or not known. With
+	 * PY_PROC_CORO_FROM_FRAMES (3.11-3.13) instead the outermost coroutine or generator the
+	 * thread was running (whose frame it owns), userspace finding its task. */
 	__u64 running_task;
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */

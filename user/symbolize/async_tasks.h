@@ -125,4 +125,14 @@ size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, ui
 int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *python,
 			  const struct py_target *target, uint64_t task_addr, uint64_t now_ns, struct async_task_node *node);
 
+/*
+ * 3.11-3.13 (the layout's from_callbacks): the task stepping the coroutine at coro (what BPF
+ * records there as running_task), 0 if none is known. Found in the _asyncio module's
+ * _current_tasks while the coroutine runs, then kept while the task still holds it (one read).
+ * There the task awaiting one is found through its done callbacks: a task's wakeup, a
+ * TaskGroup's (its _parent_task), gather's (the future it closes over, which wakes its task).
+ */
+uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct py_target *target, uint64_t coro,
+				       uint64_t now_ns);
+
 #endif

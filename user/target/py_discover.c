@@ -577,8 +577,15 @@ int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, s
 	err = open_runtime_elf(&d);
 	if (!err)
 		err = describe_runtime(&d, target);
+	/* 3.11-3.13 publish no asyncio layout: theirs were generated from their debug information */
+	if (!err && target->major == 3 && target->minor >= 11 && target->minor <= 13) {
+		if (py_asyncio_layout_for_version(target->major, target->minor, &target->asyncio) == 0) {
+			target->config.gen_iframe = target->asyncio.gen_iframe;
+			target->config.flags |= PY_PROC_CORO_FROM_FRAMES;
+		}
+	}
 	/* built into the runtime (3.15), or its extension already mapped (3.14 with asyncio imported) */
-	if (!err && target->asyncio.ob_type && !take_asyncio_module(target, &d.file))
+	else if (!err && target->asyncio.ob_type && !take_asyncio_module(target, &d.file))
 		(void)find_asyncio_module(cache, &maps, target);
 	proc_maps_free(&maps);
 	return err;
