@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * asyncio task-aware stacks on real interpreters (3.14+, which publish the _asyncio module's
- * layout; 3.11-3.13 through generated layouts, chains only): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup and a
- * plain await chain, each CPU-bound in a coroutine of its own; the profile must read root to
+ * layout; 3.11-3.13 through generated layouts, chains only): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup, a
+ * plain await chain and a task awaited as such, each CPU-bound in a coroutine of its own; the profile must read root to
  * leaf as the tasks awaiting one another, "<task NAME>" then the task's coroutines, with the
  * event loop's frames gone (kept with --async-plumbing). A hostile target (an awaited_by cycle,
  * a task name whose length field is absurd) must do no harm.
@@ -152,6 +152,9 @@ static bool before_314(const struct test_python *python)
 }
 static const char *const await_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":chain_top:",
 					   ":chain_middle:", ":chain_leaf:", NULL };
+static const char *const awaited_task_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":await_round:",
+						  "<asyncio>:<task awaited>:0;", ":awaited_worker:",
+						  ":crunch_awaited:", NULL };
 
 /* async_tasks.py (with args) run by python, recorded into hidden, then with its loop's plumbing
  * kept into shown. */
@@ -172,6 +175,7 @@ static void assert_task_chains(const struct test_python *python, const char *pat
 	assert_chain_share(python->label, path, ":crunch_gathered:", gathered_chain);
 	assert_chain_share(python->label, path, ":crunch_grouped:", before_314(python) ? grouped_chain_311 : grouped_chain);
 	assert_chain_share(python->label, path, ":chain_leaf:", await_chain);
+	assert_chain_share(python->label, path, ":crunch_awaited:", awaited_task_chain);
 }
 
 static void task_stacks(void **state)

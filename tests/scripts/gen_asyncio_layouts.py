@@ -19,6 +19,8 @@ FIELDS = [
     ("frame_instr_ptr", ["&((_PyInterpreterFrame*)0)->instr_ptr", "&((_PyInterpreterFrame*)0)->prev_instr"]),
     ("frame_stacktop", ["&((_PyInterpreterFrame*)0)->stacktop"]),
     ("frame_localsplus", ["&((_PyInterpreterFrame*)0)->localsplus"]),
+    ("cfunction_ml", ["&((PyCFunctionObject*)0)->m_ml"]),
+    ("methoddef_name", ["&((PyMethodDef*)0)->ml_name"]),
     ("cfunction_self", ["&((PyCFunctionObject*)0)->m_self"]),
     ("method_self", ["&((PyMethodObject*)0)->im_self"]),
     ("function_closure", ["&((PyFunctionObject*)0)->func_closure"]),

@@ -416,6 +416,22 @@ static size_t suspended_frames(struct async_tasks *tasks, struct symbolize_py_ca
 static uint64_t task_of_callbacks(struct async_tasks *tasks, const struct py_target *target, uint64_t first,
 				  uint64_t more, int depth);
 
+/* The name of the builtin a task's step binds to it as its future's done callback
+ * (TaskWakeupDef in 3.11-3.13's Modules/_asynciomodule.c). */
+#define TASK_WAKEUP_NAME "task_wakeup"
+
+/* Whether callback is a builtin named TASK_WAKEUP_NAME (three reads). */
+static bool is_task_wakeup(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_callbacks *c,
+			   uint64_t callback)
+{
+	uint64_t method_def = 0, name = 0;
+	char text[sizeof(TASK_WAKEUP_NAME)];
+
+	return !charged_u64(tasks, pid, callback + c->cfunction_ml, &method_def) && method_def &&
+	       !charged_u64(tasks, pid, method_def + c->methoddef_name, &name) && name &&
+	       !charged_read(tasks, pid, name, text, sizeof(text)) && !memcmp(text, TASK_WAKEUP_NAME, sizeof(text));
+}
+
 static uint64_t task_of_callback(struct async_tasks *tasks, const struct py_target *target, uint64_t callback,
 				 int depth)
 {
@@ -427,7 +443,7 @@ static uint64_t task_of_callback(struct async_tasks *tasks, const struct py_targ
 	if (!callback || !task_type)
 		return 0;
 	if (!charged_u64(tasks, target->pid, callback + c->cfunction_self, &bound) &&
-	    of_type(tasks, target->pid, layout, bound, task_type))
+	    of_type(tasks, target->pid, layout, bound, task_type) && is_task_wakeup(tasks, target->pid, c, callback))
 		return bound;
 	if (!charged_u64(tasks, target->pid, callback + c->method_self, &bound) && bound && tasks->reads_left > 16) {
 		uint64_t parent = py_instance_attribute(target, bound, "_parent_task");

@@ -470,6 +470,7 @@ struct asyncio_table_row {
 	uint32_t task_size, task_callback0, task_callbacks, task_coro, task_name;
 	uint32_t ob_type, tp_flags, tp_base;
 	uint32_t gen_iframe, gen_frame_state, frame_executable, frame_instr_ptr, frame_stacktop, frame_localsplus;
+	uint32_t cfunction_ml, methoddef_name;
 	uint32_t cfunction_self, method_self, function_closure, cell_ref, var_size, tuple_item, list_item;
 	uint32_t interp_modules, module_dict, dict_keys, dict_values;
 	uint32_t keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
@@ -516,6 +517,8 @@ int py_asyncio_layout_for_version(unsigned major, unsigned minor, struct py_asyn
 				.task_callback0 = row->task_callback0,
 				.task_callbacks = row->task_callbacks,
 				.tp_base = row->tp_base,
+				.cfunction_ml = row->cfunction_ml,
+				.methoddef_name = row->methoddef_name,
 				.cfunction_self = row->cfunction_self,
 				.method_self = row->method_self,
 				.function_closure = row->function_closure,

@@ -74,6 +74,7 @@ struct py_asyncio_layout {
 	bool from_callbacks;
 	struct py_asyncio_callbacks {
 		uint32_t task_callback0, task_callbacks, tp_base;
+		uint32_t cfunction_ml, methoddef_name;
 		uint32_t cfunction_self, method_self, function_closure, cell_ref;
 		uint32_t var_size, tuple_item, list_item;
 		uint32_t interp_modules, module_dict, dict_keys, dict_values;
