@@ -100,12 +100,7 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 	pbp_fill_gc(config, rec, task);
 	pbp_fill_running_task(config, scratch, task);
 	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
-	/* 3.11-3.13: a coroutine not sent last wakes the consumer while its task still runs */
-	if ((config->flags & PY_PROC_CORO_FROM_FRAMES) && rec->running_task &&
-	    rec->running_task != scratch->last_running_task) {
-		scratch->last_running_task = rec->running_task;
-		scratch->new_task = 1;
-	}
+	pbp_find_current_task(config, scratch, task);
 	rec->flags |= scratch->walk.flags;
 	if (scratch->walk.flags & PBP_REC_READ_FAULT)
 		pbp_count(PBP_CNT_READ_FAULTS);

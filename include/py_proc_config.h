@@ -148,7 +148,21 @@ struct py_proc_config {
 	 * outermost frame its generator owns (the coroutine an event loop steps) as the
 	 * generator's address in pbp_record.running_task; zero otherwise */
 	__u32 gen_iframe;
+	/* With PY_PROC_CORO_FROM_FRAMES, once the target imported asyncio: its
+	 * _asyncio._current_tasks (a dict of the task each running loop steps), in which BPF
+	 * looks for the task whose coroutine that generator is (PBP_REC_ASYNC_TASK); 0 until
+	 * userspace found it. The offsets of what that lookup reads: */
+	__u64 current_tasks_addr;
+	__u32 task_coro;              /* TaskObj.task_coro */
+	__u32 dict_keys;              /* PyDictObject.ma_keys */
+	__u32 keys_log2_index_bytes;  /* PyDictKeysObject.dk_log2_index_bytes (a byte) */
+	__u32 keys_nentries;          /* PyDictKeysObject.dk_nentries */
+	__u32 keys_indices;           /* PyDictKeysObject.dk_indices: its {hash, key, value} entries follow */
+	__u32 reserved;               /* zero */
 };
+/* Entries of _current_tasks BPF looks at (one per loop running a task step, and those since
+ * removed: the dict keeps them until it is resized). */
+#define PY_CURRENT_TASKS_SCAN 8
 
 /*
  * Userspace writes these layouts into the proc_configs map and BPF reads

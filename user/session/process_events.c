@@ -50,6 +50,17 @@ void process_events_check_asyncio(struct session *session, struct target *target
 		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
 }
 
+void process_events_find_current_tasks(struct session *session, struct target *target, uint64_t now_ns)
+{
+	struct py_target *python = &target->python;
+
+	if (target->state != TARGET_READY || !python->asyncio.from_callbacks || python->config.current_tasks_addr)
+		return;
+	python->config.current_tasks_addr = async_tasks_current_tasks(session->resolver.tasks, python, now_ns);
+	if (python->config.current_tasks_addr)
+		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
+}
+
 static void target_ended(struct session *session, struct target *target)
 {
 	if (target->state == TARGET_GONE)

@@ -895,6 +895,31 @@ static uint64_t current_task_of(struct async_tasks *tasks, const struct py_targe
 	return 0;
 }
 
+uint64_t async_tasks_current_tasks(struct async_tasks *tasks, const struct py_target *target, uint64_t now_ns)
+{
+	const struct loop_slot *loop;
+
+	if (!target->asyncio.known || !target->asyncio.from_callbacks)
+		return 0;
+	begin_call(tasks, now_ns);
+	loop = current_tasks_of(tasks, target);
+	return loop ? loop->current_tasks : 0;
+}
+
+void async_tasks_note_task(struct async_tasks *tasks, const struct py_target *target, uint64_t task, uint64_t now_ns)
+{
+	struct loop_slot *loop = loop_of(tasks, target->pid);
+	uint64_t type = 0;
+
+	if (loop->pid != (uint32_t)target->pid)
+		*loop = (struct loop_slot){ .pid = (uint32_t)target->pid, .retry_ns = CURRENT_TASKS_RETRY_NS };
+	if (loop->task_type || !task)
+		return;
+	begin_call(tasks, now_ns);
+	if (!charged_u64(tasks, target->pid, task + target->asyncio.ob_type, &type))
+		loop->task_type = type;
+}
+
 uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct py_target *target, uint64_t coro,
 				       uint64_t now_ns)
 {

@@ -499,8 +499,8 @@ static bool python_stack_known(struct sample_resolver *resolver, const struct pb
 	return false;
 }
 
-/* The asyncio task the record's thread was running, 0 if none: the record's own (3.14+), or
- * the task stepping the coroutine it names (3.11-3.13). */
+/* The asyncio task the record's thread was running, 0 if none: the record's own (3.14+, and
+ * 3.11-3.13 where BPF found it), or the task stepping the coroutine it names (3.11-3.13). */
 static uint64_t record_task(struct sample_resolver *resolver, const struct pbp_record *record,
 			    const struct py_target *python)
 {
@@ -508,6 +508,10 @@ static uint64_t record_task(struct sample_resolver *resolver, const struct pbp_r
 		return 0;
 	if (!python->asyncio.from_callbacks)
 		return record->running_task;
+	if (record->flags & PBP_REC_ASYNC_TASK) {
+		async_tasks_note_task(resolver->tasks, python, record->running_task, record->time_ns);
+		return record->running_task;
+	}
 	return async_tasks_task_of_coroutine(resolver->tasks, python, record->running_task, record->time_ns);
 }
 
