@@ -266,6 +266,54 @@ static void hostile_tasks(void **state)
 }
 
 /*
+ * 3.11-3.13, whose awaiting tasks are found through done callbacks: a target (as nobody) whose
+ * tasks' callbacks claim cycles, a chain of 100 tasks, a task awaiting itself through a closure's
+ * future, a parent that is no task, and a first callback in unmapped memory, and whose task
+ * name's length field claims 2**40 characters: the profiler runs to its end and each spinning
+ * task's stack reads as far as its chain is sound and bounded (a long one within the reads a
+ * chain may cost), the name cut.
+ */
+static void hostile_callbacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char path[PATH_MAX], name[300] = "<task ";
+	size_t deep;
+
+	FORMAT(path, "%s/async-hostile-callbacks-%s.collapsed", test_tmpdir(), python->label);
+	setenv("PYBPFPROF_RUN_AS_NOBODY", "1", 1);
+	target.pid = test_start_ready_script(python, "async_hostile_callbacks.py", "", &target.out_fd);
+	unsetenv("PYBPFPROF_RUN_AS_NOBODY");
+	record_collapsed(python->label, target.pid, "", path);
+	test_stop_target(&target);
+
+	/* two tasks awaiting each other: each once, the awaiting one outermost */
+	assert_true(weight_holding(path, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-a>"), 1);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-b>"), 1);
+	/* awaiting itself (directly, or through a closure's future), a parent that is no task, an
+	 * unmapped callback: themselves alone */
+	assert_true(weight_holding(path, "<asyncio>:<task itself>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task itself>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task closed>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task closed>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task not-a-task>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task not-a-task>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task unmapped>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task unmapped>", "<task "), 1);
+	/* a chain of 100 tasks: its innermost ones, at most 32 (fewer when its reads run out) */
+	deep = most_in_a_line(path, "<task deep-0>", "<task ");
+	print_message("%s: the chain of 100 reads as %zu tasks\n", python->label, deep);
+	assert_true(deep >= 8 && deep <= 32);
+	assert_true(weight_holding(path, "<asyncio>:<task deep-7>:0;", "<asyncio>:<task deep-0>:0;") > 0);
+	/* the name claiming 2**40 characters: its first 256 */
+	for (int i = 0; i < 64; i++)
+		strcat(name, "huge");
+	strcat(name, ">:0;");
+	assert_true(weight_holding(path, name, ":spin_forever:") > 0);
+}
+
+/*
  * `stacks PID` shows the event loop's task tree: which task awaits which, where each is suspended
  * (the JSON checked by tests/scripts/async_tree_check.py), and the text names them. The script
  * spends a fifth of its time in a round without child tasks: a few looks find a tree.
@@ -432,6 +480,7 @@ int main(void)
 	const struct test_per_python old_kinds[] = {
 		{ "task_stacks_", task_stacks },
 		{ "launched_task_stacks_", launched_task_stacks },
+		{ "hostile_callbacks_", hostile_callbacks },
 	};
 	static const char *const uvloop_labels[] = { "3.14" };
 	const struct test_per_python uvloop_kinds[] = {
