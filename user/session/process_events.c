@@ -54,9 +54,14 @@ void process_events_find_current_tasks(struct session *session, struct target *t
 {
 	struct py_target *python = &target->python;
 
-	if (target->state != TARGET_READY || !python->asyncio.from_callbacks || python->config.current_tasks_addr)
+	if (target->state != TARGET_READY || !python->asyncio.from_callbacks || python->config.current_tasks_addr ||
+	    (target->asyncio_looked_ns && now_ns - target->asyncio_looked_ns < target->asyncio_look_ns))
 		return;
-	python->config.current_tasks_addr = async_tasks_current_tasks(session->resolver.tasks, python, now_ns);
+	target->asyncio_looked_ns = now_ns;
+	target->asyncio_look_ns = target->asyncio_look_ns == 0 ? TARGET_ASYNCIO_LOOK_FIRST_NS
+				  : target->asyncio_look_ns < TARGET_ASYNCIO_LOOK_LAST_NS / 2 ? 2 * target->asyncio_look_ns
+											   : TARGET_ASYNCIO_LOOK_LAST_NS;
+	python->config.current_tasks_addr = async_tasks_find_current_tasks(python);
 	if (python->config.current_tasks_addr)
 		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
 }

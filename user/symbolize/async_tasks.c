@@ -70,17 +70,13 @@ struct coro_slot {
 };
 #define CORO_SLOTS 4096
 
-/* 3.11-3.13: where a process keeps its running tasks (the dict _asyncio._current_tasks, by
- * loop), found through sys.modules once it imported asyncio; looked for again at most every
- * retry_ns (doubling to CURRENT_TASKS_RETRY_MAX_NS) while it has not. */
+/* 3.11-3.13: the type of the tasks a process ran (learned from one in _current_tasks), that
+ * a task found through a callback must have. */
 struct loop_slot {
 	uint32_t pid;
-	uint64_t current_tasks, task_type;
-	uint64_t retry_at_ns, retry_ns;
+	uint64_t task_type;
 };
 #define LOOP_SLOTS 256
-#define CURRENT_TASKS_RETRY_NS (100ull * 1000 * 1000)
-#define CURRENT_TASKS_RETRY_MAX_NS (10ull * 1000 * 1000 * 1000)
 /* Entries of a dict scanned for a key (sys.modules of a large application holds thousands). */
 #define DICT_SCAN_MAX 8192u
 /* Loops running a task at once in one process (one per thread). */
@@ -774,6 +770,9 @@ size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, ui
 	return count;
 }
 
+/* PyASCIIObject.state's compact and ascii bits: the text follows the header. */
+#define UNICODE_COMPACT_ASCII 0x60u
+
 /* Whether the str at addr is text (ASCII, shorter than 32 characters): one read. */
 static bool str_is(pid_t pid, const struct py_offsets *off, uint64_t addr, const char *text)
 {
@@ -787,8 +786,7 @@ static bool str_is(pid_t pid, const struct py_offsets *off, uint64_t addr, const
 		return false;
 	memcpy(&length, object + off->unicode_length, sizeof(length));
 	memcpy(&state, object + off->unicode_state, sizeof(state));
-	/* compact and ascii: the text follows the header */
-	return length == (int64_t)len && (state & 0x60u) == 0x60u && !memcmp(object + off->unicode_ascii_data, text, len);
+	return length == (int64_t)len && (state & UNICODE_COMPACT_ASCII) == UNICODE_COMPACT_ASCII && !memcmp(object + off->unicode_ascii_data, text, len);
 }
 
 /* The value of the str key `key` in the dict at dict (a combined table, 3.11-3.13), 0 if none;
@@ -827,7 +825,8 @@ static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const
 	return 0;
 }
 
-/* _asyncio._current_tasks of target's main interpreter, 0 while it has none. */
+/* _asyncio._current_tasks of target's main interpreter, 0 while it has none: at most two dict
+ * scans of DICT_SCAN_MAX entries (sys.modules, the module's dict), a read per key and chunk. */
 static uint64_t find_current_tasks(const struct py_target *target)
 {
 	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
@@ -842,37 +841,28 @@ static uint64_t find_current_tasks(const struct py_target *target)
 	return dict_lookup(target, dict, "_current_tasks");
 }
 
-/* The loop slot of target with its _current_tasks, looked for if due; NULL while unknown. */
-static struct loop_slot *current_tasks_of(struct async_tasks *tasks, const struct py_target *target)
+/* The loop slot of target, taken over if another process had it. */
+static struct loop_slot *loop_of_target(struct async_tasks *tasks, const struct py_target *target)
 {
 	struct loop_slot *loop = loop_of(tasks, target->pid);
 
 	if (loop->pid != (uint32_t)target->pid)
-		*loop = (struct loop_slot){ .pid = (uint32_t)target->pid, .retry_ns = CURRENT_TASKS_RETRY_NS };
-	if (loop->current_tasks)
-		return loop;
-	if (tasks->now_ns < loop->retry_at_ns)
-		return NULL;
-	loop->current_tasks = find_current_tasks(target);
-	if (loop->current_tasks)
-		return loop;
-	loop->retry_at_ns = tasks->now_ns + loop->retry_ns;
-	if (loop->retry_ns < CURRENT_TASKS_RETRY_MAX_NS)
-		loop->retry_ns *= 2;
-	return NULL;
+		*loop = (struct loop_slot){ .pid = (uint32_t)target->pid };
+	return loop;
 }
 
 /* The task of _current_tasks (by loop: a few) stepping coro, 0 if none. */
 static uint64_t current_task_of(struct async_tasks *tasks, const struct py_target *target, struct loop_slot *loop,
 				uint64_t coro)
 {
+	uint64_t current_tasks = target->config.current_tasks_addr;
 	const struct py_asyncio_layout *layout = &target->asyncio;
 	const struct py_asyncio_callbacks *c = &layout->callbacks;
 	uint64_t keys = 0, entries[3 * CURRENT_TASKS_MAX];
 	uint8_t header[64];
 	int64_t count;
 
-	if (charged_u64(tasks, target->pid, loop->current_tasks + c->dict_keys, &keys) || !keys ||
+	if (!current_tasks || charged_u64(tasks, target->pid, current_tasks + c->dict_keys, &keys) || !keys ||
 	    c->keys_nentries + 8 > sizeof(header) || charged_read(tasks, target->pid, keys, header, c->keys_nentries + 8))
 		return 0;
 	memcpy(&count, header + c->keys_nentries, sizeof(count));
@@ -895,24 +885,18 @@ static uint64_t current_task_of(struct async_tasks *tasks, const struct py_targe
 	return 0;
 }
 
-uint64_t async_tasks_current_tasks(struct async_tasks *tasks, const struct py_target *target, uint64_t now_ns)
+uint64_t async_tasks_find_current_tasks(const struct py_target *target)
 {
-	const struct loop_slot *loop;
-
 	if (!target->asyncio.known || !target->asyncio.from_callbacks)
 		return 0;
-	begin_call(tasks, now_ns);
-	loop = current_tasks_of(tasks, target);
-	return loop ? loop->current_tasks : 0;
+	return find_current_tasks(target);
 }
 
 void async_tasks_note_task(struct async_tasks *tasks, const struct py_target *target, uint64_t task, uint64_t now_ns)
 {
-	struct loop_slot *loop = loop_of(tasks, target->pid);
+	struct loop_slot *loop = loop_of_target(tasks, target);
 	uint64_t type = 0;
 
-	if (loop->pid != (uint32_t)target->pid)
-		*loop = (struct loop_slot){ .pid = (uint32_t)target->pid, .retry_ns = CURRENT_TASKS_RETRY_NS };
 	if (loop->task_type || !task)
 		return;
 	begin_call(tasks, now_ns);
@@ -933,8 +917,8 @@ uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct p
 	if (slot->pid == (uint32_t)target->pid && slot->coro == coro &&
 	    !charged_u64(tasks, target->pid, slot->task + target->asyncio.task_coro, &its_coro) && its_coro == coro)
 		return slot->task;
-	loop = current_tasks_of(tasks, target);
-	task = loop ? current_task_of(tasks, target, loop, coro) : 0;
+	loop = loop_of_target(tasks, target);
+	task = current_task_of(tasks, target, loop, coro);
 	if (task)
 		*slot = (struct coro_slot){ .pid = (uint32_t)target->pid, .coro = coro, .task = task };
 	return task;

@@ -135,11 +135,12 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct py_target *target, uint64_t coro,
 				       uint64_t now_ns);
 /*
- * 3.11-3.13: the address of target's _asyncio._current_tasks, for BPF to find running tasks in
- * (py_proc_config.current_tasks_addr); 0 while asyncio is not imported (looked for again from
- * 100 ms up to every 10 s).
+ * 3.11-3.13: the address of target's _asyncio._current_tasks, where BPF (and, until BPF has
+ * it, async_tasks_task_of_coroutine) finds running tasks: py_proc_config.current_tasks_addr.
+ * 0 while asyncio is not imported. Looked for through sys.modules: at most a few thousand
+ * reads, the caller's to space out.
  */
-uint64_t async_tasks_current_tasks(struct async_tasks *tasks, const struct py_target *target, uint64_t now_ns);
+uint64_t async_tasks_find_current_tasks(const struct py_target *target);
 /* 3.11-3.13: a task BPF found in _current_tasks, whose type is then that of target's tasks. */
 void async_tasks_note_task(struct async_tasks *tasks, const struct py_target *target, uint64_t task, uint64_t now_ns);
 
