@@ -283,8 +283,8 @@ static __always_inline void pbp_fill_running_task(const struct py_proc_config *c
  * 3.11-3.13 keep no running task in the thread state: the walk left the outermost coroutine in
  * running_task, and the task stepping it is the one of _current_tasks (an entry per running
  * loop) whose task_coro it is. At most 3 + 2 * PY_CURRENT_TASKS_SCAN reads, for a thread
- * running a coroutine of a target that imported asyncio. A task (else coroutine) this CPU had
- * not sent last wakes the consumer.
+ * running a coroutine of a target that imported asyncio. A task this CPU had not sent last
+ * wakes the consumer.
  */
 static __always_inline void pbp_find_current_task(const struct py_proc_config *config,
 						  struct pbp_cpu_scratch *scratch, struct task_struct *task)
@@ -313,7 +313,8 @@ static __always_inline void pbp_find_current_task(const struct py_proc_config *c
 			}
 		}
 	}
-	if (rec->running_task != scratch->last_running_task) {
+	/* a plain generator's (of a program without asyncio) wakes no one */
+	if ((rec->flags & PBP_REC_ASYNC_TASK) && rec->running_task != scratch->last_running_task) {
 		scratch->last_running_task = rec->running_task;
 		scratch->new_task = 1;
 	}
