@@ -7,6 +7,11 @@
  * then reads root to leaf as "<task OUTER>", its coroutine frames, ..., "<task RUNNING>", and
  * the running coroutine's own frames from the sample.
  *
+ * 3.11-3.13 keep neither: BPF finds the running task in the _asyncio module's _current_tasks
+ * (or records the coroutine it steps, whose task is looked up here), and the task awaiting
+ * one is the one its done callbacks wake (async_tasks_task_of_coroutine). No task lists:
+ * trees and pending tasks are 3.14+.
+ *
  * Target memory is hostile: every chain is bounded (tasks, coroutines, frames, name length),
  * an awaited_by cycle ends the chain, and each call costs at most ASYNC_TASKS_READS_PER_CALL
  * reads.
