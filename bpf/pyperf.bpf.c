@@ -100,6 +100,7 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 	pbp_fill_gc(config, rec, task);
 	pbp_fill_running_task(config, scratch, task);
 	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
+	pbp_find_current_task(config, scratch, task);
 	rec->flags |= scratch->walk.flags;
 	if (scratch->walk.flags & PBP_REC_READ_FAULT)
 		pbp_count(PBP_CNT_READ_FAULTS);

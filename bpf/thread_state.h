@@ -280,6 +280,47 @@ static __always_inline void pbp_fill_running_task(const struct py_proc_config *c
 }
 
 /*
+ * 3.11-3.13 keep no running task in the thread state: the walk left the outermost coroutine in
+ * running_task, and the task stepping it is the one of _current_tasks (an entry per running
+ * loop) whose task_coro it is. At most 3 + 2 * PY_CURRENT_TASKS_SCAN reads, for a thread
+ * running a coroutine of a target that imported asyncio. A task this CPU had not sent last
+ * wakes the consumer.
+ */
+static __always_inline void pbp_find_current_task(const struct py_proc_config *config,
+						  struct pbp_cpu_scratch *scratch, struct task_struct *task)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	__u64 coro = rec->running_task, keys, count, entries;
+	__u8 log2_index_bytes = 0;
+
+	if (!(config->flags & PY_PROC_CORO_FROM_FRAMES) || !coro)
+		return;
+	if (config->current_tasks_addr &&
+	    (keys = pbp_read_u64(rec, config->current_tasks_addr + config->dict_keys, PBP_ERR_RUNNING_TASK, task)) &&
+	    pbp_read_target(&log2_index_bytes, 1, keys + config->keys_log2_index_bytes, task) == 0 &&
+	    log2_index_bytes < 32) {
+		count = pbp_read_u64(rec, keys + config->keys_nentries, PBP_ERR_RUNNING_TASK, task);
+		entries = keys + config->keys_indices + (1ull << log2_index_bytes);
+		for (__u32 i = 0; i < PY_CURRENT_TASKS_SCAN && i < count; i++) {
+			/* {hash, key, value}: a removed entry's value is NULL */
+			__u64 candidate = pbp_read_u64(rec, entries + 24 * i + 16, PBP_ERR_RUNNING_TASK, task);
+
+			if (candidate &&
+			    pbp_read_u64(rec, candidate + config->task_coro, PBP_ERR_RUNNING_TASK, task) == coro) {
+				rec->running_task = candidate;
+				rec->flags |= PBP_REC_ASYNC_TASK;
+				break;
+			}
+		}
+	}
+	/* a plain generator's (of a program without asyncio) wakes no one */
+	if ((rec->flags & PBP_REC_ASYNC_TASK) && rec->running_task != scratch->last_running_task) {
+		scratch->last_running_task = rec->running_task;
+		scratch->new_task = 1;
+	}
+}
+
+/*
  * The GC runs in the thread that holds the GIL, so the interpreter's collecting flag marks that
  * thread's sample only (or any thread's where the holder is not known). After pbp_fill_gil: a
  * thread that does not hold the GIL costs no read.

@@ -124,6 +124,11 @@ struct py_offsets {
 #define PY_PROC_HAS_GC_FLAG    0x4u  /* gc_collecting_addr is valid */
 #define PY_PROC_HAS_GIL_REQUEST 0x8u /* tstate_gil_requested is valid */
 #define PY_PROC_HAS_ASYNCIO    0x10u /* tstate_running_task is valid */
+/* 3.11-3.13 keep no running task: pbp_record.running_task is the coroutine (gen_iframe) */
+#define PY_PROC_CORO_FROM_FRAMES 0x20u
+/* An interpreter frame's owner when a generator or coroutine holds it (pycore_frame.h's
+ * FRAME_OWNED_BY_GENERATOR in 3.11-3.13: py_asyncio_table.inc's owned_by_generator) */
+#define PY_FRAME_OWNED_BY_GENERATOR 1
 
 struct py_proc_config {
 	__u64 interp_head_addr;  /* target address holding the first PyInterpreterState * */
@@ -139,8 +144,25 @@ struct py_proc_config {
 	 * 3.14+, from the _asyncio module's AsyncioDebug section): what BPF copies into
 	 * pbp_record.running_task */
 	__u32 tstate_running_task;
-	__u32 reserved;           /* zero */
+	/* With PY_PROC_CORO_FROM_FRAMES, offsetof(PyGenObject, gi_iframe): BPF records the
+	 * outermost frame its generator owns (the coroutine an event loop steps) as the
+	 * generator's address in pbp_record.running_task; zero otherwise */
+	__u32 gen_iframe;
+	/* With PY_PROC_CORO_FROM_FRAMES, once the target imported asyncio: its
+	 * _asyncio._current_tasks (a dict of the task each running loop steps), in which BPF
+	 * looks for the task whose coroutine that generator is (PBP_REC_ASYNC_TASK); 0 until
+	 * userspace found it. The offsets of what that lookup reads: */
+	__u64 current_tasks_addr;
+	__u32 task_coro;              /* TaskObj.task_coro */
+	__u32 dict_keys;              /* PyDictObject.ma_keys */
+	__u32 keys_log2_index_bytes;  /* PyDictKeysObject.dk_log2_index_bytes (a byte) */
+	__u32 keys_nentries;          /* PyDictKeysObject.dk_nentries */
+	__u32 keys_indices;           /* PyDictKeysObject.dk_indices: its {hash, key, value} entries follow */
+	__u32 reserved;               /* zero */
 };
+/* Entries of _current_tasks BPF looks at (one per loop running a task step, and those since
+ * removed: the dict keeps them until it is resized). */
+#define PY_CURRENT_TASKS_SCAN 8
 
 /*
  * Userspace writes these layouts into the proc_configs map and BPF reads

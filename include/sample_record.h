@@ -56,6 +56,9 @@
  * and a slice of the user stack follow the kernel addresses, for userspace to unwind the rest
  * once the table exists (as perf --call-graph dwarf does). */
 #define PBP_REC_STACK_COPY    0x0400u
+/* 3.11-3.13 (PY_PROC_CORO_FROM_FRAMES): running_task is the task BPF found stepping the
+ * sample's outermost coroutine, not that coroutine itself. */
+#define PBP_REC_ASYNC_TASK    0x0800u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -101,7 +104,10 @@ struct pbp_record {
 	__u16 weight;
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* The asyncio Task the thread was running at that moment (its thread state's running task,
-	 * where the config gives its offset: PY_PROC_HAS_ASYNCIO), 0 if none or not known. */
+	 * where the config gives its offset: PY_PROC_HAS_ASYNCIO), 0 if none or not known. With
+	 * PY_PROC_CORO_FROM_FRAMES (3.11-3.13): the task of the loop stepping the thread's
+	 * outermost coroutine (PBP_REC_ASYNC_TASK), else that coroutine or generator (whose frame
+	 * it owns), userspace finding its task. */
 	__u64 running_task;
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
@@ -151,7 +157,7 @@ enum pbp_error {
 	PBP_ERR_GC = 15,              /* the interpreter's GC collecting flag */
 	PBP_ERR_GIL_REQUESTED = 16,   /* PyThreadState.gil_requested */
 	PBP_ERR_TSTATE_STATUS = 17,   /* PyThreadState._status of a thread state of the thread, walking the thread list */
-	PBP_ERR_RUNNING_TASK = 18,    /* the thread state's asyncio running task (3.14+) */
+	PBP_ERR_RUNNING_TASK = 18,    /* the asyncio running task: the thread state's (3.14+), _current_tasks (3.11-3.13) */
 	PBP_ERR_COUNT = 19,           /* number of codes, the size of the read_errors map */
 };
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * asyncio task-aware stacks on real interpreters (3.14+, which publish the _asyncio module's
- * layout): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup and a
- * plain await chain, each CPU-bound in a coroutine of its own; the profile must read root to
+ * layout; 3.11-3.13 through generated layouts, chains only): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup, a
+ * plain await chain and a task awaited as such, each CPU-bound in a coroutine of its own; the profile must read root to
  * leaf as the tasks awaiting one another, "<task NAME>" then the task's coroutines, with the
  * event loop's frames gone (kept with --async-plumbing). A hostile target (an awaited_by cycle,
  * a task name whose length field is absurd) must do no harm.
@@ -141,8 +141,20 @@ static const char *const gathered_chain[] = { "<asyncio>:<task Task-1>:0;", ":ma
 static const char *const grouped_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":group_round:",
 					     "TaskGroup._aexit:", "<asyncio>:<task grouped-", ":grouped_worker:",
 					     ":crunch_grouped:", NULL };
+/* 3.11-3.13's TaskGroup waits in __aexit__ itself */
+static const char *const grouped_chain_311[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":group_round:",
+						 "TaskGroup.__aexit__:", "<asyncio>:<task grouped-", ":grouped_worker:",
+						 ":crunch_grouped:", NULL };
+
+static bool before_314(const struct test_python *python)
+{
+	return strcmp(python->label, "3.14") < 0;
+}
 static const char *const await_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":chain_top:",
 					   ":chain_middle:", ":chain_leaf:", NULL };
+static const char *const awaited_task_chain[] = { "<asyncio>:<task Task-1>:0;", ":main:", ":await_round:",
+						  "<asyncio>:<task awaited>:0;", ":awaited_worker:",
+						  ":crunch_awaited:", NULL };
 
 /* async_tasks.py (with args) run by python, recorded into hidden, then with its loop's plumbing
  * kept into shown. */
@@ -158,11 +170,12 @@ static void record_plumbing_both_ways(const struct test_python *python, const ch
 }
 
 /* The script's three task chains, each under most of its leaf's samples in path. */
-static void assert_task_chains(const char *label, const char *path)
+static void assert_task_chains(const struct test_python *python, const char *path)
 {
-	assert_chain_share(label, path, ":crunch_gathered:", gathered_chain);
-	assert_chain_share(label, path, ":crunch_grouped:", grouped_chain);
-	assert_chain_share(label, path, ":chain_leaf:", await_chain);
+	assert_chain_share(python->label, path, ":crunch_gathered:", gathered_chain);
+	assert_chain_share(python->label, path, ":crunch_grouped:", before_314(python) ? grouped_chain_311 : grouped_chain);
+	assert_chain_share(python->label, path, ":chain_leaf:", await_chain);
+	assert_chain_share(python->label, path, ":crunch_awaited:", awaited_task_chain);
 }
 
 static void task_stacks(void **state)
@@ -174,7 +187,7 @@ static void task_stacks(void **state)
 	FORMAT(shown, "%s/async-plumbing-%s.collapsed", test_tmpdir(), python->label);
 	record_plumbing_both_ways(python, "60", hidden, shown);
 
-	assert_task_chains(python->label, hidden);
+	assert_task_chains(python, hidden);
 	/* both gathered tasks and both grouped ones by name */
 	assert_true(weight_holding(hidden, "<task gathered-a>", ":crunch_gathered:") > 0);
 	assert_true(weight_holding(hidden, "<task gathered-b>", ":crunch_gathered:") > 0);
@@ -245,6 +258,54 @@ static void hostile_tasks(void **state)
 	/* a chain of 100 tasks: its 32 innermost */
 	assert_true(weight_holding(path, "<asyncio>:<task deep-31>:0;", "<asyncio>:<task deep-0>:0;") > 0);
 	assert_int_equal(most_in_a_line(path, "<task deep-0>", "<task "), 32);
+	/* the name claiming 2**40 characters: its first 256 */
+	for (int i = 0; i < 64; i++)
+		strcat(name, "huge");
+	strcat(name, ">:0;");
+	assert_true(weight_holding(path, name, ":spin_forever:") > 0);
+}
+
+/*
+ * 3.11-3.13, whose awaiting tasks are found through done callbacks: a target (as nobody) whose
+ * tasks' callbacks claim cycles, a chain of 100 tasks, a task awaiting itself through a closure's
+ * future, a parent that is no task, and a first callback in unmapped memory, and whose task
+ * name's length field claims 2**40 characters: the profiler runs to its end and each spinning
+ * task's stack reads as far as its chain is sound and bounded (a long one within the reads a
+ * chain may cost), the name cut.
+ */
+static void hostile_callbacks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char path[PATH_MAX], name[300] = "<task ";
+	size_t deep;
+
+	FORMAT(path, "%s/async-hostile-callbacks-%s.collapsed", test_tmpdir(), python->label);
+	setenv("PYBPFPROF_RUN_AS_NOBODY", "1", 1);
+	target.pid = test_start_ready_script(python, "async_hostile_callbacks.py", "", &target.out_fd);
+	unsetenv("PYBPFPROF_RUN_AS_NOBODY");
+	record_collapsed(python->label, target.pid, "", path);
+	test_stop_target(&target);
+
+	/* two tasks awaiting each other: each once, the awaiting one outermost */
+	assert_true(weight_holding(path, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-a>"), 1);
+	assert_int_equal(most_in_a_line(path, "<task cyclic-a>", "<task cyclic-b>"), 1);
+	/* awaiting itself (directly, or through a closure's future), a parent that is no task, an
+	 * unmapped callback: themselves alone */
+	assert_true(weight_holding(path, "<asyncio>:<task itself>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task itself>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task closed>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task closed>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task not-a-task>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task not-a-task>", "<task "), 1);
+	assert_true(weight_holding(path, "<asyncio>:<task unmapped>:0;", ":spin_forever:") > 0);
+	assert_int_equal(most_in_a_line(path, "<task unmapped>", "<task "), 1);
+	/* a chain of 100 tasks: its innermost ones, at most 32 (fewer when its reads run out) */
+	deep = most_in_a_line(path, "<task deep-0>", "<task ");
+	print_message("%s: the chain of 100 reads as %zu tasks\n", python->label, deep);
+	assert_true(deep >= 8 && deep <= 32);
+	assert_true(weight_holding(path, "<asyncio>:<task deep-7>:0;", "<asyncio>:<task deep-0>:0;") > 0);
 	/* the name claiming 2**40 characters: its first 256 */
 	for (int i = 0; i < 64; i++)
 		strcat(name, "huge");
@@ -375,7 +436,7 @@ static void uvloop_task_stacks(void **state)
 	FORMAT(shown, "%s/async-uvloop-plumbing-%s.collapsed", test_tmpdir(), python->label);
 	record_plumbing_both_ways(python, "60 0.25 uvloop", path, shown);
 
-	assert_task_chains(python->label, path);
+	assert_task_chains(python, path);
 	/* uvloop's own loop, in C around libuv, runs the tasks: above the chain only when kept */
 	assert_true(weight_holding(shown, "uv_run_[n]", "<asyncio>:<task Task-1>:0;") > 0);
 	assert_int_equal(weight_holding(path, "uv_run_[n]", "<task "), 0);
@@ -414,6 +475,13 @@ int main(void)
 		{ "wall_pending_tasks_", wall_pending_tasks },
 		{ "launched_task_stacks_", launched_task_stacks },
 	};
+	/* 3.11-3.13: chains only (their tasks are listed per thread nowhere: no tree, no pending tasks) */
+	static const char *const old_labels[] = { "3.11", "3.12", "3.13" };
+	const struct test_per_python old_kinds[] = {
+		{ "task_stacks_", task_stacks },
+		{ "launched_task_stacks_", launched_task_stacks },
+		{ "hostile_callbacks_", hostile_callbacks },
+	};
 	static const char *const uvloop_labels[] = { "3.14" };
 	const struct test_per_python uvloop_kinds[] = {
 		{ "uvloop_task_stacks_", uvloop_task_stacks },
@@ -423,5 +491,7 @@ int main(void)
 	python_count = test_pythons(pythons, MAX_PYTHONS);
 	failed = test_run_per_python("async_tasks", async_labels, sizeof(async_labels) / sizeof(async_labels[0]), kinds,
 				     sizeof(kinds) / sizeof(kinds[0]));
+	failed += test_run_per_python("async_tasks_before_314", old_labels, sizeof(old_labels) / sizeof(old_labels[0]),
+				      old_kinds, sizeof(old_kinds) / sizeof(old_kinds[0]));
 	return failed + test_run_per_python("async_uvloop", uvloop_labels, 1, uvloop_kinds, 1);
 }

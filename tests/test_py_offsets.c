@@ -4,8 +4,9 @@
  * user/target/py_offsets_table.inc from each interpreter's headers
  * (tests/scripts/gen_py_offsets.sh; a version whose headers are not installed
  * is skipped and named), and user/target/py_debug_layouts.inc from the decoded
- * headers in tests/data/cpython-debug-offsets/ (gen_debug_layouts.sh). Rows that
- * differ fail.
+ * headers in tests/data/cpython-debug-offsets/ (gen_debug_layouts.sh), and
+ * user/target/py_asyncio_table.inc from the 3.11-3.13 interpreters' debug information
+ * (gen_asyncio_layouts.sh). Rows that differ fail.
  */
 #include "testlib.h"
 
@@ -18,6 +19,8 @@
 #define NOT_INSTALLED 2 /* the generator's exit status */
 #define LAYOUTS_PATH "user/target/py_debug_layouts.inc"
 #define LAYOUTS_GENERATOR "tests/scripts/gen_debug_layouts.sh"
+#define ASYNCIO_PATH "user/target/py_asyncio_table.inc"
+#define ASYNCIO_GENERATOR "tests/scripts/gen_asyncio_layouts.sh"
 
 static const char *const table_versions[] = { "2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12" };
 
@@ -166,6 +169,30 @@ static void the_debug_layouts_are_what_the_generator_makes(void **state)
 	free(generated);
 }
 
+/* The 3.11-3.13 asyncio layouts come from those interpreters' debug information (gdb): checked
+ * whole where they are all installed, else skipped and named. */
+static void the_asyncio_layouts_are_what_the_generator_makes(void **state)
+{
+	char command[512], out_path[256], *committed, *generated;
+	int status;
+
+	(void)state;
+	FORMAT(out_path, "%s/asyncio_table.inc", test_tmpdir());
+	FORMAT(command, "sh %s > %s", ASYNCIO_GENERATOR, out_path);
+	status = system(command);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == NOT_INSTALLED) {
+		print_message("%s: CPython 3.11-3.13 or gdb not installed, not checked\n", ASYNCIO_PATH);
+		skip();
+	}
+	assert_int_equal(status, 0);
+	committed = read_text(ASYNCIO_PATH);
+	generated = read_text(out_path);
+	if (strcmp(committed, generated))
+		fail_msg("%s differs from what %s generates (make gen-offsets)", ASYNCIO_PATH, ASYNCIO_GENERATOR);
+	free(committed);
+	free(generated);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -173,6 +200,7 @@ int main(void)
 		cmocka_unit_test(each_version_is_what_the_generator_makes),
 		cmocka_unit_test(an_edited_row_is_refused),
 		cmocka_unit_test(the_debug_layouts_are_what_the_generator_makes),
+		cmocka_unit_test(the_asyncio_layouts_are_what_the_generator_makes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

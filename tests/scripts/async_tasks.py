@@ -1,6 +1,6 @@
 """asyncio tasks for the task-aware stack tests: named tasks from gather and from a TaskGroup,
-and a plain await chain, each CPU-bound in a coroutine of its own for argv[2] seconds (0.25)
-a round. Prints "ready" as the first round starts; runs until killed (or argv[1] seconds).
+a plain await chain and a task awaited as such, each CPU-bound in a coroutine of its own for
+argv[2] seconds (0.25) a round. Prints "ready" as the first round starts; runs until killed (or argv[1] seconds).
 With argv[3] "uvloop", on uvloop's event loop."""
 import asyncio
 import sys
@@ -47,6 +47,19 @@ async def chain_top(seconds):
     await asyncio.sleep(0)
 
 
+async def crunch_awaited(seconds):
+    spin(seconds)
+
+
+async def awaited_worker(seconds):
+    await crunch_awaited(seconds)
+    await asyncio.sleep(0)
+
+
+async def await_round(seconds):
+    await asyncio.create_task(awaited_worker(seconds), name="awaited")
+
+
 async def gather_round(seconds):
     await asyncio.gather(
         asyncio.create_task(gathered_worker(seconds), name="gathered-a"),
@@ -67,6 +80,7 @@ async def main(duration, seconds):
         await gather_round(seconds)
         await group_round(seconds)
         await chain_top(seconds)
+        await await_round(seconds)
 
 
 if __name__ == "__main__":

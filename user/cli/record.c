@@ -100,7 +100,7 @@ static const struct argp_option record_options[] = {
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
 	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
-	{ "async-plumbing", OPT_ASYNC_PLUMBING, NULL, 0, "asyncio (3.14+): keep the event loop's frames (run_forever, _run_once, Handle._run, ...) above the <task NAME> chain of a running task", 0 },
+	{ "async-plumbing", OPT_ASYNC_PLUMBING, NULL, 0, "asyncio (3.11+): keep the event loop's frames (run_forever, _run_once, Handle._run, ...) above the <task NAME> chain of a running task", 0 },
 	{ "async-mode", OPT_ASYNC_MODE, "MODE", 0, "asyncio (3.14+), wall mode: running (the default): threads only, a running task's stack under its task chain; all: also every waiting task, a sample of where it waits at every interval", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },

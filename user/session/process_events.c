@@ -50,6 +50,22 @@ void process_events_check_asyncio(struct session *session, struct target *target
 		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
 }
 
+void process_events_find_current_tasks(struct session *session, struct target *target, uint64_t now_ns)
+{
+	struct py_target *python = &target->python;
+
+	if (target->state != TARGET_READY || !python->asyncio.from_callbacks || python->config.current_tasks_addr ||
+	    (target->asyncio_looked_ns && now_ns - target->asyncio_looked_ns < target->asyncio_look_ns))
+		return;
+	target->asyncio_looked_ns = now_ns;
+	target->asyncio_look_ns = target->asyncio_look_ns == 0 ? TARGET_ASYNCIO_LOOK_FIRST_NS
+				  : target->asyncio_look_ns < TARGET_ASYNCIO_LOOK_LAST_NS / 2 ? 2 * target->asyncio_look_ns
+											   : TARGET_ASYNCIO_LOOK_LAST_NS;
+	python->config.current_tasks_addr = async_tasks_find_current_tasks(python);
+	if (python->config.current_tasks_addr)
+		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
+}
+
 static void target_ended(struct session *session, struct target *target)
 {
 	if (target->state == TARGET_GONE)

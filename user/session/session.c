@@ -155,6 +155,8 @@ void session_write_record(struct session *session, const struct pbp_record *reco
 
 	if (target && python && record->running_task == 0)
 		process_events_check_asyncio(session, target, record->time_ns);
+	if (target && python && record->running_task && !(record->flags & PBP_REC_ASYNC_TASK))
+		process_events_find_current_tasks(session, target, record->time_ns);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
 	count_python_sample(session, record, target, python != NULL);

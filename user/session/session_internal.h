@@ -108,6 +108,10 @@ void process_events_target_ready(struct session *session, struct target *target)
 /* A READY 3.14+ target that imported asyncio after its discovery: once its _asyncio extension
  * is mapped, BPF records its running tasks too. Paced by record time (TARGET_ASYNCIO_LOOK_*). */
 void process_events_check_asyncio(struct session *session, struct target *target, uint64_t now_ns);
+/* A READY 3.11-3.13 target running coroutines whose _asyncio._current_tasks BPF does not know
+ * yet: looked for as 3.14's extension is (TARGET_ASYNCIO_LOOK_FIRST_NS doubling up to
+ * TARGET_ASYNCIO_LOOK_LAST_NS); once found, its config is stored again with it. */
+void process_events_find_current_tasks(struct session *session, struct target *target, uint64_t now_ns);
 /* The sampler's callback for fork, exec and exit notices. */
 void process_events_on_proc_event(void *ctx, const struct pbp_proc_event *event);
 /* Another discovery attempt for every pending target whose time has come. */

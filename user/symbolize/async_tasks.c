@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "symbolize/symbolize_py.h"
+#include "target/py_thread_name.h"
 #include "target/target_mem.h"
 #include "util/intern.h"
 #include "util/hash.h"
@@ -30,6 +31,7 @@
 struct task_fields {
 	uint64_t name, awaited_by, coro;
 	uint8_t is_task, awaited_by_is_set;
+	uint64_t callbacks; /* from_callbacks: the list of more done callbacks (awaited_by: the first) */
 };
 
 /* The innermost coroutine of a suspended chain, as read: while it stays where it is, so do
@@ -57,8 +59,38 @@ struct checksum_slot {
 };
 #define CHECKSUM_SLOTS 4096
 
+/*
+ * 3.11-3.13: a coroutine BPF saw running, and the task found stepping it (in the _asyncio
+ * module's _current_tasks while the coroutine ran). A coroutine is one task's for its life:
+ * kept while the task still holds it (one read).
+ */
+struct coro_slot {
+	uint32_t pid;
+	uint64_t coro, task;
+};
+#define CORO_SLOTS 4096
+
+/* 3.11-3.13: the type of the tasks a process ran (learned from one in _current_tasks), that
+ * a task found through a callback must have. */
+struct loop_slot {
+	uint32_t pid;
+	uint64_t task_type;
+};
+#define LOOP_SLOTS 256
+/* Entries of a dict scanned for a key (sys.modules of a large application holds thousands). */
+#define DICT_SCAN_MAX 8192u
+/* Loops running a task at once in one process (one per thread). */
+#define CURRENT_TASKS_MAX 64u
+/* Done callbacks of a task looked at for one awaiting it, and the depth of the search through
+ * gather's callback (its closure's future, that future's callbacks). */
+#define CALLBACKS_MAX 8u
+#define CLOSURE_CELLS_MAX 8u
+#define CALLBACK_DEPTH 2
+
 struct async_tasks {
 	struct checksum_slot checksums[CHECKSUM_SLOTS];
+	struct coro_slot coros[CORO_SLOTS];
+	struct loop_slot loops[LOOP_SLOTS];
 	uint64_t now_ns;            /* the record time of the call under way */
 	struct chain_slot *slots;   /* [ASYNC_TASKS_SLOTS], by (pid, task): running tasks' chains */
 	struct chain_slot *pending; /* [ASYNC_TASKS_SLOTS] likewise: pending tasks' stacks */
@@ -130,6 +162,45 @@ static uint64_t u64_at(const uint8_t *object, uint32_t offset)
 	return value;
 }
 
+static struct loop_slot *loop_of(struct async_tasks *tasks, pid_t pid)
+{
+	return &tasks->loops[hash_combine((uint64_t)(uint32_t)pid, 0) % LOOP_SLOTS];
+}
+
+/* Whether the object at addr is of type wanted or of a type derived from it. */
+static bool of_type(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t addr,
+		    uint64_t wanted)
+{
+	uint64_t type = 0, base = 0;
+
+	if (!wanted || !addr || charged_u64(tasks, pid, addr + layout->ob_type, &type))
+		return false;
+	if (type == wanted)
+		return true;
+	return !charged_u64(tasks, pid, type + layout->callbacks.tp_base, &base) && base == wanted;
+}
+
+/* 3.11-3.13: a task has no is_task flag; one is of the type of the tasks its process ran. */
+static int old_task_fields(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout,
+			   uint64_t addr, const uint8_t *object, struct task_fields *out)
+{
+	const struct loop_slot *loop = loop_of(tasks, pid);
+	uint64_t type = u64_at(object, layout->ob_type);
+
+	*out = (struct task_fields){
+		.name = u64_at(object, layout->task_name),
+		.awaited_by = u64_at(object, layout->callbacks.task_callback0),
+		.callbacks = u64_at(object, layout->callbacks.task_callbacks),
+		.coro = u64_at(object, layout->task_coro),
+		.is_task = 1,
+	};
+	if (out->coro == 0 || loop->pid != (uint32_t)pid || !loop->task_type)
+		return -ENOENT;
+	if (type != loop->task_type && !of_type(tasks, pid, layout, addr, loop->task_type))
+		return -ENOENT;
+	return 0;
+}
+
 static int read_task(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t addr,
 		     struct task_fields *out)
 {
@@ -141,6 +212,8 @@ static int read_task(struct async_tasks *tasks, pid_t pid, const struct py_async
 	err = charged_read(tasks, pid, addr, object, layout->task_size);
 	if (err)
 		return err;
+	if (layout->from_callbacks)
+		return old_task_fields(tasks, pid, layout, addr, object, out);
 	*out = (struct task_fields){
 		.name = u64_at(object, layout->task_name),
 		.awaited_by = u64_at(object, layout->task_awaited_by),
@@ -201,7 +274,9 @@ static const char *task_name(struct async_tasks *tasks, const struct py_target *
 		return interned;
 	}
 	if ((flags & TPFLAGS_LONG_SUBCLASS) && !charged_u64(tasks, target->pid, name + layout->long_lv_tag, &tag) &&
-	    LONG_DIGIT_COUNT(tag) <= 2 &&
+	    layout->long_size_is_count)
+		tag <<= 3; /* 3.11: ob_size counts the digits (a task's number is positive) */
+	if ((flags & TPFLAGS_LONG_SUBCLASS) && LONG_DIGIT_COUNT(tag) <= 2 &&
 	    !charged_read(tasks, target->pid, name + layout->long_ob_digit, digits, 4 * LONG_DIGIT_COUNT(tag))) {
 		uint64_t low = digits[0] & 0xffffffffu, high = digits[0] >> 32;
 
@@ -246,6 +321,12 @@ static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_
 		.instr = u64_at(object, frame + layout->frame_instr_ptr),
 	};
 	stackpointer = u64_at(object, frame + layout->frame_stackpointer);
+	if (layout->stacktop_is_index) {
+		int32_t top;
+
+		memcpy(&top, object + frame + layout->frame_stackpointer, sizeof(top));
+		stackpointer = top > 0 && top < 4096 ? gen + frame + layout->frame_localsplus + 8u * (uint32_t)top : 0;
+	}
 	out->suspended = out->state == layout->state_created ||
 			 (out->state >= layout->state_yield_from_low - 1 && out->state <= layout->state_yield_from_high);
 	/* Suspended in an await: the awaited object is near the top of the frame's stack. */
@@ -325,6 +406,91 @@ static size_t suspended_frames(struct async_tasks *tasks, struct symbolize_py_ca
 	return suspended_frames_to(tasks, python, target, coro, frames, room, NULL);
 }
 
+/* The task a done callback wakes: a task's wakeup (a builtin bound to it), a TaskGroup's
+ * _on_task_done (its _parent_task), or gather's _done_callback (the gathering future it closes
+ * over, whose own callbacks wake the task awaiting it); 0 if none. */
+static uint64_t task_of_callbacks(struct async_tasks *tasks, const struct py_target *target, uint64_t first,
+				  uint64_t more, int depth);
+
+/* The name of the builtin a task's step binds to it as its future's done callback
+ * (TaskWakeupDef in 3.11-3.13's Modules/_asynciomodule.c). */
+#define TASK_WAKEUP_NAME "task_wakeup"
+
+/* Whether callback is a builtin named TASK_WAKEUP_NAME (three reads). */
+static bool is_task_wakeup(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_callbacks *c,
+			   uint64_t callback)
+{
+	uint64_t method_def = 0, name = 0;
+	char text[sizeof(TASK_WAKEUP_NAME)];
+
+	return !charged_u64(tasks, pid, callback + c->cfunction_ml, &method_def) && method_def &&
+	       !charged_u64(tasks, pid, method_def + c->methoddef_name, &name) && name &&
+	       !charged_read(tasks, pid, name, text, sizeof(text)) && !memcmp(text, TASK_WAKEUP_NAME, sizeof(text));
+}
+
+static uint64_t task_of_callback(struct async_tasks *tasks, const struct py_target *target, uint64_t callback,
+				 int depth)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	const struct py_asyncio_callbacks *c = &layout->callbacks;
+	uint64_t task_type = loop_of(tasks, target->pid)->task_type, future_type = 0, bound = 0, closure = 0, size = 0;
+	uint64_t cells[CLOSURE_CELLS_MAX];
+
+	if (!callback || !task_type)
+		return 0;
+	if (!charged_u64(tasks, target->pid, callback + c->cfunction_self, &bound) &&
+	    of_type(tasks, target->pid, layout, bound, task_type) && is_task_wakeup(tasks, target->pid, c, callback))
+		return bound;
+	if (!charged_u64(tasks, target->pid, callback + c->method_self, &bound) && bound && tasks->reads_left > 16) {
+		uint64_t parent = py_instance_attribute(target, bound, "_parent_task");
+
+		/* the attribute's few reads: its type's keys and the instance's values */
+		tasks->reads_left -= 16;
+		if (parent && of_type(tasks, target->pid, layout, parent, task_type))
+			return parent;
+	}
+	if (depth >= CALLBACK_DEPTH || charged_u64(tasks, target->pid, task_type + c->tp_base, &future_type) ||
+	    charged_u64(tasks, target->pid, callback + c->function_closure, &closure) || !closure ||
+	    charged_u64(tasks, target->pid, closure + c->var_size, &size) || size == 0 || size > CLOSURE_CELLS_MAX ||
+	    charged_read(tasks, target->pid, closure + c->tuple_item, cells, size * 8))
+		return 0;
+	for (size_t i = 0; i < size; i++) {
+		uint64_t future = 0, first = 0, more = 0, task;
+
+		if (!cells[i] || charged_u64(tasks, target->pid, cells[i] + c->cell_ref, &future) ||
+		    !of_type(tasks, target->pid, layout, future, future_type) ||
+		    charged_u64(tasks, target->pid, future + c->task_callback0, &first) ||
+		    charged_u64(tasks, target->pid, future + c->task_callbacks, &more))
+			continue;
+		task = task_of_callbacks(tasks, target, first, more, depth + 1);
+		if (task)
+			return task;
+	}
+	return 0;
+}
+
+/* The first task woken by a future's callbacks: first, then the list more's (callback, context) pairs. */
+static uint64_t task_of_callbacks(struct async_tasks *tasks, const struct py_target *target, uint64_t first,
+				  uint64_t more, int depth)
+{
+	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
+	uint64_t task = task_of_callback(tasks, target, first, depth), size = 0, items = 0, pairs[CALLBACKS_MAX];
+
+	if (task || !more || charged_u64(tasks, target->pid, more + c->var_size, &size) ||
+	    charged_u64(tasks, target->pid, more + c->list_item, &items) || !items)
+		return task;
+	size = size > CALLBACKS_MAX ? CALLBACKS_MAX : size;
+	if (charged_read(tasks, target->pid, items, pairs, size * 8))
+		return 0;
+	for (size_t i = 0; i < size && !task; i++) {
+		uint64_t callback = 0;
+
+		if (pairs[i] && !charged_u64(tasks, target->pid, pairs[i] + c->tuple_item, &callback))
+			task = task_of_callback(tasks, target, callback, depth);
+	}
+	return task;
+}
+
 /* One task awaiting the task whose awaited_by field this is (a set's first task), 0 if none. */
 static uint64_t awaiting_task(struct async_tasks *tasks, const struct py_target *target,
 			      const struct task_fields *fields)
@@ -334,6 +500,8 @@ static uint64_t awaiting_task(struct async_tasks *tasks, const struct py_target 
 	struct task_fields candidate;
 	size_t count;
 
+	if (layout->from_callbacks)
+		return task_of_callbacks(tasks, target, fields->awaited_by, fields->callbacks, 0);
 	if (!fields->awaited_by_is_set)
 		return fields->awaited_by;
 	if (charged_u64(tasks, target->pid, fields->awaited_by + layout->set_mask, &mask) ||
@@ -590,7 +758,8 @@ size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, ui
 	uint64_t head = tstate + layout->tstate_tasks_head, node = 0;
 	size_t count = 0;
 
-	if (!layout->known || tstate == 0 || target_mem_read_u64(target->pid, head, &node))
+	/* 3.11-3.13 list no task per thread */
+	if (!layout->known || layout->from_callbacks || tstate == 0 || target_mem_read_u64(target->pid, head, &node))
 		return 0;
 	/* struct llist_node { next, prev }: the list ends back at its head */
 	for (size_t step = 0; step < ASYNC_TASKS_TREE_MAX && count < max && node && node != head; step++) {
@@ -599,4 +768,158 @@ size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, ui
 			break;
 	}
 	return count;
+}
+
+/* PyASCIIObject.state's compact and ascii bits: the text follows the header. */
+#define UNICODE_COMPACT_ASCII 0x60u
+
+/* Whether the str at addr is text (ASCII, shorter than 32 characters): one read. */
+static bool str_is(pid_t pid, const struct py_offsets *off, uint64_t addr, const char *text)
+{
+	uint8_t object[256];
+	size_t len = strlen(text);
+	int64_t length;
+	uint32_t state;
+
+	if (!addr || off->string_kind != PY_STRING_UNICODE || len >= 32 || off->unicode_ascii_data + 32 > sizeof(object) ||
+	    target_mem_read(pid, addr, object, off->unicode_ascii_data + len))
+		return false;
+	memcpy(&length, object + off->unicode_length, sizeof(length));
+	memcpy(&state, object + off->unicode_state, sizeof(state));
+	return length == (int64_t)len && (state & UNICODE_COMPACT_ASCII) == UNICODE_COMPACT_ASCII && !memcmp(object + off->unicode_ascii_data, text, len);
+}
+
+/* The value of the str key `key` in the dict at dict (a combined table, 3.11-3.13), 0 if none;
+ * at most DICT_SCAN_MAX entries, in chunks. */
+static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const char *key)
+{
+	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
+	uint64_t keys = 0, values = 0, entries[3 * 64];
+	uint8_t header[64];
+	int64_t count;
+	size_t width, at;
+
+	if (!dict || target_mem_read_u64(target->pid, dict + c->dict_keys, &keys) || !keys ||
+	    target_mem_read_u64(target->pid, dict + c->dict_values, &values) || values ||
+	    c->keys_nentries + 8 > sizeof(header) || target_mem_read(target->pid, keys, header, c->keys_nentries + 8))
+		return 0;
+	memcpy(&count, header + c->keys_nentries, sizeof(count));
+	if (header[c->keys_log2_index_bytes] > 20 || count <= 0)
+		return 0;
+	count = count > DICT_SCAN_MAX ? DICT_SCAN_MAX : count;
+	/* DICT_KEYS_GENERAL: {hash, key, value}; the str-keyed kinds: {key, value} */
+	width = header[c->keys_kind] == 0 ? 3 : 2;
+	at = keys + c->keys_indices + (1ull << header[c->keys_log2_index_bytes]);
+	for (int64_t first = 0; first < count; first += 64) {
+		size_t chunk = count - first < 64 ? (size_t)(count - first) : 64;
+
+		if (target_mem_read(target->pid, at + (uint64_t)first * width * 8, entries, chunk * width * 8))
+			return 0;
+		for (size_t i = 0; i < chunk; i++) {
+			const uint64_t *entry = &entries[i * width + (width - 2)];
+
+			if (entry[0] && entry[1] && str_is(target->pid, &target->config.off, entry[0], key))
+				return entry[1];
+		}
+	}
+	return 0;
+}
+
+/* _asyncio._current_tasks of target's main interpreter, 0 while it has none: at most two dict
+ * scans of DICT_SCAN_MAX entries (sys.modules, the module's dict), a read per key and chunk. */
+static uint64_t find_current_tasks(const struct py_target *target)
+{
+	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
+	uint64_t interp = 0, modules = 0, module, dict = 0;
+
+	if (target_mem_read_u64(target->pid, target->config.interp_head_addr, &interp) || !interp ||
+	    target_mem_read_u64(target->pid, interp + c->interp_modules, &modules))
+		return 0;
+	module = dict_lookup(target, modules, "_asyncio");
+	if (!module || target_mem_read_u64(target->pid, module + c->module_dict, &dict))
+		return 0;
+	return dict_lookup(target, dict, "_current_tasks");
+}
+
+/* The loop slot of target, taken over if another process had it. */
+static struct loop_slot *loop_of_target(struct async_tasks *tasks, const struct py_target *target)
+{
+	struct loop_slot *loop = loop_of(tasks, target->pid);
+
+	if (loop->pid != (uint32_t)target->pid)
+		*loop = (struct loop_slot){ .pid = (uint32_t)target->pid };
+	return loop;
+}
+
+/* The task of _current_tasks (by loop: a few) stepping coro, 0 if none. */
+static uint64_t current_task_of(struct async_tasks *tasks, const struct py_target *target, struct loop_slot *loop,
+				uint64_t coro)
+{
+	uint64_t current_tasks = target->config.current_tasks_addr;
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	const struct py_asyncio_callbacks *c = &layout->callbacks;
+	uint64_t keys = 0, entries[3 * CURRENT_TASKS_MAX];
+	uint8_t header[64];
+	int64_t count;
+
+	if (!current_tasks || charged_u64(tasks, target->pid, current_tasks + c->dict_keys, &keys) || !keys ||
+	    c->keys_nentries + 8 > sizeof(header) || charged_read(tasks, target->pid, keys, header, c->keys_nentries + 8))
+		return 0;
+	memcpy(&count, header + c->keys_nentries, sizeof(count));
+	/* keyed by loop objects: {hash, key, value} entries */
+	if (header[c->keys_kind] != 0 || header[c->keys_log2_index_bytes] > 20 || count <= 0)
+		return 0;
+	count = count > CURRENT_TASKS_MAX ? CURRENT_TASKS_MAX : count;
+	if (charged_read(tasks, target->pid, keys + c->keys_indices + (1ull << header[c->keys_log2_index_bytes]),
+			 entries, (size_t)count * 24))
+		return 0;
+	for (int64_t i = 0; i < count; i++) {
+		uint64_t task = entries[3 * i + 2], its_coro = 0, type = 0;
+
+		if (!entries[3 * i + 1] || !task || charged_u64(tasks, target->pid, task + layout->task_coro, &its_coro) ||
+		    its_coro != coro || charged_u64(tasks, target->pid, task + layout->ob_type, &type))
+			continue;
+		loop->task_type = type;
+		return task;
+	}
+	return 0;
+}
+
+uint64_t async_tasks_find_current_tasks(const struct py_target *target)
+{
+	if (!target->asyncio.known || !target->asyncio.from_callbacks)
+		return 0;
+	return find_current_tasks(target);
+}
+
+void async_tasks_note_task(struct async_tasks *tasks, const struct py_target *target, uint64_t task, uint64_t now_ns)
+{
+	struct loop_slot *loop = loop_of_target(tasks, target);
+	uint64_t type = 0;
+
+	if (loop->task_type || !task)
+		return;
+	begin_call(tasks, now_ns);
+	if (!charged_u64(tasks, target->pid, task + target->asyncio.ob_type, &type))
+		loop->task_type = type;
+}
+
+uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct py_target *target, uint64_t coro,
+				       uint64_t now_ns)
+{
+	struct coro_slot *slot = &tasks->coros[hash_combine(coro, (uint64_t)(uint32_t)target->pid) % CORO_SLOTS];
+	struct loop_slot *loop;
+	uint64_t its_coro = 0, task;
+
+	if (!target->asyncio.known || !target->asyncio.from_callbacks || !coro)
+		return 0;
+	begin_call(tasks, now_ns);
+	if (slot->pid == (uint32_t)target->pid && slot->coro == coro &&
+	    !charged_u64(tasks, target->pid, slot->task + target->asyncio.task_coro, &its_coro) && its_coro == coro)
+		return slot->task;
+	loop = loop_of_target(tasks, target);
+	task = current_task_of(tasks, target, loop, coro);
+	if (task)
+		*slot = (struct coro_slot){ .pid = (uint32_t)target->pid, .coro = coro, .task = task };
+	return task;
 }

@@ -7,6 +7,11 @@
  * then reads root to leaf as "<task OUTER>", its coroutine frames, ..., "<task RUNNING>", and
  * the running coroutine's own frames from the sample.
  *
+ * 3.11-3.13 keep neither: BPF finds the running task in the _asyncio module's _current_tasks
+ * (or records the coroutine it steps, whose task is looked up here), and the task awaiting
+ * one is the one its done callbacks wake (async_tasks_task_of_coroutine). No task lists:
+ * trees and pending tasks are 3.14+.
+ *
  * Target memory is hostile: every chain is bounded (tasks, coroutines, frames, name length),
  * an awaited_by cycle ends the chain, and each call costs at most ASYNC_TASKS_READS_PER_CALL
  * reads.
@@ -124,5 +129,24 @@ size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, ui
  */
 int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *python,
 			  const struct py_target *target, uint64_t task_addr, uint64_t now_ns, struct async_task_node *node);
+
+/*
+ * 3.11-3.13 (the layout's from_callbacks): the task stepping the coroutine at coro (what BPF
+ * records there as running_task), 0 if none is known. Found in the _asyncio module's
+ * _current_tasks while the coroutine runs, then kept while the task still holds it (one read).
+ * There the task awaiting one is found through its done callbacks: a task's wakeup, a
+ * TaskGroup's (its _parent_task), gather's (the future it closes over, which wakes its task).
+ */
+uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct py_target *target, uint64_t coro,
+				       uint64_t now_ns);
+/*
+ * 3.11-3.13: the address of target's _asyncio._current_tasks, where BPF (and, until BPF has
+ * it, async_tasks_task_of_coroutine) finds running tasks: py_proc_config.current_tasks_addr.
+ * 0 while asyncio is not imported. Looked for through sys.modules: at most a few thousand
+ * reads, the caller's to space out.
+ */
+uint64_t async_tasks_find_current_tasks(const struct py_target *target);
+/* 3.11-3.13: a task BPF found in _current_tasks, whose type is then that of target's tasks. */
+void async_tasks_note_task(struct async_tasks *tasks, const struct py_target *target, uint64_t task, uint64_t now_ns);
 
 #endif

@@ -499,6 +499,22 @@ static bool python_stack_known(struct sample_resolver *resolver, const struct pb
 	return false;
 }
 
+/* The asyncio task the record's thread was running, 0 if none: the record's own (3.14+, and
+ * 3.11-3.13 where BPF found it), or the task stepping the coroutine it names (3.11-3.13). */
+static uint64_t record_task(struct sample_resolver *resolver, const struct pbp_record *record,
+			    const struct py_target *python)
+{
+	if (!record->running_task || !python || !python->asyncio.known || !resolver->tasks)
+		return 0;
+	if (!python->asyncio.from_callbacks)
+		return record->running_task;
+	if (record->flags & PBP_REC_ASYNC_TASK) {
+		async_tasks_note_task(resolver->tasks, python, record->running_task, record->time_ns);
+		return record->running_task;
+	}
+	return async_tasks_task_of_coroutine(resolver->tasks, python, record->running_task, record->time_ns);
+}
+
 void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			     const struct py_target *python)
 {
@@ -512,8 +528,9 @@ void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_
 	drop_stale_stacks(resolver);
 	/* The task may finish within milliseconds: its chain is read while it runs (a task gone
 	 * already may still have its chain from an earlier record: counted when resolved). */
-	if (record->running_task && python->asyncio.known && resolver->tasks)
-		(void)async_tasks_read(resolver->tasks, resolver->python, python, record->running_task, record->time_ns);
+	if (record_task(resolver, record, python))
+		(void)async_tasks_read(resolver->tasks, resolver->python, python, record_task(resolver, record, python),
+				       record->time_ns);
 	if (python_stack_known(resolver, record, false))
 		return;
 	for (size_t i = 0; i < record->py_frame_count; i++)
@@ -661,10 +678,11 @@ static const struct async_chain *task_chain(struct sample_resolver *resolver, co
 					    const struct py_target *python)
 {
 	const struct async_chain *chain = NULL;
+	uint64_t task = record_task(resolver, record, python);
 
-	if (!record->running_task || !python || !python->asyncio.known || !resolver->tasks)
+	if (!task)
 		return NULL;
-	if (async_tasks_chain(resolver->tasks, resolver->python, python, record->running_task, record->time_ns, &chain)) {
+	if (async_tasks_chain(resolver->tasks, resolver->python, python, task, record->time_ns, &chain)) {
 		resolver->task_chain_errors++;
 		return NULL;
 	}

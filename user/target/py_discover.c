@@ -577,8 +577,22 @@ int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, s
 	err = open_runtime_elf(&d);
 	if (!err)
 		err = describe_runtime(&d, target);
+	/* 3.11-3.13 publish no asyncio layout: theirs were generated from their debug information */
+	if (!err && target->major == 3 && target->minor >= 11 && target->minor <= 13) {
+		if (py_asyncio_layout_for_version(target->major, target->minor, &target->asyncio) == 0) {
+			const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
+
+			target->config.gen_iframe = target->asyncio.gen_iframe;
+			target->config.task_coro = target->asyncio.task_coro;
+			target->config.dict_keys = c->dict_keys;
+			target->config.keys_log2_index_bytes = c->keys_log2_index_bytes;
+			target->config.keys_nentries = c->keys_nentries;
+			target->config.keys_indices = c->keys_indices;
+			target->config.flags |= PY_PROC_CORO_FROM_FRAMES;
+		}
+	}
 	/* built into the runtime (3.15), or its extension already mapped (3.14 with asyncio imported) */
-	if (!err && target->asyncio.ob_type && !take_asyncio_module(target, &d.file))
+	else if (!err && target->asyncio.ob_type && !take_asyncio_module(target, &d.file))
 		(void)find_asyncio_module(cache, &maps, target);
 	proc_maps_free(&maps);
 	return err;

@@ -18,8 +18,9 @@ struct py_target {
 	struct proc_file_id runtime_file; /* the ELF holding _PyRuntime / interp_head */
 	unsigned major, minor, micro;
 	struct py_proc_config config;  /* ready to store in the BPF proc_configs map */
-	/* 3.14+: how its asyncio tasks are read; known once the _asyncio module's offsets are
-	 * found (built into the runtime, or its extension mapped: py_discover_asyncio) */
+	/* How its asyncio tasks are read: 3.14+ once the _asyncio module's offsets are found
+	 * (built into the runtime, or its extension mapped: py_discover_asyncio); 3.11-3.13 from
+	 * the generated table at discovery (from_callbacks) */
 	struct py_asyncio_layout asyncio;
 };
 

@@ -463,3 +463,80 @@ int py_asyncio_layout_add_module(struct py_asyncio_layout *layout, const uint64_
 	layout->known = true;
 	return 0;
 }
+
+/* A row of py_asyncio_table.inc: what gdb read from one version's debug information. */
+struct asyncio_table_row {
+	unsigned minor;
+	uint32_t task_size, task_callback0, task_callbacks, task_coro, task_name;
+	uint32_t ob_type, tp_flags, tp_base;
+	uint32_t gen_iframe, gen_frame_state, frame_executable, frame_instr_ptr, frame_stacktop, frame_localsplus;
+	uint32_t cfunction_ml, methoddef_name;
+	uint32_t cfunction_self, method_self, function_closure, cell_ref, var_size, tuple_item, list_item;
+	uint32_t interp_modules, module_dict, dict_keys, dict_values;
+	uint32_t keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
+	uint32_t long_lv_tag, long_ob_digit;
+	int8_t owned_by_generator, state_created, state_yield_from;
+};
+
+static const struct asyncio_table_row asyncio_table[] = {
+#include "target/py_asyncio_table.inc"
+};
+
+int py_asyncio_layout_for_version(unsigned major, unsigned minor, struct py_asyncio_layout *out)
+{
+	for (size_t i = 0; major == 3 && i < ARRAY_SIZE(asyncio_table); i++) {
+		const struct asyncio_table_row *row = &asyncio_table[i];
+
+		/* BPF compares frame owners with the constant */
+		if (row->minor != minor || row->owned_by_generator != PY_FRAME_OWNED_BY_GENERATOR)
+			continue;
+		*out = (struct py_asyncio_layout){
+			.known = true,
+			.task_size = row->task_size,
+			.task_name = row->task_name,
+			.task_coro = row->task_coro,
+			.ob_type = row->ob_type,
+			.tp_flags = row->tp_flags,
+			.gen_iframe = row->gen_iframe,
+			.gen_frame_state = row->gen_frame_state,
+			.frame_executable = row->frame_executable,
+			.frame_instr_ptr = row->frame_instr_ptr,
+			.frame_stackpointer = row->frame_stacktop,
+			.long_lv_tag = row->long_lv_tag,
+			.long_ob_digit = row->long_ob_digit,
+			.code_ptr_mask = ~0ull,
+			.state_yield_from_low = row->state_yield_from,
+			.state_yield_from_high = row->state_yield_from,
+			.state_created = row->state_created,
+			.awaited_slot = 1,
+			.stacktop_is_index = true,
+			.long_size_is_count = minor <= 11,
+			.frame_localsplus = row->frame_localsplus,
+			.from_callbacks = true,
+			.callbacks = {
+				.task_callback0 = row->task_callback0,
+				.task_callbacks = row->task_callbacks,
+				.tp_base = row->tp_base,
+				.cfunction_ml = row->cfunction_ml,
+				.methoddef_name = row->methoddef_name,
+				.cfunction_self = row->cfunction_self,
+				.method_self = row->method_self,
+				.function_closure = row->function_closure,
+				.cell_ref = row->cell_ref,
+				.var_size = row->var_size,
+				.tuple_item = row->tuple_item,
+				.list_item = row->list_item,
+				.interp_modules = row->interp_modules,
+				.module_dict = row->module_dict,
+				.dict_keys = row->dict_keys,
+				.dict_values = row->dict_values,
+				.keys_log2_index_bytes = row->keys_log2_index_bytes,
+				.keys_kind = row->keys_kind,
+				.keys_nentries = row->keys_nentries,
+				.keys_indices = row->keys_indices,
+			},
+		};
+		return 0;
+	}
+	return -ENOTSUP;
+}

@@ -65,6 +65,21 @@ struct py_asyncio_layout {
 	 * await, whose awaited object is at stackpointer[-awaited_slot]; and one never started */
 	int8_t state_yield_from_low, state_yield_from_high, state_created;
 	uint8_t awaited_slot;
+	/* 3.11-3.13 (py_asyncio_table.inc): frame_stackpointer is an int, the stack's top as an
+	 * index from frame_localsplus; 3.11's ints count their digits in ob_size (long_lv_tag) */
+	bool stacktop_is_index, long_size_is_count;
+	uint32_t frame_localsplus;
+	/* 3.11-3.13 keep no awaited_by: with from_callbacks, the task awaiting one is found through
+	 * its done callbacks (callbacks) and the running task in the module's _current_tasks */
+	bool from_callbacks;
+	struct py_asyncio_callbacks {
+		uint32_t task_callback0, task_callbacks, tp_base;
+		uint32_t cfunction_ml, methoddef_name;
+		uint32_t cfunction_self, method_self, function_closure, cell_ref;
+		uint32_t var_size, tuple_item, list_item;
+		uint32_t interp_modules, module_dict, dict_keys, dict_values;
+		uint32_t keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
+	} callbacks;
 };
 
 /* The sizeof(_Py_DebugOffsets) of the largest layout known: read at least this much. */
@@ -106,6 +121,9 @@ int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_
  */
 int py_asyncio_layout_from_debug(const void *debug_offsets, size_t len, struct py_asyncio_layout *out,
 				 char *err_text, size_t err_len);
+/* The whole asyncio layout of 3.11-3.13 (generated into py_asyncio_table.inc): 0, or -ENOTSUP
+ * for another minor. */
+int py_asyncio_layout_for_version(unsigned major, unsigned minor, struct py_asyncio_layout *out);
 /* The _asyncio module's part from its AsyncioDebug words (words[count]); sets known when the
  * whole layout is plausible. 0, or -EINVAL for offsets that do not fit their objects. */
 int py_asyncio_layout_add_module(struct py_asyncio_layout *layout, const uint64_t *words, size_t count);

@@ -289,3 +289,19 @@ int py_thread_name_read(const struct py_target *python, uint64_t tstate_addr, ch
 		return -ENOENT;
 	return read_ascii_str(pid, off, name, out, size) < 0 ? -ENOENT : 0;
 }
+
+uint64_t py_instance_attribute(const struct py_target *python, uint64_t object, const char *key)
+{
+	const struct py_offsets *off = &python->config.off;
+	uint64_t type, values, value;
+	int index;
+
+	if (python->major != 3 || python->minor < 11 || python->minor > 13 || off->string_kind != PY_STRING_UNICODE ||
+	    !object || target_mem_read_u64(python->pid, object + 8, &type))
+		return 0;
+	index = key_index(python->pid, off, cached_keys(python->pid, type), key);
+	values = instance_values(python->pid, python->minor, object, type);
+	if (index < 0 || !values || target_mem_read_u64(python->pid, values + 8 * (uint64_t)index, &value))
+		return 0;
+	return value;
+}

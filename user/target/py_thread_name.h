@@ -28,4 +28,11 @@
 #define PY_THREAD_NAME_SLOTS 256
 int py_thread_name_read(const struct py_target *python, uint64_t tstate_addr, char *out, size_t size);
 
+/*
+ * 3.11-3.13: the attribute `key` (ASCII, under 16 characters) of a heap type's instance whose
+ * attributes are still in its inline values, read the way the Thread's name is; 0 if not found
+ * (another version, a dict of its own, a failed read). Bounded as above.
+ */
+uint64_t py_instance_attribute(const struct py_target *python, uint64_t object, const char *key);
+
 #endif
