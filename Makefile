@@ -67,7 +67,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
 		liblzma-dev xz-utils binutils libclang-rt-14-dev libseccomp-dev \
 		gunicorn python3-flask uvicorn python3-fastapi uwsgi-core uwsgi-plugin-python3 \
-		python3-celery python3-redis redis-server wrk
+		python3-celery python3-redis redis-server wrk gdb
 
 .PHONY: all deps demo check bench bench-peers bench-flood soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
