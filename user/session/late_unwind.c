@@ -44,6 +44,7 @@ struct late_entry {
 	uint64_t queued_ms;
 	size_t size;
 	bool waiting;  /* carries a copy not yet unwound */
+	bool waited_for_maps; /* it waited for a read of its process's maps (counted once) */
 	uint64_t record[]; /* size bytes: 8-byte aligned, as the ring hands them out */
 };
 
@@ -64,7 +65,7 @@ static const char *const loss_names[LATE_LOST_COUNT] = {
 	[LATE_LOST_IN_TIME] = "no table in time", [LATE_LOST_NO_TABLE] = "file without a table",
 	[LATE_LOST_COPY_SHORT] = "stack copy too short", [LATE_LOST_BUDGET] = "held samples' budget full",
 	[LATE_LOST_GONE] = "process gone first", [LATE_LOST_BAD_COPY] = "bad stack copy",
-	[LATE_LOST_NO_FILE] = "code in no file",
+	[LATE_LOST_NO_FILE] = "code in no file", [LATE_LOST_MAPS_UNREAD] = "maps not read in time",
 };
 
 const char *late_unwind_loss_name(enum late_unwind_loss loss)
@@ -209,6 +210,14 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	/* the unwinding that counts: the last try, not the ones that found a table still building */
 	if (stop != STACK_UNWIND_WAIT || give_up >= 0)
 		late->stats.unwind_ns += clock_monotonic_ns() - start_ns;
+	if (stop == STACK_UNWIND_WAIT && native_stacks_reading(session, (pid_t)record->pid)) {
+		if (!entry->waited_for_maps)
+			late->stats.waited_for_maps++;
+		entry->waited_for_maps = true;
+		/* what it lacks is the read, not a table */
+		if (give_up == LATE_LOST_IN_TIME)
+			give_up = LATE_LOST_MAPS_UNREAD;
+	}
 	if (stop == STACK_UNWIND_WAIT && count == record->native_frame_count) {
 		/* Its first table is not there yet. */
 		if (give_up >= 0)
@@ -356,6 +365,7 @@ bool late_unwind_hold(struct session *session, const struct pbp_record *record, 
 	entry->queued_ms = clock_monotonic_ms();
 	entry->size = size;
 	entry->waiting = has_copy;
+	entry->waited_for_maps = false;
 	memcpy(entry->record, record, size);
 	note_record_pcs(session, record, size);
 	late->entries[late->count++] = entry;

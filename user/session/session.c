@@ -226,7 +226,8 @@ static void count_held_in_budget(struct session *session, uint64_t now_ms)
 		outputs += pf_writer_held_bytes(session->writers[i]);
 	target_budget_set_held(session->budget, session->outputs_budget_store, outputs);
 	target_budget_set_held(session->budget, session->pending_budget_store,
-			       session->pending_capacity + late_unwind_held_bytes(session));
+			       session->pending_capacity + late_unwind_held_bytes(session) + discovery_held_bytes(session) +
+				       native_stacks_held_bytes(session));
 	freed = target_budget_freed_total(session->budget);
 	if (freed - session->budget_freed_at_trim >= TRIM_AFTER_FREED_BYTES &&
 	    now_ms - session->budget_trim_ms >= TRIM_INTERVAL_MS) {
@@ -262,6 +263,7 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 	struct session *session = ctx;
 	struct target *target;
 
+	session->drained_records++;
 	sample_resolve_prefetch(&session->resolver, record, size, python_of_record(session, record, &target));
 	if (!keep_record(session, record, size)) {
 		write_pending_records(session);
@@ -283,9 +285,17 @@ static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
 
 static void drain(struct session *session)
 {
+	uint64_t start_us = clock_monotonic_us(), records = session->drained_records, took_us;
+
 	bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
 	write_pending_records(session);
 	late_unwind_flush(session);
+	took_us = clock_monotonic_us() - start_us;
+	session->drain_us += took_us;
+	if (took_us > session->longest_drain_us) {
+		session->longest_drain_us = took_us;
+		session->longest_drain_records = session->drained_records - records;
+	}
 }
 
 static int finish(struct session *session)
@@ -297,6 +307,8 @@ static int finish(struct session *session)
 	 * what BPF sends then is not the run's). */
 	bpf_sampler_counters(session->sampler, counters);
 	session->stop_us = clock_monotonic_us();
+	/* the summary reads the runtime files' counts, which the thread no longer changes */
+	discovery_close(session);
 	late_unwind_finish(session);
 	if (session->windows) {
 		windows_close(session->windows, &session->push_stats);
@@ -349,6 +361,7 @@ static void run_loop(struct session *session)
 		drain(session);
 		native_stacks_poll(session);
 		late_unwind_flush(session);
+		discovery_poll(session);
 		count_held_in_budget(session, clock_monotonic_ms());
 		symbolize_py_cache_stats(session->resolver.python, &after);
 		tick_ms = after.misses != before.misses || native_stacks_building(session) ? TICK_FAST_MS
@@ -475,6 +488,7 @@ static void release(struct session *session)
 		session->windows = NULL;
 	}
 	report_abort_writers(session);
+	discovery_close(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
 	late_unwind_free(session);
@@ -638,6 +652,16 @@ static int set_up(struct session *session, int *failed_status)
 	err = process_events_discover_named_pids(session);
 	if (err)
 		return err;
+	/* From here on a new process is looked at off the loop that drains the ring. */
+	if (options->mode != SESSION_MODE_STACKS) {
+		*failed_status = EXIT_STATUS_FAILED;
+		err = discovery_open(session);
+		if (err) {
+			report_error("starting the discovery thread: %s", strerror(-err));
+			return err;
+		}
+		*failed_status = EXIT_STATUS_TARGET;
+	}
 	build_named_tables(session);
 	for (size_t i = 0; i < session->targets.count; i++)
 		process_events_target_ready(session, &session->targets.items[i]);
@@ -786,6 +810,10 @@ int session_run(const struct session_options *options)
 		}
 	}
 	report_scope(&session);
+	/* From here on the loop drains the ring: the targets' maps are read off it. */
+	err = native_stacks_read_in_background(&session);
+	if (err && !options->quiet)
+		report_error("warning: maps are read on the draining thread: %s", strerror(-err));
 	if (session.system_wide)
 		process_events_scan(&session);
 	if (wants_children_hint(&session))
