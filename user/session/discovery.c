@@ -292,8 +292,10 @@ static void apply_asyncio(struct session *session, struct target *target, const 
 	target->asyncio_job = 0;
 	if (job->found.err || target->state != TARGET_READY)
 		return;
+	/* what the search adds (py_discover.c), not the rest of a config changed since */
 	target->python.asyncio = job->found.python.asyncio;
-	target->python.config = job->found.python.config;
+	target->python.config.tstate_running_task = job->found.python.config.tstate_running_task;
+	target->python.config.flags |= job->found.python.config.flags & PY_PROC_HAS_ASYNCIO;
 	(void)bpf_sampler_add_target(session->sampler, target->pid, &target->python.config);
 }
 
