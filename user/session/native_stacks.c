@@ -482,6 +482,9 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 	/* The files samples stop in are the ones to build first. */
 	if (record->native_stop == UNWIND_STOP_NO_TABLE)
 		unwind_cache_want_pc(native->cache, (pid_t)record->pid, pc);
+	/* a read on its way answers this walk too */
+	if (native->reader.started && read_asked(native, (pid_t)record->pid))
+		return;
 	now_ms = clock_monotonic_ms();
 	/* The leaf too: a walk that stopped before recording anything says only where it landed. */
 	if (!unwind_cache_should_refresh(native->cache, (pid_t)record->pid, pc, now_ms) &&
