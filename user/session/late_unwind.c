@@ -193,7 +193,7 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	struct late_entry *entry = *slot;
 	const struct pbp_record *record = (const struct pbp_record *)entry->record;
 	struct table_lookup lookup = { session, (pid_t)record->pid, record->time_ns };
-	uint64_t pcs[UNWIND_MAX_FRAMES], bp, start_ns = clock_monotonic_ns();
+	uint64_t pcs[UNWIND_MAX_FRAMES], bp, start_ns = clock_monotonic_ns(), read_waits;
 	struct stack_copy_view copy;
 	size_t count, used = 0;
 	int stop;
@@ -206,11 +206,12 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	count = record->native_frame_count;
 	memcpy(pcs, (const uint8_t *)(record + 1) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame),
 	       count * sizeof(uint64_t));
+	read_waits = native_stacks_read_waits(session);
 	stop = stack_copy_unwind(&copy, bp, table_at, &lookup, pcs, &count, UNWIND_MAX_FRAMES);
 	/* the unwinding that counts: the last try, not the ones that found a table still building */
 	if (stop != STACK_UNWIND_WAIT || give_up >= 0)
 		late->stats.unwind_ns += clock_monotonic_ns() - start_ns;
-	if (stop == STACK_UNWIND_WAIT && native_stacks_reading(session, (pid_t)record->pid)) {
+	if (stop == STACK_UNWIND_WAIT && native_stacks_read_waits(session) != read_waits) {
 		if (!entry->waited_for_maps)
 			late->stats.waited_for_maps++;
 		entry->waited_for_maps = true;

@@ -76,6 +76,7 @@ struct native_stacks {
 	struct unwind_table view;  /* the rows native_stacks_table_at last handed out */
 	struct maps_reader reader;
 	struct native_maps_stats maps_stats;
+	uint64_t read_waits;       /* walks native_stacks_table_at told to wait for a read on its way */
 };
 
 static int upload_table(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
@@ -500,12 +501,11 @@ int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint
 	struct native_stacks *native = session->native;
 	struct unwind_table_ref ref;
 	const struct unwind_row *rows;
+	bool reading;
 
 	if (!native)
 		return UNWIND_STOP_NOT_WALKED;
-	/* a read on its way may bring the mapping or the process: the sample waits for it */
-	if (native->reader.started && read_asked(native, pid))
-		return STACK_UNWIND_WAIT;
+	reading = native->reader.started && read_asked(native, pid);
 	switch (unwind_cache_table_at(native->cache, pid, pc, &ref, bias)) {
 	case UNWIND_PC_TABLE:
 		break;
@@ -520,6 +520,11 @@ int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint
 			return UNWIND_STOP_NO_MAPPING;
 		/* fall through */
 	case UNWIND_PC_DEFERRED:
+		/* a read on its way may bring the mapping: the sample waits for it */
+		if (reading) {
+			native->read_waits++;
+			return STACK_UNWIND_WAIT;
+		}
 		/* no read will come for it: the sample goes now, its native frames cut there */
 		if (unwind_cache_refresh_refused(native->cache, pid))
 			return UNWIND_STOP_NO_TABLE;
@@ -527,6 +532,12 @@ int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint
 			native->refreshes++;
 			attach(session, pid, true);
 		}
+		return STACK_UNWIND_WAIT;
+	case UNWIND_PC_UNKNOWN_PROC:
+		/* its first read (the process just found) is on its way */
+		if (!reading)
+			return UNWIND_STOP_NO_TABLE;
+		native->read_waits++;
 		return STACK_UNWIND_WAIT;
 	default:
 		return UNWIND_STOP_NO_TABLE;
@@ -557,9 +568,9 @@ uint64_t native_stacks_refreshes(const struct session *session)
 	return session->native ? session->native->refreshes : 0;
 }
 
-bool native_stacks_reading(const struct session *session, pid_t pid)
+uint64_t native_stacks_read_waits(const struct session *session)
 {
-	return session->native && session->native->reader.started && read_asked(session->native, pid);
+	return session->native ? session->native->read_waits : 0;
 }
 
 void native_stacks_maps_stats(const struct session *session, struct native_maps_stats *stats)
