@@ -486,6 +486,12 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 	/* a read on its way answers this walk too */
 	if (native->reader.started && read_asked(native, (pid_t)record->pid))
 		return;
+	/* A target whose first read was put off (MAPS_READS_MAX on their way) is asked for again by
+	 * its samples: nothing else would (the cache re-reads only the processes it knows). */
+	if (native->reader.started && !unwind_cache_knows_proc(native->cache, (pid_t)record->pid)) {
+		ask_read(native, (pid_t)record->pid, false);
+		return;
+	}
 	now_ms = clock_monotonic_ms();
 	/* The leaf too: a walk that stopped before recording anything says only where it landed. */
 	if (!unwind_cache_should_refresh(native->cache, (pid_t)record->pid, pc, now_ms) &&
