@@ -51,6 +51,7 @@ struct discovery_job {
 
 struct discovery {
 	const struct target_set *targets;
+	int wake_fd;                      /* the loop's (session.h's wake_fd), or -1 */
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock;
@@ -157,6 +158,7 @@ static void *discovery_run(void *opaque)
 		job->next = NULL;
 		*discovery->done_tail = job;
 		discovery->done_tail = &job->next;
+		session_wake(discovery->wake_fd);
 	}
 	pthread_mutex_unlock(&discovery->lock);
 	return NULL;
@@ -170,6 +172,7 @@ int discovery_open(struct session *session)
 	if (!discovery)
 		return -ENOMEM;
 	discovery->targets = &session->targets;
+	discovery->wake_fd = session->wake_fd;
 	discovery->todo_tail = &discovery->todo_head;
 	discovery->done_tail = &discovery->done_head;
 	pthread_mutex_init(&discovery->lock, NULL);

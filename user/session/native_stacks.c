@@ -54,6 +54,7 @@ struct maps_read {
 
 struct maps_reader {
 	pthread_t thread;
+	int wake_fd;              /* the loop's (session.h's wake_fd), or -1 */
 	bool started;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;      /* a read asked, a done read taken, or stop */
@@ -144,6 +145,7 @@ static void *maps_reader_run(void *opaque)
 		*reader->done_tail = read;
 		reader->done_tail = &read->next;
 		reader->done_count++;
+		session_wake(reader->wake_fd);
 	}
 	pthread_mutex_unlock(&reader->lock);
 	return NULL;
@@ -164,6 +166,7 @@ int native_stacks_read_in_background(struct session *session)
 	if (!native || native->reader.started)
 		return 0;
 	reader = &native->reader;
+	reader->wake_fd = session->wake_fd;
 	reader->todo_tail = &reader->todo_head;
 	reader->done_tail = &reader->done_head;
 	pthread_mutex_init(&reader->lock, NULL);

@@ -20,9 +20,6 @@
 
 /* How long -p waits for a named process's runtime before giving up on it. */
 #define STARTUP_DISCOVERY_MS 2000
-/* While lookups are on discovery's thread, the loop looks for their answers this often: a
- * launched Python's samples keep their Python frames from the moment it is found. */
-#define DISCOVERY_ANSWER_WAIT_MS 5
 
 void process_events_target_ready(struct session *session, struct target *target)
 {
@@ -114,9 +111,6 @@ void process_events_retry_pending(struct session *session, uint64_t now_ms)
 int process_events_wait_budget_ms(const struct session *session, int tick_ms, uint64_t now_ms)
 {
 	uint64_t budget = (uint64_t)tick_ms;
-
-	if (discovery_waiting(session) && budget > DISCOVERY_ANSWER_WAIT_MS)
-		budget = DISCOVERY_ANSWER_WAIT_MS;
 
 	for (size_t i = 0; i < session->targets.count; i++) {
 		const struct target *target = &session->targets.items[i];

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "session/stacks_print.h"
@@ -180,6 +181,15 @@ void session_write_record(struct session *session, const struct pbp_record *reco
 	if (session->options->mode == SESSION_MODE_WALL && session->options->async_all && python &&
 	    python->asyncio.known && record->tstate_addr)
 		write_pending_tasks(session, python, record, &sample);
+}
+
+void session_wake(int wake_fd)
+{
+	uint64_t one = 1;
+
+	/* a full counter already wakes it */
+	if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0)
+		return;
 }
 
 static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
@@ -356,7 +366,8 @@ static void run_loop(struct session *session)
 		struct symbolize_py_stats before, after;
 		uint64_t now;
 
-		bpf_sampler_wait(session->sampler, process_events_wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
+		bpf_sampler_wait_or_wake(session->sampler, session->wake_fd,
+					 process_events_wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
 		symbolize_py_cache_stats(session->resolver.python, &before);
 		drain(session);
 		native_stacks_poll(session);
@@ -364,8 +375,9 @@ static void run_loop(struct session *session)
 		discovery_poll(session);
 		count_held_in_budget(session, clock_monotonic_ms());
 		symbolize_py_cache_stats(session->resolver.python, &after);
-		tick_ms = after.misses != before.misses || native_stacks_building(session) ? TICK_FAST_MS
-											    : TICK_SLOW_MS;
+		tick_ms = after.misses != before.misses || native_stacks_building(session) || discovery_waiting(session)
+				  ? TICK_FAST_MS
+				  : TICK_SLOW_MS;
 		now = clock_monotonic_ms();
 		process_events_retry_pending(session, now);
 		keep_overhead_budget(session, now);
@@ -510,6 +522,9 @@ static void release(struct session *session)
 	session->pending_records = NULL;
 	target_budget_free(session->budget);
 	session->budget = NULL;
+	if (session->wake_fd >= 0)
+		close(session->wake_fd);
+	session->wake_fd = -1;
 }
 
 /* The targets' native unwind tables in BPF, for as long as they take up to bound_ms: whether all are. */
@@ -655,6 +670,8 @@ static int set_up(struct session *session, int *failed_status)
 	/* From here on a new process is looked at off the loop that drains the ring. */
 	if (options->mode != SESSION_MODE_STACKS) {
 		*failed_status = EXIT_STATUS_FAILED;
+		/* without it the loop finds the answers at its next tick */
+		session->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		err = discovery_open(session);
 		if (err) {
 			report_error("starting the discovery thread: %s", strerror(-err));
@@ -764,7 +781,7 @@ static bool wants_children_hint(const struct session *session)
 
 int session_run(const struct session_options *options)
 {
-	struct session session = { .options = options, .begin_us = clock_monotonic_us() };
+	struct session session = { .options = options, .begin_us = clock_monotonic_us(), .wake_fd = -1 };
 	struct errbuf error;
 	int status, err;
 

@@ -64,6 +64,9 @@ struct session {
 	struct late_unwind *late;     /* held samples (late_unwind.c), NULL until the first */
 	struct stacks_print *stacks;  /* SESSION_MODE_STACKS: the pass's threads, else NULL */
 	struct discovery *discovery;  /* discovery.c's thread, once sampling may begin; NULL before */
+	/* An eventfd the threads that work for the loop (discovery, maps reads) write to when an
+	 * answer is ready: the loop wakes for it as for records (-1: none). */
+	int wake_fd;
 	struct discovery_stats discovery_stats; /* its counts, once it is closed */
 	struct target_set targets;
 	struct sample_resolver resolver;
@@ -259,6 +262,9 @@ void late_unwind_free(struct session *session);
 const char *late_unwind_loss_name(enum late_unwind_loss loss);
 
 /* ---- session.c ---- */
+
+/* Wakes the loop (a thread's answer is ready): writes to wake_fd, unless it is -1. */
+void session_wake(int wake_fd);
 
 /* Resolves the record and writes its sample to the outputs (or the stacks listing). */
 void session_write_record(struct session *session, const struct pbp_record *record, size_t size);
