@@ -12,6 +12,7 @@
 #include "parser/parser_protocol.h"
 #include "target/proc_maps.h"
 #include "target/py_runtime_file.h"
+#include "util/clock.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -437,6 +438,127 @@ static void bad_file_stays_bad_when_touched(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/*
+ * The drain attacker, as nobody: 2,000 tiny ELF files named like libpython (discovery
+ * reads every such file, whatever their number), and a stream of Python children, each of
+ * which touches them all (a verdict is re-read when its file changes), maps them executable
+ * and spins a while: every child is a new process to discover, then a target whose maps (its
+ * 2,000 mappings, their files opened) are read, then read again as its walks stop in
+ * the files it maps. Its pid once the files are written.
+ */
+static const char churn_attacker_source[] =
+	"import mmap, os, struct, subprocess, sys, time\n"
+	"d = sys.argv[1]\n"
+	"names = [os.path.join(d, 'libpython3.99-%d.so' % i) for i in range(2000)]\n"
+	"def spin(seconds):\n"
+	"    end = time.time() + seconds\n"
+	"    while time.time() < end: sum(range(1000))\n"
+	"if len(sys.argv) > 2:\n"
+	"    keep = []\n"
+	"    for name in names:\n"
+	"        fd = os.open(name, os.O_RDONLY)\n"
+	"        os.utime(fd)\n"
+	"        keep.append(mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC))\n"
+	"        os.close(fd)\n"
+	"    spin(1.5)\n"
+	"    sys.exit(0)\n"
+	"elf = bytearray(4096)\n"
+	"elf[0:64] = struct.pack('<4sBBBBB7xHHIQQQIHHHHHH', b'\\x7fELF', 2, 1, 1, 0, 0, 3, 62, 1, 0, 64, 0, 0, 64, 56, 1, 64, 0, 0)\n"
+	"elf[64:120] = struct.pack('<IIQQQQQQ', 1, 5, 0, 0, 0, 4096, 4096, 4096)\n"
+	"for name in names:\n"
+	"    with open(name, 'wb') as f: f.write(elf)\n"
+	"print(os.getpid(), flush=True)\n"
+	"children = []\n"
+	"while True:\n"
+	"    children = [c for c in children if c.poll() is None]\n"
+	"    if len(children) < 8:\n"
+	"        children.append(subprocess.Popen([sys.executable, sys.argv[0], d, 'child']))\n"
+	"    time.sleep(0.05)\n";
+
+/* The -v summary's drain line: records and microseconds per record, and the longest drain. */
+static void read_drain(const char *log, double *us_per_record, double *longest_ms)
+{
+	char line[1024];
+	FILE *file = fopen(log, "r");
+	unsigned long long records;
+
+	assert_non_null(file);
+	*us_per_record = *longest_ms = -1;
+	while (fgets(line, sizeof(line), file))
+		if (sscanf(line, "pybpfprof: drain: %llu records, %lf us each on average; the longest drain %lf ms",
+			   &records, us_per_record, longest_ms) == 3)
+			break;
+	fclose(file);
+}
+
+/*
+ * nobody churns Python processes that map thousands of files while a benign Python spins; the
+ * whole host is profiled. The loop that drains the ring hands every process's discovery and
+ * maps read to other threads: the ring never fills (at most 1% of the samples lost, with
+ * the benign one's share of them), and the benign Python keeps at least a quarter of the samples its
+ * CPU time in the run calls for (the run's start-up and end take their share of that time, and
+ * its discovery waits its turn behind the host's other new processes).
+ */
+static void churning_mappers_leave_the_drain_free(void **state)
+{
+	char dir[64], command[1024], profile[128], log[128], script[128];
+	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-F", "199", "-d", "8", "-o", profile, NULL };
+	pid_t attacker_pid, benign_pid;
+	FILE *attacker, *benign, *out;
+	uint64_t samples = 0, lost = 0, benign_cpu_ms;
+	uint64_t start_ms, wall_ms;
+	double us_per_record, longest_ms, expected;
+	size_t benign_samples;
+	long peak;
+	int status;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(profile, "%s/out.mojo", dir);
+	FORMAT(log, "%s/profiler.log", dir);
+	FORMAT(script, "%s/churn.py", dir);
+	out = fopen(script, "w");
+	assert_non_null(out);
+	assert_true(fputs(churn_attacker_source, out) >= 0);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(chmod(script, 0644), 0);
+	FORMAT(command, "exec setsid setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 %s %s", script,
+	       dir);
+	attacker = test_popen_ready(command, &attacker_pid);
+	/* raised, so that a loaded host still gives it the CPU (and samples) to judge by */
+	benign = test_popen_ready("exec nice -n -10 /usr/bin/python3 -c '"
+				  "import os\nprint(os.getpid(), flush=True)\n"
+				  "def benign_spin():\n"
+				  "    while True: sum(range(1000))\n"
+				  "benign_spin()'",
+				  &benign_pid);
+	benign_cpu_ms = test_cpu_ms(benign_pid);
+	start_ms = clock_monotonic_ms();
+	status = test_run_watching_peak_rss(argv, log, &peak);
+	wall_ms = clock_monotonic_ms() - start_ms;
+	benign_cpu_ms = test_cpu_ms(benign_pid) - benign_cpu_ms;
+	/* the attacker and every child it started (its own session) */
+	kill(-attacker_pid, SIGKILL);
+	kill(benign_pid, SIGKILL);
+	pclose(attacker);
+	pclose(benign);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	read_totals(log, &samples, &lost);
+	read_drain(log, &us_per_record, &longest_ms);
+	benign_samples = samples_with_frame(profile, "benign_spin");
+	/* its CPU time spread evenly over the profiler's run, of which 8 s sampled */
+	expected = 199.0 * (double)benign_cpu_ms / 1000.0 * 8000.0 / (double)(wall_ms > 8000 ? wall_ms : 8000);
+	print_message("%" PRIu64 " samples, %" PRIu64 " lost; the benign Python: %zu samples of %.0f its CPU time (%"
+		      PRIu64 " ms in %" PRIu64 " ms) calls for; drain %.1f us per record, longest %.1f ms; peak RSS %ld KiB\n",
+		      samples, lost, benign_samples, expected, benign_cpu_ms, wall_ms, us_per_record, longest_ms, peak);
+	assert_true(lost * 100 <= samples);
+	assert_true((double)benign_samples >= 0.25 * expected);
+	assert_true(peak < PEAK_RSS_LIMIT_KIB);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +567,7 @@ int main(void)
 		cmocka_unit_test(bad_file_stays_bad_when_touched),
 		cmocka_unit_test(note_bomb_costs_the_profiler_nothing),
 		cmocka_unit_test(sparse_files_cost_the_profiler_nothing),
+		cmocka_unit_test(churning_mappers_leave_the_drain_free),
 	};
 
 	if (getenv("TEST_FILTER"))

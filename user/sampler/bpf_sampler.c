@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -883,6 +884,26 @@ int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms)
 
 	if (ready < 0)
 		return errno == EINTR ? 0 : -errno;
+	return ready;
+}
+
+int bpf_sampler_wait_or_wake(struct bpf_sampler *sampler, int wake_fd, int timeout_ms)
+{
+	struct pollfd fds[2] = { { .fd = ring_buffer__epoll_fd(sampler->rings), .events = POLLIN },
+				 { .fd = wake_fd, .events = POLLIN } };
+	int ready;
+
+	if (wake_fd < 0)
+		return bpf_sampler_wait(sampler, timeout_ms);
+	ready = poll(fds, 2, timeout_ms);
+	if (ready < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (fds[1].revents & POLLIN) {
+		uint64_t count;
+
+		if (read(wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
 	return ready;
 }
 

@@ -103,6 +103,9 @@ int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_re
 /* Blocks up to timeout_ms until a proc event arrives or the record buffer fills past its
  * wakeup mark; returns > 0 if there is something to consume, 0 on timeout, -errno. */
 int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms);
+/* The same, woken also when the eventfd wake_fd (-1: none) is written to (it is then read, so
+ * that it waits again). */
+int bpf_sampler_wait_or_wake(struct bpf_sampler *sampler, int wake_fd, int timeout_ms);
 /* Each counter (enum pbp_counter) summed over CPUs. */
 int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX]);
 /* Failed reads of target memory per site (enum pbp_error), summed over CPUs. */

@@ -50,6 +50,7 @@ struct late_entry {
 	size_t size;
 	bool waiting;  /* carries a copy not yet unwound */
 	bool waiting_names; /* a file of its pcs waits for its symbols */
+	bool waited_for_maps; /* it waited for a read of its process's maps (counted once) */
 	uint64_t record[]; /* size bytes: 8-byte aligned, as the ring hands them out */
 };
 
@@ -70,7 +71,7 @@ static const char *const loss_names[LATE_LOST_COUNT] = {
 	[LATE_LOST_IN_TIME] = "no table in time", [LATE_LOST_NO_TABLE] = "file without a table",
 	[LATE_LOST_COPY_SHORT] = "stack copy too short", [LATE_LOST_BUDGET] = "held samples' budget full",
 	[LATE_LOST_GONE] = "process gone first", [LATE_LOST_BAD_COPY] = "bad stack copy",
-	[LATE_LOST_NO_FILE] = "code in no file",
+	[LATE_LOST_NO_FILE] = "code in no file", [LATE_LOST_MAPS_UNREAD] = "maps not read in time",
 };
 
 const char *late_unwind_loss_name(enum late_unwind_loss loss)
@@ -234,7 +235,7 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	struct late_entry *entry = *slot;
 	const struct pbp_record *record = (const struct pbp_record *)entry->record;
 	struct table_lookup lookup = { session, (pid_t)record->pid, record->time_ns };
-	uint64_t pcs[UNWIND_MAX_FRAMES], bp, start_ns = clock_monotonic_ns();
+	uint64_t pcs[UNWIND_MAX_FRAMES], bp, start_ns = clock_monotonic_ns(), read_waits;
 	struct stack_copy_view copy;
 	size_t count, used = 0;
 	int stop;
@@ -247,10 +248,19 @@ static void resolve(struct session *session, struct late_entry **slot, int give_
 	count = record->native_frame_count;
 	memcpy(pcs, (const uint8_t *)(record + 1) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame),
 	       count * sizeof(uint64_t));
+	read_waits = native_stacks_read_waits(session);
 	stop = stack_copy_unwind(&copy, bp, table_at, &lookup, pcs, &count, UNWIND_MAX_FRAMES);
 	/* the unwinding that counts: the last try, not the ones that found a table still building */
 	if (stop != STACK_UNWIND_WAIT || give_up >= 0)
 		late->stats.unwind_ns += clock_monotonic_ns() - start_ns;
+	if (stop == STACK_UNWIND_WAIT && native_stacks_read_waits(session) != read_waits) {
+		if (!entry->waited_for_maps)
+			late->stats.waited_for_maps++;
+		entry->waited_for_maps = true;
+		/* what it lacks is the read, not a table */
+		if (give_up == LATE_LOST_IN_TIME)
+			give_up = LATE_LOST_MAPS_UNREAD;
+	}
 	if (stop == STACK_UNWIND_WAIT && count == record->native_frame_count) {
 		/* Its first table is not there yet. */
 		if (give_up >= 0)
@@ -419,6 +429,7 @@ bool late_unwind_hold(struct session *session, const struct pbp_record *record, 
 	entry->size = size;
 	entry->waiting = has_copy;
 	entry->waiting_names = wants_names;
+	entry->waited_for_maps = false;
 	memcpy(entry->record, record, size);
 	note_record_pcs(session, record, size);
 	late->entries[late->count++] = entry;

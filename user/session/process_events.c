@@ -46,7 +46,10 @@ void process_events_check_asyncio(struct session *session, struct target *target
 	target->asyncio_look_ns = target->asyncio_look_ns == 0 ? TARGET_ASYNCIO_LOOK_FIRST_NS
 				  : target->asyncio_look_ns < TARGET_ASYNCIO_LOOK_LAST_NS / 2 ? 2 * target->asyncio_look_ns
 											   : TARGET_ASYNCIO_LOOK_LAST_NS;
-	if (py_discover_asyncio(session->targets.runtime_files, python) == 0)
+	/* its maps and files are the process's to make slow: read on discovery's thread */
+	if (session->discovery)
+		discovery_request_asyncio(session, target);
+	else if (py_discover_asyncio(session->targets.runtime_files, python) == 0)
 		(void)bpf_sampler_add_target(session->sampler, target->pid, &python->config);
 }
 
@@ -75,10 +78,9 @@ static void target_ended(struct session *session, struct target *target)
 	native_stacks_detach(session, target->pid);
 }
 
-static void try_discover(struct session *session, struct target *target, uint64_t now_ms)
+/* What a discovery attempt of target ended in (err: target_set_discover's). */
+static void discovery_ended(struct session *session, struct target *target, int err)
 {
-	int err = target_set_discover(&session->targets, target, now_ms);
-
 	if (err == 0) {
 		process_events_target_ready(session, target);
 		return;
@@ -91,12 +93,31 @@ static void try_discover(struct session *session, struct target *target, uint64_
 	bpf_sampler_remove_target(session->sampler, target->pid);
 }
 
+void process_events_discovered(struct session *session, struct target *target, const struct target_discovery *found)
+{
+	target->discovery_job = 0;
+	/* an answer for a target that ended meanwhile, or was found by the named pids' wait */
+	if (target->state != TARGET_PENDING)
+		return;
+	discovery_ended(session, target, target_set_discover_apply(target, found, clock_monotonic_ms()));
+}
+
+/* With discovery's thread running, the attempt is queued there: the drain goes on meanwhile. */
+static void try_discover(struct session *session, struct target *target, uint64_t now_ms)
+{
+	if (session->discovery) {
+		discovery_request_runtime(session, target);
+		return;
+	}
+	discovery_ended(session, target, target_set_discover(&session->targets, target, now_ms));
+}
+
 void process_events_retry_pending(struct session *session, uint64_t now_ms)
 {
 	for (size_t i = 0; i < session->targets.count; i++) {
 		struct target *target = &session->targets.items[i];
 
-		if (target->state == TARGET_PENDING && now_ms >= target->next_attempt_ms)
+		if (target->state == TARGET_PENDING && !target->discovery_job && now_ms >= target->next_attempt_ms)
 			try_discover(session, target, now_ms);
 	}
 }
@@ -110,7 +131,7 @@ int process_events_wait_budget_ms(const struct session *session, int tick_ms, ui
 	for (size_t i = 0; i < session->targets.count; i++) {
 		const struct target *target = &session->targets.items[i];
 
-		if (target->state != TARGET_PENDING)
+		if (target->state != TARGET_PENDING || target->discovery_job)
 			continue;
 		if (target->next_attempt_ms <= now_ms)
 			return 0;
@@ -184,6 +205,9 @@ static void on_exec(struct session *session, pid_t pid)
 	/* what it runs now imports asyncio on its own schedule */
 	target->asyncio_looked_ns = 0;
 	target->asyncio_look_ns = 0;
+	/* answers on their way describe the image that is gone */
+	target->discovery_job = 0;
+	target->asyncio_job = 0;
 	/* Launched processes are sampled (kernel stacks) while their runtime is being found; a
 	 * known target is marked pending here too, since a fork notice handled just before this
 	 * exec notice may have given BPF the old image's description again. */
@@ -229,6 +253,9 @@ static void on_fork(struct session *session, pid_t pid, pid_t parent_pid)
 	child->next_attempt_ms = 0;
 	child->asyncio_looked_ns = parent_looked_ns;
 	child->asyncio_look_ns = parent_look_ns;
+	/* the parent's lookups on their way are the parent's: a pending child asks its own */
+	child->discovery_job = 0;
+	child->asyncio_job = 0;
 	/* The parent may have become ready after the fork: BPF then copied its pending entry,
 	 * and nothing else would ever tell BPF that the child is ready too. */
 	if (state == TARGET_READY)

@@ -622,10 +622,12 @@ static void print_late_summary(const struct session *session, const uint64_t cou
 				"samples lost native frames\n",
 			counters[PBP_CNT_COPIES_DROPPED]);
 	fprintf(stderr, "pybpfprof: late unwinding: %" PRIu64 " stack copies from BPF, %" PRIu64 " received; %" PRIu64
-			" samples unwound late (%.1f us each), %" PRIu64 " lost native frames%s%s%s; at most %s held; "
+			" samples unwound late (%.1f us each), %" PRIu64 " waited for a maps read, %" PRIu64
+			" lost native frames%s%s%s; at most %s held; "
 			"copies read to %.1f KiB on average, %.1f KiB at most (of %u)\n",
 		counters[PBP_CNT_STACK_COPIES], late.held, late.unwound,
-		late.held ? (double)late.unwind_ns / 1e3 / (double)late.held : 0.0, late_lost_total(&late),
+		late.held ? (double)late.unwind_ns / 1e3 / (double)late.held : 0.0, late.waited_for_maps,
+		late_lost_total(&late),
 		losses[0] ? " (" : "", losses, losses[0] ? ")" : "", peak,
 		late.unwound ? (double)late.copy_used_sum / 1024.0 / (double)late.unwound : 0.0,
 		(double)late.copy_used_max / 1024.0, PBP_STACK_COPY_BYTES / 1024u);
@@ -887,6 +889,37 @@ static void print_discovery_summary(const struct session *session)
 			PRIu64 " mappings; %" PRIu64 " verdicts evicted; %" PRIu64 " files bad (the parser worker died"
 			" on them or overran); %" PRIu64 " left unread (past a process's share)\n",
 		stats.examined, stats.runtimes, stats.lookups, stats.evicted, stats.bad, stats.skipped);
+}
+
+/* What the loop that drains the ring spent per record, and what it handed to discovery's thread
+ * (session/discovery.c) instead of reading it itself. */
+static void print_drain_summary(const struct session *session)
+{
+	struct discovery_stats found;
+
+	discovery_stats(session, &found);
+	fprintf(stderr, "pybpfprof: drain: %" PRIu64 " records, %.1f us each on average; the longest drain %.1f ms"
+			" (%" PRIu64 " records)\n",
+		session->drained_records,
+		session->drained_records ? (double)session->drain_us / (double)session->drained_records : 0.0,
+		(double)session->longest_drain_us / 1e3, session->longest_drain_records);
+	if (session->native) {
+		struct native_maps_stats maps;
+
+		native_stacks_maps_stats(session, &maps);
+		fprintf(stderr, "pybpfprof: maps thread: %" PRIu64 " reads asked (%" PRIu64 " more served by one on its way), %"
+				PRIu64 " applied (%" PRIu64 " for processes changed since), %" PRIu64 " put off, at most %"
+				PRIu64 " on their way; %.2f s reading, %.1f ms from ask to answer at most\n",
+			maps.asked, maps.merged, maps.applied, maps.cancelled, maps.put_off, maps.peak_asked,
+			(double)maps.busy_us / 1e6, (double)maps.max_wait_us / 1e3);
+	}
+	if (!found.asked[0] && !found.asked[1])
+		return;
+	fprintf(stderr, "pybpfprof: discovery thread: %" PRIu64 " runtime and %" PRIu64 " asyncio lookups, %" PRIu64
+			" answered (%" PRIu64 " for processes changed since), %" PRIu64 " put off (queue full), at most %"
+			PRIu64 " queued; %.2f s reading, %.1f ms from ask to answer at most\n",
+		found.asked[0], found.asked[1], found.answered, found.stale, found.deferred, found.peak_queued,
+		(double)found.busy_us / 1e6, (double)found.max_latency_us / 1e3);
 }
 
 /* The kernel's run time of the sample program over every run, then BPF's own timing of the
@@ -1207,6 +1240,7 @@ static void print_summary(struct session *session, uint64_t counters[PBP_CNT_MAX
 		print_asyncio_summary(session);
 		print_container_summary(session);
 		print_discovery_summary(session);
+		print_drain_summary(session);
 		print_push_summary(session);
 		print_budget_summary(session, counters, outputs_held);
 		print_target_budget_summary(session);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "session/stacks_print.h"
@@ -185,6 +186,15 @@ void session_write_record(struct session *session, const struct pbp_record *reco
 		write_pending_tasks(session, python, record, &sample);
 }
 
+void session_wake(int wake_fd)
+{
+	uint64_t one = 1;
+
+	/* a full counter already wakes it */
+	if (wake_fd >= 0 && write(wake_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
 static void resolve_and_write(struct session *session, const struct pbp_record *record, size_t size)
 {
 	native_stacks_on_record(session, record, size);
@@ -229,7 +239,8 @@ static void count_held_in_budget(struct session *session, uint64_t now_ms)
 		outputs += pf_writer_held_bytes(session->writers[i]);
 	target_budget_set_held(session->budget, session->outputs_budget_store, outputs);
 	target_budget_set_held(session->budget, session->pending_budget_store,
-			       session->pending_capacity + late_unwind_held_bytes(session));
+			       session->pending_capacity + late_unwind_held_bytes(session) + discovery_held_bytes(session) +
+				       native_stacks_held_bytes(session));
 	freed = target_budget_freed_total(session->budget);
 	if (freed - session->budget_freed_at_trim >= TRIM_AFTER_FREED_BYTES &&
 	    now_ms - session->budget_trim_ms >= TRIM_INTERVAL_MS) {
@@ -265,6 +276,7 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 	struct session *session = ctx;
 	struct target *target;
 
+	session->drained_records++;
 	sample_resolve_prefetch(&session->resolver, record, size, python_of_record(session, record, &target));
 	if (!keep_record(session, record, size)) {
 		write_pending_records(session);
@@ -286,9 +298,17 @@ static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
 
 static void drain(struct session *session)
 {
+	uint64_t start_us = clock_monotonic_us(), records = session->drained_records, took_us;
+
 	bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
 	write_pending_records(session);
 	late_unwind_flush(session);
+	took_us = clock_monotonic_us() - start_us;
+	session->drain_us += took_us;
+	if (took_us > session->longest_drain_us) {
+		session->longest_drain_us = took_us;
+		session->longest_drain_records = session->drained_records - records;
+	}
 }
 
 static int finish(struct session *session)
@@ -300,6 +320,8 @@ static int finish(struct session *session)
 	 * what BPF sends then is not the run's). */
 	bpf_sampler_counters(session->sampler, counters);
 	session->stop_us = clock_monotonic_us();
+	/* the summary reads the runtime files' counts, which the thread no longer changes */
+	discovery_close(session);
 	late_unwind_finish(session);
 	if (session->windows) {
 		windows_close(session->windows, &session->push_stats);
@@ -347,15 +369,18 @@ static void run_loop(struct session *session)
 		struct symbolize_py_stats before, after;
 		uint64_t now;
 
-		bpf_sampler_wait(session->sampler, process_events_wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
+		bpf_sampler_wait_or_wake(session->sampler, session->wake_fd,
+					 process_events_wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
 		symbolize_py_cache_stats(session->resolver.python, &before);
 		drain(session);
 		native_stacks_poll(session);
 		late_unwind_flush(session);
+		discovery_poll(session);
 		count_held_in_budget(session, clock_monotonic_ms());
 		symbolize_py_cache_stats(session->resolver.python, &after);
-		tick_ms = after.misses != before.misses || native_stacks_building(session) ? TICK_FAST_MS
-											    : TICK_SLOW_MS;
+		tick_ms = after.misses != before.misses || native_stacks_building(session) || discovery_waiting(session)
+				  ? TICK_FAST_MS
+				  : TICK_SLOW_MS;
 		now = clock_monotonic_ms();
 		process_events_retry_pending(session, now);
 		keep_overhead_budget(session, now);
@@ -480,6 +505,7 @@ static void release(struct session *session)
 		session->windows = NULL;
 	}
 	report_abort_writers(session);
+	discovery_close(session);
 	if (session->sampler)
 		bpf_sampler_close(session->sampler);
 	late_unwind_free(session);
@@ -501,6 +527,9 @@ static void release(struct session *session)
 	session->pending_records = NULL;
 	target_budget_free(session->budget);
 	session->budget = NULL;
+	if (session->wake_fd >= 0)
+		close(session->wake_fd);
+	session->wake_fd = -1;
 }
 
 /* The targets' native unwind tables in BPF, for as long as they take up to bound_ms: whether all are. */
@@ -648,6 +677,18 @@ static int set_up(struct session *session, int *failed_status)
 	err = process_events_discover_named_pids(session);
 	if (err)
 		return err;
+	/* From here on a new process is looked at off the loop that drains the ring. */
+	if (options->mode != SESSION_MODE_STACKS) {
+		*failed_status = EXIT_STATUS_FAILED;
+		/* without it the loop finds the answers at its next tick */
+		session->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		err = discovery_open(session);
+		if (err) {
+			report_error("starting the discovery thread: %s", strerror(-err));
+			return err;
+		}
+		*failed_status = EXIT_STATUS_TARGET;
+	}
 	build_named_tables(session);
 	for (size_t i = 0; i < session->targets.count; i++)
 		process_events_target_ready(session, &session->targets.items[i]);
@@ -752,7 +793,7 @@ static bool wants_children_hint(const struct session *session)
 
 int session_run(const struct session_options *options)
 {
-	struct session session = { .options = options, .begin_us = clock_monotonic_us() };
+	struct session session = { .options = options, .begin_us = clock_monotonic_us(), .wake_fd = -1 };
 	struct errbuf error;
 	int status, err;
 
@@ -798,6 +839,10 @@ int session_run(const struct session_options *options)
 		}
 	}
 	report_scope(&session);
+	/* From here on the loop drains the ring: the targets' maps are read off it. */
+	err = native_stacks_read_in_background(&session);
+	if (err && !options->quiet)
+		report_error("warning: maps are read on the draining thread: %s", strerror(-err));
 	if (session.system_wide)
 		process_events_scan(&session);
 	if (wants_children_hint(&session))

@@ -33,6 +33,18 @@
 
 struct native_stacks;
 struct stacks_print;
+struct discovery;
+
+/* Lookups done off the draining thread (discovery.c), for the -v summary. */
+struct discovery_stats {
+	uint64_t asked[2];        /* runtimes, asyncio modules */
+	uint64_t answered;
+	uint64_t stale;           /* answers for a process that exec'd, ended or was forgotten meanwhile */
+	uint64_t deferred;        /* lookups put off, the queue full */
+	uint64_t peak_queued;
+	uint64_t max_latency_us;  /* from the ask to the answer, at most */
+	uint64_t busy_us;         /* the thread's time reading */
+};
 
 struct container_counts {
 	uint64_t processes;
@@ -51,6 +63,11 @@ struct session {
 	struct native_stacks *native; /* NULL: native stacks off */
 	struct late_unwind *late;     /* held samples (late_unwind.c), NULL until the first */
 	struct stacks_print *stacks;  /* SESSION_MODE_STACKS: the pass's threads, else NULL */
+	struct discovery *discovery;  /* discovery.c's thread, once sampling may begin; NULL before */
+	/* An eventfd the threads that work for the loop (discovery, maps reads) write to when an
+	 * answer is ready: the loop wakes for it as for records (-1: none). */
+	int wake_fd;
+	struct discovery_stats discovery_stats; /* its counts, once it is closed */
 	struct target_set targets;
 	struct sample_resolver resolver;
 	struct pf_writer *writers[SESSION_MAX_OUTPUTS];
@@ -87,6 +104,8 @@ struct session {
 	struct container_counts *container_counts;
 	size_t container_capacity;
 	uint64_t samples_written;
+	/* The loop's drains of the ring: records, time (each drain's, summed), and the longest. */
+	uint64_t drained_records, drain_us, longest_drain_us, longest_drain_records;
 	uint64_t begin_us;           /* when the run began, before set-up */
 	uint64_t first_sample_us;    /* when its first sample was written (0: none yet) */
 	uint64_t start_ms;
@@ -129,6 +148,27 @@ void process_events_note_children_cpu(struct session *session);
 void process_events_hint_children(struct session *session);
 bool process_events_all_ended(struct session *session);
 
+/* A runtime lookup of target (asked with discovery_request_runtime) came back: its new state. */
+void process_events_discovered(struct session *session, struct target *target, const struct target_discovery *found);
+
+/* ---- discovery.c: runtimes and asyncio modules found on a thread of their own ---- */
+
+/* Starts the thread; from then on it alone uses the targets' runtime_files. 0 or -errno. */
+int discovery_open(struct session *session);
+/* Stops it (the lookup being read is finished first); unanswered lookups are dropped. */
+void discovery_close(struct session *session);
+/* Queues a runtime lookup of target unless one is on its way: false when the queue was full
+ * (target->next_attempt_ms then says when to ask again). */
+bool discovery_request_runtime(struct session *session, struct target *target);
+/* Queues a search of a READY 3.14+ target's mappings for its _asyncio extension. */
+void discovery_request_asyncio(struct session *session, struct target *target);
+/* Applies the answers that came back since the last call. */
+void discovery_poll(struct session *session);
+/* Whether lookups are on their way: the loop then ticks fast, to apply them soon. */
+bool discovery_waiting(const struct session *session);
+size_t discovery_held_bytes(const struct session *session);
+void discovery_stats(const struct session *session, struct discovery_stats *stats);
+
 /* ---- native_stacks.c: the unwind tables of the targets, kept in BPF ---- */
 
 /* With native stacks on: the table cache, sized to the sampler's rows map. 0 or -ENOMEM. */
@@ -150,11 +190,32 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 /* Summary line and file metadata of the tables (rows, files, build time, failures). */
 void native_stacks_stats(const struct session *session, struct unwind_cache_stats *stats);
 uint64_t native_stacks_refreshes(const struct session *session);
+/* From now on the targets' maps are read on a thread of their own (the loop that drains the ring
+ * asks and goes on): before, native_stacks_attach reads them at once. 0 or -errno. */
+int native_stacks_read_in_background(struct session *session);
+/* The reads of maps off the draining thread, for the -v summary. */
+struct native_maps_stats {
+	uint64_t asked;        /* reads asked of the thread */
+	uint64_t merged;       /* asks a read already on its way served */
+	uint64_t applied;      /* reads done and taken */
+	uint64_t cancelled;    /* of those, for a process that exited or exec'd meanwhile */
+	uint64_t put_off;      /* asks refused, MAPS_READS_MAX on their way */
+	uint64_t peak_asked;   /* the most on their way at once */
+	uint64_t asked_now;
+	uint64_t max_wait_us;  /* from an ask to its answer taken, at most */
+	uint64_t busy_us;      /* the thread's time reading */
+};
+void native_stacks_maps_stats(const struct session *session, struct native_maps_stats *stats);
+/* What the reads on their way hold (the descriptors they hold are bounded apart). */
+size_t native_stacks_held_bytes(const struct session *session);
 /* target/stack_copy_unwind.h's stack_unwind_table_fn for pid: the rows of the file mapped at pc as
  * BPF has them (valid until the next call), or why there are none (STACK_UNWIND_WAIT: building,
  * and now wanted first; or a pc in no mapping of a maps read older than the sample, at sample_ns). */
 int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint64_t sample_ns,
 			   const struct unwind_table **table, uint64_t *bias);
+/* How many times native_stacks_table_at said to wait for a read of maps on its way (a walk that
+ * moved it waited for one). */
+uint64_t native_stacks_read_waits(const struct session *session);
 
 /* ---- late_unwind.c: samples whose native walk waits for a table (PBP_REC_STACK_COPY) ---- */
 
@@ -167,6 +228,7 @@ enum late_unwind_loss {
 	LATE_LOST_GONE,         /* the process exited before its table was built */
 	LATE_LOST_BAD_COPY,     /* the record's copy did not hold together */
 	LATE_LOST_NO_FILE,      /* the pc lies in no file mapping, read after the sample (JIT code) */
+	LATE_LOST_MAPS_UNREAD,  /* its process's maps were still being read off the draining thread */
 	LATE_LOST_COUNT,
 };
 
@@ -175,6 +237,7 @@ struct late_unwind_stats {
 	uint64_t unwound;       /* ... whose walk went on from it with the file's table */
 	uint64_t held_for_names; /* samples held for their files' symbols (not yet read) */
 	uint64_t names_missed;  /* ... of which went before the symbols came (frames named by offset) */
+	uint64_t waited_for_maps; /* ... that waited for a read of their process's maps (native_stacks.c) */
 	uint64_t lost[LATE_LOST_COUNT];
 	uint64_t held_now;      /* samples in the queue now (with those behind them) */
 	uint64_t peak_bytes;    /* the most the queue held at once */
@@ -206,6 +269,9 @@ void late_unwind_free(struct session *session);
 const char *late_unwind_loss_name(enum late_unwind_loss loss);
 
 /* ---- session.c ---- */
+
+/* Wakes the loop (a thread's answer is ready): writes to wake_fd, unless it is -1. */
+void session_wake(int wake_fd);
 
 /* Resolves the record and writes its sample to the outputs (or the stacks listing). */
 void session_write_record(struct session *session, const struct pbp_record *record, size_t size);

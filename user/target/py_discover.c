@@ -44,6 +44,7 @@ struct search {
 	int failed_err;
 	bool gone;              /* the process exited meanwhile */
 	size_t examined;        /* files read for this search (verdicts not already known) */
+	size_t examined_named;  /* ... of which named like CPython */
 	size_t skipped;         /* files left unread, past PY_DISCOVER_MAX_UNNAMED_READS */
 };
 
@@ -56,6 +57,10 @@ struct search {
  * discovery reads the next share, those read being remembered.
  */
 #define PY_DISCOVER_MAX_UNNAMED_READS 64
+/* The same for files named like CPython: a process maps one or two, an attacker thousands
+ * (each read again when touched), which would make one discovery last seconds and hold up
+ * every other process's. */
+#define PY_DISCOVER_MAX_NAMED_READS 16
 
 static bool is_libpython(const char *name)
 {
@@ -142,13 +147,17 @@ static bool examine(struct discovery *d, const struct proc_map *map, struct sear
 	uint64_t read_before;
 	int err;
 
-	if (!named_like_python && search->examined >= PY_DISCOVER_MAX_UNNAMED_READS) {
+	if ((!named_like_python && search->examined >= PY_DISCOVER_MAX_UNNAMED_READS) ||
+	    (named_like_python && search->examined_named >= PY_DISCOVER_MAX_NAMED_READS)) {
 		search->skipped++;
 		return false;
 	}
 	read_before = files_read(d, search);
 	err = py_runtime_file_lookup(d->cache, d->pid, map, &file);
-	search->examined += d->cache ? files_read(d, search) - read_before : 1;
+	read_before = d->cache ? files_read(d, search) - read_before : 1;
+	search->examined += read_before;
+	if (named_like_python)
+		search->examined_named += read_before;
 
 	if (!err && file.unread == -EFBIG)
 		err = -EFBIG;

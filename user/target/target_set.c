@@ -198,17 +198,24 @@ static uint64_t next_delay_ms(const struct target *target, uint64_t now_ms)
 	return delay > RETRY_MAX_MS ? RETRY_MAX_MS : delay;
 }
 
-int target_set_discover(const struct target_set *set, struct target *target, uint64_t now_ms)
+void target_set_discover_read(const struct target_set *set, pid_t pid, struct target_discovery *found)
+{
+	found->err = py_discover_runtime_cached(set->runtime_files, pid, &found->python, found->error.text,
+						sizeof(found->error.text));
+	if (found->err == 0)
+		found->err = proc_identity_read(pid, &found->identity);
+}
+
+int target_set_discover_apply(struct target *target, const struct target_discovery *found, uint64_t now_ms)
 {
 	uint64_t limit = target->origin == TARGET_FROM_SCAN ? PENDING_LIMIT_SCAN_MS
 							   : PENDING_LIMIT_EXPLICIT_MS;
-	int err;
+	int err = found->err;
 
-	err = py_discover_runtime_cached(set->runtime_files, target->pid, &target->python, target->last_error.text,
-					 sizeof(target->last_error.text));
-	if (err == 0)
-		err = proc_identity_read(target->pid, &target->identity);
+	target->python = found->python;
+	target->last_error = found->error;
 	if (err == 0) {
+		target->identity = found->identity;
 		target->state = TARGET_READY;
 		target->ran_python = true;
 		return 0;
@@ -238,4 +245,12 @@ int target_set_discover(const struct target_set *set, struct target *target, uin
 			   (int)target->pid, (unsigned long long)(limit / 1000));
 	target->state = TARGET_GONE;
 	return err;
+}
+
+int target_set_discover(const struct target_set *set, struct target *target, uint64_t now_ms)
+{
+	struct target_discovery found;
+
+	target_set_discover_read(set, target->pid, &found);
+	return target_set_discover_apply(target, &found, now_ms);
 }

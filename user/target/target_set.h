@@ -50,6 +50,10 @@ struct target {
 	unsigned late_looks;            /* looks left at a process not Python yet (TARGET_SET_LATE_LOOKS) */
 	uint64_t asyncio_looked_ns;     /* a record's time when its maps were last searched for _asyncio */
 	uint64_t asyncio_look_ns;       /* and how long until the next search (doubles) */
+	/* Lookups asked of another thread and not answered yet (0: none); an answer to another
+	 * number (asked before an exec, or of a process since forgotten) is not this one's. */
+	uint64_t discovery_job;
+	uint64_t asyncio_job;
 };
 
 /* A 3.14+ target whose _asyncio extension was not mapped is looked at again after the first of
@@ -95,6 +99,18 @@ struct target *target_set_find(const struct target_set *set, pid_t pid);
  * (next_attempt_ms says when), or the error that ends it (last_error says why).
  */
 int target_set_discover(const struct target_set *set, struct target *target, uint64_t now_ms);
+
+/* target_set_discover in two halves, for a thread that reads while another owns the set: what
+ * discovery found of pid (with the set's runtime_files cache: the one thread that uses it),
+ * then the target's new state from it, as target_set_discover returns. */
+struct target_discovery {
+	int err;
+	struct py_target python;
+	struct proc_identity identity;
+	struct errbuf error;
+};
+void target_set_discover_read(const struct target_set *set, pid_t pid, struct target_discovery *found);
+int target_set_discover_apply(struct target *target, const struct target_discovery *found, uint64_t now_ms);
 /*
  * A long whole-host run sees countless processes come and go: forget those that ended. At most
  * every TARGET_SET_SWEEP_MS, each GONE target (not one named with -p) whose process has exited

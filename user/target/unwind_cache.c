@@ -864,37 +864,85 @@ static bool is_unwindable(const struct proc_map *map)
 	return map->perms[2] == 'x' && (map->path[0] == '/' || vdso_is_map_name(map->path));
 }
 
-/* The mapping's table, and its file (NULL when it has none: *mapping says why; *deferred when
- * it is left for a later read). */
-static int map_one(struct unwind_cache *cache, pid_t pid, const struct proc_map *map,
-		   struct unwind_mapping *mapping, struct cached_file **file_out, bool *deferred)
+/* What one executable mapping is, read without the cache: its file's id and load bias, and the
+ * file open (the first mapping of each file holds it, at most UNWIND_PREPARED_FDS_MAX files). */
+static void prepare_one(pid_t pid, const struct proc_map *map, struct unwind_prepared_proc *prepared)
 {
-	struct unwind_file_id id;
-	struct cached_file *file;
-	uint64_t bias;
+	struct unwind_prepared_map *entry = &prepared->maps[prepared->count++];
 	int fd;
 
-	*mapping = (struct unwind_mapping){ .start = map->start, .end = map->end,
-					    .table_id = UNWIND_TABLE_NONE, .stop_cause = UNWIND_STOP_NO_TABLE };
-	*file_out = NULL;
-	*deferred = false;
+	*entry = (struct unwind_prepared_map){ .start = map->start, .end = map->end, .fd = -1 };
 	if (map->deleted) {
-		mapping->stop_cause = UNWIND_STOP_DELETED_FILE;
-		return 0;
+		entry->state = UNWIND_PREPARED_DELETED;
+		return;
+	}
+	/* a file met before in this read: its descriptor serves (the bias is the mapping's own) */
+	for (size_t i = 0; i + 1 < prepared->count; i++) {
+		const struct unwind_prepared_map *earlier = &prepared->maps[i];
+
+		if (earlier->fd < 0 || earlier->inode != map->inode || earlier->dev_major != map->dev_major ||
+		    earlier->dev_minor != map->dev_minor)
+			continue;
+		entry->inode = map->inode;
+		entry->dev_major = map->dev_major;
+		entry->dev_minor = map->dev_minor;
+		entry->id = earlier->id;
+		entry->fd = earlier->fd;
+		entry->state = load_bias(earlier->fd, map, &entry->bias) ? UNWIND_PREPARED_NOT_ELF : UNWIND_PREPARED_FILE;
+		return;
 	}
 	fd = open_mapped_file(pid, map);
 	if (fd < 0) {
+		entry->state = UNWIND_PREPARED_OPEN_FAILED;
+		return;
+	}
+	if (load_bias(fd, map, &entry->bias) || unwind_table_file_id(fd, &entry->id)) {
+		entry->state = UNWIND_PREPARED_NOT_ELF;
+		close(fd);
+		return;
+	}
+	entry->state = UNWIND_PREPARED_FILE;
+	if (prepared->fd_count >= UNWIND_PREPARED_FDS_MAX) {
+		close(fd); /* a new file of it is deferred: a later read opens it */
+		return;
+	}
+	entry->fd = prepared->fds[prepared->fd_count++] = fd;
+	entry->inode = map->inode;
+	entry->dev_major = map->dev_major;
+	entry->dev_minor = map->dev_minor;
+}
+
+/* The mapping's table, and its file (NULL when it has none: *mapping says why; *deferred when
+ * it is left for a later read). */
+static int map_one(struct unwind_cache *cache, const struct unwind_prepared_map *prepared,
+		   struct unwind_mapping *mapping, struct cached_file **file_out, bool *deferred)
+{
+	struct cached_file *file;
+
+	*mapping = (struct unwind_mapping){ .start = prepared->start, .end = prepared->end,
+					    .table_id = UNWIND_TABLE_NONE, .stop_cause = UNWIND_STOP_NO_TABLE };
+	*file_out = NULL;
+	*deferred = false;
+	switch (prepared->state) {
+	case UNWIND_PREPARED_DELETED:
+		mapping->stop_cause = UNWIND_STOP_DELETED_FILE;
+		return 0;
+	case UNWIND_PREPARED_OPEN_FAILED:
 		cache->failures[UNWIND_FAIL_OPEN]++;
 		return 0;
-	}
-	if (load_bias(fd, map, &bias) || unwind_table_file_id(fd, &id)) {
+	case UNWIND_PREPARED_NOT_ELF:
 		cache->failures[UNWIND_FAIL_NOT_ELF]++;
-		close(fd);
+		return 0;
+	default:
+		break;
+	}
+	mapping->bias = prepared->bias;
+	if (prepared->fd < 0 && !file_with_id(cache, &prepared->id)) {
+		cache->builds_deferred++;
+		*deferred = true;
 		return 0;
 	}
-	mapping->bias = bias;
-	file = file_for(cache, fd, &id, deferred);
-	close(fd);
+	file = file_for(cache, prepared->fd, &prepared->id, deferred);
 	if (!file)
 		return *deferred ? 0 : -ENOMEM;
 	if (file->building)
@@ -927,38 +975,66 @@ static int executable_ranges(const struct proc_maps *maps, struct address_range 
 	return 0;
 }
 
+void unwind_prepared_proc_free(struct unwind_prepared_proc *prepared)
+{
+	for (size_t i = 0; i < prepared->fd_count; i++)
+		close(prepared->fds[i]);
+	free(prepared->maps);
+	free(prepared->ranges);
+	*prepared = (struct unwind_prepared_proc){ .pid = prepared->pid };
+}
+
+int unwind_cache_prepare_proc(pid_t pid, struct unwind_prepared_proc *prepared)
+{
+	struct proc_maps maps;
+	int err;
+
+	*prepared = (struct unwind_prepared_proc){ .pid = pid, .read_ms = clock_monotonic_ms() };
+	err = proc_maps_read(pid, &maps);
+	if (err)
+		return err;
+	err = executable_ranges(&maps, &prepared->ranges, &prepared->range_count);
+	if (!err && !(prepared->maps = calloc(UNWIND_MAX_MAPPINGS, sizeof(*prepared->maps))))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < maps.count && prepared->count < UNWIND_MAX_MAPPINGS; i++)
+		if (is_unwindable(&maps.maps[i]))
+			prepare_one(pid, &maps.maps[i], prepared);
+	proc_maps_free(&maps);
+	if (err)
+		unwind_prepared_proc_free(prepared);
+	return err;
+}
+
 /* Fills proc and next (the files it references, each taking one reference). */
-static int map_all(struct unwind_cache *cache, pid_t pid, const struct proc_maps *maps, struct unwind_proc *proc,
+static int map_all(struct unwind_cache *cache, const struct unwind_prepared_proc *prepared, struct unwind_proc *proc,
 		   struct cached_proc *next)
 {
 	size_t file_capacity = 0, mapped_capacity = 0;
 
 	proc->count = 0;
 	proc->reserved = 0;
-	for (size_t i = 0; i < maps->count && proc->count < UNWIND_MAX_MAPPINGS; i++) {
+	for (size_t i = 0; i < prepared->count && proc->count < UNWIND_MAX_MAPPINGS; i++) {
+		const struct unwind_prepared_map *map = &prepared->maps[i];
 		struct cached_file *file;
 		bool deferred;
 		int err;
 
-		if (!is_unwindable(&maps->maps[i]))
-			continue;
-		err = map_one(cache, pid, &maps->maps[i], &proc->mappings[proc->count], &file, &deferred);
+		err = map_one(cache, map, &proc->mappings[proc->count], &file, &deferred);
 		if (err)
 			return err;
 		proc->count++;
 		if (deferred)
-			forget_range(next, maps->maps[i].start);
+			forget_range(next, map->start);
 		if (!file && !deferred)
 			continue;
 		if (ARRAY_RESERVE(next->mapped, mapped_capacity, next->mapped_count + 1))
 			return -ENOMEM;
 		if (!file) {
 			/* known as deferred: a held sample waits for the read that queues it */
-			next->mapped[next->mapped_count++] = (struct mapped_file){ .start = maps->maps[i].start,
-										   .end = maps->maps[i].end };
+			next->mapped[next->mapped_count++] = (struct mapped_file){ .start = map->start, .end = map->end };
 			continue;
 		}
-		next->mapped[next->mapped_count++] = (struct mapped_file){ maps->maps[i].start, maps->maps[i].end, file,
+		next->mapped[next->mapped_count++] = (struct mapped_file){ map->start, map->end, file,
 									   proc->mappings[proc->count - 1].bias, false };
 		if (holds_file(next->files, next->file_count, file))
 			continue;
@@ -992,20 +1068,21 @@ static void keep_turns(const struct cached_proc *old, struct cached_proc *next)
 						 old->mapped[j].start == next->mapped[i].start;
 }
 
-int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
+static int map_prepared(struct unwind_cache *cache, const struct unwind_prepared_proc *prepared,
+			struct unwind_proc *proc)
 {
+	pid_t pid = prepared->pid;
 	struct cached_proc next = { .pid = pid }, *slot;
-	struct proc_maps maps;
-	int err = proc_maps_read(pid, &maps);
+	int err = 0;
 
-	if (err)
-		return err;
-	err = executable_ranges(&maps, &next.ranges, &next.range_count);
+	next.ranges = malloc((prepared->range_count ? prepared->range_count : 1) * sizeof(*next.ranges));
+	if (!next.ranges)
+		return -ENOMEM;
+	memcpy(next.ranges, prepared->ranges, prepared->range_count * sizeof(*next.ranges));
+	next.range_count = prepared->range_count;
 	cache->reading = &next;
-	if (!err)
-		err = map_all(cache, pid, &maps, proc, &next);
+	err = map_all(cache, prepared, proc, &next);
 	cache->reading = NULL;
-	proc_maps_free(&maps);
 	if (!err && !proc_of(cache, pid) &&
 	    ARRAY_RESERVE(cache->procs, cache->proc_capacity, cache->proc_count + 1))
 		err = -ENOMEM;
@@ -1015,7 +1092,7 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 		cached_proc_free(&next);
 		return err;
 	}
-	next.read_ms = clock_monotonic_ms();
+	next.read_ms = prepared->read_ms;
 	/* The new references are taken before the old ones go: a file the process
 	 * still maps keeps its table. */
 	slot = proc_of(cache, pid);
@@ -1031,21 +1108,48 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 	return 0;
 }
 
-int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
+int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
 {
+	struct unwind_prepared_proc prepared;
+	int err = unwind_cache_prepare_proc(pid, &prepared);
+
+	if (err)
+		return err;
+	err = map_prepared(cache, &prepared, proc);
+	unwind_prepared_proc_free(&prepared);
+	return err;
+}
+
+int unwind_cache_map_prepared(struct unwind_cache *cache, const struct unwind_prepared_proc *prepared, bool for_walk,
+			      struct unwind_proc *proc)
+{
+	struct cached_proc *slot;
 	int err;
 
-	struct cached_proc *slot = proc_of(cache, pid);
-
+	if (!for_walk)
+		return map_prepared(cache, prepared, proc);
+	slot = proc_of(cache, prepared->pid);
 	cache->reading_for_walk = true;
 	cache->reader_took_wanted_room = slot && slot->took_wanted_room;
 	cache->wanted_room_taken = 0;
 	cache->reader_turn = (slot ? slot->turns : 0) + 1;
-	err = unwind_cache_map_proc(cache, pid, proc);
+	err = map_prepared(cache, prepared, proc);
 	cache->reading_for_walk = false;
-	slot = proc_of(cache, pid);
+	slot = proc_of(cache, prepared->pid);
 	if (slot && cache->wanted_room_taken)
 		slot->took_wanted_room = true;
+	return err;
+}
+
+int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
+{
+	struct unwind_prepared_proc prepared;
+	int err = unwind_cache_prepare_proc(pid, &prepared);
+
+	if (err)
+		return err;
+	err = unwind_cache_map_prepared(cache, &prepared, true, proc);
+	unwind_prepared_proc_free(&prepared);
 	return err;
 }
 

@@ -28,6 +28,7 @@
 #include <unwind_table.h>
 
 #include "parser/parser_client.h"
+#include "target/unwind_table.h"
 
 /* Slots of the rows map idle tables (files no process maps any more) may hold: past it the
  * longest idle goes. 4 MiB of rows: a few interpreters' libpython and libc. */
@@ -118,6 +119,44 @@ int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_p
 /* The same, read again because a walk of pid stopped in a file it had no table for: its new files
  * may queue past a queue full of files no walk waits for (a few more, bounded). */
 int unwind_cache_map_proc_for_walk(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc);
+/*
+ * The same in two halves, for a thread that reads while another owns the cache: what pid's
+ * executable mappings are (their files opened, their ids and load biases read), touching no
+ * cache (any thread); then, on the cache's thread, the cache updated from that read as
+ * unwind_cache_map_proc (for_walk: _for_walk) would. A read holds the descriptors of up to
+ * UNWIND_PREPARED_FDS_MAX distinct files (a new file past them is deferred, for a later read).
+ */
+#define UNWIND_PREPARED_FDS_MAX 64
+enum unwind_prepared_state {
+	UNWIND_PREPARED_FILE = 0,     /* id and bias known */
+	UNWIND_PREPARED_DELETED,      /* the file was unlinked or replaced */
+	UNWIND_PREPARED_OPEN_FAILED,  /* map_files could not be opened, or was not the file the maps name */
+	UNWIND_PREPARED_NOT_ELF,      /* no program header covers it, or no id */
+};
+struct unwind_prepared_map {
+	uint64_t start, end, bias;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	struct unwind_file_id id;
+	int fd;        /* the file (owned by the read's fds), or -1 */
+	uint8_t state; /* enum unwind_prepared_state */
+};
+struct address_range;
+struct unwind_prepared_proc {
+	pid_t pid;
+	uint64_t read_ms;  /* when the read began (clock_monotonic_ms) */
+	struct unwind_prepared_map *maps; /* the unwindable mappings, UNWIND_MAX_MAPPINGS at most */
+	size_t count;
+	struct address_range *ranges;     /* every executable mapping */
+	size_t range_count;
+	int fds[UNWIND_PREPARED_FDS_MAX];
+	size_t fd_count;
+};
+/* 0, -ESRCH (gone), -ENOMEM; free it with unwind_prepared_proc_free in any case. */
+int unwind_cache_prepare_proc(pid_t pid, struct unwind_prepared_proc *prepared);
+int unwind_cache_map_prepared(struct unwind_cache *cache, const struct unwind_prepared_proc *prepared, bool for_walk,
+			      struct unwind_proc *proc);
+void unwind_prepared_proc_free(struct unwind_prepared_proc *prepared);
 /* pid exited or exec'd (the caller removed it from BPF first): its tables lose a reference. */
 void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid);
 /* Whether pid is known (unwind_cache_map_proc succeeded and it was not forgotten since). */
