@@ -296,6 +296,7 @@ static inline uint64_t test_cpu_wait_ns(pid_t pid)
 struct test_run_watch {
 	long peak_kib;
 	double cpu_wait_share;
+	uint64_t wall_ms; /* from its start to its end */
 };
 
 /* Runs argv to its end, its output into the file log, watching it (above); its wait status. */
@@ -329,8 +330,8 @@ static inline int test_run_watching(char *const argv[], const char *log, struct 
 		usleep(20000);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	watch->cpu_wait_share = (double)wait_ns / ((double)(now.tv_sec - start.tv_sec) * 1e9 +
-						   (double)(now.tv_nsec - start.tv_nsec));
+	watch->wall_ms = (uint64_t)((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+	watch->cpu_wait_share = (double)wait_ns / ((double)watch->wall_ms * 1e6 + 1.0);
 	return status;
 }
 
