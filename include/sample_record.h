@@ -137,29 +137,41 @@ struct pbp_stack_copy {
  * recovered, e.g. a stale cached thread state followed by a fresh walk:
  * the flags say whether the stack is complete); the `read_errors` map counts
  * every failure per site and CPU. bpf_sampler_error_name() names them.
+ *
+ * One list makes both the enum and its names (X(NAME, value, name)):
+ * a code added here is named where the reports print it. The values are
+ * the BPF<->userspace contract and run densely from 0: keep them.
  */
+#define PBP_ERROR_LIST(X)                                                                      \
+	X(NONE, 0, "none")                                                                     \
+	X(INTERP_HEAD, 1, "interp_head")           /* the first PyInterpreterState * (py_proc_config.interp_head_addr) */ \
+	X(INTERP_NEXT, 2, "interp_next")           /* PyInterpreterState.next */               \
+	X(INTERP_THREADS, 3, "interp_threads")     /* PyInterpreterState.threads.head */       \
+	X(INTERP_ID, 4, "interp_id")               /* PyInterpreterState.id */                 \
+	X(TSTATE_THREAD_ID, 5, "tstate_thread_id") /* PyThreadState.thread_id, walking the thread list */ \
+	X(TSTATE_NEXT, 6, "tstate_next")           /* PyThreadState.next */                    \
+	X(TSTATE_CACHED, 7, "tstate_cached")       /* PyThreadState.thread_id (and _status, 3.12+) of the thread's cached thread state */ \
+	X(TSTATE_FRAME, 8, "tstate_frame")         /* PyThreadState.frame / cframe / current_frame */ \
+	X(CFRAME_FRAME, 9, "cframe_frame")         /* _PyCFrame.current_frame (3.11, 3.12) */  \
+	X(LAYOUT, 10, "layout")                    /* not a read: the config's layout exceeds PBP_FRAME_MAX_READ or PBP_CODE_SPAN_MAX */ \
+	X(FRAME_OBJECT, 11, "frame_object")        /* a PyFrameObject (up to 3.10) */          \
+	X(DATA_STACK, 12, "data_stack")            /* the data-stack window holding an interpreter frame (3.11+) */ \
+	X(CODE_OBJECT, 13, "code_object")          /* a code object's identity fields */       \
+	X(GIL, 14, "gil")                          /* the GIL's holder and locked flag */      \
+	X(GC, 15, "gc")                            /* the interpreter's GC collecting flag */  \
+	X(GIL_REQUESTED, 16, "gil_requested")      /* PyThreadState.gil_requested */           \
+	X(TSTATE_STATUS, 17, "tstate_status")      /* PyThreadState._status of a thread state of the thread, walking the thread list */ \
+	X(RUNNING_TASK, 18, "running_task")        /* the asyncio running task: the thread state's (3.14+), _current_tasks (3.11-3.13) */
+
+#define PBP_ERROR_ENUMERATOR(name, value, text) PBP_ERR_##name = value,
+#define PBP_ERROR_PLUS_ONE(name, value, text) +1
 enum pbp_error {
-	PBP_ERR_NONE = 0,
-	PBP_ERR_INTERP_HEAD = 1,      /* the first PyInterpreterState * (py_proc_config.interp_head_addr) */
-	PBP_ERR_INTERP_NEXT = 2,      /* PyInterpreterState.next */
-	PBP_ERR_INTERP_THREADS = 3,   /* PyInterpreterState.threads.head */
-	PBP_ERR_INTERP_ID = 4,        /* PyInterpreterState.id */
-	PBP_ERR_TSTATE_THREAD_ID = 5, /* PyThreadState.thread_id, walking the thread list */
-	PBP_ERR_TSTATE_NEXT = 6,      /* PyThreadState.next */
-	PBP_ERR_TSTATE_CACHED = 7,    /* PyThreadState.thread_id (and _status, 3.12+) of the thread's cached thread state */
-	PBP_ERR_TSTATE_FRAME = 8,     /* PyThreadState.frame / cframe / current_frame */
-	PBP_ERR_CFRAME_FRAME = 9,     /* _PyCFrame.current_frame (3.11, 3.12) */
-	PBP_ERR_LAYOUT = 10,          /* not a read: the config's layout exceeds PBP_FRAME_MAX_READ or PBP_CODE_SPAN_MAX */
-	PBP_ERR_FRAME_OBJECT = 11,    /* a PyFrameObject (up to 3.10) */
-	PBP_ERR_DATA_STACK = 12,      /* the data-stack window holding an interpreter frame (3.11+) */
-	PBP_ERR_CODE_OBJECT = 13,     /* a code object's identity fields */
-	PBP_ERR_GIL = 14,             /* the GIL's holder and locked flag */
-	PBP_ERR_GC = 15,              /* the interpreter's GC collecting flag */
-	PBP_ERR_GIL_REQUESTED = 16,   /* PyThreadState.gil_requested */
-	PBP_ERR_TSTATE_STATUS = 17,   /* PyThreadState._status of a thread state of the thread, walking the thread list */
-	PBP_ERR_RUNNING_TASK = 18,    /* the asyncio running task: the thread state's (3.14+), _current_tasks (3.11-3.13) */
-	PBP_ERR_COUNT = 19,           /* number of codes, the size of the read_errors map */
+	PBP_ERROR_LIST(PBP_ERROR_ENUMERATOR)
+	/* number of codes, the size of the read_errors map */
+	PBP_ERR_COUNT = 0 PBP_ERROR_LIST(PBP_ERROR_PLUS_ONE),
 };
+#undef PBP_ERROR_ENUMERATOR
+#undef PBP_ERROR_PLUS_ONE
 
 /*
  * BPF writes these layouts and userspace reads them: both compile this
@@ -193,6 +205,11 @@ _Static_assert((PBP_STACK_COPY_BYTES & (PBP_STACK_COPY_BYTES - 1)) == 0, "PBP_ST
 /* The record is followed by 8-byte aligned frames and kernel addresses. */
 _Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);
 _Static_assert(PBP_ERR_COUNT <= 256, "an enum pbp_error fits pbp_record.error");
+/* Dense from 0: every value indexes the read_errors map and the names (each below the count). */
+#define PBP_ERROR_BELOW_COUNT(name, value, text) \
+	_Static_assert(PBP_ERR_##name < PBP_ERR_COUNT, "enum pbp_error runs densely from 0: " #name);
+PBP_ERROR_LIST(PBP_ERROR_BELOW_COUNT)
+#undef PBP_ERROR_BELOW_COUNT
 /* BPF indexes the frames with a mask. */
 _Static_assert((PBP_MAX_PY_FRAMES & (PBP_MAX_PY_FRAMES - 1)) == 0, "PBP_MAX_PY_FRAMES is a power of two");
 _Static_assert((PBP_RINGBUF_DEFAULT_BYTES & (PBP_RINGBUF_DEFAULT_BYTES - 1)) == 0,

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -342,6 +343,96 @@ static bool named_within(const struct test_library *library, uint64_t *bytes_lef
 	return named;
 }
 
+/* The build id of lib.so read from a copy in memory (libdw) and from its descriptor (bounded reads). */
+static int build_id_in_memory(const struct test_library *library, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
+{
+	char path[PATH_MAX + 16];
+	struct elf_file file;
+	size_t image_len;
+	uint8_t *image;
+	int err;
+
+	FORMAT(path, "%s/lib.so", library->dir);
+	image = read_whole_file(path, &image_len);
+	assert_non_null(image);
+	assert_int_equal(elf_file_open_memory(&file, image, image_len, "lib.so"), 0);
+	err = elf_file_build_id(&file, id, len);
+	elf_file_close(&file);
+	return err;
+}
+
+static void build_id_of_file(const struct test_library *library, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
+{
+	char path[PATH_MAX + 16];
+	struct elf_file file;
+
+	FORMAT(path, "%s/lib.so", library->dir);
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_file_build_id(&file, id, len), 0);
+	elf_file_close(&file);
+}
+
+/* A file in memory (a MiniDebugInfo image) and on disk give the same build id (readelf's). */
+static void test_build_id_in_memory_and_on_disk_agree(void **state)
+{
+	uint8_t in_memory[ELF_FILE_MAX_BUILD_ID], on_disk[ELF_FILE_MAX_BUILD_ID];
+	size_t in_memory_len = 0, on_disk_len = 0;
+	struct test_library library;
+
+	(void)state;
+	build_library(&library, "");
+	assert_int_equal(build_id_in_memory(&library, in_memory, &in_memory_len), 0);
+	build_id_of_file(&library, on_disk, &on_disk_len);
+	assert_int_equal(in_memory_len, 20); /* cc's default: SHA-1 */
+	assert_int_equal(on_disk_len, in_memory_len);
+	assert_memory_equal(in_memory, on_disk, on_disk_len);
+	unload_library(&library);
+}
+
+/* Notes past the budget in a file in memory are not fetched (libdw would keep a copy of each):
+ * no build id from it, while the bounded reads of the file skip the big section. */
+static void test_build_id_in_memory_within_the_notes_budget(void **state)
+{
+	uint8_t id[ELF_FILE_MAX_BUILD_ID];
+	size_t len = 0;
+	struct test_library library;
+
+	(void)state;
+	build_library(&library, "head -c 5000000 /dev/zero > big; objcopy --add-section .note.big=big lib.so; "
+				"readelf -S -W lib.so | grep -q '.note.big *NOTE'");
+	assert_int_equal(build_id_in_memory(&library, id, &len), -ENOENT);
+	build_id_of_file(&library, id, &len);
+	assert_int_equal(len, 20);
+	unload_library(&library);
+}
+
+/* The debuglink objcopy wrote: its name and the debug file's CRC32. */
+static void test_debuglink_identity_is_objcopys(void **state)
+{
+	char path[PATH_MAX + 16];
+	struct debug_identity identity;
+	struct test_library library;
+	struct elf_file file;
+	uint32_t crc = 0;
+	int fd;
+
+	(void)state;
+	build_library(&library, MAKE_DEBUGLINK);
+	FORMAT(path, "%s/lib.so.debug", library.dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(debug_file_crc32(fd, ELF_FILE_MAX_BYTES, &crc), 0);
+	close(fd);
+	FORMAT(path, "%s/lib.so", library.dir);
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(debug_file_identity(&file, &identity), 0);
+	assert_true(identity.has_link);
+	assert_string_equal(identity.link_name, "lib.so.debug");
+	assert_int_equal(identity.link_crc, crc);
+	elf_file_close(&file);
+	unload_library(&library);
+}
+
 /* Checking a debuglink (its CRC32 reads the debug file whole) and expanding MiniDebugInfo use
  * up one run-wide budget; past it, a file keeps its plain symbols. */
 static void test_run_wide_debug_budget(void **state)
@@ -410,6 +501,9 @@ int main(void)
 		cmocka_unit_test(test_build_id_mismatch_is_not_used),
 		cmocka_unit_test(test_debug_file_in_the_target_root),
 		cmocka_unit_test(test_our_debug_file_before_the_target_roots),
+		cmocka_unit_test(test_build_id_in_memory_and_on_disk_agree),
+		cmocka_unit_test(test_build_id_in_memory_within_the_notes_budget),
+		cmocka_unit_test(test_debuglink_identity_is_objcopys),
 		cmocka_unit_test(test_run_wide_debug_budget),
 		cmocka_unit_test(test_decompress_budgets),
 	};

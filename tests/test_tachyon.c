@@ -1011,15 +1011,18 @@ static void make_other_endian(uint8_t *data, size_t len)
 	swap64_at(data + TACHYON_OFF_FRAMES);
 	swap32_at(data + TACHYON_OFF_COMPRESSION);
 	swap32_at(data + TACHYON_OFF_CONFIG);
-	if (!memcmp(data + len - TACHYON_FOOTER_SIZE - 16, TACHYON_STATS_MAGIC, 8)) {
+	if (!memcmp(data + len - TACHYON_FOOTER_SIZE - TACHYON_STATS_SIZE + TACHYON_STATS_OFF_MAGIC,
+		    TACHYON_STATS_MAGIC, 8)) {
 		uint8_t *stats = data + len - TACHYON_FOOTER_SIZE - TACHYON_STATS_SIZE;
 
-		for (int i = 0; i < 4; i++)
-			swap64_at(stats + 8 * i);
-		swap32_at(stats + 32);
-		swap32_at(stats + 36);
-		swap32_at(stats + 48);
-		swap32_at(stats + 52);
+		swap64_at(stats + TACHYON_STATS_OFF_DURATION);
+		swap64_at(stats + TACHYON_STATS_OFF_RATE);
+		swap64_at(stats + TACHYON_STATS_OFF_ERROR_RATE);
+		swap64_at(stats + TACHYON_STATS_OFF_MISSED);
+		swap32_at(stats + TACHYON_STATS_OFF_PRESENT);
+		swap32_at(stats + TACHYON_STATS_OFF_RESERVED);
+		swap32_at(stats + TACHYON_STATS_OFF_VERSION);
+		swap32_at(stats + TACHYON_STATS_OFF_SIZE);
 	}
 	swap32_at(data + len - 32);
 	swap32_at(data + len - 28);

@@ -939,27 +939,9 @@ int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ER
 	return sum_per_cpu(sampler->skel->maps.read_errors, PBP_ERR_COUNT, totals);
 }
 
-static const char *const error_names[] = {
-	[PBP_ERR_NONE] = "none",
-	[PBP_ERR_INTERP_HEAD] = "interp_head",
-	[PBP_ERR_INTERP_NEXT] = "interp_next",
-	[PBP_ERR_INTERP_THREADS] = "interp_threads",
-	[PBP_ERR_INTERP_ID] = "interp_id",
-	[PBP_ERR_TSTATE_THREAD_ID] = "tstate_thread_id",
-	[PBP_ERR_TSTATE_NEXT] = "tstate_next",
-	[PBP_ERR_TSTATE_CACHED] = "tstate_cached",
-	[PBP_ERR_TSTATE_FRAME] = "tstate_frame",
-	[PBP_ERR_CFRAME_FRAME] = "cframe_frame",
-	[PBP_ERR_LAYOUT] = "layout",
-	[PBP_ERR_FRAME_OBJECT] = "frame_object",
-	[PBP_ERR_DATA_STACK] = "data_stack",
-	[PBP_ERR_CODE_OBJECT] = "code_object",
-	[PBP_ERR_GIL] = "gil",
-	[PBP_ERR_GC] = "gc",
-	[PBP_ERR_GIL_REQUESTED] = "gil_requested",
-	[PBP_ERR_TSTATE_STATUS] = "tstate_status",
-	[PBP_ERR_RUNNING_TASK] = "running_task",
-};
+#define ERROR_NAME(name, value, text) [PBP_ERR_##name] = text,
+static const char *const error_names[] = { PBP_ERROR_LIST(ERROR_NAME) };
+#undef ERROR_NAME
 _Static_assert(ARRAY_SIZE(error_names) == PBP_ERR_COUNT, "a name for every enum pbp_error");
 
 const char *bpf_sampler_error_name(unsigned code)

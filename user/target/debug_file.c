@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "target/debug_file.h"
 
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <gelf.h>
 #include <limits.h>
@@ -12,29 +13,20 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* A .gnu_debuglink: a file name (no directory), NUL-padded to 4 bytes, then the CRC32 in the file's byte order. */
+/* The file's .gnu_debuglink (libdw: a NUL-terminated name, its CRC32 in the file's byte
+ * order), kept only if its name is a single file name. */
 static bool read_debuglink(const struct elf_file *file, struct debug_identity *identity)
 {
-	const unsigned char *link;
-	const char *ident;
-	size_t len, name_len, crc_at;
+	GElf_Word crc;
+	const char *link = dwelf_elf_gnu_debuglink(file->elf, &crc);
+	size_t name_len = link ? strnlen(link, NAME_MAX + 1) : 0;
 
-	if (elf_file_section_data(file, ".gnu_debuglink", (const void **)&link, &len))
-		return false;
-	name_len = strnlen((const char *)link, len);
-	crc_at = (name_len + 4) & ~(size_t)3;
-	if (!name_len || name_len > NAME_MAX || crc_at + 4 > len || memchr(link, '/', name_len) ||
-	    !strcmp((const char *)link, ".") || !strcmp((const char *)link, ".."))
+	if (!name_len || name_len > NAME_MAX || memchr(link, '/', name_len) || !strcmp(link, ".") ||
+	    !strcmp(link, ".."))
 		return false;
 	memcpy(identity->link_name, link, name_len);
 	identity->link_name[name_len] = 0;
-	ident = elf_getident(file->elf, NULL);
-	if (ident && ident[EI_DATA] == ELFDATA2MSB)
-		identity->link_crc = (uint32_t)link[crc_at] << 24 | (uint32_t)link[crc_at + 1] << 16 |
-				     (uint32_t)link[crc_at + 2] << 8 | link[crc_at + 3];
-	else
-		identity->link_crc = (uint32_t)link[crc_at + 3] << 24 | (uint32_t)link[crc_at + 2] << 16 |
-				     (uint32_t)link[crc_at + 1] << 8 | link[crc_at];
+	identity->link_crc = crc;
 	identity->has_link = true;
 	return true;
 }

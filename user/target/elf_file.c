@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "target/elf_file.h"
 
+#include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -563,52 +564,55 @@ bool elf_file_tables_within(const struct elf_file *file, uint64_t max)
 	return true;
 }
 
-/* The build-id note among one note section's notes, if any. */
-static int build_id_in_notes(Elf_Data *notes, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
+/* Whether the note bytes libdw may fetch from an in-memory image (every PT_NOTE segment and
+ * SHT_NOTE section, each copied when misaligned, kept until the file is closed) are within
+ * ELF_NOTES_BUDGET and its section count within ELF_SECTION_MAX: looks at the headers only. */
+static bool notes_within_budget(Elf *elf)
 {
-	size_t offset = 0, next;
-	GElf_Nhdr note;
-	size_t name_offset, desc_offset;
+	uint64_t note_bytes = 0;
+	size_t count, sections;
+	Elf_Scn *scn = NULL;
 
-	/* gelf_getnote moves forward at each note and stops at the data's end: bounded by its size */
-	while ((next = gelf_getnote(notes, offset, &note, &name_offset, &desc_offset)) > offset) {
-		const char *name = (const char *)notes->d_buf + name_offset;
+	if (elf_getphdrnum(elf, &count) || count > ELF_NOTES_MAX_PROGRAM_HEADERS ||
+	    elf_getshdrnum(elf, &sections) || sections > ELF_SECTION_MAX)
+		return false;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Phdr phdr;
 
-		offset = next;
-		if (note.n_type != NT_GNU_BUILD_ID || note.n_namesz != 4 || memcmp(name, "GNU", 4) ||
-		    !note.n_descsz || note.n_descsz > ELF_FILE_MAX_BUILD_ID)
-			continue;
-		memcpy(id, (const char *)notes->d_buf + desc_offset, note.n_descsz);
-		*len = note.n_descsz;
-		return 0;
+		if (gelf_getphdr(elf, (int)i, &phdr) && phdr.p_type == PT_NOTE)
+			note_bytes += phdr.p_filesz;
+		if (note_bytes > ELF_NOTES_BUDGET)
+			return false;
 	}
-	return -ENOENT;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_NOTE)
+			note_bytes += shdr.sh_size;
+		if (note_bytes > ELF_NOTES_BUDGET)
+			return false;
+	}
+	return true;
 }
 
 int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD_ID], size_t *len)
 {
-	Elf_Scn *scn = NULL;
-	unsigned seen = 0;
-	size_t budget = ELF_NOTES_BUDGET;
+	const void *bits;
+	ssize_t bits_len;
 
-	/* libelf keeps each section it fetches until the file is closed: a file's thousands of
-	 * overlapping note sections would each be a copy of the file */
+	/* libelf copies each section it fetches from a file it reads (ELF_C_READ) and keeps it
+	 * until the file is closed: a file's thousands of overlapping note sections would each
+	 * be a copy of the file, so a file is read with the bounded walker root uses too */
 	if (file->fd >= 0)
 		return elf_notes_build_id(file->fd, id, ELF_FILE_MAX_BUILD_ID, len);
-	while ((scn = elf_nextscn(file->elf, scn)) && seen++ < ELF_SECTION_MAX) {
-		GElf_Shdr shdr;
-		Elf_Data *notes;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE || shdr.sh_size > ELF_NOTES_MAX_SECTION_BYTES)
-			continue;
-		if (shdr.sh_size > budget)
-			break;
-		budget -= shdr.sh_size;
-		notes = elf_getdata(scn, NULL);
-		if (notes && notes->d_buf && !build_id_in_notes(notes, id, len))
-			return 0;
-	}
-	return -ENOENT;
+	if (!notes_within_budget(file->elf))
+		return -ENOENT;
+	bits_len = dwelf_elf_gnu_build_id(file->elf, &bits);
+	if (bits_len <= 0 || bits_len > ELF_FILE_MAX_BUILD_ID)
+		return -ENOENT;
+	memcpy(id, bits, (size_t)bits_len);
+	*len = (size_t)bits_len;
+	return 0;
 }
 
 size_t elf_file_load_segments(const struct elf_file *file, struct elf_load_segment *segments, size_t max)

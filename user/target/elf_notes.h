@@ -5,7 +5,10 @@
  * section headers and note sections into one buffer. A
  * file's notes may claim anything (thousands of overlapping note sections each as large as
  * the file): at most ELF_NOTES_MAX_SECTIONS headers and ELF_NOTES_BUDGET bytes of notes are
- * read, one section at a time, nothing kept.
+ * read, one section at a time, nothing kept. libdw's dwelf_elf_gnu_build_id would fetch
+ * every note section and PT_NOTE segment through libelf, which copies each from a file it
+ * reads and keeps the copies until the file is closed: this walker stays for files on a
+ * descriptor, in root and in the parser worker (doc/internals.md, doc/security.md).
  */
 #ifndef PYBPFPROF_ELF_NOTES_H
 #define PYBPFPROF_ELF_NOTES_H

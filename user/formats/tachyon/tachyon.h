@@ -62,6 +62,29 @@
 #define TACHYON_FOOTER_OFF_FILE_SIZE 8
 #define TACHYON_FOOTER_OFF_RESERVED  16
 
+/* Stats block offsets from its start (it ends where the footer starts; doc/formats.md). */
+#define TACHYON_STATS_OFF_DURATION   0  /* double: seconds sampled */
+#define TACHYON_STATS_OFF_RATE       8  /* double: samples per second */
+#define TACHYON_STATS_OFF_ERROR_RATE 16 /* double: valid with TACHYON_STATS_HAS_ERROR_RATE */
+#define TACHYON_STATS_OFF_MISSED     24 /* double: valid with TACHYON_STATS_HAS_MISSED */
+#define TACHYON_STATS_OFF_PRESENT    32 /* u32: TACHYON_STATS_HAS_* */
+#define TACHYON_STATS_OFF_RESERVED   36 /* u32: zero */
+#define TACHYON_STATS_OFF_MAGIC      40 /* TACHYON_STATS_MAGIC, 8 bytes */
+#define TACHYON_STATS_OFF_VERSION    48 /* u32: TACHYON_STATS_VERSION */
+#define TACHYON_STATS_OFF_SIZE       52 /* u32: TACHYON_STATS_SIZE */
+/* The writer puts the fields one after another in this order: no gap, nothing past the end. */
+#define TACHYON_STATS_LAYOUT "Tachyon stats block: fields follow each other"
+_Static_assert(TACHYON_STATS_OFF_RATE == TACHYON_STATS_OFF_DURATION + 8, TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_OFF_ERROR_RATE == TACHYON_STATS_OFF_RATE + 8, TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_OFF_MISSED == TACHYON_STATS_OFF_ERROR_RATE + 8, TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_OFF_PRESENT == TACHYON_STATS_OFF_MISSED + 8, TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_OFF_RESERVED == TACHYON_STATS_OFF_PRESENT + 4, TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_OFF_MAGIC == TACHYON_STATS_OFF_RESERVED + 4, TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_OFF_VERSION == TACHYON_STATS_OFF_MAGIC + sizeof(TACHYON_STATS_MAGIC) - 1,
+	       TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_OFF_SIZE == TACHYON_STATS_OFF_VERSION + 4, TACHYON_STATS_LAYOUT);
+_Static_assert(TACHYON_STATS_SIZE == TACHYON_STATS_OFF_SIZE + 4, TACHYON_STATS_LAYOUT);
+
 /* Frame-table strings of frames that are not Python code. */
 #define TACHYON_KERNEL_FILE    "<kernel>"    /* ours: a kernel frame, the symbol is its name */
 #define TACHYON_MARKER_FILE    "~"           /* CPython's file of its synthetic frames */

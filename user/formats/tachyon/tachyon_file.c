@@ -207,19 +207,19 @@ static int parse_stats(struct tachyon_file *file, size_t *tables_end, char *errb
 
 	*tables_end = footer_at;
 	if (footer_at < file->header.frame_table_offset + TACHYON_STATS_SIZE ||
-	    memcmp(file->map + at + 40, TACHYON_STATS_MAGIC, 8) != 0)
+	    memcmp(file->map + at + TACHYON_STATS_OFF_MAGIC, TACHYON_STATS_MAGIC, 8) != 0)
 		return 0;
-	version = load32(file, at + 48);
-	size = load32(file, at + 52);
+	version = load32(file, at + TACHYON_STATS_OFF_VERSION);
+	size = load32(file, at + TACHYON_STATS_OFF_SIZE);
 	if (version != TACHYON_STATS_VERSION || size != TACHYON_STATS_SIZE)
 		return errbuf_format(errbuf, errlen, -EINVAL,
 				     "stats block at byte %zu: version %" PRIu32 ", size %" PRIu32
 				     " unsupported", at, version, size);
-	s->duration_sec = load_double(file, at);
-	s->sample_rate = load_double(file, at + 8);
-	s->error_rate = load_double(file, at + 16);
-	s->missed_samples = load_double(file, at + 24);
-	s->present = load32(file, at + 32);
+	s->duration_sec = load_double(file, at + TACHYON_STATS_OFF_DURATION);
+	s->sample_rate = load_double(file, at + TACHYON_STATS_OFF_RATE);
+	s->error_rate = load_double(file, at + TACHYON_STATS_OFF_ERROR_RATE);
+	s->missed_samples = load_double(file, at + TACHYON_STATS_OFF_MISSED);
+	s->present = load32(file, at + TACHYON_STATS_OFF_PRESENT);
 	if (!(s->duration_sec >= 0) || !(s->sample_rate >= 0) || !(s->error_rate >= 0) ||
 	    isnan(s->missed_samples))
 		return errbuf_format(errbuf, errlen, -EINVAL,
