@@ -9,6 +9,7 @@ int record_main(int argc, char **argv);
 int top_main(int argc, char **argv);
 int stacks_main(int argc, char **argv);
 int diff_main(int argc, char **argv);
+int annotate_main(int argc, char **argv);
 
 /* "pybpfprof: COMMAND: PATH: MESSAGE" on stderr, control bytes in PATH and MESSAGE escaped. */
 void cli_error_print(const char *command, const char *path, const char *message);
