@@ -815,7 +815,7 @@ static const char annotate_doc[] =
 	"\n"
 	"EXAMPLES:\n"
 	"  pybpfprof annotate run.mojo                        # the 5 hottest files\n"
-	"  pybpfprof annotate run.mojo --function parse -a    # every line of parse's file\n"
+	"  pybpfprof annotate run.mojo --function parse -a    # all of parse's file\n"
 	"  pybpfprof annotate run.mojo --path-map /app=./src  # a container's paths\n"
 	"  pybpfprof annotate run.mojo -o heat.html           # one self-contained page"
 	"\v"
