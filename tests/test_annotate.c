@@ -15,7 +15,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
-static char out_text[1 << 17], err_text[1 << 14];
+static char out_text[4 << 20], err_text[1 << 14];
 
 /* Runs `pybpfprof annotate ARGS...` (NULL-terminated, at most 12): its exit status, out_text and err_text. */
 static int run_annotate(const char *first, ...)
@@ -227,6 +227,41 @@ static void test_fifo_is_not_read_as_nobody(void **state)
 	}
 }
 
+/* A file the profile names may be any size: 16 MiB of it read, a line shown at most 1 MiB long. */
+static void test_large_source_is_capped(void **state)
+{
+	const size_t long_line = 2u << 20, padding = 15u << 20;
+	static const char middle[] = "\ndef f(n):\n    s = 1\n    return n\n\ndef g():\n    return f(1)\n\n\ng()\n";
+	char source[320], profile[320];
+	size_t len = long_line + sizeof(middle) - 1 + padding, longest = 0;
+	char *text = malloc(len);
+	const char *at;
+
+	(void)state;
+	assert_non_null(text);
+	memset(text, 'a', long_line);
+	memcpy(text + long_line, middle, sizeof(middle) - 1);
+	memset(text + long_line + sizeof(middle) - 1, '#', padding);
+	snprintf(source, sizeof(source), "%s/big.py", test_tmpdir());
+	snprintf(profile, sizeof(profile), "%s/big.mojo", test_tmpdir());
+	assert_int_equal(write_whole_file(source, text, len), 0);
+	free(text);
+	write_profile(profile, source);
+	assert_int_equal(run_annotate(profile, NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "read only its first 16 MiB"));
+	assert_line("-- f:", 4, 28.57, 28.57);
+	for (at = out_text; at && *at;) {
+		const char *end = strchr(at, '\n');
+		size_t line_len = end ? (size_t)(end - at) : strlen(at);
+
+		if (line_len > longest)
+			longest = line_len;
+		at = end ? end + 1 : NULL;
+	}
+	/* Line 1 cut at 1 MiB (and the last line, cut by the 16 MiB): the shares and number before it. */
+	assert_true(longest >= (1u << 20) && longest < (1u << 20) + 64);
+}
+
 static void test_path_map_and_source_root(void **state)
 {
 	char dir[256], source[320], profile[320], map[512], root[256], root_app[1024];
@@ -353,6 +388,7 @@ int main(void)
 		cmocka_unit_test(test_function_selects_its_lines),
 		cmocka_unit_test(test_missing_source_says_so),
 		cmocka_unit_test(test_fifo_is_not_read_as_nobody),
+		cmocka_unit_test(test_large_source_is_capped),
 		cmocka_unit_test(test_path_map_and_source_root),
 		cmocka_unit_test(test_html_escapes_and_fetches_nothing),
 		cmocka_unit_test(test_recording_hot_line_is_90_percent),

@@ -39,8 +39,9 @@
 #define SOURCE_MAX_BYTES (16u << 20)
 /* A line printed longer than this is cut. */
 #define SOURCE_MAX_LINE_BYTES (1u << 20)
-/* Line numbers past this come from a broken or hostile profile: no region reaches them. */
-#define SOURCE_MAX_LINE 10000000
+/* Line numbers past this come from a broken or hostile profile: no region reaches them, and
+ * a source file is indexed only this far (4 bytes a line). */
+#define SOURCE_MAX_LINE 1000000
 
 struct path_map {
 	const char *from;
@@ -93,8 +94,9 @@ struct annotate_table {
 	struct function_heat *function_heat;
 	size_t function_capacity;
 	uint64_t weight;
-	uint64_t samples;
+	uint64_t samples; /* distinct stacks, for a format that aggregates (collapsed) */
 	uint32_t metrics;
+	bool aggregated;
 };
 
 /* ---- counting ---- */
@@ -324,7 +326,7 @@ static struct ranked *rank_functions(const struct annotate_table *table, const s
 struct source {
 	char *text;       /* NULL: not at hand */
 	size_t len;
-	const char **line_starts; /* [0] is line 1 */
+	uint32_t *line_starts; /* offsets in text; [0] is line 1 */
 	size_t line_count;
 	char why[256];    /* when not at hand, or cut */
 	char path[PATH_MAX];
@@ -390,9 +392,15 @@ static int index_lines(struct source *source)
 	for (const char *at = source->text; at < source->text + source->len;) {
 		const char *end = memchr(at, '\n', (size_t)(source->text + source->len - at));
 
+		if (source->line_count == SOURCE_MAX_LINE) {
+			/* The text past the last indexed line is never shown. */
+			source->len = (size_t)(at - source->text);
+			snprintf(source->why, sizeof(source->why), "read only its first %d lines", SOURCE_MAX_LINE);
+			break;
+		}
 		if (ARRAY_RESERVE(source->line_starts, capacity, source->line_count + 1))
 			return -ENOMEM;
-		source->line_starts[source->line_count++] = at;
+		source->line_starts[source->line_count++] = (uint32_t)(at - source->text);
 		at = end ? end + 1 : source->text + source->len;
 	}
 	return 0;
@@ -430,8 +438,8 @@ static const char *source_line(const struct source *source, int32_t line, size_t
 
 	if (!source->text || line < 1 || (size_t)line > source->line_count)
 		return NULL;
-	start = source->line_starts[line - 1];
-	end = (size_t)line < source->line_count ? source->line_starts[line] : source->text + source->len;
+	start = source->text + source->line_starts[line - 1];
+	end = source->text + ((size_t)line < source->line_count ? source->line_starts[line] : source->len);
 	if (end > start && end[-1] == '\n')
 		end--;
 	if (end > start && end[-1] == '\r')
@@ -541,7 +549,8 @@ static void text_header(FILE *out, const struct annotate_table *table, const str
 {
 	fputs("profile ", out);
 	fput_escaped(out, args->profile);
-	fprintf(out, ": %" PRIu64 " sample%s, total weight ", table->samples, table->samples == 1 ? "" : "s");
+	fprintf(out, ": %" PRIu64 " %s%s, total weight ", table->samples,
+		table->aggregated ? "distinct stack" : "sample", table->samples == 1 ? "" : "s");
 	print_totals(out, table);
 	fputs("\nshares of the total weight: OWN, the line of the leaf Python frame; TOTAL, the line "
 	      "anywhere on the stack (once per sample)\n", out);
@@ -666,9 +675,9 @@ static int write_report(FILE *out, struct annotate_table *table, const struct an
 		fputs(html_head, out);
 		fputs("<h1>", out);
 		html_cstr(out, args->profile);
-		fprintf(out, "</h1>\n<p>%" PRIu64 " samples. Shares of the total weight: own, the line of the leaf "
+		fprintf(out, "</h1>\n<p>%" PRIu64 " %s. Shares of the total weight: own, the line of the leaf "
 			     "Python frame; total, the line anywhere on the stack (once per sample).</p>\n",
-			table->samples);
+			table->samples, table->aggregated ? "distinct stacks" : "samples");
 		html_nav(out, table, args, files, file_count);
 	} else {
 		text_header(out, table, args);
@@ -764,6 +773,7 @@ static int read_profile(struct annotate_table *table, const struct annotate_args
 		cli_error_print("annotate", args->profile, err);
 		return EXIT_STATUS_TARGET;
 	}
+	table->aggregated = pf_reader_format(reader)->aggregated;
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
 		if (table_add(table, &sample, args->function)) {
 			got = -ENOMEM;
@@ -810,7 +820,8 @@ static const struct argp_option annotate_options[] = {
 };
 
 static const char annotate_doc[] =
-	"Show the hottest source lines of a profile (MOJO or Tachyon; collapsed files have no lines): "
+	"Show the hottest source lines of a profile (MOJO, Tachyon, or collapsed stacks whose frames "
+	"name file:line): "
 	"each line's own and total share of the profile's total weight beside the source.\n"
 	"\n"
 	"EXAMPLES:\n"
