@@ -787,7 +787,10 @@ static int read_profile(struct annotate_table *table, const struct annotate_args
 	return 0;
 }
 
-static int run_annotate(const struct annotate_args *args)
+/* Reads the profile, then hands its table to emit: the exit status. */
+static int annotate_with(const struct annotate_args *args,
+			 int (*emit)(struct annotate_table *table, const struct annotate_args *args, FILE *out),
+			 FILE *out)
 {
 	struct annotate_table table = { 0 };
 	int status;
@@ -797,9 +800,28 @@ static int run_annotate(const struct annotate_args *args)
 	intern_init(&table.functions);
 	status = read_profile(&table, args);
 	if (!status)
-		status = emit_report(&table, args);
+		status = emit(&table, args, out);
 	table_free(&table);
 	return status;
+}
+
+static int emit_to_output(struct annotate_table *table, const struct annotate_args *args, FILE *out)
+{
+	(void)out;
+	return emit_report(table, args);
+}
+
+static int emit_to_stream(struct annotate_table *table, const struct annotate_args *args, FILE *out)
+{
+	return write_report(out, table, args, args->output != NULL) ? EXIT_STATUS_FAILED : 0;
+}
+
+int annotate_to_stream(const char *profile, const char *source_root, bool html, FILE *out)
+{
+	struct annotate_args args = { .profile = profile, .source_root = source_root,
+				      .files = SIZE_MAX, .all_lines = true, .output = html ? "" : NULL };
+
+	return annotate_with(&args, emit_to_stream, out);
 }
 
 /* ---- command line ---- */
@@ -903,5 +925,5 @@ int annotate_main(int argc, char **argv)
 	argv[0] = (char *)"pybpfprof annotate";
 	if (argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
-	return run_annotate(&args);
+	return annotate_with(&args, emit_to_output, NULL);
 }
