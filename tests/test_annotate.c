@@ -163,6 +163,8 @@ static void test_shares_are_exact(void **state)
 	assert_line("-- f:", 4, 28.57, 28.57);
 	assert_line("-- g:", 7, 0, 14.29);
 	assert_line("-- <module>:", 10, 0, 100);
+	/* A region shows its own function's lines: g's line 7 is context in <module>'s. */
+	assert_line("-- <module>:", 7, 0, 0);
 	/* The source is beside the shares; f, the hottest function, comes first. */
 	assert_non_null(strstr(out_text, "return n + 1"));
 	assert_non_null(strstr(out_text, "-- f: own 100.00%, total 100.00%"));

@@ -67,8 +67,10 @@ struct heat {
 	uint64_t last_sample; /* sample number that last added to total: once per sample */
 };
 
+/* A line of a function: a line of source belongs to one function (code object), so its
+ * shares are the file line's, and a function's region shows only its own. */
 struct line_heat {
-	uint32_t file;
+	uint32_t function;
 	int32_t line;
 	struct heat heat;
 };
@@ -87,7 +89,7 @@ struct annotate_table {
 	struct heat *file_heat;         /* by file id */
 	bool *file_selected;            /* by file id: it holds a --function */
 	size_t file_capacity;
-	struct intern_table lines;      /* (file id, line) -> id */
+	struct intern_table lines;      /* (function id, line) -> id */
 	struct line_heat *line_heat;    /* by line id */
 	size_t line_capacity;
 	struct intern_table functions;  /* (file id, name) -> id */
@@ -126,9 +128,9 @@ static int64_t file_id(struct annotate_table *table, const char *file)
 	return id;
 }
 
-static struct line_heat *line_at(struct annotate_table *table, uint32_t file, int32_t line)
+static struct line_heat *line_at(struct annotate_table *table, uint32_t function, int32_t line)
 {
-	int32_t key[2] = { (int32_t)file, line };
+	int32_t key[2] = { (int32_t)function, line };
 	size_t count = intern_count(&table->lines);
 	int64_t id = intern_add(&table->lines, key, sizeof(key), NULL);
 
@@ -137,7 +139,7 @@ static struct line_heat *line_at(struct annotate_table *table, uint32_t file, in
 	if ((size_t)id == count) {
 		if (ARRAY_RESERVE(table->line_heat, table->line_capacity, count + 1))
 			return NULL;
-		table->line_heat[id] = (struct line_heat){ .file = file, .line = line };
+		table->line_heat[id] = (struct line_heat){ .function = function, .line = line };
 	}
 	return &table->line_heat[id];
 }
@@ -151,28 +153,29 @@ static bool name_matches(const char *name, const char *wanted)
 	       (len > wanted_len && name[len - wanted_len - 1] == '.' && !strcmp(name + len - wanted_len, wanted));
 }
 
-static struct function_heat *function_at(struct annotate_table *table, uint32_t file,
-					 const struct pf_frame *frame, const char *wanted)
+static int64_t function_at(struct annotate_table *table, uint32_t file, const struct pf_frame *frame,
+			   const char *wanted)
 {
 	size_t name_len = strlen(frame->name), count = intern_count(&table->functions);
-	char *key = malloc(sizeof(file) + name_len);
+	char stack_key[512], *key = stack_key;
 	int64_t id;
 
-	if (!key)
-		return NULL;
+	if (sizeof(file) + name_len > sizeof(stack_key) && !(key = malloc(sizeof(file) + name_len)))
+		return -ENOMEM;
 	memcpy(key, &file, sizeof(file));
 	memcpy(key + sizeof(file), frame->name, name_len);
 	id = intern_add(&table->functions, key, sizeof(file) + name_len, NULL);
-	free(key);
+	if (key != stack_key)
+		free(key);
 	if (id < 0)
-		return NULL;
+		return id;
 	if ((size_t)id == count) {
 		const char *stored = intern_key(&table->functions, (uint32_t)id, NULL);
 		char *name = strndup(stored + sizeof(file), name_len);
 
 		if (!name || ARRAY_RESERVE(table->function_heat, table->function_capacity, count + 1)) {
 			free(name);
-			return NULL;
+			return -ENOMEM;
 		}
 		table->function_heat[id] = (struct function_heat){
 			.file = file, .name = name, .min_line = INT32_MAX, .max_line = 0,
@@ -180,7 +183,7 @@ static struct function_heat *function_at(struct annotate_table *table, uint32_t 
 					      ? frame->function_line : 0,
 			.selected = wanted && name_matches(name, wanted) };
 	}
-	return &table->function_heat[id];
+	return id;
 }
 
 /* Frees (negative weights) take nothing, as in `top`: a memory profile ranks allocations. */
@@ -208,7 +211,7 @@ static int table_add(struct annotate_table *table, const struct pf_sample *sampl
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		const struct pf_frame *frame = &sample->frames[i];
 		struct function_heat *function;
-		int64_t file;
+		int64_t file, function_id;
 
 		if (frame->kind != PF_FRAME_PYTHON || !frame->file[0])
 			continue;
@@ -216,12 +219,13 @@ static int table_add(struct annotate_table *table, const struct pf_sample *sampl
 		if (file < 0)
 			return -ENOMEM;
 		heat_add(&table->file_heat[file], weight, number, i == leaf);
-		function = function_at(table, (uint32_t)file, frame, wanted);
-		if (!function)
+		function_id = function_at(table, (uint32_t)file, frame, wanted);
+		if (function_id < 0)
 			return -ENOMEM;
+		function = &table->function_heat[function_id];
 		heat_add(&function->heat, weight, number, i == leaf);
 		if (frame->line > 0 && frame->line <= SOURCE_MAX_LINE) {
-			struct line_heat *line = line_at(table, (uint32_t)file, frame->line);
+			struct line_heat *line = line_at(table, (uint32_t)function_id, frame->line);
 
 			if (!line)
 				return -ENOMEM;
@@ -479,9 +483,9 @@ static struct region function_region(const struct function_heat *function, const
 	return region;
 }
 
-static const struct heat *line_heat(const struct annotate_table *table, uint32_t file, int32_t line)
+static const struct heat *line_heat(const struct annotate_table *table, uint32_t function, int32_t line)
 {
-	int32_t key[2] = { (int32_t)file, line };
+	int32_t key[2] = { (int32_t)function, line };
 	int64_t id = intern_find(&table->lines, key, sizeof(key));
 
 	return id < 0 ? NULL : &table->line_heat[id].heat;
@@ -506,9 +510,10 @@ static void print_source_text(FILE *out, const char *text, size_t len)
 	free(copy);
 }
 
-static void text_region(FILE *out, const struct annotate_table *table, uint32_t file,
-			const struct function_heat *function, const struct source *source, bool all_lines)
+static void text_region(FILE *out, const struct annotate_table *table, uint32_t id,
+			const struct source *source, bool all_lines)
 {
+	const struct function_heat *function = &table->function_heat[id];
 	struct region region = function_region(function, source, all_lines);
 
 	fputs("\n-- ", out);
@@ -516,7 +521,7 @@ static void text_region(FILE *out, const struct annotate_table *table, uint32_t 
 	fprintf(out, ": own %.2f%%, total %.2f%%, lines %" PRId32 "-%" PRId32 "\n     OWN    TOTAL   LINE\n",
 		share(table, function->heat.own), share(table, function->heat.total), region.first, region.last);
 	for (int32_t line = region.first; line <= region.last; line++) {
-		const struct heat *heat = line_heat(table, file, line);
+		const struct heat *heat = line_heat(table, id, line);
 		const char *text;
 		size_t len;
 
@@ -606,7 +611,7 @@ static const char html_head[] =
 	"h2{font-size:1.1em;margin-top:2em}h3{font-size:1em}\n"
 	"</style></head><body>\n";
 
-static void html_region(FILE *out, const struct annotate_table *table, uint32_t file, uint32_t id,
+static void html_region(FILE *out, const struct annotate_table *table, uint32_t id,
 			const struct source *source, bool all_lines)
 {
 	const struct function_heat *function = &table->function_heat[id];
@@ -617,7 +622,7 @@ static void html_region(FILE *out, const struct annotate_table *table, uint32_t 
 	fprintf(out, ": own %.2f%%, total %.2f%%</h3>\n<table><tr><th>own</th><th>total</th><th>line</th><th></th></tr>\n",
 		share(table, function->heat.own), share(table, function->heat.total));
 	for (int32_t line = region.first; line <= region.last; line++) {
-		const struct heat *heat = line_heat(table, file, line);
+		const struct heat *heat = line_heat(table, id, line);
 		double shade = heat && table->weight ? (double)heat->total / (double)table->weight : 0.0;
 		const char *text;
 		size_t len;
@@ -711,10 +716,9 @@ static int write_report(FILE *out, struct annotate_table *table, const struct an
 		}
 		for (size_t i = 0; i < count; i++) {
 			if (html)
-				html_region(out, table, file, functions[i].id, &source, args->all_lines);
+				html_region(out, table, functions[i].id, &source, args->all_lines);
 			else
-				text_region(out, table, file, &table->function_heat[functions[i].id], &source,
-					    args->all_lines);
+				text_region(out, table, functions[i].id, &source, args->all_lines);
 		}
 		source_free(&source);
 		free(functions);
@@ -725,38 +729,55 @@ static int write_report(FILE *out, struct annotate_table *table, const struct an
 	return 0;
 }
 
-/* The report on stdout, or in args->output: 0, or the exit status after the message. */
+/* Where the report goes: stdout, or the page's file (opened as diff opens its table). NULL
+ * after the message. */
+static FILE *open_report(const struct annotate_args *args)
+{
+	char why[256];
+	int fd, err;
+	FILE *out;
+
+	if (!args->output)
+		return stdout;
+	err = pf_output_check(args->output, why, sizeof(why));
+	if (!err && (fd = fd_open_output(args->output)) < 0) {
+		err = fd;
+		snprintf(why, sizeof(why), "cannot write: %s", strerror(-err));
+	}
+	if (err) {
+		cli_error_print("annotate", args->output, why);
+		return NULL;
+	}
+	out = fdopen(fd, "w");
+	if (!out) {
+		close(fd);
+		cli_error_print("annotate", args->output, "out of memory");
+	}
+	return out;
+}
+
+/*
+ * The report on stdout, or in args->output, written as it is made (a page of a large profile
+ * is never held whole): 0, or the exit status after the message.
+ */
 static int emit_report(struct annotate_table *table, const struct annotate_args *args)
 {
-	char *text = NULL, why[256];
-	size_t len = 0;
-	FILE *out = open_memstream(&text, &len);
-	int err = out ? write_report(out, table, args, args->output != NULL) : -ENOMEM, fd = STDOUT_FILENO;
 	const char *where = args->output ? args->output : "stdout";
+	FILE *out = open_report(args);
+	int err, write_err;
 
-	if (out && fclose(out) && !err)
-		err = -ENOMEM;
+	if (!out)
+		return EXIT_STATUS_OUTPUT;
+	err = write_report(out, table, args, args->output != NULL);
+	write_err = ferror(out);
+	if (out == stdout ? fflush(out) : fclose(out))
+		write_err = 1;
 	if (err) {
-		free(text);
 		cli_error_print("annotate", where, "out of memory");
 		return EXIT_STATUS_FAILED;
 	}
-	if (args->output) {
-		err = pf_output_check(args->output, why, sizeof(why));
-		if (!err && (fd = fd_open_output(args->output)) < 0) {
-			err = fd;
-			snprintf(why, sizeof(why), "cannot write: %s", strerror(-err));
-		}
-	}
-	if (!err && (err = fd_write_all(fd, text, len, NULL)))
-		snprintf(why, sizeof(why), "write failed: %s", strerror(-err));
-	if (args->output && fd >= 0 && close(fd) && !err) {
-		err = -errno;
-		snprintf(why, sizeof(why), "write failed: %s", strerror(-err));
-	}
-	free(text);
-	if (err) {
-		cli_error_print("annotate", where, why);
+	if (write_err) {
+		cli_error_print("annotate", where, "write failed");
 		return EXIT_STATUS_OUTPUT;
 	}
 	return 0;
