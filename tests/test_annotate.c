@@ -203,6 +203,21 @@ static void test_missing_source_says_so(void **state)
 	assert_line("-- f:", 4, 28.57, 28.57);
 }
 
+/* Collapsed stacks of bare names have no lines: said so, not an error. */
+static void test_profile_without_lines_says_so(void **state)
+{
+	static const char text[] = "main;a 1000\nmain;b 500\n";
+	char profile[320];
+
+	(void)state;
+	snprintf(profile, sizeof(profile), "%s/bare.collapsed", test_tmpdir());
+	assert_int_equal(write_whole_file(profile, text, sizeof(text) - 1), 0);
+	assert_int_equal(run_annotate(profile, NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "2 distinct stacks"));
+	assert_non_null(strstr(out_text, "no Python frames with a source file"));
+	assert_int_equal(run_annotate("/nonexistent/pybpfprof.mojo", NULL), EXIT_STATUS_TARGET);
+}
+
 /* A profile may name any path: a FIFO (which could block a reader) is not read, as nobody. */
 static void test_fifo_is_not_read_as_nobody(void **state)
 {
@@ -389,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_shares_are_exact),
 		cmocka_unit_test(test_function_selects_its_lines),
 		cmocka_unit_test(test_missing_source_says_so),
+		cmocka_unit_test(test_profile_without_lines_says_so),
 		cmocka_unit_test(test_fifo_is_not_read_as_nobody),
 		cmocka_unit_test(test_large_source_is_capped),
 		cmocka_unit_test(test_path_map_and_source_root),

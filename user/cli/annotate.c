@@ -82,6 +82,8 @@ struct function_heat {
 	int32_t min_line, max_line; /* of its samples */
 	bool selected; /* --function matches it */
 	struct heat heat;
+	const int32_t *lines; /* its sampled lines, ascending (in annotate_table.sorted_lines) */
+	size_t line_count;
 };
 
 struct annotate_table {
@@ -95,6 +97,7 @@ struct annotate_table {
 	struct intern_table functions;  /* (file id, name) -> id */
 	struct function_heat *function_heat;
 	size_t function_capacity;
+	int32_t *sorted_lines;          /* every function's sampled lines, by function then line */
 	uint64_t weight;
 	uint64_t samples; /* distinct stacks, for a format that aggregates (collapsed) */
 	uint32_t metrics;
@@ -253,6 +256,45 @@ static void table_free(struct annotate_table *table)
 	free(table->file_selected);
 	free(table->line_heat);
 	free(table->function_heat);
+	free(table->sorted_lines);
+}
+
+static int compare_line_heat(const void *a, const void *b)
+{
+	const struct line_heat *left = a, *right = b;
+
+	if (left->function != right->function)
+		return left->function < right->function ? -1 : 1;
+	return (left->line > right->line) - (left->line < right->line);
+}
+
+/*
+ * Gives each function the list of its sampled lines, so that a region without source walks
+ * those only (never every number up to a far line a profile may claim): 0 or -ENOMEM.
+ */
+static int index_function_lines(struct annotate_table *table)
+{
+	size_t count = intern_count(&table->lines);
+	struct line_heat *sorted = malloc((count ? count : 1) * sizeof(*sorted));
+
+	table->sorted_lines = malloc((count ? count : 1) * sizeof(*table->sorted_lines));
+	if (!sorted || !table->sorted_lines) {
+		free(sorted);
+		return -ENOMEM;
+	}
+	if (count)
+		memcpy(sorted, table->line_heat, count * sizeof(*sorted));
+	qsort(sorted, count, sizeof(*sorted), compare_line_heat);
+	for (size_t i = 0; i < count; i++) {
+		struct function_heat *function = &table->function_heat[sorted[i].function];
+
+		table->sorted_lines[i] = sorted[i].line;
+		if (!function->line_count)
+			function->lines = &table->sorted_lines[i];
+		function->line_count++;
+	}
+	free(sorted);
+	return 0;
 }
 
 static double share(const struct annotate_table *table, uint64_t weight)
@@ -456,6 +498,25 @@ static const char *source_line(const struct source *source, int32_t line, size_t
 
 /* ---- output ---- */
 
+/* The line a region shows after line: the next, or with no source the next sampled one
+ * (INT32_MAX: none). */
+static int32_t region_next(const struct function_heat *function, const struct source *source, int32_t line)
+{
+	size_t low = 0, high = function->line_count;
+
+	if (source->text)
+		return line + 1;
+	while (low < high) {
+		size_t middle = low + (high - low) / 2;
+
+		if (function->lines[middle] <= line)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	return low < function->line_count ? function->lines[low] : INT32_MAX;
+}
+
 struct region {
 	int32_t first, last;
 };
@@ -465,6 +526,8 @@ static struct region function_region(const struct function_heat *function, const
 {
 	struct region region = { function->min_line, function->max_line };
 
+	if (all_lines && !source->text)
+		return region;
 	if (all_lines) {
 		region.first = 1;
 		if (source->text && source->line_count > (size_t)region.last)
@@ -479,7 +542,7 @@ static struct region function_region(const struct function_heat *function, const
 		region.last = (int32_t)(source->line_count > (size_t)function->max_line ? source->line_count
 											   : (size_t)function->max_line);
 	else if (!source->text)
-		region.last = function->max_line;
+		region = (struct region){ function->min_line, function->max_line };
 	return region;
 }
 
@@ -520,7 +583,7 @@ static void text_region(FILE *out, const struct annotate_table *table, uint32_t 
 	fput_escaped(out, function->name);
 	fprintf(out, ": own %.2f%%, total %.2f%%, lines %" PRId32 "-%" PRId32 "\n     OWN    TOTAL   LINE\n",
 		share(table, function->heat.own), share(table, function->heat.total), region.first, region.last);
-	for (int32_t line = region.first; line <= region.last; line++) {
+	for (int32_t line = region.first; line <= region.last; line = region_next(function, source, line)) {
 		const struct heat *heat = line_heat(table, id, line);
 		const char *text;
 		size_t len;
@@ -621,7 +684,7 @@ static void html_region(FILE *out, const struct annotate_table *table, uint32_t 
 	html_cstr(out, function->name);
 	fprintf(out, ": own %.2f%%, total %.2f%%</h3>\n<table><tr><th>own</th><th>total</th><th>line</th><th></th></tr>\n",
 		share(table, function->heat.own), share(table, function->heat.total));
-	for (int32_t line = region.first; line <= region.last; line++) {
+	for (int32_t line = region.first; line <= region.last; line = region_next(function, source, line)) {
 		const struct heat *heat = line_heat(table, id, line);
 		double shade = heat && table->weight ? (double)heat->total / (double)table->weight : 0.0;
 		const char *text;
@@ -820,6 +883,10 @@ static int annotate_with(const struct annotate_args *args,
 	intern_init(&table.lines);
 	intern_init(&table.functions);
 	status = read_profile(&table, args);
+	if (!status && index_function_lines(&table)) {
+		cli_error_print("annotate", args->profile, "out of memory");
+		status = EXIT_STATUS_FAILED;
+	}
 	if (!status)
 		status = emit(&table, args, out);
 	table_free(&table);
