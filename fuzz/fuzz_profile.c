@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/commands.h"
 #include "formats/flamegraph.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -144,6 +145,21 @@ static void diff_against_itself(const struct pf_format *format, int fd)
 	close(out);
 }
 
+/* `pybpfprof annotate` of every file and line, as text and as the page (to /dev/null); no
+ * source is at hand (a root that does not exist), so only the profile's bytes are in play. */
+static void annotate(int fd)
+{
+	char path[64];
+	FILE *out = fopen("/dev/null", "w");
+
+	if (!out)
+		return;
+	fuzz_input_path(fd, path, sizeof(path));
+	annotate_to_stream(path, "/nonexistent/pybpfprof-fuzz", false, out);
+	annotate_to_stream(path, "/nonexistent/pybpfprof-fuzz", true, out);
+	fclose(out);
+}
+
 static void dump_events(const struct pf_format *format, int fd)
 {
 	char error[256];
@@ -170,6 +186,7 @@ int fuzz_profile_read(const char *format_name, const uint8_t *data, size_t size)
 		return 0;
 	read_samples(format, fd);
 	diff_against_itself(format, fd);
+	annotate(fd);
 	dump_events(format, fd);
 	close(fd);
 	return 0;

@@ -535,39 +535,6 @@ static int format_table(const struct diff_table *table, const struct diff_args *
 	return err;
 }
 
-/*
- * Opens the table's file: a new one (under sudo given to the invoking user, as the profile
- * writers do), or an existing regular file, never through a symbolic link.
- */
-static int open_table_file(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	struct stat st;
-	uid_t uid;
-	gid_t gid;
-
-	if (fd >= 0) {
-		if (sudo_user_ids(&uid, &gid) && fchown(fd, uid, gid)) {
-			int err = -errno;
-
-			close(fd);
-			unlink(path);
-			return err;
-		}
-		return fd;
-	}
-	if (errno != EEXIST)
-		return -errno;
-	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0)) {
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
-}
-
 /* The table on stdout, or in path: 0, or the exit status after the message. */
 static int write_table(const struct diff_table *table, const struct diff_args *args, const char *path)
 {
@@ -582,7 +549,7 @@ static int write_table(const struct diff_table *table, const struct diff_args *a
 	}
 	if (path) {
 		err = pf_output_check(path, why, sizeof(why));
-		if (!err && (fd = open_table_file(path)) < 0) {
+		if (!err && (fd = fd_open_output(path)) < 0) {
 			err = fd;
 			snprintf(why, sizeof(why), "cannot write: %s", strerror(-err));
 		}

@@ -28,6 +28,7 @@ static const struct command commands[] = {
 	{ "convert", convert_main, "write a profile file in another format" },
 	{ "top", top_main, "the functions with the most time in a profile file" },
 	{ "diff", diff_main, "what changed between two profile files (table, flame graph, pprof)" },
+	{ "annotate", annotate_main, "the hottest source lines of a profile file, beside the source" },
 	{ "stacks", stacks_main, "every thread of a running process once, with its stacks (py-spy dump)" },
 };
 

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "util/fd_write.h"
 
+#include "util/sudo_user.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -44,3 +48,33 @@ int fd_pwrite_all(int fd, const void *data, size_t len, uint64_t offset)
 	}
 	return 0;
 }
+
+int fd_open_output(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+
+	if (fd >= 0) {
+		if (sudo_user_ids(&uid, &gid) && fchown(fd, uid, gid)) {
+			int err = -errno;
+
+			close(fd);
+			unlink(path);
+			return err;
+		}
+		return fd;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || ftruncate(fd, 0)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+

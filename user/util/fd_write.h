@@ -10,4 +10,11 @@
 int fd_write_all(int fd, const void *data, size_t len, size_t *written);
 int fd_pwrite_all(int fd, const void *data, size_t len, uint64_t offset);
 
+/*
+ * Opens a text output (a table, a page) for writing: a new file (under sudo given to the
+ * invoking user, as the profile writers do), or an existing regular file emptied, never
+ * through a symbolic link. Its descriptor, or negative errno.
+ */
+int fd_open_output(const char *path);
+
 #endif
