@@ -49,27 +49,10 @@ static int weights_reserve(struct function_weights *weights, size_t id)
 static int64_t function_id(struct function_weights *weights, const struct pf_frame *frame)
 {
 	char label[1024];
-	int len;
+	int len = pf_frame_function_label(frame, label, sizeof(label));
 
-	switch (frame->kind) {
-	case PF_FRAME_KERNEL:
-		len = snprintf(label, sizeof(label), "%s [kernel]", frame->name);
-		break;
-	case PF_FRAME_INVALID:
-		len = snprintf(label, sizeof(label), "[truncated stack]");
-		break;
-	default:
-		/* Collapsed files name native frames without their file. */
-		if (frame->file && frame->file[0])
-			len = snprintf(label, sizeof(label), "%s (%s)", frame->name, frame->file);
-		else
-			len = snprintf(label, sizeof(label), "%s", frame->name);
-		break;
-	}
 	if (len < 0)
-		return -EINVAL;
-	if ((size_t)len >= sizeof(label))
-		len = sizeof(label) - 1;
+		return len;
 	return intern_add(&weights->names, label, (size_t)len, NULL);
 }
 

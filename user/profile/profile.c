@@ -783,3 +783,27 @@ void pf_reader_close(struct pf_reader *reader)
 	close(reader->fd);
 	free(reader);
 }
+
+int pf_frame_function_label(const struct pf_frame *frame, char *label, size_t size)
+{
+	int len;
+
+	switch (frame->kind) {
+	case PF_FRAME_KERNEL:
+		len = snprintf(label, size, "%s [kernel]", frame->name);
+		break;
+	case PF_FRAME_INVALID:
+		len = snprintf(label, size, "[truncated stack]");
+		break;
+	default:
+		/* Collapsed files name native frames without their file. */
+		if (frame->file && frame->file[0])
+			len = snprintf(label, size, "%s (%s)", frame->name, frame->file);
+		else
+			len = snprintf(label, size, "%s", frame->name);
+		break;
+	}
+	if (len < 0 || size == 0)
+		return -EINVAL;
+	return (size_t)len >= size ? (int)size - 1 : len;
+}

@@ -137,6 +137,12 @@ struct pf_writer_options {
  * it carries a count, else 1 (a sample count).
  */
 int64_t pf_sample_weight(const struct pf_sample *sample);
+/*
+ * The label `top` ranks a frame's function by, and diff names it by: "name (file)", a
+ * kernel function "name [kernel]", a cut stack's marker "[truncated stack]". Into label (cut
+ * to size); its length, or -EINVAL.
+ */
+int pf_frame_function_label(const struct pf_frame *frame, char *label, size_t size);
 
 struct pf_format;
 struct pf_writer;
