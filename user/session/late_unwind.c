@@ -495,6 +495,14 @@ void late_unwind_settle_pid(struct session *session, pid_t pid)
 	late->stats.held_now = late->count - late->head;
 }
 
+void late_unwind_flush_now(struct session *session)
+{
+	if (!session->late || session->late->head == session->late->count)
+		return;
+	native_stacks_poll(session);
+	flush_with(session, LATE_LOST_IN_TIME);
+}
+
 void late_unwind_finish(struct session *session)
 {
 	if (!session->late)

@@ -404,14 +404,17 @@ static void run_loop(struct session *session)
 			if (process_events_all_ended(session))
 				break;
 		}
-		if (session->windows)
+		if (session->windows && windows_due(session->windows, now)) {
+			late_unwind_flush_now(session);
 			windows_tick(session->windows, now);
+		}
 		if (session->window_index &&
 		    now * 1000 - session->window_start_us >= (uint64_t)(options->window_s * 1e6)) {
 			uint64_t counters[PBP_CNT_MAX] = { 0 };
 
 			bpf_sampler_counters(session->sampler, counters);
 			drain(session);
+			late_unwind_flush_now(session);
 			if (report_next_file_window(session, counters) != EXIT_STATUS_OK && !session->write_error)
 				session->write_error = errbuf_set(&session->write_error_text, -EIO,
 								  "a window's files could not be written");

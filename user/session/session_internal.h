@@ -260,6 +260,9 @@ void late_unwind_flush(struct session *session);
 /* pid exits or exec's: its held samples (and those before them) are written now, unwound with the
  * tables placed so far. */
 void late_unwind_settle_pid(struct session *session, pid_t pid);
+/* A window ends: every record held goes now, with the tables and names there are, into the
+ * window it was sampled in (a wait for them may be longer than a window). */
+void late_unwind_flush_now(struct session *session);
 /* The run's end: the tables still building get a bounded wait, then every record is written. */
 void late_unwind_finish(struct session *session);
 void late_unwind_stats(const struct session *session, struct late_unwind_stats *stats);

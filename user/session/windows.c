@@ -123,9 +123,14 @@ void windows_add_sample(struct windows *windows, const struct pf_sample *sample)
 		windows->samples++;
 }
 
+bool windows_due(const struct windows *windows, uint64_t now_ms)
+{
+	return !windows->broken && now_ms - windows->started_ms >= (uint64_t)(windows->options->window_s * 1000.0);
+}
+
 void windows_tick(struct windows *windows, uint64_t now_ms)
 {
-	if (windows->broken || now_ms - windows->started_ms < (uint64_t)(windows->options->window_s * 1000.0))
+	if (!windows_due(windows, now_ms))
 		return;
 	end_window(windows);
 	if (start_window(windows)) {

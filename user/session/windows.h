@@ -7,6 +7,7 @@
 #ifndef PYBPFPROF_WINDOWS_H
 #define PYBPFPROF_WINDOWS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "profile/profile.h"
@@ -19,6 +20,8 @@ struct windows;
 int windows_open(struct session *session);
 void windows_add_sample(struct windows *windows, const struct pf_sample *sample);
 /* Cuts the window when its time is up. */
+/* Whether the window in progress has lasted its length (windows_tick would start another). */
+bool windows_due(const struct windows *windows, uint64_t now_ms);
 void windows_tick(struct windows *windows, uint64_t now_ms);
 /* Cuts the last (partial) window, delivers what it can within a deadline, frees everything. */
 void windows_close(struct windows *windows, struct push_client_stats *stats);
