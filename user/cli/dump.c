@@ -18,20 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *frame_kind_name(enum pf_frame_kind kind)
-{
-	switch (kind) {
-	case PF_FRAME_PYTHON:
-		return "python";
-	case PF_FRAME_NATIVE:
-		return "native";
-	case PF_FRAME_KERNEL:
-		return "kernel";
-	default:
-		return "invalid";
-	}
-}
-
 static void print_sample(FILE *out, const struct pf_sample *sample)
 {
 	char states[128];
@@ -49,7 +35,7 @@ static void print_sample(FILE *out, const struct pf_sample *sample)
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		const struct pf_frame *frame = &sample->frames[i];
 
-		fprintf(out, "\t%s file=", frame_kind_name(frame->kind));
+		fprintf(out, "\t%s file=", pf_frame_kind_name(frame->kind));
 		fput_quoted_cstr(out, frame->file);
 		fputs(" name=", out);
 		fput_quoted_cstr(out, frame->name);

@@ -29,18 +29,10 @@ struct jsonl_writer {
 	char error[256];
 };
 
+/* The documented name of a cut stack's marker is "truncated". */
 static const char *kind_name(enum pf_frame_kind kind)
 {
-	switch (kind) {
-	case PF_FRAME_PYTHON:
-		return "python";
-	case PF_FRAME_NATIVE:
-		return "native";
-	case PF_FRAME_KERNEL:
-		return "kernel";
-	default:
-		return "truncated";
-	}
+	return kind == PF_FRAME_INVALID ? "truncated" : pf_frame_kind_name(kind);
 }
 
 static void write_frame(FILE *out, const struct pf_frame *frame)

@@ -807,3 +807,17 @@ int pf_frame_function_label(const struct pf_frame *frame, char *label, size_t si
 		return -EINVAL;
 	return (size_t)len >= size ? (int)size - 1 : len;
 }
+
+const char *pf_frame_kind_name(enum pf_frame_kind kind)
+{
+	switch (kind) {
+	case PF_FRAME_PYTHON:
+		return "python";
+	case PF_FRAME_NATIVE:
+		return "native";
+	case PF_FRAME_KERNEL:
+		return "kernel";
+	default:
+		return "invalid";
+	}
+}

@@ -143,6 +143,8 @@ int64_t pf_sample_weight(const struct pf_sample *sample);
  * to size); its length, or -EINVAL.
  */
 int pf_frame_function_label(const struct pf_frame *frame, char *label, size_t size);
+/* "python", "native", "kernel", or "invalid" (a cut stack's marker). */
+const char *pf_frame_kind_name(enum pf_frame_kind kind);
 
 struct pf_format;
 struct pf_writer;
