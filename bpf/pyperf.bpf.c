@@ -445,10 +445,14 @@ static __always_inline void pbp_wall_kernel_moment(struct task_struct *task, str
 	else if (after.on_cpu)
 		rec->flags |= PBP_REC_ON_A_CPU;
 	rec->task_state = pbp_task_state_letter(after.state);
-	if (frames && !(rec->flags & (PBP_REC_OFF_CPU | PBP_REC_ON_A_CPU)) && first < PBP_SAMPLE_WORDS &&
+	/* A thread on a CPU right now has no saved kernel stack of this moment: what is read is the
+	 * one it left when last switched out. If that was the way back to user space, it went back
+	 * to user code when it ran again, and that old interrupt is no frame of this moment either. */
+	if (frames && !(rec->flags & PBP_REC_OFF_CPU) && first < PBP_SAMPLE_WORDS &&
 	    pbp_returning_to_user(scratch->out.words[first])) {
 		frames = 0;
-		rec->flags |= PBP_REC_USER_MODE;
+		if (!(rec->flags & PBP_REC_ON_A_CPU))
+			rec->flags |= PBP_REC_USER_MODE;
 	}
 	rec->kernel_frame_count = frames;
 }

@@ -5,8 +5,9 @@
  *
  * Contention: two threads spinning in Python contend for the GIL. In wall
  * mode, at every pass that saw both, exactly one of them holds it: their
- * GIL-holding shares add up to 100% of the passes (+- 3 pp), and neither is
- * flagged as collecting garbage. In gil mode every sample holds the GIL, the
+ * GIL-holding shares add up to 100% of the passes (+- 3 pp, less the time the
+ * spinners waited for a CPU on a busy host: the GIL is free from a drop until
+ * the woken thread runs), and neither is flagged as collecting garbage. In gil mode every sample holds the GIL, the
  * MOJO file says mode wall with our own pybpfprof_mode gil, the Tachyon file
  * mode gil, and CPython 3.15 replays it. A spinner holding the GIL runs
  * Python code: the interrupt that preempted it is never its leaf.
@@ -25,6 +26,7 @@
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
@@ -228,7 +230,16 @@ static void tally_gil_mode(const char *path, bool tachyon, struct gil_tally *tal
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
 		tally->samples++;
 		tally->spinning += test_has_python_frame(&sample, "contend_spin");
-		tally->preempted_leaf += preempted_leaf(&sample);
+		if (preempted_leaf(&sample)) {
+			/* say which stack, so that a failure shows the path the filter missed */
+			if (tally->preempted_leaf++ == 0) {
+				print_message("%s: preempted leaf in a sample of thread %" PRIu64 ", root to leaf:", path,
+					      (uint64_t)sample.tid);
+				for (size_t i = 0; i < sample.frame_count; i++)
+					print_message(" %s", sample.frames[i].name);
+				print_message("\n");
+			}
+		}
 		tally->not_holding += tachyon && !(sample.status & PF_STATUS_HAS_GIL);
 	}
 	if (got < 0)
@@ -243,6 +254,44 @@ static void tally_gil_mode(const char *path, bool tachyon, struct gil_tally *tal
 	pf_reader_close(reader);
 }
 
+/* How long all of pid's threads together have waited for a CPU so far (schedstat's run delay), ns. */
+static uint64_t threads_cpu_wait_ns(pid_t pid)
+{
+	char dir_path[64], path[PATH_MAX], text[256];
+	unsigned long long run_ns, wait_ns;
+	uint64_t total = 0;
+	struct dirent *entry;
+	DIR *dir;
+
+	FORMAT(dir_path, "/proc/%d/task", (int)pid);
+	dir = opendir(dir_path);
+	if (!dir)
+		return 0;
+	while ((entry = readdir(dir))) {
+		FILE *file;
+
+		if (entry->d_name[0] == '.')
+			continue;
+		FORMAT(path, "%s/%s/schedstat", dir_path, entry->d_name);
+		file = fopen(path, "re");
+		if (!file)
+			continue;
+		if (fgets(text, sizeof(text), file) && sscanf(text, "%llu %llu", &run_ns, &wait_ns) == 2)
+			total += wait_ns;
+		fclose(file);
+	}
+	closedir(dir);
+	return total;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
 static void gil_contention(void **state)
 {
 	const struct test_python *python = wanted_python(state);
@@ -250,14 +299,19 @@ static void gil_contention(void **state)
 	struct contention_tally contention;
 	struct gil_tally from_mojo, from_tachyon;
 	struct test_target target;
-	double shares[WORKERS], sum = 0;
+	double shares[WORKERS], sum = 0, waited_share;
+	uint64_t waited_ns, started_ns;
 
 	FORMAT(wall_mojo, "%s/contend-wall-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(wall_tachyon, "%s/contend-wall-%s.bin", test_tmpdir(), python->label);
 	FORMAT(gil_mojo, "%s/contend-gil-%s.mojo", test_tmpdir(), python->label);
 	FORMAT(gil_tachyon, "%s/contend-gil-%s.bin", test_tmpdir(), python->label);
 	start_target(python, "contend", &target);
+	waited_ns = threads_cpu_wait_ns(target.pid);
+	started_ns = monotonic_ns();
 	test_record_pid(python->label, "wall", "100", target.pid, "3", wall_mojo, wall_tachyon);
+	waited_ns = threads_cpu_wait_ns(target.pid) - waited_ns;
+	waited_share = (double)waited_ns / (double)(monotonic_ns() - started_ns);
 	test_record_pid(python->label, "gil", "100", target.pid, "3", gil_mojo, gil_tachyon);
 	test_stop_target(&target);
 
@@ -266,9 +320,10 @@ static void gil_contention(void **state)
 		shares[i] = contention.passes ? (double)contention.held[i] / (double)contention.passes : 0;
 		sum += shares[i];
 	}
-	print_message("%s: %zu passes with both spinners: GIL held %.1f%% + %.1f%% = %.1f%% (both: %zu), GC-flagged %zu\n",
+	print_message("%s: %zu passes with both spinners: GIL held %.1f%% + %.1f%% = %.1f%% (both: %zu), GC-flagged %zu; "
+		      "its threads waited for a CPU %.1f%% of the run\n",
 		      python->label, contention.passes, 100 * shares[0], 100 * shares[1], 100 * sum,
-		      contention.both_held, contention.gc_flagged);
+		      contention.both_held, contention.gc_flagged, 100 * waited_share);
 	assert_true(contention.passes >= PASSES_MIN);
 	if (strcmp(python->label, "2.7") == 0) {
 		if (sum < SHARE_MIN_27 || sum > 1 + SHARE_TOLERANCE)
@@ -276,8 +331,14 @@ static void gil_contention(void **state)
 		for (int i = 0; i < WORKERS; i++)
 			if (shares[i] < SPINNER_SHARE_MIN_27)
 				fail_msg("2.7: spinner %d held the GIL %.1f%% of the time", i, 100 * shares[i]);
-	} else if (fabs(sum - 1) > SHARE_TOLERANCE)
-		fail_msg("%s: the spinners' GIL shares add up to %.1f%% of the wall time", python->label, 100 * sum);
+	} else if (sum > 1 + SHARE_TOLERANCE || sum < 1 - SHARE_TOLERANCE - waited_share) {
+		/* Held by nobody: from the holder's drop until the woken spinner runs and takes it. On a
+		 * quiet host that is microseconds; on a busy one the woken thread waits for a CPU, and
+		 * that wait (the spinners' run delay, which also counts a holder preempted) is GIL-free
+		 * time the profile must show as such. */
+		fail_msg("%s: the spinners' GIL shares add up to %.1f%% of the wall time (their threads waited for "
+			 "a CPU %.1f%% of it)", python->label, 100 * sum, 100 * waited_share);
+	}
 	assert_int_equal(contention.gc_flagged, 0);
 	print_message("%s: %zu spinner samples waiting for the GIL\n", python->label, contention.requesting);
 	assert_int_equal(contention.holding_and_requesting, 0);
