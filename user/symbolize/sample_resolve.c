@@ -558,7 +558,7 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 		.on_a_cpu = (record->flags & PBP_REC_ON_A_CPU) != 0,
 	};
 	if (resolver->event_period) {
-		sample->count = resolver->event_period * sample->samples;
+		sample->count = resolver->event_blocked_ns ? record->blocked_ns : resolver->event_period * sample->samples;
 		sample->metrics = PF_METRIC_COUNT;
 		sample->time_us = 0;
 		if (resolver->event_bytes) {
