@@ -4,9 +4,10 @@
 #            which sleeps 1 ms at a time, ROUNDS times. Each function measures the time spent in
 #            its wait (time.perf_counter around it): at the end the truth, in nanoseconds,
 #            "blocked f=N g=N tiny_block=N tiny_calls=N".
-#   switches SECONDS: two threads hand a token back and forth through two pipes for SECONDS (two
-#            context switches per hand-over, each thread blocking in read), then print
-#            "handovers N": bench/offcpu.sh's context-switch-heavy load.
+#   switches SECONDS: two threads hand a token back and forth through two pipes for SECONDS (each
+#            thread blocking in read while the other has it), then print
+#            "handovers N cpu_s S" (S: the process's user+system CPU seconds, which include the
+#            BPF time of its own switches): bench/offcpu.sh's context-switch-heavy load.
 import os
 import sys
 import threading
@@ -99,7 +100,8 @@ def switches(seconds):
     os.write(b_write, b".")
     pass_token(a_read, b_write, end, counts)
     peer.join()
-    sys.stdout.write("handovers %d\n" % sum(counts))
+    used = os.times()
+    sys.stdout.write("handovers %d cpu_s %.6f\n" % (sum(counts), used.user + used.system))
     sys.stdout.flush()
 
 
