@@ -590,7 +590,8 @@ int BPF_PROG(pbp_fork, struct task_struct *parent, struct task_struct *child)
 #define PBP_PF_EXITING 0x00000004u
 
 /* The kernel stack of a switch-out starts in this program and in the tracepoint's caller
- * (bpf_trace_run4): the thread's own stack starts at __schedule, after them. */
+ * (bpf_trace_run4), always: not sent. The thread's own stack starts at __schedule, after them
+ * and at times after __traceiter_sched_switch too (userspace leaves that out). */
 #define PBP_OFF_CPU_SKIP_FRAMES 2
 
 /* A record's length from its frame counts, capped at the buffer's (the verifier's bound for a copy). */

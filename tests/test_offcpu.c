@@ -83,7 +83,8 @@ static void sum_functions(const char *path, struct function_time *functions, siz
 		double weight = (double)pf_sample_weight(&sample);
 
 		*total += weight;
-		if (has_kernel_frame(&sample, "bpf_prog_") || has_kernel_frame(&sample, "bpf_trace_run"))
+		if (has_kernel_frame(&sample, "bpf_prog_") || has_kernel_frame(&sample, "bpf_trace_run") ||
+		    has_kernel_frame(&sample, "__traceiter_"))
 			fail_msg("%s: a kernel stack holds the profiler's own program", path);
 		for (size_t i = 0; i < count; i++) {
 			if (!test_has_python_frame(&sample, functions[i].function))
