@@ -9,7 +9,8 @@
  *    add up to the time the workload measured, within 10%. Every format carries nanoseconds
  *    (event_unit, pprof's off-cpu/nanoseconds, speedscope's unit, the SVG's width), `pybpfprof
  *    top` ranks them, and no kernel stack starts in the profiler's own program.
- *  - off-cpu:MIN_US: no sample weighs less than MIN_US.
+ *  - off-cpu:MIN_US: no sample weighs less than MIN_US; a MIN_US of 0 or with a unit, and
+ *    --event-period beside off-cpu, are refused in one line.
  * Blocked times are measured exactly, not sampled: the shares hold under load, where the sleeps
  * stretch, because the truth stretches with them.
  */
@@ -17,6 +18,7 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "util/exit_status.h"
 
 #include <math.h>
 #include <sys/stat.h>
@@ -245,11 +247,37 @@ static void shortest_block(void **state)
 	assert_true(lightest >= (int64_t)MIN_BLOCK_US * 1000);
 }
 
+/* The command line's mistakes, said before anything starts (no root needed). */
+static void mistakes(void **state)
+{
+	static const struct {
+		const char *event, *period, *said;
+	} cases[] = {
+		{ "off-cpu:0", NULL, "invalid shortest block '0'" },
+		{ "off-cpu:1ms", NULL, "invalid shortest block '1ms'" },
+		{ "off-cpu", "5", "--event-period is for perf events" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[] = { (char *)pybpfprof_binary(), "--event", (char *)cases[i].event, "-d", "1",
+				 cases[i].period ? "--event-period" : NULL, (char *)cases[i].period, NULL };
+		char out[1024], err[2048];
+
+		assert_int_equal(run_capture_both(argv, out, sizeof(out), err, sizeof(err)), EXIT_STATUS_USAGE);
+		if (!strstr(err, cases[i].said))
+			fail_msg("--event %s: expected '%s' in '%s'", cases[i].event, cases[i].said, err);
+	}
+}
+
 int main(void)
 {
 	static const struct test_per_python kinds[] = { { "blocks_", blocks }, { "shortest_block_", shortest_block } };
+	static const struct CMUnitTest cli_tests[] = { cmocka_unit_test(mistakes) };
+	int failed = cmocka_run_group_tests_name("test_offcpu_cli", cli_tests, NULL, NULL);
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);
-	return test_run_per_python("test_offcpu", offcpu_labels, sizeof(offcpu_labels) / sizeof(offcpu_labels[0]),
-				   kinds, sizeof(kinds) / sizeof(kinds[0]));
+	return failed + test_run_per_python("test_offcpu", offcpu_labels,
+					    sizeof(offcpu_labels) / sizeof(offcpu_labels[0]), kinds,
+					    sizeof(kinds) / sizeof(kinds[0]));
 }
