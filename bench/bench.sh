@@ -359,6 +359,9 @@ bench/writers.sh
 # Sampling on kernel events: BPF time per occurrence, the profiler's CPU.
 printf '\n'
 bench/events.sh
+# --event off-cpu: its cost per context switch, the host's and a target's.
+printf '\n'
+bench/offcpu.sh
 
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'

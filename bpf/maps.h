@@ -176,6 +176,22 @@ struct {
 	__type(value, struct pbp_cpu_scratch);
 } cpu_scratch SEC(".maps");
 
+/*
+ * --event off-cpu: by tid, the record of the block a target thread is in (its stacks, taken as it
+ * switched out; time_ns then, 0 once sent), sent when it switches back in. Kept for the thread's
+ * life, so a thread pays the whole value's copy once and then only its record's length; dropped
+ * at its exit. Not preallocated: only threads that block take memory, at most this many
+ * (about 20 KiB each); one more thread's blocks count as lost.
+ */
+#define PBP_MAX_OFF_CPU_THREADS 1024
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, PBP_MAX_OFF_CPU_THREADS);
+	__type(key, __u32);
+	__type(value, struct pbp_sample_buf);
+} off_cpu_blocks SEC(".maps");
+
 /* Wall mode: kernel addresses where a runnable thread was switched out, by whether they lie in
  * the kernel's way back to user space (1) or not (0): each is named once (bpf/pyperf.bpf.c). */
 #define PBP_MAX_SWITCH_PCS 1024

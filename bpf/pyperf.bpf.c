@@ -35,6 +35,8 @@ __u64 wakeup_bytes = 0;
 /* --bpf-stats: time every target sample inside the program (two clock reads, ~50 ns): the
  * kernel's run-time statistics also charge the ticks that land on every other process. */
 const volatile bool time_samples = false;
+/* --event off-cpu:MIN_US: blocks shorter than this are not sent. */
+const volatile __u64 off_cpu_min_ns = 0;
 /* Wall mode: the CLOCK_MONOTONIC time of the iterator pass in progress, set by userspace
  * before each pass: every sample of a pass carries it. */
 __u64 wall_pass_ns = 0;
@@ -110,9 +112,10 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 }
 
 /* The kernel stack goes right after the Python frames and the native pcs: the current task's
- * (ctx) or, with task, that task's (empty while it runs on another CPU). */
-static __always_inline __u32 pbp_fill_kernel_stack(struct bpf_perf_event_data *ctx, struct task_struct *task,
-						   struct pbp_cpu_scratch *scratch)
+ * (ctx, less its skip_frames innermost) or, with task, that task's (empty while it runs on
+ * another CPU). */
+static __always_inline __u32 pbp_fill_kernel_stack(void *ctx, struct task_struct *task,
+						   struct pbp_cpu_scratch *scratch, __u32 skip_frames)
 {
 	__u32 first = 2 * (__u32)scratch->out.rec.py_frame_count + scratch->out.rec.native_frame_count;
 	__u32 size = PBP_MAX_KERNEL_FRAMES * sizeof(__u64);
@@ -123,7 +126,7 @@ static __always_inline __u32 pbp_fill_kernel_stack(struct bpf_perf_event_data *c
 	if (task)
 		bytes = bpf_get_task_stack(task, &scratch->out.words[first], size, 0);
 	else
-		bytes = bpf_get_stack(ctx, &scratch->out.words[first], size, 0);
+		bytes = bpf_get_stack(ctx, &scratch->out.words[first], size, skip_frames & BPF_F_SKIP_FIELD_MASK);
 	return bytes > 0 ? (__u32)bytes / sizeof(__u64) : 0;
 }
 
@@ -268,6 +271,7 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->weight = 1;
 	rec->user_ip = 0;
 	rec->running_task = 0;
+	rec->blocked_ns = 0;
 	scratch->walk.new_code = 0;
 	scratch->new_task = 0;
 	scratch->walk.shim_count = 0;
@@ -299,7 +303,7 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 		pbp_walk_native(ctx, scratch, user_mode);
 	/* An interrupted user-mode thread has no kernel stack to report. */
 	if (kernel_stacks && !user_mode)
-		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, NULL, scratch);
+		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, NULL, scratch, 0);
 	pbp_send_sample(scratch, NULL);
 }
 
@@ -434,7 +438,7 @@ static __always_inline void pbp_wall_kernel_moment(struct task_struct *task, str
 	for (int i = 0; i < PBP_STACK_MOMENT_TRIES; i++) {
 		before = after;
 		if (kernel_stacks)
-			frames = pbp_fill_kernel_stack(NULL, task, scratch);
+			frames = pbp_fill_kernel_stack(NULL, task, scratch, 0);
 		pbp_read_task_moment(task, &after);
 		if (pbp_same_moment(&before, &after))
 			break;
@@ -573,6 +577,128 @@ int BPF_PROG(pbp_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/*
+ * --event off-cpu: at sched_switch, a target thread that leaves the CPU to wait (not runnable:
+ * asleep, blocked on a lock or I/O; a preempted thread is still runnable and is not counted) has
+ * its stacks taken then, while its stack is the one it blocks in and it is still the current
+ * task (its memory is the current mm); the record waits in off_cpu_blocks and is sent when the
+ * thread switches back in, weighed by the nanoseconds between. One record per block: userspace
+ * never pairs halves, and the record never outlives the code objects it names, as they are alive
+ * in the blocked frames. The thread cannot run elsewhere before this program has returned (the
+ * scheduler waits for prev to be off its CPU), so a block's two halves never overlap.
+ */
+
+/* Sched_switch's prev_state for a task leaving for good: include/linux/sched.h's TASK_DEAD. */
+#define PBP_TASK_DEAD 0x0080u
+/* include/linux/sched.h's PF_EXITING: set before sched_process_exit drops the thread's block. */
+#define PBP_PF_EXITING 0x00000004u
+
+/* The kernel stack of a switch-out starts in this program and in the tracepoint's caller
+ * (bpf_trace_run4), always: not sent. The thread's own stack starts at __schedule, after them
+ * and at times after __traceiter_sched_switch too (userspace leaves that out). */
+#define PBP_OFF_CPU_SKIP_FRAMES 2
+
+/* A record's length from its frame counts, capped at the buffer's (the verifier's bound for a copy). */
+static __always_inline __u64 pbp_record_len(const struct pbp_record *rec)
+{
+	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
+		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
+
+	return len > sizeof(struct pbp_sample_buf) ? sizeof(struct pbp_sample_buf) : len;
+}
+
+/* The walked record into the thread's slot of off_cpu_blocks: the whole value the first time,
+ * the record's length after. reserved notes a new code object or task while it waits (cleared
+ * before it is sent: the wire's reserved stays zero). */
+static __always_inline void pbp_park_block(struct pbp_cpu_scratch *scratch, __u32 tid)
+{
+	struct pbp_sample_buf *parked = bpf_map_lookup_elem(&off_cpu_blocks, &tid);
+	__u64 len = pbp_record_len(&scratch->out.rec);
+
+	scratch->out.rec.reserved = scratch->walk.new_code || scratch->new_task;
+	if (!parked) {
+		if (bpf_map_update_elem(&off_cpu_blocks, &tid, &scratch->out, BPF_NOEXIST) != 0)
+			pbp_count(PBP_CNT_LOST);
+		return;
+	}
+	if (len < sizeof(struct pbp_record) || bpf_probe_read_kernel(parked, len, &scratch->out) != 0) {
+		parked->rec.time_ns = 0;
+		pbp_count(PBP_CNT_LOST);
+	}
+}
+
+/* prev, the current task, leaves the CPU to wait: its stacks now. */
+static __always_inline bool pbp_off_cpu_begin(void *ctx, struct task_struct *prev, __u32 prev_state, __u64 now_ns)
+{
+	__u32 tgid = prev->tgid, tid = prev->pid, zero = 0;
+	const struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_record *rec;
+
+	if (!config || !prev->mm || (prev->flags & PBP_PF_EXITING) || (prev_state & PBP_TASK_DEAD))
+		return false;
+	scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
+	if (!scratch)
+		return true;
+	pbp_count(PBP_CNT_SAMPLES);
+	rec = pbp_begin_record(scratch, now_ns, tgid, tid, bpf_get_smp_processor_id(), PBP_REC_OFF_CPU);
+	rec->task_state = pbp_task_state_letter(prev_state);
+	if (!(config->flags & PY_PROC_PENDING))
+		pbp_fill_python(config, scratch, NULL);
+	if (native_stacks)
+		pbp_walk_native_of(NULL, NULL, scratch, false);
+	if (kernel_stacks)
+		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, NULL, scratch, PBP_OFF_CPU_SKIP_FRAMES);
+	pbp_park_block(scratch, tid);
+	return true;
+}
+
+/* next comes back on a CPU: its block's record, if it has one waiting, goes out with its length. */
+static __always_inline bool pbp_off_cpu_end(struct task_struct *next, __u64 now_ns)
+{
+	__u32 tid = next->pid, zero = 0;
+	struct pbp_sample_buf *parked = bpf_map_lookup_elem(&off_cpu_blocks, &tid);
+	__u64 since_ns, len, wakeup = BPF_RB_NO_WAKEUP, wakeup_at = wakeup_bytes;
+	void *ring;
+
+	if (!parked || !parked->rec.time_ns)
+		return false;
+	since_ns = parked->rec.time_ns;
+	if (now_ns - since_ns < off_cpu_min_ns) {
+		parked->rec.time_ns = 0;
+		return true;
+	}
+	parked->rec.blocked_ns = now_ns - since_ns;
+	ring = bpf_map_lookup_elem(&events, &zero);
+	if (parked->rec.reserved)
+		wakeup = BPF_RB_FORCE_WAKEUP;
+	parked->rec.reserved = 0;
+	len = pbp_record_len(&parked->rec);
+	if (ring && wakeup_at && bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_at)
+		wakeup = BPF_RB_FORCE_WAKEUP;
+	if (!ring || len < sizeof(struct pbp_record) || bpf_ringbuf_output(ring, parked, len, wakeup) != 0)
+		pbp_count(PBP_CNT_LOST);
+	else if (wakeup == BPF_RB_FORCE_WAKEUP)
+		pbp_count(PBP_CNT_WAKEUPS);
+	parked->rec.time_ns = 0;
+	return true;
+}
+
+/* prev_state: the kernel's argument since 5.18 (prev->__state may have been woken meanwhile). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pbp_off_cpu, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now_ns = bpf_ktime_get_ns();
+	bool target = false;
+
+	if (!preempt && prev_state != PBP_TASK_RUNNING)
+		target = pbp_off_cpu_begin(ctx, prev, prev_state, now_ns);
+	target |= pbp_off_cpu_end(next, now_ns);
+	if (time_samples)
+		pbp_count_add(target ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - now_ns);
+	return 0;
+}
+
 /* Only the first argument: later kernels appended group_dead. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(pbp_exit, struct task_struct *task)
@@ -583,6 +709,7 @@ int BPF_PROG(pbp_exit, struct task_struct *task)
 	 * threads that ended), while its freed thread state still says thread_id == fsbase:
 	 * a cached entry would give the next thread the dead one's. */
 	bpf_map_delete_elem(&tstate_cache, &tid);
+	bpf_map_delete_elem(&off_cpu_blocks, &tid);
 	if (task->pid != task->tgid)
 		return 0;
 	/* Dropped here, not only when userspace reads the notice: a notice lost to a full ring,

@@ -109,6 +109,9 @@ struct pbp_record {
 	 * outermost coroutine (PBP_REC_ASYNC_TASK), else that coroutine or generator (whose frame
 	 * it owns), userspace finding its task. */
 	__u64 running_task;
+	/* --event off-cpu: the nanoseconds the thread was blocked, from the switch-out its stack
+	 * was taken at (time_ns) to the switch back in; 0 in every other record. */
+	__u64 blocked_ns;
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
 };
@@ -182,7 +185,7 @@ _Static_assert(sizeof(struct pbp_py_frame) == 16, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, code_addr) == 0, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, instr_offset) == 8, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, checksum) == 12, PBP_RECORD_LAYOUT);
-_Static_assert(sizeof(struct pbp_record) == 64, PBP_RECORD_LAYOUT);
+_Static_assert(sizeof(struct pbp_record) == 72, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, time_ns) == 0, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, tstate_addr) == 8, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, pid) == 16, PBP_RECORD_LAYOUT);
@@ -199,6 +202,7 @@ _Static_assert(__builtin_offsetof(struct pbp_record, task_state) == 44, PBP_RECO
 _Static_assert(__builtin_offsetof(struct pbp_record, weight) == 46, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, running_task) == 56, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, blocked_ns) == 64, PBP_RECORD_LAYOUT);
 _Static_assert(sizeof(struct pbp_stack_copy) == 24, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_stack_copy, copy_len) == 16, PBP_RECORD_LAYOUT);
 _Static_assert((PBP_STACK_COPY_BYTES & (PBP_STACK_COPY_BYTES - 1)) == 0, "PBP_STACK_COPY_BYTES is a power of two");
@@ -217,8 +221,8 @@ _Static_assert((PBP_RINGBUF_DEFAULT_BYTES & (PBP_RINGBUF_DEFAULT_BYTES - 1)) == 
 
 /* Per-CPU counters (index into the `counters` array map). */
 enum pbp_counter {
-	PBP_CNT_SAMPLES = 0,      /* perf events that hit a target thread; in wall mode, threads sampled */
-	PBP_CNT_LOST = 1,         /* records dropped: ring buffer full */
+	PBP_CNT_SAMPLES = 0,      /* perf events that hit a target thread; in wall mode, threads sampled; off-cpu: blocks begun */
+	PBP_CNT_LOST = 1,         /* records dropped: ring buffer full (off-cpu: or no room to park the block) */
 	PBP_CNT_READ_FAULTS = 2,  /* samples with a failed target read */
 	PBP_CNT_TRUNCATED = 3,    /* samples whose Python stack was cut */
 	PBP_CNT_NO_TSTATE = 4,    /* samples of threads with no thread state */

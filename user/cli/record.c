@@ -94,8 +94,8 @@ static const struct argp_option record_options[] = {
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not", 0 },
-	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, "Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, branches, branch-misses, ... (counted)", 0 },
-	{ "event-period", OPT_EVENT_PERIOD, "N", 0, "With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and scheduling event, 10000 cache or branch misses, 10M cycles)", 0 },
+	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, "Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, branches, branch-misses, ... (counted); off-cpu: every block of a thread, weighed in the nanoseconds it waited (off-cpu:MIN_US: only blocks of at least MIN_US microseconds)", 0 },
+	{ "event-period", OPT_EVENT_PERIOD, "N", 0, "With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and scheduling event, 10000 cache or branch misses, 10M cycles; not for off-cpu)", 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile their descendants, running or forked later (a launched command's are always followed)", 0 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
 	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
@@ -122,6 +122,7 @@ struct record_args {
 	bool frequency_set;
 	bool interval_set;
 	bool period_given_twice; /* --event NAME:PERIOD and --event-period both */
+	bool event_period_option; /* --event-period given */
 };
 
 static int parse_uint(const char *text, unsigned long long max, unsigned long long *value)
@@ -174,17 +175,23 @@ static int parse_event(struct record_args *args, char *arg, struct argp_state *s
 	char *colon = strchr(arg, ':'), names[512];
 	unsigned long long period;
 
-	if (colon) {
+	if (colon)
 		*colon = 0;
-		if (parse_uint(colon + 1, PERF_EVENT_MAX_PERIOD, &period) || period == 0)
-			argp_error(state, "invalid period '%s' in --event %s:%s (1-%llu occurrences)", colon + 1, arg,
-				   colon + 1, PERF_EVENT_MAX_PERIOD);
-		args->period_given_twice |= args->session.event_period != 0;
-		args->session.event_period = period;
-	}
 	args->session.event = perf_event_find(arg);
 	if (!args->session.event)
 		argp_error(state, "unknown event '%s' (%s)", arg, perf_event_names(names, sizeof(names)));
+	if (colon && args->session.event->off_cpu) {
+		if (parse_uint(colon + 1, PERF_EVENT_MAX_OFF_CPU_US, &period) || period == 0)
+			argp_error(state, "invalid shortest block '%s' in --event %s:%s (1-%llu us)", colon + 1, arg,
+				   colon + 1, PERF_EVENT_MAX_OFF_CPU_US);
+	} else if (colon && (parse_uint(colon + 1, PERF_EVENT_MAX_PERIOD, &period) || period == 0)) {
+		argp_error(state, "invalid period '%s' in --event %s:%s (1-%llu occurrences)", colon + 1, arg,
+			   colon + 1, PERF_EVENT_MAX_PERIOD);
+	}
+	if (colon) {
+		args->period_given_twice |= args->session.event_period != 0;
+		args->session.event_period = period;
+	}
 	return 0;
 }
 
@@ -335,6 +342,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (parse_uint(arg, PERF_EVENT_MAX_PERIOD, &number) || number == 0)
 			argp_error(state, "invalid --event-period '%s' (1-%llu occurrences)", arg, PERF_EVENT_MAX_PERIOD);
 		args->period_given_twice |= session->event_period != 0;
+		args->event_period_option = true;
 		session->event_period = number;
 		break;
 	case OPT_TARGET_BUDGET:
@@ -437,6 +445,8 @@ static int check_event(const struct record_args *args)
 			clash = "--event-period goes with --event NAME";
 	} else if (args->period_given_twice)
 		clash = "--event NAME:PERIOD and --event-period both set the period: give one";
+	else if (session->event->off_cpu && args->event_period_option)
+		clash = "--event off-cpu:MIN_US gives its shortest block; --event-period is for perf events";
 	else if (session->mode != SESSION_MODE_CPU)
 		clash = session->mode == SESSION_MODE_WALL
 				? "--event samples threads as the event happens to them, --mode wall every thread at every interval: give one"

@@ -175,6 +175,8 @@ static struct rank_headings event_headings(const struct perf_event_spec *event, 
 {
 	if (event->page_sized)
 		snprintf(own, len, "own %s, in bytes (where memory was first touched):", event->name);
+	else if (event->off_cpu)
+		snprintf(own, len, "own %s time, in ns (where threads blocked):", event->name);
 	else
 		snprintf(own, len, "own %s (where they happened):", event->name);
 	snprintf(total, len, "total %s (with callees):", event->name);

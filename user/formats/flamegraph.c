@@ -108,6 +108,7 @@ struct flamegraph_writer {
 	char *metadata[META_COUNT];
 	uint64_t sample_count;
 	uint32_t metrics_seen;        /* PF_METRIC_* of any sample: picks the unit */
+	bool counts_ns;               /* the counts are nanoseconds (event_unit: --event off-cpu) */
 	uint32_t kinds_seen;          /* 1 << fg_kind of any frame: the legend's entries */
 	size_t process_count;         /* distinct pids: a process level is drawn past one */
 	int64_t last_process_frame;   /* frame id of last_pid's node, -1 before any */
@@ -356,6 +357,8 @@ static int flamegraph_set_metadata(void *state, const char *key, const char *val
 
 	if (strcmp(key, FLAMEGRAPH_DIFF_SIDE) == 0)
 		return set_diff_side(writer, value);
+	if (strcmp(key, "event_unit") == 0)
+		writer->counts_ns = strcmp(value, "nanoseconds") == 0;
 	/* The subtitle tells NEW's run. */
 	if (writer->adding_base)
 		return 0;
@@ -668,7 +671,7 @@ static void put_label(FILE *out, const char *label, double width_px)
 	fputs("..", out);
 }
 
-enum fg_unit { UNIT_TIME, UNIT_BYTES, UNIT_SAMPLES, UNIT_EVENTS };
+enum fg_unit { UNIT_TIME, UNIT_BYTES, UNIT_SAMPLES, UNIT_EVENTS, UNIT_NANOSECONDS };
 
 static enum fg_unit writer_unit(const struct flamegraph_writer *writer)
 {
@@ -677,7 +680,7 @@ static enum fg_unit writer_unit(const struct flamegraph_writer *writer)
 	if (writer->metrics_seen & PF_METRIC_MEMORY)
 		return UNIT_BYTES;
 	if (writer->metrics_seen & PF_METRIC_COUNT)
-		return UNIT_EVENTS;
+		return writer->counts_ns ? UNIT_NANOSECONDS : UNIT_EVENTS;
 	return UNIT_SAMPLES;
 }
 
@@ -702,6 +705,9 @@ static void put_amount(FILE *out, uint64_t value, enum fg_unit unit)
 		break;
 	case UNIT_EVENTS:
 		fprintf(out, "%" PRIu64 " event%s", value, value == 1 ? "" : "s");
+		break;
+	case UNIT_NANOSECONDS:
+		put_amount(out, value / 1000, UNIT_TIME);
 		break;
 	default:
 		fprintf(out, "%" PRIu64 " sample%s", value, value == 1 ? "" : "s");
@@ -906,7 +912,7 @@ static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 		fputs(" lost)", out);
 	}
 	fputs(" \xc2\xb7 width: ", out);
-	fputs(writer_unit(writer) == UNIT_TIME    ? "time"
+	fputs(writer_unit(writer) == UNIT_TIME || writer_unit(writer) == UNIT_NANOSECONDS ? "time"
 	      : writer_unit(writer) == UNIT_BYTES ? "bytes allocated"
 	      : writer_unit(writer) == UNIT_EVENTS ? "events"
 						  : "samples",

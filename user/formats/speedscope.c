@@ -49,6 +49,7 @@ struct speedscope_writer {
 	struct speedscope_thread *threads;
 	size_t threads_capacity;
 	uint32_t metrics_seen;            /* PF_METRIC_* of any sample: picks the unit */
+	bool counts_ns;                   /* the counts are nanoseconds (event_unit: --event off-cpu) */
 	char error[256];
 };
 
@@ -105,7 +106,7 @@ static const char *unit_of(const struct speedscope_writer *writer)
 		return "microseconds";
 	if (writer->metrics_seen & PF_METRIC_MEMORY)
 		return "bytes";
-	return "none";
+	return writer->counts_ns ? "nanoseconds" : "none";
 }
 
 static void write_frame(FILE *out, const struct stack_frame *frame)
@@ -211,8 +212,12 @@ static int speedscope_finish(void *state)
 
 static int speedscope_set_metadata(void *state, const char *key, const char *value)
 {
-	(void)state, (void)key, (void)value;
-	return 0; /* the format has a name and an exporter, nothing else */
+	struct speedscope_writer *writer = state;
+
+	/* the format has a name and an exporter, nothing else: only the unit is kept */
+	if (strcmp(key, "event_unit") == 0)
+		writer->counts_ns = strcmp(value, "nanoseconds") == 0;
+	return 0;
 }
 
 static int speedscope_flush(void *state)

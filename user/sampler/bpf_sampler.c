@@ -49,6 +49,7 @@ struct bpf_sampler {
 	struct bpf_link *exec_link;
 	struct bpf_link *exit_link;
 	struct bpf_link *fork_link;
+	struct bpf_link *off_cpu_link;    /* --event off-cpu: the sched_switch program */
 	struct kernel_names *kernel_names; /* NULL until bpf_sampler_open_kernel_names */
 	int stats_fd;
 	struct unwind_maps *unwind_maps;  /* native unwinding's maps (sampler/unwind_maps.h) */
@@ -474,6 +475,12 @@ static void size_unwind_rows(struct bpf_sampler *sampler, const struct bpf_sampl
  * before then is still running (a perf-event program runs microseconds). */
 #define RING_RETIRE_MS 100u
 
+/* --event off-cpu: the scheduler's tracepoint, not a perf event, gives the records. */
+static bool sampler_off_cpu(const struct bpf_sampler_options *options)
+{
+	return options->event && options->event->off_cpu;
+}
+
 /* The records per second per CPU the ring is sized for. */
 static unsigned ring_rate_hz(const struct bpf_sampler_options *options)
 {
@@ -527,6 +534,7 @@ static int publish_ring(struct bpf_sampler *sampler, int fd, size_t bytes)
 static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
 			 char *errbuf, size_t errlen)
 {
+	bool off_cpu = sampler_off_cpu(options);
 	size_t ring_bytes = ring_bytes_for(options);
 	int err;
 
@@ -542,10 +550,13 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->stack_copies = options->native_stacks;
 	sampler->skel->rodata->gil_only = options->gil_only;
 	sampler->skel->rodata->time_samples = options->time_samples;
-	sampler->skel->rodata->overhead_budget = options->overhead_budget && !options->wall;
-	/* Each mode loads only the program it runs: verifying the other would only cost time. */
+	sampler->skel->rodata->overhead_budget = options->overhead_budget && !options->wall && !off_cpu;
+	if (off_cpu)
+		sampler->skel->rodata->off_cpu_min_ns = options->event_period * 1000;
+	/* Each mode loads only the program it runs: verifying the others would only cost time. */
 	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
-	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall);
+	bpf_program__set_autoload(sampler->skel->progs.pbp_off_cpu, off_cpu);
+	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall && !off_cpu);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_ksym_names, options->kernel_stacks);
 	size_unwind_rows(sampler, options);
 	err = pyperf_bpf__load(sampler->skel);
@@ -614,6 +625,8 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 		err = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, errbuf, errlen);
 	if (!err && options->wall)
 		err = start_wall(sampler, options, errbuf, errlen);
+	else if (!err && sampler_off_cpu(options))
+		err = attach_tracepoint(sampler->skel->progs.pbp_off_cpu, &sampler->off_cpu_link, errbuf, errlen);
 	else if (!err)
 		err = attach_perf_events(sampler, options, errbuf, errlen);
 	if (err) {
@@ -987,9 +1000,11 @@ int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, u
 	uint32_t info_len = sizeof(info);
 
 	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(sampler->wall_links ? sampler->skel->progs.pbp_wall
-								  : sampler->skel->progs.pbp_sample),
-				   &info, &info_len))
+	struct bpf_program *prog = sampler->wall_links	  ? sampler->skel->progs.pbp_wall
+				   : sampler->off_cpu_link ? sampler->skel->progs.pbp_off_cpu
+							   : sampler->skel->progs.pbp_sample;
+
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &info_len))
 		return -errno;
 	*run_time_ns = info.run_time_ns;
 	*run_count = info.run_cnt;
@@ -1026,6 +1041,7 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	bpf_link__destroy(sampler->exec_link);
 	bpf_link__destroy(sampler->exit_link);
 	bpf_link__destroy(sampler->fork_link);
+	bpf_link__destroy(sampler->off_cpu_link);
 	kernel_names_close(sampler->kernel_names);
 	ring_buffer__free(sampler->rings);
 	if (sampler->ring_fd >= 0)

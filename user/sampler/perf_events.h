@@ -17,6 +17,10 @@ struct perf_event_spec {
 	uint64_t config;         /* PERF_COUNT_SW_* / PERF_COUNT_HW_* */
 	uint64_t default_period; /* one sample every this many occurrences */
 	bool page_sized;         /* each occurrence is a page first touched: weighed in bytes */
+	/* Not a perf event: the scheduler's switches (bpf/pyperf.bpf.c's pbp_off_cpu), one sample per
+	 * block of a thread, weighed in the nanoseconds it was blocked; its PERIOD is the shortest
+	 * block sent, in microseconds (0: every block). */
+	bool off_cpu;
 };
 
 /* The largest period taken: a sample's events (its period times its stride) stay far from
@@ -27,6 +31,8 @@ struct perf_event_spec {
 const struct perf_event_spec *perf_event_find(const char *name);
 /* "page-faults, major-faults, ..., branch-misses": every canonical name, for messages. */
 const char *perf_event_names(char *buffer, size_t size);
+/* The shortest block --event off-cpu:MIN_US takes. */
+#define PERF_EVENT_MAX_OFF_CPU_US 60000000ull
 /* Whether the event needs a hardware performance monitoring unit. */
 bool perf_event_is_hardware(const struct perf_event_spec *spec);
 

@@ -210,7 +210,8 @@ void report_abort_writers(struct session *session)
 }
 
 /* What the samples of an --event run count: the event, one sample's occurrences, and the unit of
- * the weight (bytes: page size times the occurrences; count: the occurrences). */
+ * the weight (bytes: page size times the occurrences; count: the occurrences; nanoseconds: the
+ * time off-cpu's blocks lasted). */
 static void report_event_metadata(struct session *session)
 {
 	const struct session_options *options = session->options;
@@ -219,7 +220,9 @@ static void report_event_metadata(struct session *session)
 	set_metadata_all(session, "event", options->event->name);
 	snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_period);
 	set_metadata_all(session, "event_period", text);
-	set_metadata_all(session, "event_unit", options->event->page_sized ? "bytes" : "count");
+	set_metadata_all(session, "event_unit", options->event->page_sized ? "bytes"
+						: options->event->off_cpu ? "nanoseconds"
+									  : "count");
 	if (options->event->page_sized) {
 		snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_bytes);
 		set_metadata_all(session, "page_size", text);

@@ -641,8 +641,11 @@ static int set_up(struct session *session, int *failed_status)
 	err = sample_resolve_init(&session->resolver, open_kernel_names(session) ? name_kernel_addresses : NULL,
 				  session->sampler, 1000000 / options->frequency_hz);
 	if (!err && options->event) {
-		session->resolver.event_period = options->event_period ? options->event_period
-									: options->event->default_period;
+		/* off-cpu's period is its shortest block: each of its samples is one block */
+		session->resolver.event_period = options->event->off_cpu	 ? 1
+						 : options->event_period ? options->event_period
+									 : options->event->default_period;
+		session->resolver.event_blocked_ns = options->event->off_cpu;
 		session->resolver.event_bytes = options->event->page_sized ? (uint64_t)sysconf(_SC_PAGESIZE) : 0;
 	}
 	if (!err)

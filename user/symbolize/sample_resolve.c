@@ -558,7 +558,7 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 		.on_a_cpu = (record->flags & PBP_REC_ON_A_CPU) != 0,
 	};
 	if (resolver->event_period) {
-		sample->count = resolver->event_period * sample->samples;
+		sample->count = resolver->event_blocked_ns ? record->blocked_ns : resolver->event_period * sample->samples;
 		sample->metrics = PF_METRIC_COUNT;
 		sample->time_us = 0;
 		if (resolver->event_bytes) {
@@ -634,6 +634,29 @@ static size_t insert_task_chain(struct sample_resolver *resolver, const struct a
 	return kept_above + chain->frame_count + (count - at);
 }
 
+/* An off-cpu record's kernel stack is taken inside the sched_switch tracepoint: its leaf frames
+ * may be the tracepoint's plumbing (how many the kernel shows varies with where the unwinder
+ * starts), not the thread's wait. How many leaf frames to leave out. */
+static size_t tracepoint_frames(struct sample_resolver *resolver, const struct pbp_record *record,
+				const uint64_t *kernel_ips)
+{
+	static const char *const plumbing[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_" };
+	size_t skipped = 0;
+
+	if (!record->blocked_ns)
+		return 0;
+	for (; skipped < record->kernel_frame_count; skipped++) {
+		const char *name = kernel_frame_name(resolver, kernel_ips[skipped]);
+		bool tracing = false;
+
+		for (size_t k = 0; name && k < sizeof(plumbing) / sizeof(plumbing[0]); k++)
+			tracing |= strncmp(name, plumbing[k], strlen(plumbing[k])) == 0;
+		if (!tracing)
+			break;
+	}
+	return skipped;
+}
+
 /* The record's stack resolved into resolver->frames from frames[1] (frames[0] the invalid marker); its
  * frame count with the marker. incomplete: set when a frame could not be named. */
 static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_record *record,
@@ -642,7 +665,7 @@ static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_
 {
 	const struct pbp_py_frame *py_frames = (const void *)(record + 1);
 	const uint64_t *kernel_ips = (const uint64_t *)(py_frames + record->py_frame_count) + record->native_frame_count;
-	size_t count = 1, task_index = task_root_index(record, chain), task_at = 0;
+	size_t count = 1, task_index = task_root_index(record, chain), task_at = 0, plumbing;
 
 	if (mixed) {
 		count = merge_mixed_stack(resolver, record, py_frames, natives_named, python, count, incomplete,
@@ -663,7 +686,8 @@ static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_
 		resolver->task_samples++;
 	}
 	name_new_kernel_addresses(resolver, kernel_ips, record->kernel_frame_count);
-	for (size_t i = record->kernel_frame_count; i-- > 0;) {
+	plumbing = tracepoint_frames(resolver, record, kernel_ips);
+	for (size_t i = record->kernel_frame_count; i-- > plumbing;) {
 		struct pf_frame *frame = &resolver->frames[count++];
 
 		*frame = pf_frame_unlocated(PF_FRAME_KERNEL, "",

@@ -62,6 +62,7 @@ struct pprof_writer {
 	uint32_t metrics_seen;
 	char mode[16];
 	char event[32];                   /* --event's name: sample counts are its occurrences ("" none) */
+	bool event_ns;                    /* its counts are nanoseconds (event_unit: --event off-cpu) */
 	uint64_t event_period;            /* its occurrences per sample */
 	uint64_t interval_us;
 	uint64_t duration_us;
@@ -500,7 +501,7 @@ static int build_value_types(struct pprof_writer *writer, struct pprof_message *
 	bool timed = writer->metrics_seen & PF_METRIC_TIME;
 	const char *kind = timed ? (writer->mode[0] ? writer->mode : "cpu") : "space";
 	int64_t names[5] = { string_index(writer, writer->event[0] ? writer->event : "samples"),
-			     string_index(writer, "count"), string_index(writer, kind),
+			     string_index(writer, writer->event_ns ? "nanoseconds" : "count"), string_index(writer, kind),
 			     string_index(writer, timed ? "nanoseconds" : "bytes"), 0 };
 
 	for (int i = 0; i < 4; i++)
@@ -647,6 +648,8 @@ static int pprof_set_metadata(void *state, const char *key, const char *value)
 		snprintf(writer->mode, sizeof(writer->mode), "%s", value);
 	else if (strcmp(key, "event") == 0)
 		snprintf(writer->event, sizeof(writer->event), "%s", value);
+	else if (strcmp(key, "event_unit") == 0)
+		writer->event_ns = strcmp(value, "nanoseconds") == 0;
 	else if (strcmp(key, "event_period") == 0)
 		writer->event_period = strtoull(value, NULL, 10);
 	else if (strcmp(key, "interval") == 0)
