@@ -27,6 +27,7 @@ static void pid_lists_take_every_pid_and_name_the_bad_one(void **state)
 	assert_int_equal(count, 4);
 	assert_int_equal(options_parse_pid_list("5", pids, &count, 4, &bad, &bad_len), -E2BIG);
 	assert_int_equal(count, 4);
+	assert_int_equal(pids[0], 1);
 	count = 0;
 	assert_int_equal(options_parse_pid_list("7,x8,9", pids, &count, 4, &bad, &bad_len), -EINVAL);
 	assert_int_equal(bad_len, 2);

@@ -43,6 +43,7 @@ int options_parse_pid_list(const char *list, pid_t *pids, size_t *count, size_t 
 	for (;;) {
 		size_t len = strcspn(item, ",");
 		char digits[24];
+		pid_t pid;
 
 		*bad = item;
 		*bad_len = (int)(len < INT_MAX ? len : INT_MAX);
@@ -50,11 +51,11 @@ int options_parse_pid_list(const char *list, pid_t *pids, size_t *count, size_t 
 			return -EINVAL;
 		memcpy(digits, item, len);
 		digits[len] = 0;
-		if (options_parse_pid(digits, &pids[*count < max ? *count : 0]))
+		if (options_parse_pid(digits, &pid))
 			return -EINVAL;
 		if (*count == max)
 			return -E2BIG;
-		(*count)++;
+		pids[(*count)++] = pid;
 		if (!item[len])
 			return 0;
 		item += len + 1;
