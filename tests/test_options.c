@@ -174,7 +174,7 @@ static int refuse(const char *first, ...)
 	for (const char *arg = first; arg && argc < 15; arg = va_arg(args, const char *))
 		argv[argc++] = (char *)arg;
 	va_end(args);
-	return options_refuse_misspelled(test_options, argc, argv, "pybpfprof");
+	return options_refuse_misspelled(test_options, argc, argv, "pybpfprof", false);
 }
 
 static void a_near_long_option_is_refused_values_are_not(void **state)
@@ -192,6 +192,11 @@ static void a_near_long_option_is_refused_values_are_not(void **state)
 	assert_int_equal(refuse("--", "--ouptut", NULL), 0);
 	/* an optional value is never the next word */
 	assert_int_equal(refuse("--native", "--quite", NULL), -EINVAL);
+	/* in order, as record parses: argp stops at a stray word, and so does the look */
+	assert_int_equal(options_refuse_misspelled(test_options, 3, (char *[]){ "pybpfprof", "app.py", "--quite", NULL },
+						   "pybpfprof", true), 0);
+	assert_int_equal(options_refuse_misspelled(test_options, 3, (char *[]){ "pybpfprof", "app.py", "--quite", NULL },
+						   "pybpfprof", false), -EINVAL);
 }
 
 static void same_output_sees_through_spelling(void **state)

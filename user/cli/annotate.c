@@ -1021,7 +1021,8 @@ int annotate_main(int argc, char **argv)
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof annotate";
-	if (options_refuse_misspelled(annotate_options, argc, argv, argv[0]) || argp_parse(&argp, argc, argv, 0, NULL, &args))
+	if (options_refuse_misspelled(annotate_options, argc, argv, argv[0], false) ||
+	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	return annotate_with(&args, emit_to_output, NULL);
 }

@@ -250,7 +250,7 @@ int convert_main(int argc, char **argv)
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof convert";
-	if (options_refuse_misspelled(convert_options, argc, argv, argv[0]) ||
+	if (options_refuse_misspelled(convert_options, argc, argv, argv[0], false) ||
 	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	if (args.usage_error) {

@@ -669,7 +669,8 @@ int diff_main(int argc, char **argv)
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof diff";
-	if (options_refuse_misspelled(diff_options, argc, argv, argv[0]) || argp_parse(&argp, argc, argv, 0, NULL, &args))
+	if (options_refuse_misspelled(diff_options, argc, argv, argv[0], false) ||
+	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	return run_diff(&args);
 }

@@ -168,7 +168,7 @@ int dump_main(int argc, char **argv)
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof dump";
-	if (options_refuse_misspelled(dump_options, argc, argv, argv[0]) ||
+	if (options_refuse_misspelled(dump_options, argc, argv, argv[0], false) ||
 	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	return args.samples ? dump_samples(args.path, stdout) : dump_events(args.path, stdout);

@@ -314,7 +314,8 @@ static void skip_short_cluster(const struct argp_option *options, int argc, char
 	}
 }
 
-int options_refuse_misspelled(const struct argp_option *options, int argc, char **argv, const char *program)
+int options_refuse_misspelled(const struct argp_option *options, int argc, char **argv, const char *program,
+			      bool in_order)
 {
 	const char *every[OPTIONS_MAX_NAMES + 3], *suggest[OPTIONS_MAX_NAMES + 3];
 	size_t suggest_count;
@@ -326,7 +327,7 @@ int options_refuse_misspelled(const struct argp_option *options, int argc, char 
 		bool known;
 		const struct argp_option *option;
 
-		if (strcmp(word, "--") == 0)
+		if (strcmp(word, "--") == 0 || (in_order && (word[0] != '-' || !word[1])))
 			break;
 		if (word[0] != '-' || !word[1])
 			continue;

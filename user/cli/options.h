@@ -63,9 +63,12 @@ const char *options_nearest(const char *word, size_t word_len, const char *const
  * Before argp_parse(options, argc, argv): a long option in argv[1..argc) that none of options
  * (nor argp's --help, --usage, --version) starts with, but one is near, is said in one line,
  * "PROGRAM: unrecognized option '--ouptut'; did you mean --output?", and -EINVAL returned.
- * 0 otherwise: argp then says what else is wrong. Option values are skipped as getopt does.
+ * 0 otherwise: argp then says what else is wrong. Option values are skipped as getopt does;
+ * in_order (ARGP_IN_ORDER): nothing after the first word that is not an option is looked at,
+ * as argp stops there too.
  */
-int options_refuse_misspelled(const struct argp_option *options, int argc, char **argv, const char *program);
+int options_refuse_misspelled(const struct argp_option *options, int argc, char **argv, const char *program,
+			      bool in_order);
 
 /* Whether two output paths name one file: the same name in the same directory, however the
  * directory was spelled (./a and a, a link to it). */

@@ -461,7 +461,7 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: -- is not followed by a command to profile\n");
 		return EXIT_STATUS_USAGE;
 	}
-	if (options_refuse_misspelled(record_options, command < argc ? command - 1 : argc, argv, argv[0]))
+	if (options_refuse_misspelled(record_options, command < argc ? command - 1 : argc, argv, argv[0], true))
 		return EXIT_STATUS_USAGE;
 	/* argp sees the options only: the command's own are not ours. */
 	/* In order: a stray word stops the parse before the options after it are taken for ours. */

@@ -98,7 +98,7 @@ int stacks_main(int argc, char **argv)
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof stacks";
-	if (options_refuse_misspelled(stacks_options, argc, argv, argv[0]) ||
+	if (options_refuse_misspelled(stacks_options, argc, argv, argv[0], false) ||
 	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	/* A word from the command line may hold anything: escaped. */

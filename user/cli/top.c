@@ -389,7 +389,7 @@ int top_main(int argc, char **argv)
 		}
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof top";
-	if (options_refuse_misspelled(top_options, options_end, argv, argv[0]) ||
+	if (options_refuse_misspelled(top_options, options_end, argv, argv[0], false) ||
 	    argp_parse(&argp, options_end, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	if (options_end < argc) {
