@@ -171,6 +171,12 @@ static void mistyped_options_and_commands_say_what_was_meant(void **state)
 	expect_mistake(run_pybpfprof("dump", "--sampels", profile, NULL), EXIT_STATUS_USAGE, "did you mean --samples?");
 	expect_mistake(run_pybpfprof("convert", profile, "--fromat", "svg", NULL), EXIT_STATUS_USAGE,
 		       "did you mean --format?");
+	expect_mistake(run_pybpfprof("convert", profile, "-o", "out.svg", "-f", "svgz", NULL), EXIT_STATUS_USAGE,
+		       "unknown format 'svgz'");
+	assert_non_null(strstr(err_text, "did you mean svg?"));
+	expect_mistake(run_pybpfprof("-f", "tachion", "--", "true", NULL), EXIT_STATUS_USAGE,
+		       "did you mean tachyon?");
+	assert_int_equal(count_lines(err_text), 1);
 	expect_mistake(run_pybpfprof("diff", profile, profile, "--fail-iff", "x>+1%", NULL), EXIT_STATUS_USAGE,
 		       "did you mean --fail-if?");
 	expect_mistake(run_pybpfprof("annotate", profile, "--fucntion", "f", NULL), EXIT_STATUS_USAGE,

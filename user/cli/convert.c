@@ -168,19 +168,13 @@ static error_t take_output(struct convert_args *args, const char *path)
 static error_t parse_convert_option(int key, char *arg, struct argp_state *state)
 {
 	struct convert_args *args = state->input;
-	char names[256];
 
 	switch (key) {
 	case 'o':
 		return take_output(args, arg);
 	case 'f':
-		args->format = format_registry_find_name(arg);
-		if (!args->format) {
-			fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use %s)\n",
-				arg, format_registry_names(names, sizeof(names), ", ", " or "));
-			return EINVAL;
-		}
-		break;
+		args->format = options_format_named(arg, "pybpfprof: convert");
+		return args->format ? 0 : EINVAL;
 	case 'c':
 		if (options_parse_compression(arg, &args->writer.compression_level)) {
 			fprintf(stderr, "pybpfprof: convert: bad compression '%s' (1-22 or none)\n", arg);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The commands' shared option values, and the hints for a mistyped option (options.h). */
 #include "cli/options.h"
+#include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/text_quote.h"
 
@@ -181,6 +182,30 @@ int options_parse_compression(const char *text, int *level)
 
 /* Option names and command words are short: longer words are no typo of them. */
 #define OPTIONS_MAX_WORD 64
+#define OPTIONS_MAX_FORMATS 32
+
+const struct pf_format *options_format_named(const char *name, const char *program)
+{
+	const struct pf_format *format = format_registry_find_name(name);
+	const char *candidates[OPTIONS_MAX_FORMATS], *nearest;
+	char names[512], list[512], *save = NULL;
+	size_t count = 0;
+
+	if (format)
+		return format;
+	format_registry_names(names, sizeof(names), "|", "|");
+	for (char *item = strtok_r(names, "|", &save); item && count < OPTIONS_MAX_FORMATS;
+	     item = strtok_r(NULL, "|", &save))
+		candidates[count++] = item;
+	nearest = options_nearest(name, strlen(name), candidates, count);
+	fprintf(stderr, "%s: unknown format '", program);
+	fput_escaped(stderr, name);
+	fprintf(stderr, "' (use %s)", format_registry_names(list, sizeof(list), ", ", " or "));
+	if (nearest)
+		fprintf(stderr, "; did you mean %s?", nearest);
+	fputc('\n', stderr);
+	return NULL;
+}
 
 size_t options_edit_distance(const char *a, size_t a_len, const char *b, size_t b_len)
 {

@@ -52,6 +52,10 @@ int options_parse_seconds(const char *text, double *seconds);
 /* Tachyon's zstd level: 1 to PF_COMPRESSION_LEVEL_MAX, or none (0). */
 int options_parse_compression(const char *text, int *level);
 
+/* The format -f names (a name or an alias, any case); NULL after one line on stderr,
+ * "PROGRAM: unknown format 'svgz' (use mojo, ... or jsonl); did you mean svg?". */
+const struct pf_format *options_format_named(const char *name, const char *program);
+
 /* The edits (insert, delete, replace, swap two neighbours) from a to b. */
 size_t options_edit_distance(const char *a, size_t a_len, const char *b, size_t b_len);
 

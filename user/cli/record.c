@@ -375,12 +375,9 @@ static int resolve_formats(struct record_args *args)
 	char names[256];
 
 	if (args->format_name) {
-		forced = format_registry_find_name(args->format_name);
-		if (!forced) {
-			fprintf(stderr, "pybpfprof: unknown format '%s' (use %s)\n", args->format_name,
-				format_registry_names(names, sizeof(names), ", ", " or "));
+		forced = options_format_named(args->format_name, "pybpfprof");
+		if (!forced)
 			return -EINVAL;
-		}
 	}
 	drop_repeated_outputs(session);
 	/* Pushing windows is an output of its own: no file unless one is asked for. */
