@@ -51,7 +51,7 @@ FUZZ_CFLAGS   := -O1 -g -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUIL
 # The layers a harness reaches (no BPF skeleton needed), built with libFuzzer's coverage.
 FUZZ_LIB_OBJS := $(patsubst user/%.c,$(BUILD)/fuzz/lib/%.o,$(filter user/util/% user/profile/% \
 		 user/formats/% user/target/% user/symbolize/% user/parser/% user/worker/% \
-		 user/cli/annotate.c user/cli/cli_error.c,$(LIB_SRCS))) $(BUILD)/fuzz/lib/gen/profile.pb-c.o
+		 user/cli/annotate.c user/cli/cli_error.c user/cli/options.c,$(LIB_SRCS))) $(BUILD)/fuzz/lib/gen/profile.pb-c.o
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 
 # Debian packages the build, the tests and the demo need (python3-numpy and linux-perf:

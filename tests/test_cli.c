@@ -150,6 +150,97 @@ static void one_status_per_class(void **state)
 	assert_false(file_exists(out));
 }
 
+/* A near miss names what was meant in one line, whichever command, and nothing runs. */
+static void mistyped_options_and_commands_say_what_was_meant(void **state)
+{
+	char victim[PATH_MAX], profile[PATH_MAX];
+
+	(void)state;
+	FORMAT(victim, "%s/launched-by-typo", test_tmpdir());
+	unlink(victim);
+	testdata_path(profile, sizeof(profile), "mojo/mp.mojo");
+	expect_mistake(run_pybpfprof("--ouptut", "a.mojo", "--", "touch", victim, NULL), EXIT_STATUS_USAGE,
+		       "unrecognized option '--ouptut'; did you mean --output?");
+	assert_int_equal(count_lines(err_text), 1);
+	assert_false(file_exists(victim));
+	expect_mistake(run_pybpfprof("--frequncy=99", "-p", "1", NULL), EXIT_STATUS_USAGE, "did you mean --frequency?");
+	expect_mistake(run_pybpfprof("top", "--lnies", "3", profile, NULL), EXIT_STATUS_USAGE, "did you mean --lines?");
+	assert_int_equal(count_lines(err_text), 1);
+	expect_mistake(run_pybpfprof("stacks", "--no-kernal", "1", NULL), EXIT_STATUS_USAGE,
+		       "did you mean --no-kernel?");
+	expect_mistake(run_pybpfprof("dump", "--sampels", profile, NULL), EXIT_STATUS_USAGE, "did you mean --samples?");
+	expect_mistake(run_pybpfprof("convert", profile, "--fromat", "svg", NULL), EXIT_STATUS_USAGE,
+		       "did you mean --format?");
+	expect_mistake(run_pybpfprof("convert", profile, "-o", "out.svg", "-f", "svgz", NULL), EXIT_STATUS_USAGE,
+		       "unknown format 'svgz'");
+	assert_non_null(strstr(err_text, "did you mean svg?"));
+	expect_mistake(run_pybpfprof("-f", "tachion", "--", "true", NULL), EXIT_STATUS_USAGE,
+		       "did you mean tachyon?");
+	assert_int_equal(count_lines(err_text), 1);
+	expect_mistake(run_pybpfprof("diff", profile, profile, "--fail-iff", "x>+1%", NULL), EXIT_STATUS_USAGE,
+		       "did you mean --fail-if?");
+	expect_mistake(run_pybpfprof("annotate", profile, "--fucntion", "f", NULL), EXIT_STATUS_USAGE,
+		       "did you mean --function?");
+	/* a value that looks like an option is still a value */
+	expect_mistake(run_pybpfprof("top", "-n", "--lnies", profile, NULL), EXIT_STATUS_USAGE, "invalid -n '--lnies'");
+	expect_mistake(run_pybpfprof("stakcs", "1", NULL), EXIT_STATUS_USAGE,
+		       "unknown command 'stakcs'; did you mean 'stacks'?");
+	assert_int_equal(count_lines(err_text), 1);
+	assert_non_null(strstr(err_text, " -- stakcs"));
+}
+
+/* Two -o naming one file: written once, with a warning; convert's second, other file: refused. */
+static void an_output_given_twice_is_written_once(void **state)
+{
+	char profile[PATH_MAX], svg[PATH_MAX], same_svg[PATH_MAX], other[PATH_MAX], page[PATH_MAX];
+
+	(void)state;
+	testdata_path(profile, sizeof(profile), "mojo/mp.mojo");
+	FORMAT(svg, "%s/twice.svg", test_tmpdir());
+	FORMAT(same_svg, "%s/./twice.svg", test_tmpdir());
+	FORMAT(other, "%s/other.svg", test_tmpdir());
+	FORMAT(page, "%s/twice.html", test_tmpdir());
+	unlink(svg);
+	unlink(other);
+	assert_int_equal(run_pybpfprof("convert", profile, "-o", svg, "-o", same_svg, NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(err_text, "warning: -o"));
+	assert_non_null(strstr(err_text, "given twice"));
+	assert_true(file_exists(svg));
+	unlink(svg);
+	expect_mistake(run_pybpfprof("convert", profile, "-o", svg, "-o", other, NULL), EXIT_STATUS_USAGE,
+		       "convert writes one file");
+	assert_false(file_exists(svg));
+	assert_false(file_exists(other));
+	/* diff refused two .svg; the same one twice is one graph */
+	assert_int_equal(run_pybpfprof("diff", profile, profile, "-o", svg, "-o", same_svg, NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(err_text, "given twice"));
+	assert_true(file_exists(svg));
+	expect_mistake(run_pybpfprof("annotate", profile, "-o", page, "-o", "elsewhere.html", NULL), EXIT_STATUS_USAGE,
+		       "annotate writes one page");
+}
+
+/* record's outputs: the same file named twice is one file that reads back, and one warning. */
+static void record_writes_a_repeated_output_once(void **state)
+{
+	char mojo[PATH_MAX], same_mojo[PATH_MAX];
+	const char *first;
+
+	(void)state;
+	FORMAT(mojo, "%s/record-twice.mojo", test_tmpdir());
+	FORMAT(same_mojo, "%s/./record-twice.mojo", test_tmpdir());
+	unlink(mojo);
+	assert_int_equal(run_pybpfprof("-q", "-o", mojo, "-o", same_mojo, "-o", mojo, "-d", "0.5", "--", "true", NULL),
+			 EXIT_STATUS_OK);
+	print_message("%s", err_text);
+	/* one warning per repeat; nothing else is asked of stderr (a loaded host may add its own) */
+	first = strstr(err_text, "given twice");
+	assert_non_null(first);
+	assert_non_null(strstr(first + 1, "given twice"));
+	assert_null(strstr(strstr(first + 1, "given twice") + 1, "given twice"));
+	assert_true(file_exists(mojo));
+	assert_int_equal(run_pybpfprof("dump", mojo, NULL), EXIT_STATUS_OK);
+}
+
 /* ---- a bare run says what it does ---- */
 
 static void whole_host_run_says_so(void **state)
@@ -676,6 +767,9 @@ int main(void)
 		cmocka_unit_test(event_mistakes_say_so),
 		cmocka_unit_test(help_lists_exit_statuses),
 		cmocka_unit_test(one_status_per_class),
+		cmocka_unit_test(mistyped_options_and_commands_say_what_was_meant),
+		cmocka_unit_test(an_output_given_twice_is_written_once),
+		cmocka_unit_test(record_writes_a_repeated_output_once),
 		cmocka_unit_test(whole_host_run_says_so),
 		cmocka_unit_test(status_line_in_a_terminal),
 		cmocka_unit_test(default_file_follows_format),

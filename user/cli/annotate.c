@@ -12,6 +12,7 @@
  * -o FILE.html writes the same as one self-contained page.
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/array.h"
@@ -917,6 +918,7 @@ int annotate_to_stream(const char *profile, const char *source_root, bool html, 
 enum { OPT_SOURCE_ROOT = 0x100, OPT_PATH_MAP, OPT_FUNCTION };
 
 static const struct argp_option annotate_options[] = {
+	OPTIONS_HELP,
 	{ "function", OPT_FUNCTION, "F", 0, "Only the files and lines of function F (a name, f, or a qualified "
 					    "name, C.f)", 0 },
 	{ "source-root", OPT_SOURCE_ROOT, "DIR", 0, "Read the profile's source paths under DIR (a container's "
@@ -949,7 +951,8 @@ static const char annotate_doc[] =
 static error_t parse_annotate_option(int key, char *arg, struct argp_state *state)
 {
 	struct annotate_args *args = state->input;
-	char *end, *equals;
+	unsigned long long files;
+	char *equals;
 	size_t len;
 
 	switch (key) {
@@ -970,10 +973,9 @@ static error_t parse_annotate_option(int key, char *arg, struct argp_state *stat
 			(struct path_map){ .from = arg, .from_len = strlen(arg), .to = equals + 1 };
 		break;
 	case 'n':
-		errno = 0;
-		args->files = strtoul(arg, &end, 10);
-		if (errno || *end || end == arg || arg[0] == '-' || args->files == 0)
+		if (options_parse_count(arg, 1, SIZE_MAX, &files))
 			argp_error(state, "invalid -n '%s' (a number of files, 1 or more)", arg);
+		args->files = (size_t)files;
 		break;
 	case 'a':
 		args->all_lines = true;
@@ -982,7 +984,15 @@ static error_t parse_annotate_option(int key, char *arg, struct argp_state *stat
 		len = strlen(arg);
 		if (len < 5 || (strcasecmp(arg + len - 5, ".html") && (len < 4 || strcasecmp(arg + len - 4, ".htm"))))
 			argp_error(state, "-o '%s': annotate writes an HTML page (FILE.html)", arg);
+		/* One page: a second -o naming another file would never be written. */
+		if (args->output && !options_same_output(args->output, arg))
+			argp_error(state, "-o given twice (%s, %s): annotate writes one page", args->output, arg);
+		if (args->output)
+			options_warn_repeated_output("pybpfprof annotate", arg, args->output);
 		args->output = arg;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
 	case ARGP_KEY_ARG:
 		if (args->profile)
@@ -1011,7 +1021,8 @@ int annotate_main(int argc, char **argv)
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof annotate";
-	if (argp_parse(&argp, argc, argv, 0, NULL, &args))
+	if (options_refuse_misspelled(annotate_options, argc, argv, argv[0], false) ||
+	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	return annotate_with(&args, emit_to_output, NULL);
 }

@@ -9,14 +9,15 @@
  * metric, so MOJO -> Tachyon -> MOJO keeps every metric.
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/exit_status.h"
 #include "util/array.h"
 #include "util/intern.h"
 
+#include <argp.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,38 +128,92 @@ static int copy_samples(struct pf_reader *reader, struct pf_writer *writer, cons
 	return err;
 }
 
-static void convert_usage(FILE *out)
-{
-	char names[256], extensions[256];
+static const struct argp_option convert_options[] = {
+	OPTIONS_HELP,
+	/* -o and -f end with the format registry's lists (convert_help_filter). */
+	{ "output", 'o', "OUT", 0, "The file to write (written whole, or not at all); the format from its extension:", 0 },
+	{ "format", 'f', "FORMAT", 0, "The output format, whatever the extension:", 0 },
+	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22, or 'none' (default 5)", 0 },
+	{ 0 },
+};
 
-	fprintf(out,
-		"Usage: pybpfprof convert IN -o OUT [-f %s] [-c LEVEL|none]\n"
-		"Write a profile (MOJO, Tachyon or collapsed stacks) in any format pybpfprof writes.\n"
-		"  -o, --output OUT        the file to write (written whole, or not at all)\n"
-		"  -f, --format FORMAT     output format (default: from OUT's extension:\n"
-		"                          %s)\n"
-		"  -c, --compression L     Tachyon zstd level 1-%d, or 'none' (default %d)\n"
-		"Exit status: 0; 64 a usage error; 66 IN missing or not a valid profile;\n"
-		"74 OUT could not be written.\n",
-		format_registry_names(names, sizeof(names), "|", "|"),
-		format_registry_extensions(extensions, sizeof(extensions), true),
-		PF_COMPRESSION_LEVEL_MAX, PF_COMPRESSION_LEVEL_DEFAULT);
+static const char convert_doc[] =
+	"Write a profile (MOJO, Tachyon or collapsed stacks) in any format pybpfprof writes."
+	"\v"
+	"Exit status: 0; 64 a usage error; 66 IN missing or not a valid profile; "
+	"74 OUT could not be written.";
+
+struct convert_args {
+	const char *input;
+	const char *output;
+	const struct pf_format *format;
+	struct pf_writer_options writer;
+	bool usage_error; /* said, in the caller's words */
+};
+
+/* One OUT: a second -o naming it again is harmless, another file would never be written. */
+static error_t take_output(struct convert_args *args, const char *path)
+{
+	if (args->output && !options_same_output(args->output, path)) {
+		fprintf(stderr, "pybpfprof: convert: -o given twice (%s, %s): convert writes one file\n",
+			args->output, path);
+		return EINVAL;
+	}
+	if (args->output)
+		options_warn_repeated_output("pybpfprof convert", path, args->output);
+	args->output = path;
+	return 0;
 }
 
-static int parse_compression(const char *text, int *level)
+static error_t parse_convert_option(int key, char *arg, struct argp_state *state)
 {
-	char *end;
-	long value;
+	struct convert_args *args = state->input;
 
-	if (strcmp(text, "none") == 0) {
-		*level = 0;
-		return 0;
+	switch (key) {
+	case 'o':
+		return take_output(args, arg);
+	case 'f':
+		args->format = options_format_named(arg, "pybpfprof: convert");
+		return args->format ? 0 : EINVAL;
+	case 'c':
+		if (options_parse_compression(arg, &args->writer.compression_level)) {
+			fprintf(stderr, "pybpfprof: convert: bad compression '%s' (1-22 or none)\n", arg);
+			return EINVAL;
+		}
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		if (args->input)
+			args->usage_error = true;
+		args->input = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!args->input || !args->output)
+			args->usage_error = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
 	}
-	value = strtol(text, &end, 10);
-	if (*end || value < 1 || value > PF_COMPRESSION_LEVEL_MAX)
-		return -EINVAL;
-	*level = (int)value;
 	return 0;
+}
+
+/* -o's and -f's help end with the registry's extensions and names, so a new format is listed. */
+static char *convert_help_filter(int key, const char *text, void *input)
+{
+	char list[512], *filtered;
+
+	(void)input;
+	if (key == 'o')
+		format_registry_extensions(list, sizeof(list), true);
+	else if (key == 'f')
+		format_registry_names(list, sizeof(list), ", ", " or ");
+	else
+		return (char *)text;
+	if (asprintf(&filtered, "%s %s", text, list) < 0)
+		return (char *)text;
+	return filtered;
 }
 
 static bool same_file(const char *a, const char *b)
@@ -171,55 +226,35 @@ static bool same_file(const char *a, const char *b)
 
 int convert_main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "compression", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	static const struct argp argp = {
+		.options = convert_options,
+		.parser = parse_convert_option,
+		.args_doc = "IN",
+		.doc = convert_doc,
+		.help_filter = convert_help_filter,
 	};
-	struct pf_writer_options writer_options = PF_WRITER_OPTIONS_DEFAULT;
-	const struct pf_format *out_format = NULL;
-	const char *output = NULL, *input, *stage = "read";
+	struct convert_args args = { .writer = PF_WRITER_OPTIONS_DEFAULT };
+	struct pf_writer_options writer_options;
+	const struct pf_format *out_format;
+	const char *output, *input, *stage = "read";
 	struct pf_reader *reader;
 	struct pf_writer *writer;
 	char err_text[512], names[256];
-	int opt, err;
+	int err;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:f:c:h", options, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'f':
-			out_format = format_registry_find_name(optarg);
-			if (!out_format) {
-				fprintf(stderr, "pybpfprof: convert: unknown format '%s' (use %s)\n",
-					optarg, format_registry_names(names, sizeof(names), ", ", " or "));
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case 'c':
-			if (parse_compression(optarg, &writer_options.compression_level)) {
-				fprintf(stderr, "pybpfprof: convert: bad compression '%s' (1-22 or none)\n",
-					optarg);
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case 'h':
-			convert_usage(stdout);
-			return 0;
-		default:
-			convert_usage(stderr);
-			return EXIT_STATUS_USAGE;
-		}
-	}
-	if (optind != argc - 1 || !output) {
+	argp_err_exit_status = EXIT_STATUS_USAGE;
+	argv[0] = (char *)"pybpfprof convert";
+	if (options_refuse_misspelled(convert_options, argc, argv, argv[0], false) ||
+	    argp_parse(&argp, argc, argv, 0, NULL, &args))
+		return EXIT_STATUS_USAGE;
+	if (args.usage_error) {
 		fprintf(stderr, "pybpfprof: convert: expected IN and -o OUT (try 'pybpfprof convert --help')\n");
 		return EXIT_STATUS_USAGE;
 	}
-	input = argv[optind];
+	input = args.input;
+	output = args.output;
+	out_format = args.format;
+	writer_options = args.writer;
 	if (!out_format)
 		out_format = format_registry_find_path(output);
 	if (!out_format) {

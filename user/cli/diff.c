@@ -11,6 +11,7 @@
  * it as FILE.base.pb.gz). --fail-if turns a growth into an exit status.
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "formats/flamegraph.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -580,6 +581,7 @@ static int run_diff(const struct diff_args *args)
 enum { OPT_FAIL_IF = 0x100 };
 
 static const struct argp_option diff_options[] = {
+	OPTIONS_HELP,
 	{ "output", 'o', "FILE", 0, "Write here (repeatable, by extension): .svg the differential flame graph, "
 				    ".txt the table (else on stdout), .pb.gz NEW's pprof (BASE's beside it as "
 				    "FILE.base.pb.gz)", 0 },
@@ -611,19 +613,24 @@ static const char diff_doc[] =
 static error_t parse_diff_option(int key, char *arg, struct argp_state *state)
 {
 	struct diff_args *args = state->input;
-	char *end;
+	unsigned long long rows;
 
 	switch (key) {
 	case 'o':
+		/* The same file twice would be the same table or graph twice: once. */
+		for (size_t i = 0; i < args->output_count; i++)
+			if (options_same_output(args->outputs[i], arg)) {
+				options_warn_repeated_output("pybpfprof diff", arg, args->outputs[i]);
+				return 0;
+			}
 		if (args->output_count == DIFF_MAX_OUTPUTS)
 			argp_error(state, "at most %d outputs", DIFF_MAX_OUTPUTS);
 		args->outputs[args->output_count++] = arg;
 		break;
 	case 'n':
-		errno = 0;
-		args->rows = strtoul(arg, &end, 10);
-		if (errno || *end || end == arg || arg[0] == '-' || args->rows == 0)
+		if (options_parse_count(arg, 1, SIZE_MAX, &rows))
 			argp_error(state, "invalid -n '%s' (a number of rows, 1 or more)", arg);
+		args->rows = (size_t)rows;
 		break;
 	case OPT_FAIL_IF:
 		if (args->threshold_count == DIFF_MAX_THRESHOLDS)
@@ -631,6 +638,9 @@ static error_t parse_diff_option(int key, char *arg, struct argp_state *state)
 		if (parse_threshold(arg, &args->thresholds[args->threshold_count]))
 			argp_error(state, "invalid --fail-if '%s' (e.g. 'parse>+5%%' or 'parse<-5%%')", arg);
 		args->threshold_count++;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
 	case ARGP_KEY_ARG:
 		if (args->path_count == SIDE_COUNT)
@@ -659,7 +669,8 @@ int diff_main(int argc, char **argv)
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
 	argv[0] = (char *)"pybpfprof diff";
-	if (argp_parse(&argp, argc, argv, 0, NULL, &args))
+	if (options_refuse_misspelled(diff_options, argc, argv, argv[0], false) ||
+	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
 	return run_diff(&args);
 }

@@ -5,14 +5,15 @@
  * of the profile model sees them, whatever the format.
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "util/exit_status.h"
 #include "util/text_quote.h"
 
+#include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,42 +114,62 @@ static int dump_events(const char *path, FILE *out)
 	return EXIT_STATUS_OK;
 }
 
-static void dump_usage(FILE *out)
+static const struct argp_option dump_options[] = {
+	OPTIONS_HELP,
+	{ "samples", 's', NULL, 0, "Print the samples (frames resolved) instead of the raw events", 0 },
+	{ 0 },
+};
+
+static const char dump_doc[] =
+	"Print a MOJO, Tachyon or collapsed file as text, one event per line."
+	"\v"
+	"Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile.";
+
+struct dump_args {
+	const char *path;
+	bool samples;
+};
+
+static error_t parse_dump_option(int key, char *arg, struct argp_state *state)
 {
-	fputs("Usage: pybpfprof dump [--samples] FILE\n"
-	      "Print a MOJO, Tachyon or collapsed file as text, one event per line.\n"
-	      "  -s, --samples   print the samples (frames resolved) instead of the raw events\n"
-	      "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile.\n",
-	      out);
+	struct dump_args *args = state->input;
+
+	switch (key) {
+	case 's':
+		args->samples = true;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		if (args->path)
+			argp_error(state, "expected exactly one FILE");
+		args->path = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!args->path)
+			argp_error(state, "expected exactly one FILE");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
 }
 
 int dump_main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "samples", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	static const struct argp argp = {
+		.options = dump_options,
+		.parser = parse_dump_option,
+		.args_doc = "FILE",
+		.doc = dump_doc,
 	};
-	bool samples = false;
-	int opt;
+	struct dump_args args = { 0 };
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "sh", options, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			samples = true;
-			break;
-		case 'h':
-			dump_usage(stdout);
-			return 0;
-		default:
-			dump_usage(stderr);
-			return EXIT_STATUS_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "pybpfprof: dump: expected exactly one FILE (try 'pybpfprof dump --help')\n");
+	argp_err_exit_status = EXIT_STATUS_USAGE;
+	argv[0] = (char *)"pybpfprof dump";
+	if (options_refuse_misspelled(dump_options, argc, argv, argv[0], false) ||
+	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
-	}
-	return samples ? dump_samples(argv[optind], stdout) : dump_events(argv[optind], stdout);
+	return args.samples ? dump_samples(args.path, stdout) : dump_events(args.path, stdout);
 }

@@ -5,6 +5,7 @@
  * nor a command is a mistake, not a program to launch: launching takes `--`.
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "parser/parser_client.h"
 #include "parser/parser_protocol.h"
 #include "worker/parser_worker.h"
@@ -48,6 +49,36 @@ static void print_commands(FILE *out)
 	fputs("To profile a command, put it after --: pybpfprof -o out.mojo -- python3 app.py\n", out);
 }
 
+/* The command a mistyped word most likely meant, or NULL. */
+static const char *nearest_command(const char *word)
+{
+	const char *names[sizeof(commands) / sizeof(commands[0]) + 1];
+	size_t count = 0;
+
+	for (; count < sizeof(commands) / sizeof(commands[0]); count++)
+		names[count] = commands[count].name;
+	names[count++] = "help";
+	return options_nearest(word, strlen(word), names, count);
+}
+
+/* One line for a near miss (it still says how to launch a program of that name), else the list. */
+static int unknown_command(const char *word)
+{
+	const char *nearest = nearest_command(word);
+
+	fputs("pybpfprof: unknown command '", stderr);
+	fput_escaped(stderr, word);
+	if (!nearest) {
+		fputs("'\n", stderr);
+		print_commands(stderr);
+		return EXIT_STATUS_USAGE;
+	}
+	fprintf(stderr, "'; did you mean '%s'? (a program to profile goes after --: pybpfprof -- ", nearest);
+	fput_escaped(stderr, word);
+	fputs(" ...)\n", stderr);
+	return EXIT_STATUS_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	const struct command *command;
@@ -74,9 +105,5 @@ int main(int argc, char **argv)
 		print_commands(stdout);
 		return EXIT_STATUS_OK;
 	}
-	fputs("pybpfprof: unknown command '", stderr);
-	fput_escaped(stderr, argv[1]);
-	fputs("'\n", stderr);
-	print_commands(stderr);
-	return EXIT_STATUS_USAGE;
+	return unknown_command(argv[1]);
 }

@@ -6,6 +6,7 @@
  *   pybpfprof -o all.mojo                       every Python process on the host
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "formats/format_registry.h"
 #include "sampler/perf_events.h"
 #include "session/session.h"
@@ -15,13 +16,11 @@
 #include <argp.h>
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FREQUENCY_HZ 100000
 /* The rate without -F or -i. A wall or gil pass reads every thread of the targets: at 1 kHz six
  * threads cost some 12% of a core, and 100 Hz says the same of where time goes. */
 #define CPU_DEFAULT_HZ 1000
@@ -88,11 +87,11 @@ static const struct argp_option record_options[] = {
 	{ "help", 'h', NULL, 0, "Give this help list", -1 },
 	{ "pid", 'p', "PID[,PID...]", 0, "Profile these processes (repeatable)", 0 },
 	/* -o and -f end with the format registry's lists (record_help_filter). */
-	{ "output", 'o', "FILE", 0, "Write here (repeatable; default pybpfprof.mojo); the format from the extension:", 0 },
+	{ "output", 'o', "FILE", 0, "Write here (repeatable, a file named twice written once; default pybpfprof.mojo); the format from the extension:", 0 },
 	{ "format", 'f', "FORMAT", 0, "The format, whatever the extension:", 0 },
-	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000); wall and gil modes: passes per second (default 100)", 0 },
+	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (1000, 1k, 100Hz; default 1000); wall and gil modes: passes per second (default 100)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
-	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this long (3.5, 2s, 500ms, 5m)", 0 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not", 0 },
 	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, "Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, branches, branch-misses, ... (counted); off-cpu: every block of a thread, weighed in the nanoseconds it waited (off-cpu:MIN_US: only blocks of at least MIN_US microseconds)", 0 },
 	{ "event-period", OPT_EVENT_PERIOD, "N", 0, "With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and scheduling event, 10000 cache or branch misses, 10M cycles; not for off-cpu)", 0 },
@@ -127,45 +126,20 @@ struct record_args {
 
 static int parse_uint(const char *text, unsigned long long max, unsigned long long *value)
 {
-	char *end;
-
-	errno = 0;
-	*value = strtoull(text, &end, 10);
-	return errno || *end || end == text || *value > max || text[0] == '-' ? -EINVAL : 0;
+	return options_parse_count(text, 0, max, value);
 }
 
-static int parse_pids(struct record_args *args, char *list, struct argp_state *state)
+static int parse_pids(struct record_args *args, const char *list, struct argp_state *state)
 {
-	char *saveptr = NULL;
+	const char *bad;
+	int bad_len;
+	int err = options_parse_pid_list(list, args->session.pids, &args->session.pid_count, SESSION_MAX_PIDS,
+					 &bad, &bad_len);
 
-	for (char *item = strtok_r(list, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
-		unsigned long long pid;
-
-		if (parse_uint(item, INT_MAX, &pid) || pid == 0)
-			argp_error(state, "invalid PID '%s'", item);
-		if (args->session.pid_count == SESSION_MAX_PIDS)
-			argp_error(state, "at most %d processes", SESSION_MAX_PIDS);
-		args->session.pids[args->session.pid_count++] = (pid_t)pid;
-	}
-	return 0;
-}
-
-/* Austin's -i: "1ms", "100us", "2s", or a bare number of microseconds. */
-static int parse_interval_us(const char *text, double *interval_us)
-{
-	char *unit;
-	double value = strtod(text, &unit);
-
-	if (unit == text || !(value > 0) || !isfinite(value))
-		return -EINVAL;
-	if (*unit == 0 || strcmp(unit, "us") == 0)
-		*interval_us = value;
-	else if (strcmp(unit, "ms") == 0)
-		*interval_us = value * 1e3;
-	else if (strcmp(unit, "s") == 0)
-		*interval_us = value * 1e6;
-	else
-		return -EINVAL;
+	if (err == -E2BIG)
+		argp_error(state, "at most %d processes", SESSION_MAX_PIDS);
+	if (err)
+		argp_error(state, "invalid PID '%.*s'", bad_len, bad);
 	return 0;
 }
 
@@ -230,30 +204,23 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		args->format_name = arg;
 		break;
 	case 'F':
-		if (parse_uint(arg, MAX_FREQUENCY_HZ, &number) || number == 0)
-			argp_error(state, "invalid frequency '%s' (1-%d Hz)", arg, MAX_FREQUENCY_HZ);
-		session->frequency_hz = (unsigned)number;
+		if (options_parse_rate_hz(arg, OPTIONS_MAX_FREQUENCY_HZ, &session->frequency_hz))
+			argp_error(state, "invalid frequency '%s' (1-%d Hz)", arg, OPTIONS_MAX_FREQUENCY_HZ);
 		args->frequency_set = true;
 		break;
 	case 'i':
-		if (parse_interval_us(arg, &interval_us) || interval_us < 10 || interval_us > 1e6)
+		if (options_parse_interval_us(arg, &interval_us) || interval_us < 10 || interval_us > 1e6)
 			argp_error(state, "invalid interval '%s' (e.g. 1ms, 100us; from 10us to 1s)", arg);
 		session->frequency_hz = (unsigned)llround(1e6 / interval_us);
 		args->interval_set = true;
 		break;
 	case 'd':
-		session->duration_s = strtod(arg, &end);
-		if (end == arg || *end || !(session->duration_s > 0) || !isfinite(session->duration_s))
+		if (options_parse_seconds(arg, &session->duration_s))
 			argp_error(state, "invalid duration '%s' (seconds)", arg);
 		break;
 	case 'c':
-		if (strcmp(arg, "none") == 0) {
-			session->compression_level = 0;
-		} else if (parse_uint(arg, PF_COMPRESSION_LEVEL_MAX, &number) || number == 0) {
+		if (options_parse_compression(arg, &session->compression_level))
 			argp_error(state, "invalid compression '%s' (1-22 or none)", arg);
-		} else {
-			session->compression_level = (int)number;
-		}
 		break;
 	case 'q':
 		session->quiet = true;
@@ -291,26 +258,14 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --async-mode '%s' (running or all)", arg);
 		break;
 	case OPT_MODE:
-		if (strcmp(arg, "cpu") == 0)
-			session->mode = SESSION_MODE_CPU;
-		else if (strcmp(arg, "wall") == 0)
-			session->mode = SESSION_MODE_WALL;
-		else if (strcmp(arg, "gil") == 0)
-			session->mode = SESSION_MODE_GIL;
-		else
-			argp_error(state, "invalid --mode '%s' (cpu, wall or gil)", arg);
+		if (options_parse_mode(arg, &session->mode))
+			argp_error(state, "invalid --mode '%s' (%s)", arg, options_mode_names());
 		break;
 	case OPT_PUSH:
 		session->push_url = arg;
 		break;
 	case OPT_WINDOW:
-		session->window_s = strtod(arg, &end);
-		if (end != arg && strcmp(end, "m") == 0)
-			session->window_s *= 60;
-		else if (end != arg && strcmp(end, "s") == 0)
-			end++;
-		if (end == arg || (*end && strcmp(end, "m") != 0) || !(session->window_s >= 1) ||
-		    !isfinite(session->window_s))
+		if (options_parse_seconds(arg, &session->window_s) || !(session->window_s >= 1))
 			argp_error(state, "invalid window '%s' (10, 10s or 5m; at least 1 s)", arg);
 		break;
 	case OPT_APP:
@@ -402,6 +357,25 @@ static int check_outputs(const struct session_options *session)
 	return 0;
 }
 
+/* An output named twice would be the same samples in the same format written twice over: once. */
+static void drop_repeated_outputs(struct session_options *session)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < session->output_count; i++) {
+		const char *path = session->outputs[i].path;
+		size_t earlier = 0;
+
+		while (earlier < kept && !options_same_output(session->outputs[earlier].path, path))
+			earlier++;
+		if (earlier < kept)
+			options_warn_repeated_output("pybpfprof", path, session->outputs[earlier].path);
+		else
+			session->outputs[kept++] = session->outputs[i];
+	}
+	session->output_count = kept;
+}
+
 static int resolve_formats(struct record_args *args)
 {
 	struct session_options *session = &args->session;
@@ -409,13 +383,11 @@ static int resolve_formats(struct record_args *args)
 	char names[256];
 
 	if (args->format_name) {
-		forced = format_registry_find_name(args->format_name);
-		if (!forced) {
-			fprintf(stderr, "pybpfprof: unknown format '%s' (use %s)\n", args->format_name,
-				format_registry_names(names, sizeof(names), ", ", " or "));
+		forced = options_format_named(args->format_name, "pybpfprof");
+		if (!forced)
 			return -EINVAL;
-		}
 	}
+	drop_repeated_outputs(session);
 	/* Pushing windows is an output of its own: no file unless one is asked for. */
 	if (session->output_count == 0 && !(session->push_url && !forced))
 		session->outputs[session->output_count++].path =
@@ -496,6 +468,8 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: -- is not followed by a command to profile\n");
 		return EXIT_STATUS_USAGE;
 	}
+	if (options_refuse_misspelled(record_options, command < argc ? command - 1 : argc, argv, argv[0], true))
+		return EXIT_STATUS_USAGE;
 	/* argp sees the options only: the command's own are not ours. */
 	/* In order: a stray word stops the parse before the options after it are taken for ours. */
 	err = argp_parse(&argp, command < argc ? command - 1 : argc, argv, ARGP_IN_ORDER, NULL, &args);

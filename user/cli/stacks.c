@@ -6,16 +6,13 @@
  * stopped, so a hung process can be looked at.
  */
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "session/session.h"
 #include "util/exit_status.h"
 #include "util/text_quote.h"
 
-#include <errno.h>
-#include <getopt.h>
-#include <limits.h>
+#include <argp.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 enum {
 	OPT_JSON = 0x100,
@@ -26,40 +23,67 @@ enum {
 /* Only resolving a sample uses the rate (the time it stands for): one pass stands for itself. */
 #define STACKS_NOMINAL_HZ 100
 
-static void stacks_usage(FILE *out)
-{
-	fputs("Usage: pybpfprof stacks [--json] [--no-native] [--no-kernel] PID\n"
-	      "Print every thread of a running Python process once, running or waiting, with its\n"
-	      "Python, native and kernel frames, leaf first. The process is read, never stopped.\n"
-	      "  --json        one JSON document: pid, python, threads[{tid, name, state, frames}]\n"
-	      "  --no-native   no native (C) frames\n"
-	      "  --no-kernel   no kernel frames\n"
-	      "Exit status: 0; 64 a usage error; 66 no such process or not a supported Python;\n"
-	      "69 this machine cannot profile (not root, no BPF or BTF); 1 the read failed.\n",
-	      out);
-}
+static const struct argp_option stacks_options[] = {
+	OPTIONS_HELP,
+	{ "json", OPT_JSON, NULL, 0, "One JSON document: pid, python, threads[{tid, name, state, frames}]", 0 },
+	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native (C) frames", 0 },
+	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "No kernel frames", 0 },
+	{ 0 },
+};
 
-static int parse_pid(const char *text, pid_t *pid)
-{
-	char *end;
-	long value;
+static const char stacks_doc[] =
+	"Print every thread of a running Python process once, running or waiting, with its "
+	"Python, native and kernel frames, leaf first. The process is read, never stopped."
+	"\v"
+	"Exit status: 0; 64 a usage error; 66 no such process or not a supported Python; "
+	"69 this machine cannot profile (not root, no BPF or BTF); 1 the read failed.";
 
-	errno = 0;
-	value = strtol(text, &end, 10);
-	if (errno || *end || end == text || value <= 0 || value > INT_MAX)
-		return -EINVAL;
-	*pid = (pid_t)value;
+struct stacks_args {
+	struct session_options *session;
+	const char *pid; /* as given */
+};
+
+static error_t parse_stacks_option(int key, char *arg, struct argp_state *state)
+{
+	struct stacks_args *args = state->input;
+	struct session_options *session = args->session;
+
+	switch (key) {
+	case OPT_JSON:
+		session->stacks_json = true;
+		break;
+	case OPT_NO_NATIVE:
+		session->native_frames = false;
+		session->native_stacks = false;
+		break;
+	case OPT_NO_KERNEL:
+		session->kernel_stacks = false;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		if (args->pid)
+			argp_error(state, "expected exactly one PID");
+		args->pid = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!args->pid)
+			argp_error(state, "expected exactly one PID");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
 	return 0;
 }
 
 int stacks_main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
-		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	static const struct argp argp = {
+		.options = stacks_options,
+		.parser = parse_stacks_option,
+		.args_doc = "PID",
+		.doc = stacks_doc,
 	};
 	struct session_options session = {
 		.pid_count = 1,
@@ -70,36 +94,17 @@ int stacks_main(int argc, char **argv)
 		.native_stacks = true,
 		.quiet = true,
 	};
-	int opt;
+	struct stacks_args args = { .session = &session };
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		switch (opt) {
-		case OPT_JSON:
-			session.stacks_json = true;
-			break;
-		case OPT_NO_NATIVE:
-			session.native_frames = false;
-			session.native_stacks = false;
-			break;
-		case OPT_NO_KERNEL:
-			session.kernel_stacks = false;
-			break;
-		case 'h':
-			stacks_usage(stdout);
-			return EXIT_STATUS_OK;
-		default:
-			stacks_usage(stderr);
-			return EXIT_STATUS_USAGE;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "pybpfprof: stacks: expected exactly one PID (try 'pybpfprof stacks --help')\n");
+	argp_err_exit_status = EXIT_STATUS_USAGE;
+	argv[0] = (char *)"pybpfprof stacks";
+	if (options_refuse_misspelled(stacks_options, argc, argv, argv[0], false) ||
+	    argp_parse(&argp, argc, argv, 0, NULL, &args))
 		return EXIT_STATUS_USAGE;
-	}
-	if (parse_pid(argv[optind], &session.pids[0])) {
+	/* A word from the command line may hold anything: escaped. */
+	if (options_parse_pid(args.pid, &session.pids[0])) {
 		fputs("pybpfprof: stacks: not a process id: '", stderr);
-		fput_escaped(stderr, argv[optind]);
+		fput_escaped(stderr, args.pid);
 		fputs("'\n", stderr);
 		return EXIT_STATUS_USAGE;
 	}

@@ -5,6 +5,7 @@
  */
 #include "cli/commands.h"
 #include "cli/live_top.h"
+#include "cli/options.h"
 #include "cli/top_states.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -14,8 +15,8 @@
 #include "util/intern.h"
 #include "util/text_quote.h"
 
+#include <argp.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,19 +133,6 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 	free(ids);
 }
 
-static int parse_limit(const char *text, size_t *limit)
-{
-	char *end;
-	unsigned long value;
-
-	errno = 0;
-	value = strtoul(text, &end, 10);
-	if (errno || end == text || *end || value == 0 || text[0] == '-')
-		return -EINVAL;
-	*limit = value;
-	return 0;
-}
-
 /* What a file's samples measure, by its mode: the rankings' headings. */
 struct rank_headings {
 	const char *own, *total;
@@ -230,48 +218,6 @@ static const struct perf_event_spec *file_event(const struct pf_reader *reader)
 	return name ? perf_event_find(name) : NULL;
 }
 
-static void top_usage(FILE *out)
-{
-	fputs("Usage: pybpfprof top [-n N] [--by-state] FILE    the functions with the most time in a file\n"
-	      "       pybpfprof top [OPTIONS] -p PID[,PID...]   live, redrawn every second\n"
-	      "       pybpfprof top [OPTIONS] -- COMMAND        launch and show it live\n"
-	      "       pybpfprof top [OPTIONS]                   live, every Python process on the host\n"
-	      "Of a file:\n"
-	      "  -n, --lines N            the first N functions (default 10)\n"
-	      "  -s, --by-state           then the time by thread state (on CPU, idle, GIL, GC),\n"
-	      "                           overall and per thread\n"
-	      "Live:\n"
-	      "  -p, --pid PID[,PID...]   the processes to show\n"
-	      "  -F, --frequency HZ       samples per second (default 100)\n"
-	      "  -d, --duration SECONDS   stop after this long\n"
-	      "      --mode MODE          cpu, wall or gil\n"
-	      "      --no-native          no native (C) frames\n"
-	      "      --no-kernel          no kernel frames\n"
-	      "Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions,\n"
-	      "processes, threads, space pause.\n"
-	      "Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile, or no such\n"
-	      "process; 69 cannot profile here (not root).\n",
-	      out);
-}
-
-static int parse_pid_list(char *list, struct session_options *session)
-{
-	char *saveptr = NULL;
-
-	for (char *item = strtok_r(list, ",", &saveptr); item; item = strtok_r(NULL, ",", &saveptr)) {
-		char *end;
-		unsigned long pid;
-
-		errno = 0;
-		pid = strtoul(item, &end, 10);
-		if (errno || *end || end == item || pid == 0 || pid > INT32_MAX || item[0] == '-' ||
-		    session->pid_count == SESSION_MAX_PIDS)
-			return -EINVAL;
-		session->pids[session->pid_count++] = (pid_t)pid;
-	}
-	return 0;
-}
-
 /* What the live view's header says is profiled. */
 static void live_scope(const struct session_options *session, char *out, size_t len)
 {
@@ -331,26 +277,111 @@ static int top_file(const char *path, size_t limit, bool by_state)
 
 enum { OPT_MODE = 0x100, OPT_NO_NATIVE, OPT_NO_KERNEL };
 
+static const struct argp_option top_options[] = {
+	OPTIONS_HELP,
+	{ NULL, 0, NULL, OPTION_DOC, "Of a file:", 1 },
+	{ "lines", 'n', "N", 0, "The first N functions (default 10)", 1 },
+	{ "by-state", 's', NULL, 0, "Then the time by thread state (on CPU, idle, GIL, GC), overall and per thread", 1 },
+	{ NULL, 0, NULL, OPTION_DOC, "Live:", 2 },
+	{ "pid", 'p', "PID[,PID...]", 0, "The processes to show", 2 },
+	{ "frequency", 'F', "HZ", 0, "Samples per second (100, 1k, 500Hz; default 100)", 2 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this long (3.5, 2s, 500ms, 5m)", 2 },
+	{ "mode", OPT_MODE, "MODE", 0, "cpu, wall or gil", 2 },
+	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native (C) frames", 2 },
+	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "No kernel frames", 2 },
+	{ 0 },
+};
+
+static const char top_doc[] =
+	"The functions with the most time in a profile file, or live, redrawn every second.\n"
+	"  pybpfprof top [-n N] [--by-state] FILE   of a file\n"
+	"  pybpfprof top [OPTIONS] -p PID[,PID...]  live\n"
+	"  pybpfprof top [OPTIONS] -- COMMAND       launch and show it live\n"
+	"  pybpfprof top [OPTIONS]                  live, every Python process"
+	"\v"
+	"Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions, "
+	"processes, threads, space pause.\n"
+	"Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile, or no such "
+	"process; 69 cannot profile here (not root).";
+
+struct top_args {
+	struct session_options session;
+	size_t limit;
+	bool by_state;
+	const char *file;
+	bool extra_words; /* more than one FILE */
+};
+
+static error_t parse_top_option(int key, char *arg, struct argp_state *state)
+{
+	struct top_args *args = state->input;
+	struct session_options *session = &args->session;
+	unsigned long long lines;
+	const char *bad;
+	int bad_len, err;
+
+	switch (key) {
+	case 'n':
+		if (options_parse_count(arg, 1, SIZE_MAX, &lines))
+			argp_error(state, "invalid -n '%s' (a number of lines, 1 or more)", arg);
+		args->limit = (size_t)lines;
+		break;
+	case 'p':
+		err = options_parse_pid_list(arg, session->pids, &session->pid_count, SESSION_MAX_PIDS, &bad, &bad_len);
+		if (err == -E2BIG)
+			argp_error(state, "at most %d processes", SESSION_MAX_PIDS);
+		if (err)
+			argp_error(state, "invalid PID '%.*s'", bad_len, bad);
+		break;
+	case 'F':
+		if (options_parse_rate_hz(arg, OPTIONS_MAX_FREQUENCY_HZ, &session->frequency_hz))
+			argp_error(state, "invalid frequency '%s' (1-%d Hz)", arg, OPTIONS_MAX_FREQUENCY_HZ);
+		break;
+	case 'd':
+		if (options_parse_seconds(arg, &session->duration_s))
+			argp_error(state, "invalid duration '%s' (seconds)", arg);
+		break;
+	case OPT_MODE:
+		if (options_parse_mode(arg, &session->mode))
+			argp_error(state, "invalid --mode '%s' (%s)", arg, options_mode_names());
+		break;
+	case OPT_NO_NATIVE:
+		session->native_frames = session->native_stacks = false;
+		break;
+	case OPT_NO_KERNEL:
+		session->kernel_stacks = false;
+		break;
+	case 's':
+		args->by_state = true;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		args->extra_words |= args->file != NULL;
+		args->file = arg;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
 int top_main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "lines", required_argument, NULL, 'n' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
-		{ "no-kernel", no_argument, NULL, OPT_NO_KERNEL },
-		{ "by-state", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	static const struct argp argp = {
+		.options = top_options,
+		.parser = parse_top_option,
+		.args_doc = "[FILE]",
+		.doc = top_doc,
 	};
-	struct session_options session = { .frequency_hz = 100, .kernel_stacks = true, .native_frames = true,
-					   .native_stacks = true };
-	char scope[512], *end;
-	size_t limit = 10;
-	bool by_state = false;
-	int opt, options_end = argc;
+	struct top_args args = {
+		.session = { .frequency_hz = 100, .kernel_stacks = true, .native_frames = true, .native_stacks = true },
+		.limit = 10,
+	};
+	struct session_options *session = &args.session;
+	char scope[512];
+	int options_end = argc;
 
 	/* A command to launch follows "--": its own options are not ours. */
 	for (int i = 1; i < argc; i++)
@@ -358,78 +389,25 @@ int top_main(int argc, char **argv)
 			options_end = i;
 			break;
 		}
-	optind = 1;
-	while ((opt = getopt_long(options_end, argv, "n:p:F:d:sh", options, NULL)) != -1) {
-		switch (opt) {
-		case 'n':
-			if (parse_limit(optarg, &limit)) {
-				fprintf(stderr, "pybpfprof: top: invalid -n '%s' (a number of lines, 1 or more)\n", optarg);
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case 'p':
-			if (parse_pid_list(optarg, &session)) {
-				fprintf(stderr, "pybpfprof: top: invalid -p '%s'\n", optarg);
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case 'F':
-			session.frequency_hz = (unsigned)strtoul(optarg, &end, 10);
-			if (*end || session.frequency_hz == 0 || session.frequency_hz > 100000) {
-				fprintf(stderr, "pybpfprof: top: invalid frequency '%s' (1-100000 Hz)\n", optarg);
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case 'd':
-			session.duration_s = strtod(optarg, &end);
-			if (*end || !(session.duration_s > 0)) {
-				fprintf(stderr, "pybpfprof: top: invalid duration '%s' (seconds)\n", optarg);
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case OPT_MODE:
-			if (strcmp(optarg, "cpu") == 0)
-				session.mode = SESSION_MODE_CPU;
-			else if (strcmp(optarg, "wall") == 0)
-				session.mode = SESSION_MODE_WALL;
-			else if (strcmp(optarg, "gil") == 0)
-				session.mode = SESSION_MODE_GIL;
-			else {
-				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu, wall or gil)\n", optarg);
-				return EXIT_STATUS_USAGE;
-			}
-			break;
-		case OPT_NO_NATIVE:
-			session.native_frames = session.native_stacks = false;
-			break;
-		case OPT_NO_KERNEL:
-			session.kernel_stacks = false;
-			break;
-		case 's':
-			by_state = true;
-			break;
-		case 'h':
-			top_usage(stdout);
-			return EXIT_STATUS_OK;
-		default:
-			top_usage(stderr);
-			return EXIT_STATUS_USAGE;
-		}
-	}
+	argp_err_exit_status = EXIT_STATUS_USAGE;
+	argv[0] = (char *)"pybpfprof top";
+	if (options_refuse_misspelled(top_options, options_end, argv, argv[0], false) ||
+	    argp_parse(&argp, options_end, argv, 0, NULL, &args))
+		return EXIT_STATUS_USAGE;
 	if (options_end < argc) {
 		if (options_end + 1 == argc) {
 			fprintf(stderr, "pybpfprof: top: -- is not followed by a command\n");
 			return EXIT_STATUS_USAGE;
 		}
-		session.command = &argv[options_end + 1];
+		session->command = &argv[options_end + 1];
 	}
-	if (optind == options_end - 1 && !session.command && !session.pid_count)
-		return top_file(argv[optind], limit, by_state);
-	if (optind != options_end || (session.command && session.pid_count)) {
+	if (args.file && !args.extra_words && !session->command && !session->pid_count)
+		return top_file(args.file, args.limit, args.by_state);
+	if (args.file || (session->command && session->pid_count)) {
 		fprintf(stderr, "pybpfprof: top: give one FILE, or -p PID, or -- COMMAND, or nothing for the whole host "
 				"(try 'pybpfprof top --help')\n");
 		return EXIT_STATUS_USAGE;
 	}
-	live_scope(&session, scope, sizeof(scope));
-	return live_top_run(&session, scope);
+	live_scope(session, scope, sizeof(scope));
+	return live_top_run(session, scope);
 }
