@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * asyncio task-aware stacks on real interpreters (3.14+, which publish the _asyncio module's
- * layout; 3.11-3.13 through generated layouts, chains only): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup, a
+ * layout; 3.11-3.13 through generated layouts): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup, a
  * plain await chain and a task awaited as such, each CPU-bound in a coroutine of its own; the profile must read root to
  * leaf as the tasks awaiting one another, "<task NAME>" then the task's coroutines, with the
  * event loop's frames gone (kept with --async-plumbing). A hostile target (an awaited_by cycle,
@@ -271,21 +271,32 @@ static void hostile_tasks(void **state)
  * future, a parent that is no task, and a first callback in unmapped memory, and whose task
  * name's length field claims 2**40 characters: the profiler runs to its end and each spinning
  * task's stack reads as far as its chain is sound and bounded (a long one within the reads a
- * chain may cost), the name cut.
+ * chain may cost), the name cut. Its set of all tasks also holds 20000 futures and its
+ * _eager_tasks claims 2**40 slots in unmapped memory: `stacks` and wall mode with every waiting
+ * task run to their end.
  */
 static void hostile_callbacks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	struct test_target target;
-	char path[PATH_MAX], name[300] = "<task ";
+	char path[PATH_MAX], wall[PATH_MAX], command[PATH_MAX * 2], name[300] = "<task ";
 	size_t deep;
 
 	FORMAT(path, "%s/async-hostile-callbacks-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(wall, "%s/async-hostile-callbacks-wall-%s.collapsed", test_tmpdir(), python->label);
 	setenv("PYBPFPROF_RUN_AS_NOBODY", "1", 1);
 	target.pid = test_start_ready_script(python, "async_hostile_callbacks.py", "", &target.out_fd);
 	unsetenv("PYBPFPROF_RUN_AS_NOBODY");
 	record_collapsed(python->label, target.pid, "", path);
+	record_collapsed(python->label, target.pid, "--mode wall --async-mode all", wall);
+	FORMAT(command, "%s stacks --json %d > /dev/null", pybpfprof_binary(), (int)target.pid);
+	assert_int_equal(system(command), 0);
 	test_stop_target(&target);
+
+	/* the running tasks' chains, as without wall mode (the waiting ones may be cut off: only
+	 * the first 4096 slots of the set of 20000 are looked at) */
+	assert_true(weight_holding(wall, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
+	assert_true(weight_holding(wall, "<asyncio>:<task deep-7>:0;", "<asyncio>:<task deep-0>:0;") > 0);
 
 	/* two tasks awaiting each other: each once, the awaiting one outermost */
 	assert_true(weight_holding(path, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
@@ -404,7 +415,8 @@ static void wall_pending_tasks(void **state)
 	assert_true(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:") > 0);
 	/* the main task itself, suspended in its round's await */
 	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", ":gather_round:") > 0);
-	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", "TaskGroup._aexit:") > 0);
+	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;",
+				  before_314(python) ? "TaskGroup.__aexit__:" : "TaskGroup._aexit:") > 0);
 	/* a pending task is where it waits, never in the crunch its sibling runs */
 	assert_int_equal(weight_holding(path, ":sleep:", ":spin:"), 0);
 
@@ -417,19 +429,21 @@ static void wall_pending_tasks(void **state)
 }
 
 /*
- * uvloop (Debian's python3-uvloop, built for sid's 3.14, installed into the chroot by
- * tests/pythons/sid-install.sh): the same chains, the loop's frames (C, uvloop's) gone.
+ * uvloop (Debian's python3-uvloop: sid's, built for its 3.14, installed into the chroot by
+ * tests/pythons/sid-install.sh; bookworm's for /usr/bin/python3.11, by make deps): the same
+ * chains, the loop's frames (C, uvloop's) gone.
  */
 static void uvloop_task_stacks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	char path[PATH_MAX], shown[PATH_MAX], command[PATH_MAX + 64];
 
-	if (strcmp(python->kind, "chroot") != 0)
-		skip();
-	FORMAT(command, "%s/tests/pythons/sid-install.sh python3-uvloop", test_source_dir());
+	if (strcmp(python->kind, "chroot") == 0)
+		FORMAT(command, "%s/tests/pythons/sid-install.sh python3-uvloop", test_source_dir());
+	else
+		FORMAT(command, "%s -c 'import uvloop' 2>/dev/null", python->command);
 	if (system(command) != 0) {
-		print_message("%s: python3-uvloop could not be installed in the sid chroot, skipped\n", python->label);
+		print_message("%s: python3-uvloop is not installed (sudo make deps), skipped\n", python->label);
 		skip();
 	}
 	FORMAT(path, "%s/async-uvloop-%s.collapsed", test_tmpdir(), python->label);
@@ -475,14 +489,16 @@ int main(void)
 		{ "wall_pending_tasks_", wall_pending_tasks },
 		{ "launched_task_stacks_", launched_task_stacks },
 	};
-	/* 3.11-3.13: chains only (their tasks are listed per thread nowhere: no tree, no pending tasks) */
+	/* 3.11-3.13: their tasks listed from the process's sets of them, by loop */
 	static const char *const old_labels[] = { "3.11", "3.12", "3.13" };
 	const struct test_per_python old_kinds[] = {
 		{ "task_stacks_", task_stacks },
 		{ "launched_task_stacks_", launched_task_stacks },
 		{ "hostile_callbacks_", hostile_callbacks },
+		{ "stacks_task_tree_", stacks_task_tree },
+		{ "wall_pending_tasks_", wall_pending_tasks },
 	};
-	static const char *const uvloop_labels[] = { "3.14" };
+	static const char *const uvloop_labels[] = { "3.14", "3.11-static" };
 	const struct test_per_python uvloop_kinds[] = {
 		{ "uvloop_task_stacks_", uvloop_task_stacks },
 	};
@@ -493,5 +509,5 @@ int main(void)
 				     sizeof(kinds) / sizeof(kinds[0]));
 	failed += test_run_per_python("async_tasks_before_314", old_labels, sizeof(old_labels) / sizeof(old_labels[0]),
 				      old_kinds, sizeof(old_kinds) / sizeof(old_kinds[0]));
-	return failed + test_run_per_python("async_uvloop", uvloop_labels, 1, uvloop_kinds, 1);
+	return failed + test_run_per_python("async_uvloop", uvloop_labels, 2, uvloop_kinds, 1);
 }

@@ -75,6 +75,10 @@ struct coro_slot {
 struct loop_slot {
 	uint32_t pid;
 	uint64_t task_type;
+	/* where its tasks are listed: the set (a WeakSet's `data`) of all tasks, and 3.12+'s set of
+	 * eager ones (tasks themselves), looked for again after TASK_SETS_LOOK_NS while not found */
+	uint64_t all_tasks, eager_tasks, sets_looked_ns;
+	bool sets_looked;
 };
 #define LOOP_SLOTS 256
 /* Entries of a dict scanned for a key (sys.modules of a large application holds thousands). */
@@ -87,8 +91,23 @@ struct loop_slot {
 #define CLOSURE_CELLS_MAX 8u
 #define CALLBACK_DEPTH 2
 
+/* 3.11-3.13: the tasks of one event loop as listed from its process's sets of tasks, kept
+ * TASK_LIST_REFRESH_NS (every thread's record of a tick, and the next ticks, share one read). */
+struct task_list {
+	uint32_t pid;
+	uint64_t loop, listed_ns;
+	size_t count;
+	uint64_t tasks[ASYNC_TASKS_TREE_MAX];
+};
+#define TASK_LISTS 4
+#define TASK_LIST_REFRESH_NS (100ull * 1000 * 1000)
+#define TASK_SETS_LOOK_NS (1000ull * 1000 * 1000)
+/* Set slots read at once while listing tasks. */
+#define SET_CHUNK 256u
+
 struct async_tasks {
 	struct checksum_slot checksums[CHECKSUM_SLOTS];
+	struct task_list lists[TASK_LISTS];
 	struct coro_slot coros[CORO_SLOTS];
 	struct loop_slot loops[LOOP_SLOTS];
 	uint64_t now_ns;            /* the record time of the call under way */
@@ -752,13 +771,19 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 	return 0;
 }
 
-size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max)
+static struct loop_slot *loop_of_target(struct async_tasks *tasks, const struct py_target *target);
+static size_t old_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
+				  uint64_t now_ns, uint64_t *out, size_t max);
+
+size_t async_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
+			     uint64_t now_ns, uint64_t *out, size_t max)
 {
 	const struct py_asyncio_layout *layout = &target->asyncio;
 	uint64_t head = tstate + layout->tstate_tasks_head, node = 0;
 	size_t count = 0;
 
-	/* 3.11-3.13 list no task per thread */
+	if (layout->known && layout->from_callbacks && tstate)
+		return old_tasks_of_thread(tasks, target, tstate, now_ns, out, max);
 	if (!layout->known || layout->from_callbacks || tstate == 0 || target_mem_read_u64(target->pid, head, &node))
 		return 0;
 	/* struct llist_node { next, prev }: the list ends back at its head */
@@ -825,9 +850,9 @@ static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const
 	return 0;
 }
 
-/* _asyncio._current_tasks of target's main interpreter, 0 while it has none: at most two dict
- * scans of DICT_SCAN_MAX entries (sys.modules, the module's dict), a read per key and chunk. */
-static uint64_t find_current_tasks(const struct py_target *target)
+/* The dict of the _asyncio module of target's main interpreter, 0 while it has none: a dict
+ * scan of DICT_SCAN_MAX entries (sys.modules), a read per key and chunk. */
+static uint64_t asyncio_module_dict(const struct py_target *target)
 {
 	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
 	uint64_t interp = 0, modules = 0, module, dict = 0;
@@ -838,7 +863,13 @@ static uint64_t find_current_tasks(const struct py_target *target)
 	module = dict_lookup(target, modules, "_asyncio");
 	if (!module || target_mem_read_u64(target->pid, module + c->module_dict, &dict))
 		return 0;
-	return dict_lookup(target, dict, "_current_tasks");
+	return dict;
+}
+
+/* _asyncio._current_tasks, 0 while there is none: at most two dict scans. */
+static uint64_t find_current_tasks(const struct py_target *target)
+{
+	return dict_lookup(target, asyncio_module_dict(target), "_current_tasks");
 }
 
 /* The loop slot of target, taken over if another process had it. */
@@ -922,4 +953,129 @@ uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct p
 	if (task)
 		*slot = (struct coro_slot){ .pid = (uint32_t)target->pid, .coro = coro, .task = task };
 	return task;
+}
+
+/* The key under which 3.11-3.12 keep a thread's running loop in its thread-state dict. */
+#define RUNNING_LOOP_KEY "__asyncio_running_event_loop__"
+
+/* The event loop the thread whose thread state is at tstate runs, 0 if none (3.11-3.13). */
+static uint64_t running_loop_of(const struct py_target *target, uint64_t tstate)
+{
+	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
+	uint64_t loop = 0, dict = 0;
+
+	if (c->tstate_running_loop >= 0)
+		return target_mem_read_u64(target->pid, tstate + (uint32_t)c->tstate_running_loop, &loop) ? 0 : loop;
+	if (target_mem_read_u64(target->pid, tstate + c->tstate_dict, &dict) || !dict)
+		return 0;
+	loop = dict_lookup(target, dict, RUNNING_LOOP_KEY);
+	/* 3.11 keeps it in a holder (with the pid that set it) */
+	if (loop && c->holder_loop >= 0 && target_mem_read_u64(target->pid, loop + (uint32_t)c->holder_loop, &loop))
+		return 0;
+	return loop;
+}
+
+/* Finds the process's sets of tasks (and the Task type, if no running task gave it yet) in the
+ * _asyncio module, at most once per TASK_SETS_LOOK_NS until found. */
+static void find_task_sets(const struct py_target *target, struct loop_slot *loop, uint64_t now_ns)
+{
+	uint64_t dict, weak_set;
+
+	if (loop->all_tasks || (loop->sets_looked && now_ns - loop->sets_looked_ns < TASK_SETS_LOOK_NS))
+		return;
+	loop->sets_looked = true;
+	loop->sets_looked_ns = now_ns;
+	dict = asyncio_module_dict(target);
+	if (!dict)
+		return;
+	/* 3.11: _all_tasks; 3.12, 3.13: _scheduled_tasks, and eager tasks until they first wait */
+	weak_set = dict_lookup(target, dict, target->minor <= 11 ? "_all_tasks" : "_scheduled_tasks");
+	loop->all_tasks = weak_set ? py_instance_attribute(target, weak_set, "data") : 0;
+	loop->eager_tasks = target->minor <= 11 ? 0 : dict_lookup(target, dict, "_eager_tasks");
+	if (!loop->task_type)
+		loop->task_type = dict_lookup(target, dict, "Task");
+}
+
+/* Appends to list the tasks of set (its keys weak references to them when weak) whose loop is
+ * list->loop: at most ASYNC_TASKS_TREE_MAX slots of the set's table are looked at. */
+static void list_tasks_of_set(const struct py_target *target, uint64_t set, bool weak, struct task_list *list)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	uint64_t mask = 0, table = 0, slots[2 * SET_CHUNK];
+	size_t count;
+
+	if (!set || target_mem_read_u64(target->pid, set + layout->set_mask, &mask) ||
+	    target_mem_read_u64(target->pid, set + layout->set_table, &table) || !table)
+		return;
+	count = mask >= ASYNC_TASKS_TREE_MAX - 1 ? ASYNC_TASKS_TREE_MAX : (size_t)mask + 1;
+	for (size_t first = 0; first < count && list->count < ASYNC_TASKS_TREE_MAX; first += SET_CHUNK) {
+		size_t chunk = count - first < SET_CHUNK ? count - first : SET_CHUNK;
+
+		if (target_mem_read(target->pid, table + 16 * first, slots, chunk * 16))
+			return;
+		/* a slot holds a key and its hash; a removed key leaves a dummy, whose "loop" is no
+		 * loop of the target's (read_task checks each task's type later) */
+		for (size_t i = 0; i < chunk && list->count < ASYNC_TASKS_TREE_MAX; i++) {
+			uint64_t task = slots[2 * i], its_loop = 0;
+
+			if (task && weak && target_mem_read_u64(target->pid, task + layout->callbacks.weakref_object, &task))
+				continue;
+			if (task && !target_mem_read_u64(target->pid, task + layout->callbacks.task_loop, &its_loop) &&
+			    its_loop == list->loop)
+				list->tasks[list->count++] = task;
+		}
+	}
+}
+
+/* The kept list of (pid, loop), or the least recently listed one, emptied for it. */
+static struct task_list *task_list_of(struct async_tasks *tasks, pid_t pid, uint64_t loop, uint64_t now_ns,
+				      bool *fresh_list)
+{
+	struct task_list *oldest = &tasks->lists[0];
+
+	for (size_t i = 0; i < TASK_LISTS; i++) {
+		struct task_list *list = &tasks->lists[i];
+
+		if (list->pid == (uint32_t)pid && list->loop == loop) {
+			/* a record older than the listing shares it (records of a tick come in any order) */
+			*fresh_list = now_ns <= list->listed_ns ? list->listed_ns - now_ns < TASK_LIST_REFRESH_NS
+								: now_ns - list->listed_ns < TASK_LIST_REFRESH_NS;
+			if (!*fresh_list) {
+				list->count = 0;
+				list->listed_ns = now_ns;
+			}
+			return list;
+		}
+		if (list->listed_ns < oldest->listed_ns)
+			oldest = list;
+	}
+	*fresh_list = false;
+	*oldest = (struct task_list){ .pid = (uint32_t)pid, .loop = loop, .listed_ns = now_ns };
+	return oldest;
+}
+
+/*
+ * 3.11-3.13 list tasks per process only (the sets of all tasks): those of a thread are the ones
+ * whose loop is the loop it runs.
+ */
+static size_t old_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
+				  uint64_t now_ns, uint64_t *out, size_t max)
+{
+	struct loop_slot *slot = loop_of_target(tasks, target);
+	uint64_t loop = running_loop_of(target, tstate);
+	struct task_list *list;
+	bool fresh_list;
+
+	if (!loop)
+		return 0;
+	list = task_list_of(tasks, target->pid, loop, now_ns, &fresh_list);
+	if (!fresh_list) {
+		find_task_sets(target, slot, now_ns);
+		list_tasks_of_set(target, slot->all_tasks, true, list);
+		list_tasks_of_set(target, slot->eager_tasks, false, list);
+	}
+	if (list->count < max)
+		max = list->count;
+	memcpy(out, list->tasks, max * sizeof(*out));
+	return max;
 }
