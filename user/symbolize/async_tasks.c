@@ -34,9 +34,10 @@ struct task_fields {
 	uint64_t callbacks; /* from_callbacks: the list of more done callbacks (awaited_by: the first) */
 };
 
-/* The innermost coroutine of a suspended chain, as read: while it stays where it is, so do
- * the coroutines awaiting it. */
-struct innermost {
+/* A coroutine of a suspended chain, where it was read: while each stays where it is, so does
+ * the chain (a coroutine suspended at one await awaits one object; a coroutine freed and its
+ * address taken by another, of other code, is somewhere else). */
+struct coroutine_level {
 	uint64_t gen, instr;
 	int8_t state;
 };
@@ -46,7 +47,8 @@ struct chain_slot {
 	uint64_t task;
 	struct task_fields fields;  /* as the chain was read */
 	uint64_t read_ns;           /* the record time it was read for */
-	struct innermost innermost; /* a pending task's: where its stack ends */
+	struct coroutine_level *levels;   /* a pending task's own coroutines, as read (in chain's allocation) */
+	size_t level_count;
 	uint64_t used;              /* the table's clock when last looked up */
 	struct async_chain *chain;  /* malloc'd, its frames with it */
 };
@@ -92,7 +94,9 @@ struct loop_slot {
 #define CALLBACK_DEPTH 2
 
 /* 3.11-3.13: the tasks of one event loop as listed from its process's sets of tasks, kept
- * TASK_LIST_REFRESH_NS (every thread's record of a tick, and the next ticks, share one read). */
+ * TASK_LIST_REFRESH_NS: every thread's record of a pass shares one read, but the next pass
+ * reads it again (a request's task may live a few milliseconds: kept longer, the tasks made
+ * since would be missed, and the list would favour old tasks). */
 struct task_list {
 	uint32_t pid;
 	uint64_t loop, listed_ns;
@@ -100,7 +104,7 @@ struct task_list {
 	uint64_t tasks[ASYNC_TASKS_TREE_MAX];
 };
 #define TASK_LISTS 4
-#define TASK_LIST_REFRESH_NS (100ull * 1000 * 1000)
+#define TASK_LIST_REFRESH_NS (1000ull * 1000)
 #define TASK_SETS_LOOK_NS (1000ull * 1000 * 1000)
 /* Set slots read at once while listing tasks. */
 #define SET_CHUNK 256u
@@ -118,6 +122,7 @@ struct async_tasks {
 	uint64_t clock;             /* ticks at every slot lookup */
 	unsigned reads_left;        /* of the call under way (ASYNC_TASKS_READS_PER_CALL) */
 	struct pf_frame frames[ASYNC_TASKS_MAX_FRAMES]; /* a chain being read */
+	struct coroutine_level levels[ASYNC_TASKS_MAX_COROUTINES]; /* a pending task's coroutines being read */
 };
 
 /* A read of target memory charged to the call under way: -E2BIG once its budget is spent. */
@@ -313,8 +318,8 @@ struct coroutine {
 	uint64_t code, instr, awaited;
 };
 
-static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t gen,
-			  struct coroutine *out)
+static int read_coroutine_at(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout,
+			     uint64_t gen, bool with_awaited, struct coroutine *out)
 {
 	uint8_t object[GEN_READ_MAX];
 	uint32_t frame = layout->gen_iframe;
@@ -349,11 +354,17 @@ static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_
 	out->suspended = out->state == layout->state_created ||
 			 (out->state >= layout->state_yield_from_low - 1 && out->state <= layout->state_yield_from_high);
 	/* Suspended in an await: the awaited object is near the top of the frame's stack. */
-	if (out->state >= layout->state_yield_from_low && out->state <= layout->state_yield_from_high &&
+	if (with_awaited && out->state >= layout->state_yield_from_low && out->state <= layout->state_yield_from_high &&
 	    stackpointer >= gen + frame + 8u * layout->awaited_slot &&
 	    charged_u64(tasks, pid, stackpointer - 8u * layout->awaited_slot, &out->awaited) == 0)
 		out->awaited &= ~STACKREF_TAG_BITS;
 	return 0;
+}
+
+static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t gen,
+			  struct coroutine *out)
+{
+	return read_coroutine_at(tasks, pid, layout, gen, true, out);
 }
 
 static bool recent(uint64_t then_ns, uint64_t now_ns)
@@ -399,7 +410,7 @@ static bool coroutine_frame(struct async_tasks *tasks, struct symbolize_py_cache
 /* Where a suspended task is: its coroutine, then each coroutine it awaits (same type), root first. */
 static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py_cache *python,
 				  const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room,
-				  struct innermost *innermost)
+				  struct coroutine_level *levels, size_t *level_count)
 {
 	struct coroutine coroutine;
 	uint64_t type = 0;
@@ -409,8 +420,9 @@ static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py
 		if (read_coroutine(tasks, target->pid, &target->asyncio, coro, &coroutine) || !coroutine.suspended ||
 		    (type && coroutine.type != type))
 			break;
-		if (innermost)
-			*innermost = (struct innermost){ .gen = coro, .instr = coroutine.instr, .state = coroutine.state };
+		if (levels)
+			levels[(*level_count)++] = (struct coroutine_level){ .gen = coro, .instr = coroutine.instr,
+								       .state = coroutine.state };
 		type = coroutine.type;
 		if (coroutine_frame(tasks, python, target, &coroutine, &frames[count]))
 			count++;
@@ -422,7 +434,7 @@ static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py
 static size_t suspended_frames(struct async_tasks *tasks, struct symbolize_py_cache *python,
 			       const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room)
 {
-	return suspended_frames_to(tasks, python, target, coro, frames, room, NULL);
+	return suspended_frames_to(tasks, python, target, coro, frames, room, NULL, NULL);
 }
 
 /* The task a done callback wakes: a task's wakeup (a builtin bound to it), a TaskGroup's
@@ -677,9 +689,8 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 			 struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns)
 {
 	struct chain_slot *awaiting = slot_of(tasks, target->pid, task);
-	struct innermost innermost = { 0, 0, 0 };
 	struct async_chain *chain;
-	size_t count, own;
+	size_t count, own, level_count = 0;
 	int err = 0;
 
 	if (!awaiting->chain || awaiting->pid != (uint32_t)target->pid || awaiting->task != task ||
@@ -692,12 +703,13 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 	count = awaiting->chain->frame_count;
 	memcpy(tasks->frames, awaiting->chain->frames, count * sizeof(tasks->frames[0]));
 	own = suspended_frames_to(tasks, python, target, fields->coro, tasks->frames + count, ASYNC_TASKS_MAX_FRAMES - count,
-				  &innermost);
+				  tasks->levels, &level_count);
 	/* done, or running after all: suspended nowhere */
 	if (own == 0)
 		return -ENOENT;
 	count += own;
-	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
+	/* the coroutines as read follow the frames, in one allocation */
+	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]) + level_count * sizeof(tasks->levels[0]));
 	if (!chain)
 		return -ENOMEM;
 	chain->chain_id = ++tasks->last_chain_id;
@@ -706,8 +718,27 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 	chain->frame_count = count;
 	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
 	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
-				     .innermost = innermost, .chain = chain, .used = slot->used };
+				     .levels = (struct coroutine_level *)(chain->frames + count), .level_count = level_count,
+				     .chain = chain, .used = slot->used };
+	memcpy(slot->levels, tasks->levels, level_count * sizeof(tasks->levels[0]));
 	return 0;
+}
+
+/*
+ * Whether a pending task's coroutines are each where they were read. The innermost alone is not
+ * enough: a helper returning and the next one awaiting the same function (asyncio.sleep) can
+ * leave a new innermost coroutine at the freed one's address and instruction.
+ */
+static bool coroutines_stayed(struct async_tasks *tasks, const struct py_target *target,
+			      const struct chain_slot *slot)
+{
+	struct coroutine coroutine;
+
+	for (size_t i = 0; i < slot->level_count; i++)
+		if (read_coroutine_at(tasks, target->pid, &target->asyncio, slot->levels[i].gen, false, &coroutine) ||
+		    coroutine.instr != slot->levels[i].instr || coroutine.state != slot->levels[i].state)
+			return false;
+	return slot->level_count > 0;
 }
 
 int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
@@ -715,18 +746,16 @@ int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *py
 {
 	struct chain_slot *slot = slot_in(tasks, tasks->pending, target->pid, task_addr);
 	struct task_fields fields;
-	struct coroutine innermost;
 	int err;
 
 	if (!target->asyncio.known)
 		return -ENOENT;
 	begin_call(tasks, now_ns);
-	/* Kept while its innermost coroutine has not moved: the coroutines awaiting that one, its
-	 * task's among them, cannot have either (its name and the tasks awaiting it are read again
-	 * at least every second). One read. */
+	/* Kept while each of its coroutines is where it was: the task's own coroutine, which it
+	 * holds for its life, then each one the one before awaits (its name and the tasks awaiting
+	 * it are read again at least every second). One read a coroutine. */
 	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr && fresh(slot, now_ns) &&
-	    read_coroutine(tasks, target->pid, &target->asyncio, slot->innermost.gen, &innermost) == 0 &&
-	    innermost.instr == slot->innermost.instr && innermost.state == slot->innermost.state) {
+	    coroutines_stayed(tasks, target, slot)) {
 		*out = slot->chain;
 		return 0;
 	}

@@ -106,8 +106,8 @@ int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyth
 /*
  * The stack of a task that is not running, root first: the tasks awaiting it and where each is
  * suspended, "<task NAME>", then its own coroutines down to the one that awaits (a future, a
- * sleep, I/O). Kept per (pid, task) while its innermost coroutine stays where it was (one
- * read), at most ASYNC_TASKS_REFRESH_NS.
+ * sleep, I/O). Kept per (pid, task) while each of its own coroutines stays where it was (one
+ * read each), at most ASYNC_TASKS_REFRESH_NS.
  * *out valid until the next call (its stack_id the caller's to set). Errors as async_tasks_read.
  */
 int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
@@ -122,7 +122,8 @@ int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *py
  * ASYNC_TASKS_TREE_MAX steps and stops at a node that cannot be read.
  * 3.11-3.13 list a process's tasks only (the _asyncio module's sets of them): a thread's are
  * those whose loop is the one it runs, at most ASYNC_TASKS_TREE_MAX slots of each set looked
- * at, the list read at a record's time now_ns kept for 100 ms of record time.
+ * at, the list read at a record's time now_ns kept for 1 ms of record time (the records of
+ * one pass share it).
  */
 size_t async_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
 			     uint64_t now_ns, uint64_t *out, size_t max);
