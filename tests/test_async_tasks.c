@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -428,6 +430,67 @@ static void wall_pending_tasks(void **state)
 	assert_int_equal(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:"), 0);
 }
 
+/* How close the share of db_call in the requests' samples must be to what they measured (a
+ * waiting task's stack is read when its thread's record is drained: see tests/test_services.c). */
+#define WAIT_SHARE_POINTS 0.10
+
+/*
+ * Wall mode with every waiting task: tests/scripts/async_waits.py's 16 clients each await one
+ * request task after another, which waits 5-15 ms in db_call then 20-40 ms in render. The share
+ * of the requests' samples in db_call is the share of their wall time they measured there
+ * (within WAIT_SHARE_POINTS), each under its "<task request-N>" frame: a task that moved from
+ * one sleep to the next is where it waits now, not where it waited before.
+ */
+static void wall_waiting_share(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	unsigned long long rounds, in_db, db_ns = 0, round_ns = 0;
+	struct test_target target;
+	char path[PATH_MAX], line[128];
+	struct pollfd truth;
+	ssize_t got;
+
+	line[0] = 0;
+	double share, measured;
+
+	FORMAT(path, "%s/async-waits-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_waits.py", "", &target.out_fd);
+	record_collapsed(python->label, target.pid, "--mode wall --async-mode all", path);
+	assert_int_equal(kill(target.pid, SIGUSR1), 0);
+	/* the script's answer: the line of two numbers after whatever else it wrote */
+	for (size_t used = 0; used < sizeof(line) - 1;) {
+		char *last;
+
+		truth = (struct pollfd){ .fd = target.out_fd, .events = POLLIN };
+		if (poll(&truth, 1, 60000) != 1 || (got = read(target.out_fd, line + used, sizeof(line) - 1 - used)) <= 0)
+			break;
+		used += (size_t)got;
+		line[used] = 0;
+		last = used > 1 ? memrchr(line, '\n', used - 1) : NULL;
+		if (line[used - 1] == '\n' && sscanf(last ? last + 1 : line, "%llu %llu", &db_ns, &round_ns) == 2)
+			break;
+	}
+	test_stop_target(&target);
+	if (round_ns == 0)
+		fail_msg("%s: the requests said no times: '%s'", python->label, line);
+
+	rounds = weight_holding(path, "<task request-", ":handle_request:");
+	in_db = count_chain(path, ":handle_request:",
+			    (const char *const[]){ "<task request-", ":handle_request:", ":db_call:", NULL }).in_chain;
+	share = rounds ? (double)in_db / (double)rounds : 0;
+	measured = (double)db_ns / (double)round_ns;
+	print_message("%s: requests: %llu us sampled, db_call %.1f%% (measured %.1f%%)\n", python->label, rounds,
+		      100 * share, 100 * measured);
+	/* 16 requests at a time at 100 Hz (10,000 us a sample) for 2.5 s: some 4,000 samples when
+	 * nothing is thinned */
+	assert_true(rounds >= 1000ull * 10000);
+	if (share < measured - WAIT_SHARE_POINTS || share > measured + WAIT_SHARE_POINTS)
+		fail_msg("%s: db_call in %.1f%% of the requests' samples, they measured %.1f%%", python->label,
+			 100 * share, 100 * measured);
+	/* the requests' samples under their task (a running one's may miss it, as in task_stacks) */
+	assert_true((double)rounds >= CHAIN_SHARE_MIN * (double)weight_holding(path, ":handle_request:", NULL));
+}
+
 /*
  * uvloop (Debian's python3-uvloop: sid's, built for its 3.14, installed into the chroot by
  * tests/pythons/sid-install.sh; bookworm's for /usr/bin/python3.11, by make deps): the same
@@ -488,6 +551,7 @@ int main(void)
 		{ "stacks_task_tree_", stacks_task_tree },
 		{ "wall_pending_tasks_", wall_pending_tasks },
 		{ "launched_task_stacks_", launched_task_stacks },
+		{ "wall_waiting_share_", wall_waiting_share },
 	};
 	/* 3.11-3.13: their tasks listed from the process's sets of them, by loop */
 	static const char *const old_labels[] = { "3.11", "3.12", "3.13" };
@@ -497,6 +561,7 @@ int main(void)
 		{ "hostile_callbacks_", hostile_callbacks },
 		{ "stacks_task_tree_", stacks_task_tree },
 		{ "wall_pending_tasks_", wall_pending_tasks },
+		{ "wall_waiting_share_", wall_waiting_share },
 	};
 	static const char *const uvloop_labels[] = { "3.14", "3.11-static" };
 	const struct test_per_python uvloop_kinds[] = {

@@ -14,8 +14,8 @@
  * - uvicorn, a FastAPI app whose endpoint goes handler -> service -> query: the chain is in
  *   >= 90% of the handler's samples, as the app measured within 3 points, under the request's
  *   task frame in >= 80%, the event loop's plumbing hidden.
- * - the same on uvloop in wall mode with every waiting task: requests waiting in a 10 ms
- *   asyncio.sleep "database" call, then a 30 ms one, are under their task frame in >= 80% of
+ * - the same on uvloop in wall mode with every waiting task: requests waiting in a 5-15 ms
+ *   asyncio.sleep "database" call, then a 20-40 ms one, are under their task frame in >= 80% of
  *   their samples, in the database call in the share of wall time the app measured (10 points).
  * - uWSGI (libpython embedded through its python3 plugin, in a binary named uwsgi), found by
  *   whole-host discovery: master and workers each with their Python frames.
@@ -815,7 +815,7 @@ static void uvicorn_fastapi_chain(void **state)
 
 /*
  * uvicorn on uvloop, wall mode with every waiting task (--async-mode all): requests to /report
- * wait in its database call (asyncio.sleep, 10 ms) then in render_page (30 ms); the samples under
+ * wait in its database call (asyncio.sleep, 5-15 ms) then in render_page (20-40 ms); the samples under
  * report are under the request's task frame (TASK_SHARE_MIN), and those of them in db_query
  * (suspended in its sleep) are the share of the requests' wall time the app measured there,
  * within WAIT_SHARE_POINTS.

@@ -1,13 +1,15 @@
 # Target for tests/test_services.c (uvicorn): a FastAPI app whose endpoint /orders goes through
 # handler -> service -> query, coroutines awaiting one another, the CPU spent in query.
 # handler measures its own CPU time and query's (time.thread_time: nothing in the chain
-# suspends, so the handler's span is its own). /report waits: report awaits db_query (a 10 ms
-# asyncio.sleep "database" call) then render_page (30 ms, another asyncio.sleep), and measures
-# the wall time of the request and of its database call. Where SERVICE_TRUTH_DIR is set, the app writes
+# suspends, so the handler's span is its own). /report waits: report awaits db_query (an
+# asyncio.sleep "database" call of 5-15 ms) then render_page (20-40 ms, another asyncio.sleep),
+# and measures the wall time of the request and of its database call (drawn at random: requests
+# of a fixed length would be sampled at the same few phases of theirs at every interval). Where SERVICE_TRUTH_DIR is set, the app writes
 # "HANDLER_CPU QUERY_CPU REPORT_WALL DB_WALL" (ns) to SERVICE_TRUTH_DIR/fastapi.PID at shutdown:
 # the truth the profile is checked against.
 import asyncio
 import os
+import random
 import time
 
 from fastapi import FastAPI
@@ -39,12 +41,12 @@ async def handler():
 
 async def db_query():
     start = time.perf_counter_ns()
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(random.uniform(0.005, 0.015))
     spent_ns["db_query"] += time.perf_counter_ns() - start
 
 
 async def render_page():
-    await asyncio.sleep(0.03)
+    await asyncio.sleep(random.uniform(0.02, 0.04))
 
 
 @app.get("/report")
