@@ -60,7 +60,7 @@ FUZZ_BINS     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 # protobuf-c and pprof's .proto build the pprof writer; go and jsonschema: test_export;
 # the servers, broker and load generator of test_services and bench/service.sh, for
 # /usr/bin/python3.11: gunicorn, Flask, uvicorn, FastAPI, uWSGI and its python3 plugin,
-# Celery, Redis and its client, wrk; uvloop: test_async_tasks).
+# Celery, Redis and its client, wrk, uvloop).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev libncurses-dev tmux \

@@ -5,14 +5,16 @@ a chain of 100 tasks awaiting one another) through objects whose _parent_task sa
 TaskGroup's does; a gather-like closure whose future names the task itself; one whose first
 callback points at unmapped memory; and one whose name's length field claims 2**40
 characters. Where a thread's tasks are listed from: the set of all tasks holds 20000 futures
-of the loop besides them, and (3.12+) the module's _eager_tasks is a set whose size and table
-fields claim 2**40 slots in unmapped memory. Prints "ready" once they all run; runs until
+of the loop besides them, (3.12+) the module's _eager_tasks is a set whose size and table
+fields claim 2**40 slots in unmapped memory, and the thread's dict holds 5000 threading.local
+values before the loop's entry (3.11, 3.12 keep the loop there). Prints "ready" once they all run; runs until
 killed."""
 import _asyncio
 import asyncio
 import ctypes
 import gc
 import sys
+import threading
 import time
 
 # FutureObj.fut_callback0 (TaskObj's task_callback0) in 3.11-3.13 (py_asyncio_table.inc)
@@ -110,4 +112,8 @@ async def main():
 
 
 if __name__ == "__main__":
+    # each value is an entry of the thread-state dict, ahead of the running loop's
+    local_values = [threading.local() for _ in range(5000)]
+    for value in local_values:
+        value.here = True
     asyncio.run(main())

@@ -87,10 +87,6 @@ if __name__ == "__main__":
     run = asyncio.run
     if len(sys.argv) > 3 and sys.argv[3] == "uvloop":
         import uvloop
-
-        def run(coroutine):
-            # uvloop.run is 0.18+ (bookworm has 0.17)
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                return runner.run(coroutine)
+        run = uvloop.run
     run(main(float(sys.argv[1]) if len(sys.argv) > 1 else 3600.0,
              float(sys.argv[2]) if len(sys.argv) > 2 else 0.25))

@@ -844,8 +844,9 @@ static bool str_is(pid_t pid, const struct py_offsets *off, uint64_t addr, const
 }
 
 /* The value of the str key `key` in the dict at dict (a combined table, 3.11-3.13), 0 if none;
- * at most DICT_SCAN_MAX entries, in chunks. */
-static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const char *key)
+ * at most max_entries entries, in chunks. */
+static uint64_t dict_lookup_within(const struct py_target *target, uint64_t dict, const char *key,
+				   int64_t max_entries)
 {
 	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
 	uint64_t keys = 0, values = 0, entries[3 * 64];
@@ -860,7 +861,7 @@ static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const
 	memcpy(&count, header + c->keys_nentries, sizeof(count));
 	if (header[c->keys_log2_index_bytes] > 20 || count <= 0)
 		return 0;
-	count = count > DICT_SCAN_MAX ? DICT_SCAN_MAX : count;
+	count = count > max_entries ? max_entries : count;
 	/* DICT_KEYS_GENERAL: {hash, key, value}; the str-keyed kinds: {key, value} */
 	width = header[c->keys_kind] == 0 ? 3 : 2;
 	at = keys + c->keys_indices + (1ull << header[c->keys_log2_index_bytes]);
@@ -877,6 +878,12 @@ static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const
 		}
 	}
 	return 0;
+}
+
+/* dict_lookup_within DICT_SCAN_MAX entries: for the module dicts, looked at once per process. */
+static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const char *key)
+{
+	return dict_lookup_within(target, dict, key, DICT_SCAN_MAX);
 }
 
 /* The dict of the _asyncio module of target's main interpreter, 0 while it has none: a dict
@@ -984,8 +991,12 @@ uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct p
 	return task;
 }
 
-/* The key under which 3.11-3.12 keep a thread's running loop in its thread-state dict. */
+/* The key under which 3.11-3.12 keep a thread's running loop in its thread-state dict, and the
+ * entries of that dict looked at for it: it is read at every pass, and the key is set as the
+ * thread's first loop starts (a thread that made hundreds of threading.local values before
+ * lists no task). */
 #define RUNNING_LOOP_KEY "__asyncio_running_event_loop__"
+#define THREAD_DICT_SCAN_MAX 256
 
 /* The event loop the thread whose thread state is at tstate runs, 0 if none (3.11-3.13). */
 static uint64_t running_loop_of(const struct py_target *target, uint64_t tstate)
@@ -997,7 +1008,7 @@ static uint64_t running_loop_of(const struct py_target *target, uint64_t tstate)
 		return target_mem_read_u64(target->pid, tstate + (uint32_t)c->tstate_running_loop, &loop) ? 0 : loop;
 	if (target_mem_read_u64(target->pid, tstate + c->tstate_dict, &dict) || !dict)
 		return 0;
-	loop = dict_lookup(target, dict, RUNNING_LOOP_KEY);
+	loop = dict_lookup_within(target, dict, RUNNING_LOOP_KEY, THREAD_DICT_SCAN_MAX);
 	/* 3.11 keeps it in a holder (with the pid that set it) */
 	if (loop && c->holder_loop >= 0 && target_mem_read_u64(target->pid, loop + (uint32_t)c->holder_loop, &loop))
 		return 0;
