@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * asyncio task-aware stacks on real interpreters (3.14+, which publish the _asyncio module's
- * layout; 3.11-3.13 through generated layouts, chains only): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup, a
+ * layout; 3.11-3.13 through generated layouts): tests/scripts/async_tasks.py runs named tasks from gather and from a TaskGroup, a
  * plain await chain and a task awaited as such, each CPU-bound in a coroutine of its own; the profile must read root to
  * leaf as the tasks awaiting one another, "<task NAME>" then the task's coroutines, with the
  * event loop's frames gone (kept with --async-plumbing). A hostile target (an awaited_by cycle,
@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -271,21 +273,32 @@ static void hostile_tasks(void **state)
  * future, a parent that is no task, and a first callback in unmapped memory, and whose task
  * name's length field claims 2**40 characters: the profiler runs to its end and each spinning
  * task's stack reads as far as its chain is sound and bounded (a long one within the reads a
- * chain may cost), the name cut.
+ * chain may cost), the name cut. Its set of all tasks also holds 20000 futures and its
+ * _eager_tasks claims 2**40 slots in unmapped memory, and its thread's dict holds 5000 entries
+ * before the running loop's: `stacks` and wall mode with every waiting task run to their end.
  */
 static void hostile_callbacks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	struct test_target target;
-	char path[PATH_MAX], name[300] = "<task ";
+	char path[PATH_MAX], wall[PATH_MAX], command[PATH_MAX * 2], name[300] = "<task ";
 	size_t deep;
 
 	FORMAT(path, "%s/async-hostile-callbacks-%s.collapsed", test_tmpdir(), python->label);
+	FORMAT(wall, "%s/async-hostile-callbacks-wall-%s.collapsed", test_tmpdir(), python->label);
 	setenv("PYBPFPROF_RUN_AS_NOBODY", "1", 1);
 	target.pid = test_start_ready_script(python, "async_hostile_callbacks.py", "", &target.out_fd);
 	unsetenv("PYBPFPROF_RUN_AS_NOBODY");
 	record_collapsed(python->label, target.pid, "", path);
+	record_collapsed(python->label, target.pid, "--mode wall --async-mode all", wall);
+	FORMAT(command, "%s stacks --json %d > /dev/null", pybpfprof_binary(), (int)target.pid);
+	assert_int_equal(system(command), 0);
 	test_stop_target(&target);
+
+	/* the running tasks' chains, as without wall mode (the waiting ones may be cut off: only
+	 * the first 4096 slots of the set of 20000 are looked at) */
+	assert_true(weight_holding(wall, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
+	assert_true(weight_holding(wall, "<asyncio>:<task deep-7>:0;", "<asyncio>:<task deep-0>:0;") > 0);
 
 	/* two tasks awaiting each other: each once, the awaiting one outermost */
 	assert_true(weight_holding(path, "<asyncio>:<task cyclic-b>:0;", "<asyncio>:<task cyclic-a>:0;") > 0);
@@ -404,7 +417,8 @@ static void wall_pending_tasks(void **state)
 	assert_true(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:") > 0);
 	/* the main task itself, suspended in its round's await */
 	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", ":gather_round:") > 0);
-	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", "TaskGroup._aexit:") > 0);
+	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;",
+				  before_314(python) ? "TaskGroup.__aexit__:" : "TaskGroup._aexit:") > 0);
 	/* a pending task is where it waits, never in the crunch its sibling runs */
 	assert_int_equal(weight_holding(path, ":sleep:", ":spin:"), 0);
 
@@ -414,6 +428,67 @@ static void wall_pending_tasks(void **state)
 	assert_true(weight_holding(path, "<task gathered-", ":crunch_gathered:") > 0);
 	assert_int_equal(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:"), 0);
 	assert_int_equal(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:"), 0);
+}
+
+/* How close the share of db_call in the requests' samples must be to what they measured (a
+ * waiting task's stack is read when its thread's record is drained: see tests/test_services.c). */
+#define WAIT_SHARE_POINTS 0.10
+
+/*
+ * Wall mode with every waiting task: tests/scripts/async_waits.py's 16 clients each await one
+ * request task after another, which waits 5-15 ms in db_call then 20-40 ms in render. The share
+ * of the requests' samples in db_call is the share of their wall time they measured there
+ * (within WAIT_SHARE_POINTS), each under its "<task request-N>" frame: a task that moved from
+ * one sleep to the next is where it waits now, not where it waited before.
+ */
+static void wall_waiting_share(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	unsigned long long rounds, in_db, db_ns = 0, round_ns = 0;
+	struct test_target target;
+	char path[PATH_MAX], line[128];
+	struct pollfd truth;
+	ssize_t got;
+
+	line[0] = 0;
+	double share, measured;
+
+	FORMAT(path, "%s/async-waits-%s.collapsed", test_tmpdir(), python->label);
+	target.pid = test_start_ready_script(python, "async_waits.py", "", &target.out_fd);
+	record_collapsed(python->label, target.pid, "--mode wall --async-mode all", path);
+	assert_int_equal(kill(target.pid, SIGUSR1), 0);
+	/* the script's answer: the line of two numbers after whatever else it wrote */
+	for (size_t used = 0; used < sizeof(line) - 1;) {
+		char *last;
+
+		truth = (struct pollfd){ .fd = target.out_fd, .events = POLLIN };
+		if (poll(&truth, 1, 60000) != 1 || (got = read(target.out_fd, line + used, sizeof(line) - 1 - used)) <= 0)
+			break;
+		used += (size_t)got;
+		line[used] = 0;
+		last = used > 1 ? memrchr(line, '\n', used - 1) : NULL;
+		if (line[used - 1] == '\n' && sscanf(last ? last + 1 : line, "%llu %llu", &db_ns, &round_ns) == 2)
+			break;
+	}
+	test_stop_target(&target);
+	if (round_ns == 0)
+		fail_msg("%s: the requests said no times: '%s'", python->label, line);
+
+	rounds = weight_holding(path, "<task request-", ":handle_request:");
+	in_db = count_chain(path, ":handle_request:",
+			    (const char *const[]){ "<task request-", ":handle_request:", ":db_call:", NULL }).in_chain;
+	share = rounds ? (double)in_db / (double)rounds : 0;
+	measured = (double)db_ns / (double)round_ns;
+	print_message("%s: requests: %llu us sampled, db_call %.1f%% (measured %.1f%%)\n", python->label, rounds,
+		      100 * share, 100 * measured);
+	/* 16 requests at a time at 100 Hz (10,000 us a sample) for 2.5 s: some 4,000 samples when
+	 * nothing is thinned */
+	assert_true(rounds >= 1000ull * 10000);
+	if (share < measured - WAIT_SHARE_POINTS || share > measured + WAIT_SHARE_POINTS)
+		fail_msg("%s: db_call in %.1f%% of the requests' samples, they measured %.1f%%", python->label,
+			 100 * share, 100 * measured);
+	/* the requests' samples under their task (a running one's may miss it, as in task_stacks) */
+	assert_true((double)rounds >= CHAIN_SHARE_MIN * (double)weight_holding(path, ":handle_request:", NULL));
 }
 
 /*
@@ -474,14 +549,19 @@ int main(void)
 		{ "stacks_task_tree_", stacks_task_tree },
 		{ "wall_pending_tasks_", wall_pending_tasks },
 		{ "launched_task_stacks_", launched_task_stacks },
+		{ "wall_waiting_share_", wall_waiting_share },
 	};
-	/* 3.11-3.13: chains only (their tasks are listed per thread nowhere: no tree, no pending tasks) */
+	/* 3.11-3.13: their tasks listed from the process's sets of them, by loop */
 	static const char *const old_labels[] = { "3.11", "3.12", "3.13" };
 	const struct test_per_python old_kinds[] = {
 		{ "task_stacks_", task_stacks },
 		{ "launched_task_stacks_", launched_task_stacks },
 		{ "hostile_callbacks_", hostile_callbacks },
+		{ "stacks_task_tree_", stacks_task_tree },
+		{ "wall_pending_tasks_", wall_pending_tasks },
+		{ "wall_waiting_share_", wall_waiting_share },
 	};
+	/* uvloop on /usr/bin/python3.11 (bookworm's 0.17): tests/test_services.c runs uvicorn on it */
 	static const char *const uvloop_labels[] = { "3.14" };
 	const struct test_per_python uvloop_kinds[] = {
 		{ "uvloop_task_stacks_", uvloop_task_stacks },

@@ -4,16 +4,26 @@ callbacks claim cycles (two tasks awaiting each other, a task awaiting itself, o
 a chain of 100 tasks awaiting one another) through objects whose _parent_task says so, as a
 TaskGroup's does; a gather-like closure whose future names the task itself; one whose first
 callback points at unmapped memory; and one whose name's length field claims 2**40
-characters. Prints "ready" once they all run; runs until killed."""
+characters. Where a thread's tasks are listed from: the set of all tasks holds 20000 futures
+of the loop besides them, (3.12+) the module's _eager_tasks is a set whose size and table
+fields claim 2**40 slots in unmapped memory, and the thread's dict holds 5000 threading.local
+values before the loop's entry (3.11, 3.12 keep the loop there). Prints "ready" once they all run; runs until
+killed."""
+import _asyncio
 import asyncio
 import ctypes
 import gc
+import sys
+import threading
 import time
 
 # FutureObj.fut_callback0 (TaskObj's task_callback0) in 3.11-3.13 (py_asyncio_table.inc)
 CALLBACK0 = 24
 # PyASCIIObject.length
 STR_LENGTH = 16
+# PySetObject.mask, .table
+SET_MASK = 32
+SET_TABLE = 40
 
 
 def spin(seconds):
@@ -84,11 +94,26 @@ async def main():
         above = asyncio.create_task(wait_forever(never), name="deep-%d" % depth)
         claim(below, above)
         below = above
+    # the set of all tasks, weak references to 20000 futures of the loop among them
+    futures = [asyncio.get_running_loop().create_future() for _ in range(20000)]
+    all_tasks = _asyncio._all_tasks if sys.version_info < (3, 12) else _asyncio._scheduled_tasks
+    for future in futures:
+        all_tasks.add(future)
+    # only the profiler reads the module's attribute (the C code keeps its own reference)
+    if sys.version_info >= (3, 12):
+        planted = {1, 2, 3}
+        ctypes.c_int64.from_address(id(planted) + SET_MASK).value = 1 << 40
+        ctypes.c_uint64.from_address(id(planted) + SET_TABLE).value = 0xDEAD0000000
+        _asyncio._eager_tasks = planted
     await asyncio.sleep(0)
     print("ready", flush=True)
     await never.wait()
-    del long_named
+    del long_named, futures
 
 
 if __name__ == "__main__":
+    # each value is an entry of the thread-state dict, ahead of the running loop's
+    local_values = [threading.local() for _ in range(5000)]
+    for value in local_values:
+        value.here = True
     asyncio.run(main())

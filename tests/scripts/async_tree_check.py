@@ -1,7 +1,8 @@
 # `pybpfprof stacks --json` of tests/scripts/async_tasks.py (tests/test_async_tasks.c): reads
 # the document strictly, then prints "tree" when its tasks form the script's tree at a moment
 # when the main task awaits its gathered or grouped tasks: Task-1 awaited by none, suspended in
-# main and the round's function, each child awaited by it under its name; else "other: why".
+# main and the round's function (3.11-3.13's TaskGroup waits in __aexit__ itself), each child
+# awaited by it under its name; else "other: why".
 # Usage: python3 async_tree_check.py FILE
 import json
 import sys
@@ -22,7 +23,7 @@ children = sorted(task["name"] for task in tasks if task["awaited_by"] == root["
 if children == ["gathered-a", "gathered-b"] and where[:2] == ["main", "gather_round"]:
     print("tree")
 elif children == ["grouped-a", "grouped-b"] and where[:2] == ["main", "group_round"] and \
-        "TaskGroup._aexit" in where:
+        ("TaskGroup._aexit" in where or "TaskGroup.__aexit__" in where):
     print("tree")
 else:
     print("other: Task-1 in %s awaits %s" % (where, children))

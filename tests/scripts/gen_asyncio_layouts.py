@@ -38,6 +38,16 @@ FIELDS = [
     ("keys_indices", ["&((PyDictKeysObject*)0)->dk_indices"]),
     ("long_lv_tag", ["&((PyLongObject*)0)->long_value.lv_tag", "&((PyLongObject*)0)->ob_base.ob_size"]),
     ("long_ob_digit", ["&((PyLongObject*)0)->long_value.ob_digit", "&((PyLongObject*)0)->ob_digit"]),
+    # listing a thread's tasks: the sets of all tasks (a WeakSet's set of weak references; 3.12+
+    # also a plain set of eager ones), each task's loop, and the loop the thread runs (3.11,
+    # 3.12: in its thread-state dict, 3.11 in a holder; 3.13: in the thread state). -1: none.
+    ("task_loop", ["&((TaskObj*)0)->task_loop"]),
+    ("set_mask", ["&((PySetObject*)0)->mask"]),
+    ("set_table", ["&((PySetObject*)0)->table"]),
+    ("weakref_object", ["&((PyWeakReference*)0)->wr_object"]),
+    ("tstate_dict", ["&((PyThreadState*)0)->dict"]),
+    ("tstate_running_loop", ["&((_PyThreadStateImpl*)0)->asyncio_running_loop", "-1"]),
+    ("holder_loop", ["&((PyRunningLoopHolder*)0)->rl_loop", "-1"]),
     # gi_frame_state (pycore_frame.h): never started; suspended in an await (3.13:
     # FRAME_SUSPENDED_YIELD_FROM; 3.11, 3.12: FRAME_SUSPENDED, which a plain yield shares)
     ("owned_by_generator", ["(int)FRAME_OWNED_BY_GENERATOR"]),

@@ -100,7 +100,7 @@ static const struct argp_option record_options[] = {
 	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
 	{ "async-plumbing", OPT_ASYNC_PLUMBING, NULL, 0, "asyncio (3.11+): keep the event loop's frames (run_forever, _run_once, Handle._run, ...) above the <task NAME> chain of a running task", 0 },
-	{ "async-mode", OPT_ASYNC_MODE, "MODE", 0, "asyncio (3.14+), wall mode: running (the default): threads only, a running task's stack under its task chain; all: also every waiting task, a sample of where it waits at every interval", 0 },
+	{ "async-mode", OPT_ASYNC_MODE, "MODE", 0, "asyncio (3.11+), wall mode: running (the default): threads only, a running task's stack under its task chain; all: also every waiting task, a sample of where it waits at every interval", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },

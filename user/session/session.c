@@ -98,12 +98,23 @@ static void count_python_sample(struct session *session, const struct pbp_record
 	(void)intern_add(&session->python_threads, &thread, sizeof(thread), NULL);
 }
 
+/* The task the record's thread ran, 0 if none: 3.11-3.13's BPF may give its coroutine. */
+static uint64_t running_task_of(struct session *session, const struct py_target *python,
+				const struct pbp_record *record)
+{
+	if (!python->asyncio.from_callbacks || !record->running_task || (record->flags & PBP_REC_ASYNC_TASK))
+		return record->running_task;
+	return async_tasks_task_of_coroutine(session->resolver.tasks, python, record->running_task, record->time_ns);
+}
+
 /* `stacks`: the asyncio tasks of the sampled thread's event loop, for its tree. 0 or -ENOMEM. */
 static int add_thread_tasks(struct session *session, const struct py_target *python, const struct pbp_record *record)
 {
 	static uint64_t addresses[ASYNC_TASKS_TREE_MAX];
 	static struct async_task_node node;
-	size_t count = async_tasks_of_thread(python, record->tstate_addr, addresses, ASYNC_TASKS_TREE_MAX);
+	size_t count = async_tasks_of_thread(session->resolver.tasks, python, record->tstate_addr, record->time_ns,
+					     addresses, ASYNC_TASKS_TREE_MAX);
+	uint64_t running = running_task_of(session, python, record);
 	int err = 0;
 
 	for (size_t i = 0; i < count && !err; i++) {
@@ -111,7 +122,7 @@ static int add_thread_tasks(struct session *session, const struct py_target *pyt
 					  record->time_ns, &node))
 			continue;
 		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaited_by, node.name,
-					    node.frames, node.frame_count, node.address == record->running_task);
+					    node.frames, node.frame_count, node.address == running);
 	}
 	return err;
 }
@@ -125,13 +136,15 @@ static void write_pending_tasks(struct session *session, const struct py_target 
 				const struct pbp_record *record, const struct pf_sample *thread_sample)
 {
 	static uint64_t addresses[ASYNC_TASKS_PENDING_MAX];
-	size_t count = async_tasks_of_thread(python, record->tstate_addr, addresses, ASYNC_TASKS_PENDING_MAX);
+	size_t count = async_tasks_of_thread(session->resolver.tasks, python, record->tstate_addr, record->time_ns,
+					     addresses, ASYNC_TASKS_PENDING_MAX);
+	uint64_t running = running_task_of(session, python, record);
 
 	for (size_t i = 0; i < count; i++) {
 		struct async_chain *chain;
 		struct pf_sample task = *thread_sample;
 
-		if (addresses[i] == record->running_task ||
+		if (addresses[i] == running ||
 		    async_tasks_pending(session->resolver.tasks, session->resolver.python, python, addresses[i],
 					record->time_ns, &chain))
 			continue;

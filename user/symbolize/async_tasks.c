@@ -34,9 +34,10 @@ struct task_fields {
 	uint64_t callbacks; /* from_callbacks: the list of more done callbacks (awaited_by: the first) */
 };
 
-/* The innermost coroutine of a suspended chain, as read: while it stays where it is, so do
- * the coroutines awaiting it. */
-struct innermost {
+/* A coroutine of a suspended chain, where it was read: while each stays where it is, so does
+ * the chain (a coroutine suspended at one await awaits one object; a coroutine freed and its
+ * address taken by another, of other code, is somewhere else). */
+struct coroutine_level {
 	uint64_t gen, instr;
 	int8_t state;
 };
@@ -46,7 +47,8 @@ struct chain_slot {
 	uint64_t task;
 	struct task_fields fields;  /* as the chain was read */
 	uint64_t read_ns;           /* the record time it was read for */
-	struct innermost innermost; /* a pending task's: where its stack ends */
+	struct coroutine_level *levels;   /* a pending task's own coroutines, as read (in chain's allocation) */
+	size_t level_count;
 	uint64_t used;              /* the table's clock when last looked up */
 	struct async_chain *chain;  /* malloc'd, its frames with it */
 };
@@ -75,6 +77,10 @@ struct coro_slot {
 struct loop_slot {
 	uint32_t pid;
 	uint64_t task_type;
+	/* where its tasks are listed: the set (a WeakSet's `data`) of all tasks, and 3.12+'s set of
+	 * eager ones (tasks themselves), looked for again after TASK_SETS_LOOK_NS while not found */
+	uint64_t all_tasks, eager_tasks, sets_looked_ns;
+	bool sets_looked;
 };
 #define LOOP_SLOTS 256
 /* Entries of a dict scanned for a key (sys.modules of a large application holds thousands). */
@@ -87,8 +93,25 @@ struct loop_slot {
 #define CLOSURE_CELLS_MAX 8u
 #define CALLBACK_DEPTH 2
 
+/* 3.11-3.13: the tasks of one event loop as listed from its process's sets of tasks, kept
+ * TASK_LIST_REFRESH_NS: every thread's record of a pass shares one read, but the next pass
+ * reads it again (a request's task may live a few milliseconds: kept longer, the tasks made
+ * since would be missed, and the list would favour old tasks). */
+struct task_list {
+	uint32_t pid;
+	uint64_t loop, listed_ns;
+	size_t count;
+	uint64_t tasks[ASYNC_TASKS_TREE_MAX];
+};
+#define TASK_LISTS 4
+#define TASK_LIST_REFRESH_NS (1000ull * 1000)
+#define TASK_SETS_LOOK_NS (1000ull * 1000 * 1000)
+/* Set slots read at once while listing tasks. */
+#define SET_CHUNK 256u
+
 struct async_tasks {
 	struct checksum_slot checksums[CHECKSUM_SLOTS];
+	struct task_list lists[TASK_LISTS];
 	struct coro_slot coros[CORO_SLOTS];
 	struct loop_slot loops[LOOP_SLOTS];
 	uint64_t now_ns;            /* the record time of the call under way */
@@ -99,6 +122,7 @@ struct async_tasks {
 	uint64_t clock;             /* ticks at every slot lookup */
 	unsigned reads_left;        /* of the call under way (ASYNC_TASKS_READS_PER_CALL) */
 	struct pf_frame frames[ASYNC_TASKS_MAX_FRAMES]; /* a chain being read */
+	struct coroutine_level levels[ASYNC_TASKS_MAX_COROUTINES]; /* a pending task's coroutines being read */
 };
 
 /* A read of target memory charged to the call under way: -E2BIG once its budget is spent. */
@@ -294,8 +318,8 @@ struct coroutine {
 	uint64_t code, instr, awaited;
 };
 
-static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t gen,
-			  struct coroutine *out)
+static int read_coroutine_at(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout,
+			     uint64_t gen, bool with_awaited, struct coroutine *out)
 {
 	uint8_t object[GEN_READ_MAX];
 	uint32_t frame = layout->gen_iframe;
@@ -330,11 +354,17 @@ static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_
 	out->suspended = out->state == layout->state_created ||
 			 (out->state >= layout->state_yield_from_low - 1 && out->state <= layout->state_yield_from_high);
 	/* Suspended in an await: the awaited object is near the top of the frame's stack. */
-	if (out->state >= layout->state_yield_from_low && out->state <= layout->state_yield_from_high &&
+	if (with_awaited && out->state >= layout->state_yield_from_low && out->state <= layout->state_yield_from_high &&
 	    stackpointer >= gen + frame + 8u * layout->awaited_slot &&
 	    charged_u64(tasks, pid, stackpointer - 8u * layout->awaited_slot, &out->awaited) == 0)
 		out->awaited &= ~STACKREF_TAG_BITS;
 	return 0;
+}
+
+static int read_coroutine(struct async_tasks *tasks, pid_t pid, const struct py_asyncio_layout *layout, uint64_t gen,
+			  struct coroutine *out)
+{
+	return read_coroutine_at(tasks, pid, layout, gen, true, out);
 }
 
 static bool recent(uint64_t then_ns, uint64_t now_ns)
@@ -380,7 +410,7 @@ static bool coroutine_frame(struct async_tasks *tasks, struct symbolize_py_cache
 /* Where a suspended task is: its coroutine, then each coroutine it awaits (same type), root first. */
 static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py_cache *python,
 				  const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room,
-				  struct innermost *innermost)
+				  struct coroutine_level *levels, size_t *level_count)
 {
 	struct coroutine coroutine;
 	uint64_t type = 0;
@@ -390,8 +420,9 @@ static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py
 		if (read_coroutine(tasks, target->pid, &target->asyncio, coro, &coroutine) || !coroutine.suspended ||
 		    (type && coroutine.type != type))
 			break;
-		if (innermost)
-			*innermost = (struct innermost){ .gen = coro, .instr = coroutine.instr, .state = coroutine.state };
+		if (levels)
+			levels[(*level_count)++] = (struct coroutine_level){ .gen = coro, .instr = coroutine.instr,
+								       .state = coroutine.state };
 		type = coroutine.type;
 		if (coroutine_frame(tasks, python, target, &coroutine, &frames[count]))
 			count++;
@@ -403,7 +434,7 @@ static size_t suspended_frames_to(struct async_tasks *tasks, struct symbolize_py
 static size_t suspended_frames(struct async_tasks *tasks, struct symbolize_py_cache *python,
 			       const struct py_target *target, uint64_t coro, struct pf_frame *frames, size_t room)
 {
-	return suspended_frames_to(tasks, python, target, coro, frames, room, NULL);
+	return suspended_frames_to(tasks, python, target, coro, frames, room, NULL, NULL);
 }
 
 /* The task a done callback wakes: a task's wakeup (a builtin bound to it), a TaskGroup's
@@ -658,9 +689,8 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 			 struct chain_slot *slot, uint64_t task, const struct task_fields *fields, uint64_t now_ns)
 {
 	struct chain_slot *awaiting = slot_of(tasks, target->pid, task);
-	struct innermost innermost = { 0, 0, 0 };
 	struct async_chain *chain;
-	size_t count, own;
+	size_t count, own, level_count = 0;
 	int err = 0;
 
 	if (!awaiting->chain || awaiting->pid != (uint32_t)target->pid || awaiting->task != task ||
@@ -673,12 +703,13 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 	count = awaiting->chain->frame_count;
 	memcpy(tasks->frames, awaiting->chain->frames, count * sizeof(tasks->frames[0]));
 	own = suspended_frames_to(tasks, python, target, fields->coro, tasks->frames + count, ASYNC_TASKS_MAX_FRAMES - count,
-				  &innermost);
+				  tasks->levels, &level_count);
 	/* done, or running after all: suspended nowhere */
 	if (own == 0)
 		return -ENOENT;
 	count += own;
-	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
+	/* the coroutines as read follow the frames, in one allocation */
+	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]) + level_count * sizeof(tasks->levels[0]));
 	if (!chain)
 		return -ENOMEM;
 	chain->chain_id = ++tasks->last_chain_id;
@@ -687,8 +718,27 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 	chain->frame_count = count;
 	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
 	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
-				     .innermost = innermost, .chain = chain, .used = slot->used };
+				     .levels = (struct coroutine_level *)(chain->frames + count), .level_count = level_count,
+				     .chain = chain, .used = slot->used };
+	memcpy(slot->levels, tasks->levels, level_count * sizeof(tasks->levels[0]));
 	return 0;
+}
+
+/*
+ * Whether a pending task's coroutines are each where they were read. The innermost alone is not
+ * enough: a helper returning and the next one awaiting the same function (asyncio.sleep) can
+ * leave a new innermost coroutine at the freed one's address and instruction.
+ */
+static bool coroutines_stayed(struct async_tasks *tasks, const struct py_target *target,
+			      const struct chain_slot *slot)
+{
+	struct coroutine coroutine;
+
+	for (size_t i = 0; i < slot->level_count; i++)
+		if (read_coroutine_at(tasks, target->pid, &target->asyncio, slot->levels[i].gen, false, &coroutine) ||
+		    coroutine.instr != slot->levels[i].instr || coroutine.state != slot->levels[i].state)
+			return false;
+	return slot->level_count > 0;
 }
 
 int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
@@ -696,18 +746,16 @@ int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *py
 {
 	struct chain_slot *slot = slot_in(tasks, tasks->pending, target->pid, task_addr);
 	struct task_fields fields;
-	struct coroutine innermost;
 	int err;
 
 	if (!target->asyncio.known)
 		return -ENOENT;
 	begin_call(tasks, now_ns);
-	/* Kept while its innermost coroutine has not moved: the coroutines awaiting that one, its
-	 * task's among them, cannot have either (its name and the tasks awaiting it are read again
-	 * at least every second). One read. */
+	/* Kept while each of its coroutines is where it was: the task's own coroutine, which it
+	 * holds for its life, then each one the one before awaits (its name and the tasks awaiting
+	 * it are read again at least every second). One read a coroutine. */
 	if (slot->chain && slot->pid == (uint32_t)target->pid && slot->task == task_addr && fresh(slot, now_ns) &&
-	    read_coroutine(tasks, target->pid, &target->asyncio, slot->innermost.gen, &innermost) == 0 &&
-	    innermost.instr == slot->innermost.instr && innermost.state == slot->innermost.state) {
+	    coroutines_stayed(tasks, target, slot)) {
 		*out = slot->chain;
 		return 0;
 	}
@@ -752,13 +800,19 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 	return 0;
 }
 
-size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max)
+static struct loop_slot *loop_of_target(struct async_tasks *tasks, const struct py_target *target);
+static size_t old_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
+				  uint64_t now_ns, uint64_t *out, size_t max);
+
+size_t async_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
+			     uint64_t now_ns, uint64_t *out, size_t max)
 {
 	const struct py_asyncio_layout *layout = &target->asyncio;
 	uint64_t head = tstate + layout->tstate_tasks_head, node = 0;
 	size_t count = 0;
 
-	/* 3.11-3.13 list no task per thread */
+	if (layout->known && layout->from_callbacks && tstate)
+		return old_tasks_of_thread(tasks, target, tstate, now_ns, out, max);
 	if (!layout->known || layout->from_callbacks || tstate == 0 || target_mem_read_u64(target->pid, head, &node))
 		return 0;
 	/* struct llist_node { next, prev }: the list ends back at its head */
@@ -790,8 +844,9 @@ static bool str_is(pid_t pid, const struct py_offsets *off, uint64_t addr, const
 }
 
 /* The value of the str key `key` in the dict at dict (a combined table, 3.11-3.13), 0 if none;
- * at most DICT_SCAN_MAX entries, in chunks. */
-static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const char *key)
+ * at most max_entries entries, in chunks. */
+static uint64_t dict_lookup_within(const struct py_target *target, uint64_t dict, const char *key,
+				   int64_t max_entries)
 {
 	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
 	uint64_t keys = 0, values = 0, entries[3 * 64];
@@ -806,7 +861,7 @@ static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const
 	memcpy(&count, header + c->keys_nentries, sizeof(count));
 	if (header[c->keys_log2_index_bytes] > 20 || count <= 0)
 		return 0;
-	count = count > DICT_SCAN_MAX ? DICT_SCAN_MAX : count;
+	count = count > max_entries ? max_entries : count;
 	/* DICT_KEYS_GENERAL: {hash, key, value}; the str-keyed kinds: {key, value} */
 	width = header[c->keys_kind] == 0 ? 3 : 2;
 	at = keys + c->keys_indices + (1ull << header[c->keys_log2_index_bytes]);
@@ -825,9 +880,15 @@ static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const
 	return 0;
 }
 
-/* _asyncio._current_tasks of target's main interpreter, 0 while it has none: at most two dict
- * scans of DICT_SCAN_MAX entries (sys.modules, the module's dict), a read per key and chunk. */
-static uint64_t find_current_tasks(const struct py_target *target)
+/* dict_lookup_within DICT_SCAN_MAX entries: for the module dicts, looked at once per process. */
+static uint64_t dict_lookup(const struct py_target *target, uint64_t dict, const char *key)
+{
+	return dict_lookup_within(target, dict, key, DICT_SCAN_MAX);
+}
+
+/* The dict of the _asyncio module of target's main interpreter, 0 while it has none: a dict
+ * scan of DICT_SCAN_MAX entries (sys.modules), a read per key and chunk. */
+static uint64_t asyncio_module_dict(const struct py_target *target)
 {
 	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
 	uint64_t interp = 0, modules = 0, module, dict = 0;
@@ -838,7 +899,13 @@ static uint64_t find_current_tasks(const struct py_target *target)
 	module = dict_lookup(target, modules, "_asyncio");
 	if (!module || target_mem_read_u64(target->pid, module + c->module_dict, &dict))
 		return 0;
-	return dict_lookup(target, dict, "_current_tasks");
+	return dict;
+}
+
+/* _asyncio._current_tasks, 0 while there is none: at most two dict scans. */
+static uint64_t find_current_tasks(const struct py_target *target)
+{
+	return dict_lookup(target, asyncio_module_dict(target), "_current_tasks");
 }
 
 /* The loop slot of target, taken over if another process had it. */
@@ -922,4 +989,133 @@ uint64_t async_tasks_task_of_coroutine(struct async_tasks *tasks, const struct p
 	if (task)
 		*slot = (struct coro_slot){ .pid = (uint32_t)target->pid, .coro = coro, .task = task };
 	return task;
+}
+
+/* The key under which 3.11-3.12 keep a thread's running loop in its thread-state dict, and the
+ * entries of that dict looked at for it: it is read at every pass, and the key is set as the
+ * thread's first loop starts (a thread that made hundreds of threading.local values before
+ * lists no task). */
+#define RUNNING_LOOP_KEY "__asyncio_running_event_loop__"
+#define THREAD_DICT_SCAN_MAX 256
+
+/* The event loop the thread whose thread state is at tstate runs, 0 if none (3.11-3.13). */
+static uint64_t running_loop_of(const struct py_target *target, uint64_t tstate)
+{
+	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
+	uint64_t loop = 0, dict = 0;
+
+	if (c->tstate_running_loop >= 0)
+		return target_mem_read_u64(target->pid, tstate + (uint32_t)c->tstate_running_loop, &loop) ? 0 : loop;
+	if (target_mem_read_u64(target->pid, tstate + c->tstate_dict, &dict) || !dict)
+		return 0;
+	loop = dict_lookup_within(target, dict, RUNNING_LOOP_KEY, THREAD_DICT_SCAN_MAX);
+	/* 3.11 keeps it in a holder (with the pid that set it) */
+	if (loop && c->holder_loop >= 0 && target_mem_read_u64(target->pid, loop + (uint32_t)c->holder_loop, &loop))
+		return 0;
+	return loop;
+}
+
+/* Finds the process's sets of tasks (and the Task type, if no running task gave it yet) in the
+ * _asyncio module, at most once per TASK_SETS_LOOK_NS until found. */
+static void find_task_sets(const struct py_target *target, struct loop_slot *loop, uint64_t now_ns)
+{
+	uint64_t dict, weak_set;
+
+	if (loop->all_tasks || (loop->sets_looked && now_ns - loop->sets_looked_ns < TASK_SETS_LOOK_NS))
+		return;
+	loop->sets_looked = true;
+	loop->sets_looked_ns = now_ns;
+	dict = asyncio_module_dict(target);
+	if (!dict)
+		return;
+	/* 3.11: _all_tasks; 3.12, 3.13: _scheduled_tasks, and eager tasks until they first wait */
+	weak_set = dict_lookup(target, dict, target->minor <= 11 ? "_all_tasks" : "_scheduled_tasks");
+	loop->all_tasks = weak_set ? py_instance_attribute(target, weak_set, "data") : 0;
+	loop->eager_tasks = target->minor <= 11 ? 0 : dict_lookup(target, dict, "_eager_tasks");
+	if (!loop->task_type)
+		loop->task_type = dict_lookup(target, dict, "Task");
+}
+
+/* Appends to list the tasks of set (its keys weak references to them when weak) whose loop is
+ * list->loop: at most ASYNC_TASKS_TREE_MAX slots of the set's table are looked at. */
+static void list_tasks_of_set(const struct py_target *target, uint64_t set, bool weak, struct task_list *list)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	uint64_t mask = 0, table = 0, slots[2 * SET_CHUNK];
+	size_t count;
+
+	if (!set || target_mem_read_u64(target->pid, set + layout->set_mask, &mask) ||
+	    target_mem_read_u64(target->pid, set + layout->set_table, &table) || !table)
+		return;
+	count = mask >= ASYNC_TASKS_TREE_MAX - 1 ? ASYNC_TASKS_TREE_MAX : (size_t)mask + 1;
+	for (size_t first = 0; first < count && list->count < ASYNC_TASKS_TREE_MAX; first += SET_CHUNK) {
+		size_t chunk = count - first < SET_CHUNK ? count - first : SET_CHUNK;
+
+		if (target_mem_read(target->pid, table + 16 * first, slots, chunk * 16))
+			return;
+		/* a slot holds a key and its hash; a removed key leaves a dummy, whose "loop" is no
+		 * loop of the target's (read_task checks each task's type later) */
+		for (size_t i = 0; i < chunk && list->count < ASYNC_TASKS_TREE_MAX; i++) {
+			uint64_t task = slots[2 * i], its_loop = 0;
+
+			if (task && weak && target_mem_read_u64(target->pid, task + layout->callbacks.weakref_object, &task))
+				continue;
+			if (task && !target_mem_read_u64(target->pid, task + layout->callbacks.task_loop, &its_loop) &&
+			    its_loop == list->loop)
+				list->tasks[list->count++] = task;
+		}
+	}
+}
+
+/* The kept list of (pid, loop), or the least recently listed one, emptied for it. */
+static struct task_list *task_list_of(struct async_tasks *tasks, pid_t pid, uint64_t loop, uint64_t now_ns,
+				      bool *fresh_list)
+{
+	struct task_list *oldest = &tasks->lists[0];
+
+	for (size_t i = 0; i < TASK_LISTS; i++) {
+		struct task_list *list = &tasks->lists[i];
+
+		if (list->pid == (uint32_t)pid && list->loop == loop) {
+			/* a record older than the listing shares it (records of a tick come in any order) */
+			*fresh_list = now_ns <= list->listed_ns ? list->listed_ns - now_ns < TASK_LIST_REFRESH_NS
+								: now_ns - list->listed_ns < TASK_LIST_REFRESH_NS;
+			if (!*fresh_list) {
+				list->count = 0;
+				list->listed_ns = now_ns;
+			}
+			return list;
+		}
+		if (list->listed_ns < oldest->listed_ns)
+			oldest = list;
+	}
+	*fresh_list = false;
+	*oldest = (struct task_list){ .pid = (uint32_t)pid, .loop = loop, .listed_ns = now_ns };
+	return oldest;
+}
+
+/*
+ * 3.11-3.13 list tasks per process only (the sets of all tasks): those of a thread are the ones
+ * whose loop is the loop it runs.
+ */
+static size_t old_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
+				  uint64_t now_ns, uint64_t *out, size_t max)
+{
+	struct loop_slot *slot = loop_of_target(tasks, target);
+	uint64_t loop = running_loop_of(target, tstate);
+	struct task_list *list;
+	bool fresh_list;
+
+	if (!loop)
+		return 0;
+	list = task_list_of(tasks, target->pid, loop, now_ns, &fresh_list);
+	if (!fresh_list) {
+		find_task_sets(target, slot, now_ns);
+		list_tasks_of_set(target, slot->all_tasks, true, list);
+		list_tasks_of_set(target, slot->eager_tasks, false, list);
+	}
+	if (list->count < max)
+		max = list->count;
+	memcpy(out, list->tasks, max * sizeof(*out));
+	return max;
 }

@@ -9,8 +9,8 @@
  *
  * 3.11-3.13 keep neither: BPF finds the running task in the _asyncio module's _current_tasks
  * (or records the coroutine it steps, whose task is looked up here), and the task awaiting
- * one is the one its done callbacks wake (async_tasks_task_of_coroutine). No task lists:
- * trees and pending tasks are 3.14+.
+ * one is the one its done callbacks wake (async_tasks_task_of_coroutine). Their tasks are
+ * listed per process (async_tasks_of_thread).
  *
  * Target memory is hostile: every chain is bounded (tasks, coroutines, frames, name length),
  * an awaited_by cycle ends the chain, and each call costs at most ASYNC_TASKS_READS_PER_CALL
@@ -106,8 +106,8 @@ int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyth
 /*
  * The stack of a task that is not running, root first: the tasks awaiting it and where each is
  * suspended, "<task NAME>", then its own coroutines down to the one that awaits (a future, a
- * sleep, I/O). Kept per (pid, task) while its innermost coroutine stays where it was (one
- * read), at most ASYNC_TASKS_REFRESH_NS.
+ * sleep, I/O). Kept per (pid, task) while each of its own coroutines stays where it was (one
+ * read each), at most ASYNC_TASKS_REFRESH_NS.
  * *out valid until the next call (its stack_id the caller's to set). Errors as async_tasks_read.
  */
 int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
@@ -120,8 +120,13 @@ int async_tasks_pending(struct async_tasks *tasks, struct symbolize_py_cache *py
  * The tasks of the thread whose thread state is at tstate (3.14+ link each task into the list of
  * the thread that made it), into out[max] by address; their count. The list is walked at most
  * ASYNC_TASKS_TREE_MAX steps and stops at a node that cannot be read.
+ * 3.11-3.13 list a process's tasks only (the _asyncio module's sets of them): a thread's are
+ * those whose loop is the one it runs, at most ASYNC_TASKS_TREE_MAX slots of each set looked
+ * at, the list read at a record's time now_ns kept for 1 ms of record time (the records of
+ * one pass share it).
  */
-size_t async_tasks_of_thread(const struct py_target *target, uint64_t tstate, uint64_t *out, size_t max);
+size_t async_tasks_of_thread(struct async_tasks *tasks, const struct py_target *target, uint64_t tstate,
+			     uint64_t now_ns, uint64_t *out, size_t max);
 
 /*
  * One task read at now_ns (a record's time) for a tree: its name, the task awaiting it and

@@ -475,6 +475,8 @@ struct asyncio_table_row {
 	uint32_t interp_modules, module_dict, dict_keys, dict_values;
 	uint32_t keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
 	uint32_t long_lv_tag, long_ob_digit;
+	uint32_t task_loop, set_mask, set_table, weakref_object, tstate_dict;
+	int32_t tstate_running_loop, holder_loop; /* -1: not in this version */
 	int8_t owned_by_generator, state_created, state_yield_from;
 };
 
@@ -504,6 +506,8 @@ int py_asyncio_layout_for_version(unsigned major, unsigned minor, struct py_asyn
 			.frame_stackpointer = row->frame_stacktop,
 			.long_lv_tag = row->long_lv_tag,
 			.long_ob_digit = row->long_ob_digit,
+			.set_table = row->set_table,
+			.set_mask = row->set_mask,
 			.code_ptr_mask = ~0ull,
 			.state_yield_from_low = row->state_yield_from,
 			.state_yield_from_high = row->state_yield_from,
@@ -534,6 +538,11 @@ int py_asyncio_layout_for_version(unsigned major, unsigned minor, struct py_asyn
 				.keys_kind = row->keys_kind,
 				.keys_nentries = row->keys_nentries,
 				.keys_indices = row->keys_indices,
+				.task_loop = row->task_loop,
+				.weakref_object = row->weakref_object,
+				.tstate_dict = row->tstate_dict,
+				.tstate_running_loop = row->tstate_running_loop,
+				.holder_loop = row->holder_loop,
 			},
 		};
 		return 0;

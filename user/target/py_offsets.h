@@ -79,6 +79,10 @@ struct py_asyncio_layout {
 		uint32_t var_size, tuple_item, list_item;
 		uint32_t interp_modules, module_dict, dict_keys, dict_values;
 		uint32_t keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
+		/* a thread's tasks: each task's loop, the weak references of the set of all tasks,
+		 * and the loop the thread runs (in its thread state, 3.13, else its dict: -1 where not) */
+		uint32_t task_loop, weakref_object, tstate_dict;
+		int32_t tstate_running_loop, holder_loop;
 	} callbacks;
 };
 
