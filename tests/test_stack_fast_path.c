@@ -20,9 +20,9 @@
 #include <inttypes.h>
 
 #define SCRIPT "shifting_stacks.py"
-#define SCRIPT_SECONDS "8" /* longer than the recording, which starts after "ready" */
-#define RECORD_SECONDS "5"
+#define SCRIPT_CPU_SECONDS "3" /* the script's own CPU time: some 3000 samples however loaded */
 #define RATE "1000"
+#define LOG_BYTES (1u << 20) /* the script's log: some 40 bytes a generation, a few hundred of them */
 #define SLACK_US 1000      /* clock reading vs a generation's birth or end */
 #define CHAIN_MIN 300      /* samples in a family's chain, each way: the check is not vacuous */
 #define DEPTHS_MIN 10      /* distinct chain depths among them: the stack really moved */
@@ -50,23 +50,6 @@ struct generation_log {
 	struct generation *items;
 	size_t count, capacity;
 };
-
-static char *read_all(int fd)
-{
-	size_t used = 0, capacity = 0;
-	char *text = NULL;
-	ssize_t got;
-
-	do {
-		if (ARRAY_RESERVE(text, capacity, used + 4096 + 1))
-			fail_msg("out of memory for the script's log");
-		got = read(fd, text + used, 4096);
-		if (got > 0)
-			used += (size_t)got;
-	} while (got > 0 || (got < 0 && errno == EINTR));
-	text[used] = 0;
-	return text;
-}
 
 /* "G F BORN_US DROPPED_US" lines closed by "end". */
 static void parse_generations(const char *label, char *text, struct generation_log *log)
@@ -210,29 +193,31 @@ static size_t depths_seen(const struct stack_tally *tally)
 
 /* ---- the test ---- */
 
-/* One recording of a fresh run of the script; trusted: BPF may take identities unread. */
+/* One recording of the script, launched (so the whole run is sampled, however long a loaded
+ * machine makes it); trusted: BPF may take identities unread. */
 static void profile_script(const struct test_python *python, bool trusted, struct stack_tally *tally)
 {
 	const char *how = trusted ? "trusted" : "read";
-	char mojo[PATH_MAX], tachyon[PATH_MAX], *rest;
+	char mojo[PATH_MAX], tachyon[PATH_MAX], command[PATH_MAX * 4], err[4096], *argv[32];
+	char *log_text = malloc(LOG_BYTES);
 	struct generation_log log;
-	int out_fd, status;
-	pid_t pid;
+	int status;
 
+	if (!log_text)
+		fail_msg("out of memory for the script's log");
 	FORMAT(mojo, "%s/shifting-%s-%s.mojo", test_tmpdir(), python->label, how);
 	FORMAT(tachyon, "%s/shifting-%s-%s.bin", test_tmpdir(), python->label, how);
-	pid = test_start_ready_script(python, SCRIPT, SCRIPT_SECONDS, &out_fd);
+	FORMAT(command, "%s -q -F " RATE " -o %s -o %s -- %s %s/tests/scripts/" SCRIPT " " SCRIPT_CPU_SECONDS,
+	       pybpfprof_binary(), mojo, tachyon, python->command, test_source_dir());
+	split_command(command, argv, 32);
 	if (!trusted)
 		setenv("PYBPFPROF_NO_CODE_STAMP", "1", 1);
-	test_record_pid(python->label, "cpu", RATE, pid, RECORD_SECONDS, mojo, tachyon);
+	status = run_capture_both(argv, log_text, LOG_BYTES, err, sizeof(err));
 	unsetenv("PYBPFPROF_NO_CODE_STAMP");
-	rest = read_all(out_fd);
-	close(out_fd);
-	status = test_wait_status(pid);
 	if (status != 0)
-		fail_msg("%s: %s exited %d", python->label, SCRIPT, status);
-	parse_generations(python->label, rest, &log);
-	free(rest);
+		fail_msg("%s: pybpfprof -- %s exited %d: %s", python->label, SCRIPT, status, err);
+	parse_generations(python->label, log_text, &log);
+	free(log_text);
 	tally_file(tachyon, &log, tally);
 	print_message("%s, identities %s: %zu generations; %zu samples, %zu in chains (%zu depths), %zu with an "
 		      "unresolved frame, %zu impossible\n",

@@ -5,7 +5,8 @@
 # the innermost level spins for about STEP_SECONDS. Every REBUILD_EVERY steps one
 # family is compiled anew as generation G+1 and the old one dropped, so that its
 # code objects are freed and the new ones often land where they were.
-# Prints "ready", runs for SECONDS (the first argument), then one line
+# Prints "ready", runs until it has used CPU_SECONDS of CPU (the first argument: on
+# a loaded machine it gets as many samples, only later), then one line
 # "G F BORN_US DROPPED_US" per generation (CLOCK_MONOTONIC, the clock BPF stamps
 # samples with), then "end".
 import sys
@@ -36,7 +37,7 @@ def build(generation, family):
 
 
 def main():
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
+    cpu_seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
     now = time.monotonic
     generations = [0] * FAMILIES
     namespaces = [build(0, family) for family in range(FAMILIES)]
@@ -45,9 +46,9 @@ def main():
     next_generation = 1
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    end = now() + seconds
+    end = time.process_time() + cpu_seconds
     step = 0
-    while now() < end:
+    while time.process_time() < end:
         family = step % FAMILIES
         depth = (step * 7919) % LEVELS  # levels below level 0: 0 .. LEVELS - 1
         namespaces[family]["g%d_f%d_0" % (generations[family], family)](depth, now() + STEP_SECONDS)
