@@ -381,7 +381,7 @@ int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_
 /*
  * 3.13's PyInterpreterState.func_state.next_version: found in each build listed by the size
  * _Py_DebugOffsets gives its interpreter state (pyenv's 3.13.0, Debian's 3.13.18), by
- * compiling a code object and watching which word moves (tests/test_code_identity.c
+ * compiling a code object and watching which word moves (tests/test_py_discover.c
  * checks it). A build of another size (another patch release, free-threaded) is not
  * trusted with a guess: BPF then reads every code object.
  */
