@@ -1,6 +1,10 @@
 # A stack DEPTH frames deep (argv[1]) whose every frame runs its own code
 # object, as in real programs (recursion would let a walker reuse the last
 # frame's code lookup); the innermost frame spins for SECONDS (argv[2]).
+# With "recursive" as argv[3], one function recurses to the same depth instead.
+# With SECONDS given as "work=N", the innermost frame does N rounds of fixed work
+# instead and the script prints the CPU seconds they took (time.process_time):
+# the target's own cost of being profiled, BPF's time in its context included.
 import sys
 import time
 
@@ -13,16 +17,33 @@ def make_level(index, callee):
 
 def leaf(end):
     count = 0
+    if isinstance(end, str):  # "work=N"
+        rounds = int(end[5:])
+        started = time.process_time()
+        while count < rounds:
+            count += 1
+        print("%.4f" % (time.process_time() - started))
+        return count
     while time.time() < end:
         count += 1
     return count
 
 
-def main(depth, seconds):
+def recurse(levels, end):
+    if levels == 0:
+        return leaf(end)
+    return recurse(levels - 1, end)
+
+
+def main(depth, until, shape):
+    if shape == "recursive":  # <module>, main(), the last recurse() and leaf() are frames too
+        recurse(depth - 4, until)
+        return
     call = leaf
     for index in range(depth - 3):  # <module>, main() and leaf() are frames too
         call = make_level(index, call)
-    call(time.time() + seconds)
+    call(until)
 
 
-main(int(sys.argv[1]), float(sys.argv[2]))
+until = sys.argv[2] if sys.argv[2].startswith("work=") else time.time() + float(sys.argv[2])
+main(int(sys.argv[1]), until, sys.argv[3] if len(sys.argv) > 3 else "distinct")

@@ -147,33 +147,57 @@ static __always_inline int pbp_string_identity(const struct py_offsets *off, __u
 	return 0;
 }
 
-/* The set of verified_code where the code object (address, co_version) of the sampled process would be. */
-static __always_inline struct pbp_verified_code_set *pbp_verified_code_set_of(__u64 code_addr, __u32 version,
-									    __u32 tgid)
+/* The set of verified_code where a code object at code_addr of the sampled process would be (by
+ * address alone: the lookup without a read does not know its co_version). */
+static __always_inline struct pbp_verified_code_set *pbp_verified_code_set_of(__u64 code_addr, __u32 tgid)
 {
-	__u64 mixed = (code_addr ^ ((__u64)version << 32) ^ tgid) * 0x9e3779b97f4a7c15ull;
-	__u32 index = (__u32)(mixed >> 56) & (PBP_VERIFIED_CODE_SETS - 1);
+	__u64 mixed = (code_addr ^ ((__u64)tgid << 40)) * 0x9e3779b97f4a7c15ull;
+	__u32 index = (__u32)(mixed >> 48) & (PBP_VERIFIED_CODE_SETS - 1);
 
 	return bpf_map_lookup_elem(&verified_code, &index);
 }
 
-/* Its checksum if the code object was verified before in this image, else -1. */
-static __always_inline long pbp_verified_checksum(const struct pbp_verified_code_set *set, __u64 code_addr,
-						  __u32 version, const struct pbp_record *rec, __u32 generation)
+/* The entry of the code object at code_addr in this image: with a version (read from the object),
+ * the one of that version; with version 0, the one confirmed at this stamp (nonzero: the
+ * code-object counter has not moved since). NULL if there is none. */
+static __always_inline struct pbp_verified_code *pbp_verified_way(struct pbp_verified_code_set *set,
+								  __u64 code_addr, __u32 version, __u32 stamp,
+								  const struct pbp_record *rec, __u32 generation)
 {
 	for (__u32 i = 0; i < PBP_VERIFIED_CODE_WAYS; i++) {
-		const struct pbp_verified_code *way = &set->way[i];
+		struct pbp_verified_code *way = &set->way[i];
 
-		if (way->code_addr == code_addr && way->version == version && way->tgid == rec->pid &&
-		    way->interp_id == rec->interp_id && way->generation == generation)
-			return way->checksum;
+		if (way->code_addr != code_addr || way->tgid != rec->pid || way->interp_id != rec->interp_id ||
+		    way->generation != generation)
+			continue;
+		if (version != 0 ? way->version == version : (stamp != 0 && way->stamp == stamp))
+			return way;
 	}
-	return -1;
+	return NULL;
+}
+
+/* The checksum of the code object at code_addr without reading it, where its entry was confirmed
+ * at this sample's stamp (no code object was made since, so none took its address); else -1. */
+static __always_inline long pbp_trusted_checksum(struct pbp_cpu_scratch *scratch, __u64 code_addr)
+{
+	__u32 stamp = scratch->walk.code_stamp;
+	struct pbp_verified_code_set *set;
+	struct pbp_verified_code *way;
+
+	if (stamp == 0)
+		return -1;
+	set = pbp_verified_code_set_of(code_addr, scratch->out.rec.pid);
+	if (!set)
+		return -1;
+	way = pbp_verified_way(set, code_addr, 0, stamp, &scratch->out.rec, pbp_code_generation);
+	if (!way)
+		return -1;
+	return way->checksum;
 }
 
 static __always_inline void pbp_remember_verified(struct pbp_verified_code_set *set, __u64 code_addr,
 						  __u32 version, const struct pbp_record *rec, __u32 generation,
-						  __u32 checksum)
+						  __u32 checksum, __u32 stamp)
 {
 	struct pbp_verified_code *way = &set->way[set->next_way & (PBP_VERIFIED_CODE_WAYS - 1)];
 
@@ -183,6 +207,7 @@ static __always_inline void pbp_remember_verified(struct pbp_verified_code_set *
 	way->tgid = rec->pid;
 	way->interp_id = rec->interp_id;
 	way->generation = generation;
+	way->stamp = stamp;
 	set->next_way += 1;
 }
 
@@ -204,6 +229,7 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	const __u8 *fields = scratch->code_buf;
 	__u32 version_off = config->code_version, version = 0, generation = pbp_code_generation;
 	struct pbp_verified_code_set *verified = NULL;
+	struct pbp_verified_code *way;
 	__s32 argcount, firstlineno;
 	__u64 filename_addr, name_addr, filename_identity, name_identity;
 	long checksum;
@@ -216,11 +242,12 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	if (version_off != PY_OFF_NONE && version_off >= low && (__u64)version_off + sizeof(__u32) <= low + span)
 		version = *(const __u32 *)(fields + ((version_off - low) & (PBP_CODE_SPAN_MAX - 1)));
 	if (version != 0) {
-		verified = pbp_verified_code_set_of(code_addr, version, scratch->out.rec.pid);
-		if (verified) {
-			checksum = pbp_verified_checksum(verified, code_addr, version, &scratch->out.rec, generation);
-			if (checksum >= 0)
-				return checksum;
+		verified = pbp_verified_code_set_of(code_addr, scratch->out.rec.pid);
+		way = verified ? pbp_verified_way(verified, code_addr, version, 0, &scratch->out.rec, generation) : NULL;
+		if (way) {
+			/* Confirmed after this sample's stamp was read: trusted while it stands. */
+			way->stamp = walk->code_stamp;
+			return way->checksum;
 		}
 	}
 	argcount = *(const __s32 *)(fields + ((off->code_argcount - low) & (PBP_CODE_SPAN_MAX - 1)));
@@ -240,7 +267,8 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 		return -PBP_ERR_CODE_OBJECT;
 	checksum = py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_identity, name_identity);
 	if (verified)
-		pbp_remember_verified(verified, code_addr, version, &scratch->out.rec, generation, (__u32)checksum);
+		pbp_remember_verified(verified, code_addr, version, &scratch->out.rec, generation, (__u32)checksum,
+				      walk->code_stamp);
 	return checksum;
 }
 
@@ -334,6 +362,10 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	}
 	if (code_addr == walk->last_code_addr) {
 		checksum = walk->last_checksum;
+	} else if ((checksum = pbp_trusted_checksum(scratch, code_addr)) >= 0) {
+		/* Its entry was made when it was read and noted on this CPU: no new wakeup is owed. */
+		walk->last_code_addr = code_addr;
+		walk->last_checksum = (__u32)checksum;
 	} else {
 		checksum = pbp_code_checksum(scratch, ctx->config, code_addr, ctx->task);
 		if (checksum < 0) {
@@ -401,6 +433,19 @@ static __always_inline void pbp_find_data_stack(const struct py_offsets *off, st
 	walk->stack_hi = chunk_and_top[1];
 }
 
+/* The main interpreter's code-object counter now, 0 where it is not known (or the thread is in
+ * another interpreter, whose code objects it does not count). A failed read only costs reads. */
+static __always_inline __u32 pbp_read_code_stamp(const struct py_proc_config *config, const struct pbp_record *rec,
+						 struct task_struct *task)
+{
+	__u32 stamp = 0;
+
+	if (config->code_stamp_addr == 0 || rec->interp_id != 0 ||
+	    pbp_read_target(&stamp, sizeof(stamp), config->code_stamp_addr, task) != 0)
+		return 0;
+	return stamp;
+}
+
 /* Fills scratch->out.py from the thread's current frame; returns frames written, flags in walk.
  * task: the sampled thread, NULL for the current task. */
 static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config,
@@ -431,6 +476,8 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	if (!window)
 		return 0;
 	pbp_find_data_stack(&config->off, walk, tstate_addr, task);
+	/* Read before any code object is: an object made after this read moves the counter on. */
+	walk->code_stamp = pbp_read_code_stamp(config, &scratch->out.rec, task);
 	ctx.window = window;
 	bpf_loop(PBP_MAX_PY_FRAMES + PBP_MAX_SKIPPED_FRAMES + PBP_CUT_SHIM_SEARCH_FRAMES, pbp_frame_step, &ctx, 0);
 	if (walk->frame_addr != 0 && !(walk->flags & PBP_REC_READ_FAULT))

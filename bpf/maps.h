@@ -58,6 +58,10 @@ struct pbp_frame_walk {
 	__u64 stack_hi;
 	__u64 prev_lo;
 	__u64 prev_hi;
+	/* The main interpreter's code-object counter at this sample's start (config's
+	 * code_stamp_addr), 0: not read, or no trust in verified identities without a read. */
+	__u32 code_stamp;
+	__u32 reserved;
 };
 
 /* 3.12+: the C-stack shims of the eval activations a sample's Python walk passed, leaf
@@ -239,8 +243,16 @@ struct {
  * here and its strings are not read again. An exec or exit of a target bumps
  * pbp_code_generation, which every entry carries, so that no entry outlives the image it
  * was read from (a new image, or a reused pid, counts from 1 again).
+ *
+ * An entry also holds the code-object counter (py_proc_config.code_stamp_addr) as it was when
+ * its identity was last confirmed: while the counter has not moved since, no code object was
+ * made, so the object at that address is still the one read, and a frame running it takes the
+ * checksum without reading the object at all (a distinct code object per frame otherwise
+ * costs a read each). Sets are chosen by address and process alone, for that lookup. Sized
+ * for a few thousand code objects a CPU: a deep stack of distinct functions (900 frames) fits
+ * with room to spare, where 1024 entries evicted each other every sample.
  */
-#define PBP_VERIFIED_CODE_SETS 256
+#define PBP_VERIFIED_CODE_SETS 2048
 #define PBP_VERIFIED_CODE_WAYS 4
 struct pbp_verified_code {
 	__u64 code_addr;
@@ -249,7 +261,7 @@ struct pbp_verified_code {
 	__u32 tgid;
 	__u32 interp_id;
 	__u32 generation;
-	__u32 reserved;
+	__u32 stamp;  /* the code-object counter when this identity was last confirmed, 0: none */
 };
 struct pbp_verified_code_set {
 	struct pbp_verified_code way[PBP_VERIFIED_CODE_WAYS];

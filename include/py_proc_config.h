@@ -159,6 +159,12 @@ struct py_proc_config {
 	__u32 keys_nentries;          /* PyDictKeysObject.dk_nentries */
 	__u32 keys_indices;           /* PyDictKeysObject.dk_indices: its {hash, key, value} entries follow */
 	__u32 reserved;               /* zero */
+	/* Target address of the main interpreter's code-object counter (a u32 that every new code
+	 * object's co_version is taken from and that is then bumped: 3.13's
+	 * PyInterpreterState.func_state.next_version), 0 where it is not known. While it stands
+	 * still no code object is made, so none can take a freed one's address: BPF then trusts
+	 * the identity it read of a code address before (bpf/maps.h, verified_code) unread. */
+	__u64 code_stamp_addr;
 };
 /* Entries of _current_tasks BPF looks at (one per loop running a task step, and those since
  * removed: the dict keeps them until it is resized). */

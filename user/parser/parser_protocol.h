@@ -118,6 +118,9 @@ struct parser_py_runtime {
 	uint8_t has_asyncio_debug;
 	uint64_t runtime, interp_head, py_version, gil_last_holder, gil_locked, current_tstate, gc_collecting;
 	uint64_t asyncio_debug[13]; /* PY_ASYNCIO_DEBUG_WORDS */
+	uint64_t code_counter;
+	uint8_t has_code_counter;
+	uint8_t reserved[7]; /* zero */
 };
 
 /* The head of PARSER_REQUEST_UNWIND_ROWS' and PARSER_REQUEST_FUNCTION_RANGES' payloads. */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 struct state_layouts {
 	struct py_gil_layout gil;
 	struct py_gc_layout gc;
+	uint32_t code_stamp; /* offset of the code-object counter in the interpreter state, or PY_OFF_NONE */
 };
 
 struct discovery {
@@ -297,6 +299,8 @@ static int configure_from_debug_offsets(struct discovery *d, const uint8_t *blob
 		err = py_gil_layout_from_debug(blob, len, &layouts->gil, reason, sizeof(reason));
 	if (!err)
 		err = py_gc_layout_from_debug(blob, len, &layouts->gc, reason, sizeof(reason));
+	if (!err)
+		err = py_code_stamp_from_debug(blob, len, &layouts->code_stamp, reason, sizeof(reason));
 	/* 3.13 gives no coroutine layouts: tasks are not read there */
 	if (!err && py_asyncio_layout_from_debug(blob, len, &target->asyncio, reason, sizeof(reason)))
 		target->asyncio = (struct py_asyncio_layout){ .known = false };
@@ -458,6 +462,25 @@ static void locate_gc(struct discovery *d, const struct py_gc_layout *gc, uint64
  * before we attach would otherwise stand in for it (3.12+: with a GIL of its own). The head
  * where the list ends early or does not end.
  */
+/*
+ * The main interpreter's code-object counter, which lets BPF trust a code object's identity
+ * unread while no code object is made: 3.12's static _Py_next_func_version (where the file's
+ * symbols name it), 3.13's in the interpreter state. PYBPFPROF_NO_CODE_STAMP (any value)
+ * leaves it out, so that every walk reads every code object: for comparing the two
+ * (tests/test_stack_fast_path.c).
+ */
+static void locate_code_stamp(const struct discovery *d, uint32_t interp_offset, uint64_t main_interp,
+			      struct py_target *target)
+{
+	target->config.code_stamp_addr = 0;
+	if (getenv("PYBPFPROF_NO_CODE_STAMP"))
+		return;
+	if (target->major == 3 && target->minor == 12 && d->file.sym.has_code_counter)
+		target->config.code_stamp_addr = d->bias + d->file.sym.code_counter;
+	else if (interp_offset != PY_OFF_NONE && main_interp != 0)
+		target->config.code_stamp_addr = main_interp + interp_offset;
+}
+
 static int find_main_interp(struct discovery *d, const struct py_target *target, uint64_t head,
 			    uint64_t *main_interp)
 {
@@ -481,7 +504,8 @@ static int find_main_interp(struct discovery *d, const struct py_target *target,
 
 static int describe_runtime(struct discovery *d, struct py_target *target)
 {
-	struct state_layouts layouts = { .gil = { .where = PY_GIL_UNKNOWN }, .gc = { .where = PY_GC_UNKNOWN } };
+	struct state_layouts layouts = { .gil = { .where = PY_GIL_UNKNOWN }, .gc = { .where = PY_GC_UNKNOWN },
+					 .code_stamp = PY_OFF_NONE };
 	uint64_t first_interp = 0, main_interp = 0;
 	int err = compute_load_bias(d);
 
@@ -505,6 +529,7 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 		return err;
 	target->runtime_file = d->runtime_file;
 	locate_gc(d, &layouts.gc, main_interp, target);
+	locate_code_stamp(d, layouts.code_stamp, main_interp, target);
 	return locate_gil(d, &layouts.gil, main_interp, target);
 }
 

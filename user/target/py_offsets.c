@@ -378,6 +378,40 @@ int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_
 	return layout_from_debug(debug_offsets, len, gc_from_decoded, out, err_text, err_len);
 }
 
+/*
+ * 3.13's PyInterpreterState.func_state.next_version: found in each build listed by the size
+ * _Py_DebugOffsets gives its interpreter state (pyenv's 3.13.0, Debian's 3.13.18), by
+ * compiling a code object and watching which word moves (tests/test_py_discover.c
+ * checks it). A build of another size (another patch release, free-threaded) is not
+ * trusted with a guess: BPF then reads every code object.
+ */
+static const struct {
+	uint64_t interp_size;
+	uint32_t next_version;
+} code_stamp_builds[] = {
+	{ 194968, 17000 },
+	{ 194984, 17000 },
+};
+
+static void code_stamp_from_decoded(const struct debug_decoded *dec, void *layout)
+{
+	uint32_t *offset = layout;
+
+	*offset = PY_OFF_NONE;
+	if (dec->minor != 13 || (dec->present[DBG_FREE_THREADED] && dec->value[DBG_FREE_THREADED]) ||
+	    !dec->present[DBG_INTERP_SIZE])
+		return;
+	for (size_t i = 0; i < sizeof(code_stamp_builds) / sizeof(code_stamp_builds[0]); i++)
+		if (code_stamp_builds[i].interp_size == dec->value[DBG_INTERP_SIZE])
+			*offset = code_stamp_builds[i].next_version;
+}
+
+int py_code_stamp_from_debug(const void *debug_offsets, size_t len, uint32_t *interp_offset, char *err_text,
+			     size_t err_len)
+{
+	return layout_from_debug(debug_offsets, len, code_stamp_from_decoded, interp_offset, err_text, err_len);
+}
+
 /* No object the task reader looks at is anywhere near this large. */
 #define ASYNCIO_OBJECT_LIMIT 4096u
 

@@ -120,6 +120,15 @@ int py_gc_layout_from_debug(const void *debug_offsets, size_t len, struct py_gc_
 			    size_t err_len);
 
 /*
+ * Where a 3.13 interpreter state holds its code-object counter (py_proc_config.code_stamp_addr:
+ * every new code object's co_version is taken from it, then it is bumped), from a
+ * _Py_DebugOffsets blob: PY_OFF_NONE in *interp_offset for a build not known to hold it there.
+ * Same errors as above.
+ */
+int py_code_stamp_from_debug(const void *debug_offsets, size_t len, uint32_t *interp_offset, char *err_text,
+			     size_t err_len);
+
+/*
  * The object layouts of a py_asyncio_layout from a _Py_DebugOffsets blob (3.14+; known stays
  * false until py_asyncio_layout_add_module gives the module's part). Same errors as above.
  */

@@ -42,6 +42,18 @@ static const char *const query_names[QUERY_COUNT] = {
 /* What a python binary or an embedding application imports from libpython. */
 static const char *const api_prefixes[] = { "Py", "_Py" };
 
+/* 3.12's code-object counter is a static variable: only an unstripped .symtab has it. Any
+ * 3.7+ runtime is asked (the version is not known yet); the answer is kept with the file. */
+static void find_code_counter(const struct elf_file *elf, struct py_runtime_symbols *sym)
+{
+	struct elf_symbol_query counter = { .name = "_Py_next_func_version" };
+
+	if (!sym->has_runtime || elf_file_lookup_symbols(elf, ELF_SYMBOLS_STATIC, &counter, 1) <= 0)
+		return;
+	sym->has_code_counter = counter.found;
+	sym->code_counter = counter.addr;
+}
+
 /*
  * .dynsym first: it is small, and every runtime from 3.7 exports _PyRuntime there. The
  * static symbols of 2.7 and 3.6 (interp_head, the GIL's) and of static builds that export
@@ -75,6 +87,7 @@ static void find_runtime_symbols(const struct elf_file *elf, struct py_runtime_s
 	sym->current_tstate = queries[QUERY_CURRENT_TSTATE].addr;
 	sym->has_gc_collecting = queries[QUERY_GC_COLLECTING].found;
 	sym->gc_collecting = queries[QUERY_GC_COLLECTING].addr;
+	find_code_counter(elf, sym);
 }
 
 struct version {
@@ -233,6 +246,7 @@ void py_runtime_file_to_wire(const struct py_runtime_file *file, struct parser_p
 		.gil_last_holder = sym->gil_last_holder, .gil_locked = sym->gil_locked,
 		.current_tstate = sym->current_tstate, .gc_collecting = sym->gc_collecting,
 		.has_asyncio_debug = file->has_asyncio_debug,
+		.has_code_counter = sym->has_code_counter, .code_counter = sym->code_counter,
 	};
 	memcpy(wire->asyncio_debug, file->asyncio_debug, sizeof(wire->asyncio_debug));
 }
@@ -246,7 +260,7 @@ int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_ru
 {
 	const uint8_t flags[] = { wire->has_micro, wire->has_runtime, wire->has_interp_head, wire->has_py_version,
 				  wire->has_static_gil, wire->has_current_tstate, wire->has_gc_collecting,
-				  wire->has_asyncio_debug };
+				  wire->has_asyncio_debug, wire->has_code_counter };
 
 	if (wire->verdict > PY_RUNTIME_HERE || (wire->unread && wire->unread != -ENOEXEC && wire->unread != -EFBIG) ||
 	    (wire->unread && wire->verdict != PY_RUNTIME_NONE) || wire->major > 99 || wire->minor > 999 ||
@@ -265,6 +279,7 @@ int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_ru
 			.runtime = wire->runtime, .interp_head = wire->interp_head, .py_version = wire->py_version,
 			.gil_last_holder = wire->gil_last_holder, .gil_locked = wire->gil_locked,
 			.current_tstate = wire->current_tstate, .gc_collecting = wire->gc_collecting,
+			.has_code_counter = wire->has_code_counter, .code_counter = wire->code_counter,
 		},
 		.has_asyncio_debug = wire->has_asyncio_debug,
 	};

@@ -44,6 +44,10 @@ struct py_runtime_symbols {
 	uint64_t gil_locked;
 	uint64_t current_tstate;   /* 2.7: _PyThreadState_Current */
 	uint64_t gc_collecting;    /* 2.7 / 3.6: gcmodule.c's static collecting */
+	/* 3.12: the static _Py_next_func_version (in .symtab only), the counter every new code
+	 * object's co_version is taken from (py_proc_config.code_stamp_addr) */
+	bool has_code_counter;
+	uint64_t code_counter;
 };
 
 /*
