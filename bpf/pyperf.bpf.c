@@ -15,6 +15,7 @@
 #include "maps.h"
 #include "native_walk.h"
 #include "overhead_budget.h"
+#include "resident_memory.h"
 #include "thread_state.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -29,6 +30,10 @@ const volatile bool native_stacks = false;
 const volatile bool stack_copies = false;
 /* gil mode: only threads holding the GIL give a record (the others are dropped before their walk). */
 const volatile bool gil_only = false;
+/* Memory mode: each sample carries its process's resident memory change since the thread's
+ * previous one (bpf/resident_memory.h), counted in pages of page_bytes. */
+const volatile bool memory_deltas = false;
+const volatile __u64 page_bytes = 4096;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). Set by
  * userspace with each record ring it puts in `events`. */
 __u64 wakeup_bytes = 0;
@@ -268,6 +273,7 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->weight = 1;
 	rec->user_ip = 0;
 	rec->running_task = 0;
+	rec->rss_delta = 0;
 	scratch->walk.new_code = 0;
 	scratch->new_task = 0;
 	scratch->walk.shim_count = 0;
@@ -292,6 +298,8 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 			       user_mode ? PBP_REC_USER_MODE : 0);
 	rec->weight = (__u16)weight;
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
+	if (memory_deltas)
+		rec->rss_delta = pbp_rss_delta(pid_tgid, page_bytes);
 
 	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, NULL))
 		return;

@@ -109,6 +109,10 @@ struct pbp_record {
 	 * outermost coroutine (PBP_REC_ASYNC_TASK), else that coroutine or generator (whose frame
 	 * it owns), userspace finding its task. */
 	__u64 running_task;
+	/* Memory mode: the change of the process's resident memory (file, anonymous and shared
+	 * pages, as /proc/PID/status's VmRSS counts them), in bytes, since this thread's previous
+	 * sample; 0 at a thread's first sample and in the other modes. */
+	__s64 rss_delta;
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
 };
@@ -182,7 +186,7 @@ _Static_assert(sizeof(struct pbp_py_frame) == 16, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, code_addr) == 0, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, instr_offset) == 8, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_py_frame, checksum) == 12, PBP_RECORD_LAYOUT);
-_Static_assert(sizeof(struct pbp_record) == 64, PBP_RECORD_LAYOUT);
+_Static_assert(sizeof(struct pbp_record) == 72, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, time_ns) == 0, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, tstate_addr) == 8, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, pid) == 16, PBP_RECORD_LAYOUT);
@@ -199,6 +203,7 @@ _Static_assert(__builtin_offsetof(struct pbp_record, task_state) == 44, PBP_RECO
 _Static_assert(__builtin_offsetof(struct pbp_record, weight) == 46, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, running_task) == 56, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, rss_delta) == 64, PBP_RECORD_LAYOUT);
 _Static_assert(sizeof(struct pbp_stack_copy) == 24, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_stack_copy, copy_len) == 16, PBP_RECORD_LAYOUT);
 _Static_assert((PBP_STACK_COPY_BYTES & (PBP_STACK_COPY_BYTES - 1)) == 0, "PBP_STACK_COPY_BYTES is a power of two");

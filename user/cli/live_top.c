@@ -427,7 +427,7 @@ int live_top_run(struct session_options *options, const char *scope)
 {
 	struct live_top top = { .scope = scope, .rate_hz = options->frequency_hz,
 				.mode = session_mode_name(options->mode),
-				.waiting_sampled = options->mode != SESSION_MODE_CPU };
+				.waiting_sampled = !session_mode_on_ticks(options->mode) };
 	struct session_view view = { .ctx = &top, .add_sample = live_top_add_sample, .tick = live_top_tick };
 	int status;
 

@@ -24,6 +24,9 @@
 struct function_weight {
 	uint64_t self;
 	uint64_t total;
+	/* A memory profile's frees (its negative weights), in bytes, apart: where memory was released. */
+	uint64_t released_self;
+	uint64_t released_total;
 	uint64_t last_sample; /* sample number that last added to total: count a function once per stack */
 };
 
@@ -33,6 +36,7 @@ struct function_weights {
 	size_t function_count;
 	size_t function_capacity;
 	uint64_t grand_total;
+	uint64_t grand_released;
 	uint64_t samples;
 };
 
@@ -56,7 +60,8 @@ static int64_t function_id(struct function_weights *weights, const struct pf_fra
 	return intern_add(&weights->names, label, (size_t)len, NULL);
 }
 
-/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
+/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated, and its
+ * releases apart. */
 static uint64_t sample_weight(const struct pf_sample *sample)
 {
 	int64_t signed_weight = pf_sample_weight(sample);
@@ -64,9 +69,16 @@ static uint64_t sample_weight(const struct pf_sample *sample)
 	return signed_weight > 0 ? (uint64_t)signed_weight : 0;
 }
 
+static uint64_t sample_released(const struct pf_sample *sample)
+{
+	int64_t signed_weight = pf_sample_weight(sample);
+
+	return signed_weight < 0 ? -(uint64_t)signed_weight : 0;
+}
+
 static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
 {
-	uint64_t weight = sample_weight(sample);
+	uint64_t weight = sample_weight(sample), released = sample_released(sample);
 
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		int64_t id = function_id(weights, &sample->frames[i]);
@@ -77,24 +89,37 @@ static int add_sample(struct function_weights *weights, const struct pf_sample *
 		function = &weights->by_function[id];
 		if (function->last_sample != weights->samples) {
 			function->total += weight;
+			function->released_total += released;
 			function->last_sample = weights->samples;
 		}
-		if (i + 1 == sample->frame_count)
+		if (i + 1 == sample->frame_count) {
 			function->self += weight;
+			function->released_self += released;
+		}
 	}
 	weights->grand_total += weight;
+	weights->grand_released += released;
 	weights->samples++;
 	return 0;
 }
 
-enum ranking { RANK_SELF, RANK_TOTAL };
+enum ranking { RANK_SELF, RANK_TOTAL, RANK_RELEASED_SELF, RANK_RELEASED_TOTAL };
 
 static const struct function_weight *sort_functions;
 static enum ranking sort_ranking;
 
 static uint64_t ranked_weight(const struct function_weight *function, enum ranking ranking)
 {
-	return ranking == RANK_SELF ? function->self : function->total;
+	switch (ranking) {
+	case RANK_SELF:
+		return function->self;
+	case RANK_TOTAL:
+		return function->total;
+	case RANK_RELEASED_SELF:
+		return function->released_self;
+	default:
+		return function->released_total;
+	}
 }
 
 static int compare_ids(const void *a, const void *b)
@@ -110,6 +135,8 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 {
 	size_t count = intern_count(&weights->names);
 	uint32_t *ids = malloc(count * sizeof(*ids));
+	bool released = ranking == RANK_RELEASED_SELF || ranking == RANK_RELEASED_TOTAL;
+	uint64_t whole = released ? weights->grand_released : weights->grand_total;
 
 	if (!ids)
 		return;
@@ -125,7 +152,7 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 		if (weight == 0)
 			break;
 		/* Names come from the target (or the file): nothing in them may drive the terminal. */
-		printf("  %6.2f%%  ", 100.0 * (double)weight / (double)weights->grand_total);
+		printf("  %6.2f%%  ", 100.0 * (double)weight / (double)whole);
 		fput_escaped(stdout, (const char *)intern_key(&weights->names, ids[i], NULL));
 		putchar('\n');
 	}
@@ -163,7 +190,7 @@ static struct rank_headings headings_of(const char *mode)
 		return (struct rank_headings){ "own time holding the GIL (where the GIL's holder was):",
 					       "total time holding the GIL (with callees):" };
 	if (!strcmp(mode, "memory"))
-		return (struct rank_headings){ "own memory (where bytes were allocated):",
+		return (struct rank_headings){ "own memory growth (where bytes were allocated):",
 					       "total memory (with callees):" };
 	return (struct rank_headings){ "own time (where the threads were, running or waiting):",
 				       "total time (with callees):" };
@@ -193,8 +220,8 @@ static void print_report(const struct function_weights *weights, const char *pat
 	fput_escaped(stdout, path);
 	if (weights->samples == 0)
 		printf(": no %ss\n", unit);
-	else if (weights->grand_total == 0)
-		printf(": %" PRIu64 " %s%s, all of weight 0 (frees only)\n", weights->samples, unit, plural);
+	else if (weights->grand_total == 0 && weights->grand_released == 0)
+		printf(": %" PRIu64 " %s%s, all of weight 0\n", weights->samples, unit, plural);
 	else {
 		printf(": %" PRIu64 " %s%s (%s", weights->samples, unit, plural, format->name);
 		if (mode)
@@ -202,6 +229,11 @@ static void print_report(const struct function_weights *weights, const char *pat
 		printf(")\n");
 		print_ranking(weights, headings.own, RANK_SELF, limit);
 		print_ranking(weights, headings.total, RANK_TOTAL, limit);
+		if (weights->grand_released) {
+			print_ranking(weights, "own memory released (where resident memory shrank):",
+				      RANK_RELEASED_SELF, limit);
+			print_ranking(weights, "total memory released (with callees):", RANK_RELEASED_TOTAL, limit);
+		}
 	}
 }
 
@@ -242,7 +274,7 @@ static void top_usage(FILE *out)
 	      "  -p, --pid PID[,PID...]   the processes to show\n"
 	      "  -F, --frequency HZ       samples per second (default 100)\n"
 	      "  -d, --duration SECONDS   stop after this long\n"
-	      "      --mode MODE          cpu, wall or gil\n"
+	      "      --mode MODE          cpu, wall, gil or memory\n"
 	      "      --no-native          no native (C) frames\n"
 	      "      --no-kernel          no kernel frames\n"
 	      "Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions,\n"
@@ -392,8 +424,10 @@ int top_main(int argc, char **argv)
 				session.mode = SESSION_MODE_WALL;
 			else if (strcmp(optarg, "gil") == 0)
 				session.mode = SESSION_MODE_GIL;
+			else if (strcmp(optarg, "memory") == 0)
+				session.mode = SESSION_MODE_MEMORY;
 			else {
-				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu, wall or gil)\n", optarg);
+				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu, wall, gil or memory)\n", optarg);
 				return EXIT_STATUS_USAGE;
 			}
 			break;

@@ -679,7 +679,7 @@ static void write_wall_metadata(struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
 
-	if (session->options->mode == SESSION_MODE_CPU)
+	if (session_mode_on_ticks(session->options->mode))
 		return;
 	bpf_sampler_wall_stats(session->sampler, &stats);
 	set_metadata_u64(session, "wall_passes", stats.passes);
@@ -703,7 +703,7 @@ static void print_wall_summary(const struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
 
-	if (session->options->mode == SESSION_MODE_CPU)
+	if (session_mode_on_ticks(session->options->mode))
 		return;
 	bpf_sampler_wall_stats(session->sampler, &stats);
 	fprintf(stderr, "pybpfprof: wall: %" PRIu64 " passes, %" PRIu64 " skipped (the one before overran), %" PRIu64

@@ -566,6 +566,10 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 			sample->memory = (int64_t)(sample->count * resolver->event_bytes);
 		}
 	}
+	if (resolver->memory_deltas) {
+		sample->metrics = PF_METRIC_MEMORY;
+		sample->memory = record->rss_delta;
+	}
 }
 
 /* Keeps a stack resolved whole for the records that repeat it; its stack id, 0 if not kept. */

@@ -73,6 +73,8 @@ struct sample_resolver {
 	 * samples carry time), and the bytes one occurrence weighs (0: counted, not weighed). */
 	uint64_t event_period;
 	uint64_t event_bytes;
+	/* Memory mode: a sample weighs its record's rss_delta in bytes, not time. */
+	bool memory_deltas;
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
 	const char **kernel_name_of;          /* by address id: its name in kernel_names */
