@@ -30,6 +30,8 @@ const volatile bool native_stacks = false;
 const volatile bool stack_copies = false;
 /* gil mode: only threads holding the GIL give a record (the others are dropped before their walk). */
 const volatile bool gil_only = false;
+/* Exception mode: only threads raising or handling an exception give a record (bpf/thread_state.h). */
+const volatile bool exceptions_only = false;
 /* Memory mode: each sample carries its process's resident memory change since the thread's
  * previous one (bpf/resident_memory.h), counted in pages of page_bytes. */
 const volatile bool memory_deltas = false;
@@ -95,12 +97,17 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
 		pbp_count(PBP_CNT_NO_TSTATE);
-		return !gil_only;
+		return !gil_only && !exceptions_only;
 	}
 	rec->tstate_addr = tstate_addr;
 	pbp_fill_gil(config, scratch, rec, task);
 	if (gil_only && !(rec->flags & PBP_REC_HAS_GIL))
 		return false;
+	if (exceptions_only) {
+		if (!pbp_thread_has_exception(config, tstate_addr, task))
+			return false;
+		rec->flags |= PBP_REC_EXCEPTION;
+	}
 	pbp_fill_gil_request(config, rec, task);
 	pbp_fill_gc(config, rec, task);
 	pbp_fill_running_task(config, scratch, task);
@@ -301,7 +308,7 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 	if (memory_deltas)
 		rec->rss_delta = pbp_rss_delta(pid_tgid, page_bytes);
 
-	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, NULL))
+	if (config->flags & PY_PROC_PENDING ? gil_only || exceptions_only : !pbp_fill_python(config, scratch, NULL))
 		return;
 	if (native_stacks)
 		pbp_walk_native(ctx, scratch, user_mode);

@@ -59,6 +59,8 @@
 /* 3.11-3.13 (PY_PROC_CORO_FROM_FRAMES): running_task is the task BPF found stepping the
  * sample's outermost coroutine, not that coroutine itself. */
 #define PBP_REC_ASYNC_TASK    0x0800u
+/* Exception mode: the thread was raising an exception or handling one (an except block ran). */
+#define PBP_REC_EXCEPTION     0x1000u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one

@@ -93,7 +93,7 @@ static const struct argp_option record_options[] = {
 	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (default 1000); wall and gil modes: passes per second (default 100)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long", 0 },
-	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not; memory: threads running when the clock ticks, each weighing its process's resident memory change since its previous tick (bytes: + grown, - released)", 0 },
+	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not; memory: threads running when the clock ticks, each weighing its process's resident memory change since its previous tick (bytes: + grown, - released); exception: threads running when the clock ticks while raising an exception or handling one (3.7-3.12)", 0 },
 	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, "Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, branches, branch-misses, ... (counted)", 0 },
 	{ "event-period", OPT_EVENT_PERIOD, "N", 0, "With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and scheduling event, 10000 cache or branch misses, 10M cycles)", 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile their descendants, running or forked later (a launched command's are always followed)", 0 },
@@ -292,8 +292,10 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 			session->mode = SESSION_MODE_GIL;
 		else if (strcmp(arg, "memory") == 0)
 			session->mode = SESSION_MODE_MEMORY;
+		else if (strcmp(arg, "exception") == 0)
+			session->mode = SESSION_MODE_EXCEPTION;
 		else
-			argp_error(state, "invalid --mode '%s' (cpu, wall, gil or memory)", arg);
+			argp_error(state, "invalid --mode '%s' (cpu, wall, gil, memory or exception)", arg);
 		break;
 	case OPT_PUSH:
 		session->push_url = arg;
@@ -441,6 +443,8 @@ static int check_event(const struct record_args *args)
 		clash = "--event NAME:PERIOD and --event-period both set the period: give one";
 	else if (session->mode == SESSION_MODE_MEMORY)
 		clash = "--event weighs an event's occurrences, --mode memory the resident memory's change at every tick: give one";
+	else if (session->mode == SESSION_MODE_EXCEPTION)
+		clash = "--event samples on an event's occurrences, --mode exception on the clock's ticks while an exception is raised or handled: give one";
 	else if (session->mode != SESSION_MODE_CPU)
 		clash = session->mode == SESSION_MODE_WALL
 				? "--event samples threads as the event happens to them, --mode wall every thread at every interval: give one"

@@ -189,6 +189,9 @@ static struct rank_headings headings_of(const char *mode)
 	if (!strcmp(mode, "gil"))
 		return (struct rank_headings){ "own time holding the GIL (where the GIL's holder was):",
 					       "total time holding the GIL (with callees):" };
+	if (!strcmp(mode, "exception"))
+		return (struct rank_headings){ "own time raising or handling exceptions (where the CPU was):",
+					       "total time raising or handling exceptions (with callees):" };
 	if (!strcmp(mode, "memory"))
 		return (struct rank_headings){ "own memory growth (where bytes were allocated):",
 					       "total memory (with callees):" };
@@ -241,7 +244,7 @@ static void print_report(const struct function_weights *weights, const char *pat
  * something no heading knows (a file is the writer's to fill). */
 static const char *file_mode(const struct pf_reader *reader)
 {
-	static const char *const known[] = { "cpu", "wall", "gil", "memory", "full" };
+	static const char *const known[] = { "cpu", "wall", "gil", "memory", "full", "exception" };
 	const char *mode = pf_reader_metadata(reader, "pybpfprof_mode");
 
 	if (!mode)
@@ -274,7 +277,7 @@ static void top_usage(FILE *out)
 	      "  -p, --pid PID[,PID...]   the processes to show\n"
 	      "  -F, --frequency HZ       samples per second (default 100)\n"
 	      "  -d, --duration SECONDS   stop after this long\n"
-	      "      --mode MODE          cpu, wall, gil or memory\n"
+	      "      --mode MODE          cpu, wall, gil, memory or exception\n"
 	      "      --no-native          no native (C) frames\n"
 	      "      --no-kernel          no kernel frames\n"
 	      "Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions,\n"
@@ -426,8 +429,11 @@ int top_main(int argc, char **argv)
 				session.mode = SESSION_MODE_GIL;
 			else if (strcmp(optarg, "memory") == 0)
 				session.mode = SESSION_MODE_MEMORY;
+			else if (strcmp(optarg, "exception") == 0)
+				session.mode = SESSION_MODE_EXCEPTION;
 			else {
-				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu, wall, gil or memory)\n", optarg);
+				fprintf(stderr, "pybpfprof: top: invalid --mode '%s' (cpu, wall, gil, memory or exception)\n",
+					optarg);
 				return EXIT_STATUS_USAGE;
 			}
 			break;

@@ -37,6 +37,8 @@ struct bpf_sampler_options {
 	/* Memory mode: every sample carries its process's resident memory change since the
 	 * thread's previous sample (pbp_record.rss_delta). */
 	bool memory_deltas;
+	/* Exception mode: only threads raising or handling an exception give samples. */
+	bool exceptions_only;
 	bool time_samples;      /* BPF times each target sample (PBP_CNT_TARGET_NS): --bpf-stats */
 	/* --max-overhead (cpu mode): BPF accounts each target's ticks and time, and keeps one tick
 	 * in the stride bpf_sampler_set_budget_stride gives it (bpf/overhead_budget.h). */

@@ -237,7 +237,9 @@ void report_start_metadata(struct session *session)
 		.interval_us = period_us ? period_us : 1,
 		.mode = event_bytes ? "memory" : session_mode_name(options->mode),
 		/* Austin has no gil mode: its samples are wall samples of one thread at a time. */
-		.own_mode = options->mode == SESSION_MODE_GIL ? "gil" : NULL,
+		.own_mode = options->mode == SESSION_MODE_GIL	    ? "gil"
+			    : options->mode == SESSION_MODE_EXCEPTION ? "exception"
+								      : NULL,
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
 				options->children,
 		.frequency_hz = options->frequency_hz,

@@ -460,6 +460,7 @@ static int open_sampler(struct session *session)
 		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
 		.gil_only = options->mode == SESSION_MODE_GIL,
 		.memory_deltas = options->mode == SESSION_MODE_MEMORY,
+		.exceptions_only = options->mode == SESSION_MODE_EXCEPTION,
 		.time_samples = options->bpf_stats,
 		.overhead_budget = session->overhead_on,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
@@ -724,12 +725,14 @@ static int set_up(struct session *session, int *failed_status)
 const char *session_mode_name(enum session_mode mode)
 {
 	/* A stack dump is one pass of the wall sampler, gil mode the wall sampler kept to GIL holders. */
-	return mode == SESSION_MODE_CPU ? "cpu" : mode == SESSION_MODE_MEMORY ? "memory" : "wall";
+	return mode == SESSION_MODE_CPU || mode == SESSION_MODE_EXCEPTION ? "cpu"
+	       : mode == SESSION_MODE_MEMORY				  ? "memory"
+									  : "wall";
 }
 
 bool session_mode_on_ticks(enum session_mode mode)
 {
-	return mode == SESSION_MODE_CPU || mode == SESSION_MODE_MEMORY;
+	return mode == SESSION_MODE_CPU || mode == SESSION_MODE_MEMORY || mode == SESSION_MODE_EXCEPTION;
 }
 
 

@@ -164,6 +164,8 @@ static uint32_t status_of(const struct pbp_record *record)
 		status |= PF_STATUS_GIL_REQUESTED;
 	if (record->flags & PBP_REC_GC)
 		status |= PF_STATUS_GC;
+	if (record->flags & PBP_REC_EXCEPTION)
+		status |= PF_STATUS_HAS_EXCEPTION;
 	if (record->tid == record->pid)
 		status |= PF_STATUS_MAIN_THREAD;
 	if (record->flags & PBP_REC_NO_TSTATE)

@@ -288,6 +288,12 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 										 : PY_OFF_NONE,
 		.tstate_datastack_top = dec->present[DBG_TSTATE_DATASTACK_CHUNK] ? (uint32_t)v[DBG_TSTATE_DATASTACK_CHUNK] + 8
 									       : PY_OFF_NONE,
+		/* _Py_DebugOffsets names no exception field: not known (exception mode keeps nothing). */
+		.tstate_raised = PY_OFF_NONE,
+		.tstate_exc_info = PY_OFF_NONE,
+		.exc_item_value = PY_OFF_NONE,
+		.type_flags = PY_OFF_NONE,
+		.exc_handled_flag = 0,
 	};
 }
 
