@@ -122,6 +122,8 @@ struct py_offsets {
 };
 /* PyObject.ob_type, in every 64-bit CPython with the GIL. */
 #define PY_OBJECT_TYPE 8u
+/* Object.h's tp_flags bit of BaseException and its subclasses (the same since 2.x). */
+#define PY_TPFLAGS_BASE_EXC_SUBCLASS (1u << 30)
 
 /*
  * _PyStackChunk, the same in 3.11-3.15: a chunk's used part ends at data + top words

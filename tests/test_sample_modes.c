@@ -2,8 +2,8 @@
 /*
  * --mode memory and --mode exception end to end (real BPF, root). Each workload starts its
  * measured part only once the profiler samples it: it spins in wait_for_go() until the test
- * has seen those samples in the MOJO file and creates the go file, so the whole of what it
- * does is in the profile, whatever the load. Each says what it did.
+ * has seen those samples in the MOJO file and sends SIGUSR1, so the whole of what it does is
+ * in the profile, whatever the load. Each says what it did.
  *
  * memory (tests/scripts/memory_work.py): 200 MB of fresh memory touched in grow_a() and
  * 100 MB in grow_b(), then grow_b's unmapped in release_b():
@@ -15,7 +15,7 @@
  *    by `go tool pprof -raw`), speedscope's unit, the collapsed weights (negative where
  *    released), and `pybpfprof top` ranks growth and release apart.
  *
- * exception (tests/scripts/exception_work.py, 3.10-3.12): parse_a() raises and handles 3 times
+ * exception (tests/scripts/exception_work.py, 3.10-3.12 and 3.15): parse_a() raises and handles 3 times
  * as often as parse_b(), the same work in each except block, as much work between calls with
  * no exception: the kept samples split 3:1 within 5 points, hardly any lies outside the two
  * (no exception in flight there), and each carries Tachyon's has-exception status.
@@ -44,7 +44,7 @@
 #define RUN_LIMIT_S 900
 
 static const char *const memory_labels[] = { "2.7", "3.12" };
-static const char *const exception_labels[] = { "3.10", "3.11", "3.12" };
+static const char *const exception_labels[] = { "3.10", "3.11", "3.12", "3.15" };
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
@@ -81,27 +81,24 @@ static void read_truth(int fd, char *line, size_t len)
 }
 
 /*
- * Runs `SCRIPT WORD GO_FILE` under `pybpfprof -q --mode MODE -p PID -o DIR/m.mojo` plus the
- * outputs given (NULL-terminated paths), letting it past wait_for_go once the profiler samples
+ * Runs `SCRIPT WORD` under `pybpfprof -q --mode MODE -p PID -o DIR/m.mojo` plus the outputs
+ * given (NULL-terminated paths), letting it past wait_for_go (SIGUSR1) once the profiler samples
  * it; the workload's truth line into truth. Fails the test if either does not end well.
  */
 static void run_gated(const struct test_python *python, const char *script, const char *word, const char *mode,
 		      const char *dir, const char *const *outputs, char *truth, size_t truth_len)
 {
-	char go[PATH_MAX], args[PATH_MAX + 32], mojo[PATH_MAX], log[PATH_MAX], pid_text[16], limit[16];
+	char mojo[PATH_MAX], log[PATH_MAX], pid_text[16], limit[16];
 	char *argv[32];
 	size_t argc = 0;
 	struct test_target target;
 	pid_t profiler;
 	int status;
 
-	FORMAT(go, "%s/go", dir);
 	FORMAT(mojo, "%s/m.mojo", dir);
 	FORMAT(log, "%s/pybpfprof.log", dir);
-	unlink(go);
 	unlink(mojo);
-	FORMAT(args, "%s %s", word, go);
-	target.pid = test_start_ready_script(python, script, args, &target.out_fd);
+	target.pid = test_start_ready_script(python, script, word, &target.out_fd);
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
 	snprintf(limit, sizeof(limit), "%d", RUN_LIMIT_S);
 	{
@@ -127,7 +124,7 @@ static void run_gated(const struct test_python *python, const char *script, cons
 		}
 		usleep(100 * 1000);
 	}
-	close(open(go, O_WRONLY | O_CREAT, 0644));
+	assert_int_equal(kill(target.pid, SIGUSR1), 0);
 	read_truth(target.out_fd, truth, truth_len);
 	assert_int_equal(test_wait_status(target.pid), 0);
 	close(target.out_fd);

@@ -1,16 +1,17 @@
-# Workload for --mode exception (tests/test_exception_mode.c); runs on 3.x.
-#   exceptions GO_FILE: prints "ready", then spins in wait_for_go(), handling an exception, until
-#   GO_FILE exists (the test creates it once the profiler samples it). Then, for CALLS rounds, calls parse_a() three
-#   times and parse_b() once; each raises a ValueError, catches it in the same function and,
-#   while handling it (in its except block), does the same work, handle(). Between calls,
-#   settle() does as much work with no exception in flight. Prints the truth,
-#   "raised a=N b=M", and exits.
-import os
+# Workload for --mode exception (tests/test_sample_modes.c); runs on 3.x.
+#   exceptions: prints "ready", then spins in wait_for_go(), handling an exception, until
+#   SIGUSR1 comes (the test sends it once the profiler samples this process). Then, for ROUNDS
+#   rounds, calls parse_a() three times and parse_b() once; each raises a ValueError, catches
+#   it in the same function and, while handling it (in its except block), does the same work,
+#   handle(). After each call, settle() does as much work with no exception in flight. Prints
+#   the truth, "raised a=N b=M", and exits.
 import resource
+import signal
 import sys
 
 ROUNDS = 600
 WORK_STEPS = 20000
+go = []
 
 
 def work():
@@ -50,10 +51,10 @@ def cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def wait_for_go(path):
+def wait_for_go():
     # Handling an exception while it waits: exception mode keeps these samples, which tell the
     # test that the profiler samples this thread.
-    while not os.path.exists(path):
+    while not go:
         try:
             raise LookupError("not yet")
         except LookupError:
@@ -63,11 +64,11 @@ def wait_for_go(path):
 
 
 def main():
-    go_file = sys.argv[2]
+    signal.signal(signal.SIGUSR1, lambda number, frame: go.append(number))
     raised_a = raised_b = 0
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    wait_for_go(go_file)
+    wait_for_go()
     for _ in range(ROUNDS):
         for _ in range(3):
             parse_a()

@@ -1,18 +1,19 @@
-# Workload for --mode memory (tests/test_memory_mode.c); runs on 2.7 and 3.x.
-#   memory GO_FILE: prints "ready", then spins in wait_for_go() until GO_FILE exists (the test
-#   creates it once the profiler samples this process). Then grow_a() touches 200 MB of fresh
-#   anonymous memory and grow_b() 100 MB, 4 MB at a time, each step followed by some CPU time
-#   spent in the same function (so the tick that sees a step's growth lands there too, whatever
-#   the load); release_b() unmaps grow_b's 100 MB and spins likewise. Prints the truth,
-#   "grew a=BYTES b=BYTES released b=BYTES", and exits.
+# Workload for --mode memory (tests/test_sample_modes.c); runs on 2.7 and 3.x.
+#   memory: prints "ready", then spins in wait_for_go() until SIGUSR1 comes (the test sends it
+#   once the profiler samples this process: a signal reaches a chrooted interpreter too). Then
+#   grow_a() touches 200 MB of fresh anonymous memory and grow_b() 100 MB, 4 MB at a time,
+#   each step followed by some CPU time spent in the same function (so the tick that sees a
+#   step's growth lands there too, whatever the load); release_b() unmaps grow_b's 100 MB and
+#   spins likewise. Prints the truth, "grew a=BYTES b=BYTES released b=BYTES", and exits.
 import mmap
-import os
 import resource
+import signal
 import sys
 
 STEP_BYTES = 4 << 20
 PAGE_BYTES = mmap.PAGESIZE
 STEP_CPU_S = 0.04
+go = []
 
 
 def cpu_seconds():
@@ -58,18 +59,18 @@ def release_b(buffer):
     spin(10 * STEP_CPU_S)
 
 
-def wait_for_go(path):
-    while not os.path.exists(path):
+def wait_for_go():
+    while not go:
         spin(0.01)
 
 
 def main():
-    go_file = sys.argv[2]
+    signal.signal(signal.SIGUSR1, lambda number, frame: go.append(number))
     a = mmap.mmap(-1, 200 << 20)
     b = mmap.mmap(-1, 100 << 20)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    wait_for_go(go_file)
+    wait_for_go()
     grow_a(a)
     grow_b(b)
     size_b = len(b)
