@@ -116,11 +116,20 @@ static void run_gated(const struct test_python *python, const char *script, cons
 	profiler = test_spawn(argv, NULL, log);
 	assert_true(profiler > 0);
 	for (int waited = 0; waiting_samples(mojo) < WAIT_SAMPLES_MIN; waited++) {
-		if (waited >= STARTUP_LIMIT_S * 10) {
+		int profiler_status = 0;
+		pid_t ended = waitpid(profiler, &profiler_status, WNOHANG);
+
+		if (ended == profiler || waited >= STARTUP_LIMIT_S * 10) {
+			size_t len = 0;
+			char *text = (char *)read_whole_file(log, &len);
+
 			test_stop_target(&target);
-			kill(profiler, SIGTERM);
-			test_wait_status(profiler);
-			fail_msg("%s: no samples of wait_for_go in %s after %d s", python->label, mojo, STARTUP_LIMIT_S);
+			if (ended != profiler) {
+				kill(profiler, SIGTERM);
+				test_wait_status(profiler);
+			}
+			fail_msg("%s: no samples of wait_for_go in %s (%s): %.2000s", python->label, mojo,
+				 ended == profiler ? "the profiler ended" : "time limit", text ? text : "");
 		}
 		usleep(100 * 1000);
 	}
