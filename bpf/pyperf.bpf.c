@@ -15,6 +15,7 @@
 #include "maps.h"
 #include "native_walk.h"
 #include "overhead_budget.h"
+#include "resident_memory.h"
 #include "thread_state.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -29,6 +30,12 @@ const volatile bool native_stacks = false;
 const volatile bool stack_copies = false;
 /* gil mode: only threads holding the GIL give a record (the others are dropped before their walk). */
 const volatile bool gil_only = false;
+/* Exception mode: only threads raising or handling an exception give a record (bpf/thread_state.h). */
+const volatile bool exceptions_only = false;
+/* Memory mode: each sample carries its process's resident memory change since the thread's
+ * previous one (bpf/resident_memory.h), counted in pages of page_bytes. */
+const volatile bool memory_deltas = false;
+const volatile __u64 page_bytes = 4096;
 /* Wake the consumer once this much is waiting (0: never; it consumes on a timer). Set by
  * userspace with each record ring it puts in `events`. */
 __u64 wakeup_bytes = 0;
@@ -92,12 +99,17 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
 		pbp_count(PBP_CNT_NO_TSTATE);
-		return !gil_only;
+		return !gil_only && !exceptions_only;
 	}
 	rec->tstate_addr = tstate_addr;
 	pbp_fill_gil(config, scratch, rec, task);
 	if (gil_only && !(rec->flags & PBP_REC_HAS_GIL))
 		return false;
+	if (exceptions_only) {
+		if (!pbp_thread_has_exception(config, tstate_addr, task))
+			return false;
+		rec->flags |= PBP_REC_EXCEPTION;
+	}
 	pbp_fill_gil_request(config, rec, task);
 	pbp_fill_gc(config, rec, task);
 	pbp_fill_running_task(config, scratch, task);
@@ -271,7 +283,7 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->weight = 1;
 	rec->user_ip = 0;
 	rec->running_task = 0;
-	rec->blocked_ns = 0;
+	rec->blocked_ns = 0; /* and rss_delta: one union */
 	scratch->walk.new_code = 0;
 	scratch->new_task = 0;
 	scratch->walk.shim_count = 0;
@@ -296,8 +308,10 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 			       user_mode ? PBP_REC_USER_MODE : 0);
 	rec->weight = (__u16)weight;
 	rec->user_ip = user_mode ? PT_REGS_IP(&ctx->regs) : 0;
+	if (memory_deltas)
+		rec->rss_delta = pbp_rss_delta(pid_tgid, page_bytes);
 
-	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, NULL))
+	if (config->flags & PY_PROC_PENDING ? gil_only || exceptions_only : !pbp_fill_python(config, scratch, NULL))
 		return;
 	if (native_stacks)
 		pbp_walk_native(ctx, scratch, user_mode);

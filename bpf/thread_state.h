@@ -325,6 +325,32 @@ static __always_inline void pbp_find_current_task(const struct py_proc_config *c
  * thread's sample only (or any thread's where the holder is not known). After pbp_fill_gil: a
  * thread that does not hold the GIL costs no read.
  */
+/* Whether the thread is raising an exception (one propagates: the thread state's raised one is
+ * set) or handling one (its topmost exception stack item holds an exception, not NULL or None).
+ * A failed read is taken as no exception: the sample is not kept. */
+static __always_inline bool pbp_thread_has_exception(const struct py_proc_config *config, __u64 tstate_addr,
+						     struct task_struct *task)
+{
+	const struct py_offsets *off = &config->off;
+	__u64 raised = 0, item = tstate_addr, value = 0, type = 0, type_flags = 0;
+
+	if (off->exc_item_value == PY_OFF_NONE || off->type_flags == PY_OFF_NONE)
+		return false;
+	if (off->tstate_raised != PY_OFF_NONE &&
+	    pbp_read_target(&raised, sizeof(raised), tstate_addr + off->tstate_raised, task) == 0 && raised)
+		return true;
+	if (off->tstate_exc_info != PY_OFF_NONE &&
+	    (pbp_read_target(&item, sizeof(item), tstate_addr + off->tstate_exc_info, task) != 0 || !item))
+		return false;
+	if (pbp_read_target(&value, sizeof(value), item + off->exc_item_value, task) != 0 || !value)
+		return false;
+	if (pbp_read_target(&type, sizeof(type), value + PY_OBJECT_TYPE, task) != 0 || !type)
+		return false;
+	if (pbp_read_target(&type_flags, sizeof(type_flags), type + off->type_flags, task) != 0)
+		return false;
+	return (type_flags & off->exc_handled_flag) != 0;
+}
+
 static __always_inline void pbp_fill_gc(const struct py_proc_config *config, struct pbp_record *rec,
 					struct task_struct *task)
 {

@@ -108,7 +108,22 @@ struct py_offsets {
 	 * part, in which the thread's innermost frames lie side by side (bpf/frame_walk.h). */
 	__u32 tstate_datastack_chunk;    /* _PyStackChunk * */
 	__u32 tstate_datastack_top;      /* PyObject **, right after the chunk pointer */
+
+	/* Exceptions (--mode exception; NONE where not known): the one propagating, and the one
+	 * being handled (an except block runs). */
+	__u32 tstate_raised;             /* curexc_type (<=3.11), current_exception (3.12+): set while one propagates */
+	__u32 tstate_exc_info;           /* _PyErr_StackItem *exc_info (3.7+); NONE: the item is the thread state (2.7, 3.6) */
+	__u32 exc_item_value;            /* in that item: exc_value (3.11+), exc_type (<=3.10) */
+	__u32 type_flags;                /* PyTypeObject.tp_flags (an unsigned long) */
+	/* The tp_flags bit of the handled object's type: Py_TPFLAGS_BASE_EXC_SUBCLASS where it is
+	 * an exception (3.11+), Py_TPFLAGS_TYPE_SUBCLASS where it is one's class (<=3.10). None,
+	 * which an except block leaves behind, has neither. */
+	__u32 exc_handled_flag;
 };
+/* PyObject.ob_type, in every 64-bit CPython with the GIL. */
+#define PY_OBJECT_TYPE 8u
+/* Object.h's tp_flags bit of BaseException and its subclasses (the same since 2.x). */
+#define PY_TPFLAGS_BASE_EXC_SUBCLASS (1u << 30)
 
 /*
  * _PyStackChunk, the same in 3.11-3.15: a chunk's used part ends at data + top words

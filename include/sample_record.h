@@ -59,6 +59,8 @@
 /* 3.11-3.13 (PY_PROC_CORO_FROM_FRAMES): running_task is the task BPF found stepping the
  * sample's outermost coroutine, not that coroutine itself. */
 #define PBP_REC_ASYNC_TASK    0x0800u
+/* Exception mode: the thread was raising an exception or handling one (an except block ran). */
+#define PBP_REC_EXCEPTION     0x1000u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -109,9 +111,17 @@ struct pbp_record {
 	 * outermost coroutine (PBP_REC_ASYNC_TASK), else that coroutine or generator (whose frame
 	 * it owns), userspace finding its task. */
 	__u64 running_task;
-	/* --event off-cpu: the nanoseconds the thread was blocked, from the switch-out its stack
-	 * was taken at (time_ns) to the switch back in; 0 in every other record. */
-	__u64 blocked_ns;
+	/* The record's weight beside its count, by what sampled it (one of them per run: --event
+	 * off-cpu and --mode memory exclude each other); 0 in every other record. */
+	union {
+		/* --event off-cpu: the nanoseconds the thread was blocked, from the switch-out its
+		 * stack was taken at (time_ns) to the switch back in. */
+		__u64 blocked_ns;
+		/* Memory mode: the change of the process's resident memory (file, anonymous and
+		 * shared pages, as /proc/PID/status's VmRSS counts them), in bytes, since this
+		 * thread's previous sample; 0 at a thread's first sample. */
+		__s64 rss_delta;
+	};
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
 };
@@ -203,6 +213,7 @@ _Static_assert(__builtin_offsetof(struct pbp_record, weight) == 46, PBP_RECORD_L
 _Static_assert(__builtin_offsetof(struct pbp_record, user_ip) == 48, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, running_task) == 56, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_record, blocked_ns) == 64, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_record, rss_delta) == 64, PBP_RECORD_LAYOUT);
 _Static_assert(sizeof(struct pbp_stack_copy) == 24, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_stack_copy, copy_len) == 16, PBP_RECORD_LAYOUT);
 _Static_assert((PBP_STACK_COPY_BYTES & (PBP_STACK_COPY_BYTES - 1)) == 0, "PBP_STACK_COPY_BYTES is a power of two");

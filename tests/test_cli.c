@@ -751,7 +751,7 @@ static void bash_completes_commands_and_values(void **state)
 	completion_offers("pybpfprof d", "dump");
 	completion_offers("pybpfprof st", "stacks");
 	completion_offers("pybpfprof --mo", "--mode");
-	completion_offers("pybpfprof --mode ''", "cpu wall gil");
+	completion_offers("pybpfprof --mode ''", "cpu wall gil memory exception");
 	completion_offers("pybpfprof --ev", "--event");
 	completion_offers("pybpfprof --event page", "page-faults");
 	completion_offers("pybpfprof -f sp", "speedscope");

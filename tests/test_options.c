@@ -55,7 +55,7 @@ static void counts_are_digits_within_bounds(void **state)
 	assert_int_equal(options_parse_count("3x", 0, 10, &value), -EINVAL);
 }
 
-static void modes_are_the_three_and_say_so(void **state)
+static void modes_are_the_recording_ones_and_say_so(void **state)
 {
 	enum session_mode mode = SESSION_MODE_STACKS;
 
@@ -66,9 +66,13 @@ static void modes_are_the_three_and_say_so(void **state)
 	assert_int_equal(mode, SESSION_MODE_GIL);
 	assert_int_equal(options_parse_mode("cpu", &mode), 0);
 	assert_int_equal(mode, SESSION_MODE_CPU);
+	assert_int_equal(options_parse_mode("memory", &mode), 0);
+	assert_int_equal(mode, SESSION_MODE_MEMORY);
+	assert_int_equal(options_parse_mode("exception", &mode), 0);
+	assert_int_equal(mode, SESSION_MODE_EXCEPTION);
 	assert_int_equal(options_parse_mode("stacks", &mode), -EINVAL);
 	assert_int_equal(options_parse_mode("Wall", &mode), -EINVAL);
-	assert_string_equal(options_mode_names(), "cpu, wall or gil");
+	assert_string_equal(options_mode_names(), "cpu, wall, gil, memory or exception");
 }
 
 static void rates_take_k_and_hz(void **state)
@@ -226,7 +230,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pid_lists_take_every_pid_and_name_the_bad_one),
 		cmocka_unit_test(counts_are_digits_within_bounds),
-		cmocka_unit_test(modes_are_the_three_and_say_so),
+		cmocka_unit_test(modes_are_the_recording_ones_and_say_so),
 		cmocka_unit_test(rates_take_k_and_hz),
 		cmocka_unit_test(durations_take_seconds_milliseconds_and_minutes),
 		cmocka_unit_test(compression_is_a_level_or_none),

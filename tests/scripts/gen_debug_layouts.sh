@@ -56,7 +56,9 @@ for minor in $(ls "$data" | sed -n 's/^py3\.\([0-9]*\)\.[0-9]*\.txt$/\1/p' | sor
 			"DBG_FRAME_STACKPOINTER interpreter_frame.stackpointer " \
 			"DBG_GEN_IFRAME gen_object.gi_iframe DBG_GEN_FRAME_STATE gen_object.gi_frame_state " \
 			"DBG_SET_USED set_object.used DBG_SET_TABLE set_object.table DBG_SET_MASK set_object.mask " \
-			"DBG_LONG_LV_TAG long_object.lv_tag DBG_LONG_OB_DIGIT long_object.ob_digit", word, " ")
+			"DBG_LONG_LV_TAG long_object.lv_tag DBG_LONG_OB_DIGIT long_object.ob_digit " \
+			"DBG_TSTATE_CURRENT_EXCEPTION thread_state.current_exception " \
+			"DBG_TSTATE_EXC_STATE thread_state.exc_state DBG_ERR_STACKITEM_EXC_VALUE err_stackitem.exc_value", word, " ")
 		for (i = 1; i < n; i += 2) {
 			field[++fields] = word[i]
 			member[word[i]] = word[i + 1]

@@ -183,6 +183,28 @@ int main(void)
 	FIELD_NONE("tstate_datastack_chunk");
 	FIELD_NONE("tstate_datastack_top");
 #endif
+#if PY_VERSION_HEX >= 0x030c0000
+	FIELD("tstate_raised", offsetof(PyThreadState, current_exception));
+#else
+	FIELD("tstate_raised", offsetof(PyThreadState, curexc_type));
+#endif
+#if PY_VERSION_HEX >= 0x030b0000
+	FIELD("tstate_exc_info", offsetof(PyThreadState, exc_info));
+	FIELD("exc_item_value", offsetof(_PyErr_StackItem, exc_value));
+#elif PY_VERSION_HEX >= 0x03070000
+	FIELD("tstate_exc_info", offsetof(PyThreadState, exc_info));
+	FIELD("exc_item_value", offsetof(_PyErr_StackItem, exc_type));
+#else
+	FIELD_NONE("tstate_exc_info");
+	FIELD("exc_item_value", offsetof(PyThreadState, exc_type));
+#endif
+	FIELD("type_flags", offsetof(PyTypeObject, tp_flags));
+#if PY_VERSION_HEX >= 0x030b0000
+	printf("\t\t.exc_handled_flag = 0x%lxu, /* Py_TPFLAGS_BASE_EXC_SUBCLASS */\n",
+	       (unsigned long)Py_TPFLAGS_BASE_EXC_SUBCLASS);
+#else
+	printf("\t\t.exc_handled_flag = 0x%lxu, /* Py_TPFLAGS_TYPE_SUBCLASS */\n", (unsigned long)Py_TPFLAGS_TYPE_SUBCLASS);
+#endif
 	printf("\t}, .gil = {\n");
 #if PY_VERSION_HEX >= 0x030c0000
 	printf("\t\t.where = PY_GIL_VIA_INTERP_POINTER,\n");

@@ -300,6 +300,9 @@ static void draw_rows(struct live_top *top)
 	uint32_t *order = malloc((table->count ? table->count : 1) * sizeof(*order));
 	int rows = LINES - 5, width = COLS;
 	double recent_weight = top->recent_weight.recent;
+	/* Memory mode weighs bytes (the growth: releases weigh nothing here): the same hundredths of
+	 * a million are megabytes. */
+	bool bytes = top->mode && !strcmp(top->mode, "memory");
 
 	if (!order)
 		return;
@@ -310,18 +313,19 @@ static void draw_rows(struct live_top *top)
 	sorting_recent_weight = recent_weight;
 	qsort(order, table->count, sizeof(*order), compare_rows);
 	attron(A_BOLD);
-	mvprintw(4, 0, "%7s %7s %10s %10s  %s", "%Own", "%Total", "OwnTime", "TotalTime",
+	mvprintw(4, 0, "%7s %7s %10s %10s  %s", "%Own", "%Total", bytes ? "OwnGrowth" : "OwnTime",
+		 bytes ? "TotGrowth" : "TotalTime",
 		 top->view == VIEW_FUNCTIONS ? "Function (file:line)" : top->view == VIEW_PROCESSES ? "Process" : "Thread");
 	attroff(A_BOLD);
 	for (int r = 0; r < rows && (size_t)r < table->count; r++) {
 		const struct row_counts *counts = &table->counts[order[r]];
 		const char *label = intern_key(&table->labels, order[r], NULL);
 
-		mvprintw(5 + r, 0, "%6.1f%% %6.1f%% %9.2fs %9.2fs  ",
+		mvprintw(5 + r, 0, "%6.1f%% %6.1f%% %9.2f%c %9.2f%c  ",
 			 (double)shown_value(counts, SORT_OWN_RECENT, recent_weight) / 10.0,
 			 (double)shown_value(counts, SORT_TOTAL_RECENT, recent_weight) / 10.0,
-			 (double)shown_value(counts, SORT_OWN_ALL, recent_weight) / 100.0,
-			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight) / 100.0);
+			 (double)shown_value(counts, SORT_OWN_ALL, recent_weight) / 100.0, bytes ? 'M' : 's',
+			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight) / 100.0, bytes ? 'M' : 's');
 		/* under its title: the columns before it are 39 wide */
 		put_label(5 + r, 39, label, width - 39);
 		if (top->view == VIEW_THREADS && counts->own_all)
@@ -427,7 +431,7 @@ int live_top_run(struct session_options *options, const char *scope)
 {
 	struct live_top top = { .scope = scope, .rate_hz = options->frequency_hz,
 				.mode = session_mode_name(options->mode),
-				.waiting_sampled = options->mode != SESSION_MODE_CPU };
+				.waiting_sampled = !session_mode_on_ticks(options->mode) };
 	struct session_view view = { .ctx = &top, .add_sample = live_top_add_sample, .tick = live_top_tick };
 	int status;
 

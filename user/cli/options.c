@@ -70,6 +70,8 @@ static const struct {
 	{ "cpu", SESSION_MODE_CPU },
 	{ "wall", SESSION_MODE_WALL },
 	{ "gil", SESSION_MODE_GIL },
+	{ "memory", SESSION_MODE_MEMORY },
+	{ "exception", SESSION_MODE_EXCEPTION },
 };
 
 int options_parse_mode(const char *text, enum session_mode *mode)

@@ -92,7 +92,7 @@ static const struct argp_option record_options[] = {
 	{ "frequency", 'F', "HZ", 0, "Samples per second per CPU (1000, 1k, 100Hz; default 1000); wall and gil modes: passes per second (default 100)", 0 },
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (3.5, 2s, 500ms, 5m)", 0 },
-	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not", 0 },
+	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not; memory: threads running when the clock ticks, each weighing its process's resident memory change since its previous tick (bytes: + grown, - released); exception: threads running when the clock ticks while raising an exception or handling one (3.7-3.12)", 0 },
 	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, "Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, branches, branch-misses, ... (counted); off-cpu: every block of a thread, weighed in the nanoseconds it waited (off-cpu:MIN_US: only blocks of at least MIN_US microseconds)", 0 },
 	{ "event-period", OPT_EVENT_PERIOD, "N", 0, "With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and scheduling event, 10000 cache or branch misses, 10M cycles; not for off-cpu)", 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile their descendants, running or forked later (a launched command's are always followed)", 0 },
@@ -419,6 +419,10 @@ static int check_event(const struct record_args *args)
 		clash = "--event NAME:PERIOD and --event-period both set the period: give one";
 	else if (session->event->off_cpu && args->event_period_option)
 		clash = "--event off-cpu:MIN_US gives its shortest block; --event-period is for perf events";
+	else if (session->mode == SESSION_MODE_MEMORY)
+		clash = "--event weighs an event's occurrences, --mode memory the resident memory's change at every tick: give one";
+	else if (session->mode == SESSION_MODE_EXCEPTION)
+		clash = "--event samples on an event's occurrences, --mode exception on the clock's ticks while an exception is raised or handled: give one";
 	else if (session->mode != SESSION_MODE_CPU)
 		clash = session->mode == SESSION_MODE_WALL
 				? "--event samples threads as the event happens to them, --mode wall every thread at every interval: give one"
@@ -483,7 +487,7 @@ int record_main(int argc, char **argv)
 	if (err)
 		return err;
 	if (!args.frequency_set && !args.interval_set)
-		args.session.frequency_hz = args.session.mode == SESSION_MODE_CPU ? CPU_DEFAULT_HZ : WALL_DEFAULT_HZ;
+		args.session.frequency_hz = session_mode_on_ticks(args.session.mode) ? CPU_DEFAULT_HZ : WALL_DEFAULT_HZ;
 	if (args.session.pid_count && args.session.command) {
 		fprintf(stderr, "pybpfprof: give either -p PID or a command to launch, not both\n");
 		return EXIT_STATUS_USAGE;

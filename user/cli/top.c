@@ -25,6 +25,9 @@
 struct function_weight {
 	uint64_t self;
 	uint64_t total;
+	/* A memory profile's frees (its negative weights), in bytes, apart: where memory was released. */
+	uint64_t released_self;
+	uint64_t released_total;
 	uint64_t last_sample; /* sample number that last added to total: count a function once per stack */
 };
 
@@ -34,6 +37,7 @@ struct function_weights {
 	size_t function_count;
 	size_t function_capacity;
 	uint64_t grand_total;
+	uint64_t grand_released;
 	uint64_t samples;
 };
 
@@ -57,7 +61,8 @@ static int64_t function_id(struct function_weights *weights, const struct pf_fra
 	return intern_add(&weights->names, label, (size_t)len, NULL);
 }
 
-/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated. */
+/* Frees (negative) take nothing: a memory profile ranks where bytes were allocated, and its
+ * releases apart. */
 static uint64_t sample_weight(const struct pf_sample *sample)
 {
 	int64_t signed_weight = pf_sample_weight(sample);
@@ -65,9 +70,16 @@ static uint64_t sample_weight(const struct pf_sample *sample)
 	return signed_weight > 0 ? (uint64_t)signed_weight : 0;
 }
 
+static uint64_t sample_released(const struct pf_sample *sample)
+{
+	int64_t signed_weight = pf_sample_weight(sample);
+
+	return signed_weight < 0 ? -(uint64_t)signed_weight : 0;
+}
+
 static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
 {
-	uint64_t weight = sample_weight(sample);
+	uint64_t weight = sample_weight(sample), released = sample_released(sample);
 
 	for (size_t i = 0; i < sample->frame_count; i++) {
 		int64_t id = function_id(weights, &sample->frames[i]);
@@ -78,24 +90,37 @@ static int add_sample(struct function_weights *weights, const struct pf_sample *
 		function = &weights->by_function[id];
 		if (function->last_sample != weights->samples) {
 			function->total += weight;
+			function->released_total += released;
 			function->last_sample = weights->samples;
 		}
-		if (i + 1 == sample->frame_count)
+		if (i + 1 == sample->frame_count) {
 			function->self += weight;
+			function->released_self += released;
+		}
 	}
 	weights->grand_total += weight;
+	weights->grand_released += released;
 	weights->samples++;
 	return 0;
 }
 
-enum ranking { RANK_SELF, RANK_TOTAL };
+enum ranking { RANK_SELF, RANK_TOTAL, RANK_RELEASED_SELF, RANK_RELEASED_TOTAL };
 
 static const struct function_weight *sort_functions;
 static enum ranking sort_ranking;
 
 static uint64_t ranked_weight(const struct function_weight *function, enum ranking ranking)
 {
-	return ranking == RANK_SELF ? function->self : function->total;
+	switch (ranking) {
+	case RANK_SELF:
+		return function->self;
+	case RANK_TOTAL:
+		return function->total;
+	case RANK_RELEASED_SELF:
+		return function->released_self;
+	default:
+		return function->released_total;
+	}
 }
 
 static int compare_ids(const void *a, const void *b)
@@ -111,6 +136,8 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 {
 	size_t count = intern_count(&weights->names);
 	uint32_t *ids = malloc(count * sizeof(*ids));
+	bool released = ranking == RANK_RELEASED_SELF || ranking == RANK_RELEASED_TOTAL;
+	uint64_t whole = released ? weights->grand_released : weights->grand_total;
 
 	if (!ids)
 		return;
@@ -126,7 +153,7 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 		if (weight == 0)
 			break;
 		/* Names come from the target (or the file): nothing in them may drive the terminal. */
-		printf("  %6.2f%%  ", 100.0 * (double)weight / (double)weights->grand_total);
+		printf("  %6.2f%%  ", 100.0 * (double)weight / (double)whole);
 		fput_escaped(stdout, (const char *)intern_key(&weights->names, ids[i], NULL));
 		putchar('\n');
 	}
@@ -150,8 +177,11 @@ static struct rank_headings headings_of(const char *mode)
 	if (!strcmp(mode, "gil"))
 		return (struct rank_headings){ "own time holding the GIL (where the GIL's holder was):",
 					       "total time holding the GIL (with callees):" };
+	if (!strcmp(mode, "exception"))
+		return (struct rank_headings){ "own time raising or handling exceptions (where the CPU was):",
+					       "total time raising or handling exceptions (with callees):" };
 	if (!strcmp(mode, "memory"))
-		return (struct rank_headings){ "own memory (where bytes were allocated):",
+		return (struct rank_headings){ "own memory growth (where bytes were allocated):",
 					       "total memory (with callees):" };
 	return (struct rank_headings){ "own time (where the threads were, running or waiting):",
 				       "total time (with callees):" };
@@ -183,8 +213,8 @@ static void print_report(const struct function_weights *weights, const char *pat
 	fput_escaped(stdout, path);
 	if (weights->samples == 0)
 		printf(": no %ss\n", unit);
-	else if (weights->grand_total == 0)
-		printf(": %" PRIu64 " %s%s, all of weight 0 (frees only)\n", weights->samples, unit, plural);
+	else if (weights->grand_total == 0 && weights->grand_released == 0)
+		printf(": %" PRIu64 " %s%s, all of weight 0\n", weights->samples, unit, plural);
 	else {
 		printf(": %" PRIu64 " %s%s (%s", weights->samples, unit, plural, format->name);
 		if (mode)
@@ -192,6 +222,11 @@ static void print_report(const struct function_weights *weights, const char *pat
 		printf(")\n");
 		print_ranking(weights, headings.own, RANK_SELF, limit);
 		print_ranking(weights, headings.total, RANK_TOTAL, limit);
+		if (weights->grand_released) {
+			print_ranking(weights, "own memory released (where resident memory shrank):",
+				      RANK_RELEASED_SELF, limit);
+			print_ranking(weights, "total memory released (with callees):", RANK_RELEASED_TOTAL, limit);
+		}
 	}
 }
 
@@ -199,7 +234,7 @@ static void print_report(const struct function_weights *weights, const char *pat
  * something no heading knows (a file is the writer's to fill). */
 static const char *file_mode(const struct pf_reader *reader)
 {
-	static const char *const known[] = { "cpu", "wall", "gil", "memory", "full" };
+	static const char *const known[] = { "cpu", "wall", "gil", "memory", "full", "exception" };
 	const char *mode = pf_reader_metadata(reader, "pybpfprof_mode");
 
 	if (!mode)
@@ -286,7 +321,7 @@ static const struct argp_option top_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "The processes to show", 2 },
 	{ "frequency", 'F', "HZ", 0, "Samples per second (100, 1k, 500Hz; default 100)", 2 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (3.5, 2s, 500ms, 5m)", 2 },
-	{ "mode", OPT_MODE, "MODE", 0, "cpu, wall or gil", 2 },
+	{ "mode", OPT_MODE, "MODE", 0, "cpu, wall, gil, memory or exception", 2 },
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native (C) frames", 2 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "No kernel frames", 2 },
 	{ 0 },

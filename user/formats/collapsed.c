@@ -5,7 +5,8 @@
  * then a space and the stack's weight. Python frames are file:function:line,
  * kernel frames symbol_[k], native frames function_[n] (flamegraph.pl colours
  * by those suffixes). The weight is microseconds when samples carry time,
- * bytes when they carry only memory, else a sample count.
+ * bytes when they carry only memory (below 0 where a memory mode's stack released more than it
+ * grew), else a sample count.
  */
 #include "formats/collapsed.h"
 #include "formats/known_stacks.h"
@@ -18,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,7 +342,7 @@ static int collapsed_next_sample(void *state, struct pf_sample *sample)
 	*space = 0;
 	errno = 0;
 	weight = strtoll(space + 1, &end, 10);
-	if (errno || *end || end == space + 1 || weight < 0)
+	if (errno || *end || end == space + 1 || weight == LLONG_MIN)
 		return errbuf_format(reader->error, sizeof(reader->error), -EINVAL,
 				     "line %" PRIu64 ": bad weight '%s'", reader->line_number, space + 1);
 	for (frame_text = strtok_r(reader->line, ";", &saveptr); frame_text;
@@ -353,6 +355,10 @@ static int collapsed_next_sample(void *state, struct pf_sample *sample)
 	}
 	*sample = (struct pf_sample){ .metrics = PF_METRIC_TIME, .time_us = (uint64_t)weight,
 				      .frame_count = count, .frames = reader->frames };
+	/* Only a memory profile's weights go below 0 (bytes released: --mode memory). */
+	if (weight < 0)
+		*sample = (struct pf_sample){ .metrics = PF_METRIC_MEMORY, .memory = weight,
+					      .frame_count = count, .frames = reader->frames };
 	return 1;
 }
 

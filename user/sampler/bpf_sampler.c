@@ -549,6 +549,9 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->native_stacks = options->native_stacks;
 	sampler->skel->rodata->stack_copies = options->native_stacks;
 	sampler->skel->rodata->gil_only = options->gil_only;
+	sampler->skel->rodata->memory_deltas = options->memory_deltas;
+	sampler->skel->rodata->exceptions_only = options->exceptions_only;
+	sampler->skel->rodata->page_bytes = (uint64_t)sysconf(_SC_PAGESIZE);
 	sampler->skel->rodata->time_samples = options->time_samples;
 	sampler->skel->rodata->overhead_budget = options->overhead_budget && !options->wall && !off_cpu;
 	if (off_cpu)

@@ -34,6 +34,11 @@ struct bpf_sampler_options {
 	size_t unwind_rows;     /* capacity of the rows map; 0 = UNWIND_ROWS_DEFAULT */
 	bool wall;              /* wall mode: every target thread at every 1/frequency_hz, running or not */
 	bool gil_only;          /* only threads holding the GIL give samples (gil mode) */
+	/* Memory mode: every sample carries its process's resident memory change since the
+	 * thread's previous sample (pbp_record.rss_delta). */
+	bool memory_deltas;
+	/* Exception mode: only threads raising or handling an exception give samples. */
+	bool exceptions_only;
 	bool time_samples;      /* BPF times each target sample (PBP_CNT_TARGET_NS): --bpf-stats */
 	/* --max-overhead (cpu mode): BPF accounts each target's ticks and time, and keeps one tick
 	 * in the stride bpf_sampler_set_budget_stride gives it (bpf/overhead_budget.h). */

@@ -21,6 +21,19 @@
 /* How long -p waits for a named process's runtime before giving up on it. */
 #define STARTUP_DISCOVERY_MS 2000
 
+/* Exception mode reads offsets not every version has (3.13 and 3.14 name none in
+ * _Py_DebugOffsets): an empty profile would not say why, so the run does, once. */
+static void say_exceptions_unknown(struct session *session, const struct target *target)
+{
+	if (session->options->mode != SESSION_MODE_EXCEPTION || session->options->quiet ||
+	    session->exceptions_unknown_said || target->python.config.off.exc_item_value != PY_OFF_NONE)
+		return;
+	session->exceptions_unknown_said = true;
+	report_error("warning: pid %d: where CPython %u.%u keeps its exceptions is not known: --mode exception keeps "
+		     "none of its samples (3.7-3.12 and 3.15+ are known)",
+		     (int)target->pid, target->python.major, target->python.minor);
+}
+
 void process_events_target_ready(struct session *session, struct target *target)
 {
 	int err = bpf_sampler_add_target(session->sampler, target->pid, &target->python.config);
@@ -31,6 +44,7 @@ void process_events_target_ready(struct session *session, struct target *target)
 		return;
 	}
 	native_stacks_attach(session, target->pid);
+	say_exceptions_unknown(session, target);
 	report_python_version(session, target);
 	report_process(session, target);
 }

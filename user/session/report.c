@@ -240,7 +240,9 @@ void report_start_metadata(struct session *session)
 		.interval_us = period_us ? period_us : 1,
 		.mode = event_bytes ? "memory" : session_mode_name(options->mode),
 		/* Austin has no gil mode: its samples are wall samples of one thread at a time. */
-		.own_mode = options->mode == SESSION_MODE_GIL ? "gil" : NULL,
+		.own_mode = options->mode == SESSION_MODE_GIL	    ? "gil"
+			    : options->mode == SESSION_MODE_EXCEPTION ? "exception"
+								      : NULL,
 		.multiprocess = options->pid_count > 1 || session->system_wide || options->command ||
 				options->children,
 		.frequency_hz = options->frequency_hz,
@@ -682,7 +684,7 @@ static void write_wall_metadata(struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
 
-	if (session->options->mode == SESSION_MODE_CPU)
+	if (session_mode_on_ticks(session->options->mode))
 		return;
 	bpf_sampler_wall_stats(session->sampler, &stats);
 	set_metadata_u64(session, "wall_passes", stats.passes);
@@ -706,7 +708,7 @@ static void print_wall_summary(const struct session *session)
 {
 	struct bpf_sampler_wall_stats stats;
 
-	if (session->options->mode == SESSION_MODE_CPU)
+	if (session_mode_on_ticks(session->options->mode))
 		return;
 	bpf_sampler_wall_stats(session->sampler, &stats);
 	fprintf(stderr, "pybpfprof: wall: %" PRIu64 " passes, %" PRIu64 " skipped (the one before overran), %" PRIu64

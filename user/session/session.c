@@ -469,9 +469,11 @@ static int open_sampler(struct session *session)
 		.ringbuf_bytes = options->ringbuf_bytes,
 		.native_stacks = options->native_stacks,
 		.unwind_rows = session->system_wide ? UNWIND_ROWS_DEFAULT : UNWIND_ROWS_TARGETED,
-		.wall = options->mode != SESSION_MODE_CPU,
+		.wall = !session_mode_on_ticks(options->mode),
 		.wall_on_demand = options->mode == SESSION_MODE_STACKS,
 		.gil_only = options->mode == SESSION_MODE_GIL,
+		.memory_deltas = options->mode == SESSION_MODE_MEMORY,
+		.exceptions_only = options->mode == SESSION_MODE_EXCEPTION,
 		.time_samples = options->bpf_stats,
 		.overhead_budget = session->overhead_on,
 		/* A fixed set of processes gets an iterator each; a set that grows, one over every task. */
@@ -661,6 +663,7 @@ static int set_up(struct session *session, int *failed_status)
 		session->resolver.event_blocked_ns = options->event->off_cpu;
 		session->resolver.event_bytes = options->event->page_sized ? (uint64_t)sysconf(_SC_PAGESIZE) : 0;
 	}
+	session->resolver.memory_deltas = options->mode == SESSION_MODE_MEMORY;
 	if (!err)
 		err = open_budget(session);
 	if (!err && (options->native_frames || options->native_stacks)) {
@@ -738,7 +741,14 @@ static int set_up(struct session *session, int *failed_status)
 const char *session_mode_name(enum session_mode mode)
 {
 	/* A stack dump is one pass of the wall sampler, gil mode the wall sampler kept to GIL holders. */
-	return mode == SESSION_MODE_CPU ? "cpu" : "wall";
+	return mode == SESSION_MODE_CPU || mode == SESSION_MODE_EXCEPTION ? "cpu"
+	       : mode == SESSION_MODE_MEMORY				  ? "memory"
+									  : "wall";
+}
+
+bool session_mode_on_ticks(enum session_mode mode)
+{
+	return mode == SESSION_MODE_CPU || mode == SESSION_MODE_MEMORY || mode == SESSION_MODE_EXCEPTION;
 }
 
 
@@ -794,7 +804,7 @@ static void start_overhead_budget(struct session *session)
 			 : session->system_wide || options->push_url ? OVERHEAD_BUDGET_DEFAULT_PCT
 								      : 0;
 
-	session->overhead_on = percent > 0 && options->mode == SESSION_MODE_CPU;
+	session->overhead_on = percent > 0 && session_mode_on_ticks(options->mode);
 	if (options->max_overhead_given && percent > 0 && !session->overhead_on && !options->quiet)
 		report_error("warning: --max-overhead applies to cpu mode only (%s mode's passes are paced by -F)",
 			     options->mode == SESSION_MODE_GIL ? "gil" : "wall");

@@ -44,6 +44,12 @@ enum session_mode {
 	 * (session/stacks_print.h) instead of written to files. */
 	SESSION_MODE_STACKS = 2,
 	SESSION_MODE_GIL = 3,
+	/* A tick of a running thread, as cpu mode, weighing its process's resident memory change
+	 * since the thread's previous tick (bytes, + grown, - released) instead of time. */
+	SESSION_MODE_MEMORY = 4,
+	/* A tick of a running thread, as cpu mode, kept only while the thread raises an exception
+	 * or handles one. */
+	SESSION_MODE_EXCEPTION = 5,
 };
 
 struct session_options {
@@ -87,8 +93,11 @@ struct session_options {
 	const struct session_view *view; /* NULL: none */
 };
 
-/* "cpu", "wall" (a stack dump samples as wall does). */
+/* Austin's name for the mode: "cpu" (exception mode's samples are cpu ticks), "memory", "wall"
+ * (a stack dump samples as wall does, gil mode is the wall sampler kept to GIL holders). */
 const char *session_mode_name(enum session_mode mode);
+/* Whether the mode samples on the perf events (the cpu-clock or --event), not the wall iterator. */
+bool session_mode_on_ticks(enum session_mode mode);
 
 /* Runs to the end; returns the process exit status (util/exit_status.h: the launched
  * command's own, in launch mode, unless the profiler failed). */

@@ -77,6 +77,7 @@ struct session {
 	bool viewer_quit;            /* the live view's user quit (q): a command it launched ends with it */
 	bool system_wide;
 	bool python_version_written;
+	bool exceptions_unknown_said;  /* --mode exception met a version whose exception state is not known */
 	/* --max-overhead, when on (overhead_on): every target's stride and what it did. */
 	bool overhead_on;
 	struct overhead_budget overhead;

@@ -164,6 +164,8 @@ static uint32_t status_of(const struct pbp_record *record)
 		status |= PF_STATUS_GIL_REQUESTED;
 	if (record->flags & PBP_REC_GC)
 		status |= PF_STATUS_GC;
+	if (record->flags & PBP_REC_EXCEPTION)
+		status |= PF_STATUS_HAS_EXCEPTION;
 	if (record->tid == record->pid)
 		status |= PF_STATUS_MAIN_THREAD;
 	if (record->flags & PBP_REC_NO_TSTATE)
@@ -565,6 +567,10 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 			sample->metrics |= PF_METRIC_MEMORY;
 			sample->memory = (int64_t)(sample->count * resolver->event_bytes);
 		}
+	}
+	if (resolver->memory_deltas) {
+		sample->metrics = PF_METRIC_MEMORY;
+		sample->memory = record->rss_delta;
 	}
 }
 

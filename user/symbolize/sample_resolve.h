@@ -75,6 +75,8 @@ struct sample_resolver {
 	uint64_t event_bytes;
 	/* --event off-cpu: a sample is one block, its count the nanoseconds blocked (the record's blocked_ns). */
 	bool event_blocked_ns;
+	/* Memory mode: a sample weighs its record's rss_delta in bytes, not time. */
+	bool memory_deltas;
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
 	const char **kernel_name_of;          /* by address id: its name in kernel_names */

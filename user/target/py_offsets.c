@@ -109,6 +109,9 @@ enum debug_field {
 	DBG_SET_MASK,
 	DBG_LONG_LV_TAG,
 	DBG_LONG_OB_DIGIT,
+	DBG_TSTATE_CURRENT_EXCEPTION,
+	DBG_TSTATE_EXC_STATE,
+	DBG_ERR_STACKITEM_EXC_VALUE,
 	DBG_FIELD_COUNT,
 };
 struct debug_layout {
@@ -229,6 +232,16 @@ static int decode_debug_offsets(const void *blob, size_t len, struct debug_decod
 	return check_plausible(dec, err_text, err_len);
 }
 
+/* A pointer-sized thread state member at the field's offset (the target's own figure), PY_OFF_NONE
+ * where the version names none or puts it past the structure's end. */
+static uint32_t tstate_member(const struct debug_decoded *dec, enum debug_field field, uint64_t plus)
+{
+	if (!dec->present[field] || plus >= DEBUG_OFFSET_LIMIT ||
+	    dec->value[field] + plus + sizeof(uint64_t) > dec->value[DBG_TSTATE_SIZE])
+		return PY_OFF_NONE;
+	return (uint32_t)(dec->value[field] + plus);
+}
+
 static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *out)
 {
 	const uint64_t *v = dec->value;
@@ -288,6 +301,18 @@ static void fill_from_debug(const struct debug_decoded *dec, struct py_offsets *
 										 : PY_OFF_NONE,
 		.tstate_datastack_top = dec->present[DBG_TSTATE_DATASTACK_CHUNK] ? (uint32_t)v[DBG_TSTATE_DATASTACK_CHUNK] + 8
 									       : PY_OFF_NONE,
+		/* 3.15+ name the raised exception and the thread state's own exception stack item, which
+		 * CPython's sampler reads too (an except block run by a generator or coroutine has an
+		 * item of its own, not seen); before, none: exception mode keeps nothing. */
+		.tstate_raised = tstate_member(dec, DBG_TSTATE_CURRENT_EXCEPTION, 0),
+		.tstate_exc_info = PY_OFF_NONE,
+		.exc_item_value = dec->present[DBG_ERR_STACKITEM_EXC_VALUE]
+					  ? tstate_member(dec, DBG_TSTATE_EXC_STATE, v[DBG_ERR_STACKITEM_EXC_VALUE])
+					  : PY_OFF_NONE,
+		.type_flags = dec->present[DBG_TYPE_TP_FLAGS] && v[DBG_TYPE_TP_FLAGS] < DEBUG_OFFSET_LIMIT
+				      ? (uint32_t)v[DBG_TYPE_TP_FLAGS]
+				      : PY_OFF_NONE,
+		.exc_handled_flag = PY_TPFLAGS_BASE_EXC_SUBCLASS,
 	};
 }
 

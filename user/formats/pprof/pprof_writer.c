@@ -499,7 +499,9 @@ static int build_samples(struct pprof_writer *writer, struct pprof_message *mess
 static int build_value_types(struct pprof_writer *writer, struct pprof_message *message)
 {
 	bool timed = writer->metrics_seen & PF_METRIC_TIME;
-	const char *kind = timed ? (writer->mode[0] ? writer->mode : "cpu") : "space";
+	/* Memory mode's bytes are signed (+ grown, - released), not what pprof's "space" allocated. */
+	bool memory_mode = !writer->event[0] && !strcmp(writer->mode, "memory");
+	const char *kind = timed ? (writer->mode[0] ? writer->mode : "cpu") : memory_mode ? "memory" : "space";
 	int64_t names[5] = { string_index(writer, writer->event[0] ? writer->event : "samples"),
 			     string_index(writer, writer->event_ns ? "nanoseconds" : "count"), string_index(writer, kind),
 			     string_index(writer, timed ? "nanoseconds" : "bytes"), 0 };
