@@ -651,11 +651,12 @@ static void print_parser_summary(const struct session *session)
 	fprintf(stderr, "pybpfprof: parser worker: %" PRIu64 " files read, %" PRIu64 " bad (%" PRIu64
 			" lost to a worker that died, %" PRIu64 " overran, %" PRIu64 " past its memory); %" PRIu64
 			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room; %" PRIu64
-			" debug file candidates refused (not a regular file)\n",
+			" debug file candidates refused (not a regular file); maps: %" PRIu64 " reads asked of the maps thread, %"
+			PRIu64 " taken from it, %" PRIu64 " read on the draining thread\n",
 		stats.files_loaded, stats.files_bad, stats.worker_lost_files - stats.worker_timeouts,
 		stats.worker_timeouts, stats.worker_out_of_memory, stats.worker_starts,
 		stats.worker_starts == 1 ? "" : "s", stats.worker_start_failures ? " (some failed)" : "", held,
-		stats.tables_evicted, stats.debug_candidates_refused);
+		stats.tables_evicted, stats.debug_candidates_refused, stats.maps_asked, stats.maps_adopted, stats.maps_read_here);
 }
 
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */
@@ -911,10 +912,13 @@ static void print_drain_summary(const struct session *session)
 
 		native_stacks_maps_stats(session, &maps);
 		fprintf(stderr, "pybpfprof: maps thread: %" PRIu64 " reads asked (%" PRIu64 " more served by one on its way), %"
-				PRIu64 " applied (%" PRIu64 " for processes changed since), %" PRIu64 " put off, at most %"
-				PRIu64 " on their way; %.2f s reading, %.1f ms from ask to answer at most\n",
-			maps.asked, maps.merged, maps.applied, maps.cancelled, maps.put_off, maps.peak_asked,
-			(double)maps.busy_us / 1e6, (double)maps.max_wait_us / 1e3);
+				PRIu64 " applied (%" PRIu64 " for processes changed since), %" PRIu64 " put off, %" PRIu64
+				" put off past %d reads a second of one process, at most %" PRIu64
+				" on their way; %.2f s reading, %.1f ms from ask to answer at most; %" PRIu64
+				" processes given new tables without a read\n",
+			maps.asked, maps.merged, maps.applied, maps.cancelled, maps.put_off, maps.paced,
+			NATIVE_MAPS_READS_PER_PID_PER_S, maps.peak_asked, (double)maps.busy_us / 1e6,
+			(double)maps.max_wait_us / 1e3, maps.patched);
 	}
 	if (!found.asked[0] && !found.asked[1])
 		return;
