@@ -186,6 +186,9 @@ int report_open_writers(struct session *session)
 	options.compression_level = session->options->compression_level;
 	options.flush_interval_ms = FLUSH_EVERY_MS;
 	options.private_file = session->system_wide; /* every user's paths and function names */
+	/* a Tachyon file's tables stay for the run: half the target budget at most */
+	options.tables_max_bytes = (session->options->target_budget_bytes ? session->options->target_budget_bytes
+									  : TARGET_BUDGET_DEFAULT_BYTES) / 2;
 	if (session->options->window_s > 0 && !session->options->push_url && !session->window_index)
 		session->window_index = 1;
 	for (size_t i = 0; i < session->options->output_count; i++) {
@@ -811,15 +814,20 @@ static void print_budget_summary(const struct session *session, const uint64_t c
 	struct symbolize_py_stats python;
 	uint64_t swept = bpf_sampler_reconciled_count(session->sampler);
 
+	uint64_t frames_past_budget = 0;
+
+	for (size_t i = 0; i < session->writer_count; i++)
+		frames_past_budget += pf_writer_frames_past_budget(session->writers[i]);
 	symbolize_py_cache_stats(session->resolver.python, &python);
 	if (!counters[PBP_CNT_PROC_EVENTS_LOST] && !swept && !session->targets.forgotten && !python.evicted &&
-	    !python.lines_over_budget && !python.names_over_budget)
+	    !python.lines_over_budget && !python.names_over_budget && !frames_past_budget)
 		return;
 	fprintf(stderr, "pybpfprof: budgets: %" PRIu64 " process notices lost, %" PRIu64 " stale BPF entries swept, "
 			"%" PRIu64 " exited processes forgotten; code objects: %" PRIu64 " evicted, %" PRIu64
-			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held\n",
+			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held, %" PRIu64
+			" frames written past their bound\n",
 		counters[PBP_CNT_PROC_EVENTS_LOST], swept, session->targets.forgotten, python.evicted,
-		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024);
+		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024, frames_past_budget);
 }
 
 /* -v: the one budget of what targets make us hold (util/target_budget.h), store by store. */
