@@ -301,9 +301,21 @@ static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
 
 void symbolize_native_adopt_maps(struct symbolize_native *symbolizer, pid_t pid, struct proc_maps *maps)
 {
+	struct pid_maps *slot = NULL;
 	bool made;
-	struct pid_maps *slot = slot_of(symbolizer, pid, &made);
 
+	for (size_t i = 0; i < symbolizer->pid_count && !slot; i++)
+		if (symbolizer->pids[i].pid == pid)
+			slot = &symbolizer->pids[i];
+	/* Maps of a process not being named take a free slot, never one in use: every process's
+	 * read coming here would otherwise evict the processes being named, whose maps would be
+	 * asked for again, and so on. */
+	if (!slot && symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS) {
+		proc_maps_free(maps);
+		return;
+	}
+	if (!slot)
+		slot = slot_of(symbolizer, pid, &made);
 	proc_maps_free(&slot->maps);
 	slot->maps = *maps;
 	*maps = (struct proc_maps){ 0 };
