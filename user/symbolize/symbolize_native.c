@@ -30,6 +30,9 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
 
 /* Processes whose maps are kept; beyond this the oldest is dropped (and read again if needed). */
 #define SYMBOLIZE_NATIVE_MAX_PIDS 64
+/* Mappings kept, all processes together (some 100 bytes each): a process may map 65,000 files,
+ * and maps read for processes not being named are only kept below this. */
+#define SYMBOLIZE_NATIVE_MAX_HELD_MAPPINGS ((size_t)1 << 16)
 /*
  * A miss (an address in no known mapping: a library loaded since) re-reads the maps: the first
  * SYMBOLIZE_NATIVE_REREAD_BURST at once, so that the pcs of a library a program has just loaded
@@ -86,6 +89,7 @@ struct mapped_file {
 struct symbolize_native {
 	struct pid_maps pids[SYMBOLIZE_NATIVE_MAX_PIDS];
 	size_t pid_count;
+	size_t held_mappings; /* in pids' maps */
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
 	/* files by identity, open addressing: every pc of every sample finds its file here */
@@ -220,13 +224,52 @@ pid_t symbolize_native_worker_pid(struct symbolize_native *symbolizer)
 	return symbolizer->loader ? native_symbol_loader_worker_pid(symbolizer->loader) : 0;
 }
 
+static void drop_slot(struct symbolize_native *symbolizer, size_t index)
+{
+	symbolizer->held_mappings -= symbolizer->pids[index].maps.count;
+	proc_maps_free(&symbolizer->pids[index].maps);
+	symbolizer->pids[index] = symbolizer->pids[--symbolizer->pid_count];
+}
+
+/* The least recently used slot but pid's, or -1. */
+static ssize_t least_recent_slot(const struct symbolize_native *symbolizer, pid_t keep)
+{
+	ssize_t oldest = -1;
+
+	for (size_t i = 0; i < symbolizer->pid_count; i++)
+		if (symbolizer->pids[i].pid != keep &&
+		    (oldest < 0 || symbolizer->pids[i].used < symbolizer->pids[oldest].used))
+			oldest = (ssize_t)i;
+	return oldest;
+}
+
+/* slot's maps are now maps (taken); past the bound on mappings kept the least recently used
+ * other processes' go. slot's place may change: pid's slot, found again. */
+static struct pid_maps *set_maps(struct symbolize_native *symbolizer, struct pid_maps *slot, struct proc_maps *maps)
+{
+	pid_t pid = slot->pid;
+	ssize_t oldest;
+
+	symbolizer->held_mappings -= slot->maps.count;
+	proc_maps_free(&slot->maps);
+	slot->maps = *maps;
+	*maps = (struct proc_maps){ 0 };
+	symbolizer->held_mappings += slot->maps.count;
+	while (symbolizer->held_mappings > SYMBOLIZE_NATIVE_MAX_HELD_MAPPINGS &&
+	       (oldest = least_recent_slot(symbolizer, pid)) >= 0)
+		drop_slot(symbolizer, (size_t)oldest);
+	for (size_t i = 0; i < symbolizer->pid_count; i++)
+		if (symbolizer->pids[i].pid == pid)
+			return &symbolizer->pids[i];
+	return NULL; /* not reached: pid's slot is never dropped here */
+}
+
 void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
 {
 	for (size_t i = 0; i < symbolizer->pid_count; i++) {
 		if (symbolizer->pids[i].pid != pid)
 			continue;
-		proc_maps_free(&symbolizer->pids[i].maps);
-		symbolizer->pids[i] = symbolizer->pids[--symbolizer->pid_count];
+		drop_slot(symbolizer, i);
 		return;
 	}
 }
@@ -255,15 +298,8 @@ static struct pid_maps *slot_of(struct symbolize_native *symbolizer, pid_t pid, 
 	for (size_t i = 0; i < symbolizer->pid_count; i++)
 		if (symbolizer->pids[i].pid == pid)
 			return &symbolizer->pids[i];
-	if (symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS) {
-		size_t oldest = 0;
-
-		for (size_t i = 1; i < symbolizer->pid_count; i++)
-			if (symbolizer->pids[i].used < symbolizer->pids[oldest].used)
-				oldest = i;
-		proc_maps_free(&symbolizer->pids[oldest].maps);
-		symbolizer->pids[oldest] = symbolizer->pids[--symbolizer->pid_count];
-	}
+	if (symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS)
+		drop_slot(symbolizer, (size_t)least_recent_slot(symbolizer, 0));
 	slot = &symbolizer->pids[symbolizer->pid_count++];
 	*slot = (struct pid_maps){ .pid = pid, .reread_due_ms = clock_monotonic_ms() };
 	*made = true;
@@ -292,9 +328,12 @@ static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
 		return slot;
 	/* Unreadable maps (the process has exited: its last samples drain after it) are kept
 	 * as empty, so that they are tried again at the re-read pace, not once per sample. */
+	struct proc_maps read;
+
 	symbolizer->maps_read_here++;
-	if (proc_maps_read(pid, &slot->maps) < 0)
-		slot->maps = (struct proc_maps){ 0 };
+	if (proc_maps_read(pid, &read) < 0)
+		read = (struct proc_maps){ 0 };
+	slot = set_maps(symbolizer, slot, &read);
 	read_exe_identity(slot);
 	return slot;
 }
@@ -307,18 +346,17 @@ void symbolize_native_adopt_maps(struct symbolize_native *symbolizer, pid_t pid,
 	for (size_t i = 0; i < symbolizer->pid_count && !slot; i++)
 		if (symbolizer->pids[i].pid == pid)
 			slot = &symbolizer->pids[i];
-	/* Maps of a process not being named take a free slot, never one in use: every process's
-	 * read coming here would otherwise evict the processes being named, whose maps would be
-	 * asked for again, and so on. */
-	if (!slot && symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS) {
+	/* Maps of a process not being named take a free slot and room, never those in use:
+	 * every process's read coming here would otherwise evict the processes being named,
+	 * whose maps would be asked for again, and so on. */
+	if (!slot && (symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS ||
+		      symbolizer->held_mappings + maps->count > SYMBOLIZE_NATIVE_MAX_HELD_MAPPINGS)) {
 		proc_maps_free(maps);
 		return;
 	}
 	if (!slot)
 		slot = slot_of(symbolizer, pid, &made);
-	proc_maps_free(&slot->maps);
-	slot->maps = *maps;
-	*maps = (struct proc_maps){ 0 };
+	slot = set_maps(symbolizer, slot, maps);
 	slot->awaited = false;
 	slot->used = ++*symbolizer->clock;
 	read_exe_identity(slot);
@@ -680,8 +718,7 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 
 		symbolizer->maps_read_here++;
 		if (proc_maps_read(pid, &fresh) == 0) {
-			proc_maps_free(&maps->maps);
-			maps->maps = fresh;
+			maps = set_maps(symbolizer, maps, &fresh);
 			read_exe_identity(maps);
 			map = mapping_at(&maps->maps, ip);
 		}
