@@ -333,6 +333,41 @@ static void cache_is_bounded(void **state)
 	py_runtime_file_cache_free(cache);
 }
 
+/*
+ * Past its capacity the cache drops the verdicts least recently used: a file every lookup
+ * comes back to (the host's libc, libpython) stays while a stream of others (an attacker's
+ * thousands of files) goes through the rest, and is examined once.
+ */
+static void verdicts_in_use_stay(void **state)
+{
+	struct py_runtime_file_cache *cache;
+	struct py_runtime_file_stats stats;
+	struct file_ids ids = { .count = 0 };
+	struct py_runtime_file file;
+	struct proc_maps maps;
+	const struct proc_map *hot = NULL;
+
+	(void)state;
+	note_files(getpid(), &ids);
+	assert_true(ids.count >= 4);
+	assert_int_equal(py_runtime_file_cache_new(&cache, 2), 0);
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	for (size_t i = 0; i < maps.count; i++) {
+		if (maps.maps[i].path[0] != '/' || !strchr(maps.maps[i].perms, 'x'))
+			continue;
+		if (!hot)
+			hot = &maps.maps[i];
+		assert_int_equal(py_runtime_file_lookup(cache, getpid(), &maps.maps[i], &file), 0);
+		assert_int_equal(py_runtime_file_lookup(cache, getpid(), hot, &file), 0);
+	}
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.files, 2);
+	assert_int_equal(stats.examined, ids.count);
+	assert_int_equal(stats.evicted, ids.count - 2);
+	proc_maps_free(&maps);
+	py_runtime_file_cache_free(cache);
+}
+
 /* ---- namespaces and cgroups ---- */
 
 /* The first child of pid (/proc/PID/task/PID/children), waiting for it; 0 if none came. */
@@ -724,6 +759,7 @@ int main(void)
 		cmocka_unit_test(non_python_processes_cost_one_examination_per_file),
 		cmocka_unit_test(python_files_are_examined_once),
 		cmocka_unit_test(cache_is_bounded),
+		cmocka_unit_test(verdicts_in_use_stay),
 		cmocka_unit_test(identity_of_ourselves),
 		cmocka_unit_test(container_of_cgroup_lines),
 		cmocka_unit_test(identity_in_a_new_pid_namespace),

@@ -566,6 +566,121 @@ static void churning_mappers_leave_the_drain_free(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/*
+ * The mapping hoarder, as nobody: one tiny ELF mapped executable 20,000 times (each mapping a
+ * line of /proc/PID/maps: a read of them costs tens to hundreds of ms), then a child forked
+ * every quarter second, each a new target with all those mappings, computing CRCs in libz
+ * (a native frame to name) for 0.4 s. Its pid once mapped.
+ */
+static const char hoarder_source[] =
+	"import ctypes, mmap, os, struct, sys, time, zlib\n"
+	"libc = ctypes.CDLL(None, use_errno=True)\n"
+	"libc.mmap.restype = ctypes.c_void_p\n"
+	"libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)\n"
+	"elf = bytearray(4096)\n"
+	"elf[0:64] = struct.pack('<4sBBBBB7xHHIQQQIHHHHHH', b'\\x7fELF', 2, 1, 1, 0, 0, 3, 62, 1, 0, 64, 0, 0, 64, 56, 1, 64, 0, 0)\n"
+	"elf[64:120] = struct.pack('<IIQQQQQQ', 1, 5, 0, 0, 0, 4096, 4096, 4096)\n"
+	"name = os.path.join(sys.argv[1], 'libhoard.so')\n"
+	"with open(name, 'wb') as f: f.write(elf)\n"
+	"fd = os.open(name, os.O_RDONLY)\n"
+	"for _ in range(20000):\n"
+	"    if libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_EXEC, mmap.MAP_PRIVATE, fd, 0) in (None, 2**64 - 1):\n"
+	"        sys.exit('mmap: %d' % ctypes.get_errno())\n"
+	"os.close(fd)\n"
+	"data = b'h' * (1 << 20)\n"
+	"def hoard_crc(seconds):\n"
+	"    end = time.time() + seconds\n"
+	"    while time.time() < end: zlib.crc32(data)\n"
+	"print(os.getpid(), flush=True)\n"
+	"while True:\n"
+	"    child = os.fork()\n"
+	"    if child == 0:\n"
+	"        hoard_crc(0.4)\n"
+	"        os._exit(0)\n"
+	"    time.sleep(0.25)\n"
+	"    os.waitpid(child, 0)\n";
+
+/* The -v summary's maps counts of the symbolizer: asked of the maps thread, taken from it, read
+ * on the draining thread. */
+static bool read_symbolizer_maps(const char *log, uint64_t counts[3])
+{
+	char line[2048];
+	FILE *file = fopen(log, "r");
+	bool found = false;
+
+	assert_non_null(file);
+	while (!found && fgets(line, sizeof(line), file)) {
+		const char *maps = strstr(line, "; maps: ");
+
+		found = strncmp(line, "pybpfprof: parser worker: ", 26) == 0 && maps &&
+			sscanf(maps, "; maps: %" SCNu64 " reads asked of the maps thread, %" SCNu64
+				     " taken from it, %" SCNu64 " read on the draining thread",
+			       &counts[0], &counts[1], &counts[2]) == 3;
+	}
+	fclose(file);
+	return found;
+}
+
+static bool has_named_crc(const struct pf_sample *sample, const void *unused)
+{
+	(void)unused;
+	return has_frame_named(sample, "hoard_crc") && has_frame_named(sample, "crc32_z");
+}
+
+/*
+ * nobody's processes each map 20,000 files; they are profiled with their children. Every
+ * child's maps are read on the maps thread, and the loop that drains the ring takes them from
+ * there instead of reading each child's 20,000 lines itself (which held it some 200 ms a child).
+ * The names do not suffer: the children's libz frames are named, their records waiting for
+ * the read (the most loaded run here named 100%; half is asked).
+ */
+static void mapping_hoarders_are_read_off_the_drain(void **state)
+{
+	char dir[64], command[1024], profile[128], log[128], script[128], pid_text[16];
+	char *argv[] = { (char *)pybpfprof_binary(), "-v", "-C", "-p", pid_text, "-d", "8", "-o", profile, NULL };
+	uint64_t maps[3];
+	size_t crc_samples, named;
+	pid_t attacker_pid;
+	FILE *attacker, *out;
+	long peak;
+	int status;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(profile, "%s/out.mojo", dir);
+	FORMAT(log, "%s/profiler.log", dir);
+	FORMAT(script, "%s/hoard.py", dir);
+	out = fopen(script, "w");
+	assert_non_null(out);
+	assert_true(fputs(hoarder_source, out) >= 0);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(chmod(script, 0644), 0);
+	/* raised, so that a loaded host still gives its children the CPU (and samples) to judge by */
+	FORMAT(command, "exec setsid nice -n -10 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 %s %s",
+	       script, dir);
+	attacker = test_popen_ready(command, &attacker_pid);
+	FORMAT(pid_text, "%d", (int)attacker_pid);
+	status = test_run_watching_peak_rss(argv, log, &peak);
+	kill(-attacker_pid, SIGKILL);
+	pclose(attacker);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	if (!read_symbolizer_maps(log, maps))
+		fail_msg("no symbolizer maps counts in %s", log);
+	crc_samples = samples_with_frame(profile, "hoard_crc");
+	named = test_count_samples(profile, has_named_crc, NULL);
+	print_message("maps: %" PRIu64 " asked of the maps thread, %" PRIu64 " taken, %" PRIu64
+		      " read on the draining thread; %zu of %zu CRC samples named; peak RSS %ld KiB\n",
+		      maps[0], maps[1], maps[2], named, crc_samples, peak);
+	assert_int_equal(maps[2], 0);
+	assert_true(maps[1] > 0);
+	assert_true(crc_samples >= 100);
+	assert_true(named * 2 >= crc_samples);
+	assert_true(peak < PEAK_RSS_LIMIT_KIB);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +690,7 @@ int main(void)
 		cmocka_unit_test(note_bomb_costs_the_profiler_nothing),
 		cmocka_unit_test(sparse_files_cost_the_profiler_nothing),
 		cmocka_unit_test(churning_mappers_leave_the_drain_free),
+		cmocka_unit_test(mapping_hoarders_are_read_off_the_drain),
 	};
 
 	if (getenv("TEST_FILTER"))

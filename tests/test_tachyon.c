@@ -1288,6 +1288,80 @@ static void test_many_threads_still_read(void **unused)
 	free(path);
 }
 
+/*
+ * A whole-host run sees thousands of short processes, each with names of its own (a hostile
+ * one makes up as many as it likes). The writer forgets an exited process's threads, and its
+ * string and frame tables (which stay for the file's end) stop at their bound: frames new past
+ * it are written as one stand-in frame. The file still reads back whole, and a tid that comes
+ * back in another process reads with its own stack and time.
+ */
+static void test_exited_processes_tables_bounded(void **unused)
+{
+	enum { PROCESSES = 3000, NAME_LEN = 1000, BOUND = 1 << 20 };
+	char *path = tmp_path("exited.bin");
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+	const struct pf_writer_ops *wops;
+	const struct pf_reader_ops *ops;
+	struct pf_sample sample;
+	struct pf_frame frames[3];
+	char names[3][NAME_LEN + 32], err[256];
+	size_t count = 0, held, peak = 0, stand_ins = 0, first_named = 0;
+	void *state;
+	int fd, got;
+
+	(void)unused;
+	options.tables_max_bytes = BOUND;
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(tachyon_writer_create(fd, &options, &state, &wops), 0);
+	assert_non_null(wops->forget_pid);
+	for (uint32_t p = 0; p < PROCESSES; p++) {
+		/* one tid for them all: each process's thread comes back as another's */
+		struct pf_sample one = { .pid = 100 + p, .tid = 7, .timestamp_us = 1000 + 10 * (uint64_t)p,
+					 .metrics = PF_METRIC_TIME, .time_us = 1000, .frame_count = 3, .frames = frames };
+
+		for (int f = 0; f < 3; f++) {
+			snprintf(names[f], sizeof(names[f]), "p%u_f%d_", p, f);
+			memset(names[f] + strlen(names[f]), 'x', NAME_LEN);
+			names[f][NAME_LEN] = 0;
+			frames[f] = pf_frame_unlocated(PF_FRAME_PYTHON, "short.py", names[f]);
+		}
+		assert_int_equal(wops->add_sample(state, &one), 0);
+		assert_int_equal(wops->forget_pid(state, one.pid), 0);
+		held = wops->held_bytes(state);
+		peak = held > peak ? held : peak;
+	}
+	assert_int_equal(wops->finish(state), 0);
+	wops->destroy(state);
+	close(fd);
+	print_message("tables held at most %zu bytes for %d processes of 3 frames of %d bytes\n", peak, PROCESSES,
+		      NAME_LEN);
+	/* the bound, one doubling of a table past it, and the threads' few bytes */
+	assert_true(peak < 3 * BOUND);
+
+	fd = open(path, O_RDONLY);
+	assert_int_equal(tachyon_reader_create(fd, &state, &ops, err, sizeof(err)), 0);
+	while ((got = ops->next_sample(state, &sample)) > 0) {
+		assert_int_equal(sample.frame_count, 3);
+		assert_int_equal(sample.timestamp_us, 1000 + 10 * count);
+		if (!strcmp(sample.frames[0].name, "<frames past the output tables' budget>"))
+			stand_ins++;
+		else if (!strncmp(sample.frames[0].name, "p", 1) &&
+			 (unsigned)atoi(sample.frames[0].name + 1) == count && strstr(sample.frames[0].name, "_f0_"))
+			first_named++;
+		count++;
+	}
+	assert_int_equal(got, 0);
+	ops->destroy(state);
+	close(fd);
+	assert_int_equal(count, PROCESSES);
+	/* every sample either named as written or as the stand-in, most past the bound */
+	assert_int_equal(first_named + stand_ins, PROCESSES);
+	assert_true(first_named > 0);
+	assert_true(stand_ins > PROCESSES / 2);
+	free(path);
+}
+
 /* A thread's first sample (depth frames of frame 0), then one REPEAT of it count times. */
 static size_t repeat_flood(uint8_t *raw, uint32_t depth, uint64_t count)
 {
@@ -1368,6 +1442,7 @@ int main(void)
 		cmocka_unit_test(test_dump_bad_file),
 		cmocka_unit_test(test_crafted_thread_flood),
 		cmocka_unit_test(test_many_threads_still_read),
+		cmocka_unit_test(test_exited_processes_tables_bounded),
 		cmocka_unit_test(test_crafted_repeat_flood),
 	};
 

@@ -605,6 +605,11 @@ size_t pf_writer_held_bytes(const struct pf_writer *writer)
 	return writer->ops && writer->ops->held_bytes ? writer->ops->held_bytes(writer->state) : 0;
 }
 
+uint64_t pf_writer_frames_past_budget(const struct pf_writer *writer)
+{
+	return writer->ops && writer->ops->frames_past_budget ? writer->ops->frames_past_budget(writer->state) : 0;
+}
+
 int pf_writer_flush(struct pf_writer *writer)
 {
 	int err = writer->ops->flush(writer->state);

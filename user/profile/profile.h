@@ -125,6 +125,7 @@ struct pf_writer_options {
 	int compression_level;    /* Tachyon: zstd level 1-22; 0 = no compression */
 	bool private_file;        /* 0600 instead of 0644 minus umask: it holds every user's names */
 	unsigned flush_interval_ms; /* streaming writers: at least this often the file is readable (0 = 1000) */
+	size_t tables_max_bytes;  /* Tachyon: what its run-long string and frame tables may hold (0: 32 MiB) */
 };
 #define PF_WRITER_OPTIONS_DEFAULT                                                     \
 	{ .compression_level = PF_COMPRESSION_LEVEL_DEFAULT, .private_file = false, \
@@ -211,6 +212,8 @@ int pf_writer_add_sample(struct pf_writer *writer, const struct pf_sample *sampl
 int pf_writer_forget_pid(struct pf_writer *writer, uint32_t pid);
 /* Bytes the writer holds for the processes it has seen and not forgotten. */
 size_t pf_writer_held_bytes(const struct pf_writer *writer);
+/* Frames written as a stand-in past the writer's bound on its tables (Tachyon's). */
+uint64_t pf_writer_frames_past_budget(const struct pf_writer *writer);
 /* Make everything written so far readable on disk (MOJO: flush; Tachyon: checkpoint);
  * once samples are in, the file then takes its final name. */
 int pf_writer_flush(struct pf_writer *writer);
@@ -264,6 +267,8 @@ struct pf_writer_ops {
 	int (*forget_pid)(void *state, uint32_t pid);
 	/* Optional: bytes held for the processes seen (what forget_pid gives back). */
 	size_t (*held_bytes)(const void *state);
+	/* Optional: frames written as a stand-in, past the writer's bound on its tables. */
+	uint64_t (*frames_past_budget)(const void *state);
 	int (*flush)(void *state);
 	int (*finish)(void *state);   /* write trailer; the file descriptor stays open */
 	void (*destroy)(void *state); /* free everything; never touches the file */

@@ -145,7 +145,8 @@ static bool names_pending(struct session *session, const struct pbp_record *reco
 	uint64_t pcs[UNWIND_MAX_FRAMES + 1];
 	size_t count;
 
-	if (!session->resolver.native || size < sizeof(*record) || record->native_frame_count == 0)
+	/* (a walk that stopped at once still has its leaf named) */
+	if (!session->resolver.native || size < sizeof(*record) || (record->native_frame_count == 0 && !record->user_ip))
 		return false;
 	count = record_pcs(record, size, pcs, ARRAY_SIZE(pcs));
 	return count && symbolize_native_names_pending(session->resolver.native, (pid_t)record->pid, pcs, count);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "sampler/unwind_maps.h"
+#include "symbolize/symbolize_native.h"
 #include "target/launch_files.h"
 #include "target/stack_copy_unwind.h"
 #include "target/vdso.h"
@@ -38,6 +39,9 @@
 /* Reads done and not yet applied, at most: the thread waits for the loop past it, which bounds
  * the descriptors held to this many reads' (and the one being read). */
 #define MAPS_READS_DONE_MAX 2
+/* Processes whose reads are counted: a pid's count shares its slot with pids of the same hash
+ * (a collision only puts a read off sooner). */
+#define MAPS_READ_PACE_SLOTS 1024
 
 /* One read of a process's maps, asked by the loop, read by the thread. */
 struct maps_read {
@@ -68,6 +72,13 @@ struct maps_reader {
 	size_t asked_count, asked_capacity;
 };
 
+/* The reads asked of one process in the second that began at second_ms. */
+struct maps_read_pace {
+	pid_t pid;
+	uint32_t reads;
+	uint64_t second_ms;
+};
+
 struct native_stacks {
 	struct unwind_cache *cache;
 	struct unwind_maps *maps;
@@ -78,6 +89,7 @@ struct native_stacks {
 	struct maps_reader reader;
 	struct native_maps_stats maps_stats;
 	uint64_t read_waits;       /* walks native_stacks_table_at told to wait for a read on its way */
+	struct maps_read_pace pace[MAPS_READ_PACE_SLOTS];
 };
 
 static int upload_table(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
@@ -157,6 +169,17 @@ static void maps_read_free(struct maps_read *read)
 	free(read);
 }
 
+static bool ask_read(struct native_stacks *native, pid_t pid, bool for_walk, bool paced);
+
+/* The symbolizer's maps source (symbolize_native_set_maps_source): its reads are this thread's,
+ * paced as a sample's. */
+static int ask_read_for_names(void *context, pid_t pid)
+{
+	struct session *session = context;
+
+	return ask_read(session->native, pid, false, true) ? 1 : 0;
+}
+
 int native_stacks_read_in_background(struct session *session)
 {
 	struct native_stacks *native = session->native;
@@ -180,6 +203,9 @@ int native_stacks_read_in_background(struct session *session)
 		return err;
 	}
 	reader->started = true;
+	/* the symbolizer names pcs on the draining thread: it reads no maps there either */
+	if (session->resolver.native)
+		symbolize_native_set_maps_source(session->resolver.native, ask_read_for_names, session);
 	return 0;
 }
 
@@ -215,8 +241,22 @@ static struct maps_read *read_asked(const struct native_stacks *native, pid_t pi
 	return NULL;
 }
 
-/* Asks the thread to read pid's maps (a read already asked serves); false when it could not. */
-static bool ask_read(struct native_stacks *native, pid_t pid, bool for_walk)
+/* Whether pid may have one more read this second (counted if so). */
+static bool read_within_pace(struct native_stacks *native, pid_t pid, uint64_t now_ms)
+{
+	struct maps_read_pace *pace = &native->pace[(uint32_t)pid * 2654435761u % MAPS_READ_PACE_SLOTS];
+
+	if (pace->pid != pid || now_ms - pace->second_ms >= 1000)
+		*pace = (struct maps_read_pace){ .pid = pid, .second_ms = now_ms };
+	if (pace->reads >= NATIVE_MAPS_READS_PER_PID_PER_S)
+		return false;
+	pace->reads++;
+	return true;
+}
+
+/* Asks the thread to read pid's maps (a read already asked serves); false when it could not.
+ * paced: asked by a sample (not by the process's start or exec), within the process's reads a second. */
+static bool ask_read(struct native_stacks *native, pid_t pid, bool for_walk, bool paced)
 {
 	struct maps_reader *reader = &native->reader;
 	struct maps_read *read = read_asked(native, pid);
@@ -226,6 +266,10 @@ static bool ask_read(struct native_stacks *native, pid_t pid, bool for_walk)
 		read->for_walk |= for_walk;
 		native->maps_stats.merged++;
 		return true;
+	}
+	if (paced && !read_within_pace(native, pid, clock_monotonic_ms())) {
+		native->maps_stats.paced++;
+		return false;
 	}
 	if (reader->asked_count >= MAPS_READS_MAX ||
 	    ARRAY_RESERVE(reader->asked, reader->asked_capacity, reader->asked_count + 1) ||
@@ -328,8 +372,9 @@ static void attached(struct session *session, pid_t pid, int err)
 	report_upload_error(session, what, err);
 }
 
-/* for_walk: read again for a walk that stopped where the last read knew no table. With the
- * reader thread running, the read is asked of it (applied by native_stacks_poll). */
+/* for_walk: read again for a walk that stopped where the last read knew no table (paced, as
+ * ask_read's). With the reader thread running, the read is asked of it (applied by
+ * native_stacks_poll). */
 static void attach(struct session *session, pid_t pid, bool for_walk)
 {
 	struct native_stacks *native = session->native;
@@ -338,7 +383,7 @@ static void attach(struct session *session, pid_t pid, bool for_walk)
 	if (!native)
 		return;
 	if (native->reader.started) {
-		ask_read(native, pid, for_walk);
+		ask_read(native, pid, for_walk, for_walk);
 		return;
 	}
 	err = for_walk ? unwind_cache_map_proc_for_walk(native->cache, pid, &native->proc)
@@ -374,10 +419,15 @@ static void apply_reads(struct session *session)
 		if (waited_us > native->maps_stats.max_wait_us)
 			native->maps_stats.max_wait_us = waited_us;
 		if (read->cancelled) {
+			if (session->resolver.native)
+				symbolize_native_maps_unread(session->resolver.native, read->pid);
 			maps_read_free(read);
 			read = next;
 			continue;
 		}
+		/* (a failed read gives none: the names wait no longer) */
+		if (session->resolver.native)
+			symbolize_native_adopt_maps(session->resolver.native, read->pid, &read->prepared.named);
 		if (!err)
 			err = unwind_cache_map_prepared(native->cache, &read->prepared, read->for_walk, &native->proc);
 		if (!err)
@@ -406,12 +456,19 @@ void native_stacks_poll(struct session *session)
 	if (err)
 		report_upload_error(session, "a table's chunk could not be put into BPF", err);
 	apply_reads(session);
-	/* A table finished on the builder thread is placed; the processes mapping it get it. */
+	/* A table finished on the builder thread is placed; the processes mapping it get it, from
+	 * their last read: reading maps again for each table would make a process that maps
+	 * thousands of files (each build freeing room for the next of its files) read its maps
+	 * thousands of times. */
 	do {
 		count = unwind_cache_poll(native->cache, pids, sizeof(pids) / sizeof(pids[0]));
-		for (size_t i = 0; i < count; i++)
-			if (unwind_cache_knows_proc(native->cache, pids[i]))
-				native_stacks_attach(session, pids[i]);
+		for (size_t i = 0; i < count; i++) {
+			err = unwind_cache_proc_mappings(native->cache, pids[i], &native->proc);
+			if (!err)
+				err = unwind_maps_set_proc(native->maps, pids[i], &native->proc);
+			native->maps_stats.patched++;
+			attached(session, pids[i], err);
+		}
 	} while (count == sizeof(pids) / sizeof(pids[0]));
 }
 
@@ -492,7 +549,7 @@ void native_stacks_on_record(struct session *session, const struct pbp_record *r
 	/* A target whose first read was put off (MAPS_READS_MAX on their way) is asked for again by
 	 * its samples: nothing else would (the cache re-reads only the processes it knows). */
 	if (native->reader.started && !unwind_cache_knows_proc(native->cache, (pid_t)record->pid)) {
-		ask_read(native, (pid_t)record->pid, false);
+		ask_read(native, (pid_t)record->pid, false, true);
 		return;
 	}
 	now_ms = clock_monotonic_ms();

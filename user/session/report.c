@@ -186,6 +186,9 @@ int report_open_writers(struct session *session)
 	options.compression_level = session->options->compression_level;
 	options.flush_interval_ms = FLUSH_EVERY_MS;
 	options.private_file = session->system_wide; /* every user's paths and function names */
+	/* a Tachyon file's tables stay for the run: half the target budget at most */
+	options.tables_max_bytes = (session->options->target_budget_bytes ? session->options->target_budget_bytes
+									  : TARGET_BUDGET_DEFAULT_BYTES) / 2;
 	if (session->options->window_s > 0 && !session->options->push_url && !session->window_index)
 		session->window_index = 1;
 	for (size_t i = 0; i < session->options->output_count; i++) {
@@ -653,11 +656,12 @@ static void print_parser_summary(const struct session *session)
 	fprintf(stderr, "pybpfprof: parser worker: %" PRIu64 " files read, %" PRIu64 " bad (%" PRIu64
 			" lost to a worker that died, %" PRIu64 " overran, %" PRIu64 " past its memory); %" PRIu64
 			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room; %" PRIu64
-			" debug file candidates refused (not a regular file)\n",
+			" debug file candidates refused (not a regular file); maps: %" PRIu64 " reads asked of the maps thread, %"
+			PRIu64 " taken from it, %" PRIu64 " read on the draining thread\n",
 		stats.files_loaded, stats.files_bad, stats.worker_lost_files - stats.worker_timeouts,
 		stats.worker_timeouts, stats.worker_out_of_memory, stats.worker_starts,
 		stats.worker_starts == 1 ? "" : "s", stats.worker_start_failures ? " (some failed)" : "", held,
-		stats.tables_evicted, stats.debug_candidates_refused);
+		stats.tables_evicted, stats.debug_candidates_refused, stats.maps_asked, stats.maps_adopted, stats.maps_read_here);
 }
 
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */
@@ -812,15 +816,20 @@ static void print_budget_summary(const struct session *session, const uint64_t c
 	struct symbolize_py_stats python;
 	uint64_t swept = bpf_sampler_reconciled_count(session->sampler);
 
+	uint64_t frames_past_budget = 0;
+
+	for (size_t i = 0; i < session->writer_count; i++)
+		frames_past_budget += pf_writer_frames_past_budget(session->writers[i]);
 	symbolize_py_cache_stats(session->resolver.python, &python);
 	if (!counters[PBP_CNT_PROC_EVENTS_LOST] && !swept && !session->targets.forgotten && !python.evicted &&
-	    !python.lines_over_budget && !python.names_over_budget)
+	    !python.lines_over_budget && !python.names_over_budget && !frames_past_budget)
 		return;
 	fprintf(stderr, "pybpfprof: budgets: %" PRIu64 " process notices lost, %" PRIu64 " stale BPF entries swept, "
 			"%" PRIu64 " exited processes forgotten; code objects: %" PRIu64 " evicted, %" PRIu64
-			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held\n",
+			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held, %" PRIu64
+			" frames written past their bound\n",
 		counters[PBP_CNT_PROC_EVENTS_LOST], swept, session->targets.forgotten, python.evicted,
-		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024);
+		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024, frames_past_budget);
 }
 
 /* -v: the one budget of what targets make us hold (util/target_budget.h), store by store. */
@@ -913,10 +922,13 @@ static void print_drain_summary(const struct session *session)
 
 		native_stacks_maps_stats(session, &maps);
 		fprintf(stderr, "pybpfprof: maps thread: %" PRIu64 " reads asked (%" PRIu64 " more served by one on its way), %"
-				PRIu64 " applied (%" PRIu64 " for processes changed since), %" PRIu64 " put off, at most %"
-				PRIu64 " on their way; %.2f s reading, %.1f ms from ask to answer at most\n",
-			maps.asked, maps.merged, maps.applied, maps.cancelled, maps.put_off, maps.peak_asked,
-			(double)maps.busy_us / 1e6, (double)maps.max_wait_us / 1e3);
+				PRIu64 " applied (%" PRIu64 " for processes changed since), %" PRIu64 " put off, %" PRIu64
+				" put off past %d reads a second of one process, at most %" PRIu64
+				" on their way; %.2f s reading, %.1f ms from ask to answer at most; %" PRIu64
+				" processes given new tables without a read\n",
+			maps.asked, maps.merged, maps.applied, maps.cancelled, maps.put_off, maps.paced,
+			NATIVE_MAPS_READS_PER_PID_PER_S, maps.peak_asked, (double)maps.busy_us / 1e6,
+			(double)maps.max_wait_us / 1e3, maps.patched);
 	}
 	if (!found.asked[0] && !found.asked[1])
 		return;

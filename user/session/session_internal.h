@@ -195,12 +195,18 @@ uint64_t native_stacks_refreshes(const struct session *session);
  * asks and goes on): before, native_stacks_attach reads them at once. 0 or -errno. */
 int native_stacks_read_in_background(struct session *session);
 /* The reads of maps off the draining thread, for the -v summary. */
+/* Reads of one process asked per second, at most: past them a read is put off (asked again by
+ * the process's later samples). A process that maps 20,000 files costs some 7 ms a read; whatever
+ * asks for its reads (exec's, walks stopping in files never read), it gets no more than these. */
+#define NATIVE_MAPS_READS_PER_PID_PER_S 5
 struct native_maps_stats {
 	uint64_t asked;        /* reads asked of the thread */
 	uint64_t merged;       /* asks a read already on its way served */
 	uint64_t applied;      /* reads done and taken */
 	uint64_t cancelled;    /* of those, for a process that exited or exec'd meanwhile */
 	uint64_t put_off;      /* asks refused, MAPS_READS_MAX on their way */
+	uint64_t paced;        /* asks refused, past a process's reads a second */
+	uint64_t patched;      /* mappings given to BPF anew for a table placed, without a read */
 	uint64_t peak_asked;   /* the most on their way at once */
 	uint64_t asked_now;
 	uint64_t max_wait_us;  /* from an ask to its answer taken, at most */

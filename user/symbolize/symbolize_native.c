@@ -30,6 +30,9 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
 
 /* Processes whose maps are kept; beyond this the oldest is dropped (and read again if needed). */
 #define SYMBOLIZE_NATIVE_MAX_PIDS 64
+/* Mappings kept, all processes together (some 100 bytes each): a process may map 65,000 files,
+ * and maps read for processes not being named are only kept below this. */
+#define SYMBOLIZE_NATIVE_MAX_HELD_MAPPINGS ((size_t)1 << 16)
 /*
  * A miss (an address in no known mapping: a library loaded since) re-reads the maps: the first
  * SYMBOLIZE_NATIVE_REREAD_BURST at once, so that the pcs of a library a program has just loaded
@@ -51,6 +54,7 @@ char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *leng
 struct pid_maps {
 	pid_t pid;
 	struct proc_maps maps;
+	bool awaited;        /* with a maps source: a read is asked and not yet adopted */
 	uint64_t reread_due_ms; /* when a re-read is due with the burst spent; earlier ones spend it */
 	uint64_t used;       /* for eviction: the symbolizer's clock when last used */
 	bool exe_known;      /* the main executable's identity, from /proc/PID/exe */
@@ -85,6 +89,7 @@ struct mapped_file {
 struct symbolize_native {
 	struct pid_maps pids[SYMBOLIZE_NATIVE_MAX_PIDS];
 	size_t pid_count;
+	size_t held_mappings; /* in pids' maps */
 	struct mapped_file *files[SYMBOLIZE_NATIVE_MAX_FILES];
 	size_t file_count;
 	/* files by identity, open addressing: every pc of every sample finds its file here */
@@ -104,6 +109,10 @@ struct symbolize_native {
 	uint64_t symbol_budget; /* past it, the least recently used tables are dropped */
 	uint64_t tables_evicted;
 	struct intern_table offset_names; /* every string a frame points to: names, paths */
+	/* NULL: maps are read here; else asked of it, and adopted (symbolize_native_adopt_maps) */
+	symbolize_native_ask_maps_fn ask_maps;
+	void *ask_maps_context;
+	uint64_t maps_asked, maps_adopted, maps_read_here;
 };
 
 struct symbolize_native *symbolize_native_new(void)
@@ -139,6 +148,13 @@ void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t 
 {
 	symbolizer->symbol_budget = symbol_bytes;
 	symbolizer->loader_options.reply_bytes = file_symbol_bytes;
+}
+
+void symbolize_native_set_maps_source(struct symbolize_native *symbolizer, symbolize_native_ask_maps_fn ask,
+				      void *context)
+{
+	symbolizer->ask_maps = ask;
+	symbolizer->ask_maps_context = context;
 }
 
 void symbolize_native_set_parser(struct symbolize_native *symbolizer, const struct parser_client_options *options)
@@ -188,6 +204,9 @@ void symbolize_native_stats(struct symbolize_native *symbolizer, struct symboliz
 		.worker_start_failures = loaded.parser.start_failures,
 		.symbol_bytes = symbolizer->symbol_bytes,
 		.tables_evicted = symbolizer->tables_evicted,
+		.maps_asked = symbolizer->maps_asked,
+		.maps_adopted = symbolizer->maps_adopted,
+		.maps_read_here = symbolizer->maps_read_here,
 	};
 }
 
@@ -205,13 +224,52 @@ pid_t symbolize_native_worker_pid(struct symbolize_native *symbolizer)
 	return symbolizer->loader ? native_symbol_loader_worker_pid(symbolizer->loader) : 0;
 }
 
+static void drop_slot(struct symbolize_native *symbolizer, size_t index)
+{
+	symbolizer->held_mappings -= symbolizer->pids[index].maps.count;
+	proc_maps_free(&symbolizer->pids[index].maps);
+	symbolizer->pids[index] = symbolizer->pids[--symbolizer->pid_count];
+}
+
+/* The least recently used slot but pid's, or -1. */
+static ssize_t least_recent_slot(const struct symbolize_native *symbolizer, pid_t keep)
+{
+	ssize_t oldest = -1;
+
+	for (size_t i = 0; i < symbolizer->pid_count; i++)
+		if (symbolizer->pids[i].pid != keep &&
+		    (oldest < 0 || symbolizer->pids[i].used < symbolizer->pids[oldest].used))
+			oldest = (ssize_t)i;
+	return oldest;
+}
+
+/* slot's maps are now maps (taken); past the bound on mappings kept the least recently used
+ * other processes' go. slot's place may change: pid's slot, found again. */
+static struct pid_maps *set_maps(struct symbolize_native *symbolizer, struct pid_maps *slot, struct proc_maps *maps)
+{
+	pid_t pid = slot->pid;
+	ssize_t oldest;
+
+	symbolizer->held_mappings -= slot->maps.count;
+	proc_maps_free(&slot->maps);
+	slot->maps = *maps;
+	*maps = (struct proc_maps){ 0 };
+	symbolizer->held_mappings += slot->maps.count;
+	while (symbolizer->held_mappings > SYMBOLIZE_NATIVE_MAX_HELD_MAPPINGS &&
+	       (oldest = least_recent_slot(symbolizer, pid)) >= 0)
+		drop_slot(symbolizer, (size_t)oldest);
+	for (size_t i = 0; i < symbolizer->pid_count; i++)
+		if (symbolizer->pids[i].pid == pid)
+			return &symbolizer->pids[i];
+	return NULL; /* not reached: pid's slot is never dropped here */
+}
+
 void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
 {
 	for (size_t i = 0; i < symbolizer->pid_count; i++) {
 		if (symbolizer->pids[i].pid != pid)
 			continue;
-		proc_maps_free(&symbolizer->pids[i].maps);
-		symbolizer->pids[i] = symbolizer->pids[--symbolizer->pid_count];
+		drop_slot(symbolizer, i);
 		return;
 	}
 }
@@ -230,32 +288,86 @@ static void read_exe_identity(struct pid_maps *slot)
 	slot->exe_dev_minor = minor(info.st_dev);
 }
 
-static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
+/* pid's slot, made (the least recently used one dropped past SYMBOLIZE_NATIVE_MAX_PIDS) with
+ * no maps if it had none; *made says whether it was. */
+static struct pid_maps *slot_of(struct symbolize_native *symbolizer, pid_t pid, bool *made)
 {
 	struct pid_maps *slot;
 
+	*made = false;
 	for (size_t i = 0; i < symbolizer->pid_count; i++)
 		if (symbolizer->pids[i].pid == pid)
 			return &symbolizer->pids[i];
-	if (symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS) {
-		size_t oldest = 0;
+	if (symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS)
+		drop_slot(symbolizer, (size_t)least_recent_slot(symbolizer, 0));
+	slot = &symbolizer->pids[symbolizer->pid_count++];
+	*slot = (struct pid_maps){ .pid = pid, .reread_due_ms = clock_monotonic_ms() };
+	*made = true;
+	return slot;
+}
 
-		for (size_t i = 1; i < symbolizer->pid_count; i++)
-			if (symbolizer->pids[i].used < symbolizer->pids[oldest].used)
-				oldest = i;
-		proc_maps_free(&symbolizer->pids[oldest].maps);
-		symbolizer->pids[oldest] = symbolizer->pids[--symbolizer->pid_count];
+/* A read of slot's maps asked of the maps source: > 0 asked, 0 not now, < 0 no source (read
+ * them here). */
+static int ask_maps(struct symbolize_native *symbolizer, struct pid_maps *slot)
+{
+	int asked = symbolizer->ask_maps ? symbolizer->ask_maps(symbolizer->ask_maps_context, slot->pid) : -1;
+
+	if (asked > 0) {
+		slot->awaited = true;
+		symbolizer->maps_asked++;
 	}
-	slot = &symbolizer->pids[symbolizer->pid_count];
-	*slot = (struct pid_maps){ .pid = pid };
+	return asked;
+}
+
+static struct pid_maps *maps_of(struct symbolize_native *symbolizer, pid_t pid)
+{
+	bool made;
+	struct pid_maps *slot = slot_of(symbolizer, pid, &made);
+
+	if (!made || ask_maps(symbolizer, slot) >= 0)
+		return slot;
 	/* Unreadable maps (the process has exited: its last samples drain after it) are kept
 	 * as empty, so that they are tried again at the re-read pace, not once per sample. */
-	if (proc_maps_read(pid, &slot->maps) < 0)
-		slot->maps = (struct proc_maps){ 0 };
+	struct proc_maps read;
+
+	symbolizer->maps_read_here++;
+	if (proc_maps_read(pid, &read) < 0)
+		read = (struct proc_maps){ 0 };
+	slot = set_maps(symbolizer, slot, &read);
 	read_exe_identity(slot);
-	slot->reread_due_ms = clock_monotonic_ms();
-	symbolizer->pid_count++;
 	return slot;
+}
+
+void symbolize_native_adopt_maps(struct symbolize_native *symbolizer, pid_t pid, struct proc_maps *maps)
+{
+	struct pid_maps *slot = NULL;
+	bool made;
+
+	for (size_t i = 0; i < symbolizer->pid_count && !slot; i++)
+		if (symbolizer->pids[i].pid == pid)
+			slot = &symbolizer->pids[i];
+	/* Maps of a process not being named take a free slot and room, never those in use:
+	 * every process's read coming here would otherwise evict the processes being named,
+	 * whose maps would be asked for again, and so on. */
+	if (!slot && (symbolizer->pid_count == SYMBOLIZE_NATIVE_MAX_PIDS ||
+		      symbolizer->held_mappings + maps->count > SYMBOLIZE_NATIVE_MAX_HELD_MAPPINGS)) {
+		proc_maps_free(maps);
+		return;
+	}
+	if (!slot)
+		slot = slot_of(symbolizer, pid, &made);
+	slot = set_maps(symbolizer, slot, maps);
+	slot->awaited = false;
+	slot->used = ++*symbolizer->clock;
+	read_exe_identity(slot);
+	symbolizer->maps_adopted++;
+}
+
+void symbolize_native_maps_unread(struct symbolize_native *symbolizer, pid_t pid)
+{
+	for (size_t i = 0; i < symbolizer->pid_count; i++)
+		if (symbolizer->pids[i].pid == pid)
+			symbolizer->pids[i].awaited = false;
 }
 
 static const struct proc_map *mapping_at(const struct proc_maps *maps, uint64_t ip)
@@ -596,12 +708,17 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 	maps->used = ++*symbolizer->clock;
 	map = mapping_at(&maps->maps, ip);
 	/* Also on failure a re-read is counted: an exited process's maps are not read on every sample. */
-	if (!map && may_reread(maps, clock_monotonic_ms())) {
+	if (!map && !maps->awaited && may_reread(maps, clock_monotonic_ms())) {
 		struct proc_maps fresh;
 
+		if (ask_maps(symbolizer, maps) >= 0) {
+			*maps_out = maps;
+			return NULL;
+		}
+
+		symbolizer->maps_read_here++;
 		if (proc_maps_read(pid, &fresh) == 0) {
-			proc_maps_free(&maps->maps);
-			maps->maps = fresh;
+			maps = set_maps(symbolizer, maps, &fresh);
 			read_exe_identity(maps);
 			map = mapping_at(&maps->maps, ip);
 		}
@@ -734,7 +851,8 @@ bool symbolize_native_names_pending(struct symbolize_native *symbolizer, pid_t p
 		const struct proc_map *map = mapping_of(symbolizer, pid, pcs[i], &maps);
 		const struct mapped_file *file = map ? file_of(symbolizer, pid, map) : NULL;
 
-		if (file && file_waits_for_symbols(file))
+		/* the mapping may come with the maps on their way */
+		if ((!map && maps->awaited) || (file && file_waits_for_symbols(file)))
 			return true;
 	}
 	return false;

@@ -38,6 +38,9 @@ struct symbolize_native_stats {
 	uint64_t symbol_bytes;          /* what the tables hold now */
 	uint64_t tables_evicted;        /* tables dropped for the budget */
 	uint64_t debug_candidates_refused; /* debug file candidates not opened (native_symbol_loader.h) */
+	uint64_t maps_asked;            /* reads of maps asked of the maps source */
+	uint64_t maps_adopted;          /* reads of maps taken from it */
+	uint64_t maps_read_here;        /* maps the symbolizer read itself (on its caller's thread) */
 };
 
 struct symbolize_native *symbolize_native_new(void);
@@ -54,6 +57,22 @@ struct target_budget;
 /* The symbol tables are charged to budget too (util/target_budget.h, outliving the
  * symbolizer's use), and stamped with its clock; before the first lookup. 0 or -ENOSPC. */
 int symbolize_native_set_target_budget(struct symbolize_native *symbolizer, struct target_budget *budget);
+/*
+ * Where pids' maps come from: ask(context, pid) asks for a read of pid's maps (> 0: asked, the
+ * maps to come through symbolize_native_adopt_maps; 0: not now; < 0: no one reads them, read
+ * here). Without it (the default), the symbolizer reads /proc/PID/maps itself; with it, never:
+ * a process mapping thousands of files makes each read long, and the caller's thread may be
+ * one that must not wait. A pc of a pid whose maps are asked for is unnamed meanwhile, and
+ * symbolize_native_names_pending says so.
+ */
+typedef int (*symbolize_native_ask_maps_fn)(void *context, pid_t pid);
+void symbolize_native_set_maps_source(struct symbolize_native *symbolizer, symbolize_native_ask_maps_fn ask,
+				      void *context);
+/* pid's maps, read (only the executable mappings of files and the vDSO are needed), taken
+ * (*maps emptied): they replace what was known of pid. */
+void symbolize_native_adopt_maps(struct symbolize_native *symbolizer, pid_t pid, struct proc_maps *maps);
+/* The read asked of pid's maps will not come (the process changed meanwhile). */
+void symbolize_native_maps_unread(struct symbolize_native *symbolizer, pid_t pid);
 /* The parser worker's options (parser_client.h); before the first lookup. */
 void symbolize_native_set_parser(struct symbolize_native *symbolizer, const struct parser_client_options *options);
 /* Starts the parser worker now rather than at the first file (after the setters above):

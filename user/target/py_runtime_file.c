@@ -298,6 +298,7 @@ struct file_key {
 struct cached_verdict {
 	struct file_key key;
 	struct py_runtime_file file;
+	bool used; /* looked up since the eviction hand last passed it: it is passed over once */
 };
 
 /* Entries grow by doubling from this many up to the capacity: a host maps a few hundred files. */
@@ -307,7 +308,10 @@ struct py_runtime_file_cache {
 	struct parser_client *parser;   /* reads the files: root only opens them */
 	struct cached_verdict *entries; /* allocated of them, count used, at most capacity */
 	size_t count, allocated, capacity;
-	size_t next_victim;             /* full: the oldest entry, replaced next */
+	/* full: where the eviction hand is; it replaces the first entry not used since it last
+	 * passed (least recently used, nearly): a host's own files, looked up by every new process,
+	 * stay while an attacker's thousands of files go through the others */
+	size_t next_victim;
 	struct hash_index index;        /* key hash -> position in entries */
 	struct py_runtime_file_stats stats;
 };
@@ -440,6 +444,11 @@ static void remember(struct py_runtime_file_cache *cache, const struct file_key 
 	if (cache->count < cache->capacity) {
 		position = cache->count;
 	} else {
+		/* at most one turn: the hand clears what it passes over */
+		while (cache->entries[cache->next_victim].used) {
+			cache->entries[cache->next_victim].used = false;
+			cache->next_victim = (cache->next_victim + 1) % cache->capacity;
+		}
 		position = cache->next_victim;
 		cache->next_victim = (cache->next_victim + 1) % cache->capacity;
 		hash_index_remove(&cache->index, key_hash(&cache->entries[position].key), (uint32_t)position);
@@ -449,6 +458,7 @@ static void remember(struct py_runtime_file_cache *cache, const struct file_key 
 		return; /* not remembered: examined again next time */
 	cache->entries[position].key = *key;
 	cache->entries[position].file = *file;
+	cache->entries[position].used = false;
 	if (position == cache->count)
 		cache->count++;
 }
@@ -536,6 +546,7 @@ int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const
 			found = find_key(cache, &bad);
 		}
 		if (found >= 0) {
+			cache->entries[found].used = true;
 			*out = cache->entries[found].file;
 			return 0;
 		}

@@ -80,6 +80,10 @@ struct cached_proc {
 	struct address_range *ranges; /* the executable mappings of the last read, ascending */
 	size_t range_count;
 	uint64_t read_ms;
+	/* what BPF was given at the last read: a table placed since is patched in, not read again */
+	struct unwind_mapping *bpf_mappings;
+	size_t bpf_count;
+	bool bpf_stale; /* patched since BPF was given them (unwind_cache_poll lists it) */
 };
 
 /* One file's table built on the builder thread: it touches nothing else of the cache. */
@@ -155,6 +159,7 @@ struct unwind_cache {
 	struct cached_proc *reading;  /* what the read in progress has found so far */
 	uint64_t want_clock;    /* orders the turns given to queued files */
 	uint64_t idle_clock;  /* orders idle tables, oldest first */
+	size_t stale_procs;        /* processes whose bpf_stale is set */
 	size_t idle_verdicts;      /* failed files no process maps: kept so as not to read them again */
 	size_t verdicts_forgotten; /* of those, the oldest given up past UNWIND_CACHE_IDLE_VERDICTS */
 	size_t failures[UNWIND_FAIL_COUNT];
@@ -193,9 +198,11 @@ static void cached_proc_free(struct cached_proc *proc)
 	free(proc->files);
 	free(proc->ranges);
 	free(proc->mapped);
+	free(proc->bpf_mappings);
 	proc->files = NULL;
 	proc->ranges = NULL;
 	proc->mapped = NULL;
+	proc->bpf_mappings = NULL;
 }
 
 static void build_job_free(struct build_job *job)
@@ -981,7 +988,24 @@ void unwind_prepared_proc_free(struct unwind_prepared_proc *prepared)
 		close(prepared->fds[i]);
 	free(prepared->maps);
 	free(prepared->ranges);
+	proc_maps_free(&prepared->named);
 	*prepared = (struct unwind_prepared_proc){ .pid = prepared->pid };
+}
+
+/* maps keeps only what may name a pc: executable mappings of a file or of the vDSO. */
+static void keep_named(struct proc_maps *maps)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < maps->count; i++) {
+		struct proc_map *map = &maps->maps[i];
+
+		if (map->perms[2] == 'x' && (map->path[0] == '/' || vdso_is_map_name(map->path)))
+			maps->maps[kept++] = *map;
+		else
+			free(map->path);
+	}
+	maps->count = kept;
 }
 
 int unwind_cache_prepare_proc(pid_t pid, struct unwind_prepared_proc *prepared)
@@ -999,7 +1023,8 @@ int unwind_cache_prepare_proc(pid_t pid, struct unwind_prepared_proc *prepared)
 	for (size_t i = 0; !err && i < maps.count && prepared->count < UNWIND_MAX_MAPPINGS; i++)
 		if (is_unwindable(&maps.maps[i]))
 			prepare_one(pid, &maps.maps[i], prepared);
-	proc_maps_free(&maps);
+	keep_named(&maps);
+	prepared->named = maps;
 	if (err)
 		unwind_prepared_proc_free(prepared);
 	return err;
@@ -1083,6 +1108,12 @@ static int map_prepared(struct unwind_cache *cache, const struct unwind_prepared
 	cache->reading = &next;
 	err = map_all(cache, prepared, proc, &next);
 	cache->reading = NULL;
+	if (!err && !(next.bpf_mappings = malloc((proc->count ? proc->count : 1) * sizeof(*next.bpf_mappings))))
+		err = -ENOMEM;
+	if (!err) {
+		memcpy(next.bpf_mappings, proc->mappings, proc->count * sizeof(*next.bpf_mappings));
+		next.bpf_count = proc->count;
+	}
 	if (!err && !proc_of(cache, pid) &&
 	    ARRAY_RESERVE(cache->procs, cache->proc_capacity, cache->proc_count + 1))
 		err = -ENOMEM;
@@ -1098,6 +1129,9 @@ static int map_prepared(struct unwind_cache *cache, const struct unwind_prepared
 	slot = proc_of(cache, pid);
 	if (slot) {
 		keep_turns(slot, &next);
+		/* the read's mappings go to BPF whole: the patch is in them */
+		if (slot->bpf_stale)
+			cache->stale_procs--;
 		for (size_t i = 0; i < slot->file_count; i++)
 			release_file(cache, slot->files[i]);
 		cached_proc_free(slot);
@@ -1158,9 +1192,20 @@ static bool proc_holds_file(const struct cached_proc *proc, const struct cached_
 	return holds_file(proc->files, proc->file_count, file);
 }
 
-/* Places one finished table; the processes that map its file are added to pids. */
-static void finish_build(struct unwind_cache *cache, struct build_job *job, pid_t *pids, size_t capacity,
-			 size_t *count)
+/* file's table is placed (or failed): the mappings of it that BPF was given say so now. */
+static void patch_table_id(struct cached_proc *proc, const struct cached_file *file)
+{
+	for (size_t i = 0; i < proc->mapped_count; i++) {
+		if (proc->mapped[i].file != file)
+			continue;
+		for (size_t j = 0; j < proc->bpf_count; j++)
+			if (proc->bpf_mappings[j].start == proc->mapped[i].start)
+				proc->bpf_mappings[j].table_id = file->failed ? UNWIND_TABLE_NONE : file->table_id;
+	}
+}
+
+/* Places one finished table; the processes that map its file have theirs patched. */
+static void finish_build(struct unwind_cache *cache, struct build_job *job)
 {
 	struct cached_file *file = job->file;
 
@@ -1177,37 +1222,50 @@ static void finish_build(struct unwind_cache *cache, struct build_job *job, pid_
 		return;
 	}
 	for (size_t i = 0; i < cache->proc_count; i++) {
-		bool listed = false;
+		struct cached_proc *proc = &cache->procs[i];
 
-		if (!proc_holds_file(&cache->procs[i], file))
+		if (!proc_holds_file(proc, file))
 			continue;
-		for (size_t j = 0; j < *count; j++)
-			listed |= pids[j] == cache->procs[i].pid;
-		if (!listed && *count < capacity)
-			pids[(*count)++] = cache->procs[i].pid;
+		patch_table_id(proc, file);
+		if (!proc->bpf_stale)
+			cache->stale_procs++;
+		proc->bpf_stale = true;
 	}
+}
+
+/* Up to capacity processes whose patched mappings BPF has not been given, now taken as given. */
+static size_t take_stale(struct unwind_cache *cache, pid_t *pids, size_t capacity)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < cache->proc_count && cache->stale_procs && count < capacity; i++) {
+		if (!cache->procs[i].bpf_stale)
+			continue;
+		cache->procs[i].bpf_stale = false;
+		cache->stale_procs--;
+		pids[count++] = cache->procs[i].pid;
+	}
+	return count;
 }
 
 size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacity)
 {
 	struct builder *builder = &cache->builder;
 	struct build_job *done;
-	size_t count = 0;
-	bool queue_empty;
+	bool queue_empty, had_done;
 
 	if (!builder->started)
 		return 0;
 	pthread_mutex_lock(&builder->lock);
 	done = builder->done;
+	had_done = done != NULL;
 	builder->done = builder->done_tail = NULL;
 	queue_empty = !builder->todo_head;
 	pthread_mutex_unlock(&builder->lock);
-	if (!done)
-		return 0;
 	while (done) {
 		struct build_job *next = done->next;
 
-		finish_build(cache, done, pids, capacity, &count);
+		finish_build(cache, done);
 		build_job_free(done);
 		cache->builds_pending--;
 		done = next;
@@ -1216,9 +1274,9 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 	 * are free now but may stay resident in the builder thread's malloc arena (glibc raises its
 	 * mmap threshold past freed large blocks) unless handed back; once the queue is empty,
 	 * hand it back. */
-	if (queue_empty)
+	if (had_done && queue_empty)
 		malloc_trim(0);
-	return count;
+	return take_stale(cache, pids, capacity);
 }
 
 void unwind_cache_want_pc(struct unwind_cache *cache, pid_t pid, uint64_t pc)
@@ -1296,6 +1354,8 @@ void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid)
 		return;
 	for (size_t i = 0; i < slot->file_count; i++)
 		release_file(cache, slot->files[i]);
+	if (slot->bpf_stale)
+		cache->stale_procs--;
 	cached_proc_free(slot);
 	*slot = cache->procs[--cache->proc_count];
 }
@@ -1315,6 +1375,18 @@ static bool in_ranges(const struct address_range *ranges, size_t count, uint64_t
 			return true;
 	}
 	return false;
+}
+
+int unwind_cache_proc_mappings(const struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc)
+{
+	const struct cached_proc *slot = proc_of(cache, pid);
+
+	if (!slot)
+		return -ESRCH;
+	proc->count = (uint32_t)slot->bpf_count;
+	proc->reserved = 0;
+	memcpy(proc->mappings, slot->bpf_mappings, slot->bpf_count * sizeof(*proc->mappings));
+	return 0;
 }
 
 uint64_t unwind_cache_read_ms(const struct unwind_cache *cache, pid_t pid)

@@ -28,6 +28,7 @@
 #include <unwind_table.h>
 
 #include "parser/parser_client.h"
+#include "target/proc_maps.h"
 #include "target/unwind_table.h"
 
 /* Slots of the rows map idle tables (files no process maps any more) may hold: past it the
@@ -151,6 +152,9 @@ struct unwind_prepared_proc {
 	size_t range_count;
 	int fds[UNWIND_PREPARED_FDS_MAX];
 	size_t fd_count;
+	/* the executable mappings of files (and the vDSO), all of them: what names a pc
+	 * (symbolize/symbolize_native.h), which may take them (then empty) */
+	struct proc_maps named;
 };
 /* 0, -ESRCH (gone), -ENOMEM; free it with unwind_prepared_proc_free in any case. */
 int unwind_cache_prepare_proc(pid_t pid, struct unwind_prepared_proc *prepared);
@@ -184,6 +188,9 @@ enum unwind_cache_pc {
 enum unwind_cache_pc unwind_cache_table_at(const struct unwind_cache *cache, pid_t pid, uint64_t pc,
 					   struct unwind_table_ref *ref, uint64_t *bias);
 
+/* pid's mappings as BPF takes them: its last read's, with the tables placed since.
+ * 0, -ESRCH (not known). */
+int unwind_cache_proc_mappings(const struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc);
 /* When pid's maps were last read (clock_monotonic_ms), 0 if it is not known. */
 uint64_t unwind_cache_read_ms(const struct unwind_cache *cache, pid_t pid);
 
@@ -196,8 +203,9 @@ void unwind_cache_stats(struct unwind_cache *cache, struct unwind_cache_stats *s
 int unwind_cache_build_in_background(struct unwind_cache *cache);
 /*
  * Places (uploads) the tables built since the last call; writes into pids (up
- * to capacity) the processes mapping them, whose mappings must be read again
- * (unwind_cache_map_proc) and set in BPF. Returns how many.
+ * to capacity) the processes mapping them, whose mappings now name the tables
+ * (unwind_cache_proc_mappings: no maps read) and must be set in BPF. Returns how
+ * many; those past capacity are listed by the next call.
  */
 size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacity);
 /*

@@ -31,10 +31,17 @@
 #define FRAME_KEY_MAX  (2u * VARINT_MAX_BYTES + 4u * VARINT_MAX_BYTES + 1u)
 /* Frame ids of stacks written before, at most. */
 #define KNOWN_STACKS_MAX_BYTES ((size_t)4 << 20)
+/* What the string and frame tables may hold by default (pf_writer_options.tables_max_bytes):
+ * a Tachyon file has one of each for the whole run, written at its end, so an entry cannot go
+ * when its process exits; past the bound a new frame is written as TABLES_FULL_NAME. */
+#define TABLES_MAX_BYTES_DEFAULT ((size_t)32 << 20)
+#define TABLES_FULL_NAME "<frames past the output tables' budget>"
 
 struct writer_thread {
 	uint64_t tid;
 	uint32_t iid;
+	uint32_t pid;
+	bool restart;  /* its process exited and its stack went: the next record is a full one */
 	uint64_t last_ts;
 	uint32_t depth;
 	/* The last stack written, frame ids innermost first: sized to the deepest one yet, as a
@@ -82,6 +89,10 @@ struct tachyon_writer {
 	bool has_error_rate;
 	double lost_samples;
 	bool has_lost_samples;
+
+	size_t tables_max_bytes;  /* strings and frames, past which new frames are tables_full_id */
+	int64_t tables_full_id;   /* the frame that stands for them, -1 until needed */
+	uint64_t frames_past_budget;
 
 	uint64_t sample_count;
 	uint32_t stack[TACHYON_MAX_DEPTH];
@@ -338,6 +349,40 @@ static int64_t intern_string(struct tachyon_writer *w, const char *text)
 	return id;
 }
 
+static bool tables_full(const struct tachyon_writer *w)
+{
+	return intern_held_bytes(&w->strings) + intern_held_bytes(&w->frames) > w->tables_max_bytes;
+}
+
+/* The one frame every frame new past the tables' bound is written as (interned past it). */
+static int64_t frame_past_budget(struct tachyon_writer *w)
+{
+	uint8_t key[FRAME_KEY_MAX];
+	int64_t file_id, name_id;
+	bool is_new;
+	size_t n = 0;
+
+	w->frames_past_budget++;
+	if (w->tables_full_id >= 0)
+		return w->tables_full_id;
+	file_id = intern_string(w, TACHYON_MARKER_FILE);
+	name_id = file_id < 0 ? file_id : intern_string(w, TABLES_FULL_NAME);
+	if (name_id < 0)
+		return name_id;
+	n += varint_leb128_encode((uint64_t)file_id, key + n);
+	n += varint_leb128_encode((uint64_t)name_id, key + n);
+	n += varint_zigzag_encode(-1, key + n);
+	n += varint_zigzag_encode(0, key + n);
+	n += varint_zigzag_encode(-1, key + n);
+	n += varint_zigzag_encode(0, key + n);
+	key[n++] = TACHYON_OPCODE_NONE;
+	w->tables_full_id = intern_add(&w->frames, key, n, &is_new);
+	if (w->tables_full_id < 0)
+		return errbuf_format(w->error, sizeof(w->error), (int)w->tables_full_id,
+				     "out of memory interning frames");
+	return w->tables_full_id;
+}
+
 static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *frame)
 {
 	char native_file[PATH_MAX + sizeof(PF_NATIVE_FILE_PREFIX)];
@@ -363,12 +408,19 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 		line = -1;
 	if (column < 0)
 		column = -1;
-	file_id = intern_string(w, file);
-	if (file_id < 0)
-		return file_id;
-	name_id = intern_string(w, name);
-	if (name_id < 0)
-		return name_id;
+	if (tables_full(w)) {
+		file_id = intern_find(&w->strings, file, strlen(file));
+		name_id = intern_find(&w->strings, name, strlen(name));
+		if (file_id < 0 || name_id < 0)
+			return frame_past_budget(w);
+	} else {
+		file_id = intern_string(w, file);
+		if (file_id < 0)
+			return file_id;
+		name_id = intern_string(w, name);
+		if (name_id < 0)
+			return name_id;
+	}
 	n += varint_leb128_encode((uint64_t)file_id, key + n);
 	n += varint_leb128_encode((uint64_t)name_id, key + n);
 	n += varint_zigzag_encode(line, key + n);
@@ -378,6 +430,10 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 	n += varint_zigzag_encode(column == -1 || end_column < 0 ? 0 : (int64_t)end_column - column,
 			   key + n);
 	key[n++] = opcode;
+	if (tables_full(w)) {
+		id = intern_find(&w->frames, key, n);
+		return id >= 0 ? id : frame_past_budget(w);
+	}
 	id = intern_add(&w->frames, key, n, &is_new);
 	if (id < 0)
 		return errbuf_format(w->error, sizeof(w->error), (int)id,
@@ -388,7 +444,7 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 	return id;
 }
 
-static int find_thread(struct tachyon_writer *w, uint64_t tid, uint32_t iid,
+static int find_thread(struct tachyon_writer *w, uint64_t tid, uint32_t iid, uint32_t pid,
 		       struct writer_thread **thread, bool *first)
 {
 	uint8_t key[12];
@@ -414,6 +470,7 @@ static int find_thread(struct tachyon_writer *w, uint64_t tid, uint32_t iid,
 					     "out of memory for threads");
 		w->threads[id]->tid = tid;
 		w->threads[id]->iid = iid;
+		w->threads[id]->pid = pid;
 		w->threads[id]->last_ts = w->start_time_us;
 	}
 	*thread = w->threads[id];
@@ -504,9 +561,13 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	err = intern_stack(w, sample, w->stack + extra, depth - extra);
 	if (err)
 		return err;
-	err = find_thread(w, sample->tid, sample->iid, &t, &first);
+	err = find_thread(w, sample->tid, sample->iid, sample->pid, &t, &first);
 	if (err)
 		return err;
+	/* (a tid reused by another process, or a late sample of a forgotten thread) */
+	t->pid = sample->pid;
+	first |= t->restart;
+	t->restart = false;
 	delta = sample->timestamp_us > t->last_ts ? sample->timestamp_us - t->last_ts : 0;
 	/* What the reader will reconstruct, so later deltas add up. */
 	t->last_ts += delta;
@@ -534,6 +595,36 @@ static int writer_add_sample(void *state, const struct pf_sample *sample)
 	w->sample_count += sample->samples ? sample->samples : 1;
 	if (w->held_len > HELD_LIMIT)
 		return checkpoint(w);
+	return 0;
+}
+
+/*
+ * The process exited: its threads' last stacks and pending repeats go (the repeats written
+ * first). A thread keeps its id and timestamp, which the reader keeps too: if the tid comes
+ * back its next record is a full one, its times still adding up. The tables stay (samples
+ * written refer to them); tables_max_bytes bounds them.
+ */
+static int writer_forget_pid(void *state, uint32_t pid)
+{
+	struct tachyon_writer *w = state;
+
+	for (size_t i = 0; i < intern_count(&w->thread_ids); i++) {
+		struct writer_thread *t = w->threads[i];
+		int err;
+
+		if (t->pid != pid || t->restart)
+			continue;
+		err = flush_repeat(w, t);
+		if (err)
+			return err;
+		free(t->stack);
+		free(t->repeat);
+		t->stack = NULL;
+		t->repeat = NULL;
+		t->stack_capacity = t->repeat_capacity = 0;
+		t->depth = 0;
+		t->restart = true;
+	}
 	return 0;
 }
 
@@ -959,8 +1050,15 @@ static size_t writer_held_bytes(const void *state)
 	return bytes;
 }
 
+static uint64_t writer_frames_past_budget(const void *state)
+{
+	return ((const struct tachyon_writer *)state)->frames_past_budget;
+}
+
 static const struct pf_writer_ops tachyon_writer_ops = {
 	.held_bytes = writer_held_bytes,
+	.forget_pid = writer_forget_pid,
+	.frames_past_budget = writer_frames_past_budget,
 	.set_metadata = writer_set_metadata,
 	.set_run_info = writer_set_run_info,
 	.set_python_version = writer_set_python_version,
@@ -1000,6 +1098,9 @@ int tachyon_writer_create(int fd, const struct pf_writer_options *options, void 
 	known_stacks_init(&w->known_stacks, KNOWN_STACKS_MAX_BYTES);
 	w->fd = fd;
 	w->level = options ? options->compression_level : PF_COMPRESSION_LEVEL_DEFAULT;
+	w->tables_max_bytes = options && options->tables_max_bytes ? options->tables_max_bytes
+								   : TABLES_MAX_BYTES_DEFAULT;
+	w->tables_full_id = -1;
 	if (w->level < 0 || w->level > ZSTD_maxCLevel()) {
 		writer_destroy(w);
 		return -EINVAL;
