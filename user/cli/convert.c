@@ -199,21 +199,11 @@ static error_t parse_convert_option(int key, char *arg, struct argp_state *state
 	return 0;
 }
 
-/* -o's and -f's help end with the registry's extensions and names, so a new format is listed. */
+/* -o's and -f's help end with the registry's extensions and names (options_format_help). */
 static char *convert_help_filter(int key, const char *text, void *input)
 {
-	char list[512], *filtered;
-
 	(void)input;
-	if (key == 'o')
-		format_registry_extensions(list, sizeof(list), true);
-	else if (key == 'f')
-		format_registry_names(list, sizeof(list), ", ", " or ");
-	else
-		return (char *)text;
-	if (asprintf(&filtered, "%s %s", text, list) < 0)
-		return (char *)text;
-	return filtered;
+	return options_format_help(key, text, true);
 }
 
 static bool same_file(const char *a, const char *b)

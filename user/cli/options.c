@@ -423,3 +423,18 @@ void options_warn_repeated_output(const char *program, const char *path, const c
 		fputs(" given twice: written once\n", stderr);
 	}
 }
+
+char *options_format_help(int key, const char *text, bool every_extension)
+{
+	char list[512], *filtered;
+
+	if (key == 'o')
+		format_registry_extensions(list, sizeof(list), every_extension);
+	else if (key == 'f')
+		format_registry_names(list, sizeof(list), ", ", " or ");
+	else
+		return (char *)text;
+	if (asprintf(&filtered, "%s %s", text, list) < 0)
+		return (char *)text;
+	return filtered;
+}

@@ -81,4 +81,9 @@ bool options_same_output(const char *a, const char *b);
 /* "PROGRAM: warning: -o PATH given twice (as EARLIER): written once" on stderr. */
 void options_warn_repeated_output(const char *program, const char *path, const char *earlier);
 
+/* argp's help filter for -o and -f: their help ends with the format registry's extensions
+ * (every_extension: with their aliases) and names, so a new format is listed; the text is
+ * returned as it is for other keys. */
+char *options_format_help(int key, const char *text, bool every_extension);
+
 #endif
