@@ -68,57 +68,6 @@ static void sum_weights(const char *path, const char *function, const char *othe
 	pf_reader_close(reader);
 }
 
-/* The metadata value of key in the profile at path ("" if none), into out. */
-static void profile_metadata(const char *path, const char *key, char *out, size_t len)
-{
-	struct pf_reader *reader = test_open_profile(path);
-	struct pf_sample sample;
-	const char *value;
-
-	while (pf_reader_next_sample(reader, &sample) == 1)
-		;
-	value = pf_reader_metadata(reader, key);
-	snprintf(out, len, "%s", value ? value : "");
-	pf_reader_close(reader);
-}
-
-static bool file_holds(const char *path, const char *text)
-{
-	size_t len = 0;
-	uint8_t *data = read_whole_file(path, &len);
-	bool found = data && memmem(data, len, text, strlen(text)) != NULL;
-
-	free(data);
-	return found;
-}
-
-/* `go tool pprof -raw` of the file: its sample types line holds types (e.g. "page-faults/count space/bytes"). */
-static void assert_pprof_sample_types(const char *path, const char *types)
-{
-	char *argv[] = { "go", "tool", "pprof", "-raw", (char *)path, NULL };
-	static char out[1 << 16];
-	char err[4096];
-	int status = run_capture_both(argv, out, sizeof(out), err, sizeof(err));
-
-	if (status != 0)
-		fail_msg("go tool pprof -raw %s exited %d: %s", path, status, err);
-	if (!strstr(out, types))
-		fail_msg("%s: pprof sample types are not '%s':\n%.600s", path, types, out);
-}
-
-/* `pybpfprof top` of the file: the heading says what its weights count, and the function ranks
- * (among as many as the file has: the kernel frames of its stack may weigh as much and come first). */
-static void assert_top_ranks(const char *path, const char *heading, const char *function)
-{
-	char *argv[] = { (char *)pybpfprof_binary(), "top", "-n", "1000", (char *)path, NULL };
-	static char out[1 << 16];
-	char err[4096];
-
-	assert_int_equal(run_capture_both(argv, out, sizeof(out), err, sizeof(err)), 0);
-	if (!strstr(out, heading) || !strstr(out, function))
-		fail_msg("pybpfprof top %s: expected '%s' and '%s' in:\n%.1500s", path, heading, function, out);
-}
-
 /* ---- page faults ---- */
 
 static void page_faults(void **state)
@@ -159,16 +108,16 @@ static void page_faults(void **state)
 	sum_weights(collapsed, "touch_fresh", NULL, &weights);
 	assert_true(weights.in_function >= FAULT_SHARE_MIN * weights.total);
 
-	profile_metadata(mojo, "mode", value, sizeof(value));
+	test_profile_metadata(mojo, "mode", value, sizeof(value));
 	assert_string_equal(value, "memory");
-	profile_metadata(mojo, "event", value, sizeof(value));
+	test_profile_metadata(mojo, "event", value, sizeof(value));
 	assert_string_equal(value, "page-faults");
-	profile_metadata(mojo, "event_unit", value, sizeof(value));
+	test_profile_metadata(mojo, "event_unit", value, sizeof(value));
 	assert_string_equal(value, "bytes");
-	assert_pprof_sample_types(pprof, "page-faults/count space/bytes");
-	assert_top_ranks(mojo, "own page-faults, in bytes", "touch_fresh");
-	assert_true(file_holds(speedscope, "\"unit\":\"bytes\""));
-	assert_true(file_holds(svg, "width: bytes allocated"));
+	test_assert_pprof_sample_types(pprof, "page-faults/count space/bytes");
+	test_assert_top_ranks(mojo, "own page-faults, in bytes", "touch_fresh");
+	assert_true(test_file_holds(speedscope, "\"unit\":\"bytes\""));
+	assert_true(test_file_holds(svg, "width: bytes allocated"));
 }
 
 /* ---- the overhead budget ---- */
@@ -254,14 +203,14 @@ static void context_switches(void **state)
 	assert_true(slept >= SWITCHES_MIN && weights.in_function >= SWITCHES_MIN);
 	assert_true(fabs(share - truth_share) <= SWITCH_SHARE_TOLERANCE);
 
-	profile_metadata(mojo, "event", value, sizeof(value));
+	test_profile_metadata(mojo, "event", value, sizeof(value));
 	assert_string_equal(value, "context-switches");
-	profile_metadata(mojo, "event_unit", value, sizeof(value));
+	test_profile_metadata(mojo, "event_unit", value, sizeof(value));
 	assert_string_equal(value, "count");
-	assert_pprof_sample_types(pprof, "context-switches/count");
-	assert_top_ranks(mojo, "own context-switches", "sleep_often");
-	assert_true(file_holds(speedscope, "\"unit\":\"none\""));
-	assert_true(file_holds(svg, "width: events"));
+	test_assert_pprof_sample_types(pprof, "context-switches/count");
+	test_assert_top_ranks(mojo, "own context-switches", "sleep_often");
+	assert_true(test_file_holds(speedscope, "\"unit\":\"none\""));
+	assert_true(test_file_holds(svg, "width: events"));
 }
 
 /* ---- hardware events ---- */

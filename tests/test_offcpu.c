@@ -104,53 +104,6 @@ static void sum_functions(const char *path, struct function_time *functions, siz
 	pf_reader_close(reader);
 }
 
-static void profile_metadata(const char *path, const char *key, char *out, size_t len)
-{
-	struct pf_reader *reader = test_open_profile(path);
-	struct pf_sample sample;
-	const char *value;
-
-	while (pf_reader_next_sample(reader, &sample) == 1)
-		;
-	value = pf_reader_metadata(reader, key);
-	snprintf(out, len, "%s", value ? value : "");
-	pf_reader_close(reader);
-}
-
-static bool file_holds(const char *path, const char *text)
-{
-	size_t len = 0;
-	uint8_t *data = read_whole_file(path, &len);
-	bool found = data && memmem(data, len, text, strlen(text)) != NULL;
-
-	free(data);
-	return found;
-}
-
-static void assert_pprof_sample_types(const char *path, const char *types)
-{
-	char *argv[] = { "go", "tool", "pprof", "-raw", (char *)path, NULL };
-	static char out[1 << 16];
-	char err[4096];
-	int status = run_capture_both(argv, out, sizeof(out), err, sizeof(err));
-
-	if (status != 0)
-		fail_msg("go tool pprof -raw %s exited %d: %s", path, status, err);
-	if (!strstr(out, types))
-		fail_msg("%s: pprof sample types are not '%s':\n%.600s", path, types, out);
-}
-
-static void assert_top_ranks(const char *path, const char *heading, const char *function)
-{
-	char *argv[] = { (char *)pybpfprof_binary(), "top", "-n", "1000", (char *)path, NULL };
-	static char out[1 << 16];
-	char err[4096];
-
-	assert_int_equal(run_capture_both(argv, out, sizeof(out), err, sizeof(err)), 0);
-	if (!strstr(out, heading) || !strstr(out, function))
-		fail_msg("pybpfprof top %s: expected '%s' and '%s' in:\n%.1500s", path, heading, function, out);
-}
-
 /* Runs the blocks workload under pybpfprof with extra options; its output into out. */
 static void run_blocks(const struct test_python *python, const char *options, int rounds, char *out, size_t len)
 {
@@ -212,14 +165,14 @@ static void blocks(void **state)
 	sum_functions(collapsed, functions, 2, &total);
 	assert_true(fabs(f->ns / (f->ns + g->ns) - truth_share) <= SHARE_TOLERANCE);
 
-	profile_metadata(mojo, "event", value, sizeof(value));
+	test_profile_metadata(mojo, "event", value, sizeof(value));
 	assert_string_equal(value, "off-cpu");
-	profile_metadata(mojo, "event_unit", value, sizeof(value));
+	test_profile_metadata(mojo, "event_unit", value, sizeof(value));
 	assert_string_equal(value, "nanoseconds");
-	assert_pprof_sample_types(pprof, "off-cpu/nanoseconds");
-	assert_top_ranks(mojo, "own off-cpu time, in ns", "tiny_block");
-	assert_true(file_holds(speedscope, "\"unit\":\"nanoseconds\""));
-	assert_true(file_holds(svg, "width: time"));
+	test_assert_pprof_sample_types(pprof, "off-cpu/nanoseconds");
+	test_assert_top_ranks(mojo, "own off-cpu time, in ns", "tiny_block");
+	assert_true(test_file_holds(speedscope, "\"unit\":\"nanoseconds\""));
+	assert_true(test_file_holds(svg, "width: time"));
 }
 
 /* off-cpu:MIN_US: the blocks shorter than MIN_US (tiny_block's, g's) are not sent. */

@@ -146,16 +146,6 @@ static void run_gated(const struct test_python *python, const char *script, cons
 	}
 }
 
-static bool file_holds(const char *path, const char *text)
-{
-	size_t len = 0;
-	uint8_t *data = read_whole_file(path, &len);
-	bool found = data && memmem(data, len, text, strlen(text)) != NULL;
-
-	free(data);
-	return found;
-}
-
 /* argv's output holds texts in this order. */
 static void assert_output_holds(char *const argv[], const char *what, const char *const *texts, size_t count)
 {
@@ -175,20 +165,6 @@ static void assert_output_holds(char *const argv[], const char *what, const char
 				 out);
 		from = found + strlen(texts[i]);
 	}
-}
-
-/* The metadata value of key in the profile at path ("" if none), into out. */
-static void profile_metadata(const char *path, const char *key, char *out, size_t len)
-{
-	struct pf_reader *reader = test_open_profile(path);
-	struct pf_sample sample;
-	const char *value;
-
-	while (pf_reader_next_sample(reader, &sample) == 1)
-		;
-	value = pf_reader_metadata(reader, key);
-	snprintf(out, len, "%s", value ? value : "");
-	pf_reader_close(reader);
 }
 
 /* ---- memory ---- */
@@ -267,9 +243,9 @@ static void memory_growth_and_release(void **state)
 	assert_true(fabs(split.grown_a / (split.grown_a + split.grown_b) - truth_share_a) <= SHARE_TOLERANCE);
 	assert_true(split.released_b >= RELEASED_MIN * (double)truth_released);
 
-	profile_metadata(mojo, "mode", mode, sizeof(mode));
+	test_profile_metadata(mojo, "mode", mode, sizeof(mode));
 	assert_string_equal(mode, "memory");
-	assert_true(file_holds(speedscope, "\"unit\":\"bytes\""));
+	assert_true(test_file_holds(speedscope, "\"unit\":\"bytes\""));
 	{
 		char *argv[] = { "go", "tool", "pprof", "-raw", pprof, NULL };
 		static const char *const types[] = { "samples/count memory/bytes" };
@@ -345,7 +321,7 @@ static void exceptions_where_raised(void **state)
 	split_exceptions(tachyon, &split);
 	assert_true(split.samples >= EXCEPTION_SAMPLES_MIN);
 	assert_true(split.flagged == split.samples);
-	profile_metadata(mojo, "pybpfprof_mode", mode, sizeof(mode));
+	test_profile_metadata(mojo, "pybpfprof_mode", mode, sizeof(mode));
 	assert_string_equal(mode, "exception");
 	{
 		char *argv[] = { (char *)pybpfprof_binary(), "top", "-n", "1000", tachyon, NULL };

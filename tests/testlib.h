@@ -761,6 +761,58 @@ static inline size_t test_count_samples(const char *path, bool (*match)(const st
 	return count;
 }
 
+/* The metadata value of key in the profile at path ("" if none), into out. */
+static inline void test_profile_metadata(const char *path, const char *key, char *out, size_t len)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	const char *value;
+
+	while (pf_reader_next_sample(reader, &sample) == 1)
+		;
+	value = pf_reader_metadata(reader, key);
+	snprintf(out, len, "%s", value ? value : "");
+	pf_reader_close(reader);
+}
+
+/* Whether the file at path holds text anywhere. */
+static inline bool test_file_holds(const char *path, const char *text)
+{
+	size_t len = 0;
+	uint8_t *data = read_whole_file(path, &len);
+	bool found = data && memmem(data, len, text, strlen(text)) != NULL;
+
+	free(data);
+	return found;
+}
+
+/* `go tool pprof -raw` of the file: its sample types line holds types (e.g. "page-faults/count space/bytes"). */
+static inline void test_assert_pprof_sample_types(const char *path, const char *types)
+{
+	char *argv[] = { "go", "tool", "pprof", "-raw", (char *)path, NULL };
+	static char out[1 << 16];
+	char err[4096];
+	int status = run_capture_both(argv, out, sizeof(out), err, sizeof(err));
+
+	if (status != 0)
+		fail_msg("go tool pprof -raw %s exited %d: %s", path, status, err);
+	if (!strstr(out, types))
+		fail_msg("%s: pprof sample types are not '%s':\n%.600s", path, types, out);
+}
+
+/* `pybpfprof top` of the file: the heading says what its weights count, and the function ranks
+ * (among as many as the file has: the kernel frames of its stack may weigh as much and come first). */
+static inline void test_assert_top_ranks(const char *path, const char *heading, const char *function)
+{
+	char *argv[] = { (char *)pybpfprof_binary(), "top", "-n", "1000", (char *)path, NULL };
+	static char out[1 << 16];
+	char err[4096];
+
+	assert_int_equal(run_capture_both(argv, out, sizeof(out), err, sizeof(err)), 0);
+	if (!strstr(out, heading) || !strstr(out, function))
+		fail_msg("pybpfprof top %s: expected '%s' and '%s' in:\n%.1500s", path, heading, function, out);
+}
+
 /* A script started by a test, with the pipe it reports on. */
 struct test_target {
 	pid_t pid;
