@@ -39,7 +39,14 @@ struct bpf_sampler {
 	/* The ring it replaced: still drained until no BPF program can be writing to it. */
 	int retiring_ring_fd;
 	uint64_t retiring_since_ms;
+	/* Handing BPF a grown ring (an array-of-maps update) waits for an RCU grace period, 10-16 ms
+	 * on this project's VM: done on a thread of its own, so that the drain goes on reading new
+	 * code objects meanwhile (a module body lives as long as its import). */
+	pthread_t publisher;
+	atomic_int publish_state;         /* enum ring_publish */
+	_Atomic uint64_t published_ms;
 	bool ring_grows;                  /* cpu mode with no size asked for: the ring follows the records */
+	size_t ring_bytes_before_grow;    /* the retiring ring's size, while the grown one is published */
 	unsigned frequency_hz;            /* records per second per CPU the ring is sized for (ring_rate_hz) */
 	uint64_t record_bytes_x16;        /* a running mean of the records' sizes (x16) */
 	uint64_t records_seen;
@@ -819,6 +826,40 @@ struct unwind_maps *bpf_sampler_unwind_maps(struct bpf_sampler *sampler)
 	return sampler->unwind_maps;
 }
 
+enum ring_publish { RING_PUBLISH_IDLE, RING_PUBLISH_RUNNING, RING_PUBLISH_DONE, RING_PUBLISH_FAILED };
+
+static void *publish_ring_run(void *opaque)
+{
+	struct bpf_sampler *sampler = opaque;
+	int ok = publish_ring(sampler, sampler->ring_fd, sampler->ring_bytes) == 0;
+
+	atomic_store(&sampler->published_ms, clock_monotonic_ms());
+	atomic_store(&sampler->publish_state, ok ? RING_PUBLISH_DONE : RING_PUBLISH_FAILED);
+	return NULL;
+}
+
+/* The publisher's end, waited for: its state then (RING_PUBLISH_IDLE if none ran). */
+static int publish_join(struct bpf_sampler *sampler)
+{
+	int state = atomic_load(&sampler->publish_state);
+
+	if (state != RING_PUBLISH_IDLE)
+		pthread_join(sampler->publisher, NULL);
+	atomic_store(&sampler->publish_state, RING_PUBLISH_IDLE);
+	return state;
+}
+
+/* The grown ring's publication failed: BPF still writes to the old one, which stays the ring;
+ * the new one, added, stays polled, empty, until the rings are rebuilt. */
+static void publish_failed(struct bpf_sampler *sampler, size_t old_bytes)
+{
+	close(sampler->ring_fd);
+	sampler->ring_fd = sampler->retiring_ring_fd;
+	sampler->ring_bytes = old_bytes;
+	sampler->retiring_ring_fd = -1;
+	sampler->ring_grows = false;
+}
+
 /*
  * Once records larger than the ring was sized for keep coming, a larger ring takes over: BPF
  * writes to it from the next record, the consumer drains both until the old one can no longer
@@ -826,7 +867,7 @@ struct unwind_maps *bpf_sampler_unwind_maps(struct bpf_sampler *sampler)
  */
 static void grow_ring(struct bpf_sampler *sampler)
 {
-	size_t wanted;
+	size_t wanted, old_bytes = sampler->ring_bytes;
 	int fd;
 
 	if (!sampler->ring_grows || sampler->retiring_ring_fd >= 0 || sampler->records_seen < RING_GROW_MIN_RECORDS)
@@ -837,16 +878,26 @@ static void grow_ring(struct bpf_sampler *sampler)
 	fd = create_ring(wanted);
 	if (fd < 0)
 		return;
-	if (ring_buffer__add(sampler->rings, fd, on_ring_record, sampler) || publish_ring(sampler, fd, wanted)) {
-		/* BPF never wrote to it: a ring added stays polled, empty, until the rings are rebuilt. */
+	if (ring_buffer__add(sampler->rings, fd, on_ring_record, sampler)) {
 		sampler->ring_grows = false;
 		close(fd);
 		return;
 	}
 	sampler->retiring_ring_fd = sampler->ring_fd;
-	sampler->retiring_since_ms = clock_monotonic_ms();
 	sampler->ring_fd = fd;
 	sampler->ring_bytes = wanted;
+	atomic_store(&sampler->publish_state, RING_PUBLISH_RUNNING);
+	if (thread_start_without_signals(&sampler->publisher, publish_ring_run, sampler)) {
+		atomic_store(&sampler->publish_state, RING_PUBLISH_IDLE);
+		if (publish_ring(sampler, fd, wanted)) {
+			publish_failed(sampler, old_bytes);
+			return;
+		}
+		sampler->retiring_since_ms = clock_monotonic_ms();
+		return;
+	}
+	sampler->retiring_since_ms = UINT64_MAX; /* set once BPF has the new ring */
+	sampler->ring_bytes_before_grow = old_bytes;
 }
 
 /* The replaced ring, drained for the last time, is unmapped and freed: the rings are built anew
@@ -855,7 +906,23 @@ static void retire_ring(struct bpf_sampler *sampler)
 {
 	struct ring_buffer *rings;
 
-	if (sampler->retiring_ring_fd < 0 || clock_monotonic_ms() - sampler->retiring_since_ms < RING_RETIRE_MS)
+	if (sampler->retiring_ring_fd < 0)
+		return;
+	switch (atomic_load(&sampler->publish_state)) {
+	case RING_PUBLISH_RUNNING:
+		return;
+	case RING_PUBLISH_DONE:
+		sampler->retiring_since_ms = atomic_load(&sampler->published_ms);
+		publish_join(sampler);
+		break;
+	case RING_PUBLISH_FAILED:
+		publish_join(sampler);
+		publish_failed(sampler, sampler->ring_bytes_before_grow);
+		return;
+	default:
+		break;
+	}
+	if (clock_monotonic_ms() - sampler->retiring_since_ms < RING_RETIRE_MS)
 		return;
 	ring_buffer__consume(sampler->rings);
 	rings = ring_buffer__new(sampler->ring_fd, on_ring_record, sampler, NULL);
@@ -1046,6 +1113,8 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	bpf_link__destroy(sampler->fork_link);
 	bpf_link__destroy(sampler->off_cpu_link);
 	kernel_names_close(sampler->kernel_names);
+	/* the publisher uses the skeleton and the ring's descriptor */
+	publish_join(sampler);
 	ring_buffer__free(sampler->rings);
 	if (sampler->ring_fd >= 0)
 		close(sampler->ring_fd);
