@@ -1,7 +1,9 @@
 # pybpfprof — build, test, demo, bench.
 #   make            build ./pybpfprof
 #   sudo make demo  install Debian dependencies, build, profile the bundled example
-#   sudo make check install Debian dependencies, build, run every test (real BPF, as root)
+#   make unit       build and run the unit tests (tests/unit/: no root, no BPF; any user)
+#   sudo make check install Debian dependencies, build, run the unit then the end-to-end tests
+#                   (tests/e2e/: real BPF, interpreters, as root)
 #   sudo make bench overhead and size figures (not part of check), then bench-peers
 #   sudo make bench-peers  side by side with Austin and CPython 3.15's sampler (bench/results/)
 #   sudo make install  the binary, man page and bash completion (PREFIX=/usr/local, DESTDIR)
@@ -33,8 +35,13 @@ PPROF_PROTO := /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
 PPROF_GEN   := $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h
 LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
 SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o
-TEST_SRCS := $(wildcard tests/test_*.c)
-TESTS     := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# tests/unit/: the library in process, no root, no BPF; tests/e2e/: root, real BPF, interpreters,
+# the pybpfprof binary. Both link tests/lib/testlib.c (built once per flavour).
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+E2E_TESTS  := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/test_*.c))
+TESTS      := $(UNIT_TESTS) $(E2E_TESTS)
+TESTLIB_SAN := $(BUILD)/tests/lib/testlib.o
+TESTLIB     := $(BUILD)/tests/lib/testlib-nosan.o
 
 # Fuzzing (fuzz/README.md): one harness fuzz/fuzz_<name>.c per input others control, its
 # corpus in fuzz/corpus/fuzz_<name>/. `make fuzz` runs each under clang's libFuzzer for
@@ -70,7 +77,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		gunicorn python3-flask uvicorn python3-fastapi uwsgi-core uwsgi-plugin-python3 \
 		python3-celery python3-redis redis-server wrk gdb python3-uvloop
 
-.PHONY: all deps demo check bench bench-peers bench-flood soak clean vmlinux pythons gen-offsets install uninstall fuzz
+.PHONY: all deps demo unit check bench bench-peers bench-flood soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/fuzz_%.o) \
 	    $(FUZZ_ALL:%=$(BUILD)/fuzz/harness/entry_%.o)
@@ -122,23 +129,38 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c | $(BUILD)
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@
 
-# Unit and integration tests run under ASan+UBSan against the same library.
-$(BUILD)/tests/%: tests/%.c $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests -o $@ $< $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
+# Unit and end-to-end tests run under ASan+UBSan against the same library ($(BUILD)/tests/unit/,
+# $(BUILD)/tests/e2e/).
+$(TESTLIB_SAN): tests/lib/testlib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests/lib -c $< -o $@
+
+$(TESTLIB): tests/lib/testlib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -Itests/lib -c $< -o $@
+
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_SAN) $(BUILD)/san/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests/lib -o $@ $< $(TESTLIB_SAN) $(BUILD)/san/libpybpfprof.a \
+		$(LDLIBS) -lcmocka
 
 # The heap warm-up is about glibc's malloc, which the sanitizers replace: built without them.
-$(BUILD)/tests/test_heap_warm: tests/test_heap_warm.c $(BUILD)/libpybpfprof.a | $(BUILD)/tests
-	$(CC) $(CFLAGS) -MMD -MP -Itests -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS) -lcmocka
+$(BUILD)/tests/unit/test_util_heap_warm: tests/unit/test_util_heap_warm.c $(TESTLIB) $(BUILD)/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -Itests/lib -o $@ $< $(TESTLIB) $(BUILD)/libpybpfprof.a $(LDLIBS) -lcmocka
 
 # The fuzzing corpora's regression run: the harnesses linked into a cmocka test.
-$(BUILD)/tests/test_fuzz_corpus: tests/test_fuzz_corpus.c $(FUZZ_SAN_OBJS) $(BUILD)/san/libpybpfprof.a | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests -Ifuzz -o $@ $< $(FUZZ_SAN_OBJS) $(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
+$(BUILD)/tests/unit/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(FUZZ_SAN_OBJS) $(TESTLIB_SAN) \
+				       $(BUILD)/san/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests/lib -Ifuzz -o $@ $< $(FUZZ_SAN_OBJS) $(TESTLIB_SAN) \
+		$(BUILD)/san/libpybpfprof.a $(LDLIBS) -lcmocka
 
 $(BUILD)/fuzz-san/%.o: fuzz/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -Ifuzz -MMD -MP -c $< -o $@
 
-$(BUILD) $(BUILD)/tests:
+$(BUILD):
 	mkdir -p $@
 
 # libFuzzer builds (clang only): the library and harnesses instrumented for coverage.
@@ -196,12 +218,17 @@ demo: deps
 	$(MAKE) all
 	./examples/demo.sh
 
+# The unit tests: seconds, as any user (the pybpfprof binary is their parser worker).
+unit:
+	$(MAKE) all $(UNIT_TESTS)
+	./tests/run-tests.sh unit: $(UNIT_TESTS)
+
 # 3.14 and 3.15 come from a cached Debian sid chroot; if it cannot be built
 # (no mirror), their tests say they are skipped and why.
 check: deps
 	$(MAKE) all $(TESTS)
 	./tests/pythons/provision-sid.sh || echo "warning: Python 3.14/3.15 could not be provisioned; their tests will be skipped" >&2
-	./tests/run-tests.sh $(TESTS)
+	./tests/run-tests.sh unit: $(UNIT_TESTS) e2e: $(E2E_TESTS)
 
 # Each harness for FUZZ_SECONDS from its corpus (FUZZ_NAMES picks some). What libFuzzer finds
 # new goes to $(BUILD)/fuzz/found/, a crashing input to $(BUILD)/fuzz/artifacts/ (add it to
@@ -249,7 +276,7 @@ $(BUILD)/bench/parser_cost: bench/parser_cost.c $(BUILD)/libpybpfprof.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
 
 # The userspace cost per frame of a repeated stack (resolve, MOJO and Tachyon writers), no BPF.
-$(BUILD)/bench/stack_repeat: bench/stack_repeat.c tests/fake_python.h $(BUILD)/libpybpfprof.a
+$(BUILD)/bench/stack_repeat: bench/stack_repeat.c tests/lib/fake_python.h $(BUILD)/libpybpfprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libpybpfprof.a $(LDLIBS)
 

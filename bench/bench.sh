@@ -3,8 +3,9 @@
 # CPU-bound workload with a known 3:1 split. Figures are printed, never asserted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+versions=$(tools/pyenv-versions.sh)
 
-python=${PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
+python=${PYTHON:-"$versions"/3.12.1/bin/python}
 [ -x "$python" ] || python=/usr/bin/python3
 rounds=${ROUNDS:-4500}
 BUILD_DIR=${BUILD:-build}
@@ -91,7 +92,7 @@ done
 printf '\nBPF ns per target sample by depth (1 kHz, median of 3; every frame its own code object)\n'
 printf '%-8s %8s %8s %8s %8s\n' python 5 32 128 500
 for version in 2.7 3.10 3.11 3.12 3.13; do
-	interp=$(ls -d /root/.pyenv/versions/"$version".*/bin/python 2>/dev/null | head -1)
+	interp=$(ls -d "$versions"/"$version".*/bin/python 2>/dev/null | head -1)
 	[ -n "$interp" ] || { printf '%-8s absent\n' "$version"; continue; }
 	row=$(printf '%-8s' "$version")
 	for depth in 5 32 128 500; do
@@ -111,7 +112,7 @@ bench/depth_cost.sh
 # Mixed stacks: the BPF cost of the native walk by native x Python depth, on 3.12 (the
 # activation found by the C-stack shim). Native frames: the mean per sample that the walk
 # went through, counted in a --native=all collapsed file (every frame BPF walked).
-mixed_python=/root/.pyenv/versions/3.12.1/bin/python
+mixed_python="$versions"/3.12.1/bin/python
 [ -x "$mixed_python" ] || mixed_python=$python
 printf '\nmixed stacks: BPF ns per target sample, native stacks on vs --no-native (1 kHz, median of 3; %s)\n' "$mixed_python"
 printf '%-8s %8s %8s %10s %12s %8s\n' py_depth nesting native ns_native ns_no_native ratio
@@ -174,7 +175,7 @@ printf '\nnative symbols, discovery verdicts and unwind tables per file: in the 
 # A host running 20 distinct Pythons: the distinct interpreter files here (each version's
 # libpython, or its binary when static), their tables summed, scaled to 20; libc once.
 interpreters=()
-for dir in /root/.pyenv/versions/*/; do
+for dir in "$versions"/*/; do
 	lib=$(ls "$dir"lib/libpython*.so.1.0 2>/dev/null | head -1)
 	if [ -n "$lib" ]; then interpreters+=("$lib"); else
 		interpreters+=("$(ls "$dir"bin/python[0-9].* 2>/dev/null | grep -v config | head -1)"); fi

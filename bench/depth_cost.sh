@@ -13,6 +13,7 @@
 # Environment: RATE (10000), WORK (rounds of the fixed work, 30000000), RUNS (3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+versions=$(tools/pyenv-versions.sh)
 
 rate=${RATE:-10000}
 work=${WORK:-30000000}
@@ -35,7 +36,7 @@ bpf_ns() {
 printf '\nBPF us per target sample at %d Hz, --no-native (bench/depth_work.py, median of %d)\n' "$rate" "$runs"
 printf '%-7s %-8s %7s %7s %7s %7s %7s %7s %8s\n' python ids d30 d200 d900 900/30 r32 d32 d32/r32
 for version in 3.12 3.13; do
-	python=$(ls -d /root/.pyenv/versions/"$version".*/bin/python 2>/dev/null | head -1)
+	python=$(ls -d "$versions"/"$version".*/bin/python 2>/dev/null | head -1)
 	[ -n "$python" ] || { printf '%-7s absent\n' "$version"; continue; }
 	for how in trusted read; do
 		d30=$(bpf_ns "$python" 30 distinct "$how"); d200=$(bpf_ns "$python" 200 distinct "$how")
@@ -63,7 +64,7 @@ work_s() {
 printf '\ntarget slowdown at %d Hz, distinct functions, --no-native (CPU s of %d rounds, median of %d)\n' "$rate" "$work" "$runs"
 printf '%-7s %6s %8s %9s %9s %9s %9s %9s\n' python depth base_s floor trusted vs_floor read vs_floor
 for version in 3.12 3.13; do
-	python=$(ls -d /root/.pyenv/versions/"$version".*/bin/python 2>/dev/null | head -1)
+	python=$(ls -d "$versions"/"$version".*/bin/python 2>/dev/null | head -1)
 	[ -n "$python" ] || continue
 	for depth in 30 200 900; do
 		base=$(work_s "$python" "$depth" none); floor=$(work_s "$python" "$depth" perf)

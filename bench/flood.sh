@@ -7,7 +7,8 @@
 #   bench/flood.sh [PYTHON] [LONG] [SHORT]
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
-python=${1:-/root/.pyenv/versions/3.12.1/bin/python3}
+versions=$("$here/tools/pyenv-versions.sh")
+python=${1:-"$versions"/3.12.1/bin/python3}
 long=${2:-40}
 short=${3:-20}
 work=$(mktemp -d)

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tests/fake_python.h"
+#include "../tests/lib/fake_python.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 #include "symbolize/sample_resolve.h"

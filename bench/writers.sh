@@ -6,8 +6,9 @@
 # Usage: bench/writers.sh [FILE.mojo]   (default: 5 s of bench/fixed_work.py at 1 kHz, recorded here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+versions=$(tools/pyenv-versions.sh)
 
-python=${PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
+python=${PYTHON:-"$versions"/3.12.1/bin/python}
 [ -x "$python" ] || python=/usr/bin/python3
 out=$(mktemp -d /tmp/pybpfprof-writers.XXXXXX)
 trap 'rm -rf "$out"' EXIT

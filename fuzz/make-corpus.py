@@ -19,6 +19,8 @@ DATA = os.path.join(CHECKOUT, "tests", "data")
 PYBPFPROF = os.path.join(CHECKOUT, "pybpfprof")
 SEED_LIMIT = 4096  # real files are cut at the first sample that starts past this many bytes
 SID_ROOT = os.environ.get("PYBPFPROF_SID_DIR", "/var/cache/pybpfprof/sid")
+PYENV_VERSIONS = subprocess.run([os.path.join(CHECKOUT, "tools", "pyenv-versions.sh")],
+                                capture_output=True, text=True, check=True).stdout.strip()
 
 
 def write(harness, name, data):
@@ -292,7 +294,7 @@ def maps_seeds(tmp):
 # ---- _Py_DebugOffsets from real interpreters ---------------------------------------------
 
 def debug_offsets_seeds(tmp):
-    for label, binary in (("3.13", "/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0"),
+    for label, binary in (("3.13", PYENV_VERSIONS + "/3.13.0/lib/libpython3.13.so.1.0"),
                           ("3.14", SID_ROOT + "/usr/bin/python3.14"),
                           ("3.15", SID_ROOT + "/usr/bin/python3.15")):
         if not os.path.exists(binary):

@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
 # Runs every test binary given, shows their output, and closes with one line
-# "N passed, N failed, N skipped" summed over all of them (cmocka's counts).
+# "tests: N passed, N failed, N skipped" summed over all of them (cmocka's counts).
+# An argument ending in ':' ("unit:", "e2e:") names the group of the binaries after it;
+# each group closes with its own line "GROUP: N passed, N failed, N skipped".
 set -u
 passed=0 failed=0 skipped=0 broken=()
+group= group_passed=0 group_failed=0 group_skipped=0
+
+close_group() {
+	[ -n "$group" ] && echo "$group: $group_passed passed, $group_failed failed, $group_skipped skipped"
+	group_passed=0 group_failed=0 group_skipped=0
+}
+
 for test in "$@"; do
+	if [ "${test%:}" != "$test" ]; then
+		close_group
+		group=${test%:}
+		continue
+	fi
 	echo "=== ${test##*/}"
 	out=$("$test" 2>&1); rc=$?
 	printf '%s\n' "$out"
 	p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
 	f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
 	s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
-	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 	# A binary that crashed or exited non-zero without reporting failures still fails.
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); broken+=("${test##*/} (exit $rc)"); fi
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; broken+=("${test##*/} (exit $rc)"); fi
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	group_passed=$((group_passed + p)); group_failed=$((group_failed + f)); group_skipped=$((group_skipped + s))
 done
+close_group
 [ ${#broken[@]} -eq 0 ] || printf 'broken: %s\n' "${broken[@]}"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -6,7 +6,7 @@
 # One line per interpreter, tab-separated:
 #   label <TAB> major.minor.micro <TAB> kind <TAB> command
 # kind is one of:
-#   pyenv   /root/.pyenv/versions/*/bin/python*        label "3.12", "2.7", ...
+#   pyenv   <versions>/*/bin/python*                   label "3.12", "2.7", ...
 #   static  Debian's /usr/bin/python3.X                label "3.11-static"
 #   chroot  python3.14/3.15 in the sid chroot          label "3.14", "3.15"
 # command is an absolute path, followed for chroot entries by the version
@@ -15,12 +15,12 @@
 # that is missing or does not start is simply not listed. The chroot is never
 # built here (see provision-sid.sh).
 #
-# Environment: PYENV_VERSIONS_DIR (default /root/.pyenv/versions),
-#              PYBPFPROF_SID_DIR  (default /var/cache/pybpfprof/sid)
+# <versions> is pyenv's versions folder as tools/pyenv-versions.sh names it ($PYENV_ROOT/versions).
+# Environment: PYENV_ROOT, PYBPFPROF_SID_DIR (default /var/cache/pybpfprof/sid)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-PYENV_DIR="${PYENV_VERSIONS_DIR:-/root/.pyenv/versions}"
+PYENV_DIR="$("$HERE/../../tools/pyenv-versions.sh")"
 SID_DIR="${PYBPFPROF_SID_DIR:-/var/cache/pybpfprof/sid}"
 VERSION_CODE='import sys; print("%d.%d.%d" % sys.version_info[:3])'
 

@@ -63,10 +63,11 @@ die() { say "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root"
 [ -x "$profiler_bin" ] || die "no $profiler_bin (run make)"
 pythons=()
-for python in /root/.pyenv/versions/*/bin/python; do
+versions=$("$root/tools/pyenv-versions.sh")
+for python in "$versions"/*/bin/python; do
 	[ -x "$python" ] && pythons+=("$python")
 done
-[ ${#pythons[@]} -gt 0 ] || die "no pyenv Python in /root/.pyenv/versions"
+[ ${#pythons[@]} -gt 0 ] || die "no pyenv Python in $versions"
 [ -x "$hostile_python" ] || die "no $hostile_python for the hostile processes"
 
 # The memory cgroup the profiler runs in: cgroup v2's (a child of the root) when the memory
@@ -236,9 +237,9 @@ while [ "$next_ms" -lt "$end_ms" ] && [ "$now_ms" -lt "$end_ms" ]; do
 		benign "$seq" "$python" >/dev/null 2>>"$work/benign.err" &
 		clock_ms
 		started_ms=$((now_ms - start_ms))
-		echo "soak_$seq $started_ms ${python#/root/.pyenv/versions/} $!" >>"$work/benign.txt"
+		echo "soak_$seq $started_ms ${python#"$versions"/} $!" >>"$work/benign.txt"
 		for ((k = 1; k <= threads_per_process; k++)); do
-			echo "soak_${seq}_t$k $started_ms ${python#/root/.pyenv/versions/} $!" >>"$work/benign.txt"
+			echo "soak_${seq}_t$k $started_ms ${python#"$versions"/} $!" >>"$work/benign.txt"
 		done
 		benign_count=$((benign_count + 1))
 	fi

@@ -35,7 +35,8 @@
 #define SPLIT_EXPECTED 0.75
 #define SPLIT_TOLERANCE 0.03
 
-/* Interpreters the acceptance criteria name; one absent is skipped, and says so. */
+/* Every supported interpreter (pyenv, Debian's static 3.11, the sid chroot); one absent is skipped,
+ * and says so. */
 static const char *const wanted_labels[] = {
 	"2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13",
 	"3.11-static", "3.14", "3.15",
@@ -867,7 +868,8 @@ static void native_stacks_mixed(void **state)
 
 #define NO_FRAME SIZE_MAX
 
-/* The interpreters the native-stack acceptance tests run on. */
+/* The interpreters the native-stack tests run on: one per frame layout and linkage (static,
+ * shared libpython, pyenv, Debian, sid). */
 static const char *const native_labels[] = { "2.7", "3.8", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
 
 /* The first frame at or after from of that kind whose name (or, in_file, file) holds part; NO_FRAME if none. */

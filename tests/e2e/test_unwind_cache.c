@@ -907,8 +907,8 @@ static void test_idle_tables_bounded(void **state)
  */
 static void test_overrun_costs_one_file(void **state)
 {
-	const char *candidates[] = { SID_CHROOT "/usr/bin/python3.15", "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
-				     "/usr/bin/python3.11" };
+	char pyenv_312[PATH_MAX];
+	const char *candidates[] = { SID_CHROOT "/usr/bin/python3.15", pyenv_312, "/usr/bin/python3.11" };
 	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
 	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
 	struct parser_client_options hurried = { .timeout_ms = 1 };
@@ -916,6 +916,7 @@ static void test_overrun_costs_one_file(void **state)
 	size_t tried = 0;
 
 	(void)state;
+	FORMAT(pyenv_312, "%s/3.12.1/lib/libpython3.12.so.1.0", test_pyenv_versions());
 	assert_int_equal(unwind_cache_set_parser_options(cache, &hurried), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(candidates); i++) {
 		int fd = open(candidates[i], O_RDONLY | O_CLOEXEC);

@@ -56,7 +56,7 @@ static void python_path(char *out, size_t len, const char *version)
 	if (version[0] == '/')
 		snprintf(out, len, "%s", version);
 	else
-		snprintf(out, len, "/root/.pyenv/versions/%s/bin/python", version);
+		snprintf(out, len, "%s/%s/bin/python", test_pyenv_versions(), version);
 }
 
 static int have_python(const char *version)

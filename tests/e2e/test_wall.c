@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Wall mode end to end (real BPF, root), on every interpreter the acceptance
- * criteria name: a process with a spinning thread, a thread in time.sleep, one
+ * Wall mode end to end (real BPF, root), on every supported interpreter on the
+ * machine: a process with a spinning thread, a thread in time.sleep, one
  * blocked in os.read on a pipe and one waiting on a threading.Lock shows all
  * four in nearly every interval, the three waiting ones idle, with their
  * Python stacks and a kernel stack naming the wait; cpu mode on the same
@@ -142,7 +142,7 @@ static const struct test_python *wanted_python(void **state)
 	return test_wanted_python(state, pythons, python_count);
 }
 
-/* ---- acceptance 1: who shows, idle or not, where they wait; cpu mode shows the spinner only ---- */
+/* ---- every thread shows, idle or not, where it waits; cpu mode shows the spinner only ---- */
 
 static void check_wall_threads(const char *label, const struct file_tally *from_mojo,
 			       const struct file_tally *from_tachyon)
@@ -217,7 +217,7 @@ static void wall_waiting_threads(void **state)
 	assert_cpython_accepts(tachyon, from_tachyon.samples);
 }
 
-/* ---- acceptance 2: a thread asleep 0.3 s of every 0.4 s shows 75% in the sleeping function ---- */
+/* ---- a thread asleep 0.3 s of every 0.4 s shows 75% in the sleeping function ---- */
 
 /* Launched (the other iterator: every task of the host, filtered by the target map), for 6 s.
  * Returns the sleeping share the script measured itself (its wall time in duty_sleep), 0.75

@@ -8,8 +8,6 @@
 
 #include "target/launch_files.h"
 
-#define PYENV_312 "/root/.pyenv/versions/3.12.1/bin/python3.12"
-
 static char paths[LAUNCH_FILES_MAX][PATH_MAX];
 
 static bool found(size_t count, const char *part)
@@ -44,17 +42,20 @@ static void test_name_on_path(void **state)
 /* A library found through the executable's RUNPATH: pyenv's shared libpython. */
 static void test_runpath(void **state)
 {
-	char *argv[] = { PYENV_312, NULL };
+	char python[PATH_MAX], libpython[PATH_MAX];
+	char *argv[] = { python, NULL };
 	size_t count;
 
 	(void)state;
-	if (!file_exists(PYENV_312)) {
-		print_message("%s is absent; skipped\n", PYENV_312);
+	FORMAT(python, "%s/3.12.1/bin/python3.12", test_pyenv_versions());
+	FORMAT(libpython, "%s/3.12.1/lib/libpython3.12.so", test_pyenv_versions());
+	if (!file_exists(python)) {
+		print_message("%s is absent; skipped\n", python);
 		return;
 	}
 	count = launch_files_find(argv, paths, LAUNCH_FILES_MAX);
-	assert_string_equal(paths[0], PYENV_312);
-	assert_true(found(count, "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so"));
+	assert_string_equal(paths[0], python);
+	assert_true(found(count, libpython));
 	assert_true(found(count, "/libc.so.6"));
 }
 

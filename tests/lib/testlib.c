@@ -1,40 +1,22 @@
-/* SPDX-License-Identifier: MIT */
-/* Shared by the cmocka tests: where the reference data lives, small file helpers. */
-#ifndef PYBPFPROF_TESTLIB_H
-#define PYBPFPROF_TESTLIB_H
+// SPDX-License-Identifier: MIT
+/* The shared test helpers of testlib.h, compiled once and linked into every test. */
+#include "testlib.h"
 
-#include <setjmp.h>
-#include <stdbool.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
+#include "parser/parser_client.h"
 
-#include <cmocka.h>
-
-#include "formats/format_registry.h"
-#include "profile/profile.h"
-#include "target/proc_identity.h"
-#include "target/proc_maps.h"
-
-/* The reference files (tests/data/README.md): $PYBPFPROF_TESTDATA, else tests/data of this checkout. */
-static inline const char *testdata_dir(void)
+const char *testdata_dir(void)
 {
 	const char *dir = getenv("PYBPFPROF_TESTDATA");
 
 	return dir && *dir ? dir : "tests/data";
 }
 
-static inline void testdata_path(char *out, size_t len, const char *relative)
+void testdata_path(char *out, size_t len, const char *relative)
 {
 	snprintf(out, len, "%s/%s", testdata_dir(), relative);
 }
 
-/* A fresh scratch directory for one test binary (removed by the OS's tmp cleaning). */
-static inline const char *test_tmpdir(void)
+const char *test_tmpdir(void)
 {
 	static char dir[64];
 
@@ -46,8 +28,7 @@ static inline const char *test_tmpdir(void)
 	return dir;
 }
 
-/* Whole file into a malloc'd buffer (NUL-terminated); NULL if unreadable. */
-static inline uint8_t *read_whole_file(const char *path, size_t *len)
+uint8_t *read_whole_file(const char *path, size_t *len)
 {
 	FILE *file = fopen(path, "rb");
 	uint8_t *data = NULL;
@@ -70,7 +51,7 @@ static inline uint8_t *read_whole_file(const char *path, size_t *len)
 	return data;
 }
 
-static inline int write_whole_file(const char *path, const void *data, size_t len)
+int write_whole_file(const char *path, const void *data, size_t len)
 {
 	FILE *file = fopen(path, "wb");
 	int ok;
@@ -81,11 +62,7 @@ static inline int write_whole_file(const char *path, const void *data, size_t le
 	return fclose(file) == 0 && ok ? 0 : -1;
 }
 
-
-
-/* The file that this process's mapping holding addr maps, as /proc/self/maps tells it
- * (inode 0 if none does). */
-static inline struct proc_file_id test_file_holding(uint64_t addr)
+struct proc_file_id test_file_holding(uint64_t addr)
 {
 	struct proc_file_id file = { 0 };
 	struct proc_maps maps;
@@ -98,31 +75,7 @@ static inline struct proc_file_id test_file_holding(uint64_t addr)
 	return file;
 }
 
-#endif
-
-/* ---- for tests that run real interpreters and the pybpfprof binary ---- */
-
-/* snprintf into an array, failing the test rather than silently cutting a path. */
-#define FORMAT(buffer, ...)                                                              \
-	do {                                                                             \
-		if ((size_t)snprintf((buffer), sizeof(buffer), __VA_ARGS__) >= sizeof(buffer)) \
-			fail_msg("text too long for %s", #buffer);                       \
-	} while (0)
-
-#include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <time.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <sys/stat.h>
-
-/* The checkout: $PYBPFPROF_SRCDIR, else found upwards from the test binary. */
-static inline const char *test_source_dir(void)
+const char *test_source_dir(void)
 {
 	static char dir[PATH_MAX];
 	const char *env = getenv("PYBPFPROF_SRCDIR");
@@ -148,15 +101,24 @@ static inline const char *test_source_dir(void)
 	return dir;
 }
 
-struct test_python {
-	char label[32];    /* "3.12", "3.11-static", "3.14" */
-	char version[32];  /* "3.12.1" */
-	char kind[16];     /* pyenv, static, chroot */
-	char command[1024]; /* what runs a script: append the script path */
-};
+const char *test_pyenv_versions(void)
+{
+	static char dir[PATH_MAX];
+	char command[PATH_MAX + 64];
+	FILE *helper;
 
-/* The interpreters tests/pythons/list-pythons.sh finds on this machine. */
-static inline size_t test_pythons(struct test_python *out, size_t max)
+	if (dir[0])
+		return dir;
+	snprintf(command, sizeof(command), "%s/tools/pyenv-versions.sh", test_source_dir());
+	helper = popen(command, "r");
+	if (!helper || !fgets(dir, sizeof(dir), helper))
+		fail_msg("%s printed no folder", command);
+	pclose(helper);
+	dir[strcspn(dir, "\n")] = 0;
+	return dir;
+}
+
+size_t test_pythons(struct test_python *out, size_t max)
 {
 	char command[PATH_MAX + 64], line[2048];
 	size_t count = 0;
@@ -185,9 +147,7 @@ static inline size_t test_pythons(struct test_python *out, size_t max)
 	return count;
 }
 
-/* The interpreter labelled `label` in list (as test_pythons filled it), NULL if absent. */
-static inline const struct test_python *test_python_find(const struct test_python *list, size_t count,
-							 const char *label)
+const struct test_python *test_python_find(const struct test_python *list, size_t count, const char *label)
 {
 	for (size_t i = 0; i < count; i++)
 		if (strcmp(list[i].label, label) == 0)
@@ -195,8 +155,7 @@ static inline const struct test_python *test_python_find(const struct test_pytho
 	return NULL;
 }
 
-/* Split a command line on spaces into argv (no quoting: our commands have none). */
-static inline int split_command(char *command, char **argv, int max)
+int split_command(char *command, char **argv, int max)
 {
 	char *save = NULL;
 	int argc = 0;
@@ -208,8 +167,7 @@ static inline int split_command(char *command, char **argv, int max)
 	return argc;
 }
 
-/* Start argv with stdout on a pipe (if out_fd) and stderr into a file (if err_path). */
-static inline pid_t test_spawn(char *const argv[], int *out_fd, const char *err_path)
+pid_t test_spawn(char *const argv[], int *out_fd, const char *err_path)
 {
 	int out_pipe[2] = { -1, -1 };
 	pid_t pid;
@@ -239,12 +197,7 @@ static inline pid_t test_spawn(char *const argv[], int *out_fd, const char *err_
 	return pid;
 }
 
-/*
- * The CPU time process pid has had so far (all its threads, user and system), in ms; fails the test
- * if it cannot be read. A cpu-mode profile holds about this times the rate in samples, however busy
- * the machine: tests that count samples of a running process compare with it, not with wall time.
- */
-static inline uint64_t test_cpu_ms(pid_t pid)
+uint64_t test_cpu_ms(pid_t pid)
 {
 	char path[64], text[1024];
 	unsigned long long utime = 0, stime = 0;
@@ -267,8 +220,7 @@ static inline uint64_t test_cpu_ms(pid_t pid)
 	return (utime + stime) * 1000u / (unsigned long long)sysconf(_SC_CLK_TCK);
 }
 
-/* The peak resident memory (VmHWM, KiB) of pid, 0 when it is gone. */
-static inline long test_peak_rss_kib(pid_t pid)
+long test_peak_rss_kib(pid_t pid)
 {
 	char text[8192];
 	const char *line;
@@ -279,8 +231,7 @@ static inline long test_peak_rss_kib(pid_t pid)
 	return line ? atol(line + strlen("VmHWM:")) : 0;
 }
 
-/* How long pid's main thread has waited for a CPU so far (schedstat's run delay), ns; 0 unknown. */
-static inline uint64_t test_cpu_wait_ns(pid_t pid)
+uint64_t test_cpu_wait_ns(pid_t pid)
 {
 	char text[256];
 	unsigned long long run_ns, wait_ns;
@@ -291,16 +242,7 @@ static inline uint64_t test_cpu_wait_ns(pid_t pid)
 	return wait_ns;
 }
 
-/* What a watched run did: its peak resident memory (VmHWM, KiB), and the share of its wall time
- * its main thread (a profiler's draining thread) spent waiting for a CPU. */
-struct test_run_watch {
-	long peak_kib;
-	double cpu_wait_share;
-	uint64_t wall_ms; /* from its start to its end */
-};
-
-/* Runs argv to its end, its output into the file log, watching it (above); its wait status. */
-static inline int test_run_watching(char *const argv[], const char *log, struct test_run_watch *watch)
+int test_run_watching(char *const argv[], const char *log, struct test_run_watch *watch)
 {
 	struct timespec start, now;
 	uint64_t wait_ns = 0;
@@ -335,7 +277,7 @@ static inline int test_run_watching(char *const argv[], const char *log, struct 
 	return status;
 }
 
-static inline int test_run_watching_peak_rss(char *const argv[], const char *log, long *peak_kib)
+int test_run_watching_peak_rss(char *const argv[], const char *log, long *peak_kib)
 {
 	struct test_run_watch watch;
 	int status = test_run_watching(argv, log, &watch);
@@ -344,9 +286,7 @@ static inline int test_run_watching_peak_rss(char *const argv[], const char *log
 	return status;
 }
 
-/* The shell command started with its output piped to us; it prints its pid once ready, read into
- * *pid. The pipe, for pclose. */
-static inline FILE *test_popen_ready(const char *command, pid_t *pid)
+FILE *test_popen_ready(const char *command, pid_t *pid)
 {
 	FILE *process = popen(command, "r");
 
@@ -355,8 +295,7 @@ static inline FILE *test_popen_ready(const char *command, pid_t *pid)
 	return process;
 }
 
-/* Shell-style status of a child: exit code, or 128 + signal. */
-static inline int test_wait_status(pid_t pid)
+int test_wait_status(pid_t pid)
 {
 	int status = 0;
 
@@ -365,8 +304,7 @@ static inline int test_wait_status(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Runs argv to the end; its stderr lands in err (NUL-terminated). */
-static inline int run_capture(char *const argv[], char *err, size_t errlen)
+int run_capture(char *const argv[], char *err, size_t errlen)
 {
 	char err_path[PATH_MAX];
 	size_t len = 0;
@@ -384,8 +322,7 @@ static inline int run_capture(char *const argv[], char *err, size_t errlen)
 	return status;
 }
 
-/* Runs argv; its stdout into out, its stderr into err; returns the exit status. */
-static inline int run_capture_both(char *const argv[], char *out, size_t outlen, char *err, size_t errlen)
+int run_capture_both(char *const argv[], char *out, size_t outlen, char *err, size_t errlen)
 {
 	char err_path[PATH_MAX];
 	size_t used = 0, len = 0;
@@ -410,11 +347,7 @@ static inline int run_capture_both(char *const argv[], char *out, size_t outlen,
 	return status;
 }
 
-/*
- * Runs `prlimit LIMIT ARGV...` (e.g. LIMIT "--as=67108864": a ceiling on its address space)
- * with stdout discarded; its stderr lands in err. The shell-style exit status.
- */
-static inline int run_limited(const char *limit, char *const argv[], char *err, size_t errlen)
+int run_limited(const char *limit, char *const argv[], char *err, size_t errlen)
 {
 	char *limited[16] = { "prlimit", (char *)limit };
 	char err_path[PATH_MAX];
@@ -445,14 +378,7 @@ static inline int run_limited(const char *limit, char *const argv[], char *err, 
 	return status;
 }
 
-/* The pybpfprof binary under test. */
-/*
- * A fork of this process as nobody (uid and gid 65534, no groups) that dies with this one, runs
- * prepare(arg) when given, says it is ready and waits to be killed: its pid, once it is ready.
- * A prepare that fails (non-zero) ends the child before it is ready, failing the test. The
- * parent-death signal is set after the ids change, which would clear it.
- */
-static inline pid_t test_fork_as_nobody(int (*prepare)(const void *arg), const void *arg)
+pid_t test_fork_as_nobody(int (*prepare)(const void *arg), const void *arg)
 {
 	int ready[2];
 	char byte = 0;
@@ -479,14 +405,7 @@ static inline pid_t test_fork_as_nobody(int (*prepare)(const void *arg), const v
 	return pid;
 }
 
-/* Copies of a library: dir/libN.so for N from first, count of them. */
-struct test_library_copies {
-	const char *dir;
-	size_t first, count;
-};
-
-/* A test_fork_as_nobody prepare: maps each of the test_library_copies arg executable; 0 or -1. */
-static inline int test_map_library_copies(const void *arg)
+int test_map_library_copies(const void *arg)
 {
 	const struct test_library_copies *copies = arg;
 
@@ -503,16 +422,14 @@ static inline int test_map_library_copies(const void *arg)
 	return 0;
 }
 
-/* A world-writable sticky directory, as /tmp is, for nobody to plant names in. */
-static inline void test_make_sticky_dir(char *dir, size_t len)
+void test_make_sticky_dir(char *dir, size_t len)
 {
 	snprintf(dir, len, "/tmp/pybpfprof-attack.XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(chmod(dir, 01777), 0);
 }
 
-/* What nobody can do: run a shell command as uid and gid 65534 without groups; its status. */
-static inline int test_run_as_nobody(const char *command)
+int test_run_as_nobody(const char *command)
 {
 	char *argv[] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
 			 "sh", "-c", (char *)command, NULL };
@@ -524,15 +441,13 @@ static inline int test_run_as_nobody(const char *command)
 	return status;
 }
 
-static inline const char *pybpfprof_binary(void)
+const char *pybpfprof_binary(void)
 {
 	static char path[PATH_MAX + 16];
 
 	snprintf(path, sizeof(path), "%s/pybpfprof", test_source_dir());
 	return path;
 }
-
-#include "parser/parser_client.h"
 
 /* The files a test symbolizes are read by the parser worker, which is the pybpfprof binary
  * under test (a test binary is not one): set before any test runs. */
@@ -541,31 +456,12 @@ __attribute__((constructor)) static void test_parser_worker_is_pybpfprof(void)
 	parser_client_set_default_executable(pybpfprof_binary());
 }
 
-static inline bool file_exists(const char *path)
+bool file_exists(const char *path)
 {
 	return access(path, F_OK) == 0;
 }
 
-/*
- * CPython 3.15's own reader (`python3.15 -m profiling.sampling replay`) in
- * the sid chroot of tests/pythons/provision-sid.sh. Returns the number of
- * samples it replayed from a Tachyon file, or -1 if the chroot is absent;
- * -2 (with its output in err) if it refused the file.
- */
-/* A function of the test executable named like one of the interpreter's (the main executable counts
- * as the interpreter when native frames are named), for synthetic native stacks. */
-static volatile int test_interpreter_sink __attribute__((unused));
-#define INTERPRETER_FUNCTION(name)                                    \
-	__attribute__((noinline, used)) void name(void);             \
-	__attribute__((noinline, used)) void name(void)              \
-	{                                                            \
-		for (int i = 0; i < 8; i++)                          \
-			test_interpreter_sink += i * __LINE__;       \
-	}
-
-#define SID_CHROOT "/var/cache/pybpfprof/sid"
-
-static inline long cpython_replay_samples(const char *tachyon_path, char *err, size_t errlen)
+long cpython_replay_samples(const char *tachyon_path, char *err, size_t errlen)
 {
 	char inside[128], copy[PATH_MAX + 128], command[PATH_MAX * 2];
 	uint8_t *data;
@@ -608,8 +504,7 @@ static inline long cpython_replay_samples(const char *tachyon_path, char *err, s
 	return replayed;
 }
 
-/* The reference reader, where the sid chroot has it, must replay every sample of a Tachyon file. */
-static inline void assert_cpython_accepts(const char *tachyon, size_t samples)
+void assert_cpython_accepts(const char *tachyon, size_t samples)
 {
 	char err[8192];
 	long replayed = cpython_replay_samples(tachyon, err, sizeof(err));
@@ -622,13 +517,8 @@ static inline void assert_cpython_accepts(const char *tachyon, size_t samples)
 		fail_msg("python3.15 replay of %s: %ld of %zu samples: %s", tachyon, replayed, samples, err);
 }
 
-/*
- * Runs tests/scripts/SCRIPT ARGS with `python` (its stdout piped to *out_fd) and returns its
- * pid once the script's first line says "ready" (its threads all run), that line in ready_line
- * (what the script reports after the word); fails the test if it does not within 20 s.
- */
-static inline pid_t test_start_ready_script_line(const struct test_python *python, const char *script,
-						 const char *args, int *out_fd, char *ready_line, size_t len)
+pid_t test_start_ready_script_line(const struct test_python *python, const char *script, const char *args,
+	int *out_fd, char *ready_line, size_t len)
 {
 	char command[1400], *argv[32];
 	struct pollfd ready;
@@ -650,17 +540,15 @@ static inline pid_t test_start_ready_script_line(const struct test_python *pytho
 	return pid;
 }
 
-/* test_start_ready_script_line, for a script that says only "ready". */
-static inline pid_t test_start_ready_script(const struct test_python *python, const char *script,
-					    const char *args, int *out_fd)
+pid_t test_start_ready_script(const struct test_python *python, const char *script, const char *args,
+	int *out_fd)
 {
 	char line[64];
 
 	return test_start_ready_script_line(python, script, args, out_fd, line, sizeof(line));
 }
 
-/* The command that runs interpreter `label` (as test_pythons lists it); false if absent. */
-static inline bool test_python_command(const char *label, char *command, size_t len)
+bool test_python_command(const char *label, char *command, size_t len)
 {
 	struct test_python found[32];
 	size_t count = test_pythons(found, 32);
@@ -671,10 +559,8 @@ static inline bool test_python_command(const char *label, char *command, size_t 
 	return false;
 }
 
-/* pybpfprof --mode MODE -F RATE -p PID for seconds, into a MOJO and a Tachyon file; fails the test
- * (naming label) if it does not exit 0. */
-static inline void test_record_pid(const char *label, const char *mode, const char *rate, pid_t pid,
-				   const char *seconds, const char *mojo, const char *tachyon)
+void test_record_pid(const char *label, const char *mode, const char *rate, pid_t pid, const char *seconds,
+	const char *mojo, const char *tachyon)
 {
 	char pid_text[16], err[4096];
 	char *argv[] = { (char *)pybpfprof_binary(), "-q", "--mode", (char *)mode, "-F", (char *)rate, "-p", pid_text,
@@ -687,20 +573,8 @@ static inline void test_record_pid(const char *label, const char *mode, const ch
 		fail_msg("%s: pybpfprof --mode %s exited %d: %s", label, mode, status, err);
 }
 
-/* One test of a per-interpreter suite: its name's prefix and its function. */
-struct test_per_python {
-	const char *prefix;             /* "wall_threads_" gives "wall_threads_3.12" */
-	CMUnitTestFunction run;         /* gets the interpreter's label as its state */
-};
-
-#define TEST_PER_PYTHON_MAX 64
-
-/*
- * Runs every kind of test on every label, named prefix + label, in label order: the
- * suites of real-BPF tests over interpreters (TEST_FILTER picks some). Needs root.
- */
-static inline int test_run_per_python(const char *group, const char *const *labels, size_t label_count,
-				      const struct test_per_python *kinds, size_t kind_count)
+int test_run_per_python(const char *group, const char *const *labels, size_t label_count,
+	const struct test_per_python *kinds, size_t kind_count)
 {
 	static char names[TEST_PER_PYTHON_MAX][64];
 	static struct CMUnitTest tests[TEST_PER_PYTHON_MAX];
@@ -721,10 +595,7 @@ static inline int test_run_per_python(const char *group, const char *const *labe
 	return _cmocka_run_group_tests(group, tests, count, NULL, NULL);
 }
 
-/* The interpreter a per-interpreter test's state (its label) names, from list; skips the test,
- * saying so, when that interpreter is absent. */
-static inline const struct test_python *test_wanted_python(void **state, const struct test_python *list,
-							   size_t count)
+const struct test_python *test_wanted_python(void **state, const struct test_python *list, size_t count)
 {
 	const char *label = *state;
 	const struct test_python *python = test_python_find(list, count, label);
@@ -736,8 +607,7 @@ static inline const struct test_python *test_wanted_python(void **state, const s
 	return python;
 }
 
-/* A profile file opened with the project's readers; fails the test, naming the file, if it cannot be. */
-static inline struct pf_reader *test_open_profile(const char *path)
+struct pf_reader *test_open_profile(const char *path)
 {
 	struct pf_reader *reader = NULL;
 	char err[512];
@@ -747,8 +617,7 @@ static inline struct pf_reader *test_open_profile(const char *path)
 	return reader;
 }
 
-/* How many samples of the profile at path match(sample, arg). */
-static inline size_t test_count_samples(const char *path, bool (*match)(const struct pf_sample *, const void *),
+size_t test_count_samples(const char *path, bool (*match)(const struct pf_sample *, const void *),
 					const void *arg)
 {
 	struct pf_reader *reader = test_open_profile(path);
@@ -761,8 +630,7 @@ static inline size_t test_count_samples(const char *path, bool (*match)(const st
 	return count;
 }
 
-/* The metadata value of key in the profile at path ("" if none), into out. */
-static inline void test_profile_metadata(const char *path, const char *key, char *out, size_t len)
+void test_profile_metadata(const char *path, const char *key, char *out, size_t len)
 {
 	struct pf_reader *reader = test_open_profile(path);
 	struct pf_sample sample;
@@ -775,8 +643,7 @@ static inline void test_profile_metadata(const char *path, const char *key, char
 	pf_reader_close(reader);
 }
 
-/* Whether the file at path holds text anywhere. */
-static inline bool test_file_holds(const char *path, const char *text)
+bool test_file_holds(const char *path, const char *text)
 {
 	size_t len = 0;
 	uint8_t *data = read_whole_file(path, &len);
@@ -786,8 +653,7 @@ static inline bool test_file_holds(const char *path, const char *text)
 	return found;
 }
 
-/* `go tool pprof -raw` of the file: its sample types line holds types (e.g. "page-faults/count space/bytes"). */
-static inline void test_assert_pprof_sample_types(const char *path, const char *types)
+void test_assert_pprof_sample_types(const char *path, const char *types)
 {
 	char *argv[] = { "go", "tool", "pprof", "-raw", (char *)path, NULL };
 	static char out[1 << 16];
@@ -800,9 +666,7 @@ static inline void test_assert_pprof_sample_types(const char *path, const char *
 		fail_msg("%s: pprof sample types are not '%s':\n%.600s", path, types, out);
 }
 
-/* `pybpfprof top` of the file: the heading says what its weights count, and the function ranks
- * (among as many as the file has: the kernel frames of its stack may weigh as much and come first). */
-static inline void test_assert_top_ranks(const char *path, const char *heading, const char *function)
+void test_assert_top_ranks(const char *path, const char *heading, const char *function)
 {
 	char *argv[] = { (char *)pybpfprof_binary(), "top", "-n", "1000", (char *)path, NULL };
 	static char out[1 << 16];
@@ -813,21 +677,14 @@ static inline void test_assert_top_ranks(const char *path, const char *heading, 
 		fail_msg("pybpfprof top %s: expected '%s' and '%s' in:\n%.1500s", path, heading, function, out);
 }
 
-/* A script started by a test, with the pipe it reports on. */
-struct test_target {
-	pid_t pid;
-	int out_fd;
-};
-
-static inline void test_stop_target(struct test_target *target)
+void test_stop_target(struct test_target *target)
 {
 	kill(target->pid, SIGKILL);
 	test_wait_status(target->pid);
 	close(target->out_fd);
 }
 
-/* Whether a sample holds a Python frame of that function. */
-static inline bool test_has_python_frame(const struct pf_sample *sample, const char *name)
+bool test_has_python_frame(const struct pf_sample *sample, const char *name)
 {
 	for (size_t i = 0; i < sample->frame_count; i++)
 		if (sample->frames[i].kind == PF_FRAME_PYTHON && strcmp(sample->frames[i].name, name) == 0)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * `pybpfprof stacks PID` end to end (real BPF, root), on the interpreters the
- * acceptance criteria name: a process with a spinning thread, one in
+ * `pybpfprof stacks PID` end to end (real BPF, root), on every supported
+ * interpreter on the machine (2.7, 3.6-3.15, Debian's static 3.11): a process with a spinning thread, one in
  * time.sleep and one blocked in os.read on a pipe (tests/scripts/wall_threads.py
  * waits) shows all three with their Python function, the waiting two idle with
  * a kernel frame naming the wait, the spinner running; `--json` parses

@@ -110,25 +110,25 @@ static int read_report(int fd, struct report *report)
 
 /* --------------------------------------------------------- the interpreters */
 
-enum launch { LAUNCH_DIRECT, LAUNCH_SID_CHROOT };
+enum launch { LAUNCH_DIRECT, LAUNCH_PYENV, LAUNCH_SID_CHROOT };
 
 struct interpreter {
 	const char *label;
-	const char *path_glob;   /* on the host, or inside the sid chroot */
+	const char *path_glob;   /* on the host, under pyenv's versions, or inside the sid chroot */
 	enum launch launch;
 	unsigned major, minor;
 };
 
 static const struct interpreter interpreters[] = {
-	{ "2.7", "/root/.pyenv/versions/2.7.*/bin/python2.7", LAUNCH_DIRECT, 2, 7 },
-	{ "3.6", "/root/.pyenv/versions/3.6.*/bin/python3.6", LAUNCH_DIRECT, 3, 6 },
-	{ "3.7", "/root/.pyenv/versions/3.7.*/bin/python3.7", LAUNCH_DIRECT, 3, 7 },
-	{ "3.8", "/root/.pyenv/versions/3.8.*/bin/python3.8", LAUNCH_DIRECT, 3, 8 },
-	{ "3.9", "/root/.pyenv/versions/3.9.*/bin/python3.9", LAUNCH_DIRECT, 3, 9 },
-	{ "3.10", "/root/.pyenv/versions/3.10.*/bin/python3.10", LAUNCH_DIRECT, 3, 10 },
-	{ "3.11", "/root/.pyenv/versions/3.11.*/bin/python3.11", LAUNCH_DIRECT, 3, 11 },
-	{ "3.12", "/root/.pyenv/versions/3.12.*/bin/python3.12", LAUNCH_DIRECT, 3, 12 },
-	{ "3.13", "/root/.pyenv/versions/3.13.*/bin/python3.13", LAUNCH_DIRECT, 3, 13 },
+	{ "2.7", "/2.7.*/bin/python2.7", LAUNCH_PYENV, 2, 7 },
+	{ "3.6", "/3.6.*/bin/python3.6", LAUNCH_PYENV, 3, 6 },
+	{ "3.7", "/3.7.*/bin/python3.7", LAUNCH_PYENV, 3, 7 },
+	{ "3.8", "/3.8.*/bin/python3.8", LAUNCH_PYENV, 3, 8 },
+	{ "3.9", "/3.9.*/bin/python3.9", LAUNCH_PYENV, 3, 9 },
+	{ "3.10", "/3.10.*/bin/python3.10", LAUNCH_PYENV, 3, 10 },
+	{ "3.11", "/3.11.*/bin/python3.11", LAUNCH_PYENV, 3, 11 },
+	{ "3.12", "/3.12.*/bin/python3.12", LAUNCH_PYENV, 3, 12 },
+	{ "3.13", "/3.13.*/bin/python3.13", LAUNCH_PYENV, 3, 13 },
 	{ "3.11 static (Debian)", "/usr/bin/python3.11", LAUNCH_DIRECT, 3, 11 },
 	{ "3.14 (sid chroot)", "/usr/bin/python3.14", LAUNCH_SID_CHROOT, 3, 14 },
 	{ "3.15 (sid chroot)", "/usr/bin/python3.15", LAUNCH_SID_CHROOT, 3, 15 },
@@ -142,7 +142,10 @@ static int find_interpreter(const struct interpreter *interp, char *path, size_t
 	glob_t found;
 	int ok;
 
-	snprintf(pattern, sizeof(pattern), "%s%s", interp->launch == LAUNCH_SID_CHROOT ? SID_ROOT : "",
+	snprintf(pattern, sizeof(pattern), "%s%s",
+		 interp->launch == LAUNCH_SID_CHROOT ? SID_ROOT
+		 : interp->launch == LAUNCH_PYENV    ? test_pyenv_versions()
+						     : "",
 		 interp->path_glob);
 	if (glob(pattern, 0, NULL, &found))
 		return 0;
@@ -432,7 +435,8 @@ static void test_interpreter(void **state)
 	assert_int_equal(target.major, interp->major);
 	assert_int_equal(target.minor, interp->minor);
 	assert_int_equal(target.config.version_hex >> 16, interp->major << 8 | interp->minor);
-	if (sscanf(path, "/root/.pyenv/versions/%*u.%*u.%u/", &expected_micro) == 1)
+	if (interp->launch == LAUNCH_PYENV &&
+	    sscanf(path + strlen(test_pyenv_versions()), "/%*u.%*u.%u/", &expected_micro) == 1)
 		assert_int_equal(target.micro, expected_micro);
 	assert_true(maps_file_named_python(pid, &target.runtime_file));
 

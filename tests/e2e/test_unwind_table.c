@@ -469,13 +469,11 @@ static void check_real_file(const char *path, bool has_start)
 /* pyenv's CPython 3.12, found as tests/pythons/list-pythons.sh finds it: its shared libpython. */
 static void test_libpython312(void **state)
 {
-	const char *versions = getenv("PYENV_VERSIONS_DIR");
 	char pattern[512];
 	glob_t found;
 
 	(void)state;
-	snprintf(pattern, sizeof(pattern), "%s/3.12*/lib/libpython3.12.so.1.0",
-		 versions && *versions ? versions : "/root/.pyenv/versions");
+	snprintf(pattern, sizeof(pattern), "%s/3.12*/lib/libpython3.12.so.1.0", test_pyenv_versions());
 	if (glob(pattern, 0, NULL, &found) || !found.gl_pathc) {
 		print_message("no pyenv CPython 3.12 with a shared libpython, skipped\n");
 		skip();
@@ -637,7 +635,7 @@ static void check_worker_table(const char *path)
 /* Every interpreter's files at hand, libc, libz and numpy: one pass gives libdw's table, row for row. */
 static void test_one_pass_matches_libdw(void **state)
 {
-	const char *versions = getenv("PYENV_VERSIONS_DIR");
+	const char *versions = test_pyenv_versions();
 	static const char *const per_version[] = {
 		"lib/libpython*.so*", "bin/python[23].[0-9]", "bin/python3.[0-9][0-9]",
 		"lib/python*/site-packages/numpy/*core/_multiarray_umath*.so",
@@ -647,8 +645,6 @@ static void test_one_pass_matches_libdw(void **state)
 	size_t pyenv_files;
 
 	(void)state;
-	if (!versions || !*versions)
-		versions = "/root/.pyenv/versions";
 	for (size_t i = 0; i < ARRAY_SIZE(per_version); i++) {
 		snprintf(pattern, sizeof(pattern), "%s/*/%s", versions, per_version[i]);
 		add_matches(&files, pattern);

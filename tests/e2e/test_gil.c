@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Thread states end to end (real BPF, root), on every interpreter the
- * acceptance criteria name.
+ * Thread states end to end (real BPF, root), on every supported interpreter
+ * on the machine.
  *
  * Contention: two threads spinning in Python contend for the GIL. In wall
  * mode, at every pass that saw both, exactly one of them holds it: their
@@ -100,7 +100,7 @@ static void assert_metadata(struct pf_reader *reader, const char *key, const cha
 		fail_msg("metadata %s is '%s', not '%s'", key, value ? value : "(none)", want);
 }
 
-/* ---- acceptance 3: two threads contending for the GIL ---- */
+/* ---- two threads contending for the GIL: one holds it at every pass ---- */
 
 #define WORKERS 2
 
@@ -360,7 +360,7 @@ static void gil_contention(void **state)
 	assert_cpython_accepts(gil_tachyon, from_tachyon.samples);
 }
 
-/* ---- acceptance 4: the garbage collector ---- */
+/* ---- the garbage collector: its samples are flagged GC ---- */
 
 struct gc_tally {
 	size_t samples;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Freed and reused code objects are never misnamed (real BPF, root), on every
- * interpreter the acceptance criteria name. tests/scripts/code_churn.py compiles,
+ * supported interpreter on the machine. tests/scripts/code_churn.py compiles,
  * calls and frees thousands of functions gen_N of one shape with one globals dict,
  * so that each new function's code object (and often its name and file strings)
  * lands where an earlier one was; it logs when each call started and ended on
