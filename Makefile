@@ -196,11 +196,11 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/harness/entry_%.o $(BUILD)/fuzz/harness/fuzz
 # tests/data/cpython-debug-offsets/; test_py_offsets checks the committed files. The asyncio
 # layouts of 3.11-3.13 come from those interpreters' debug information (gdb).
 gen-offsets:
-	sh tests/scripts/gen_py_offsets.sh > user/target/py_offsets_table.inc.new
+	sh tools/gen_py_offsets.sh > user/target/py_offsets_table.inc.new
 	mv user/target/py_offsets_table.inc.new user/target/py_offsets_table.inc
-	sh tests/scripts/gen_debug_layouts.sh > user/target/py_debug_layouts.inc.new
+	sh tools/gen_debug_layouts.sh > user/target/py_debug_layouts.inc.new
 	mv user/target/py_debug_layouts.inc.new user/target/py_debug_layouts.inc
-	sh tests/scripts/gen_asyncio_layouts.sh > user/target/py_asyncio_table.inc.new
+	sh tools/gen_asyncio_layouts.sh > user/target/py_asyncio_table.inc.new
 	mv user/target/py_asyncio_table.inc.new user/target/py_asyncio_table.inc
 
 vmlinux:

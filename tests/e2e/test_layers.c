@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* The layering of user/ (tests/scripts/check-layers.sh): the tree keeps it, and a
+/* The layering of user/ (tools/check-layers.sh): the tree keeps it, and a
  * wrong include is caught and named. */
 #include "testlib.h"
 
 #include <sys/wait.h>
 
-#define CHECK_LAYERS "tests/scripts/check-layers.sh"
+#define CHECK_LAYERS "tools/check-layers.sh"
 
 /* Runs the check on dir; its output goes to out. Returns the exit status. */
 static int run_check(const char *dir, char *out, size_t len)

@@ -2,7 +2,7 @@
 /*
  * Where CPython keeps what the sampler reads, per version: a table for 2.7 and
  * 3.6-3.12 (py_offsets_table.inc, generated from each version's headers by
- * tests/scripts/gen_py_offsets.sh),
+ * tools/gen_py_offsets.sh),
  * and a decoder of the _Py_DebugOffsets a 3.13+ target carries at the start of _PyRuntime.
  */
 #ifndef PYBPFPROF_USER_PY_OFFSETS_H

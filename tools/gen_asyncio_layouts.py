@@ -1,4 +1,4 @@
-# Run inside gdb (tests/scripts/gen_asyncio_layouts.sh): prints one C initializer row of
+# Run inside gdb (tools/gen_asyncio_layouts.sh): prints one C initializer row of
 # py_asyncio_table.inc for the CPython whose libpython and _asyncio extension gdb has loaded,
 # each field the first of its expressions that this version's debug information evaluates.
 import gdb

@@ -8,11 +8,11 @@
 #   include/ (the BPF contract) only where records and configs are handled;
 #   the BPF skeleton only in sampler/.
 #
-# Usage: tests/scripts/check-layers.sh [USER_DIR]   (default: user/ of this checkout)
+# Usage: tools/check-layers.sh [USER_DIR]   (default: user/ of this checkout)
 # Prints every include that crosses a forbidden direction as FILE:LINE and exits 1;
 # prints "layers: N files, ok" and exits 0 otherwise.
 set -u
-root=${1:-"$(dirname "$0")/../../user"}
+root=${1:-"$(dirname "$0")/../user"}
 [ -d "$root" ] || { echo "check-layers: no such directory: $root" >&2; exit 2; }
 
 # folder -> the folders its files may include (itself included)
