@@ -393,40 +393,6 @@ static pid_t first_child(pid_t pid)
 	return 0;
 }
 
-static void identity_of_ourselves(void **state)
-{
-	struct proc_identity identity;
-
-	(void)state;
-	assert_int_equal(proc_identity_read(getpid(), &identity), 0);
-	assert_int_equal(identity.ns_pid, getpid());
-	assert_int_equal(identity.ns_depth, 0);
-	assert_true(identity.cgroup[0] == '/');
-}
-
-static void container_of_cgroup_lines(void **state)
-{
-	char cgroup[64];
-
-	(void)state;
-	/* cgroup v2 only */
-	proc_identity_parse_cgroup("0::/system.slice/docker-0123.scope\n", cgroup, sizeof(cgroup));
-	assert_string_equal(cgroup, "/system.slice/docker-0123.scope");
-	/* a hybrid host: the unified hierarchy at its root, Docker's container in the v1 ones */
-	proc_identity_parse_cgroup("12:memory:/docker/abc\n1:name=systemd:/docker/abc\n0::/\n", cgroup,
-				   sizeof(cgroup));
-	assert_string_equal(cgroup, "/docker/abc");
-	proc_identity_parse_cgroup("4:memory:/sandbox/7\n1:name=systemd:/\n0::/\n", cgroup, sizeof(cgroup));
-	assert_string_equal(cgroup, "/sandbox/7");
-	proc_identity_parse_cgroup("1:name=systemd:/\n0::/\n", cgroup, sizeof(cgroup));
-	assert_string_equal(cgroup, "/");
-	/* cut to fit, never beyond its line */
-	proc_identity_parse_cgroup("0::/a-very-long-path-that-goes-on-and-on-and-on-and-on-and-on-beyond\n", cgroup, 8);
-	assert_string_equal(cgroup, "/a-very");
-	proc_identity_parse_cgroup("garbage\n", cgroup, sizeof(cgroup));
-	assert_string_equal(cgroup, "");
-}
-
 static void identity_in_a_new_pid_namespace(void **state)
 {
 	char *argv[] = { "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "/bin/sleep", "60", NULL };
@@ -760,8 +726,6 @@ int main(void)
 		cmocka_unit_test(python_files_are_examined_once),
 		cmocka_unit_test(cache_is_bounded),
 		cmocka_unit_test(verdicts_in_use_stay),
-		cmocka_unit_test(identity_of_ourselves),
-		cmocka_unit_test(container_of_cgroup_lines),
 		cmocka_unit_test(identity_in_a_new_pid_namespace),
 		cmocka_unit_test(whole_host_finds_renamed_embedded_and_namespaced),
 		cmocka_unit_test(attach_to_renamed_static_interpreter),

@@ -294,34 +294,6 @@ static void sparse_files_cost_the_profiler_nothing(void **state)
 	profile_beside(SPARSE_FILES_ATTACK);
 }
 
-/* What a worker says of a file is checked before root uses it. */
-static void lying_verdicts_are_refused(void **state)
-{
-	struct py_runtime_file file = { .verdict = PY_RUNTIME_HERE, .major = 3, .minor = 12,
-					.sym = { .has_runtime = true, .runtime = 0x1000 } };
-	struct parser_py_runtime wire, bad;
-	struct py_runtime_file back;
-
-	(void)state;
-	py_runtime_file_to_wire(&file, &wire);
-	assert_int_equal(py_runtime_file_from_wire(&wire, &back), 0);
-	assert_int_equal(back.verdict, PY_RUNTIME_HERE);
-	assert_true(back.sym.has_runtime);
-	assert_int_equal(back.sym.runtime, 0x1000);
-	bad = wire;
-	bad.verdict = 7;
-	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
-	bad = wire;
-	bad.has_runtime = 2;
-	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
-	bad = wire;
-	bad.unread = -EPERM;
-	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
-	bad = wire;
-	bad.unread = -EFBIG; /* unread, yet a runtime */
-	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
-}
-
 /* A sparse file whose tables span it is judged unread from its section headers: its tables
  * are not read, in the worker either, however often it is touched. */
 static void sparse_tables_are_not_read(void **state)
@@ -684,7 +656,6 @@ static void mapping_hoarders_are_read_off_the_drain(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(lying_verdicts_are_refused),
 		cmocka_unit_test(sparse_tables_are_not_read),
 		cmocka_unit_test(bad_file_stays_bad_when_touched),
 		cmocka_unit_test(note_bomb_costs_the_profiler_nothing),

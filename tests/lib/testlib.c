@@ -456,6 +456,15 @@ __attribute__((constructor)) static void test_parser_worker_is_pybpfprof(void)
 	parser_client_set_default_executable(pybpfprof_binary());
 }
 
+/* TEST_FILTER=GLOB runs only the matching tests of any test binary (cmocka's filter). */
+__attribute__((constructor)) static void test_filter_from_environment(void)
+{
+	const char *filter = getenv("TEST_FILTER");
+
+	if (filter && *filter)
+		cmocka_set_test_filter(filter);
+}
+
 bool file_exists(const char *path)
 {
 	return access(path, F_OK) == 0;

@@ -39,26 +39,6 @@ static void test_name_on_path(void **state)
 	free(old);
 }
 
-/* A library found through the executable's RUNPATH: pyenv's shared libpython. */
-static void test_runpath(void **state)
-{
-	char python[PATH_MAX], libpython[PATH_MAX];
-	char *argv[] = { python, NULL };
-	size_t count;
-
-	(void)state;
-	FORMAT(python, "%s/3.12.1/bin/python3.12", test_pyenv_versions());
-	FORMAT(libpython, "%s/3.12.1/lib/libpython3.12.so", test_pyenv_versions());
-	if (!file_exists(python)) {
-		print_message("%s is absent; skipped\n", python);
-		return;
-	}
-	count = launch_files_find(argv, paths, LAUNCH_FILES_MAX);
-	assert_string_equal(paths[0], python);
-	assert_true(found(count, libpython));
-	assert_true(found(count, "/libc.so.6"));
-}
-
 /* A #! script is its interpreter; `#!/usr/bin/env NAME` is NAME on PATH. */
 static void test_scripts(void **state)
 {
@@ -102,7 +82,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_name_on_path),
-		cmocka_unit_test(test_runpath),
 		cmocka_unit_test(test_scripts),
 		cmocka_unit_test(test_not_found),
 	};

@@ -298,53 +298,6 @@ static void test_unresolved_stacks_are_not_kept(void **state)
 	fake_python_free(&fake);
 }
 
-/* Mixed stacks: native pcs that differ but name the same functions share the kept stack, and the
- * files are the same as resolving each record anew. */
-static void test_mixed_stacks_keyed_by_names(void **state)
-{
-	static struct pipeline keeping, fresh;
-	static struct fake_record buffer;
-	const size_t codes[] = { 7, 6, 5 };
-	struct fake_python fake;
-	struct pf_sample kept_sample, fresh_sample;
-	uint64_t first_id = 0;
-
-	(void)state;
-	fake_python_init(&fake, 8);
-	/* No such file is mapped: only the main executable is the interpreter's. */
-	fake.python.runtime_file = (struct proc_file_id){ 0 };
-	pipeline_open(&keeping, "mixed-keeping", true, true);
-	pipeline_open(&fresh, "mixed-fresh", false, true);
-	for (size_t n = 0; n < 12; n++) {
-		/* Leaf first: in deflate (a pc that moves), one activation of the eval function, the bootstrap. */
-		const uint64_t pcs[] = { (uint64_t)(uintptr_t)deflate + 16 + (n % 4) * 4,
-					 (uint64_t)(uintptr_t)_PyEval_EvalFrameDefault + 4,
-					 (uint64_t)(uintptr_t)Py_BytesMain + 4 };
-
-		fake_python_record(&fake, &buffer, codes, 3, (uint32_t)(n % 2) * 2, NULL, 0);
-		/* one activation ran all three frames: the outermost is its entry */
-		((struct pbp_py_frame *)(buffer.bytes + sizeof(struct pbp_record)))[2].instr_offset |= PBP_PY_FRAME_ENTRY;
-		fake_python_add_native(&buffer, pcs, 3, UNWIND_STOP_ROOT);
-		buffer.record.time_ns = 1000000000ull + n * 1000000ull;
-		pipeline_feed(&keeping, &fake, &buffer, &kept_sample);
-		pipeline_feed(&fresh, &fake, &buffer, &fresh_sample);
-		assert_same_frames(&kept_sample, &fresh_sample);
-		assert_true(has_frame_named(&kept_sample, "deflate"));
-		assert_true(has_frame_named(&kept_sample, "function_5"));
-		if (n % 2 == 0) {
-			if (!first_id)
-				first_id = kept_sample.stack_id;
-			assert_true(kept_sample.stack_id == first_id);
-		}
-	}
-	/* Two leaf offsets: two stacks, whatever the pcs in deflate. */
-	assert_int_equal(keeping.resolver.stack_misses, 2);
-	pipeline_close(&keeping);
-	pipeline_close(&fresh);
-	assert_same_files(&keeping, &fresh);
-	fake_python_free(&fake);
-}
-
 static void *put_word(struct memo_cache *cache, uint64_t key, uint64_t value)
 {
 	uint64_t *kept = memo_cache_put(cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), sizeof(value));
@@ -421,7 +374,6 @@ int main(void)
 		cmocka_unit_test(test_kept_stacks_write_the_same_files),
 		cmocka_unit_test(test_stack_id_follows_the_stack),
 		cmocka_unit_test(test_unresolved_stacks_are_not_kept),
-		cmocka_unit_test(test_mixed_stacks_keyed_by_names),
 		cmocka_unit_test(test_memo_cache),
 	};
 

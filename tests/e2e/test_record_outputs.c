@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What `pybpfprof record` writes and as whom (real BPF, root): a failed or killed
+ * run keeps the older outputs, a planted symlink or a FIFO is refused, under sudo
+ * the outputs and the launched command belong to the sudo user, and a whole-host
+ * profile is readable by root alone.
+ */
+#include "testlib.h"
+
+#include "formats/format_registry.h"
+#include "profile/profile.h"
+#include "worker/unwind_build.h"
+#include "util/array.h"
+#include "util/exit_status.h"
+
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stddef.h>
+
+#include <math.h>
+#include <pwd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#define WORKLOAD "workload.py"
+#define MAX_PYTHONS 32
+#define SPLIT_EXPECTED 0.75
+#define SPLIT_TOLERANCE 0.03
+
+static struct test_python pythons[MAX_PYTHONS];
+static size_t python_count;
+
+static const struct test_python *find_python(const char *label)
+{
+	return test_python_find(pythons, python_count, label);
+}
+
+static void script_path(char *out, size_t len, const char *name)
+{
+	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
+		fail_msg("path too long");
+}
+
+static const struct pf_frame *python_leaf(const struct pf_sample *sample)
+{
+	for (size_t i = sample->frame_count; i-- > 0;)
+		if (sample->frames[i].kind == PF_FRAME_PYTHON)
+			return &sample->frames[i];
+	return NULL;
+}
+
+/* ---- what one workload profile must show ---- */
+
+struct workload_findings {
+	size_t samples;
+	size_t heavy, light;
+	size_t heavy_wrong_place, light_wrong_place;
+	size_t recursion_samples, recursion_whole;
+	size_t deep_samples, deep_cut_and_marked;
+	uint64_t worker_tid[4];
+	size_t worker_samples[4];
+	size_t worker_tid_conflicts;
+	size_t read_samples, read_with_kernel_read_path, read_kernel_before_python;
+};
+
+/* ---- attach, exit status, signals ---- */
+
+struct running_python {
+	pid_t pid;
+};
+
+/* A Python spinning in the split phase for a while; returns once it runs. */
+static void start_spinner(struct running_python *target, const char *phases)
+{
+	const struct test_python *python = find_python("3.12");
+	char command[1200], script[PATH_MAX];
+	char *argv[32];
+
+	if (!python)
+		python = &pythons[0];
+	assert_true(python_count > 0);
+	script_path(script, sizeof(script), WORKLOAD);
+	FORMAT(command, "%s %s %s", python->command, script, phases);
+	split_command(command, argv, 32);
+	target->pid = test_spawn(argv, NULL, NULL);
+	assert_true(target->pid > 0);
+	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
+	usleep(300 * 1000);
+}
+
+static void stop_spinner(struct running_python *target)
+{
+	kill(target->pid, SIGKILL);
+	test_wait_status(target->pid);
+}
+
+/*
+ * Whether a profile at the default 1 kHz holds enough heavy samples for the CPU time the spinner had
+ * while it ran (cpu_ms): heavy is 3/4 of the split and start-up takes part of the run, so at least
+ * one sample per ms_per_sample ms (4; a whole-host start-up takes longer). On a quiet machine that
+ * is the 1 kHz of wall time the checks were written for; on a busy one the spinner runs less, and
+ * is sampled less, through no fault of the profiler.
+ */
+static void assert_heavy_for_cpu(const char *what, size_t heavy, uint64_t cpu_ms, unsigned ms_per_sample)
+{
+	print_message("%s: %zu heavy samples for %" PRIu64 " ms of the spinner's CPU\n", what, heavy, cpu_ms);
+	if (heavy * ms_per_sample < cpu_ms || heavy < 50)
+		fail_msg("%s: %zu heavy samples for %" PRIu64 " ms of CPU (at least one per %u ms, and 50)", what,
+			 heavy, cpu_ms, ms_per_sample);
+}
+
+static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_name,
+			       char *err, size_t errlen)
+{
+	struct pf_reader *reader;
+	struct pf_sample sample;
+	size_t count = 0;
+	int got;
+
+	err[0] = 0;
+	if (format_registry_open_reader(&reader, path, err, errlen))
+		return 0;
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
+		const struct pf_frame *leaf = python_leaf(&sample);
+
+		/* the ticks it stands for: a whole-host run thins a costly process (--max-overhead) */
+		if ((pid == 0 || sample.pid == pid) && leaf &&
+		    (!leaf_name || strcmp(leaf->name, leaf_name) == 0))
+			count += sample.samples ? sample.samples : 1;
+	}
+	if (got < 0)
+		snprintf(err, errlen, "%s", pf_reader_error(reader));
+	pf_reader_close(reader);
+	return count;
+}
+
+/* Waits (up to 30 s) until the streamed MOJO file being written at path holds a heavy sample: the
+ * profiler's start-up is over, however long a busy machine made it. */
+static void wait_for_heavy_samples(const char *path)
+{
+	char err[512];
+
+	for (int tries = 0; tries < 300; tries++) {
+		if (count_samples_of(path, 0, "heavy", err, sizeof(err)) > 0)
+			return;
+		usleep(100 * 1000);
+	}
+	fail_msg("%s: no heavy sample after 30 s", path);
+}
+
+struct native_findings {
+	size_t loop_samples;    /* samples under compress_loop */
+	size_t in_libz;         /* ... whose leaf is a native frame in libz */
+	size_t native_frames;   /* native frames anywhere */
+};
+
+/* What a mixed-stack profile of native_work.py shows. */
+struct mixed_findings {
+	size_t loop_samples;        /* samples under compress_loop */
+	size_t native_above_loop;   /* ... with a native frame above (leafward of) compress_loop */
+	size_t libz_leaf;           /* ... whose leaf is in libz */
+	size_t python_root;         /* samples whose root frame is a Python frame */
+	size_t samples;
+	double root_share;          /* native_root_share: walks that reached the root */
+	unsigned long walks;        /* native_walks */
+	unsigned long merge_failures;
+};
+
+/* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
+
+#define NO_FRAME SIZE_MAX
+
+/* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
+struct native_run {
+	char path[PATH_MAX];
+	char summary[8192];     /* the profiler's stderr */
+	int status;
+	size_t samples;
+	unsigned long walks;
+	double root_share;
+	unsigned long merge_failures;
+	unsigned long ring_bytes; /* the record ring's size at the end */
+	char stops[256];        /* "no_mapping=3,deleted_file=5" */
+};
+
+typedef void (*sample_visit)(void *findings, const struct pf_sample *sample);
+
+/* A'. A recursion deeper than the Python frames a sample keeps (the workload's 1500 levels): the
+ * walk is cut at the root, and the native frames that ran below the cut (the interpreter's start-up:
+ * _start ... Py_RunMain ... run_eval_code_obj) go with it, never above the Python leaf. */
+struct deep_cut_findings {
+	size_t deep_samples;     /* samples whose Python leaf is bottom_deep */
+	size_t marked_at_root;   /* ... with the cut marker at the root */
+	size_t startup_frames;   /* ... holding a frame of the interpreter's start-up */
+	size_t native_below_leaf; /* ... with a native frame below (rootward of) the Python leaf */
+	char example[256];       /* the first such frame, for the message */
+};
+
+/* b. ctypes qsort with a Python comparator: Python -> libffi -> qsort -> Python. */
+struct qsort_findings {
+	size_t compare_samples;  /* samples in the comparator */
+	size_t whole_chain;      /* ... whose stack holds caller, ffi_call, qsort, comparator in that order */
+};
+
+/* c. sorted() with a Python key: the interpreter's C sort between the caller and the key. */
+struct sorted_findings {
+	size_t key_samples;      /* samples in the key function */
+	size_t sort_between;     /* ... with builtin_sorted / list_sort_impl between the caller and the key */
+	size_t only_native_between; /* ... with the caller below the key and nothing but native frames between */
+	size_t calls_between;    /* ... with the interpreter's call machinery (PyObject_Vectorcall, ...) between */
+};
+
+/* d. Reading /dev/zero: kernel frames on libc's read on the Python frame, in one stack. */
+struct read_findings {
+	size_t reader_samples;
+	size_t whole_chain; /* Python reader, then libc's read, then the kernel's read path */
+};
+
+/* e. Code the unwinder cannot follow: the walk says why, the Python and kernel frames stay. */
+struct odd_findings {
+	const char *spinner;     /* the Python function that runs the odd code */
+	size_t spin_samples;     /* samples with that function */
+	size_t with_kernel;      /* ... and kernel frames above it */
+};
+
+/* g. A stripped library whose static function is named only by its MiniDebugInfo (as Fedora ships). */
+struct minidebuginfo_findings {
+	size_t in_library;   /* samples whose leaf is in the library */
+	size_t named;        /* ... named hidden_loop */
+	char other[128];     /* the first other name such a leaf had, for the message */
+};
+
+/* f. numpy: its own C/C++ code and the BLAS above the Python function that called them. */
+struct numpy_findings {
+	size_t matmul_samples, matmul_with_numpy_and_blas;
+	size_t sort_samples, sort_with_numpy;
+	char matmul_example[512], sort_example[512];
+};
+
+/* h. A busy host: two CPU-bound processes beside the target, which gets a third of a CPU. */
+#define HOG_COUNT 2
+/* A hog ends by itself this long after it starts, whatever becomes of the test. */
+#define HOG_MAX_S 60
+
+struct zlib_chain_findings {
+	const char *caller;   /* the Python function that calls zlib.compress */
+	size_t zlib_samples;  /* samples under caller whose leaf is in libz, below deflate */
+	size_t whole_chain;   /* ... with deflate between caller and the leaf */
+};
+
+/* The -v summary's late-unwinding line: copies BPF sent, received, unwound late, lost native frames. */
+struct late_counts {
+	unsigned long copies, received, unwound, lost;
+};
+
+/* Each thread's time stamps as a file holds them: how many went back. */
+struct thread_clock {
+	uint64_t keys[64][2]; /* pid, tid */
+	uint64_t last_us[64];
+	size_t count;
+	size_t samples, went_back;
+};
+
+/* g. An independent unwinder: perf's DWARF call graphs of the zlib workload show the same heavy paths. */
+
+#define PATHS_MAX 512
+#define NAMES_MAX 256
+
+/* Call paths (root to leaf, ";"-joined) and how many samples each. */
+struct path_counts {
+	char paths[PATHS_MAX][320];
+	size_t counts[PATHS_MAX];
+	size_t count, total;
+	size_t cut; /* samples with comparable frames, none of them deflate */
+};
+
+struct name_set {
+	char names[NAMES_MAX][128];
+	size_t count;
+};
+
+/* The functions of one file, for naming perf's "[unknown]" frames as pybpfprof names them. */
+struct file_functions {
+	char path[PATH_MAX];
+	struct unwind_function_range *ranges;
+	size_t count;
+	uint64_t text_addr, text_offset; /* the executable segment: link-time address and file offset */
+};
+
+/* One sample's comparable frames root to leaf: names[] (pointers into the caller's storage). */
+struct frame_names {
+	const char *names[128];
+	size_t count;
+};
+
+typedef void (*stack_visit)(void *context, const struct frame_names *stack);
+
+/* Where a stack goes: into the name set (first pass), or as a path of the names both tools saw. */
+struct path_pass {
+	struct name_set *seen;        /* first pass: every comparable name */
+	const struct name_set *both;  /* second pass: only these names make the path */
+	struct path_counts *paths;
+};
+
+/* ---- outputs: nothing replaced before there is something to keep, nothing followed ---- */
+
+static bool file_has(const char *path, const char *content)
+{
+	size_t len = 0;
+	uint8_t *data = read_whole_file(path, &len);
+	bool same = data && len == strlen(content) && memcmp(data, content, len) == 0;
+
+	free(data);
+	return same;
+}
+
+/* No "NAME.partial-*" left beside path. */
+static void assert_no_partial_files(const char *path)
+{
+	char command[PATH_MAX + 64];
+
+	FORMAT(command, "! ls %s.partial-* >/dev/null 2>&1", path);
+	assert_int_equal(system(command), 0);
+}
+
+/* A run that fails to start keeps the previous profiles byte for byte. */
+static void failed_run_keeps_old_outputs(void **state)
+{
+	char mojo[PATH_MAX], tachyon[PATH_MAX], err[4096];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-o", mojo, "-o", tachyon, "--",
+			 "/nonexistent", NULL };
+
+	(void)state;
+	FORMAT(mojo, "%s/keep.mojo", test_tmpdir());
+	FORMAT(tachyon, "%s/keep.bin", test_tmpdir());
+	assert_int_equal(write_whole_file(mojo, "old mojo", 8), 0);
+	assert_int_equal(write_whole_file(tachyon, "old tachyon", 11), 0);
+	assert_int_equal(run_capture(argv, err, sizeof(err)), 127);
+	assert_true(file_has(mojo, "old mojo"));
+	assert_true(file_has(tachyon, "old tachyon"));
+	assert_no_partial_files(mojo);
+	assert_no_partial_files(tachyon);
+}
+
+/* nobody links the output name to a root-only file: root's run must not write through it. */
+static void planted_symlink_is_refused(void **state)
+{
+	char dir[64], secret[PATH_MAX], out[PATH_MAX], plant[PATH_MAX * 3], err[4096], link[PATH_MAX];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-o", out, "--", "true", NULL };
+	struct stat info;
+	ssize_t len;
+	int status;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(secret, "%s/secret", test_tmpdir());
+	assert_int_equal(write_whole_file(secret, "root only", 9), 0);
+	assert_int_equal(chmod(secret, 0600), 0);
+	FORMAT(out, "%s/out.mojo", dir);
+	FORMAT(plant, "ln -s %s %s", secret, out);
+	assert_int_equal(test_run_as_nobody(plant), 0);
+	status = run_capture(argv, err, sizeof(err));
+	print_message("output a planted link -> exit %d: %s", status, err);
+	assert_true(status != 0);
+	assert_non_null(strstr(err, "symbolic link"));
+	assert_true(file_has(secret, "root only"));
+	assert_int_equal(stat(secret, &info), 0);
+	assert_int_equal(info.st_mode & 07777, 0600);
+	assert_int_equal(info.st_uid, 0);
+	assert_int_equal(lstat(out, &info), 0);
+	assert_true(S_ISLNK(info.st_mode));
+	len = readlink(out, link, sizeof(link) - 1);
+	assert_true(len > 0);
+	link[len] = 0;
+	assert_string_equal(link, secret);
+	unlink(out);
+	rmdir(dir);
+}
+
+/* A FIFO at the output path: refused at once (a writer would block forever on it). */
+static void fifo_output_is_refused(void **state)
+{
+	char out[PATH_MAX], err[4096];
+	char *argv[] = { "timeout", "20", (char *)pybpfprof_binary(), "-q", "-o", out, "--", "true", NULL };
+	struct stat info;
+	int status;
+
+	(void)state;
+	FORMAT(out, "%s/fifo.mojo", test_tmpdir());
+	unlink(out);
+	assert_int_equal(mkfifo(out, 0666), 0);
+	status = run_capture(argv, err, sizeof(err));
+	print_message("output a FIFO -> exit %d: %s", status, err);
+	assert_true(status != 0 && status != 124);
+	assert_non_null(strstr(err, "FIFO"));
+	assert_int_equal(lstat(out, &info), 0);
+	assert_true(S_ISFIFO(info.st_mode));
+	unlink(out);
+}
+
+/* SIGKILL: the older aggregates (written whole at the end) stay, the MOJO file reads. */
+static void killed_run_keeps_older_files(void **state)
+{
+	struct running_python target;
+	char pid_text[16], mojo[PATH_MAX], collapsed[PATH_MAX], svg[PATH_MAX], err[512];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-p", pid_text, "-o", mojo,
+			 "-o", collapsed, "-o", svg, NULL };
+	pid_t profiler;
+	uint64_t cpu_before, cpu_ms;
+
+	(void)state;
+	FORMAT(mojo, "%s/older.mojo", test_tmpdir());
+	FORMAT(collapsed, "%s/older.collapsed", test_tmpdir());
+	FORMAT(svg, "%s/older.svg", test_tmpdir());
+	assert_int_equal(write_whole_file(mojo, "old", 3), 0);
+	assert_int_equal(write_whole_file(collapsed, "main;old 1\n", 11), 0);
+	assert_int_equal(write_whole_file(svg, "<svg/>\n", 7), 0);
+	start_spinner(&target, "split split split");
+	FORMAT(pid_text, "%d", (int)target.pid);
+	profiler = test_spawn(argv, NULL, NULL);
+	wait_for_heavy_samples(mojo);
+	cpu_before = test_cpu_ms(target.pid);
+	usleep(3500 * 1000);
+	kill(profiler, SIGKILL);
+	test_wait_status(profiler);
+	cpu_ms = test_cpu_ms(target.pid) - cpu_before;
+	stop_spinner(&target);
+	assert_true(file_has(collapsed, "main;old 1\n"));
+	assert_true(file_has(svg, "<svg/>\n"));
+	/* what was flushed (each second): the run but its last second */
+	assert_heavy_for_cpu("killed, older files kept", count_samples_of(mojo, 0, "heavy", err, sizeof(err)),
+			     cpu_ms * 5 / 7, 4);
+}
+
+static mode_t current_umask(void)
+{
+	mode_t mask = umask(0);
+
+	umask(mask);
+	return mask;
+}
+
+/* Under sudo the profile is the invoking user's; its mode follows the umask. */
+static void sudo_user_owns_outputs(void **state)
+{
+	char out[PATH_MAX], err[4096];
+	char *argv[] = { "env", "SUDO_UID=65534", "SUDO_GID=65534", "SUDO_USER=nobody",
+			 (char *)pybpfprof_binary(), "-q", "-o", out, "--", "true", NULL };
+	struct stat info;
+
+	(void)state;
+	FORMAT(out, "%s/sudo.mojo", test_tmpdir());
+	unlink(out);
+	assert_int_equal(run_capture(argv, err, sizeof(err)), 0);
+	assert_int_equal(stat(out, &info), 0);
+	assert_int_equal(info.st_uid, 65534);
+	assert_int_equal(info.st_gid, 65534);
+	assert_int_equal(info.st_mode & 07777, 0644 & ~current_umask());
+}
+
+/* A whole-host profile names every user's files and functions: only its owner reads it. */
+static void whole_host_profile_is_private(void **state)
+{
+	char out[PATH_MAX], err[4096];
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-d", "1", "-o", out, NULL };
+	struct stat info;
+
+	(void)state;
+	FORMAT(out, "%s/host.mojo", test_tmpdir());
+	unlink(out);
+	assert_int_equal(run_capture(argv, err, sizeof(err)), 0);
+	assert_int_equal(stat(out, &info), 0);
+	assert_int_equal(info.st_mode & 07777, 0600);
+}
+
+/* ---- launch: the command gets the invoking user's identity, none of our capabilities ---- */
+
+/* The launched command's view of itself: capability sets, uid, home. */
+#define SHOW_IDENTITY "grep -E '^(CapInh|CapAmb|Uid):' /proc/self/status; echo HOME=$HOME USER=$USER"
+
+static void launched_command_is_the_sudo_user(void **state)
+{
+	char out[PATH_MAX], seen[4096], err[4096], home[PATH_MAX + 8];
+	char *argv[] = { "env", "SUDO_UID=65534", "SUDO_GID=65534", "HOME=/root", "USER=root",
+			 "setpriv", "--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon",
+			 (char *)pybpfprof_binary(), "-q", "-o", out, "--", "sh", "-c",
+			 SHOW_IDENTITY, NULL };
+	const struct passwd *nobody = getpwuid(65534);
+	int status;
+
+	(void)state;
+	assert_non_null(nobody);
+	FORMAT(out, "%s/launch-user.mojo", test_tmpdir());
+	FORMAT(home, "HOME=%s USER=%s", nobody->pw_dir, nobody->pw_name);
+	status = run_capture_both(argv, seen, sizeof(seen), err, sizeof(err));
+	print_message("launched as the sudo user -> exit %d: %s%s", status, seen, err);
+	assert_int_equal(status, 0);
+	assert_non_null(strstr(seen, "CapInh:\t0000000000000000"));
+	assert_non_null(strstr(seen, "CapAmb:\t0000000000000000"));
+	assert_non_null(strstr(seen, "Uid:\t65534\t65534"));
+	assert_non_null(strstr(seen, home));
+}
+
+/* SUDO_UID=0: the command runs as root, and the user is told so; our capabilities still stay. */
+static void launched_command_as_root_says_so(void **state)
+{
+	char out[PATH_MAX], seen[4096], err[4096];
+	char *argv[] = { "env", "SUDO_UID=0", "SUDO_GID=0", "setpriv", "--inh-caps=+bpf,+perfmon",
+			 "--ambient-caps=+bpf,+perfmon", (char *)pybpfprof_binary(), "-q", "-o",
+			 out, "--", "sh", "-c", SHOW_IDENTITY, NULL };
+	int status;
+
+	(void)state;
+	FORMAT(out, "%s/launch-root.mojo", test_tmpdir());
+	status = run_capture_both(argv, seen, sizeof(seen), err, sizeof(err));
+	print_message("launched under sudo as root -> exit %d: %s%s", status, seen, err);
+	assert_int_equal(status, 0);
+	assert_non_null(strstr(seen, "CapInh:\t0000000000000000"));
+	assert_non_null(strstr(seen, "CapAmb:\t0000000000000000"));
+	assert_non_null(strstr(err, "runs as root"));
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[64];
+	size_t count = 0;
+
+	/* TEST_FILTER=forked_* runs the matching tests only (these take minutes in all). */
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	python_count = test_pythons(pythons, MAX_PYTHONS);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(failed_run_keeps_old_outputs);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(planted_symlink_is_refused);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(fifo_output_is_refused);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(killed_run_keeps_older_files);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(sudo_user_owns_outputs);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(whole_host_profile_is_private);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(launched_command_is_the_sudo_user);
+	tests[count++] = (struct CMUnitTest)cmocka_unit_test(launched_command_as_root_says_so);
+	return _cmocka_run_group_tests("record_outputs", tests, count, NULL, NULL);
+}

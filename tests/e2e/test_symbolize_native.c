@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/* Native symbolization of user addresses: this process's own libc and code, skipped files, anonymous memory, gone processes. */
+#include "testlib.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "symbolize/symbolize_native.h"
+
+static uint64_t code_address(void (*function)(void))
+{
+	return (uint64_t)(uintptr_t)function;
+}
+
+/* A function of a shared library: the library's file and the function's own name (inside it, not at its start). */
+static void test_names_a_library_function(void **state)
+{
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct pf_frame frame;
+
+	(void)state;
+	assert_non_null(symbolizer);
+	assert_int_equal(symbolize_native_resolve(symbolizer, getpid(), NULL,
+					   code_address((void (*)(void))deflateInit2_) + 1, &frame), 1);
+	assert_int_equal(frame.kind, PF_FRAME_NATIVE);
+	assert_non_null(strstr(frame.file, "/libz.so"));
+	assert_string_equal(frame.name, "deflateInit2_");
+	assert_int_equal(frame.line, -1);
+	symbolize_native_free(symbolizer);
+}
+
+/* A static function of a stripped library (no symbol names it), built here: its own C source. */
+static const char hidden_source[] =
+	"static __attribute__((noinline)) unsigned long hidden_loop(unsigned long n)\n"
+	"{ unsigned long total = 0; for (unsigned long i = 0; i < n; i++) total += (i * i) ^ (total >> 3); return total; }\n"
+	"void *hidden_loop_address(void) { return (void *)hidden_loop; }\n"
+	"unsigned long call_hidden(unsigned long n) { return hidden_loop(n); }\n";
+
+/* Every pc of an unnamed function has one name: the file offset of the function's start (its FDE). */
+static void test_unnamed_function_named_by_its_start(void **state)
+{
+	char dir[] = "/tmp/pybpfprof-hidden.XXXXXX", source[PATH_MAX], library[PATH_MAX], command[3 * PATH_MAX];
+	char expected[64], first_name[64];
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	void *(*hidden_loop_address)(void);
+	uint64_t start;
+	Dl_info info;
+	void *handle;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	FORMAT(source, "%s/hidden.c", dir);
+	FORMAT(library, "%s/libhidden.so", dir);
+	assert_int_equal(write_whole_file(source, hidden_source, sizeof(hidden_source) - 1), 0);
+	FORMAT(command, "cc -shared -fPIC -O1 -s -o %s %s", library, source);
+	assert_int_equal(system(command), 0);
+	handle = dlopen(library, RTLD_NOW);
+	assert_non_null(handle);
+	*(void **)&hidden_loop_address = dlsym(handle, "hidden_loop_address");
+	assert_non_null(hidden_loop_address);
+	start = (uint64_t)(uintptr_t)hidden_loop_address();
+	assert_true(dladdr((void *)(uintptr_t)start, &info) != 0);
+	/* cc lays its text segment out at the same file offset as its address */
+	FORMAT(expected, "[libhidden.so+0x%" PRIx64 "]", start - (uint64_t)(uintptr_t)info.dli_fbase);
+
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, start + 1, &found), 1);
+	assert_null(found.symbol);
+	FORMAT(first_name, "%s", found.frame.name);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, start + 6, &found), 1);
+	assert_null(found.symbol);
+	print_message("pcs +1 and +6 of a static function: %s, %s (its start: %s)\n", first_name, found.frame.name,
+		      expected);
+	assert_string_equal(first_name, expected);
+	assert_string_equal(found.frame.name, expected);
+	assert_true(strstr(found.frame.file, "/libhidden.so") != NULL);
+
+	dlclose(handle);
+	unlink(library);
+	unlink(source);
+	rmdir(dir);
+	symbolize_native_free(symbolizer);
+}
+
+/* The symbol table bytes a fresh symbolizer holds once it has named pc. */
+static uint64_t table_bytes_for(uint64_t pc)
+{
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	struct symbolize_native_stats stats;
+
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, pc, &found), 1);
+	assert_non_null(found.symbol);
+	symbolize_native_stats(symbolizer, &stats);
+	symbolize_native_free(symbolizer);
+	return stats.symbol_bytes;
+}
+
+/* Root holds the files' symbol tables within a byte budget: past it the least recently used
+ * goes (and comes back when its file is named again), and names handed out stay valid. */
+static void test_symbol_tables_within_their_budget(void **state)
+{
+	uint64_t libz_pc = code_address((void (*)(void))deflateInit2_) + 1;
+	uint64_t libc_pc = code_address((void (*)(void))getppid) + 1;
+	uint64_t libz_bytes = table_bytes_for(libz_pc), libc_bytes = table_bytes_for(libc_pc);
+	uint64_t budget = (libz_bytes > libc_bytes ? libz_bytes : libc_bytes) + 1;
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	struct symbolize_native_stats stats;
+	const char *libz_name;
+
+	(void)state;
+	print_message("tables: libz %" PRIu64 " bytes, libc %" PRIu64 " bytes; budget %" PRIu64 "\n", libz_bytes,
+		      libc_bytes, budget);
+	symbolize_native_set_budgets(symbolizer, budget, SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	libz_name = found.frame.name;
+	assert_string_equal(libz_name, "deflateInit2_");
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libc_pc, &found), 1);
+		assert_non_null(found.symbol);
+		assert_non_null(strstr(found.symbol, "getppid"));
+		assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+		assert_non_null(found.symbol);
+		assert_string_equal(found.symbol, "deflateInit2_");
+		symbolize_native_stats(symbolizer, &stats);
+		assert_true(stats.symbol_bytes <= budget);
+	}
+	/* the first name, from a table dropped since, still reads */
+	assert_string_equal(libz_name, "deflateInit2_");
+	assert_int_equal(stats.tables_evicted, 4);
+	symbolize_native_free(symbolizer);
+}
+
+/* A record's pcs wait while a file of theirs is being read, not after: the drain holds such
+ * records (session/late_unwind.c) so their frames are named rather than left as offsets. */
+static void test_names_pending_while_a_file_is_read(void **state)
+{
+	uint64_t libz_pc = code_address((void (*)(void))deflateInit2_) + 1;
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	char *heap = malloc(64);
+	uint64_t heap_pc = (uint64_t)(uintptr_t)heap;
+	unsigned polls = 0;
+
+	(void)state;
+	assert_non_null(symbolizer);
+	assert_non_null(heap);
+	symbolize_native_set_wait_ms(symbolizer, 0);
+	/* nothing asked for yet: no lookup, nothing pending */
+	assert_false(symbolize_native_names_pending(symbolizer, getpid(), &heap_pc, 1));
+	/* libz is asked for now: its symbols come from the worker, started for it */
+	assert_true(symbolize_native_names_pending(symbolizer, getpid(), &libz_pc, 1));
+	assert_false(symbolize_native_names_pending(symbolizer, getpid(), &heap_pc, 1));
+	while (symbolize_native_names_pending(symbolizer, getpid(), &libz_pc, 1)) {
+		assert_true(++polls < 60000); /* 10 minutes: a worker that never answers */
+		usleep(10000);
+	}
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	assert_false(found.provisional);
+	assert_string_equal(found.symbol, "deflateInit2_");
+	free(heap);
+	symbolize_native_free(symbolizer);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names_a_library_function),
+		cmocka_unit_test(test_unnamed_function_named_by_its_start),
+		cmocka_unit_test(test_symbol_tables_within_their_budget),
+		cmocka_unit_test(test_names_pending_while_a_file_is_read),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

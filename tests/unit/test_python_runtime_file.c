@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* target/py_runtime_file: a verdict from the parser worker that lies is refused on the wire. */
+#include "testlib.h"
+
+#include "parser/parser_protocol.h"
+#include "target/proc_maps.h"
+#include "target/py_runtime_file.h"
+#include "util/clock.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What the run may cost: the profiler's peak resident memory. */
+#define PEAK_RSS_LIMIT_KIB (150l << 10)
+
+#define NOTE_BOMB_SECTIONS 2000
+#define NOTE_BOMB_BYTES ((off_t)1200 << 10)
+#define SPARSE_FILES 5
+#define SPARSE_BYTES ((off_t)510 << 20)
+
+enum attack { NOTE_BOMB, SPARSE_FILES_ATTACK };
+
+/* What a worker says of a file is checked before root uses it. */
+static void lying_verdicts_are_refused(void **state)
+{
+	struct py_runtime_file file = { .verdict = PY_RUNTIME_HERE, .major = 3, .minor = 12,
+					.sym = { .has_runtime = true, .runtime = 0x1000 } };
+	struct parser_py_runtime wire, bad;
+	struct py_runtime_file back;
+
+	(void)state;
+	py_runtime_file_to_wire(&file, &wire);
+	assert_int_equal(py_runtime_file_from_wire(&wire, &back), 0);
+	assert_int_equal(back.verdict, PY_RUNTIME_HERE);
+	assert_true(back.sym.has_runtime);
+	assert_int_equal(back.sym.runtime, 0x1000);
+	bad = wire;
+	bad.verdict = 7;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.has_runtime = 2;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.unread = -EPERM;
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+	bad = wire;
+	bad.unread = -EFBIG; /* unread, yet a runtime */
+	assert_int_equal(py_runtime_file_from_wire(&bad, &back), -EBADMSG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lying_verdicts_are_refused),
+	};
+
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,946 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The compact unwind tables (include/unwind_table.h): rows of a program the
+ * test compiles, checked against readelf's interpretation of the same CFI;
+ * the interpreters' real files (supported share, the PLT, _start); files
+ * without CFI, truncated and not ELF at all.
+ */
+#include "testlib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "target/elf_file.h"
+#include "worker/unwind_build.h"
+#include "util/array.h"
+#include "util/clock.h"
+
+/* Callee-saved registers in use across a call (pushes: rsp rows, rbp saved at CFA-N),
+ * and alloca, which makes the compiler keep a frame pointer (rbp rows). */
+static const char test_program[] =
+	"#include <alloca.h>\n"
+	"#include <string.h>\n"
+	"__attribute__((noinline)) long leaf(long a) { __asm__ volatile(\"\" : : : \"memory\"); return a * 3; }\n"
+	"__attribute__((noinline)) long pushes(long a, long b, long c, long d, long e) {\n"
+	"  long x = leaf(a), y = leaf(b + x), z = leaf(c + y), w = leaf(d + z), v = leaf(e + w);\n"
+	"  return x * y + z * w + v * a + b * c + d * e;\n"
+	"}\n"
+	"__attribute__((noinline)) long framed(int n) {\n"
+	"  char *buffer = alloca((size_t)n + 1);\n"
+	"  memset(buffer, n, (size_t)n);\n"
+	"  buffer[n] = 0;\n"
+	"  return leaf((long)strlen(buffer));\n"
+	"}\n"
+	"int main(int argc, char **argv) { (void)argv; return (int)(pushes(argc, 2, 3, 4, 5) + framed(argc + 10)); }\n";
+
+/* The program compiled with extra cc flags, then run through extra shell steps ("" for none). */
+static void compile_program(char *path, size_t len, const char *name, const char *flags, const char *after)
+{
+	char source[256], command[1536];
+
+	snprintf(source, sizeof(source), "%s/%s.c", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s", test_tmpdir(), name);
+	assert_int_equal(write_whole_file(source, test_program, strlen(test_program)), 0);
+	snprintf(command, sizeof(command), "cc %s -o %s %s %s", flags, path, source, after);
+	assert_int_equal(system(command), 0);
+}
+
+static void check_same_table(const char *path);
+
+static int build_table(const char *path, struct unwind_table *table, struct errbuf *error)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err;
+
+	assert_true(fd >= 0);
+	err = unwind_table_build(fd, table, error);
+	close(fd);
+	return err;
+}
+
+static void function_range(const char *path, const char *name, uint64_t *start, uint64_t *size)
+{
+	struct elf_file file;
+
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_file_symbol(&file, name, start, size), 0);
+	elf_file_close(&file);
+}
+
+/* ---- readelf's interpretation ---- */
+
+struct readelf_row {
+	uint64_t fde_start, fde_end; /* the FDE the row belongs to */
+	uint64_t pc;
+	char cfa[32]; /* "rsp+16", "rbp+16", "exp", "rdi+0" */
+	char rbp[32]; /* "u" (not saved), "c-16", "r3 (rbx)" */
+	char ra[32];  /* "c-8", or "u" */
+};
+
+typedef void (*readelf_row_fn)(const struct readelf_row *row, void *context);
+
+/* Calls fn for every row `readelf --debug-dump=frames-interp` prints (the last one of a pc). */
+static void readelf_each_row(const char *path, readelf_row_fn fn, void *context)
+{
+	char command[1024], line[1024];
+	struct readelf_row row = { 0 }, pending = { 0 };
+	bool has_pending = false;
+	int rbp_column = -1, ra_column = -1;
+	FILE *pipe;
+
+	snprintf(command, sizeof(command), "readelf --debug-dump=frames-interp %s", path);
+	pipe = popen(command, "r");
+	assert_non_null(pipe);
+	while (fgets(line, sizeof(line), pipe)) {
+		char *fde = strstr(line, " FDE cie="), *range;
+		char *tokens[32];
+		int ntokens = 0;
+
+		if (fde || strstr(line, " CIE") || strstr(line, "ZERO terminator")) {
+			row.fde_start = row.fde_end = 0;
+			rbp_column = ra_column = -1;
+			if (fde && (range = strstr(fde, "pc=")))
+				assert_int_equal(sscanf(range, "pc=%" SCNx64 "..%" SCNx64, &row.fde_start, &row.fde_end), 2);
+			continue;
+		}
+		for (char *save = NULL, *token = strtok_r(line, " \t\n", &save); token && ntokens < 32;
+		     token = strtok_r(NULL, " \t\n", &save)) {
+			if (token[0] == '(' && ntokens)
+				continue; /* "r3 (rbx)": the register's name, part of the previous column */
+			tokens[ntokens++] = token;
+		}
+		if (!ntokens || row.fde_start == row.fde_end)
+			continue;
+		if (!strcmp(tokens[0], "LOC")) {
+			for (int i = 0; i < ntokens; i++) {
+				if (!strcmp(tokens[i], "rbp"))
+					rbp_column = i;
+				if (!strcmp(tokens[i], "ra"))
+					ra_column = i;
+			}
+			continue;
+		}
+		if (ra_column <= 0)
+			fail_msg("no ra column before: %s", line);
+		row.pc = strtoull(tokens[0], NULL, 16);
+		snprintf(row.cfa, sizeof(row.cfa), "%s", tokens[1]);
+		snprintf(row.rbp, sizeof(row.rbp), "%s", rbp_column > 0 && rbp_column < ntokens ? tokens[rbp_column] : "u");
+		snprintf(row.ra, sizeof(row.ra), "%s", ra_column < ntokens ? tokens[ra_column] : "?");
+		if (has_pending && (pending.pc != row.pc || pending.fde_start != row.fde_start))
+			fn(&pending, context);
+		pending = row;
+		has_pending = true;
+	}
+	if (has_pending)
+		fn(&pending, context);
+	pclose(pipe);
+}
+
+/* The rows of the FDE that covers one pc. */
+struct fde_rows {
+	uint64_t pc;
+	struct readelf_row rows[256];
+	size_t count;
+};
+
+static void collect_fde_row(const struct readelf_row *row, void *context)
+{
+	struct fde_rows *fde = context;
+
+	if (row->fde_start <= fde->pc && fde->pc < row->fde_end) {
+		assert_true(fde->count < ARRAY_SIZE(fde->rows));
+		fde->rows[fde->count++] = *row;
+	}
+}
+
+/* One of our rows in readelf's notation. */
+static void describe_row(const struct unwind_row *row, char *cfa, char *rbp, size_t len)
+{
+	switch (row->kind) {
+	case UNWIND_ROW_CFA_RSP:
+	case UNWIND_ROW_CFA_RBP:
+		snprintf(cfa, len, "%s+%u", row->kind == UNWIND_ROW_CFA_RSP ? "rsp" : "rbp", 8u * row->cfa_offset8);
+		break;
+	case UNWIND_ROW_PLT:
+		snprintf(cfa, len, "exp");
+		break;
+	default:
+		snprintf(cfa, len, "kind-%u", row->kind);
+	}
+	if (row->rbp_offset8)
+		snprintf(rbp, len, "c-%u", 8u * row->rbp_offset8);
+	else
+		snprintf(rbp, len, "u");
+}
+
+/* Every readelf row of the function's FDE has our rule at its pc; ours start only where readelf's do. */
+static void check_function_against_readelf(const char *path, const struct unwind_table *table, const char *name,
+					   unsigned *rsp_rows, unsigned *rbp_rows)
+{
+	static struct fde_rows fde;
+	uint64_t size, fde_start, fde_end;
+	const struct readelf_row *rows = fde.rows;
+
+	memset(&fde, 0, sizeof(fde));
+	function_range(path, name, &fde.pc, &size);
+	readelf_each_row(path, collect_fde_row, &fde);
+	assert_true(fde.count >= 2);
+	fde_start = rows[0].fde_start;
+	fde_end = rows[0].fde_end;
+	assert_int_equal(rows[0].pc, fde_start);
+	for (size_t i = 0; i < fde.count; i++) {
+		const struct unwind_row *row = unwind_table_lookup(table, rows[i].pc);
+		char cfa[32], rbp[32];
+
+		assert_non_null(row);
+		describe_row(row, cfa, rbp, sizeof(cfa));
+		assert_string_equal(rows[i].ra, "c-8");
+		assert_string_equal(cfa, rows[i].cfa);
+		assert_string_equal(rbp, rows[i].rbp);
+		*rsp_rows += row->kind == UNWIND_ROW_CFA_RSP;
+		*rbp_rows += row->kind == UNWIND_ROW_CFA_RBP;
+	}
+	for (size_t r = 0; r < table->count; r++) {
+		bool at_readelf_row = false;
+
+		if (table->rows[r].pc < fde_start || table->rows[r].pc >= fde_end)
+			continue;
+		for (size_t i = 0; i < fde.count; i++)
+			at_readelf_row |= rows[i].pc == table->rows[r].pc;
+		assert_true(at_readelf_row);
+	}
+	/* past the function: not its last rule (another function's row, or a GAP) */
+	assert_true(unwind_table_lookup(table, fde_end)->pc == fde_end);
+}
+
+/* What we should make of one readelf row, compared with what we made. */
+struct file_comparison {
+	const struct unwind_table *table;
+	size_t rows, mismatches;
+};
+
+static bool is_simple_rule(const struct readelf_row *row)
+{
+	unsigned offset;
+	char reg[8];
+
+	return sscanf(row->cfa, "%3[rspb]+%u", reg, &offset) == 2 && (!strcmp(reg, "rsp") || !strcmp(reg, "rbp")) &&
+	       !strcmp(row->ra, "c-8") && (!strcmp(row->rbp, "u") || !strncmp(row->rbp, "c-", 2));
+}
+
+static void compare_file_row(const struct readelf_row *row, void *context)
+{
+	struct file_comparison *comparison = context;
+	const struct unwind_row *ours = unwind_table_lookup(comparison->table, row->pc);
+	char cfa[32], rbp[32];
+	bool same;
+
+	comparison->rows++;
+	assert_non_null(ours);
+	describe_row(ours, cfa, rbp, sizeof(cfa));
+	if (!strcmp(row->ra, "u"))
+		same = ours->kind == UNWIND_ROW_ROOT;
+	else if (!strcmp(row->cfa, "exp"))
+		same = ours->kind == UNWIND_ROW_PLT || ours->kind == UNWIND_ROW_UNSUPPORTED;
+	else if (is_simple_rule(row))
+		same = !strcmp(cfa, row->cfa) && !strcmp(rbp, row->rbp);
+	else
+		same = ours->kind == UNWIND_ROW_UNSUPPORTED;
+	if (!same && comparison->mismatches++ < 5)
+		print_message("at 0x%" PRIx64 ": readelf says CFA %s rbp %s ra %s, we say kind %u CFA %s rbp %s\n",
+			      row->pc, row->cfa, row->rbp, row->ra, ours->kind, cfa, rbp);
+}
+
+/* Every row readelf prints for the file, looked up in our table: the same rule. */
+static void check_file_against_readelf(const char *path, const struct unwind_table *table)
+{
+	struct file_comparison comparison = { .table = table };
+
+	readelf_each_row(path, compare_file_row, &comparison);
+	print_message("%s: %zu readelf rows compared, %zu differ\n", path, comparison.rows, comparison.mismatches);
+	assert_true(comparison.rows > 0);
+	assert_int_equal(comparison.mismatches, 0);
+}
+
+/* crt1's _start says its return address is undefined: the end of every stack. */
+static void check_start_is_root(const char *path, const struct unwind_table *table)
+{
+	uint64_t start, size;
+
+	function_range(path, "_start", &start, &size);
+	assert_int_equal(unwind_table_lookup(table, start)->kind, UNWIND_ROW_ROOT);
+	assert_int_equal(unwind_table_lookup(table, start + size - 1)->kind, UNWIND_ROW_ROOT);
+}
+
+static void test_rows_match_readelf(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	unsigned rsp_rows = 0, rbp_rows = 0;
+	char path[512];
+
+	(void)state;
+	compile_program(path, sizeof(path), "cfi_program", "-O2 -fomit-frame-pointer -fasynchronous-unwind-tables", "");
+	assert_int_equal(build_table(path, &table, &error), 0);
+	assert_int_equal(table.source, UNWIND_CFI_EH_FRAME);
+	assert_int_equal(table.id.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+	for (size_t i = 1; i < table.count; i++)
+		assert_true(table.rows[i - 1].pc < table.rows[i].pc);
+	check_function_against_readelf(path, &table, "pushes", &rsp_rows, &rbp_rows);
+	check_function_against_readelf(path, &table, "framed", &rsp_rows, &rbp_rows);
+	assert_true(rsp_rows > 0);
+	assert_true(rbp_rows > 0);
+	check_start_is_root(path, &table);
+	check_file_against_readelf(path, &table);
+	unwind_table_free(&table);
+	check_same_table(path);
+}
+
+/* The functions' ranges, from their FDEs alone: each function symbol's [address, address + size). */
+static void test_function_starts_are_the_symbols(void **state)
+{
+	static const char *const names[] = { "leaf", "pushes", "framed", "main" };
+	struct unwind_function_range *ranges;
+	struct errbuf error;
+	size_t count;
+	char path[512];
+	int fd;
+
+	(void)state;
+	compile_program(path, sizeof(path), "cfi_starts", "-O2 -fasynchronous-unwind-tables", "");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_function_starts(fd, &ranges, &count, &error), 0);
+	close(fd);
+	assert_true(count >= ARRAY_SIZE(names));
+	for (size_t i = 1; i < count; i++)
+		assert_true(ranges[i - 1].start <= ranges[i].start);
+	for (size_t n = 0; n < ARRAY_SIZE(names); n++) {
+		const struct unwind_function_range *range;
+		uint64_t start, size;
+
+		function_range(path, names[n], &start, &size);
+		range = array_last_at_or_below_u64(ranges, count, sizeof(*ranges),
+						   offsetof(struct unwind_function_range, start), start + size - 1);
+		assert_non_null(range);
+		assert_int_equal(range->start, start);
+		assert_int_equal(range->end, start + size);
+	}
+	free(ranges);
+	/* no .eh_frame: said so */
+	fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_true(unwind_table_function_starts(fd, &ranges, &count, &error) < 0);
+	assert_null(ranges);
+	close(fd);
+}
+
+/* ---- the interpreters' files ---- */
+
+static double supported_share(const struct unwind_table *table)
+{
+	size_t described = table->count - table->stats.by_kind[UNWIND_ROW_GAP];
+
+	return described ? 1.0 - (double)table->stats.by_kind[UNWIND_ROW_UNSUPPORTED] / (double)described : 0;
+}
+
+/* Every pc of .plt past its first entry (PLT0 has plain rows) uses the PLT rule. */
+static void check_plt(const char *path, const struct unwind_table *table)
+{
+	struct elf_file file;
+	uint64_t plt, size;
+
+	assert_int_equal(elf_file_open(&file, path), 0);
+	assert_int_equal(elf_file_section(&file, ".plt", &plt, &size), 0);
+	elf_file_close(&file);
+	assert_true(size > 16);
+	for (uint64_t pc = plt + 16; pc < plt + size; pc++) {
+		const struct unwind_row *row = unwind_table_lookup(table, pc);
+
+		assert_non_null(row);
+		assert_int_equal(row->kind, UNWIND_ROW_PLT);
+	}
+}
+
+/* The last row at or below pc by bisecting every row: what the page index must not change. */
+static const struct unwind_row *row_without_index(const struct unwind_table *table, uint64_t pc)
+{
+	size_t low = 0, high = table->count;
+
+	if (!table->count || pc < table->rows[0].pc)
+		return NULL;
+	while (high - low > 1) {
+		size_t middle = low + (high - low) / 2;
+
+		if (table->rows[middle].pc <= pc)
+			low = middle;
+		else
+			high = middle;
+	}
+	return &table->rows[low];
+}
+
+/* The page index (what BPF narrows its search with) finds the same row at every row's edges
+ * and page's edges, and below the first row and past the last. */
+static void check_page_index(const struct unwind_table *table)
+{
+	uint64_t last_pc = table->rows[table->count - 1].pc;
+	size_t pages = 0;
+
+	assert_non_null(table->pages);
+	assert_true(table->page_count >= 2);
+	assert_int_equal(table->pages[table->page_count - 1], table->count - 1);
+	for (size_t i = 0; i < table->count; i++) {
+		uint64_t pc = table->rows[i].pc;
+
+		for (uint64_t probe = pc ? pc - 1 : 0; probe <= pc + 1; probe++)
+			assert_ptr_equal(unwind_table_lookup(table, probe), row_without_index(table, probe));
+	}
+	for (uint64_t page = table->page_base; page <= last_pc + 4096; page += 1u << UNWIND_PAGE_SHIFT, pages++) {
+		assert_ptr_equal(unwind_table_lookup(table, page), row_without_index(table, page));
+		assert_ptr_equal(unwind_table_lookup(table, page - 1), row_without_index(table, page - 1));
+	}
+	print_message("page index: %zu entries for %zu rows (%zu pages checked)\n", table->page_count, table->count,
+		      pages);
+}
+
+static void check_real_file(const char *path, bool has_start)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	uint64_t started;
+	int err;
+
+	if (access(path, R_OK)) {
+		print_message("%s: absent, skipped\n", path);
+		skip();
+	}
+	started = clock_monotonic_us();
+	err = build_table(path, &table, &error);
+	if (err)
+		fail_msg("%s: %s", path, error.text);
+	print_message("%s: %zu rows (%zu bytes), %zu FDEs (%zu skipped), %zu CFI rows, %zu gaps, %zu plt, %zu root,"
+		      " %zu unsupported, %.4f%% supported, %" PRIu64 " CFI bytes interpreted, built in %" PRIu64 " ms\n",
+		      path, table.count, table.count * sizeof(struct unwind_row), table.stats.fdes,
+		      table.stats.fdes_skipped, table.stats.cfi_rows, table.stats.by_kind[UNWIND_ROW_GAP],
+		      table.stats.by_kind[UNWIND_ROW_PLT], table.stats.by_kind[UNWIND_ROW_ROOT],
+		      table.stats.by_kind[UNWIND_ROW_UNSUPPORTED], 100 * supported_share(&table), table.stats.work,
+		      (clock_monotonic_us() - started) / 1000);
+	assert_true(supported_share(&table) >= 0.999);
+	assert_int_equal(table.stats.fdes_skipped, 0);
+	check_plt(path, &table);
+	check_file_against_readelf(path, &table);
+	check_page_index(&table);
+	if (has_start)
+		check_start_is_root(path, &table);
+	unwind_table_free(&table);
+}
+
+static void test_debian_python311(void **state)
+{
+	(void)state;
+	check_real_file("/usr/bin/python3.11", true);
+}
+
+static void test_libc(void **state)
+{
+	(void)state;
+	check_real_file("/lib/x86_64-linux-gnu/libc.so.6", false);
+}
+
+/* ---- one pass against libdw row by row ---- */
+
+static uint64_t cpu_us(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	return (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
+}
+
+static void describe_difference(const char *path, const struct unwind_table *one_pass,
+				const struct unwind_table *per_row)
+{
+	for (size_t i = 0; i < one_pass->count && i < per_row->count; i++) {
+		const struct unwind_row *a = &one_pass->rows[i], *b = &per_row->rows[i];
+
+		if (memcmp(a, b, sizeof(*a)))
+			fail_msg("%s: row %zu differs: one pass pc 0x%x kind %u cfa %u rbp %u, libdw pc 0x%x kind %u"
+				 " cfa %u rbp %u", path, i, a->pc, a->kind, a->cfa_offset8, a->rbp_offset8, b->pc,
+				 b->kind, b->cfa_offset8, b->rbp_offset8);
+	}
+	fail_msg("%s: %zu rows in one pass, %zu by libdw", path, one_pass->count, per_row->count);
+}
+
+/* Both builders on one file: the same outcome, the same rows, index and counts. */
+static void check_same_table(const char *path)
+{
+	struct unwind_table one_pass, per_row;
+	struct errbuf one_pass_error, per_row_error;
+	uint64_t started, one_pass_us, per_row_us;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), one_pass_err, per_row_err;
+
+	assert_true(fd >= 0);
+	started = cpu_us();
+	one_pass_err = unwind_table_build(fd, &one_pass, &one_pass_error);
+	one_pass_us = cpu_us() - started;
+	started = cpu_us();
+	per_row_err = unwind_table_build_per_row(fd, &per_row, &per_row_error);
+	per_row_us = cpu_us() - started;
+	close(fd);
+	print_message("%s: %zu rows, %s; CPU %.1f ms in one pass, %.1f ms by libdw row by row\n", path, one_pass.count,
+		      one_pass_err ? one_pass_error.text : "built", one_pass_us / 1000.0, per_row_us / 1000.0);
+	if (one_pass_err != per_row_err)
+		fail_msg("%s: one pass: %s (%d), libdw: %s (%d)", path, one_pass_error.text, one_pass_err,
+			 per_row_error.text, per_row_err);
+	if (one_pass.count != per_row.count ||
+	    (one_pass.count && memcmp(one_pass.rows, per_row.rows, one_pass.count * sizeof(*one_pass.rows))))
+		describe_difference(path, &one_pass, &per_row);
+	assert_int_equal(one_pass.page_count, per_row.page_count);
+	assert_int_equal(one_pass.page_base, per_row.page_base);
+	if (one_pass.page_count)
+		assert_memory_equal(one_pass.pages, per_row.pages, one_pass.page_count * sizeof(*one_pass.pages));
+	assert_memory_equal(&one_pass.id, &per_row.id, sizeof(one_pass.id));
+	assert_int_equal(one_pass.source, per_row.source);
+	assert_int_equal(one_pass.stats.fdes, per_row.stats.fdes);
+	assert_int_equal(one_pass.stats.fdes_skipped, per_row.stats.fdes_skipped);
+	assert_int_equal(one_pass.stats.cfi_rows, per_row.stats.cfi_rows);
+	assert_memory_equal(one_pass.stats.by_kind, per_row.stats.by_kind, sizeof(one_pass.stats.by_kind));
+	unwind_table_free(&one_pass);
+	unwind_table_free(&per_row);
+}
+
+struct path_list {
+	char (*items)[PATH_MAX];
+	size_t count;
+	size_t capacity;
+};
+
+/* The assembly text in a shared library of its own. */
+static void assemble_text(char *path, size_t len, const char *name, const char *text)
+{
+	char source[512], command[1536];
+
+	snprintf(source, sizeof(source), "%s/%s.s", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s.so", test_tmpdir(), name);
+	assert_int_equal(write_whole_file(source, text, strlen(text)), 0);
+	snprintf(command, sizeof(command), "cc -shared -nostdlib -o %s %s", path, source);
+	assert_int_equal(system(command), 0);
+}
+
+/* Remembered states past the bound: the rest of the function has no rule, the rows before keep theirs. */
+static void test_remembered_states_are_bounded(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	uint64_t start, size;
+	char path[512], text[8192];
+	size_t used;
+
+	(void)state;
+	used = (size_t)snprintf(text, sizeof(text), "\t.text\n\t.globl deep\n\t.type deep, @function\ndeep:\n"
+				"\t.cfi_startproc\n\tnop\n\t.cfi_def_cfa_offset 16\n");
+	for (int i = 0; i < 100; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used, "\t.cfi_remember_state\n");
+	snprintf(text + used, sizeof(text) - used, "\tnop\n\t.cfi_def_cfa_offset 24\n\tret\n\t.cfi_endproc\n"
+		 "\t.size deep, .-deep\n");
+	assemble_text(path, sizeof(path), "deep_states", text);
+	function_range(path, "deep", &start, &size);
+	assert_int_equal(build_table(path, &table, &error), 0);
+	assert_int_equal(table.count, 3);
+	assert_int_equal(table.rows[0].pc, start);
+	assert_int_equal(table.rows[0].kind, UNWIND_ROW_CFA_RSP);
+	assert_int_equal(table.rows[0].cfa_offset8, 1);
+	assert_int_equal(table.rows[1].pc, start + 1);
+	assert_int_equal(table.rows[1].kind, UNWIND_ROW_UNSUPPORTED);
+	assert_int_equal(table.rows[2].pc, start + size);
+	assert_int_equal(table.rows[2].kind, UNWIND_ROW_GAP);
+	unwind_table_free(&table);
+}
+
+/* ---- bad files ---- */
+
+static char last_error[ERRBUF_SIZE];
+
+static void expect_failure(const char *path, int expected)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	int err = build_table(path, &table, &error);
+
+	assert_true(err < 0);
+	if (expected)
+		assert_int_equal(err, expected);
+	assert_true(strlen(error.text) > 0);
+	assert_null(table.rows);
+	assert_int_equal(table.count, 0);
+	print_message("%s: %s\n", strrchr(path, '/') + 1, error.text);
+	snprintf(last_error, sizeof(last_error), "%s", error.text);
+}
+
+static void test_no_cfi(void **state)
+{
+	char path[512], after[1024];
+
+	(void)state;
+	snprintf(after, sizeof(after), "&& objcopy --remove-section=.eh_frame --remove-section=.eh_frame_hdr %s/no_cfi",
+		 test_tmpdir());
+	compile_program(path, sizeof(path), "no_cfi", "-O2 -fno-asynchronous-unwind-tables -fno-unwind-tables", after);
+	expect_failure(path, -ENODATA);
+}
+
+static void test_not_elf(void **state)
+{
+	char path[512];
+	static const char text[] = "#!/bin/sh\necho this is not an ELF file\n";
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/not_elf", test_tmpdir());
+	assert_int_equal(write_whole_file(path, text, sizeof(text) - 1), 0);
+	expect_failure(path, -ENOEXEC);
+	assert_int_equal(write_whole_file(path, "", 0), 0);
+	expect_failure(path, -ENOEXEC);
+}
+
+/* Cut at many lengths: an error (or, where the cut spares what is read, a table), never a crash. */
+static void test_truncated_elf(void **state)
+{
+	char path[512], cut[512];
+	uint8_t *data;
+	size_t len, failures = 0, lengths = 0;
+
+	(void)state;
+	compile_program(path, sizeof(path), "to_truncate", "-O2 -fasynchronous-unwind-tables", "");
+	data = read_whole_file(path, &len);
+	assert_non_null(data);
+	snprintf(cut, sizeof(cut), "%s/truncated", test_tmpdir());
+	for (size_t keep = 0; keep < len; keep += keep < 128 ? 7 : len / 61 + 1) {
+		struct unwind_table table;
+		struct errbuf error;
+		int err;
+
+		assert_int_equal(write_whole_file(cut, data, keep), 0);
+		err = build_table(cut, &table, &error);
+		lengths++;
+		if (err) {
+			assert_true(strlen(error.text) > 0);
+			assert_null(table.rows);
+			failures++;
+		}
+		unwind_table_free(&table);
+	}
+	assert_int_equal(write_whole_file(cut, data, len - 1), 0);
+	free(data);
+	expect_failure(cut, -ENOEXEC);
+	assert_non_null(strstr(last_error, "truncated"));
+	print_message("%zu of %zu cut lengths refused\n", failures, lengths);
+	assert_true(failures > 0);
+}
+
+/* A library of many small functions in assembly with CFI directives: each pushes and pops rbx `pushes` times. */
+static void assemble_library(char *path, size_t len, const char *name, unsigned functions, unsigned pushes)
+{
+	char source[512], command[1536];
+	FILE *out;
+
+	snprintf(source, sizeof(source), "%s/%s.s", test_tmpdir(), name);
+	snprintf(path, len, "%s/%s.so", test_tmpdir(), name);
+	out = fopen(source, "w");
+	assert_non_null(out);
+	fprintf(out, "\t.text\n");
+	for (unsigned f = 0; f < functions; f++) {
+		fprintf(out, "\t.globl f%u\n\t.type f%u, @function\nf%u:\n\t.cfi_startproc\n", f, f, f);
+		for (unsigned i = 0; i < pushes; i++)
+			fprintf(out, "\tpushq %%rbx\n\t.cfi_adjust_cfa_offset 8\n");
+		for (unsigned i = 0; i < pushes; i++)
+			fprintf(out, "\tpopq %%rbx\n\t.cfi_adjust_cfa_offset -8\n");
+		fprintf(out, "\tret\n\t.cfi_endproc\n\t.size f%u, .-f%u\n", f, f);
+	}
+	assert_int_equal(fclose(out), 0);
+	snprintf(command, sizeof(command), "cc -shared -nostdlib -o %s %s", path, source);
+	assert_int_equal(system(command), 0);
+}
+
+/* Past UNWIND_TABLE_MAX_ROWS the file gets no table, and says why. */
+static void test_too_many_rows(void **state)
+{
+	char path[512];
+
+	(void)state;
+	/* 2 * 9 rows per function (the first merges with the previous function's last) */
+	assemble_library(path, sizeof(path), "many_rows", UNWIND_TABLE_MAX_ROWS / 18 + 1000, 9);
+	expect_failure(path, -E2BIG);
+	assert_non_null(strstr(last_error, "over the limit"));
+}
+
+/* Adjacent functions: no GAP between them, and where one's last rule is the next one's first, one row. */
+static void test_adjacent_functions_share_no_gap(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	uint64_t first, last, size;
+	char path[512];
+
+	(void)state;
+	assemble_library(path, sizeof(path), "adjacent", 3, 2);
+	assert_int_equal(build_table(path, &table, &error), 0);
+	function_range(path, "f0", &first, &size);
+	function_range(path, "f2", &last, &size);
+	/* f0: rsp+8, +16, +24, +16, +8 (ret); f1 and f2 the same, their first row merged: 1 + 3 * 4 rows, a GAP */
+	assert_int_equal(table.count, 14);
+	for (size_t i = 0; i + 1 < table.count; i++) {
+		assert_true(table.rows[i].pc >= first && table.rows[i].pc < last + size);
+		assert_int_equal(table.rows[i].kind, UNWIND_ROW_CFA_RSP);
+	}
+	assert_int_equal(table.rows[table.count - 1].pc, last + size);
+	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+	unwind_table_free(&table);
+}
+
+/* One function of 80k rows: built in one pass over its 400 KB program. libdw row by row
+ * would replay that program 80k times (32 GB): the per-row builder refuses it. */
+static void test_long_function(void **state)
+{
+	struct unwind_table table;
+	struct errbuf error;
+	char path[512];
+	uint64_t started;
+	int fd;
+
+	(void)state;
+	assemble_library(path, sizeof(path), "long_function", 1, 40000);
+	started = clock_monotonic_ms();
+	assert_int_equal(build_table(path, &table, &error), 0);
+	print_message("built in %" PRIu64 " ms, %" PRIu64 " CFI bytes interpreted\n", clock_monotonic_ms() - started,
+		      table.stats.work);
+	/* rsp+8, +16 .. +320008 .. +16, +8 (the ret), then the GAP */
+	assert_int_equal(table.count, 2 * 40000 + 2);
+	assert_int_equal(table.rows[40000].kind, UNWIND_ROW_CFA_RSP);
+	assert_int_equal(table.rows[40000].cfa_offset8, 40001);
+	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+	unwind_table_free(&table);
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_build_per_row(fd, &table, &error), -E2BIG);
+	close(fd);
+	assert_non_null(strstr(error.text, "too costly"));
+}
+
+/* The file offset and size of a section, for corrupting it. */
+static void section_extent(const char *path, const char *name, uint64_t *offset, uint64_t *size)
+{
+	char command[1024], line[512];
+	FILE *pipe;
+	bool found = false;
+
+	snprintf(command, sizeof(command), "readelf -SW %s", path);
+	pipe = popen(command, "r");
+	assert_non_null(pipe);
+	while (fgets(line, sizeof(line), pipe)) {
+		char section[64], type[64];
+		uint64_t addr;
+		char *bracket = strchr(line, ']');
+
+		if (bracket && sscanf(bracket + 1, "%63s %63s %" SCNx64 " %" SCNx64 " %" SCNx64, section, type, &addr,
+				      offset, size) == 5 && !strcmp(section, name))
+			found = true;
+		if (found)
+			break;
+	}
+	pclose(pipe);
+	assert_true(found);
+}
+
+/* Random bytes in .eh_frame and its index: a table or an error, never a crash (ASan watches). */
+static void test_corrupted_cfi(void **state)
+{
+	char path[512], corrupt[512];
+	uint64_t eh_frame, eh_frame_size, hdr, hdr_size;
+	unsigned seed = 12345, built = 0, rounds = 300;
+	uint8_t *data;
+	size_t len;
+
+	(void)state;
+	compile_program(path, sizeof(path), "to_corrupt", "-O2 -fasynchronous-unwind-tables", "");
+	section_extent(path, ".eh_frame", &eh_frame, &eh_frame_size);
+	section_extent(path, ".eh_frame_hdr", &hdr, &hdr_size);
+	data = read_whole_file(path, &len);
+	assert_non_null(data);
+	assert_true(eh_frame + eh_frame_size <= len && hdr + hdr_size <= len);
+	snprintf(corrupt, sizeof(corrupt), "%s/corrupt", test_tmpdir());
+	for (unsigned round = 0; round < rounds; round++) {
+		uint8_t *copy = malloc(len);
+		struct unwind_table table;
+		struct errbuf error;
+
+		assert_non_null(copy);
+		memcpy(copy, data, len);
+		for (int i = 0; i < 1 + (int)(round % 8); i++) {
+			bool in_hdr = rand_r(&seed) % 4 == 0;
+			uint64_t at = in_hdr ? hdr + (uint64_t)rand_r(&seed) % hdr_size
+					     : eh_frame + (uint64_t)rand_r(&seed) % eh_frame_size;
+
+			copy[at] = (uint8_t)rand_r(&seed);
+		}
+		assert_int_equal(write_whole_file(corrupt, copy, len), 0);
+		free(copy);
+		if (!build_table(corrupt, &table, &error)) {
+			built++;
+			assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
+		} else {
+			assert_true(strlen(error.text) > 0);
+		}
+		unwind_table_free(&table);
+	}
+	free(data);
+	print_message("%u of %u corrupted files still gave a table\n", built, rounds);
+}
+
+static void test_file_id_is_stable(void **state)
+{
+	struct unwind_file_id first, second;
+	char path[512];
+	int fd;
+
+	(void)state;
+	compile_program(path, sizeof(path), "identity", "-O2 -Wl,--build-id=none", "");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &first), 0);
+	assert_int_equal(unwind_table_file_id(fd, &second), 0);
+	close(fd);
+	assert_int_equal(first.kind, UNWIND_FILE_ID_INODE);
+	assert_int_equal(first.len, 16);
+	assert_memory_equal(&first, &second, sizeof(first));
+}
+
+/* A copy of libz (anyone's: it claims libz's build id) is another file: it can never share, and
+ * so never replace, libz's own table. */
+static void test_copy_is_another_file(void **state)
+{
+	struct unwind_file_id original, copy;
+	char path[512], command[1100];
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/libz-copy.so", test_tmpdir());
+	snprintf(command, sizeof(command), "cp /lib/x86_64-linux-gnu/libz.so.1 %s", path);
+	assert_int_equal(system(command), 0);
+	fd = open("/lib/x86_64-linux-gnu/libz.so.1", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &original), 0);
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &copy), 0);
+	close(fd);
+	assert_int_equal(original.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(copy.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(original.len, copy.len);
+	/* the same build id, another inode */
+	assert_memory_equal(original.bytes, copy.bytes, original.len - 16);
+	assert_memory_not_equal(original.bytes, copy.bytes, original.len);
+	unlink(path);
+}
+
+/* What a parser worker that lies might answer: root refuses it whole, before BPF sees a row. */
+/* unwind_table_from_payload on a copy of len bytes of answer (it takes its payload). */
+static int from_copy(const void *answer, size_t len, const struct unwind_code_ranges *code, struct unwind_table *table,
+		     struct errbuf *error)
+{
+	void *payload = malloc(len ? len : 1);
+
+	assert_non_null(payload);
+	memcpy(payload, answer, len);
+	return unwind_table_from_payload(payload, len, code, table, error);
+}
+
+static void test_lying_rows_refused(void **state)
+{
+	const struct unwind_code_ranges code = { .ranges = { { 0x1000, 0x3000 } }, .count = 1 };
+	struct {
+		struct parser_unwind_head head;
+		struct unwind_row rows[4];
+	} answer = {
+		.head = { .row_count = 4, .source = UNWIND_CFI_EH_FRAME },
+		.rows = { { .pc = 0x1000, .kind = UNWIND_ROW_CFA_RSP, .cfa_offset8 = 1 },
+			  { .pc = 0x1004, .kind = UNWIND_ROW_CFA_RSP, .cfa_offset8 = 2 },
+			  { .pc = 0x1010, .kind = UNWIND_ROW_CFA_RBP, .cfa_offset8 = 2, .rbp_offset8 = 2 },
+			  { .pc = 0x3000, .kind = UNWIND_ROW_GAP } },
+	};
+	struct unwind_table table;
+	struct errbuf error;
+
+	(void)state;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), 0);
+	assert_int_equal(table.count, 4);
+	assert_int_equal(unwind_table_lookup(&table, 0x1012)->kind, UNWIND_ROW_CFA_RBP);
+	unwind_table_free(&table);
+	/* a length that does not add up, a head alone, a count past the rows */
+	assert_int_equal(from_copy(&answer, sizeof(answer) - 1, &code, &table, &error), -EBADMSG);
+	assert_int_equal(from_copy(&answer, sizeof(answer.head) - 1, &code, &table, &error), -EBADMSG);
+	answer.head.row_count = UINT32_MAX;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.head.row_count = 4;
+	/* no rows at all, an unknown source */
+	answer.head.row_count = 0;
+	assert_int_equal(from_copy(&answer, sizeof(answer.head), &code, &table, &error), -EBADMSG);
+	answer.head.row_count = 4;
+	answer.head.source = 7;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.head.source = UNWIND_CFI_DEBUG_FRAME;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), 0);
+	unwind_table_free(&table);
+	/* out of order, or two rows at one pc */
+	answer.rows[1].pc = 0x0fff + 0x20;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[1].pc = 0x1000;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[1].pc = 0x1004;
+	/* a kind BPF does not know */
+	answer.rows[2].kind = UNWIND_ROW_GAP + 1;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[2].kind = UNWIND_ROW_CFA_RBP;
+	/* a table that does not end with a GAP */
+	answer.rows[3].kind = UNWIND_ROW_CFA_RSP;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[3].kind = UNWIND_ROW_GAP;
+	/* rows outside the file's code: before it, past its end (another file's pcs) */
+	answer.rows[0].pc = 0x0ff0;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[0].pc = 0x1000;
+	answer.rows[3].pc = 0x3001;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), -EBADMSG);
+	answer.rows[3].pc = 0x3000;
+	assert_int_equal(from_copy(&answer, sizeof(answer), &code, &table, &error), 0);
+	unwind_table_free(&table);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows_match_readelf),
+		cmocka_unit_test(test_debian_python311),
+		cmocka_unit_test(test_libc),
+		cmocka_unit_test(test_remembered_states_are_bounded),
+		cmocka_unit_test(test_no_cfi),
+		cmocka_unit_test(test_not_elf),
+		cmocka_unit_test(test_truncated_elf),
+		cmocka_unit_test(test_adjacent_functions_share_no_gap),
+		cmocka_unit_test(test_too_many_rows),
+		cmocka_unit_test(test_long_function),
+		cmocka_unit_test(test_corrupted_cfi),
+		cmocka_unit_test(test_file_id_is_stable),
+		cmocka_unit_test(test_copy_is_another_file),
+		cmocka_unit_test(test_function_starts_are_the_symbols),
+		cmocka_unit_test(test_lying_rows_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
