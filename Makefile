@@ -45,7 +45,7 @@ TESTLIB     := $(BUILD)/tests/lib/testlib-nosan.o
 
 # Fuzzing (fuzz/README.md): one harness fuzz/fuzz_<name>.c per input others control, its
 # corpus in fuzz/corpus/fuzz_<name>/. `make fuzz` runs each under clang's libFuzzer for
-# FUZZ_SECONDS; `make check` runs each corpus once (tests/test_fuzz_corpus.c).
+# FUZZ_SECONDS; `make check` runs each corpus once (tests/unit/test_fuzz_corpus.c).
 FUZZ_ALL      := mojo_reader tachyon_reader collapsed_reader py_linetable proc_maps \
 		 py_debug_offsets elf_file unwind_table
 FUZZ_NAMES    ?= $(FUZZ_ALL)

@@ -6,7 +6,7 @@
  * sanitizers (address, undefined, leak), not by a return value.
  *
  * Built two ways (see the Makefile): with clang's libFuzzer (fuzz/libfuzzer_entry.c,
- * `make fuzz`), and linked into tests/test_fuzz_corpus.c, which runs every file of
+ * `make fuzz`), and linked into tests/unit/test_fuzz_corpus.c, which runs every file of
  * fuzz/corpus/<harness>/ once under ASan and UBSan (`make check`).
  */
 #ifndef PYBPFPROF_FUZZ_H

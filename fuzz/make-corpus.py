@@ -133,7 +133,7 @@ TACHYON_MAGIC = 0x54414348
 
 def tachyon_file(raw, threads, samples, compress=True, order="<"):
     """raw sample records around one string ("a") and one frame (a, line 1), as
-    tests/test_tachyon.c's write_crafted lays them out."""
+    tests/e2e/test_tachyon_crafted_floods.c's write_crafted lays them out."""
     data = run("zstd", "-3", "-c", input=raw) if compress else raw
     strings = bytes([1, ord("a")])
     frames = bytes([0, 0, 2, 0, 0, 0, 255])

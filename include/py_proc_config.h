@@ -297,7 +297,7 @@ static inline __u32 py_code_shown_name(const struct py_offsets *off)
  * counts cannot: every module body starts at line 1 with no arguments. The
  * strings' identities (py_string_identity) tell apart names and files that
  * were freed with their code and reused at the same address (exec'd code in a
- * loop: measured, tests/test_code_identity.c). The name is the one shown: the
+ * loop: measured, tests/e2e/test_code_identity.c). The name is the one shown: the
  * qualified name from 3.11, else co_name.
  */
 static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount, __u64 filename_addr, __u64 name_addr,

@@ -21,7 +21,7 @@ Where each command's options are written, one place per command:
 -h/--help, -?, --usage, -V/--version are everywhere and need not be listed again.
 
 --formats and --extensions (what format_registry_names and format_registry_extensions say,
-in the same order; tests/test_docs.c passes them) add: every format name in the man page's
+in the same order; tests/e2e/test_docs.c passes them) add: every format name in the man page's
 and usage.md's -f, in --help's -f, in the completion; every format's first extension in
 the man page's and usage.md's -o and in --help's -o; every extension of every format
 in the man page's FILE FORMATS and doc/formats.md; every name in `convert --help`.

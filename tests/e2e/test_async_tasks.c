@@ -431,7 +431,7 @@ static void wall_pending_tasks(void **state)
 }
 
 /* How close the share of db_call in the requests' samples must be to what they measured (a
- * waiting task's stack is read when its thread's record is drained: see tests/test_services.c). */
+ * waiting task's stack is read when its thread's record is drained: see tests/e2e/test_services.c). */
 #define WAIT_SHARE_POINTS 0.10
 
 /*
@@ -561,7 +561,7 @@ int main(void)
 		{ "wall_pending_tasks_", wall_pending_tasks },
 		{ "wall_waiting_share_", wall_waiting_share },
 	};
-	/* uvloop on /usr/bin/python3.11 (bookworm's 0.17): tests/test_services.c runs uvicorn on it */
+	/* uvloop on /usr/bin/python3.11 (bookworm's 0.17): tests/e2e/test_services.c runs uvicorn on it */
 	static const char *const uvloop_labels[] = { "3.14" };
 	const struct test_per_python uvloop_kinds[] = {
 		{ "uvloop_task_stacks_", uvloop_task_stacks },

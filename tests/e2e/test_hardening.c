@@ -83,9 +83,6 @@ static void truncated_file_does_not_crash(void **state)
 
 /* ---------------------------------------------------------------- one name shared by every symbol */
 
-#define SHARED_NAME_LEN (32u << 10)
-#define SHARED_NAME_SYMBOLS 16384u
-
 /* ---------------------------------------------------------------- a mapped library replaced */
 
 enum replacement { REPLACE_WITH_FIFO, REPLACE_WITH_SYMLINK };

@@ -19,7 +19,6 @@
 #include "util/target_budget.h"
 
 #define FAKE_CODES 200
-#define CHURNED_PROCESSES 200
 #define ATTACKERS 8
 /* What the cache may hold at most: its budget, plus the table being answered. */
 #define HELD_AT_MOST (SYMBOLIZE_PY_MAX_BYTES + SYMBOLIZE_PY_MAX_LINETABLE_BYTES + 4096)

@@ -16,7 +16,7 @@
 #include "session/overhead_budget.h"
 
 #define INTERVAL_US 100 /* -F 10000 */
-/* How far a profile's heavy share may be from the workload's own (tests/test_record.c's). */
+/* How far a profile's heavy share may be from the workload's own (tests/e2e/test_record.c's). */
 #define SPLIT_TOLERANCE 0.03
 
 /* ---- real runs ---- */

@@ -722,8 +722,6 @@ struct mixed_findings {
 
 /* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
 
-#define NO_FRAME SIZE_MAX
-
 /* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
 struct native_run {
 	char path[PATH_MAX];
@@ -792,9 +790,7 @@ struct numpy_findings {
 };
 
 /* h. A busy host: two CPU-bound processes beside the target, which gets a third of a CPU. */
-#define HOG_COUNT 2
 /* A hog ends by itself this long after it starts, whatever becomes of the test. */
-#define HOG_MAX_S 60
 
 struct zlib_chain_findings {
 	const char *caller;   /* the Python function that calls zlib.compress */
@@ -857,9 +853,6 @@ struct path_pass {
 };
 
 /* ---- launch: the command gets the invoking user's identity, none of our capabilities ---- */
-
-/* The launched command's view of itself: capability sets, uid, home. */
-#define SHOW_IDENTITY "grep -E '^(CapInh|CapAmb|Uid):' /proc/self/status; echo HOME=$HOME USER=$USER"
 
 int main(void)
 {

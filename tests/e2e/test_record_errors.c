@@ -25,8 +25,6 @@
 
 #define WORKLOAD "workload.py"
 #define MAX_PYTHONS 32
-#define SPLIT_EXPECTED 0.75
-#define SPLIT_TOLERANCE 0.03
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
@@ -107,8 +105,6 @@ struct mixed_findings {
 
 /* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
 
-#define NO_FRAME SIZE_MAX
-
 /* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
 struct native_run {
 	char path[PATH_MAX];
@@ -177,9 +173,7 @@ struct numpy_findings {
 };
 
 /* h. A busy host: two CPU-bound processes beside the target, which gets a third of a CPU. */
-#define HOG_COUNT 2
 /* A hog ends by itself this long after it starts, whatever becomes of the test. */
-#define HOG_MAX_S 60
 
 struct zlib_chain_findings {
 	const char *caller;   /* the Python function that calls zlib.compress */
@@ -242,9 +236,6 @@ struct path_pass {
 };
 
 /* ---- launch: the command gets the invoking user's identity, none of our capabilities ---- */
-
-/* The launched command's view of itself: capability sets, uid, home. */
-#define SHOW_IDENTITY "grep -E '^(CapInh|CapAmb|Uid):' /proc/self/status; echo HOME=$HOME USER=$USER"
 
 /* ---- bad input: one clear line, non-zero exit, no output file ---- */
 

@@ -26,8 +26,6 @@
 
 #define WORKLOAD "workload.py"
 #define MAX_PYTHONS 32
-#define SPLIT_EXPECTED 0.75
-#define SPLIT_TOLERANCE 0.03
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
@@ -1565,9 +1563,6 @@ static void native_paths_match_perf(void **state)
 }
 
 /* ---- launch: the command gets the invoking user's identity, none of our capabilities ---- */
-
-/* The launched command's view of itself: capability sets, uid, home. */
-#define SHOW_IDENTITY "grep -E '^(CapInh|CapAmb|Uid):' /proc/self/status; echo HOME=$HOME USER=$USER"
 
 int main(void)
 {

@@ -25,8 +25,6 @@
 
 #define WORKLOAD "workload.py"
 #define MAX_PYTHONS 32
-#define SPLIT_EXPECTED 0.75
-#define SPLIT_TOLERANCE 0.03
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
@@ -169,8 +167,6 @@ struct mixed_findings {
 
 /* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
 
-#define NO_FRAME SIZE_MAX
-
 /* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
 struct native_run {
 	char path[PATH_MAX];
@@ -239,9 +235,7 @@ struct numpy_findings {
 };
 
 /* h. A busy host: two CPU-bound processes beside the target, which gets a third of a CPU. */
-#define HOG_COUNT 2
 /* A hog ends by itself this long after it starts, whatever becomes of the test. */
-#define HOG_MAX_S 60
 
 struct zlib_chain_findings {
 	const char *caller;   /* the Python function that calls zlib.compress */

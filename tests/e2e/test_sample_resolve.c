@@ -302,8 +302,6 @@ static void test_demangles_cpp_names(void **state)
 
 /* ---- kernel frames: named by a namer, a record's new addresses in one batch ---- */
 
-#define UNNAMED_KERNEL_ADDRESS 0xffffffff8dead000ull
-
 struct fake_namer {
 	size_t calls, addresses_asked;
 	int fail;

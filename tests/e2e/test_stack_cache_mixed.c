@@ -6,7 +6,7 @@
  * repeats, a code object renamed and forgotten in the middle, truncated stacks, kernel
  * frames, several threads and mixed native stacks. The bounded cache under them
  * (util/memo_cache.h): its clock, its budgets, and that a hash alone never matches.
- * The Python frames are fake 3.11 code objects in this process (tests/fake_python.h).
+ * The Python frames are fake 3.11 code objects in this process (tests/lib/fake_python.h).
  */
 #include "testlib.h"
 
@@ -25,8 +25,6 @@
 /* Interpreter functions, as the test executable's symbols (the main executable is the interpreter's). */
 INTERPRETER_FUNCTION(Py_BytesMain)
 INTERPRETER_FUNCTION(_PyEval_EvalFrameDefault)
-
-#define FAKE_CODES 900
 
 /* A resolver and the writers it feeds; keeping: whether it keeps stacks (else every record resolves anew). */
 static const char *const formats[] = { "mojo", "tachyon", "collapsed", "svg", "pprof", "speedscope",

@@ -15,7 +15,6 @@
 #include "formats/tachyon/tachyon.h"
 #include "formats/varint.h"
 #include "profile/profile.h"
-#define REFERENCE_COUNT (sizeof(reference_names) / sizeof(reference_names[0]))
 
 /* ---- small helpers ---- */
 
@@ -44,11 +43,6 @@ struct keyed_line {
 
 /* ---- synthetic round trips ---- */
 
-#define POOL_PYTHON 30
-#define POOL_NATIVE 4
-#define POOL_KERNEL 4
-#define POOL_SIZE (POOL_PYTHON + POOL_NATIVE + POOL_KERNEL + 1)
-#define POOL_INVALID (POOL_SIZE - 1)
 #define SYN_THREADS 3
 #define SYN_MAX_DEPTH 300
 

@@ -12,7 +12,6 @@
 #include "formats/mojo/mojo.h"
 #include "formats/varint.h"
 #include "profile/profile.h"
-#define REFERENCE_COUNT (sizeof(reference_names) / sizeof(reference_names[0]))
 
 /* ---- helpers ---- */
 
@@ -38,17 +37,8 @@ struct writer_handle {
 	const struct pf_writer_ops *ops;
 	char path[256];
 };
-#define SYNTHETIC_COUNT (sizeof(synthetic) / sizeof(synthetic[0]))
 
 /* ---- exited processes ---- */
-
-#define SHORT_PROCESSES 400
-#define SHORT_PROCESS_FUNCTIONS 24
-#define SHORT_PROCESS_PIDS 37 /* pids come back, as the kernel reuses them */
-
-#define REJECT(literal, reason) assert_rejected(literal, sizeof(literal) - 1, reason)
-#define HEAD "MOJ\x03\x01mode\0cpu\0"
-#define STACK1 "\x02\x01\x00" "1\0"
 
 /* ---- crafted files: memory stays in proportion to the file ---- */
 

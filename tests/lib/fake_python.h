@@ -4,7 +4,7 @@
  * records of a stack of them: symbolize_py reads them as it would a target's (the
  * target is this process), so a sample resolves without BPF or a Python. Each frame
  * has its own code object (file "fake_N.py", function "function_N", first line N + 1).
- * Shared by tests/test_stack_cache.c and bench/stack_repeat.c; no cmocka here.
+ * Shared by tests/unit/test_symbolize_stack_cache.c and bench/stack_repeat.c; no cmocka here.
  */
 #ifndef PYBPFPROF_FAKE_PYTHON_H
 #define PYBPFPROF_FAKE_PYTHON_H

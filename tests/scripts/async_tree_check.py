@@ -1,4 +1,4 @@
-# `pybpfprof stacks --json` of tests/scripts/async_tasks.py (tests/test_async_tasks.c): reads
+# `pybpfprof stacks --json` of tests/scripts/async_tasks.py (tests/e2e/test_async_tasks.c): reads
 # the document strictly, then prints "tree" when its tasks form the script's tree at a moment
 # when the main task awaits its gathered or grouped tasks: Task-1 awaited by none, suspended in
 # main and the round's function (3.11-3.13's TaskGroup waits in __aexit__ itself), each child

@@ -1,4 +1,4 @@
-"""Waiting asyncio tasks for tests/test_async_tasks.c (wall mode, every waiting task): 16 tasks
+"""Waiting asyncio tasks for tests/e2e/test_async_tasks.c (wall mode, every waiting task): 16 tasks
 named client-N, each awaiting one request task after another (request-M, as a server makes one
 per request), which awaits db_call (an asyncio.sleep of 5-15 ms) then render (20-40 ms, another
 sleep); the requests measure their wall time and db_call's in them. The times are drawn at

@@ -1,4 +1,4 @@
-# Code objects created and freed by the thousand (tests/test_code_identity.c); runs on 2.7 and 3.x.
+# Code objects created and freed by the thousand (tests/e2e/test_code_identity.c); runs on 2.7 and 3.x.
 # With one shared globals dict, over and over: compile `def gen_N(): <spin ~3 ms>` (N counting
 # up, every function the same shape, so that the allocator hands a freed function's memory to
 # the next one), exec it, call it between two CLOCK_MONOTONIC readings, then drop the function

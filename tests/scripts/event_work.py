@@ -1,4 +1,4 @@
-# Workloads for --event (tests/test_events.c, bench/); runs on 2.7 and 3.x.
+# Workloads for --event (tests/e2e/test_events.c, bench/); runs on 2.7 and 3.x.
 #   faults:  touch_fresh() fills a fresh 200 MB buffer (its pages first touched: one fault each),
 #            then compute() does arithmetic on a few small ints (no new memory), over and over.
 #            Prints "ready" once the loop has run once, then loops until killed.

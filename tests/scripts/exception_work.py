@@ -1,4 +1,4 @@
-# Workload for --mode exception (tests/test_sample_modes.c); runs on 3.x.
+# Workload for --mode exception (tests/e2e/test_sample_modes.c); runs on 3.x.
 #   exceptions: prints "ready", then spins in wait_for_go(), handling an exception, until
 #   SIGUSR1 comes (the test sends it once the profiler samples this process). Then, for ROUNDS
 #   rounds, calls parse_a() three times and parse_b() once; each raises a ValueError, catches

@@ -2,7 +2,7 @@
 # Opens a flame graph SVG (argv[1]) in headless Chromium through chromedriver
 # (Debian's chromium, chromium-driver and python3-selenium: nothing from the
 # network), uses it as a person would, and prints what it saw as "key<TAB>value"
-# lines for tests/test_flamegraph_browser.c to judge:
+# lines for tests/e2e/test_flamegraph_browser.c to judge:
 #   hooked, errors, error      the error collector ran; script errors (count, each)
 #   frames                     boxes the page's script picked up
 #   hover_details              the details line while the pointer is on ZOOM_FRAME

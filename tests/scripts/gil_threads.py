@@ -1,4 +1,4 @@
-# Targets for tests/test_gil.c (Python 2.7 and 3.x alike).
+# Targets for tests/e2e/test_gil.c (Python 2.7 and 3.x alike).
 #   contend   two threads spinning in Python code, contending for the GIL, while the
 #             main thread waits in join: prints "ready" once both run
 #   cycles    one thread creating reference cycles, so that the collector runs often

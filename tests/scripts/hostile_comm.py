@@ -1,4 +1,4 @@
-# A process whose thread name is hostile (tests/test_stacks.c): its comm holds an escape
+# A process whose thread name is hostile (tests/e2e/test_stacks.c): its comm holds an escape
 # sequence, a bell, a quote, a backslash and a byte that is not UTF-8. Prints "ready", then
 # sleeps until killed.
 import sys

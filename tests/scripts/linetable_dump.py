@@ -1,6 +1,6 @@
 # Dumps, for every code object compiled from a sample module, its raw line
 # table and the location CPython itself gives each instruction offset, so
-# that tests/test_py_linetable.c can check the C decoder against the running
+# that tests/e2e/test_py_linetable.c can check the C decoder against the running
 # interpreter. Runs unchanged on 2.7 and 3.6+.
 #
 # Output, one record a line:

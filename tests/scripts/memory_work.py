@@ -1,4 +1,4 @@
-# Workload for --mode memory (tests/test_sample_modes.c); runs on 2.7 and 3.x.
+# Workload for --mode memory (tests/e2e/test_sample_modes.c); runs on 2.7 and 3.x.
 #   memory: prints "ready", then spins in wait_for_go() until SIGUSR1 comes (the test sends it
 #   once the profiler samples this process: a signal reaches a chrooted interpreter too). Then
 #   grow_a() touches 200 MB of fresh anonymous memory and grow_b() 100 MB, 4 MB at a time,

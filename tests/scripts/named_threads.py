@@ -1,4 +1,4 @@
-# Target for tests/test_thread_names.c (Python 2.7 and 3.x alike): three threads named
+# Target for tests/e2e/test_thread_names.c (Python 2.7 and 3.x alike): three threads named
 # by threading, "hasher" and "contender-1" busy in Python code, "sleeper" asleep, while
 # the main thread waits. Prints "ready" once all three run. With "hostile", the sleeper's
 # name holds an escape sequence, a quote, a backslash and a bell.

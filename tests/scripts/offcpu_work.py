@@ -1,4 +1,4 @@
-# Workload for --event off-cpu (tests/test_offcpu.c, bench/offcpu.sh); runs on 3.x.
+# Workload for --event off-cpu (tests/e2e/test_offcpu.c, bench/offcpu.sh); runs on 3.x.
 #   blocks ROUNDS: a worker thread, ROUNDS times, calls f(), which sleeps 7 ms (time.sleep), then
 #            g(), which waits about 3 ms on a lock a second thread holds; then calls tiny_block(),
 #            which sleeps 1 ms at a time, ROUNDS times. Each function measures the time spent in

@@ -1,4 +1,4 @@
-# Target for tests/test_children.c: a multiprocessing.Pool parent whose two workers spin in
+# Target for tests/e2e/test_children.c: a multiprocessing.Pool parent whose two workers spin in
 # busy_worker (a task each: it never returns), the parent itself idle. Prints "ready PID,PID"
 # (the workers') once both have started: they exist before any profiler attaches.
 import multiprocessing

@@ -1,5 +1,5 @@
 # Stacks that change every few milliseconds, of code objects that come and go
-# (tests/test_stack_fast_path.c). FAMILIES families of LEVELS distinct functions
+# (tests/e2e/test_stack_fast_path.c). FAMILIES families of LEVELS distinct functions
 # g<G>_f<F>_<k>, each calling the next level of its own family and generation; each
 # step calls one family's level 0 to a depth that changes from step to step, and
 # the innermost level spins for about STEP_SECONDS. Every REBUILD_EVERY steps one

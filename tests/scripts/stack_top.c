@@ -3,7 +3,7 @@
  * A C function that spins on a stack of its own, whose top is followed by an unmapped page
  * and whose caller is that stack's outermost frame (its return address undefined, as a
  * thread's root is): the native walk of its samples starts a few bytes below the end of
- * mapped memory. Built by tests/test_bpf_sampler.c, loaded by bpf_stack_top.py.
+ * mapped memory. Built by tests/e2e/test_bpf_sampler.c, loaded by bpf_stack_top.py.
  */
 #include <sys/mman.h>
 #include <time.h>

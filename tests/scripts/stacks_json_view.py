@@ -1,4 +1,4 @@
-# `pybpfprof stacks --json` as the text form shows it (tests/test_stacks.c): reads the
+# `pybpfprof stacks --json` as the text form shows it (tests/e2e/test_stacks.c): reads the
 # document strictly (json.load), checks its fields' types, then prints every thread as
 # the text printer does (a "Thread TID ..." line with its state, its frames leaf first),
 # so that one check reads both forms.  Usage: python3 stacks_json_view.py FILE

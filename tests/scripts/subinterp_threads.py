@@ -1,4 +1,4 @@
-# Target for tests/test_subinterp.c (CPython 3.12+): threads running code in subinterpreters.
+# Target for tests/e2e/test_subinterp.c (CPython 3.12+): threads running code in subinterpreters.
 #   python subinterp_threads.py all|alone
 # - the main thread alternates, 0.3 s each, between main_spin in the main interpreter and
 #   sub_spin in subinterpreter A (a new thread state of A at every exec, as CPython makes one)

@@ -1,8 +1,8 @@
-# Threads for wall mode (tests/test_wall.c); runs on 2.7 and 3.x.
+# Threads for wall mode (tests/e2e/test_wall.c); runs on 2.7 and 3.x.
 #   waits: a spinning thread, one in time.sleep, one blocked in os.read on a pipe,
 #          one waiting on a threading.Lock; the main thread waits in main_wait.
 #   duty:  one thread that sleeps 0.3 s and spins 0.1 s, over and over.
-#   flicker: one thread that spins 1 ms and sleeps 1 ms, over and over (tests/test_stacks.c:
+#   flicker: one thread that spins 1 ms and sleeps 1 ms, over and over (tests/e2e/test_stacks.c:
 #          its state changes while it is read).
 # Prints "ready" once every thread runs, then lives until killed, or for SECONDS if given
 # (the second argument); then duty prints on stderr the wall time its thread spent in

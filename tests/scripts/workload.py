@@ -1,4 +1,4 @@
-# The profiling target of tests/test_record.c; runs unchanged on 2.7 and 3.6-3.15.
+# The profiling target of tests/e2e/test_record.c; runs unchanged on 2.7 and 3.6-3.15.
 # Each phase is a function whose name the test looks for in the samples.
 import os
 import random
@@ -92,7 +92,7 @@ def split_leaf(seconds):
     phase_split()
 
 
-# The split under a deep stack: every sample's walk is long (tests/test_overhead_budget.c).
+# The split under a deep stack: every sample's walk is long (tests/e2e/test_overhead_budget.c).
 def phase_deep_split():
     recurse(900, split_leaf)
 

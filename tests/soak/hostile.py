@@ -1,6 +1,6 @@
 # A hostile local user's Python process, for the soak (tests/soak/soak.sh runs it as nobody).
 # The profiler runs as root and reads what this process maps and holds; each mode is one of
-# the attacks tests/test_hardening*.c check piece by piece, here as a running process:
+# the attacks tests/e2e/test_hardening*.c check piece by piece, here as a running process:
 #   truncate  a copy of an ELF mapped executable as libpython3.99.so, cut to 4 KiB the moment
 #             anyone opens it (inotify): a reader that mapped it would take SIGBUS
 #   fifo      the mapped copy deleted and replaced by a FIFO (an open would block)

@@ -85,18 +85,6 @@ static void unload_library(struct test_library *library)
 	"objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; "            \
 	"objcopy --add-gnu-debuglink=lib.so.debug lib.so; "
 
-/* A .gnu_debuglink made by hand: name $1, NUL-padded to 4 bytes, the CRC32 of lib.so.debug (gzip's trailer holds it). */
-#define MAKE_LINK_BY_HAND                                                                           \
-	"objcopy --only-keep-debug lib.so lib.so.debug; strip -s lib.so; mkdir .debug; "            \
-	"link() { printf '%s' \"$1\" > link; head -c $(( 4 - ${#1} % 4 )) /dev/zero >> link; "       \
-	"gzip -c lib.so.debug | tail -c8 | head -c4 >> link; objcopy --add-section .gnu_debuglink=link lib.so; }; "
-
-/* Fedora's layout: $DEBUG/.build-id/xx/rest.debug, a link to the debug file. */
-#define BUILD_ID_PATH                                                                              \
-	"id=$(readelf -n lib.so | sed -n 's/.*Build ID: //p'); test -n \"$id\"; "                  \
-	"mkdir -p \"$DEBUG/.build-id/$(echo $id | cut -c1-2)\"; "                                  \
-	"entry=\"$DEBUG/.build-id/$(echo $id | cut -c1-2)/$(echo $id | cut -c3-).debug\"; "
-
 static bool names_function(const struct elf_symbols *symbols, const char *name)
 {
 	for (size_t i = 0; i < symbols->count; i++)

@@ -19,11 +19,6 @@
 #include "target/proc_maps.h"
 #include "target/py_discover.h"
 
-#define NOBODY_ID 65534
-/* The attacks must not make us wait: a hang is cut by an alarm at ALARM_S. */
-#define ALARM_S 5
-#define PROMPT_MS 2000
-
 /* ---------------------------------------------------------------- one name shared by every symbol */
 
 #define SHARED_NAME_LEN (32u << 10)
@@ -101,16 +96,6 @@ static void shared_symbol_name_is_not_copied_per_symbol(void **state)
 	free(names);
 	elf_file_close(&file);
 }
-
-/* ---------------------------------------------------------------- a mapped library replaced */
-
-enum replacement { REPLACE_WITH_FIFO, REPLACE_WITH_SYMLINK };
-
-struct attacker {
-	pid_t pid;
-	char dir[256];
-	char library[300]; /* the path it mapped, now something else */
-};
 
 int main(void)
 {

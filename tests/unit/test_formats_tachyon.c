@@ -1147,11 +1147,8 @@ static void test_dump_bad_file(void **unused)
 	free(cut_path);
 }
 
-#define ARRAY_LENGTH(a) (sizeof(a) / sizeof((a)[0]))
-
 /* A ceiling on a reader's address space (the plain build: sanitizers reserve far more):
  * well above what these files really need. */
-#define READER_MEMORY_LIMIT "--as=67108864" /* 64 MiB */
 
 /* What the limits must still let through: our writer's file of 20000 threads with one
  * identical sample each, about 2 bytes a thread once compressed. */

@@ -2,42 +2,7 @@
 /* target/proc_identity: this process's own identity, and the container a cgroup line names. */
 #include "testlib.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-
-#include "formats/format_registry.h"
-#include "profile/profile.h"
-#include "target/elf_file.h"
 #include "target/proc_identity.h"
-#include "target/proc_maps.h"
-#include "target/py_discover.h"
-#include "target/py_runtime_file.h"
-#include "util/array.h"
-
-#define STATIC_PYTHON "/usr/bin/python3.11"
-#define SLEEPERS 200
-/* Samples a spinning subject must have at least (a busy 2-core machine gives each ~300 a second). */
-#define MIN_SAMPLES 100
-/* Guards against a hung child, not measurements. */
-#define READY_TRIES 500
-#define READY_POLL_MS 10
-
-/* ---- the verdict cache ---- */
-
-struct file_id {
-	uint64_t inode;
-	uint32_t dev_major, dev_minor;
-};
-
-struct file_ids {
-	struct file_id ids[64];
-	size_t count;
-	size_t mappings; /* executable file mappings seen, with repeats */
-};
 
 static void identity_of_ourselves(void **state)
 {
@@ -72,44 +37,6 @@ static void container_of_cgroup_lines(void **state)
 	proc_identity_parse_cgroup("garbage\n", cgroup, sizeof(cgroup));
 	assert_string_equal(cgroup, "");
 }
-
-/* ---- end to end: real BPF ---- */
-
-struct subjects {
-	char dir[PATH_MAX];
-	char renamed[PATH_MAX + 16];   /* the static python, named uwsgi */
-	char embedded[PATH_MAX + 32];  /* the C program embedding libpython */
-	char python[1024];             /* a pyenv python, run in a new pid namespace */
-	char bundle[PATH_MAX + 32];    /* a C program that dlopens libpython, as a PyInstaller bundle does */
-	char bundled_library[PATH_MAX + 32]; /* the libpython it loads, under another name */
-	char cgroup[PATH_MAX];          /* a cgroup v2 group of the test's, the namespaced one's container */
-	pid_t renamed_pid, embedded_pid, unshare_pid, namespaced_pid, bundle_pid;
-};
-
-/* Spinning functions whose names the profile must show. */
-#define RENAMED_PROGRAM "def renamed_spin():\n    while True:\n        pass\nrenamed_spin()\n"
-#define EMBEDDED_PROGRAM "def embedded_spin():\\n    while True:\\n        pass\\nembedded_spin()\\n"
-#define NAMESPACED_PROGRAM "def namespaced_spin():\n    while True:\n        pass\nnamespaced_spin()\n"
-
-/* The bundle: nothing CPython's at its exec; libpython (named libbundle.so) comes by dlopen,
- * 500 ms later (a PyInstaller bootloader extracts its files first). */
-#define BUNDLE_SOURCE                                                                                    \
-	"#include <dlfcn.h>\n#include <unistd.h>\n"                                                  \
-	"int main(int argc, char **argv)\n{\n"                                                       \
-	"\tusleep(500000);\n"                                                                        \
-	"\tvoid *lib = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL);\n"                                  \
-	"\tvoid (*initialize)(void) = lib ? (void (*)(void))dlsym(lib, \"Py_Initialize\") : 0;\n"       \
-	"\tint (*run)(const char *) = lib ? (int (*)(const char *))dlsym(lib, \"PyRun_SimpleString\") : 0;\n" \
-	"\tif (!initialize || !run)\n\t\treturn 1;\n"                                                 \
-	"\tinitialize();\n"                                                                          \
-	"\treturn run(\"def bundled_spin():\\n    while True:\\n        pass\\nbundled_spin()\\n\");\n}\n"
-
-/* Samples of pid (any pid: 0) whose innermost Python frame is leaf. */
-struct leaf_count {
-	const char *leaf;
-	pid_t pid;
-	size_t samples;
-};
 
 int main(void)
 {

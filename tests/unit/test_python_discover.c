@@ -22,15 +22,7 @@
 #include "target/py_runtime_file.h"
 #include "target/target_mem.h"
 
-#define SCRIPT "tests/scripts/marker_threads.py"
-#define RUN_IN_SID "tests/pythons/run-python.sh"
-/* Bounds on walks of target memory: far above what the script creates. */
-#define MAX_INTERPS 16
-#define MAX_TSTATES 256
-#define MAX_FRAMES 128
-#define MAX_NAME 256
 /* Guards against a hung child, not a measurement. */
-#define READY_WAIT_MS 60000
 #define DISCOVER_RETRIES 500
 
 /* ---------------------------------------------------------------- children */
@@ -76,20 +68,6 @@ static void sleep_ms(long ms)
 
 	nanosleep(&ts, NULL);
 }
-
-/* The script's report: "main <ident>", "thread <ident>", "ready". */
-struct report {
-	unsigned long long main_ident, thread_ident;
-};
-
-/* --------------------------------------------------------- the interpreters */
-
-struct found_function {
-	const char *name;
-	int firstlineno, argcount;
-	uint32_t version; /* co_version where config->code_version is known, else 0 */
-	int found;
-};
 
 /* ----------------------------------------------------------------- errors */
 
@@ -152,8 +130,6 @@ static void test_not_python(void **state)
 }
 
 /* ---- a process mapping thousands of tiny ELF files ---- */
-
-#define TINY_FILES 2000
 
 /* -------------------------------------------------------------- unit parts */
 

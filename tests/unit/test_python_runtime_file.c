@@ -17,14 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* What the run may cost: the profiler's peak resident memory. */
-#define PEAK_RSS_LIMIT_KIB (150l << 10)
-
-#define NOTE_BOMB_SECTIONS 2000
-#define NOTE_BOMB_BYTES ((off_t)1200 << 10)
-#define SPARSE_FILES 5
-#define SPARSE_BYTES ((off_t)510 << 20)
-
 enum attack { NOTE_BOMB, SPARSE_FILES_ATTACK };
 
 /* What a worker says of a file is checked before root uses it. */

@@ -14,8 +14,6 @@
 #include "session/overhead_budget.h"
 
 #define INTERVAL_US 100 /* -F 10000 */
-/* How far a profile's heavy share may be from the workload's own (tests/test_record.c's). */
-#define SPLIT_TOLERANCE 0.03
 
 /* ---- the stride (no BPF) ---- */
 

@@ -17,9 +17,6 @@
 
 #define FAKE_CODES 200
 #define CHURNED_PROCESSES 200
-#define ATTACKERS 8
-/* What the cache may hold at most: its budget, plus the table being answered. */
-#define HELD_AT_MOST (SYMBOLIZE_PY_MAX_BYTES + SYMBOLIZE_PY_MAX_LINETABLE_BYTES + 4096)
 /* PEP 393 state of a compact ASCII str: kind 1, compact, ascii. */
 #define ASCII_STATE ((1u << 2) | (1u << 5) | (1u << 6))
 
@@ -108,33 +105,6 @@ static int resolve(struct symbolize_py_cache *cache, pid_t pid, const struct fak
 				    name_hash, name_hash);
 	return symbolize_py_resolve(cache, pid, &fake->config, addr, checksum, 0, frame);
 }
-
-/* A small target budget of which output tables (which cannot be evicted) hold half. */
-#define SMALL_BUDGET ((uint64_t)8 << 20)
-#define OUTPUT_TABLES ((uint64_t)4 << 20)
-
-/* The attackers' Python: nobody cannot run pyenv's (under /root). */
-#define HOSTILE_PYTHON "/usr/bin/python3.11"
-/* Four processes, each running 200 code objects whose line tables are 1 MiB (each long enough
- * to be sampled, so that its table is read), until killed. */
-#define LINETABLE_ATTACK                                                                        \
-	"import os, time\n"                                                                     \
-	"def hostile_linetable():\n"                                                            \
-	"    for _ in range(1000):\n"                                                           \
-	"        pass\n"                                                                        \
-	"code = hostile_linetable.__code__.replace(co_linetable=b'\\xff' * (1 << 20))\n"         \
-	"functions = [type(hostile_linetable)(code.replace(co_firstlineno=i + 1), {})\n"        \
-	"             for i in range(200)]\n"                                                   \
-	"for _ in range(2):\n"                                                                  \
-	"    os.fork()\n"                                                                       \
-	"while True:\n"                                                                         \
-	"    for function in functions:\n"                                                      \
-	"        function()\n"                                                                  \
-	"    time.sleep(0.01)\n"
-#define RUN_BUDGET_MIB 8
-/* Measured: a peak RSS of 25-40 MB with this budget (more processes on the host, more state),
- * 82 MB with the default one on a quiet host (the attack adds 64 MiB of line tables). */
-#define RUN_PEAK_RSS_KIB (72 * 1000 * 1000 / 1024)
 
 struct forgetting {
 	struct symbolize_py_cache *cache;

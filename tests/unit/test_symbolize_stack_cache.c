@@ -6,7 +6,7 @@
  * repeats, a code object renamed and forgotten in the middle, truncated stacks, kernel
  * frames, several threads and mixed native stacks. The bounded cache under them
  * (util/memo_cache.h): its clock, its budgets, and that a hash alone never matches.
- * The Python frames are fake 3.11 code objects in this process (tests/fake_python.h).
+ * The Python frames are fake 3.11 code objects in this process (tests/lib/fake_python.h).
  */
 #include "testlib.h"
 

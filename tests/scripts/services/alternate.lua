@@ -1,4 +1,4 @@
--- wrk script for tests/test_services.c and `make bench`: requests alternate between
+-- wrk script for tests/e2e/test_services.c and `make bench`: requests alternate between
 -- /report and /lookup, one each in turn on every connection.
 local turn = 0
 

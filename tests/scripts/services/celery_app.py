@@ -1,4 +1,4 @@
-# Target for tests/test_services.c (Celery, prefork pool, Redis broker at SERVICE_BROKER):
+# Target for tests/e2e/test_services.c (Celery, prefork pool, Redis broker at SERVICE_BROKER):
 # the task crunch spins; each run appends "PID CPU_NS START_NS END_NS" (its CPU time by
 # time.thread_time, its span by time.monotonic, CLOCK_MONOTONIC) to SERVICE_TRUTH_DIR/celery.PID,
 # where set: which children ran the task, and when, by their own account.

@@ -1,4 +1,4 @@
-# Target for tests/test_services.c (uvicorn): a FastAPI app whose endpoint /orders goes through
+# Target for tests/e2e/test_services.c (uvicorn): a FastAPI app whose endpoint /orders goes through
 # handler -> service -> query, coroutines awaiting one another, the CPU spent in query.
 # handler measures its own CPU time and query's (time.thread_time: nothing in the chain
 # suspends, so the handler's span is its own). /report waits: report awaits db_query (an

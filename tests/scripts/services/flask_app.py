@@ -1,4 +1,4 @@
-# Target for tests/test_services.c (gunicorn, sync workers) and `make bench`: a Flask app
+# Target for tests/e2e/test_services.c (gunicorn, sync workers) and `make bench`: a Flask app
 # with two views of known cost, /report costing three times /lookup. Each worker measures
 # the CPU time its own views took (time.thread_time) and, where SERVICE_TRUTH_DIR is set,
 # writes "REPORT_NS LOOKUP_NS STARTED_NS ENDED_NS" to SERVICE_TRUTH_DIR/flask.PID at exit

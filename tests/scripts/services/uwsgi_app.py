@@ -1,4 +1,4 @@
-# Target for tests/test_services.c (uWSGI, preforking: this module is imported in the master,
+# Target for tests/e2e/test_services.c (uWSGI, preforking: this module is imported in the master,
 # then the workers are forked). The WSGI view spins in render; the master keeps a housekeeping
 # thread of its own (started at import, so only the master has it: threads do not survive
 # fork), as a master's metrics or reload thread does, so the master runs Python too.
