@@ -1,4 +1,4 @@
-# A target for tests/e2e/test_py_discover.c: the main thread waits in marker_main,
+# A target for tests/e2e/test_discover_live_interpreters.c: the main thread waits in marker_main,
 # a second thread in marker_thread. Prints each thread's ident, then "ready".
 # Runs on 2.7 and every 3.x; exits by itself after a minute if never killed.
 import sys
