@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# A process for tests/e2e/test_symbolize_py.c: its main thread parks in
+# A process for tests/e2e/test_symbolize_py_live.c: its main thread parks in
 # Outer.inner, called through three functions whose names need each PEP 393
 # width (1, 2 and 4 bytes a character) on Python 3. It prints
 # "ready <id of inner's code object>" and waits for a line on stdin.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Native symbolization of user addresses: this process's own libc and code, skipped files, anonymous memory, gone processes. */
+/* Native symbolization without reading a file: a skipped file, anonymous memory, a gone process. */
 #include "testlib.h"
 
 #include <dlfcn.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Native symbolization of user addresses: this process's own libc and code, skipped files, anonymous memory, gone processes. */
+/* Native symbolization of user addresses through the parser worker (root: its sandbox): libc's and
+ * a library's functions named, a static one by its start, symbol tables within their budget. */
 #include "testlib.h"
 
 #include <dlfcn.h>
