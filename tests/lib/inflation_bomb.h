@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * An ELF file whose unwind table is a memory bomb for whoever builds it: tests that the parser
- * worker, not root, pays for it (test_unwind_cache.c, test_parser_worker.c).
+ * worker, not root, pays for it (e2e/test_unwind_cache_worker.c, e2e/test_parser_worker.c).
  */
 #ifndef PYBPFPROF_TEST_INFLATION_BOMB_H
 #define PYBPFPROF_TEST_INFLATION_BOMB_H

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/* target/unwind_cache without building a table: a deleted library is no file to read, a gone
+ * process leaves nothing behind. */
+#include "testlib.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "target/proc_maps.h"
+#include "target/unwind_cache.h"
+#include "util/array.h"
+#include "util/clock.h"
+
+/* What the cache asked BPF to do. */
+struct recorded_ops {
+	size_t uploads;
+	size_t releases;
+	uint32_t last_released;
+	bool live[UNWIND_MAX_TABLES];
+	struct unwind_table_ref refs[UNWIND_MAX_TABLES];
+	uint32_t chunk_rows[UNWIND_MAX_CHUNKS]; /* 0: no chunk */
+	size_t chunks_added, chunks_removed;
+};
+
+static uint32_t ref_slots(const struct unwind_table_ref *ref)
+{
+	return unwind_table_slots(ref->row_count, ref->page_count);
+}
+
+static int record_upload(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
+			 const struct unwind_row *rows, const uint32_t *pages)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(table_id < UNWIND_MAX_TABLES);
+	assert_false(recorded->live[table_id]);
+	assert_true(ref->row_count > 0);
+	/* The last row of a table is always a GAP (include/unwind_table.h). */
+	assert_int_equal(rows[ref->row_count - 1].kind, UNWIND_ROW_GAP);
+	/* A page index, when there is one, ends at the last row. */
+	if (ref->page_count)
+		assert_int_equal(pages[ref->page_count - 1], ref->row_count - 1);
+	/* In a chunk added before, inside it. */
+	assert_true(ref->chunk < UNWIND_MAX_CHUNKS);
+	assert_true(recorded->chunk_rows[ref->chunk] != 0);
+	assert_true((uint64_t)ref->first_row + ref_slots(ref) <= recorded->chunk_rows[ref->chunk]);
+	recorded->live[table_id] = true;
+	recorded->refs[table_id] = *ref;
+	recorded->uploads++;
+	return 0;
+}
+
+static void record_release(void *ctx, uint32_t table_id)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(recorded->live[table_id]);
+	recorded->live[table_id] = false;
+	recorded->releases++;
+	recorded->last_released = table_id;
+}
+
+static int record_add_chunk(void *ctx, uint32_t chunk, uint32_t rows)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(chunk < UNWIND_MAX_CHUNKS);
+	assert_int_equal(recorded->chunk_rows[chunk], 0);
+	assert_true(rows != 0 && rows <= UNWIND_CHUNK_MAX_ROWS);
+	recorded->chunk_rows[chunk] = rows;
+	recorded->chunks_added++;
+	return 0;
+}
+
+/* Only once no live table lies in the chunk. */
+static void record_remove_chunk(void *ctx, uint32_t chunk)
+{
+	struct recorded_ops *recorded = ctx;
+
+	assert_true(chunk < UNWIND_MAX_CHUNKS);
+	assert_true(recorded->chunk_rows[chunk] != 0);
+	for (size_t i = 0; i < UNWIND_MAX_TABLES; i++)
+		assert_false(recorded->live[i] && recorded->refs[i].chunk == chunk);
+	recorded->chunk_rows[chunk] = 0;
+	recorded->chunks_removed++;
+}
+
+static struct unwind_cache *new_cache(struct recorded_ops *recorded, size_t row_capacity)
+{
+	struct unwind_cache_ops ops = { .ctx = recorded, .upload_table = record_upload,
+					.release_table = record_release, .add_chunk = record_add_chunk,
+					.remove_chunk = record_remove_chunk };
+	struct unwind_cache *cache = NULL;
+
+	memset(recorded, 0, sizeof(*recorded));
+	assert_int_equal(unwind_cache_new(&cache, row_capacity, &ops), 0);
+	return cache;
+}
+
+static const struct unwind_mapping *mapping_at(const struct unwind_proc *proc, uint64_t pc)
+{
+	for (uint32_t i = 0; i < proc->count; i++)
+		if (pc >= proc->mappings[i].start && pc < proc->mappings[i].end)
+			return &proc->mappings[i];
+	return NULL;
+}
+
+static void end_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* A library unlinked after it was loaded is not opened: its mapping says DELETED_FILE. */
+static void test_deleted_library(void **state)
+{
+	static struct unwind_proc proc;
+	struct recorded_ops *recorded = calloc(1, sizeof(*recorded));
+	struct unwind_cache *cache = new_cache(recorded, UNWIND_ROWS_DEFAULT);
+	char source[4096] = "", copy[4096], command[8400];
+	int ready[2];
+	struct proc_maps maps;
+	const struct unwind_mapping *mapping = NULL;
+	Dl_info info;
+	pid_t child;
+	char byte;
+
+	(void)state;
+	assert_true(dladdr((void *)(uintptr_t)deflate, &info) != 0);
+	assert_true(realpath(info.dli_fname, source) != NULL);
+	FORMAT(copy, "%s/unwind-cache-libz-%d.so", test_tmpdir(), (int)getpid());
+	FORMAT(command, "cp '%s' '%s'", source, copy);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(pipe(ready), 0);
+	child = fork();
+	if (child == 0) {
+		/* RTLD_DEEPBIND-free plain load: a second copy of libz under another name. */
+		void *handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+
+		byte = handle ? 1 : 0;
+		if (write(ready[1], &byte, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_true(child > 0);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	assert_int_equal(byte, 1);
+	assert_int_equal(unlink(copy), 0);
+	assert_int_equal(unwind_cache_map_proc(cache, child, &proc), 0);
+	assert_int_equal(proc_maps_read(child, &maps), 0);
+	for (size_t i = 0; i < maps.count && !mapping; i++)
+		if (maps.maps[i].perms[2] == 'x' && maps.maps[i].deleted && strcmp(maps.maps[i].path, copy) == 0)
+			mapping = mapping_at(&proc, maps.maps[i].start);
+	proc_maps_free(&maps);
+	assert_non_null(mapping);
+	assert_int_equal(mapping->table_id, UNWIND_TABLE_NONE);
+	assert_int_equal(mapping->stop_cause, UNWIND_STOP_DELETED_FILE);
+	end_child(child);
+	close(ready[0]);
+	close(ready[1]);
+	unwind_cache_forget_proc(cache, child);
+	unwind_cache_free(cache);
+	free(recorded);
+}
+
+/* Records the order the tables were placed in (table ids) beside what record_upload checks. */
+struct ordered_ops {
+	struct recorded_ops recorded;
+	uint32_t order[UNWIND_MAX_TABLES];
+	size_t placed;
+};
+
+/* ---- many distinct files ---- */
+
+/*
+ * Files without a table that no process maps any more are remembered, so that a library
+ * mapped again is not read again, but only the newest UNWIND_CACHE_IDLE_VERDICTS of them: a
+ * host mapping new files all day (20,000 tiny ELFs in the soak's attack zoo) would otherwise
+ * grow the cache, and every lookup over it, for the whole run.
+ */
+
+static void test_gone_process(void **state)
+{
+	static struct unwind_proc proc;
+	struct unwind_cache *cache = NULL;
+
+	(void)state;
+	assert_int_equal(unwind_cache_new(&cache, 100, NULL), 0);
+	assert_int_equal(unwind_cache_map_proc(cache, 0x3ffffff0, &proc), -ESRCH);
+	assert_false(unwind_cache_knows_proc(cache, 0x3ffffff0));
+	unwind_cache_free(cache);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_deleted_library),
+		cmocka_unit_test(test_gone_process),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
