@@ -81,6 +81,7 @@ enum {
 	OPT_TARGET_BUDGET,
 	OPT_EVENT,
 	OPT_EVENT_PERIOD,
+	OPT_OPCODES,
 };
 
 static const struct argp_option record_options[] = {
@@ -101,6 +102,7 @@ static const struct argp_option record_options[] = {
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
 	{ "async-plumbing", OPT_ASYNC_PLUMBING, NULL, 0, "asyncio (3.11+): keep the event loop's frames (run_forever, _run_once, Handle._run, ...) above the <task NAME> chain of a running task", 0 },
 	{ "async-mode", OPT_ASYNC_MODE, "MODE", 0, "asyncio (3.11+), wall mode: running (the default): threads only, a running task's stack under its task chain; all: also every waiting task, a sample of where it waits at every interval", 0 },
+	{ "opcodes", OPT_OPCODES, NULL, 0, "Python 3.11+: also record each Python frame's instruction, specialised or not (LOAD_ATTR_INSTANCE_VALUE, BINARY_OP), for annotate (Tachyon keeps it; ignored before 3.11)", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },
@@ -245,6 +247,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		session->native_frames = true;
 		session->native_stacks = true;
 		session->native_keep_all = arg != NULL;
+		break;
+	case OPT_OPCODES:
+		session->opcodes = true;
 		break;
 	case OPT_ASYNC_PLUMBING:
 		session->async_plumbing = true;

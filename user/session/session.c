@@ -681,6 +681,7 @@ static int set_up(struct session *session, int *failed_status)
 			symbolize_native_prepare(session->resolver.native);
 	}
 	session->resolver.async_plumbing = options->async_plumbing;
+	symbolize_py_cache_set_opcodes(session->resolver.python, options->opcodes);
 	if (!err && options->native_stacks) {
 		session->resolver.native_stacks = true;
 		session->resolver.native_keep_all = options->native_keep_all;

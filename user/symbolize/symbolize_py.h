@@ -8,6 +8,7 @@
 #ifndef PYBPFPROF_SYMBOLIZE_PY_H
 #define PYBPFPROF_SYMBOLIZE_PY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,6 +36,12 @@ struct symbolize_py_cache;
 
 struct symbolize_py_cache *symbolize_py_cache_new(void);
 void symbolize_py_cache_free(struct symbolize_py_cache *cache);
+/*
+ * From 3.11, also read each frame's instruction byte (pf_frame.opcode; else -1 there). Read
+ * when a (code object, offset) is first resolved, not at each sample: the specialised
+ * instruction as the code object held it then. Before the first lookup.
+ */
+void symbolize_py_cache_set_opcodes(struct symbolize_py_cache *cache, bool opcodes);
 struct target_budget;
 /* The line tables are charged to budget too (util/target_budget.h, outliving the cache's use),
  * and stamped with its clock; before the first lookup. 0 or -ENOSPC (no store left). */
