@@ -9,12 +9,15 @@
  * Source is read from the profile's paths, remapped by --source-root or
  * --path-map; the paths are the target's, so a file is read only if it is a
  * regular one, with a size cap, and a missing one is said to be missing.
- * -o FILE.html writes the same as one self-contained page.
+ * -o FILE.html writes the same as one self-contained page. A profile whose
+ * frames carry instructions (record --opcodes, 3.11+) also lists under each line
+ * its instructions' own and total shares, named by the profile's Python version.
  */
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "profile/py_opcodes.h"
 #include "util/array.h"
 #include "util/exit_status.h"
 #include "util/fd_write.h"
@@ -74,6 +77,14 @@ struct line_heat {
 	uint32_t function;
 	int32_t line;
 	struct heat heat;
+	uint32_t instr_first, instr_count; /* its instructions in annotate_table.sorted_instrs */
+};
+
+/* An instruction of a line (record --opcodes): its opcode byte at that line. */
+struct instr_heat {
+	uint32_t line; /* line id */
+	int16_t opcode;
+	struct heat heat;
 };
 
 struct function_heat {
@@ -99,6 +110,11 @@ struct annotate_table {
 	struct function_heat *function_heat;
 	size_t function_capacity;
 	int32_t *sorted_lines;          /* every function's sampled lines, by function then line */
+	struct intern_table instrs;     /* (line id, opcode) -> id */
+	struct instr_heat *instr_heat;  /* by instruction id */
+	size_t instr_capacity;
+	uint32_t *sorted_instrs;        /* instruction ids by line, hottest first */
+	unsigned py_major, py_minor;    /* the profile's Python, which names the opcodes (0: unknown) */
 	uint64_t weight;
 	uint64_t samples; /* distinct stacks, for a format that aggregates (collapsed) */
 	uint32_t metrics;
@@ -146,6 +162,24 @@ static struct line_heat *line_at(struct annotate_table *table, uint32_t function
 		table->line_heat[id] = (struct line_heat){ .function = function, .line = line };
 	}
 	return &table->line_heat[id];
+}
+
+static int instr_add(struct annotate_table *table, uint32_t line, int16_t opcode, uint64_t weight,
+		     uint64_t sample, bool own)
+{
+	uint32_t key[2] = { line, (uint32_t)opcode };
+	size_t count = intern_count(&table->instrs);
+	int64_t id = intern_add(&table->instrs, key, sizeof(key), NULL);
+
+	if (id < 0)
+		return (int)id;
+	if ((size_t)id == count) {
+		if (ARRAY_RESERVE(table->instr_heat, table->instr_capacity, count + 1))
+			return -ENOMEM;
+		table->instr_heat[id] = (struct instr_heat){ .line = line, .opcode = opcode };
+	}
+	heat_add(&table->instr_heat[id].heat, weight, sample, own);
+	return 0;
 }
 
 static bool name_matches(const char *name, const char *wanted)
@@ -234,6 +268,9 @@ static int table_add(struct annotate_table *table, const struct pf_sample *sampl
 			if (!line)
 				return -ENOMEM;
 			heat_add(&line->heat, weight, number, i == leaf);
+			if (frame->opcode >= 0 &&
+			    instr_add(table, (uint32_t)(line - table->line_heat), frame->opcode, weight, number, i == leaf))
+				return -ENOMEM;
 			if (frame->line < function->min_line)
 				function->min_line = frame->line;
 			if (frame->line > function->max_line)
@@ -253,6 +290,9 @@ static void table_free(struct annotate_table *table)
 	intern_free(&table->files);
 	intern_free(&table->lines);
 	intern_free(&table->functions);
+	intern_free(&table->instrs);
+	free(table->instr_heat);
+	free(table->sorted_instrs);
 	free(table->file_heat);
 	free(table->file_selected);
 	free(table->line_heat);
@@ -295,6 +335,43 @@ static int index_function_lines(struct annotate_table *table)
 		function->line_count++;
 	}
 	free(sorted);
+	return 0;
+}
+
+static const struct instr_heat *sort_instrs_base;
+
+/* By line, then hottest (total) first, then by opcode. */
+static int compare_instrs(const void *a, const void *b)
+{
+	const struct instr_heat *left = &sort_instrs_base[*(const uint32_t *)a];
+	const struct instr_heat *right = &sort_instrs_base[*(const uint32_t *)b];
+
+	if (left->line != right->line)
+		return left->line < right->line ? -1 : 1;
+	if (left->heat.total != right->heat.total)
+		return left->heat.total > right->heat.total ? -1 : 1;
+	return (left->opcode > right->opcode) - (left->opcode < right->opcode);
+}
+
+/* Gives each line the range of its instructions, hottest first: 0 or -ENOMEM. */
+static int index_line_instrs(struct annotate_table *table)
+{
+	size_t count = intern_count(&table->instrs);
+
+	table->sorted_instrs = malloc((count ? count : 1) * sizeof(*table->sorted_instrs));
+	if (!table->sorted_instrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		table->sorted_instrs[i] = (uint32_t)i;
+	sort_instrs_base = table->instr_heat;
+	qsort(table->sorted_instrs, count, sizeof(*table->sorted_instrs), compare_instrs);
+	for (size_t i = 0; i < count; i++) {
+		struct line_heat *line = &table->line_heat[table->instr_heat[table->sorted_instrs[i]].line];
+
+		if (!line->instr_count)
+			line->instr_first = (uint32_t)i;
+		line->instr_count++;
+	}
 	return 0;
 }
 
@@ -547,12 +624,25 @@ static struct region function_region(const struct function_heat *function, const
 	return region;
 }
 
-static const struct heat *line_heat(const struct annotate_table *table, uint32_t function, int32_t line)
+static const struct line_heat *line_entry(const struct annotate_table *table, uint32_t function, int32_t line)
 {
 	int32_t key[2] = { (int32_t)function, line };
 	int64_t id = intern_find(&table->lines, key, sizeof(key));
 
-	return id < 0 ? NULL : &table->line_heat[id].heat;
+	return id < 0 ? NULL : &table->line_heat[id];
+}
+
+static const struct heat *line_heat(const struct annotate_table *table, uint32_t function, int32_t line)
+{
+	const struct line_heat *entry = line_entry(table, function, line);
+
+	return entry ? &entry->heat : NULL;
+}
+
+/* The name annotate shows for an opcode of the profile's Python. */
+static const char *instr_name(const struct annotate_table *table, int16_t opcode, char *buffer, size_t size)
+{
+	return py_opcode_describe(table->py_major, table->py_minor, opcode, buffer, size);
 }
 
 /* Text: a share column, blank for nothing. */
@@ -572,6 +662,20 @@ static void print_source_text(FILE *out, const char *text, size_t len)
 	if (copy)
 		fput_escaped(out, copy);
 	free(copy);
+}
+
+/* Under a line, its instructions (record --opcodes), hottest first. */
+static void text_line_instrs(FILE *out, const struct annotate_table *table, const struct line_heat *line)
+{
+	char name[128];
+
+	for (uint32_t i = 0; line && i < line->instr_count; i++) {
+		const struct instr_heat *instr = &table->instr_heat[table->sorted_instrs[line->instr_first + i]];
+
+		print_share(out, table, instr->heat.own);
+		print_share(out, table, instr->heat.total);
+		fprintf(out, "          | %s\n", instr_name(table, instr->opcode, name, sizeof(name)));
+	}
 }
 
 static void text_region(FILE *out, const struct annotate_table *table, uint32_t id,
@@ -601,6 +705,7 @@ static void text_region(FILE *out, const struct annotate_table *table, uint32_t 
 		else
 			fputs(source->text ? "(past the end of the file)" : "(source not at hand)", out);
 		fputc('\n', out);
+		text_line_instrs(out, table, line_entry(table, id, line));
 	}
 }
 
@@ -623,6 +728,9 @@ static void text_header(FILE *out, const struct annotate_table *table, const str
 	print_totals(out, table);
 	fputs("\nshares of the total weight: OWN, the line of the leaf Python frame; TOTAL, the line "
 	      "anywhere on the stack (once per sample)\n", out);
+	if (intern_count(&table->instrs))
+		fprintf(out, "under a line, after '|': its instructions (record --opcodes) as CPython %u.%u names them, "
+			     "a specialised one with its base in parentheses\n", table->py_major, table->py_minor);
 }
 
 static void text_file_header(FILE *out, const struct annotate_table *table, uint32_t file,
@@ -672,8 +780,28 @@ static const char html_head[] =
 	"body{font-family:sans-serif;margin:1em}nav{margin-bottom:1em}nav ul{margin:0}\n"
 	"table{border-collapse:collapse;font-family:monospace;white-space:pre}\n"
 	"td{padding:0 .5em}td.s{text-align:right;color:#444}td.n{text-align:right;color:#888}\n"
+	"tr.op td{color:#268;font-size:.9em}\n"
 	"h2{font-size:1.1em;margin-top:2em}h3{font-size:1em}\n"
 	"</style></head><body>\n";
+
+static void html_line_instrs(FILE *out, const struct annotate_table *table, const struct line_heat *line)
+{
+	char name[128];
+
+	for (uint32_t i = 0; line && i < line->instr_count; i++) {
+		const struct instr_heat *instr = &table->instr_heat[table->sorted_instrs[line->instr_first + i]];
+
+		fputs("<tr class=\"op\"><td class=\"s\">", out);
+		if (instr->heat.own)
+			fprintf(out, "%.2f%%", share(table, instr->heat.own));
+		fputs("</td><td class=\"s\">", out);
+		if (instr->heat.total)
+			fprintf(out, "%.2f%%", share(table, instr->heat.total));
+		fputs("</td><td class=\"n\"></td><td>    ", out);
+		html_cstr(out, instr_name(table, instr->opcode, name, sizeof(name)));
+		fputs("</td></tr>\n", out);
+	}
+}
 
 static void html_region(FILE *out, const struct annotate_table *table, uint32_t id,
 			const struct source *source, bool all_lines)
@@ -706,6 +834,7 @@ static void html_region(FILE *out, const struct annotate_table *table, uint32_t 
 		else
 			fputs(source->text ? "(past the end of the file)" : "(source not at hand)", out);
 		fputs("</td></tr>\n", out);
+		html_line_instrs(out, table, line_entry(table, id, line));
 	}
 	fputs("</table>\n", out);
 }
@@ -851,6 +980,7 @@ static int read_profile(struct annotate_table *table, const struct annotate_args
 {
 	struct pf_reader *reader;
 	struct pf_sample sample;
+	const char *python;
 	char err[512];
 	int got;
 
@@ -859,6 +989,9 @@ static int read_profile(struct annotate_table *table, const struct annotate_args
 		return EXIT_STATUS_TARGET;
 	}
 	table->aggregated = pf_reader_format(reader)->aggregated;
+	python = pf_reader_metadata(reader, "python");
+	if (!python || sscanf(python, "%u.%u", &table->py_major, &table->py_minor) != 2)
+		table->py_major = table->py_minor = 0;
 	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
 		if (table_add(table, &sample, args->function)) {
 			got = -ENOMEM;
@@ -883,8 +1016,9 @@ static int annotate_with(const struct annotate_args *args,
 	intern_init(&table.files);
 	intern_init(&table.lines);
 	intern_init(&table.functions);
+	intern_init(&table.instrs);
 	status = read_profile(&table, args);
-	if (!status && index_function_lines(&table)) {
+	if (!status && (index_function_lines(&table) || index_line_instrs(&table))) {
 		cli_error_print("annotate", args->profile, "out of memory");
 		status = EXIT_STATUS_FAILED;
 	}
