@@ -46,6 +46,12 @@
 /* Line numbers past this come from a broken or hostile profile: no region reaches them, and
  * a source file is indexed only this far (4 bytes a line). */
 #define SOURCE_MAX_LINE 1000000
+/* What the tables of a profile's files, functions, lines and instructions may hold by default
+ * (--memory-cap): a hostile or broken profile can name any number of distinct ones. */
+#define ANNOTATE_DEFAULT_MEMORY_MIB 512
+/* What an entry of those tables costs besides its key and its heat: the intern table's record
+ * and hash slots. */
+#define ANNOTATE_ENTRY_OVERHEAD 48
 
 struct path_map {
 	const char *from;
@@ -62,6 +68,7 @@ struct annotate_args {
 	const char *output;
 	size_t files;
 	bool all_lines;
+	size_t memory_cap; /* bytes the tables may hold (0: the default) */
 };
 
 /* Weights of a line, a function or a file. */
@@ -115,6 +122,8 @@ struct annotate_table {
 	size_t instr_capacity;
 	uint32_t *sorted_instrs;        /* instruction ids by line, hottest first */
 	unsigned py_major, py_minor;    /* the profile's Python, which names the opcodes (0: unknown) */
+	size_t bytes;     /* what the tables above hold, against the memory cap */
+	size_t memory_cap;
 	uint64_t weight;
 	uint64_t samples; /* distinct stacks, for a format that aggregates (collapsed) */
 	uint32_t metrics;
@@ -122,6 +131,13 @@ struct annotate_table {
 };
 
 /* ---- counting ---- */
+
+/* A new table entry of key_len bytes and an entry_size record: false past the cap. */
+static bool charge(struct annotate_table *table, size_t key_len, size_t entry_size)
+{
+	table->bytes += key_len + entry_size + ANNOTATE_ENTRY_OVERHEAD;
+	return table->bytes <= table->memory_cap;
+}
 
 static void heat_add(struct heat *heat, uint64_t weight, uint64_t sample, bool own)
 {
@@ -144,24 +160,30 @@ static int64_t file_id(struct annotate_table *table, const char *file)
 		if (ARRAY_RESERVE(table->file_heat, table->file_capacity, count + 1))
 			return -ENOMEM;
 		table->file_heat[id] = (struct heat){ 0 };
+		if (!charge(table, strlen(file), sizeof(struct heat) + sizeof(bool)))
+			return -E2BIG;
 	}
 	return id;
 }
 
-static struct line_heat *line_at(struct annotate_table *table, uint32_t function, int32_t line)
+/* The line's id: -ENOMEM, or -E2BIG past the memory cap. */
+static int64_t line_at(struct annotate_table *table, uint32_t function, int32_t line)
 {
 	int32_t key[2] = { (int32_t)function, line };
 	size_t count = intern_count(&table->lines);
 	int64_t id = intern_add(&table->lines, key, sizeof(key), NULL);
 
 	if (id < 0)
-		return NULL;
+		return id;
 	if ((size_t)id == count) {
 		if (ARRAY_RESERVE(table->line_heat, table->line_capacity, count + 1))
-			return NULL;
+			return -ENOMEM;
 		table->line_heat[id] = (struct line_heat){ .function = function, .line = line };
+		/* with its place in sorted_lines */
+		if (!charge(table, sizeof(key), sizeof(struct line_heat) + sizeof(int32_t)))
+			return -E2BIG;
 	}
-	return &table->line_heat[id];
+	return id;
 }
 
 static int instr_add(struct annotate_table *table, uint32_t line, int16_t opcode, uint64_t weight,
@@ -177,6 +199,8 @@ static int instr_add(struct annotate_table *table, uint32_t line, int16_t opcode
 		if (ARRAY_RESERVE(table->instr_heat, table->instr_capacity, count + 1))
 			return -ENOMEM;
 		table->instr_heat[id] = (struct instr_heat){ .line = line, .opcode = opcode };
+		if (!charge(table, sizeof(key), sizeof(struct instr_heat) + sizeof(uint32_t)))
+			return -E2BIG;
 	}
 	heat_add(&table->instr_heat[id].heat, weight, sample, own);
 	return 0;
@@ -220,6 +244,9 @@ static int64_t function_at(struct annotate_table *table, uint32_t file, const st
 			.first_line = frame->function_line > 0 && frame->function_line <= SOURCE_MAX_LINE
 					      ? frame->function_line : 0,
 			.selected = wanted && name_matches(name, wanted) };
+		/* the name twice: the key and the copy */
+		if (!charge(table, sizeof(file) + 2 * name_len, sizeof(struct function_heat)))
+			return -E2BIG;
 	}
 	return id;
 }
@@ -255,22 +282,23 @@ static int table_add(struct annotate_table *table, const struct pf_sample *sampl
 			continue;
 		file = file_id(table, frame->file);
 		if (file < 0)
-			return -ENOMEM;
+			return (int)file;
 		heat_add(&table->file_heat[file], weight, number, i == leaf);
 		function_id = function_at(table, (uint32_t)file, frame, wanted);
 		if (function_id < 0)
-			return -ENOMEM;
+			return (int)function_id;
 		function = &table->function_heat[function_id];
 		heat_add(&function->heat, weight, number, i == leaf);
 		if (frame->line > 0 && frame->line <= SOURCE_MAX_LINE) {
-			struct line_heat *line = line_at(table, (uint32_t)function_id, frame->line);
+			int64_t line = line_at(table, (uint32_t)function_id, frame->line);
+			int err;
 
-			if (!line)
-				return -ENOMEM;
-			heat_add(&line->heat, weight, number, i == leaf);
+			if (line < 0)
+				return (int)line;
+			heat_add(&table->line_heat[line].heat, weight, number, i == leaf);
 			if (frame->opcode >= 0 &&
-			    instr_add(table, (uint32_t)(line - table->line_heat), frame->opcode, weight, number, i == leaf))
-				return -ENOMEM;
+			    (err = instr_add(table, (uint32_t)line, frame->opcode, weight, number, i == leaf)))
+				return err;
 			if (frame->line < function->min_line)
 				function->min_line = frame->line;
 			if (frame->line > function->max_line)
@@ -982,7 +1010,7 @@ static int read_profile(struct annotate_table *table, const struct annotate_args
 	struct pf_sample sample;
 	const char *python;
 	char err[512];
-	int got;
+	int got, err_added = 0;
 
 	if (format_registry_open_reader(&reader, args->profile, err, sizeof(err))) {
 		cli_error_print("annotate", args->profile, err);
@@ -992,17 +1020,21 @@ static int read_profile(struct annotate_table *table, const struct annotate_args
 	python = pf_reader_metadata(reader, "python");
 	if (!python || sscanf(python, "%u.%u", &table->py_major, &table->py_minor) != 2)
 		table->py_major = table->py_minor = 0;
-	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
-		if (table_add(table, &sample, args->function)) {
-			got = -ENOMEM;
-			break;
-		}
-	if (got < 0)
-		cli_error_print("annotate", args->profile, got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0 && (err_added = table_add(table, &sample, args->function)) == 0)
+		;
+	if (err_added == -E2BIG) {
+		snprintf(err, sizeof(err), "names more distinct files, functions, lines and instructions than the memory "
+			 "cap holds (%zu MiB; --memory-cap MIB raises it)", table->memory_cap >> 20);
+		cli_error_print("annotate", args->profile, err);
+	} else if (err_added) {
+		cli_error_print("annotate", args->profile, "out of memory");
+	} else if (got < 0) {
+		cli_error_print("annotate", args->profile, pf_reader_error(reader));
+	}
 	pf_reader_close(reader);
-	if (got < 0)
-		return got == -ENOMEM ? EXIT_STATUS_FAILED : EXIT_STATUS_TARGET;
-	return 0;
+	if (err_added)
+		return EXIT_STATUS_FAILED;
+	return got < 0 ? EXIT_STATUS_TARGET : 0;
 }
 
 /* Reads the profile, then hands its table to emit: the exit status. */
@@ -1017,6 +1049,7 @@ static int annotate_with(const struct annotate_args *args,
 	intern_init(&table.lines);
 	intern_init(&table.functions);
 	intern_init(&table.instrs);
+	table.memory_cap = args->memory_cap ? args->memory_cap : (size_t)ANNOTATE_DEFAULT_MEMORY_MIB << 20;
 	status = read_profile(&table, args);
 	if (!status && (index_function_lines(&table) || index_line_instrs(&table))) {
 		cli_error_print("annotate", args->profile, "out of memory");
@@ -1049,7 +1082,7 @@ int annotate_to_stream(const char *profile, const char *source_root, bool html, 
 
 /* ---- command line ---- */
 
-enum { OPT_SOURCE_ROOT = 0x100, OPT_PATH_MAP, OPT_FUNCTION };
+enum { OPT_SOURCE_ROOT = 0x100, OPT_PATH_MAP, OPT_FUNCTION, OPT_MEMORY_CAP };
 
 static const struct argp_option annotate_options[] = {
 	OPTIONS_HELP,
@@ -1062,6 +1095,7 @@ static const struct argp_option annotate_options[] = {
 	{ "files", 'n', "N", 0, "The N hottest files (default 5)", 0 },
 	{ "all", 'a', 0, 0, "Every line of each function's file, not only its hot region", 0 },
 	{ "output", 'o', "FILE", 0, "Write a self-contained HTML page (FILE.html) instead of text on stdout", 0 },
+	{ "memory-cap", OPT_MEMORY_CAP, "MIB", 0, "The most the profile's distinct files, functions, lines and instructions may take (default 512): past it annotate stops and says so", 0 },
 	{ 0 },
 };
 
@@ -1078,6 +1112,7 @@ static const char annotate_doc[] =
 	"\v"
 	"EXIT STATUS:\n"
 	"    0    done\n"
+	"    1    the profile names more than --memory-cap holds, or out of memory\n"
 	"    64   usage\n"
 	"    66   PROFILE missing or not a valid profile\n"
 	"    74   the output could not be written";
@@ -1113,6 +1148,11 @@ static error_t parse_annotate_option(int key, char *arg, struct argp_state *stat
 		break;
 	case 'a':
 		args->all_lines = true;
+		break;
+	case OPT_MEMORY_CAP:
+		if (options_parse_count(arg, 1, SIZE_MAX >> 21, &files))
+			argp_error(state, "invalid --memory-cap '%s' (MiB, 1 or more)", arg);
+		args->memory_cap = (size_t)files << 20;
 		break;
 	case 'o':
 		len = strlen(arg);
