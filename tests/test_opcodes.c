@@ -5,7 +5,8 @@
  * binary operations; `annotate` must list under each line the specialised instruction holding
  * most of it (LOAD_ATTR_INSTANCE_VALUE; the BINARY_OP_*_INT family), `convert` Tachyon to
  * Tachyon must keep them, and CPython 3.15's reader must accept the file. Before 3.11 there
- * is no instruction to read: one warning, and no opcodes. Needs root.
+ * is no instruction to read: one warning, and no opcodes; a run writing no Tachyon file
+ * warns that nothing keeps them. Needs root.
  */
 #include "profile/profile.h"
 #include "util/exit_status.h"
@@ -189,6 +190,15 @@ static void test_opcodes_before_311(void **state)
 	assert_null(strstr(warning + 1, "--opcodes needs 3.11 or later"));
 	annotate_function(profile, "arith");
 	assert_null(strstr(out_text, "| "));
+	assert_null(strstr(err_text, "keeps the instructions"));
+
+	/* Only Tachyon keeps them: a run writing none says so before it starts. */
+	snprintf(profile, sizeof(profile), "%s/opcodes-%s.mojo", test_tmpdir(), python->label);
+	snprintf(args, sizeof(args), "-F 1000 --opcodes -o %s -- %s %s/tests/scripts/opcode_work.py 0.1", profile,
+		 python->command, test_source_dir());
+	if (run_pybpfprof(args) != 0)
+		fail_msg("record: %s", err_text);
+	assert_non_null(strstr(err_text, "--opcodes: only a Tachyon file (-o NAME.bin) keeps the instructions"));
 }
 
 int main(void)

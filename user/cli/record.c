@@ -400,6 +400,21 @@ static int resolve_formats(struct record_args *args)
 	return check_outputs(session);
 }
 
+/* Only Tachyon has a field for a frame's instruction: --opcodes without one records nothing
+ * that lasts, which the run says before it starts. */
+static void warn_opcodes_unkept(const struct session_options *session)
+{
+	const struct pf_format *tachyon = format_registry_find_name("tachyon");
+
+	if (!session->opcodes || session->quiet)
+		return;
+	for (size_t i = 0; i < session->output_count; i++)
+		if (session->outputs[i].format == tachyon)
+			return;
+	fprintf(stderr, "pybpfprof: warning: --opcodes: only a Tachyon file (-o NAME.bin) keeps the instructions, "
+			"and none is written\n");
+}
+
 /* --event samples on occurrences, not on a clock: the options of a clock do not go with it.
  * 0, or the usage exit status after one line. */
 static int check_event(const struct record_args *args)
@@ -500,5 +515,6 @@ int record_main(int argc, char **argv)
 	err = resolve_formats(&args);
 	if (err)
 		return err == -EINVAL ? EXIT_STATUS_USAGE : EXIT_STATUS_OUTPUT;
+	warn_opcodes_unkept(&args.session);
 	return session_run(&args.session);
 }
