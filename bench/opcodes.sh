@@ -56,3 +56,39 @@ for version in 3.12 3.13; do
 	awk -v v="$version" -v a="$without" -v b="$with" -v n="$samples" 'BEGIN {
 		printf "%-7s %-10s %9.2f %9.2f %6.2fx %9d\n", v, "code churn", a, b, a ? b / a : 0, n }'
 done
+
+# Against CPython 3.15's own sampler on the same program (tests/scripts/opcode_work.py, 3.15 in
+# the sid chroot, in its own mount namespace with /proc mounted there, as bench/peers.sh runs
+# it): the instruction shares `annotate` reads from each one's Tachyon file, under the
+# attribute line (attrs, 19) and the arithmetic line (arith, 26).
+sid=${PYBPFPROF_SID_DIR:-/var/cache/pybpfprof/sid}
+# "FUNCTION:LINE<TAB>NAME<TAB>TOTAL%" for each instruction row under the line, from annotate's text.
+instructions() {
+	local profile=$1 function=$2 line=$3
+	./pybpfprof annotate --function "$function" "$profile" | awk -v f="$function" -v l="$line" '
+		substr($0, 17, 12) == "          | " { if (under) printf "%s:%d\t%s\t%.2f\n", f, l, substr($0, 29), substr($0, 9, 8) + 0; next }
+		{ under = (substr($0, 17, 7) + 0 == l) }'
+}
+if [ -x "$sid/usr/bin/python3.15" ]; then
+	inner=/tmp/pybpfprof-opcodes-bench
+	mkdir -p "$sid$inner"
+	cp tests/scripts/opcode_work.py "$sid$inner/"
+	unshare -m --propagation private sh -c "mount -t proc proc '$sid/proc' && exec chroot '$sid' python3.15 -m profiling.sampling run -r 1khz --mode cpu --binary --opcodes -o '$inner/cpython.bin' '$inner/opcode_work.py' $seconds" \
+		>"$out/cpython.log" 2>&1 || true
+	./pybpfprof -q --opcodes -F 1000 -o "$out/pybpfprof.bin" -- tests/pythons/run-python.sh 3.15 tests/scripts/opcode_work.py "$seconds" >/dev/null
+	for side in cpython pybpfprof; do
+		file=$out/pybpfprof.bin
+		[ "$side" = cpython ] && file=$sid$inner/cpython.bin
+		{ instructions "$file" attrs 19; instructions "$file" arith 26; } >"$out/$side.rows" 2>/dev/null || true
+	done
+	printf '\nInstruction shares of all samples on python3.15, %s s of CPU at 1 kHz: CPython 3.15 profiling.sampling --opcodes vs pybpfprof --opcodes (tests/scripts/opcode_work.py)\n' "$seconds"
+	printf '%-9s %-40s %8s %10s\n' line instruction cpython pybpfprof
+	awk -F'\t' 'NR == FNR { cpython[$1 "\t" $2] = $3; order[++n] = $1 "\t" $2; next }
+		{ key = $1 "\t" $2; ours[key] = $3; if (!(key in cpython)) order[++n] = key }
+		END { for (i = 1; i <= n; i++) { split(order[i], k, "\t");
+			printf "%-9s %-40s %8s %10s\n", k[1], k[2], (order[i] in cpython) ? cpython[order[i]] : "-",
+				(order[i] in ours) ? ours[order[i]] : "-" } }' "$out/cpython.rows" "$out/pybpfprof.rows"
+	rm -rf "${sid:?}$inner"
+else
+	printf '\nCPython 3.15 comparison skipped: no python3.15 in %s\n' "$sid"
+fi
