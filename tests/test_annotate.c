@@ -530,36 +530,39 @@ static int run_annotate_peak(long *peak_kib, char *const argv[])
 }
 
 /*
- * What a target can put at a path its profile names: a 2 GiB sparse file whose line 5 is 1 GiB
- * of NULs. Read 16 MiB far, its line shown at most 1 MiB long, and in little memory.
+ * What a target can put at a path its profile names, planted by nobody: a 2 GiB sparse file
+ * whose line 5 is 1 GiB of NULs. Read 16 MiB far, its line shown at most 1 MiB long, and in
+ * little memory.
  */
 static void test_sparse_source_with_gigabyte_line(void **state)
 {
 	static const char head[] = "import sys\ndef f(n):\n    s = 1\n    return n\n";
-	char source[320], profile[320];
+	char dir[64], source[128], profile[128], command[1024];
 	char *argv[] = { (char *)pybpfprof_binary(), "annotate", profile, NULL };
 	long peak_kib = 0;
-	int fd;
 
 	(void)state;
-	snprintf(source, sizeof(source), "%s/sparse.py", test_tmpdir());
-	snprintf(profile, sizeof(profile), "%s/sparse.mojo", test_tmpdir());
-	fd = open(source, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, head, sizeof(head) - 1), (ssize_t)(sizeof(head) - 1));
-	/* line 5: 1 GiB of NULs, then a newline; the rest a hole up to 2 GiB */
-	assert_int_equal(pwrite(fd, "\n", 1, (off_t)(sizeof(head) - 1) + (1l << 30)), 1);
-	assert_int_equal(ftruncate(fd, 2l << 30), 0);
-	close(fd);
+	test_make_sticky_dir(dir, sizeof(dir));
+	snprintf(source, sizeof(source), "%s/sparse.py", dir);
+	snprintf(profile, sizeof(profile), "%s/sparse.mojo", dir);
+	/* line 5: 1 GiB of NULs (a hole), then a newline; the rest a hole up to 2 GiB */
+	snprintf(command, sizeof(command),
+		 "printf 'import sys\\ndef f(n):\\n    s = 1\\n    return n\\n' > %s && "
+		 "printf '\\n' | dd of=%s bs=1 seek=%zu conv=notrunc status=none && truncate -s 2G %s",
+		 source, source, sizeof(head) - 1 + ((size_t)1 << 30), source);
+	assert_int_equal(test_run_as_nobody(command), 0);
 	write_profile(profile, source);
 	assert_int_equal(run_annotate(profile, NULL), EXIT_STATUS_OK);
 	assert_non_null(strstr(out_text, "read only its first 16 MiB"));
+	assert_non_null(strstr(out_text, "    return n"));
 	assert_line("-- f:", 4, 28.57, 28.57);
 	assert_int_equal(run_annotate_peak(&peak_kib, argv), EXIT_STATUS_OK);
 	print_message("annotate of a 2 GiB source: peak %ld KiB\n", peak_kib);
 	/* the 16 MiB read and a 1 MiB line at most, with the program's own: far below a GiB */
 	assert_true(peak_kib > 0 && peak_kib < 128 * 1024);
 	unlink(source);
+	unlink(profile);
+	rmdir(dir);
 }
 
 /* 40,000 functions of one line each: some 8 MiB of tables, past a 1 MiB cap. */
