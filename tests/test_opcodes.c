@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * record --opcodes on real BPF (3.12, 3.13, 3.15): tests/scripts/opcode_work.py spends a
- * function's time on one line of instance attribute loads and another's on one line of integer
- * binary operations; `annotate` must list under each line the specialised instruction holding
- * most of it (LOAD_ATTR_INSTANCE_VALUE; the BINARY_OP_*_INT family), `convert` Tachyon to
+ * record --opcodes on real BPF (3.11-3.15): tests/scripts/opcode_work.py spends a function's
+ * time on one line of instance attribute loads and another's on one line of integer binary
+ * operations; `annotate` must list under each line the specialised instruction holding most of
+ * it (LOAD_ATTR_INSTANCE_VALUE; the BINARY_OP_*_INT family), and under the caller's line its
+ * CALL (3.12 leaves a caller's pointer inside the CALL's inline cache), `convert` Tachyon to
  * Tachyon must keep them, and CPython 3.15's reader must accept the file. Before 3.11 there
  * is no instruction to read: one warning, and no opcodes; a run writing no Tachyon file
  * warns that nothing keeps them. Needs root.
@@ -17,6 +18,7 @@ static char out_text[4 << 20], err_text[1 << 16];
 /* The script's lines (tests/scripts/opcode_work.py). */
 #define ATTR_LINE 19
 #define ARITH_LINE 26
+#define CALLER_LINE 38 /* main's call of arith */
 /* Seconds of CPU the script runs: at 1 kHz some 3000 samples however loaded the machine. */
 #define WORK_CPU_S "3"
 /* A line's instructions are judged on at least this many of its samples. */
@@ -149,6 +151,8 @@ static void test_opcodes(void **state)
 	snprintf(profile, sizeof(profile), "%s/opcodes-%s.bin", test_tmpdir(), python->label);
 	snprintf(copy, sizeof(copy), "%s/opcodes-%s-copy.bin", test_tmpdir(), python->label);
 	record(python, profile, true);
+	/* A caller is at its call, though 3.12 leaves its pointer in the CALL's inline cache. */
+	check_line(profile, "main", CALLER_LINE, "CALL", "CALL", python->label);
 	check_line(profile, "attrs", ATTR_LINE, "LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)", "LOAD_ATTR_INSTANCE_VALUE",
 		   python->label);
 	check_line(profile, "arith", ARITH_LINE, "BINARY_OP_", "BINARY_OP", python->label);
@@ -203,7 +207,7 @@ static void test_opcodes_before_311(void **state)
 
 int main(void)
 {
-	static const char *const labels[] = { "3.12", "3.13", "3.15" };
+	static const char *const labels[] = { "3.11", "3.12", "3.13", "3.14", "3.15" };
 	static const char *const old_labels[] = { "3.10" };
 	static const struct test_per_python kinds[] = { { "opcodes_", test_opcodes } };
 	static const struct test_per_python old_kinds[] = { { "opcodes_before_311_", test_opcodes_before_311 } };

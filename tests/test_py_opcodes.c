@@ -5,7 +5,7 @@
  * what the generator gives on this machine's interpreters (pyenv 3.11-3.13, the sid chroot's
  * 3.14 and 3.15), and the lookups must name what annotate shows. And --opcodes' read of a
  * frame's instruction from a (fake, in-process) 3.11 code object: the byte at the pointer, or
- * the instruction whose inline cache holds the pointer.
+ * the instruction whose inline cache holds the pointer, read again when asked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +96,7 @@ static void test_frame_instruction_is_read(void **state)
 	struct fake_python fake;
 	struct symbolize_py_cache *with = symbolize_py_cache_new(), *without = symbolize_py_cache_new();
 	const struct py_offsets *off;
+	uint64_t generation;
 
 	(void)state;
 	assert_non_null(with);
@@ -119,10 +120,22 @@ static void test_frame_instruction_is_read(void **state)
 	assert_int_equal(opcode_at(with, &fake, -2), -1);
 	/* without --opcodes nothing is read */
 	assert_int_equal(opcode_at(without, &fake, 4), -1);
-	/* read once per (code object, offset): a later change of the byte is not seen */
+	/* read once per (code object, offset): a later change of the byte is seen only when the
+	 * instructions are read again, which says the frames changed */
 	fake.codes[0][off->code_code_adaptive + 4] = 106;
 	assert_int_equal(opcode_at(with, &fake, 4), 40);
 	assert_int_equal(opcode_at(with, &fake, 2), 124);
+	generation = symbolize_py_generation(with);
+	/* the frames at 4 and at 12, in its caches */
+	assert_int_equal(symbolize_py_refresh_opcodes(with, 1024), 2);
+	assert_true(symbolize_py_generation(with) != generation);
+	assert_int_equal(opcode_at(with, &fake, 4), 106);
+	assert_int_equal(opcode_at(with, &fake, 12), 106);
+	assert_int_equal(opcode_at(with, &fake, 22), 171);
+	generation = symbolize_py_generation(with);
+	assert_int_equal(symbolize_py_refresh_opcodes(with, 1024), 0);
+	assert_true(symbolize_py_generation(with) == generation);
+	assert_int_equal(symbolize_py_refresh_opcodes(without, 1024), 0);
 
 	symbolize_py_cache_free(with);
 	symbolize_py_cache_free(without);

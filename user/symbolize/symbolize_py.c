@@ -41,6 +41,7 @@ struct frame_slot {
 	struct code_entry *code;
 	struct py_location location;
 	int16_t opcode; /* the instruction byte when read (symbolize_py_cache_set_opcodes), else -1 */
+	uint64_t opcode_addr; /* where that byte is in the target, for symbolize_py_refresh_opcodes; 0: none */
 };
 
 /* Decoded frames kept before the table starts over (code objects are kept). */
@@ -48,6 +49,8 @@ struct frame_slot {
 #define SYMBOLIZE_PY_INITIAL_CAPACITY 1024u
 /* A frame's instruction is looked for only this far into its code object's bytecode (bytes). */
 #define SYMBOLIZE_PY_MAX_OPCODE_SCAN (64u << 10)
+/* Frame slots symbolize_py_refresh_opcodes looks at in one call, at most. */
+#define SYMBOLIZE_PY_REFRESH_SLOTS (64u << 10)
 /* The code object's fields lie within this many bytes of its start in every layout. */
 #define SYMBOLIZE_PY_MAX_CODE_READ 1024u
 
@@ -65,6 +68,7 @@ struct symbolize_py_cache {
 				      * the target budget's (its eviction compares every store's) */
 	struct target_budget *budget; /* NULL: none; else the line tables are charged to it */
 	bool opcodes;                /* read each new (code object, offset)'s instruction byte */
+	size_t refresh_cursor;       /* the frame slot symbolize_py_refresh_opcodes goes on from */
 	int budget_store;
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
@@ -427,6 +431,34 @@ static uint64_t evict_linetables(void *context, uint64_t bytes, uint64_t older_t
 void symbolize_py_cache_set_opcodes(struct symbolize_py_cache *cache, bool opcodes)
 {
 	cache->opcodes = opcodes;
+}
+
+size_t symbolize_py_refresh_opcodes(struct symbolize_py_cache *cache, size_t max_reads)
+{
+	size_t reads = 0, changed = 0;
+
+	if (!cache->opcodes || !cache->frames_capacity)
+		return 0;
+	for (size_t scanned = 0; reads < max_reads && scanned < cache->frames_capacity &&
+				 scanned < SYMBOLIZE_PY_REFRESH_SLOTS; scanned++) {
+		struct frame_slot *slot = &cache->frames[cache->refresh_cursor++ % cache->frames_capacity];
+		uint8_t opcode;
+
+		if (!slot->used || !slot->opcode_addr)
+			continue;
+		reads++;
+		/* a process gone, or a byte that names nothing: the name stays */
+		if (target_mem_read(slot->pid, slot->opcode_addr, &opcode, sizeof(opcode)) < 0 || opcode == 255 ||
+		    opcode == slot->opcode)
+			continue;
+		slot->opcode = opcode;
+		changed++;
+	}
+	cache->refresh_cursor %= cache->frames_capacity;
+	/* the stacks kept resolved above this cache name the old instructions */
+	if (changed)
+		cache->generation++;
+	return changed;
 }
 
 int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct target_budget *budget)
@@ -876,7 +908,7 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
  * nothing more. A hostile target can only make it name a wrong instruction.
  */
 static int16_t read_opcode(const struct symbolize_py_cache *cache, pid_t pid, const struct py_offsets *off,
-			   const struct code_entry *code, uint32_t instr_offset)
+			   const struct code_entry *code, uint32_t instr_offset, uint64_t *opcode_addr)
 {
 	int64_t byte_offset = instruction_byte_offset(off, instr_offset);
 	uint8_t *bytes;
@@ -899,6 +931,7 @@ static int16_t read_opcode(const struct symbolize_py_cache *cache, pid_t pid, co
 
 		if (next > (size_t)byte_offset) {
 			opcode = (int16_t)bytes[at];
+			*opcode_addr = code->code_addr + off->code_code_adaptive + at;
 			break;
 		}
 		if (caches < 0)
@@ -948,7 +981,7 @@ int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const stru
 	slot = (struct frame_slot){ .code_addr = code_addr, .pid = pid, .checksum = checksum,
 				    .instr_offset = instr_offset, .used = true, .code = code };
 	locate(code, &config->off, instr_offset, &slot.location);
-	slot.opcode = read_opcode(cache, pid, &config->off, code, instr_offset);
+	slot.opcode = read_opcode(cache, pid, &config->off, code, instr_offset, &slot.opcode_addr);
 	err = add_frame(cache, &slot);
 	if (err < 0)
 		return err;
