@@ -108,6 +108,8 @@ done
 # Deep and distinct stacks at 10 kHz on 3.12 and 3.13: BPF time with code identities trusted
 # and read, and the target's slowdown beside perf's floor (bench/depth_cost.sh).
 bench/depth_cost.sh
+# record --opcodes: the profiler's own CPU per sample with and without (bench/opcodes.sh).
+bench/opcodes.sh
 
 # Mixed stacks: the BPF cost of the native walk by native x Python depth, on 3.12 (the
 # activation found by the C-stack shim). Native frames: the mean per sample that the walk

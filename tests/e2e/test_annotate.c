@@ -5,7 +5,11 @@
  * --function's lines, source not at hand said so, a FIFO never read, the
  * source found through --path-map and --source-root, the HTML page escaping a
  * hostile file name and source line with nothing fetched from the network,
- * and one real recording of a function that spends 90% of its time on one line.
+ * and one real recording of a function that spends 90% of its time on one line;
+ * instructions (record --opcodes) listed with exact shares under their line; and
+ * hostile inputs within bounds: a 2 GiB sparse source with a line of 1 GB read
+ * 16 MiB far in little memory, a profile naming more distinct lines than
+ * --memory-cap holds refused with one line.
  */
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -13,6 +17,7 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static char out_text[4 << 20], err_text[1 << 14];
@@ -398,6 +403,197 @@ static void test_recording_hot_line_is_90_percent(void **state)
 	assert_true(fabs(100 * cold.own / function_own - 10) <= 3);
 }
 
+/*
+ * A Tachyon profile of CPython 3.12 (3.12's opcode numbers: 73 LOAD_ATTR_INSTANCE_VALUE, 106
+ * LOAD_ATTR, 122 BINARY_OP, 171 CALL): [<module>:10 CALL, f:3 LOAD_ATTR_INSTANCE_VALUE] x3,
+ * [<module>:10 CALL, f:3 BINARY_OP] x1, [<module>:10 CALL, f:4 LOAD_ATTR] x1. Of 5 samples,
+ * line 3: 80%: LOAD_ATTR_INSTANCE_VALUE 60%, BINARY_OP 20%; line 4: LOAD_ATTR 20%; line 10:
+ * total 100%, all of it CALL.
+ */
+static void write_opcode_profile(const char *path, const char *file)
+{
+	static const struct { int32_t line; int16_t opcode; int times; } leaves[] = {
+		{ 3, 73, 3 }, { 3, 122, 1 }, { 4, 106, 1 } };
+	const struct pf_python_version python = { 3, 12, 1 };
+	const struct pf_run_info run = { .interval_us = 1000, .mode = "cpu" };
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+	struct pf_writer *writer;
+
+	unlink(path);
+	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name("tachyon"), &options), 0);
+	assert_int_equal(pf_writer_set_python_version(writer, &python), 0);
+	assert_int_equal(pf_writer_set_run_info(writer, &run), 0);
+	for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++)
+		for (int n = 0; n < leaves[i].times; n++) {
+			struct pf_frame frames[2] = { pf_frame_unlocated(PF_FRAME_PYTHON, file, "<module>"),
+						      pf_frame_unlocated(PF_FRAME_PYTHON, file, "f") };
+			struct pf_sample sample = { .pid = 42, .tid = 42, .metrics = PF_METRIC_TIME, .time_us = 1000,
+						    .frames = frames, .frame_count = 2 };
+
+			frames[0].line = 10;
+			frames[0].opcode = 171;
+			frames[1].line = leaves[i].line;
+			frames[1].opcode = leaves[i].opcode;
+			assert_int_equal(pf_writer_add_sample(writer, &sample), 0);
+		}
+	assert_int_equal(pf_writer_close(writer), 0);
+}
+
+/* The instruction row "NAME" under line's row (after `after`): its own and total shares. */
+static struct row find_instruction(const char *after, int line, const char *name)
+{
+	const char *at = strstr(out_text, after);
+	char line_text[32], wanted[160];
+	struct row row = { 0 };
+	const char *end;
+
+	snprintf(line_text, sizeof(line_text), " %6d  ", line);
+	at = at ? strstr(at, line_text) : NULL;
+	snprintf(wanted, sizeof(wanted), "| %s\n", name);
+	/* the rows of that line's instructions, up to the next line's row */
+	for (at = at ? strchr(at, '\n') : NULL; at && (end = strchr(at + 1, '\n')); at = end) {
+		char own[9] = "", total[9] = "";
+
+		if (end - at < 30 || strncmp(at + 17, "          | ", 12))
+			break;
+		if (strncmp(at + 17 + 10, wanted, strlen(wanted)))
+			continue;
+		memcpy(own, at + 1, 8);
+		memcpy(total, at + 9, 8);
+		row = (struct row){ strtod(own, NULL), strtod(total, NULL), true };
+	}
+	return row;
+}
+
+static void assert_instruction(const char *after, int line, const char *name, double own, double total)
+{
+	struct row row = find_instruction(after, line, name);
+
+	if (!row.found || fabs(row.own - own) > 0.006 || fabs(row.total - total) > 0.006)
+		fail_msg("line %d's %s: %s own %.2f total %.2f, expected %.2f %.2f in:\n%s", line, name,
+			 row.found ? "" : "(absent)", row.own, row.total, own, total, out_text);
+}
+
+static void test_instructions_under_their_line(void **state)
+{
+	char dir[256], source[320], profile[320], page[320];
+	char *html;
+	size_t len;
+
+	(void)state;
+	make_app(dir, sizeof(dir), source, sizeof(source), "opcodes");
+	snprintf(profile, sizeof(profile), "%s/opcodes.bin", dir);
+	snprintf(page, sizeof(page), "%s/opcodes.html", dir);
+	write_opcode_profile(profile, source);
+	assert_int_equal(run_annotate(profile, NULL), EXIT_STATUS_OK);
+	assert_line("-- f:", 3, 80, 80);
+	assert_instruction("-- f:", 3, "LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)", 60, 60);
+	assert_instruction("-- f:", 3, "BINARY_OP", 20, 20);
+	assert_instruction("-- f:", 4, "LOAD_ATTR", 20, 20);
+	assert_instruction("-- <module>:", 10, "CALL", 0, 100);
+	/* hottest first: the specialised load before the binary op */
+	assert_true(strstr(out_text, "| LOAD_ATTR_INSTANCE_VALUE") < strstr(out_text, "| BINARY_OP"));
+	assert_non_null(strstr(out_text, "as CPython 3.12 names them"));
+
+	assert_int_equal(run_annotate(profile, "-o", page, NULL), EXIT_STATUS_OK);
+	html = (char *)read_whole_file(page, &len);
+	assert_non_null(html);
+	assert_non_null(strstr(html, "<td class=\"s\">60.00%</td><td class=\"s\">60.00%</td><td class=\"n\"></td>"
+				     "<td>    LOAD_ATTR_INSTANCE_VALUE (LOAD_ATTR)</td>"));
+	free(html);
+
+	/* A profile without opcodes shows none (MOJO keeps no opcode). */
+	write_profile(profile, source);
+	assert_int_equal(run_annotate(profile, NULL), EXIT_STATUS_OK);
+	assert_null(strstr(out_text, "| "));
+}
+
+/* Runs annotate ARGS (NULL-terminated) to its end: its exit status, its peak memory in KiB. */
+static int run_annotate_peak(long *peak_kib, char *const argv[])
+{
+	struct rusage usage;
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(wait4(pid, &status, 0, &usage), pid);
+	*peak_kib = usage.ru_maxrss;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * What a target can put at a path its profile names, planted by nobody: a 2 GiB sparse file
+ * whose line 5 is 1 GiB of NULs. Read 16 MiB far, its line shown at most 1 MiB long, and in
+ * little memory.
+ */
+static void test_sparse_source_with_gigabyte_line(void **state)
+{
+	static const char head[] = "import sys\ndef f(n):\n    s = 1\n    return n\n";
+	char dir[64], source[128], profile[128], command[1024];
+	char *argv[] = { (char *)pybpfprof_binary(), "annotate", profile, NULL };
+	long peak_kib = 0;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	snprintf(source, sizeof(source), "%s/sparse.py", dir);
+	snprintf(profile, sizeof(profile), "%s/sparse.mojo", dir);
+	/* line 5: 1 GiB of NULs (a hole), then a newline; the rest a hole up to 2 GiB */
+	snprintf(command, sizeof(command),
+		 "printf 'import sys\\ndef f(n):\\n    s = 1\\n    return n\\n' > %s && "
+		 "printf '\\n' | dd of=%s bs=1 seek=%zu conv=notrunc status=none && truncate -s 2G %s",
+		 source, source, sizeof(head) - 1 + ((size_t)1 << 30), source);
+	assert_int_equal(test_run_as_nobody(command), 0);
+	write_profile(profile, source);
+	assert_int_equal(run_annotate(profile, NULL), EXIT_STATUS_OK);
+	assert_non_null(strstr(out_text, "read only its first 16 MiB"));
+	assert_non_null(strstr(out_text, "    return n"));
+	assert_line("-- f:", 4, 28.57, 28.57);
+	assert_int_equal(run_annotate_peak(&peak_kib, argv), EXIT_STATUS_OK);
+	print_message("annotate of a 2 GiB source: peak %ld KiB\n", peak_kib);
+	/* the 16 MiB read and a 1 MiB line at most, with the program's own: far below a GiB */
+	assert_true(peak_kib > 0 && peak_kib < 128 * 1024);
+	unlink(source);
+	unlink(profile);
+	rmdir(dir);
+}
+
+/* 40,000 functions of one line each: some 8 MiB of tables, past a 1 MiB cap. */
+static void test_memory_cap_says_so_once(void **state)
+{
+	struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
+	char profile[320], name[32];
+	struct pf_writer *writer;
+	const char *newline;
+
+	(void)state;
+	snprintf(profile, sizeof(profile), "%s/many.mojo", test_tmpdir());
+	unlink(profile);
+	assert_int_equal(pf_writer_open(&writer, profile, format_registry_find_name("mojo"), &options), 0);
+	for (int i = 0; i < 40000; i++) {
+		const struct frame_spec spec[] = { { name, 1 + i % 1000 } };
+
+		snprintf(name, sizeof(name), "function_%d", i);
+		add_sample(writer, "/app/many.py", spec, 1);
+	}
+	assert_int_equal(pf_writer_close(writer), 0);
+	assert_int_equal(run_annotate(profile, "--memory-cap", "1", NULL), EXIT_STATUS_FAILED);
+	assert_non_null(strstr(err_text, "memory cap holds (1 MiB; --memory-cap MIB raises it)"));
+	/* one line */
+	newline = strchr(err_text, '\n');
+	assert_true(newline && !newline[1]);
+	/* the default cap holds them (one function's report: all 40,000 would fill the pipe) */
+	assert_int_equal(run_annotate(profile, "--function", "function_7", NULL), EXIT_STATUS_OK);
+	assert_int_equal(run_annotate(profile, "--memory-cap", "0", NULL), EXIT_STATUS_USAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +606,9 @@ int main(void)
 		cmocka_unit_test(test_path_map_and_source_root),
 		cmocka_unit_test(test_html_escapes_and_fetches_nothing),
 		cmocka_unit_test(test_recording_hot_line_is_90_percent),
+		cmocka_unit_test(test_instructions_under_their_line),
+		cmocka_unit_test(test_sparse_source_with_gigabyte_line),
+		cmocka_unit_test(test_memory_cap_says_so_once),
 	};
 
 	if (getenv("TEST_FILTER"))

@@ -4,7 +4,8 @@
  * collapsed files whose numbers are known exactly, --fail-if's exit status,
  * the differential flame graph (in the file and in headless Chromium), the
  * pprof pair as `go tool pprof -diff_base` reads it, and one pair of real
- * recordings of a program whose function b costs twice as much the second time.
+ * recordings of a program whose function b costs twice as much the second time
+ * (whose pprof pair go's pprof must rank as the table does).
  */
 #include "util/exit_status.h"
 #include "testlib.h"
@@ -442,6 +443,62 @@ static void record_run(const struct test_python *python, const char *script, con
 	assert_true(file_exists(out));
 }
 
+/* The own-share section's first count rows of out_text: each function's first word and its change. */
+static size_t own_top_rows(char names[][64], double *change, size_t count)
+{
+	const char *at = strstr(out_text, "own share");
+	size_t found = 0;
+
+	assert_non_null(at);
+	for (at = strchr(at, '\n'); at && at[1] && at[1] != '\n' && found < count; at = strchr(at + 1, '\n')) {
+		double base, new;
+
+		if (sscanf(at + 1, " %lf%% %lf%% %lf %63s", &base, &new, &change[found], names[found]) == 4)
+			found++;
+	}
+	return found;
+}
+
+/*
+ * go's pprof on the pair diff wrote: its top 5 by flat (own) change are the table's, each with
+ * the same change (the shares printed to 2 decimals on both sides; functions whose changes tie
+ * within that may trade places).
+ */
+static void assert_go_pprof_agrees(const char *base, const char *new)
+{
+	char pprof_new[256], pprof_base[256], names[64][64], ours[5][64];
+	char *argv[] = { "go", "tool", "pprof", "-top", "-normalize", "-nodefraction=0", "-diff_base", pprof_base,
+			 pprof_new, NULL };
+	double flat_percent[64], change[5];
+	size_t rows;
+
+	if (access("/usr/bin/go", X_OK) != 0) {
+		print_message("go (Debian's golang-go) absent: the pprof pair not checked\n");
+		return;
+	}
+	snprintf(pprof_new, sizeof(pprof_new), "%s/runs.pb.gz", test_tmpdir());
+	snprintf(pprof_base, sizeof(pprof_base), "%s/runs.base.pb.gz", test_tmpdir());
+	assert_int_equal(run_diff(base, new, "-o", pprof_new, NULL), EXIT_STATUS_OK);
+	assert_int_equal(own_top_rows(ours, change, 5), 5);
+	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	print_message("%s\n", out_text);
+	rows = pprof_rows(out_text, names, flat_percent, 64);
+	assert_true(rows >= 5);
+	for (size_t i = 0; i < 5; i++) {
+		size_t at = 0;
+
+		/* the same magnitude at each rank */
+		if (fabs(flat_percent[i] - fabs(change[i])) > 0.02)
+			fail_msg("rank %zu: pprof %s %.2f%%, diff %s %+.2f", i + 1, names[i], flat_percent[i], ours[i],
+				 change[i]);
+		/* and each of ours there with its change */
+		while (at < rows && strcmp(names[at], ours[i]))
+			at++;
+		if (at == rows || fabs(flat_percent[at] - fabs(change[i])) > 0.02)
+			fail_msg("diff's %s %+.2f: pprof has %s", ours[i], change[i], at == rows ? "none" : names[at]);
+	}
+}
+
 static void test_recordings_b_doubled(void **state)
 {
 	struct test_python pythons[16];
@@ -478,6 +535,7 @@ static void test_recordings_b_doubled(void **state)
 	assert_true(fabs(b.change - 16.67) <= 2.0);
 	assert_true(fabs(a.change + 8.33) <= 2.0);
 	assert_true(fabs(c.change + 8.33) <= 2.0);
+	assert_go_pprof_agrees(base, new);
 }
 
 int main(void)
@@ -494,5 +552,7 @@ int main(void)
 		cmocka_unit_test(test_recordings_b_doubled),
 	};
 
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,12 +9,15 @@
  * Source is read from the profile's paths, remapped by --source-root or
  * --path-map; the paths are the target's, so a file is read only if it is a
  * regular one, with a size cap, and a missing one is said to be missing.
- * -o FILE.html writes the same as one self-contained page.
+ * -o FILE.html writes the same as one self-contained page. A profile whose
+ * frames carry instructions (record --opcodes, 3.11+) also lists under each line
+ * its instructions' own and total shares, named by the profile's Python version.
  */
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "profile/py_opcodes.h"
 #include "util/array.h"
 #include "util/exit_status.h"
 #include "util/fd_write.h"
@@ -43,6 +46,12 @@
 /* Line numbers past this come from a broken or hostile profile: no region reaches them, and
  * a source file is indexed only this far (4 bytes a line). */
 #define SOURCE_MAX_LINE 1000000
+/* What the tables of a profile's files, functions, lines and instructions may hold by default
+ * (--memory-cap): a hostile or broken profile can name any number of distinct ones. */
+#define ANNOTATE_DEFAULT_MEMORY_MIB 512
+/* What an entry of those tables costs besides its key and its heat: the intern table's record
+ * and hash slots. */
+#define ANNOTATE_ENTRY_OVERHEAD 48
 
 struct path_map {
 	const char *from;
@@ -59,6 +68,7 @@ struct annotate_args {
 	const char *output;
 	size_t files;
 	bool all_lines;
+	size_t memory_cap; /* bytes the tables may hold (0: the default) */
 };
 
 /* Weights of a line, a function or a file. */
@@ -73,6 +83,14 @@ struct heat {
 struct line_heat {
 	uint32_t function;
 	int32_t line;
+	struct heat heat;
+	uint32_t instr_first, instr_count; /* its instructions in annotate_table.sorted_instrs */
+};
+
+/* An instruction of a line (record --opcodes): its opcode byte at that line. */
+struct instr_heat {
+	uint32_t line; /* line id */
+	int16_t opcode;
 	struct heat heat;
 };
 
@@ -99,6 +117,13 @@ struct annotate_table {
 	struct function_heat *function_heat;
 	size_t function_capacity;
 	int32_t *sorted_lines;          /* every function's sampled lines, by function then line */
+	struct intern_table instrs;     /* (line id, opcode) -> id */
+	struct instr_heat *instr_heat;  /* by instruction id */
+	size_t instr_capacity;
+	uint32_t *sorted_instrs;        /* instruction ids by line, hottest first */
+	unsigned py_major, py_minor;    /* the profile's Python, which names the opcodes (0: unknown) */
+	size_t bytes;     /* what the tables above hold, against the memory cap */
+	size_t memory_cap;
 	uint64_t weight;
 	uint64_t samples; /* distinct stacks, for a format that aggregates (collapsed) */
 	uint32_t metrics;
@@ -106,6 +131,13 @@ struct annotate_table {
 };
 
 /* ---- counting ---- */
+
+/* A new table entry of key_len bytes and an entry_size record: false past the cap. */
+static bool charge(struct annotate_table *table, size_t key_len, size_t entry_size)
+{
+	table->bytes += key_len + entry_size + ANNOTATE_ENTRY_OVERHEAD;
+	return table->bytes <= table->memory_cap;
+}
 
 static void heat_add(struct heat *heat, uint64_t weight, uint64_t sample, bool own)
 {
@@ -128,24 +160,50 @@ static int64_t file_id(struct annotate_table *table, const char *file)
 		if (ARRAY_RESERVE(table->file_heat, table->file_capacity, count + 1))
 			return -ENOMEM;
 		table->file_heat[id] = (struct heat){ 0 };
+		if (!charge(table, strlen(file), sizeof(struct heat) + sizeof(bool)))
+			return -E2BIG;
 	}
 	return id;
 }
 
-static struct line_heat *line_at(struct annotate_table *table, uint32_t function, int32_t line)
+/* The line's id: -ENOMEM, or -E2BIG past the memory cap. */
+static int64_t line_at(struct annotate_table *table, uint32_t function, int32_t line)
 {
 	int32_t key[2] = { (int32_t)function, line };
 	size_t count = intern_count(&table->lines);
 	int64_t id = intern_add(&table->lines, key, sizeof(key), NULL);
 
 	if (id < 0)
-		return NULL;
+		return id;
 	if ((size_t)id == count) {
 		if (ARRAY_RESERVE(table->line_heat, table->line_capacity, count + 1))
-			return NULL;
+			return -ENOMEM;
 		table->line_heat[id] = (struct line_heat){ .function = function, .line = line };
+		/* with its place in sorted_lines */
+		if (!charge(table, sizeof(key), sizeof(struct line_heat) + sizeof(int32_t)))
+			return -E2BIG;
 	}
-	return &table->line_heat[id];
+	return id;
+}
+
+static int instr_add(struct annotate_table *table, uint32_t line, int16_t opcode, uint64_t weight,
+		     uint64_t sample, bool own)
+{
+	uint32_t key[2] = { line, (uint32_t)opcode };
+	size_t count = intern_count(&table->instrs);
+	int64_t id = intern_add(&table->instrs, key, sizeof(key), NULL);
+
+	if (id < 0)
+		return (int)id;
+	if ((size_t)id == count) {
+		if (ARRAY_RESERVE(table->instr_heat, table->instr_capacity, count + 1))
+			return -ENOMEM;
+		table->instr_heat[id] = (struct instr_heat){ .line = line, .opcode = opcode };
+		if (!charge(table, sizeof(key), sizeof(struct instr_heat) + sizeof(uint32_t)))
+			return -E2BIG;
+	}
+	heat_add(&table->instr_heat[id].heat, weight, sample, own);
+	return 0;
 }
 
 static bool name_matches(const char *name, const char *wanted)
@@ -186,6 +244,9 @@ static int64_t function_at(struct annotate_table *table, uint32_t file, const st
 			.first_line = frame->function_line > 0 && frame->function_line <= SOURCE_MAX_LINE
 					      ? frame->function_line : 0,
 			.selected = wanted && name_matches(name, wanted) };
+		/* the name twice: the key and the copy */
+		if (!charge(table, sizeof(file) + 2 * name_len, sizeof(struct function_heat)))
+			return -E2BIG;
 	}
 	return id;
 }
@@ -221,19 +282,23 @@ static int table_add(struct annotate_table *table, const struct pf_sample *sampl
 			continue;
 		file = file_id(table, frame->file);
 		if (file < 0)
-			return -ENOMEM;
+			return (int)file;
 		heat_add(&table->file_heat[file], weight, number, i == leaf);
 		function_id = function_at(table, (uint32_t)file, frame, wanted);
 		if (function_id < 0)
-			return -ENOMEM;
+			return (int)function_id;
 		function = &table->function_heat[function_id];
 		heat_add(&function->heat, weight, number, i == leaf);
 		if (frame->line > 0 && frame->line <= SOURCE_MAX_LINE) {
-			struct line_heat *line = line_at(table, (uint32_t)function_id, frame->line);
+			int64_t line = line_at(table, (uint32_t)function_id, frame->line);
+			int err;
 
-			if (!line)
-				return -ENOMEM;
-			heat_add(&line->heat, weight, number, i == leaf);
+			if (line < 0)
+				return (int)line;
+			heat_add(&table->line_heat[line].heat, weight, number, i == leaf);
+			if (frame->opcode >= 0 &&
+			    (err = instr_add(table, (uint32_t)line, frame->opcode, weight, number, i == leaf)))
+				return err;
 			if (frame->line < function->min_line)
 				function->min_line = frame->line;
 			if (frame->line > function->max_line)
@@ -253,6 +318,9 @@ static void table_free(struct annotate_table *table)
 	intern_free(&table->files);
 	intern_free(&table->lines);
 	intern_free(&table->functions);
+	intern_free(&table->instrs);
+	free(table->instr_heat);
+	free(table->sorted_instrs);
 	free(table->file_heat);
 	free(table->file_selected);
 	free(table->line_heat);
@@ -295,6 +363,43 @@ static int index_function_lines(struct annotate_table *table)
 		function->line_count++;
 	}
 	free(sorted);
+	return 0;
+}
+
+static const struct instr_heat *sort_instrs_base;
+
+/* By line, then hottest (total) first, then by opcode. */
+static int compare_instrs(const void *a, const void *b)
+{
+	const struct instr_heat *left = &sort_instrs_base[*(const uint32_t *)a];
+	const struct instr_heat *right = &sort_instrs_base[*(const uint32_t *)b];
+
+	if (left->line != right->line)
+		return left->line < right->line ? -1 : 1;
+	if (left->heat.total != right->heat.total)
+		return left->heat.total > right->heat.total ? -1 : 1;
+	return (left->opcode > right->opcode) - (left->opcode < right->opcode);
+}
+
+/* Gives each line the range of its instructions, hottest first: 0 or -ENOMEM. */
+static int index_line_instrs(struct annotate_table *table)
+{
+	size_t count = intern_count(&table->instrs);
+
+	table->sorted_instrs = malloc((count ? count : 1) * sizeof(*table->sorted_instrs));
+	if (!table->sorted_instrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++)
+		table->sorted_instrs[i] = (uint32_t)i;
+	sort_instrs_base = table->instr_heat;
+	qsort(table->sorted_instrs, count, sizeof(*table->sorted_instrs), compare_instrs);
+	for (size_t i = 0; i < count; i++) {
+		struct line_heat *line = &table->line_heat[table->instr_heat[table->sorted_instrs[i]].line];
+
+		if (!line->instr_count)
+			line->instr_first = (uint32_t)i;
+		line->instr_count++;
+	}
 	return 0;
 }
 
@@ -547,12 +652,25 @@ static struct region function_region(const struct function_heat *function, const
 	return region;
 }
 
-static const struct heat *line_heat(const struct annotate_table *table, uint32_t function, int32_t line)
+static const struct line_heat *line_entry(const struct annotate_table *table, uint32_t function, int32_t line)
 {
 	int32_t key[2] = { (int32_t)function, line };
 	int64_t id = intern_find(&table->lines, key, sizeof(key));
 
-	return id < 0 ? NULL : &table->line_heat[id].heat;
+	return id < 0 ? NULL : &table->line_heat[id];
+}
+
+static const struct heat *line_heat(const struct annotate_table *table, uint32_t function, int32_t line)
+{
+	const struct line_heat *entry = line_entry(table, function, line);
+
+	return entry ? &entry->heat : NULL;
+}
+
+/* The name annotate shows for an opcode of the profile's Python. */
+static const char *instr_name(const struct annotate_table *table, int16_t opcode, char *buffer, size_t size)
+{
+	return py_opcode_describe(table->py_major, table->py_minor, opcode, buffer, size);
 }
 
 /* Text: a share column, blank for nothing. */
@@ -572,6 +690,20 @@ static void print_source_text(FILE *out, const char *text, size_t len)
 	if (copy)
 		fput_escaped(out, copy);
 	free(copy);
+}
+
+/* Under a line, its instructions (record --opcodes), hottest first. */
+static void text_line_instrs(FILE *out, const struct annotate_table *table, const struct line_heat *line)
+{
+	char name[128];
+
+	for (uint32_t i = 0; line && i < line->instr_count; i++) {
+		const struct instr_heat *instr = &table->instr_heat[table->sorted_instrs[line->instr_first + i]];
+
+		print_share(out, table, instr->heat.own);
+		print_share(out, table, instr->heat.total);
+		fprintf(out, "          | %s\n", instr_name(table, instr->opcode, name, sizeof(name)));
+	}
 }
 
 static void text_region(FILE *out, const struct annotate_table *table, uint32_t id,
@@ -601,6 +733,7 @@ static void text_region(FILE *out, const struct annotate_table *table, uint32_t 
 		else
 			fputs(source->text ? "(past the end of the file)" : "(source not at hand)", out);
 		fputc('\n', out);
+		text_line_instrs(out, table, line_entry(table, id, line));
 	}
 }
 
@@ -623,6 +756,9 @@ static void text_header(FILE *out, const struct annotate_table *table, const str
 	print_totals(out, table);
 	fputs("\nshares of the total weight: OWN, the line of the leaf Python frame; TOTAL, the line "
 	      "anywhere on the stack (once per sample)\n", out);
+	if (intern_count(&table->instrs))
+		fprintf(out, "under a line, after '|': its instructions (record --opcodes) as CPython %u.%u names them, "
+			     "a specialised one with its base in parentheses\n", table->py_major, table->py_minor);
 }
 
 static void text_file_header(FILE *out, const struct annotate_table *table, uint32_t file,
@@ -672,8 +808,28 @@ static const char html_head[] =
 	"body{font-family:sans-serif;margin:1em}nav{margin-bottom:1em}nav ul{margin:0}\n"
 	"table{border-collapse:collapse;font-family:monospace;white-space:pre}\n"
 	"td{padding:0 .5em}td.s{text-align:right;color:#444}td.n{text-align:right;color:#888}\n"
+	"tr.op td{color:#268;font-size:.9em}\n"
 	"h2{font-size:1.1em;margin-top:2em}h3{font-size:1em}\n"
 	"</style></head><body>\n";
+
+static void html_line_instrs(FILE *out, const struct annotate_table *table, const struct line_heat *line)
+{
+	char name[128];
+
+	for (uint32_t i = 0; line && i < line->instr_count; i++) {
+		const struct instr_heat *instr = &table->instr_heat[table->sorted_instrs[line->instr_first + i]];
+
+		fputs("<tr class=\"op\"><td class=\"s\">", out);
+		if (instr->heat.own)
+			fprintf(out, "%.2f%%", share(table, instr->heat.own));
+		fputs("</td><td class=\"s\">", out);
+		if (instr->heat.total)
+			fprintf(out, "%.2f%%", share(table, instr->heat.total));
+		fputs("</td><td class=\"n\"></td><td>    ", out);
+		html_cstr(out, instr_name(table, instr->opcode, name, sizeof(name)));
+		fputs("</td></tr>\n", out);
+	}
+}
 
 static void html_region(FILE *out, const struct annotate_table *table, uint32_t id,
 			const struct source *source, bool all_lines)
@@ -706,6 +862,7 @@ static void html_region(FILE *out, const struct annotate_table *table, uint32_t 
 		else
 			fputs(source->text ? "(past the end of the file)" : "(source not at hand)", out);
 		fputs("</td></tr>\n", out);
+		html_line_instrs(out, table, line_entry(table, id, line));
 	}
 	fputs("</table>\n", out);
 }
@@ -851,25 +1008,33 @@ static int read_profile(struct annotate_table *table, const struct annotate_args
 {
 	struct pf_reader *reader;
 	struct pf_sample sample;
+	const char *python;
 	char err[512];
-	int got;
+	int got, err_added = 0;
 
 	if (format_registry_open_reader(&reader, args->profile, err, sizeof(err))) {
 		cli_error_print("annotate", args->profile, err);
 		return EXIT_STATUS_TARGET;
 	}
 	table->aggregated = pf_reader_format(reader)->aggregated;
-	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
-		if (table_add(table, &sample, args->function)) {
-			got = -ENOMEM;
-			break;
-		}
-	if (got < 0)
-		cli_error_print("annotate", args->profile, got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
+	python = pf_reader_metadata(reader, "python");
+	if (!python || sscanf(python, "%u.%u", &table->py_major, &table->py_minor) != 2)
+		table->py_major = table->py_minor = 0;
+	while ((got = pf_reader_next_sample(reader, &sample)) > 0 && (err_added = table_add(table, &sample, args->function)) == 0)
+		;
+	if (err_added == -E2BIG) {
+		snprintf(err, sizeof(err), "names more distinct files, functions, lines and instructions than the memory "
+			 "cap holds (%zu MiB; --memory-cap MIB raises it)", table->memory_cap >> 20);
+		cli_error_print("annotate", args->profile, err);
+	} else if (err_added) {
+		cli_error_print("annotate", args->profile, "out of memory");
+	} else if (got < 0) {
+		cli_error_print("annotate", args->profile, pf_reader_error(reader));
+	}
 	pf_reader_close(reader);
-	if (got < 0)
-		return got == -ENOMEM ? EXIT_STATUS_FAILED : EXIT_STATUS_TARGET;
-	return 0;
+	if (err_added)
+		return EXIT_STATUS_FAILED;
+	return got < 0 ? EXIT_STATUS_TARGET : 0;
 }
 
 /* Reads the profile, then hands its table to emit: the exit status. */
@@ -883,8 +1048,10 @@ static int annotate_with(const struct annotate_args *args,
 	intern_init(&table.files);
 	intern_init(&table.lines);
 	intern_init(&table.functions);
+	intern_init(&table.instrs);
+	table.memory_cap = args->memory_cap ? args->memory_cap : (size_t)ANNOTATE_DEFAULT_MEMORY_MIB << 20;
 	status = read_profile(&table, args);
-	if (!status && index_function_lines(&table)) {
+	if (!status && (index_function_lines(&table) || index_line_instrs(&table))) {
 		cli_error_print("annotate", args->profile, "out of memory");
 		status = EXIT_STATUS_FAILED;
 	}
@@ -915,7 +1082,7 @@ int annotate_to_stream(const char *profile, const char *source_root, bool html, 
 
 /* ---- command line ---- */
 
-enum { OPT_SOURCE_ROOT = 0x100, OPT_PATH_MAP, OPT_FUNCTION };
+enum { OPT_SOURCE_ROOT = 0x100, OPT_PATH_MAP, OPT_FUNCTION, OPT_MEMORY_CAP };
 
 static const struct argp_option annotate_options[] = {
 	OPTIONS_HELP,
@@ -928,6 +1095,7 @@ static const struct argp_option annotate_options[] = {
 	{ "files", 'n', "N", 0, "The N hottest files (default 5)", 0 },
 	{ "all", 'a', 0, 0, "Every line of each function's file, not only its hot region", 0 },
 	{ "output", 'o', "FILE", 0, "Write a self-contained HTML page (FILE.html) instead of text on stdout", 0 },
+	{ "memory-cap", OPT_MEMORY_CAP, "MIB", 0, "The most the profile's distinct files, functions, lines and instructions may take (default 512): past it annotate stops and says so", 0 },
 	{ 0 },
 };
 
@@ -944,6 +1112,7 @@ static const char annotate_doc[] =
 	"\v"
 	"EXIT STATUS:\n"
 	"    0    done\n"
+	"    1    the profile names more than --memory-cap holds, or out of memory\n"
 	"    64   usage\n"
 	"    66   PROFILE missing or not a valid profile\n"
 	"    74   the output could not be written";
@@ -979,6 +1148,11 @@ static error_t parse_annotate_option(int key, char *arg, struct argp_state *stat
 		break;
 	case 'a':
 		args->all_lines = true;
+		break;
+	case OPT_MEMORY_CAP:
+		if (options_parse_count(arg, 1, SIZE_MAX >> 21, &files))
+			argp_error(state, "invalid --memory-cap '%s' (MiB, 1 or more)", arg);
+		args->memory_cap = (size_t)files << 20;
 		break;
 	case 'o':
 		len = strlen(arg);

@@ -81,6 +81,7 @@ enum {
 	OPT_TARGET_BUDGET,
 	OPT_EVENT,
 	OPT_EVENT_PERIOD,
+	OPT_OPCODES,
 };
 
 static const struct argp_option record_options[] = {
@@ -101,6 +102,7 @@ static const struct argp_option record_options[] = {
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native frames: no C stack walk, not even the function a sample landed in", 0 },
 	{ "async-plumbing", OPT_ASYNC_PLUMBING, NULL, 0, "asyncio (3.11+): keep the event loop's frames (run_forever, _run_once, Handle._run, ...) above the <task NAME> chain of a running task", 0 },
 	{ "async-mode", OPT_ASYNC_MODE, "MODE", 0, "asyncio (3.11+), wall mode: running (the default): threads only, a running task's stack under its task chain; all: also every waiting task, a sample of where it waits at every interval", 0 },
+	{ "opcodes", OPT_OPCODES, NULL, 0, "Python 3.11+: also record each Python frame's instruction, specialised or not (LOAD_ATTR_INSTANCE_VALUE, BINARY_OP), for annotate (Tachyon keeps it; ignored before 3.11)", 0 },
 	{ "compression", 'c', "LEVEL", 0, "Tachyon zstd level 1-22 or 'none' (default 5)", 0 },
 	{ "quiet", 'q', NULL, 0, "No status line or summary", 0 },
 	{ "verbose", 'v', NULL, 0, "The summary's internals too: native walks, unwind tables, budgets, processes that ran no Python", 0 },
@@ -245,6 +247,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		session->native_frames = true;
 		session->native_stacks = true;
 		session->native_keep_all = arg != NULL;
+		break;
+	case OPT_OPCODES:
+		session->opcodes = true;
 		break;
 	case OPT_ASYNC_PLUMBING:
 		session->async_plumbing = true;
@@ -395,6 +400,21 @@ static int resolve_formats(struct record_args *args)
 	return check_outputs(session);
 }
 
+/* Only Tachyon has a field for a frame's instruction: --opcodes without one records nothing
+ * that lasts, which the run says before it starts. */
+static void warn_opcodes_unkept(const struct session_options *session)
+{
+	const struct pf_format *tachyon = format_registry_find_name("tachyon");
+
+	if (!session->opcodes || session->quiet)
+		return;
+	for (size_t i = 0; i < session->output_count; i++)
+		if (session->outputs[i].format == tachyon)
+			return;
+	fprintf(stderr, "pybpfprof: warning: --opcodes: only a Tachyon file (-o NAME.bin) keeps the instructions, "
+			"and none is written\n");
+}
+
 /* --event samples on occurrences, not on a clock: the options of a clock do not go with it.
  * 0, or the usage exit status after one line. */
 static int check_event(const struct record_args *args)
@@ -495,5 +515,6 @@ int record_main(int argc, char **argv)
 	err = resolve_formats(&args);
 	if (err)
 		return err == -EINVAL ? EXIT_STATUS_USAGE : EXIT_STATUS_OUTPUT;
+	warn_opcodes_unkept(&args.session);
 	return session_run(&args.session);
 }

@@ -34,6 +34,18 @@ static void say_exceptions_unknown(struct session *session, const struct target 
 		     (int)target->pid, target->python.major, target->python.minor);
 }
 
+/* Instructions are read from 3.11's inline bytecode on: an older target's frames carry none,
+ * which the run says once. */
+static void say_opcodes_unknown(struct session *session, const struct target *target)
+{
+	if (!session->options->opcodes || session->options->quiet || session->opcodes_unknown_said ||
+	    target->python.config.off.lasti_kind == PY_LASTI_PTR)
+		return;
+	session->opcodes_unknown_said = true;
+	report_error("warning: pid %d: CPython %u.%u: --opcodes needs 3.11 or later: its frames carry no instruction",
+		     (int)target->pid, target->python.major, target->python.minor);
+}
+
 void process_events_target_ready(struct session *session, struct target *target)
 {
 	int err = bpf_sampler_add_target(session->sampler, target->pid, &target->python.config);
@@ -45,6 +57,7 @@ void process_events_target_ready(struct session *session, struct target *target)
 	}
 	native_stacks_attach(session, target->pid);
 	say_exceptions_unknown(session, target);
+	say_opcodes_unknown(session, target);
 	report_python_version(session, target);
 	report_process(session, target);
 }

@@ -263,6 +263,19 @@ static void count_held_in_budget(struct session *session, uint64_t now_ms)
 	}
 }
 
+/* --opcodes: how often, and how many, frames' instructions are read again (an instruction first
+ * seen on its code's first run specialises on its second); each read is one byte. */
+#define OPCODE_REFRESH_MS 250
+#define OPCODE_REFRESH_READS 1024
+
+static void refresh_opcodes(struct session *session, uint64_t now_ms)
+{
+	if (!session->options->opcodes || now_ms - session->opcodes_refreshed_ms < OPCODE_REFRESH_MS)
+		return;
+	session->opcodes_refreshed_ms = now_ms;
+	symbolize_py_refresh_opcodes(session->resolver.python, OPCODE_REFRESH_READS);
+}
+
 /* Keeps a copy of the record (size first, 8-byte aligned); false when the budget is spent. */
 static bool keep_record(struct session *session, const struct pbp_record *record, size_t size)
 {
@@ -390,6 +403,7 @@ static void run_loop(struct session *session)
 		late_unwind_flush(session);
 		discovery_poll(session);
 		count_held_in_budget(session, clock_monotonic_ms());
+		refresh_opcodes(session, clock_monotonic_ms());
 		symbolize_py_cache_stats(session->resolver.python, &after);
 		tick_ms = after.misses != before.misses || native_stacks_building(session) || discovery_waiting(session)
 				  ? TICK_FAST_MS
@@ -681,6 +695,7 @@ static int set_up(struct session *session, int *failed_status)
 			symbolize_native_prepare(session->resolver.native);
 	}
 	session->resolver.async_plumbing = options->async_plumbing;
+	symbolize_py_cache_set_opcodes(session->resolver.python, options->opcodes);
 	if (!err && options->native_stacks) {
 		session->resolver.native_stacks = true;
 		session->resolver.native_keep_all = options->native_keep_all;

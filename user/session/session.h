@@ -67,6 +67,7 @@ struct session_options {
 	bool native_frames;      /* name the native function of samples outside the interpreter */
 	bool native_stacks;      /* walk native stacks in BPF and merge them with the Python frames */
 	bool async_plumbing;     /* keep the event loop's frames above a running task's chain */
+	bool opcodes;            /* 3.11+: each Python frame's instruction (pf_frame.opcode) */
 	bool async_all;          /* wall mode: every waiting asyncio task is a sample too (--async-mode all) */
 	bool native_keep_all;    /* with native_stacks: keep the interpreter's own C frames too */
 	bool children;             /* -p: also profile processes the targets fork */

@@ -78,6 +78,8 @@ struct session {
 	bool system_wide;
 	bool python_version_written;
 	bool exceptions_unknown_said;  /* --mode exception met a version whose exception state is not known */
+	bool opcodes_unknown_said;   /* --opcodes: the warning about a target before 3.11 was given */
+	uint64_t opcodes_refreshed_ms; /* --opcodes: when frames' instructions were last read again */
 	/* --max-overhead, when on (overhead_on): every target's stride and what it did. */
 	bool overhead_on;
 	struct overhead_budget overhead;

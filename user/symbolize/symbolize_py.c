@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/py_opcodes.h"
 #include "symbolize/py_linetable.h"
 #include "target/target_mem.h"
 #include "util/array.h"
@@ -39,11 +40,17 @@ struct frame_slot {
 	bool used;
 	struct code_entry *code;
 	struct py_location location;
+	int16_t opcode; /* the instruction byte when read (symbolize_py_cache_set_opcodes), else -1 */
+	uint64_t opcode_addr; /* where that byte is in the target, for symbolize_py_refresh_opcodes; 0: none */
 };
 
 /* Decoded frames kept before the table starts over (code objects are kept). */
 #define SYMBOLIZE_PY_MAX_FRAME_SLOTS (1u << 20)
 #define SYMBOLIZE_PY_INITIAL_CAPACITY 1024u
+/* A frame's instruction is looked for only this far into its code object's bytecode (bytes). */
+#define SYMBOLIZE_PY_MAX_OPCODE_SCAN (64u << 10)
+/* Frame slots symbolize_py_refresh_opcodes looks at in one call, at most. */
+#define SYMBOLIZE_PY_REFRESH_SLOTS (64u << 10)
 /* The code object's fields lie within this many bytes of its start in every layout. */
 #define SYMBOLIZE_PY_MAX_CODE_READ 1024u
 
@@ -60,6 +67,8 @@ struct symbolize_py_cache {
 	uint64_t *clock;             /* counts uses, for least-recently-used eviction: own_clock, or
 				      * the target budget's (its eviction compares every store's) */
 	struct target_budget *budget; /* NULL: none; else the line tables are charged to it */
+	bool opcodes;                /* read each new (code object, offset)'s instruction byte */
+	size_t refresh_cursor;       /* the frame slot symbolize_py_refresh_opcodes goes on from */
 	int budget_store;
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
@@ -417,6 +426,39 @@ static uint64_t evict_linetables(void *context, uint64_t bytes, uint64_t older_t
 	}
 	free(sorted);
 	return freed;
+}
+
+void symbolize_py_cache_set_opcodes(struct symbolize_py_cache *cache, bool opcodes)
+{
+	cache->opcodes = opcodes;
+}
+
+size_t symbolize_py_refresh_opcodes(struct symbolize_py_cache *cache, size_t max_reads)
+{
+	size_t reads = 0, changed = 0;
+
+	if (!cache->opcodes || !cache->frames_capacity)
+		return 0;
+	for (size_t scanned = 0; reads < max_reads && scanned < cache->frames_capacity &&
+				 scanned < SYMBOLIZE_PY_REFRESH_SLOTS; scanned++) {
+		struct frame_slot *slot = &cache->frames[cache->refresh_cursor++ % cache->frames_capacity];
+		uint8_t opcode;
+
+		if (!slot->used || !slot->opcode_addr)
+			continue;
+		reads++;
+		/* a process gone, or a byte that names nothing: the name stays */
+		if (target_mem_read(slot->pid, slot->opcode_addr, &opcode, sizeof(opcode)) < 0 || opcode == 255 ||
+		    opcode == slot->opcode)
+			continue;
+		slot->opcode = opcode;
+		changed++;
+	}
+	cache->refresh_cursor %= cache->frames_capacity;
+	/* the stacks kept resolved above this cache name the old instructions */
+	if (changed)
+		cache->generation++;
+	return changed;
 }
 
 int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct target_budget *budget)
@@ -856,7 +898,53 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 	return entry->status;
 }
 
-static void fill_frame(struct pf_frame *frame, const struct code_entry *code, const struct py_location *location)
+/*
+ * The opcode byte of the instruction a 3.11+ frame is at, from the live code object's
+ * co_code_adaptive (so specialised, as it was when this (code object, offset) was first
+ * resolved), or -1: not asked, before 3.11, a frame not started, past the scan's cap, or a
+ * failed read. A caller's pointer may lie in its CALL's inline caches (3.12 leaves it on the
+ * last), whose bytes are data: the instructions from the start are stepped over with their
+ * version's cache sizes to the one that holds the offset. Once per slot: a frame hit costs
+ * nothing more. A hostile target can only make it name a wrong instruction.
+ */
+static int16_t read_opcode(const struct symbolize_py_cache *cache, pid_t pid, const struct py_offsets *off,
+			   const struct code_entry *code, uint32_t instr_offset, uint64_t *opcode_addr)
+{
+	int64_t byte_offset = instruction_byte_offset(off, instr_offset);
+	uint8_t *bytes;
+	int16_t opcode = -1;
+	size_t at = 0;
+
+	if (!cache->opcodes || off->lasti_kind != PY_LASTI_PTR || byte_offset < 0 ||
+	    byte_offset > SYMBOLIZE_PY_MAX_OPCODE_SCAN || !py_opcode_version_known(code->major, code->minor))
+		return -1;
+	bytes = malloc((size_t)byte_offset + 2);
+	if (!bytes || target_mem_read(pid, code->code_addr + off->code_code_adaptive, bytes,
+				      (size_t)byte_offset + 2) < 0) {
+		free(bytes);
+		return -1;
+	}
+	/* each step moves on by at least one unit: at most byte_offset / 2 + 1 of them */
+	while (at <= (size_t)byte_offset) {
+		int caches = py_opcode_cache_units(code->major, code->minor, bytes[at]);
+		size_t next = at + 2 * (1 + (size_t)(caches < 0 ? 0 : caches));
+
+		if (next > (size_t)byte_offset) {
+			opcode = (int16_t)bytes[at];
+			*opcode_addr = code->code_addr + off->code_code_adaptive + at;
+			break;
+		}
+		if (caches < 0)
+			break;
+		at = next;
+	}
+	free(bytes);
+	/* 255 is the formats' "none" (Tachyon); no CPython has an instruction there */
+	return opcode == 255 ? -1 : opcode;
+}
+
+static void fill_frame(struct pf_frame *frame, const struct code_entry *code, const struct py_location *location,
+		       int16_t opcode)
 {
 	frame->kind = PF_FRAME_PYTHON;
 	frame->file = code->file;
@@ -865,7 +953,7 @@ static void fill_frame(struct pf_frame *frame, const struct code_entry *code, co
 	frame->end_line = location->end_line;
 	frame->column = location->column;
 	frame->end_column = location->end_column;
-	frame->opcode = -1;
+	frame->opcode = opcode;
 	frame->function_line = code->firstlineno > 0 ? code->firstlineno : 0;
 }
 
@@ -880,7 +968,7 @@ int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const stru
 	if (hit) {
 		cache->stats.hits++;
 		hit->code->last_used = ++*cache->clock;
-		fill_frame(frame, hit->code, &hit->location);
+		fill_frame(frame, hit->code, &hit->location, hit->opcode);
 		return 0;
 	}
 	cache->stats.misses++;
@@ -893,9 +981,10 @@ int symbolize_py_resolve(struct symbolize_py_cache *cache, pid_t pid, const stru
 	slot = (struct frame_slot){ .code_addr = code_addr, .pid = pid, .checksum = checksum,
 				    .instr_offset = instr_offset, .used = true, .code = code };
 	locate(code, &config->off, instr_offset, &slot.location);
+	slot.opcode = read_opcode(cache, pid, &config->off, code, instr_offset, &slot.opcode_addr);
 	err = add_frame(cache, &slot);
 	if (err < 0)
 		return err;
-	fill_frame(frame, code, &slot.location);
+	fill_frame(frame, code, &slot.location, slot.opcode);
 	return 0;
 }

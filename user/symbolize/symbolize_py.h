@@ -8,6 +8,7 @@
 #ifndef PYBPFPROF_SYMBOLIZE_PY_H
 #define PYBPFPROF_SYMBOLIZE_PY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -35,6 +36,20 @@ struct symbolize_py_cache;
 
 struct symbolize_py_cache *symbolize_py_cache_new(void);
 void symbolize_py_cache_free(struct symbolize_py_cache *cache);
+/*
+ * From 3.11, also read each frame's instruction byte (pf_frame.opcode; else -1 there). Read
+ * when a (code object, offset) is first resolved, not at each sample: the specialised
+ * instruction as the code object held it then, until symbolize_py_refresh_opcodes reads it
+ * again. Before the first lookup.
+ */
+void symbolize_py_cache_set_opcodes(struct symbolize_py_cache *cache, bool opcodes);
+/*
+ * Reads again the instruction byte of up to max_reads resolved frames, going on round the
+ * table from the last call: an instruction specialises (or deoptimises) after the frame was
+ * first seen, the first time its code ran. A change counts as a drop of code objects
+ * (symbolize_py_generation). The number of frames whose instruction changed.
+ */
+size_t symbolize_py_refresh_opcodes(struct symbolize_py_cache *cache, size_t max_reads);
 struct target_budget;
 /* The line tables are charged to budget too (util/target_budget.h, outliving the cache's use),
  * and stamped with its clock; before the first lookup. 0 or -ENOSPC (no store left). */
@@ -73,7 +88,7 @@ int symbolize_py_read_str(pid_t pid, const struct py_offsets *off, uint64_t addr
 void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid);
 /*
  * Changes whenever code objects are dropped (symbolize_py_forget_pid, a target over its
- * budget of code objects): while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
+ * budget of code objects) or a frame's instruction was read changed: while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
  * resolves again to the same frame, which is what lets a caller keep whole resolved stacks.
  */
 uint64_t symbolize_py_generation(const struct symbolize_py_cache *cache);

@@ -113,6 +113,8 @@ extern const char *const tachyon_mode_names[TACHYON_MODE_COUNT];
 /* Feature bits of the config word (from TACHYON_CONFIG_FEATURES_SHIFT), as metadata names them. */
 #define TACHYON_FEATURE_COUNT 5
 extern const char *const tachyon_feature_names[TACHYON_FEATURE_COUNT];
+/* "opcodes": the frames carry the instruction each was at (3.15's --opcodes). */
+#define TACHYON_FEATURE_OPCODES 0x8u
 
 struct tachyon_header {
 	uint32_t magic;

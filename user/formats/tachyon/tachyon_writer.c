@@ -81,6 +81,7 @@ struct tachyon_writer {
 	uint8_t python[3];
 	uint64_t interval_us;
 	uint32_t config;
+	bool has_opcodes; /* a frame carried one: the header says so (TACHYON_FEATURE_OPCODES) */
 	uint64_t start_time_us;
 	bool started;
 	double duration_us;
@@ -430,6 +431,8 @@ static int64_t intern_frame(struct tachyon_writer *w, const struct pf_frame *fra
 	n += varint_zigzag_encode(column == -1 || end_column < 0 ? 0 : (int64_t)end_column - column,
 			   key + n);
 	key[n++] = opcode;
+	/* CPython's readers show opcodes only from a file that says it has them */
+	w->has_opcodes |= opcode != TACHYON_OPCODE_NONE;
 	if (tables_full(w)) {
 		id = intern_find(&w->frames, key, n);
 		return id >= 0 ? id : frame_past_budget(w);
@@ -742,7 +745,10 @@ static int write_header(struct tachyon_writer *w, uint64_t string_offset, uint64
 	put_u64(header + TACHYON_OFF_FRAMES, frame_offset);
 	put_u32(header + TACHYON_OFF_COMPRESSION,
 		w->cctx ? TACHYON_COMPRESSION_ZSTD : TACHYON_COMPRESSION_NONE);
-	put_u32(header + TACHYON_OFF_CONFIG, w->config);
+	put_u32(header + TACHYON_OFF_CONFIG,
+		w->has_opcodes ? w->config | TACHYON_CONFIG_FEATURES_FLAG |
+					 TACHYON_FEATURE_OPCODES << TACHYON_CONFIG_FEATURES_SHIFT
+			       : w->config);
 	return pwrite_all(w, header, sizeof(header), 0);
 }
 
