@@ -194,7 +194,8 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/harness/entry_%.o $(BUILD)/fuzz/harness/fuzz
 # The offsets rows of CPython 2.7 and 3.6-3.12, from each interpreter's own headers
 # (PYENV_ROOT/versions/<version>/include), and the 3.13+ _Py_DebugOffsets layouts, from
 # tests/data/cpython-debug-offsets/; test_py_offsets checks the committed files. The asyncio
-# layouts of 3.11-3.13 come from those interpreters' debug information (gdb).
+# layouts of 3.11-3.13 come from those interpreters' debug information (gdb), and the
+# instruction names of 3.11-3.15 from their dis and opcode modules.
 gen-offsets:
 	sh tools/gen_py_offsets.sh > user/target/py_offsets_table.inc.new
 	mv user/target/py_offsets_table.inc.new user/target/py_offsets_table.inc
@@ -202,6 +203,8 @@ gen-offsets:
 	mv user/target/py_debug_layouts.inc.new user/target/py_debug_layouts.inc
 	sh tools/gen_asyncio_layouts.sh > user/target/py_asyncio_table.inc.new
 	mv user/target/py_asyncio_table.inc.new user/target/py_asyncio_table.inc
+	sh tools/gen_py_opcodes.sh > user/profile/py_opcode_table.inc.new
+	mv user/profile/py_opcode_table.inc.new user/profile/py_opcode_table.inc
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h

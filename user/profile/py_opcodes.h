@@ -2,7 +2,7 @@
 /*
  * CPython instruction names by opcode byte, for the opcodes a profile carries
  * (pf_frame.opcode, 3.11+): the tables are generated from each interpreter by
- * tests/scripts/gen_py_opcodes.sh (py_opcode_table.inc).
+ * tools/gen_py_opcodes.sh (py_opcode_table.inc).
  */
 #ifndef PYBPFPROF_PY_OPCODES_H
 #define PYBPFPROF_PY_OPCODES_H

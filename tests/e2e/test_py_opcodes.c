@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The instruction names of each CPython (user/profile/py_opcode_table.inc) are generated from
- * the interpreters themselves by tests/scripts/gen_py_opcodes.sh: the committed table must be
+ * the interpreters themselves by tools/gen_py_opcodes.sh: the committed table must be
  * what the generator gives on this machine's interpreters (pyenv 3.11-3.13, the sid chroot's
  * 3.14 and 3.15), and the lookups must name what annotate shows. And --opcodes' read of a
  * frame's instruction from a (fake, in-process) 3.11 code object: the byte at the pointer, or
@@ -25,7 +25,7 @@ static void test_committed_table_is_generated(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
-	FORMAT(command, "sh %s/tests/scripts/gen_py_opcodes.sh > %s", test_source_dir(), generated);
+	FORMAT(command, "sh %s/tools/gen_py_opcodes.sh > %s", test_source_dir(), generated);
 	status = system(command);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
 		unlink(generated);
@@ -39,7 +39,7 @@ static void test_committed_table_is_generated(void **state)
 	assert_non_null(want);
 	assert_non_null(got);
 	if (want_len != got_len || memcmp(want, got, want_len))
-		fail_msg("%s differs from tests/scripts/gen_py_opcodes.sh's output: regenerate it", committed);
+		fail_msg("%s differs from tools/gen_py_opcodes.sh's output: regenerate it", committed);
 	free(want);
 	free(got);
 }
