@@ -11,8 +11,9 @@
  *    bytes under them split as os.write's return values do, within 2 points (by calls it would be
  *    1:3), in every format's bytes (MOJO's memory metric, pprof's io/bytes, speedscope, collapsed).
  *  - latency: slow_writes() writes into a full pipe a reader drains every 2 ms, fast_writes() to
- *    /dev/null; each times its calls. The nanoseconds split as the workload's clocks do, within 3
- *    points, and slow_writes' add up to 70-105% of its clock's (which also holds the GIL's return).
+ *    /dev/null; each times its calls. slow_writes' share of the nanoseconds is the clocks' share
+ *    (less 3 points at most), its nanoseconds 70-105% of its clock's (which also holds the GIL's
+ *    return), fast_writes' at most its clock's.
  *  - attach (-p): the counts workload running before the profiler; 3:1 within 2 points over at
  *    least MIN_ATTACH_CALLS calls.
  *  - whole host: the same beside dd writing a byte at a time to /dev/null: none of dd's calls is
@@ -252,8 +253,11 @@ static void latency(void **state)
 		      python->label, (double)slow / 1e9, (double)fast / 1e9, 100 * truth_share, split.first / 1e9,
 		      split.second / 1e9, 100 * first_share(&split), split.first_samples, split.second_samples);
 	assert_true((double)(split.first_samples + split.second_samples) >= CALLS_SEEN_MIN * 2 * LATENCY_ROUNDS);
-	assert_true(fabs(first_share(&split) - truth_share) <= LATENCY_SHARE_TOLERANCE);
+	/* A loaded host stretches fast_writes' clock (the GIL's return) more than its calls: the
+	 * profile's share of slow_writes may be higher than the clocks', never much lower. */
+	assert_true(first_share(&split) >= truth_share - LATENCY_SHARE_TOLERANCE);
 	assert_true(split.first >= LATENCY_TIME_MIN * (double)slow && split.first <= LATENCY_TIME_MAX * (double)slow);
+	assert_true(split.second <= LATENCY_TIME_MAX * (double)fast);
 
 	assert_metadata(mojo, "event_unit", "nanoseconds");
 	test_assert_pprof_sample_types(pprof, "syscall:write/nanoseconds");
