@@ -21,6 +21,7 @@
  *  - block-io: fsync_writes() rewrites and fsyncs 256 KiB in a directory on a block device (the
  *    test's tmp dir; skipped, saying so, where that is no block device): at least 90% of the
  *    process's block I/O bytes are under it, and they are at least 80% of the bytes it wrote.
+ *  - names: write, openat and futex are this machine's numbers; a 32-bit-only name is unknown.
  *  - mistakes: an unknown call (with its likely spelling), :bytes on a call that moves none, an
  *    unknown weight, a period on block-io: one line each and the usage status.
  */
@@ -28,7 +29,11 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "sampler/syscall_names.h"
 #include "util/exit_status.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
 
 #include <math.h>
 #include <sys/stat.h>
@@ -381,6 +386,28 @@ static void block_io(void **state)
 
 /* ---- the command line ---- */
 
+/* Names as this machine numbers them, the calls :bytes takes, the list suggestions come from. */
+static void names(void **state)
+{
+	const char *known[PBP_SYSCALL_MAX];
+	size_t count = syscall_known_names(known, PBP_SYSCALL_MAX);
+	bool write_known = false;
+
+	(void)state;
+	assert_int_equal(syscall_number("write"), SYS_write);
+	assert_int_equal(syscall_number("openat"), SYS_openat);
+	assert_int_equal(syscall_number("futex"), SYS_futex);
+	assert_int_equal(syscall_number("no_such_call"), -ENOENT);
+	/* a 32-bit architecture's call, which x86_64 has not */
+	assert_int_equal(syscall_number("socketcall"), -ENOENT);
+	assert_true(syscall_returns_bytes("write") && syscall_returns_bytes("recvfrom"));
+	assert_false(syscall_returns_bytes("openat") || syscall_returns_bytes("futex"));
+	assert_true(count > 300);
+	for (size_t i = 0; i < count; i++)
+		write_known |= strcmp(known[i], "write") == 0;
+	assert_true(write_known);
+}
+
 static void mistakes(void **state)
 {
 	static const struct {
@@ -419,7 +446,7 @@ int main(void)
 	};
 	static const struct test_per_python once[] = { { "whole_host_", whole_host }, { "block_io_", block_io } };
 	static const char *const one_label[] = { ONE_PYTHON };
-	static const struct CMUnitTest cli_tests[] = { cmocka_unit_test(mistakes) };
+	static const struct CMUnitTest cli_tests[] = { cmocka_unit_test(names), cmocka_unit_test(mistakes) };
 	int failed;
 
 	if (getenv("TEST_FILTER"))
