@@ -20,7 +20,8 @@
  *    a sample, the workload's split 3:1.
  *  - block-io: fsync_writes() rewrites and fsyncs 256 KiB in a directory on a block device (the
  *    test's tmp dir; skipped, saying so, where that is no block device): at least 90% of the
- *    process's block I/O bytes are under it, and they are at least 80% of the bytes it wrote.
+ *    process's block I/O bytes are under it, and they are at least 80% of the bytes it wrote;
+ *    launched, and running before the profiler (-p).
  *  - names: write, openat and futex are this machine's numbers; a 32-bit-only name is unknown.
  *  - mistakes: an unknown call (with its likely spelling), :bytes on a call that moves none, an
  *    unknown weight, a period on block-io: one line each and the usage status.
@@ -58,6 +59,8 @@
 #define MIN_ATTACH_CALLS 400
 #define BLOCK_SHARE_MIN 0.9
 #define BLOCK_BYTES_MIN 0.8
+/* Rounds of 256 KiB a -p run must see: far more than a few reads of its own can outweigh. */
+#define MIN_BLOCK_SAMPLES 20
 
 static const char *const syscall_labels[] = { "2.7", "3.12", "3.13", "3.15" };
 /* The interpreter of the tests run once. */
@@ -349,6 +352,17 @@ static void whole_host(void **state)
 
 /* ---- block I/O ---- */
 
+/* tmpfs and its kind (anonymous devices, major 0) have no block layer: the test is skipped. */
+static void skip_without_block_device(const struct test_python *python, const char *dir)
+{
+	struct stat info;
+
+	if (stat(dir, &info) != 0 || major(info.st_dev) == 0) {
+		print_message("%s: %s is on no block device (tmpfs?): block-io skipped\n", python->label, dir);
+		skip();
+	}
+}
+
 static void block_io(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
@@ -356,15 +370,10 @@ static void block_io(void **state)
 	char out[4096];
 	unsigned long long written = 0;
 	struct split split;
-	struct stat info;
 
 	snprintf(dir, sizeof(dir), "%s/block-io-%s", test_tmpdir(), python->label);
 	mkdir(dir, 0755);
-	/* tmpfs and its kind (anonymous devices, major 0) have no block layer. */
-	if (stat(dir, &info) != 0 || major(info.st_dev) == 0) {
-		print_message("%s: %s is on no block device (tmpfs?): block-io skipped\n", python->label, dir);
-		skip();
-	}
+	skip_without_block_device(python, dir);
 	FORMAT(mojo, "%s/io.mojo", dir);
 	FORMAT(pprof, "%s/io.pb.gz", dir);
 	FORMAT(options, "--event block-io -o %s -o %s", mojo, pprof);
@@ -382,6 +391,38 @@ static void block_io(void **state)
 	assert_metadata(mojo, "event_unit", "bytes");
 	test_assert_pprof_sample_types(pprof, "block-io/count io/bytes");
 	test_assert_top_ranks(mojo, "own block-io bytes (where the I/O was issued)", "fsync_writes");
+}
+
+/* The same writer running before the profiler, -p: its bytes under fsync_writes. */
+static void block_io_attach(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char dir[PATH_MAX], mojo[PATH_MAX], args[PATH_MAX + 32], pid_text[16], err[8192];
+	struct test_target target;
+	struct split split;
+	int status;
+
+	snprintf(dir, sizeof(dir), "%s/block-io-attach-%s", test_tmpdir(), python->label);
+	mkdir(dir, 0755);
+	skip_without_block_device(python, dir);
+	FORMAT(mojo, "%s/io.mojo", dir);
+	FORMAT(args, "blockio 0 %s", dir);
+	target.pid = test_start_ready_script(python, SCRIPT, args, &target.out_fd);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
+	{
+		char *argv[] = { (char *)pybpfprof_binary(), "-q", "--event", "block-io", "-p", pid_text, "-d", "4",
+				 "-o", mojo, NULL };
+
+		status = run_capture(argv, err, sizeof(err));
+	}
+	test_stop_target(&target);
+	if (status != 0)
+		fail_msg("%s: pybpfprof --event block-io -p exited %d: %s", python->label, status, err);
+	sum_split(mojo, target.pid, "fsync_writes", "blockio", &split);
+	print_message("%s: -p: block I/O %.1f MB in %zu samples, %.2f%% under fsync_writes\n", python->label,
+		      split.total / 1e6, split.samples, split.total ? 100 * split.first / split.total : 0.0);
+	assert_true(split.samples >= MIN_BLOCK_SAMPLES);
+	assert_true(split.first >= BLOCK_SHARE_MIN * split.total);
 }
 
 /* ---- the command line ---- */
@@ -444,7 +485,9 @@ int main(void)
 	static const struct test_per_python kinds[] = {
 		{ "counts_", counts }, { "bytes_", bytes }, { "latency_", latency }, { "attach_", attach }
 	};
-	static const struct test_per_python once[] = { { "whole_host_", whole_host }, { "block_io_", block_io } };
+	static const struct test_per_python once[] = { { "whole_host_", whole_host },
+						       { "block_io_", block_io },
+						       { "block_io_attach_", block_io_attach } };
 	static const char *const one_label[] = { ONE_PYTHON };
 	static const struct CMUnitTest cli_tests[] = { cmocka_unit_test(names), cmocka_unit_test(mistakes) };
 	int failed;

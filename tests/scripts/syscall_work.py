@@ -10,7 +10,8 @@
 #            thread drains every 2 ms, and fast_writes() 64 KiB to /dev/null; each call timed:
 #            "latency slow=NS fast=NS".
 #   blockio ROUNDS DIR: ROUNDS times, fsync_writes() rewrites 256 KiB of DIR/syscall_work.data and
-#            fsyncs it (the caller's own writeback); "wrote N" (bytes).
+#            fsyncs it (the caller's own writeback); "wrote N" (bytes). ROUNDS 0: "ready" after the
+#            first round, then on until killed, 20 ms between rounds.
 #   spin SECONDS: write_one() as fast as it can for SECONDS: "calls N cpu_s S" (S: user+system
 #            CPU seconds of the process): bench/syscalls.sh's syscall-heavy load.
 import os
@@ -113,9 +114,16 @@ def blockio(rounds, directory):
     path = os.path.join(directory, "syscall_work.data")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     data = b"d" * (256 * 1024)
-    written = 0
-    for _ in range(rounds):
+    written = done = 0
+    while rounds == 0 or done < rounds:
         written += fsync_writes(fd, data)
+        done += 1
+        if rounds == 0:
+            # on until killed: at most some 12 MB/s of a disk the host shares
+            time.sleep(0.02)
+        if done == 1 and rounds == 0:
+            sys.stdout.write("ready\n")
+            sys.stdout.flush()
     os.close(fd)
     os.unlink(path)
     sys.stdout.write("wrote %d\n" % written)
