@@ -13,7 +13,8 @@
  *  - latency: slow_writes() writes into a full pipe a reader drains every 2 ms, fast_writes() to
  *    /dev/null; each times its calls. slow_writes' share of the nanoseconds is the clocks' share
  *    (less 3 points at most), its nanoseconds 70-105% of its clock's (which also holds the GIL's
- *    return), fast_writes' at most its clock's.
+ *    return), fast_writes' at most its clock's. The MOJO file converted to pprof and speedscope
+ *    still says nanoseconds.
  *  - attach (-p): the counts workload running before the profiler; 3:1 within 2 points over at
  *    least MIN_ATTACH_CALLS calls.
  *  - whole host: the same beside dd writing a byte at a time to /dev/null: none of dd's calls is
@@ -134,6 +135,17 @@ static void run_workload(const struct test_python *python, const char *options, 
 	status = run_capture_both(argv, out, len, err, sizeof(err));
 	if (status != 0)
 		fail_msg("%s: pybpfprof %s exited %d: %s", python->label, options, status, err);
+}
+
+/* `pybpfprof convert FROM -o TO`; fails the test if it does not exit 0. */
+static void test_convert_file(const char *from, const char *to)
+{
+	char *argv[] = { (char *)pybpfprof_binary(), "convert", (char *)from, "-o", (char *)to, NULL };
+	char err[4096];
+	int status = run_capture(argv, err, sizeof(err));
+
+	if (status != 0)
+		fail_msg("pybpfprof convert %s -o %s exited %d: %s", from, to, status, err);
 }
 
 static void assert_metadata(const char *path, const char *key, const char *expected)
@@ -268,8 +280,16 @@ static void latency(void **state)
 	assert_true(split.second <= LATENCY_TIME_MAX * (double)fast);
 
 	assert_metadata(mojo, "event_unit", "nanoseconds");
-	test_assert_pprof_sample_types(pprof, "syscall:write/nanoseconds");
+	test_assert_pprof_sample_types(pprof, "syscall:write/nanoseconds\n");
 	test_assert_top_ranks(mojo, "own syscall time, in ns", "slow_writes");
+	assert_true(test_file_holds(speedscope, "\"unit\":\"nanoseconds\""));
+
+	/* The MOJO file converted: its time metric holds nanoseconds, not microseconds. */
+	FORMAT(pprof, "%s/converted.pb.gz", dir);
+	FORMAT(speedscope, "%s/converted.speedscope.json", dir);
+	test_convert_file(mojo, pprof);
+	test_convert_file(mojo, speedscope);
+	test_assert_pprof_sample_types(pprof, "syscall:write/nanoseconds\n");
 	assert_true(test_file_holds(speedscope, "\"unit\":\"nanoseconds\""));
 }
 
