@@ -8,7 +8,8 @@
 #   alone (the baseline calls per second), and again at the end (how much the host's own load
 #     moved the baseline meanwhile);
 #   beside the profiler, not its target (-p an idle Python process), the load's call not asked
-#     for (--event syscall:openat): what every process of the host pays per call;
+#     for (--event syscall:openat): what every process of the host pays per call; once as users
+#     run it (plain), once with --bpf-stats (the kernel's run-time statistics, themselves a cost);
 #   beside it, the load's call asked for (--event syscall:write): a wanted call of a process that
 #     is no target (the bitmap test passes, the target lookup fails);
 #   as the profiler's target (launched, --event syscall:write): each call walked and sent, and
@@ -63,13 +64,14 @@ row() { # name log
 		}' "$2"
 }
 
-# beside NAME EVENT: the load beside a profiler of an idle Python process.
+# beside NAME EVENT [OPTION...]: the load beside a profiler of an idle Python process.
 beside() {
 	local name=$1 event=$2 profiler
+	shift 2
 	"$python" -c 'import time; time.sleep(1e6)' &
 	idle=$!
 	sleep 0.5
-	./pybpfprof --bpf-stats -v --event "$event" -p "$idle" -d $((seconds + 3)) -o "$out/$name.mojo" \
+	./pybpfprof "$@" --event "$event" -p "$idle" -d $((seconds + 3)) -o "$out/$name.mojo" \
 		2>"$out/$name.log" &
 	profiler=$!
 	sleep 2
@@ -90,8 +92,9 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 run alone "$out/alone.log" "${load[@]}"
 row alone "$out/alone.log"
 
-beside beside-unwanted syscall:openat
-beside beside-wanted syscall:write
+beside beside-plain syscall:openat
+beside beside-unwanted syscall:openat --bpf-stats -v
+beside beside-wanted syscall:write --bpf-stats -v
 
 run target "$out/target.log" ./pybpfprof --bpf-stats -v --event syscall:write -o "$out/target.mojo" -- "${load[@]}"
 row target "$out/target.log"
@@ -104,9 +107,9 @@ run alone-again "$out/again.log" "${load[@]}"
 row alone-again "$out/again.log"
 
 echo
-echo "beside: every call of the host runs the entry program (the profiler's run spans the load and a"
-echo "few idle seconds); unwanted: the load's write is not asked for (one bitmap test), wanted: it is,"
-echo "but the load is no target (a bitmap test and a map lookup). target: each call is walked and sent"
-echo "(a million calls a second fill the ring: lost records are the summary's count, each still walked)."
-echo "--bpf-stats times each run inside the program too (two clock reads, some 50 ns of the figures)."
+echo "beside: every call of the host takes the kernel's traced system-call path and runs the entry"
+echo "program (its BPF runs span the load and a few idle seconds). plain: as users run it; the others"
+echo "with --bpf-stats, whose run-time statistics and in-program clock reads (some 50 ns) add to every"
+echo "run. unwanted: the load's write is not asked for (one bitmap test); wanted: it is, but the load is"
+echo "no target (a bitmap test and a map lookup). target: each call walked and sent."
 echo "load average: $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
