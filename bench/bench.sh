@@ -369,6 +369,9 @@ bench/events.sh
 # --event off-cpu: its cost per context switch, the host's and a target's.
 printf '\n'
 bench/offcpu.sh
+# --event syscall: its cost per system call, the host's and a target's.
+printf '\n'
+bench/syscalls.sh
 
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'

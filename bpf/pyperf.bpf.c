@@ -16,6 +16,7 @@
 #include "native_walk.h"
 #include "overhead_budget.h"
 #include "resident_memory.h"
+#include "syscall_events.h"
 #include "thread_state.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -44,6 +45,10 @@ __u64 wakeup_bytes = 0;
 const volatile bool time_samples = false;
 /* --event off-cpu:MIN_US: blocks shorter than this are not sent. */
 const volatile __u64 off_cpu_min_ns = 0;
+/* --event syscall:NAME,...: the wanted calls' numbers, a bit each, and what a call weighs
+ * (include/syscall_events.h). */
+const volatile __u64 syscall_mask[PBP_SYSCALL_MASK_WORDS] = {};
+const volatile __u32 syscall_weight = PBP_SYSCALL_COUNT;
 /* Wall mode: the CLOCK_MONOTONIC time of the iterator pass in progress, set by userspace
  * before each pass: every sample of a pass carries it. */
 __u64 wall_pass_ns = 0;
@@ -606,6 +611,8 @@ int BPF_PROG(pbp_fork, struct task_struct *parent, struct task_struct *child)
 #define PBP_TASK_DEAD 0x0080u
 /* include/linux/sched.h's PF_EXITING: set before sched_process_exit drops the thread's block. */
 #define PBP_PF_EXITING 0x00000004u
+/* PF_IO_WORKER | PF_KTHREAD: a process's io_uring workers share its tgid and memory, not its stacks. */
+#define PBP_PF_KTHREAD 0x00200010u
 
 /* The kernel stack of a switch-out starts in this program and in the tracepoint's caller
  * (bpf_trace_run4), always: not sent. The thread's own stack starts at __schedule, after them
@@ -667,23 +674,13 @@ static __always_inline bool pbp_off_cpu_begin(void *ctx, struct task_struct *pre
 	return true;
 }
 
-/* next comes back on a CPU: its block's record, if it has one waiting, goes out with its length. */
-static __always_inline bool pbp_off_cpu_end(struct task_struct *next, __u64 now_ns)
+/* A parked record, its weight set, into the ring; its slot is free after. */
+static __always_inline void pbp_send_parked(struct pbp_sample_buf *parked)
 {
-	__u32 tid = next->pid, zero = 0;
-	struct pbp_sample_buf *parked = bpf_map_lookup_elem(&off_cpu_blocks, &tid);
-	__u64 since_ns, len, wakeup = BPF_RB_NO_WAKEUP, wakeup_at = wakeup_bytes;
-	void *ring;
+	__u64 len, wakeup = BPF_RB_NO_WAKEUP, wakeup_at = wakeup_bytes;
+	__u32 zero = 0;
+	void *ring = bpf_map_lookup_elem(&events, &zero);
 
-	if (!parked || !parked->rec.time_ns)
-		return false;
-	since_ns = parked->rec.time_ns;
-	if (now_ns - since_ns < off_cpu_min_ns) {
-		parked->rec.time_ns = 0;
-		return true;
-	}
-	parked->rec.blocked_ns = now_ns - since_ns;
-	ring = bpf_map_lookup_elem(&events, &zero);
 	if (parked->rec.reserved)
 		wakeup = BPF_RB_FORCE_WAKEUP;
 	parked->rec.reserved = 0;
@@ -695,6 +692,24 @@ static __always_inline bool pbp_off_cpu_end(struct task_struct *next, __u64 now_
 	else if (wakeup == BPF_RB_FORCE_WAKEUP)
 		pbp_count(PBP_CNT_WAKEUPS);
 	parked->rec.time_ns = 0;
+}
+
+/* next comes back on a CPU: its block's record, if it has one waiting, goes out with its length. */
+static __always_inline bool pbp_off_cpu_end(struct task_struct *next, __u64 now_ns)
+{
+	__u32 tid = next->pid;
+	struct pbp_sample_buf *parked = bpf_map_lookup_elem(&off_cpu_blocks, &tid);
+	__u64 since_ns;
+
+	if (!parked || !parked->rec.time_ns)
+		return false;
+	since_ns = parked->rec.time_ns;
+	if (now_ns - since_ns < off_cpu_min_ns) {
+		parked->rec.time_ns = 0;
+		return true;
+	}
+	parked->rec.blocked_ns = now_ns - since_ns;
+	pbp_send_parked(parked);
 	return true;
 }
 
@@ -710,6 +725,146 @@ int BPF_PROG(pbp_off_cpu, bool preempt, struct task_struct *prev, struct task_st
 	target |= pbp_off_cpu_end(next, now_ns);
 	if (time_samples)
 		pbp_count_add(target ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - now_ns);
+	return 0;
+}
+
+/*
+ * --event syscall:NAME[,NAME...]: each call of a target thread to a named system call, its stacks
+ * taken at entry (the caller's Python and native stacks; the kernel's, the syscall entry path).
+ * Counted, the record goes at entry. Weighed in bytes or nanoseconds, it waits in off_cpu_blocks
+ * (off-cpu and syscalls exclude each other; a thread is in one call at a time) until the call
+ * returns: a call that returns no bytes is not sent. Every call of the host runs the entry
+ * program (and the exit one when weighed): the call's number is tested first, the target map
+ * only for a wanted call.
+ *
+ * --event block-io: each block I/O (bio) queued while a target thread is the current task, its
+ * stacks then, weighed in its bytes. The kernel queues the writes of O_DIRECT and of fsync in
+ * the caller's context; writeback of dirty pages, journal commits and read-ahead done by kernel
+ * threads are theirs, not the target's.
+ */
+
+/* Like a switch-out's, a tracepoint's kernel stack starts in this program and bpf_trace_runN. */
+#define PBP_TRACEPOINT_SKIP_FRAMES 2
+
+static __always_inline bool pbp_syscall_wanted(long id)
+{
+	if (id < 0 || id >= PBP_SYSCALL_MAX)
+		return false;
+	return (syscall_mask[(__u32)id / 64] >> ((__u32)id % 64)) & 1;
+}
+
+/* The current task's record, a target thread's, walked (weight: its event_weight): the scratch
+ * holding it, or NULL. */
+static __always_inline struct pbp_cpu_scratch *pbp_event_record(void *ctx, const struct py_proc_config *config,
+								__u64 pid_tgid, __u64 now_ns, __u64 weight)
+{
+	__u32 zero = 0;
+	struct pbp_cpu_scratch *scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
+	struct pbp_record *rec;
+
+	if (!scratch)
+		return NULL;
+	pbp_count(PBP_CNT_SAMPLES);
+	rec = pbp_begin_record(scratch, now_ns, pid_tgid >> 32, (__u32)pid_tgid, bpf_get_smp_processor_id(), 0);
+	rec->event_weight = weight;
+	if (!(config->flags & PY_PROC_PENDING))
+		pbp_fill_python(config, scratch, NULL);
+	if (native_stacks)
+		pbp_walk_native_of(NULL, NULL, scratch, false);
+	if (kernel_stacks)
+		rec->kernel_frame_count = pbp_fill_kernel_stack(ctx, NULL, scratch, PBP_TRACEPOINT_SKIP_FRAMES);
+	return scratch;
+}
+
+/* The config of the current task's process if it is a target's thread with user memory (not
+ * exiting, not one of its kernel workers), else NULL. */
+static __always_inline const struct py_proc_config *pbp_current_target(__u64 pid_tgid)
+{
+	__u32 tgid = pid_tgid >> 32;
+	const struct py_proc_config *config = bpf_map_lookup_elem(&proc_configs, &tgid);
+	struct task_struct *task;
+
+	if (!config)
+		return NULL;
+	task = bpf_get_current_task_btf();
+	if (!task->mm || (task->flags & (PBP_PF_EXITING | PBP_PF_KTHREAD)))
+		return NULL;
+	return config;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(pbp_syscall_enter, struct pt_regs *regs, long id)
+{
+	__u64 start_ns = time_samples ? bpf_ktime_get_ns() : 0, pid_tgid;
+	const struct py_proc_config *config = NULL;
+	struct pbp_cpu_scratch *scratch;
+
+	if (pbp_syscall_wanted(id)) {
+		pid_tgid = bpf_get_current_pid_tgid();
+		config = pbp_current_target(pid_tgid);
+	}
+	if (config) {
+		scratch = pbp_event_record(ctx, config, pid_tgid, time_samples ? start_ns : bpf_ktime_get_ns(), 1);
+		if (scratch && syscall_weight == PBP_SYSCALL_COUNT)
+			pbp_send_sample(scratch, NULL);
+		else if (scratch)
+			pbp_park_block(scratch, (__u32)pid_tgid);
+	}
+	if (time_samples)
+		pbp_count_add(config ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - start_ns);
+	return 0;
+}
+
+/* A parked call's weight at its return: its bytes or its nanoseconds (0: not sent). */
+static __always_inline __u64 pbp_syscall_weight(const struct pbp_sample_buf *parked, long ret, __u64 now_ns)
+{
+	if (syscall_weight == PBP_SYSCALL_BYTES)
+		return ret > 0 ? (__u64)ret : 0;
+	return now_ns > parked->rec.time_ns ? now_ns - parked->rec.time_ns : 1;
+}
+
+/* Loaded only when a call is weighed: its record, parked at entry, goes out now. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pbp_syscall_exit, struct pt_regs *regs, long ret)
+{
+	__u64 now_ns = bpf_ktime_get_ns(), weight;
+	struct pbp_sample_buf *parked = NULL;
+	__u32 tid;
+
+	if (pbp_syscall_wanted(regs->orig_ax)) {
+		tid = (__u32)bpf_get_current_pid_tgid();
+		parked = bpf_map_lookup_elem(&off_cpu_blocks, &tid);
+	}
+	if (parked && parked->rec.time_ns) {
+		weight = pbp_syscall_weight(parked, ret, now_ns);
+		parked->rec.event_weight = weight;
+		if (weight)
+			pbp_send_parked(parked);
+		parked->rec.time_ns = 0;
+	} else {
+		parked = NULL;
+	}
+	if (time_samples)
+		pbp_count_add(parked ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - now_ns);
+	return 0;
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(pbp_block_io, struct bio *bio)
+{
+	__u64 start_ns = bpf_ktime_get_ns(), pid_tgid = bpf_get_current_pid_tgid();
+	const struct py_proc_config *config = pbp_current_target(pid_tgid);
+	__u32 bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+	struct pbp_cpu_scratch *scratch;
+
+	/* A flush carries no data: nothing to weigh. */
+	if (config && bytes) {
+		scratch = pbp_event_record(ctx, config, pid_tgid, start_ns, bytes);
+		if (scratch)
+			pbp_send_sample(scratch, NULL);
+	}
+	if (time_samples)
+		pbp_count_add(config ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - start_ns);
 	return 0;
 }
 

@@ -112,7 +112,7 @@ struct pbp_record {
 	 * it owns), userspace finding its task. */
 	__u64 running_task;
 	/* The record's weight beside its count, by what sampled it (one of them per run: --event
-	 * off-cpu and --mode memory exclude each other); 0 in every other record. */
+	 * off-cpu, syscall:..., block-io and --mode memory exclude each other); 0 in every other record. */
 	union {
 		/* --event off-cpu: the nanoseconds the thread was blocked, from the switch-out its
 		 * stack was taken at (time_ns) to the switch back in. */
@@ -121,6 +121,10 @@ struct pbp_record {
 		 * shared pages, as /proc/PID/status's VmRSS counts them), in bytes, since this
 		 * thread's previous sample; 0 at a thread's first sample. */
 		__s64 rss_delta;
+		/* --event syscall:... and block-io: what the sample weighs: 1 (a call counted), bytes
+		 * (a call's positive return value, a block I/O's size) or nanoseconds (a call's length,
+		 * entry to exit). Never 0 in a record sent. */
+		__u64 event_weight;
 	};
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */

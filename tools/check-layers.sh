@@ -30,7 +30,7 @@ declare -A allowed=(
 )
 # folders that may include the BPF contract in include/
 contract_users=" sampler target symbolize session cli worker "
-contract_headers=" sample_record.h py_proc_config.h proc_event.h unwind_table.h budget_usage.h "
+contract_headers=" sample_record.h py_proc_config.h proc_event.h unwind_table.h budget_usage.h syscall_events.h "
 
 bad=0 files=0
 while IFS= read -r file; do

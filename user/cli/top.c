@@ -188,10 +188,22 @@ static struct rank_headings headings_of(const char *mode)
 }
 
 /* An --event file's headings: what its weights count. Only the names this build knows are shown
- * (the metadata is the file's to fill, and a terminal is no place for its bytes). */
-static struct rank_headings event_headings(const struct perf_event_spec *event, char *own, char *total, size_t len)
+ * (the metadata is the file's to fill, and a terminal is no place for its bytes). A syscall
+ * file's weight is its unit's (event_unit: NULL where it does not say). */
+static struct rank_headings event_headings(const struct perf_event_spec *event, const char *unit, char *own,
+					   char *total, size_t len)
 {
-	if (event->page_sized)
+	bool syscalls = perf_event_is_syscalls(event);
+
+	if (syscalls && unit && !strcmp(unit, "bytes"))
+		snprintf(own, len, "own syscall bytes (where the calls were made):");
+	else if (syscalls && unit && !strcmp(unit, "nanoseconds"))
+		snprintf(own, len, "own syscall time, in ns (where the calls were made):");
+	else if (syscalls)
+		snprintf(own, len, "own syscalls (where the calls were made):");
+	else if (perf_event_is_block_io(event))
+		snprintf(own, len, "own block-io bytes (where the I/O was issued):");
+	else if (event->page_sized)
 		snprintf(own, len, "own %s, in bytes (where memory was first touched):", event->name);
 	else if (event->off_cpu)
 		snprintf(own, len, "own %s time, in ns (where threads blocked):", event->name);
@@ -203,12 +215,13 @@ static struct rank_headings event_headings(const struct perf_event_spec *event, 
 
 /* What the file holds, then the rankings. A collapsed file's samples are its distinct stacks. */
 static void print_report(const struct function_weights *weights, const char *path, const struct pf_format *format,
-			 const char *mode, const struct perf_event_spec *event, size_t limit)
+			 const char *mode, const struct perf_event_spec *event, const char *unit_name, size_t limit)
 {
 	const char *unit = format->aggregated ? "distinct stack" : "sample";
 	const char *plural = weights->samples == 1 ? "" : "s";
 	char own[96], total[96];
-	struct rank_headings headings = event ? event_headings(event, own, total, sizeof(own)) : headings_of(mode);
+	struct rank_headings headings = event ? event_headings(event, unit_name, own, total, sizeof(own))
+					      : headings_of(mode);
 
 	fput_escaped(stdout, path);
 	if (weights->samples == 0)
@@ -220,6 +233,14 @@ static void print_report(const struct function_weights *weights, const char *pat
 		if (mode)
 			printf(", %s mode", mode);
 		printf(")\n");
+		/* An event's weights add up to what the event measured: the calls, the bytes, the time. */
+		if (event && unit_name && !strcmp(unit_name, "bytes"))
+			printf("%" PRIu64 " bytes in all\n", weights->grand_total);
+		else if (event && unit_name && !strcmp(unit_name, "nanoseconds"))
+			printf("%.6f s in all\n", (double)weights->grand_total / 1e9);
+		else if (event && unit_name && !strcmp(unit_name, "count"))
+			printf("%" PRIu64 " %s in all\n", weights->grand_total,
+			       perf_event_is_syscalls(event) ? "calls" : "events");
 		print_ranking(weights, headings.own, RANK_SELF, limit);
 		print_ranking(weights, headings.total, RANK_TOTAL, limit);
 		if (weights->grand_released) {
@@ -245,12 +266,17 @@ static const char *file_mode(const struct pf_reader *reader)
 	return NULL;
 }
 
-/* The event an --event file was sampled on, NULL if none (or one this build does not know). */
+/* The event an --event file was sampled on, NULL if none (or one this build does not know):
+ * "syscall:write,read" is the syscall event. */
 static const struct perf_event_spec *file_event(const struct pf_reader *reader)
 {
 	const char *name = pf_reader_metadata(reader, "event");
+	char kind[32];
 
-	return name ? perf_event_find(name) : NULL;
+	if (!name)
+		return NULL;
+	snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(name, ":"), name);
+	return perf_event_find(kind);
 }
 
 /* What the live view's header says is profiled. */
@@ -296,7 +322,8 @@ static int top_file(const char *path, size_t limit, bool by_state)
 	if (got < 0)
 		cli_error_print("top", path, got == -ENOMEM ? "out of memory" : pf_reader_error(reader));
 	else
-		print_report(&weights, path, pf_reader_format(reader), file_mode(reader), file_event(reader), limit);
+		print_report(&weights, path, pf_reader_format(reader), file_mode(reader), file_event(reader),
+			     pf_reader_metadata(reader, "event_unit"), limit);
 	if (got >= 0 && by_state) {
 		struct top_state_sources sources;
 

@@ -109,6 +109,7 @@ struct flamegraph_writer {
 	uint64_t sample_count;
 	uint32_t metrics_seen;        /* PF_METRIC_* of any sample: picks the unit */
 	bool counts_ns;               /* the counts are nanoseconds (event_unit: --event off-cpu) */
+	bool bytes_moved;             /* the bytes were moved, not allocated (--event syscall:...:bytes, block-io) */
 	uint32_t kinds_seen;          /* 1 << fg_kind of any frame: the legend's entries */
 	size_t process_count;         /* distinct pids: a process level is drawn past one */
 	int64_t last_process_frame;   /* frame id of last_pid's node, -1 before any */
@@ -359,6 +360,8 @@ static int flamegraph_set_metadata(void *state, const char *key, const char *val
 		return set_diff_side(writer, value);
 	if (strcmp(key, "event_unit") == 0)
 		writer->counts_ns = strcmp(value, "nanoseconds") == 0;
+	if (strcmp(key, "event") == 0)
+		writer->bytes_moved = !strncmp(value, "syscall:", strlen("syscall:")) || !strcmp(value, "block-io");
 	/* The subtitle tells NEW's run. */
 	if (writer->adding_base)
 		return 0;
@@ -913,7 +916,7 @@ static void write_subtitle(const struct flamegraph_writer *writer, FILE *out)
 	}
 	fputs(" \xc2\xb7 width: ", out);
 	fputs(writer_unit(writer) == UNIT_TIME || writer_unit(writer) == UNIT_NANOSECONDS ? "time"
-	      : writer_unit(writer) == UNIT_BYTES ? "bytes allocated"
+	      : writer_unit(writer) == UNIT_BYTES ? (writer->bytes_moved ? "bytes moved" : "bytes allocated")
 	      : writer_unit(writer) == UNIT_EVENTS ? "events"
 						  : "samples",
 	      out);

@@ -57,6 +57,9 @@ struct bpf_sampler {
 	struct bpf_link *exit_link;
 	struct bpf_link *fork_link;
 	struct bpf_link *off_cpu_link;    /* --event off-cpu: the sched_switch program */
+	/* --event syscall:...: the sys_enter program (and sys_exit's, a call weighed);
+	 * --event block-io: block_bio_queue's */
+	struct bpf_link *event_links[2];
 	struct kernel_names *kernel_names; /* NULL until bpf_sampler_open_kernel_names */
 	int stats_fd;
 	struct unwind_maps *unwind_maps;  /* native unwinding's maps (sampler/unwind_maps.h) */
@@ -488,6 +491,46 @@ static bool sampler_off_cpu(const struct bpf_sampler_options *options)
 	return options->event && options->event->off_cpu;
 }
 
+/* --event syscall:... (sampler/syscall_names.h). */
+static bool sampler_syscalls(const struct bpf_sampler_options *options)
+{
+	return options->event && perf_event_is_syscalls(options->event) && options->syscalls;
+}
+
+static bool sampler_block_io(const struct bpf_sampler_options *options)
+{
+	return options->event && perf_event_is_block_io(options->event);
+}
+
+/* Whether the sys_exit program runs: a call weighed by its bytes or its length. */
+static bool sampler_syscall_exits(const struct bpf_sampler_options *options)
+{
+	return sampler_syscalls(options) && options->syscalls->weight != PBP_SYSCALL_COUNT;
+}
+
+/* The tracepoint programs of syscall and block-io events, attached in this order. */
+static void event_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
+			   struct bpf_program *programs[2])
+{
+	programs[0] = sampler_syscalls(options)	  ? sampler->skel->progs.pbp_syscall_enter
+		      : sampler_block_io(options) ? sampler->skel->progs.pbp_block_io
+						  : NULL;
+	programs[1] = sampler_syscall_exits(options) ? sampler->skel->progs.pbp_syscall_exit : NULL;
+}
+
+static int attach_event_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
+				 char *errbuf, size_t errlen)
+{
+	struct bpf_program *programs[2];
+	int err = 0;
+
+	event_programs(sampler, options, programs);
+	for (size_t i = 0; i < 2 && !err; i++)
+		if (programs[i])
+			err = attach_tracepoint(programs[i], &sampler->event_links[i], errbuf, errlen);
+	return err;
+}
+
 /* The records per second per CPU the ring is sized for. */
 static unsigned ring_rate_hz(const struct bpf_sampler_options *options)
 {
@@ -542,6 +585,7 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 			 char *errbuf, size_t errlen)
 {
 	bool off_cpu = sampler_off_cpu(options);
+	bool tracepoint = options->event && perf_event_is_tracepoint(options->event);
 	size_t ring_bytes = ring_bytes_for(options);
 	int err;
 
@@ -560,13 +604,21 @@ static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_o
 	sampler->skel->rodata->exceptions_only = options->exceptions_only;
 	sampler->skel->rodata->page_bytes = (uint64_t)sysconf(_SC_PAGESIZE);
 	sampler->skel->rodata->time_samples = options->time_samples;
-	sampler->skel->rodata->overhead_budget = options->overhead_budget && !options->wall && !off_cpu;
+	sampler->skel->rodata->overhead_budget = options->overhead_budget && !options->wall && !tracepoint;
 	if (off_cpu)
 		sampler->skel->rodata->off_cpu_min_ns = options->event_period * 1000;
 	/* Each mode loads only the program it runs: verifying the others would only cost time. */
 	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
 	bpf_program__set_autoload(sampler->skel->progs.pbp_off_cpu, off_cpu);
-	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall && !off_cpu);
+	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall && !tracepoint);
+	bpf_program__set_autoload(sampler->skel->progs.pbp_syscall_enter, sampler_syscalls(options));
+	bpf_program__set_autoload(sampler->skel->progs.pbp_syscall_exit, sampler_syscall_exits(options));
+	bpf_program__set_autoload(sampler->skel->progs.pbp_block_io, sampler_block_io(options));
+	if (sampler_syscalls(options)) {
+		memcpy((void *)sampler->skel->rodata->syscall_mask, options->syscalls->mask,
+		       sizeof(options->syscalls->mask));
+		sampler->skel->rodata->syscall_weight = options->syscalls->weight;
+	}
 	bpf_program__set_autoload(sampler->skel->progs.pbp_ksym_names, options->kernel_stacks);
 	size_unwind_rows(sampler, options);
 	err = pyperf_bpf__load(sampler->skel);
@@ -637,6 +689,8 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 		err = start_wall(sampler, options, errbuf, errlen);
 	else if (!err && sampler_off_cpu(options))
 		err = attach_tracepoint(sampler->skel->progs.pbp_off_cpu, &sampler->off_cpu_link, errbuf, errlen);
+	else if (!err && (sampler_syscalls(options) || sampler_block_io(options)))
+		err = attach_event_programs(sampler, options, errbuf, errlen);
 	else if (!err)
 		err = attach_perf_events(sampler, options, errbuf, errlen);
 	if (err) {
@@ -1064,6 +1118,13 @@ int bpf_sampler_enable_stats(struct bpf_sampler *sampler)
 	return sampler->stats_fd < 0 ? -errno : 0;
 }
 
+/* The program an event's occurrence runs first: block_bio_queue's or sys_enter's. */
+static struct bpf_program *event_entry_program(struct bpf_sampler *sampler)
+{
+	return bpf_program__autoload(sampler->skel->progs.pbp_block_io) ? sampler->skel->progs.pbp_block_io
+									 : sampler->skel->progs.pbp_syscall_enter;
+}
+
 int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, uint64_t *run_count)
 {
 	struct bpf_prog_info info;
@@ -1072,12 +1133,21 @@ int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, u
 	memset(&info, 0, sizeof(info));
 	struct bpf_program *prog = sampler->wall_links	  ? sampler->skel->progs.pbp_wall
 				   : sampler->off_cpu_link ? sampler->skel->progs.pbp_off_cpu
+				   : sampler->event_links[0] ? event_entry_program(sampler)
 							   : sampler->skel->progs.pbp_sample;
 
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &info_len))
 		return -errno;
 	*run_time_ns = info.run_time_ns;
 	*run_count = info.run_cnt;
+	/* A call weighed runs the exit program too: its time is the call's, not a run of its own. */
+	if (sampler->event_links[1]) {
+		memset(&info, 0, sizeof(info));
+		info_len = sizeof(info);
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(sampler->skel->progs.pbp_syscall_exit), &info, &info_len))
+			return -errno;
+		*run_time_ns += info.run_time_ns;
+	}
 	return 0;
 }
 
@@ -1112,6 +1182,8 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	bpf_link__destroy(sampler->exit_link);
 	bpf_link__destroy(sampler->fork_link);
 	bpf_link__destroy(sampler->off_cpu_link);
+	for (size_t i = 0; i < sizeof(sampler->event_links) / sizeof(sampler->event_links[0]); i++)
+		bpf_link__destroy(sampler->event_links[i]);
 	kernel_names_close(sampler->kernel_names);
 	/* the publisher uses the skeleton and the ring's descriptor */
 	publish_join(sampler);

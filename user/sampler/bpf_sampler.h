@@ -18,6 +18,7 @@
 #include "proc_event.h"
 #include "sampler/kernel_names.h"
 #include "sampler/perf_events.h"
+#include "sampler/syscall_names.h"
 #include "py_proc_config.h"
 #include "sample_record.h"
 #include "unwind_table.h"
@@ -56,6 +57,8 @@ struct bpf_sampler_options {
 	 * NULL: the cpu-clock. */
 	const struct perf_event_spec *event;
 	uint64_t event_period;
+	/* event syscall: the calls traced and what one weighs (sampler/syscall_names.h). */
+	const struct syscall_filter *syscalls;
 };
 
 /* Wall mode: what the pass thread did. */

@@ -21,6 +21,8 @@ static const struct perf_event_spec events[] = {
 	{ "alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS, 1, false, false },
 	{ "emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS, 1, false, false },
 	{ "off-cpu", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, 0, false, true },
+	{ .name = "syscall", .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY },
+	{ .name = "block-io", .type = PERF_TYPE_SOFTWARE, .config = PERF_COUNT_SW_DUMMY },
 	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 10000000, false, false },
 	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 10000000, false, false },
 	{ "cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, 100000, false, false },
@@ -78,4 +80,24 @@ const char *perf_event_names(char *buffer, size_t size)
 bool perf_event_is_hardware(const struct perf_event_spec *spec)
 {
 	return spec->type == PERF_TYPE_HARDWARE;
+}
+
+bool perf_event_is_syscalls(const struct perf_event_spec *spec)
+{
+	return strcmp(spec->name, "syscall") == 0;
+}
+
+bool perf_event_is_block_io(const struct perf_event_spec *spec)
+{
+	return strcmp(spec->name, "block-io") == 0;
+}
+
+bool perf_event_is_tracepoint(const struct perf_event_spec *spec)
+{
+	return spec->off_cpu || perf_event_is_syscalls(spec) || perf_event_is_block_io(spec);
+}
+
+const char *perf_event_unit_name(enum perf_event_unit unit)
+{
+	return unit == PERF_EVENT_BYTES ? "bytes" : unit == PERF_EVENT_NANOSECONDS ? "nanoseconds" : "count";
 }

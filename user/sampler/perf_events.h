@@ -23,6 +23,10 @@ struct perf_event_spec {
 	bool off_cpu;
 };
 
+/* What one sample of an event weighs: the occurrences it stands for, bytes (page faults, a
+ * block I/O, a call's bytes), or nanoseconds (off-cpu's blocks, a call's length). */
+enum perf_event_unit { PERF_EVENT_COUNT, PERF_EVENT_BYTES, PERF_EVENT_NANOSECONDS };
+
 /* The largest period taken: a sample's events (its period times its stride) stay far from
  * overflowing the profile's 64-bit counts. */
 #define PERF_EVENT_MAX_PERIOD (1ull << 40)
@@ -35,5 +39,14 @@ const char *perf_event_names(char *buffer, size_t size);
 #define PERF_EVENT_MAX_OFF_CPU_US 60000000ull
 /* Whether the event needs a hardware performance monitoring unit. */
 bool perf_event_is_hardware(const struct perf_event_spec *spec);
+/* Not perf events but tracepoints (bpf/pyperf.bpf.c): syscall:NAME,... (the calls of
+ * sampler/syscall_names.h's filter, one sample each) and block-io (each block I/O a target
+ * thread queues, weighed in its bytes). Neither takes a period. */
+bool perf_event_is_syscalls(const struct perf_event_spec *spec);
+bool perf_event_is_block_io(const struct perf_event_spec *spec);
+/* off-cpu, syscalls or block-io: one sample per occurrence, no perf event opened. */
+bool perf_event_is_tracepoint(const struct perf_event_spec *spec);
+/* "count", "bytes", "nanoseconds": the profiles' event_unit. */
+const char *perf_event_unit_name(enum perf_event_unit unit);
 
 #endif

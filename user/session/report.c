@@ -220,12 +220,10 @@ static void report_event_metadata(struct session *session)
 	const struct session_options *options = session->options;
 	char text[32];
 
-	set_metadata_all(session, "event", options->event->name);
+	set_metadata_all(session, "event", session_event_name(options));
 	snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_period);
 	set_metadata_all(session, "event_period", text);
-	set_metadata_all(session, "event_unit", options->event->page_sized ? "bytes"
-						: options->event->off_cpu ? "nanoseconds"
-									  : "count");
+	set_metadata_all(session, "event_unit", perf_event_unit_name(session_event_unit(options)));
 	if (options->event->page_sized) {
 		snprintf(text, sizeof(text), "%" PRIu64, session->resolver.event_bytes);
 		set_metadata_all(session, "page_size", text);
@@ -238,7 +236,7 @@ void report_start_metadata(struct session *session)
 	uint64_t period_us = 1000000 / options->frequency_hz;
 	/* Austin's memory mode is the one whose metric is bytes: a fault event's; counted events
 	 * carry their counts in cpu mode's metric. */
-	bool event_bytes = options->event && options->event->page_sized;
+	bool event_bytes = options->event && session_event_unit(options) == PERF_EVENT_BYTES;
 	struct pf_run_info info = {
 		.interval_us = period_us ? period_us : 1,
 		.mode = event_bytes ? "memory" : session_mode_name(options->mode),

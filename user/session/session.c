@@ -495,6 +495,7 @@ static int open_sampler(struct session *session)
 		.wall_pid_count = options->command || options->children ? 0 : options->pid_count,
 		.event = options->event,
 		.event_period = options->event_period,
+		.syscalls = &options->syscalls,
 	};
 	struct errbuf error = { "" };
 	int err = bpf_sampler_open(&session->sampler, &sampler_options, error.text, sizeof(error.text));
@@ -670,11 +671,16 @@ static int set_up(struct session *session, int *failed_status)
 	err = sample_resolve_init(&session->resolver, open_kernel_names(session) ? name_kernel_addresses : NULL,
 				  session->sampler, 1000000 / options->frequency_hz);
 	if (!err && options->event) {
-		/* off-cpu's period is its shortest block: each of its samples is one block */
-		session->resolver.event_period = options->event->off_cpu	 ? 1
+		bool tracepoint = perf_event_is_tracepoint(options->event);
+		enum perf_event_unit unit = session_event_unit(options);
+
+		/* off-cpu's period is its shortest block: each of its samples is one block; a call or
+		 * a block I/O is one sample too */
+		session->resolver.event_period = tracepoint		 ? 1
 						 : options->event_period ? options->event_period
 									 : options->event->default_period;
-		session->resolver.event_blocked_ns = options->event->off_cpu;
+		session->resolver.event_blocked_ns = tracepoint && unit == PERF_EVENT_NANOSECONDS;
+		session->resolver.event_weight_bytes = tracepoint && unit == PERF_EVENT_BYTES;
 		session->resolver.event_bytes = options->event->page_sized ? (uint64_t)sysconf(_SC_PAGESIZE) : 0;
 	}
 	session->resolver.memory_deltas = options->mode == SESSION_MODE_MEMORY;
@@ -759,6 +765,23 @@ const char *session_mode_name(enum session_mode mode)
 	return mode == SESSION_MODE_CPU || mode == SESSION_MODE_EXCEPTION ? "cpu"
 	       : mode == SESSION_MODE_MEMORY				  ? "memory"
 									  : "wall";
+}
+
+const char *session_event_name(const struct session_options *options)
+{
+	return perf_event_is_syscalls(options->event) ? options->syscalls.text : options->event->name;
+}
+
+enum perf_event_unit session_event_unit(const struct session_options *options)
+{
+	const struct perf_event_spec *event = options->event;
+
+	if (event->page_sized || perf_event_is_block_io(event) ||
+	    (perf_event_is_syscalls(event) && options->syscalls.weight == PBP_SYSCALL_BYTES))
+		return PERF_EVENT_BYTES;
+	if (event->off_cpu || (perf_event_is_syscalls(event) && options->syscalls.weight == PBP_SYSCALL_LATENCY))
+		return PERF_EVENT_NANOSECONDS;
+	return PERF_EVENT_COUNT;
 }
 
 bool session_mode_on_ticks(enum session_mode mode)

@@ -13,6 +13,8 @@
 #include <sys/types.h>
 
 #include "profile/profile.h"
+#include "sampler/perf_events.h"
+#include "sampler/syscall_names.h"
 
 #define SESSION_MAX_OUTPUTS 8
 #define SESSION_MAX_PIDS 64
@@ -62,6 +64,7 @@ struct session_options {
 	 * (0: its default) instead of the cpu-clock; NULL: the cpu-clock. */
 	const struct perf_event_spec *event;
 	uint64_t event_period;
+	struct syscall_filter syscalls; /* --event syscall:NAME,...: the calls and what one weighs */
 	double duration_s;         /* 0: until Ctrl-C, SIGTERM, or every target has exited */
 	bool kernel_stacks;
 	bool native_frames;      /* name the native function of samples outside the interpreter */
@@ -97,6 +100,10 @@ struct session_options {
 /* Austin's name for the mode: "cpu" (exception mode's samples are cpu ticks), "memory", "wall"
  * (a stack dump samples as wall does, gil mode is the wall sampler kept to GIL holders). */
 const char *session_mode_name(enum session_mode mode);
+/* An --event run's event as profiles name it ("page-faults", "syscall:write,read") and what
+ * its samples weigh. */
+const char *session_event_name(const struct session_options *options);
+enum perf_event_unit session_event_unit(const struct session_options *options);
 /* Whether the mode samples on the perf events (the cpu-clock or --event), not the wall iterator. */
 bool session_mode_on_ticks(enum session_mode mode);
 

@@ -45,10 +45,14 @@ static void set_window_metadata(struct windows *windows)
 	if (windows->options->event) {
 		const struct perf_event_spec *event = windows->options->event;
 
-		windows->ops->set_metadata(windows->state, "event", event->name);
+		windows->ops->set_metadata(windows->state, "event", session_event_name(windows->options));
 		snprintf(text, sizeof(text), "%" PRIu64,
-			 windows->options->event_period ? windows->options->event_period : event->default_period);
+			 perf_event_is_tracepoint(event)  ? 1
+			 : windows->options->event_period ? windows->options->event_period
+							  : event->default_period);
 		windows->ops->set_metadata(windows->state, "event_period", text);
+		windows->ops->set_metadata(windows->state, "event_unit",
+					   perf_event_unit_name(session_event_unit(windows->options)));
 	}
 }
 

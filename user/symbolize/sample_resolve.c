@@ -567,6 +567,10 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 			sample->metrics |= PF_METRIC_MEMORY;
 			sample->memory = (int64_t)(sample->count * resolver->event_bytes);
 		}
+		if (resolver->event_weight_bytes) {
+			sample->metrics |= PF_METRIC_MEMORY;
+			sample->memory = record->event_weight > INT64_MAX ? INT64_MAX : (int64_t)record->event_weight;
+		}
 	}
 	if (resolver->memory_deltas) {
 		sample->metrics = PF_METRIC_MEMORY;

@@ -73,8 +73,12 @@ struct sample_resolver {
 	 * samples carry time), and the bytes one occurrence weighs (0: counted, not weighed). */
 	uint64_t event_period;
 	uint64_t event_bytes;
-	/* --event off-cpu: a sample is one block, its count the nanoseconds blocked (the record's blocked_ns). */
+	/* --event off-cpu: a sample is one block, its count the nanoseconds blocked (the record's
+	 * blocked_ns); syscall:...:latency, a call, its count the call's nanoseconds (event_weight). */
 	bool event_blocked_ns;
+	/* --event block-io, syscall:...:bytes: a sample is one occurrence weighing its record's
+	 * event_weight in bytes. */
+	bool event_weight_bytes;
 	/* Memory mode: a sample weighs its record's rss_delta in bytes, not time. */
 	bool memory_deltas;
 	struct intern_table kernel_names; /* "symbol [module]" / "0x..." strings, kept for the run */

@@ -52,6 +52,9 @@ struct mojo_reader {
 	/* A cpu-mode file pybpfprof wrote, and its interval: a sample's time is then a whole number
 	 * of intervals, the ticks it stands for (more than one where --max-overhead thinned). */
 	bool ours, cpu_mode;
+	/* An --event file (its "event" metadata): its TIME metric holds the event's counts, in the
+	 * event_unit metadata's unit (occurrences, nanoseconds), not microseconds. */
+	bool event_counts;
 	uint64_t interval_us;
 
 	bool seen_stack;  /* definitions need a pid */
@@ -173,6 +176,8 @@ static int add_metadata(struct mojo_reader *reader, const char *key, const char 
 		reader->ours = true;
 	else if (strcmp(key, "interval") == 0)
 		reader->interval_us = strtoull(value, NULL, 10);
+	else if (strcmp(key, "event") == 0)
+		reader->event_counts = true;
 	return 0;
 }
 
@@ -467,6 +472,12 @@ static int yield_sample(struct mojo_reader *reader, struct pf_sample *sample)
 			  (reader->has_memory ? PF_METRIC_MEMORY : 0);
 	sample->time_us = reader->time_us;
 	sample->samples = samples_of(reader, reader->time_us);
+	if (reader->ours && reader->event_counts && reader->has_time) {
+		sample->metrics = (sample->metrics & ~PF_METRIC_TIME) | PF_METRIC_COUNT;
+		sample->count = reader->time_us;
+		sample->time_us = 0;
+		sample->samples = 1;
+	}
 	sample->memory = reader->memory;
 	sample->frame_count = frames->count;
 	sample->frames = frames->items;

@@ -501,7 +501,12 @@ static int build_value_types(struct pprof_writer *writer, struct pprof_message *
 	bool timed = writer->metrics_seen & PF_METRIC_TIME;
 	/* Memory mode's bytes are signed (+ grown, - released), not what pprof's "space" allocated. */
 	bool memory_mode = !writer->event[0] && !strcmp(writer->mode, "memory");
-	const char *kind = timed ? (writer->mode[0] ? writer->mode : "cpu") : memory_mode ? "memory" : "space";
+	/* The bytes of --event syscall:...:bytes and block-io were moved, not allocated. */
+	bool io_bytes = !strncmp(writer->event, "syscall:", strlen("syscall:")) || !strcmp(writer->event, "block-io");
+	const char *kind = timed		? (writer->mode[0] ? writer->mode : "cpu")
+			   : memory_mode	? "memory"
+			   : io_bytes		? "io"
+						: "space";
 	int64_t names[5] = { string_index(writer, writer->event[0] ? writer->event : "samples"),
 			     string_index(writer, writer->event_ns ? "nanoseconds" : "count"), string_index(writer, kind),
 			     string_index(writer, timed ? "nanoseconds" : "bytes"), 0 };

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+#include "sampler/syscall_names.h"
+
+#include <errno.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+
+int syscall_number(const char *name)
+{
+	/* libseccomp answers a name of another architecture with a negative pseudo-number. */
+	int number = seccomp_syscall_resolve_name(name);
+
+	return number >= 0 && number < PBP_SYSCALL_MAX ? number : -ENOENT;
+}
+
+bool syscall_returns_bytes(const char *name)
+{
+	static const char *const moving[] = {
+		"read",	    "write",	 "pread64",	  "pwrite64", "readv",	 "writev",   "preadv",
+		"pwritev",  "preadv2",	 "pwritev2",	  "recvfrom", "sendto",	 "recvmsg",  "sendmsg",
+		"sendfile", "splice",	 "tee",		  "vmsplice", "copy_file_range", "getrandom",
+		"process_vm_readv", "process_vm_writev",
+	};
+
+	for (size_t i = 0; i < sizeof(moving) / sizeof(moving[0]); i++)
+		if (strcmp(name, moving[i]) == 0)
+			return true;
+	return false;
+}
+
+size_t syscall_known_names(const char **names, size_t max)
+{
+	static char *known[PBP_SYSCALL_MAX];
+	static size_t known_count;
+	size_t count = 0;
+
+	if (!known_count)
+		for (int number = 0; number < PBP_SYSCALL_MAX; number++) {
+			char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, number);
+
+			if (name)
+				known[known_count++] = name;
+		}
+	for (size_t i = 0; i < known_count && count < max; i++)
+		names[count++] = known[i];
+	return count;
+}
+
+void syscall_filter_add(struct syscall_filter *filter, int number)
+{
+	if (number >= 0 && number < PBP_SYSCALL_MAX)
+		filter->mask[number / 64] |= 1ull << (number % 64);
+}
