@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "sampler/bpf_sampler.h"
-#include "sampler/unwind_maps.h"
+#include "unwind/unwind_maps.h"
 #include "symbolize/symbolize_py.h"
 #include "elf/elf_file.h"
 #include "proc/proc_maps.h"

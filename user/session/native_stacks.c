@@ -2,7 +2,7 @@
 /*
  * The targets' native-unwinding tables in BPF (include/unwind_table.h): the
  * cache (unwind/unwind_cache.h) builds one table per file, this uploads it
- * into the sampler's maps (sampler/unwind_maps.h) before the mappings of a
+ * into the sampler's maps (unwind/unwind_maps.h) before the mappings of a
  * process that use it, and keeps each ready target's mappings current: when it
  * becomes ready, when it exec's or exits, and when a walk stops at a pc in a
  * library loaded since.
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sampler/unwind_maps.h"
+#include "unwind/unwind_maps.h"
 #include "symbolize/symbolize_native.h"
 #include "proc/launch_files.h"
 #include "unwind/stack_copy_unwind.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "sampler/unwind_maps.h"
+#include "unwind/unwind_maps.h"
 
 #include <errno.h>
 #include <pthread.h>
