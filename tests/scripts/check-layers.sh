@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The layering of user/: each folder may include only the folders below it.
 #
-#   cli -> session -> {sampler, python, unwind, symbolize, formats};  sampler -> unwind
+#   cli -> session -> {sampler, python, unwind, symbolize, formats, push};  sampler -> unwind
 #   symbolize -> {python, unwind}, profile;  formats -> profile;  everything -> util
 #   python, unwind -> elf -> proc (the processes profiled: maps, memory, launch)
 #   python, unwind, symbolize -> parser (root's side of the parser worker) -> util
@@ -28,9 +28,10 @@ declare -A allowed=(
 	[unwind]="unwind elf proc parser util"
 	[worker]="worker python unwind elf proc parser util"
 	[sampler]="sampler unwind util"
+	[push]="push util"
 	[symbolize]="symbolize python unwind elf proc parser profile util"
-	[session]="session sampler python unwind elf proc symbolize parser formats profile util"
-	[cli]="cli session worker sampler python unwind elf proc symbolize parser formats profile util"
+	[session]="session push sampler python unwind elf proc symbolize parser formats profile util"
+	[cli]="cli session push worker sampler python unwind elf proc symbolize parser formats profile util"
 )
 # folders that may include the BPF contract in include/
 contract_users=" sampler python unwind symbolize session cli worker "

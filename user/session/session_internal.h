@@ -17,7 +17,7 @@
 #include "sample_record.h"
 #include "sampler/bpf_sampler.h"
 #include "session/overhead_budget.h"
-#include "session/push_client.h"
+#include "push/push_client.h"
 #include "session/session.h"
 #include "symbolize/sample_resolve.h"
 #include "proc/launch.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-#include "session/push_client.h"
+#include "push/push_client.h"
 
-#include "session/curl_lib.h"
+#include "push/curl_lib.h"
 
 #include "util/clock.h"
 #include "util/errbuf.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "session/curl_lib.h"
+#include "push/curl_lib.h"
 
 #include "util/array.h"
 #include "util/errbuf.h"

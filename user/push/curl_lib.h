@@ -5,8 +5,8 @@
  * into every run, some 4 MB of the profiler's resident memory and most of its
  * dynamic-loader time, for a feature most runs do not use.
  */
-#ifndef PYBPFPROF_SESSION_CURL_LIB_H
-#define PYBPFPROF_SESSION_CURL_LIB_H
+#ifndef PYBPFPROF_PUSH_CURL_LIB_H
+#define PYBPFPROF_PUSH_CURL_LIB_H
 
 #include <curl/curl.h>
 #include <stddef.h>
