@@ -24,7 +24,7 @@
 #include "elf/elf_symbols.h"
 #include "proc/proc_identity.h"
 #include "python/py_runtime_file.h"
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 #include "util/clock.h"
 #include "worker/unwind_build.h"
 

@@ -71,7 +71,7 @@ static void the_bpf_contract_is_refused_in_formats(void **state)
 	assert_non_null(strstr(out, "\"sample_record.h\""));
 }
 
-/* ... also when named in angle brackets, as unwind/unwind_table.h names the contract it shares a name with. */
+/* ... also when named in angle brackets, as unwind/'s headers name the contract. */
 static void the_bpf_contract_in_angle_brackets_is_refused_in_formats(void **state)
 {
 	char command[1024], dir[200], out[4096];

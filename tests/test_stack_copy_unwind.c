@@ -14,7 +14,7 @@
 
 #include "sample_record.h"
 #include "unwind/stack_copy_unwind.h"
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 #include "worker/unwind_build.h"
 
 #define COPY_MAX (1u << 20)

@@ -66,7 +66,7 @@ while IFS= read -r file; do
 		fi
 	done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
 		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/')
-	# <name.h> reaches include/ too (unwind/unwind_table.h must: its own name hides the contract's)
+	# <name.h> reaches include/ too (unwind/'s headers name the contract so)
 	while IFS=: read -r line header; do
 		[[ $contract_headers == *" $header "* ]] || continue
 		[[ $contract_users == *" $layer "* ]] && continue

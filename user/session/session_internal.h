@@ -24,7 +24,7 @@
 #include "python/py_thread_name.h"
 #include "python/target_set.h"
 #include "unwind/unwind_cache.h"
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 #include "util/errbuf.h"
 #include "util/intern.h"
 

@@ -18,7 +18,7 @@
 #include "elf/elf_file.h"
 #include "elf/elf_symbols.h"
 #include "proc/proc_maps.h"
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 
 /* Jobs waiting for the helper thread; past it a file waits for a later lookup. */
 #define NATIVE_SYMBOL_LOADER_MAX_QUEUED 256

@@ -14,7 +14,7 @@
 
 #include <unwind_table.h>
 
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 
 /* A walk's own stops beside enum unwind_stop's. */
 enum {

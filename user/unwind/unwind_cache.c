@@ -14,7 +14,7 @@
 #include "elf/elf_file.h"
 #include "proc/proc_maps.h"
 #include "unwind/unwind_chunks.h"
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 #include "elf/vdso.h"
 #include "util/array.h"
 #include "util/clock.h"

@@ -8,7 +8,7 @@
  * Python of the same build reuses it); files that cannot have one (no CFI,
  * too many rows, no room left, a parser worker that died on it) are
  * remembered so they are never built again. The rows are built by the parser
- * worker (unwind/unwind_table.h's unwind_table_from_worker): root reads no CFI.
+ * worker (unwind/file_table.h's unwind_table_from_worker): root reads no CFI.
  *
  * The cache places each table in a chunk of the rows map (unwind/unwind_chunks.h:
  * the capacity given at init is the most the chunks may hold) and gives it a
@@ -29,7 +29,7 @@
 
 #include "parser/parser_client.h"
 #include "proc/proc_maps.h"
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 
 /* Slots of the rows map idle tables (files no process maps any more) may hold: past it the
  * longest idle goes. 4 MiB of rows: a few interpreters' libpython and libc. */

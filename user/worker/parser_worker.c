@@ -457,7 +457,7 @@ static int py_runtime(const struct parser_request *request, int fd)
 }
 
 /* The file's compact unwind table (worker/unwind_build.h): its head, then its rows as BPF loads
- * them. Root checks each and builds the page index itself (unwind/unwind_table.h). */
+ * them. Root checks each and builds the page index itself (unwind/file_table.h). */
 static int unwind_rows(const struct parser_request *request, int fd)
 {
 	struct parser_unwind_head head = { 0 };

@@ -4,7 +4,7 @@
  * against the file's code as root reads it itself, then indexed for BPF's search. The rows
  * are built in the worker (worker/unwind_build.c); nothing here reads a file's CFI.
  */
-#include "unwind/unwind_table.h"
+#include "unwind/file_table.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -2,18 +2,18 @@
 /*
  * The compact unwind table of one ELF file (include/unwind_table.h) as root
  * holds it. The parser worker builds it from the file's .eh_frame, else its
- * .debug_frame (worker/unwind_build.h); root asks for it (target/unwind_rows.h),
+ * .debug_frame (worker/unwind_build.h); root asks for it (unwind_table_from_worker),
  * checks every row it receives against the file's code as root reads it itself,
  * and indexes it. Root reads nothing of a file here but its ELF and program
  * headers and its build-id note, with bounded preads.
  */
-#ifndef PYBPFPROF_UNWIND_TABLE_BUILD_H
-#define PYBPFPROF_UNWIND_TABLE_BUILD_H
+#ifndef PYBPFPROF_UNWIND_FILE_TABLE_H
+#define PYBPFPROF_UNWIND_FILE_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* The contract in include/: a quoted name would find this very file first. */
+/* The contract in include/. */
 #include <unwind_table.h>
 
 #include "parser/parser_client.h"
