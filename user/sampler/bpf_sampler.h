@@ -41,7 +41,7 @@ struct bpf_sampler_options {
 	bool exceptions_only;
 	bool time_samples;      /* BPF times each target sample (PBP_CNT_TARGET_NS): --bpf-stats */
 	/* --max-overhead (cpu mode): BPF accounts each target's ticks and time, and keeps one tick
-	 * in the stride bpf_sampler_set_budget_stride gives it (bpf/overhead_budget.h). */
+	 * in the stride bpf_sampler_set_budget_stride gives it (bpf/overhead_accounts.h). */
 	bool overhead_budget;
 	/* Wall mode: iterate only these processes' threads (one iterator each); none: every task
 	 * of the host, each looked up in the target map (a target set that changes: -C, a

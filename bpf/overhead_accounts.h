@@ -6,8 +6,8 @@
  * Thinning by count keeps the kept ticks evenly spread over the target's CPU time, so its
  * shares stay true; the weights keep its totals (and its share of a whole host) true.
  */
-#ifndef PYBPFPROF_BPF_OVERHEAD_BUDGET_H
-#define PYBPFPROF_BPF_OVERHEAD_BUDGET_H
+#ifndef PYBPFPROF_BPF_OVERHEAD_ACCOUNTS_H
+#define PYBPFPROF_BPF_OVERHEAD_ACCOUNTS_H
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
