@@ -57,7 +57,7 @@ FUZZ_CFLAGS   := -O1 -g -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(BUIL
 		 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # The layers a harness reaches (no BPF skeleton needed), built with libFuzzer's coverage.
 FUZZ_LIB_OBJS := $(patsubst user/%.c,$(BUILD)/fuzz/lib/%.o,$(filter user/util/% user/profile/% \
-		 user/formats/% user/target/% user/symbolize/% user/parser/% user/worker/% \
+		 user/formats/% user/proc/% user/elf/% user/python/% user/unwind/% user/symbolize/% user/parser/% user/worker/% \
 		 user/cli/annotate.c user/cli/cli_error.c user/cli/options.c,$(LIB_SRCS))) $(BUILD)/fuzz/lib/gen/profile.pb-c.o
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 
@@ -197,12 +197,12 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/harness/entry_%.o $(BUILD)/fuzz/harness/fuzz
 # layouts of 3.11-3.13 come from those interpreters' debug information (gdb), and the
 # instruction names of 3.11-3.15 from their dis and opcode modules.
 gen-offsets:
-	sh tools/gen_py_offsets.sh > user/target/py_offsets_table.inc.new
-	mv user/target/py_offsets_table.inc.new user/target/py_offsets_table.inc
-	sh tools/gen_debug_layouts.sh > user/target/py_debug_layouts.inc.new
-	mv user/target/py_debug_layouts.inc.new user/target/py_debug_layouts.inc
-	sh tools/gen_asyncio_layouts.sh > user/target/py_asyncio_table.inc.new
-	mv user/target/py_asyncio_table.inc.new user/target/py_asyncio_table.inc
+	sh tools/gen_py_offsets.sh > user/python/py_offsets_table.inc.new
+	mv user/python/py_offsets_table.inc.new user/python/py_offsets_table.inc
+	sh tools/gen_debug_layouts.sh > user/python/py_debug_layouts.inc.new
+	mv user/python/py_debug_layouts.inc.new user/python/py_debug_layouts.inc
+	sh tools/gen_asyncio_layouts.sh > user/python/py_asyncio_table.inc.new
+	mv user/python/py_asyncio_table.inc.new user/python/py_asyncio_table.inc
 	sh tools/gen_py_opcodes.sh > user/profile/py_opcode_table.inc.new
 	mv user/profile/py_opcode_table.inc.new user/profile/py_opcode_table.inc
 

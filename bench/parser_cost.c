@@ -20,11 +20,11 @@
 
 #include "parser/parser_client.h"
 #include "parser/parser_protocol.h"
-#include "target/elf_file.h"
-#include "target/elf_symbols.h"
-#include "target/proc_identity.h"
-#include "target/py_runtime_file.h"
-#include "target/unwind_table.h"
+#include "elf/elf_file.h"
+#include "elf/elf_symbols.h"
+#include "proc/proc_identity.h"
+#include "python/py_runtime_file.h"
+#include "unwind/file_table.h"
 #include "util/clock.h"
 #include "worker/unwind_build.h"
 

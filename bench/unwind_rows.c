@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The bench's unwind table sizes: for each ELF file named, the rows of the
- * table pybpfprof builds for it (target/unwind_table.c) and what they take in
+ * table pybpfprof builds for it (unwind/file_table.c) and what they take in
  * the BPF rows map; then the sum. "rows KiB path" a line, "- - path: reason"
  * for a file without a table.
  *

@@ -14,7 +14,7 @@
 #include "frame_walk.h"
 #include "maps.h"
 #include "native_walk.h"
-#include "overhead_budget.h"
+#include "overhead_accounts.h"
 #include "resident_memory.h"
 #include "syscall_events.h"
 #include "thread_state.h"

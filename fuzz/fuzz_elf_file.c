@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "target/elf_file.h"
+#include "elf/elf_file.h"
 
 /* The symbols py_discover looks up. */
 static const char *const runtime_symbols[] = {

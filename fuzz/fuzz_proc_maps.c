@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "target/proc_maps.h"
+#include "proc/proc_maps.h"
 
 int fuzz_proc_maps_run(const uint8_t *data, size_t size)
 {

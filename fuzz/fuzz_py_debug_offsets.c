@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "target/py_offsets.h"
-#include "target/py_runtime_file.h"
+#include "python/py_offsets.h"
+#include "python/py_runtime_file.h"
 
 int fuzz_py_debug_offsets_run(const uint8_t *data, size_t size)
 {

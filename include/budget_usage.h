@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --max-overhead: what the sample program costs each target, and how many of its ticks it
- * walks. bpf/overhead_budget.h accounts and thins; user/session/overhead_budget.c reads the
+ * walks. bpf/overhead_accounts.h accounts and thins; user/session/overhead_budget.c reads the
  * accounts and sets each target's stride (user/sampler/bpf_sampler.h carries them).
  */
 #ifndef PYBPFPROF_BUDGET_USAGE_H

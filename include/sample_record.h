@@ -102,7 +102,7 @@ struct pbp_record {
 	__u8 task_state;
 	__u8 reserved;           /* zero */
 	/* The ticks this sample stands for: 1, or the stride of a target --max-overhead thins
-	 * (bpf/overhead_budget.h); 0 is read as 1. */
+	 * (bpf/overhead_accounts.h); 0 is read as 1. */
 	__u16 weight;
 	__u64 user_ip;           /* where a sample in user mode landed (0 in kernel mode) */
 	/* The asyncio Task the thread was running at that moment (its thread state's running task,

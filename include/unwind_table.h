@@ -3,7 +3,7 @@
  * What BPF and userspace must agree on to unwind native (C) frames without
  * frame pointers: the compact unwind table of one ELF file.
  *
- * Userspace (user/target/unwind_table.c) builds one table per distinct file
+ * Userspace (user/unwind/file_table.c) builds one table per distinct file
  * from its .eh_frame (else .debug_frame). A table is relative to the file:
  * every `pc` is a link-time virtual address of the file (what readelf shows),
  * so one table serves every process that maps the file; the process's

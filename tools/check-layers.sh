@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The layering of user/: each folder may include only the folders below it.
 #
-#   cli -> session -> {sampler, target, symbolize, formats}
-#   symbolize -> target, profile;  formats -> profile;  everything -> util
-#   target, symbolize -> parser (root's side of the parser worker) -> util
-#   cli -> worker (the sandboxed worker process) -> target, parser
+#   cli -> session -> {sampler, python, unwind, symbolize, formats, push};  sampler -> unwind
+#   symbolize -> {python, unwind}, profile;  formats -> profile;  everything -> util
+#   python, unwind -> elf -> proc (the processes profiled: maps, memory, launch)
+#   python, unwind, symbolize -> parser (root's side of the parser worker) -> util
+#   cli -> worker (the sandboxed worker process) -> python, unwind, elf, parser
 #   include/ (the BPF contract) only where records and configs are handled;
 #   the BPF skeleton only in sampler/.
 #
@@ -21,15 +22,19 @@ declare -A allowed=(
 	[profile]="profile util"
 	[formats]="formats profile util"
 	[parser]="parser util"
-	[target]="target parser util"
-	[worker]="worker target parser util"
-	[sampler]="sampler util"
-	[symbolize]="symbolize target parser profile util"
-	[session]="session sampler target symbolize parser formats profile util"
-	[cli]="cli session worker sampler target symbolize parser formats profile util"
+	[proc]="proc util"
+	[elf]="elf proc util"
+	[python]="python elf proc parser util"
+	[unwind]="unwind elf proc parser util"
+	[worker]="worker python unwind elf proc parser util"
+	[sampler]="sampler unwind util"
+	[push]="push util"
+	[symbolize]="symbolize python unwind elf proc parser profile util"
+	[session]="session push sampler python unwind elf proc symbolize parser formats profile util"
+	[cli]="cli session push worker sampler python unwind elf proc symbolize parser formats profile util"
 )
 # folders that may include the BPF contract in include/
-contract_users=" sampler target symbolize session cli worker "
+contract_users=" sampler python unwind symbolize session cli worker "
 contract_headers=" sample_record.h py_proc_config.h proc_event.h unwind_table.h budget_usage.h syscall_events.h "
 
 bad=0 files=0
@@ -61,7 +66,7 @@ while IFS= read -r file; do
 		fi
 	done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
 		sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/')
-	# <name.h> reaches include/ too (target/unwind_table.h must: its own name hides the contract's)
+	# <name.h> reaches include/ too (unwind/'s headers name the contract so)
 	while IFS=: read -r line header; do
 		[[ $contract_headers == *" $header "* ]] || continue
 		[[ $contract_users == *" $layer "* ]] && continue

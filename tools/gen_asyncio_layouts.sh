@@ -1,8 +1,8 @@
 #!/bin/sh
-# Generates user/target/py_asyncio_table.inc, the asyncio layouts of CPython 3.11-3.13 (which
+# Generates user/python/py_asyncio_table.inc, the asyncio layouts of CPython 3.11-3.13 (which
 # publish none): gdb reads each interpreter's own debug information (libpython and the _asyncio
 # extension, built with -g as CPython's configure does) through gen_asyncio_layouts.py.
-#   sh tools/gen_asyncio_layouts.sh [--root DIR] [MINOR ...] > user/target/py_asyncio_table.inc
+#   sh tools/gen_asyncio_layouts.sh [--root DIR] [MINOR ...] > user/python/py_asyncio_table.inc
 # --root  where the interpreters are installed, one DIR/3.<minor>.<micro>/ each
 #         (default: what tools/pyenv-versions.sh prints, $PYENV_ROOT/versions)
 # Exit 2: a version is not installed, or gdb is missing.

@@ -1,8 +1,8 @@
 #!/bin/sh
-# Generates user/target/py_debug_layouts.inc, where each 3.13+ minor version keeps the
+# Generates user/python/py_debug_layouts.inc, where each 3.13+ minor version keeps the
 # _Py_DebugOffsets members py_offsets.c reads, from the decoded headers committed in
 # tests/data/cpython-debug-offsets/ (one file per release, newest micro last):
-#   sh tools/gen_debug_layouts.sh [DATA_DIR] > user/target/py_debug_layouts.inc
+#   sh tools/gen_debug_layouts.sh [DATA_DIR] > user/python/py_debug_layouts.inc
 # `make gen-offsets` writes it; a new minor version needs only its file in DATA_DIR.
 set -eu
 data=${1:-tests/data/cpython-debug-offsets}

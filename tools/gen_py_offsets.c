@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Prints one row of user/target/py_offsets_table.inc for the CPython whose
+ * Prints one row of user/python/py_offsets_table.inc for the CPython whose
  * headers it is compiled against (see gen_py_offsets.sh). Using the
  * compiler's offsetof on the real headers is what keeps the table honest.
  */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Generates user/target/py_offsets_table.inc, the offsets rows for 2.7 and 3.6-3.12,
+# Generates user/python/py_offsets_table.inc, the offsets rows for 2.7 and 3.6-3.12,
 # with offsetof() on each interpreter's own headers (gen_py_offsets.c):
 #   sh tools/gen_py_offsets.sh [--root DIR] [--rows-only] [MINOR ...]
 # --root      where the interpreters are installed, one DIR/<minor>.<micro>/ each

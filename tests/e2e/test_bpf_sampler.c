@@ -17,11 +17,11 @@
 #include <time.h>
 
 #include "sampler/bpf_sampler.h"
-#include "sampler/unwind_maps.h"
+#include "unwind/unwind_maps.h"
 #include "symbolize/symbolize_py.h"
-#include "target/elf_file.h"
-#include "target/proc_maps.h"
-#include "target/py_discover.h"
+#include "elf/elf_file.h"
+#include "proc/proc_maps.h"
+#include "python/py_discover.h"
 #include "worker/unwind_build.h"
 
 #define SAMPLE_HZ 997

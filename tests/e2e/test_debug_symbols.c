@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "symbolize/symbolize_native.h"
-#include "target/debug_file.h"
-#include "target/elf_symbols.h"
-#include "target/minidebuginfo.h"
+#include "elf/debug_file.h"
+#include "elf/elf_symbols.h"
+#include "elf/minidebuginfo.h"
 
 /* A static function (hidden_loop) and an exported one; VARIANT changes the code (and so the build-id). */
 static const char library_source[] =

@@ -18,10 +18,10 @@
 
 #include "testlib.h"
 
-#include "target/proc_maps.h"
-#include "target/py_discover.h"
-#include "target/py_runtime_file.h"
-#include "target/target_mem.h"
+#include "proc/proc_maps.h"
+#include "python/py_discover.h"
+#include "python/py_runtime_file.h"
+#include "proc/target_mem.h"
 
 #define SCRIPT "tests/scripts/marker_threads.py"
 #define SID_ROOT "/var/cache/pybpfprof/sid"

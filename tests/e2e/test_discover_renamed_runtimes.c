@@ -21,11 +21,11 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
-#include "target/elf_file.h"
-#include "target/proc_identity.h"
-#include "target/proc_maps.h"
-#include "target/py_discover.h"
-#include "target/py_runtime_file.h"
+#include "elf/elf_file.h"
+#include "proc/proc_identity.h"
+#include "proc/proc_maps.h"
+#include "python/py_discover.h"
+#include "python/py_runtime_file.h"
 #include "util/array.h"
 
 #define STATIC_PYTHON "/usr/bin/python3.11"

@@ -20,9 +20,9 @@
 
 #include "testlib.h"
 
-#include "target/elf_file.h"
-#include "target/proc_maps.h"
-#include "target/py_discover.h"
+#include "elf/elf_file.h"
+#include "proc/proc_maps.h"
+#include "python/py_discover.h"
 
 #define NOBODY_ID 65534
 /* The attacks must not make us wait: a hang is cut by an alarm at ALARM_S. */

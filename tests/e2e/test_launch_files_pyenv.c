@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "target/launch_files.h"
+#include "proc/launch_files.h"
 
 static char paths[LAUNCH_FILES_MAX][PATH_MAX];
 

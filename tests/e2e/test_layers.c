@@ -71,7 +71,7 @@ static void the_bpf_contract_is_refused_in_formats(void **state)
 	assert_non_null(strstr(out, "\"sample_record.h\""));
 }
 
-/* ... also when named in angle brackets, as target/unwind_table.h names the contract it shares a name with. */
+/* ... also when named in angle brackets, as unwind/'s headers name the contract. */
 static void the_bpf_contract_in_angle_brackets_is_refused_in_formats(void **state)
 {
 	char command[1024], dir[200], out[4096];
@@ -88,6 +88,45 @@ static void the_bpf_contract_in_angle_brackets_is_refused_in_formats(void **stat
 	assert_non_null(strstr(out, "<unwind_table.h>"));
 }
 
+/* Root may not run the parsers kept for the worker (worker/parser_worker.h): unwind/ including
+ * the worker's table builder is refused. */
+static void the_worker_is_refused_in_roots_parsers(void **state)
+{
+	char command[1024], dir[200], out[4096];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/worker", test_tmpdir());
+	snprintf(command, sizeof(command),
+		 "rm -rf %s && cp -r user %s && sed -i '0,/^#include \"/s//#include \"worker\\/unwind_build.h\"\\n&/' "
+		 "%s/unwind/file_table.c",
+		 dir, dir, dir);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(run_check(dir, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "unwind/file_table.c:"));
+	assert_non_null(strstr(out, "unwind/ may not include \"worker/unwind_build.h\""));
+}
+
+/* Every header of user/, include/ and bpf/ has a name of its own: include/ and bpf/ are found
+ * by bare names along -I paths, so a second header of the same name would be chosen by the
+ * search order and the includer's folder, not by what the line says. */
+static void no_two_headers_share_a_name(void **state)
+{
+	char out[4096];
+	FILE *pipe;
+	size_t used = 0;
+
+	(void)state;
+	pipe = popen("find user include bpf -name '*.h' -printf '%f\\n' | sort | uniq -d", "r");
+	assert_non_null(pipe);
+	while (used + 1 < sizeof(out) && fgets(out + used, (int)(sizeof(out) - used), pipe))
+		used += strlen(out + used);
+	out[used] = 0;
+	assert_int_equal(pclose(pipe), 0);
+	if (used)
+		print_message("headers sharing a name:\n%s", out);
+	assert_int_equal(used, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -95,6 +134,8 @@ int main(void)
 		cmocka_unit_test(an_include_up_the_layers_is_refused),
 		cmocka_unit_test(the_bpf_contract_is_refused_in_formats),
 		cmocka_unit_test(the_bpf_contract_in_angle_brackets_is_refused_in_formats),
+		cmocka_unit_test(the_worker_is_refused_in_roots_parsers),
+		cmocka_unit_test(no_two_headers_share_a_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,7 @@
 
 #include "symbolize/sample_resolve.h"
 #include "symbolize/symbolize_native.h"
-#include "target/proc_maps.h"
+#include "proc/proc_maps.h"
 
 /* Interpreter functions, as the test executable's symbols (the main executable is the interpreter's). */
 INTERPRETER_FUNCTION(Py_BytesMain)

@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 
 #include "symbolize/symbolize_py.h"
-#include "target/py_discover.h"
-#include "target/target_mem.h"
+#include "python/py_discover.h"
+#include "proc/target_mem.h"
 #include "testlib.h"
 
 #define TARGET_SCRIPT "linetable_target.py"

@@ -16,7 +16,7 @@
  * 2.7 (whose wall passes carry no Python stacks) is recorded in cpu mode: the two busy
  * threads' names are in MOJO.
  *
- * 2.7 and 3.6-3.13 read the name from the target (target/py_thread_name.h); 3.14+ give it
+ * 2.7 and 3.6-3.13 read the name from the target (python/py_thread_name.h); 3.14+ give it
  * to the OS thread, whose name is read from /proc.
  */
 #include "testlib.h"

@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "target/proc_maps.h"
-#include "target/unwind_cache.h"
+#include "proc/proc_maps.h"
+#include "unwind/unwind_cache.h"
 #include "util/array.h"
 #include "util/clock.h"
 
@@ -738,7 +738,7 @@ static void test_many_files_bounded_descriptors(void **state)
 	remove_tiny_copies(dir, MANY_FILE_PROCS * MANY_FILES_EACH);
 	print_message("%zu descriptors at most beside %zu before; %zu files deferred\n", peak - before, before,
 		      stats.builds_deferred);
-	/* the queue's (target/unwind_cache.c) and the parser worker's socket and its spare */
+	/* the queue's (unwind/unwind_cache.c) and the parser worker's socket and its spare */
 	assert_true(peak <= before + 64 + 2);
 	assert_true(stats.builds_deferred > 0);
 	unwind_cache_free(cache);

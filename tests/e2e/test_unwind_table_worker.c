@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
-#include "target/elf_file.h"
+#include "elf/elf_file.h"
 #include "worker/unwind_build.h"
 #include "util/array.h"
 #include "util/clock.h"

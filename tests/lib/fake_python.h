@@ -17,8 +17,8 @@
 
 #include "py_proc_config.h"
 #include "sample_record.h"
-#include "target/py_discover.h"
-#include "target/py_offsets.h"
+#include "python/py_discover.h"
+#include "python/py_offsets.h"
 #include "unwind_table.h"
 
 /* PEP 393 state of a compact ASCII str: kind 1, compact, ascii. */

@@ -21,8 +21,8 @@
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
-#include "target/proc_identity.h"
-#include "target/proc_maps.h"
+#include "proc/proc_identity.h"
+#include "proc/proc_maps.h"
 
 /* The reference files (tests/data/README.md): $PYBPFPROF_TESTDATA, else tests/data of this checkout. */
 const char *testdata_dir(void);

@@ -15,9 +15,9 @@
 
 #include "testlib.h"
 
-#include "target/elf_file.h"
-#include "target/proc_maps.h"
-#include "target/py_discover.h"
+#include "elf/elf_file.h"
+#include "proc/proc_maps.h"
+#include "python/py_discover.h"
 
 /* ---------------------------------------------------------------- one name shared by every symbol */
 

@@ -2,7 +2,7 @@
 /* target/proc_identity: this process's own identity, and the container a cgroup line names. */
 #include "testlib.h"
 
-#include "target/proc_identity.h"
+#include "proc/proc_identity.h"
 
 static void identity_of_ourselves(void **state)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* target/launch: the launched command runs only when the profiler says go, never because it died. */
+/* proc/launch: the launched command runs only when the profiler says go, never because it died. */
 #include "testlib.h"
 
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "target/launch.h"
+#include "proc/launch.h"
 
 #define ROUNDS 40
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* target/launch_files: the files a command maps before its first instruction, found as exec and ld.so find them. */
+/* proc/launch_files: the files a command maps before its first instruction, found as exec and ld.so find them. */
 #include "testlib.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "target/launch_files.h"
+#include "proc/launch_files.h"
 
 static char paths[LAUNCH_FILES_MAX][PATH_MAX];
 

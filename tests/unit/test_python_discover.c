@@ -17,10 +17,10 @@
 
 #include "testlib.h"
 
-#include "target/proc_maps.h"
-#include "target/py_discover.h"
-#include "target/py_runtime_file.h"
-#include "target/target_mem.h"
+#include "proc/proc_maps.h"
+#include "python/py_discover.h"
+#include "python/py_runtime_file.h"
+#include "proc/target_mem.h"
 
 /* Guards against a hung child, not a measurement. */
 #define DISCOVER_RETRIES 500

@@ -3,8 +3,8 @@
 #include "testlib.h"
 
 #include "parser/parser_protocol.h"
-#include "target/proc_maps.h"
-#include "target/py_runtime_file.h"
+#include "proc/proc_maps.h"
+#include "python/py_runtime_file.h"
 #include "util/clock.h"
 
 #include <elf.h>

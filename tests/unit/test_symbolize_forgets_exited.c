@@ -11,8 +11,8 @@
 #include "testlib.h"
 
 #include "symbolize/symbolize_py.h"
-#include "target/py_offsets.h"
-#include "target/target_set.h"
+#include "python/py_offsets.h"
+#include "python/target_set.h"
 #include "util/target_budget.h"
 
 #define FAKE_CODES 200

@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 
 #include "symbolize/symbolize_py.h"
-#include "target/py_offsets.h"
+#include "python/py_offsets.h"
 #include "testlib.h"
 
 /* Without any target: bad input is refused and nothing is cached. */

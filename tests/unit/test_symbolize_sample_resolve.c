@@ -17,7 +17,7 @@
 
 #include "symbolize/sample_resolve.h"
 #include "symbolize/symbolize_native.h"
-#include "target/proc_maps.h"
+#include "proc/proc_maps.h"
 
 struct record_buffer {
 	union {

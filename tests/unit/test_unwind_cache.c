@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "target/proc_maps.h"
-#include "target/unwind_cache.h"
+#include "proc/proc_maps.h"
+#include "unwind/unwind_cache.h"
 #include "util/array.h"
 #include "util/clock.h"
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* target/unwind_chunks: first fit in the chunks held, chunks sized to large tables, the budget,
+/* unwind/unwind_chunks: first fit in the chunks held, chunks sized to large tables, the budget,
  * chunks freed with their last table and created again. */
 #include "testlib.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "target/unwind_chunks.h"
+#include "unwind/unwind_chunks.h"
 
 /* The chunks as the caller's ops were told. */
 struct recorded_chunks {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The userspace row interpreter (target/stack_copy_unwind.h) on real stacks: this test's own
+ * The userspace row interpreter (unwind/stack_copy_unwind.h) on real stacks: this test's own
  * stack, copied a few calls deep, unwound with the tables of its real files (the test program,
  * libc) and checked against glibc's backtrace() (libgcc's unwinder, reading the same .eh_frame);
  * a copy cut short, a table still building, and hostile copies (a loop, words off the copy).
@@ -13,8 +13,8 @@
 #include <link.h>
 
 #include "sample_record.h"
-#include "target/stack_copy_unwind.h"
-#include "target/unwind_table.h"
+#include "unwind/stack_copy_unwind.h"
+#include "unwind/file_table.h"
 #include "worker/unwind_build.h"
 
 #define COPY_MAX (1u << 20)

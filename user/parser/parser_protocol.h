@@ -39,7 +39,7 @@ enum parser_request_kind {
 	 * the runtime's link-time addresses and the version the file names (py_runtime_file.h).
 	 * The payload is one struct parser_py_runtime. arg: unused. */
 	PARSER_REQUEST_PY_RUNTIME = 4,
-	/* A mapped file's compact unwind table (target/unwind_table.h): one struct
+	/* A mapped file's compact unwind table (unwind/file_table.h): one struct
 	 * parser_unwind_head, then row_count rows as BPF loads them (struct unwind_row of
 	 * include/unwind_table.h, 8 bytes each), sorted by pc. Root checks every row against the
 	 * file's code as it reads it itself, and builds the page index. arg: unused. */

@@ -25,7 +25,7 @@
 #include <bpf/libbpf.h>
 
 #include "pyperf.skel.h"
-#include "sampler/unwind_maps.h"
+#include "unwind/unwind_maps.h"
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/errbuf.h"
@@ -62,7 +62,7 @@ struct bpf_sampler {
 	struct bpf_link *event_links[2];
 	struct kernel_names *kernel_names; /* NULL until bpf_sampler_open_kernel_names */
 	int stats_fd;
-	struct unwind_maps *unwind_maps;  /* native unwinding's maps (sampler/unwind_maps.h) */
+	struct unwind_maps *unwind_maps;  /* native unwinding's maps (unwind/unwind_maps.h) */
 	size_t unwind_row_capacity;   /* the most rows they may hold: a whole number of default chunks */
 	/* The callbacks of the consume() call in progress. */
 	bpf_sampler_record_fn on_record;

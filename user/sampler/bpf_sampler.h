@@ -31,7 +31,7 @@ struct bpf_sampler_options {
 	bool watch_exec;        /* report every exec on the system, not only targets' */
 	bool follow_forks;      /* a process forked by a target becomes a target (PBP_PROC_FORK) */
 	size_t ringbuf_bytes;   /* 0 = from the rate and CPUs (bpf_sampler_ring_bytes); rounded up to a power of two */
-	bool native_stacks;     /* unwind user-space native frames (needs tables: sampler/unwind_maps.h) */
+	bool native_stacks;     /* unwind user-space native frames (needs tables: unwind/unwind_maps.h) */
 	size_t unwind_rows;     /* capacity of the rows map; 0 = UNWIND_ROWS_DEFAULT */
 	bool wall;              /* wall mode: every target thread at every 1/frequency_hz, running or not */
 	bool gil_only;          /* only threads holding the GIL give samples (gil mode) */
@@ -42,7 +42,7 @@ struct bpf_sampler_options {
 	bool exceptions_only;
 	bool time_samples;      /* BPF times each target sample (PBP_CNT_TARGET_NS): --bpf-stats */
 	/* --max-overhead (cpu mode): BPF accounts each target's ticks and time, and keeps one tick
-	 * in the stride bpf_sampler_set_budget_stride gives it (bpf/overhead_budget.h). */
+	 * in the stride bpf_sampler_set_budget_stride gives it (bpf/overhead_accounts.h). */
 	bool overhead_budget;
 	/* Wall mode: iterate only these processes' threads (one iterator each); none: every task
 	 * of the host, each looked up in the target map (a target set that changes: -C, a
@@ -120,7 +120,7 @@ int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MA
 int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT]);
 /* A short name for an enum pbp_error ("data_stack", "gil", ...), NULL if code is not one. */
 const char *bpf_sampler_error_name(unsigned code);
-/* Native unwinding's maps (sampler/unwind_maps.h): the sampler's, freed with it. */
+/* Native unwinding's maps (unwind/unwind_maps.h): the sampler's, freed with it. */
 struct unwind_maps *bpf_sampler_unwind_maps(struct bpf_sampler *sampler);
 /* Native walks per stop cause (enum unwind_stop), summed over CPUs; counted only with native_stacks. */
 int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[UNWIND_STOP_COUNT]);

@@ -4,7 +4,7 @@
  * library loaded since the maps were read): BPF sent a copy of the stack with them
  * (include/sample_record.h, PBP_REC_STACK_COPY). Each waits here until its file's table is
  * placed, is unwound from the copy with the rows BPF would have used
- * (target/stack_copy_unwind.h), and is then written as any BPF-unwound sample.
+ * (unwind/stack_copy_unwind.h), and is then written as any BPF-unwound sample.
  *
  * Samples whose native frames lie in a file whose symbols the parser worker is still reading
  * (a process's first moments: the interpreter's own file among them) wait here too, under the
@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "symbolize/symbolize_native.h"
-#include "target/stack_copy_unwind.h"
+#include "unwind/stack_copy_unwind.h"
 #include "util/array.h"
 #include "util/clock.h"
 

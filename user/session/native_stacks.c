@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The targets' native-unwinding tables in BPF (include/unwind_table.h): the
- * cache (target/unwind_cache.h) builds one table per file, this uploads it
- * into the sampler's maps (sampler/unwind_maps.h) before the mappings of a
+ * cache (unwind/unwind_cache.h) builds one table per file, this uploads it
+ * into the sampler's maps (unwind/unwind_maps.h) before the mappings of a
  * process that use it, and keeps each ready target's mappings current: when it
  * becomes ready, when it exec's or exits, and when a walk stops at a pc in a
  * library loaded since.
@@ -24,11 +24,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sampler/unwind_maps.h"
+#include "unwind/unwind_maps.h"
 #include "symbolize/symbolize_native.h"
-#include "target/launch_files.h"
-#include "target/stack_copy_unwind.h"
-#include "target/vdso.h"
+#include "proc/launch_files.h"
+#include "unwind/stack_copy_unwind.h"
+#include "elf/vdso.h"
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/thread.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --max-overhead: each target's BPF walks may take at most a share of one CPU. Every
- * OVERHEAD_BUDGET_LOOK_MS the accounts BPF keeps per target (bpf/overhead_budget.h) say what a
+ * OVERHEAD_BUDGET_LOOK_MS the accounts BPF keeps per target (bpf/overhead_accounts.h) say what a
  * walk of it costs and how often it is on a CPU; a target whose walks at every tick would
  * exceed its share gets a stride N: BPF walks one tick in N, and each record weighs N, so its
  * shares and totals stay true at a lower rate. The stride follows the target's cost both ways.

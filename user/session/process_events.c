@@ -15,7 +15,7 @@
 
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
-#include "target/proc_identity.h"
+#include "proc/proc_identity.h"
 #include "util/clock.h"
 
 /* How long -p waits for a named process's runtime before giving up on it. */

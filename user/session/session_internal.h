@@ -17,14 +17,14 @@
 #include "sample_record.h"
 #include "sampler/bpf_sampler.h"
 #include "session/overhead_budget.h"
-#include "session/push_client.h"
+#include "push/push_client.h"
 #include "session/session.h"
 #include "symbolize/sample_resolve.h"
-#include "target/launch.h"
-#include "target/py_thread_name.h"
-#include "target/target_set.h"
-#include "target/unwind_cache.h"
-#include "target/unwind_table.h"
+#include "proc/launch.h"
+#include "python/py_thread_name.h"
+#include "python/target_set.h"
+#include "unwind/unwind_cache.h"
+#include "unwind/file_table.h"
 #include "util/errbuf.h"
 #include "util/intern.h"
 
@@ -217,7 +217,7 @@ struct native_maps_stats {
 void native_stacks_maps_stats(const struct session *session, struct native_maps_stats *stats);
 /* What the reads on their way hold (the descriptors they hold are bounded apart). */
 size_t native_stacks_held_bytes(const struct session *session);
-/* target/stack_copy_unwind.h's stack_unwind_table_fn for pid: the rows of the file mapped at pc as
+/* unwind/stack_copy_unwind.h's stack_unwind_table_fn for pid: the rows of the file mapped at pc as
  * BPF has them (valid until the next call), or why there are none (STACK_UNWIND_WAIT: building,
  * and now wanted first; or a pc in no mapping of a maps read older than the sample, at sample_ns). */
 int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint64_t sample_ns,

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "profile/profile.h"
-#include "session/push_client.h"
+#include "push/push_client.h"
 
 struct session;
 struct windows;

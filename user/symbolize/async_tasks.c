@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "symbolize/symbolize_py.h"
-#include "target/py_thread_name.h"
-#include "target/target_mem.h"
+#include "python/py_thread_name.h"
+#include "proc/target_mem.h"
 #include "util/intern.h"
 #include "util/hash.h"
 

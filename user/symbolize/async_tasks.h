@@ -29,7 +29,7 @@
 #include <sys/types.h>
 
 #include "profile/profile.h"
-#include "target/py_discover.h"
+#include "python/py_discover.h"
 
 struct symbolize_py_cache;
 

@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "target/debug_file.h"
-#include "target/minidebuginfo.h"
-#include "target/vdso.h"
+#include "elf/debug_file.h"
+#include "elf/minidebuginfo.h"
+#include "elf/vdso.h"
 #include "util/clock.h"
 #include "util/thread.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The symbols of mapped files, read off the caller's thread: a helper thread opens each file
- * (and its debug file candidates, target/debug_file.h) as root, safely (target/elf_file.h:
+ * (and its debug file candidates, elf/debug_file.h) as root, safely (elf/elf_file.h:
  * a regular file, the mapping's device and inode, never a tty, a FIFO or a device), and has
  * the parser worker (parser/parser_client.h) read it; what comes back is checked and kept as
  * a compact table: load segments, function ranges and their names. A file whose worker dies
@@ -15,10 +15,10 @@
 #include <sys/types.h>
 
 #include "parser/parser_client.h"
-#include "target/elf_file.h"
-#include "target/elf_symbols.h"
-#include "target/proc_maps.h"
-#include "target/unwind_table.h"
+#include "elf/elf_file.h"
+#include "elf/elf_symbols.h"
+#include "proc/proc_maps.h"
+#include "unwind/file_table.h"
 
 /* Jobs waiting for the helper thread; past it a file waits for a later lookup. */
 #define NATIVE_SYMBOL_LOADER_MAX_QUEUED 256

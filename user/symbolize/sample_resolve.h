@@ -18,7 +18,7 @@
 #include "symbolize/async_tasks.h"
 #include "symbolize/stack_merge.h"
 #include "unwind_table.h"
-#include "target/py_discover.h"
+#include "python/py_discover.h"
 #include "util/hash.h"
 #include "util/intern.h"
 #include "util/memo_cache.h"

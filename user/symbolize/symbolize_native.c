@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include "symbolize/native_symbol_loader.h"
-#include "target/debug_file.h"
-#include "target/elf_file.h"
-#include "target/elf_symbols.h"
-#include "target/proc_maps.h"
-#include "target/unwind_table.h"
-#include "target/vdso.h"
+#include "elf/debug_file.h"
+#include "elf/elf_file.h"
+#include "elf/elf_symbols.h"
+#include "proc/proc_maps.h"
+#include "unwind/file_table.h"
+#include "elf/vdso.h"
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/errbuf.h"
@@ -101,7 +101,7 @@ struct symbolize_native {
 	/* files the budget's eviction leaves alone: the one a lookup is waiting for, the one
 	 * being installed */
 	const struct mapped_file *in_lookup, *installing;
-	const char *debug_dir; /* where debug files are looked for (target/debug_file.h) */
+	const char *debug_dir; /* where debug files are looked for (elf/debug_file.h) */
 	struct native_symbol_loader_options loader_options;
 	struct native_symbol_loader *loader; /* started at the first file */
 	unsigned wait_ms;            /* the most one lookup waits for a file's symbols */

@@ -18,7 +18,7 @@
 
 #include "parser/parser_client.h"
 #include "profile/profile.h"
-#include "target/proc_maps.h"
+#include "proc/proc_maps.h"
 
 /* What the files' symbol tables may hold in root, all together; and one file's (a file with
  * more is left unnamed: libpython's is about 1 MiB, a large C++ library's tens). */

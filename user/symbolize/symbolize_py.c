@@ -8,7 +8,7 @@
 
 #include "profile/py_opcodes.h"
 #include "symbolize/py_linetable.h"
-#include "target/target_mem.h"
+#include "proc/target_mem.h"
 #include "util/array.h"
 #include "util/hash.h"
 #include "util/intern.h"

@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "parser/parser_protocol.h"
-#include "target/debug_file.h"
-#include "target/elf_file.h"
-#include "target/minidebuginfo.h"
-#include "target/py_runtime_file.h"
+#include "elf/debug_file.h"
+#include "elf/elf_file.h"
+#include "elf/minidebuginfo.h"
+#include "python/py_runtime_file.h"
 #include "worker/unwind_build.h"
 
 /* Exit statuses: what root's summary may tell apart from a crash. */
@@ -457,7 +457,7 @@ static int py_runtime(const struct parser_request *request, int fd)
 }
 
 /* The file's compact unwind table (worker/unwind_build.h): its head, then its rows as BPF loads
- * them. Root checks each and builds the page index itself (target/unwind_table.h). */
+ * them. Root checks each and builds the page index itself (unwind/file_table.h). */
 static int unwind_rows(const struct parser_request *request, int fd)
 {
 	struct parser_unwind_head head = { 0 };

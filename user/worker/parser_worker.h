@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The parser worker: the process that reads the files targets control (doc/security.md).
- * It sits above target/ (whose parsers it runs) and parser/ (the protocol it answers), and
+ * It sits above elf/, python/ and unwind/ (whose parsers it runs) and parser/ (the protocol it answers), and
  * holds the parsers root must never run itself: the unwind table builder (unwind_build.h)
- * and its CFA interpreter (cfa_program.h), which target/ cannot include. Root's side of the
+ * and its CFA interpreter (cfa_program.h), which unwind/ cannot include. Root's side of the
  * conversation is parser/parser_client.h.
  * pybpfprof runs it as `pybpfprof __parser-worker --uid N --memory-mib M [--selftest]` with
  * its socket as descriptor 3 (parser_client.h starts it). Before it reads a request it drops

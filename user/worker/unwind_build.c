@@ -32,7 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "target/elf_section.h"
+#include "elf/elf_section.h"
 #include "util/array.h"
 #include "worker/cfa_program.h"
 

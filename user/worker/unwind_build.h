@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Building the compact unwind table of one ELF file (target/unwind_table.h) from its
+ * Building the compact unwind table of one ELF file (unwind/file_table.h) from its
  * .eh_frame, else its .debug_frame, with libdw: the parser worker's side (root receives the
- * rows: target/unwind_table.h's unwind_table_from_worker). The file is read, never mapped: a
+ * rows: unwind/file_table.h's unwind_table_from_worker). The file is read, never mapped: a
  * target's user may truncate it under us. Every count and size is bounded, for hostile files.
  */
 #ifndef PYBPFPROF_WORKER_UNWIND_BUILD_H
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "target/unwind_table.h"
+#include "unwind/file_table.h"
 #include "util/errbuf.h"
 
 /*
