@@ -165,6 +165,11 @@ void target_budget_set_held(struct target_budget *budget, int store_id, uint64_t
 		budget->peak = budget->held;
 }
 
+void target_budget_refuse(struct target_budget *budget, int store_id)
+{
+	budget->stores[store_id].refusals++;
+}
+
 void target_budget_release(struct target_budget *budget, int store_id, uint64_t bytes)
 {
 	struct budget_store *store = &budget->stores[store_id];

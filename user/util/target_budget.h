@@ -71,6 +71,8 @@ void target_budget_set_held(struct target_budget *budget, int store, uint64_t by
  * is charged, and the caller keeps nothing).
  */
 int target_budget_charge(struct target_budget *budget, int store, uint64_t bytes);
+/* A refusal the store decided itself (a share of the limit it keeps to), counted as one. */
+void target_budget_refuse(struct target_budget *budget, int store);
 /* bytes of store freed (never more than it holds). */
 void target_budget_release(struct target_budget *budget, int store, uint64_t bytes);
 
