@@ -286,7 +286,7 @@ static void code_names_stay_within_the_target_budget(void **state)
 		      " bytes held, %" PRIu64 " refused; entries %" PRIu64 " bytes; cache names %zu bytes\n",
 		      FAKE_CODES, NAMES_BUDGET >> 10, stores[2].held, stores[2].refusals, stores[1].held,
 		      stats.name_bytes);
-	assert_int_equal(count, 3);
+	assert_int_equal(count, 4);
 	assert_string_equal(stores[1].name, "code objects");
 	assert_string_equal(stores[2].name, "code names");
 	assert_true(stores[1].held > 0);
@@ -348,7 +348,79 @@ static void code_objects_stay_within_the_target_budget(void **state)
 	assert_true(stats.evicted > 0);
 	assert_true(stats.codes < ATTACKERS * FAKE_CODES);
 	assert_true(stores[1].held > 0 && stores[1].held <= ENTRIES_BUDGET);
+	assert_true(stores[1].evictions > 0);
 	assert_true(target_budget_peak(budget) <= ENTRIES_BUDGET);
+	stop_attackers(attackers);
+	symbolize_py_cache_free(cache);
+	free_fake_target(&fake);
+	target_budget_free(budget);
+}
+
+/* A budget a quarter of the frame table 200 code objects at 2,000 offsets each would take. */
+#define FRAMES_BUDGET ((uint64_t)4 << 20)
+#define FRAME_OFFSETS 2000
+
+/*
+ * Two processes as nobody whose 200 code objects are each seen at 2,000 instruction offsets
+ * (800,000 decoded frames, a table of some 48 MiB), against a 4 MiB target budget: the
+ * decoded frame table never takes more than it (it starts over instead of growing), and
+ * every frame is still named.
+ */
+static void decoded_frames_stay_within_the_target_budget(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	struct target_budget *budget;
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	pid_t attackers[ATTACKERS];
+	size_t most_frames = 0;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(target_budget_new(FRAMES_BUDGET, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(cache, budget), 0);
+	build_fake_target(&fake, 16);
+	start_attackers(attackers);
+	for (int a = 0; a < 2; a++)
+		for (int i = 0; i < FAKE_CODES; i++) {
+			const struct py_offsets *off = &fake.config.off;
+			uint8_t span[PY_STRING_SPAN_MAX + 8] = { 0 };
+			uint64_t name_hash;
+			uint32_t checksum;
+
+			memcpy(span, fake.name + py_string_span_low(off), py_string_span(off));
+			name_hash = py_string_identity(off, span);
+			checksum = py_code_checksum(i + 1, 0, (uint64_t)(uintptr_t)fake.name,
+						    (uint64_t)(uintptr_t)fake.name, name_hash, name_hash);
+			for (uint32_t offset = 0; offset < FRAME_OFFSETS; offset++) {
+				assert_int_equal(symbolize_py_resolve(cache, attackers[a], &fake.config,
+								      (uint64_t)(uintptr_t)fake.codes[i], checksum,
+								      offset * 2, &frame),
+						 0);
+				assert_string_equal(frame.name, "fake");
+			}
+			symbolize_py_cache_stats(cache, &stats);
+			if (stats.frames > most_frames)
+				most_frames = stats.frames;
+			if (target_budget_held(budget) > FRAMES_BUDGET)
+				fail_msg("attacker %d, code object %d: the budget holds %" PRIu64 " bytes", a, i,
+					 target_budget_held(budget));
+		}
+	target_budget_stats(budget, stores);
+	print_message("%d code objects x %d offsets x 2 attackers in a %" PRIu64 " MiB budget: at most %zu frames "
+		      "decoded at once, the table %" PRIu64 " bytes (peak %" PRIu64 "), started over %" PRIu64
+		      " times\n",
+		      FAKE_CODES, FRAME_OFFSETS, FRAMES_BUDGET >> 20, most_frames, stores[3].held, stores[3].peak,
+		      stores[3].evictions);
+	assert_string_equal(stores[3].name, "decoded frames");
+	assert_true(stores[3].peak <= FRAMES_BUDGET);
+	assert_true(stores[3].evictions > 0);
+	/* each decoded frame takes a slot of a table at most twice as large as the frames it holds */
+	assert_true(most_frames * 2 * 48 <= FRAMES_BUDGET);
+	assert_true(target_budget_peak(budget) <= FRAMES_BUDGET);
 	stop_attackers(attackers);
 	symbolize_py_cache_free(cache);
 	free_fake_target(&fake);
@@ -390,7 +462,7 @@ static void attackers_fit_in_the_target_budget_beside_other_stores(void **state)
 		for (int i = 0; i < FAKE_CODES; i++) {
 			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
 			assert_string_equal(frame.name, "fake");
-			assert_int_equal(target_budget_stats(budget, stores), 4);
+			assert_int_equal(target_budget_stats(budget, stores), 5);
 			if (stores[0].held > SMALL_BUDGET - OUTPUT_TABLES || target_budget_held(budget) > SMALL_BUDGET)
 				fail_msg("attacker %d, code object %d: line tables hold %" PRIu64 " bytes, the budget %"
 					 PRIu64, a, i, stores[0].held, target_budget_held(budget));
@@ -632,6 +704,7 @@ int main(void)
 		cmocka_unit_test(attackers_share_one_budget),
 		cmocka_unit_test(code_names_stay_within_the_target_budget),
 		cmocka_unit_test(code_objects_stay_within_the_target_budget),
+		cmocka_unit_test(decoded_frames_stay_within_the_target_budget),
 		cmocka_unit_test(attackers_fit_in_the_target_budget_beside_other_stores),
 		cmocka_unit_test(a_run_with_attackers_stays_within_its_target_budget),
 		cmocka_unit_test(exited_processes_are_forgotten),

@@ -63,6 +63,7 @@ struct symbolize_py_cache {
 	int budget_store;
 	int entries_store;           /* the budget's store of code objects' entries (least recent evicted) */
 	int names_store;             /* and of their interned names (charged; refused: the placeholder) */
+	int frames_store;            /* and of the decoded frame table (refused: it starts over) */
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
 	struct symbolize_py_stats stats;
@@ -300,6 +301,21 @@ static int rebuild_frames(struct symbolize_py_cache *cache, size_t capacity, pid
 	return 0;
 }
 
+/* Whether the target budget takes the frame table's growth to twice its size; refused, the
+ * table starts over at its size (decoded locations are cheap to recompute from the code
+ * objects kept), which the budget counts as an eviction of the store. */
+static bool frames_may_grow(struct symbolize_py_cache *cache)
+{
+	uint64_t more = cache->frames_capacity * sizeof(*cache->frames);
+
+	if (!cache->budget || target_budget_charge(cache->budget, cache->frames_store, more) == 0)
+		return true;
+	memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
+	target_budget_note_eviction(cache->budget, cache->frames_store, cache->frames_count * sizeof(*cache->frames));
+	cache->frames_count = 0;
+	return false;
+}
+
 static int add_frame(struct symbolize_py_cache *cache, const struct frame_slot *slot)
 {
 	if (cache->frames_count >= SYMBOLIZE_PY_MAX_FRAME_SLOTS) {
@@ -307,11 +323,15 @@ static int add_frame(struct symbolize_py_cache *cache, const struct frame_slot *
 		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
 		cache->frames_count = 0;
 	}
-	if ((cache->frames_count + 1) * 2 > cache->frames_capacity) {
+	if ((cache->frames_count + 1) * 2 > cache->frames_capacity && frames_may_grow(cache)) {
 		int err = rebuild_frames(cache, cache->frames_capacity * 2, 0);
 
-		if (err < 0)
+		if (err < 0) {
+			if (cache->budget)
+				target_budget_release(cache->budget, cache->frames_store,
+						      cache->frames_capacity * sizeof(*cache->frames));
 			return err;
+		}
 	}
 	place_frame(cache->frames, cache->frames_capacity, slot);
 	cache->frames_count++;
@@ -431,14 +451,18 @@ int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct targe
 	int store = target_budget_register(budget, "line tables", oldest_linetable, evict_linetables, cache);
 	int entries = store < 0 ? store : target_budget_register(budget, "code objects", NULL, NULL, NULL);
 	int names = entries < 0 ? entries : target_budget_register(budget, "code names", NULL, NULL, NULL);
+	int frames = names < 0 ? names : target_budget_register(budget, "decoded frames", NULL, NULL, NULL);
 
-	if (names < 0)
-		return names;
+	if (frames < 0)
+		return frames;
 	cache->budget = budget;
 	cache->budget_store = store;
 	cache->entries_store = entries;
 	cache->names_store = names;
+	cache->frames_store = frames;
 	cache->clock = target_budget_clock(budget);
+	/* the table it starts with */
+	target_budget_set_held(budget, frames, cache->frames_capacity * sizeof(*cache->frames));
 	return 0;
 }
 
@@ -499,10 +523,14 @@ static int evict_oldest_codes(struct symbolize_py_cache *cache, size_t keep)
  */
 static bool charge_entry(struct symbolize_py_cache *cache)
 {
+	size_t before = cache->code_count;
+
 	if (!cache->budget || target_budget_charge(cache->budget, cache->entries_store, CODE_ENTRY_OWN_BYTES) == 0)
 		return true;
 	if (evict_oldest_codes(cache, cache->code_count / 4 * 3) < 0)
 		return false;
+	target_budget_note_eviction(cache->budget, cache->entries_store,
+				    (before - cache->code_count) * CODE_ENTRY_OWN_BYTES);
 	return target_budget_charge(cache->budget, cache->entries_store, CODE_ENTRY_OWN_BYTES) == 0;
 }
 
