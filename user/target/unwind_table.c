@@ -20,20 +20,18 @@
 
 /* ---- identity ---- */
 
-/* Appends the file's device, inode, size and change time to id: the kernel's word, not the
- * file's (a rewrite in place changes the change time, which no user can set back). */
+/* Appends the file's device, inode and size to id: the kernel's word, not the file's. No
+ * time: `touch` would make a file whose build failed (a worker that died on it) new again. */
 static int add_inode(int fd, struct unwind_file_id *id)
 {
 	struct stat st;
-	uint64_t words[5];
+	uint64_t words[3];
 
 	if (fstat(fd, &st))
 		return -errno;
 	words[0] = (uint64_t)st.st_dev;
 	words[1] = (uint64_t)st.st_ino;
 	words[2] = (uint64_t)st.st_size;
-	words[3] = (uint64_t)st.st_ctim.tv_sec;
-	words[4] = (uint64_t)st.st_ctim.tv_nsec;
 	memcpy(id->bytes + id->len, words, sizeof(words));
 	id->len += sizeof(words);
 	return 0;
