@@ -541,6 +541,64 @@ static void launched_task_stacks(void **state)
 	assert_true(weight_holding(path, "<task grouped-", ":crunch_grouped:") > 0);
 }
 
+/* The most a run with a 1 MiB target budget may show for a store: its limit. */
+#define CHAIN_BUDGET_MIB 1
+
+/* A size of the -v summary ("12.5 KiB") in bytes; -1 if none. */
+static double summary_bytes(const char *text)
+{
+	double value;
+	char unit[8];
+
+	if (!text || sscanf(text, "%lf %7s", &value, unit) != 2)
+		return -1;
+	if (strncmp(unit, "MiB", 3) == 0)
+		return value * (1 << 20);
+	if (strncmp(unit, "KiB", 3) == 0)
+		return value * (1 << 10);
+	return unit[0] == 'B' ? value : -1;
+}
+
+/*
+ * A target as nobody with 400 tasks each suspended under 60 coroutines of its own (their
+ * chains some 4 KiB each, 1.6 MB together), in wall mode with every waiting task, against a
+ * 1 MiB target budget: the summary's "task chains" store never held more than the budget,
+ * and had to let chains go (or refuse them) to stay there; the waiting tasks are still in
+ * the profile, where they wait.
+ */
+static void chain_budget(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char path[PATH_MAX], command[PATH_MAX * 2], err[16384], *argv[32], held[32], peak[32];
+	unsigned long long evictions = 0, refused = 0;
+	struct test_target target;
+	const char *line;
+	int status;
+
+	if (strcmp(python->kind, "chroot") != 0)
+		skip();
+	FORMAT(path, "%s/async-chain-budget-%s.collapsed", test_tmpdir(), python->label);
+	setenv("PYBPFPROF_RUN_AS_NOBODY", "1", 1);
+	target.pid = test_start_ready_script(python, "async_many_pending.py", "60 400 60", &target.out_fd);
+	unsetenv("PYBPFPROF_RUN_AS_NOBODY");
+	FORMAT(command, "%s -v --target-budget %d --mode wall --async-mode all -p %d -d 3 -o %s", pybpfprof_binary(),
+	       CHAIN_BUDGET_MIB, (int)target.pid, path);
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	test_stop_target(&target);
+	if (status != 0)
+		fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
+	line = strstr(err, "task chains ");
+	if (!line || sscanf(line, "task chains %31[^(](peak %31[^)]), %llu evictions, %llu refused", held, peak,
+			    &evictions, &refused) != 4)
+		fail_msg("%s: no task chains in the target budget: %s", python->label, err);
+	print_message("%s: task chains %s held (peak %s), %llu evictions, %llu refused\n", python->label, held, peak,
+		      evictions, refused);
+	assert_true(summary_bytes(peak) > 0 && summary_bytes(peak) <= (double)CHAIN_BUDGET_MIB * (1 << 20));
+	assert_true(evictions + refused > 0);
+	assert_true(weight_ending(path, "<task many-", "asyncio/tasks.py:sleep:") > 0);
+}
+
 int main(void)
 {
 	const struct test_per_python kinds[] = {
@@ -550,6 +608,7 @@ int main(void)
 		{ "wall_pending_tasks_", wall_pending_tasks },
 		{ "launched_task_stacks_", launched_task_stacks },
 		{ "wall_waiting_share_", wall_waiting_share },
+		{ "chain_budget_", chain_budget },
 	};
 	/* 3.11-3.13: their tasks listed from the process's sets of them, by loop */
 	static const char *const old_labels[] = { "3.11", "3.12", "3.13" };

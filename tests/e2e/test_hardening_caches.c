@@ -201,6 +201,231 @@ static void attackers_share_one_budget(void **state)
 	free_fake_target(&fake);
 }
 
+/* A budget smaller than the unique names of FAKE_CODES code objects (a file and a qualified
+ * name of SYMBOLIZE_PY_MAX_STRING_CHARS each: 1.6 MiB). */
+#define NAMES_BUDGET ((uint64_t)1 << 20)
+
+/* One str object of SYMBOLIZE_PY_MAX_STRING_CHARS characters, its own for (kind, i). */
+static uint8_t *long_unique_str(const struct py_offsets *off, char kind, int i)
+{
+	static char text[SYMBOLIZE_PY_MAX_STRING_CHARS + 1];
+
+	memset(text, kind, SYMBOLIZE_PY_MAX_STRING_CHARS);
+	text[SYMBOLIZE_PY_MAX_STRING_CHARS] = 0;
+	snprintf(text, 16, "%c%06d", kind, i);
+	text[7] = kind;
+	return fake_str(off, text);
+}
+
+/* Code i's checksum as BPF would read it, from its own file and name objects. */
+static uint32_t checksum_of(const struct py_offsets *off, int i, const uint8_t *file, const uint8_t *name)
+{
+	uint8_t file_span[PY_STRING_SPAN_MAX + 8] = { 0 }, name_span[PY_STRING_SPAN_MAX + 8] = { 0 };
+
+	memcpy(file_span, file + py_string_span_low(off), py_string_span(off));
+	memcpy(name_span, name + py_string_span_low(off), py_string_span(off));
+	return py_code_checksum(i + 1, 0, (uint64_t)(uintptr_t)file, (uint64_t)(uintptr_t)name,
+				py_string_identity(off, file_span), py_string_identity(off, name_span));
+}
+
+/*
+ * Two processes as nobody whose 200 code objects each have their own 4096-character file and
+ * name, against a 1 MiB target budget: the names never take more than their share of it (past
+ * it a code object's name reads as the placeholder, remembered: a second pass reads nothing),
+ * and the code objects' entries are counted in it too.
+ */
+static void code_names_stay_within_the_target_budget(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	uint8_t *files[FAKE_CODES], *names[FAKE_CODES];
+	struct target_budget *budget;
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	pid_t attackers[ATTACKERS];
+	int count, placeholders = 0;
+	uint64_t hits = 0;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(target_budget_new(NAMES_BUDGET, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(cache, budget), 0);
+	build_fake_target(&fake, 16);
+	for (int i = 0; i < FAKE_CODES; i++) {
+		files[i] = long_unique_str(&fake.config.off, 'f', i);
+		names[i] = long_unique_str(&fake.config.off, 'n', i);
+		put_pointer(fake.codes[i], fake.config.off.code_filename, files[i]);
+		put_pointer(fake.codes[i], fake.config.off.code_name, names[i]);
+		put_pointer(fake.codes[i], fake.config.off.code_qualname, names[i]);
+	}
+	start_attackers(attackers);
+	for (int pass = 0; pass < 2; pass++)
+		for (int a = 0; a < 2; a++)
+			for (int i = 0; i < FAKE_CODES; i++) {
+				uint32_t checksum = checksum_of(&fake.config.off, i, files[i], names[i]);
+
+				if (pass == 1 && a == 0 && i == 0) {
+					symbolize_py_cache_stats(cache, &stats);
+					hits = stats.hits;
+				}
+				assert_int_equal(symbolize_py_resolve(cache, attackers[a], &fake.config,
+								      (uint64_t)(uintptr_t)fake.codes[i], checksum, 0,
+								      &frame),
+						 0);
+				placeholders += pass == 1 && !strcmp(frame.name, SYMBOLIZE_PY_NAME_OVER_BUDGET);
+				if (target_budget_held(budget) > NAMES_BUDGET)
+					fail_msg("pass %d, attacker %d, code object %d: the budget holds %" PRIu64
+						 " bytes", pass, a, i, target_budget_held(budget));
+			}
+	symbolize_py_cache_stats(cache, &stats);
+	count = target_budget_stats(budget, stores);
+	print_message("%d code objects x 2 attackers with 8 KiB of names, %" PRIu64 " KiB budget: names %" PRIu64
+		      " bytes held, %" PRIu64 " refused; entries %" PRIu64 " bytes; cache names %zu bytes\n",
+		      FAKE_CODES, NAMES_BUDGET >> 10, stores[2].held, stores[2].refusals, stores[1].held,
+		      stats.name_bytes);
+	assert_int_equal(count, 4);
+	assert_string_equal(stores[1].name, "code objects");
+	assert_string_equal(stores[2].name, "code names");
+	assert_true(stores[1].held > 0);
+	assert_true(stores[2].refusals > 0);
+	assert_true(stats.name_bytes <= NAMES_BUDGET / SYMBOLIZE_PY_NAMES_BUDGET_SHARE + 64);
+	assert_true(target_budget_peak(budget) <= NAMES_BUDGET);
+	assert_true(placeholders > 0 && placeholders < 2 * FAKE_CODES);
+	/* the second pass answered every frame without reading its target again */
+	assert_int_equal(stats.hits - hits, 2 * FAKE_CODES);
+	stop_attackers(attackers);
+	symbolize_py_cache_free(cache);
+	for (int i = 0; i < FAKE_CODES; i++) {
+		free(files[i]);
+		free(names[i]);
+	}
+	free_fake_target(&fake);
+	target_budget_free(budget);
+}
+
+/* A budget that holds some 700 code objects' entries, of the 1,600 the attackers show. */
+#define ENTRIES_BUDGET ((uint64_t)64 << 10)
+
+/*
+ * Eight processes as nobody with 200 code objects each (small line tables, one name), against
+ * a 64 KiB target budget: the code objects' entries never take more than it (the least
+ * recently used go, read again if seen again), every frame is still named.
+ */
+static void code_objects_stay_within_the_target_budget(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	struct target_budget *budget;
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	pid_t attackers[ATTACKERS];
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(target_budget_new(ENTRIES_BUDGET, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(cache, budget), 0);
+	build_fake_target(&fake, 16);
+	start_attackers(attackers);
+	for (int a = 0; a < ATTACKERS; a++)
+		for (int i = 0; i < FAKE_CODES; i++) {
+			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
+			assert_string_equal(frame.name, "fake");
+			if (target_budget_held(budget) > ENTRIES_BUDGET)
+				fail_msg("attacker %d, code object %d: the budget holds %" PRIu64 " bytes", a, i,
+					 target_budget_held(budget));
+		}
+	symbolize_py_cache_stats(cache, &stats);
+	target_budget_stats(budget, stores);
+	print_message("%d attackers x %d code objects in a %" PRIu64 " KiB budget: %zu kept, entries %" PRIu64
+		      " bytes held, %" PRIu64 " evicted\n",
+		      ATTACKERS, FAKE_CODES, ENTRIES_BUDGET >> 10, stats.codes, stores[1].held, stats.evicted);
+	assert_string_equal(stores[1].name, "code objects");
+	assert_true(stats.evicted > 0);
+	assert_true(stats.codes < ATTACKERS * FAKE_CODES);
+	assert_true(stores[1].held > 0 && stores[1].held <= ENTRIES_BUDGET);
+	assert_true(stores[1].evictions > 0);
+	assert_true(target_budget_peak(budget) <= ENTRIES_BUDGET);
+	stop_attackers(attackers);
+	symbolize_py_cache_free(cache);
+	free_fake_target(&fake);
+	target_budget_free(budget);
+}
+
+/* A budget a quarter of the frame table 200 code objects at 2,000 offsets each would take. */
+#define FRAMES_BUDGET ((uint64_t)4 << 20)
+#define FRAME_OFFSETS 2000
+
+/*
+ * Two processes as nobody whose 200 code objects are each seen at 2,000 instruction offsets
+ * (800,000 decoded frames, a table of some 48 MiB), against a 4 MiB target budget: the
+ * decoded frame table never takes more than it (it starts over instead of growing), and
+ * every frame is still named.
+ */
+static void decoded_frames_stay_within_the_target_budget(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	struct target_budget *budget;
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	pid_t attackers[ATTACKERS];
+	size_t most_frames = 0;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(target_budget_new(FRAMES_BUDGET, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(cache, budget), 0);
+	build_fake_target(&fake, 16);
+	start_attackers(attackers);
+	for (int a = 0; a < 2; a++)
+		for (int i = 0; i < FAKE_CODES; i++) {
+			const struct py_offsets *off = &fake.config.off;
+			uint8_t span[PY_STRING_SPAN_MAX + 8] = { 0 };
+			uint64_t name_hash;
+			uint32_t checksum;
+
+			memcpy(span, fake.name + py_string_span_low(off), py_string_span(off));
+			name_hash = py_string_identity(off, span);
+			checksum = py_code_checksum(i + 1, 0, (uint64_t)(uintptr_t)fake.name,
+						    (uint64_t)(uintptr_t)fake.name, name_hash, name_hash);
+			for (uint32_t offset = 0; offset < FRAME_OFFSETS; offset++) {
+				assert_int_equal(symbolize_py_resolve(cache, attackers[a], &fake.config,
+								      (uint64_t)(uintptr_t)fake.codes[i], checksum,
+								      offset * 2, &frame),
+						 0);
+				assert_string_equal(frame.name, "fake");
+			}
+			symbolize_py_cache_stats(cache, &stats);
+			if (stats.frames > most_frames)
+				most_frames = stats.frames;
+			if (target_budget_held(budget) > FRAMES_BUDGET)
+				fail_msg("attacker %d, code object %d: the budget holds %" PRIu64 " bytes", a, i,
+					 target_budget_held(budget));
+		}
+	target_budget_stats(budget, stores);
+	print_message("%d code objects x %d offsets x 2 attackers in a %" PRIu64 " MiB budget: at most %zu frames "
+		      "decoded at once, the table %" PRIu64 " bytes (peak %" PRIu64 "), started over %" PRIu64
+		      " times\n",
+		      FAKE_CODES, FRAME_OFFSETS, FRAMES_BUDGET >> 20, most_frames, stores[3].held, stores[3].peak,
+		      stores[3].evictions);
+	assert_string_equal(stores[3].name, "decoded frames");
+	assert_true(stores[3].peak <= FRAMES_BUDGET);
+	assert_true(stores[3].evictions > 0);
+	/* each decoded frame takes a slot of a table at most twice as large as the frames it holds */
+	assert_true(most_frames * 2 * 48 <= FRAMES_BUDGET);
+	assert_true(target_budget_peak(budget) <= FRAMES_BUDGET);
+	stop_attackers(attackers);
+	symbolize_py_cache_free(cache);
+	free_fake_target(&fake);
+	target_budget_free(budget);
+}
+
 /* A small target budget of which output tables (which cannot be evicted) hold half. */
 #define SMALL_BUDGET ((uint64_t)8 << 20)
 #define OUTPUT_TABLES ((uint64_t)4 << 20)
@@ -236,7 +461,7 @@ static void attackers_fit_in_the_target_budget_beside_other_stores(void **state)
 		for (int i = 0; i < FAKE_CODES; i++) {
 			assert_int_equal(resolve(cache, attackers[a], &fake, i, &frame), 0);
 			assert_string_equal(frame.name, "fake");
-			assert_int_equal(target_budget_stats(budget, stores), 2);
+			assert_int_equal(target_budget_stats(budget, stores), 5);
 			if (stores[0].held > SMALL_BUDGET - OUTPUT_TABLES || target_budget_held(budget) > SMALL_BUDGET)
 				fail_msg("attacker %d, code object %d: line tables hold %" PRIu64 " bytes, the budget %"
 					 PRIu64, a, i, stores[0].held, target_budget_held(budget));
@@ -408,9 +633,14 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(shared_line_tables_stay_within_budget),
 		cmocka_unit_test(attackers_share_one_budget),
+		cmocka_unit_test(code_names_stay_within_the_target_budget),
+		cmocka_unit_test(code_objects_stay_within_the_target_budget),
+		cmocka_unit_test(decoded_frames_stay_within_the_target_budget),
 		cmocka_unit_test(attackers_fit_in_the_target_budget_beside_other_stores),
 		cmocka_unit_test(a_run_with_attackers_stays_within_its_target_budget),
 	};
 
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,38 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "parser/parser_protocol.h"
 #include "proc/launch_files.h"
 
 static char paths[LAUNCH_FILES_MAX][PATH_MAX];
-
-static bool found(size_t count, const char *part)
-{
-	for (size_t i = 0; i < count; i++)
-		if (strstr(paths[i], part))
-			return true;
-	return false;
-}
-
-/* A name on PATH is the file execvp runs; the libraries it names come after it. */
-static void test_name_on_path(void **state)
-{
-	char *argv[] = { "sh", "-c", "true", NULL };
-	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
-	char real[PATH_MAX];
-	size_t count;
-
-	(void)state;
-	setenv("PATH", "/nonexistent:/usr/bin:/bin", 1);
-	count = launch_files_find(argv, paths, LAUNCH_FILES_MAX);
-	assert_true(count >= 2);
-	assert_string_equal(paths[0], "/usr/bin/sh");
-	assert_true(found(count, "/libc.so.6"));
-	for (size_t i = 1; i < count; i++)
-		assert_non_null(realpath(paths[i], real));
-	if (old)
-		setenv("PATH", old, 1);
-	free(old);
-}
 
 /* A #! script is its interpreter; `#!/usr/bin/env NAME` is NAME on PATH. */
 static void test_scripts(void **state)
@@ -78,12 +50,42 @@ static void test_not_found(void **state)
 	assert_int_equal(launch_files_find(missing, paths, 0), 0);
 }
 
+/* The peak RSS of this process so far, in KiB. */
+/* What a lying worker might answer about an executable's libraries: refused whole. */
+static void test_lying_dynamic_names_are_refused(void **state)
+{
+	struct parser_dynamic_names names;
+	struct {
+		struct parser_dynamic_head head;
+		char names[16];
+	} answer;
+
+	(void)state;
+	answer.head = (struct parser_dynamic_head){ .needed_count = 1, .names_len = 6 };
+	memcpy(answer.names, "\0\0libc", 6);
+	/* no NUL at the end */
+	assert_int_equal(parser_dynamic_check(&answer, sizeof(answer.head) + 6, &names), -EBADMSG);
+	memcpy(answer.names, "\0\0libc\0", 7 + 1);
+	answer.head.names_len = 7;
+	assert_int_equal(parser_dynamic_check(&answer, sizeof(answer.head) + 7, &names), 0);
+	assert_string_equal(names.needed, "libc");
+	/* a length that does not add up, a count that does not match the names, an empty name */
+	assert_int_equal(parser_dynamic_check(&answer, sizeof(answer.head) + 6, &names), -EBADMSG);
+	answer.head.needed_count = 2;
+	assert_int_equal(parser_dynamic_check(&answer, sizeof(answer.head) + 7, &names), -EBADMSG);
+	memcpy(answer.names, "\0\0\0", 3);
+	answer.head = (struct parser_dynamic_head){ .needed_count = 1, .names_len = 3 };
+	assert_int_equal(parser_dynamic_check(&answer, sizeof(answer.head) + 3, &names), -EBADMSG);
+	answer.head = (struct parser_dynamic_head){ .needed_count = PARSER_MAX_NEEDED + 1, .names_len = 3 };
+	assert_int_equal(parser_dynamic_check(&answer, sizeof(answer.head) + 3, &names), -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_name_on_path),
 		cmocka_unit_test(test_scripts),
 		cmocka_unit_test(test_not_found),
+		cmocka_unit_test(test_lying_dynamic_names_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
  */
 #include "testlib.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -287,7 +288,7 @@ static void test_rows_match_readelf(void **state)
 	compile_program(path, sizeof(path), "cfi_program", "-O2 -fomit-frame-pointer -fasynchronous-unwind-tables", "");
 	assert_int_equal(build_table(path, &table, &error), 0);
 	assert_int_equal(table.source, UNWIND_CFI_EH_FRAME);
-	assert_int_equal(table.id.kind, UNWIND_FILE_ID_BUILD_ID);
+	assert_int_equal(table.id.kind, UNWIND_FILE_ID_INODE);
 	assert_int_equal(table.rows[table.count - 1].kind, UNWIND_ROW_GAP);
 	for (size_t i = 1; i < table.count; i++)
 		assert_true(table.rows[i - 1].pc < table.rows[i].pc);
@@ -816,8 +817,62 @@ static void test_file_id_is_stable(void **state)
 	assert_int_equal(unwind_table_file_id(fd, &second), 0);
 	close(fd);
 	assert_int_equal(first.kind, UNWIND_FILE_ID_INODE);
-	assert_int_equal(first.len, 16);
+	assert_int_equal(first.len, UNWIND_FILE_ID_MAX);
 	assert_memory_equal(&first, &second, sizeof(first));
+}
+
+/* A file rewritten in place to another size (same inode, no build id to tell them apart) is
+ * another file: its old rows must not serve its new code. Touched, it is the same file: a
+ * file whose build failed is not built again for a touch. */
+static void test_file_rewritten_in_place_is_another_file(void **state)
+{
+	struct unwind_file_id before, touched, after;
+	char path[512], byte = 0;
+	struct stat info;
+	int fd;
+
+	(void)state;
+	compile_program(path, sizeof(path), "rewritten", "-O2 -Wl,--build-id=none", "");
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(unwind_table_file_id(fd, &before), 0);
+	assert_int_equal(futimens(fd, NULL), 0);
+	assert_int_equal(unwind_table_file_id(fd, &touched), 0);
+	assert_memory_equal(before.bytes, touched.bytes, UNWIND_FILE_ID_MAX);
+	assert_int_equal(fstat(fd, &info), 0);
+	assert_int_equal(pwrite(fd, &byte, 1, info.st_size), 1);
+	assert_int_equal(unwind_table_file_id(fd, &after), 0);
+	close(fd);
+	assert_memory_not_equal(before.bytes, after.bytes, UNWIND_FILE_ID_MAX);
+}
+
+/* Root reads a file's ELF header for its identity and nothing the header points to: a file
+ * whose section headers (and so its notes) lie past its end still has one. */
+static void test_file_id_reads_only_the_header(void **state)
+{
+	Elf64_Ehdr header = { .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			      .e_ehsize = sizeof(Elf64_Ehdr), .e_shentsize = sizeof(Elf64_Shdr),
+			      .e_shoff = (uint64_t)1 << 40, .e_shnum = 65000 };
+	struct unwind_file_id id;
+	char path[512];
+	int fd;
+
+	(void)state;
+	memcpy(header.e_ident, ELFMAG, SELFMAG);
+	header.e_ident[EI_CLASS] = ELFCLASS64;
+	header.e_ident[EI_DATA] = ELFDATA2LSB;
+	header.e_ident[EI_VERSION] = EV_CURRENT;
+	snprintf(path, sizeof(path), "%s/header-only-%d.so", test_tmpdir(), (int)getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &header, sizeof(header)), (ssize_t)sizeof(header));
+	assert_int_equal(unwind_table_file_id(fd, &id), 0);
+	assert_int_equal(id.kind, UNWIND_FILE_ID_INODE);
+	header.e_machine = EM_AARCH64;
+	assert_int_equal(pwrite(fd, &header, sizeof(header), 0), (ssize_t)sizeof(header));
+	assert_int_equal(unwind_table_file_id(fd, &id), -ENOEXEC);
+	close(fd);
+	unlink(path);
 }
 
 /* A copy of libz (anyone's: it claims libz's build id) is another file: it can never share, and
@@ -840,11 +895,8 @@ static void test_copy_is_another_file(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(unwind_table_file_id(fd, &copy), 0);
 	close(fd);
-	assert_int_equal(original.kind, UNWIND_FILE_ID_BUILD_ID);
-	assert_int_equal(copy.kind, UNWIND_FILE_ID_BUILD_ID);
 	assert_int_equal(original.len, copy.len);
-	/* the same build id, another inode */
-	assert_memory_equal(original.bytes, copy.bytes, original.len - 16);
+	/* the same bytes and build id, another inode: another key */
 	assert_memory_not_equal(original.bytes, copy.bytes, original.len);
 	unlink(path);
 }
@@ -938,6 +990,8 @@ int main(void)
 		cmocka_unit_test(test_corrupted_cfi),
 		cmocka_unit_test(test_file_id_is_stable),
 		cmocka_unit_test(test_copy_is_another_file),
+		cmocka_unit_test(test_file_rewritten_in_place_is_another_file),
+		cmocka_unit_test(test_file_id_reads_only_the_header),
 		cmocka_unit_test(test_function_starts_are_the_symbols),
 		cmocka_unit_test(test_lying_rows_refused),
 	};

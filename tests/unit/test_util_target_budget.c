@@ -224,6 +224,26 @@ static void a_counted_store_makes_room_and_is_held_even_when_refused(void **stat
 	target_budget_free(budget);
 }
 
+/* Counted stores past the limit leave no room: a charge is refused, not taken because the
+ * room left wrapped around below zero. */
+static void a_budget_counted_past_its_limit_takes_no_charge(void **state)
+{
+	struct target_budget *budget;
+	struct fake_store lines;
+	int outputs;
+
+	(void)state;
+	assert_int_equal(target_budget_new(1000, &budget), 0);
+	fake_register(budget, &lines, "line tables");
+	outputs = target_budget_register(budget, "output tables", NULL, NULL, NULL);
+	target_budget_set_held(budget, outputs, 1200);
+	assert_int_equal(fake_add(&lines, 0, 10), -ENOSPC);
+	assert_int_equal(stats_of(budget, lines.id).held, 0);
+	assert_int_equal(stats_of(budget, lines.id).refusals, 1);
+	assert_int_equal(target_budget_held(budget), 1200);
+	target_budget_free(budget);
+}
+
 static void stores_past_the_most_are_refused(void **state)
 {
 	struct target_budget *budget;
@@ -244,6 +264,7 @@ int main(void)
 		cmocka_unit_test(a_full_budget_evicts_in_batches_down_to_its_low_water),
 		cmocka_unit_test(what_cannot_fit_is_refused_and_counted),
 		cmocka_unit_test(a_counted_store_makes_room_and_is_held_even_when_refused),
+		cmocka_unit_test(a_budget_counted_past_its_limit_takes_no_charge),
 		cmocka_unit_test(stores_past_the_most_are_refused),
 	};
 

@@ -564,8 +564,9 @@ bool elf_file_tables_within(const struct elf_file *file, uint64_t max)
 	return true;
 }
 
-/* Whether the note bytes libdw may fetch from an in-memory image (every PT_NOTE segment and
- * SHT_NOTE section, each copied when misaligned, kept until the file is closed) are within
+/* Whether the note bytes libdw may fetch (every PT_NOTE segment and SHT_NOTE section: libelf
+ * copies each from a file it reads, and from an image when misaligned, and keeps the copies
+ * until the file is closed; a file may list thousands, each as large as itself) are within
  * ELF_NOTES_BUDGET and its section count within ELF_SECTION_MAX: looks at the headers only. */
 static bool notes_within_budget(Elf *elf)
 {
@@ -600,11 +601,6 @@ int elf_file_build_id(const struct elf_file *file, uint8_t id[ELF_FILE_MAX_BUILD
 	const void *bits;
 	ssize_t bits_len;
 
-	/* libelf copies each section it fetches from a file it reads (ELF_C_READ) and keeps it
-	 * until the file is closed: a file's thousands of overlapping note sections would each
-	 * be a copy of the file, so a file is read with the bounded walker root uses too */
-	if (file->fd >= 0)
-		return elf_notes_build_id(file->fd, id, ELF_FILE_MAX_BUILD_ID, len);
 	if (!notes_within_budget(file->elf))
 		return -ENOENT;
 	bits_len = dwelf_elf_gnu_build_id(file->elf, &bits);

@@ -49,3 +49,28 @@ int parser_symbols_check(const void *payload, size_t len, struct parser_symbols 
 		return -EBADMSG;
 	return 0;
 }
+
+int parser_dynamic_check(const void *payload, size_t len, struct parser_dynamic_names *out)
+{
+	const struct parser_dynamic_head *head = payload;
+	const char *names = (const char *)payload + sizeof(*head), *at;
+	uint32_t strings = 0;
+
+	if (len < sizeof(*head) || head->needed_count > PARSER_MAX_NEEDED ||
+	    head->names_len != len - sizeof(*head) || !head->names_len || names[head->names_len - 1] != 0)
+		return -EBADMSG;
+	for (at = names; at < names + head->names_len; strings++) {
+		size_t name_len = strlen(at);
+
+		if (name_len >= PATH_MAX || (strings >= 2 && !name_len))
+			return -EBADMSG;
+		at += name_len + 1;
+	}
+	if (strings != 2 + head->needed_count)
+		return -EBADMSG;
+	out->rpath = names;
+	out->runpath = names + strlen(names) + 1;
+	out->needed = out->runpath + strlen(out->runpath) + 1;
+	out->needed_count = head->needed_count;
+	return 0;
+}

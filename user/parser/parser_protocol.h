@@ -47,6 +47,11 @@ enum parser_request_kind {
 	/* A mapped file's functions by its .eh_frame: one struct parser_unwind_head (source
 	 * unused), then row_count struct parser_function_range sorted by start. arg: unused. */
 	PARSER_REQUEST_FUNCTION_RANGES = 6,
+	/* An executable about to be launched: the libraries it names (DT_NEEDED, in order) and
+	 * its DT_RPATH and DT_RUNPATH. One struct parser_dynamic_head, then names_len bytes of
+	 * NUL-terminated strings: the RPATH, the RUNPATH ("" for none), then needed_count names.
+	 * arg: unused. */
+	PARSER_REQUEST_DYNAMIC_NAMES = 7,
 	/* Test-only kinds, refused unless root started the worker with --selftest (tests do):
 	 * how a worker that crashes, outgrows its memory limit or never answers costs one file. */
 	PARSER_REQUEST_SELFTEST_CRASH = 0x7f01,
@@ -134,6 +139,31 @@ struct parser_function_range {
 	uint64_t start;
 	uint64_t end;
 };
+
+/* The head of PARSER_REQUEST_DYNAMIC_NAMES' payload. */
+struct parser_dynamic_head {
+	uint32_t needed_count; /* at most PARSER_MAX_NEEDED */
+	uint32_t names_len;    /* bytes that follow */
+};
+
+/* Libraries a dynamic-names answer lists at most (real executables name a dozen or two). */
+#define PARSER_MAX_NEEDED 512u
+
+/* A dynamic-names payload as root reads it: pointers into the checked payload. */
+struct parser_dynamic_names {
+	const char *rpath;   /* "" when none */
+	const char *runpath; /* "" when none */
+	const char *needed;  /* needed_count NUL-terminated names, one after the other */
+	uint32_t needed_count;
+};
+
+/*
+ * Checks payload (len bytes, from the worker) as a dynamic-names payload and points *out into
+ * it: names_len that adds up to len, needed_count at most PARSER_MAX_NEEDED, exactly
+ * 2 + needed_count strings, each ending with a NUL, none longer than PATH_MAX - 1 and none
+ * of the needed names empty. 0 or -EBADMSG.
+ */
+int parser_dynamic_check(const void *payload, size_t len, struct parser_dynamic_names *out);
 
 /* A symbols payload as root reads it: pointers into the checked payload. */
 struct parser_symbols {

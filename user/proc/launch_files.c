@@ -3,14 +3,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "parser/parser_client.h"
 
 /* Where glibc's dynamic linker looks last on x86-64 Debian (its ld.so.cache lists the same). */
 static const char *const system_library_dirs[] = {
@@ -19,8 +19,6 @@ static const char *const system_library_dirs[] = {
 
 /* A #! line is read up to this (the kernel reads 256 bytes of it). */
 #define SCRIPT_LINE_MAX 256
-/* Entries of the dynamic section read at most: real files have a few dozen. */
-#define DYNAMIC_ENTRIES_MAX 512
 
 static bool is_regular_file(const char *path, bool executable)
 {
@@ -132,56 +130,59 @@ static bool find_library(const struct search_path *search, const char *name, cha
 	return false;
 }
 
+/* The most a dynamic-names answer may take: 512 names of a few dozen bytes. */
+#define DYNAMIC_NAMES_REPLY_BUDGET (64u << 10)
+
+/* What the executable at real names, read by the parser worker (root parses none of it: the
+ * command may be another user's file); checked. 0, or a negative errno. */
+static int read_dynamic_names(const char *real, void **payload, struct parser_dynamic_names *names)
+{
+	struct parser_client *client = NULL;
+	struct stat info;
+	size_t len = 0;
+	int fd = open(real, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int err = fd < 0 ? -errno : 0;
+
+	if (!err && (fstat(fd, &info) || !S_ISREG(info.st_mode)))
+		err = -EINVAL;
+	if (!err)
+		err = parser_client_new(&(struct parser_client_options){ 0 }, &client);
+	if (!err)
+		err = parser_client_request(client, PARSER_REQUEST_DYNAMIC_NAMES, fd, 0, DYNAMIC_NAMES_REPLY_BUDGET,
+					    payload, &len);
+	if (!err && parser_dynamic_check(*payload, len, names)) {
+		err = -EBADMSG;
+		free(*payload);
+		*payload = NULL;
+	}
+	parser_client_free(client);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 /* Appends the libraries the ELF file at executable names, as found, after what paths holds. */
 static size_t add_libraries(const char *executable, char (*paths)[PATH_MAX], size_t count, size_t max)
 {
 	struct search_path search = { .rpath = NULL };
+	struct parser_dynamic_names names;
 	char real[PATH_MAX];
-	Elf_Scn *section = NULL;
-	GElf_Shdr header;
-	Elf_Data *data;
-	Elf *elf;
-	int fd;
+	void *payload = NULL;
+	const char *name;
 
 	if (!realpath(executable, real))
 		return count;
 	snprintf(search.origin, sizeof(search.origin), "%s", real);
 	*strrchr(search.origin, '/') = 0;
-	fd = open(real, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
+	if (read_dynamic_names(real, &payload, &names))
 		return count;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	while (elf && (section = elf_nextscn(elf, section)) != NULL)
-		if (gelf_getshdr(section, &header) && header.sh_type == SHT_DYNAMIC)
-			break;
-	data = section ? elf_getdata(section, NULL) : NULL;
-	if (data && header.sh_entsize == sizeof(GElf_Dyn)) {
-		size_t entries = header.sh_size / header.sh_entsize;
-		GElf_Dyn entry;
-
-		if (entries > DYNAMIC_ENTRIES_MAX)
-			entries = DYNAMIC_ENTRIES_MAX;
-		/* The search path first: it may follow the names in the section. */
-		for (size_t i = 0; i < entries && gelf_getdyn(data, (int)i, &entry); i++) {
-			if (entry.d_tag == DT_RPATH)
-				search.rpath = elf_strptr(elf, header.sh_link, entry.d_un.d_val);
-			else if (entry.d_tag == DT_RUNPATH)
-				search.runpath = elf_strptr(elf, header.sh_link, entry.d_un.d_val);
-		}
-		for (size_t i = 0; i < entries && count < max && gelf_getdyn(data, (int)i, &entry); i++) {
-			const char *name;
-
-			if (entry.d_tag != DT_NEEDED)
-				continue;
-			name = elf_strptr(elf, header.sh_link, entry.d_un.d_val);
-			if (name && find_library(&search, name, paths[count]))
-				count++;
-		}
-	}
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	search.rpath = names.rpath[0] ? names.rpath : NULL;
+	search.runpath = names.runpath[0] ? names.runpath : NULL;
+	name = names.needed;
+	for (uint32_t i = 0; i < names.needed_count && count < max; i++, name += strlen(name) + 1)
+		if (find_library(&search, name, paths[count]))
+			count++;
+	free(payload);
 	return count;
 }
 

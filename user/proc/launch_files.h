@@ -22,7 +22,8 @@
  * libraries it names (DT_NEEDED) where the dynamic linker looks first: its
  * RPATH, LD_LIBRARY_PATH, its RUNPATH, the system's library directories. What
  * cannot be found is left out (the command then builds it once it runs).
- * Returns how many.
+ * The executable's dynamic section is read by the parser worker (parser/parser_client.h),
+ * not here: the command may be another user's file. Returns how many.
  */
 size_t launch_files_find(char *const argv[], char (*paths)[PATH_MAX], size_t max);
 

@@ -13,6 +13,7 @@
 #include "proc/target_mem.h"
 #include "util/intern.h"
 #include "util/hash.h"
+#include "util/target_budget.h"
 
 /* Py_TPFLAGS_LONG_SUBCLASS / Py_TPFLAGS_UNICODE_SUBCLASS (every 3.x). */
 #define TPFLAGS_LONG_SUBCLASS (1ull << 24)
@@ -51,6 +52,7 @@ struct chain_slot {
 	size_t level_count;
 	uint64_t used;              /* the table's clock when last looked up */
 	struct async_chain *chain;  /* malloc'd, its frames with it */
+	size_t chain_bytes;         /* its allocation, as charged to the target budget */
 };
 
 /* A code object's checksum as read, trusted for ASYNC_TASKS_REFRESH_NS (a freed code object's
@@ -118,6 +120,8 @@ struct async_tasks {
 	struct chain_slot *slots;   /* [ASYNC_TASKS_SLOTS], by (pid, task): running tasks' chains */
 	struct chain_slot *pending; /* [ASYNC_TASKS_SLOTS] likewise: pending tasks' stacks */
 	struct intern_table names;  /* "<task NAME>" */
+	struct target_budget *budget; /* NULL: none; else the chains are charged to it */
+	int budget_store;
 	uint64_t last_chain_id;
 	uint64_t clock;             /* ticks at every slot lookup */
 	unsigned reads_left;        /* of the call under way (ASYNC_TASKS_READS_PER_CALL) */
@@ -258,6 +262,87 @@ static int read_type_flags(struct async_tasks *tasks, pid_t pid, const struct py
 	if (!err)
 		err = charged_u64(tasks, pid, *type + layout->tp_flags, flags);
 	return err;
+}
+
+int async_tasks_set_budget(struct async_tasks *tasks, struct target_budget *budget)
+{
+	int store = target_budget_register(budget, "task chains", NULL, NULL, NULL);
+
+	if (store < 0)
+		return store;
+	tasks->budget = budget;
+	tasks->budget_store = store;
+	return 0;
+}
+
+/* The slot's chain goes (its bytes leave the budget); the slot keeps its place in the LRU. */
+static void drop_chain(struct async_tasks *tasks, struct chain_slot *slot)
+{
+	if (tasks->budget && slot->chain_bytes)
+		target_budget_release(tasks->budget, tasks->budget_store, slot->chain_bytes);
+	free(slot->chain);
+	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
+}
+
+static int compare_u64(const void *left, const void *right)
+{
+	uint64_t a = *(const uint64_t *)left, b = *(const uint64_t *)right;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The least recently used half of the chains kept goes (read again when next sampled). */
+static void drop_older_chains(struct async_tasks *tasks)
+{
+	uint64_t used[2 * ASYNC_TASKS_SLOTS], median, freed = 0;
+	size_t count = 0;
+
+	for (size_t i = 0; i < ASYNC_TASKS_SLOTS; i++) {
+		if (tasks->slots[i].chain)
+			used[count++] = tasks->slots[i].used;
+		if (tasks->pending[i].chain)
+			used[count++] = tasks->pending[i].used;
+	}
+	if (!count)
+		return;
+	qsort(used, count, sizeof(used[0]), compare_u64);
+	median = used[count / 2];
+	for (size_t i = 0; i < ASYNC_TASKS_SLOTS; i++) {
+		struct chain_slot *both[2] = { &tasks->slots[i], &tasks->pending[i] };
+
+		for (int j = 0; j < 2; j++)
+			if (both[j]->chain && both[j]->used <= median) {
+				freed += both[j]->chain_bytes;
+				drop_chain(tasks, both[j]);
+			}
+	}
+	target_budget_note_eviction(tasks->budget, tasks->budget_store, freed);
+}
+
+/*
+ * bytes for a chain, charged to the target budget. Chains are dropped by this table alone,
+ * never for another store's bytes (a chain returned stays valid until the next call): refused,
+ * the least recently used half of them goes and the charge is tried once more; refused again
+ * (the budget is full of what cannot be evicted), NULL with -ENOSPC: that chain is not kept.
+ */
+static struct async_chain *alloc_chain(struct async_tasks *tasks, size_t bytes, int *err)
+{
+	struct async_chain *chain;
+
+	if (tasks->budget && target_budget_charge(tasks->budget, tasks->budget_store, bytes)) {
+		drop_older_chains(tasks);
+		if (target_budget_charge(tasks->budget, tasks->budget_store, bytes)) {
+			*err = -ENOSPC;
+			return NULL;
+		}
+	}
+	chain = malloc(bytes);
+	if (!chain) {
+		if (tasks->budget)
+			target_budget_release(tasks->budget, tasks->budget_store, bytes);
+		*err = -ENOMEM;
+	}
+	return chain;
 }
 
 /* "<task NAME>" interned, or the budget's placeholder; NULL when memory is short. */
@@ -628,24 +713,24 @@ static int build_chain(struct async_tasks *tasks, struct symbolize_py_cache *pyt
 {
 	struct coroutine coroutine;
 	struct async_chain *chain;
-	size_t count;
+	size_t count, bytes;
 	int err = read_coroutine(tasks, target->pid, &target->asyncio, fields->coro, &coroutine);
 
-	free(slot->chain);
-	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
+	drop_chain(tasks, slot);
 	if (err)
 		return err;
 	count = read_chain(tasks, python, target, task, fields, tasks->frames);
-	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]));
+	bytes = sizeof(*chain) + count * sizeof(chain->frames[0]);
+	chain = alloc_chain(tasks, bytes, &err);
 	if (!chain)
-		return -ENOMEM;
+		return err;
 	chain->chain_id = ++tasks->last_chain_id;
 	chain->coro_code = coroutine.code;
 	chain->stack_id = 0;
 	chain->frame_count = count;
 	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
 	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
-				     .chain = chain, .used = slot->used };
+				     .chain = chain, .chain_bytes = bytes, .used = slot->used };
 	return 0;
 }
 
@@ -690,14 +775,13 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 {
 	struct chain_slot *awaiting = slot_of(tasks, target->pid, task);
 	struct async_chain *chain;
-	size_t count, own, level_count = 0;
+	size_t count, own, level_count = 0, bytes;
 	int err = 0;
 
 	if (!awaiting->chain || awaiting->pid != (uint32_t)target->pid || awaiting->task != task ||
 	    !same_fields(&awaiting->fields, fields) || !fresh(awaiting, now_ns))
 		err = build_chain(tasks, python, target, awaiting, task, fields, now_ns);
-	free(slot->chain);
-	*slot = (struct chain_slot){ .chain = NULL, .used = slot->used };
+	drop_chain(tasks, slot);
 	if (err)
 		return err;
 	count = awaiting->chain->frame_count;
@@ -709,9 +793,10 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 		return -ENOENT;
 	count += own;
 	/* the coroutines as read follow the frames, in one allocation */
-	chain = malloc(sizeof(*chain) + count * sizeof(chain->frames[0]) + level_count * sizeof(tasks->levels[0]));
+	bytes = sizeof(*chain) + count * sizeof(chain->frames[0]) + level_count * sizeof(tasks->levels[0]);
+	chain = alloc_chain(tasks, bytes, &err);
 	if (!chain)
-		return -ENOMEM;
+		return err;
 	chain->chain_id = ++tasks->last_chain_id;
 	chain->coro_code = 0;
 	chain->stack_id = 0;
@@ -719,7 +804,7 @@ static int build_pending(struct async_tasks *tasks, struct symbolize_py_cache *p
 	memcpy(chain->frames, tasks->frames, count * sizeof(chain->frames[0]));
 	*slot = (struct chain_slot){ .pid = (uint32_t)target->pid, .task = task, .fields = *fields, .read_ns = now_ns,
 				     .levels = (struct coroutine_level *)(chain->frames + count), .level_count = level_count,
-				     .chain = chain, .used = slot->used };
+				     .chain = chain, .chain_bytes = bytes, .used = slot->used };
 	memcpy(slot->levels, tasks->levels, level_count * sizeof(tasks->levels[0]));
 	return 0;
 }

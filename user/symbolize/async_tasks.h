@@ -81,6 +81,11 @@ struct async_tasks;
 
 struct async_tasks *async_tasks_new(void);
 void async_tasks_free(struct async_tasks *tasks);
+struct target_budget;
+/* The chains kept are charged to budget (util/target_budget.h, outliving the table's use) as
+ * store "task chains"; past it the least recently used half goes, and a chain that still does
+ * not fit is not kept (read again when next sampled). Before the first read. 0 or -ENOSPC. */
+int async_tasks_set_budget(struct async_tasks *tasks, struct target_budget *budget);
 
 /*
  * Reads the chain of the task at task_addr in target (its asyncio layout known), sampled at

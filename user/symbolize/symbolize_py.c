@@ -38,15 +38,15 @@ struct frame_slot {
 	uint32_t checksum;
 	uint32_t instr_offset;
 	bool used;
+	int16_t opcode; /* the instruction byte when read (symbolize_py_cache_set_opcodes), else -1 */
 	struct code_entry *code;
 	struct py_location location;
-	int16_t opcode; /* the instruction byte when read (symbolize_py_cache_set_opcodes), else -1 */
 	uint64_t opcode_addr; /* where that byte is in the target, for symbolize_py_refresh_opcodes; 0: none */
 };
 
 /* Decoded frames kept before the table starts over (code objects are kept). */
 #define SYMBOLIZE_PY_MAX_FRAME_SLOTS (1u << 20)
-#define SYMBOLIZE_PY_INITIAL_CAPACITY 1024u
+#define SYMBOLIZE_PY_INITIAL_CAPACITY 512u
 /* A frame's instruction is looked for only this far into its code object's bytecode (bytes). */
 #define SYMBOLIZE_PY_MAX_OPCODE_SCAN (64u << 10)
 /* Frame slots symbolize_py_refresh_opcodes looks at in one call, at most. */
@@ -70,6 +70,9 @@ struct symbolize_py_cache {
 	bool opcodes;                /* read each new (code object, offset)'s instruction byte */
 	size_t refresh_cursor;       /* the frame slot symbolize_py_refresh_opcodes goes on from */
 	int budget_store;
+	int entries_store;           /* the budget's store of code objects' entries (least recent evicted) */
+	int names_store;             /* and of their interned names (charged; refused: the placeholder) */
+	int frames_store;            /* and of the decoded frame table (refused: it starts over) */
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
 	struct symbolize_py_stats stats;
@@ -156,9 +159,14 @@ static void release_linetable(struct symbolize_py_cache *cache, const struct cod
 		target_budget_release(cache->budget, cache->budget_store, entry->linetable_len);
 }
 
+/* What an entry holds apart from its line table (code_entry_bytes without it). */
+#define CODE_ENTRY_OWN_BYTES (sizeof(struct code_entry) + sizeof(struct code_entry *))
+
 static void uncount_code(struct symbolize_py_cache *cache, const struct code_entry *entry)
 {
 	release_linetable(cache, entry);
+	if (cache->budget)
+		target_budget_release(cache->budget, cache->entries_store, CODE_ENTRY_OWN_BYTES);
 	cache->bytes -= code_entry_bytes(entry);
 }
 
@@ -302,6 +310,21 @@ static int rebuild_frames(struct symbolize_py_cache *cache, size_t capacity, pid
 	return 0;
 }
 
+/* Whether the target budget takes the frame table's growth to twice its size; refused, the
+ * table starts over at its size (decoded locations are cheap to recompute from the code
+ * objects kept), which the budget counts as an eviction of the store. */
+static bool frames_may_grow(struct symbolize_py_cache *cache)
+{
+	uint64_t more = cache->frames_capacity * sizeof(*cache->frames);
+
+	if (!cache->budget || target_budget_charge(cache->budget, cache->frames_store, more) == 0)
+		return true;
+	memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
+	target_budget_note_eviction(cache->budget, cache->frames_store, cache->frames_count * sizeof(*cache->frames));
+	cache->frames_count = 0;
+	return false;
+}
+
 static int add_frame(struct symbolize_py_cache *cache, const struct frame_slot *slot)
 {
 	if (cache->frames_count >= SYMBOLIZE_PY_MAX_FRAME_SLOTS) {
@@ -309,11 +332,15 @@ static int add_frame(struct symbolize_py_cache *cache, const struct frame_slot *
 		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
 		cache->frames_count = 0;
 	}
-	if ((cache->frames_count + 1) * 2 > cache->frames_capacity) {
+	if ((cache->frames_count + 1) * 2 > cache->frames_capacity && frames_may_grow(cache)) {
 		int err = rebuild_frames(cache, cache->frames_capacity * 2, 0);
 
-		if (err < 0)
+		if (err < 0) {
+			if (cache->budget)
+				target_budget_release(cache->budget, cache->frames_store,
+						      cache->frames_capacity * sizeof(*cache->frames));
 			return err;
+		}
 	}
 	place_frame(cache->frames, cache->frames_capacity, slot);
 	cache->frames_count++;
@@ -464,14 +491,35 @@ size_t symbolize_py_refresh_opcodes(struct symbolize_py_cache *cache, size_t max
 int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct target_budget *budget)
 {
 	int store = target_budget_register(budget, "line tables", oldest_linetable, evict_linetables, cache);
+	int entries = store < 0 ? store : target_budget_register(budget, "code objects", NULL, NULL, NULL);
+	int names = entries < 0 ? entries : target_budget_register(budget, "code names", NULL, NULL, NULL);
+	int frames = names < 0 ? names : target_budget_register(budget, "decoded frames", NULL, NULL, NULL);
 
-	if (store < 0)
-		return store;
+	if (frames < 0)
+		return frames;
 	cache->budget = budget;
 	cache->budget_store = store;
+	cache->entries_store = entries;
+	cache->names_store = names;
+	cache->frames_store = frames;
 	cache->clock = target_budget_clock(budget);
+	/* the table it starts with */
+	target_budget_set_held(budget, frames, cache->frames_capacity * sizeof(*cache->frames));
 	return 0;
 }
+
+/* The code objects marked evicted go, frame slots first (they point at them), or the whole
+ * frame table is cleared if it cannot be rebuilt. */
+static void drop_evicted_codes(struct symbolize_py_cache *cache)
+{
+	if (rebuild_frames(cache, cache->frames_capacity, 0) < 0) {
+		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
+		cache->frames_count = 0;
+	}
+	drop_codes_of(cache, 0);
+}
+
+static int evict_oldest_codes(struct symbolize_py_cache *cache, size_t keep);
 
 /*
  * Past the count budget, the least recently used code objects go until three quarters of it
@@ -481,28 +529,72 @@ int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct targe
  */
 static int evict_least_used(struct symbolize_py_cache *cache)
 {
+	if (cache->code_count <= SYMBOLIZE_PY_MAX_CODES)
+		return 0;
+	return evict_oldest_codes(cache, SYMBOLIZE_PY_MAX_CODES / 4 * 3);
+}
+
+/* The least recently used code objects go until keep are left (the newest always stays). */
+static int evict_oldest_codes(struct symbolize_py_cache *cache, size_t keep)
+{
 	struct code_entry **sorted;
 	size_t count, codes;
 
-	if (cache->code_count <= SYMBOLIZE_PY_MAX_CODES)
-		return 0;
 	sorted = codes_by_last_use(cache, false, &count);
 	if (!sorted)
 		return -ENOMEM;
 	codes = count;
 	/* The newest (last in order) always stays: it is the one being answered. */
-	for (size_t i = 0; i + 1 < count && codes > SYMBOLIZE_PY_MAX_CODES / 4 * 3; i++) {
+	for (size_t i = 0; i + 1 < count && codes > keep; i++) {
 		sorted[i]->evicted = true;
 		codes--;
 		cache->stats.evicted++;
 	}
 	free(sorted);
-	if (rebuild_frames(cache, cache->frames_capacity, 0) < 0) {
-		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
-		cache->frames_count = 0;
-	}
-	drop_codes_of(cache, 0);
+	drop_evicted_codes(cache);
 	return 0;
+}
+
+/*
+ * A new code object's entry into the target budget. Entries are evicted by this cache alone,
+ * never for another store's sake: the budget would trade thousands of them (each the memory
+ * that a code object is over budget, or its name) for one line table's worth of bytes. Refused,
+ * the least recently used quarter of the code objects goes (read again if seen again) and the
+ * charge is tried once more; refused again (the budget is full of what cannot be evicted), the
+ * new one is not kept, and read again if seen again.
+ */
+/* The decoded frame table back at its first size, its growth given back to the budget: what it
+ * held is cheap to recompute from the code objects kept. false: it is at that size already. */
+static bool shrink_frames(struct symbolize_py_cache *cache)
+{
+	size_t grown = cache->frames_capacity - SYMBOLIZE_PY_INITIAL_CAPACITY;
+
+	if (cache->frames_capacity <= SYMBOLIZE_PY_INITIAL_CAPACITY)
+		return false;
+	memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
+	target_budget_note_eviction(cache->budget, cache->frames_store, cache->frames_count * sizeof(*cache->frames));
+	cache->frames_count = 0;
+	if (rebuild_frames(cache, SYMBOLIZE_PY_INITIAL_CAPACITY, 0) < 0)
+		return false; /* kept at its size, empty */
+	target_budget_release(cache->budget, cache->frames_store, grown * sizeof(*cache->frames));
+	return true;
+}
+
+static bool charge_entry(struct symbolize_py_cache *cache)
+{
+	size_t before = cache->code_count;
+
+	if (!cache->budget || target_budget_charge(cache->budget, cache->entries_store, CODE_ENTRY_OWN_BYTES) == 0)
+		return true;
+	if (evict_oldest_codes(cache, cache->code_count / 4 * 3) < 0)
+		return false;
+	target_budget_note_eviction(cache->budget, cache->entries_store,
+				    (before - cache->code_count) * CODE_ENTRY_OWN_BYTES);
+	if (target_budget_charge(cache->budget, cache->entries_store, CODE_ENTRY_OWN_BYTES) == 0)
+		return true;
+	/* Still no room: the decoded frames give theirs before a code object goes unnamed. */
+	return shrink_frames(cache) &&
+	       target_budget_charge(cache->budget, cache->entries_store, CODE_ENTRY_OWN_BYTES) == 0;
 }
 
 /* --- reading the target --- */
@@ -665,6 +757,20 @@ static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, si
 	return 0;
 }
 
+/* Whether the target budget takes a name not interned yet (its bytes, as interned). Names can
+ * never be evicted: they may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit at most, so
+ * that they never crowd out what can (every new code object would evict the last). */
+static bool charge_name(struct symbolize_py_cache *cache, const char *text, size_t len)
+{
+	if (!cache->budget || intern_find(&cache->strings, text, len + 1) >= 0)
+		return true;
+	if (cache->strings.bytes + len + 1 > target_budget_limit(cache->budget) / SYMBOLIZE_PY_NAMES_BUDGET_SHARE) {
+		target_budget_refuse(cache->budget, cache->names_store);
+		return false;
+	}
+	return target_budget_charge(cache->budget, cache->names_store, len + 1) == 0;
+}
+
 /* A name or file name, interned in the cache. */
 static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct py_offsets *off, uint64_t addr,
 		     const char **out)
@@ -681,8 +787,8 @@ static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct p
 		return err;
 	len = strlen(text); /* an embedded NUL ends the name */
 	/* Names cannot be evicted (frames hold them until the cache is freed): past the budget,
-	 * a name not already known is replaced. */
-	if (cache->strings.bytes + len > SYMBOLIZE_PY_MAX_NAME_BYTES &&
+	 * a name not already known is replaced, and its code object keeps the placeholder. */
+	if ((cache->strings.bytes + len > SYMBOLIZE_PY_MAX_NAME_BYTES || !charge_name(cache, text, len)) &&
 	    intern_find(&cache->strings, text, len + 1) < 0) {
 		cache->stats.names_over_budget++;
 		*out = intern_string(cache, SYMBOLIZE_PY_NAME_OVER_BUDGET, strlen(SYMBOLIZE_PY_NAME_OVER_BUDGET));
@@ -884,7 +990,14 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 	}
 	charge_linetable(cache, entry);
 	entry->last_used = ++*cache->clock;
+	if (!charge_entry(cache)) {
+		release_linetable(cache, entry);
+		code_entry_free(entry);
+		return -ENOSPC;
+	}
 	if (add_code(cache, entry) < 0) {
+		if (cache->budget)
+			target_budget_release(cache->budget, cache->entries_store, CODE_ENTRY_OWN_BYTES);
 		release_linetable(cache, entry);
 		code_entry_free(entry);
 		return -ENOMEM;

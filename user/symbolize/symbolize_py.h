@@ -31,6 +31,9 @@
 /* File and function names of every target together; past it new names read as the placeholder. */
 #define SYMBOLIZE_PY_MAX_NAME_BYTES ((size_t)64 << 20)
 #define SYMBOLIZE_PY_NAME_OVER_BUDGET "<name over budget>"
+/* Names take at most 1/this of the target budget (util/target_budget.h); entries and line
+ * tables are charged to it too, and evicted least recently used first. */
+#define SYMBOLIZE_PY_NAMES_BUDGET_SHARE 4
 
 struct symbolize_py_cache;
 
@@ -51,8 +54,10 @@ void symbolize_py_cache_set_opcodes(struct symbolize_py_cache *cache, bool opcod
  */
 size_t symbolize_py_refresh_opcodes(struct symbolize_py_cache *cache, size_t max_reads);
 struct target_budget;
-/* The line tables are charged to budget too (util/target_budget.h, outliving the cache's use),
- * and stamped with its clock; before the first lookup. 0 or -ENOSPC (no store left). */
+/* The code objects are charged to budget too (util/target_budget.h, outliving the cache's use):
+ * three stores, their line tables and their entries (least recently used evicted) and their
+ * names (refused past SYMBOLIZE_PY_NAMES_BUDGET_SHARE); stamped with its clock; before the
+ * first lookup. 0 or -ENOSPC (no store left). */
 int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct target_budget *budget);
 
 /*

@@ -15,41 +15,40 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf/elf_notes.h"
-
 /* Program headers read to find a file's code; real files have about a dozen. */
 #define UNWIND_MAX_PHDRS 64
 
 /* ---- identity ---- */
 
-/* Appends the file's device and inode to id. */
+/* Appends the file's device, inode and size to id: the kernel's word, not the file's. No
+ * time: `touch` would make a file whose build failed (a worker that died on it) new again. */
 static int add_inode(int fd, struct unwind_file_id *id)
 {
 	struct stat st;
-	uint64_t dev_ino[2];
+	uint64_t words[3];
 
 	if (fstat(fd, &st))
 		return -errno;
-	dev_ino[0] = (uint64_t)st.st_dev;
-	dev_ino[1] = (uint64_t)st.st_ino;
-	memcpy(id->bytes + id->len, dev_ino, sizeof(dev_ino));
-	id->len += sizeof(dev_ino);
+	words[0] = (uint64_t)st.st_dev;
+	words[1] = (uint64_t)st.st_ino;
+	words[2] = (uint64_t)st.st_size;
+	memcpy(id->bytes + id->len, words, sizeof(words));
+	id->len += sizeof(words);
 	return 0;
 }
 
-/* The build id, read with bounded reads (elf_notes.h): libelf would fetch and keep every note
- * section a file lists, and a file may list thousands, all overlapping, each as large as it. */
+/* Only the fixed-size ELF header is read (doc/security.md): a build id is the file's own
+ * claim, parsed in the parser worker if anywhere, and the key needs none. */
 int unwind_table_file_id(int fd, struct unwind_file_id *id)
 {
-	size_t len = 0;
-	int err;
+	Elf64_Ehdr header;
 
 	memset(id, 0, sizeof(*id));
-	err = elf_notes_build_id(fd, id->bytes, UNWIND_BUILD_ID_MAX, &len);
-	if (err == -ENOEXEC)
-		return err;
-	id->kind = err ? UNWIND_FILE_ID_INODE : UNWIND_FILE_ID_BUILD_ID;
-	id->len = err ? 0 : (uint8_t)len;
+	if (pread(fd, &header, sizeof(header), 0) != (ssize_t)sizeof(header) ||
+	    memcmp(header.e_ident, ELFMAG, SELFMAG) || header.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    header.e_ident[EI_DATA] != ELFDATA2LSB || header.e_machine != EM_X86_64)
+		return -ENOEXEC;
+	id->kind = UNWIND_FILE_ID_INODE;
 	return add_inode(fd, id);
 }
 

@@ -19,21 +19,20 @@
 #include "parser/parser_client.h"
 #include "util/errbuf.h"
 
-/* The longest build-id kept (GNU build-ids are 20 bytes: SHA-1). */
-#define UNWIND_BUILD_ID_MAX 32
-/* A build id, then the device and inode. */
-#define UNWIND_FILE_ID_MAX (UNWIND_BUILD_ID_MAX + 16)
+/* The device, inode and size, 8 bytes each. */
+#define UNWIND_FILE_ID_MAX 24
 
 enum unwind_file_id_kind {
-	UNWIND_FILE_ID_BUILD_ID = 1, /* bytes: the NT_GNU_BUILD_ID note's descriptor, then st_dev and st_ino */
-	UNWIND_FILE_ID_INODE = 2,    /* bytes: st_dev then st_ino, 8 bytes each */
+	UNWIND_FILE_ID_INODE = 2, /* bytes: st_dev, st_ino, st_size (UNWIND_FILE_ID_MAX) */
 };
 
 /*
  * Which file a table belongs to: the cache key shared by every process mapping it. Always
  * the file itself (device and inode): a build id is a file's own claim, and any user's file
- * claiming libc's would have its rows serve libc's pcs in every process. The build id, where
- * there is one, tells a file rewritten in place (same inode) from what it was.
+ * claiming libc's would have its rows serve libc's pcs in every process. Its size tells a file
+ * rewritten in place to another size from what it was (one rewritten to the same size is
+ * not told apart: no time is in the key, or `touch` would make a file whose build failed new
+ * again); root reads nothing of the file's own for it but the ELF header.
  */
 struct unwind_file_id {
 	uint8_t kind; /* enum unwind_file_id_kind */
@@ -71,8 +70,8 @@ void unwind_table_free(struct unwind_table *table);
 /* The row that holds file pc (the search BPF does, page index included), or NULL below the first row. */
 const struct unwind_row *unwind_table_lookup(const struct unwind_table *table, uint64_t pc);
 
-/* The file's identity alone (no CFI read): build-id and device and inode, else device and inode.
- * 0, -ENOEXEC (no 64-bit x86-64 ELF), or fstat's negative errno. */
+/* The file's identity alone (no CFI read): fstat's device, inode and size.
+ * 0, -ENOEXEC (no 64-bit x86-64 ELF header), or fstat's negative errno. */
 int unwind_table_file_id(int fd, struct unwind_file_id *id);
 
 /* One FDE's code: [start, end), link-time addresses. */

@@ -117,6 +117,13 @@ static bool evict_down_to(struct target_budget *budget, uint64_t target)
 	return true;
 }
 
+/* What may still be charged: none once stores that cannot be refused (target_budget_set_held)
+ * hold more than the limit. */
+static uint64_t room_left(const struct target_budget *budget)
+{
+	return budget->held >= budget->limit ? 0 : budget->limit - budget->held;
+}
+
 int target_budget_charge(struct target_budget *budget, int store_id, uint64_t bytes)
 {
 	struct budget_store *store = &budget->stores[store_id];
@@ -125,13 +132,13 @@ int target_budget_charge(struct target_budget *budget, int store_id, uint64_t by
 		store->refusals++;
 		return -ENOSPC;
 	}
-	if (bytes > budget->limit - budget->held) {
+	if (bytes > room_left(budget)) {
 		/* room for bytes, and down to the low water with them if they are small */
 		uint64_t low_water = budget->limit / 100 * TARGET_BUDGET_LOW_WATER_PERCENT;
 
 		evict_down_to(budget, bytes <= low_water ? low_water - bytes : budget->limit - bytes);
 		/* what could not go before the low water may still have left room enough */
-		if (bytes > budget->limit - budget->held) {
+		if (bytes > room_left(budget)) {
 			store->refusals++;
 			return -ENOSPC;
 		}
@@ -163,6 +170,19 @@ void target_budget_set_held(struct target_budget *budget, int store_id, uint64_t
 		store->peak = store->held;
 	if (budget->held > budget->peak)
 		budget->peak = budget->held;
+}
+
+void target_budget_refuse(struct target_budget *budget, int store_id)
+{
+	budget->stores[store_id].refusals++;
+}
+
+void target_budget_note_eviction(struct target_budget *budget, int store_id, uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	budget->stores[store_id].evictions++;
+	budget->stores[store_id].evicted_bytes += bytes;
 }
 
 void target_budget_release(struct target_budget *budget, int store_id, uint64_t bytes)

@@ -20,7 +20,7 @@
  * soak's cap is 150 MB, of which the profiler's own state takes some 60). */
 #define TARGET_BUDGET_DEFAULT_BYTES ((uint64_t)64 << 20)
 /* Stores at most (each a kind of object, not an instance). */
-#define TARGET_BUDGET_MAX_STORES 8
+#define TARGET_BUDGET_MAX_STORES 12
 /* When over the limit, eviction goes on until this share of it (in percent) is held: a
  * full budget then evicts in batches, not at every charge. */
 #define TARGET_BUDGET_LOW_WATER_PERCENT 90
@@ -71,6 +71,11 @@ void target_budget_set_held(struct target_budget *budget, int store, uint64_t by
  * is charged, and the caller keeps nothing).
  */
 int target_budget_charge(struct target_budget *budget, int store, uint64_t bytes);
+/* A refusal the store decided itself (a share of the limit it keeps to), counted as one. */
+void target_budget_refuse(struct target_budget *budget, int store);
+/* An eviction the store made itself to fit a charge of its own (its bytes released as it freed
+ * them), counted as one of bytes. */
+void target_budget_note_eviction(struct target_budget *budget, int store, uint64_t bytes);
 /* bytes of store freed (never more than it holds). */
 void target_budget_release(struct target_budget *budget, int store, uint64_t bytes);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <gelf.h>
 #include <libelf.h>
 #include <linux/capability.h>
 #include <malloc.h>
@@ -500,6 +501,86 @@ static int function_ranges(const struct parser_request *request, int fd)
 	return err;
 }
 
+/* A dynamic section read at most: real ones have a few dozen 16-byte entries. */
+#define DYNAMIC_SECTION_MAX_BYTES ((uint64_t)64 << 10)
+
+/* Appends string and its NUL to the names being built (at most budget bytes in all). */
+static int add_name(char **names, size_t *len, size_t budget, const char *string)
+{
+	size_t string_len = string ? strnlen(string, PATH_MAX) : 0;
+	char *grown;
+
+	if (string_len >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (*len + string_len + 1 > budget)
+		return -E2BIG;
+	grown = realloc(*names, *len + string_len + 1);
+	if (!grown)
+		return -ENOMEM;
+	memcpy(grown + *len, string ? string : "", string_len);
+	grown[*len + string_len] = 0;
+	*names = grown;
+	*len += string_len + 1;
+	return 0;
+}
+
+/* The file's first SHT_DYNAMIC section and its data, if within DYNAMIC_SECTION_MAX_BYTES. */
+static Elf_Data *dynamic_section(Elf *elf, GElf_Shdr *header)
+{
+	Elf_Scn *section = NULL;
+
+	while ((section = elf_nextscn(elf, section)) != NULL)
+		if (gelf_getshdr(section, header) && header->sh_type == SHT_DYNAMIC)
+			break;
+	if (!section || header->sh_entsize != sizeof(GElf_Dyn) || header->sh_size > DYNAMIC_SECTION_MAX_BYTES)
+		return NULL;
+	return elf_getdata(section, NULL);
+}
+
+/* The libraries an executable names and where it says to look (PARSER_REQUEST_DYNAMIC_NAMES). */
+static int dynamic_names(const struct parser_request *request, int fd)
+{
+	struct parser_dynamic_head head = { 0 };
+	const char *rpath = NULL, *runpath = NULL;
+	size_t budget = request->reply_budget > sizeof(head) ? request->reply_budget - sizeof(head) : 0;
+	char *names = NULL;
+	size_t names_len = 0, entries = 0;
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Data *data = NULL;
+	GElf_Shdr header;
+	GElf_Dyn entry;
+	int err = 0;
+
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		data = dynamic_section(elf, &header);
+	if (data)
+		entries = header.sh_size / sizeof(GElf_Dyn);
+	for (size_t i = 0; i < entries && gelf_getdyn(data, (int)i, &entry); i++) {
+		if (entry.d_tag == DT_RPATH)
+			rpath = elf_strptr(elf, header.sh_link, entry.d_un.d_val);
+		else if (entry.d_tag == DT_RUNPATH)
+			runpath = elf_strptr(elf, header.sh_link, entry.d_un.d_val);
+	}
+	err = add_name(&names, &names_len, budget, rpath);
+	if (!err)
+		err = add_name(&names, &names_len, budget, runpath);
+	for (size_t i = 0; !err && i < entries && head.needed_count < PARSER_MAX_NEEDED &&
+			   gelf_getdyn(data, (int)i, &entry); i++) {
+		const char *name = entry.d_tag == DT_NEEDED ? elf_strptr(elf, header.sh_link, entry.d_un.d_val) : NULL;
+
+		if (!name || !name[0] || strnlen(name, PATH_MAX) >= PATH_MAX)
+			continue;
+		err = add_name(&names, &names_len, budget, name);
+		head.needed_count += !err;
+	}
+	if (elf)
+		elf_end(elf);
+	head.names_len = (uint32_t)names_len;
+	answer_parts(request->id, err, &head, sizeof(head), names, names_len);
+	free(names);
+	return err;
+}
+
 /* One request about fd (taken over); the status answered. */
 static int serve(const struct parser_request *request, int fd, const struct worker_options *options)
 {
@@ -522,6 +603,11 @@ static int serve(const struct parser_request *request, int fd, const struct work
 	}
 	if (request->kind == PARSER_REQUEST_PY_RUNTIME)
 		return py_runtime(request, fd);
+	if (request->kind == PARSER_REQUEST_DYNAMIC_NAMES) {
+		err = dynamic_names(request, fd);
+		close(fd);
+		return err;
+	}
 	if (request->kind == PARSER_REQUEST_UNWIND_ROWS || request->kind == PARSER_REQUEST_FUNCTION_RANGES) {
 		err = request->kind == PARSER_REQUEST_UNWIND_ROWS ? unwind_rows(request, fd)
 								  : function_ranges(request, fd);
