@@ -158,17 +158,68 @@ static const char *const awaited_task_chain[] = { "<asyncio>:<task Task-1>:0;", 
 						  "<asyncio>:<task awaited>:0;", ":awaited_worker:",
 						  ":crunch_awaited:", NULL };
 
+/*
+ * Samples (in us of CPU: 1 ms each) each leaf of the script must have before its share is judged.
+ * A loaded host may give the target a few percent of a CPU, leaving a leaf a handful of samples
+ * per recording: a share of 5 samples is luck, so the recordings go on until each leaf has this
+ * many, at most RECORDINGS_MAX of them.
+ */
+#define LEAF_US_MIN 40000ull
+#define RECORDINGS_MAX 12
+static const char *const script_leaves[] = { ":crunch_gathered:", ":crunch_grouped:", ":chain_leaf:",
+					     ":crunch_awaited:", NULL };
+
+/* The collapsed file from appended to the end of to (collapsed lines add up). */
+static void append_collapsed(const char *from, const char *to)
+{
+	FILE *in = open_collapsed(from), *out = fopen(to, "a");
+	char buffer[65536];
+	size_t got;
+
+	if (!out)
+		fail_msg("%s: cannot open", to);
+	while ((got = fread(buffer, 1, sizeof(buffer), in)) > 0)
+		assert_int_equal(fwrite(buffer, 1, got, out), got);
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
+}
+
+/* Whether every leaf of the script has LEAF_US_MIN in path. */
+static bool every_leaf_sampled(const char *path)
+{
+	if (access(path, R_OK) != 0)
+		return false;
+	for (size_t i = 0; script_leaves[i]; i++)
+		if (weight_holding(path, script_leaves[i], NULL) < LEAF_US_MIN)
+			return false;
+	return true;
+}
+
 /* async_tasks.py (with args) run by python, recorded into hidden, then with its loop's plumbing
- * kept into shown. */
+ * kept into shown; again, both appended, until each file has every leaf LEAF_US_MIN. */
 static void record_plumbing_both_ways(const struct test_python *python, const char *args, const char *hidden,
 				      const char *shown)
 {
 	struct test_target target;
+	char part[PATH_MAX];
+	int recordings = 0;
 
+	FORMAT(part, "%s/async-part-%s.collapsed", test_tmpdir(), python->label);
+	unlink(hidden);
+	unlink(shown);
 	target.pid = test_start_ready_script(python, "async_tasks.py", args, &target.out_fd);
-	record_collapsed(python->label, target.pid, "", hidden);
-	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
+	do {
+		if (!every_leaf_sampled(hidden)) {
+			record_collapsed(python->label, target.pid, "", part);
+			append_collapsed(part, hidden);
+		}
+		if (!every_leaf_sampled(shown)) {
+			record_collapsed(python->label, target.pid, "--async-plumbing", part);
+			append_collapsed(part, shown);
+		}
+	} while (++recordings < RECORDINGS_MAX && !(every_leaf_sampled(hidden) && every_leaf_sampled(shown)));
 	test_stop_target(&target);
+	print_message("%s: %d recordings of each kind\n", python->label, recordings);
 }
 
 /* The script's three task chains, each under most of its leaf's samples in path. */
@@ -187,7 +238,7 @@ static void task_stacks(void **state)
 
 	FORMAT(hidden, "%s/async-%s.collapsed", test_tmpdir(), python->label);
 	FORMAT(shown, "%s/async-plumbing-%s.collapsed", test_tmpdir(), python->label);
-	record_plumbing_both_ways(python, "60", hidden, shown);
+	record_plumbing_both_ways(python, "600", hidden, shown);
 
 	assert_task_chains(python, hidden);
 	/* both gathered tasks and both grouped ones by name */
@@ -509,7 +560,7 @@ static void uvloop_task_stacks(void **state)
 	}
 	FORMAT(path, "%s/async-uvloop-%s.collapsed", test_tmpdir(), python->label);
 	FORMAT(shown, "%s/async-uvloop-plumbing-%s.collapsed", test_tmpdir(), python->label);
-	record_plumbing_both_ways(python, "60 0.25 uvloop", path, shown);
+	record_plumbing_both_ways(python, "600 0.25 uvloop", path, shown);
 
 	assert_task_chains(python, path);
 	/* uvloop's own loop, in C around libuv, runs the tasks: above the chain only when kept */

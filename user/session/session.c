@@ -169,8 +169,6 @@ void session_write_record(struct session *session, const struct pbp_record *reco
 
 	if (target && python && record->running_task == 0)
 		process_events_check_asyncio(session, target, record->time_ns);
-	if (target && python && record->running_task && !(record->flags & PBP_REC_ASYNC_TASK))
-		process_events_find_current_tasks(session, target, record->time_ns);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
 	count_python_sample(session, record, target, python != NULL);
@@ -288,9 +286,15 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 {
 	struct session *session = ctx;
 	struct target *target;
+	const struct py_target *python;
 
 	session->drained_records++;
-	sample_resolve_prefetch(&session->resolver, record, size, python_of_record(session, record, &target));
+	python = python_of_record(session, record, &target);
+	/* before the prefetch: it looks up the task stepping the record's coroutine while it may
+	 * still run, which needs _current_tasks */
+	if (target && python && record->running_task && !(record->flags & PBP_REC_ASYNC_TASK))
+		process_events_find_current_tasks(session, target, record->time_ns);
+	sample_resolve_prefetch(&session->resolver, record, size, python);
 	if (!keep_record(session, record, size)) {
 		write_pending_records(session);
 		resolve_and_write(session, record, size);
