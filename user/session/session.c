@@ -121,8 +121,8 @@ static int add_thread_tasks(struct session *session, const struct py_target *pyt
 		if (async_tasks_read_node(session->resolver.tasks, session->resolver.python, python, addresses[i],
 					  record->time_ns, &node))
 			continue;
-		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaited_by, node.name,
-					    node.frames, node.frame_count, node.address == running);
+		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaiters, node.awaiter_count,
+					    node.name, node.frames, node.frame_count, node.address == running);
 	}
 	return err;
 }
