@@ -366,6 +366,9 @@ bench/events.sh
 # --event off-cpu: its cost per context switch, the host's and a target's.
 printf '\n'
 bench/offcpu.sh
+# --async-mode all: how often a waiting task is shown where it no longer waits.
+printf '\n'
+bench/async_drift.sh
 
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'

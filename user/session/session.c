@@ -708,6 +708,11 @@ static int set_up(struct session *session, int *failed_status)
 		*failed_status = EXIT_STATUS_FAILED;
 		/* without it the loop finds the answers at its next tick */
 		session->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		/* Waiting tasks are read when their loop thread's record is drained: read at the
+		 * pass's end, not up to a tick later, their stacks are those of the pass's moment
+		 * unless their loop ran them in between (doc/modes.md). */
+		if (options->mode == SESSION_MODE_WALL && options->async_all)
+			bpf_sampler_wake_after_passes(session->sampler, session->wake_fd);
 		err = discovery_open(session);
 		if (err) {
 			report_error("starting the discovery thread: %s", strerror(-err));
