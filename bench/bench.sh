@@ -373,6 +373,10 @@ bench/offcpu.sh
 printf '\n'
 bench/syscalls.sh
 
+# --async-mode all: how often a waiting task is shown where it no longer waits.
+printf '\n'
+bench/async_drift.sh
+
 # Side by side with Austin and CPython 3.15's sampler (bench/results/peers-latest.md).
 printf '\n'
 bench/peers.sh

@@ -158,17 +158,68 @@ static const char *const awaited_task_chain[] = { "<asyncio>:<task Task-1>:0;", 
 						  "<asyncio>:<task awaited>:0;", ":awaited_worker:",
 						  ":crunch_awaited:", NULL };
 
+/*
+ * Samples (in us of CPU: 1 ms each) each leaf of the script must have before its share is judged.
+ * A loaded host may give the target a few percent of a CPU, leaving a leaf a handful of samples
+ * per recording: a share of 5 samples is luck, so the recordings go on until each leaf has this
+ * many, at most RECORDINGS_MAX of them.
+ */
+#define LEAF_US_MIN 40000ull
+#define RECORDINGS_MAX 12
+static const char *const script_leaves[] = { ":crunch_gathered:", ":crunch_grouped:", ":chain_leaf:",
+					     ":crunch_awaited:", NULL };
+
+/* The collapsed file from appended to the end of to (collapsed lines add up). */
+static void append_collapsed(const char *from, const char *to)
+{
+	FILE *in = open_collapsed(from), *out = fopen(to, "a");
+	char buffer[65536];
+	size_t got;
+
+	if (!out)
+		fail_msg("%s: cannot open", to);
+	while ((got = fread(buffer, 1, sizeof(buffer), in)) > 0)
+		assert_int_equal(fwrite(buffer, 1, got, out), got);
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
+}
+
+/* Whether every leaf of the script has LEAF_US_MIN in path. */
+static bool every_leaf_sampled(const char *path)
+{
+	if (access(path, R_OK) != 0)
+		return false;
+	for (size_t i = 0; script_leaves[i]; i++)
+		if (weight_holding(path, script_leaves[i], NULL) < LEAF_US_MIN)
+			return false;
+	return true;
+}
+
 /* async_tasks.py (with args) run by python, recorded into hidden, then with its loop's plumbing
- * kept into shown. */
+ * kept into shown; again, both appended, until each file has every leaf LEAF_US_MIN. */
 static void record_plumbing_both_ways(const struct test_python *python, const char *args, const char *hidden,
 				      const char *shown)
 {
 	struct test_target target;
+	char part[PATH_MAX];
+	int recordings = 0;
 
+	FORMAT(part, "%s/async-part-%s.collapsed", test_tmpdir(), python->label);
+	unlink(hidden);
+	unlink(shown);
 	target.pid = test_start_ready_script(python, "async_tasks.py", args, &target.out_fd);
-	record_collapsed(python->label, target.pid, "", hidden);
-	record_collapsed(python->label, target.pid, "--async-plumbing", shown);
+	do {
+		if (!every_leaf_sampled(hidden)) {
+			record_collapsed(python->label, target.pid, "", part);
+			append_collapsed(part, hidden);
+		}
+		if (!every_leaf_sampled(shown)) {
+			record_collapsed(python->label, target.pid, "--async-plumbing", part);
+			append_collapsed(part, shown);
+		}
+	} while (++recordings < RECORDINGS_MAX && !(every_leaf_sampled(hidden) && every_leaf_sampled(shown)));
 	test_stop_target(&target);
+	print_message("%s: %d recordings of each kind\n", python->label, recordings);
 }
 
 /* The script's three task chains, each under most of its leaf's samples in path. */
@@ -187,7 +238,7 @@ static void task_stacks(void **state)
 
 	FORMAT(hidden, "%s/async-%s.collapsed", test_tmpdir(), python->label);
 	FORMAT(shown, "%s/async-plumbing-%s.collapsed", test_tmpdir(), python->label);
-	record_plumbing_both_ways(python, "60", hidden, shown);
+	record_plumbing_both_ways(python, "600", hidden, shown);
 
 	assert_task_chains(python, hidden);
 	/* both gathered tasks and both grouped ones by name */
@@ -368,6 +419,90 @@ static void stacks_task_tree(void **state)
 		fail_msg("%s: stacks printed no task tree:\n%s", python->label, text);
 }
 
+/*
+ * `stacks --json PID` checked by tests/scripts/CHECKER (with args) up to looks times until its
+ * verdict starts with want; every verdict must not start with never (NULL: any may). The last
+ * verdict into verdict[size]; whether want was seen.
+ */
+static bool look_at_tasks(const struct test_python *python, pid_t pid, const char *checker, const char *args,
+			  const char *want, const char *never, int looks, char *verdict, size_t size)
+{
+	char json[PATH_MAX], command[PATH_MAX * 3];
+
+	FORMAT(json, "%s/async-look-%s.json", test_tmpdir(), python->label);
+	for (int look = 0; look < looks; look++) {
+		FILE *check;
+
+		FORMAT(command, "%s stacks --json %d > %s", pybpfprof_binary(), (int)pid, json);
+		assert_int_equal(system(command), 0);
+		FORMAT(command, "python3 %s/tests/scripts/%s %s %s", test_source_dir(), checker, json, args);
+		check = popen(command, "r");
+		assert_non_null(check);
+		if (!fgets(verdict, (int)size, check))
+			verdict[0] = 0;
+		assert_int_equal(pclose(check), 0);
+		print_message("%s: look %d: %s", python->label, look, verdict);
+		if (never && strncmp(verdict, never, strlen(never)) == 0)
+			fail_msg("%s: %s", python->label, verdict);
+		if (strncmp(verdict, want, strlen(want)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * `stacks PID` of a process whose thread ran a loop and exited, leaving its tasks pending (alive,
+ * the loop kept): no look lists a task of that loop or of a thread that is not running one, and
+ * both live threads' loops are listed, each with its tree.
+ */
+static void stacks_exited_thread_tasks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char ready[128], tids[64], verdict[256] = "";
+	unsigned live_1 = 0, live_2 = 0;
+	bool tree;
+
+	target.pid = test_start_ready_script_line(python, "async_threads.py", "", &target.out_fd, ready, sizeof(ready));
+	if (sscanf(ready, "ready %u %u", &live_1, &live_2) != 2)
+		fail_msg("%s: the script said '%s'", python->label, ready);
+	FORMAT(tids, "%u %u", live_1, live_2);
+	/* the trees should be there at the first look: a few, in case one catches a loop mid-step */
+	tree = look_at_tasks(python, target.pid, "async_threads_check.py", tids, "tree", "stale", 5, verdict,
+			     sizeof(verdict));
+	test_stop_target(&target);
+	if (!tree)
+		fail_msg("%s: no look found both live loops' trees (last: %s)", python->label, verdict);
+}
+
+/*
+ * A task awaited by two tasks: `stacks --json` lists both as awaiting it (awaited_by the first,
+ * the one its samples go up through), and the text shows it under each (once in full).
+ */
+static void stacks_shared_task(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	struct test_target target;
+	char verdict[256] = "", text[65536], err[4096], pid_text[16];
+	char *argv[] = { (char *)pybpfprof_binary(), "stacks", pid_text, NULL };
+	bool shared;
+	const char *first, *second;
+
+	target.pid = test_start_ready_script(python, "async_shared.py", "", &target.out_fd);
+	shared = look_at_tasks(python, target.pid, "async_shared_check.py", "", "shared", NULL, 5, verdict,
+			       sizeof(verdict));
+	FORMAT(pid_text, "%d", (int)target.pid);
+	assert_int_equal(run_capture_both(argv, text, sizeof(text), err, sizeof(err)), 0);
+	test_stop_target(&target);
+	if (!shared)
+		fail_msg("%s: the shared task was not listed under both its waiters (last: %s)", python->label, verdict);
+	/* in full under one waiter, named under the other */
+	first = strstr(text, "(shared: awaited by 2 tasks)\n");
+	second = strstr(text, "(T) shared (shared: awaited by 2 tasks, shown under waiter-");
+	if (!first || !second)
+		fail_msg("%s: stacks did not show the shared task under both waiters:\n%s", python->label, text);
+}
+
 /* Weight of the stack lines of path whose stack ends with leaf (its last frame's "file:function:"). */
 static unsigned long long weight_ending(const char *path, const char *holding, const char *leaf)
 {
@@ -509,7 +644,7 @@ static void uvloop_task_stacks(void **state)
 	}
 	FORMAT(path, "%s/async-uvloop-%s.collapsed", test_tmpdir(), python->label);
 	FORMAT(shown, "%s/async-uvloop-plumbing-%s.collapsed", test_tmpdir(), python->label);
-	record_plumbing_both_ways(python, "60 0.25 uvloop", path, shown);
+	record_plumbing_both_ways(python, "600 0.25 uvloop", path, shown);
 
 	assert_task_chains(python, path);
 	/* uvloop's own loop, in C around libuv, runs the tasks: above the chain only when kept */
@@ -609,6 +744,8 @@ int main(void)
 		{ "launched_task_stacks_", launched_task_stacks },
 		{ "wall_waiting_share_", wall_waiting_share },
 		{ "chain_budget_", chain_budget },
+		{ "stacks_exited_thread_tasks_", stacks_exited_thread_tasks },
+		{ "stacks_shared_task_", stacks_shared_task },
 	};
 	/* 3.11-3.13: their tasks listed from the process's sets of them, by loop */
 	static const char *const old_labels[] = { "3.11", "3.12", "3.13" };
@@ -619,6 +756,8 @@ int main(void)
 		{ "stacks_task_tree_", stacks_task_tree },
 		{ "wall_pending_tasks_", wall_pending_tasks },
 		{ "wall_waiting_share_", wall_waiting_share },
+		{ "stacks_exited_thread_tasks_", stacks_exited_thread_tasks },
+		{ "stacks_shared_task_", stacks_shared_task },
 	};
 	/* uvloop on /usr/bin/python3.11 (bookworm's 0.17): tests/e2e/test_services.c runs uvicorn on it */
 	static const char *const uvloop_labels[] = { "3.14" };

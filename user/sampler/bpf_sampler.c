@@ -80,6 +80,7 @@ struct bpf_sampler {
 	bool wall_thread_started;
 	atomic_bool wall_stop;
 	_Atomic uint64_t wall_passes, wall_late_passes, wall_pass_errors;
+	_Atomic int wall_wake_fd;   /* written after each pass (bpf_sampler_wake_after_passes), or -1 */
 };
 
 /* libbpf's last warning, kept for the error message instead of printed. */
@@ -306,6 +307,21 @@ static int run_wall_pass(struct bpf_sampler *sampler, uint64_t pass_ns)
 	return first_err;
 }
 
+/* The consumer's eventfd told of a pass's records, if it asked (a full counter wakes it already). */
+static void wake_after_pass(struct bpf_sampler *sampler)
+{
+	uint64_t one = 1;
+	int fd = atomic_load(&sampler->wall_wake_fd);
+
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+void bpf_sampler_wake_after_passes(struct bpf_sampler *sampler, int eventfd)
+{
+	atomic_store(&sampler->wall_wake_fd, eventfd);
+}
+
 /*
  * The pass thread: sleeps to absolute times (no drift), with the smallest timer slack
  * (the default 50 µs would be added to every wakeup), at the lowest real-time priority:
@@ -332,6 +348,7 @@ static void *wall_pass_thread(void *opaque)
 		if (atomic_load(&sampler->wall_stop))
 			break;
 		run_wall_pass(sampler, clock_monotonic_ns());
+		wake_after_pass(sampler);
 		next += interval;
 		now = clock_monotonic_ns();
 		if (now >= next) {
@@ -671,6 +688,7 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	sampler->stats_fd = -1;
 	sampler->ring_fd = -1;
 	sampler->retiring_ring_fd = -1;
+	atomic_store(&sampler->wall_wake_fd, -1);
 	libbpf_set_print(keep_libbpf_message);
 	err = load_programs(sampler, options, errbuf, errlen);
 	if (!err && unwind_maps_new(&sampler->unwind_maps, bpf_map__fd(sampler->skel->maps.unwind_rows),

@@ -138,6 +138,9 @@ int bpf_sampler_enable_stats(struct bpf_sampler *sampler);
 /* Wall mode: one pass of the iterators now, on the caller's thread; its records are in the ring
  * buffer when it returns. 0, or the first iterator's -errno (the others still ran). */
 int bpf_sampler_wall_pass(struct bpf_sampler *sampler);
+/* Wall mode: the pass thread writes 1 to eventfd after each pass (-1: not), so that its records
+ * are drained at once rather than at the consumer's next tick. */
+void bpf_sampler_wake_after_passes(struct bpf_sampler *sampler, int eventfd);
 /* Wall mode: the pass thread's counts (all zero in cpu mode). */
 void bpf_sampler_wall_stats(struct bpf_sampler *sampler, struct bpf_sampler_wall_stats *stats);
 /* Total BPF run time and runs of the sample program, the iterator's in wall mode (zero unless stats

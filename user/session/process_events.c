@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symbolize/async_tasks.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "proc/proc_identity.h"
@@ -48,7 +49,14 @@ static void say_opcodes_unknown(struct session *session, const struct target *ta
 
 void process_events_target_ready(struct session *session, struct target *target)
 {
-	int err = bpf_sampler_add_target(session->sampler, target->pid, &target->python.config);
+	int err;
+
+	/* 3.11-3.13: a program already running its loop has BPF name its tasks from the first
+	 * sample; found later, the tasks sampled meanwhile could be looked up only at the drain,
+	 * and the ones that had ended by then lost (the records before it came in one drain). */
+	if (target->python.asyncio.from_callbacks && !target->python.config.current_tasks_addr)
+		target->python.config.current_tasks_addr = async_tasks_find_current_tasks(&target->python);
+	err = bpf_sampler_add_target(session->sampler, target->pid, &target->python.config);
 
 	if (err) {
 		report_error("pid %d: cannot start sampling: %s", (int)target->pid, strerror(-err));

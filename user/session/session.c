@@ -121,8 +121,8 @@ static int add_thread_tasks(struct session *session, const struct py_target *pyt
 		if (async_tasks_read_node(session->resolver.tasks, session->resolver.python, python, addresses[i],
 					  record->time_ns, &node))
 			continue;
-		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaited_by, node.name,
-					    node.frames, node.frame_count, node.address == running);
+		err = stacks_print_add_task(session->stacks, record->tid, node.address, node.awaiters, node.awaiter_count,
+					    node.name, node.frames, node.frame_count, node.address == running);
 	}
 	return err;
 }
@@ -169,8 +169,6 @@ void session_write_record(struct session *session, const struct pbp_record *reco
 
 	if (target && python && record->running_task == 0)
 		process_events_check_asyncio(session, target, record->time_ns);
-	if (target && python && record->running_task && !(record->flags & PBP_REC_ASYNC_TASK))
-		process_events_find_current_tasks(session, target, record->time_ns);
 	if (sample_resolve_record(&session->resolver, record, size, python, &sample))
 		return;
 	count_python_sample(session, record, target, python != NULL);
@@ -301,9 +299,15 @@ static int on_record(void *ctx, const struct pbp_record *record, size_t size)
 {
 	struct session *session = ctx;
 	struct target *target;
+	const struct py_target *python;
 
 	session->drained_records++;
-	sample_resolve_prefetch(&session->resolver, record, size, python_of_record(session, record, &target));
+	python = python_of_record(session, record, &target);
+	/* before the prefetch: it looks up the task stepping the record's coroutine while it may
+	 * still run, which needs _current_tasks */
+	if (target && python && record->running_task && !(record->flags & PBP_REC_ASYNC_TASK))
+		process_events_find_current_tasks(session, target, record->time_ns);
+	sample_resolve_prefetch(&session->resolver, record, size, python);
 	if (!keep_record(session, record, size)) {
 		write_pending_records(session);
 		resolve_and_write(session, record, size);
@@ -727,6 +731,11 @@ static int set_up(struct session *session, int *failed_status)
 		*failed_status = EXIT_STATUS_FAILED;
 		/* without it the loop finds the answers at its next tick */
 		session->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		/* Waiting tasks are read when their loop thread's record is drained: read at the
+		 * pass's end, not up to a tick later, their stacks are those of the pass's moment
+		 * unless their loop ran them in between (doc/modes.md). */
+		if (options->mode == SESSION_MODE_WALL && options->async_all)
+			bpf_sampler_wake_after_passes(session->sampler, session->wake_fd);
 		err = discovery_open(session);
 		if (err) {
 			report_error("starting the discovery thread: %s", strerror(-err));

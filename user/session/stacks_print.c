@@ -30,7 +30,9 @@ struct stacks_thread {
 
 /* An asyncio task of a thread's event loop. */
 struct stacks_task {
-	uint64_t tid, address, awaited_by;
+	uint64_t tid, address;
+	uint64_t awaiters[STACKS_PRINT_AWAITERS_MAX]; /* the tasks awaiting it, the sample stacks' first */
+	size_t awaiter_count;
 	const char *name;          /* "<task NAME>" */
 	bool running;
 	size_t first_frame, frame_count; /* into frames: where it is suspended, root first */
@@ -122,16 +124,22 @@ int stacks_print_add(struct stacks_print *print, const struct pf_sample *sample)
 	return 0;
 }
 
-int stacks_print_add_task(struct stacks_print *print, uint64_t tid, uint64_t address, uint64_t awaited_by,
-			  const char *name, const struct pf_frame *frames, size_t frame_count, bool running)
+int stacks_print_add_task(struct stacks_print *print, uint64_t tid, uint64_t address, const uint64_t *awaiters,
+			  size_t awaiter_count, const char *name, const struct pf_frame *frames, size_t frame_count,
+			  bool running)
 {
+	struct stacks_task *task;
+
 	if (ARRAY_RESERVE(print->tasks, print->task_capacity, print->task_count + 1) ||
 	    ARRAY_RESERVE(print->frames, print->frame_capacity, print->frame_count + frame_count))
 		return -ENOMEM;
-	print->tasks[print->task_count++] = (struct stacks_task){
-		.tid = tid, .address = address, .awaited_by = awaited_by, .name = name, .running = running,
+	task = &print->tasks[print->task_count++];
+	*task = (struct stacks_task){
+		.tid = tid, .address = address, .name = name, .running = running,
 		.first_frame = print->frame_count, .frame_count = frame_count,
+		.awaiter_count = awaiter_count < STACKS_PRINT_AWAITERS_MAX ? awaiter_count : STACKS_PRINT_AWAITERS_MAX,
 	};
+	memcpy(task->awaiters, awaiters, task->awaiter_count * sizeof(*awaiters));
 	memcpy(print->frames + print->frame_count, frames, frame_count * sizeof(*frames));
 	print->frame_count += frame_count;
 	return 0;
@@ -266,13 +274,69 @@ static void fput_task_name(FILE *out, const char *shown)
 	fput_escaped(out, name);
 }
 
-/* Whether some task of the thread has this address. */
-static bool task_listed(const struct stacks_print *print, uint64_t tid, uint64_t address)
+/* The listed task of tid at address, NULL if none. */
+static const struct stacks_task *listed_task(const struct stacks_print *print, uint64_t tid, uint64_t address)
 {
 	for (size_t i = 0; i < print->task_count; i++)
 		if (print->tasks[i].tid == tid && print->tasks[i].address == address)
+			return &print->tasks[i];
+	return NULL;
+}
+
+/* The first task awaiting task that is listed for its thread (its tree is printed in full
+ * there), NULL if none: a root. */
+static const struct stacks_task *first_listed_awaiter(const struct stacks_print *print, const struct stacks_task *task)
+{
+	for (size_t i = 0; i < task->awaiter_count; i++) {
+		const struct stacks_task *awaiter = listed_task(print, task->tid, task->awaiters[i]);
+
+		if (awaiter)
+			return awaiter;
+	}
+	return NULL;
+}
+
+/* Whether task awaits child. */
+static bool awaits(const struct stacks_task *task, const struct stacks_task *child)
+{
+	for (size_t i = 0; i < child->awaiter_count; i++)
+		if (child->awaiters[i] == task->address)
 			return true;
 	return false;
+}
+
+static void write_text_task(const struct stacks_print *print, FILE *out, const struct stacks_task *task,
+			    unsigned depth);
+
+/* A task awaited by several, under one that is not its first listed awaiter: one line naming
+ * where its tree is (in full under each, a hostile web of shared tasks would print without end). */
+static void write_text_shared_task(FILE *out, const struct stacks_task *task, const struct stacks_task *first,
+				   unsigned depth)
+{
+	unsigned indent = 4 + 4 * (depth < TASK_TREE_DEPTH_MAX ? depth : TASK_TREE_DEPTH_MAX);
+
+	fprintf(out, "%*s(T) ", indent, "");
+	fput_task_name(out, task->name);
+	fprintf(out, " (shared: awaited by %zu tasks, shown under ", task->awaiter_count);
+	fput_task_name(out, first->name);
+	fputs(")\n", out);
+}
+
+/* The tasks task awaits, each under it (a shared one in full under its first listed awaiter). */
+static void write_text_children(const struct stacks_print *print, FILE *out, const struct stacks_task *task,
+				unsigned depth)
+{
+	for (size_t i = 0; i < print->task_count; i++) {
+		const struct stacks_task *child = &print->tasks[i], *first;
+
+		if (child->tid != task->tid || child == task || !awaits(task, child))
+			continue;
+		first = first_listed_awaiter(print, child);
+		if (first == task)
+			write_text_task(print, out, child, depth + 1);
+		else if (first)
+			write_text_shared_task(out, child, first, depth + 1);
+	}
 }
 
 static void write_text_task(const struct stacks_print *print, FILE *out, const struct stacks_task *task,
@@ -282,19 +346,17 @@ static void write_text_task(const struct stacks_print *print, FILE *out, const s
 
 	fprintf(out, "%*s(T) ", indent, "");
 	fput_task_name(out, task->name);
-	fputs(task->running ? " (running)\n" : "\n", out);
+	if (task->running)
+		fputs(" (running)", out);
+	if (task->awaiter_count > 1)
+		fprintf(out, " (shared: awaited by %zu tasks)", task->awaiter_count);
+	fputc('\n', out);
 	for (size_t i = 0; i < task->frame_count; i++) {
 		fprintf(out, "%*s", indent + 4, "");
 		write_text_frame(out, &print->frames[task->first_frame + i]);
 	}
-	if (depth >= TASK_TREE_DEPTH_MAX)
-		return;
-	for (size_t i = 0; i < print->task_count; i++) {
-		const struct stacks_task *child = &print->tasks[i];
-
-		if (child->tid == task->tid && child->awaited_by == task->address && child != task)
-			write_text_task(print, out, child, depth + 1);
-	}
+	if (depth < TASK_TREE_DEPTH_MAX)
+		write_text_children(print, out, task, depth);
 }
 
 /* The tree of the thread's tasks: those awaited by none of them at its roots. */
@@ -305,7 +367,7 @@ static void write_text_tasks(const struct stacks_print *print, FILE *out, const 
 	for (size_t i = 0; i < print->task_count; i++) {
 		const struct stacks_task *task = &print->tasks[i];
 
-		if (task->tid != thread->tid || (task->awaited_by && task_listed(print, task->tid, task->awaited_by)))
+		if (task->tid != thread->tid || first_listed_awaiter(print, task))
 			continue;
 		if (!any)
 			fputs("  asyncio tasks (awaited by the task above them, suspended where its frames say):\n", out);
@@ -364,10 +426,15 @@ static void write_json_task(const struct stacks_print *print, FILE *out, const s
 	task_bare_name(task->name, name, sizeof(name));
 	fprintf(out, "{\"address\": \"0x%" PRIx64 "\", \"thread\": %" PRIu64 ", \"name\": ", task->address, task->tid);
 	fput_json_string(out, name);
-	if (task->awaited_by)
-		fprintf(out, ", \"awaited_by\": \"0x%" PRIx64 "\"", task->awaited_by);
+	if (task->awaiter_count)
+		fprintf(out, ", \"awaited_by\": \"0x%" PRIx64 "\"", task->awaiters[0]);
 	else
 		fputs(", \"awaited_by\": null", out);
+	/* every task awaiting it: awaited_by is the first, the one its samples' stacks go up through */
+	fputs(", \"awaited_by_all\": [", out);
+	for (size_t i = 0; i < task->awaiter_count; i++)
+		fprintf(out, "%s\"0x%" PRIx64 "\"", i ? ", " : "", task->awaiters[i]);
+	fputc(']', out);
 	fprintf(out, ", \"running\": %s, \"frames\": [", task->running ? "true" : "false");
 	for (size_t i = 0; i < task->frame_count; i++) {
 		write_json_frame(out, &print->frames[task->first_frame + i]);

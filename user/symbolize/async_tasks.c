@@ -585,52 +585,96 @@ static uint64_t task_of_callback(struct async_tasks *tasks, const struct py_targ
 	return 0;
 }
 
-/* The first task woken by a future's callbacks: first, then the list more's (callback, context) pairs. */
-static uint64_t task_of_callbacks(struct async_tasks *tasks, const struct py_target *target, uint64_t first,
-				  uint64_t more, int depth)
+/* Whether out[count] holds task. */
+static bool task_among(const uint64_t *out, size_t count, uint64_t task)
+{
+	for (size_t i = 0; i < count; i++)
+		if (out[i] == task)
+			return true;
+	return false;
+}
+
+/* The tasks woken by a future's callbacks, in the order they were added (first, then the list
+ * more's (callback, context) pairs), each once, into out[max]; their count. */
+static size_t tasks_of_callbacks(struct async_tasks *tasks, const struct py_target *target, uint64_t first,
+				 uint64_t more, int depth, uint64_t *out, size_t max)
 {
 	const struct py_asyncio_callbacks *c = &target->asyncio.callbacks;
 	uint64_t task = task_of_callback(tasks, target, first, depth), size = 0, items = 0, pairs[CALLBACKS_MAX];
+	size_t count = 0;
 
-	if (task || !more || charged_u64(tasks, target->pid, more + c->var_size, &size) ||
+	if (task && max)
+		out[count++] = task;
+	if (count >= max || !more || charged_u64(tasks, target->pid, more + c->var_size, &size) ||
 	    charged_u64(tasks, target->pid, more + c->list_item, &items) || !items)
-		return task;
+		return count;
 	size = size > CALLBACKS_MAX ? CALLBACKS_MAX : size;
 	if (charged_read(tasks, target->pid, items, pairs, size * 8))
-		return 0;
-	for (size_t i = 0; i < size && !task; i++) {
+		return count;
+	for (size_t i = 0; i < size && count < max; i++) {
 		uint64_t callback = 0;
 
-		if (pairs[i] && !charged_u64(tasks, target->pid, pairs[i] + c->tuple_item, &callback))
-			task = task_of_callback(tasks, target, callback, depth);
+		if (pairs[i] && !charged_u64(tasks, target->pid, pairs[i] + c->tuple_item, &callback) &&
+		    (task = task_of_callback(tasks, target, callback, depth)) && !task_among(out, count, task))
+			out[count++] = task;
 	}
+	return count;
+}
+
+/* The first task woken by a future's callbacks, 0 if none. */
+static uint64_t task_of_callbacks(struct async_tasks *tasks, const struct py_target *target, uint64_t first,
+				  uint64_t more, int depth)
+{
+	uint64_t task = 0;
+
+	tasks_of_callbacks(tasks, target, first, more, depth, &task, 1);
 	return task;
 }
 
-/* One task awaiting the task whose awaited_by field this is (a set's first task), 0 if none. */
-static uint64_t awaiting_task(struct async_tasks *tasks, const struct py_target *target,
-			      const struct task_fields *fields)
+/*
+ * The tasks awaiting the task whose fields these are, into out[max]; their count. A task awaited
+ * by several (a task shared by two gathers, `await t` in two tasks) has each: 3.14+ in the order
+ * of its awaited_by set's table (of addresses, not of time), 3.11-3.13 in the order they began
+ * to wait (its done callbacks'). The first is the one a sample's chain goes up through.
+ */
+static size_t awaiting_tasks(struct async_tasks *tasks, const struct py_target *target,
+			     const struct task_fields *fields, uint64_t *out, size_t max)
 {
 	const struct py_asyncio_layout *layout = &target->asyncio;
 	uint64_t mask = 0, table = 0, slots[2 * AWAITED_BY_SLOTS];
 	struct task_fields candidate;
-	size_t count;
+	size_t count = 0, slot_count;
 
+	if (max == 0)
+		return 0;
 	if (layout->from_callbacks)
-		return task_of_callbacks(tasks, target, fields->awaited_by, fields->callbacks, 0);
-	if (!fields->awaited_by_is_set)
-		return fields->awaited_by;
+		return tasks_of_callbacks(tasks, target, fields->awaited_by, fields->callbacks, 0, out, max);
+	if (!fields->awaited_by_is_set) {
+		out[0] = fields->awaited_by;
+		return fields->awaited_by ? 1 : 0;
+	}
 	if (charged_u64(tasks, target->pid, fields->awaited_by + layout->set_mask, &mask) ||
 	    charged_u64(tasks, target->pid, fields->awaited_by + layout->set_table, &table) || table == 0)
 		return 0;
-	count = mask >= AWAITED_BY_SLOTS - 1 ? AWAITED_BY_SLOTS : (size_t)mask + 1;
-	if (charged_read(tasks, target->pid, table, slots, count * 16))
+	slot_count = mask >= AWAITED_BY_SLOTS - 1 ? AWAITED_BY_SLOTS : (size_t)mask + 1;
+	if (charged_read(tasks, target->pid, table, slots, slot_count * 16))
 		return 0;
 	/* A slot holds a key and its hash; a removed key leaves a dummy that is no task. */
-	for (size_t i = 0; i < count; i++)
-		if (slots[2 * i] && read_task(tasks, target->pid, layout, slots[2 * i], &candidate) == 0)
-			return slots[2 * i];
-	return 0;
+	for (size_t i = 0; i < slot_count && count < max; i++)
+		if (slots[2 * i] && !task_among(out, count, slots[2 * i]) &&
+		    read_task(tasks, target->pid, layout, slots[2 * i], &candidate) == 0)
+			out[count++] = slots[2 * i];
+	return count;
+}
+
+/* The task a sample's chain goes up through from the task whose fields these are, 0 if none. */
+static uint64_t awaiting_task(struct async_tasks *tasks, const struct py_target *target,
+			      const struct task_fields *fields)
+{
+	uint64_t task = 0;
+
+	awaiting_tasks(tasks, target, fields, &task, 1);
+	return task;
 }
 
 /* Reads the chain of task (fields read already) into frames (room ASYNC_TASKS_MAX_FRAMES); the count. */
@@ -880,7 +924,8 @@ int async_tasks_read_node(struct async_tasks *tasks, struct symbolize_py_cache *
 	node->name = task_name(tasks, target, fields.name);
 	if (!node->name)
 		return -ENOMEM;
-	node->awaited_by = awaiting_task(tasks, target, &fields);
+	node->awaiter_count = awaiting_tasks(tasks, target, &fields, node->awaiters, ASYNC_TASKS_AWAITERS_MAX);
+	node->awaited_by = node->awaiter_count ? node->awaiters[0] : 0;
 	node->frame_count = suspended_frames(tasks, python, target, fields.coro, node->frames, ASYNC_TASKS_MAX_COROUTINES);
 	return 0;
 }

@@ -68,10 +68,15 @@ struct async_chain {
 	struct pf_frame frames[]; /* root first: the outermost awaiting task ... "<task TASK>" */
 };
 
+/* Tasks listed as awaiting one task of a tree (a longer list is cut). */
+#define ASYNC_TASKS_AWAITERS_MAX 8
+
 /* One suspended task of a tree (async_tasks_tree). */
 struct async_task_node {
 	uint64_t address;
-	uint64_t awaited_by;    /* the task awaiting it (one of them), 0 if none */
+	uint64_t awaited_by;    /* the task a sample's chain goes up through: awaiters[0], 0 if none */
+	uint64_t awaiters[ASYNC_TASKS_AWAITERS_MAX]; /* every task awaiting it (a shared one: several) */
+	size_t awaiter_count;
 	const char *name;       /* "<task NAME>" as frames show it */
 	size_t frame_count;     /* where it is suspended, root first */
 	struct pf_frame frames[ASYNC_TASKS_MAX_COROUTINES];
