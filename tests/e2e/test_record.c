@@ -9,7 +9,7 @@
  * the Python frame that called it. Attached (-p) and launched runs, a run
  * interrupted or killed, the whole host, forked children and module bodies.
  */
-#include "testlib.h"
+#include "record_run.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -47,12 +47,6 @@ static const struct test_python *find_python(const char *label)
 	return test_python_find(pythons, python_count, label);
 }
 
-static void script_path(char *out, size_t len, const char *name)
-{
-	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
-		fail_msg("path too long");
-}
-
 /* Line numbers of the script carrying a marker comment (e.g. "# heavy-body"). */
 static size_t marked_lines(const char *marker, int *lines, size_t max)
 {
@@ -86,32 +80,6 @@ static bool ends_with(const char *text, const char *suffix)
 	size_t len = strlen(text), suffix_len = strlen(suffix);
 
 	return len >= suffix_len && strcmp(text + len - suffix_len, suffix) == 0;
-}
-
-static const struct pf_frame *python_leaf(const struct pf_sample *sample)
-{
-	for (size_t i = sample->frame_count; i-- > 0;)
-		if (sample->frames[i].kind == PF_FRAME_PYTHON)
-			return &sample->frames[i];
-	return NULL;
-}
-
-static size_t count_named(const struct pf_sample *sample, const char *name)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < sample->frame_count; i++)
-		count += strcmp(sample->frames[i].name, name) == 0;
-	return count;
-}
-
-static size_t count_kind(const struct pf_sample *sample, enum pf_frame_kind kind)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < sample->frame_count; i++)
-		count += sample->frames[i].kind == kind;
-	return count;
 }
 
 /* ---- what one workload profile must show ---- */
@@ -332,89 +300,6 @@ static void profile_workload(void **state)
 
 /* ---- attach, exit status, signals ---- */
 
-struct running_python {
-	pid_t pid;
-};
-
-/* A Python spinning in the split phase for a while; returns once it runs. */
-static void start_spinner(struct running_python *target, const char *phases)
-{
-	const struct test_python *python = find_python("3.12");
-	char command[1200], script[PATH_MAX];
-	char *argv[32];
-
-	if (!python)
-		python = &pythons[0];
-	assert_true(python_count > 0);
-	script_path(script, sizeof(script), WORKLOAD);
-	FORMAT(command, "%s %s %s", python->command, script, phases);
-	split_command(command, argv, 32);
-	target->pid = test_spawn(argv, NULL, NULL);
-	assert_true(target->pid > 0);
-	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
-	usleep(300 * 1000);
-}
-
-static void stop_spinner(struct running_python *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-}
-
-/*
- * Whether a profile at the default 1 kHz holds enough heavy samples for the CPU time the spinner had
- * while it ran (cpu_ms): heavy is 3/4 of the split and start-up takes part of the run, so at least
- * one sample per ms_per_sample ms (4; a whole-host start-up takes longer). On a quiet machine that
- * is the 1 kHz of wall time the checks were written for; on a busy one the spinner runs less, and
- * is sampled less, through no fault of the profiler.
- */
-static void assert_heavy_for_cpu(const char *what, size_t heavy, uint64_t cpu_ms, unsigned ms_per_sample)
-{
-	print_message("%s: %zu heavy samples for %" PRIu64 " ms of the spinner's CPU\n", what, heavy, cpu_ms);
-	if (heavy * ms_per_sample < cpu_ms || heavy < 50)
-		fail_msg("%s: %zu heavy samples for %" PRIu64 " ms of CPU (at least one per %u ms, and 50)", what,
-			 heavy, cpu_ms, ms_per_sample);
-}
-
-static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_name,
-			       char *err, size_t errlen)
-{
-	struct pf_reader *reader;
-	struct pf_sample sample;
-	size_t count = 0;
-	int got;
-
-	err[0] = 0;
-	if (format_registry_open_reader(&reader, path, err, errlen))
-		return 0;
-	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
-		const struct pf_frame *leaf = python_leaf(&sample);
-
-		/* the ticks it stands for: a whole-host run thins a costly process (--max-overhead) */
-		if ((pid == 0 || sample.pid == pid) && leaf &&
-		    (!leaf_name || strcmp(leaf->name, leaf_name) == 0))
-			count += sample.samples ? sample.samples : 1;
-	}
-	if (got < 0)
-		snprintf(err, errlen, "%s", pf_reader_error(reader));
-	pf_reader_close(reader);
-	return count;
-}
-
-/* Waits (up to 30 s) until the streamed MOJO file being written at path holds a heavy sample: the
- * profiler's start-up is over, however long a busy machine made it. */
-static void wait_for_heavy_samples(const char *path)
-{
-	char err[512];
-
-	for (int tries = 0; tries < 300; tries++) {
-		if (count_samples_of(path, 0, "heavy", err, sizeof(err)) > 0)
-			return;
-		usleep(100 * 1000);
-	}
-	fail_msg("%s: no heavy sample after 30 s", path);
-}
-
 static void attach_by_pid(void **state)
 {
 	struct running_python target;
@@ -423,7 +308,7 @@ static void attach_by_pid(void **state)
 	uint64_t cpu_ms;
 
 	(void)state;
-	start_spinner(&target, "split split");
+	start_spinner(&target, pythons, python_count, "split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	FORMAT(mojo, "%s/attach.mojo", test_tmpdir());
 	FORMAT(tachyon, "%s/attach.bin", test_tmpdir());
@@ -477,7 +362,7 @@ static void interrupted_run_leaves_valid_files(void **state)
 	int signals[] = { SIGINT, SIGTERM };
 
 	(void)state;
-	start_spinner(&target, "split split split");
+	start_spinner(&target, pythons, python_count, "split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	FORMAT(err_path, "%s/signal.err", test_tmpdir());
 	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
@@ -517,7 +402,7 @@ static void killed_run_leaves_readable_files(void **state)
 	uint64_t cpu_before, cpu_ms;
 
 	(void)state;
-	start_spinner(&target, "split split split");
+	start_spinner(&target, pythons, python_count, "split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	FORMAT(mojo, "%s/killed.mojo", test_tmpdir());
 	FORMAT(tachyon, "%s/killed.bin", test_tmpdir());
@@ -558,14 +443,14 @@ static void system_wide_finds_later_processes(void **state)
 	(void)state;
 	FORMAT(out, "%s/system.mojo", test_tmpdir());
 	FORMAT(err_path, "%s/system.err", test_tmpdir());
-	start_spinner(&before, "split split");
+	start_spinner(&before, pythons, python_count, "split split");
 	profiler = test_spawn(argv, NULL, err_path);
 	/* The spinners' CPU is counted while the profiler samples: from its first sample (its
 	 * whole-host start-up, however long a busy machine makes it, comes before) to before it is
 	 * stopped (its end, which writes the files, after). */
 	wait_for_heavy_samples(out);
 	before_cpu_ms = test_cpu_ms(before.pid);
-	start_spinner(&later, "split split");
+	start_spinner(&later, pythons, python_count, "split split");
 	later_cpu_ms = test_cpu_ms(later.pid);
 	sleep(2);
 	before_cpu_ms = test_cpu_ms(before.pid) - before_cpu_ms;

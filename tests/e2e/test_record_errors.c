@@ -5,7 +5,7 @@
  * not found, no root, a kernel without BTF: each one line naming the cause, and the
  * exit status of its class.
  */
-#include "testlib.h"
+#include "record_run.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -23,67 +23,10 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-#define WORKLOAD "workload.py"
 #define MAX_PYTHONS 32
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
-
-static const struct test_python *find_python(const char *label)
-{
-	return test_python_find(pythons, python_count, label);
-}
-
-static void script_path(char *out, size_t len, const char *name)
-{
-	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
-		fail_msg("path too long");
-}
-
-/* ---- what one workload profile must show ---- */
-
-struct workload_findings {
-	size_t samples;
-	size_t heavy, light;
-	size_t heavy_wrong_place, light_wrong_place;
-	size_t recursion_samples, recursion_whole;
-	size_t deep_samples, deep_cut_and_marked;
-	uint64_t worker_tid[4];
-	size_t worker_samples[4];
-	size_t worker_tid_conflicts;
-	size_t read_samples, read_with_kernel_read_path, read_kernel_before_python;
-};
-
-/* ---- attach, exit status, signals ---- */
-
-struct running_python {
-	pid_t pid;
-};
-
-/* A Python spinning in the split phase for a while; returns once it runs. */
-static void start_spinner(struct running_python *target, const char *phases)
-{
-	const struct test_python *python = find_python("3.12");
-	char command[1200], script[PATH_MAX];
-	char *argv[32];
-
-	if (!python)
-		python = &pythons[0];
-	assert_true(python_count > 0);
-	script_path(script, sizeof(script), WORKLOAD);
-	FORMAT(command, "%s %s %s", python->command, script, phases);
-	split_command(command, argv, 32);
-	target->pid = test_spawn(argv, NULL, NULL);
-	assert_true(target->pid > 0);
-	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
-	usleep(300 * 1000);
-}
-
-static void stop_spinner(struct running_python *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-}
 
 /* ---- launch: the command gets the invoking user's identity, none of our capabilities ---- */
 
@@ -187,7 +130,7 @@ static void unwritable_output(void **state)
 
 	(void)state;
 	/* Alive for as long as a loaded machine may take to load the BPF program (~1 s a phase). */
-	start_spinner(&target, "split split split split split split split split");
+	start_spinner(&target, pythons, python_count, "split split split split split split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	expect_clean_failure(argv, "/nonexistent-dir/out.mojo", "cannot write", EXIT_STATUS_OUTPUT);
 	stop_spinner(&target);

@@ -5,7 +5,7 @@
  * the outputs and the launched command belong to the sudo user, and a whole-host
  * profile is readable by root alone.
  */
-#include "testlib.h"
+#include "record_run.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -23,129 +23,10 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-#define WORKLOAD "workload.py"
 #define MAX_PYTHONS 32
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
-
-static const struct test_python *find_python(const char *label)
-{
-	return test_python_find(pythons, python_count, label);
-}
-
-static void script_path(char *out, size_t len, const char *name)
-{
-	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
-		fail_msg("path too long");
-}
-
-static const struct pf_frame *python_leaf(const struct pf_sample *sample)
-{
-	for (size_t i = sample->frame_count; i-- > 0;)
-		if (sample->frames[i].kind == PF_FRAME_PYTHON)
-			return &sample->frames[i];
-	return NULL;
-}
-
-/* ---- what one workload profile must show ---- */
-
-struct workload_findings {
-	size_t samples;
-	size_t heavy, light;
-	size_t heavy_wrong_place, light_wrong_place;
-	size_t recursion_samples, recursion_whole;
-	size_t deep_samples, deep_cut_and_marked;
-	uint64_t worker_tid[4];
-	size_t worker_samples[4];
-	size_t worker_tid_conflicts;
-	size_t read_samples, read_with_kernel_read_path, read_kernel_before_python;
-};
-
-/* ---- attach, exit status, signals ---- */
-
-struct running_python {
-	pid_t pid;
-};
-
-/* A Python spinning in the split phase for a while; returns once it runs. */
-static void start_spinner(struct running_python *target, const char *phases)
-{
-	const struct test_python *python = find_python("3.12");
-	char command[1200], script[PATH_MAX];
-	char *argv[32];
-
-	if (!python)
-		python = &pythons[0];
-	assert_true(python_count > 0);
-	script_path(script, sizeof(script), WORKLOAD);
-	FORMAT(command, "%s %s %s", python->command, script, phases);
-	split_command(command, argv, 32);
-	target->pid = test_spawn(argv, NULL, NULL);
-	assert_true(target->pid > 0);
-	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
-	usleep(300 * 1000);
-}
-
-static void stop_spinner(struct running_python *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-}
-
-/*
- * Whether a profile at the default 1 kHz holds enough heavy samples for the CPU time the spinner had
- * while it ran (cpu_ms): heavy is 3/4 of the split and start-up takes part of the run, so at least
- * one sample per ms_per_sample ms (4; a whole-host start-up takes longer). On a quiet machine that
- * is the 1 kHz of wall time the checks were written for; on a busy one the spinner runs less, and
- * is sampled less, through no fault of the profiler.
- */
-static void assert_heavy_for_cpu(const char *what, size_t heavy, uint64_t cpu_ms, unsigned ms_per_sample)
-{
-	print_message("%s: %zu heavy samples for %" PRIu64 " ms of the spinner's CPU\n", what, heavy, cpu_ms);
-	if (heavy * ms_per_sample < cpu_ms || heavy < 50)
-		fail_msg("%s: %zu heavy samples for %" PRIu64 " ms of CPU (at least one per %u ms, and 50)", what,
-			 heavy, cpu_ms, ms_per_sample);
-}
-
-static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_name,
-			       char *err, size_t errlen)
-{
-	struct pf_reader *reader;
-	struct pf_sample sample;
-	size_t count = 0;
-	int got;
-
-	err[0] = 0;
-	if (format_registry_open_reader(&reader, path, err, errlen))
-		return 0;
-	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
-		const struct pf_frame *leaf = python_leaf(&sample);
-
-		/* the ticks it stands for: a whole-host run thins a costly process (--max-overhead) */
-		if ((pid == 0 || sample.pid == pid) && leaf &&
-		    (!leaf_name || strcmp(leaf->name, leaf_name) == 0))
-			count += sample.samples ? sample.samples : 1;
-	}
-	if (got < 0)
-		snprintf(err, errlen, "%s", pf_reader_error(reader));
-	pf_reader_close(reader);
-	return count;
-}
-
-/* Waits (up to 30 s) until the streamed MOJO file being written at path holds a heavy sample: the
- * profiler's start-up is over, however long a busy machine made it. */
-static void wait_for_heavy_samples(const char *path)
-{
-	char err[512];
-
-	for (int tries = 0; tries < 300; tries++) {
-		if (count_samples_of(path, 0, "heavy", err, sizeof(err)) > 0)
-			return;
-		usleep(100 * 1000);
-	}
-	fail_msg("%s: no heavy sample after 30 s", path);
-}
 
 /* ---- outputs: nothing replaced before there is something to keep, nothing followed ---- */
 
@@ -260,7 +141,7 @@ static void killed_run_keeps_older_files(void **state)
 	assert_int_equal(write_whole_file(mojo, "old", 3), 0);
 	assert_int_equal(write_whole_file(collapsed, "main;old 1\n", 11), 0);
 	assert_int_equal(write_whole_file(svg, "<svg/>\n", 7), 0);
-	start_spinner(&target, "split split split");
+	start_spinner(&target, pythons, python_count, "split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	profiler = test_spawn(argv, NULL, NULL);
 	wait_for_heavy_samples(mojo);
