@@ -80,12 +80,6 @@ static pid_t spawn_sleep(void)
 	return spawn_program(argv, "sleep");
 }
 
-static void end_child(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 /* Our own libz and libc have tables; a pc maps to file pc = pc - bias inside the table's file. */
 static void test_maps_own_process(void **state)
 {

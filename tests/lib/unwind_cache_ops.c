@@ -2,9 +2,12 @@
 /*
  * The unwind cache's BPF side as the unwind cache tests see it (tests/unit/test_unwind_cache.c,
  * tests/e2e/test_unwind_cache_worker.c): every upload, release and chunk recorded and checked
- * against the contract in include/unwind_table.h.
+ * against the contract in include/unwind_table.h; and their children ended.
  */
 #include "unwind_cache_ops.h"
+
+#include <signal.h>
+#include <sys/wait.h>
 
 uint32_t ref_slots(const struct unwind_table_ref *ref)
 {
@@ -87,4 +90,10 @@ const struct unwind_mapping *mapping_at(const struct unwind_proc *proc, uint64_t
 		if (pc >= proc->mappings[i].start && pc < proc->mappings[i].end)
 			return &proc->mappings[i];
 	return NULL;
+}
+
+void end_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }

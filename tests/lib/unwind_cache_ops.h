@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "unwind/unwind_cache.h"
 
@@ -34,5 +35,7 @@ void record_remove_chunk(void *ctx, uint32_t chunk);
 struct unwind_cache *new_cache(struct recorded_ops *recorded, size_t row_capacity);
 /* The process's mapping holding pc, or NULL. */
 const struct unwind_mapping *mapping_at(const struct unwind_proc *proc, uint64_t pc);
+/* Kills and reaps a child. */
+void end_child(pid_t pid);
 
 #endif

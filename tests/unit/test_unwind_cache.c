@@ -22,12 +22,6 @@
 #include "util/array.h"
 #include "util/clock.h"
 
-static void end_child(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 /* A library unlinked after it was loaded is not opened: its mapping says DELETED_FILE. */
 static void test_deleted_library(void **state)
 {
