@@ -36,12 +36,14 @@ PPROF_GEN   := $(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h
 LIB_OBJS  := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/profile.pb-c.o
 SAN_OBJS  := $(patsubst user/%.c,$(BUILD)/san/%.o,$(LIB_SRCS)) $(BUILD)/san/gen/profile.pb-c.o
 # tests/unit/: the library in process, no root, no BPF; tests/e2e/: root, real BPF, interpreters,
-# the pybpfprof binary. Both link tests/lib/testlib.c (built once per flavour).
+# the pybpfprof binary. Both link tests/lib/ (built once per flavour).
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 E2E_TESTS  := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/test_*.c))
 TESTS      := $(UNIT_TESTS) $(E2E_TESTS)
-TESTLIB_SAN := $(BUILD)/tests/lib/testlib.o
-TESTLIB     := $(BUILD)/tests/lib/testlib-nosan.o
+# tests/lib/*.c: helpers shared by tests, in one archive per flavour (a test links what it calls).
+TESTLIB_SRCS := $(wildcard tests/lib/*.c)
+TESTLIB_SAN  := $(BUILD)/tests/lib/libtestlib.a
+TESTLIB      := $(BUILD)/tests/lib/libtestlib-nosan.a
 
 # Fuzzing (fuzz/README.md): one harness fuzz/fuzz_<name>.c per input others control, its
 # corpus in fuzz/corpus/fuzz_<name>/. `make fuzz` runs each under clang's libFuzzer for
@@ -131,13 +133,19 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 
 # Unit and end-to-end tests run under ASan+UBSan against the same library ($(BUILD)/tests/unit/,
 # $(BUILD)/tests/e2e/).
-$(TESTLIB_SAN): tests/lib/testlib.c
+$(BUILD)/tests/lib/%.o: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -Itests/lib -c $< -o $@
 
-$(TESTLIB): tests/lib/testlib.c
+$(BUILD)/tests/lib/%-nosan.o: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -Itests/lib -c $< -o $@
+
+$(TESTLIB_SAN): $(patsubst tests/lib/%.c,$(BUILD)/tests/lib/%.o,$(TESTLIB_SRCS))
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(TESTLIB): $(patsubst tests/lib/%.c,$(BUILD)/tests/lib/%-nosan.o,$(TESTLIB_SRCS))
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_SAN) $(BUILD)/san/libpybpfprof.a
 	@mkdir -p $(dir $@)

@@ -534,20 +534,6 @@ static void assert_metadata_is(const char *path, const char *key, const char *wa
 	pf_reader_close(reader);
 }
 
-static void run_output(char *const argv[], char *out, size_t len)
-{
-	size_t used = 0;
-	ssize_t got;
-	int out_fd;
-	pid_t pid = test_spawn(argv, &out_fd, NULL);
-
-	while (used + 1 < len && (got = read(out_fd, out + used, len - 1 - used)) > 0)
-		used += (size_t)got;
-	out[used] = 0;
-	close(out_fd);
-	assert_int_equal(test_wait_status(pid), 0);
-}
-
 /* gil mode: Tachyon names it, MOJO says wall and pybpfprof_mode gil, and either converts to the
  * other; dump names the states and top --by-state splits the time by them. */
 static void gil_mode_and_states(void **state)

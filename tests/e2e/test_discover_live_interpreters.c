@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "testlib.h"
+#include "child_procs.h"
 
 #include "proc/proc_maps.h"
 #include "python/py_discover.h"
@@ -36,48 +36,6 @@
 #define DISCOVER_RETRIES 500
 
 /* ---------------------------------------------------------------- children */
-
-static pid_t children[64];
-static size_t child_count;
-
-static void kill_children(void)
-{
-	for (size_t i = 0; i < child_count; i++) {
-		kill(children[i], SIGKILL);
-		waitpid(children[i], NULL, 0);
-	}
-	child_count = 0;
-}
-
-static pid_t spawn(char *const argv[], int *stdout_fd)
-{
-	int pipe_fds[2];
-	pid_t pid;
-
-	if (pipe2(pipe_fds, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		dup2(pipe_fds[1], STDOUT_FILENO);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(pipe_fds[1]);
-	if (pid < 0) {
-		close(pipe_fds[0]);
-		return -1;
-	}
-	children[child_count++] = pid;
-	*stdout_fd = pipe_fds[0];
-	return pid;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 /* The script's report: "main <ident>", "thread <ident>", "ready". */
 struct report {
@@ -463,7 +421,7 @@ static pid_t spawn_tiny_mapper(const char *dir)
 	const struct test_library_copies copies = { dir, 0, TINY_FILES };
 	pid_t pid = test_fork_as_nobody(test_map_library_copies, &copies);
 
-	children[child_count++] = pid;
+	add_child(pid);
 	return pid;
 }
 
@@ -543,7 +501,7 @@ static void test_fresh_exec_is_retry(void **state)
 		_exit(127);
 	}
 	assert_true(pid > 0);
-	children[child_count++] = pid;
+	add_child(pid);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP);
 

@@ -9,7 +9,7 @@
  * the Python frame that called it. Attached (-p) and launched runs, a run
  * interrupted or killed, the whole host, forked children and module bodies.
  */
-#include "testlib.h"
+#include "record_run.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -47,12 +47,6 @@ static const struct test_python *find_python(const char *label)
 	return test_python_find(pythons, python_count, label);
 }
 
-static void script_path(char *out, size_t len, const char *name)
-{
-	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
-		fail_msg("path too long");
-}
-
 /* Line numbers of the script carrying a marker comment (e.g. "# heavy-body"). */
 static size_t marked_lines(const char *marker, int *lines, size_t max)
 {
@@ -86,32 +80,6 @@ static bool ends_with(const char *text, const char *suffix)
 	size_t len = strlen(text), suffix_len = strlen(suffix);
 
 	return len >= suffix_len && strcmp(text + len - suffix_len, suffix) == 0;
-}
-
-static const struct pf_frame *python_leaf(const struct pf_sample *sample)
-{
-	for (size_t i = sample->frame_count; i-- > 0;)
-		if (sample->frames[i].kind == PF_FRAME_PYTHON)
-			return &sample->frames[i];
-	return NULL;
-}
-
-static size_t count_named(const struct pf_sample *sample, const char *name)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < sample->frame_count; i++)
-		count += strcmp(sample->frames[i].name, name) == 0;
-	return count;
-}
-
-static size_t count_kind(const struct pf_sample *sample, enum pf_frame_kind kind)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < sample->frame_count; i++)
-		count += sample->frames[i].kind == kind;
-	return count;
 }
 
 /* ---- what one workload profile must show ---- */
@@ -332,89 +300,6 @@ static void profile_workload(void **state)
 
 /* ---- attach, exit status, signals ---- */
 
-struct running_python {
-	pid_t pid;
-};
-
-/* A Python spinning in the split phase for a while; returns once it runs. */
-static void start_spinner(struct running_python *target, const char *phases)
-{
-	const struct test_python *python = find_python("3.12");
-	char command[1200], script[PATH_MAX];
-	char *argv[32];
-
-	if (!python)
-		python = &pythons[0];
-	assert_true(python_count > 0);
-	script_path(script, sizeof(script), WORKLOAD);
-	FORMAT(command, "%s %s %s", python->command, script, phases);
-	split_command(command, argv, 32);
-	target->pid = test_spawn(argv, NULL, NULL);
-	assert_true(target->pid > 0);
-	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
-	usleep(300 * 1000);
-}
-
-static void stop_spinner(struct running_python *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-}
-
-/*
- * Whether a profile at the default 1 kHz holds enough heavy samples for the CPU time the spinner had
- * while it ran (cpu_ms): heavy is 3/4 of the split and start-up takes part of the run, so at least
- * one sample per ms_per_sample ms (4; a whole-host start-up takes longer). On a quiet machine that
- * is the 1 kHz of wall time the checks were written for; on a busy one the spinner runs less, and
- * is sampled less, through no fault of the profiler.
- */
-static void assert_heavy_for_cpu(const char *what, size_t heavy, uint64_t cpu_ms, unsigned ms_per_sample)
-{
-	print_message("%s: %zu heavy samples for %" PRIu64 " ms of the spinner's CPU\n", what, heavy, cpu_ms);
-	if (heavy * ms_per_sample < cpu_ms || heavy < 50)
-		fail_msg("%s: %zu heavy samples for %" PRIu64 " ms of CPU (at least one per %u ms, and 50)", what,
-			 heavy, cpu_ms, ms_per_sample);
-}
-
-static size_t count_samples_of(const char *path, uint32_t pid, const char *leaf_name,
-			       char *err, size_t errlen)
-{
-	struct pf_reader *reader;
-	struct pf_sample sample;
-	size_t count = 0;
-	int got;
-
-	err[0] = 0;
-	if (format_registry_open_reader(&reader, path, err, errlen))
-		return 0;
-	while ((got = pf_reader_next_sample(reader, &sample)) > 0) {
-		const struct pf_frame *leaf = python_leaf(&sample);
-
-		/* the ticks it stands for: a whole-host run thins a costly process (--max-overhead) */
-		if ((pid == 0 || sample.pid == pid) && leaf &&
-		    (!leaf_name || strcmp(leaf->name, leaf_name) == 0))
-			count += sample.samples ? sample.samples : 1;
-	}
-	if (got < 0)
-		snprintf(err, errlen, "%s", pf_reader_error(reader));
-	pf_reader_close(reader);
-	return count;
-}
-
-/* Waits (up to 30 s) until the streamed MOJO file being written at path holds a heavy sample: the
- * profiler's start-up is over, however long a busy machine made it. */
-static void wait_for_heavy_samples(const char *path)
-{
-	char err[512];
-
-	for (int tries = 0; tries < 300; tries++) {
-		if (count_samples_of(path, 0, "heavy", err, sizeof(err)) > 0)
-			return;
-		usleep(100 * 1000);
-	}
-	fail_msg("%s: no heavy sample after 30 s", path);
-}
-
 static void attach_by_pid(void **state)
 {
 	struct running_python target;
@@ -423,7 +308,7 @@ static void attach_by_pid(void **state)
 	uint64_t cpu_ms;
 
 	(void)state;
-	start_spinner(&target, "split split");
+	start_spinner(&target, pythons, python_count, "split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	FORMAT(mojo, "%s/attach.mojo", test_tmpdir());
 	FORMAT(tachyon, "%s/attach.bin", test_tmpdir());
@@ -477,7 +362,7 @@ static void interrupted_run_leaves_valid_files(void **state)
 	int signals[] = { SIGINT, SIGTERM };
 
 	(void)state;
-	start_spinner(&target, "split split split");
+	start_spinner(&target, pythons, python_count, "split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	FORMAT(err_path, "%s/signal.err", test_tmpdir());
 	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
@@ -517,7 +402,7 @@ static void killed_run_leaves_readable_files(void **state)
 	uint64_t cpu_before, cpu_ms;
 
 	(void)state;
-	start_spinner(&target, "split split split");
+	start_spinner(&target, pythons, python_count, "split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	FORMAT(mojo, "%s/killed.mojo", test_tmpdir());
 	FORMAT(tachyon, "%s/killed.bin", test_tmpdir());
@@ -558,14 +443,14 @@ static void system_wide_finds_later_processes(void **state)
 	(void)state;
 	FORMAT(out, "%s/system.mojo", test_tmpdir());
 	FORMAT(err_path, "%s/system.err", test_tmpdir());
-	start_spinner(&before, "split split");
+	start_spinner(&before, pythons, python_count, "split split");
 	profiler = test_spawn(argv, NULL, err_path);
 	/* The spinners' CPU is counted while the profiler samples: from its first sample (its
 	 * whole-host start-up, however long a busy machine makes it, comes before) to before it is
 	 * stopped (its end, which writes the files, after). */
 	wait_for_heavy_samples(out);
 	before_cpu_ms = test_cpu_ms(before.pid);
-	start_spinner(&later, "split split");
+	start_spinner(&later, pythons, python_count, "split split");
 	later_cpu_ms = test_cpu_ms(later.pid);
 	sleep(2);
 	before_cpu_ms = test_cpu_ms(before.pid) - before_cpu_ms;
@@ -701,156 +586,6 @@ static void imported_module_bodies_are_named(void **state)
 		assert_true(unresolved_samples * 10 <= module_samples + unresolved_samples);
 	}
 }
-
-struct native_findings {
-	size_t loop_samples;    /* samples under compress_loop */
-	size_t in_libz;         /* ... whose leaf is a native frame in libz */
-	size_t native_frames;   /* native frames anywhere */
-};
-
-/* What a mixed-stack profile of native_work.py shows. */
-struct mixed_findings {
-	size_t loop_samples;        /* samples under compress_loop */
-	size_t native_above_loop;   /* ... with a native frame above (leafward of) compress_loop */
-	size_t libz_leaf;           /* ... whose leaf is in libz */
-	size_t python_root;         /* samples whose root frame is a Python frame */
-	size_t samples;
-	double root_share;          /* native_root_share: walks that reached the root */
-	unsigned long walks;        /* native_walks */
-	unsigned long merge_failures;
-};
-
-/* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
-
-/* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
-struct native_run {
-	char path[PATH_MAX];
-	char summary[8192];     /* the profiler's stderr */
-	int status;
-	size_t samples;
-	unsigned long walks;
-	double root_share;
-	unsigned long merge_failures;
-	unsigned long ring_bytes; /* the record ring's size at the end */
-	char stops[256];        /* "no_mapping=3,deleted_file=5" */
-};
-
-typedef void (*sample_visit)(void *findings, const struct pf_sample *sample);
-
-/* A'. A recursion deeper than the Python frames a sample keeps (the workload's 1500 levels): the
- * walk is cut at the root, and the native frames that ran below the cut (the interpreter's start-up:
- * _start ... Py_RunMain ... run_eval_code_obj) go with it, never above the Python leaf. */
-struct deep_cut_findings {
-	size_t deep_samples;     /* samples whose Python leaf is bottom_deep */
-	size_t marked_at_root;   /* ... with the cut marker at the root */
-	size_t startup_frames;   /* ... holding a frame of the interpreter's start-up */
-	size_t native_below_leaf; /* ... with a native frame below (rootward of) the Python leaf */
-	char example[256];       /* the first such frame, for the message */
-};
-
-/* b. ctypes qsort with a Python comparator: Python -> libffi -> qsort -> Python. */
-struct qsort_findings {
-	size_t compare_samples;  /* samples in the comparator */
-	size_t whole_chain;      /* ... whose stack holds caller, ffi_call, qsort, comparator in that order */
-};
-
-/* c. sorted() with a Python key: the interpreter's C sort between the caller and the key. */
-struct sorted_findings {
-	size_t key_samples;      /* samples in the key function */
-	size_t sort_between;     /* ... with builtin_sorted / list_sort_impl between the caller and the key */
-	size_t only_native_between; /* ... with the caller below the key and nothing but native frames between */
-	size_t calls_between;    /* ... with the interpreter's call machinery (PyObject_Vectorcall, ...) between */
-};
-
-/* d. Reading /dev/zero: kernel frames on libc's read on the Python frame, in one stack. */
-struct read_findings {
-	size_t reader_samples;
-	size_t whole_chain; /* Python reader, then libc's read, then the kernel's read path */
-};
-
-/* e. Code the unwinder cannot follow: the walk says why, the Python and kernel frames stay. */
-struct odd_findings {
-	const char *spinner;     /* the Python function that runs the odd code */
-	size_t spin_samples;     /* samples with that function */
-	size_t with_kernel;      /* ... and kernel frames above it */
-};
-
-/* g. A stripped library whose static function is named only by its MiniDebugInfo (as Fedora ships). */
-struct minidebuginfo_findings {
-	size_t in_library;   /* samples whose leaf is in the library */
-	size_t named;        /* ... named hidden_loop */
-	char other[128];     /* the first other name such a leaf had, for the message */
-};
-
-/* f. numpy: its own C/C++ code and the BLAS above the Python function that called them. */
-struct numpy_findings {
-	size_t matmul_samples, matmul_with_numpy_and_blas;
-	size_t sort_samples, sort_with_numpy;
-	char matmul_example[512], sort_example[512];
-};
-
-/* h. A busy host: two CPU-bound processes beside the target, which gets a third of a CPU. */
-/* A hog ends by itself this long after it starts, whatever becomes of the test. */
-
-struct zlib_chain_findings {
-	const char *caller;   /* the Python function that calls zlib.compress */
-	size_t zlib_samples;  /* samples under caller whose leaf is in libz, below deflate */
-	size_t whole_chain;   /* ... with deflate between caller and the leaf */
-};
-
-/* The -v summary's late-unwinding line: copies BPF sent, received, unwound late, lost native frames. */
-struct late_counts {
-	unsigned long copies, received, unwound, lost;
-};
-
-/* Each thread's time stamps as a file holds them: how many went back. */
-struct thread_clock {
-	uint64_t keys[64][2]; /* pid, tid */
-	uint64_t last_us[64];
-	size_t count;
-	size_t samples, went_back;
-};
-
-/* g. An independent unwinder: perf's DWARF call graphs of the zlib workload show the same heavy paths. */
-
-#define PATHS_MAX 512
-#define NAMES_MAX 256
-
-/* Call paths (root to leaf, ";"-joined) and how many samples each. */
-struct path_counts {
-	char paths[PATHS_MAX][320];
-	size_t counts[PATHS_MAX];
-	size_t count, total;
-	size_t cut; /* samples with comparable frames, none of them deflate */
-};
-
-struct name_set {
-	char names[NAMES_MAX][128];
-	size_t count;
-};
-
-/* The functions of one file, for naming perf's "[unknown]" frames as pybpfprof names them. */
-struct file_functions {
-	char path[PATH_MAX];
-	struct unwind_function_range *ranges;
-	size_t count;
-	uint64_t text_addr, text_offset; /* the executable segment: link-time address and file offset */
-};
-
-/* One sample's comparable frames root to leaf: names[] (pointers into the caller's storage). */
-struct frame_names {
-	const char *names[128];
-	size_t count;
-};
-
-typedef void (*stack_visit)(void *context, const struct frame_names *stack);
-
-/* Where a stack goes: into the name set (first pass), or as a path of the names both tools saw. */
-struct path_pass {
-	struct name_set *seen;        /* first pass: every comparable name */
-	const struct name_set *both;  /* second pass: only these names make the path */
-	struct path_counts *paths;
-};
 
 /* ---- launch: the command gets the invoking user's identity, none of our capabilities ---- */
 

@@ -5,7 +5,7 @@
  * not found, no root, a kernel without BTF: each one line naming the cause, and the
  * exit status of its class.
  */
-#include "testlib.h"
+#include "record_run.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -23,217 +23,10 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-#define WORKLOAD "workload.py"
 #define MAX_PYTHONS 32
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
-
-static const struct test_python *find_python(const char *label)
-{
-	return test_python_find(pythons, python_count, label);
-}
-
-static void script_path(char *out, size_t len, const char *name)
-{
-	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
-		fail_msg("path too long");
-}
-
-/* ---- what one workload profile must show ---- */
-
-struct workload_findings {
-	size_t samples;
-	size_t heavy, light;
-	size_t heavy_wrong_place, light_wrong_place;
-	size_t recursion_samples, recursion_whole;
-	size_t deep_samples, deep_cut_and_marked;
-	uint64_t worker_tid[4];
-	size_t worker_samples[4];
-	size_t worker_tid_conflicts;
-	size_t read_samples, read_with_kernel_read_path, read_kernel_before_python;
-};
-
-/* ---- attach, exit status, signals ---- */
-
-struct running_python {
-	pid_t pid;
-};
-
-/* A Python spinning in the split phase for a while; returns once it runs. */
-static void start_spinner(struct running_python *target, const char *phases)
-{
-	const struct test_python *python = find_python("3.12");
-	char command[1200], script[PATH_MAX];
-	char *argv[32];
-
-	if (!python)
-		python = &pythons[0];
-	assert_true(python_count > 0);
-	script_path(script, sizeof(script), WORKLOAD);
-	FORMAT(command, "%s %s %s", python->command, script, phases);
-	split_command(command, argv, 32);
-	target->pid = test_spawn(argv, NULL, NULL);
-	assert_true(target->pid > 0);
-	/* Long enough for the interpreter to be up; discovery retries if it isn't quite. */
-	usleep(300 * 1000);
-}
-
-static void stop_spinner(struct running_python *target)
-{
-	kill(target->pid, SIGKILL);
-	test_wait_status(target->pid);
-}
-
-struct native_findings {
-	size_t loop_samples;    /* samples under compress_loop */
-	size_t in_libz;         /* ... whose leaf is a native frame in libz */
-	size_t native_frames;   /* native frames anywhere */
-};
-
-/* What a mixed-stack profile of native_work.py shows. */
-struct mixed_findings {
-	size_t loop_samples;        /* samples under compress_loop */
-	size_t native_above_loop;   /* ... with a native frame above (leafward of) compress_loop */
-	size_t libz_leaf;           /* ... whose leaf is in libz */
-	size_t python_root;         /* samples whose root frame is a Python frame */
-	size_t samples;
-	double root_share;          /* native_root_share: walks that reached the root */
-	unsigned long walks;        /* native_walks */
-	unsigned long merge_failures;
-};
-
-/* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
-
-/* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
-struct native_run {
-	char path[PATH_MAX];
-	char summary[8192];     /* the profiler's stderr */
-	int status;
-	size_t samples;
-	unsigned long walks;
-	double root_share;
-	unsigned long merge_failures;
-	unsigned long ring_bytes; /* the record ring's size at the end */
-	char stops[256];        /* "no_mapping=3,deleted_file=5" */
-};
-
-typedef void (*sample_visit)(void *findings, const struct pf_sample *sample);
-
-/* A'. A recursion deeper than the Python frames a sample keeps (the workload's 1500 levels): the
- * walk is cut at the root, and the native frames that ran below the cut (the interpreter's start-up:
- * _start ... Py_RunMain ... run_eval_code_obj) go with it, never above the Python leaf. */
-struct deep_cut_findings {
-	size_t deep_samples;     /* samples whose Python leaf is bottom_deep */
-	size_t marked_at_root;   /* ... with the cut marker at the root */
-	size_t startup_frames;   /* ... holding a frame of the interpreter's start-up */
-	size_t native_below_leaf; /* ... with a native frame below (rootward of) the Python leaf */
-	char example[256];       /* the first such frame, for the message */
-};
-
-/* b. ctypes qsort with a Python comparator: Python -> libffi -> qsort -> Python. */
-struct qsort_findings {
-	size_t compare_samples;  /* samples in the comparator */
-	size_t whole_chain;      /* ... whose stack holds caller, ffi_call, qsort, comparator in that order */
-};
-
-/* c. sorted() with a Python key: the interpreter's C sort between the caller and the key. */
-struct sorted_findings {
-	size_t key_samples;      /* samples in the key function */
-	size_t sort_between;     /* ... with builtin_sorted / list_sort_impl between the caller and the key */
-	size_t only_native_between; /* ... with the caller below the key and nothing but native frames between */
-	size_t calls_between;    /* ... with the interpreter's call machinery (PyObject_Vectorcall, ...) between */
-};
-
-/* d. Reading /dev/zero: kernel frames on libc's read on the Python frame, in one stack. */
-struct read_findings {
-	size_t reader_samples;
-	size_t whole_chain; /* Python reader, then libc's read, then the kernel's read path */
-};
-
-/* e. Code the unwinder cannot follow: the walk says why, the Python and kernel frames stay. */
-struct odd_findings {
-	const char *spinner;     /* the Python function that runs the odd code */
-	size_t spin_samples;     /* samples with that function */
-	size_t with_kernel;      /* ... and kernel frames above it */
-};
-
-/* g. A stripped library whose static function is named only by its MiniDebugInfo (as Fedora ships). */
-struct minidebuginfo_findings {
-	size_t in_library;   /* samples whose leaf is in the library */
-	size_t named;        /* ... named hidden_loop */
-	char other[128];     /* the first other name such a leaf had, for the message */
-};
-
-/* f. numpy: its own C/C++ code and the BLAS above the Python function that called them. */
-struct numpy_findings {
-	size_t matmul_samples, matmul_with_numpy_and_blas;
-	size_t sort_samples, sort_with_numpy;
-	char matmul_example[512], sort_example[512];
-};
-
-/* h. A busy host: two CPU-bound processes beside the target, which gets a third of a CPU. */
-/* A hog ends by itself this long after it starts, whatever becomes of the test. */
-
-struct zlib_chain_findings {
-	const char *caller;   /* the Python function that calls zlib.compress */
-	size_t zlib_samples;  /* samples under caller whose leaf is in libz, below deflate */
-	size_t whole_chain;   /* ... with deflate between caller and the leaf */
-};
-
-/* The -v summary's late-unwinding line: copies BPF sent, received, unwound late, lost native frames. */
-struct late_counts {
-	unsigned long copies, received, unwound, lost;
-};
-
-/* Each thread's time stamps as a file holds them: how many went back. */
-struct thread_clock {
-	uint64_t keys[64][2]; /* pid, tid */
-	uint64_t last_us[64];
-	size_t count;
-	size_t samples, went_back;
-};
-
-/* g. An independent unwinder: perf's DWARF call graphs of the zlib workload show the same heavy paths. */
-
-#define PATHS_MAX 512
-#define NAMES_MAX 256
-
-/* Call paths (root to leaf, ";"-joined) and how many samples each. */
-struct path_counts {
-	char paths[PATHS_MAX][320];
-	size_t counts[PATHS_MAX];
-	size_t count, total;
-	size_t cut; /* samples with comparable frames, none of them deflate */
-};
-
-struct name_set {
-	char names[NAMES_MAX][128];
-	size_t count;
-};
-
-/* The functions of one file, for naming perf's "[unknown]" frames as pybpfprof names them. */
-struct file_functions {
-	char path[PATH_MAX];
-	struct unwind_function_range *ranges;
-	size_t count;
-	uint64_t text_addr, text_offset; /* the executable segment: link-time address and file offset */
-};
-
-/* One sample's comparable frames root to leaf: names[] (pointers into the caller's storage). */
-struct frame_names {
-	const char *names[128];
-	size_t count;
-};
-
-typedef void (*stack_visit)(void *context, const struct frame_names *stack);
-
-/* Where a stack goes: into the name set (first pass), or as a path of the names both tools saw. */
-struct path_pass {
-	struct name_set *seen;        /* first pass: every comparable name */
-	const struct name_set *both;  /* second pass: only these names make the path */
-	struct path_counts *paths;
-};
 
 /* ---- launch: the command gets the invoking user's identity, none of our capabilities ---- */
 
@@ -337,7 +130,7 @@ static void unwritable_output(void **state)
 
 	(void)state;
 	/* Alive for as long as a loaded machine may take to load the BPF program (~1 s a phase). */
-	start_spinner(&target, "split split split split split split split split");
+	start_spinner(&target, pythons, python_count, "split split split split split split split split");
 	FORMAT(pid_text, "%d", (int)target.pid);
 	expect_clean_failure(argv, "/nonexistent-dir/out.mojo", "cannot write", EXIT_STATUS_OUTPUT);
 	stop_spinner(&target);

@@ -6,7 +6,7 @@
  * heavy paths, two CPU hogs beside the target take none of its native frames,
  * and deep stacks grow the ring buffer.
  */
-#include "testlib.h"
+#include "record_run.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -34,58 +34,6 @@ static const struct test_python *find_python(const char *label)
 {
 	return test_python_find(pythons, python_count, label);
 }
-
-static void script_path(char *out, size_t len, const char *name)
-{
-	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
-		fail_msg("path too long");
-}
-
-static const struct pf_frame *python_leaf(const struct pf_sample *sample)
-{
-	for (size_t i = sample->frame_count; i-- > 0;)
-		if (sample->frames[i].kind == PF_FRAME_PYTHON)
-			return &sample->frames[i];
-	return NULL;
-}
-
-static size_t count_named(const struct pf_sample *sample, const char *name)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < sample->frame_count; i++)
-		count += strcmp(sample->frames[i].name, name) == 0;
-	return count;
-}
-
-static size_t count_kind(const struct pf_sample *sample, enum pf_frame_kind kind)
-{
-	size_t count = 0;
-
-	for (size_t i = 0; i < sample->frame_count; i++)
-		count += sample->frames[i].kind == kind;
-	return count;
-}
-
-/* ---- what one workload profile must show ---- */
-
-struct workload_findings {
-	size_t samples;
-	size_t heavy, light;
-	size_t heavy_wrong_place, light_wrong_place;
-	size_t recursion_samples, recursion_whole;
-	size_t deep_samples, deep_cut_and_marked;
-	uint64_t worker_tid[4];
-	size_t worker_samples[4];
-	size_t worker_tid_conflicts;
-	size_t read_samples, read_with_kernel_read_path, read_kernel_before_python;
-};
-
-/* ---- attach, exit status, signals ---- */
-
-struct running_python {
-	pid_t pid;
-};
 
 struct native_findings {
 	size_t loop_samples;    /* samples under compress_loop */

@@ -8,7 +8,7 @@
  * (util/memo_cache.h): its clock, its budgets, and that a hash alone never matches.
  * The Python frames are fake 3.11 code objects in this process (tests/lib/fake_python.h).
  */
-#include "testlib.h"
+#include "resolve_pipeline.h"
 
 #include <inttypes.h>
 
@@ -25,116 +25,6 @@
 /* Interpreter functions, as the test executable's symbols (the main executable is the interpreter's). */
 INTERPRETER_FUNCTION(Py_BytesMain)
 INTERPRETER_FUNCTION(_PyEval_EvalFrameDefault)
-
-/* A resolver and the writers it feeds; keeping: whether it keeps stacks (else every record resolves anew). */
-static const char *const formats[] = { "mojo", "tachyon", "collapsed", "svg", "pprof", "speedscope",
-				       "pstats", "gecko", "gecko-gz", "jsonl" };
-#define FORMAT_COUNT (sizeof(formats) / sizeof(formats[0]))
-
-struct pipeline {
-	struct sample_resolver resolver;
-	struct pf_writer *writers[FORMAT_COUNT];
-	char paths[FORMAT_COUNT][256];
-};
-
-static struct pf_writer *open_writer(const char *path, const char *format_name)
-{
-	const struct pf_writer_options options = PF_WRITER_OPTIONS_DEFAULT;
-	struct pf_writer *writer = NULL;
-
-	assert_int_equal(pf_writer_open(&writer, path, format_registry_find_name(format_name), &options), 0);
-	return writer;
-}
-
-static void pipeline_open(struct pipeline *pipeline, const char *name, bool keeping, bool native)
-{
-	memset(pipeline, 0, sizeof(*pipeline));
-	assert_int_equal(sample_resolve_init(&pipeline->resolver, NULL, NULL, 1000), 0);
-	if (!keeping) {
-		/* A cache with no room keeps nothing: every record is resolved and written from scratch. */
-		memo_cache_free(&pipeline->resolver.stacks);
-		memo_cache_init(&pipeline->resolver.stacks, 0, 0);
-		memo_cache_free(&pipeline->resolver.python_stacks);
-		memo_cache_init(&pipeline->resolver.python_stacks, 0, 0);
-	}
-	if (native) {
-		pipeline->resolver.native = symbolize_native_new();
-		assert_non_null(pipeline->resolver.native);
-		pipeline->resolver.native_stacks = true;
-	}
-	for (size_t i = 0; i < FORMAT_COUNT; i++) {
-		snprintf(pipeline->paths[i], sizeof(pipeline->paths[i]), "%s/%s.%s", test_tmpdir(), name, formats[i]);
-		pipeline->writers[i] = open_writer(pipeline->paths[i], formats[i]);
-	}
-}
-
-static void pipeline_close(struct pipeline *pipeline)
-{
-	for (size_t i = 0; i < FORMAT_COUNT; i++)
-		assert_int_equal(pf_writer_close(pipeline->writers[i]), 0);
-	if (pipeline->resolver.native)
-		symbolize_native_free(pipeline->resolver.native);
-	sample_resolve_free(&pipeline->resolver);
-}
-
-/* One record as the session takes it: prefetch, resolve, every writer. */
-static void pipeline_feed(struct pipeline *pipeline, const struct fake_python *fake, const struct fake_record *buffer,
-			  struct pf_sample *sample)
-{
-	sample_resolve_prefetch(&pipeline->resolver, &buffer->record, buffer->size, &fake->python);
-	assert_int_equal(sample_resolve_record(&pipeline->resolver, &buffer->record, buffer->size, &fake->python,
-					       sample), 0);
-	for (size_t i = 0; i < FORMAT_COUNT; i++)
-		assert_int_equal(pf_writer_add_sample(pipeline->writers[i], sample), 0);
-}
-
-static void assert_same_file(const char *left_path, const char *right_path)
-{
-	print_message("%s and %s\n", left_path, right_path);
-	size_t left_len = 0, right_len = 0;
-	uint8_t *left = read_whole_file(left_path, &left_len), *right = read_whole_file(right_path, &right_len);
-
-	assert_non_null(left);
-	assert_non_null(right);
-	assert_true(left_len > 64);
-	assert_int_equal(left_len, right_len);
-	assert_memory_equal(left, right, left_len);
-	free(left);
-	free(right);
-}
-
-static void assert_same_files(const struct pipeline *left, const struct pipeline *right)
-{
-	for (size_t i = 0; i < FORMAT_COUNT; i++)
-		assert_same_file(left->paths[i], right->paths[i]);
-}
-
-static void assert_same_frames(const struct pf_sample *left, const struct pf_sample *right)
-{
-	assert_int_equal(left->frame_count, right->frame_count);
-	for (size_t i = 0; i < left->frame_count; i++) {
-		const struct pf_frame *a = &left->frames[i], *b = &right->frames[i];
-
-		assert_int_equal(a->kind, b->kind);
-		assert_string_equal(a->file, b->file);
-		assert_string_equal(a->name, b->name);
-		assert_int_equal(a->line, b->line);
-		assert_int_equal(a->end_line, b->end_line);
-		assert_int_equal(a->column, b->column);
-		assert_int_equal(a->end_column, b->end_column);
-		assert_int_equal(a->opcode, b->opcode);
-		assert_int_equal(a->function_line, b->function_line);
-	}
-}
-
-/* Whether a sample has a frame of this name. */
-static bool has_frame_named(const struct pf_sample *sample, const char *name)
-{
-	for (size_t i = 0; i < sample->frame_count; i++)
-		if (!strcmp(sample->frames[i].name, name))
-			return true;
-	return false;
-}
 
 /* Mixed stacks: native pcs that differ but name the same functions share the kept stack, and the
  * files are the same as resolving each record anew. */

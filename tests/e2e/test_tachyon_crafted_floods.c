@@ -18,12 +18,6 @@
 
 /* ---- small helpers ---- */
 
-struct lines {
-	char **items;
-	size_t count;
-	size_t capacity;
-};
-
 static char *tmp_path(const char *name)
 {
 	char *path = malloc(256);
@@ -32,38 +26,6 @@ static char *tmp_path(const char *name)
 	snprintf(path, 256, "%s/%s", test_tmpdir(), name);
 	return path;
 }
-
-/* Our REPEAT buffering may move whole groups relative to other threads: compare per thread. */
-struct keyed_line {
-	uint64_t iid;
-	uint64_t tid;
-	size_t index;
-	char *line;
-};
-
-/* ---- synthetic round trips ---- */
-
-#define SYN_THREADS 3
-#define SYN_MAX_DEPTH 300
-
-struct syn_thread {
-	uint64_t tid;
-	uint32_t iid;
-	uint64_t ts;
-	uint64_t expected_ts;
-	size_t depth;
-	int stack[SYN_MAX_DEPTH]; /* pool indices, root first */
-};
-
-struct synth {
-	uint32_t rng;
-	uint64_t start;
-	bool started;
-	struct syn_thread threads[SYN_THREADS];
-	struct pf_frame frames[SYN_MAX_DEPTH];
-	struct pf_frame expected[SYN_MAX_DEPTH];
-	unsigned step;
-};
 
 /* ---- crafted files: a few bytes must not stand for unbounded work or memory ---- */
 

@@ -13,33 +13,6 @@
 #include "formats/varint.h"
 #include "profile/profile.h"
 
-/* ---- helpers ---- */
-
-struct string_list {
-	char **items;
-	size_t count, cap;
-};
-
-struct decoded {
-	struct string_list lines;    /* formatted samples, file order */
-	struct string_list metadata; /* "key: value", file order */
-	size_t frame_refs;
-	size_t samples;
-	int result; /* 0 clean end, negative errno */
-	char error[256];
-};
-
-/* ---- writer helpers ---- */
-
-struct writer_handle {
-	int fd;
-	void *state;
-	const struct pf_writer_ops *ops;
-	char path[256];
-};
-
-/* ---- exited processes ---- */
-
 /* ---- crafted files: memory stays in proportion to the file ---- */
 
 static size_t put_mojo_int(uint8_t *at, int64_t value)

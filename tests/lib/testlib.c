@@ -347,6 +347,20 @@ int run_capture_both(char *const argv[], char *out, size_t outlen, char *err, si
 	return status;
 }
 
+void run_output(char *const argv[], char *out, size_t len)
+{
+	size_t used = 0;
+	ssize_t got;
+	int out_fd;
+	pid_t pid = test_spawn(argv, &out_fd, NULL);
+
+	while (used + 1 < len && (got = read(out_fd, out + used, len - 1 - used)) > 0)
+		used += (size_t)got;
+	out[used] = 0;
+	close(out_fd);
+	assert_int_equal(test_wait_status(pid), 0);
+}
+
 int run_limited(const char *limit, char *const argv[], char *err, size_t errlen)
 {
 	char *limited[16] = { "prlimit", (char *)limit };

@@ -127,6 +127,9 @@ int run_capture(char *const argv[], char *err, size_t errlen);
 /* Runs argv; its stdout into out, its stderr into err; returns the exit status. */
 int run_capture_both(char *const argv[], char *out, size_t outlen, char *err, size_t errlen);
 
+/* Runs argv; its stdout into out (NUL-terminated, cut at len); fails the test unless it exits 0. */
+void run_output(char *const argv[], char *out, size_t len);
+
 /*
  * Runs `prlimit LIMIT ARGV...` (e.g. LIMIT "--as=67108864": a ceiling on its address space)
  * with stdout discarded; its stderr lands in err. The shell-style exit status.

@@ -15,44 +15,6 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
-#define MAX_THREADS 64
-
-/* A thread's samples as canonical text, so two readings can be compared. */
-struct thread_samples {
-	uint64_t tid;
-	uint32_t iid;
-	char *text;     /* one line per sample */
-	size_t len;
-	FILE *stream;
-	size_t count;
-};
-
-struct profile_text {
-	struct thread_samples threads[MAX_THREADS];
-	size_t thread_count;
-	size_t samples;
-};
-
-enum compare_fields {
-	COMPARE_TIME = 1,      /* the time metric */
-	COMPARE_TIMESTAMP = 2, /* absolute timestamps */
-	COMPARE_GC_AS_FRAME = 4, /* a GC sample as Tachyon holds it: a "~" "<GC>" leaf frame */
-};
-
-static void run_output(char *const argv[], char *out, size_t len)
-{
-	size_t used = 0;
-	ssize_t got;
-	int out_fd;
-	pid_t pid = test_spawn(argv, &out_fd, NULL);
-
-	while (used + 1 < len && (got = read(out_fd, out + used, len - 1 - used)) > 0)
-		used += (size_t)got;
-	out[used] = 0;
-	close(out_fd);
-	assert_int_equal(test_wait_status(pid), 0);
-}
-
 /* A thread sampled in a subinterpreter: dump says its interpreter id, top --by-state gives it a
  * row of its own (its GIL is another). */
 static void interpreter_ids_shown(void **state)

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "testlib.h"
+#include "child_procs.h"
 
 #include "proc/proc_maps.h"
 #include "python/py_discover.h"
@@ -26,48 +26,6 @@
 #define DISCOVER_RETRIES 500
 
 /* ---------------------------------------------------------------- children */
-
-static pid_t children[64];
-static size_t child_count;
-
-static void kill_children(void)
-{
-	for (size_t i = 0; i < child_count; i++) {
-		kill(children[i], SIGKILL);
-		waitpid(children[i], NULL, 0);
-	}
-	child_count = 0;
-}
-
-static pid_t spawn(char *const argv[], int *stdout_fd)
-{
-	int pipe_fds[2];
-	pid_t pid;
-
-	if (pipe2(pipe_fds, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		dup2(pipe_fds[1], STDOUT_FILENO);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(pipe_fds[1]);
-	if (pid < 0) {
-		close(pipe_fds[0]);
-		return -1;
-	}
-	children[child_count++] = pid;
-	*stdout_fd = pipe_fds[0];
-	return pid;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 /* ----------------------------------------------------------------- errors */
 

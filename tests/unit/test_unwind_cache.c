@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* target/unwind_cache without building a table: a deleted library is no file to read, a gone
  * process leaves nothing behind. */
-#include "testlib.h"
+#include "unwind_cache_ops.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -21,106 +21,6 @@
 #include "unwind/unwind_cache.h"
 #include "util/array.h"
 #include "util/clock.h"
-
-/* What the cache asked BPF to do. */
-struct recorded_ops {
-	size_t uploads;
-	size_t releases;
-	uint32_t last_released;
-	bool live[UNWIND_MAX_TABLES];
-	struct unwind_table_ref refs[UNWIND_MAX_TABLES];
-	uint32_t chunk_rows[UNWIND_MAX_CHUNKS]; /* 0: no chunk */
-	size_t chunks_added, chunks_removed;
-};
-
-static uint32_t ref_slots(const struct unwind_table_ref *ref)
-{
-	return unwind_table_slots(ref->row_count, ref->page_count);
-}
-
-static int record_upload(void *ctx, uint32_t table_id, const struct unwind_table_ref *ref,
-			 const struct unwind_row *rows, const uint32_t *pages)
-{
-	struct recorded_ops *recorded = ctx;
-
-	assert_true(table_id < UNWIND_MAX_TABLES);
-	assert_false(recorded->live[table_id]);
-	assert_true(ref->row_count > 0);
-	/* The last row of a table is always a GAP (include/unwind_table.h). */
-	assert_int_equal(rows[ref->row_count - 1].kind, UNWIND_ROW_GAP);
-	/* A page index, when there is one, ends at the last row. */
-	if (ref->page_count)
-		assert_int_equal(pages[ref->page_count - 1], ref->row_count - 1);
-	/* In a chunk added before, inside it. */
-	assert_true(ref->chunk < UNWIND_MAX_CHUNKS);
-	assert_true(recorded->chunk_rows[ref->chunk] != 0);
-	assert_true((uint64_t)ref->first_row + ref_slots(ref) <= recorded->chunk_rows[ref->chunk]);
-	recorded->live[table_id] = true;
-	recorded->refs[table_id] = *ref;
-	recorded->uploads++;
-	return 0;
-}
-
-static void record_release(void *ctx, uint32_t table_id)
-{
-	struct recorded_ops *recorded = ctx;
-
-	assert_true(recorded->live[table_id]);
-	recorded->live[table_id] = false;
-	recorded->releases++;
-	recorded->last_released = table_id;
-}
-
-static int record_add_chunk(void *ctx, uint32_t chunk, uint32_t rows)
-{
-	struct recorded_ops *recorded = ctx;
-
-	assert_true(chunk < UNWIND_MAX_CHUNKS);
-	assert_int_equal(recorded->chunk_rows[chunk], 0);
-	assert_true(rows != 0 && rows <= UNWIND_CHUNK_MAX_ROWS);
-	recorded->chunk_rows[chunk] = rows;
-	recorded->chunks_added++;
-	return 0;
-}
-
-/* Only once no live table lies in the chunk. */
-static void record_remove_chunk(void *ctx, uint32_t chunk)
-{
-	struct recorded_ops *recorded = ctx;
-
-	assert_true(chunk < UNWIND_MAX_CHUNKS);
-	assert_true(recorded->chunk_rows[chunk] != 0);
-	for (size_t i = 0; i < UNWIND_MAX_TABLES; i++)
-		assert_false(recorded->live[i] && recorded->refs[i].chunk == chunk);
-	recorded->chunk_rows[chunk] = 0;
-	recorded->chunks_removed++;
-}
-
-static struct unwind_cache *new_cache(struct recorded_ops *recorded, size_t row_capacity)
-{
-	struct unwind_cache_ops ops = { .ctx = recorded, .upload_table = record_upload,
-					.release_table = record_release, .add_chunk = record_add_chunk,
-					.remove_chunk = record_remove_chunk };
-	struct unwind_cache *cache = NULL;
-
-	memset(recorded, 0, sizeof(*recorded));
-	assert_int_equal(unwind_cache_new(&cache, row_capacity, &ops), 0);
-	return cache;
-}
-
-static const struct unwind_mapping *mapping_at(const struct unwind_proc *proc, uint64_t pc)
-{
-	for (uint32_t i = 0; i < proc->count; i++)
-		if (pc >= proc->mappings[i].start && pc < proc->mappings[i].end)
-			return &proc->mappings[i];
-	return NULL;
-}
-
-static void end_child(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
 
 /* A library unlinked after it was loaded is not opened: its mapping says DELETED_FILE. */
 static void test_deleted_library(void **state)
