@@ -264,6 +264,10 @@ static void test_budget_too_small(void **state)
 	assert_true(first.failures[UNWIND_FAIL_NO_ROOM] >= 1);
 	assert_true(first.failed_files >= 1);
 	assert_true(first.rows_used <= 4000);
+	/* Starting the parser worker maps libraries into this process (libcap, an NSS module), which
+	 * the next look finds new: the files are stable from then on, and none is built again. */
+	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
+	unwind_cache_stats(cache, &first);
 	assert_int_equal(unwind_cache_map_proc(cache, getpid(), &proc), 0);
 	unwind_cache_stats(cache, &second);
 	assert_int_equal(second.failures[UNWIND_FAIL_NO_ROOM], first.failures[UNWIND_FAIL_NO_ROOM]);
