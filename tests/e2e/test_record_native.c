@@ -1129,9 +1129,9 @@ static void native_frames_while_tables_build(void **state)
 				      "%lu lost native frames\n",
 				      python->label, how, found.whole_chain, found.zlib_samples, late.copies, late.unwound,
 				      late.lost);
-			assert_true(found.zlib_samples >= 50);
-			if (found.whole_chain * 10 < found.zlib_samples * 9)
+			if (found.zlib_samples < 50 || found.whole_chain * 10 < found.zlib_samples * 9)
 				print_message("the profiler said:\n%s\n", run.summary); /* the losses by cause */
+			assert_true(found.zlib_samples >= 50);
 			assert_true(found.whole_chain * 10 >= found.zlib_samples * 9);
 			unwound_late += late.unwound;
 		}
