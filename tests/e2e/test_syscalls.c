@@ -20,9 +20,9 @@
  *  - whole host: the same beside dd writing a byte at a time to /dev/null: none of dd's calls is
  *    a sample, the workload's split 3:1.
  *  - block-io: fsync_writes() rewrites and fsyncs 256 KiB in a directory on a block device (the
- *    test's tmp dir; skipped, saying so, where that is no block device): at least 90% of the
- *    process's block I/O bytes are under it, and they are at least 80% of the bytes it wrote;
- *    launched, and running before the profiler (-p).
+ *    test's tmp dir, else the checkout's build folder; skipped, saying so, where neither is):
+ *    at least 90% of the process's block I/O bytes are under it, and they are at least 80% of
+ *    the bytes it wrote; launched, and running before the profiler (-p).
  *  - names: write, openat and futex are this machine's numbers; a 32-bit-only name is unknown.
  *  - mistakes: an unknown call (with its likely spelling), :bytes on a call that moves none, an
  *    unknown weight, a period on block-io: one line each and the usage status.
@@ -372,15 +372,42 @@ static void whole_host(void **state)
 
 /* ---- block I/O ---- */
 
-/* tmpfs and its kind (anonymous devices, major 0) have no block layer: the test is skipped. */
-static void skip_without_block_device(const struct test_python *python, const char *dir)
+static bool on_block_device(const char *dir)
 {
 	struct stat info;
 
-	if (stat(dir, &info) != 0 || major(info.st_dev) == 0) {
-		print_message("%s: %s is on no block device (tmpfs?): block-io skipped\n", python->label, dir);
-		skip();
-	}
+	return stat(dir, &info) == 0 && major(info.st_dev) != 0;
+}
+
+/*
+ * A fresh folder for the writer on a filesystem with a block layer: the test's tmp dir, else
+ * (tmpfs and its kind, anonymous devices of major 0, have none) one in the checkout's build
+ * folder; the test is skipped, saying so, only when neither is.
+ */
+static void block_io_dir(const struct test_python *python, const char *name, char *dir, size_t len)
+{
+	snprintf(dir, len, "%s/%s-%s", test_tmpdir(), name, python->label);
+	mkdir(dir, 0755);
+	if (on_block_device(dir))
+		return;
+	rmdir(dir);
+	snprintf(dir, len, "%s/build/%s-%s-%d", test_source_dir(), name, python->label, (int)getpid());
+	mkdir(dir, 0755);
+	if (on_block_device(dir))
+		return;
+	rmdir(dir);
+	print_message("%s: neither %s nor the checkout is on a block device: block-io skipped\n", python->label,
+		      test_tmpdir());
+	skip();
+}
+
+/* The writer's folder and all in it. */
+static void remove_block_io_dir(const char *dir)
+{
+	char command[PATH_MAX + 16];
+
+	FORMAT(command, "rm -rf '%s'", dir);
+	assert_int_equal(system(command), 0);
 }
 
 static void block_io(void **state)
@@ -391,9 +418,7 @@ static void block_io(void **state)
 	unsigned long long written = 0;
 	struct split split;
 
-	snprintf(dir, sizeof(dir), "%s/block-io-%s", test_tmpdir(), python->label);
-	mkdir(dir, 0755);
-	skip_without_block_device(python, dir);
+	block_io_dir(python, "block-io", dir, sizeof(dir));
 	FORMAT(mojo, "%s/io.mojo", dir);
 	FORMAT(pprof, "%s/io.pb.gz", dir);
 	FORMAT(options, "--event block-io -o %s -o %s", mojo, pprof);
@@ -411,6 +436,7 @@ static void block_io(void **state)
 	assert_metadata(mojo, "event_unit", "bytes");
 	test_assert_pprof_sample_types(pprof, "block-io/count io/bytes");
 	test_assert_top_ranks(mojo, "own block-io bytes (where the I/O was issued)", "fsync_writes");
+	remove_block_io_dir(dir);
 }
 
 /* The same writer running before the profiler, -p: its bytes under fsync_writes. */
@@ -422,9 +448,7 @@ static void block_io_attach(void **state)
 	struct split split;
 	int status;
 
-	snprintf(dir, sizeof(dir), "%s/block-io-attach-%s", test_tmpdir(), python->label);
-	mkdir(dir, 0755);
-	skip_without_block_device(python, dir);
+	block_io_dir(python, "block-io-attach", dir, sizeof(dir));
 	FORMAT(mojo, "%s/io.mojo", dir);
 	FORMAT(args, "blockio 0 %s", dir);
 	target.pid = test_start_ready_script(python, SCRIPT, args, &target.out_fd);
@@ -443,6 +467,7 @@ static void block_io_attach(void **state)
 		      split.total / 1e6, split.samples, split.total ? 100 * split.first / split.total : 0.0);
 	assert_true(split.samples >= MIN_BLOCK_SAMPLES);
 	assert_true(split.first >= BLOCK_SHARE_MIN * split.total);
+	remove_block_io_dir(dir);
 }
 
 /* ---- the command line ---- */
