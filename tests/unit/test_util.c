@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* util/: growth, the hash index (insert, find, remove with backward shift), error buffers,
+/* util/: growth, the hash index (insert, find, remove with backward shift), paces, error buffers,
  * text made safe for a terminal. */
 #include "testlib.h"
 
 #include "util/array.h"
 #include "util/errbuf.h"
 #include "util/hash.h"
+#include "util/pace.h"
 #include "util/text_quote.h"
 
 #include <errno.h>
@@ -222,6 +223,33 @@ static void json_strings_are_always_valid(void **state)
 	free(text);
 }
 
+/* A burst spent at once is refilled one event per interval, not only when a second turns. */
+static void pace_refills_steadily_after_a_burst(void **state)
+{
+	struct pace pace = { 0 };
+	uint64_t now_ms = 1000000;
+	int taken = 0;
+
+	(void)state;
+	for (int i = 0; i < 20; i++)
+		taken += pace_take(&pace, now_ms, 5, 200);
+	assert_int_equal(taken, 5);
+	/* the next one comes an interval after the burst, and no sooner */
+	assert_false(pace_take(&pace, now_ms + 199, 5, 200));
+	assert_true(pace_take(&pace, now_ms + 200, 5, 200));
+	assert_false(pace_take(&pace, now_ms + 201, 5, 200));
+	/* over a long run the average holds: 5 a second after the first burst */
+	taken = 0;
+	for (uint64_t t = now_ms + 201; t < now_ms + 10201; t++)
+		taken += pace_take(&pace, t, 5, 200);
+	assert_int_equal(taken, 50);
+	/* idle long, a burst is saved again, and no more than a burst */
+	taken = 0;
+	for (int i = 0; i < 20; i++)
+		taken += pace_take(&pace, now_ms + 60000, 5, 200);
+	assert_int_equal(taken, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +261,7 @@ int main(void)
 		cmocka_unit_test(hash_index_finds_what_it_holds_after_removals),
 		cmocka_unit_test(hash_index_tells_colliding_keys_apart),
 		cmocka_unit_test(hashes_mix_every_bit),
+		cmocka_unit_test(pace_refills_steadily_after_a_burst),
 		cmocka_unit_test(errbuf_returns_the_error_it_describes),
 	};
 

@@ -31,6 +31,7 @@
 #include "elf/vdso.h"
 #include "util/array.h"
 #include "util/clock.h"
+#include "util/pace.h"
 #include "util/thread.h"
 
 /* Reads asked and not yet applied, at most (each some 3 KiB, with up to UNWIND_PREPARED_FDS_MAX
@@ -72,11 +73,10 @@ struct maps_reader {
 	size_t asked_count, asked_capacity;
 };
 
-/* The reads asked of one process in the second that began at second_ms. */
+/* The reads asked of one process, paced (util/pace.h). */
 struct maps_read_pace {
 	pid_t pid;
-	uint32_t reads;
-	uint64_t second_ms;
+	struct pace pace;
 };
 
 struct native_stacks {
@@ -241,17 +241,17 @@ static struct maps_read *read_asked(const struct native_stacks *native, pid_t pi
 	return NULL;
 }
 
-/* Whether pid may have one more read this second (counted if so). */
+/* Whether pid may have one more read now (counted if so): a burst of a second's reads, then
+ * one every 1000 / NATIVE_MAPS_READS_PER_PID_PER_S ms. A burst spent while a process loads its
+ * libraries (each dlopen a new file its samples stop in) would otherwise leave it unread for the
+ * rest of that second, and a run shorter than that without the library it then runs in. */
 static bool read_within_pace(struct native_stacks *native, pid_t pid, uint64_t now_ms)
 {
-	struct maps_read_pace *pace = &native->pace[(uint32_t)pid * 2654435761u % MAPS_READ_PACE_SLOTS];
+	struct maps_read_pace *slot = &native->pace[(uint32_t)pid * 2654435761u % MAPS_READ_PACE_SLOTS];
 
-	if (pace->pid != pid || now_ms - pace->second_ms >= 1000)
-		*pace = (struct maps_read_pace){ .pid = pid, .second_ms = now_ms };
-	if (pace->reads >= NATIVE_MAPS_READS_PER_PID_PER_S)
-		return false;
-	pace->reads++;
-	return true;
+	/* pids of the same slot share its pace: a collision puts reads off, never adds any */
+	slot->pid = pid;
+	return pace_take(&slot->pace, now_ms, NATIVE_MAPS_READS_PER_PID_PER_S, 1000 / NATIVE_MAPS_READS_PER_PID_PER_S);
 }
 
 /* Asks the thread to read pid's maps (a read already asked serves); false when it could not.

@@ -197,7 +197,8 @@ uint64_t native_stacks_refreshes(const struct session *session);
  * asks and goes on): before, native_stacks_attach reads them at once. 0 or -errno. */
 int native_stacks_read_in_background(struct session *session);
 /* The reads of maps off the draining thread, for the -v summary. */
-/* Reads of one process asked per second, at most: past them a read is put off (asked again by
+/* Reads of one process asked per second, at most (a burst of as many, then one every 1000/N ms:
+ * util/pace.h): past them a read is put off (asked again by
  * the process's later samples). A process that maps 20,000 files costs some 7 ms a read; whatever
  * asks for its reads (exec's, walks stopping in files never read), it gets no more than these. */
 #define NATIVE_MAPS_READS_PER_PID_PER_S 5
