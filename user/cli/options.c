@@ -87,6 +87,14 @@ int options_parse_mode(const char *text, enum session_mode *mode)
 	return -EINVAL;
 }
 
+const char *options_mode_name(enum session_mode mode)
+{
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (modes[i].mode == mode)
+			return modes[i].name;
+	return "stacks";
+}
+
 const char *options_mode_names(void)
 {
 	static char names[128];

@@ -37,6 +37,8 @@ int options_parse_pid_list(const char *list, pid_t *pids, size_t *count, size_t 
 
 /* cpu, wall or gil (SESSION_MODE_STACKS is the stacks command's own, not a --mode). */
 int options_parse_mode(const char *text, enum session_mode *mode);
+/* The --mode that names mode ("exception"; session_mode_name says Austin's, "cpu"). */
+const char *options_mode_name(enum session_mode mode);
 /* "cpu, wall or gil": every --mode, for messages. */
 const char *options_mode_names(void);
 
