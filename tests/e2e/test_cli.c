@@ -83,6 +83,14 @@ static void event_mistakes_say_so(void **state)
 	expect_mistake(run_pybpfprof("--event", "cs:0", NULL), EXIT_STATUS_USAGE, "invalid period '0'");
 	expect_mistake(run_pybpfprof("--event", "major-faults", "--event-period", "x", NULL), EXIT_STATUS_USAGE,
 		       "invalid --event-period 'x'");
+	/* live top takes them as record does, and says the same */
+	expect_mistake(run_pybpfprof("top", "--event", "page-fault", NULL), EXIT_STATUS_USAGE,
+		       "unknown event 'page-fault'");
+	expect_mistake(run_pybpfprof("top", "--event", "syscall:wrte", NULL), EXIT_STATUS_USAGE, "did you mean write?");
+	expect_mistake(run_pybpfprof("top", "--event", "off-cpu", "-F", "99", NULL), EXIT_STATUS_USAGE, "not -F");
+	expect_mistake(run_pybpfprof("top", "--event", "cs", "--mode", "memory", NULL), EXIT_STATUS_USAGE,
+		       "--mode memory");
+	expect_mistake(run_pybpfprof("top", "--event-period", "3", NULL), EXIT_STATUS_USAGE, "goes with --event");
 }
 
 /* A command given without -- is refused before its options can pass for ours (-c, -o). */
