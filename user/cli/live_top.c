@@ -360,8 +360,9 @@ static void draw_rows(struct live_top *top)
 			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight, unit) / 100.0, unit->suffix);
 		/* under its title: the columns before it are 39 wide */
 		put_label(5 + r, 39, label, width - 39);
-		/* idle: of the ticks a waiting thread is sampled on, in microseconds as they are */
-		if (top->view == VIEW_THREADS && top->waiting_sampled && counts->own_all)
+		/* idle: of the clock's ticks, in microseconds as they are; an event's samples are neither
+		 * (an off-cpu block is a waiting thread by nature) */
+		if (top->view == VIEW_THREADS && !top->event && counts->own_all)
 			printw("  idle %.0f%%",
 			       share((double)counts->idle_all * 1e6 / top->rate_hz, (double)counts->own_all));
 	}
