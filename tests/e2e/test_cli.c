@@ -5,6 +5,7 @@
  * accident, a bare run says what it does, and a file reads back the same
  * whatever its format. Real BPF where a run is needed.
  */
+#include "live_top_pane.h"
 #include "testlib.h"
 
 #include "util/exit_status.h"
@@ -82,6 +83,14 @@ static void event_mistakes_say_so(void **state)
 	expect_mistake(run_pybpfprof("--event", "cs:0", NULL), EXIT_STATUS_USAGE, "invalid period '0'");
 	expect_mistake(run_pybpfprof("--event", "major-faults", "--event-period", "x", NULL), EXIT_STATUS_USAGE,
 		       "invalid --event-period 'x'");
+	/* live top takes them as record does, and says the same */
+	expect_mistake(run_pybpfprof("top", "--event", "page-fault", NULL), EXIT_STATUS_USAGE,
+		       "unknown event 'page-fault'");
+	expect_mistake(run_pybpfprof("top", "--event", "syscall:wrte", NULL), EXIT_STATUS_USAGE, "did you mean write?");
+	expect_mistake(run_pybpfprof("top", "--event", "off-cpu", "-F", "99", NULL), EXIT_STATUS_USAGE, "not -F");
+	expect_mistake(run_pybpfprof("top", "--event", "cs", "--mode", "memory", NULL), EXIT_STATUS_USAGE,
+		       "--mode memory");
+	expect_mistake(run_pybpfprof("top", "--event-period", "3", NULL), EXIT_STATUS_USAGE, "goes with --event");
 }
 
 /* A command given without -- is refused before its options can pass for ours (-c, -o). */
@@ -558,34 +567,14 @@ static void top_of_collapsed_counts_stacks(void **state)
 
 /* ---- live top ---- */
 
-/* The pane's text as a user sees it now. */
-static void capture_pane(const char *session, char *out, size_t len)
-{
-	char *argv[] = { "tmux", "capture-pane", "-p", "-t", (char *)session, NULL };
-
-	assert_int_equal(run_capture_both(argv, out, len, err_text, sizeof(err_text)), 0);
-}
-
-static char tmux_session[32];
+static char tmux_session[64];
 
 /* The tmux session of a live-top test goes, whatever the test's outcome (and its command with it). */
 static int kill_tmux_session(void **state)
 {
-	char *argv[] = { "tmux", "kill-session", "-t", tmux_session, NULL };
-
 	(void)state;
-	if (tmux_session[0])
-		run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
-	tmux_session[0] = 0;
+	live_top_kill(tmux_session);
 	return 0;
-}
-
-/* The rows of the functions view on a pane, after its column titles; NULL if there is none. */
-static const char *live_top_rows(const char *pane)
-{
-	const char *titles = strstr(pane, "Function (file:line)");
-
-	return titles && strchr(titles, '\n') ? strchr(titles, '\n') + 1 : NULL;
 }
 
 /* Rows go by own share, then (equal own shares as shown) by total share: a function everything runs
@@ -610,14 +599,6 @@ static void assert_rows_ordered(const char *pane)
 		rows++;
 	}
 	assert_true(rows >= 3);
-}
-
-/* Whether the pane's first row is the function (label up to its file). */
-static bool first_row_is(const char *pane, const char *function)
-{
-	const char *row = live_top_rows(pane), *found = row ? strstr(row, function) : NULL;
-
-	return found && (!strchr(row, '\n') || found < strchr(row, '\n'));
 }
 
 /* The GIL share the header shows; fails if it shows none. */
@@ -652,27 +633,24 @@ static void live_top_in_a_terminal(void **state)
 					  "thread.join()\n";
 	struct test_python pythons[16];
 	size_t count = test_pythons(pythons, 16);
-	char script[PATH_MAX], command[PATH_MAX * 3], pane[8192], *name = tmux_session;
-	char *start[] = { "tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "30", command, NULL };
-	char *quit[] = { "tmux", "send-keys", "-t", name, "q", NULL };
+	char script[PATH_MAX], command[PATH_MAX * 3], pane[8192];
 	const char *row;
 
 	(void)state;
-	if (access("/usr/bin/tmux", X_OK) != 0 || count == 0) {
+	if (!live_top_tmux_present() || count == 0) {
 		print_message("tmux or a Python absent: skipped\n");
 		skip();
 	}
-	snprintf(tmux_session, sizeof(tmux_session), "pybpfprof-top-%d", (int)getpid());
 	FORMAT(script, "%s/hot.py", test_tmpdir());
 	assert_int_equal(write_whole_file(script, script_text, sizeof(script_text) - 1), 0);
 	/* --no-native: the leaf is the Python function, whatever C helper the loop was in */
 	FORMAT(command, "sh -c '%s top --no-native -F 200 -- %s %s; echo EXITED $?; sleep 60'", pybpfprof_binary(),
 	       pythons[0].command, script);
-	assert_int_equal(run_capture_both(start, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	live_top_start(tmux_session, sizeof(tmux_session), "top", command);
 	for (int tries = 0; tries < 120; tries++) {
 		usleep(500 * 1000);
-		capture_pane(name, pane, sizeof(pane));
-		if (tries >= 5 && first_row_is(pane, "hot_loop (") && strstr(pane, " (threading.py:"))
+		live_top_capture(tmux_session, pane, sizeof(pane));
+		if (tries >= 5 && live_top_first_row_is(pane, "hot_loop (") && strstr(pane, " (threading.py:"))
 			break;
 	}
 	print_message("%s\n", pane);
@@ -681,7 +659,7 @@ static void live_top_in_a_terminal(void **state)
 	row = live_top_rows(pane);
 	assert_non_null(row);
 	/* the first row after the column titles, with the loop's line */
-	if (!first_row_is(pane, "hot_loop ("))
+	if (!live_top_first_row_is(pane, "hot_loop ("))
 		fail_msg("hot_loop is not on the first line:\n%s", pane);
 	if (!strstr(row, "hot.py:4)") && !strstr(row, "hot.py:5)"))
 		fail_msg("hot_loop's row has not the line it runs:\n%s", pane);
@@ -692,10 +670,10 @@ static void live_top_in_a_terminal(void **state)
 	/* one thread runs Python, holding the GIL whenever it runs */
 	if (header_gil_share(pane) < 90.0)
 		fail_msg("the GIL's share is %.1f%%, not about 100%%:\n%s", header_gil_share(pane), pane);
-	assert_int_equal(run_capture_both(quit, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	live_top_send_keys(tmux_session, "q");
 	for (int tries = 0; tries < 300 && !strstr(pane, "EXITED"); tries++) {
 		usleep(100 * 1000);
-		capture_pane(name, pane, sizeof(pane));
+		live_top_capture(tmux_session, pane, sizeof(pane));
 	}
 	print_message("after q:\n%s\n", pane);
 	assert_non_null(strstr(pane, "EXITED 0"));

@@ -11,9 +11,13 @@
  *    top` ranks them, and no kernel stack starts in the profiler's own program.
  *  - off-cpu:MIN_US: no sample weighs less than MIN_US; a MIN_US of 0 or with a unit, and
  *    --event-period beside off-cpu, are refused in one line.
+ *  - attached with -p, and on the whole host (other Python processes beside; the workload's own
+ *    samples by pid): the workload waits (sleeping) until the profiler has its blocks, then the
+ *    same f/g shares, kernel waits and tiny blocks as launched (3.12).
  * Blocked times are measured exactly, not sampled: the shares hold under load, where the sleeps
  * stretch, because the truth stretches with them.
  */
+#include "gated_run.h"
 #include "testlib.h"
 
 #include "formats/format_registry.h"
@@ -39,6 +43,8 @@
 #define MIN_BLOCK_ROUNDS 100
 
 static const char *const offcpu_labels[] = { "3.12", "3.13", "3.14", "3.15" };
+/* Attached with -p and on the whole host: one interpreter. */
+static const char *const targeted_labels[] = { "3.12" };
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
@@ -78,8 +84,10 @@ static bool has_kernel_frame(const struct pf_sample *sample, const char *part)
 	return false;
 }
 
-/* Sums the file's samples by function; fails on a sample whose kernel stack starts in BPF. */
-static void sum_functions(const char *path, struct function_time *functions, size_t count, double *total)
+/* Sums the file's samples of process pid (0: all) by function; fails on a sample whose kernel
+ * stack starts in BPF. */
+static void sum_functions(const char *path, uint32_t pid, struct function_time *functions, size_t count,
+			  double *total)
 {
 	struct pf_reader *reader = test_open_profile(path);
 	struct pf_sample sample;
@@ -88,6 +96,8 @@ static void sum_functions(const char *path, struct function_time *functions, siz
 	while (pf_reader_next_sample(reader, &sample) == 1) {
 		double weight = (double)pf_sample_weight(&sample);
 
+		if (pid && sample.pid != pid)
+			continue;
 		*total += weight;
 		if (has_kernel_frame(&sample, "bpf_prog_") || has_kernel_frame(&sample, "bpf_trace_run") ||
 		    has_kernel_frame(&sample, "__traceiter_"))
@@ -118,17 +128,45 @@ static void run_blocks(const struct test_python *python, const char *options, in
 		fail_msg("%s: pybpfprof %s exited %d: %s", python->label, options, status, err);
 }
 
+/* The workload's truth (its output, out) against process pid's samples in the MOJO file: f's and
+ * g's shares of their blocked time within 3 points, each under its kernel wait; every 1 ms block of
+ * tiny_block counted. f's share of the truth into truth_share. */
+static void check_blocks(const char *label, const char *mojo, uint32_t pid, const char *out, double *truth_share)
+{
+	struct function_time functions[] = { { "f", "nanosleep", 0, 0, 0 },
+					     { "g", "futex", 0, 0, 0 },
+					     { "tiny_block", "nanosleep", 0, 0, 0 } };
+	struct function_time *f = &functions[0], *g = &functions[1], *tiny = &functions[2];
+	double total, share;
+	struct truth truth;
+
+	read_truth(out, &truth);
+	sum_functions(mojo, pid, functions, 3, &total);
+	*truth_share = truth.f / (truth.f + truth.g);
+	share = f->ns / (f->ns + g->ns);
+	print_message("%s: truth f %.3f s g %.3f s (%.1f%%); profile f %.3f s g %.3f s (%.1f%%), %zu/%zu blocks\n",
+		      label, truth.f / 1e9, truth.g / 1e9, 100 * *truth_share, f->ns / 1e9, g->ns / 1e9, 100 * share,
+		      f->samples, g->samples);
+	print_message("%s: tiny_block truth %.3f s in %llu calls; profile %.3f s in %zu blocks\n", label,
+		      truth.tiny / 1e9, truth.tiny_calls, tiny->ns / 1e9, tiny->samples);
+	print_message("%s: under their kernel wait: f %.1f%%, g %.1f%%\n", label, 100 * f->ns_in_wait / f->ns,
+		      100 * g->ns_in_wait / g->ns);
+	assert_true(f->samples >= ROUNDS / 2 && g->samples >= ROUNDS / 2);
+	assert_true(fabs(share - *truth_share) <= SHARE_TOLERANCE);
+	assert_true(f->ns_in_wait >= KERNEL_WAIT_SHARE_MIN * f->ns);
+	assert_true(g->ns_in_wait >= KERNEL_WAIT_SHARE_MIN * g->ns);
+	assert_true((double)tiny->samples >= TINY_SAMPLES_MIN * (double)truth.tiny_calls);
+	assert_true(fabs(tiny->ns / truth.tiny - 1.0) <= TINY_TIME_TOLERANCE);
+}
+
 static void blocks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	char dir[PATH_MAX], mojo[PATH_MAX], pprof[PATH_MAX], speedscope[PATH_MAX], collapsed[PATH_MAX], svg[PATH_MAX];
 	char options[6 * PATH_MAX + 64], out[4096], value[64];
-	struct function_time functions[] = { { "f", "nanosleep", 0, 0, 0 },
-					     { "g", "futex", 0, 0, 0 },
-					     { "tiny_block", "nanosleep", 0, 0, 0 } };
-	struct function_time *f = &functions[0], *g = &functions[1], *tiny = &functions[2];
-	double total, truth_share, share;
-	struct truth truth;
+	struct function_time functions[2];
+	struct function_time *f = &functions[0], *g = &functions[1];
+	double total, truth_share;
 
 	snprintf(dir, sizeof(dir), "%s/offcpu-%s", test_tmpdir(), python->label);
 	mkdir(dir, 0755);
@@ -139,30 +177,13 @@ static void blocks(void **state)
 	FORMAT(svg, "%s/o.svg", dir);
 	FORMAT(options, "--event off-cpu -o %s -o %s -o %s -o %s -o %s", mojo, pprof, speedscope, collapsed, svg);
 	run_blocks(python, options, ROUNDS, out, sizeof(out));
-	read_truth(out, &truth);
-
-	sum_functions(mojo, functions, 3, &total);
-	truth_share = truth.f / (truth.f + truth.g);
-	share = f->ns / (f->ns + g->ns);
-	print_message("%s: truth f %.3f s g %.3f s (%.1f%%); profile f %.3f s g %.3f s (%.1f%%), %zu/%zu blocks\n",
-		      python->label, truth.f / 1e9, truth.g / 1e9, 100 * truth_share, f->ns / 1e9, g->ns / 1e9,
-		      100 * share, f->samples, g->samples);
-	print_message("%s: tiny_block truth %.3f s in %llu calls; profile %.3f s in %zu blocks\n", python->label,
-		      truth.tiny / 1e9, truth.tiny_calls, tiny->ns / 1e9, tiny->samples);
-	print_message("%s: under their kernel wait: f %.1f%%, g %.1f%%\n", python->label, 100 * f->ns_in_wait / f->ns,
-		      100 * g->ns_in_wait / g->ns);
-	assert_true(f->samples >= ROUNDS / 2 && g->samples >= ROUNDS / 2);
-	assert_true(fabs(share - truth_share) <= SHARE_TOLERANCE);
-	assert_true(f->ns_in_wait >= KERNEL_WAIT_SHARE_MIN * f->ns);
-	assert_true(g->ns_in_wait >= KERNEL_WAIT_SHARE_MIN * g->ns);
-	assert_true((double)tiny->samples >= TINY_SAMPLES_MIN * (double)truth.tiny_calls);
-	assert_true(fabs(tiny->ns / truth.tiny - 1.0) <= TINY_TIME_TOLERANCE);
+	check_blocks(python->label, mojo, 0, out, &truth_share);
 
 	/* The collapsed file's weights are the same nanoseconds. */
 	memset(&functions, 0, sizeof(functions));
 	functions[0].function = "f";
 	functions[1].function = "g";
-	sum_functions(collapsed, functions, 2, &total);
+	sum_functions(collapsed, 0, functions, 2, &total);
 	assert_true(fabs(f->ns / (f->ns + g->ns) - truth_share) <= SHARE_TOLERANCE);
 
 	test_profile_metadata(mojo, "event", value, sizeof(value));
@@ -173,6 +194,35 @@ static void blocks(void **state)
 	test_assert_top_ranks(mojo, "own off-cpu time, in ns", "tiny_block");
 	assert_true(test_file_holds(speedscope, "\"unit\":\"nanoseconds\""));
 	assert_true(test_file_holds(svg, "width: time"));
+}
+
+/* The blocks workload attached with -p (whole_host: on the whole host, other Python processes
+ * beside, its own samples taken by pid), let go once the profiler has its waiting blocks: the
+ * same shares as launched. */
+static void gated_blocks(const struct test_python *python, bool whole_host)
+{
+	static const char *const options[] = { "--event", "off-cpu", NULL };
+	char dir[PATH_MAX], mojo[PATH_MAX], args[32], out[4096];
+	struct gated_run run = { SCRIPT, args, options, NULL, dir, whole_host };
+	double truth_share;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/offcpu-%s-%s", test_tmpdir(), whole_host ? "host" : "pid", python->label);
+	mkdir(dir, 0755);
+	FORMAT(mojo, "%s/m.mojo", dir);
+	FORMAT(args, "gated_blocks %d", ROUNDS);
+	pid = gated_run(python, &run, out, sizeof(out));
+	check_blocks(python->label, mojo, (uint32_t)pid, out, &truth_share);
+}
+
+static void blocks_attached(void **state)
+{
+	gated_blocks(test_wanted_python(state, pythons, python_count), false);
+}
+
+static void blocks_whole_host(void **state)
+{
+	gated_blocks(test_wanted_python(state, pythons, python_count), true);
 }
 
 /* off-cpu:MIN_US: the blocks shorter than MIN_US (tiny_block's, g's) are not sent. */
@@ -230,10 +280,15 @@ static void mistakes(void **state)
 int main(void)
 {
 	static const struct test_per_python kinds[] = { { "blocks_", blocks }, { "shortest_block_", shortest_block } };
+	static const struct test_per_python targeted_kinds[] = { { "blocks_attached_", blocks_attached },
+								 { "blocks_whole_host_", blocks_whole_host } };
 	static const struct CMUnitTest cli_tests[] = { cmocka_unit_test(mistakes) };
 	int failed = cmocka_run_group_tests_name("test_offcpu_cli", cli_tests, NULL, NULL);
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);
+	failed += test_run_per_python("test_offcpu_targeted", targeted_labels,
+				      sizeof(targeted_labels) / sizeof(targeted_labels[0]), targeted_kinds,
+				      sizeof(targeted_kinds) / sizeof(targeted_kinds[0]));
 	return failed + test_run_per_python("test_offcpu", offcpu_labels,
 					    sizeof(offcpu_labels) / sizeof(offcpu_labels[0]), kinds,
 					    sizeof(kinds) / sizeof(kinds[0]));

@@ -11,7 +11,7 @@
  *    what was touched within 5%;
  *  - the 100 MB released is charged to release_b (at least 95 MB), none to the growers;
  *  - every file carries bytes: MOJO's memory mode and metric (read back with the project's
- *    reader: austin-python is not packaged in Debian), pprof's memory/bytes sample type (read
+ *    reader: austin-python is GPL-3.0, not vendored here, see doc/formats.md), pprof's memory/bytes sample type (read
  *    by `go tool pprof -raw`), speedscope's unit, the collapsed weights (negative where
  *    released), and `pybpfprof top` ranks growth and release apart.
  *
@@ -19,132 +19,34 @@
  * as often as parse_b(), the same work in each except block, as much work between calls with
  * no exception: the kept samples split 3:1 within 5 points, hardly any lies outside the two
  * (no exception in flight there), and each carries Tachyon's has-exception status.
+ *
+ * Both are attached with -p; on 3.12 both run on the whole host too (no -p: other Python
+ * processes are sampled beside), and the workload's own samples (by pid) say the same.
  */
+#include "gated_run.h"
 #include "testlib.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
 
 #include <math.h>
-#include <poll.h>
 #include <sys/stat.h>
 
 #define MAX_PYTHONS 32
 #define SHARE_TOLERANCE 0.05
 #define GROWTH_TOLERANCE 0.05
 #define RELEASED_MIN 0.95
-/* What the test waits for before letting a workload start: this many samples of wait_for_go
- * (some 20 ms of its CPU at the default 1 kHz) say that its thread is sampled and named. */
-#define WAIT_SAMPLES_MIN 20
 #define GROW_SAMPLES_MIN 500
 #define EXCEPTION_SAMPLES_MIN 1000
 #define OUTSIDE_EXCEPTIONS_MAX 0.02
-/* Safety nets only (a hung run fails rather than hangs): nothing is measured against them. */
-#define STARTUP_LIMIT_S 300
-#define RUN_LIMIT_S 900
 
 static const char *const memory_labels[] = { "2.7", "3.12" };
 static const char *const exception_labels[] = { "3.10", "3.11", "3.12", "3.15" };
+/* The whole host: one interpreter that has both modes. */
+static const char *const whole_host_labels[] = { "3.12" };
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
-
-/* ---- a gated run ---- */
-
-/* Samples of wait_for_go in the MOJO file written so far (0 while it is not there or holds none:
- * a file being written may end mid-record, so a reader error ends the count, not the test). */
-static size_t waiting_samples(const char *path)
-{
-	struct pf_reader *reader = NULL;
-	struct pf_sample sample;
-	char err[512];
-	size_t count = 0;
-
-	if (access(path, R_OK) != 0 || format_registry_open_reader(&reader, path, err, sizeof(err)))
-		return 0;
-	while (pf_reader_next_sample(reader, &sample) == 1)
-		count += test_has_python_frame(&sample, "wait_for_go");
-	pf_reader_close(reader);
-	return count;
-}
-
-/* The workload's line of truth, into line. */
-static void read_truth(int fd, char *line, size_t len)
-{
-	struct pollfd ready = { .fd = fd, .events = POLLIN };
-	ssize_t got;
-
-	if (poll(&ready, 1, RUN_LIMIT_S * 1000) != 1)
-		fail_msg("the workload did not finish within %d s", RUN_LIMIT_S);
-	got = read(fd, line, len - 1);
-	line[got > 0 ? got : 0] = 0;
-}
-
-/*
- * Runs `SCRIPT WORD` under `pybpfprof -q --mode MODE -p PID -o DIR/m.mojo` plus the outputs
- * given (NULL-terminated paths), letting it past wait_for_go (SIGUSR1) once the profiler samples
- * it; the workload's truth line into truth. Fails the test if either does not end well.
- */
-static void run_gated(const struct test_python *python, const char *script, const char *word, const char *mode,
-		      const char *dir, const char *const *outputs, char *truth, size_t truth_len)
-{
-	char mojo[PATH_MAX], log[PATH_MAX], pid_text[16], limit[16];
-	char *argv[32];
-	size_t argc = 0;
-	struct test_target target;
-	pid_t profiler;
-	int status;
-
-	FORMAT(mojo, "%s/m.mojo", dir);
-	FORMAT(log, "%s/pybpfprof.log", dir);
-	unlink(mojo);
-	target.pid = test_start_ready_script(python, script, word, &target.out_fd);
-	snprintf(pid_text, sizeof(pid_text), "%d", (int)target.pid);
-	snprintf(limit, sizeof(limit), "%d", RUN_LIMIT_S);
-	{
-		char *fixed[] = { (char *)pybpfprof_binary(), "-q", "--mode", (char *)mode, "-p", pid_text,
-				  "-d", limit, "-o", mojo };
-
-		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-			argv[argc++] = fixed[i];
-	}
-	for (size_t i = 0; outputs[i] && argc + 3 < sizeof(argv) / sizeof(argv[0]); i++) {
-		argv[argc++] = "-o";
-		argv[argc++] = (char *)outputs[i];
-	}
-	argv[argc] = NULL;
-	profiler = test_spawn(argv, NULL, log);
-	assert_true(profiler > 0);
-	for (int waited = 0; waiting_samples(mojo) < WAIT_SAMPLES_MIN; waited++) {
-		int profiler_status = 0;
-		pid_t ended = waitpid(profiler, &profiler_status, WNOHANG);
-
-		if (ended == profiler || waited >= STARTUP_LIMIT_S * 10) {
-			size_t len = 0;
-			char *text = (char *)read_whole_file(log, &len);
-
-			test_stop_target(&target);
-			if (ended != profiler) {
-				kill(profiler, SIGTERM);
-				test_wait_status(profiler);
-			}
-			fail_msg("%s: no samples of wait_for_go in %s (%s): %.2000s", python->label, mojo,
-				 ended == profiler ? "the profiler ended" : "time limit", text ? text : "");
-		}
-		usleep(100 * 1000);
-	}
-	assert_int_equal(kill(target.pid, SIGUSR1), 0);
-	read_truth(target.out_fd, truth, truth_len);
-	assert_int_equal(test_wait_status(target.pid), 0);
-	close(target.out_fd);
-	status = test_wait_status(profiler);
-	if (status != 0) {
-		size_t len = 0;
-		char *text = (char *)read_whole_file(log, &len);
-
-		fail_msg("%s: pybpfprof --mode %s exited %d: %.2000s", python->label, mode, status, text ? text : "");
-	}
-}
 
 /* argv's output holds texts in this order. */
 static void assert_output_holds(char *const argv[], const char *what, const char *const *texts, size_t count)
@@ -177,7 +79,8 @@ struct memory_split {
 	uint32_t metrics;
 };
 
-static void split_memory(const char *path, struct memory_split *split)
+/* Of process pid's samples (0: all the file's). */
+static void split_memory(const char *path, uint32_t pid, struct memory_split *split)
 {
 	struct pf_reader *reader = test_open_profile(path);
 	struct pf_sample sample;
@@ -187,6 +90,8 @@ static void split_memory(const char *path, struct memory_split *split)
 		double weight = (double)pf_sample_weight(&sample);
 		bool in_a = test_has_python_frame(&sample, "grow_a"), in_b = test_has_python_frame(&sample, "grow_b");
 
+		if (pid && sample.pid != pid)
+			continue;
 		split->samples++;
 		split->metrics |= sample.metrics;
 		split->grow_samples += in_a || in_b;
@@ -200,34 +105,24 @@ static void split_memory(const char *path, struct memory_split *split)
 	pf_reader_close(reader);
 }
 
-static void memory_growth_and_release(void **state)
+/* The workload's truth ("grew a=BYTES b=BYTES released b=BYTES") against process pid's samples in
+ * the MOJO file: the growth split and total, the release where it happened. */
+static void check_memory(const char *label, const char *mojo, uint32_t pid, const char *truth)
 {
-	const struct test_python *python = test_wanted_python(state, pythons, python_count);
-	char dir[PATH_MAX], mojo[PATH_MAX], pprof[PATH_MAX], speedscope[PATH_MAX], collapsed[PATH_MAX], truth[256],
-		mode[32];
-	const char *outputs[] = { pprof, speedscope, collapsed, NULL };
 	unsigned long long truth_a = 0, truth_b = 0, truth_released = 0;
 	struct memory_split split;
 	double share_a, truth_share_a, grown;
 
-	snprintf(dir, sizeof(dir), "%s/memory-%s", test_tmpdir(), python->label);
-	mkdir(dir, 0755);
-	FORMAT(mojo, "%s/m.mojo", dir);
-	FORMAT(pprof, "%s/m.pb.gz", dir);
-	FORMAT(speedscope, "%s/m.speedscope.json", dir);
-	FORMAT(collapsed, "%s/m.collapsed", dir);
-	run_gated(python, "memory_work.py", "memory", "memory", dir, outputs, truth, sizeof(truth));
 	if (sscanf(truth, "grew a=%llu b=%llu released b=%llu", &truth_a, &truth_b, &truth_released) != 3)
 		fail_msg("the workload said '%s'", truth);
-
-	split_memory(mojo, &split);
+	split_memory(mojo, pid, &split);
 	grown = split.grown_a + split.grown_b;
 	share_a = grown > 0 ? split.grown_a / grown : 0;
 	truth_share_a = (double)truth_a / (double)(truth_a + truth_b);
 	print_message("%s: %zu samples (%zu growing); grown a %.1f MB, b %.1f MB (a: %.2f%%, truth %.2f%%), "
 		      "elsewhere %.1f MB; released in release_b %.1f MB (truth %.1f), in the growers %.1f, "
 		      "elsewhere %.1f\n",
-		      python->label, split.samples, split.grow_samples, split.grown_a / 1e6, split.grown_b / 1e6,
+		      label, split.samples, split.grow_samples, split.grown_a / 1e6, split.grown_b / 1e6,
 		      100 * share_a, 100 * truth_share_a, split.grown_other / 1e6, split.released_b / 1e6,
 		      truth_released / 1e6, split.released_growers / 1e6, split.released_other / 1e6);
 	assert_true(split.metrics == PF_METRIC_MEMORY);
@@ -237,9 +132,35 @@ static void memory_growth_and_release(void **state)
 	assert_true(split.released_b >= RELEASED_MIN * (double)truth_released);
 	assert_true(split.released_b <= (1 + GROWTH_TOLERANCE) * (double)truth_released);
 	assert_true(split.released_growers <= (1 - RELEASED_MIN) * (double)truth_released);
+}
+
+static const char *const memory_options[] = { "--mode", "memory", NULL };
+
+static void memory_growth_and_release(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char dir[PATH_MAX], mojo[PATH_MAX], pprof[PATH_MAX], speedscope[PATH_MAX], collapsed[PATH_MAX], truth[256],
+		mode[32];
+	const char *outputs[] = { pprof, speedscope, collapsed, NULL };
+	struct gated_run run = { "memory_work.py", "memory", memory_options, outputs, dir, false };
+	unsigned long long truth_a = 0, truth_b = 0, truth_released = 0;
+	struct memory_split split;
+	double truth_share_a;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/memory-%s", test_tmpdir(), python->label);
+	mkdir(dir, 0755);
+	FORMAT(mojo, "%s/m.mojo", dir);
+	FORMAT(pprof, "%s/m.pb.gz", dir);
+	FORMAT(speedscope, "%s/m.speedscope.json", dir);
+	FORMAT(collapsed, "%s/m.collapsed", dir);
+	pid = gated_run(python, &run, truth, sizeof(truth));
+	check_memory(python->label, mojo, (uint32_t)pid, truth);
+	assert_int_equal(sscanf(truth, "grew a=%llu b=%llu released b=%llu", &truth_a, &truth_b, &truth_released), 3);
+	truth_share_a = (double)truth_a / (double)(truth_a + truth_b);
 
 	/* The collapsed file says the same in bytes, releases below 0. */
-	split_memory(collapsed, &split);
+	split_memory(collapsed, 0, &split);
 	assert_true(fabs(split.grown_a / (split.grown_a + split.grown_b) - truth_share_a) <= SHARE_TOLERANCE);
 	assert_true(split.released_b >= RELEASED_MIN * (double)truth_released);
 
@@ -261,6 +182,21 @@ static void memory_growth_and_release(void **state)
 	}
 }
 
+/* The whole host, other Python processes beside: the workload's own samples say the same. */
+static void memory_whole_host(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char dir[PATH_MAX], mojo[PATH_MAX], truth[256];
+	struct gated_run run = { "memory_work.py", "memory", memory_options, NULL, dir, true };
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/memory-host-%s", test_tmpdir(), python->label);
+	mkdir(dir, 0755);
+	FORMAT(mojo, "%s/m.mojo", dir);
+	pid = gated_run(python, &run, truth, sizeof(truth));
+	check_memory(python->label, mojo, (uint32_t)pid, truth);
+}
+
 /* ---- exceptions ---- */
 
 struct exception_split {
@@ -269,7 +205,8 @@ struct exception_split {
 	size_t flagged; /* samples with PF_STATUS_HAS_EXCEPTION */
 };
 
-static void split_exceptions(const char *path, struct exception_split *split)
+/* Of process pid's samples (0: all the file's). */
+static void split_exceptions(const char *path, uint32_t pid, struct exception_split *split)
 {
 	struct pf_reader *reader = test_open_profile(path);
 	struct pf_sample sample;
@@ -278,6 +215,8 @@ static void split_exceptions(const char *path, struct exception_split *split)
 	while (pf_reader_next_sample(reader, &sample) == 1) {
 		size_t count = sample.samples ? sample.samples : 1;
 
+		if (pid && sample.pid != pid)
+			continue;
 		split->samples += count;
 		split->flagged += sample.status & PF_STATUS_HAS_EXCEPTION ? count : 0;
 		if (test_has_python_frame(&sample, "parse_a"))
@@ -290,35 +229,46 @@ static void split_exceptions(const char *path, struct exception_split *split)
 	pf_reader_close(reader);
 }
 
+/* The workload's truth ("raised a=N b=M") against process pid's samples in the MOJO file: 3:1, and
+ * hardly any sample outside the two. */
+static void check_exceptions(const char *label, const char *mojo, uint32_t pid, const char *truth)
+{
+	unsigned long long truth_a = 0, truth_b = 0;
+	struct exception_split split;
+	double share_a, truth_share_a;
+
+	if (sscanf(truth, "raised a=%llu b=%llu", &truth_a, &truth_b) != 2)
+		fail_msg("the workload said '%s'", truth);
+	split_exceptions(mojo, pid, &split);
+	share_a = split.in_a + split.in_b ? (double)split.in_a / (double)(split.in_a + split.in_b) : 0;
+	truth_share_a = (double)truth_a / (double)(truth_a + truth_b);
+	print_message("%s: %zu samples kept: parse_a %zu, parse_b %zu (a: %.2f%%, truth %.2f%%), elsewhere %zu\n",
+		      label, split.samples, split.in_a, split.in_b, 100 * share_a, 100 * truth_share_a, split.outside);
+	assert_true(split.in_a + split.in_b >= EXCEPTION_SAMPLES_MIN);
+	assert_true(fabs(share_a - truth_share_a) <= SHARE_TOLERANCE);
+	/* settle() and wait_for_go() take as much CPU as the handlers, with no exception in flight. */
+	assert_true((double)split.outside <= OUTSIDE_EXCEPTIONS_MAX * (double)split.samples);
+}
+
+static const char *const exception_options[] = { "--mode", "exception", NULL };
+
 static void exceptions_where_raised(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	char dir[PATH_MAX], mojo[PATH_MAX], tachyon[PATH_MAX], truth[256], mode[32];
 	const char *outputs[] = { tachyon, NULL };
-	unsigned long long truth_a = 0, truth_b = 0;
+	struct gated_run run = { "exception_work.py", "exceptions", exception_options, outputs, dir, false };
 	struct exception_split split;
-	double share_a, truth_share_a;
+	pid_t pid;
 
 	snprintf(dir, sizeof(dir), "%s/exception-%s", test_tmpdir(), python->label);
 	mkdir(dir, 0755);
 	FORMAT(mojo, "%s/m.mojo", dir);
 	FORMAT(tachyon, "%s/m.bin", dir);
-	run_gated(python, "exception_work.py", "exceptions", "exception", dir, outputs, truth, sizeof(truth));
-	if (sscanf(truth, "raised a=%llu b=%llu", &truth_a, &truth_b) != 2)
-		fail_msg("the workload said '%s'", truth);
+	pid = gated_run(python, &run, truth, sizeof(truth));
+	check_exceptions(python->label, mojo, (uint32_t)pid, truth);
 
-	split_exceptions(mojo, &split);
-	share_a = split.in_a + split.in_b ? (double)split.in_a / (double)(split.in_a + split.in_b) : 0;
-	truth_share_a = (double)truth_a / (double)(truth_a + truth_b);
-	print_message("%s: %zu samples kept: parse_a %zu, parse_b %zu (a: %.2f%%, truth %.2f%%), elsewhere %zu\n",
-		      python->label, split.samples, split.in_a, split.in_b, 100 * share_a, 100 * truth_share_a,
-		      split.outside);
-	assert_true(split.in_a + split.in_b >= EXCEPTION_SAMPLES_MIN);
-	assert_true(fabs(share_a - truth_share_a) <= SHARE_TOLERANCE);
-	/* settle() and wait_for_go() take as much CPU as the handlers, with no exception in flight. */
-	assert_true((double)split.outside <= OUTSIDE_EXCEPTIONS_MAX * (double)split.samples);
-
-	split_exceptions(tachyon, &split);
+	split_exceptions(tachyon, 0, &split);
 	assert_true(split.samples >= EXCEPTION_SAMPLES_MIN);
 	assert_true(split.flagged == split.samples);
 	test_profile_metadata(mojo, "pybpfprof_mode", mode, sizeof(mode));
@@ -332,17 +282,36 @@ static void exceptions_where_raised(void **state)
 	}
 }
 
+/* The whole host, other Python processes beside: the workload's own samples split 3:1 as well. */
+static void exceptions_whole_host(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char dir[PATH_MAX], mojo[PATH_MAX], truth[256];
+	struct gated_run run = { "exception_work.py", "exceptions", exception_options, NULL, dir, true };
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/exception-host-%s", test_tmpdir(), python->label);
+	mkdir(dir, 0755);
+	FORMAT(mojo, "%s/m.mojo", dir);
+	pid = gated_run(python, &run, truth, sizeof(truth));
+	check_exceptions(python->label, mojo, (uint32_t)pid, truth);
+}
+
 int main(void)
 {
 	static const struct test_per_python memory_kinds[] = { { "memory_growth_and_release_",
 								  memory_growth_and_release } };
 	static const struct test_per_python exception_kinds[] = { { "exceptions_where_raised_",
 								     exceptions_where_raised } };
+	static const struct test_per_python whole_host_kinds[] = { { "memory_whole_host_", memory_whole_host },
+								   { "exceptions_whole_host_", exceptions_whole_host } };
 	int failed;
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);
 	failed = test_run_per_python("test_sample_modes_memory", memory_labels,
 				     sizeof(memory_labels) / sizeof(memory_labels[0]), memory_kinds, 1);
+	failed += test_run_per_python("test_sample_modes_whole_host", whole_host_labels,
+				      sizeof(whole_host_labels) / sizeof(whole_host_labels[0]), whole_host_kinds, 2);
 	return failed + test_run_per_python("test_sample_modes_exception", exception_labels,
 					    sizeof(exception_labels) / sizeof(exception_labels[0]), exception_kinds, 1);
 }

@@ -4,11 +4,15 @@
 #            which sleeps 1 ms at a time, ROUNDS times. Each function measures the time spent in
 #            its wait (time.perf_counter around it): at the end the truth, in nanoseconds,
 #            "blocked f=N g=N tiny_block=N tiny_calls=N".
+#   gated_blocks ROUNDS: prints "ready", then sleeps 5 ms at a time in wait_for_go() until SIGUSR1
+#            comes (the test sends it once the profiler, attached or on the whole host, has these
+#            blocks), then does what blocks does.
 #   switches SECONDS: two threads hand a token back and forth through two pipes for SECONDS (each
 #            thread blocking in read while the other has it), then print
 #            "handovers N cpu_s S" (S: the process's user+system CPU seconds, which include the
 #            BPF time of its own switches): bench/offcpu.sh's context-switch-heavy load.
 import os
+import signal
 import sys
 import threading
 import time
@@ -78,6 +82,15 @@ def blocks(rounds):
     sys.stdout.flush()
 
 
+def wait_for_go():
+    go = []
+    signal.signal(signal.SIGUSR1, lambda number, frame: go.append(number))
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while not go:
+        time.sleep(0.005)
+
+
 def pass_token(read_fd, write_fd, end, counts):
     handovers = 0
     while True:
@@ -109,10 +122,13 @@ def main():
     mode, amount = sys.argv[1], sys.argv[2]
     if mode == "blocks":
         blocks(int(amount))
+    elif mode == "gated_blocks":
+        wait_for_go()
+        blocks(int(amount))
     elif mode == "switches":
         switches(float(amount))
     else:
-        raise SystemExit("usage: offcpu_work.py blocks ROUNDS | switches SECONDS")
+        raise SystemExit("usage: offcpu_work.py blocks|gated_blocks ROUNDS | switches SECONDS")
 
 
 if __name__ == "__main__":

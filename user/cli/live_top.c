@@ -11,7 +11,9 @@
  */
 #include "cli/commands.h"
 #include "cli/live_top.h"
+#include "cli/options.h"
 #include "profile/profile.h"
+#include "sampler/perf_events.h"
 #include "session/session.h"
 #include "util/array.h"
 #include "util/clock.h"
@@ -61,6 +63,23 @@ struct row_table {
 	size_t capacity;
 };
 
+/* What the weights are and how the time columns show them: a sample's weight (pf_sample_weight) in
+ * microseconds (the clock's modes), bytes (memory mode, a bytes event) or an event's unit; the
+ * columns in hundredths of their unit (seconds, megabytes, thousands). */
+struct weight_unit {
+	const char *own_title, *total_title;
+	double per_hundredth; /* weight per hundredth of what the column shows */
+	char suffix;
+};
+
+static const struct weight_unit clock_unit = { "OwnTime", "TotalTime", 1e4, 's' };
+static const struct weight_unit growth_unit = { "OwnGrowth", "TotGrowth", 1e4, 'M' };
+static const struct weight_unit event_units[] = {
+	[PERF_EVENT_COUNT] = { "OwnCount", "TotCount", 10, 'k' },
+	[PERF_EVENT_BYTES] = { "OwnBytes", "TotBytes", 1e4, 'M' },
+	[PERF_EVENT_NANOSECONDS] = { "OwnTime", "TotalTime", 1e7, 's' },
+};
+
 struct live_top {
 	struct row_table tables[3];
 	uint64_t samples;
@@ -82,6 +101,11 @@ struct live_top {
 	const char *scope;   /* what is profiled, for the header */
 	unsigned rate_hz;
 	const char *mode;
+	/* --event: the event's name and its weights' unit ("nanoseconds"), for the header; NULL
+	 * when sampling on the clock */
+	const char *event;
+	const char *event_unit;
+	const struct weight_unit *unit;
 };
 
 static int64_t row_of(struct row_table *table, const char *label, size_t len)
@@ -213,15 +237,16 @@ static double share(double part, double whole)
 
 /* A row's value for a sort key as the screen shows it, in tenths of a percent or hundredths of a
  * second: rows sort by what they show, so rows that look equal are equal and go by the next key. */
-static int64_t shown_value(const struct row_counts *counts, enum sort_key sort, double recent_weight)
+static int64_t shown_value(const struct row_counts *counts, enum sort_key sort, double recent_weight,
+			   const struct weight_unit *unit)
 {
 	switch (sort) {
 	case SORT_TOTAL_RECENT:
 		return llround(10.0 * share(counts->total_recent.recent, recent_weight));
 	case SORT_OWN_ALL:
-		return llround((double)counts->own_all / 1e4);
+		return llround((double)counts->own_all / unit->per_hundredth);
 	case SORT_TOTAL_ALL:
-		return llround((double)counts->total_all / 1e4);
+		return llround((double)counts->total_all / unit->per_hundredth);
 	default:
 		return llround(10.0 * share(counts->own_recent.recent, recent_weight));
 	}
@@ -241,6 +266,7 @@ static enum sort_key tie_key(enum sort_key sort)
 static const struct row_table *sorting_table;
 static enum sort_key sorting_key;
 static double sorting_recent_weight;
+static const struct weight_unit *sorting_unit;
 
 /* Descending by the key, then by its tie key; then by label, so that equal rows keep their places. */
 static int compare_rows(const void *a, const void *b)
@@ -250,8 +276,8 @@ static int compare_rows(const void *a, const void *b)
 	enum sort_key keys[] = { sorting_key, tie_key(sorting_key) };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		int64_t left_value = shown_value(left, keys[i], sorting_recent_weight);
-		int64_t right_value = shown_value(right, keys[i], sorting_recent_weight);
+		int64_t left_value = shown_value(left, keys[i], sorting_recent_weight, sorting_unit);
+		int64_t right_value = shown_value(right, keys[i], sorting_recent_weight, sorting_unit);
 
 		if (left_value != right_value)
 			return left_value < right_value ? 1 : -1;
@@ -275,13 +301,21 @@ static void draw_header(const struct live_top *top, uint64_t now_ms)
 {
 	static const char *const view_names[] = { "functions", "processes", "threads" };
 	static const char *const sort_names[] = { "own %", "total %", "own time", "total time" };
+	static const char *const event_sort_names[] = { "own %", "total %", "own weight", "total weight" };
 	double seconds = (double)(now_ms - top->started_ms) / 1000.0;
 
 	attron(A_BOLD);
 	mvprintw(0, 0, "pybpfprof top  %s", top->scope);
 	attroff(A_BOLD);
-	mvprintw(1, 0, "%.1f s  %" PRIu64 " samples  %u Hz %s  view: %s  sorted by %s%s", seconds, top->samples,
-		 top->rate_hz, top->mode, view_names[top->view], sort_names[top->sort], top->paused ? "  PAUSED" : "");
+	/* an event's samples come as it happens, at no rate: the header says what they weigh */
+	if (top->event)
+		mvprintw(1, 0, "%.1f s  %" PRIu64 " samples  event %s, weighed in %s  view: %s  sorted by %s%s",
+			 seconds, top->samples, top->event, top->event_unit, view_names[top->view],
+			 event_sort_names[top->sort], top->paused ? "  PAUSED" : "");
+	else
+		mvprintw(1, 0, "%.1f s  %" PRIu64 " samples  %u Hz %s  view: %s  sorted by %s%s", seconds,
+			 top->samples, top->rate_hz, top->mode, view_names[top->view], sort_names[top->sort],
+			 top->paused ? "  PAUSED" : "");
 	/* Of the last seconds, as the rows; each only where the samples say it (a process whose GIL
 	 * could not be read is not in the GIL's share; cpu mode samples running threads only). */
 	if (top->gil_known_weight.recent > 0)
@@ -300,9 +334,7 @@ static void draw_rows(struct live_top *top)
 	uint32_t *order = malloc((table->count ? table->count : 1) * sizeof(*order));
 	int rows = LINES - 5, width = COLS;
 	double recent_weight = top->recent_weight.recent;
-	/* Memory mode weighs bytes (the growth: releases weigh nothing here): the same hundredths of
-	 * a million are megabytes. */
-	bool bytes = top->mode && !strcmp(top->mode, "memory");
+	const struct weight_unit *unit = top->unit;
 
 	if (!order)
 		return;
@@ -311,10 +343,10 @@ static void draw_rows(struct live_top *top)
 	sorting_table = table;
 	sorting_key = top->sort;
 	sorting_recent_weight = recent_weight;
+	sorting_unit = unit;
 	qsort(order, table->count, sizeof(*order), compare_rows);
 	attron(A_BOLD);
-	mvprintw(4, 0, "%7s %7s %10s %10s  %s", "%Own", "%Total", bytes ? "OwnGrowth" : "OwnTime",
-		 bytes ? "TotGrowth" : "TotalTime",
+	mvprintw(4, 0, "%7s %7s %10s %10s  %s", "%Own", "%Total", unit->own_title, unit->total_title,
 		 top->view == VIEW_FUNCTIONS ? "Function (file:line)" : top->view == VIEW_PROCESSES ? "Process" : "Thread");
 	attroff(A_BOLD);
 	for (int r = 0; r < rows && (size_t)r < table->count; r++) {
@@ -322,13 +354,15 @@ static void draw_rows(struct live_top *top)
 		const char *label = intern_key(&table->labels, order[r], NULL);
 
 		mvprintw(5 + r, 0, "%6.1f%% %6.1f%% %9.2f%c %9.2f%c  ",
-			 (double)shown_value(counts, SORT_OWN_RECENT, recent_weight) / 10.0,
-			 (double)shown_value(counts, SORT_TOTAL_RECENT, recent_weight) / 10.0,
-			 (double)shown_value(counts, SORT_OWN_ALL, recent_weight) / 100.0, bytes ? 'M' : 's',
-			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight) / 100.0, bytes ? 'M' : 's');
+			 (double)shown_value(counts, SORT_OWN_RECENT, recent_weight, unit) / 10.0,
+			 (double)shown_value(counts, SORT_TOTAL_RECENT, recent_weight, unit) / 10.0,
+			 (double)shown_value(counts, SORT_OWN_ALL, recent_weight, unit) / 100.0, unit->suffix,
+			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight, unit) / 100.0, unit->suffix);
 		/* under its title: the columns before it are 39 wide */
 		put_label(5 + r, 39, label, width - 39);
-		if (top->view == VIEW_THREADS && counts->own_all)
+		/* idle: of the clock's ticks, in microseconds as they are; an event's samples are neither
+		 * (an off-cpu block is a waiting thread by nature) */
+		if (top->view == VIEW_THREADS && !top->event && counts->own_all)
 			printw("  idle %.0f%%",
 			       share((double)counts->idle_all * 1e6 / top->rate_hz, (double)counts->own_all));
 	}
@@ -430,14 +464,22 @@ static bool live_top_tick(void *ctx, uint64_t now_ms)
 int live_top_run(struct session_options *options, const char *scope)
 {
 	struct live_top top = { .scope = scope, .rate_hz = options->frequency_hz,
-				.mode = session_mode_name(options->mode),
-				.waiting_sampled = !session_mode_on_ticks(options->mode) };
+				.mode = options_mode_name(options->mode),
+				.waiting_sampled = !session_mode_on_ticks(options->mode),
+				.unit = options->mode == SESSION_MODE_MEMORY ? &growth_unit : &clock_unit };
 	struct session_view view = { .ctx = &top, .add_sample = live_top_add_sample, .tick = live_top_tick };
 	int status;
 
 	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
 		fprintf(stderr, "pybpfprof: top: the live view needs a terminal (pybpfprof top FILE reads a file)\n");
 		return EXIT_STATUS_USAGE;
+	}
+	if (options->event) {
+		enum perf_event_unit unit = session_event_unit(options);
+
+		top.event = session_event_name(options);
+		top.event_unit = perf_event_unit_name(unit);
+		top.unit = &event_units[unit];
 	}
 	for (int v = 0; v < 3; v++)
 		intern_init(&top.tables[v].labels);

@@ -3,6 +3,9 @@
 #include "cli/options.h"
 #include "formats/format_registry.h"
 #include "profile/profile.h"
+#include "sampler/perf_events.h"
+#include "sampler/syscall_names.h"
+#include "util/exit_status.h"
 #include "util/text_quote.h"
 
 #include <ctype.h>
@@ -82,6 +85,14 @@ int options_parse_mode(const char *text, enum session_mode *mode)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+const char *options_mode_name(enum session_mode mode)
+{
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (modes[i].mode == mode)
+			return modes[i].name;
+	return "stacks";
 }
 
 const char *options_mode_names(void)
@@ -437,4 +448,120 @@ char *options_format_help(int key, const char *text, bool every_extension)
 	if (asprintf(&filtered, "%s %s", text, list) < 0)
 		return (char *)text;
 	return filtered;
+}
+
+/* The one-line complaint about a name in --event syscall:LIST, with the name it is most likely a
+ * typo of; exits with the usage status. */
+static void unknown_syscall(const char *name, size_t len, const char *list, struct argp_state *state)
+{
+	const char *known[PBP_SYSCALL_MAX];
+	size_t count = syscall_known_names(known, PBP_SYSCALL_MAX);
+	const char *nearest = options_nearest(name, len, known, count);
+
+	argp_failure(state, EXIT_STATUS_USAGE, 0, "unknown system call '%.*s' in --event syscall:%s%s%s%s", (int)len,
+		     name, list, nearest ? "; did you mean " : " (names as in man 2 syscalls: write, openat, ...)",
+		     nearest ? nearest : "", nearest ? "?" : "");
+}
+
+/* syscall:NAME[,NAME...][:bytes|:latency] after "syscall:" (NULL: nothing after "syscall"). */
+static int parse_syscalls(struct session_options *session, char *list, struct argp_state *state)
+{
+	struct syscall_filter *filter = &session->syscalls;
+	char *weight = list ? strchr(list, ':') : NULL, *name, *save = NULL;
+
+	if (!list || !*list || list[0] == ':')
+		argp_failure(state, EXIT_STATUS_USAGE, 0,
+			     "--event syscall needs the calls: syscall:NAME[,NAME...][:bytes|:latency] (e.g. syscall:write)");
+	if (weight)
+		*weight++ = 0;
+	memset(filter, 0, sizeof(*filter));
+	if (weight && strcmp(weight, "bytes") == 0)
+		filter->weight = PBP_SYSCALL_BYTES;
+	else if (weight && strcmp(weight, "latency") == 0)
+		filter->weight = PBP_SYSCALL_LATENCY;
+	else if (weight)
+		argp_failure(state, EXIT_STATUS_USAGE, 0,
+			     "unknown weight '%s' in --event syscall:%s:%s (bytes or latency; none: each call counts one)",
+			     weight, list, weight);
+	if (snprintf(filter->text, sizeof(filter->text), "syscall:%s", list) >= (int)sizeof(filter->text))
+		argp_failure(state, EXIT_STATUS_USAGE, 0, "--event syscall: the list of calls is too long");
+	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		int number = syscall_number(name);
+
+		if (number < 0)
+			unknown_syscall(name, strlen(name), filter->text + strlen("syscall:"), state);
+		if (filter->weight == PBP_SYSCALL_BYTES && !syscall_returns_bytes(name))
+			argp_failure(state, EXIT_STATUS_USAGE, 0,
+				     "--event %s:bytes: %s returns no bytes moved (bytes weighs read, write, send, "
+				     "recv and their kin; latency or a count weighs any call)",
+				     filter->text, name);
+		syscall_filter_add(filter, number);
+	}
+	return 0;
+}
+
+int options_parse_event(char *arg, struct session_options *session, struct options_event_seen *seen,
+			struct argp_state *state)
+{
+	char *colon = strchr(arg, ':'), names[512];
+	unsigned long long period;
+
+	if (colon)
+		*colon = 0;
+	session->event = perf_event_find(arg);
+	if (!session->event)
+		argp_error(state, "unknown event '%s' (%s)", arg, perf_event_names(names, sizeof(names)));
+	if (perf_event_is_syscalls(session->event))
+		return parse_syscalls(session, colon ? colon + 1 : NULL, state);
+	if (colon && perf_event_is_block_io(session->event))
+		argp_failure(state, EXIT_STATUS_USAGE, 0, "--event block-io takes no period: every block I/O is a sample");
+	if (colon && session->event->off_cpu) {
+		if (options_parse_count(colon + 1, 0, PERF_EVENT_MAX_OFF_CPU_US, &period) || period == 0)
+			argp_error(state, "invalid shortest block '%s' in --event %s:%s (1-%llu us)", colon + 1, arg,
+				   colon + 1, PERF_EVENT_MAX_OFF_CPU_US);
+	} else if (colon && (options_parse_count(colon + 1, 0, PERF_EVENT_MAX_PERIOD, &period) || period == 0)) {
+		argp_error(state, "invalid period '%s' in --event %s:%s (1-%llu occurrences)", colon + 1, arg,
+			   colon + 1, PERF_EVENT_MAX_PERIOD);
+	}
+	if (colon) {
+		seen->period_given_twice |= session->event_period != 0;
+		session->event_period = period;
+	}
+	return 0;
+}
+
+int options_parse_event_period(const char *arg, struct session_options *session, struct options_event_seen *seen,
+			       struct argp_state *state)
+{
+	unsigned long long period;
+
+	if (options_parse_count(arg, 1, PERF_EVENT_MAX_PERIOD, &period))
+		argp_error(state, "invalid --event-period '%s' (1-%llu occurrences)", arg, PERF_EVENT_MAX_PERIOD);
+	seen->period_given_twice |= session->event_period != 0;
+	seen->period_option = true;
+	session->event_period = period;
+	return 0;
+}
+
+const char *options_event_clash(const struct session_options *session, const struct options_event_seen *seen)
+{
+	if (!session->event)
+		return session->event_period ? "--event-period goes with --event NAME" : NULL;
+	if (seen->period_given_twice)
+		return "--event NAME:PERIOD and --event-period both set the period: give one";
+	if (session->event->off_cpu && seen->period_option)
+		return "--event off-cpu:MIN_US gives its shortest block; --event-period is for perf events";
+	if (perf_event_is_tracepoint(session->event) && seen->period_option)
+		return "--event syscall and block-io sample every occurrence; --event-period is for perf events";
+	if (session->mode == SESSION_MODE_MEMORY)
+		return "--event weighs an event's occurrences, --mode memory the resident memory's change at every tick: give one";
+	if (session->mode == SESSION_MODE_EXCEPTION)
+		return "--event samples on an event's occurrences, --mode exception on the clock's ticks while an exception is raised or handled: give one";
+	if (session->mode == SESSION_MODE_WALL)
+		return "--event samples threads as the event happens to them, --mode wall every thread at every interval: give one";
+	if (session->mode != SESSION_MODE_CPU)
+		return "--event samples threads as the event happens to them, --mode gil the GIL holder at every interval: give one";
+	if (seen->rate_given)
+		return "--event samples every PERIOD occurrences, not at a rate: give the period with --event NAME:PERIOD or --event-period, not -F or -i";
+	return NULL;
 }

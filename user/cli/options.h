@@ -37,8 +37,45 @@ int options_parse_pid_list(const char *list, pid_t *pids, size_t *count, size_t 
 
 /* cpu, wall or gil (SESSION_MODE_STACKS is the stacks command's own, not a --mode). */
 int options_parse_mode(const char *text, enum session_mode *mode);
+/* The --mode that names mode ("exception"; session_mode_name says Austin's, "cpu"). */
+const char *options_mode_name(enum session_mode mode);
 /* "cpu, wall or gil": every --mode, for messages. */
 const char *options_mode_names(void);
+
+/* --event and --event-period, record's and top's alike. */
+#define OPTIONS_EVENT_HELP                                                                                         \
+	"Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, " \
+	"major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, "   \
+	"emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, "   \
+	"branches, branch-misses, ... (counted); off-cpu: every block of a thread, weighed in the nanoseconds it "     \
+	"waited (off-cpu:MIN_US: only blocks of at least MIN_US microseconds); syscall:NAME[,NAME...]: every call "   \
+	"of a target thread to these system calls, counted (syscall:NAME:bytes: weighed in the bytes it returned, "   \
+	"read/write/send/recv kin; syscall:NAME:latency: in the nanoseconds it took); block-io: every block I/O a "   \
+	"target thread issues, weighed in bytes"
+#define OPTIONS_EVENT_PERIOD_HELP                                                                                 \
+	"With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and "  \
+	"scheduling event, 10000 cache or branch misses, 10M cycles; not for off-cpu, syscall or block-io)"
+
+/* What the command line said about the event beyond what session_options keeps. */
+struct options_event_seen {
+	bool period_given_twice; /* --event NAME:PERIOD and --event-period both */
+	bool period_option;      /* --event-period given */
+	bool rate_given;         /* -F or -i: set by the caller before options_event_clash */
+};
+
+/*
+ * --event NAME[:PERIOD] (perf's names; off-cpu[:MIN_US]; syscall:NAME[,NAME...][:bytes|:latency];
+ * block-io) and --event-period N into session's event, event_period and syscalls. Unlike the
+ * parsers above these say their many mistakes themselves, through argp (one line, the usage
+ * status), as they are argp option handlers; 0 otherwise.
+ */
+int options_parse_event(char *arg, struct session_options *session, struct options_event_seen *seen,
+			struct argp_state *state);
+int options_parse_event_period(const char *arg, struct session_options *session, struct options_event_seen *seen,
+			       struct argp_state *state);
+/* Once all options are parsed: NULL, or the line saying which option does not go with the event
+ * (an event samples on occurrences, not on a clock or in another mode). */
+const char *options_event_clash(const struct session_options *session, const struct options_event_seen *seen);
 
 /* A rate: 1000, 1k, 100Hz, 1kHz; 1 to max_hz. */
 int options_parse_rate_hz(const char *text, unsigned max_hz, unsigned *hz);

@@ -8,8 +8,6 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "formats/format_registry.h"
-#include "sampler/perf_events.h"
-#include "sampler/syscall_names.h"
 #include "session/session.h"
 #include "util/exit_status.h"
 #include "util/version.h"
@@ -95,8 +93,8 @@ static const struct argp_option record_options[] = {
 	{ "interval", 'i', "INTERVAL", 0, "Sampling interval as Austin takes it: 1ms, 100us, 0.5ms, or microseconds", 0 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (3.5, 2s, 500ms, 5m)", 0 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu: threads running when the clock ticks (the default); wall: every thread at every interval, running or waiting (waits carry their kernel stack); gil: the thread holding the GIL at every interval, running or not; memory: threads running when the clock ticks, each weighing its process's resident memory change since its previous tick (bytes: + grown, - released); exception: threads running when the clock ticks while raising an exception or handling one (3.7-3.12)", 0 },
-	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, "Sample on a kernel event instead of the cpu-clock, one in PERIOD occurrences: page-faults, minor-faults, major-faults (weighed in bytes: page size x period), context-switches, cpu-migrations, alignment-faults, emulation-faults, or, where the machine has a PMU, cycles, instructions, cache-references, cache-misses, branches, branch-misses, ... (counted); off-cpu: every block of a thread, weighed in the nanoseconds it waited (off-cpu:MIN_US: only blocks of at least MIN_US microseconds); syscall:NAME[,NAME...]: every call of a target thread to these system calls, counted (syscall:NAME:bytes: weighed in the bytes it returned, read/write/send/recv kin; syscall:NAME:latency: in the nanoseconds it took); block-io: every block I/O a target thread issues, weighed in bytes", 0 },
-	{ "event-period", OPT_EVENT_PERIOD, "N", 0, "With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and scheduling event, 10000 cache or branch misses, 10M cycles; not for off-cpu, syscall or block-io)", 0 },
+	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, OPTIONS_EVENT_HELP, 0 },
+	{ "event-period", OPT_EVENT_PERIOD, "N", 0, OPTIONS_EVENT_PERIOD_HELP, 0 },
 	{ "children", 'C', NULL, 0, "With -p: also profile their descendants, running or forked later (a launched command's are always followed)", 0 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "Do not record kernel stacks", 0 },
 	{ "native", OPT_NATIVE, "all", OPTION_ARG_OPTIONAL, "Native (C) frames in place in the Python stacks (the default); =all also keeps the interpreter's own call machinery and startup frames", 0 },
@@ -123,8 +121,7 @@ struct record_args {
 	const char *format_name;
 	bool frequency_set;
 	bool interval_set;
-	bool period_given_twice; /* --event NAME:PERIOD and --event-period both */
-	bool event_period_option; /* --event-period given */
+	struct options_event_seen event_seen;
 };
 
 static int parse_uint(const char *text, unsigned long long max, unsigned long long *value)
@@ -143,86 +140,6 @@ static int parse_pids(struct record_args *args, const char *list, struct argp_st
 		argp_error(state, "at most %d processes", SESSION_MAX_PIDS);
 	if (err)
 		argp_error(state, "invalid PID '%.*s'", bad_len, bad);
-	return 0;
-}
-
-/* The one-line complaint about a name in --event syscall:LIST, with the name it is most likely a
- * typo of; exits with the usage status. */
-static void unknown_syscall(const char *name, size_t len, const char *list, struct argp_state *state)
-{
-	const char *known[PBP_SYSCALL_MAX];
-	size_t count = syscall_known_names(known, PBP_SYSCALL_MAX);
-	const char *nearest = options_nearest(name, len, known, count);
-
-	argp_failure(state, EXIT_STATUS_USAGE, 0, "unknown system call '%.*s' in --event syscall:%s%s%s%s", (int)len,
-		     name, list, nearest ? "; did you mean " : " (names as in man 2 syscalls: write, openat, ...)",
-		     nearest ? nearest : "", nearest ? "?" : "");
-}
-
-/* syscall:NAME[,NAME...][:bytes|:latency] after "syscall:" (NULL: nothing after "syscall"). */
-static int parse_syscalls(struct record_args *args, char *list, struct argp_state *state)
-{
-	struct syscall_filter *filter = &args->session.syscalls;
-	char *weight = list ? strchr(list, ':') : NULL, *name, *save = NULL;
-
-	if (!list || !*list || list[0] == ':')
-		argp_failure(state, EXIT_STATUS_USAGE, 0,
-			     "--event syscall needs the calls: syscall:NAME[,NAME...][:bytes|:latency] (e.g. syscall:write)");
-	if (weight)
-		*weight++ = 0;
-	memset(filter, 0, sizeof(*filter));
-	if (weight && strcmp(weight, "bytes") == 0)
-		filter->weight = PBP_SYSCALL_BYTES;
-	else if (weight && strcmp(weight, "latency") == 0)
-		filter->weight = PBP_SYSCALL_LATENCY;
-	else if (weight)
-		argp_failure(state, EXIT_STATUS_USAGE, 0,
-			     "unknown weight '%s' in --event syscall:%s:%s (bytes or latency; none: each call counts one)",
-			     weight, list, weight);
-	if (snprintf(filter->text, sizeof(filter->text), "syscall:%s", list) >= (int)sizeof(filter->text))
-		argp_failure(state, EXIT_STATUS_USAGE, 0, "--event syscall: the list of calls is too long");
-	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-		int number = syscall_number(name);
-
-		if (number < 0)
-			unknown_syscall(name, strlen(name), filter->text + strlen("syscall:"), state);
-		if (filter->weight == PBP_SYSCALL_BYTES && !syscall_returns_bytes(name))
-			argp_failure(state, EXIT_STATUS_USAGE, 0,
-				     "--event %s:bytes: %s returns no bytes moved (bytes weighs read, write, send, "
-				     "recv and their kin; latency or a count weighs any call)",
-				     filter->text, name);
-		syscall_filter_add(filter, number);
-	}
-	return 0;
-}
-
-/* --event NAME[:PERIOD], perf's names. */
-static int parse_event(struct record_args *args, char *arg, struct argp_state *state)
-{
-	char *colon = strchr(arg, ':'), names[512];
-	unsigned long long period;
-
-	if (colon)
-		*colon = 0;
-	args->session.event = perf_event_find(arg);
-	if (!args->session.event)
-		argp_error(state, "unknown event '%s' (%s)", arg, perf_event_names(names, sizeof(names)));
-	if (perf_event_is_syscalls(args->session.event))
-		return parse_syscalls(args, colon ? colon + 1 : NULL, state);
-	if (colon && perf_event_is_block_io(args->session.event))
-		argp_failure(state, EXIT_STATUS_USAGE, 0, "--event block-io takes no period: every block I/O is a sample");
-	if (colon && args->session.event->off_cpu) {
-		if (parse_uint(colon + 1, PERF_EVENT_MAX_OFF_CPU_US, &period) || period == 0)
-			argp_error(state, "invalid shortest block '%s' in --event %s:%s (1-%llu us)", colon + 1, arg,
-				   colon + 1, PERF_EVENT_MAX_OFF_CPU_US);
-	} else if (colon && (parse_uint(colon + 1, PERF_EVENT_MAX_PERIOD, &period) || period == 0)) {
-		argp_error(state, "invalid period '%s' in --event %s:%s (1-%llu occurrences)", colon + 1, arg,
-			   colon + 1, PERF_EVENT_MAX_PERIOD);
-	}
-	if (colon) {
-		args->period_given_twice |= args->session.event_period != 0;
-		args->session.event_period = period;
-	}
 	return 0;
 }
 
@@ -352,14 +269,9 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		session->max_overhead_given = true;
 		break;
 	case OPT_EVENT:
-		return parse_event(args, arg, state);
+		return options_parse_event(arg, session, &args->event_seen, state);
 	case OPT_EVENT_PERIOD:
-		if (parse_uint(arg, PERF_EVENT_MAX_PERIOD, &number) || number == 0)
-			argp_error(state, "invalid --event-period '%s' (1-%llu occurrences)", arg, PERF_EVENT_MAX_PERIOD);
-		args->period_given_twice |= session->event_period != 0;
-		args->event_period_option = true;
-		session->event_period = number;
-		break;
+		return options_parse_event_period(arg, session, &args->event_seen, state);
 	case OPT_TARGET_BUDGET:
 		if (parse_uint(arg, 1 << 20, &number) || number == 0)
 			argp_error(state, "invalid target budget '%s' MiB (1-%d)", arg, 1 << 20);
@@ -470,38 +382,6 @@ static void warn_opcodes_unkept(const struct session_options *session)
 			"and none is written\n");
 }
 
-/* --event samples on occurrences, not on a clock: the options of a clock do not go with it.
- * 0, or the usage exit status after one line. */
-static int check_event(const struct record_args *args)
-{
-	const struct session_options *session = &args->session;
-	const char *clash = NULL;
-
-	if (!session->event) {
-		if (session->event_period)
-			clash = "--event-period goes with --event NAME";
-	} else if (args->period_given_twice)
-		clash = "--event NAME:PERIOD and --event-period both set the period: give one";
-	else if (session->event->off_cpu && args->event_period_option)
-		clash = "--event off-cpu:MIN_US gives its shortest block; --event-period is for perf events";
-	else if (perf_event_is_tracepoint(session->event) && args->event_period_option)
-		clash = "--event syscall and block-io sample every occurrence; --event-period is for perf events";
-	else if (session->mode == SESSION_MODE_MEMORY)
-		clash = "--event weighs an event's occurrences, --mode memory the resident memory's change at every tick: give one";
-	else if (session->mode == SESSION_MODE_EXCEPTION)
-		clash = "--event samples on an event's occurrences, --mode exception on the clock's ticks while an exception is raised or handled: give one";
-	else if (session->mode != SESSION_MODE_CPU)
-		clash = session->mode == SESSION_MODE_WALL
-				? "--event samples threads as the event happens to them, --mode wall every thread at every interval: give one"
-				: "--event samples threads as the event happens to them, --mode gil the GIL holder at every interval: give one";
-	else if (args->frequency_set || args->interval_set)
-		clash = "--event samples every PERIOD occurrences, not at a rate: give the period with --event NAME:PERIOD or --event-period, not -F or -i";
-	if (!clash)
-		return 0;
-	fprintf(stderr, "pybpfprof: %s\n", clash);
-	return EXIT_STATUS_USAGE;
-}
-
 /* Where the command to launch starts: after the first "--", or argc if there is none. */
 static int command_start(int argc, char **argv)
 {
@@ -528,6 +408,7 @@ int record_main(int argc, char **argv)
 		},
 	};
 	int command = command_start(argc, argv);
+	const char *clash;
 	int err;
 
 	argp_err_exit_status = EXIT_STATUS_USAGE;
@@ -550,9 +431,12 @@ int record_main(int argc, char **argv)
 		fprintf(stderr, "pybpfprof: -F and -i both set the rate: give one\n");
 		return EXIT_STATUS_USAGE;
 	}
-	err = check_event(&args);
-	if (err)
-		return err;
+	args.event_seen.rate_given = args.frequency_set || args.interval_set;
+	clash = options_event_clash(&args.session, &args.event_seen);
+	if (clash) {
+		fprintf(stderr, "pybpfprof: %s\n", clash);
+		return EXIT_STATUS_USAGE;
+	}
 	if (!args.frequency_set && !args.interval_set)
 		args.session.frequency_hz = session_mode_on_ticks(args.session.mode) ? CPU_DEFAULT_HZ : WALL_DEFAULT_HZ;
 	if (args.session.pid_count && args.session.command) {

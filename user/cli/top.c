@@ -337,7 +337,7 @@ static int top_file(const char *path, size_t limit, bool by_state)
 	return got < 0 ? EXIT_STATUS_TARGET : EXIT_STATUS_OK;
 }
 
-enum { OPT_MODE = 0x100, OPT_NO_NATIVE, OPT_NO_KERNEL };
+enum { OPT_MODE = 0x100, OPT_NO_NATIVE, OPT_NO_KERNEL, OPT_EVENT, OPT_EVENT_PERIOD };
 
 static const struct argp_option top_options[] = {
 	OPTIONS_HELP,
@@ -349,6 +349,8 @@ static const struct argp_option top_options[] = {
 	{ "frequency", 'F', "HZ", 0, "Samples per second (100, 1k, 500Hz; default 100)", 2 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this long (3.5, 2s, 500ms, 5m)", 2 },
 	{ "mode", OPT_MODE, "MODE", 0, "cpu, wall, gil, memory or exception", 2 },
+	{ "event", OPT_EVENT, "NAME[:PERIOD]", 0, OPTIONS_EVENT_HELP, 2 },
+	{ "event-period", OPT_EVENT_PERIOD, "N", 0, OPTIONS_EVENT_PERIOD_HELP, 2 },
 	{ "no-native", OPT_NO_NATIVE, NULL, 0, "No native (C) frames", 2 },
 	{ "no-kernel", OPT_NO_KERNEL, NULL, 0, "No kernel frames", 2 },
 	{ 0 },
@@ -359,7 +361,8 @@ static const char top_doc[] =
 	"  pybpfprof top [-n N] [--by-state] FILE   of a file\n"
 	"  pybpfprof top [OPTIONS] -p PID[,PID...]  live\n"
 	"  pybpfprof top [OPTIONS] -- COMMAND       launch and show it live\n"
-	"  pybpfprof top [OPTIONS]                  live, every Python process"
+	"  pybpfprof top [OPTIONS]                  live, every Python process\n"
+	"  pybpfprof top --event off-cpu -p PID     live, by blocked time"
 	"\v"
 	"Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions, "
 	"processes, threads, space pause.\n"
@@ -372,6 +375,7 @@ struct top_args {
 	bool by_state;
 	const char *file;
 	bool extra_words; /* more than one FILE */
+	struct options_event_seen event_seen;
 };
 
 static error_t parse_top_option(int key, char *arg, struct argp_state *state)
@@ -398,6 +402,7 @@ static error_t parse_top_option(int key, char *arg, struct argp_state *state)
 	case 'F':
 		if (options_parse_rate_hz(arg, OPTIONS_MAX_FREQUENCY_HZ, &session->frequency_hz))
 			argp_error(state, "invalid frequency '%s' (1-%d Hz)", arg, OPTIONS_MAX_FREQUENCY_HZ);
+		args->event_seen.rate_given = true;
 		break;
 	case 'd':
 		if (options_parse_seconds(arg, &session->duration_s))
@@ -407,6 +412,10 @@ static error_t parse_top_option(int key, char *arg, struct argp_state *state)
 		if (options_parse_mode(arg, &session->mode))
 			argp_error(state, "invalid --mode '%s' (%s)", arg, options_mode_names());
 		break;
+	case OPT_EVENT:
+		return options_parse_event(arg, session, &args->event_seen, state);
+	case OPT_EVENT_PERIOD:
+		return options_parse_event_period(arg, session, &args->event_seen, state);
 	case OPT_NO_NATIVE:
 		session->native_frames = session->native_stacks = false;
 		break;
@@ -443,6 +452,7 @@ int top_main(int argc, char **argv)
 	};
 	struct session_options *session = &args.session;
 	char scope[512];
+	const char *clash;
 	int options_end = argc;
 
 	/* A command to launch follows "--": its own options are not ours. */
@@ -468,6 +478,11 @@ int top_main(int argc, char **argv)
 	if (args.file || (session->command && session->pid_count)) {
 		fprintf(stderr, "pybpfprof: top: give one FILE, or -p PID, or -- COMMAND, or nothing for the whole host "
 				"(try 'pybpfprof top --help')\n");
+		return EXIT_STATUS_USAGE;
+	}
+	clash = options_event_clash(session, &args.event_seen);
+	if (clash) {
+		fprintf(stderr, "pybpfprof: top: %s\n", clash);
 		return EXIT_STATUS_USAGE;
 	}
 	live_scope(session, scope, sizeof(scope));
