@@ -8,6 +8,7 @@
 #include "cli/options.h"
 #include "cli/top_states.h"
 #include "formats/format_registry.h"
+#include "formats/tachyon/tachyon.h"
 #include "profile/profile.h"
 #include "sampler/perf_events.h"
 #include "util/exit_status.h"
@@ -77,12 +78,26 @@ static uint64_t sample_released(const struct pf_sample *sample)
 	return signed_weight < 0 ? -(uint64_t)signed_weight : 0;
 }
 
+/* Whether the sample's leaf is CPython's "~" "<GC>" frame (how Tachyon says the GC ran). */
+static bool leaf_is_gc_frame(const struct pf_sample *sample)
+{
+	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
+
+	return leaf && leaf->kind == PF_FRAME_PYTHON && !strcmp(leaf->file, TACHYON_MARKER_FILE) &&
+	       !strcmp(leaf->name, TACHYON_GC_NAME);
+}
+
 static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
 {
 	uint64_t weight = sample_weight(sample), released = sample_released(sample);
+	/* A file that says the GC ran by a status (MOJO's GC event) ranks it as one that says it by
+	 * a leaf frame (Tachyon, as CPython writes it): the same recording reads back alike. */
+	const struct pf_frame gc_leaf = pf_frame_unlocated(PF_FRAME_PYTHON, TACHYON_MARKER_FILE, TACHYON_GC_NAME);
+	bool gc_as_leaf = (sample->status & PF_STATUS_GC) && !leaf_is_gc_frame(sample);
+	size_t frame_count = sample->frame_count + (gc_as_leaf ? 1 : 0);
 
-	for (size_t i = 0; i < sample->frame_count; i++) {
-		int64_t id = function_id(weights, &sample->frames[i]);
+	for (size_t i = 0; i < frame_count; i++) {
+		int64_t id = function_id(weights, i < sample->frame_count ? &sample->frames[i] : &gc_leaf);
 		struct function_weight *function;
 
 		if (id < 0 || weights_reserve(weights, (size_t)id))
@@ -93,7 +108,7 @@ static int add_sample(struct function_weights *weights, const struct pf_sample *
 			function->released_total += released;
 			function->last_sample = weights->samples;
 		}
-		if (i + 1 == sample->frame_count) {
+		if (i + 1 == frame_count) {
 			function->self += weight;
 			function->released_self += released;
 		}
@@ -107,6 +122,7 @@ static int add_sample(struct function_weights *weights, const struct pf_sample *
 enum ranking { RANK_SELF, RANK_TOTAL, RANK_RELEASED_SELF, RANK_RELEASED_TOTAL };
 
 static const struct function_weight *sort_functions;
+static const struct intern_table *sort_names;
 static enum ranking sort_ranking;
 
 static uint64_t ranked_weight(const struct function_weight *function, enum ranking ranking)
@@ -123,12 +139,40 @@ static uint64_t ranked_weight(const struct function_weight *function, enum ranki
 	}
 }
 
+/* The weight the ranking falls back on for a tie: the other of own and total. */
+static enum ranking tie_ranking(enum ranking ranking)
+{
+	switch (ranking) {
+	case RANK_SELF:
+		return RANK_TOTAL;
+	case RANK_TOTAL:
+		return RANK_SELF;
+	case RANK_RELEASED_SELF:
+		return RANK_RELEASED_TOTAL;
+	default:
+		return RANK_RELEASED_SELF;
+	}
+}
+
+/* Heaviest first; ties by the other weight, then by name: the same profile read from any format
+ * (whose readers meet the functions in different orders) ranks the same. */
 static int compare_ids(const void *a, const void *b)
 {
-	uint64_t wa = ranked_weight(&sort_functions[*(const uint32_t *)a], sort_ranking);
-	uint64_t wb = ranked_weight(&sort_functions[*(const uint32_t *)b], sort_ranking);
+	uint32_t ida = *(const uint32_t *)a, idb = *(const uint32_t *)b;
+	enum ranking rankings[2] = { sort_ranking, tie_ranking(sort_ranking) };
 
-	return wa < wb ? 1 : wa > wb ? -1 : 0;
+	for (size_t i = 0; i < 2; i++) {
+		uint64_t wa = ranked_weight(&sort_functions[ida], rankings[i]);
+		uint64_t wb = ranked_weight(&sort_functions[idb], rankings[i]);
+
+		if (wa != wb)
+			return wa < wb ? 1 : -1;
+	}
+	size_t la, lb;
+	const void *na = intern_key(sort_names, ida, &la), *nb = intern_key(sort_names, idb, &lb);
+	int order = memcmp(na, nb, la < lb ? la : lb);
+
+	return order ? order : la < lb ? -1 : la > lb ? 1 : 0;
 }
 
 static void print_ranking(const struct function_weights *weights, const char *title,
@@ -144,6 +188,7 @@ static void print_ranking(const struct function_weights *weights, const char *ti
 	for (size_t i = 0; i < count; i++)
 		ids[i] = (uint32_t)i;
 	sort_functions = weights->by_function;
+	sort_names = &weights->names;
 	sort_ranking = ranking;
 	qsort(ids, count, sizeof(*ids), compare_ids);
 	printf("%s\n", title);
