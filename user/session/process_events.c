@@ -221,6 +221,9 @@ static void on_exec(struct session *session, pid_t pid)
 		origin = target->origin;
 		known = true;
 	} else if (session->system_wide) {
+		/* the profiler's own parser workers are not the host's processes */
+		if (target_set_descends_from(pid, getpid()))
+			return;
 		origin = TARGET_FROM_SCAN;
 	} else if (session->launched && target_set_descends_from(pid, session->launch.pid)) {
 		origin = TARGET_FROM_LAUNCH;
@@ -333,7 +336,8 @@ void process_events_scan(struct session *session)
 		long pid = strtol(entry->d_name, &end, 10);
 		struct target *target;
 
-		if (*end || pid <= 0 || pid == self)
+		/* the profiler and its parser workers are not the host's processes */
+		if (*end || pid <= 0 || pid == self || target_set_descends_from((pid_t)pid, self))
 			continue;
 		target = target_set_add(&session->targets, (pid_t)pid, TARGET_FROM_SCAN);
 		if (target)
