@@ -3,14 +3,17 @@
 # 3.12 and 3.13 (bench/depth_work.py: every frame its own code object, or one function's
 # recursion). Figures are printed, never asserted.
 #   BPF us per target sample (bpftool-free: --bpf-stats) at depths 30, 200, 900 of distinct
-#   functions and 32 recursive vs 32 distinct, each the median of 3 runs, ratios beside them;
-#   "trusted": BPF takes a code object's identity unread while the target's code-object
-#   counter stands still (py_proc_config.code_stamp_addr), "read": PYBPFPROF_NO_CODE_STAMP=1,
-#   every code object read on every walk.
+#   functions and of one recursive one, and 32 recursive vs 32 distinct, each the median of 3
+#   runs, ratios beside them; "trusted": BPF takes a code object's identity unread while the
+#   target's code-object counter stands still (py_proc_config.code_stamp_addr), "read":
+#   PYBPFPROF_NO_CODE_STAMP=1, every code object read on every walk. Beside them the CPU
+#   seconds pybpfprof took to start (the BPF verifier's time most of it), median of the runs.
 #   Target slowdown at 10 kHz: the CPU seconds of a fixed amount of work at depths 30, 200,
 #   900, profiled vs unprofiled, beside the floor, `perf record -F 10000 -e cpu-clock` (no
 #   stacks) on the same work; medians of 3 each.
-# Environment: RATE (10000), WORK (rounds of the fixed work, 30000000), RUNS (3).
+# Environment: RATE (10000), WORK (rounds of the fixed work, 30000000), RUNS (3), SPIN (the CPU
+# seconds the deep stack's leaf spins in the BPF-time runs, 0.5: some 5000 samples at 10 kHz
+# however loaded the machine is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 versions=$(tools/pyenv-versions.sh)
@@ -18,33 +21,42 @@ versions=$(tools/pyenv-versions.sh)
 rate=${RATE:-10000}
 work=${WORK:-30000000}
 runs=${RUNS:-3}
+spin=cpu=${SPIN:-0.5}
 out=$(mktemp -d /tmp/pybpfprof-depth.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# BPF ns per target sample: version depth shape(distinct|recursive) how(trusted|read)
+# BPF ns per target sample: version depth shape(distinct|recursive) how(trusted|read); each
+# run's start-up CPU seconds go to $out/start.
 bpf_ns() {
 	local python=$1 depth=$2 shape=$3 how=$4
 	for _ in $(seq "$runs"); do
 		if [ "$how" = read ]; then export PYBPFPROF_NO_CODE_STAMP=1; else unset PYBPFPROF_NO_CODE_STAMP; fi
-		./pybpfprof --bpf-stats --no-native -F "$rate" -o "$out/depth.mojo" -- "$python" bench/depth_work.py "$depth" 1.5 "$shape" 2>&1 |
-			sed -n 's/.* \([0-9]*\) ns per target sample$/\1/p'
+		./pybpfprof --bpf-stats --no-native -F "$rate" -o "$out/depth.mojo" -- "$python" bench/depth_work.py "$depth" "$spin" "$shape" \
+			>"$out/run.txt" 2>&1 || true
+		sed -n 's/.*, \([0-9.]*\) s to start$/\1/p' "$out/run.txt" >>"$out/start"
+		sed -n 's/.* \([0-9]*\) ns per target sample$/\1/p' "$out/run.txt"
 		unset PYBPFPROF_NO_CODE_STAMP
 	done | median
 }
 
 printf '\nBPF us per target sample at %d Hz, --no-native (bench/depth_work.py, median of %d)\n' "$rate" "$runs"
-printf '%-7s %-8s %7s %7s %7s %7s %7s %7s %8s\n' python ids d30 d200 d900 900/30 r32 d32 d32/r32
+printf '%-7s %-8s %-9s %7s %7s %7s %7s %7s %7s %8s %8s\n' python ids shape d30 d200 d900 900/30 r32 d32 d32/r32 start_s
 for version in 3.12 3.13; do
 	python=$(ls -d "$versions"/"$version".*/bin/python 2>/dev/null | head -1)
 	[ -n "$python" ] || { printf '%-7s absent\n' "$version"; continue; }
 	for how in trusted read; do
-		d30=$(bpf_ns "$python" 30 distinct "$how"); d200=$(bpf_ns "$python" 200 distinct "$how")
-		d900=$(bpf_ns "$python" 900 distinct "$how")
+		: >"$out/start"
 		r32=$(bpf_ns "$python" 32 recursive "$how"); d32=$(bpf_ns "$python" 32 distinct "$how")
-		awk -v v="$version" -v h="$how" -v a="$d30" -v b="$d200" -v c="$d900" -v r="$r32" -v d="$d32" 'BEGIN {
-			printf "%-7s %-8s %7.1f %7.1f %7.1f %6.1fx %7.1f %7.1f %7.2fx\n", v, h, a / 1000, b / 1000, c / 1000,
-				a ? c / a : 0, r / 1000, d / 1000, r ? d / r : 0 }'
+		for shape in distinct recursive; do
+			d30=$(bpf_ns "$python" 30 "$shape" "$how"); d200=$(bpf_ns "$python" 200 "$shape" "$how")
+			d900=$(bpf_ns "$python" 900 "$shape" "$how")
+			start=$(median <"$out/start")
+			awk -v v="$version" -v h="$how" -v s="$shape" -v a="$d30" -v b="$d200" -v c="$d900" -v r="$r32" -v d="$d32" \
+				-v t="$start" 'BEGIN {
+				printf "%-7s %-8s %-9s %7.1f %7.1f %7.1f %6.1fx %7.1f %7.1f %7.2fx %8.3f\n", v, h, s, a / 1000, b / 1000,
+					c / 1000, a ? c / a : 0, r / 1000, d / 1000, r ? d / r : 0, t }'
+		done
 	done
 done
 
@@ -78,8 +90,10 @@ for version in 3.12 3.13; do
 done
 cat <<'TXT'
 ids: trusted, BPF takes a code object's identity unread while the target's code-object counter
-  stands still; read, every code object read on every walk. 900/30 and d32/r32: ratios of the
-  BPF times beside them. trusted, read: pybpfprof's slowdown each way; vs_floor: it over the
+  stands still; read, every code object read on every walk. shape: every frame its own function,
+  or one function's recursion. 900/30 and d32/r32: ratios of the BPF times beside them (r32, d32
+  repeated on each shape's row). start_s: pybpfprof's CPU seconds to start, the BPF verifier's
+  time most of it. trusted, read: pybpfprof's slowdown each way; vs_floor: it over the
   floor's (perf record, no stacks: the timer interrupts' own cost, large on a VM at 10 kHz);
   "-" where the floor measured none.
 TXT

@@ -1,6 +1,9 @@
 # A stack DEPTH frames deep (argv[1]) whose every frame runs its own code
 # object, as in real programs (recursion would let a walker reuse the last
 # frame's code lookup); the innermost frame spins for SECONDS (argv[2]).
+# With SECONDS given as "cpu=S", it spins for S seconds of its own CPU time from
+# when it is reached instead: on a loaded machine wall time leaves few samples,
+# most of them taken while the stack was still being built.
 # With "recursive" as argv[3], one function recurses to the same depth instead.
 # With SECONDS given as "work=N", the innermost frame does N rounds of fixed work
 # instead and the script prints the CPU seconds they took (time.process_time):
@@ -24,6 +27,11 @@ def leaf(end):
             count += 1
         print("%.4f" % (time.process_time() - started))
         return count
+    if isinstance(end, tuple):  # ("cpu", S)
+        end = time.process_time() + end[1]
+        while count % 4096 != 0 or time.process_time() < end:
+            count += 1
+        return count
     while time.time() < end:
         count += 1
     return count
@@ -45,5 +53,10 @@ def main(depth, until, shape):
     call(until)
 
 
-until = sys.argv[2] if sys.argv[2].startswith("work=") else time.time() + float(sys.argv[2])
+if sys.argv[2].startswith("work="):
+    until = sys.argv[2]
+elif sys.argv[2].startswith("cpu="):
+    until = ("cpu", float(sys.argv[2][4:]))
+else:
+    until = time.time() + float(sys.argv[2])
 main(int(sys.argv[1]), until, sys.argv[3] if len(sys.argv) > 3 else "distinct")

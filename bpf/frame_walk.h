@@ -32,11 +32,16 @@
 #define PBP_CUT_SHIM_SEARCH_FRAMES 256
 /* A data-stack chunk's used part beyond this is not believed (CPython's are 16 KiB, or one frame's size). */
 #define PBP_DATA_STACK_MAX (1ull << 26)
+/* Frames pbp_fast_frames takes at most per call. */
+#ifndef PBP_FAST_FRAMES
+#define PBP_FAST_FRAMES 8
+#endif
 
 struct pbp_frame_walk_ctx {
 	const struct py_proc_config *config;
 	struct pbp_cpu_scratch *scratch;
 	struct pbp_cpu_window *window;
+	struct pbp_hot_codes *hot;  /* NULL: no fast path (frames that are not in a data stack) */
 	struct task_struct *task;  /* the sampled thread, NULL: the current task (pbp_read_target) */
 };
 
@@ -289,6 +294,41 @@ static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 cod
 	walk->new_code = 1;
 }
 
+/* The first slot of the pair of hot_codes where the code object at code_addr would be. */
+static __always_inline __u32 pbp_hot_pair(__u64 code_addr)
+{
+	return (__u32)((code_addr * 0x9e3779b97f4a7c15ull) >> 40) & (PBP_HOT_CODES - 2);
+}
+
+/* The checksum hot_codes holds for the code object at code_addr in this epoch, else -1. */
+static __always_inline long pbp_hot_checksum(const struct pbp_hot_codes *hot, __u64 code_addr, __u32 epoch)
+{
+	__u32 pair = pbp_hot_pair(code_addr);
+	const struct pbp_hot_code *first = &hot->slot[pair & (PBP_HOT_CODES - 1)];
+	const struct pbp_hot_code *second = &hot->slot[(pair | 1) & (PBP_HOT_CODES - 1)];
+
+	if (first->code_addr == code_addr && first->epoch == epoch)
+		return first->checksum;
+	if (second->code_addr == code_addr && second->epoch == epoch)
+		return second->checksum;
+	return -1;
+}
+
+/* Keeps a checksum settled in this epoch: in the pair's first slot unless it holds another
+ * code object of this epoch. */
+static __always_inline void pbp_hot_remember(struct pbp_hot_codes *hot, __u64 code_addr, __u32 epoch,
+					     __u32 checksum)
+{
+	__u32 pair = pbp_hot_pair(code_addr);
+	struct pbp_hot_code *slot = &hot->slot[pair & (PBP_HOT_CODES - 1)];
+
+	if (slot->epoch == epoch && slot->code_addr != code_addr)
+		slot = &hot->slot[(pair | 1) & (PBP_HOT_CODES - 1)];
+	slot->code_addr = code_addr;
+	slot->checksum = checksum;
+	slot->epoch = epoch;
+}
+
 static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, const __u8 *frame, __u64 code_addr)
 {
 	const __u8 *lasti = frame + (off->frame_lasti & (PBP_FRAME_MAX_READ - 1));
@@ -296,6 +336,70 @@ static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, cons
 	if (off->lasti_kind == PY_LASTI_PTR)
 		return (__u32)(*(const __u64 *)lasti - code_addr);
 	return (__u32)*(const __s32 *)lasti;
+}
+
+/*
+ * 3.11+: frames taken as a full step (pbp_frame_step) would take them, as long as they are
+ * plain ones: inside the window copied already, run by the thread (no shim, no coroutine
+ * whose task is looked for), their code object's identity the previous frame's or settled in
+ * this epoch (hot_codes). The first frame that is not stops it, for the full step to take.
+ * Several frames a call: a bpf_loop iteration costs more than such a frame.
+ */
+static __always_inline void pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
+{
+	const struct py_offsets *off = &ctx->config->off;
+	struct pbp_cpu_scratch *scratch = ctx->scratch;
+	struct pbp_frame_walk *walk = &scratch->walk;
+	const struct pbp_hot_codes *hot = ctx->hot;
+	const __u8 *window = ctx->window->bytes;
+	__u64 addr = walk->frame_addr, start = walk->window_start, len = walk->window_len;
+	__u64 last_code_addr = walk->last_code_addr, code_addr;
+	__u32 last_checksum = walk->last_checksum, count = walk->frame_count, epoch = walk->hot_epoch;
+	__u32 size = off->frame_read_size;
+	__u8 generator_owned = (ctx->config->flags & PY_PROC_CORO_FROM_FRAMES) ? PY_FRAME_OWNED_BY_GENERATOR : 0xff;
+	struct pbp_py_frame *out;
+	const __u8 *frame;
+	__u32 instr_offset;
+	__u8 owner;
+	long checksum;
+
+	if (size == 0 || size > PBP_FRAME_MAX_READ)
+		return;
+	for (__u32 i = 0; i < PBP_FAST_FRAMES; i++) {
+		if (addr < start || addr - start > len || addr - start + size > len ||
+		    addr - start > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ || count >= PBP_MAX_PY_FRAMES)
+			break;
+		frame = window + (addr - start);
+		owner = frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)];
+		if (owner >= off->owner_boundary || owner == generator_owned)
+			break;
+		code_addr = *(const __u64 *)(frame + (off->frame_code & (PBP_FRAME_MAX_READ - 1))) & off->code_ptr_mask;
+		if (code_addr == 0)
+			break;
+		if (code_addr != last_code_addr) {
+			if (epoch == 0 || (checksum = pbp_hot_checksum(hot, code_addr, epoch)) < 0)
+				break;
+			last_code_addr = code_addr;
+			last_checksum = (__u32)checksum;
+		}
+		instr_offset = pbp_instr_offset(off, frame, code_addr);
+		if (off->frame_is_entry != PY_OFF_NONE && frame[off->frame_is_entry & (PBP_FRAME_MAX_READ - 1)])
+			instr_offset |= PBP_PY_FRAME_ENTRY;
+		/* Keeps the mask that clang would drop after the test above, for the verifier. */
+		barrier_var(count);
+		out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
+		out->code_addr = code_addr;
+		out->instr_offset = instr_offset;
+		out->checksum = last_checksum;
+		count++;
+		addr = *(const __u64 *)(frame + (off->frame_previous & (PBP_FRAME_MAX_READ - 1)));
+		if (addr == 0)
+			break;
+	}
+	walk->frame_addr = addr;
+	walk->frame_count = count;
+	walk->last_code_addr = last_code_addr;
+	walk->last_checksum = last_checksum;
 }
 
 static long pbp_frame_step(__u32 index, void *opaque)
@@ -315,6 +419,10 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	long checksum;
 
 	(void)index;
+	if (ctx->hot) {
+		pbp_fast_frames(ctx);
+		addr = walk->frame_addr;
+	}
 	if (addr == 0)
 		return 1;
 	if (size == 0 || size > PBP_FRAME_MAX_READ) {
@@ -366,6 +474,8 @@ static long pbp_frame_step(__u32 index, void *opaque)
 		/* Its entry was made when it was read and noted on this CPU: no new wakeup is owed. */
 		walk->last_code_addr = code_addr;
 		walk->last_checksum = (__u32)checksum;
+		if (ctx->hot && walk->hot_epoch != 0)
+			pbp_hot_remember(ctx->hot, code_addr, walk->hot_epoch, (__u32)checksum);
 	} else {
 		checksum = pbp_code_checksum(scratch, ctx->config, code_addr, ctx->task);
 		if (checksum < 0) {
@@ -375,6 +485,8 @@ static long pbp_frame_step(__u32 index, void *opaque)
 		walk->last_code_addr = code_addr;
 		walk->last_checksum = (__u32)checksum;
 		pbp_note_code(walk, code_addr, (__u32)checksum);
+		if (ctx->hot && walk->hot_epoch != 0)
+			pbp_hot_remember(ctx->hot, code_addr, walk->hot_epoch, (__u32)checksum);
 	}
 	/* 3.11-3.13: the walk goes root-ward, so the last generator-owned frame is the outermost */
 	if ((ctx->config->flags & PY_PROC_CORO_FROM_FRAMES) &&
@@ -446,6 +558,41 @@ static __always_inline __u32 pbp_read_code_stamp(const struct py_proc_config *co
 	return stamp;
 }
 
+static long pbp_hot_clear_step(__u32 index, void *opaque)
+{
+	struct pbp_hot_codes *hot = *(struct pbp_hot_codes **)opaque;
+
+	hot->slot[index & (PBP_HOT_CODES - 1)].epoch = 0;
+	return 0;
+}
+
+/* The epoch of hot_codes this walk is in: the current one while the process, interpreter,
+ * image and code-object counter are the last walk's on this CPU, else a new one. 0 (not used)
+ * without a counter. */
+static __always_inline __u32 pbp_hot_epoch(struct pbp_cpu_scratch *scratch, struct pbp_hot_codes *hot)
+{
+	struct pbp_hot_epoch *current = &scratch->hot;
+	const struct pbp_record *rec = &scratch->out.rec;
+	__u32 stamp = scratch->walk.code_stamp, generation = pbp_code_generation;
+
+	if (stamp == 0)
+		return 0;
+	if (current->epoch != 0 && current->tgid == rec->pid && current->interp_id == rec->interp_id &&
+	    current->generation == generation && current->stamp == stamp)
+		return current->epoch;
+	current->epoch += 1;
+	if (current->epoch == 0) {
+		/* Numbers are reused: no slot may keep an old epoch's. */
+		bpf_loop(PBP_HOT_CODES, pbp_hot_clear_step, &hot, 0);
+		current->epoch = 1;
+	}
+	current->tgid = rec->pid;
+	current->interp_id = rec->interp_id;
+	current->generation = generation;
+	current->stamp = stamp;
+	return current->epoch;
+}
+
 /* Fills scratch->out.py from the thread's current frame; returns frames written, flags in walk.
  * task: the sampled thread, NULL for the current task. */
 static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config,
@@ -479,6 +626,12 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	/* Read before any code object is: an object made after this read moves the counter on. */
 	walk->code_stamp = pbp_read_code_stamp(config, &scratch->out.rec, task);
 	ctx.window = window;
+	walk->hot_epoch = 0;
+	if (config->off.frame_owner != PY_OFF_NONE) {
+		ctx.hot = bpf_map_lookup_elem(&hot_codes, &zero);
+		if (ctx.hot)
+			walk->hot_epoch = pbp_hot_epoch(scratch, ctx.hot);
+	}
 	bpf_loop(PBP_MAX_PY_FRAMES + PBP_MAX_SKIPPED_FRAMES + PBP_CUT_SHIM_SEARCH_FRAMES, pbp_frame_step, &ctx, 0);
 	if (walk->frame_addr != 0 && !(walk->flags & PBP_REC_READ_FAULT))
 		walk->flags |= PBP_REC_PY_TRUNCATED;

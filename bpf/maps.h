@@ -61,6 +61,17 @@ struct pbp_frame_walk {
 	/* The main interpreter's code-object counter at this sample's start (config's
 	 * code_stamp_addr), 0: not read, or no trust in verified identities without a read. */
 	__u32 code_stamp;
+	/* The epoch of hot_codes this walk's identities belong to, 0: hot_codes is not used. */
+	__u32 hot_epoch;
+};
+
+/* What the current epoch of this CPU's hot_codes stands for, and its number (0: none yet). */
+struct pbp_hot_epoch {
+	__u32 tgid;
+	__u32 interp_id;
+	__u32 generation;
+	__u32 stamp;
+	__u32 epoch;
 	__u32 reserved;
 };
 
@@ -124,6 +135,7 @@ struct pbp_cpu_scratch {
 	__u32 reserved;
 	struct pbp_sample_buf out;
 	struct pbp_frame_walk walk;
+	struct pbp_hot_epoch hot;
 	struct pbp_native_walk native;
 	__u64 shim_addr[PBP_MAX_SHIMS];
 	struct pbp_tstate_walk tswalk;
@@ -212,6 +224,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pbp_cpu_window);
 } cpu_window SEC(".maps");
+
+/*
+ * The code identities this CPU's walks settled lately, for the frame walk's fast path
+ * (bpf/frame_walk.h): by code object address, two slots a pair, each valid in one epoch. An
+ * epoch is a run of walks with the same process, interpreter, pbp_code_generation and
+ * code-object counter (a nonzero one): within it no code object was made, so none took the
+ * address of the one a slot names, and the checksum the slot holds is the one a full walk
+ * would take. Small enough to stay in the CPU's cache, where verified_code is not: a hit
+ * costs a load and two compares, not a set of ways scattered over a large table.
+ */
+#define PBP_HOT_CODES 2048
+struct pbp_hot_code {
+	__u64 code_addr;
+	__u32 checksum;
+	__u32 epoch;     /* 0: empty */
+};
+struct pbp_hot_codes {
+	struct pbp_hot_code slot[PBP_HOT_CODES];
+};
+_Static_assert(sizeof(struct pbp_hot_codes) <= 32768, "a per-CPU map value is capped at 32 KiB");
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pbp_hot_codes);
+} hot_codes SEC(".maps");
 
 /*
  * Code objects this CPU has sent, in sets of PBP_SEEN_CODE_WAYS by address: a
