@@ -488,10 +488,14 @@ static long pbp_frame_step(__u32 index, void *opaque)
 		if (ctx->hot && walk->hot_epoch != 0)
 			pbp_hot_remember(ctx->hot, code_addr, walk->hot_epoch, (__u32)checksum);
 	}
-	/* 3.11-3.13: the walk goes root-ward, so the last generator-owned frame is the outermost */
-	if ((ctx->config->flags & PY_PROC_CORO_FROM_FRAMES) &&
-	    frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)] == PY_FRAME_OWNED_BY_GENERATOR)
-		scratch->out.rec.running_task = addr - ctx->config->gen_iframe;
+	/* 3.11+: the walk goes root-ward, so the last generator-owned frame is the outermost: the
+	 * coroutine a task steps (3.11-3.13 find the task by it) */
+	if (ctx->config->task_name && off->frame_owner != PY_OFF_NONE &&
+	    frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)] == PY_FRAME_OWNED_BY_GENERATOR) {
+		scratch->task_coro_code = code_addr;
+		if (ctx->config->flags & PY_PROC_CORO_FROM_FRAMES)
+			scratch->out.rec.running_task = addr - ctx->config->gen_iframe;
+	}
 	out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
 	out->code_addr = code_addr;
 	out->instr_offset = pbp_instr_offset(off, frame, code_addr);

@@ -118,13 +118,16 @@ struct pbp_native_walk {
 /* Words of the record after the header: the Python frames (two words each), then the
  * native pcs and the kernel stack right after the last one of each. */
 #define PBP_SAMPLE_WORDS (2 * PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES + PBP_MAX_KERNEL_FRAMES)
+/* The running task's name after the kernel stack (PBP_REC_TASK_NAME). */
+#define PBP_TASK_NAME_WORDS (sizeof(struct pbp_task_name) / sizeof(__u64))
 
-/* Leaf-first frames, then room for the native pcs and the kernel stack right after the last frame. */
+/* Leaf-first frames, then room for the native pcs and the kernel stack right after the last frame,
+ * and the task name after them. */
 struct pbp_sample_buf {
 	struct pbp_record rec;
 	union {
 		struct pbp_py_frame py[PBP_MAX_PY_FRAMES];
-		__u64 words[PBP_SAMPLE_WORDS];
+		__u64 words[PBP_SAMPLE_WORDS + PBP_TASK_NAME_WORDS];
 	};
 };
 
@@ -132,7 +135,9 @@ struct pbp_cpu_scratch {
 	__u64 wakeup_consumer_mark;  /* consumer position + 1 when this CPU last woke it for new code */
 	__u64 last_running_task;     /* the asyncio task this CPU's last record of one ran */
 	__u32 new_task;              /* this record's running task differs from it */
-	__u32 reserved;
+	__u32 has_task_name;         /* task_name holds this record's running task's */
+	__u64 task_coro_code;        /* the code of the walk's outermost coroutine frame, 0 if none */
+	struct pbp_task_name task_name;
 	struct pbp_sample_buf out;
 	struct pbp_frame_walk walk;
 	struct pbp_hot_epoch hot;

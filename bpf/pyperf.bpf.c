@@ -195,12 +195,40 @@ static __always_inline int pbp_output_with_copy(void *ring, struct pbp_cpu_scrat
 	return 0;
 }
 
+/* The running task's name copied at the sample (pbp_copy_task_name), after the record's kernel
+ * stack (PBP_REC_TASK_NAME), once its frames are all in. */
+static __always_inline void pbp_attach_task_name(struct pbp_cpu_scratch *scratch)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	__u32 at = 2 * (__u32)rec->py_frame_count + rec->native_frame_count + rec->kernel_frame_count;
+
+	if (!scratch->has_task_name)
+		return;
+	scratch->has_task_name = 0;
+	scratch->task_name.coro_code = scratch->task_coro_code;
+	if (at > PBP_SAMPLE_WORDS ||
+	    bpf_probe_read_kernel(&scratch->out.words[at], sizeof(struct pbp_task_name), &scratch->task_name) != 0)
+		return;
+	rec->flags |= PBP_REC_TASK_NAME;
+}
+
+/* A record's length from its frame counts and its task name, capped at the buffer's (the
+ * verifier's bound for a copy). */
+static __always_inline __u64 pbp_record_len(const struct pbp_record *rec)
+{
+	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
+		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
+
+	if (rec->flags & PBP_REC_TASK_NAME)
+		len += sizeof(struct pbp_task_name);
+	return len > sizeof(struct pbp_sample_buf) ? sizeof(struct pbp_sample_buf) : len;
+}
+
 /* copy: the sample's stack copy (PBP_REC_STACK_COPY set), or NULL. */
 static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch, struct pbp_stack_copy_buf *copy)
 {
 	struct pbp_record *rec = &scratch->out.rec;
-	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
-		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
+	__u64 len;
 	__u64 wakeup;
 	__u32 zero = 0;
 	void *ring = bpf_map_lookup_elem(&events, &zero);
@@ -210,8 +238,8 @@ static __always_inline void pbp_send(struct pbp_cpu_scratch *scratch, struct pbp
 		pbp_count(PBP_CNT_LOST);
 		return;
 	}
-	if (len > sizeof(scratch->out))
-		len = sizeof(scratch->out);
+	pbp_attach_task_name(scratch);
+	len = pbp_record_len(rec);
 	wakeup = pbp_wakeup_flag(scratch, ring);
 	/* Copies take a quarter of the ring at most: a host where many walks wait for tables (a
 	 * process mapping thousands of files) would otherwise fill it with copies and lose samples. */
@@ -291,6 +319,8 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 	rec->blocked_ns = 0; /* and rss_delta: one union */
 	scratch->walk.new_code = 0;
 	scratch->new_task = 0;
+	scratch->has_task_name = 0;
+	scratch->task_coro_code = 0;
 	scratch->walk.shim_count = 0;
 	return rec;
 }
@@ -619,23 +649,16 @@ int BPF_PROG(pbp_fork, struct task_struct *parent, struct task_struct *child)
  * and at times after __traceiter_sched_switch too (userspace leaves that out). */
 #define PBP_OFF_CPU_SKIP_FRAMES 2
 
-/* A record's length from its frame counts, capped at the buffer's (the verifier's bound for a copy). */
-static __always_inline __u64 pbp_record_len(const struct pbp_record *rec)
-{
-	__u64 len = sizeof(*rec) + (__u64)rec->py_frame_count * sizeof(struct pbp_py_frame) +
-		    ((__u64)rec->native_frame_count + rec->kernel_frame_count) * sizeof(__u64);
-
-	return len > sizeof(struct pbp_sample_buf) ? sizeof(struct pbp_sample_buf) : len;
-}
-
 /* The walked record into the thread's slot of off_cpu_blocks: the whole value the first time,
  * the record's length after. reserved notes a new code object or task while it waits (cleared
  * before it is sent: the wire's reserved stays zero). */
 static __always_inline void pbp_park_block(struct pbp_cpu_scratch *scratch, __u32 tid)
 {
 	struct pbp_sample_buf *parked = bpf_map_lookup_elem(&off_cpu_blocks, &tid);
-	__u64 len = pbp_record_len(&scratch->out.rec);
+	__u64 len;
 
+	pbp_attach_task_name(scratch);
+	len = pbp_record_len(&scratch->out.rec);
 	scratch->out.rec.reserved = scratch->walk.new_code || scratch->new_task;
 	if (!parked) {
 		if (bpf_map_update_elem(&off_cpu_blocks, &tid, &scratch->out, BPF_NOEXIST) != 0)

@@ -259,6 +259,40 @@ static __always_inline void pbp_fill_gil_request(const struct py_proc_config *co
 }
 
 /*
+ * The name of the task the record runs, copied now (two reads): many tasks (a request's) end
+ * within milliseconds, before userspace drains the record, and a task that ended cannot be read
+ * then, or reads as another one that took its address. The copy is bounded by its page: a name
+ * object at a mapping's end still gives its first bytes.
+ */
+static __always_inline void pbp_copy_task_name(const struct py_proc_config *config, struct pbp_cpu_scratch *scratch,
+					       __u64 running_task, struct task_struct *task)
+{
+	struct pbp_task_name *copy = &scratch->task_name;
+	__u64 name = 0, to_page_end;
+	__u32 len = PBP_TASK_NAME_BYTES;
+
+	if (!config->task_name || !running_task ||
+	    pbp_read_target(&name, sizeof(name), running_task + config->task_name, task) != 0)
+		return;
+	copy->name_addr = name;
+	copy->copied = 0;
+	copy->reserved = 0;
+	scratch->has_task_name = 1;
+	if (!name)
+		return;
+	to_page_end = 4096 - (name & PBP_PAGE_MASK);
+	if (pbp_read_target(copy->bytes, PBP_TASK_NAME_BYTES, name, task) != 0) {
+		if (to_page_end >= PBP_TASK_NAME_BYTES)
+			return;
+		len = (__u32)to_page_end;
+		if (len == 0 || len > PBP_TASK_NAME_BYTES ||
+		    pbp_read_target(copy->bytes, len & (PBP_TASK_NAME_BYTES * 2 - 1), name, task) != 0)
+			return;
+	}
+	copy->copied = len;
+}
+
+/*
  * The asyncio Task the thread runs now (3.14+ keep it in the thread state): one read, so that
  * userspace can put the sample under the task's name and the tasks awaiting it. Userspace reads
  * that chain while the task lives (many live for milliseconds): a task this CPU had not sent
@@ -273,6 +307,7 @@ static __always_inline void pbp_fill_running_task(const struct py_proc_config *c
 		return;
 	rec->running_task = pbp_read_u64(rec, rec->tstate_addr + config->tstate_running_task, PBP_ERR_RUNNING_TASK,
 					 task);
+	pbp_copy_task_name(config, scratch, rec->running_task, task);
 	if (rec->running_task && rec->running_task != scratch->last_running_task) {
 		scratch->last_running_task = rec->running_task;
 		scratch->new_task = 1;
@@ -309,6 +344,7 @@ static __always_inline void pbp_find_current_task(const struct py_proc_config *c
 			    pbp_read_u64(rec, candidate + config->task_coro, PBP_ERR_RUNNING_TASK, task) == coro) {
 				rec->running_task = candidate;
 				rec->flags |= PBP_REC_ASYNC_TASK;
+				pbp_copy_task_name(config, scratch, candidate, task);
 				break;
 			}
 		}

@@ -173,7 +173,9 @@ struct py_proc_config {
 	__u32 keys_log2_index_bytes;  /* PyDictKeysObject.dk_log2_index_bytes (a byte) */
 	__u32 keys_nentries;          /* PyDictKeysObject.dk_nentries */
 	__u32 keys_indices;           /* PyDictKeysObject.dk_indices: its {hash, key, value} entries follow */
-	__u32 reserved;               /* zero */
+	/* TaskObj.task_name (3.11+, where the running task is known): BPF copies the running task's
+	 * name into its record (PBP_REC_TASK_NAME); 0: not known */
+	__u32 task_name;
 	/* Target address of the main interpreter's code-object counter (a u32 that every new code
 	 * object's co_version is taken from and that is then bumped: 3.13's
 	 * PyInterpreterState.func_state.next_version), 0 where it is not known. While it stands

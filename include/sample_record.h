@@ -61,6 +61,10 @@
 #define PBP_REC_ASYNC_TASK    0x0800u
 /* Exception mode: the thread was raising an exception or handling one (an except block ran). */
 #define PBP_REC_EXCEPTION     0x1000u
+/* The running task's name as BPF copied it at the sample (struct pbp_task_name, after the kernel
+ * addresses and before any stack copy): a task that ends before userspace drains the record
+ * keeps its name, and a task whose address another took by then is not named after that one. */
+#define PBP_REC_TASK_NAME     0x2000u
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -128,6 +132,24 @@ struct pbp_record {
 	};
 	/* struct pbp_py_frame py[py_frame_count]; __u64 native_pcs[native_frame_count];
 	 * __u64 kernel_ips[kernel_frame_count]; */
+};
+
+/*
+ * The first bytes of the running task's name object (a str, or the int n of a "Task-n" that
+ * 3.12+ name lazily), as BPF read them at the sample: its header and the start of its text.
+ * copied counts the bytes read (fewer where the object ends a mapping), 0 if none could be.
+ * Userspace decodes it with the layout it knows (a longer text is cut at the copy's end).
+ * Where the task ended before the record was drained, this is all that is known of it.
+ */
+#define PBP_TASK_NAME_BYTES 104u
+struct pbp_task_name {
+	__u64 name_addr;   /* the name object's address (0: the task has none) */
+	/* the code object of the sample's outermost coroutine frame (the task's own coroutine,
+	 * where its frames start), 0 if none */
+	__u64 coro_code;
+	__u32 copied;      /* bytes of it in bytes[] */
+	__u32 reserved;    /* zero */
+	__u8 bytes[PBP_TASK_NAME_BYTES];
 };
 
 /*
@@ -220,6 +242,8 @@ _Static_assert(__builtin_offsetof(struct pbp_record, blocked_ns) == 64, PBP_RECO
 _Static_assert(__builtin_offsetof(struct pbp_record, rss_delta) == 64, PBP_RECORD_LAYOUT);
 _Static_assert(sizeof(struct pbp_stack_copy) == 24, PBP_RECORD_LAYOUT);
 _Static_assert(__builtin_offsetof(struct pbp_stack_copy, copy_len) == 16, PBP_RECORD_LAYOUT);
+_Static_assert(sizeof(struct pbp_task_name) == 128, PBP_RECORD_LAYOUT);
+_Static_assert(__builtin_offsetof(struct pbp_task_name, bytes) == 24, PBP_RECORD_LAYOUT);
 _Static_assert((PBP_STACK_COPY_BYTES & (PBP_STACK_COPY_BYTES - 1)) == 0, "PBP_STACK_COPY_BYTES is a power of two");
 /* The record is followed by 8-byte aligned frames and kernel addresses. */
 _Static_assert(sizeof(struct pbp_record) % 8 == 0, PBP_RECORD_LAYOUT);

@@ -12,11 +12,14 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <dirent.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testlib.h"
@@ -734,6 +737,239 @@ static void chain_budget(void **state)
 	assert_true(weight_ending(path, "<task many-", "asyncio/tasks.py:sleep:") > 0);
 }
 
+/*
+ * Tasks that end before their record is drained: short_tasks.py runs 3 ms tasks "alpha-N" and
+ * "beta-N" one after the other (each one often made where the last one lay), while the profiler
+ * is stopped (SIGSTOP) for 600 ms of every 800: most records are drained long after their task
+ * ended. Each task's name is copied at the sample: of the samples surely within a task's run
+ * (by the times the script wrote), most are under that task's own frame, and none under
+ * another task's.
+ */
+#define SHORT_TASK_SHARE_MIN 0.9
+/* Samples surely within a task's run that the share is judged on: enough not to be luck. */
+#define SHORT_TASK_SAMPLES_MIN 300
+#define SHORT_TASK_RECORDINGS_MAX 12
+/* A sample this close to a task's start or end (the script's clock readings) is not judged. */
+#define SHORT_TASK_SLACK_US 500
+#define SHORT_TASK_NAME_MAX 32
+
+struct task_run {
+	char name[SHORT_TASK_NAME_MAX];
+	uint64_t start_us, end_us;
+};
+
+struct task_runs {
+	struct task_run *runs;
+	size_t count;
+};
+
+/* The script's runs, in the order they ran (each ends before the next starts). */
+static struct task_runs read_task_runs(const char *path)
+{
+	struct task_runs runs = { NULL, 0 };
+	size_t room = 0;
+	struct task_run run;
+	FILE *file = fopen(path, "r");
+
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (fscanf(file, "%31s %" SCNu64 " %" SCNu64, run.name, &run.start_us, &run.end_us) == 3) {
+		if (runs.count == room) {
+			room = room ? 2 * room : 4096;
+			runs.runs = realloc(runs.runs, room * sizeof(*runs.runs));
+			assert_non_null(runs.runs);
+		}
+		runs.runs[runs.count++] = run;
+	}
+	fclose(file);
+	return runs;
+}
+
+/* The run surely under way at time_us, NULL if none. */
+static const struct task_run *run_at(const struct task_runs *runs, uint64_t time_us)
+{
+	size_t low = 0, high = runs->count;
+
+	while (low < high) {
+		size_t mid = low + (high - low) / 2;
+
+		if (runs->runs[mid].start_us <= time_us)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	if (low == 0)
+		return NULL;
+	const struct task_run *run = &runs->runs[low - 1];
+
+	return run->start_us + SHORT_TASK_SLACK_US <= time_us && time_us + SHORT_TASK_SLACK_US <= run->end_us ? run : NULL;
+}
+
+struct short_task_tally {
+	size_t judged, own, other, none;
+	char shown[160];
+};
+
+/* The name of the innermost task frame of the sample above its frame `below`, NULL if none. */
+static const char *task_above(const struct pf_sample *sample, const char *below)
+{
+	const char *task = NULL;
+
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		const struct pf_frame *frame = &sample->frames[i];
+
+		if (frame->kind == PF_FRAME_PYTHON && strcmp(frame->name, below) == 0)
+			return task;
+		if (strncmp(frame->name, "<task ", 6) == 0 && frame->file && strcmp(frame->file, "<asyncio>") == 0)
+			task = frame->name;
+	}
+	return NULL;
+}
+
+/* Judges the samples of a Tachyon profile surely within a task's run against that run. */
+static void tally_short_tasks(const char *path, const struct task_runs *runs, struct short_task_tally *tally)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	struct pf_sample sample;
+	int got;
+
+	while ((got = pf_reader_next_sample(reader, &sample)) == 1) {
+		const struct task_run *run = run_at(runs, sample.timestamp_us);
+		const char *leaf = run && run->name[0] == 'a' ? "crunch_alpha" : "crunch_beta";
+		char expected[SHORT_TASK_NAME_MAX + 8];
+		const char *task;
+
+		if (!run || !test_has_python_frame(&sample, leaf))
+			continue;
+		tally->judged++;
+		task = task_above(&sample, leaf);
+		FORMAT(expected, "<task %s>", run->name);
+		if (!task) {
+			tally->none++;
+		} else if (strcmp(task, expected) == 0) {
+			tally->own++;
+		} else {
+			if (!tally->other)
+				FORMAT(tally->shown, "%s at %" PRIu64 " us, in %s's run", task, sample.timestamp_us, run->name);
+			tally->other++;
+		}
+	}
+	assert_int_equal(got, 0);
+	pf_reader_close(reader);
+}
+
+/* Whether process pid holds a perf event (pybpfprof opens its sampling events once its BPF
+ * programs are loaded: a signal while the verifier runs would fail the load). */
+static bool holds_perf_event(pid_t pid)
+{
+	char dir[64], path[PATH_MAX], link[128];
+	struct dirent *entry;
+	bool found = false;
+	DIR *fds;
+
+	FORMAT(dir, "/proc/%d/fd", (int)pid);
+	fds = opendir(dir);
+	while (fds && !found && (entry = readdir(fds))) {
+		ssize_t len;
+
+		FORMAT(path, "%s/%s", dir, entry->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0) {
+			link[len] = 0;
+			found = strcmp(link, "anon_inode:[perf_event]") == 0;
+		}
+	}
+	if (fds)
+		closedir(fds);
+	return found;
+}
+
+/* pybpfprof -F 1000 -p pid for 4 s into path (Tachyon), its drain held back by stops once it
+ * samples. */
+static void record_with_stalled_drain(const struct test_python *python, pid_t pid, const char *path)
+{
+	char command[PATH_MAX * 2], log[PATH_MAX], *argv[32];
+	pid_t profiler;
+	int status;
+
+	FORMAT(log, "%s/short-tasks-%s.log", test_tmpdir(), python->label);
+	FORMAT(command, "%s -q -F 1000 -p %d -d 4 -o %s", pybpfprof_binary(), (int)pid, path);
+	split_command(command, argv, 32);
+	profiler = test_spawn(argv, NULL, log);
+	assert_true(profiler > 0);
+	while (waitpid(profiler, &status, WNOHANG) == 0 && !holds_perf_event(profiler))
+		usleep(20 * 1000);
+	while (waitpid(profiler, &status, WNOHANG) == 0) {
+		usleep(200 * 1000);
+		kill(profiler, SIGSTOP);
+		usleep(600 * 1000);
+		kill(profiler, SIGCONT);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("%s: pybpfprof ended with status %d (log %s)", python->label, status, log);
+}
+
+/* The Tachyon file of recording number `number` of the test on python. */
+static void short_task_recording(const struct test_python *python, int number, char *path, size_t len)
+{
+	snprintf(path, len, "%s/short-tasks-%s-%d.bin", test_tmpdir(), python->label, number);
+}
+
+/* The first `recordings` recordings judged against the runs the script wrote by now. */
+static struct short_task_tally tally_recordings(const struct test_python *python, int recordings, const char *truth)
+{
+	struct task_runs runs = read_task_runs(truth);
+	struct short_task_tally tally = { 0 };
+	char path[PATH_MAX];
+
+	for (int i = 0; i < recordings; i++) {
+		short_task_recording(python, i, path, sizeof(path));
+		tally_short_tasks(path, &runs, &tally);
+	}
+	free(runs.runs);
+	return tally;
+}
+
+static void short_lived_tasks(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char path[PATH_MAX], truth[PATH_MAX], args[PATH_MAX + 16];
+	struct short_task_tally tally = { 0 };
+	struct test_target target;
+	int recordings = 0;
+
+	/* a chroot's interpreter writes inside it */
+	if (strcmp(python->kind, "chroot") == 0) {
+		FORMAT(args, "600 0.003 /tmp/pybpfprof-short-tasks-%d-%s.truth", (int)getpid(), python->label);
+		FORMAT(truth, "%s%s", SID_CHROOT, strrchr(args, ' ') + 1);
+	} else {
+		FORMAT(truth, "%s/short-tasks-%s.truth", test_tmpdir(), python->label);
+		FORMAT(args, "600 0.003 %s", truth);
+	}
+	target.pid = test_start_ready_script(python, "short_tasks.py", args, &target.out_fd);
+	do {
+		short_task_recording(python, recordings, path, sizeof(path));
+		record_with_stalled_drain(python, target.pid, path);
+		tally = tally_recordings(python, ++recordings, truth);
+	} while (recordings < SHORT_TASK_RECORDINGS_MAX && tally.judged < SHORT_TASK_SAMPLES_MIN);
+	test_stop_target(&target);
+	unlink(truth);
+	print_message("%s: %d recordings; %zu samples surely within a task's run: under its own task frame %zu "
+		      "(%.1f%%), another task's %zu, none %zu%s%s\n",
+		      python->label, recordings, tally.judged, tally.own,
+		      tally.judged ? 100.0 * (double)tally.own / (double)tally.judged : 0, tally.other, tally.none,
+		      tally.other ? "; first: " : "", tally.shown);
+	if (tally.judged < SHORT_TASK_SAMPLES_MIN)
+		fail_msg("%s: %zu samples within the tasks' runs in %d recordings, not %d", python->label, tally.judged,
+			 recordings, SHORT_TASK_SAMPLES_MIN);
+	/* a task frame is never another task's */
+	if (tally.other)
+		fail_msg("%s: %zu samples under another task's frame: %s", python->label, tally.other, tally.shown);
+	if ((double)tally.own < SHORT_TASK_SHARE_MIN * (double)tally.judged)
+		fail_msg("%s: %zu of %zu samples under their own task's frame, not >= %.0f%%", python->label, tally.own,
+			 tally.judged, 100 * SHORT_TASK_SHARE_MIN);
+}
+
 int main(void)
 {
 	const struct test_per_python kinds[] = {
@@ -746,6 +982,7 @@ int main(void)
 		{ "chain_budget_", chain_budget },
 		{ "stacks_exited_thread_tasks_", stacks_exited_thread_tasks },
 		{ "stacks_shared_task_", stacks_shared_task },
+		{ "short_lived_tasks_", short_lived_tasks },
 	};
 	/* 3.11-3.13: their tasks listed from the process's sets of them, by loop */
 	static const char *const old_labels[] = { "3.11", "3.12", "3.13" };
@@ -758,6 +995,7 @@ int main(void)
 		{ "wall_waiting_share_", wall_waiting_share },
 		{ "stacks_exited_thread_tasks_", stacks_exited_thread_tasks },
 		{ "stacks_shared_task_", stacks_shared_task },
+		{ "short_lived_tasks_", short_lived_tasks },
 	};
 	/* uvloop on /usr/bin/python3.11 (bookworm's 0.17): tests/e2e/test_services.c runs uvicorn on it */
 	static const char *const uvloop_labels[] = { "3.14" };

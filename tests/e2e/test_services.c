@@ -13,7 +13,7 @@
  *   profiled has its views' samples.
  * - uvicorn, a FastAPI app whose endpoint goes handler -> service -> query: the chain is in
  *   >= 90% of the handler's samples, as the app measured within 3 points, under the request's
- *   task frame in >= 80%, the event loop's plumbing hidden.
+ *   task frame in >= 90%, the event loop's plumbing hidden.
  * - the same on uvloop in wall mode with every waiting task: requests waiting in a 5-15 ms
  *   asyncio.sleep "database" call, then a 20-40 ms one, are under their task frame in >= 80% of
  *   their samples, in the database call in the share of wall time the app measured (10 points).
@@ -733,11 +733,16 @@ static void uvicorn_profiled(const char *name, const char *loop, const char *pat
 }
 
 /*
- * A sample of a request whose task ended before its record was drained (a request takes a few
- * milliseconds; the drain may lag more on a loaded host) keeps the loop's frames without a task
- * frame: 96-100% had one on a host at load 8-11. This share must have one.
+ * The running request's task name is copied at the sample, so a request whose task ended before
+ * its record was drained keeps its task frame: 100% of handler samples had one in 5 runs at load
+ * 18-25, 2 of them beside two CPU hogs (96-100% at load 8-11 when the name was read at the drain).
  */
-#define TASK_SHARE_MIN 0.80
+#define TASK_SHARE_MIN 0.90
+/*
+ * Wall mode's waiting requests: each one's stack is read from the target as its thread's record
+ * is drained (a request that ended before shows none); this share of them must have a task frame.
+ */
+#define WAITING_TASK_SHARE_MIN 0.80
 
 /*
  * uvicorn on asyncio's own loop, CPU mode: the request's task frame above handler -> service ->
@@ -816,7 +821,7 @@ static void uvicorn_fastapi_chain(void **state)
 /*
  * uvicorn on uvloop, wall mode with every waiting task (--async-mode all): requests to /report
  * wait in its database call (asyncio.sleep, 5-15 ms) then in render_page (20-40 ms); the samples under
- * report are under the request's task frame (TASK_SHARE_MIN), and those of them in db_query
+ * report are under the request's task frame (WAITING_TASK_SHARE_MIN), and those of them in db_query
  * (suspended in its sleep) are the share of the requests' wall time the app measured there,
  * within WAIT_SHARE_POINTS.
  */
@@ -865,9 +870,9 @@ static void uvicorn_waiting_requests(void **state)
 		if (report < WAIT_SAMPLES_MIN)
 			fail_msg("uvicorn wall: %" PRIu64 " samples of waiting requests, not >= %d", report,
 				 WAIT_SAMPLES_MIN);
-		if (task_share < TASK_SHARE_MIN)
+		if (task_share < WAITING_TASK_SHARE_MIN)
 			fail_msg("uvicorn wall: a task frame above report in %.1f%% of its samples, not >= %.0f%%",
-				 100 * task_share, 100 * TASK_SHARE_MIN);
+				 100 * task_share, 100 * WAITING_TASK_SHARE_MIN);
 		if (share < truth_share - WAIT_SHARE_POINTS || share > truth_share + WAIT_SHARE_POINTS)
 			fail_msg("uvicorn wall: db_query in %.1f%% of report samples, the app measured %.1f%%",
 				 100 * share, 100 * truth_share);

@@ -540,6 +540,7 @@ static bool take_asyncio_module(struct py_target *target, const struct py_runtim
 	    py_asyncio_layout_add_module(&target->asyncio, file->asyncio_debug, PY_ASYNCIO_DEBUG_WORDS))
 		return false;
 	target->config.tstate_running_task = target->asyncio.tstate_running_task;
+	target->config.task_name = target->asyncio.task_name;
 	target->config.flags |= PY_PROC_HAS_ASYNCIO;
 	return true;
 }
@@ -618,6 +619,7 @@ int py_discover_runtime_cached(struct py_runtime_file_cache *cache, pid_t pid, s
 
 			target->config.gen_iframe = target->asyncio.gen_iframe;
 			target->config.task_coro = target->asyncio.task_coro;
+			target->config.task_name = target->asyncio.task_name;
 			target->config.dict_keys = c->dict_keys;
 			target->config.keys_log2_index_bytes = c->keys_log2_index_bytes;
 			target->config.keys_nentries = c->keys_nentries;

@@ -40,10 +40,10 @@
 #define LATE_UNWIND_FINAL_WAIT_MS 2000u
 #define LATE_UNWIND_POLL_US 5000u
 
-/* The largest record a late unwind writes: the full sections, no copy. */
+/* The largest record a late unwind writes: the full sections and a task name, no copy. */
 #define LATE_RECORD_MAX \
 	(sizeof(struct pbp_record) + PBP_MAX_PY_FRAMES * sizeof(struct pbp_py_frame) + \
-	 (UNWIND_MAX_FRAMES + PBP_MAX_KERNEL_FRAMES) * sizeof(uint64_t))
+	 (UNWIND_MAX_FRAMES + PBP_MAX_KERNEL_FRAMES) * sizeof(uint64_t) + sizeof(struct pbp_task_name))
 
 struct late_entry {
 	uint64_t queued_ms;
@@ -79,13 +79,19 @@ const char *late_unwind_loss_name(enum late_unwind_loss loss)
 	return loss < LATE_LOST_COUNT ? loss_names[loss] : "?";
 }
 
-/* The record's sections before the copy: its length, or 0 when they do not fit in size. */
+/* The record's sections before the copy (its task name last): its length, or 0 when they do
+ * not fit in size. */
 static size_t sections_len(const struct pbp_record *record, size_t size)
 {
-	size_t len = sizeof(*record) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame) +
-		     ((size_t)record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t);
+	size_t len;
 
-	if (size < sizeof(*record) || len > size || record->py_frame_count > PBP_MAX_PY_FRAMES ||
+	if (size < sizeof(*record))
+		return 0;
+	len = sizeof(*record) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame) +
+	      ((size_t)record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t);
+	if (record->flags & PBP_REC_TASK_NAME)
+		len += sizeof(struct pbp_task_name);
+	if (len > size || record->py_frame_count > PBP_MAX_PY_FRAMES ||
 	    record->native_frame_count > UNWIND_MAX_FRAMES || record->kernel_frame_count > PBP_MAX_KERNEL_FRAMES)
 		return 0;
 	return len;
@@ -168,6 +174,10 @@ static size_t rewrite(struct late_unwind *late, const struct pbp_record *record,
 	at += count * sizeof(uint64_t);
 	memcpy(out + at, kernel, (size_t)record->kernel_frame_count * sizeof(uint64_t));
 	at += (size_t)record->kernel_frame_count * sizeof(uint64_t);
+	if (record->flags & PBP_REC_TASK_NAME) {
+		memcpy(out + at, kernel + record->kernel_frame_count, sizeof(struct pbp_task_name));
+		at += sizeof(struct pbp_task_name);
+	}
 	head->flags &= ~PBP_REC_STACK_COPY;
 	head->native_frame_count = (uint16_t)count;
 	head->native_stop = stop;

@@ -663,23 +663,35 @@ static void print_parser_summary(const struct session *session)
 }
 
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */
-/* asyncio (3.14+): how many samples read as their task chain, and the running tasks whose chain
- * could not be read (most ended before their record was drained). */
+/* asyncio: how many samples read as their task chain, the running tasks whose chain could not be
+ * read (most ended before their record was drained), and by cause those put under the name BPF
+ * copied at the sample alone: the chain unread or another task's (its address taken since),
+ * and "<task ?>" (no name copied either). */
 static void write_asyncio_metadata(struct session *session)
 {
-	if (!session->resolver.task_samples && !session->resolver.task_chain_errors)
+	const struct sample_resolver *resolver = &session->resolver;
+
+	if (!resolver->task_samples && !resolver->task_chain_errors)
 		return;
-	set_metadata_u64(session, "asyncio_task_samples", session->resolver.task_samples);
-	set_metadata_u64(session, "asyncio_chains_unread", session->resolver.task_chain_errors);
+	set_metadata_u64(session, "asyncio_task_samples", resolver->task_samples);
+	set_metadata_u64(session, "asyncio_chains_unread", resolver->task_chain_errors);
+	set_metadata_u64(session, "asyncio_chains_of_another_task", resolver->task_chains_reused);
+	set_metadata_u64(session, "asyncio_tasks_named_at_sample", resolver->task_names_copied);
+	set_metadata_u64(session, "asyncio_task_names_unknown", resolver->task_names_unknown);
 }
 
 static void print_asyncio_summary(const struct session *session)
 {
-	if (!session->resolver.task_samples && !session->resolver.task_chain_errors)
+	const struct sample_resolver *resolver = &session->resolver;
+
+	if (!resolver->task_samples && !resolver->task_chain_errors)
 		return;
 	fprintf(stderr, "pybpfprof: asyncio: %" PRIu64 " samples under their task chain, %" PRIu64
-			" running tasks' chains unread (ended before their record was drained, or unreadable)\n",
-		session->resolver.task_samples, session->resolver.task_chain_errors);
+			" running tasks' chains unread (ended before their record was drained, or unreadable), %" PRIu64
+			" read as another task's (its address taken since); %" PRIu64
+			" of these named by the name copied at the sample alone, %" PRIu64 " as <task ?> (no name copied)\n",
+		resolver->task_samples, resolver->task_chain_errors, resolver->task_chains_reused,
+		resolver->task_names_copied, resolver->task_names_unknown);
 }
 
 static void write_wall_metadata(struct session *session)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample_record.h"
 #include "symbolize/symbolize_py.h"
 #include "python/py_thread_name.h"
 #include "proc/target_mem.h"
@@ -111,8 +112,25 @@ struct task_list {
 /* Set slots read at once while listing tasks. */
 #define SET_CHUNK 256u
 
+/* A type's tp_flags, read once per (process, type): a name BPF copied says its type only. */
+struct type_flags_slot {
+	uint32_t pid;
+	uint64_t type, flags;
+};
+#define TYPE_FLAGS_SLOTS 64
+
+/* The chain of a task known only by the name BPF copied (async_tasks_named_chain): one frame. */
+struct named_slot {
+	const char *name; /* interned "<task NAME>" */
+	uint64_t coro_code;
+	struct async_chain *chain;
+};
+#define NAMED_SLOTS 1024
+
 struct async_tasks {
 	struct checksum_slot checksums[CHECKSUM_SLOTS];
+	struct type_flags_slot type_flags[TYPE_FLAGS_SLOTS];
+	struct named_slot named[NAMED_SLOTS];
 	struct task_list lists[TASK_LISTS];
 	struct coro_slot coros[CORO_SLOTS];
 	struct loop_slot loops[LOOP_SLOTS];
@@ -176,6 +194,8 @@ void async_tasks_free(struct async_tasks *tasks)
 		free(tasks->slots[i].chain);
 		free(tasks->pending[i].chain);
 	}
+	for (size_t i = 0; i < NAMED_SLOTS; i++)
+		free(tasks->named[i].chain);
 	free(tasks->slots);
 	free(tasks->pending);
 	intern_free(&tasks->names);
@@ -392,6 +412,113 @@ static const char *task_name(struct async_tasks *tasks, const struct py_target *
 		snprintf(number, sizeof(number), "Task-%" PRIu64, low | high << LONG_DIGIT_BITS);
 		return intern_task_name(tasks, number, strlen(number));
 	}
+	return intern_task_name(tasks, "?", 1);
+}
+
+/* The tp_flags of a type of pid's (kept: a name's type is str or int, whose types outlive it). */
+static int type_flags_of(struct async_tasks *tasks, const struct py_target *target, uint64_t type, uint64_t *flags)
+{
+	struct type_flags_slot *slot =
+		&tasks->type_flags[hash_combine(type, (uint64_t)(uint32_t)target->pid) % TYPE_FLAGS_SLOTS];
+	int err;
+
+	if (slot->pid == (uint32_t)target->pid && slot->type == type) {
+		*flags = slot->flags;
+		return 0;
+	}
+	err = charged_u64(tasks, target->pid, type + target->asyncio.tp_flags, flags);
+	if (!err)
+		*slot = (struct type_flags_slot){ .pid = (uint32_t)target->pid, .type = type, .flags = *flags };
+	return err;
+}
+
+/* A compact ASCII str's text in a copy of its object: its length (cut at the copy's end, *cut
+ * then set), or -1 if the copy holds no such str. */
+static int64_t copied_ascii(const struct py_offsets *off, const uint8_t *bytes, size_t copied, const char **text,
+			    bool *cut)
+{
+	uint32_t state;
+	int64_t length;
+	uint32_t data = off->unicode_ascii_data;
+
+	if (off->string_kind != PY_STRING_UNICODE || off->unicode_state + sizeof(state) > copied ||
+	    off->unicode_length + sizeof(length) > copied || data == PY_OFF_NONE || data > copied)
+		return -1;
+	memcpy(&state, bytes + off->unicode_state, sizeof(state));
+	memcpy(&length, bytes + off->unicode_length, sizeof(length));
+	if (length < 0 || !(state & PY_UNICODE_ASCII_BIT) || !(state & PY_UNICODE_COMPACT_BIT))
+		return -1;
+	*cut = (uint64_t)length > copied - data;
+	*text = (const char *)bytes + data;
+	return *cut ? (int64_t)(copied - data) : length;
+}
+
+const char *async_tasks_copied_name(struct async_tasks *tasks, const struct py_target *target,
+				    const struct pbp_task_name *copy)
+{
+	const struct py_asyncio_layout *layout = &target->asyncio;
+	size_t copied = copy->copied < PBP_TASK_NAME_BYTES ? copy->copied : PBP_TASK_NAME_BYTES;
+	uint64_t type, flags = 0, tag, digits;
+	const char *text = NULL;
+	char number[64];
+	bool cut = false;
+	int64_t len;
+
+	if (!layout->known || !copy->name_addr || layout->ob_type + sizeof(type) > copied)
+		return NULL;
+	begin_call(tasks, tasks->now_ns);
+	type = u64_at(copy->bytes, layout->ob_type);
+	if (!type || type_flags_of(tasks, target, type, &flags))
+		return NULL;
+	if (flags & TPFLAGS_UNICODE_SUBCLASS) {
+		len = copied_ascii(&target->config.off, copy->bytes, copied, &text, &cut);
+		if (len < 0 || memchr(text, 0, (size_t)len))
+			return NULL;
+		if (!cut)
+			return intern_task_name(tasks, text, (size_t)len);
+		/* a longer name, cut where the copy ends: marked so, never taken for another */
+		snprintf(number, sizeof(number), "%.*s...", (int)(len < 48 ? len : 48), text);
+		return intern_task_name(tasks, number, strlen(number));
+	}
+	if (!(flags & TPFLAGS_LONG_SUBCLASS) || layout->long_lv_tag + sizeof(tag) > copied)
+		return NULL;
+	tag = u64_at(copy->bytes, layout->long_lv_tag);
+	if (layout->long_size_is_count)
+		tag <<= 3; /* 3.11: ob_size counts the digits (a task's number is positive) */
+	if (LONG_DIGIT_COUNT(tag) > 2 || layout->long_ob_digit + sizeof(digits) > copied)
+		return NULL;
+	digits = u64_at(copy->bytes, layout->long_ob_digit);
+	if (LONG_DIGIT_COUNT(tag) < 2)
+		digits &= LONG_DIGIT_COUNT(tag) ? 0xffffffffu : 0;
+	snprintf(number, sizeof(number), "Task-%" PRIu64, (digits & 0xffffffffu) | (digits >> 32) << LONG_DIGIT_BITS);
+	return intern_task_name(tasks, number, strlen(number));
+}
+
+int async_tasks_named_chain(struct async_tasks *tasks, const char *name, uint64_t coro_code,
+			    const struct async_chain **out)
+{
+	struct named_slot *slot =
+		&tasks->named[hash_combine((uint64_t)(uintptr_t)name, coro_code) % NAMED_SLOTS];
+	struct async_chain *chain;
+
+	if (!slot->chain || slot->name != name || slot->coro_code != coro_code) {
+		chain = malloc(sizeof(*chain) + sizeof(chain->frames[0]));
+		if (!chain)
+			return -ENOMEM;
+		free(slot->chain);
+		chain->chain_id = ++tasks->last_chain_id;
+		chain->coro_code = coro_code;
+		chain->stack_id = 0;
+		chain->frame_count = 1;
+		chain->frames[0] = pf_frame_unlocated(PF_FRAME_PYTHON, ASYNC_TASKS_FRAME_FILE, name);
+		*slot = (struct named_slot){ .name = name, .coro_code = coro_code, .chain = chain };
+	}
+	*out = slot->chain;
+	return 0;
+}
+
+const char *async_tasks_unknown_name(struct async_tasks *tasks)
+{
 	return intern_task_name(tasks, "?", 1);
 }
 

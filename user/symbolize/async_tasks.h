@@ -107,6 +107,26 @@ int async_tasks_read(struct async_tasks *tasks, struct symbolize_py_cache *pytho
 int async_tasks_chain(struct async_tasks *tasks, struct symbolize_py_cache *python, const struct py_target *target,
 		      uint64_t task_addr, uint64_t now_ns, const struct async_chain **out);
 
+struct pbp_task_name;
+/*
+ * The name BPF copied of a record's running task at its sample (include/sample_record.h,
+ * PBP_REC_TASK_NAME) as its frame shows it, "<task NAME>" (a compact ASCII str, cut at the
+ * copy's end with "...", or the int of a lazy "Task-n"); NULL if the copy holds none of those.
+ * At most one read (the name's type's flags, kept per type).
+ */
+const char *async_tasks_copied_name(struct async_tasks *tasks, const struct py_target *target,
+				    const struct pbp_task_name *copy);
+/*
+ * The chain of a task known by its frame's name alone (name as async_tasks_copied_name gives it,
+ * or async_tasks_unknown_name): that frame, above the coroutine frame of coro_code. For a task
+ * that ended before its record was drained: the tasks that awaited it are not known. Kept per
+ * (name, coro_code), *out valid until the next call. 0 or -ENOMEM.
+ */
+int async_tasks_named_chain(struct async_tasks *tasks, const char *name, uint64_t coro_code,
+			    const struct async_chain **out);
+/* "<task ?>": a task whose name could not be known. */
+const char *async_tasks_unknown_name(struct async_tasks *tasks);
+
 /*
  * Wall mode: every task of a thread that is not running is a sample of where it is suspended,
  * at most this many per thread and pass (a longer list is cut).

@@ -707,19 +707,66 @@ static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_
 	return count;
 }
 
-/* The chain of tasks of the record's running task, NULL if none (or it cannot be read). */
+/* The name BPF copied of the record's running task (PBP_REC_TASK_NAME), NULL if it has none. */
+static const struct pbp_task_name *copied_task_name(const struct pbp_record *record, size_t size)
+{
+	size_t at = sizeof(*record) + (size_t)record->py_frame_count * sizeof(struct pbp_py_frame) +
+		    ((size_t)record->native_frame_count + record->kernel_frame_count) * sizeof(uint64_t);
+
+	if (!(record->flags & PBP_REC_TASK_NAME) || size < at + sizeof(struct pbp_task_name))
+		return NULL;
+	return (const struct pbp_task_name *)((const uint8_t *)record + at);
+}
+
+/* Whether a chain read at the drain is of the task named copied at the sample (a name cut at
+ * the copy's end, "<task TEXT...>", names every task whose name starts with TEXT). */
+static bool chain_named(const struct async_chain *chain, const char *copied)
+{
+	const char *read = chain->frame_count ? chain->frames[chain->frame_count - 1].name : NULL;
+	size_t len = strlen(copied);
+
+	if (!read)
+		return false;
+	if (len > 4 && strcmp(copied + len - 4, "...>") == 0)
+		return strncmp(read, copied, len - 4) == 0;
+	return strcmp(read, copied) == 0;
+}
+
+/*
+ * The chain of tasks of the record's running task, NULL if none (or nothing of it is known).
+ * The chain is read from the target at the drain; the task's name BPF copied at the sample
+ * checks it: a task that ended since (its chain unread), or whose address another task took
+ * (a chain of another name), is its name alone, "<task ?>" where BPF could not copy it.
+ */
 static const struct async_chain *task_chain(struct sample_resolver *resolver, const struct pbp_record *record,
-					    const struct py_target *python)
+					    size_t size, const struct py_target *python)
 {
 	const struct async_chain *chain = NULL;
+	const struct pbp_task_name *copy = copied_task_name(record, size);
 	uint64_t task = record_task(resolver, record, python);
+	const char *copied;
+	int err;
 
 	if (!task)
 		return NULL;
-	if (async_tasks_chain(resolver->tasks, resolver->python, python, task, record->time_ns, &chain)) {
+	err = async_tasks_chain(resolver->tasks, resolver->python, python, task, record->time_ns, &chain);
+	if (err)
 		resolver->task_chain_errors++;
-		return NULL;
+	if (!copy)
+		return err ? NULL : chain;
+	copied = async_tasks_copied_name(resolver->tasks, python, copy);
+	if (!err && (!copied || chain_named(chain, copied)))
+		return chain;
+	if (!err)
+		resolver->task_chains_reused++;
+	if (!copied) {
+		copied = async_tasks_unknown_name(resolver->tasks);
+		resolver->task_names_unknown++;
+	} else {
+		resolver->task_names_copied++;
 	}
+	if (!copied || async_tasks_named_chain(resolver->tasks, copied, copy->coro_code, &chain))
+		return NULL;
 	return chain;
 }
 
@@ -757,7 +804,7 @@ int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_rec
 	 * the Python frames and the merge come from the stack kept for the same key. */
 	natives_named = name_native_frames(resolver, record, python, mixed, &leaf);
 	drop_stale_stacks(resolver);
-	chain = task_chain(resolver, record, python);
+	chain = task_chain(resolver, record, size, python);
 	build_stack_key(resolver, record, python, mixed, leaf, chain, key);
 	hash = memo_cache_hash_parts(key, KEY_PARTS);
 	kept = natives_named ? memo_cache_find_parts(&resolver->stacks, hash, key, KEY_PARTS, &kept_len) : NULL;

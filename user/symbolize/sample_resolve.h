@@ -68,6 +68,12 @@ struct sample_resolver {
 	uint64_t task_chain_errors;    /* records of a running task whose chain could not be read (most: the
 					* task ended before its record was drained) */
 	uint64_t task_samples;         /* samples put under their task chain */
+	/* Records whose running task's chain read at the drain was of another task (its address
+	 * taken since by a task of another name); and records named by the name BPF copied alone
+	 * (their chain unread or another's), or "<task ?>" (no name copied either). */
+	uint64_t task_chains_reused;
+	uint64_t task_names_copied;
+	uint64_t task_names_unknown;
 	uint64_t period_us;            /* the time one sample stands for */
 	/* Sampling on a kernel event (--event): the occurrences one sample stands for (0: the clock,
 	 * samples carry time), and the bytes one occurrence weighs (0: counted, not weighed). */
