@@ -224,28 +224,9 @@ printf 'launched: %s  attached (-p): %s\n' "$launched" "$attached"
 # Memory and the highest rate: the profiler's resident set a second before the end of whole-host
 # runs (short ones at 1 and 20 kHz, --no-native and native, and one of a million samples at
 # 1 kHz), and the highest rate per CPU at which a 32-frame stack loses no sample.
-rss_of_run() {
-	local args=$1 seconds=$2 busy_count=${3:-1} profiler rss hwm busy=()
-	for _ in $(seq "$busy_count"); do
-		"$python" bench/depth_work.py 32 $((seconds + 5)) >/dev/null & busy+=($!)
-	done
-	./pybpfprof $args -d "$seconds" -o "$out/rss.mojo" 2>"$out/rss.log" & profiler=$!
-	sleep $((seconds - 1))
-	rss=$(awk '/^VmRSS/ { print $2 }' /proc/$profiler/status 2>/dev/null)
-	hwm=$(awk '/^VmHWM/ { print $2 }' /proc/$profiler/status 2>/dev/null)
-	wait "$profiler" || true
-	kill "${busy[@]}" 2>/dev/null; wait "${busy[@]}" 2>/dev/null || true
-	awk -v r="${rss:-0}" -v h="${hwm:-0}" -v n="$(sed -n 's/^pybpfprof: \([0-9]*\) samples in.*/\1/p' "$out/rss.log")" \
-		'BEGIN { printf "%10.1f %10.1f %10d", r / 1024, h / 1024, n }'
-}
-printf '\nprofiler memory: resident MB at the end of a run, whole host with a busy Python (after N samples)\n'
-printf '%-34s %10s %10s %10s\n' run rss_MB peak_MB samples
-printf '%-34s %s\n' "1 kHz, whole host, --no-native, 20 s" "$(rss_of_run '-F 1000 --no-native' 20)"
-printf '%-34s %s\n' "1 kHz, whole host, native, 20 s" "$(rss_of_run '-F 1000' 20)"
-printf '%-34s %s\n' "20 kHz, whole host, --no-native, 25 s" "$(rss_of_run '-F 20000 --no-native' 25)"
-printf '%-34s %s\n' "20 kHz, whole host, native, 25 s" "$(rss_of_run '-F 20000' 25)"
-# A million samples at 1 kHz: a busy Python on each of the 2 CPUs for 510 s (the longest row).
-printf '%-34s %s\n' "1 kHz, whole host, native, 510 s" "$(rss_of_run '-F 1000' 510 2)"
+# The profiler's memory, its BPF loader's and its parser workers' (bench/memory.sh).
+printf '\n'
+bench/memory.sh
 
 # Whole host: what a process that is not Python pays (each tick that lands on it runs the
 # sample program as far as its target lookup): gzip, timed without and with the profiler.
@@ -346,8 +327,6 @@ wall mode: us/thr/intv is the iterator program's BPF run time per thread sampled
   symbolizing, writing) per pass; skipped: passes missed because the one before overran.
 mixed stacks: py_depth Python frames over nesting levels of C recursion (list repr); native: the
   native frames BPF walked per sample (mean); ratio: native on over --no-native.
-profiler memory: VmRSS and VmHWM of the profiler a second before the end of a whole-host run; the
-  record ring is sized from the rate and the CPUs (its size is in each file's ring_buffer_bytes).
 sustained rate: a launched 32-frame workload at each rate; lost: records dropped because the ring
   was full.
 diff: pybpfprof diff BASE NEW -o .svg -o .txt -o .pb.gz on n distinct stacks each; pprof_KiB is

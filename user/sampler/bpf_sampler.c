@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 
 #include "pyperf.skel.h"
+#include "sampler/bpf_loader.h"
 #include "unwind/unwind_maps.h"
 #include "util/array.h"
 #include "util/clock.h"
@@ -33,7 +34,9 @@
 
 
 struct bpf_sampler {
-	struct pyperf_bpf *skel;
+	/* The maps and programs, loaded by a child (sampler/bpf_loader.h): used by descriptor. */
+	struct bpf_loaded loaded;
+	struct pyperf_bpf__bss *bss;      /* the programs' .bss, mapped */
 	size_t ring_bytes;                /* the record ring's size: from the rate, grown from the records seen */
 	int ring_fd;                      /* the record ring BPF writes to (in `events`) */
 	/* The ring it replaced: still drained until no BPF program can be writing to it. */
@@ -51,15 +54,16 @@ struct bpf_sampler {
 	uint64_t record_bytes_x16;        /* a running mean of the records' sizes (x16) */
 	uint64_t records_seen;
 	struct ring_buffer *rings;        /* records + proc events, one epoll set */
-	struct bpf_link **perf_links;     /* one per possible CPU, NULL where absent */
+	/* BPF links, by descriptor: -1 where none. */
+	int *perf_links;                  /* one per possible CPU, -1 where absent */
 	int perf_count;
-	struct bpf_link *exec_link;
-	struct bpf_link *exit_link;
-	struct bpf_link *fork_link;
-	struct bpf_link *off_cpu_link;    /* --event off-cpu: the sched_switch program */
+	int exec_link;
+	int exit_link;
+	int fork_link;
+	int off_cpu_link;                 /* --event off-cpu: the sched_switch program */
 	/* --event syscall:...: the sys_enter program (and sys_exit's, a call weighed);
 	 * --event block-io: block_bio_queue's */
-	struct bpf_link *event_links[2];
+	int event_links[2];
 	struct kernel_names *kernel_names; /* NULL until bpf_sampler_open_kernel_names */
 	int stats_fd;
 	struct unwind_maps *unwind_maps;  /* native unwinding's maps (unwind/unwind_maps.h) */
@@ -73,7 +77,7 @@ struct bpf_sampler {
 	uint64_t reconciled;              /* map entries of gone processes deleted */
 	/* Wall mode: the iterator links (one per -p process, or one over every task) and the
 	 * thread that runs a pass over them at every interval. */
-	struct bpf_link **wall_links;
+	int *wall_links;
 	size_t wall_link_count;
 	uint64_t wall_interval_ns;
 	pthread_t wall_thread;
@@ -83,16 +87,21 @@ struct bpf_sampler {
 	_Atomic int wall_wake_fd;   /* written after each pass (bpf_sampler_wake_after_passes), or -1 */
 };
 
-/* libbpf's last warning, kept for the error message instead of printed. */
-static char last_libbpf_message[1024];
-
-static int keep_libbpf_message(enum libbpf_print_level level, const char *format, va_list args)
+static int map_fd(const struct bpf_sampler *sampler, enum bpf_loader_map map)
 {
-	if (getenv("PYBPFPROF_LIBBPF_DEBUG"))
-		return vfprintf(stderr, format, args);
-	if (level != LIBBPF_DEBUG)
-		vsnprintf(last_libbpf_message, sizeof(last_libbpf_message), format, args);
-	return 0;
+	return sampler->loaded.map_fds[map];
+}
+
+static int prog_fd(const struct bpf_sampler *sampler, enum bpf_loader_prog prog)
+{
+	return sampler->loaded.prog_fds[prog];
+}
+
+static void close_link(int *link)
+{
+	if (*link >= 0)
+		close(*link);
+	*link = -1;
 }
 
 static int read_sysctl_u64(const char *path, uint64_t *value)
@@ -222,6 +231,8 @@ static int attach_perf_events(struct bpf_sampler *sampler, const struct bpf_samp
 	sampler->perf_links = calloc((size_t)cpus, sizeof(*sampler->perf_links));
 	if (!sampler->perf_links)
 		return errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
+	for (int cpu = 0; cpu < cpus; cpu++)
+		sampler->perf_links[cpu] = -1;
 	sampler->perf_count = cpus;
 	for (int cpu = 0; cpu < cpus; cpu++) {
 		int fd = open_sample_event(cpu, &attr), err;
@@ -232,44 +243,45 @@ static int attach_perf_events(struct bpf_sampler *sampler, const struct bpf_samp
 		if (fd < 0)
 			return sample_event_error(options, &attr, cpu, fd, errbuf, errlen);
 		opened++;
-		/* The link closes the perf event when destroyed. */
-		sampler->perf_links[cpu] = bpf_program__attach_perf_event(sampler->skel->progs.pbp_sample, fd);
-		if (!sampler->perf_links[cpu]) {
-			err = -errno;
-			close(fd);
+		/* The link holds the perf event: closing the link ends it. */
+		sampler->perf_links[cpu] = bpf_link_create(prog_fd(sampler, LOADER_PROG_SAMPLE), fd, BPF_PERF_EVENT, NULL);
+		err = sampler->perf_links[cpu] < 0 ? -errno : 0;
+		close(fd);
+		if (err)
 			return errbuf_format(errbuf, errlen, err, "attaching the sampler to cpu %d: %s", cpu, strerror(-err));
-		}
 	}
 	return 0;
 }
 
-static int attach_tracepoint(struct bpf_program *prog, struct bpf_link **link, char *errbuf, size_t errlen)
+/* Attaches a tp_btf program (its tracepoint was chosen at load). */
+static int attach_tracepoint(struct bpf_sampler *sampler, enum bpf_loader_prog prog, const char *name,
+			     int *link, char *errbuf, size_t errlen)
 {
 	int err;
 
-	*link = bpf_program__attach(prog);
-	if (*link)
+	*link = bpf_raw_tracepoint_open(NULL, prog_fd(sampler, prog));
+	if (*link >= 0)
 		return 0;
 	err = -errno;
-	return errbuf_format(errbuf, errlen, err, "attaching %s: %s", bpf_program__name(prog), strerror(-err));
+	return errbuf_format(errbuf, errlen, err, "attaching %s: %s", name, strerror(-err));
 }
 
 /* One iterator link over pid's threads, or over every task of the host (pid 0). */
-static struct bpf_link *attach_task_iterator(struct bpf_sampler *sampler, pid_t pid)
+static int attach_task_iterator(struct bpf_sampler *sampler, pid_t pid)
 {
 	union bpf_iter_link_info link_info = { .task = { .pid = (__u32)pid } };
-	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &link_info,
-			    .link_info_len = sizeof(link_info));
+	DECLARE_LIBBPF_OPTS(bpf_link_create_opts, opts, .iter_info = &link_info, .iter_info_len = sizeof(link_info));
+	DECLARE_LIBBPF_OPTS(bpf_link_create_opts, every_task);
 
-	return bpf_program__attach_iter(sampler->skel->progs.pbp_wall, pid ? &opts : NULL);
+	return bpf_link_create(prog_fd(sampler, LOADER_PROG_WALL), 0, BPF_TRACE_ITER, pid ? &opts : &every_task);
 }
 
 /* Runs the iterator of link to its end: the program sends its records to the ring buffer and
  * writes nothing to the file itself. */
-static int run_iterator(struct bpf_link *link)
+static int run_iterator(int link)
 {
 	char discard[64];
-	int fd = bpf_iter_create(bpf_link__fd(link)), err = 0;
+	int fd = bpf_iter_create(link), err = 0;
 	ssize_t got;
 
 	if (fd < 0)
@@ -293,7 +305,7 @@ static int run_wall_pass(struct bpf_sampler *sampler, uint64_t pass_ns)
 {
 	int first_err = 0;
 
-	sampler->skel->bss->wall_pass_ns = pass_ns;
+	sampler->bss->wall_pass_ns = pass_ns;
 	for (size_t i = 0; i < sampler->wall_link_count; i++) {
 		int err = run_iterator(sampler->wall_links[i]);
 
@@ -385,7 +397,7 @@ static int start_wall(struct bpf_sampler *sampler, const struct bpf_sampler_opti
 		pid_t pid = options->wall_pid_count ? options->wall_pids[i] : 0;
 
 		sampler->wall_links[i] = attach_task_iterator(sampler, pid);
-		if (!sampler->wall_links[i]) {
+		if (sampler->wall_links[i] < 0) {
 			err = -errno;
 			return errbuf_format(errbuf, errlen, err, "attaching the wall-mode task iterator: %s",
 					     strerror(-err));
@@ -409,7 +421,7 @@ static void stop_wall(struct bpf_sampler *sampler)
 		sampler->wall_thread_started = false;
 	}
 	for (size_t i = 0; i < sampler->wall_link_count; i++)
-		bpf_link__destroy(sampler->wall_links[i]);
+		close_link(&sampler->wall_links[i]);
 	free(sampler->wall_links);
 	sampler->wall_links = NULL;
 	sampler->wall_link_count = 0;
@@ -525,26 +537,31 @@ static bool sampler_syscall_exits(const struct bpf_sampler_options *options)
 	return sampler_syscalls(options) && options->syscalls->weight != PBP_SYSCALL_COUNT;
 }
 
-/* The tracepoint programs of syscall and block-io events, attached in this order. */
-static void event_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
-			   struct bpf_program *programs[2])
+/* The tracepoint programs of syscall and block-io events, attached in this order (-1: none). */
+static void event_programs(const struct bpf_sampler_options *options, int programs[2])
 {
-	programs[0] = sampler_syscalls(options)	  ? sampler->skel->progs.pbp_syscall_enter
-		      : sampler_block_io(options) ? sampler->skel->progs.pbp_block_io
-						  : NULL;
-	programs[1] = sampler_syscall_exits(options) ? sampler->skel->progs.pbp_syscall_exit : NULL;
+	programs[0] = sampler_syscalls(options)	  ? LOADER_PROG_SYSCALL_ENTER
+		      : sampler_block_io(options) ? LOADER_PROG_BLOCK_IO
+						  : -1;
+	programs[1] = sampler_syscall_exits(options) ? LOADER_PROG_SYSCALL_EXIT : -1;
 }
 
 static int attach_event_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
 				 char *errbuf, size_t errlen)
 {
-	struct bpf_program *programs[2];
+	static const char *const names[LOADER_PROG_COUNT] = {
+		[LOADER_PROG_SYSCALL_ENTER] = "pbp_syscall_enter",
+		[LOADER_PROG_SYSCALL_EXIT] = "pbp_syscall_exit",
+		[LOADER_PROG_BLOCK_IO] = "pbp_block_io",
+	};
+	int programs[2];
 	int err = 0;
 
-	event_programs(sampler, options, programs);
+	event_programs(options, programs);
 	for (size_t i = 0; i < 2 && !err; i++)
-		if (programs[i])
-			err = attach_tracepoint(programs[i], &sampler->event_links[i], errbuf, errlen);
+		if (programs[i] >= 0)
+			err = attach_tracepoint(sampler, programs[i], names[programs[i]], &sampler->event_links[i],
+						errbuf, errlen);
 	return err;
 }
 
@@ -591,57 +608,61 @@ static int publish_ring(struct bpf_sampler *sampler, int fd, size_t bytes)
 {
 	uint32_t zero = 0;
 
-	if (bpf_map_update_elem(bpf_map__fd(sampler->skel->maps.events), &zero, &fd, BPF_ANY))
+	if (bpf_map_update_elem(map_fd(sampler, LOADER_MAP_EVENTS), &zero, &fd, BPF_ANY))
 		return -errno;
 	/* The threshold after the ring: the smaller one's, a moment longer, only wakes the consumer sooner. */
-	sampler->skel->bss->wakeup_bytes = bytes / 4;
+	sampler->bss->wakeup_bytes = bytes / 4;
 	return 0;
+}
+
+/* What the loader loads for these options: each mode only the programs it runs. */
+static struct bpf_load_spec load_spec(const struct bpf_sampler_options *options)
+{
+	bool off_cpu = sampler_off_cpu(options);
+	bool tracepoint = options->event && perf_event_is_tracepoint(options->event);
+	struct bpf_load_spec spec = {
+		.kernel_stacks = options->kernel_stacks,
+		.watch_exec = options->watch_exec,
+		.follow_forks = options->follow_forks,
+		.native_stacks = options->native_stacks,
+		.gil_only = options->gil_only,
+		.memory_deltas = options->memory_deltas,
+		.exceptions_only = options->exceptions_only,
+		.time_samples = options->time_samples,
+		.overhead_budget = options->overhead_budget && !options->wall && !tracepoint,
+		.off_cpu_min_ns = off_cpu ? options->event_period * 1000 : 0,
+		.syscalls = sampler_syscalls(options) ? options->syscalls : NULL,
+	};
+
+	spec.load[LOADER_PROG_SAMPLE] = !options->wall && !tracepoint;
+	spec.load[LOADER_PROG_EXEC] = true;
+	spec.load[LOADER_PROG_EXIT] = true;
+	spec.load[LOADER_PROG_FORK] = true;
+	spec.load[LOADER_PROG_OFF_CPU] = off_cpu;
+	spec.load[LOADER_PROG_SYSCALL_ENTER] = sampler_syscalls(options);
+	spec.load[LOADER_PROG_SYSCALL_EXIT] = sampler_syscall_exits(options);
+	spec.load[LOADER_PROG_BLOCK_IO] = sampler_block_io(options);
+	spec.load[LOADER_PROG_WALL] = options->wall;
+	spec.load[LOADER_PROG_KSYM_NAMES] = options->kernel_stacks;
+	return spec;
 }
 
 static int load_programs(struct bpf_sampler *sampler, const struct bpf_sampler_options *options,
 			 char *errbuf, size_t errlen)
 {
-	bool off_cpu = sampler_off_cpu(options);
-	bool tracepoint = options->event && perf_event_is_tracepoint(options->event);
+	struct bpf_load_spec spec = load_spec(options);
 	size_t ring_bytes = ring_bytes_for(options);
 	int err;
 
-	sampler->skel = pyperf_bpf__open();
-	if (!sampler->skel) {
-		err = errno ? -errno : -EINVAL;
-		return errbuf_format(errbuf, errlen, err, "opening the BPF object: %s", strerror(-err));
-	}
-	sampler->skel->rodata->kernel_stacks = options->kernel_stacks;
-	sampler->skel->rodata->watch_exec = options->watch_exec;
-	sampler->skel->rodata->follow_forks = options->follow_forks;
-	sampler->skel->rodata->native_stacks = options->native_stacks;
-	sampler->skel->rodata->stack_copies = options->native_stacks;
-	sampler->skel->rodata->gil_only = options->gil_only;
-	sampler->skel->rodata->memory_deltas = options->memory_deltas;
-	sampler->skel->rodata->exceptions_only = options->exceptions_only;
-	sampler->skel->rodata->page_bytes = (uint64_t)sysconf(_SC_PAGESIZE);
-	sampler->skel->rodata->time_samples = options->time_samples;
-	sampler->skel->rodata->overhead_budget = options->overhead_budget && !options->wall && !tracepoint;
-	if (off_cpu)
-		sampler->skel->rodata->off_cpu_min_ns = options->event_period * 1000;
-	/* Each mode loads only the program it runs: verifying the others would only cost time. */
-	bpf_program__set_autoload(sampler->skel->progs.pbp_wall, options->wall);
-	bpf_program__set_autoload(sampler->skel->progs.pbp_off_cpu, off_cpu);
-	bpf_program__set_autoload(sampler->skel->progs.pbp_sample, !options->wall && !tracepoint);
-	bpf_program__set_autoload(sampler->skel->progs.pbp_syscall_enter, sampler_syscalls(options));
-	bpf_program__set_autoload(sampler->skel->progs.pbp_syscall_exit, sampler_syscall_exits(options));
-	bpf_program__set_autoload(sampler->skel->progs.pbp_block_io, sampler_block_io(options));
-	if (sampler_syscalls(options)) {
-		memcpy((void *)sampler->skel->rodata->syscall_mask, options->syscalls->mask,
-		       sizeof(options->syscalls->mask));
-		sampler->skel->rodata->syscall_weight = options->syscalls->weight;
-	}
-	bpf_program__set_autoload(sampler->skel->progs.pbp_ksym_names, options->kernel_stacks);
 	size_unwind_rows(sampler, options);
-	err = pyperf_bpf__load(sampler->skel);
+	err = bpf_loader_load(&spec, &sampler->loaded, errbuf, errlen);
 	if (err)
-		return errbuf_format(errbuf, errlen, err, "loading the BPF programs: %s (%s)", strerror(-err),
-				     last_libbpf_message);
+		return err;
+	sampler->bss = bpf_loader_map_bss(&sampler->loaded);
+	if (!sampler->bss) {
+		err = -errno;
+		return errbuf_format(errbuf, errlen, err, "mapping the BPF programs' .bss: %s", strerror(-err));
+	}
 	sampler->ring_fd = create_ring(ring_bytes);
 	err = sampler->ring_fd < 0 ? sampler->ring_fd : publish_ring(sampler, sampler->ring_fd, ring_bytes);
 	if (err)
@@ -662,8 +683,7 @@ static int open_rings(struct bpf_sampler *sampler, char *errbuf, size_t errlen)
 		err = -errno;
 		return errbuf_format(errbuf, errlen, err, "opening the record ring buffer: %s", strerror(-err));
 	}
-	err = ring_buffer__add(sampler->rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event,
-			       sampler);
+	err = ring_buffer__add(sampler->rings, map_fd(sampler, LOADER_MAP_PROC_EVENTS), on_ring_proc_event, sampler);
 	if (err)
 		return errbuf_format(errbuf, errlen, err, "opening the process-event ring buffer: %s", strerror(-err));
 	return 0;
@@ -688,25 +708,27 @@ int bpf_sampler_open(struct bpf_sampler **out, const struct bpf_sampler_options 
 	sampler->stats_fd = -1;
 	sampler->ring_fd = -1;
 	sampler->retiring_ring_fd = -1;
+	sampler->exec_link = sampler->exit_link = sampler->fork_link = sampler->off_cpu_link = -1;
+	sampler->event_links[0] = sampler->event_links[1] = -1;
 	atomic_store(&sampler->wall_wake_fd, -1);
-	libbpf_set_print(keep_libbpf_message);
 	err = load_programs(sampler, options, errbuf, errlen);
-	if (!err && unwind_maps_new(&sampler->unwind_maps, bpf_map__fd(sampler->skel->maps.unwind_rows),
-				    bpf_map__fd(sampler->skel->maps.unwind_tables),
-				    bpf_map__fd(sampler->skel->maps.unwind_procs), sampler->unwind_row_capacity))
+	if (!err && unwind_maps_new(&sampler->unwind_maps, map_fd(sampler, LOADER_MAP_UNWIND_ROWS),
+				    map_fd(sampler, LOADER_MAP_UNWIND_TABLES), map_fd(sampler, LOADER_MAP_UNWIND_PROCS),
+				    sampler->unwind_row_capacity))
 		err = errbuf_format(errbuf, errlen, -ENOMEM, "out of memory");
 	if (!err)
 		err = open_rings(sampler, errbuf, errlen);
 	if (!err)
-		err = attach_tracepoint(sampler->skel->progs.pbp_exec, &sampler->exec_link, errbuf, errlen);
+		err = attach_tracepoint(sampler, LOADER_PROG_EXEC, "pbp_exec", &sampler->exec_link, errbuf, errlen);
 	if (!err)
-		err = attach_tracepoint(sampler->skel->progs.pbp_exit, &sampler->exit_link, errbuf, errlen);
+		err = attach_tracepoint(sampler, LOADER_PROG_EXIT, "pbp_exit", &sampler->exit_link, errbuf, errlen);
 	if (!err && options->follow_forks)
-		err = attach_tracepoint(sampler->skel->progs.pbp_fork, &sampler->fork_link, errbuf, errlen);
+		err = attach_tracepoint(sampler, LOADER_PROG_FORK, "pbp_fork", &sampler->fork_link, errbuf, errlen);
 	if (!err && options->wall)
 		err = start_wall(sampler, options, errbuf, errlen);
 	else if (!err && sampler_off_cpu(options))
-		err = attach_tracepoint(sampler->skel->progs.pbp_off_cpu, &sampler->off_cpu_link, errbuf, errlen);
+		err = attach_tracepoint(sampler, LOADER_PROG_OFF_CPU, "pbp_off_cpu", &sampler->off_cpu_link, errbuf,
+					errlen);
 	else if (!err && (sampler_syscalls(options) || sampler_block_io(options)))
 		err = attach_event_programs(sampler, options, errbuf, errlen);
 	else if (!err)
@@ -754,8 +776,7 @@ int bpf_sampler_add_target(struct bpf_sampler *sampler, pid_t tgid, const struct
 
 	if (config && !(config->flags & PY_PROC_PENDING) && !frame_layout_fits(&config->off))
 		return -EINVAL;
-	if (bpf_map__update_elem(sampler->skel->maps.proc_configs, &key, sizeof(key), config ? config : &pending,
-				 sizeof(pending), BPF_ANY))
+	if (bpf_map_update_elem(map_fd(sampler, LOADER_MAP_PROC_CONFIGS), &key, config ? config : &pending, BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -764,11 +785,11 @@ int bpf_sampler_remove_target(struct bpf_sampler *sampler, pid_t tgid)
 {
 	uint32_t key = (uint32_t)tgid;
 
-	if (bpf_map__delete_elem(sampler->skel->maps.proc_configs, &key, sizeof(key), 0))
+	if (bpf_map_delete_elem(map_fd(sampler, LOADER_MAP_PROC_CONFIGS), &key))
 		return -errno;
 	/* Absent unless the budget is on and the target was sampled or throttled. */
-	(void)bpf_map__delete_elem(sampler->skel->maps.budget_usage, &key, sizeof(key), 0);
-	(void)bpf_map__delete_elem(sampler->skel->maps.budget_strides, &key, sizeof(key), 0);
+	(void)bpf_map_delete_elem(map_fd(sampler, LOADER_MAP_BUDGET_USAGE), &key);
+	(void)bpf_map_delete_elem(map_fd(sampler, LOADER_MAP_BUDGET_STRIDES), &key);
 	return 0;
 }
 
@@ -794,8 +815,7 @@ int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp
 	cpus = alloc_per_cpu(sizeof(*per_cpu), (void **)&per_cpu);
 	if (cpus < 0)
 		return cpus;
-	if (bpf_map__lookup_elem(sampler->skel->maps.budget_usage, &key, sizeof(key), per_cpu,
-				 (size_t)cpus * sizeof(*per_cpu), 0)) {
+	if (bpf_map_lookup_elem(map_fd(sampler, LOADER_MAP_BUDGET_USAGE), &key, per_cpu)) {
 		err = errno == ENOENT ? 0 : -errno;
 	} else {
 		for (int cpu = 0; cpu < cpus; cpu++) {
@@ -815,12 +835,11 @@ int bpf_sampler_set_budget_stride(struct bpf_sampler *sampler, pid_t tgid, uint3
 	if (stride > PBP_BUDGET_MAX_STRIDE)
 		stride = PBP_BUDGET_MAX_STRIDE;
 	if (stride <= 1) {
-		if (bpf_map__delete_elem(sampler->skel->maps.budget_strides, &key, sizeof(key), 0) && errno != ENOENT)
+		if (bpf_map_delete_elem(map_fd(sampler, LOADER_MAP_BUDGET_STRIDES), &key) && errno != ENOENT)
 			return -errno;
 		return 0;
 	}
-	if (bpf_map__update_elem(sampler->skel->maps.budget_strides, &key, sizeof(key), &stride, sizeof(stride),
-				 BPF_ANY))
+	if (bpf_map_update_elem(map_fd(sampler, LOADER_MAP_BUDGET_STRIDES), &key, &stride, BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -831,12 +850,12 @@ static bool process_exists(uint32_t tgid)
 }
 
 /* Deletes the entries of map whose key is a process that no longer exists. */
-static size_t drop_gone_processes(struct bpf_map *map)
+static size_t drop_gone_processes(const struct bpf_sampler *sampler, enum bpf_loader_map map)
 {
-	size_t capacity = bpf_map__max_entries(map), gone_count = 0, deleted = 0;
+	size_t capacity = sampler->loaded.map_entries[map], gone_count = 0, deleted = 0;
 	uint32_t *gone = malloc(capacity * sizeof(*gone));
 	uint32_t key, next;
-	int err = bpf_map__get_next_key(map, NULL, &next, sizeof(next));
+	int fd = map_fd(sampler, map), err = bpf_map_get_next_key(fd, NULL, &next);
 
 	if (!gone)
 		return 0;
@@ -845,10 +864,10 @@ static size_t drop_gone_processes(struct bpf_map *map)
 		key = next;
 		if (!process_exists(key))
 			gone[gone_count++] = key;
-		err = bpf_map__get_next_key(map, &key, &next, sizeof(next));
+		err = bpf_map_get_next_key(fd, &key, &next);
 	}
 	for (size_t i = 0; i < gone_count; i++)
-		deleted += bpf_map__delete_elem(map, &gone[i], sizeof(gone[i]), 0) == 0;
+		deleted += bpf_map_delete_elem(fd, &gone[i]) == 0;
 	free(gone);
 	return deleted;
 }
@@ -860,25 +879,24 @@ size_t bpf_sampler_reconcile_targets(struct bpf_sampler *sampler, uint64_t now_m
 	if (now_ms < sampler->next_reconcile_ms)
 		return 0;
 	sampler->next_reconcile_ms = now_ms + BPF_SAMPLER_RECONCILE_MS;
-	deleted = drop_gone_processes(sampler->skel->maps.proc_configs) +
-		  drop_gone_processes(sampler->skel->maps.unwind_procs) +
-		  drop_gone_processes(sampler->skel->maps.budget_usage) +
-		  drop_gone_processes(sampler->skel->maps.budget_strides);
+	deleted = drop_gone_processes(sampler, LOADER_MAP_PROC_CONFIGS) +
+		  drop_gone_processes(sampler, LOADER_MAP_UNWIND_PROCS) +
+		  drop_gone_processes(sampler, LOADER_MAP_BUDGET_USAGE) +
+		  drop_gone_processes(sampler, LOADER_MAP_BUDGET_STRIDES);
 	sampler->reconciled += deleted;
 	return deleted;
 }
 
 size_t bpf_sampler_target_count(struct bpf_sampler *sampler)
 {
-	const struct bpf_map *map = sampler->skel->maps.proc_configs;
-	size_t count = 0, capacity = bpf_map__max_entries(map);
+	size_t count = 0, capacity = sampler->loaded.map_entries[LOADER_MAP_PROC_CONFIGS];
 	uint32_t key, next;
-	int err = bpf_map__get_next_key(map, NULL, &next, sizeof(next));
+	int fd = map_fd(sampler, LOADER_MAP_PROC_CONFIGS), err = bpf_map_get_next_key(fd, NULL, &next);
 
 	while (!err && count < capacity) {
 		count++;
 		key = next;
-		err = bpf_map__get_next_key(map, &key, &next, sizeof(next));
+		err = bpf_map_get_next_key(fd, &key, &next);
 	}
 	return count;
 }
@@ -891,6 +909,12 @@ uint64_t bpf_sampler_reconciled_count(const struct bpf_sampler *sampler)
 size_t bpf_sampler_ring_bytes(const struct bpf_sampler *sampler)
 {
 	return sampler->ring_bytes;
+}
+
+void bpf_sampler_loader_cost(const struct bpf_sampler *sampler, struct bpf_sampler_loader_cost *cost)
+{
+	cost->peak_kib = sampler->loaded.loader_peak_kib;
+	cost->cpu_s = sampler->loaded.loader_cpu_s;
 }
 
 struct unwind_maps *bpf_sampler_unwind_maps(struct bpf_sampler *sampler)
@@ -1000,7 +1024,7 @@ static void retire_ring(struct bpf_sampler *sampler)
 	rings = ring_buffer__new(sampler->ring_fd, on_ring_record, sampler, NULL);
 	if (!rings)
 		return;
-	if (ring_buffer__add(rings, bpf_map__fd(sampler->skel->maps.proc_events), on_ring_proc_event, sampler)) {
+	if (ring_buffer__add(rings, map_fd(sampler, LOADER_MAP_PROC_EVENTS), on_ring_proc_event, sampler)) {
 		ring_buffer__free(rings);
 		return;
 	}
@@ -1063,7 +1087,7 @@ int bpf_sampler_wait_or_wake(struct bpf_sampler *sampler, int wake_fd, int timeo
 }
 
 /* totals[key] = the per-CPU values of map[key] summed, for every key below count. */
-static int sum_per_cpu(const struct bpf_map *map, uint32_t count, uint64_t *totals)
+static int sum_per_cpu(int map, uint32_t count, uint64_t *totals)
 {
 	uint64_t *per_cpu;
 	int cpus, err = 0;
@@ -1073,7 +1097,7 @@ static int sum_per_cpu(const struct bpf_map *map, uint32_t count, uint64_t *tota
 		return cpus;
 	for (uint32_t key = 0; key < count; key++) {
 		totals[key] = 0;
-		if (bpf_map__lookup_elem(map, &key, sizeof(key), per_cpu, (size_t)cpus * sizeof(*per_cpu), 0)) {
+		if (bpf_map_lookup_elem(map, &key, per_cpu)) {
 			err = -errno;
 			break;
 		}
@@ -1086,12 +1110,12 @@ static int sum_per_cpu(const struct bpf_map *map, uint32_t count, uint64_t *tota
 
 int bpf_sampler_counters(struct bpf_sampler *sampler, uint64_t totals[PBP_CNT_MAX])
 {
-	return sum_per_cpu(sampler->skel->maps.counters, PBP_CNT_MAX, totals);
+	return sum_per_cpu(map_fd(sampler, LOADER_MAP_COUNTERS), PBP_CNT_MAX, totals);
 }
 
 int bpf_sampler_error_counts(struct bpf_sampler *sampler, uint64_t totals[PBP_ERR_COUNT])
 {
-	return sum_per_cpu(sampler->skel->maps.read_errors, PBP_ERR_COUNT, totals);
+	return sum_per_cpu(map_fd(sampler, LOADER_MAP_READ_ERRORS), PBP_ERR_COUNT, totals);
 }
 
 #define ERROR_NAME(name, value, text) [PBP_ERR_##name] = text,
@@ -1106,7 +1130,7 @@ const char *bpf_sampler_error_name(unsigned code)
 
 int bpf_sampler_unwind_stop_counts(struct bpf_sampler *sampler, uint64_t totals[UNWIND_STOP_COUNT])
 {
-	return sum_per_cpu(sampler->skel->maps.unwind_stops, UNWIND_STOP_COUNT, totals);
+	return sum_per_cpu(map_fd(sampler, LOADER_MAP_UNWIND_STOPS), UNWIND_STOP_COUNT, totals);
 }
 
 static const char *const unwind_stop_names[] = {
@@ -1137,10 +1161,10 @@ int bpf_sampler_enable_stats(struct bpf_sampler *sampler)
 }
 
 /* The program an event's occurrence runs first: block_bio_queue's or sys_enter's. */
-static struct bpf_program *event_entry_program(struct bpf_sampler *sampler)
+static int event_entry_program(const struct bpf_sampler *sampler)
 {
-	return bpf_program__autoload(sampler->skel->progs.pbp_block_io) ? sampler->skel->progs.pbp_block_io
-									 : sampler->skel->progs.pbp_syscall_enter;
+	return prog_fd(sampler, LOADER_PROG_BLOCK_IO) >= 0 ? prog_fd(sampler, LOADER_PROG_BLOCK_IO)
+							    : prog_fd(sampler, LOADER_PROG_SYSCALL_ENTER);
 }
 
 int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, uint64_t *run_count)
@@ -1149,20 +1173,20 @@ int bpf_sampler_prog_stats(struct bpf_sampler *sampler, uint64_t *run_time_ns, u
 	uint32_t info_len = sizeof(info);
 
 	memset(&info, 0, sizeof(info));
-	struct bpf_program *prog = sampler->wall_links	  ? sampler->skel->progs.pbp_wall
-				   : sampler->off_cpu_link ? sampler->skel->progs.pbp_off_cpu
-				   : sampler->event_links[0] ? event_entry_program(sampler)
-							   : sampler->skel->progs.pbp_sample;
+	int prog = sampler->wall_links		 ? prog_fd(sampler, LOADER_PROG_WALL)
+		   : sampler->off_cpu_link >= 0	 ? prog_fd(sampler, LOADER_PROG_OFF_CPU)
+		   : sampler->event_links[0] >= 0 ? event_entry_program(sampler)
+						  : prog_fd(sampler, LOADER_PROG_SAMPLE);
 
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &info_len))
+	if (bpf_obj_get_info_by_fd(prog, &info, &info_len))
 		return -errno;
 	*run_time_ns = info.run_time_ns;
 	*run_count = info.run_cnt;
 	/* A call weighed runs the exit program too: its time is the call's, not a run of its own. */
-	if (sampler->event_links[1]) {
+	if (sampler->event_links[1] >= 0) {
 		memset(&info, 0, sizeof(info));
 		info_len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(bpf_program__fd(sampler->skel->progs.pbp_syscall_exit), &info, &info_len))
+		if (bpf_obj_get_info_by_fd(prog_fd(sampler, LOADER_PROG_SYSCALL_EXIT), &info, &info_len))
 			return -errno;
 		*run_time_ns += info.run_time_ns;
 	}
@@ -1173,10 +1197,10 @@ int bpf_sampler_open_kernel_names(struct bpf_sampler *sampler)
 {
 	if (sampler->kernel_names)
 		return 0;
-	if (!bpf_program__autoload(sampler->skel->progs.pbp_ksym_names))
+	if (prog_fd(sampler, LOADER_PROG_KSYM_NAMES) < 0)
 		return -ENOTSUP;
-	return kernel_names_open(&sampler->kernel_names, sampler->skel->progs.pbp_ksym_names,
-				 sampler->skel->maps.ksym_addrs);
+	return kernel_names_open(&sampler->kernel_names, prog_fd(sampler, LOADER_PROG_KSYM_NAMES),
+				 map_fd(sampler, LOADER_MAP_KSYM_ADDRS));
 }
 
 int bpf_sampler_name_kernel_addresses(struct bpf_sampler *sampler, const uint64_t *addresses, size_t count,
@@ -1194,16 +1218,16 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 	stop_wall(sampler);
 	unwind_maps_free(sampler->unwind_maps);
 	for (int cpu = 0; cpu < sampler->perf_count; cpu++)
-		bpf_link__destroy(sampler->perf_links[cpu]);
+		close_link(&sampler->perf_links[cpu]);
 	free(sampler->perf_links);
-	bpf_link__destroy(sampler->exec_link);
-	bpf_link__destroy(sampler->exit_link);
-	bpf_link__destroy(sampler->fork_link);
-	bpf_link__destroy(sampler->off_cpu_link);
+	close_link(&sampler->exec_link);
+	close_link(&sampler->exit_link);
+	close_link(&sampler->fork_link);
+	close_link(&sampler->off_cpu_link);
 	for (size_t i = 0; i < sizeof(sampler->event_links) / sizeof(sampler->event_links[0]); i++)
-		bpf_link__destroy(sampler->event_links[i]);
+		close_link(&sampler->event_links[i]);
 	kernel_names_close(sampler->kernel_names);
-	/* the publisher uses the skeleton and the ring's descriptor */
+	/* the publisher uses the events map, the .bss and the ring's descriptor */
 	publish_join(sampler);
 	ring_buffer__free(sampler->rings);
 	if (sampler->ring_fd >= 0)
@@ -1212,6 +1236,7 @@ void bpf_sampler_close(struct bpf_sampler *sampler)
 		close(sampler->retiring_ring_fd);
 	if (sampler->stats_fd >= 0)
 		close(sampler->stats_fd);
-	pyperf_bpf__destroy(sampler->skel);
+	bpf_loader_unmap_bss(sampler->bss);
+	bpf_loaded_close(&sampler->loaded);
 	free(sampler);
 }

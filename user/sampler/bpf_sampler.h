@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The BPF sampler: loads bpf/pyperf.bpf.c, opens one cpu-clock perf event
+ * The BPF sampler: loads bpf/pyperf.bpf.c (in a child that hands back the
+ * maps and programs: sampler/bpf_loader.h), opens one cpu-clock perf event
  * per possible CPU that is present, and hands back the ring-buffer records
  * of target processes plus exec/fork/exit notices. In wall mode no perf
  * event: a thread of its own runs the task iterator over the targets at
@@ -104,6 +105,12 @@ size_t bpf_sampler_target_count(struct bpf_sampler *sampler);
 uint64_t bpf_sampler_reconciled_count(const struct bpf_sampler *sampler);
 /* The record ring's size, chosen from the rate and the number of CPUs (or given) at open. */
 size_t bpf_sampler_ring_bytes(const struct bpf_sampler *sampler);
+/* What loading the programs cost in the child that did it (sampler/bpf_loader.h). */
+struct bpf_sampler_loader_cost {
+	long peak_kib;   /* its peak resident memory */
+	double cpu_s;    /* its user + system CPU */
+};
+void bpf_sampler_loader_cost(const struct bpf_sampler *sampler, struct bpf_sampler_loader_cost *cost);
 /* Drains both ring buffers without blocking; returns the number of records consumed or -errno.
  * on_proc may be NULL. */
 int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,

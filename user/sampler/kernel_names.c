@@ -17,32 +17,31 @@
 #define TEXT_BYTES (PBP_KSYM_BATCH * LINE_MAX_BYTES)
 
 struct kernel_names {
-	struct bpf_link *link;
+	int link;            /* the iterator's BPF link */
 	uint64_t *slots;     /* the map's PBP_KSYM_BATCH values, mapped read-write */
 	size_t slots_used;   /* filled by the last lookup: cleared by the next */
 	char text[TEXT_BYTES + 1];
 };
 
-int kernel_names_open(struct kernel_names **out, struct bpf_program *names_prog, struct bpf_map *addresses)
+int kernel_names_open(struct kernel_names **out, int names_prog, int addresses)
 {
-	union bpf_iter_link_info link_info = { .map = { .map_fd = (__u32)bpf_map__fd(addresses) } };
-	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &link_info,
-			    .link_info_len = sizeof(link_info));
+	union bpf_iter_link_info link_info = { .map = { .map_fd = (__u32)addresses } };
+	DECLARE_LIBBPF_OPTS(bpf_link_create_opts, opts, .iter_info = &link_info, .iter_info_len = sizeof(link_info));
 	struct kernel_names *names = calloc(1, sizeof(*names));
 	int err;
 
 	*out = NULL;
 	if (!names)
 		return -ENOMEM;
-	names->slots = mmap(NULL, PBP_KSYM_BATCH * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED,
-			    bpf_map__fd(addresses), 0);
+	names->link = -1;
+	names->slots = mmap(NULL, PBP_KSYM_BATCH * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, addresses, 0);
 	if (names->slots == MAP_FAILED) {
 		err = -errno;
 		free(names);
 		return err;
 	}
-	names->link = bpf_program__attach_iter(names_prog, &opts);
-	if (!names->link) {
+	names->link = bpf_link_create(names_prog, 0, BPF_TRACE_ITER, &opts);
+	if (names->link < 0) {
 		err = -errno;
 		kernel_names_close(names);
 		return err;
@@ -54,7 +53,7 @@ int kernel_names_open(struct kernel_names **out, struct bpf_program *names_prog,
 /* Runs the iterator once and reads all it prints into names->text; its length. */
 static ssize_t read_pass(struct kernel_names *names)
 {
-	int fd = bpf_iter_create(bpf_link__fd(names->link));
+	int fd = bpf_iter_create(names->link);
 	size_t length = 0;
 	ssize_t got = 0;
 
@@ -118,7 +117,8 @@ void kernel_names_close(struct kernel_names *names)
 {
 	if (!names)
 		return;
-	bpf_link__destroy(names->link);
+	if (names->link >= 0)
+		close(names->link);
 	if (names->slots && names->slots != MAP_FAILED)
 		munmap(names->slots, PBP_KSYM_BATCH * sizeof(uint64_t));
 	free(names);

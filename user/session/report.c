@@ -387,6 +387,13 @@ void report_scope(const struct session *session)
 		fprintf(stderr, "pybpfprof: sampling every Python process on this host until Ctrl-C\n");
 }
 
+long report_peak_resident_kib(void)
+{
+	struct rusage usage;
+
+	return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_maxrss : 0;
+}
+
 double report_cpu_seconds(void)
 {
 	struct rusage usage;
@@ -1199,11 +1206,18 @@ static void print_costs(const struct session *session, const uint64_t counters[P
 {
 	uint64_t run_ns = 0, runs = 0;
 	double sampling_cpu_s = report_cpu_seconds() - session->setup_cpu_s;
+	struct bpf_sampler_loader_cost loader;
 
 	bpf_sampler_prog_stats(session->sampler, &run_ns, &runs);
+	bpf_sampler_loader_cost(session->sampler, &loader);
 	print_bpf_cost(run_ns, runs, counters);
+	/* starting includes the loader child's CPU: the load was ours before it moved there */
 	fprintf(stderr, "pybpfprof: cpu: %.3f s user+sys while sampling (%.2f%% of a core), %.3f s to start\n",
-		sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0, session->setup_cpu_s);
+		sampling_cpu_s, seconds > 0 ? 100.0 * sampling_cpu_s / seconds : 0.0,
+		session->setup_cpu_s + loader.cpu_s);
+	fprintf(stderr, "pybpfprof: memory: peak resident %.1f MiB; the BPF loader (a child, ended before sampling) "
+			"%.1f MiB, %.3f s cpu\n",
+		(double)report_peak_resident_kib() / 1024.0, (double)loader.peak_kib / 1024.0, loader.cpu_s);
 	fprintf(stderr, "pybpfprof: ring buffer: %zu KiB\n", bpf_sampler_ring_bytes(session->sampler) >> 10);
 	if (session->first_sample_us)
 		fprintf(stderr, "pybpfprof: first sample written %.1f ms after the start\n",

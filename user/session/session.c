@@ -21,7 +21,6 @@
 #include "util/clock.h"
 #include "util/exit_status.h"
 #include "util/thread.h"
-#include "util/heap_warm.h"
 #include "util/target_budget.h"
 
 /*
@@ -639,12 +638,6 @@ static int start_launch(struct session *session)
  * message the useful one (privileges and BTF first: a run that cannot sample
  * should say only that). On failure *failed_status is the class that failed.
  */
-/* The heap set-up fills at its peak (libbpf's two copies of the kernel's BTF, the BPF objects'
- * user pages), warmed in one go before it starts (util/heap_warm.c). 12 MiB: set-up took as few
- * page faults after it as after 16 MiB (800, against 3,200 unwarmed), and each MiB warmed past
- * the peak is a MiB more of peak RSS (19.3 MB, against 23.3 with 16 MiB and 16.3 unwarmed). */
-#define SET_UP_HEAP_BYTES (12u << 20)
-
 /* The target budget and its stores that are not a cache's own (those register themselves). */
 static int open_budget(struct session *session)
 {
@@ -668,7 +661,6 @@ static int set_up(struct session *session, int *failed_status)
 	const struct session_options *options = session->options;
 	int err;
 
-	heap_warm(SET_UP_HEAP_BYTES);
 	*failed_status = EXIT_STATUS_UNAVAILABLE;
 	err = open_sampler(session);
 	if (err)
@@ -763,10 +755,9 @@ static int set_up(struct session *session, int *failed_status)
 		*failed_status = EXIT_STATUS_USAGE;
 		err = windows_open(session);
 	}
-	/* What set-up freed (the warmed heap's rest, libbpf's copies of the kernel's BTF, the
-	 * stores loading grew by doubling) would otherwise stay resident for the whole run. */
+	/* What set-up freed (the stores loading grew by doubling) would otherwise stay resident
+	 * for the whole run. */
 	malloc_trim(0);
-	heap_cool();
 	return err;
 }
 

@@ -315,6 +315,8 @@ void report_status(struct session *session, uint64_t now_ms, bool final);
 void report_scope(const struct session *session);
 /* Our own CPU time so far (user + system), without the launched command's. */
 double report_cpu_seconds(void);
+/* This process's resident high-water mark (VmHWM), KiB. */
+long report_peak_resident_kib(void);
 /* End metadata, closing the files, the summary; the process exit status (0 or 1). */
 /* File windows: ends the outputs of this window and opens the next window's. The exit status
  * class of a failure (EXIT_STATUS_OUTPUT), or EXIT_STATUS_OK. */

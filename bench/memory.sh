@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Part of `sudo make bench` (also run alone): the profiler's resident memory, its own and its
+# helpers'. For each run: the profiler's VmRSS and VmHWM a second before its end; the peak of the
+# child that loaded the BPF programs (sampler/bpf_loader.c; it ends before sampling starts, its
+# figure is from the --bpf-stats summary); the parser workers' VmHWM summed (how many there were).
+# Figures are printed, never asserted. PROFILER=path measures another build; SKIP_LONG=1 leaves
+# out the 510 s row.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+versions=$(tools/pyenv-versions.sh)
+python=${PYTHON:-"$versions"/3.12.1/bin/python}
+[ -x "$python" ] || python=/usr/bin/python3
+profiler_bin=${PROFILER:-./pybpfprof}
+out=$(mktemp -d /tmp/pybpfprof-memory.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+# KiB of a /proc/PID/status field, 0 if the process is gone.
+status_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+# The parser workers' VmHWM summed, and their count: "KiB count".
+workers_kib() {
+	local total=0 count=0 pid kib
+	for pid in $(pgrep -P "$1" -x pybpfprof-parse || true); do
+		kib=$(status_kib "$pid" VmHWM)
+		total=$((total + ${kib:-0})) count=$((count + 1))
+	done
+	echo "$total $count"
+}
+
+# ARGS SECONDS [BUSY_COUNT] [attach]: busy 32-frame Pythons; attach: profile the first with -p.
+rss_of_run() {
+	local args=$1 seconds=$2 busy_count=${3:-1} attach=${4:-} profiler rss hwm workers busy=()
+	for _ in $(seq "$busy_count"); do
+		"$python" bench/depth_work.py 32 $((seconds + 5)) >/dev/null & busy+=($!)
+	done
+	[ -n "$attach" ] && args="$args -p ${busy[0]}"
+	sleep 0.3
+	# shellcheck disable=SC2086
+	"$profiler_bin" --bpf-stats $args -d "$seconds" -o "$out/rss.mojo" 2>"$out/rss.log" & profiler=$!
+	sleep $((seconds - 1))
+	rss=$(status_kib "$profiler" VmRSS)
+	hwm=$(status_kib "$profiler" VmHWM)
+	workers=$(workers_kib "$profiler")
+	wait "$profiler" || true
+	kill "${busy[@]}" 2>/dev/null; wait "${busy[@]}" 2>/dev/null || true
+	awk -v r="${rss:-0}" -v h="${hwm:-0}" -v w="$workers" \
+	    -v l="$(sed -n 's/.*the BPF loader (a child, ended before sampling) \([0-9.]*\) MiB.*/\1/p' "$out/rss.log")" \
+	    -v n="$(sed -n 's/^pybpfprof: \([0-9]*\) samples in.* from \([0-9]*\) Python process.*/\1 \2/p' "$out/rss.log")" \
+	    'BEGIN { split(w, wk, " "); split(n, nn, " ")
+		printf "%9.1f %9.1f %10s %9.1f %8d %9d %8d", r / 1024, h / 1024, l == "" ? "-" : sprintf("%.1f", l),
+			wk[1] / 1024, wk[2], nn[1], nn[2] }'
+}
+
+printf 'profiler memory (MiB): the profiler a second before the end of the run; its BPF loader; its parser workers\n'
+printf '%-38s %9s %9s %10s %9s %8s %9s %8s\n' run rss peak loader_peak workers workers_n samples pythons
+printf '%-38s %s\n' "1 kHz, -p a busy 3.12, native, 20 s" "$(rss_of_run '-F 1000' 20 1 attach)"
+printf '%-38s %s\n' "1 kHz, whole host, --no-native, 20 s" "$(rss_of_run '-F 1000 --no-native' 20)"
+printf '%-38s %s\n' "1 kHz, whole host, native, 20 s" "$(rss_of_run '-F 1000' 20)"
+printf '%-38s %s\n' "20 kHz, whole host, --no-native, 25 s" "$(rss_of_run '-F 20000 --no-native' 25)"
+printf '%-38s %s\n' "20 kHz, whole host, native, 25 s" "$(rss_of_run '-F 20000' 25)"
+# A million samples at 1 kHz: a busy Python on each of the 2 CPUs for 510 s (the longest row).
+[ "${SKIP_LONG:-0}" = 1 ] || printf '%-38s %s\n' "1 kHz, whole host, native, 510 s" "$(rss_of_run '-F 1000' 510 2)"
+cat <<'TXT'
+rss, peak: the profiler's VmRSS and VmHWM. loader_peak: the peak resident memory of the child that
+  loaded the BPF programs (libbpf's parse of the kernel's BTF; it ends before sampling starts).
+  workers: the parser workers' VmHWM summed (workers_n of them; unprivileged, each capped).
+  pythons: the Python processes profiled (whole host: every one on the machine, others' too).
+  The record ring is sized from the rate and the CPUs (its size is in each file's ring_buffer_bytes).
+TXT
