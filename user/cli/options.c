@@ -9,9 +9,33 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define OPTIONS_PROGRAM "pybpfprof"
+
+void options_print_prefix(FILE *out, const char *program)
+{
+	size_t len = strlen(OPTIONS_PROGRAM);
+
+	fputs(OPTIONS_PROGRAM ": ", out);
+	if (program && strncmp(program, OPTIONS_PROGRAM " ", len + 1) == 0 && program[len + 1])
+		fprintf(out, "%s: ", program + len + 1);
+}
+
+void options_usage_error(const struct argp_state *state, const char *format, ...)
+{
+	va_list args;
+
+	options_print_prefix(stderr, state->name);
+	va_start(args, format);
+	vfprintf(stderr, format, args);
+	va_end(args);
+	fputc('\n', stderr);
+	argp_state_help(state, stderr, ARGP_HELP_STD_ERR);
+}
 
 int options_parse_count(const char *text, unsigned long long min, unsigned long long max,
 			unsigned long long *value)
@@ -200,7 +224,8 @@ const struct pf_format *options_format_named(const char *name, const char *progr
 	     item = strtok_r(NULL, "|", &save))
 		candidates[count++] = item;
 	nearest = options_nearest(name, strlen(name), candidates, count);
-	fprintf(stderr, "%s: unknown format '", program);
+	options_print_prefix(stderr, program);
+	fputs("unknown format '", stderr);
 	fput_escaped(stderr, name);
 	fprintf(stderr, "' (use %s)", format_registry_names(list, sizeof(list), ", ", " or "));
 	if (nearest)
@@ -371,7 +396,8 @@ int options_refuse_misspelled(const struct argp_option *options, int argc, char 
 		nearest = options_nearest(name, len, suggest, suggest_count);
 		if (!nearest)
 			continue;
-		fprintf(stderr, "%s: unrecognized option '", program);
+		options_print_prefix(stderr, program);
+		fputs("unrecognized option '", stderr);
 		fput_escaped(stderr, word);
 		fprintf(stderr, "'; did you mean --%s?\n", nearest);
 		return -EINVAL;
@@ -413,7 +439,8 @@ bool options_same_output(const char *a, const char *b)
 
 void options_warn_repeated_output(const char *program, const char *path, const char *earlier)
 {
-	fprintf(stderr, "%s: warning: -o ", program);
+	options_print_prefix(stderr, program);
+	fputs("warning: -o ", stderr);
 	fput_escaped(stderr, path);
 	if (strcmp(path, earlier) != 0) {
 		fputs(" given twice (as ", stderr);
