@@ -1134,16 +1134,16 @@ static error_t parse_annotate_option(int key, char *arg, struct argp_state *stat
 	case OPT_PATH_MAP:
 		equals = strchr(arg, '=');
 		if (!equals || equals == arg)
-			argp_error(state, "invalid --path-map '%s' (FROM=TO)", arg);
+			options_usage_error(state, "invalid --path-map '%s' (FROM=TO)", arg);
 		if (args->map_count == ANNOTATE_MAX_PATH_MAPS)
-			argp_error(state, "at most %d --path-map", ANNOTATE_MAX_PATH_MAPS);
+			options_usage_error(state, "at most %d --path-map", ANNOTATE_MAX_PATH_MAPS);
 		*equals = 0;
 		args->maps[args->map_count++] =
 			(struct path_map){ .from = arg, .from_len = strlen(arg), .to = equals + 1 };
 		break;
 	case 'n':
 		if (options_parse_count(arg, 1, SIZE_MAX, &files))
-			argp_error(state, "invalid -n '%s' (a number of files, 1 or more)", arg);
+			options_usage_error(state, "invalid -n '%s' (a number of files, 1 or more)", arg);
 		args->files = (size_t)files;
 		break;
 	case 'a':
@@ -1151,16 +1151,16 @@ static error_t parse_annotate_option(int key, char *arg, struct argp_state *stat
 		break;
 	case OPT_MEMORY_CAP:
 		if (options_parse_count(arg, 1, SIZE_MAX >> 21, &files))
-			argp_error(state, "invalid --memory-cap '%s' (MiB, 1 or more)", arg);
+			options_usage_error(state, "invalid --memory-cap '%s' (MiB, 1 or more)", arg);
 		args->memory_cap = (size_t)files << 20;
 		break;
 	case 'o':
 		len = strlen(arg);
 		if (len < 5 || (strcasecmp(arg + len - 5, ".html") && (len < 4 || strcasecmp(arg + len - 4, ".htm"))))
-			argp_error(state, "-o '%s': annotate writes an HTML page (FILE.html)", arg);
+			options_usage_error(state, "-o '%s': annotate writes an HTML page (FILE.html)", arg);
 		/* One page: a second -o naming another file would never be written. */
 		if (args->output && !options_same_output(args->output, arg))
-			argp_error(state, "-o given twice (%s, %s): annotate writes one page", args->output, arg);
+			options_usage_error(state, "-o given twice (%s, %s): annotate writes one page", args->output, arg);
 		if (args->output)
 			options_warn_repeated_output("pybpfprof annotate", arg, args->output);
 		args->output = arg;
@@ -1170,12 +1170,12 @@ static error_t parse_annotate_option(int key, char *arg, struct argp_state *stat
 		break;
 	case ARGP_KEY_ARG:
 		if (args->profile)
-			argp_error(state, "give one profile");
+			options_usage_error(state, "give one profile");
 		args->profile = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!args->profile)
-			argp_error(state, "give one profile");
+			options_usage_error(state, "give one profile");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

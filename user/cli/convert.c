@@ -173,7 +173,7 @@ static error_t parse_convert_option(int key, char *arg, struct argp_state *state
 	case 'o':
 		return take_output(args, arg);
 	case 'f':
-		args->format = options_format_named(arg, "pybpfprof: convert");
+		args->format = options_format_named(arg, "pybpfprof convert");
 		return args->format ? 0 : EINVAL;
 	case 'c':
 		if (options_parse_compression(arg, &args->writer.compression_level)) {

@@ -624,19 +624,19 @@ static error_t parse_diff_option(int key, char *arg, struct argp_state *state)
 				return 0;
 			}
 		if (args->output_count == DIFF_MAX_OUTPUTS)
-			argp_error(state, "at most %d outputs", DIFF_MAX_OUTPUTS);
+			options_usage_error(state, "at most %d outputs", DIFF_MAX_OUTPUTS);
 		args->outputs[args->output_count++] = arg;
 		break;
 	case 'n':
 		if (options_parse_count(arg, 1, SIZE_MAX, &rows))
-			argp_error(state, "invalid -n '%s' (a number of rows, 1 or more)", arg);
+			options_usage_error(state, "invalid -n '%s' (a number of rows, 1 or more)", arg);
 		args->rows = (size_t)rows;
 		break;
 	case OPT_FAIL_IF:
 		if (args->threshold_count == DIFF_MAX_THRESHOLDS)
-			argp_error(state, "at most %d --fail-if", DIFF_MAX_THRESHOLDS);
+			options_usage_error(state, "at most %d --fail-if", DIFF_MAX_THRESHOLDS);
 		if (parse_threshold(arg, &args->thresholds[args->threshold_count]))
-			argp_error(state, "invalid --fail-if '%s' (e.g. 'parse>+5%%' or 'parse<-5%%')", arg);
+			options_usage_error(state, "invalid --fail-if '%s' (e.g. 'parse>+5%%' or 'parse<-5%%')", arg);
 		args->threshold_count++;
 		break;
 	case 'h':
@@ -644,12 +644,12 @@ static error_t parse_diff_option(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		if (args->path_count == SIDE_COUNT)
-			argp_error(state, "give two profiles: BASE NEW");
+			options_usage_error(state, "give two profiles: BASE NEW");
 		args->paths[args->path_count++] = arg;
 		break;
 	case ARGP_KEY_END:
 		if (args->path_count != SIDE_COUNT)
-			argp_error(state, "give two profiles: BASE NEW");
+			options_usage_error(state, "give two profiles: BASE NEW");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -143,12 +143,12 @@ static error_t parse_dump_option(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		if (args->path)
-			argp_error(state, "expected exactly one FILE");
+			options_usage_error(state, "expected exactly one FILE");
 		args->path = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!args->path)
-			argp_error(state, "expected exactly one FILE");
+			options_usage_error(state, "expected exactly one FILE");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

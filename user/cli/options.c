@@ -12,9 +12,33 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define OPTIONS_PROGRAM "pybpfprof"
+
+void options_print_prefix(FILE *out, const char *program)
+{
+	size_t len = strlen(OPTIONS_PROGRAM);
+
+	fputs(OPTIONS_PROGRAM ": ", out);
+	if (program && strncmp(program, OPTIONS_PROGRAM " ", len + 1) == 0 && program[len + 1])
+		fprintf(out, "%s: ", program + len + 1);
+}
+
+void options_usage_error(const struct argp_state *state, const char *format, ...)
+{
+	va_list args;
+
+	options_print_prefix(stderr, state->name);
+	va_start(args, format);
+	vfprintf(stderr, format, args);
+	va_end(args);
+	fputc('\n', stderr);
+	argp_state_help(state, stderr, ARGP_HELP_STD_ERR);
+}
 
 int options_parse_count(const char *text, unsigned long long min, unsigned long long max,
 			unsigned long long *value)
@@ -211,7 +235,8 @@ const struct pf_format *options_format_named(const char *name, const char *progr
 	     item = strtok_r(NULL, "|", &save))
 		candidates[count++] = item;
 	nearest = options_nearest(name, strlen(name), candidates, count);
-	fprintf(stderr, "%s: unknown format '", program);
+	options_print_prefix(stderr, program);
+	fputs("unknown format '", stderr);
 	fput_escaped(stderr, name);
 	fprintf(stderr, "' (use %s)", format_registry_names(list, sizeof(list), ", ", " or "));
 	if (nearest)
@@ -382,7 +407,8 @@ int options_refuse_misspelled(const struct argp_option *options, int argc, char 
 		nearest = options_nearest(name, len, suggest, suggest_count);
 		if (!nearest)
 			continue;
-		fprintf(stderr, "%s: unrecognized option '", program);
+		options_print_prefix(stderr, program);
+		fputs("unrecognized option '", stderr);
 		fput_escaped(stderr, word);
 		fprintf(stderr, "'; did you mean --%s?\n", nearest);
 		return -EINVAL;
@@ -424,7 +450,8 @@ bool options_same_output(const char *a, const char *b)
 
 void options_warn_repeated_output(const char *program, const char *path, const char *earlier)
 {
-	fprintf(stderr, "%s: warning: -o ", program);
+	options_print_prefix(stderr, program);
+	fputs("warning: -o ", stderr);
 	fput_escaped(stderr, path);
 	if (strcmp(path, earlier) != 0) {
 		fputs(" given twice (as ", stderr);
@@ -510,17 +537,17 @@ int options_parse_event(char *arg, struct session_options *session, struct optio
 		*colon = 0;
 	session->event = perf_event_find(arg);
 	if (!session->event)
-		argp_error(state, "unknown event '%s' (%s)", arg, perf_event_names(names, sizeof(names)));
+		options_usage_error(state, "unknown event '%s' (%s)", arg, perf_event_names(names, sizeof(names)));
 	if (perf_event_is_syscalls(session->event))
 		return parse_syscalls(session, colon ? colon + 1 : NULL, state);
 	if (colon && perf_event_is_block_io(session->event))
 		argp_failure(state, EXIT_STATUS_USAGE, 0, "--event block-io takes no period: every block I/O is a sample");
 	if (colon && session->event->off_cpu) {
 		if (options_parse_count(colon + 1, 0, PERF_EVENT_MAX_OFF_CPU_US, &period) || period == 0)
-			argp_error(state, "invalid shortest block '%s' in --event %s:%s (1-%llu us)", colon + 1, arg,
+			options_usage_error(state, "invalid shortest block '%s' in --event %s:%s (1-%llu us)", colon + 1, arg,
 				   colon + 1, PERF_EVENT_MAX_OFF_CPU_US);
 	} else if (colon && (options_parse_count(colon + 1, 0, PERF_EVENT_MAX_PERIOD, &period) || period == 0)) {
-		argp_error(state, "invalid period '%s' in --event %s:%s (1-%llu occurrences)", colon + 1, arg,
+		options_usage_error(state, "invalid period '%s' in --event %s:%s (1-%llu occurrences)", colon + 1, arg,
 			   colon + 1, PERF_EVENT_MAX_PERIOD);
 	}
 	if (colon) {
@@ -536,7 +563,7 @@ int options_parse_event_period(const char *arg, struct session_options *session,
 	unsigned long long period;
 
 	if (options_parse_count(arg, 1, PERF_EVENT_MAX_PERIOD, &period))
-		argp_error(state, "invalid --event-period '%s' (1-%llu occurrences)", arg, PERF_EVENT_MAX_PERIOD);
+		options_usage_error(state, "invalid --event-period '%s' (1-%llu occurrences)", arg, PERF_EVENT_MAX_PERIOD);
 	seen->period_given_twice |= session->event_period != 0;
 	seen->period_option = true;
 	session->event_period = period;

@@ -14,11 +14,25 @@
 #include <argp.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* -h as well as argp's -? and --help, in every command's table; its key is handled by
  * argp_state_help(state, stdout, ARGP_HELP_STD_HELP). */
 #define OPTIONS_HELP { "help", 'h', NULL, 0, "Give this help list", -1 }
+
+/*
+ * Where an error line of a command begins (doc/internals.md, "Error messages"): "pybpfprof: ",
+ * then "CMD: " when program, the argv[0] a command gives argp, is "pybpfprof CMD".
+ */
+void options_print_prefix(FILE *out, const char *program);
+
+/*
+ * argp_error in that convention: "pybpfprof: CMD: MESSAGE", then argp's line naming --help,
+ * and the exit with argp_err_exit_status (unless the parse has ARGP_NO_EXIT).
+ */
+__attribute__((format(printf, 2, 3))) void options_usage_error(const struct argp_state *state,
+								const char *format, ...);
 
 /* The highest -F: samples per second per CPU. */
 #define OPTIONS_MAX_FREQUENCY_HZ 100000
@@ -90,7 +104,8 @@ int options_parse_seconds(const char *text, double *seconds);
 int options_parse_compression(const char *text, int *level);
 
 /* The format -f names (a name or an alias, any case); NULL after one line on stderr,
- * "PROGRAM: unknown format 'svgz' (use mojo, ... or jsonl); did you mean svg?". */
+ * "pybpfprof: CMD: unknown format 'svgz' (use mojo, ... or jsonl); did you mean svg?" (CMD from
+ * program, as options_print_prefix). */
 const struct pf_format *options_format_named(const char *name, const char *program);
 
 /* The edits (insert, delete, replace, swap two neighbours) from a to b. */
@@ -103,7 +118,7 @@ const char *options_nearest(const char *word, size_t word_len, const char *const
 /*
  * Before argp_parse(options, argc, argv): a long option in argv[1..argc) that none of options
  * (nor argp's --help, --usage, --version) starts with, but one is near, is said in one line,
- * "PROGRAM: unrecognized option '--ouptut'; did you mean --output?", and -EINVAL returned.
+ * "pybpfprof: CMD: unrecognized option '--ouptut'; did you mean --output?", and -EINVAL returned.
  * 0 otherwise: argp then says what else is wrong. Option values are skipped as getopt does;
  * in_order (ARGP_IN_ORDER): nothing after the first word that is not an option is looked at,
  * as argp stops there too.
@@ -115,7 +130,7 @@ int options_refuse_misspelled(const struct argp_option *options, int argc, char 
  * directory was spelled (./a and a, a link to it). */
 bool options_same_output(const char *a, const char *b);
 
-/* "PROGRAM: warning: -o PATH given twice (as EARLIER): written once" on stderr. */
+/* "pybpfprof: CMD: warning: -o PATH given twice (as EARLIER): written once" on stderr. */
 void options_warn_repeated_output(const char *program, const char *path, const char *earlier);
 
 /* argp's help filter for -o and -f: their help ends with the format registry's extensions

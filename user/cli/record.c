@@ -137,9 +137,9 @@ static int parse_pids(struct record_args *args, const char *list, struct argp_st
 					 &bad, &bad_len);
 
 	if (err == -E2BIG)
-		argp_error(state, "at most %d processes", SESSION_MAX_PIDS);
+		options_usage_error(state, "at most %d processes", SESSION_MAX_PIDS);
 	if (err)
-		argp_error(state, "invalid PID '%.*s'", bad_len, bad);
+		options_usage_error(state, "invalid PID '%.*s'", bad_len, bad);
 	return 0;
 }
 
@@ -171,7 +171,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		return parse_pids(args, arg, state);
 	case 'o':
 		if (session->output_count == SESSION_MAX_OUTPUTS)
-			argp_error(state, "at most %d outputs", SESSION_MAX_OUTPUTS);
+			options_usage_error(state, "at most %d outputs", SESSION_MAX_OUTPUTS);
 		session->outputs[session->output_count++].path = arg;
 		break;
 	case 'f':
@@ -179,22 +179,22 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case 'F':
 		if (options_parse_rate_hz(arg, OPTIONS_MAX_FREQUENCY_HZ, &session->frequency_hz))
-			argp_error(state, "invalid frequency '%s' (1-%d Hz)", arg, OPTIONS_MAX_FREQUENCY_HZ);
+			options_usage_error(state, "invalid frequency '%s' (1-%d Hz)", arg, OPTIONS_MAX_FREQUENCY_HZ);
 		args->frequency_set = true;
 		break;
 	case 'i':
 		if (options_parse_interval_us(arg, &interval_us) || interval_us < 10 || interval_us > 1e6)
-			argp_error(state, "invalid interval '%s' (e.g. 1ms, 100us; from 10us to 1s)", arg);
+			options_usage_error(state, "invalid interval '%s' (e.g. 1ms, 100us; from 10us to 1s)", arg);
 		session->frequency_hz = (unsigned)llround(1e6 / interval_us);
 		args->interval_set = true;
 		break;
 	case 'd':
 		if (options_parse_seconds(arg, &session->duration_s))
-			argp_error(state, "invalid duration '%s' (seconds)", arg);
+			options_usage_error(state, "invalid duration '%s' (seconds)", arg);
 		break;
 	case 'c':
 		if (options_parse_compression(arg, &session->compression_level))
-			argp_error(state, "invalid compression '%s' (1-22 or none)", arg);
+			options_usage_error(state, "invalid compression '%s' (1-22 or none)", arg);
 		break;
 	case 'q':
 		session->quiet = true;
@@ -215,7 +215,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NATIVE:
 		if (arg && strcmp(arg, "all") != 0)
-			argp_error(state, "invalid --native '%s' (give nothing, or =all)", arg);
+			options_usage_error(state, "invalid --native '%s' (give nothing, or =all)", arg);
 		session->native_frames = true;
 		session->native_stacks = true;
 		session->native_keep_all = arg != NULL;
@@ -232,29 +232,29 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		else if (strcmp(arg, "all") == 0)
 			session->async_all = true;
 		else
-			argp_error(state, "invalid --async-mode '%s' (running or all)", arg);
+			options_usage_error(state, "invalid --async-mode '%s' (running or all)", arg);
 		break;
 	case OPT_MODE:
 		if (options_parse_mode(arg, &session->mode))
-			argp_error(state, "invalid --mode '%s' (%s)", arg, options_mode_names());
+			options_usage_error(state, "invalid --mode '%s' (%s)", arg, options_mode_names());
 		break;
 	case OPT_PUSH:
 		session->push_url = arg;
 		break;
 	case OPT_WINDOW:
 		if (options_parse_seconds(arg, &session->window_s) || !(session->window_s >= 1))
-			argp_error(state, "invalid window '%s' (10, 10s or 5m; at least 1 s)", arg);
+			options_usage_error(state, "invalid window '%s' (10, 10s or 5m; at least 1 s)", arg);
 		break;
 	case OPT_APP:
 		if (!valid_push_text(arg, false))
-			argp_error(state, "invalid application name '%s' (letters, digits, '.', '-', '_')", arg);
+			options_usage_error(state, "invalid application name '%s' (letters, digits, '.', '-', '_')", arg);
 		session->push_app = arg;
 		break;
 	case OPT_LABEL:
 		if (!valid_push_text(arg, true))
-			argp_error(state, "invalid label '%s' (KEY=VALUE: letters, digits, '.', '-', '_')", arg);
+			options_usage_error(state, "invalid label '%s' (KEY=VALUE: letters, digits, '.', '-', '_')", arg);
 		if (session->push_label_count == SESSION_MAX_PUSH_LABELS)
-			argp_error(state, "at most %d labels", SESSION_MAX_PUSH_LABELS);
+			options_usage_error(state, "at most %d labels", SESSION_MAX_PUSH_LABELS);
 		session->push_labels[session->push_label_count++] = arg;
 		break;
 	case OPT_BPF_STATS:
@@ -265,7 +265,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		if (end != arg && strcmp(end, "%") == 0)
 			end++;
 		if (end == arg || *end || !(session->max_overhead_pct >= 0) || session->max_overhead_pct > 100)
-			argp_error(state, "invalid --max-overhead '%s' (a percent of one CPU, 0-100; 0: off)", arg);
+			options_usage_error(state, "invalid --max-overhead '%s' (a percent of one CPU, 0-100; 0: off)", arg);
 		session->max_overhead_given = true;
 		break;
 	case OPT_EVENT:
@@ -274,12 +274,12 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 		return options_parse_event_period(arg, session, &args->event_seen, state);
 	case OPT_TARGET_BUDGET:
 		if (parse_uint(arg, 1 << 20, &number) || number == 0)
-			argp_error(state, "invalid target budget '%s' MiB (1-%d)", arg, 1 << 20);
+			options_usage_error(state, "invalid target budget '%s' MiB (1-%d)", arg, 1 << 20);
 		session->target_budget_bytes = (uint64_t)number << 20;
 		break;
 	case OPT_RINGBUF:
 		if (parse_uint(arg, 1024, &number) || number == 0)
-			argp_error(state, "invalid ring buffer size '%s' MB", arg);
+			options_usage_error(state, "invalid ring buffer size '%s' MB", arg);
 		session->ringbuf_bytes = (size_t)number << 20;
 		break;
 	case 'h':
@@ -288,7 +288,7 @@ static error_t parse_option(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		/* A command comes only after "--" (record_main splits it off): a word here is a
 		 * mistake, and guessing would let its options pass for ours (-c, -o). */
-		argp_error(state, "unexpected '%s': to profile a command, put it after -- "
+		options_usage_error(state, "unexpected '%s': to profile a command, put it after -- "
 				  "(pybpfprof -o out.mojo -- %s ...)", arg, arg);
 		break;
 	default:

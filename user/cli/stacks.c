@@ -64,12 +64,12 @@ static error_t parse_stacks_option(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		if (args->pid)
-			argp_error(state, "expected exactly one PID");
+			options_usage_error(state, "expected exactly one PID");
 		args->pid = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!args->pid)
-			argp_error(state, "expected exactly one PID");
+			options_usage_error(state, "expected exactly one PID");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -434,28 +434,28 @@ static error_t parse_top_option(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'n':
 		if (options_parse_count(arg, 1, SIZE_MAX, &lines))
-			argp_error(state, "invalid -n '%s' (a number of lines, 1 or more)", arg);
+			options_usage_error(state, "invalid -n '%s' (a number of lines, 1 or more)", arg);
 		args->limit = (size_t)lines;
 		break;
 	case 'p':
 		err = options_parse_pid_list(arg, session->pids, &session->pid_count, SESSION_MAX_PIDS, &bad, &bad_len);
 		if (err == -E2BIG)
-			argp_error(state, "at most %d processes", SESSION_MAX_PIDS);
+			options_usage_error(state, "at most %d processes", SESSION_MAX_PIDS);
 		if (err)
-			argp_error(state, "invalid PID '%.*s'", bad_len, bad);
+			options_usage_error(state, "invalid PID '%.*s'", bad_len, bad);
 		break;
 	case 'F':
 		if (options_parse_rate_hz(arg, OPTIONS_MAX_FREQUENCY_HZ, &session->frequency_hz))
-			argp_error(state, "invalid frequency '%s' (1-%d Hz)", arg, OPTIONS_MAX_FREQUENCY_HZ);
+			options_usage_error(state, "invalid frequency '%s' (1-%d Hz)", arg, OPTIONS_MAX_FREQUENCY_HZ);
 		args->event_seen.rate_given = true;
 		break;
 	case 'd':
 		if (options_parse_seconds(arg, &session->duration_s))
-			argp_error(state, "invalid duration '%s' (seconds)", arg);
+			options_usage_error(state, "invalid duration '%s' (seconds)", arg);
 		break;
 	case OPT_MODE:
 		if (options_parse_mode(arg, &session->mode))
-			argp_error(state, "invalid --mode '%s' (%s)", arg, options_mode_names());
+			options_usage_error(state, "invalid --mode '%s' (%s)", arg, options_mode_names());
 		break;
 	case OPT_EVENT:
 		return options_parse_event(arg, session, &args->event_seen, state);

@@ -18,12 +18,10 @@
 struct native_symbol_loader {
 	struct native_symbol_loader_options options;
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* a job queued, or stop */
 	pthread_cond_t done_cond;
-	struct native_symbol_job *queue_head, *queue_tail;
-	size_t queued;
+	struct work_queue jobs; /* at most NATIVE_SYMBOL_LOADER_MAX_QUEUED */
 	struct native_symbol_job *done;
-	bool started, stop;
+	bool started;
 	pthread_t thread;
 	pid_t worker_pid;
 	struct native_symbol_loader_stats stats;
@@ -47,7 +45,7 @@ int native_symbol_loader_new(const struct native_symbol_loader_options *options,
 		return err;
 	}
 	pthread_mutex_init(&loader->lock, NULL);
-	pthread_cond_init(&loader->wake, NULL);
+	work_queue_init(&loader->jobs, NATIVE_SYMBOL_LOADER_MAX_QUEUED);
 	pthread_cond_init(&loader->done_cond, NULL);
 	*out = loader;
 	return 0;
@@ -61,6 +59,11 @@ void native_symbol_job_free(struct native_symbol_job *job)
 	free(job->result.function_ranges);
 	free(job->map.path);
 	free(job);
+}
+
+static struct native_symbol_job *job_of(struct work_item *item)
+{
+	return WORK_QUEUE_ENTRY(item, struct native_symbol_job, queued);
 }
 
 static void free_jobs(struct native_symbol_job *job)
@@ -79,15 +82,15 @@ void native_symbol_loader_free(struct native_symbol_loader *loader)
 		return;
 	if (loader->started) {
 		pthread_mutex_lock(&loader->lock);
-		loader->stop = true;
-		pthread_cond_signal(&loader->wake);
+		work_queue_close(&loader->jobs);
 		pthread_mutex_unlock(&loader->lock);
 		pthread_join(loader->thread, NULL);
 	}
-	free_jobs(loader->queue_head);
+	for (struct work_item *item; (item = work_queue_pop(&loader->jobs));)
+		native_symbol_job_free(job_of(item));
 	free_jobs(loader->done);
 	parser_client_free(loader->client);
-	pthread_cond_destroy(&loader->wake);
+	work_queue_destroy(&loader->jobs);
 	pthread_cond_destroy(&loader->done_cond);
 	pthread_mutex_destroy(&loader->lock);
 	free(loader);
@@ -333,19 +336,11 @@ static int load(struct native_symbol_loader *loader, struct native_symbol_job *j
 
 static struct native_symbol_job *next_job(struct native_symbol_loader *loader)
 {
-	struct native_symbol_job *job;
+	struct native_symbol_job *job = NULL;
 
 	pthread_mutex_lock(&loader->lock);
-	while (!loader->stop && !loader->queue_head)
-		pthread_cond_wait(&loader->wake, &loader->lock);
-	job = loader->stop ? NULL : loader->queue_head;
-	if (job) {
-		loader->queue_head = job->next;
-		if (!loader->queue_head)
-			loader->queue_tail = NULL;
-		loader->queued--;
-		job->next = NULL;
-	}
+	if (work_queue_wait(&loader->jobs, &loader->lock))
+		job = job_of(work_queue_pop(&loader->jobs));
 	pthread_mutex_unlock(&loader->lock);
 	return job;
 }
@@ -411,18 +406,8 @@ int native_symbol_loader_submit(struct native_symbol_loader *loader, struct nati
 
 	pthread_mutex_lock(&loader->lock);
 	err = start_locked(loader);
-	if (!err && loader->queued >= NATIVE_SYMBOL_LOADER_MAX_QUEUED)
-		err = -EAGAIN;
-	if (!err) {
-		job->next = NULL;
-		if (loader->queue_tail)
-			loader->queue_tail->next = job;
-		else
-			loader->queue_head = job;
-		loader->queue_tail = job;
-		loader->queued++;
-		pthread_cond_signal(&loader->wake);
-	}
+	if (!err)
+		err = work_queue_push(&loader->jobs, &job->queued);
 	pthread_mutex_unlock(&loader->lock);
 	return err;
 }

@@ -19,6 +19,7 @@
 #include "elf/elf_symbols.h"
 #include "proc/proc_maps.h"
 #include "unwind/file_table.h"
+#include "util/work_queue.h"
 
 /* Jobs waiting for the helper thread; past it a file waits for a later lookup. */
 #define NATIVE_SYMBOL_LOADER_MAX_QUEUED 256
@@ -45,7 +46,8 @@ struct native_symbol_job {
 	 * budget, or the worker's memory), -ENOSYS (no worker) */
 	int status;
 	struct native_symbols result;
-	struct native_symbol_job *next;
+	struct work_item queued;          /* in the loader's queue */
+	struct native_symbol_job *next;   /* in a list of jobs done */
 };
 
 struct native_symbol_loader_stats {

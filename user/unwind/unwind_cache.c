@@ -19,6 +19,7 @@
 #include "util/array.h"
 #include "util/clock.h"
 #include "util/thread.h"
+#include "util/work_queue.h"
 
 /*
  * Files handed to the builder thread and not yet placed: each holds a duplicated
@@ -88,7 +89,8 @@ struct cached_proc {
 
 /* One file's table built on the builder thread: it touches nothing else of the cache. */
 struct build_job {
-	struct build_job *next;
+	struct work_item queued;  /* in the builder's queue */
+	struct build_job *next;   /* in its list of jobs built */
 	struct cached_file *file;
 	uint64_t turn;   /* the least turn a waiting process gave it; UINT64_MAX: none waits */
 	uint64_t asked;  /* when its turn was first given (the cache's want clock) */
@@ -116,12 +118,10 @@ struct build_job {
 struct builder {
 	pthread_t thread;
 	bool started;
-	bool stop;
 	struct parser_client *parser; /* the cache's: this thread's alone once it runs */
 	pthread_mutex_t lock;
 	struct parser_client_stats parser_stats; /* the worker's, as of the last build (under the lock) */
-	pthread_cond_t wake;
-	struct build_job *todo_head, *todo_tail; /* in order */
+	struct work_queue todo; /* in order; bounded by the cache (builds_pending, builder_full) */
 	struct build_job *done, *done_tail;      /* in the order they were built */
 };
 
@@ -223,17 +223,9 @@ static void build_jobs_free(struct build_job *job)
 	}
 }
 
-/* Takes the job at *link out of the queue. Under the lock. */
-static void unlink_job(struct builder *builder, struct build_job **link)
+static struct build_job *job_of(const struct work_item *item)
 {
-	struct build_job *job = *link;
-
-	*link = job->next;
-	if (builder->todo_tail == job) {
-		builder->todo_tail = NULL;
-		for (struct build_job *rest = builder->todo_head; rest; rest = rest->next)
-			builder->todo_tail = rest;
-	}
+	return WORK_QUEUE_ENTRY(item, struct build_job, queued);
 }
 
 /* Whether job a goes before job b: the lesser turn, then the one asked for first (jobs no walk
@@ -245,17 +237,18 @@ static bool goes_before(const struct build_job *a, const struct build_job *b)
 	return a->turn != UINT64_MAX && a->asked < b->asked;
 }
 
+static bool builds_sooner(const struct work_item *item, const struct work_item *best)
+{
+	return goes_before(job_of(item), job_of(best));
+}
+
 /* Takes the queued job of the least turn; the first asked for among equals. Under the lock. */
 static struct build_job *take_next_turn(struct builder *builder)
 {
-	struct build_job **best = &builder->todo_head, *job;
+	struct work_item *best = work_queue_find_best(&builder->todo, builds_sooner);
 
-	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next)
-		if (goes_before(*link, *best))
-			best = link;
-	job = *best;
-	unlink_job(builder, best);
-	return job;
+	work_queue_remove(&builder->todo, best);
+	return job_of(best);
 }
 
 static void *builder_run(void *opaque)
@@ -274,9 +267,7 @@ static void *builder_run(void *opaque)
 		struct errbuf error;
 		uint64_t started_us;
 
-		while (!builder->todo_head && !builder->stop)
-			pthread_cond_wait(&builder->wake, &builder->lock);
-		if (builder->stop)
+		if (!work_queue_wait(&builder->todo, &builder->lock))
 			break;
 		job = take_next_turn(builder);
 		pthread_mutex_unlock(&builder->lock);
@@ -306,12 +297,12 @@ int unwind_cache_build_in_background(struct unwind_cache *cache)
 	if (builder->started)
 		return 0;
 	pthread_mutex_init(&builder->lock, NULL);
-	pthread_cond_init(&builder->wake, NULL);
+	work_queue_init(&builder->todo, 0);
 	builder->parser = cache->parser;
 	parser_client_stats(cache->parser, &builder->parser_stats);
 	err = thread_start_without_signals(&builder->thread, builder_run, builder);
 	if (err) {
-		pthread_cond_destroy(&builder->wake);
+		work_queue_destroy(&builder->todo);
 		pthread_mutex_destroy(&builder->lock);
 		return err;
 	}
@@ -324,13 +315,13 @@ static void builder_stop(struct builder *builder)
 	if (!builder->started)
 		return;
 	pthread_mutex_lock(&builder->lock);
-	builder->stop = true;
-	pthread_cond_signal(&builder->wake);
+	work_queue_close(&builder->todo);
 	pthread_mutex_unlock(&builder->lock);
 	pthread_join(builder->thread, NULL);
-	build_jobs_free(builder->todo_head);
+	for (struct work_item *item; (item = work_queue_pop(&builder->todo));)
+		build_job_free(job_of(item));
 	build_jobs_free(builder->done);
-	pthread_cond_destroy(&builder->wake);
+	work_queue_destroy(&builder->todo);
 	pthread_mutex_destroy(&builder->lock);
 	builder->started = false;
 }
@@ -618,12 +609,7 @@ static int queue_build(struct unwind_cache *cache, struct cached_file *file, int
 	file->building = true;
 	cache->builds_pending++;
 	pthread_mutex_lock(&builder->lock);
-	if (builder->todo_tail)
-		builder->todo_tail->next = job;
-	else
-		builder->todo_head = job;
-	builder->todo_tail = job;
-	pthread_cond_signal(&builder->wake);
+	work_queue_push(&builder->todo, &job->queued); /* no limit of its own: cannot fail */
 	pthread_mutex_unlock(&builder->lock);
 	return 0;
 }
@@ -668,6 +654,13 @@ static void proc_defer_file(struct cached_proc *proc, struct cached_file *file)
 		}
 }
 
+/* Whether item leaves the queue before worst for a reader: a later turn, or the same asked for
+ * later; and a job no walk waits for, the last queued of them. */
+static bool builds_later(const struct work_item *item, const struct work_item *worst)
+{
+	return goes_before(job_of(worst), job_of(item)) || job_of(item)->turn == UINT64_MAX;
+}
+
 /*
  * The queue is full and a read for a stopped walk brings a file: the queued file of the latest
  * turn (one no walk waits for first), if later than the reader's, leaves the queue for it and
@@ -678,17 +671,16 @@ static void proc_defer_file(struct cached_proc *proc, struct cached_file *file)
 static bool yield_to_reader(struct unwind_cache *cache)
 {
 	struct builder *builder = &cache->builder;
-	struct build_job **worst = NULL, *job;
+	struct build_job *job;
 
 	if (!cache->reading_for_walk)
 		return false;
 	pthread_mutex_lock(&builder->lock);
-	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next)
-		if (!worst || goes_before(*worst, *link) || (*link)->turn == UINT64_MAX)
-			worst = link;
-	job = worst && (*worst)->turn > cache->reader_turn ? *worst : NULL;
-	if (job)
-		unlink_job(builder, worst);
+	job = job_of(work_queue_find_best(&builder->todo, builds_later));
+	if (job && job->turn > cache->reader_turn)
+		work_queue_remove(&builder->todo, &job->queued);
+	else
+		job = NULL;
 	pthread_mutex_unlock(&builder->lock);
 	if (!job)
 		return false;
@@ -764,11 +756,11 @@ static void cancel_build(struct unwind_cache *cache, struct cached_file *file)
 	struct build_job *job = NULL;
 
 	pthread_mutex_lock(&builder->lock);
-	for (struct build_job **link = &builder->todo_head; *link; link = &(*link)->next) {
-		if ((*link)->file != file)
+	for (struct work_item *item = work_queue_first(&builder->todo); item; item = work_queue_next(item)) {
+		if (job_of(item)->file != file)
 			continue;
-		job = *link;
-		unlink_job(builder, link);
+		job = job_of(item);
+		work_queue_remove(&builder->todo, item);
 		break;
 	}
 	pthread_mutex_unlock(&builder->lock);
@@ -1260,7 +1252,7 @@ size_t unwind_cache_poll(struct unwind_cache *cache, pid_t *pids, size_t capacit
 	done = builder->done;
 	had_done = done != NULL;
 	builder->done = builder->done_tail = NULL;
-	queue_empty = !builder->todo_head;
+	queue_empty = !work_queue_length(&builder->todo);
 	pthread_mutex_unlock(&builder->lock);
 	while (done) {
 		struct build_job *next = done->next;
@@ -1299,14 +1291,17 @@ void unwind_cache_want_pc(struct unwind_cache *cache, pid_t pid, uint64_t pc)
 		turn = ++slot->turns;
 	}
 	pthread_mutex_lock(&builder->lock);
-	for (struct build_job *job = builder->todo_head; job; job = job->next)
-		if (job->file == mapped->file) {
-			if (turn < job->turn) {
-				job->turn = turn;
-				job->asked = ++cache->want_clock;
-			}
-			break;
+	for (struct work_item *item = work_queue_first(&builder->todo); item; item = work_queue_next(item)) {
+		struct build_job *job = job_of(item);
+
+		if (job->file != mapped->file)
+			continue;
+		if (turn < job->turn) {
+			job->turn = turn;
+			job->asked = ++cache->want_clock;
 		}
+		break;
+	}
 	pthread_mutex_unlock(&builder->lock);
 }
 
@@ -1339,7 +1334,7 @@ bool unwind_cache_building(struct unwind_cache *cache)
 	if (!builder->started)
 		return false;
 	pthread_mutex_lock(&builder->lock);
-	busy = builder->todo_head != NULL || builder->done != NULL;
+	busy = work_queue_length(&builder->todo) || builder->done != NULL;
 	pthread_mutex_unlock(&builder->lock);
 	for (size_t i = 0; !busy && i < cache->file_count; i++)
 		busy = cache->files[i]->building;

@@ -12,10 +12,11 @@
 
 #include "util/array.h"
 #include "util/thread.h"
+#include "util/work_queue.h"
 
 /* A chunk put into the outer map or taken out of it, by the update thread. */
 struct chunk_update {
-	struct chunk_update *next;
+	struct work_item queued;
 	uint32_t chunk;
 	bool insert;
 	int fd;          /* the chunk's map; a removal closes it once it is out */
@@ -40,14 +41,13 @@ struct unwind_maps {
 	uint32_t generation;       /* of the table placed last (struct unwind_table_ref) */
 	/* Shared with the update thread, under lock. */
 	pthread_mutex_t lock;
-	pthread_cond_t queued, settled;
-	struct chunk_update *queue_head, *queue_tail;
+	pthread_cond_t settled;
+	struct work_queue updates; /* bounded by the caller: UNWIND_MAPS_MAX_UNFINISHED */
 	uint32_t updates_unfinished[UNWIND_MAX_CHUNKS]; /* per chunk: asked for, not done */
 	size_t unfinished;                              /* all chunks' */
 	struct deferred_table *deferred;
 	size_t deferred_count, deferred_capacity;
 	int error;                 /* the first failed update's since unwind_maps_take_error */
-	bool stopping;
 	pthread_t thread;
 	bool thread_started;
 };
@@ -70,7 +70,7 @@ int unwind_maps_new(struct unwind_maps **out, int rows_fd, int tables_fd, int pr
 	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
 		maps->chunk_fds[i] = -1;
 	pthread_mutex_init(&maps->lock, NULL);
-	pthread_cond_init(&maps->queued, NULL);
+	work_queue_init(&maps->updates, 0);
 	pthread_cond_init(&maps->settled, NULL);
 	*out = maps;
 	return 0;
@@ -118,6 +118,11 @@ static int apply_update(struct unwind_maps *maps, const struct chunk_update *upd
 	return err;
 }
 
+static struct chunk_update *update_of(struct work_item *item)
+{
+	return WORK_QUEUE_ENTRY(item, struct chunk_update, queued);
+}
+
 static void *run_updates(void *arg)
 {
 	struct unwind_maps *maps = arg;
@@ -127,14 +132,9 @@ static void *run_updates(void *arg)
 		struct chunk_update *update;
 		int err;
 
-		while (!maps->queue_head && !maps->stopping)
-			pthread_cond_wait(&maps->queued, &maps->lock);
-		if (maps->stopping)
+		if (!work_queue_wait(&maps->updates, &maps->lock))
 			break;
-		update = maps->queue_head;
-		maps->queue_head = update->next;
-		if (!maps->queue_head)
-			maps->queue_tail = NULL;
+		update = update_of(work_queue_pop(&maps->updates));
 		pthread_mutex_unlock(&maps->lock);
 		err = apply_update(maps, update);
 		pthread_mutex_lock(&maps->lock);
@@ -180,34 +180,29 @@ static int queue_update(struct unwind_maps *maps, struct chunk_update *update)
 	pthread_mutex_lock(&maps->lock);
 	while (maps->unfinished >= UNWIND_MAPS_MAX_UNFINISHED)
 		pthread_cond_wait(&maps->settled, &maps->lock);
-	if (maps->queue_tail)
-		maps->queue_tail->next = update;
-	else
-		maps->queue_head = update;
-	maps->queue_tail = update;
+	work_queue_push(&maps->updates, &update->queued); /* no limit of its own: cannot fail */
 	maps->updates_unfinished[update->chunk]++;
 	maps->unfinished++;
-	pthread_cond_signal(&maps->queued);
 	pthread_mutex_unlock(&maps->lock);
 	return 0;
 }
 
 void unwind_maps_free(struct unwind_maps *maps)
 {
-	struct chunk_update *update;
+	struct work_item *item;
 
 	if (!maps)
 		return;
 	if (maps->thread_started) {
 		pthread_mutex_lock(&maps->lock);
-		maps->stopping = true;
-		pthread_cond_signal(&maps->queued);
+		work_queue_close(&maps->updates);
 		pthread_mutex_unlock(&maps->lock);
 		pthread_join(maps->thread, NULL);
 	}
 	/* Updates not started: the outer map goes with the programs, only the memory is left. */
-	while ((update = maps->queue_head)) {
-		maps->queue_head = update->next;
+	while ((item = work_queue_pop(&maps->updates))) {
+		struct chunk_update *update = update_of(item);
+
 		if (!update->insert) {
 			munmap(update->memory, update->bytes);
 			close(update->fd);
@@ -222,7 +217,7 @@ void unwind_maps_free(struct unwind_maps *maps)
 	}
 	free(maps->deferred);
 	pthread_cond_destroy(&maps->settled);
-	pthread_cond_destroy(&maps->queued);
+	work_queue_destroy(&maps->updates);
 	pthread_mutex_destroy(&maps->lock);
 	free(maps);
 }
