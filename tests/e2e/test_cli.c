@@ -16,19 +16,7 @@
 static char out_text[1 << 16], err_text[1 << 14];
 
 /* Runs pybpfprof with the given arguments (NULL-terminated); stdout and stderr captured. */
-static int run_pybpfprof(const char *first, ...)
-{
-	char *argv[32] = { (char *)pybpfprof_binary() };
-	int argc = 1;
-	va_list args;
-
-	va_start(args, first);
-	for (const char *arg = first; arg && argc < 31; arg = va_arg(args, const char *))
-		argv[argc++] = (char *)arg;
-	va_end(args);
-	argv[argc] = NULL;
-	return run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
-}
+#define run_pybpfprof(...) run_pybpfprof_capture(out_text, sizeof(out_text), err_text, sizeof(err_text), __VA_ARGS__)
 
 static size_t count_lines(const char *text)
 {

@@ -7,25 +7,6 @@
 
 #include <sys/wait.h>
 
-/* Runs command from the checkout with its output in out; returns its exit status. */
-static int run_tool(const char *command, char *out, size_t len)
-{
-	char line[PATH_MAX + 8192];
-	FILE *pipe;
-	size_t used = 0;
-	int status;
-
-	snprintf(line, sizeof(line), "cd '%s' && %s 2>&1", test_source_dir(), command);
-	pipe = popen(line, "r");
-	assert_non_null(pipe);
-	while (used + 1 < len && fgets(out + used, (int)(len - used), pipe))
-		used += strlen(out + used);
-	out[used] = 0;
-	status = pclose(pipe);
-	assert_true(WIFEXITED(status));
-	return WEXITSTATUS(status);
-}
-
 /* A copy of the checkout's documentation (README.md, doc/ and the folders they link into), to break. */
 static const char *docs_copy(const char *name)
 {
@@ -36,7 +17,7 @@ static const char *docs_copy(const char *name)
 	snprintf(command, sizeof(command),
 		 "rm -rf '%s' && mkdir -p '%s' && cp -r README.md doc bench fuzz tests contrib '%s'/",
 		 dir, dir, dir);
-	assert_int_equal(run_tool(command, out, sizeof(out)), 0);
+	assert_int_equal(run_shell(command, out, sizeof(out)), 0);
 	return dir;
 }
 
@@ -46,7 +27,7 @@ static void every_relative_link_resolves(void **state)
 	int status;
 
 	(void)state;
-	status = run_tool("tools/check-doc-links.py .", out, sizeof(out));
+	status = run_shell("tools/check-doc-links.py .", out, sizeof(out));
 	if (status)
 		print_message("%s", out);
 	assert_int_equal(status, 0);
@@ -64,7 +45,7 @@ static void a_broken_link_is_named(void **state)
 		 "printf '\\nSee [gone](gone.md) and [here](modes.md#no-such-heading).\\n' >> '%s/doc/usage.md' && "
 		 "tools/check-doc-links.py '%s'",
 		 dir, dir);
-	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_int_equal(run_shell(command, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "doc/usage.md:"));
 	assert_non_null(strstr(out, "(gone.md): no such file or folder: doc/gone.md"));
 	assert_non_null(strstr(out, "no heading makes #no-such-heading in doc/modes.md"));
@@ -81,7 +62,7 @@ static void a_renamed_heading_breaks_its_links(void **state)
 		 "sed -i 's/^## The overhead budget$/## Overhead budget/' '%s/doc/modes.md' && "
 		 "tools/check-doc-links.py '%s'",
 		 dir, dir);
-	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_int_equal(run_shell(command, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "README.md:"));
 	assert_non_null(strstr(out, "#the-overhead-budget in doc/modes.md"));
 }
@@ -176,7 +157,7 @@ static void every_option_and_format_agrees(void **state)
 
 	(void)state;
 	check_options_command(command, sizeof(command), ".");
-	status = run_tool(command, out, sizeof(out));
+	status = run_shell(command, out, sizeof(out));
 	if (status)
 		print_message("%s", out);
 	assert_int_equal(status, 0);
@@ -196,7 +177,7 @@ static void an_option_out_of_step_is_named(void **state)
 		 "sed -i '/^.fB.-.-target.-budget/,+3d' '%s/doc/pybpfprof.1' && "
 		 "sed -i 's/^| `--bpf-stats` |/| `--bpf-stats`, `--frobnicate` |/' '%s/doc/usage.md' && %s",
 		 dir, dir, check);
-	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_int_equal(run_shell(command, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "doc/pybpfprof.1: .SH OPTIONS lacks --target-budget, which `pybpfprof --help` has"));
 	assert_non_null(strstr(out, "doc/usage.md: the table under \"Options\" lists --frobnicate, which "
 				    "`pybpfprof --help` does not have"));
@@ -214,7 +195,7 @@ static void a_subcommand_option_out_of_step_is_named(void **state)
 	snprintf(command, sizeof(command),
 		 "sed -E -i 's/^(.fB.-n.fR), .fB.-.-lines.fR/\\1/' '%s/doc/pybpfprof.1' && %s",
 		 dir, check);
-	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_int_equal(run_shell(command, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "doc/pybpfprof.1: .SS pybpfprof top [OPTIONS] [FILE] lacks --lines, which "
 				    "`pybpfprof top --help` has"));
 }
@@ -231,7 +212,7 @@ static void a_format_left_out_is_named(void **state)
 		 "sed -i 's/^mojo, tachyon, collapsed, svg, pprof, speedscope, pstats, gecko, gecko-gz or jsonl, "
 		 "whatever/mojo, tachyon, collapsed or svg, whatever/' '%s/doc/pybpfprof.1' && %s",
 		 dir, check);
-	assert_int_equal(run_tool(command, out, sizeof(out)), 1);
+	assert_int_equal(run_shell(command, out, sizeof(out)), 1);
 	assert_non_null(strstr(out, "doc/pybpfprof.1, .TP -f: the format pprof is not there"));
 	assert_non_null(strstr(out, "doc/pybpfprof.1, .TP -f: the format speedscope is not there"));
 }

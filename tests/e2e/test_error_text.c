@@ -17,23 +17,13 @@
 
 static char out_text[1 << 16], err_text[1 << 14];
 
-/* Runs the lint on dir; its output goes to out. Returns the exit status. */
+/* Runs the check on dir; its output goes to out. Returns the exit status. */
 static int run_check(const char *dir, char *out, size_t len)
 {
 	char command[512];
-	FILE *pipe;
-	size_t used = 0;
-	int status;
 
-	snprintf(command, sizeof(command), "%s %s 2>&1", CHECK_ERROR_TEXT, dir);
-	pipe = popen(command, "r");
-	assert_non_null(pipe);
-	while (used + 1 < len && fgets(out + used, (int)(len - used), pipe))
-		used += strlen(out + used);
-	out[used] = 0;
-	status = pclose(pipe);
-	assert_true(WIFEXITED(status));
-	return WEXITSTATUS(status);
+	snprintf(command, sizeof(command), "%s %s", CHECK_ERROR_TEXT, dir);
+	return run_shell(command, out, len);
 }
 
 static void write_file(const char *path, const char *text)
@@ -111,19 +101,7 @@ static void each_way_out_is_named_and_the_convention_is_not(void **state)
 }
 
 /* Runs pybpfprof with the given arguments (NULL-terminated); stdout and stderr captured. */
-static int run_pybpfprof(const char *first, ...)
-{
-	char *argv[32] = { (char *)pybpfprof_binary() };
-	int argc = 1;
-	va_list args;
-
-	va_start(args, first);
-	for (const char *arg = first; arg && argc < 31; arg = va_arg(args, const char *))
-		argv[argc++] = (char *)arg;
-	va_end(args);
-	argv[argc] = NULL;
-	return run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text));
-}
+#define run_pybpfprof(...) run_pybpfprof_capture(out_text, sizeof(out_text), err_text, sizeof(err_text), __VA_ARGS__)
 
 /* stderr's first line is expected, exactly. */
 static void expect_first_line(const char *expected)

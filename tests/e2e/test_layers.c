@@ -11,19 +11,9 @@
 static int run_check(const char *dir, char *out, size_t len)
 {
 	char command[512];
-	FILE *pipe;
-	size_t used = 0;
-	int status;
 
-	snprintf(command, sizeof(command), "%s %s 2>&1", CHECK_LAYERS, dir);
-	pipe = popen(command, "r");
-	assert_non_null(pipe);
-	while (used + 1 < len && fgets(out + used, (int)(len - used), pipe))
-		used += strlen(out + used);
-	out[used] = 0;
-	status = pclose(pipe);
-	assert_true(WIFEXITED(status));
-	return WEXITSTATUS(status);
+	snprintf(command, sizeof(command), "%s %s", CHECK_LAYERS, dir);
+	return run_shell(command, out, len);
 }
 
 static void the_tree_keeps_its_layers(void **state)

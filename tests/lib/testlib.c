@@ -714,3 +714,35 @@ bool test_has_python_frame(const struct pf_sample *sample, const char *name)
 			return true;
 	return false;
 }
+
+int run_shell(const char *command, char *out, size_t len)
+{
+	char line[PATH_MAX + 8192];
+	FILE *pipe;
+	size_t used = 0;
+	int status;
+
+	snprintf(line, sizeof(line), "cd '%s' && %s 2>&1", test_source_dir(), command);
+	pipe = popen(line, "r");
+	assert_non_null(pipe);
+	while (used + 1 < len && fgets(out + used, (int)(len - used), pipe))
+		used += strlen(out + used);
+	out[used] = 0;
+	status = pclose(pipe);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+int run_pybpfprof_capture(char *out, size_t outlen, char *err, size_t errlen, const char *first, ...)
+{
+	char *argv[32] = { (char *)pybpfprof_binary() };
+	int argc = 1;
+	va_list args;
+
+	va_start(args, first);
+	for (const char *arg = first; arg && argc < 31; arg = va_arg(args, const char *))
+		argv[argc++] = (char *)arg;
+	va_end(args);
+	argv[argc] = NULL;
+	return run_capture_both(argv, out, outlen, err, errlen);
+}

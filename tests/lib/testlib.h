@@ -127,6 +127,14 @@ int run_capture(char *const argv[], char *err, size_t errlen);
 /* Runs argv; its stdout into out, its stderr into err; returns the exit status. */
 int run_capture_both(char *const argv[], char *out, size_t outlen, char *err, size_t errlen);
 
+/* Runs a shell command from the checkout, its stdout and stderr into out (NUL-terminated, cut at
+ * len); returns its exit status (fails the test if it did not exit). */
+int run_shell(const char *command, char *out, size_t len);
+
+/* Runs pybpfprof with the arguments from first on (NULL-ended, at most 30); its stdout into out,
+ * its stderr into err; returns the exit status. */
+int run_pybpfprof_capture(char *out, size_t outlen, char *err, size_t errlen, const char *first, ...);
+
 /* Runs argv; its stdout into out (NUL-terminated, cut at len); fails the test unless it exits 0. */
 void run_output(char *const argv[], char *out, size_t len);
 
