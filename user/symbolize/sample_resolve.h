@@ -45,7 +45,8 @@ struct native_pc_entry {
 /*
  * Resolved stacks kept for the records that repeat them (most do: a loop samples the same
  * stack again and again), so that a record seen before costs a hash and a comparison of its
- * raw frames instead of a lookup per frame. Bounded: past these the least used go.
+ * raw frames instead of a lookup per frame. Bounded: past these the least used go (under a
+ * target budget, sample_resolve_set_budget, its bytes are the budget's to bound instead).
  */
 #define SAMPLE_RESOLVE_STACKS_MAX 8192
 #define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)
@@ -114,6 +115,11 @@ struct sample_resolver {
 int sample_resolve_init(struct sample_resolver *resolver, sample_kernel_namer_fn kernel_namer,
 			void *kernel_namer_context, uint64_t period_us);
 void sample_resolve_free(struct sample_resolver *resolver);
+struct target_budget;
+/* The stacks kept (resolved stacks, and the Python stacks known to be read) are charged to budget,
+ * two stores whose least recently used entries it may evict (util/memo_cache.h); before the first
+ * record. 0 or -ENOSPC (no store left). */
+int sample_resolve_set_budget(struct sample_resolver *resolver, struct target_budget *budget);
 /* Records that had a native walk (any stop cause but NOT_WALKED). */
 uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver);
 /*
