@@ -46,7 +46,8 @@ struct native_pc_entry {
  * Resolved stacks kept for the records that repeat them (most do: a loop samples the same
  * stack again and again), so that a record seen before costs a hash and a comparison of its
  * raw frames instead of a lookup per frame. Bounded: past these the least used go (under a
- * target budget, sample_resolve_set_budget, its bytes are the budget's to bound instead).
+ * target budget, sample_resolve_set_budget, its least recently used go sooner when the budget
+ * is full).
  */
 #define SAMPLE_RESOLVE_STACKS_MAX 8192
 #define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)

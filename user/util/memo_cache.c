@@ -260,7 +260,6 @@ int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget
 		return store;
 	cache->budget = budget;
 	cache->budget_store = store;
-	cache->max_bytes = SIZE_MAX;
 	return 0;
 }
 

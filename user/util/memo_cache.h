@@ -45,9 +45,9 @@ void memo_cache_init(struct memo_cache *cache, size_t max_entries, size_t max_by
 void memo_cache_free(struct memo_cache *cache);
 /*
  * From now on what the cache keeps is charged to budget as a store of its own, named name (kept,
- * not copied): its byte bound is the budget's (max_bytes no longer applies; max_entries does),
- * a put that the budget refuses keeps nothing, and the budget may evict the least recently used
- * entries (not the one last found or put: its pointer is the caller's until the next put).
+ * not copied), within its own bounds still: a put that the budget refuses keeps nothing, and the
+ * budget may evict the least recently used entries (not the one last found or put: its pointer
+ * is the caller's until the next put).
  * Before the first put. 0 or -ENOSPC (no room for one more store).
  */
 int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget, const char *name);
