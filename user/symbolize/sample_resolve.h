@@ -51,6 +51,10 @@ struct native_pc_entry {
  */
 #define SAMPLE_RESOLVE_STACKS_MAX 8192
 #define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)
+/* Under a target budget, the share of its limit (percent) the resolved stacks may hold (the
+ * known Python stacks a quarter of that): stacks of a thousand frames each new would otherwise
+ * crowd out the code objects that every record needs, read again and again. */
+#define SAMPLE_RESOLVE_STACKS_BUDGET_SHARE_PERCENT 25
 /* The part of a stack's key built beside the record's frames: a head and the native frames as named
  * (sample_resolve.c). */
 #define SAMPLE_RESOLVE_STACK_KEY_MAX (16 + UNWIND_MAX_FRAMES * 40)

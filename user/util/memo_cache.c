@@ -185,8 +185,12 @@ static void evict_one(struct memo_cache *cache)
 		entry->referenced = false;
 		cache->hand++;
 	}
-	if (cache->budget)
-		target_budget_release(cache->budget, cache->budget_store, entry_bytes(&cache->entries[cache->hand]));
+	if (cache->budget) {
+		uint64_t bytes = entry_bytes(&cache->entries[cache->hand]);
+
+		target_budget_release(cache->budget, cache->budget_store, bytes);
+		target_budget_note_eviction(cache->budget, cache->budget_store, bytes);
+	}
 	remove_at(cache, cache->hand);
 	cache->evictions++;
 }
@@ -252,14 +256,18 @@ static uint64_t evict_for_budget(void *context, uint64_t bytes, uint64_t older_t
 	return freed;
 }
 
-int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget, const char *name)
+int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget, const char *name,
+			  unsigned share_percent)
 {
 	int store = target_budget_register(budget, name, oldest_entry, evict_for_budget, cache);
+	uint64_t share = target_budget_limit(budget) / 100 * share_percent;
 
 	if (store < 0)
 		return store;
 	cache->budget = budget;
 	cache->budget_store = store;
+	if (share < cache->max_bytes)
+		cache->max_bytes = (size_t)share;
 	return 0;
 }
 

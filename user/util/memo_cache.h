@@ -45,12 +45,14 @@ void memo_cache_init(struct memo_cache *cache, size_t max_entries, size_t max_by
 void memo_cache_free(struct memo_cache *cache);
 /*
  * From now on what the cache keeps is charged to budget as a store of its own, named name (kept,
- * not copied), within its own bounds still: a put that the budget refuses keeps nothing, and the
- * budget may evict the least recently used entries (not the one last found or put: its pointer
- * is the caller's until the next put).
+ * not copied), within its own bounds still and at most share_percent of the budget's limit (past
+ * them its clock evicts, counted as the store's evictions): a put that the budget refuses keeps
+ * nothing, and the budget may evict the least recently used entries (not the one last found or
+ * put: its pointer is the caller's until the next put).
  * Before the first put. 0 or -ENOSPC (no room for one more store).
  */
-int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget, const char *name);
+int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget, const char *name,
+			  unsigned share_percent);
 /* Forget every entry (keeps the entry array and the index). */
 void memo_cache_clear(struct memo_cache *cache);
 /* A key given in pieces (parts of a record, a header built beside them): the key is their bytes in order. */
