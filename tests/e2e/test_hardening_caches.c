@@ -13,9 +13,11 @@
 
 #include "fake_target.h"
 
+#include "symbolize/sample_resolve.h"
 #include "symbolize/symbolize_py.h"
 #include "python/py_offsets.h"
 #include "python/target_set.h"
+#include "unwind/unwind_cache.h"
 #include "util/target_budget.h"
 
 #define ATTACKERS 8
@@ -534,6 +536,226 @@ static void a_run_with_attackers_stays_within_its_target_budget(void **state)
 	unlink(out);
 }
 
+/* A store's numbers on the summary's target budget line (as a_run_with_attackers_... reads it). */
+struct summary_store {
+	double held, peak;
+	unsigned long long evictions, refused;
+};
+
+/* The target budget line of a -v summary: its limit and peak in bytes, and store's numbers;
+ * fails the test when there is no such line or no such store on it. */
+static void parse_budget_line(const char *err, const char *store, double *limit_bytes, double *peak_bytes,
+			      struct summary_store *found)
+{
+	char held[32], limit[32], peak[32], store_held[32], store_peak[32], name[64];
+	const char *line = strstr(err, "pybpfprof: target budget: "), *at;
+	size_t line_len;
+
+	if (!line || sscanf(line, "pybpfprof: target budget: %31[^h]held of %31[^(](peak %31[^)])", held, limit,
+			    peak) != 3)
+		fail_msg("no target budget line in the summary: %s", err);
+	line_len = strcspn(line, "\n");
+	FORMAT(name, "%s ", store);
+	at = strstr(line, name);
+	if (!at || at > line + line_len ||
+	    sscanf(at + strlen(name), "%31[^(](peak %31[^)]), %llu evictions, %llu refused", store_held, store_peak,
+		   &found->evictions, &found->refused) != 4)
+		fail_msg("no %s store in the target budget line: %.*s", store, (int)line_len, line);
+	print_message("%.*s\n", (int)line_len, line);
+	*limit_bytes = summary_size(limit);
+	*peak_bytes = summary_size(peak);
+	found->held = summary_size(store_held);
+	found->peak = summary_size(store_peak);
+}
+
+/* What a benign Python runs beside the attackers: its function must be in the profile. */
+#define BENIGN_WORK                                                                             \
+	"import time\n"                                                                         \
+	"def benign_work():\n"                                                                  \
+	"    while True:\n"                                                                     \
+	"        sum(range(1000))\n"                                                            \
+	"        time.sleep(0.001)\n"                                                           \
+	"benign_work()\n"
+
+/*
+ * Starts the benign Python, then the attack (a Python script run as nobody in a session of its
+ * own), and waits until ready_lines lines of its stdout say "ready" (each written whole, so that
+ * lines never interleave; no deadline: an attack that fails closes its stdout, which fails the
+ * test); runs the whole-host profiler argv (-v, its summary into err); kills them all. The
+ * benign one goes first so that the profiler's first scan of the host (in pid order) meets it
+ * before the attackers. The profiler's exit status.
+ */
+static int run_against_attack(const char *attack_script, int ready_lines, char *const profile[], char *err,
+			      size_t errlen)
+{
+	char *attack[] = { "setsid", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+			   HOSTILE_PYTHON, "-c", (char *)attack_script, NULL };
+	char *benign[] = { HOSTILE_PYTHON, "-c", BENIGN_WORK, NULL };
+	char text[4096];
+	size_t len = 0;
+	int ready = 0, out_fd, status;
+	long peak_rss_kib;
+	pid_t attacker, benign_pid;
+
+	benign_pid = test_spawn(benign, NULL, NULL);
+	assert_true(benign_pid > 0);
+	attacker = test_spawn(attack, &out_fd, NULL);
+	assert_true(attacker > 0);
+	while (ready < ready_lines) {
+		ssize_t got = read(out_fd, text + len, sizeof(text) - 1 - len);
+
+		if (got <= 0) {
+			kill(-attacker, SIGKILL);
+			test_wait_status(attacker);
+			kill(benign_pid, SIGKILL);
+			test_wait_status(benign_pid);
+			fail_msg("the attack ended before it was ready (%d of %d)", ready, ready_lines);
+		}
+		len += (size_t)got;
+		text[len] = '\0';
+		ready = 0;
+		for (const char *at = text; (at = strstr(at, "ready\n")); at++)
+			ready++;
+		if (len == sizeof(text) - 1)
+			len = 0;
+	}
+	status = run_measured(profile, err, errlen, &peak_rss_kib);
+	print_message("peak RSS %ld KiB\n", peak_rss_kib);
+	kill(-attacker, SIGKILL);
+	test_wait_status(attacker);
+	close(out_fd);
+	kill(benign_pid, SIGKILL);
+	test_wait_status(benign_pid);
+	return status;
+}
+
+/* Whether the collapsed profile at path has a stack through function. */
+static bool profile_has_function(const char *path, const char *function)
+{
+	size_t len = 0;
+	uint8_t *text = read_whole_file(path, &len);
+	bool found = text && strstr((char *)text, function);
+
+	free(text);
+	return found;
+}
+
+/* Four processes whose every sample is a stack no other had: 500 random choices between two
+ * functions deep (a thousand frames), rebuilt every 2 ms. */
+#define DISTINCT_STACKS_ATTACK                                                                  \
+	"import os, random, sys, time\n"                                                        \
+	"sys.setrecursionlimit(5000)\n"                                                         \
+	"def left(n):\n"                                                                        \
+	"    return step(n)\n"                                                                  \
+	"def right(n):\n"                                                                       \
+	"    return step(n)\n"                                                                  \
+	"def step(n):\n"                                                                        \
+	"    if n == 0:\n"                                                                      \
+	"        start = time.perf_counter()\n"                                                 \
+	"        while time.perf_counter() - start < 0.002:\n"                                  \
+	"            pass\n"                                                                    \
+	"        return\n"                                                                      \
+	"    (left if random.getrandbits(1) else right)(n - 1)\n"                               \
+	"for _ in range(2):\n"                                                                  \
+	"    os.fork()\n"                                                                       \
+	"os.write(1, b'ready\\n')\n"                                                          \
+	"while True:\n"                                                                         \
+	"    step(500)\n"
+/* Its share for resolved stacks (512 KiB) takes some 7 of the attackers' stacks; the whole, the
+ * records held at the default rate beside the code objects (a smaller budget, or a higher rate,
+ * has records of a thousand frames fill it, and the code objects read again at every record). */
+#define STACKS_BUDGET_MIB 2
+
+/*
+ * The whole-host profiler, its target budget 2 MiB, while four processes as nobody show a
+ * stack never seen before at every sample (some 70 KB resolved, where the resolver kept up
+ * to 16 MiB of them beside the budget): the resolved stacks are charged to the budget, evicted
+ * (or refused) past their share of it, and a benign Python beside them is still profiled.
+ */
+static void distinct_stacks_stay_within_the_target_budget(void **state)
+{
+	char out[PATH_MAX], budget_arg[16], err[32768];
+	char *profile[] = { (char *)pybpfprof_binary(), "-v", "--target-budget", budget_arg, "-d", "8", "-o", out,
+			    NULL };
+	struct summary_store stacks;
+	double limit, peak;
+	int status;
+
+	(void)state;
+	if (geteuid() != 0 || access(HOSTILE_PYTHON, X_OK))
+		skip();
+	FORMAT(out, "%s/stacks-budget.%d.collapsed", test_tmpdir(), (int)getpid());
+	snprintf(budget_arg, sizeof(budget_arg), "%d", STACKS_BUDGET_MIB);
+	status = run_against_attack(DISTINCT_STACKS_ATTACK, 4, profile, err, sizeof(err));
+	if (status)
+		fail_msg("the profiler exited %d: %s", status, err);
+	parse_budget_line(err, "resolved stacks", &limit, &peak, &stacks);
+	assert_true(limit == (double)STACKS_BUDGET_MIB * (1 << 20));
+	assert_true(stacks.peak >= 0 && stacks.peak <= limit / 100 * SAMPLE_RESOLVE_STACKS_BUDGET_SHARE_PERCENT);
+	assert_true(stacks.evictions + stacks.refused > 0);
+	assert_true(profile_has_function(out, "benign_work"));
+	unlink(out);
+}
+
+/* Four processes, each with 12,000 executable mappings (anonymous pages made executable one in
+ * two, so that none merge): 192 KB of ranges each that the unwinder keeps per process, 768 KB
+ * together, more than their share of a 1 MiB budget whatever the other stores hold. */
+#define MAPPINGS_ATTACK                                                                         \
+	"import ctypes, os, time\n"                                                             \
+	"libc = ctypes.CDLL(None, use_errno=True)\n"                                            \
+	"libc.mmap.restype = ctypes.c_void_p\n"                                                 \
+	"libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,\n" \
+	"                      ctypes.c_int, ctypes.c_long]\n"                                  \
+	"libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]\n"           \
+	"PAGE, COUNT = 4096, 12000\n"                                                           \
+	"base = libc.mmap(None, 2 * COUNT * PAGE, 1, 0x22, -1, 0)\n"                            \
+	"for i in range(COUNT):\n"                                                              \
+	"    if libc.mprotect(base + 2 * i * PAGE, PAGE, 5):\n"                                 \
+	"        raise SystemExit('mprotect failed')\n"                                         \
+	"for _ in range(3):\n"                                                                  \
+	"    if os.fork() == 0:\n"                                                              \
+	"        break\n"                                                                       \
+	"os.write(1, b'ready\\n')\n"                                                          \
+	"while True:\n"                                                                         \
+	"    time.sleep(1)\n"
+#define MAPPINGS_BUDGET_MIB 1
+
+/*
+ * The whole-host profiler, its target budget 1 MiB, while four processes as nobody hold 12,000
+ * executable mappings each (which the unwinder kept per process beside the budget): the
+ * process mappings are charged to the budget, which refuses the reads that do not fit
+ * (counted) and never holds more than its limit of them, and a benign Python beside them is
+ * still profiled (10 s: discovery reads the attackers' 48,000 maps lines too, some seconds on
+ * a loaded machine).
+ */
+static void executable_mappings_stay_within_the_target_budget(void **state)
+{
+	char out[PATH_MAX], budget_arg[16], err[32768];
+	char *profile[] = { (char *)pybpfprof_binary(), "-v", "--target-budget", budget_arg, "-d", "10", "-o", out,
+			    NULL };
+	struct summary_store mappings;
+	double limit, peak;
+	int status;
+
+	(void)state;
+	if (geteuid() != 0 || access(HOSTILE_PYTHON, X_OK))
+		skip();
+	FORMAT(out, "%s/mappings-budget.%d.collapsed", test_tmpdir(), (int)getpid());
+	snprintf(budget_arg, sizeof(budget_arg), "%d", MAPPINGS_BUDGET_MIB);
+	status = run_against_attack(MAPPINGS_ATTACK, 4, profile, err, sizeof(err));
+	if (status)
+		fail_msg("the profiler exited %d: %s", status, err);
+	parse_budget_line(err, "process mappings", &limit, &peak, &mappings);
+	assert_true(limit == (double)MAPPINGS_BUDGET_MIB * (1 << 20));
+	/* (the refused reads: those past their share of the limit, see unwind_cache.h) */
+	assert_true(mappings.peak >= 0 && mappings.peak <= limit / 100 * UNWIND_CACHE_BUDGET_SHARE_PERCENT);
+	assert_true(mappings.refused > 0);
+	if (!strstr(err, "maps reads refused by the target budget"))
+		fail_msg("no refused maps reads in the summary: %s", err);
+	assert_true(profile_has_function(out, "benign_work"));
+	unlink(out);
+}
+
 struct forgetting {
 	struct symbolize_py_cache *cache;
 	size_t forgotten;
@@ -549,6 +771,8 @@ int main(void)
 		cmocka_unit_test(decoded_frames_stay_within_the_target_budget),
 		cmocka_unit_test(attackers_fit_in_the_target_budget_beside_other_stores),
 		cmocka_unit_test(a_run_with_attackers_stays_within_its_target_budget),
+		cmocka_unit_test(distinct_stacks_stay_within_the_target_budget),
+		cmocka_unit_test(executable_mappings_stay_within_the_target_budget),
 	};
 
 	if (getenv("TEST_FILTER"))

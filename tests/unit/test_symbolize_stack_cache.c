@@ -21,6 +21,7 @@
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
 #include "util/memo_cache.h"
+#include "util/target_budget.h"
 
 /* Interpreter functions, as the test executable's symbols (the main executable is the interpreter's). */
 INTERPRETER_FUNCTION(Py_BytesMain)
@@ -258,6 +259,67 @@ static void test_memo_cache(void **state)
 	memo_cache_free(&cache);
 }
 
+/* A budget of four 120-byte entries (a 100-byte value aligned, an 8-byte key) and some. */
+#define MEMO_BUDGET_BYTES 500
+
+static void *put_sized(struct memo_cache *cache, uint64_t key)
+{
+	return memo_cache_put(cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), 100);
+}
+
+/*
+ * Under a target budget the cache's bytes are the budget's: a hundred puts never hold more than
+ * its share of the limit (evictions counted as the store's); another store's charge evicts the
+ * cache's least recently used entries but never the one last found (its pointer is the
+ * caller's); what the cache frees leaves the budget.
+ */
+static void test_memo_cache_under_a_target_budget(void **state)
+{
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	struct target_budget *budget;
+	struct memo_cache cache;
+	uint64_t key;
+	size_t len;
+	void *found;
+	int other;
+
+	(void)state;
+	assert_int_equal(target_budget_new(MEMO_BUDGET_BYTES, &budget), 0);
+	memo_cache_init(&cache, 100, 1 << 20);
+	assert_int_equal(memo_cache_set_budget(&cache, budget, "memo", 100), 0);
+	other = target_budget_register(budget, "other", NULL, NULL, NULL);
+	for (uint64_t i = 1; i <= 100; i++) {
+		assert_non_null(put_sized(&cache, i));
+		assert_true(target_budget_held(budget) <= MEMO_BUDGET_BYTES);
+		assert_int_equal(target_budget_held(budget), cache.bytes);
+	}
+	assert_true(cache.count <= 4);
+	/* the most recent stayed, the first went */
+	assert_non_null(memo_cache_find(&cache, memo_cache_hash(&(uint64_t){ 100 }, 8), &(uint64_t){ 100 }, 8, &len));
+	assert_null(memo_cache_find(&cache, memo_cache_hash(&(uint64_t){ 1 }, 8), &(uint64_t){ 1 }, 8, &len));
+	target_budget_stats(budget, stores);
+	assert_true(stores[0].evictions > 0);
+	assert_int_equal(stores[0].refusals, 0);
+
+	/* an older entry is found again: it is the caller's, and the other store takes the rest */
+	found = NULL;
+	for (key = 99; key > 0 && !found; key--)
+		found = memo_cache_find(&cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), &len);
+	key++;
+	assert_non_null(found);
+	assert_int_equal(target_budget_charge(budget, other, MEMO_BUDGET_BYTES - 120), 0);
+	assert_int_equal(cache.count, 1);
+	assert_ptr_equal(memo_cache_find(&cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), &len),
+			 found);
+	/* no room for another: refused, nothing kept */
+	assert_null(put_sized(&cache, 200));
+	assert_int_equal(cache.count, 1);
+	memo_cache_clear(&cache);
+	assert_int_equal(target_budget_held(budget), MEMO_BUDGET_BYTES - 120);
+	memo_cache_free(&cache);
+	target_budget_free(budget);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_stack_id_follows_the_stack),
 		cmocka_unit_test(test_unresolved_stacks_are_not_kept),
 		cmocka_unit_test(test_memo_cache),
+		cmocka_unit_test(test_memo_cache_under_a_target_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,7 +111,7 @@ static const struct argp_option record_options[] = {
 	{ "window", OPT_WINDOW, "SECONDS", 0, "Cut the run into windows (10, 10s, 5m): with --push each is pushed (default 10 s); without, each -o file is written per window (run-0001.mojo, ...)", 0 },
 	{ "app", OPT_APP, "NAME", 0, "With --push: the application name (default pybpfprof)", 0 },
 	{ "label", OPT_LABEL, "KEY=VALUE", 0, "With --push: a label of every window (repeatable)", 0 },
-	{ "target-budget", OPT_TARGET_BUDGET, "MIB", 0, "The most the profiled processes can make it hold (their code objects, line tables and names, task chains, native symbol tables, output tables; default 64): past it the least recently used go", 0 },
+	{ "target-budget", OPT_TARGET_BUDGET, "MIB", 0, "The most the profiled processes can make it hold (their code objects, line tables and names, task chains, resolved stacks, native symbol tables, process mappings, output tables; default 64): past it the least recently used go", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", OPTION_HIDDEN, "Ring buffer size", 0 },
 	{ 0 },
 };

@@ -205,8 +205,9 @@ static int choose_uid(uid_t *uid)
 	return -EAGAIN;
 }
 
-/* Reads len bytes from the worker before deadline_ms; 0, -ETIMEDOUT, -EPIPE (it closed). */
-static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ms)
+/* Reads at least len bytes from the worker, at most capacity, before deadline_ms, into buf;
+ * *got: how many. 0, -ETIMEDOUT, -EPIPE (it closed). */
+static int read_at_least(int fd, void *buf, size_t len, size_t capacity, uint64_t deadline_ms, size_t *got_out)
 {
 	size_t got = 0;
 
@@ -225,14 +226,23 @@ static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ms)
 			return -errno;
 		if (!ready)
 			return -ETIMEDOUT;
-		n = read(fd, (char *)buf + got, len - got);
+		n = read(fd, (char *)buf + got, capacity - got);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
 			return -EPIPE;
 		got += (size_t)n;
 	}
+	*got_out = got;
 	return 0;
+}
+
+/* Reads len bytes from the worker before deadline_ms; 0, -ETIMEDOUT, -EPIPE (it closed). */
+static int read_all(int fd, void *buf, size_t len, uint64_t deadline_ms)
+{
+	size_t got;
+
+	return read_at_least(fd, buf, len, len, deadline_ms, &got);
 }
 
 static int spawn_worker(struct parser_client *client, int worker_end)
@@ -364,17 +374,31 @@ void parser_client_distrust(struct parser_client *client)
 	lose_worker(client, -EPROTO);
 }
 
+/* A reply this small (a verdict, a list of names) comes with its head in one read: the worker
+ * sends both in one message, and a second poll and read would wait for nothing. */
+#define SMALL_REPLY_BYTES 1024
+
 static int read_reply(struct parser_client *client, uint32_t id, uint32_t reply_budget, void **payload, size_t *len)
 {
 	uint64_t deadline = clock_monotonic_ms() + client->options.timeout_ms;
 	struct parser_reply_head head;
+	union {
+		struct parser_reply_head head;
+		uint8_t bytes[sizeof(struct parser_reply_head) + SMALL_REPLY_BYTES];
+	} first;
+	size_t got = 0, early;
 	void *body;
-	int err = read_all(client->socket, &head, sizeof(head), deadline);
+	/* (beyond the head, never more than the budget: what follows it is not this reply's) */
+	int err = read_at_least(client->socket, &first, sizeof(head),
+				sizeof(head) + (reply_budget < SMALL_REPLY_BYTES ? reply_budget : SMALL_REPLY_BYTES),
+				deadline, &got);
 
 	if (err)
 		return lose_worker(client, err);
+	head = first.head;
+	early = got - sizeof(head);
 	if (head.magic != PARSER_PROTOCOL_MAGIC || head.id != id || head.length > reply_budget ||
-	    (head.status && head.length) || head.status > 0 || head.status < -4095)
+	    (head.status && head.length) || head.status > 0 || head.status < -4095 || early > head.length)
 		return lose_worker(client, -EPROTO);
 	if (head.status) {
 		if (head.status == -ENOMEM) {
@@ -387,7 +411,8 @@ static int read_reply(struct parser_client *client, uint32_t id, uint32_t reply_
 	body = malloc(head.length ? head.length : 1);
 	if (!body)
 		return -ENOMEM;
-	err = read_all(client->socket, body, head.length, deadline);
+	memcpy(body, first.bytes + sizeof(head), early);
+	err = read_all(client->socket, (uint8_t *)body + early, head.length - early, deadline);
 	if (err) {
 		free(body);
 		return lose_worker(client, err);

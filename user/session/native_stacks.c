@@ -325,6 +325,11 @@ int native_stacks_open(struct session *session)
 		return -ENOMEM;
 	native->maps = bpf_sampler_unwind_maps(session->sampler);
 	err = unwind_cache_new(&native->cache, unwind_maps_row_capacity(native->maps), &ops);
+	if (!err && session->budget) {
+		err = unwind_cache_set_target_budget(native->cache, session->budget);
+		if (err)
+			unwind_cache_free(native->cache);
+	}
 	if (!err) {
 		err = unwind_cache_build_in_background(native->cache);
 		if (err)
@@ -360,13 +365,14 @@ static void report_upload_error(struct session *session, const char *what, int e
 	native->upload_error_reported = true;
 }
 
-/* A read's outcome: a process gone meanwhile is not news; anything else is said once, and its
- * samples keep their Python frames (their native walks stop with NO_MAPPING). */
+/* A read's outcome: a process gone meanwhile is not news, nor one the target budget refused
+ * (the summary counts those); anything else is said once, and its samples keep their Python
+ * frames (their native walks stop with NO_MAPPING). */
 static void attached(struct session *session, pid_t pid, int err)
 {
 	char what[64];
 
-	if (!err || err == -ESRCH)
+	if (!err || err == -ESRCH || err == -ENOSPC)
 		return;
 	snprintf(what, sizeof(what), "pid %d", (int)pid);
 	report_upload_error(session, what, err);

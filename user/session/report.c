@@ -580,6 +580,10 @@ static void print_native_summary(const struct session *session)
 		fprintf(stderr, "pybpfprof: unwind tables: %zu new files left for a later maps read "
 				"(the build queue was full; %zu of them taken out for an earlier turn's)\n",
 			stats.builds_deferred, stats.builds_yielded);
+	if (stats.procs_refused)
+		fprintf(stderr, "pybpfprof: unwind tables: %zu maps reads refused by the target budget "
+				"(process mappings; the process's native walks stop there)\n",
+			stats.procs_refused);
 	if (stats.builds_cancelled)
 		fprintf(stderr, "pybpfprof: unwind tables: %zu queued files not built, every process mapping them "
 				"gone first\n",

@@ -648,6 +648,8 @@ static int open_budget(struct session *session)
 	if (!err)
 		err = async_tasks_set_budget(session->resolver.tasks, session->budget);
 	if (!err)
+		err = sample_resolve_set_budget(&session->resolver, session->budget);
+	if (!err)
 		err = session->outputs_budget_store = target_budget_register(session->budget, "output tables", NULL,
 									     NULL, NULL);
 	if (err >= 0)

@@ -54,6 +54,16 @@ void sample_resolve_free(struct sample_resolver *resolver)
 	resolver->python = NULL;
 }
 
+int sample_resolve_set_budget(struct sample_resolver *resolver, struct target_budget *budget)
+{
+	int err = memo_cache_set_budget(&resolver->stacks, budget, "resolved stacks",
+					SAMPLE_RESOLVE_STACKS_BUDGET_SHARE_PERCENT);
+
+	return err ? err
+		   : memo_cache_set_budget(&resolver->python_stacks, budget, "known python stacks",
+					   SAMPLE_RESOLVE_STACKS_BUDGET_SHARE_PERCENT / 4);
+}
+
 /* Kernel symbol text, interned so the frame's name outlives this sample; NULL when out of memory. */
 static const char *intern_kernel_name(struct sample_resolver *resolver, const char *text)
 {

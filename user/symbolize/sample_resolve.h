@@ -45,10 +45,16 @@ struct native_pc_entry {
 /*
  * Resolved stacks kept for the records that repeat them (most do: a loop samples the same
  * stack again and again), so that a record seen before costs a hash and a comparison of its
- * raw frames instead of a lookup per frame. Bounded: past these the least used go.
+ * raw frames instead of a lookup per frame. Bounded: past these the least used go (under a
+ * target budget, sample_resolve_set_budget, its least recently used go sooner when the budget
+ * is full).
  */
 #define SAMPLE_RESOLVE_STACKS_MAX 8192
 #define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)
+/* Under a target budget, the share of its limit (percent) the resolved stacks may hold (the
+ * known Python stacks a quarter of that): stacks of a thousand frames each new would otherwise
+ * crowd out the code objects that every record needs, read again and again. */
+#define SAMPLE_RESOLVE_STACKS_BUDGET_SHARE_PERCENT 25
 /* The part of a stack's key built beside the record's frames: a head and the native frames as named
  * (sample_resolve.c). */
 #define SAMPLE_RESOLVE_STACK_KEY_MAX (16 + UNWIND_MAX_FRAMES * 40)
@@ -120,6 +126,11 @@ struct sample_resolver {
 int sample_resolve_init(struct sample_resolver *resolver, sample_kernel_namer_fn kernel_namer,
 			void *kernel_namer_context, uint64_t period_us);
 void sample_resolve_free(struct sample_resolver *resolver);
+struct target_budget;
+/* The stacks kept (resolved stacks, and the Python stacks known to be read) are charged to budget,
+ * two stores whose least recently used entries it may evict (util/memo_cache.h); before the first
+ * record. 0 or -ENOSPC (no store left). */
+int sample_resolve_set_budget(struct sample_resolver *resolver, struct target_budget *budget);
 /* Records that had a native walk (any stop cause but NOT_WALKED). */
 uint64_t sample_resolve_native_walk_count(const struct sample_resolver *resolver);
 /*

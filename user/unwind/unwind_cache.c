@@ -17,6 +17,7 @@
 #include "unwind/file_table.h"
 #include "elf/vdso.h"
 #include "util/array.h"
+#include "util/target_budget.h"
 #include "util/clock.h"
 #include "util/thread.h"
 #include "util/work_queue.h"
@@ -85,6 +86,7 @@ struct cached_proc {
 	struct unwind_mapping *bpf_mappings;
 	size_t bpf_count;
 	bool bpf_stale; /* patched since BPF was given them (unwind_cache_poll lists it) */
+	uint64_t charged; /* bytes charged to the target budget for it */
 };
 
 /* One file's table built on the builder thread: it touches nothing else of the cache. */
@@ -164,6 +166,10 @@ struct unwind_cache {
 	size_t verdicts_forgotten; /* of those, the oldest given up past UNWIND_CACHE_IDLE_VERDICTS */
 	size_t failures[UNWIND_FAIL_COUNT];
 	uint64_t build_us;
+	struct target_budget *budget; /* NULL: none */
+	int budget_store;
+	uint64_t charged; /* what its processes hold of the budget */
+	size_t procs_refused;
 };
 
 int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struct unwind_cache_ops *ops)
@@ -191,6 +197,50 @@ int unwind_cache_new(struct unwind_cache **out, size_t row_capacity, const struc
 	}
 	*out = cache;
 	return 0;
+}
+
+int unwind_cache_set_target_budget(struct unwind_cache *cache, struct target_budget *budget)
+{
+	int store = target_budget_register(budget, "process mappings", NULL, NULL, NULL);
+
+	if (store < 0)
+		return store;
+	cache->budget = budget;
+	cache->budget_store = store;
+	return 0;
+}
+
+/* What a process's read makes the cache hold: its slot and arrays. */
+static uint64_t cached_proc_bytes(const struct cached_proc *proc)
+{
+	return sizeof(*proc) + proc->file_count * sizeof(*proc->files) + proc->mapped_count * sizeof(*proc->mapped) +
+	       proc->range_count * sizeof(*proc->ranges) + proc->bpf_count * sizeof(*proc->bpf_mappings);
+}
+
+/* next is to replace old (NULL: new): the bytes it adds charged, those it frees released. 0, or
+ * -ENOSPC when the budget refuses them (counted). */
+static int charge_proc(struct unwind_cache *cache, const struct cached_proc *old, struct cached_proc *next)
+{
+	uint64_t before = old ? old->charged : 0;
+
+	next->charged = cached_proc_bytes(next);
+	if (!cache->budget)
+		return 0;
+	if (next->charged <= before) {
+		target_budget_release(cache->budget, cache->budget_store, before - next->charged);
+		cache->charged -= before - next->charged;
+		return 0;
+	}
+	/* past its share the read is refused before the budget would evict the others' objects for it */
+	if (cache->charged + (next->charged - before) > target_budget_limit(cache->budget) / 100 *
+								  UNWIND_CACHE_BUDGET_SHARE_PERCENT)
+		target_budget_refuse(cache->budget, cache->budget_store);
+	else if (target_budget_charge(cache->budget, cache->budget_store, next->charged - before) == 0) {
+		cache->charged += next->charged - before;
+		return 0;
+	}
+	cache->procs_refused++;
+	return -ENOSPC;
 }
 
 static void cached_proc_free(struct cached_proc *proc)
@@ -1109,6 +1159,8 @@ static int map_prepared(struct unwind_cache *cache, const struct unwind_prepared
 	if (!err && !proc_of(cache, pid) &&
 	    ARRAY_RESERVE(cache->procs, cache->proc_capacity, cache->proc_count + 1))
 		err = -ENOMEM;
+	if (!err)
+		err = charge_proc(cache, proc_of(cache, pid), &next);
 	if (err) {
 		for (size_t i = 0; i < next.file_count; i++)
 			release_file(cache, next.files[i]);
@@ -1351,6 +1403,10 @@ void unwind_cache_forget_proc(struct unwind_cache *cache, pid_t pid)
 		release_file(cache, slot->files[i]);
 	if (slot->bpf_stale)
 		cache->stale_procs--;
+	if (cache->budget) {
+		target_budget_release(cache->budget, cache->budget_store, slot->charged);
+		cache->charged -= slot->charged;
+	}
 	cached_proc_free(slot);
 	*slot = cache->procs[--cache->proc_count];
 }
@@ -1446,6 +1502,7 @@ void unwind_cache_stats(struct unwind_cache *cache, struct unwind_cache_stats *s
 		.idle_files = cache->idle_files,
 		.idle_verdicts = cache->idle_verdicts,
 		.verdicts_forgotten = cache->verdicts_forgotten,
+		.procs_refused = cache->procs_refused,
 		.idle_reused = cache->idle_reused,
 		.idle_evicted = cache->idle_evicted,
 		.idle_rows = cache->idle_rows,

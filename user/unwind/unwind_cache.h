@@ -94,6 +94,7 @@ struct unwind_cache_stats {
 	size_t builds_cancelled; /* queued files every process mapping them left before their build */
 	size_t builds_yielded;   /* of builds_deferred: queued files taken out for an earlier turn's */
 	size_t failures[UNWIND_FAIL_COUNT]; /* by cause: files (mappings for OPEN) */
+	size_t procs_refused;   /* maps reads the target budget refused (the process's last read stays, if any) */
 	uint64_t build_us;      /* time spent building tables */
 	struct parser_client_stats parser; /* the parser worker that builds them */
 };
@@ -106,6 +107,16 @@ void unwind_cache_free(struct unwind_cache *cache);
 /* The parser worker that builds the tables (its memory and time per file; tests set less),
  * before the first build. 0 or -ENOMEM. */
 int unwind_cache_set_parser_options(struct unwind_cache *cache, const struct parser_client_options *options);
+struct target_budget;
+/* The share of the target budget (percent of its limit) the processes' mappings may hold: they
+ * cannot be evicted, and past it they would starve the stores that name frames. */
+#define UNWIND_CACHE_BUDGET_SHARE_PERCENT 50
+/* What the cache keeps per process (its mappings and executable ranges) is charged to budget as
+ * the store "process mappings", which cannot be evicted: a maps read that does not fit (in the
+ * budget, or in UNWIND_CACHE_BUDGET_SHARE_PERCENT of its limit) is refused (-ENOSPC, counted in
+ * procs_refused; the process's last read stays). Before the first read. 0 or -ENOSPC (no store
+ * left). */
+int unwind_cache_set_target_budget(struct unwind_cache *cache, struct target_budget *budget);
 /* The most slots idle tables may hold (UNWIND_CACHE_IDLE_ROWS unless set; tests set less). */
 void unwind_cache_set_idle_limit(struct unwind_cache *cache, size_t rows);
 
@@ -114,7 +125,7 @@ void unwind_cache_set_idle_limit(struct unwind_cache *cache, size_t rows);
  * the cache, and fills *proc. Replaces what the cache held for pid (the tables
  * only it mapped are released after the new ones are uploaded: the caller sets
  * *proc in BPF before its next call to the cache, which may reuse their ids).
- * 0, -ESRCH (gone), -ENOMEM.
+ * 0, -ESRCH (gone), -ENOMEM, -ENOSPC (refused by the target budget).
  */
 int unwind_cache_map_proc(struct unwind_cache *cache, pid_t pid, struct unwind_proc *proc);
 /* The same, read again because a walk of pid stopped in a file it had no table for: its new files

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/array.h"
+#include "util/target_budget.h"
 
 /* Values start the block: round the key's offset up to what malloc aligns to. */
 #define VALUE_ALIGN _Alignof(max_align_t)
@@ -22,9 +23,12 @@ void memo_cache_clear(struct memo_cache *cache)
 	for (size_t i = 0; i < cache->count; i++)
 		free(cache->entries[i].block);
 	hash_index_clear(&cache->index);
+	if (cache->budget)
+		target_budget_release(cache->budget, cache->budget_store, cache->bytes);
 	cache->count = 0;
 	cache->hand = 0;
 	cache->bytes = 0;
+	cache->pinned = NULL;
 }
 
 void memo_cache_free(struct memo_cache *cache)
@@ -125,6 +129,10 @@ void *memo_cache_find_parts(struct memo_cache *cache, uint64_t hash, const struc
 		return NULL;
 	entry = &cache->entries[position];
 	entry->referenced = true;
+	if (cache->budget) {
+		entry->used = ++*target_budget_clock(cache->budget);
+		cache->pinned = entry->block;
+	}
 	*value_len = entry->value_len;
 	return entry->block;
 }
@@ -142,7 +150,8 @@ static size_t entry_bytes(const struct memo_cache_entry *entry)
 	return key_offset(entry->value_len) + entry->key_len;
 }
 
-/* Removes the entry at position; the last one takes its place. */
+/* Removes the entry at position; the last one takes its place. Its bytes leave the cache; the
+ * caller releases them from the budget (or the budget does, when it evicted them). */
 static void remove_at(struct memo_cache *cache, size_t position)
 {
 	struct memo_cache_entry *entry = &cache->entries[position];
@@ -150,6 +159,8 @@ static void remove_at(struct memo_cache *cache, size_t position)
 
 	hash_index_remove(&cache->index, entry->hash, (uint32_t)position);
 	cache->bytes -= entry_bytes(entry);
+	if (cache->pinned == entry->block)
+		cache->pinned = NULL;
 	free(entry->block);
 	if (position != last) {
 		/* Same hash, new position: the index is rebuilt for it, never grown. */
@@ -174,8 +185,90 @@ static void evict_one(struct memo_cache *cache)
 		entry->referenced = false;
 		cache->hand++;
 	}
+	if (cache->budget) {
+		uint64_t bytes = entry_bytes(&cache->entries[cache->hand]);
+
+		target_budget_release(cache->budget, cache->budget_store, bytes);
+		target_budget_note_eviction(cache->budget, cache->budget_store, bytes);
+	}
 	remove_at(cache, cache->hand);
 	cache->evictions++;
+}
+
+/* The budget's side (util/target_budget.h): the stamp of the least recently used entry it may
+ * drop, and dropping those. */
+static uint64_t oldest_entry(void *context)
+{
+	const struct memo_cache *cache = context;
+	uint64_t oldest = UINT64_MAX;
+
+	for (size_t i = 0; i < cache->count; i++)
+		if (cache->entries[i].used < oldest && cache->entries[i].block != cache->pinned)
+			oldest = cache->entries[i].used;
+	return oldest;
+}
+
+struct stamped_size {
+	uint64_t used, bytes;
+};
+
+static int compare_stamps(const void *a, const void *b)
+{
+	uint64_t left = ((const struct stamped_size *)a)->used, right = ((const struct stamped_size *)b)->used;
+
+	return left < right ? -1 : left > right;
+}
+
+/* The least recently used entries until bytes are freed or the next was used since older_than
+ * (its oldest at least): the entries sorted by stamp give the newest stamp to drop, then one
+ * pass drops every entry stamped no later. */
+static uint64_t evict_for_budget(void *context, uint64_t bytes, uint64_t older_than)
+{
+	struct memo_cache *cache = context;
+	struct stamped_size *order = malloc((cache->count ? cache->count : 1) * sizeof(*order));
+	uint64_t freed = 0, planned = 0, newest_dropped = 0;
+	size_t count = 0;
+
+	if (!order)
+		return 0;
+	for (size_t i = 0; i < cache->count; i++)
+		if (cache->entries[i].block != cache->pinned)
+			order[count++] = (struct stamped_size){ cache->entries[i].used, entry_bytes(&cache->entries[i]) };
+	qsort(order, count, sizeof(*order), compare_stamps);
+	for (size_t i = 0; i < count && planned < bytes && (!planned || order[i].used < older_than); i++) {
+		newest_dropped = order[i].used;
+		planned += order[i].bytes;
+	}
+	free(order);
+	if (!planned)
+		return 0;
+	/* from the end: the last entry, moved into a removed one's place, was seen already */
+	for (size_t i = cache->count; i-- > 0;) {
+		struct memo_cache_entry *entry = &cache->entries[i];
+
+		if (entry->used > newest_dropped || entry->block == cache->pinned)
+			continue;
+		freed += entry_bytes(entry);
+		remove_at(cache, i);
+	}
+	if (cache->hand >= cache->count)
+		cache->hand = 0;
+	return freed;
+}
+
+int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget, const char *name,
+			  unsigned share_percent)
+{
+	int store = target_budget_register(budget, name, oldest_entry, evict_for_budget, cache);
+	uint64_t share = target_budget_limit(budget) / 100 * share_percent;
+
+	if (store < 0)
+		return store;
+	cache->budget = budget;
+	cache->budget_store = store;
+	if (share < cache->max_bytes)
+		cache->max_bytes = (size_t)share;
+	return 0;
 }
 
 void *memo_cache_put_parts(struct memo_cache *cache, uint64_t hash, const struct memo_key_part *parts,
@@ -191,11 +284,14 @@ void *memo_cache_put_parts(struct memo_cache *cache, uint64_t hash, const struct
 		evict_one(cache);
 	if (ARRAY_RESERVE(cache->entries, cache->capacity, cache->count + 1))
 		return NULL;
-	block = malloc(bytes);
-	if (!block)
+	/* the budget may evict entries of this cache to make room: before the new one is in */
+	if (cache->budget && target_budget_charge(cache->budget, cache->budget_store, bytes))
 		return NULL;
-	if (hash_index_insert(&cache->index, hash, (uint32_t)cache->count)) {
+	block = malloc(bytes);
+	if (!block || hash_index_insert(&cache->index, hash, (uint32_t)cache->count)) {
 		free(block);
+		if (cache->budget)
+			target_budget_release(cache->budget, cache->budget_store, bytes);
 		return NULL;
 	}
 	key = block + key_offset(value_len);
@@ -207,6 +303,10 @@ void *memo_cache_put_parts(struct memo_cache *cache, uint64_t hash, const struct
 	entry = &cache->entries[cache->count++];
 	*entry = (struct memo_cache_entry){ .hash = hash, .block = block, .value_len = value_len,
 					    .key_len = key_len };
+	if (cache->budget) {
+		entry->used = ++*target_budget_clock(cache->budget);
+		cache->pinned = block;
+	}
 	cache->bytes += bytes;
 	return block;
 }

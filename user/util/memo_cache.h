@@ -21,7 +21,10 @@ struct memo_cache_entry {
 	size_t value_len;
 	size_t key_len;
 	bool referenced;   /* found since the clock hand last passed */
+	uint64_t used;     /* under a target budget: its clock when last found or put */
 };
+
+struct target_budget;
 
 struct memo_cache {
 	struct hash_index index;          /* key hash -> position in entries */
@@ -31,10 +34,25 @@ struct memo_cache {
 	size_t bytes;                     /* keys and values held */
 	size_t max_entries, max_bytes;
 	uint64_t evictions;
+	/* Under a target budget (memo_cache_set_budget): its store, and the block a caller may
+	 * still hold (the last found or put), which the budget never evicts. */
+	struct target_budget *budget;
+	int budget_store;
+	const uint8_t *pinned;
 };
 
 void memo_cache_init(struct memo_cache *cache, size_t max_entries, size_t max_bytes);
 void memo_cache_free(struct memo_cache *cache);
+/*
+ * From now on what the cache keeps is charged to budget as a store of its own, named name (kept,
+ * not copied), within its own bounds still and at most share_percent of the budget's limit (past
+ * them its clock evicts, counted as the store's evictions): a put that the budget refuses keeps
+ * nothing, and the budget may evict the least recently used entries (not the one last found or
+ * put: its pointer is the caller's until the next put).
+ * Before the first put. 0 or -ENOSPC (no room for one more store).
+ */
+int memo_cache_set_budget(struct memo_cache *cache, struct target_budget *budget, const char *name,
+			  unsigned share_percent);
 /* Forget every entry (keeps the entry array and the index). */
 void memo_cache_clear(struct memo_cache *cache);
 /* A key given in pieces (parts of a record, a header built beside them): the key is their bytes in order. */

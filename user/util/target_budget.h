@@ -20,7 +20,7 @@
  * soak's cap is 150 MB, of which the profiler's own state takes some 60). */
 #define TARGET_BUDGET_DEFAULT_BYTES ((uint64_t)64 << 20)
 /* Stores at most (each a kind of object, not an instance). */
-#define TARGET_BUDGET_MAX_STORES 12
+#define TARGET_BUDGET_MAX_STORES 16
 /* When over the limit, eviction goes on until this share of it (in percent) is held: a
  * full budget then evicts in batches, not at every charge. */
 #define TARGET_BUDGET_LOW_WATER_PERCENT 90
