@@ -106,7 +106,9 @@ $(BUILD)/san/%.o: user/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/sampler/bpf_sampler.o $(BUILD)/san/sampler/bpf_sampler.o: $(SKELS)
+# the sources that include the generated skeleton (a fresh clone's parallel build needs it first)
+SKEL_USERS := $(shell grep -l 'skel\.h"' $(USER_SRCS))
+$(patsubst user/%.c,$(BUILD)/obj/%.o,$(SKEL_USERS)) $(patsubst user/%.c,$(BUILD)/san/%.o,$(SKEL_USERS)): $(SKELS)
 
 $(PPROF_GEN): $(PPROF_PROTO)
 	@mkdir -p $(BUILD)/gen
