@@ -666,6 +666,32 @@ static bool profile_has_function(const char *path, const char *function)
  * has records of a thousand frames fill it, and the code objects read again at every record). */
 #define STACKS_BUDGET_MIB 2
 
+/* The whole-host profiler under a target budget of budget_mib MiB for seconds, while attack runs
+ * as nobody (4 processes): its -v summary in err, the store's part of the budget line in found and
+ * the limit said there (checked to be the budget asked); the benign Python beside them is in the
+ * profile. */
+static void run_under_target_budget(const char *attack, int budget_mib, const char *seconds, const char *store,
+				    struct summary_store *found, double *limit, char *err, size_t err_len)
+{
+	char out[PATH_MAX], budget_arg[16];
+	char *profile[] = { (char *)pybpfprof_binary(), "-v", "--target-budget", budget_arg, "-d", (char *)seconds,
+			    "-o", out, NULL };
+	double peak;
+	int status;
+
+	if (geteuid() != 0 || access(HOSTILE_PYTHON, X_OK))
+		skip();
+	FORMAT(out, "%s/budget-%d.%d.collapsed", test_tmpdir(), budget_mib, (int)getpid());
+	snprintf(budget_arg, sizeof(budget_arg), "%d", budget_mib);
+	status = run_against_attack(attack, 4, profile, err, err_len);
+	if (status)
+		fail_msg("the profiler exited %d: %s", status, err);
+	parse_budget_line(err, store, limit, &peak, found);
+	assert_true(*limit == (double)budget_mib * (1 << 20));
+	assert_true(profile_has_function(out, "benign_work"));
+	unlink(out);
+}
+
 /*
  * The whole-host profiler, its target budget 2 MiB, while four processes as nobody show a
  * stack never seen before at every sample (some 70 KB resolved, where the resolver kept up
@@ -674,27 +700,15 @@ static bool profile_has_function(const char *path, const char *function)
  */
 static void distinct_stacks_stay_within_the_target_budget(void **state)
 {
-	char out[PATH_MAX], budget_arg[16], err[32768];
-	char *profile[] = { (char *)pybpfprof_binary(), "-v", "--target-budget", budget_arg, "-d", "8", "-o", out,
-			    NULL };
+	char err[32768];
 	struct summary_store stacks;
-	double limit, peak;
-	int status;
+	double limit;
 
 	(void)state;
-	if (geteuid() != 0 || access(HOSTILE_PYTHON, X_OK))
-		skip();
-	FORMAT(out, "%s/stacks-budget.%d.collapsed", test_tmpdir(), (int)getpid());
-	snprintf(budget_arg, sizeof(budget_arg), "%d", STACKS_BUDGET_MIB);
-	status = run_against_attack(DISTINCT_STACKS_ATTACK, 4, profile, err, sizeof(err));
-	if (status)
-		fail_msg("the profiler exited %d: %s", status, err);
-	parse_budget_line(err, "resolved stacks", &limit, &peak, &stacks);
-	assert_true(limit == (double)STACKS_BUDGET_MIB * (1 << 20));
+	run_under_target_budget(DISTINCT_STACKS_ATTACK, STACKS_BUDGET_MIB, "8", "resolved stacks", &stacks, &limit, err,
+				sizeof(err));
 	assert_true(stacks.peak >= 0 && stacks.peak <= limit / 100 * SAMPLE_RESOLVE_STACKS_BUDGET_SHARE_PERCENT);
 	assert_true(stacks.evictions + stacks.refused > 0);
-	assert_true(profile_has_function(out, "benign_work"));
-	unlink(out);
 }
 
 /* Four processes, each with 12,000 executable mappings (anonymous pages made executable one in
@@ -730,30 +744,18 @@ static void distinct_stacks_stay_within_the_target_budget(void **state)
  */
 static void executable_mappings_stay_within_the_target_budget(void **state)
 {
-	char out[PATH_MAX], budget_arg[16], err[32768];
-	char *profile[] = { (char *)pybpfprof_binary(), "-v", "--target-budget", budget_arg, "-d", "10", "-o", out,
-			    NULL };
+	char err[32768];
 	struct summary_store mappings;
-	double limit, peak;
-	int status;
+	double limit;
 
 	(void)state;
-	if (geteuid() != 0 || access(HOSTILE_PYTHON, X_OK))
-		skip();
-	FORMAT(out, "%s/mappings-budget.%d.collapsed", test_tmpdir(), (int)getpid());
-	snprintf(budget_arg, sizeof(budget_arg), "%d", MAPPINGS_BUDGET_MIB);
-	status = run_against_attack(MAPPINGS_ATTACK, 4, profile, err, sizeof(err));
-	if (status)
-		fail_msg("the profiler exited %d: %s", status, err);
-	parse_budget_line(err, "process mappings", &limit, &peak, &mappings);
-	assert_true(limit == (double)MAPPINGS_BUDGET_MIB * (1 << 20));
+	run_under_target_budget(MAPPINGS_ATTACK, MAPPINGS_BUDGET_MIB, "10", "process mappings", &mappings, &limit, err,
+				sizeof(err));
 	/* (the refused reads: those past their share of the limit, see unwind_cache.h) */
 	assert_true(mappings.peak >= 0 && mappings.peak <= limit / 100 * UNWIND_CACHE_BUDGET_SHARE_PERCENT);
 	assert_true(mappings.refused > 0);
 	if (!strstr(err, "maps reads refused by the target budget"))
 		fail_msg("no refused maps reads in the summary: %s", err);
-	assert_true(profile_has_function(out, "benign_work"));
-	unlink(out);
 }
 
 struct forgetting {
