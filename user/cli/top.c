@@ -8,7 +8,6 @@
 #include "cli/options.h"
 #include "cli/top_states.h"
 #include "formats/format_registry.h"
-#include "formats/tachyon/tachyon.h"
 #include "profile/profile.h"
 #include "sampler/perf_events.h"
 #include "util/exit_status.h"
@@ -78,26 +77,12 @@ static uint64_t sample_released(const struct pf_sample *sample)
 	return signed_weight < 0 ? -(uint64_t)signed_weight : 0;
 }
 
-/* Whether the sample's leaf is CPython's "~" "<GC>" frame (how Tachyon says the GC ran). */
-static bool leaf_is_gc_frame(const struct pf_sample *sample)
-{
-	const struct pf_frame *leaf = sample->frame_count ? &sample->frames[sample->frame_count - 1] : NULL;
-
-	return leaf && leaf->kind == PF_FRAME_PYTHON && !strcmp(leaf->file, TACHYON_MARKER_FILE) &&
-	       !strcmp(leaf->name, TACHYON_GC_NAME);
-}
-
 static int add_sample(struct function_weights *weights, const struct pf_sample *sample)
 {
 	uint64_t weight = sample_weight(sample), released = sample_released(sample);
-	/* A file that says the GC ran by a status (MOJO's GC event) ranks it as one that says it by
-	 * a leaf frame (Tachyon, as CPython writes it): the same recording reads back alike. */
-	const struct pf_frame gc_leaf = pf_frame_unlocated(PF_FRAME_PYTHON, TACHYON_MARKER_FILE, TACHYON_GC_NAME);
-	bool gc_as_leaf = (sample->status & PF_STATUS_GC) && !leaf_is_gc_frame(sample);
-	size_t frame_count = sample->frame_count + (gc_as_leaf ? 1 : 0);
 
-	for (size_t i = 0; i < frame_count; i++) {
-		int64_t id = function_id(weights, i < sample->frame_count ? &sample->frames[i] : &gc_leaf);
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		int64_t id = function_id(weights, &sample->frames[i]);
 		struct function_weight *function;
 
 		if (id < 0 || weights_reserve(weights, (size_t)id))
@@ -108,7 +93,7 @@ static int add_sample(struct function_weights *weights, const struct pf_sample *
 			function->released_total += released;
 			function->last_sample = weights->samples;
 		}
-		if (i + 1 == frame_count) {
+		if (i + 1 == sample->frame_count) {
 			function->self += weight;
 			function->released_self += released;
 		}
