@@ -220,10 +220,20 @@ static bool activations_found_by_bpf(const struct py_target *python)
 	return python && (python->major > 3 || (python->major == 3 && python->minor >= 12));
 }
 
-/* The role of an interpreter frame: from BPF's mark where it can find activations, else by name. */
-static enum native_role interpreter_role(const struct py_target *python, const char *symbol, bool marked_eval)
+/* Whether pc lies in the evaluation function's code as discovery located it: an activation
+ * known before (or without) the file's symbol table, which names it only once read. */
+static bool in_eval_function(const struct py_target *python, uint64_t pc)
 {
-	enum native_role role = stack_merge_role_of_name(symbol, python->major);
+	return python && pc >= python->eval_start && pc < python->eval_end;
+}
+
+/* The role of an interpreter frame: from BPF's mark where it can find activations, else by
+ * the evaluation function's address, else by name. */
+static enum native_role interpreter_role(const struct py_target *python, uint64_t pc, const char *symbol,
+					 bool marked_eval)
+{
+	enum native_role role = in_eval_function(python, pc) ? NATIVE_ROLE_EVAL
+							      : stack_merge_role_of_name(symbol, python->major);
 
 	if (!activations_found_by_bpf(python))
 		return role;
@@ -292,12 +302,18 @@ static int resolve_native_pc(struct sample_resolver *resolver, const struct py_t
 	if (err < 0)
 		return err;
 	if (err == 0) {
+		/* (a mapping not read yet: the evaluation function's address still tells) */
 		*frame = unmapped_native_frame(resolver, raw_pc);
-		*role = marked_eval && python ? NATIVE_ROLE_EVAL : NATIVE_ROLE_FOREIGN;
+		if (python && marked_eval)
+			*role = NATIVE_ROLE_EVAL;
+		else if (in_eval_function(python, pc))
+			*role = interpreter_role(python, pc, NULL, false);
+		else
+			*role = NATIVE_ROLE_FOREIGN;
 	} else {
 		*frame = found.frame;
-		if (python && (found.in_interpreter || marked_eval))
-			*role = interpreter_role(python, found.symbol, marked_eval);
+		if (python && (found.in_interpreter || marked_eval || in_eval_function(python, pc)))
+			*role = interpreter_role(python, pc, found.symbol, marked_eval);
 		else
 			*role = NATIVE_ROLE_FOREIGN;
 	}
