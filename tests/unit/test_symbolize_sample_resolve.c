@@ -150,6 +150,38 @@ static void test_activations_by_eval_address(void **state)
 	assert_int_equal(fixture->resolver.merge_failures, 2);
 }
 
+/*
+ * A process is sampled before discovery knows it runs Python (its runtime not initialised yet,
+ * a busy host's discovery retried): its records carry native frames only, resolved without an
+ * interpreter, all foreign. Once it is known, the same pcs have their interpreter roles: the
+ * roles remembered for a pc are those given with or without an interpreter, not both.
+ */
+static void test_roles_once_python_is_known(void **state)
+{
+	struct fixture *fixture = *state;
+	static struct record_buffer buffer;
+	const uint64_t pcs[5] = {
+		(uint64_t)(uintptr_t)deflate + 16, returning_into(evaluation_loop),
+		(uint64_t)(uintptr_t)crc32 + 16 + 1, returning_into(evaluation_loop),
+		returning_into(interpreter_bootstrap),
+	};
+	struct pf_sample sample;
+	char text[512];
+
+	fixture->python.minor = 8;
+	fixture->python.eval_start = (uint64_t)(uintptr_t)evaluation_loop;
+	fixture->python.eval_end = fixture->python.eval_start + 16;
+	build_record(&buffer, 0, NULL, pcs, 5, UNWIND_STOP_ROOT);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, NULL, &sample), 0);
+	assert_int_equal(sample.frame_count, 5);
+	build_two_activations(&buffer);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	render_kinds(&sample, text, sizeof(text));
+	assert_string_equal(text, "INVALID;py;libz;py;libz");
+	assert_int_equal(fixture->resolver.merge_failures, 0);
+}
+
 /* ---- kernel frames: named by a namer, a record's new addresses in one batch ---- */
 
 #define UNNAMED_KERNEL_ADDRESS 0xffffffff8dead000ull
@@ -253,6 +285,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unmapped_pc_and_short_record, native_resolver_setup, native_resolver_teardown),
 		cmocka_unit_test_setup_teardown(test_off_cpu_record_is_idle, native_resolver_setup, native_resolver_teardown),
 		cmocka_unit_test_setup_teardown(test_activations_by_eval_address, native_resolver_setup,
+						native_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_roles_once_python_is_known, native_resolver_setup,
 						native_resolver_teardown),
 		cmocka_unit_test(test_kernel_addresses_named_once_a_record_at_a_time),
 		cmocka_unit_test(test_kernel_addresses_by_value_when_the_kernel_cannot_say),

@@ -247,15 +247,18 @@ static enum native_role interpreter_role(const struct py_target *python, uint64_
 /* Cached native pcs past this are forgotten at once: a whole host names far fewer per run. */
 #define NATIVE_PC_CACHE_MAX (1u << 16)
 
+/* A pc's role depends on whether its process's interpreter is known: a process sampled before
+ * discovery finished has its pcs resolved without one, all foreign, and with one afterwards. */
 struct native_pc_key {
 	uint64_t pc_word;
 	uint32_t pid;
 	bool caller;
+	bool python;
 };
 
 static uint64_t native_pc_hash(const struct native_pc_key *key)
 {
-	return hash_combine(hash_combine(key->pc_word, key->pid), key->caller);
+	return hash_combine(hash_combine(key->pc_word, key->pid), (uint64_t)key->caller | (uint64_t)key->python << 1);
 }
 
 static bool native_pc_matches(const void *context, uint32_t position, const void *opaque)
@@ -264,7 +267,8 @@ static bool native_pc_matches(const void *context, uint32_t position, const void
 	const struct native_pc_key *key = opaque;
 	const struct native_pc_entry *entry = &resolver->native_pcs[position];
 
-	return entry->pc_word == key->pc_word && entry->pid == key->pid && entry->caller == key->caller;
+	return entry->pc_word == key->pc_word && entry->pid == key->pid && entry->caller == key->caller &&
+	       entry->python == key->python;
 }
 
 void sample_resolve_forget_native(struct sample_resolver *resolver)
@@ -283,7 +287,8 @@ static void remember_native_pc(struct sample_resolver *resolver, const struct na
 	    hash_index_insert(&resolver->native_pc_index, native_pc_hash(key), (uint32_t)resolver->native_pc_count))
 		return;
 	resolver->native_pcs[resolver->native_pc_count++] = (struct native_pc_entry){
-		.pc_word = key->pc_word, .pid = key->pid, .caller = key->caller, .role = role, .frame = *frame,
+		.pc_word = key->pc_word, .pid = key->pid, .caller = key->caller, .python = key->python, .role = role,
+		.frame = *frame,
 	};
 }
 
@@ -330,7 +335,8 @@ static int resolve_native_frames(struct sample_resolver *resolver, const struct 
 				 const uint64_t *pcs, const struct py_target *python)
 {
 	for (size_t i = 0; i < record->native_frame_count; i++) {
-		struct native_pc_key key = { .pc_word = pcs[i], .pid = record->pid, .caller = i != 0 };
+		struct native_pc_key key = { .pc_word = pcs[i], .pid = record->pid, .caller = i != 0,
+					     .python = python != NULL };
 		int err;
 		int64_t known = hash_index_find(&resolver->native_pc_index, native_pc_hash(&key), native_pc_matches,
 						resolver, &key);
