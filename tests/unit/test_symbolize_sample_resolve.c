@@ -69,6 +69,119 @@ static void test_off_cpu_record_is_idle(void **state)
 	assert_int_equal(sample.status, PF_STATUS_ON_CPU | PF_STATUS_MAIN_THREAD | PF_STATUS_GIL_REQUESTED);
 }
 
+/* ---- activations by the evaluation function's address (before 3.12) ---- */
+
+/* The evaluation function and the thread's bootstrap, in the main executable (the interpreter's
+ * file here); neither is named like CPython's. */
+INTERPRETER_FUNCTION(evaluation_loop)
+INTERPRETER_FUNCTION(interpreter_bootstrap)
+
+static uint64_t returning_into(void (*function)(void))
+{
+	return (uint64_t)(uintptr_t)function + 4; /* a return address: its pc - 1 is in the function */
+}
+
+/* A 3.8 sample: deflate called from a Python frame, whose activation crc32 ran from another. */
+static void build_two_activations(struct record_buffer *buffer)
+{
+	const bool entry[2] = { true, true };
+	const uint64_t pcs[5] = {
+		(uint64_t)(uintptr_t)deflate + 16, returning_into(evaluation_loop),
+		(uint64_t)(uintptr_t)crc32 + 16 + 1, returning_into(evaluation_loop),
+		returning_into(interpreter_bootstrap),
+	};
+
+	build_record(buffer, 2, entry, pcs, 5, UNWIND_STOP_ROOT);
+}
+
+/* Root first: the kinds of the frames ("INVALID;py;libz;py;libz"), native frames by their file. */
+static void render_kinds(const struct pf_sample *sample, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < sample->frame_count; i++) {
+		const struct pf_frame *frame = &sample->frames[i];
+		const char *kind = frame->kind == PF_FRAME_PYTHON	? "py"
+				   : frame->kind == PF_FRAME_INVALID ? "INVALID"
+				   : strstr(frame->file, "/libz.so") ? "libz"
+								       : frame->name;
+
+		used += (size_t)snprintf(out + used, len - used, "%s%s", used ? ";" : "", kind);
+	}
+}
+
+/*
+ * Up to 3.11 the merge finds activations by role: a pc in the evaluation function's range (found
+ * at discovery) is one, whatever the file's symbols say, read or not yet (the resolver waits
+ * for none: the names are the offsets' while the worker reads them). Without a range, the name
+ * alone decides; a range that covers what it should not is a disagreement, counted.
+ */
+static void test_activations_by_eval_address(void **state)
+{
+	struct fixture *fixture = *state;
+	static struct record_buffer buffer;
+	struct pf_sample sample;
+	char text[512];
+
+	symbolize_native_set_wait_ms(fixture->resolver.native, 0);
+	fixture->python.minor = 8;
+	fixture->python.eval_start = (uint64_t)(uintptr_t)evaluation_loop;
+	fixture->python.eval_end = fixture->python.eval_start + 16;
+	build_two_activations(&buffer);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	render_kinds(&sample, text, sizeof(text));
+	assert_string_equal(text, "INVALID;py;libz;py;libz");
+	assert_int_equal(fixture->resolver.merge_failures, 0);
+	/* named or not, evaluation_loop is no activation by its name (the roles kept for named
+	 * pcs are forgotten first: the symbols may have come meanwhile) */
+	sample_resolve_forget_native(&fixture->resolver);
+	fixture->python.eval_start = fixture->python.eval_end = 0;
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	assert_int_equal(fixture->resolver.merge_failures, 1);
+	/* a range over every address: more activations than Python frames */
+	sample_resolve_forget_native(&fixture->resolver);
+	fixture->python.eval_start = 0;
+	fixture->python.eval_end = UINT64_MAX;
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	assert_int_equal(fixture->resolver.merge_failures, 2);
+}
+
+/*
+ * A process is sampled before discovery knows it runs Python (its runtime not initialised yet,
+ * a busy host's discovery retried): its records carry native frames only, resolved without an
+ * interpreter, all foreign. Once it is known, the same pcs have their interpreter roles: the
+ * roles remembered for a pc are those given with or without an interpreter, not both.
+ */
+static void test_roles_once_python_is_known(void **state)
+{
+	struct fixture *fixture = *state;
+	static struct record_buffer buffer;
+	const uint64_t pcs[5] = {
+		(uint64_t)(uintptr_t)deflate + 16, returning_into(evaluation_loop),
+		(uint64_t)(uintptr_t)crc32 + 16 + 1, returning_into(evaluation_loop),
+		returning_into(interpreter_bootstrap),
+	};
+	struct pf_sample sample;
+	char text[512];
+
+	fixture->python.minor = 8;
+	fixture->python.eval_start = (uint64_t)(uintptr_t)evaluation_loop;
+	fixture->python.eval_end = fixture->python.eval_start + 16;
+	build_record(&buffer, 0, NULL, pcs, 5, UNWIND_STOP_ROOT);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, NULL, &sample), 0);
+	assert_int_equal(sample.frame_count, 5);
+	build_two_activations(&buffer);
+	assert_int_equal(sample_resolve_record(&fixture->resolver, &buffer.record, buffer.size, &fixture->python,
+					       &sample), 0);
+	render_kinds(&sample, text, sizeof(text));
+	assert_string_equal(text, "INVALID;py;libz;py;libz");
+	assert_int_equal(fixture->resolver.merge_failures, 0);
+}
+
 /* ---- kernel frames: named by a namer, a record's new addresses in one batch ---- */
 
 #define UNNAMED_KERNEL_ADDRESS 0xffffffff8dead000ull
@@ -171,6 +284,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_unmapped_pc_and_short_record, native_resolver_setup, native_resolver_teardown),
 		cmocka_unit_test_setup_teardown(test_off_cpu_record_is_idle, native_resolver_setup, native_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_activations_by_eval_address, native_resolver_setup,
+						native_resolver_teardown),
+		cmocka_unit_test_setup_teardown(test_roles_once_python_is_known, native_resolver_setup,
+						native_resolver_teardown),
 		cmocka_unit_test(test_kernel_addresses_named_once_a_record_at_a_time),
 		cmocka_unit_test(test_kernel_addresses_by_value_when_the_kernel_cannot_say),
 	};

@@ -125,7 +125,9 @@ struct parser_py_runtime {
 	uint64_t asyncio_debug[13]; /* PY_ASYNCIO_DEBUG_WORDS */
 	uint64_t code_counter;
 	uint8_t has_code_counter;
-	uint8_t reserved[7]; /* zero */
+	uint8_t has_eval_function;
+	uint8_t reserved[6]; /* zero */
+	uint64_t eval_function, eval_function_size;
 };
 
 /* The head of PARSER_REQUEST_UNWIND_ROWS' and PARSER_REQUEST_FUNCTION_RANGES' payloads. */

@@ -502,6 +502,35 @@ static int find_main_interp(struct discovery *d, const struct py_target *target,
 	return 0;
 }
 
+/*
+ * Where the evaluation function runs: its range from the runtime file, believed only where it
+ * lies in one executable mapping of that file (the file is the target's: a range it lies about
+ * costs at most the merge of this target's stacks, which counts what it cannot pair).
+ */
+static void locate_eval_function(const struct discovery *d, struct py_target *target)
+{
+	const struct py_runtime_symbols *sym = &d->file.sym;
+	uint64_t start, end;
+
+	target->eval_start = target->eval_end = 0;
+	if (!sym->has_eval_function || sym->eval_function > UINT64_MAX - d->bias ||
+	    sym->eval_function + d->bias > UINT64_MAX - sym->eval_function_size)
+		return;
+	start = d->bias + sym->eval_function;
+	end = start + sym->eval_function_size;
+	for (size_t i = 0; i < d->maps->count; i++) {
+		const struct proc_map *map = &d->maps->maps[i];
+
+		if (start < map->start || start >= map->end)
+			continue;
+		if (end <= map->end && map->perms[2] == 'x' && proc_map_is_file(map, &d->runtime_file)) {
+			target->eval_start = start;
+			target->eval_end = end;
+		}
+		return;
+	}
+}
+
 static int describe_runtime(struct discovery *d, struct py_target *target)
 {
 	struct state_layouts layouts = { .gil = { .where = PY_GIL_UNKNOWN }, .gc = { .where = PY_GC_UNKNOWN },
@@ -528,6 +557,7 @@ static int describe_runtime(struct discovery *d, struct py_target *target)
 	if (err)
 		return err;
 	target->runtime_file = d->runtime_file;
+	locate_eval_function(d, target);
 	locate_gc(d, &layouts.gc, main_interp, target);
 	locate_code_stamp(d, layouts.code_stamp, main_interp, target);
 	return locate_gil(d, &layouts.gil, main_interp, target);

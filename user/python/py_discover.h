@@ -22,6 +22,10 @@ struct py_target {
 	 * (built into the runtime, or its extension mapped: py_discover_asyncio); 3.11-3.13 from
 	 * the generated table at discovery (from_callbacks) */
 	struct py_asyncio_layout asyncio;
+	/* The evaluation function's code in the target's memory, [eval_start, eval_end), from the
+	 * runtime file's symbols as discovery read them (both 0: not known). A native frame there
+	 * is an activation whether or not the file's full symbol table has been read since. */
+	uint64_t eval_start, eval_end;
 };
 
 struct py_runtime_file_cache;

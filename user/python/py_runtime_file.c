@@ -90,6 +90,26 @@ static void find_runtime_symbols(const struct elf_file *elf, struct py_runtime_s
 	find_code_counter(elf, sym);
 }
 
+/*
+ * The evaluation function's code: 2.7's PyEval_EvalFrameEx, else _PyEval_EvalFrameDefault (in
+ * 3.x the former is a small wrapper around it). Both are exported: .dynsym first, .symtab for a
+ * build that exports nothing. A size past PY_EVAL_FUNCTION_MAX_BYTES, or one that wraps, is no
+ * range. major: the version the file names (0: unknown, 3.11+ say theirs in memory).
+ */
+static void find_eval_function(const struct elf_file *elf, unsigned major, struct py_runtime_symbols *sym)
+{
+	struct elf_symbol_query query = { .name = major == 2 ? "PyEval_EvalFrameEx" : "_PyEval_EvalFrameDefault" };
+
+	if (elf_file_lookup_symbols(elf, ELF_SYMBOLS_DYNAMIC, &query, 1) <= 0)
+		elf_file_lookup_symbols(elf, ELF_SYMBOLS_STATIC, &query, 1);
+	if (!query.found || query.size == 0 || query.size > PY_EVAL_FUNCTION_MAX_BYTES ||
+	    query.addr > UINT64_MAX - query.size)
+		return;
+	sym->has_eval_function = true;
+	sym->eval_function = query.addr;
+	sym->eval_function_size = query.size;
+}
+
 struct version {
 	unsigned major, minor, micro;
 };
@@ -225,6 +245,7 @@ void py_runtime_file_examine(const struct elf_file *elf, struct py_runtime_file 
 		/* 3.11+ say their version in memory (Py_Version, _Py_DebugOffsets) */
 		if (!out->sym.has_py_version)
 			find_version(elf, out);
+		find_eval_function(elf, out->major, &out->sym);
 		return;
 	}
 	memset(&out->sym, 0, sizeof(out->sym));
@@ -247,6 +268,8 @@ void py_runtime_file_to_wire(const struct py_runtime_file *file, struct parser_p
 		.current_tstate = sym->current_tstate, .gc_collecting = sym->gc_collecting,
 		.has_asyncio_debug = file->has_asyncio_debug,
 		.has_code_counter = sym->has_code_counter, .code_counter = sym->code_counter,
+		.has_eval_function = sym->has_eval_function, .eval_function = sym->eval_function,
+		.eval_function_size = sym->eval_function_size,
 	};
 	memcpy(wire->asyncio_debug, file->asyncio_debug, sizeof(wire->asyncio_debug));
 }
@@ -260,7 +283,7 @@ int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_ru
 {
 	const uint8_t flags[] = { wire->has_micro, wire->has_runtime, wire->has_interp_head, wire->has_py_version,
 				  wire->has_static_gil, wire->has_current_tstate, wire->has_gc_collecting,
-				  wire->has_asyncio_debug, wire->has_code_counter };
+				  wire->has_asyncio_debug, wire->has_code_counter, wire->has_eval_function };
 
 	if (wire->verdict > PY_RUNTIME_HERE || (wire->unread && wire->unread != -ENOEXEC && wire->unread != -EFBIG) ||
 	    (wire->unread && wire->verdict != PY_RUNTIME_NONE) || wire->major > 99 || wire->minor > 999 ||
@@ -269,6 +292,10 @@ int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_ru
 	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
 		if (!is_flag(flags[i]))
 			return -EBADMSG;
+	if (wire->has_eval_function &&
+	    (wire->eval_function_size == 0 || wire->eval_function_size > PY_EVAL_FUNCTION_MAX_BYTES ||
+	     wire->eval_function > UINT64_MAX - wire->eval_function_size))
+		return -EBADMSG;
 	*file = (struct py_runtime_file){
 		.verdict = (enum py_runtime_verdict)wire->verdict, .unread = wire->unread,
 		.major = wire->major, .minor = wire->minor, .micro = wire->micro, .has_micro = wire->has_micro,
@@ -280,6 +307,8 @@ int py_runtime_file_from_wire(const struct parser_py_runtime *wire, struct py_ru
 			.gil_last_holder = wire->gil_last_holder, .gil_locked = wire->gil_locked,
 			.current_tstate = wire->current_tstate, .gc_collecting = wire->gc_collecting,
 			.has_code_counter = wire->has_code_counter, .code_counter = wire->code_counter,
+			.has_eval_function = wire->has_eval_function, .eval_function = wire->eval_function,
+			.eval_function_size = wire->eval_function_size,
 		},
 		.has_asyncio_debug = wire->has_asyncio_debug,
 	};

@@ -48,7 +48,17 @@ struct py_runtime_symbols {
 	 * object's co_version is taken from (py_proc_config.code_stamp_addr) */
 	bool has_code_counter;
 	uint64_t code_counter;
+	/* The evaluation function's code, [eval_function, + eval_function_size): what makes a
+	 * native frame an activation up to 3.11 (symbolize/stack_merge.h), known without the
+	 * file's full symbol table (.dynsym exports it). Sized within PY_EVAL_FUNCTION_MAX_BYTES. */
+	bool has_eval_function;
+	uint64_t eval_function;
+	uint64_t eval_function_size;
 };
+
+/* The largest evaluation function believed: CPython's is 20-60 KiB, a debug build's a few
+ * hundred; a file claiming more names no range. */
+#define PY_EVAL_FUNCTION_MAX_BYTES ((uint64_t)4 << 20)
 
 /*
  * The words of CPython's _Py_AsyncioModuleDebugOffsets (3.14+, the ".AsyncioDebug" section of

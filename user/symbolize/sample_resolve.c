@@ -220,10 +220,20 @@ static bool activations_found_by_bpf(const struct py_target *python)
 	return python && (python->major > 3 || (python->major == 3 && python->minor >= 12));
 }
 
-/* The role of an interpreter frame: from BPF's mark where it can find activations, else by name. */
-static enum native_role interpreter_role(const struct py_target *python, const char *symbol, bool marked_eval)
+/* Whether pc lies in the evaluation function's code as discovery located it: an activation
+ * known before (or without) the file's symbol table, which names it only once read. */
+static bool in_eval_function(const struct py_target *python, uint64_t pc)
 {
-	enum native_role role = stack_merge_role_of_name(symbol, python->major);
+	return python && pc >= python->eval_start && pc < python->eval_end;
+}
+
+/* The role of an interpreter frame: from BPF's mark where it can find activations, else by
+ * the evaluation function's address, else by name. */
+static enum native_role interpreter_role(const struct py_target *python, uint64_t pc, const char *symbol,
+					 bool marked_eval)
+{
+	enum native_role role = in_eval_function(python, pc) ? NATIVE_ROLE_EVAL
+							      : stack_merge_role_of_name(symbol, python->major);
 
 	if (!activations_found_by_bpf(python))
 		return role;
@@ -237,15 +247,18 @@ static enum native_role interpreter_role(const struct py_target *python, const c
 /* Cached native pcs past this are forgotten at once: a whole host names far fewer per run. */
 #define NATIVE_PC_CACHE_MAX (1u << 16)
 
+/* A pc's role depends on whether its process's interpreter is known: a process sampled before
+ * discovery finished has its pcs resolved without one, all foreign, and with one afterwards. */
 struct native_pc_key {
 	uint64_t pc_word;
 	uint32_t pid;
 	bool caller;
+	bool python;
 };
 
 static uint64_t native_pc_hash(const struct native_pc_key *key)
 {
-	return hash_combine(hash_combine(key->pc_word, key->pid), key->caller);
+	return hash_combine(hash_combine(key->pc_word, key->pid), (uint64_t)key->caller | (uint64_t)key->python << 1);
 }
 
 static bool native_pc_matches(const void *context, uint32_t position, const void *opaque)
@@ -254,7 +267,8 @@ static bool native_pc_matches(const void *context, uint32_t position, const void
 	const struct native_pc_key *key = opaque;
 	const struct native_pc_entry *entry = &resolver->native_pcs[position];
 
-	return entry->pc_word == key->pc_word && entry->pid == key->pid && entry->caller == key->caller;
+	return entry->pc_word == key->pc_word && entry->pid == key->pid && entry->caller == key->caller &&
+	       entry->python == key->python;
 }
 
 void sample_resolve_forget_native(struct sample_resolver *resolver)
@@ -273,7 +287,8 @@ static void remember_native_pc(struct sample_resolver *resolver, const struct na
 	    hash_index_insert(&resolver->native_pc_index, native_pc_hash(key), (uint32_t)resolver->native_pc_count))
 		return;
 	resolver->native_pcs[resolver->native_pc_count++] = (struct native_pc_entry){
-		.pc_word = key->pc_word, .pid = key->pid, .caller = key->caller, .role = role, .frame = *frame,
+		.pc_word = key->pc_word, .pid = key->pid, .caller = key->caller, .python = key->python, .role = role,
+		.frame = *frame,
 	};
 }
 
@@ -292,12 +307,18 @@ static int resolve_native_pc(struct sample_resolver *resolver, const struct py_t
 	if (err < 0)
 		return err;
 	if (err == 0) {
+		/* (a mapping not read yet: the evaluation function's address still tells) */
 		*frame = unmapped_native_frame(resolver, raw_pc);
-		*role = marked_eval && python ? NATIVE_ROLE_EVAL : NATIVE_ROLE_FOREIGN;
+		if (python && marked_eval)
+			*role = NATIVE_ROLE_EVAL;
+		else if (in_eval_function(python, pc))
+			*role = interpreter_role(python, pc, NULL, false);
+		else
+			*role = NATIVE_ROLE_FOREIGN;
 	} else {
 		*frame = found.frame;
-		if (python && (found.in_interpreter || marked_eval))
-			*role = interpreter_role(python, found.symbol, marked_eval);
+		if (python && (found.in_interpreter || marked_eval || in_eval_function(python, pc)))
+			*role = interpreter_role(python, pc, found.symbol, marked_eval);
 		else
 			*role = NATIVE_ROLE_FOREIGN;
 	}
@@ -314,7 +335,8 @@ static int resolve_native_frames(struct sample_resolver *resolver, const struct 
 				 const uint64_t *pcs, const struct py_target *python)
 {
 	for (size_t i = 0; i < record->native_frame_count; i++) {
-		struct native_pc_key key = { .pc_word = pcs[i], .pid = record->pid, .caller = i != 0 };
+		struct native_pc_key key = { .pc_word = pcs[i], .pid = record->pid, .caller = i != 0,
+					     .python = python != NULL };
 		int err;
 		int64_t known = hash_index_find(&resolver->native_pc_index, native_pc_hash(&key), native_pc_matches,
 						resolver, &key);

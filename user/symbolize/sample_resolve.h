@@ -38,6 +38,7 @@ struct native_pc_entry {
 	uint64_t pc_word;  /* as the record has it: the pc and its PBP_NATIVE_PC_EVAL mark */
 	uint32_t pid;
 	uint8_t caller;    /* named at pc - 1 (a return address) */
+	uint8_t python;    /* its role given knowing the process's interpreter (else: before discovery) */
 	uint8_t role;      /* enum native_role */
 	struct pf_frame frame;
 };
