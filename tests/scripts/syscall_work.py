@@ -1,11 +1,12 @@
 # Workload for --event syscall:... and block-io (tests/test_syscalls.c, bench/syscalls.sh); runs
 # on 2.7 and 3.x. Each mode measures its own truth and prints it on stdout at the end.
-#   counts ROUNDS: ROUNDS times, write_three() writes 1 byte to /dev/null three times and
-#            write_one() once (a 1 ms sleep between rounds keeps the rate modest);
-#            "writes three=N one=N". ROUNDS 0: "ready" after the first round, then on until killed.
-#   bytes ROUNDS: ROUNDS times, big_writes() writes 8192 bytes once and small_writes() 1024 bytes
-#            three times (3:1 calls the other way round); "bytes big=N small=N" (what os.write
-#            returned).
+#   counts ROUNDS [PAUSE_S]: ROUNDS times, write_three() writes 1 byte to /dev/null three times
+#            and write_one() once (a sleep of PAUSE_S, 1 ms unless given, between rounds keeps the
+#            rate modest; 0: none); "writes three=N one=N". ROUNDS 0: "ready" after the first
+#            round, then on until killed.
+#   bytes ROUNDS [PAUSE_S]: ROUNDS times, big_writes() writes 8192 bytes once and small_writes()
+#            1024 bytes three times (3:1 calls the other way round), PAUSE_S as counts';
+#            "bytes big=N small=N" (what os.write returned).
 #   latency ROUNDS: ROUNDS times, slow_writes() writes 64 KiB into a full pipe that a reader
 #            thread drains every 2 ms, and fast_writes() 64 KiB to /dev/null; each call timed:
 #            "latency slow=NS fast=NS".
@@ -14,6 +15,10 @@
 #            first round, then on until killed, 20 ms between rounds.
 #   spin SECONDS: write_one() as fast as it can for SECONDS: "calls N cpu_s S" (S: user+system
 #            CPU seconds of the process): bench/syscalls.sh's syscall-heavy load.
+#   futex SECONDS: hand_over() passes a turn to a partner thread and waits for it back, through
+#            two locks, for SECONDS: each hand-over is futex(2) calls in both threads (the locks'
+#            and the GIL's); "calls N cpu_s S" (N: hand-overs): bench/syscalls.sh's futex-heavy
+#            load.
 import os
 import sys
 import threading
@@ -38,7 +43,12 @@ def write_one():
     os.write(DEVNULL, ONE)
 
 
-def counts(rounds):
+def pause(seconds):
+    if seconds > 0:
+        time.sleep(seconds)
+
+
+def counts(rounds, pause_s):
     done = 0
     while rounds == 0 or done < rounds:
         write_three()
@@ -47,7 +57,7 @@ def counts(rounds):
         if done == 1 and rounds == 0:
             sys.stdout.write("ready\n")
             sys.stdout.flush()
-        time.sleep(0.001)
+        pause(pause_s)
     sys.stdout.write("writes three=%d one=%d\n" % (3 * done, done))
 
 
@@ -60,13 +70,13 @@ def small_writes(data, totals):
         totals["small"] += os.write(DEVNULL, data)
 
 
-def byte_counts(rounds):
+def byte_counts(rounds, pause_s):
     big, small = b"b" * 8192, b"s" * 1024
     totals = {"big": 0, "small": 0}
     for _ in range(rounds):
         big_writes(big, totals)
         small_writes(small, totals)
-        time.sleep(0.001)
+        pause(pause_s)
     sys.stdout.write("bytes big=%d small=%d\n" % (totals["big"], totals["small"]))
 
 
@@ -140,20 +150,51 @@ def spin(seconds):
     sys.stdout.write("calls %d cpu_s %.3f\n" % (calls, times[0] + times[1]))
 
 
+def hand_over(ping, pong):
+    ping.release()
+    pong.acquire()
+
+
+def futex(seconds):
+    ping, pong = threading.Lock(), threading.Lock()
+    ping.acquire()
+    pong.acquire()
+
+    def partner():
+        while True:
+            ping.acquire()
+            pong.release()
+
+    thread = threading.Thread(target=partner)
+    thread.daemon = True
+    thread.start()
+    calls = 0
+    end = clock() + seconds
+    while clock() < end:
+        for _ in range(100):
+            hand_over(ping, pong)
+        calls += 100
+    times = os.times()
+    sys.stdout.write("calls %d cpu_s %.3f\n" % (calls, times[0] + times[1]))
+
+
 def main():
     mode = sys.argv[1]
+    pause_s = float(sys.argv[3]) if mode in ("counts", "bytes") and len(sys.argv) > 3 else 0.001
     if mode == "counts":
-        counts(int(sys.argv[2]))
+        counts(int(sys.argv[2]), pause_s)
     elif mode == "bytes":
-        byte_counts(int(sys.argv[2]))
+        byte_counts(int(sys.argv[2]), pause_s)
     elif mode == "latency":
         latency(int(sys.argv[2]))
     elif mode == "blockio":
         blockio(int(sys.argv[2]), sys.argv[3])
     elif mode == "spin":
         spin(float(sys.argv[2]))
+    elif mode == "futex":
+        futex(float(sys.argv[2]))
     else:
-        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin ...")
+        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin|futex ...")
 
 
 if __name__ == "__main__":
