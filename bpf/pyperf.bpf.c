@@ -48,6 +48,8 @@ const volatile __u64 off_cpu_min_ns = 0;
 /* --event syscall:NAME,...: the wanted calls' numbers, a bit each, and what a call weighs
  * (include/syscall_events.h). */
 const volatile __u64 syscall_mask[PBP_SYSCALL_MASK_WORDS] = {};
+/* The same calls by their i386 numbers: a compat task's (a 32-bit process, int $0x80). */
+const volatile __u64 syscall_mask_ia32[PBP_SYSCALL_MASK_WORDS] = {};
 const volatile __u32 syscall_weight = PBP_SYSCALL_COUNT;
 /* --event syscall or block-io with --event-period N: one occurrence in N on average is a sample
  * (1: every one); userspace weighs each sample N. */
@@ -801,11 +803,24 @@ static __always_inline bool pbp_period_takes(void)
 	return true;
 }
 
+/* arch/x86/include/asm/thread_info.h's TS_COMPAT: the current call is a compat (i386) one, set at
+ * its entry and cleared only on the way back to user space, so both tracepoints see it. */
+#define PBP_TS_COMPAT 0x0002u
+
+/* Whether the current task's call id is wanted: by x86_64's numbers, or by i386's for a compat
+ * call (write is 1 in one table and 4, x86_64's stat, in the other). The task is read only when
+ * the number is in either bitmap, so every other call of the host pays two bit tests. */
 static __always_inline bool pbp_syscall_wanted(long id)
 {
+	bool native, ia32;
+
 	if (id < 0 || id >= PBP_SYSCALL_MAX)
 		return false;
-	return (syscall_mask[(__u32)id / 64] >> ((__u32)id % 64)) & 1;
+	native = (syscall_mask[(__u32)id / 64] >> ((__u32)id % 64)) & 1;
+	ia32 = (syscall_mask_ia32[(__u32)id / 64] >> ((__u32)id % 64)) & 1;
+	if (native == ia32)
+		return native;
+	return (bpf_get_current_task_btf()->thread_info.status & PBP_TS_COMPAT) ? ia32 : native;
 }
 
 /* The current task's record, a target thread's, walked (weight: its event_weight): the scratch

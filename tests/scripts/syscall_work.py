@@ -15,6 +15,10 @@
 #            first round, then on until killed, 20 ms between rounds.
 #   spin SECONDS: write_one() as fast as it can for SECONDS: "calls N cpu_s S" (S: user+system
 #            CPU seconds of the process): bench/syscalls.sh's syscall-heavy load.
+#   compat ROUNDS: ROUNDS times, compat_writes() writes 1 byte to /dev/null three times through
+#            int $0x80 (i386's write, number 4: x86_64's stat) and native_writes() once through
+#            os.write, 1 ms between rounds; "compat three=N native=N" (calls that wrote their
+#            byte), or "no ia32" where this kernel runs no i386 call (x86_64 only, Python 3).
 #   futex SECONDS: hand_over() passes a turn to a partner thread and waits for it back, through
 #            two locks, for SECONDS: each hand-over is futex(2) calls in both threads (the locks'
 #            and the GIL's); "calls N cpu_s S" (N: hand-overs): bench/syscalls.sh's futex-heavy
@@ -150,6 +154,57 @@ def spin(seconds):
     sys.stdout.write("calls %d cpu_s %.3f\n" % (calls, times[0] + times[1]))
 
 
+# push rbx; mov eax, 4 (i386 write); mov ebx, edi; mov ecx, esi; (edx: the count already)
+# int 0x80; pop rbx; ret: write(fd, buf, count) as a 32-bit call, its result in eax.
+INT80_WRITE = bytes(bytearray([0x53, 0xB8, 4, 0, 0, 0, 0x89, 0xFB, 0x89, 0xF1, 0xCD, 0x80, 0x5B, 0xC3]))
+MAP_32BIT = 0x40  # i386 calls take 32-bit pointers: the code and its byte below 4 GB
+
+
+def int80_write():
+    import ctypes
+    import mmap
+    page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_32BIT,
+                     prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page[0:len(INT80_WRITE)] = INT80_WRITE
+    page[256:257] = ONE
+    base = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32)(base)
+    return page, call, base + 256
+
+
+def ia32_runs(write, buf):
+    # A kernel without i386 emulation kills the caller: try it in a child first.
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if write(DEVNULL, buf, 1) == 1 else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def compat_writes(write, buf):
+    return write(DEVNULL, buf, 1) + write(DEVNULL, buf, 1) + write(DEVNULL, buf, 1)
+
+
+def native_writes():
+    return os.write(DEVNULL, ONE)
+
+
+def compat(rounds):
+    import platform
+    if platform.machine() != "x86_64":
+        sys.stdout.write("no ia32\n")
+        return
+    page, write, buf = int80_write()
+    if not ia32_runs(write, buf):
+        sys.stdout.write("no ia32\n")
+        return
+    three = one = 0
+    for _ in range(rounds):
+        three += compat_writes(write, buf)
+        one += native_writes()
+        time.sleep(0.001)
+    sys.stdout.write("compat three=%d native=%d\n" % (three, one))
+
+
 def hand_over(ping, pong):
     ping.release()
     pong.acquire()
@@ -191,10 +246,12 @@ def main():
         blockio(int(sys.argv[2]), sys.argv[3])
     elif mode == "spin":
         spin(float(sys.argv[2]))
+    elif mode == "compat":
+        compat(int(sys.argv[2]))
     elif mode == "futex":
         futex(float(sys.argv[2]))
     else:
-        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin|futex ...")
+        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin|compat|futex ...")
 
 
 if __name__ == "__main__":

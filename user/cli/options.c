@@ -523,6 +523,7 @@ static int parse_syscalls(struct session_options *session, char *list, struct ar
 				     "recv and their kin; latency or a count weighs any call)",
 				     filter->text, name);
 		syscall_filter_add(filter, number);
+		syscall_filter_add_ia32(filter, name);
 	}
 	return 0;
 }
