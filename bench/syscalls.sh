@@ -14,6 +14,11 @@
 #     is no target (the bitmap test passes, the target lookup fails);
 #   as the profiler's target (launched, --event syscall:write): each call walked and sent, and
 #     with :latency (parked at entry, sent at exit).
+# Then the cost of --event-period: a futex-heavy load (syscall_work.py futex: two threads of one
+# process handing a turn back and forth through locks, both pinned to CPU 0) alone, and as the
+# target of --event syscall:futex at period 1 (every call walked and sent) and 100 (one call in
+# 100 on average: the others pay the entry program's test and this CPU's countdown); its "calls"
+# are hand-overs, each some futex calls in both threads.
 # Printed per run: the load's CPU time per call (user+sys: the BPF time of its own calls is
 # charged to it) and its ratio to the baseline's, calls per second, the entry program's runs and
 # ns per run (the kernel's bpf_prog_info run_time_ns / run_cnt with kernel.bpf_stats_enabled,
@@ -33,6 +38,7 @@ trap 'rm -rf "$out"; [ -n "${idle:-}" ] && kill "$idle" 2>/dev/null || true' EXI
 [ "$(id -u)" -eq 0 ] || { echo "syscalls.sh: must run as root" >&2; exit 1; }
 
 load=(taskset -c 0 "$python" tests/scripts/syscall_work.py spin "$seconds")
+futex_load=(taskset -c 0 "$python" tests/scripts/syscall_work.py futex "$seconds")
 
 # run NAME LOG COMMAND...: the load's calls and CPU seconds.
 run() {
@@ -43,8 +49,8 @@ run() {
 }
 
 # "| run | load CPU ns per call | ratio | calls/s | BPF runs | ns per run | ns per target call | ns per other call | lost | profiler CPU |"
-row() { # name log
-	awk -v name="$1" -v seconds="$seconds" -v runs_file="$out/runs" '
+row() { # name log [baseline run: alone]
+	awk -v name="$1" -v baseline="${3:-alone}" -v seconds="$seconds" -v runs_file="$out/runs" '
 		BEGIN {
 			while ((getline line < runs_file) > 0) {
 				split(line, f, " ")
@@ -56,7 +62,7 @@ row() { # name log
 		/ samples in .* lost$/ { lost = $(NF - 1) }
 		/ cpu: / { cpu = $3; share = $8; sub(/^\(/, "", share) }
 		END {
-			base = cost["alone"]
+			base = cost[baseline]
 			printf "| %s | %.0f | %.3f | %.0f | %s | %s | %s | %s | %s | %s |\n", name, cost[name],
 			       base ? cost[name] / base : 0, rate[name], runs ? runs : "-", runs ? per_run : "-",
 			       runs ? target_ns : "-", runs ? other_ns : "-", runs ? lost : "-",
@@ -106,10 +112,20 @@ row target-latency "$out/latency.log"
 run alone-again "$out/again.log" "${load[@]}"
 row alone-again "$out/again.log"
 
+run futex-alone "$out/futex-alone.log" "${futex_load[@]}"
+row futex-alone "$out/futex-alone.log" futex-alone
+for period in 1 100; do
+	run "futex-period-$period" "$out/futex-$period.log" ./pybpfprof --bpf-stats -v --event syscall:futex \
+		--event-period "$period" -o "$out/futex-$period.mojo" -- "${futex_load[@]}"
+	row "futex-period-$period" "$out/futex-$period.log" futex-alone
+done
+
 echo
 echo "beside: every call of the host takes the kernel's traced system-call path and runs the entry"
 echo "program (its BPF runs span the load and a few idle seconds). plain: as users run it; the others"
 echo "with --bpf-stats, whose run-time statistics and in-program clock reads (some 50 ns) add to every"
 echo "run. unwanted: the load's write is not asked for (one bitmap test); wanted: it is, but the load is"
 echo "no target (a bitmap test and a map lookup). target: each call walked and sent."
+echo "futex: a futex-heavy load (its calls: hand-overs between two threads), its ratio to futex-alone;"
+echo "period 1: every futex call walked and sent, 100: one in 100 on average."
 echo "load average: $load_start at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"

@@ -213,6 +213,15 @@ struct {
 	__type(value, struct pbp_sample_buf);
 } off_cpu_blocks SEC(".maps");
 
+/* --event syscall or block-io with a period: the target occurrences this CPU lets pass before its
+ * next sample (0: not drawn yet). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} period_countdown SEC(".maps");
+
 /* Wall mode: kernel addresses where a runnable thread was switched out, by whether they lie in
  * the kernel's way back to user space (1) or not (0): each is named once (bpf/pyperf.bpf.c). */
 #define PBP_MAX_SWITCH_PCS 1024

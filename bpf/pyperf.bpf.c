@@ -48,7 +48,12 @@ const volatile __u64 off_cpu_min_ns = 0;
 /* --event syscall:NAME,...: the wanted calls' numbers, a bit each, and what a call weighs
  * (include/syscall_events.h). */
 const volatile __u64 syscall_mask[PBP_SYSCALL_MASK_WORDS] = {};
+/* The same calls by their i386 numbers: a compat task's (a 32-bit process, int $0x80). */
+const volatile __u64 syscall_mask_ia32[PBP_SYSCALL_MASK_WORDS] = {};
 const volatile __u32 syscall_weight = PBP_SYSCALL_COUNT;
+/* --event syscall or block-io with --event-period N: one occurrence in N on average is a sample
+ * (1: every one); userspace weighs each sample N. */
+const volatile __u64 tracepoint_period = 1;
 /* Wall mode: the CLOCK_MONOTONIC time of the iterator pass in progress, set by userspace
  * before each pass: every sample of a pass carries it. */
 __u64 wall_pass_ns = 0;
@@ -769,11 +774,53 @@ int BPF_PROG(pbp_off_cpu, bool preempt, struct task_struct *prev, struct task_st
 /* Like a switch-out's, a tracepoint's kernel stack starts in this program and bpf_trace_runN. */
 #define PBP_TRACEPOINT_SKIP_FRAMES 2
 
+/* A gap of 1 to 2N-1 occurrences, N on average: a fixed gap would fall in step with a loop
+ * (a gap of 10 on a loop of 4 calls takes only 2 of them), a random one cannot. */
+static __always_inline __u64 pbp_period_gap(void)
+{
+	__u64 random = ((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32();
+
+	return 1 + random % (2 * tracepoint_period - 1);
+}
+
+/* Whether this occurrence of a target's event is a sample: with a period, this CPU's countdown
+ * (per CPU: no lookup by thread, and nothing to drop at a thread's exit) reaches 0. */
+static __always_inline bool pbp_period_takes(void)
+{
+	__u32 zero = 0;
+	__u64 *left;
+
+	if (tracepoint_period <= 1)
+		return true;
+	left = bpf_map_lookup_elem(&period_countdown, &zero);
+	if (!left)
+		return true;
+	if (*left == 0)
+		*left = pbp_period_gap();
+	if (--*left > 0)
+		return false;
+	*left = pbp_period_gap();
+	return true;
+}
+
+/* arch/x86/include/asm/thread_info.h's TS_COMPAT: the current call is a compat (i386) one, set at
+ * its entry and cleared only on the way back to user space, so both tracepoints see it. */
+#define PBP_TS_COMPAT 0x0002u
+
+/* Whether the current task's call id is wanted: by x86_64's numbers, or by i386's for a compat
+ * call (write is 1 in one table and 4, x86_64's stat, in the other). The task is read only when
+ * the number is in either bitmap, so every other call of the host pays two bit tests. */
 static __always_inline bool pbp_syscall_wanted(long id)
 {
+	bool native, ia32;
+
 	if (id < 0 || id >= PBP_SYSCALL_MAX)
 		return false;
-	return (syscall_mask[(__u32)id / 64] >> ((__u32)id % 64)) & 1;
+	native = (syscall_mask[(__u32)id / 64] >> ((__u32)id % 64)) & 1;
+	ia32 = (syscall_mask_ia32[(__u32)id / 64] >> ((__u32)id % 64)) & 1;
+	if (native == ia32)
+		return native;
+	return (bpf_get_current_task_btf()->thread_info.status & PBP_TS_COMPAT) ? ia32 : native;
 }
 
 /* The current task's record, a target thread's, walked (weight: its event_weight): the scratch
@@ -826,7 +873,7 @@ int BPF_PROG(pbp_syscall_enter, struct pt_regs *regs, long id)
 		pid_tgid = bpf_get_current_pid_tgid();
 		config = pbp_current_target(pid_tgid);
 	}
-	if (config) {
+	if (config && pbp_period_takes()) {
 		scratch = pbp_event_record(ctx, config, pid_tgid, time_samples ? start_ns : bpf_ktime_get_ns(), 1);
 		if (scratch && syscall_weight == PBP_SYSCALL_COUNT)
 			pbp_send_sample(scratch, NULL);
@@ -881,7 +928,7 @@ int BPF_PROG(pbp_block_io, struct bio *bio)
 	struct pbp_cpu_scratch *scratch;
 
 	/* A flush carries no data: nothing to weigh. */
-	if (config && bytes) {
+	if (config && bytes && pbp_period_takes()) {
 		scratch = pbp_event_record(ctx, config, pid_tgid, start_ns, bytes);
 		if (scratch)
 			pbp_send_sample(scratch, NULL);

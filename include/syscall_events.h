@@ -7,7 +7,9 @@
 #ifndef PYBPFPROF_SYSCALL_EVENTS_H
 #define PYBPFPROF_SYSCALL_EVENTS_H
 
-/* x86_64's system call numbers are below this (the x32 ones, with bit 30 set, are not taken). */
+/* x86_64's system call numbers are below this, and so are i386's (ia32: a 32-bit process, or
+ * int $0x80 from a 64-bit one), which BPF tests against a bitmap of their own; the x32 ones,
+ * with bit 30 set, are not taken. */
 #define PBP_SYSCALL_MAX 512
 #define PBP_SYSCALL_MASK_WORDS (PBP_SYSCALL_MAX / 64)
 

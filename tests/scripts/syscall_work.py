@@ -1,11 +1,12 @@
 # Workload for --event syscall:... and block-io (tests/test_syscalls.c, bench/syscalls.sh); runs
 # on 2.7 and 3.x. Each mode measures its own truth and prints it on stdout at the end.
-#   counts ROUNDS: ROUNDS times, write_three() writes 1 byte to /dev/null three times and
-#            write_one() once (a 1 ms sleep between rounds keeps the rate modest);
-#            "writes three=N one=N". ROUNDS 0: "ready" after the first round, then on until killed.
-#   bytes ROUNDS: ROUNDS times, big_writes() writes 8192 bytes once and small_writes() 1024 bytes
-#            three times (3:1 calls the other way round); "bytes big=N small=N" (what os.write
-#            returned).
+#   counts ROUNDS [PAUSE_S]: ROUNDS times, write_three() writes 1 byte to /dev/null three times
+#            and write_one() once (a sleep of PAUSE_S, 1 ms unless given, between rounds keeps the
+#            rate modest; 0: none); "writes three=N one=N". ROUNDS 0: "ready" after the first
+#            round, then on until killed.
+#   bytes ROUNDS [PAUSE_S]: ROUNDS times, big_writes() writes 8192 bytes once and small_writes()
+#            1024 bytes three times (3:1 calls the other way round), PAUSE_S as counts';
+#            "bytes big=N small=N" (what os.write returned).
 #   latency ROUNDS: ROUNDS times, slow_writes() writes 64 KiB into a full pipe that a reader
 #            thread drains every 2 ms, and fast_writes() 64 KiB to /dev/null; each call timed:
 #            "latency slow=NS fast=NS".
@@ -14,6 +15,14 @@
 #            first round, then on until killed, 20 ms between rounds.
 #   spin SECONDS: write_one() as fast as it can for SECONDS: "calls N cpu_s S" (S: user+system
 #            CPU seconds of the process): bench/syscalls.sh's syscall-heavy load.
+#   compat ROUNDS: ROUNDS times, compat_writes() writes 1 byte to /dev/null three times through
+#            int $0x80 (i386's write, number 4: x86_64's stat) and native_writes() once through
+#            os.write, 1 ms between rounds; "compat three=N native=N" (calls that wrote their
+#            byte), or "no ia32" where this kernel runs no i386 call (x86_64 only, Python 3).
+#   futex SECONDS: hand_over() passes a turn to a partner thread and waits for it back, through
+#            two locks, for SECONDS: each hand-over is futex(2) calls in both threads (the locks'
+#            and the GIL's); "calls N cpu_s S" (N: hand-overs): bench/syscalls.sh's futex-heavy
+#            load.
 import os
 import sys
 import threading
@@ -38,7 +47,12 @@ def write_one():
     os.write(DEVNULL, ONE)
 
 
-def counts(rounds):
+def pause(seconds):
+    if seconds > 0:
+        time.sleep(seconds)
+
+
+def counts(rounds, pause_s):
     done = 0
     while rounds == 0 or done < rounds:
         write_three()
@@ -47,7 +61,7 @@ def counts(rounds):
         if done == 1 and rounds == 0:
             sys.stdout.write("ready\n")
             sys.stdout.flush()
-        time.sleep(0.001)
+        pause(pause_s)
     sys.stdout.write("writes three=%d one=%d\n" % (3 * done, done))
 
 
@@ -60,13 +74,13 @@ def small_writes(data, totals):
         totals["small"] += os.write(DEVNULL, data)
 
 
-def byte_counts(rounds):
+def byte_counts(rounds, pause_s):
     big, small = b"b" * 8192, b"s" * 1024
     totals = {"big": 0, "small": 0}
     for _ in range(rounds):
         big_writes(big, totals)
         small_writes(small, totals)
-        time.sleep(0.001)
+        pause(pause_s)
     sys.stdout.write("bytes big=%d small=%d\n" % (totals["big"], totals["small"]))
 
 
@@ -140,20 +154,104 @@ def spin(seconds):
     sys.stdout.write("calls %d cpu_s %.3f\n" % (calls, times[0] + times[1]))
 
 
+# push rbx; mov eax, 4 (i386 write); mov ebx, edi; mov ecx, esi; (edx: the count already)
+# int 0x80; pop rbx; ret: write(fd, buf, count) as a 32-bit call, its result in eax.
+INT80_WRITE = bytes(bytearray([0x53, 0xB8, 4, 0, 0, 0, 0x89, 0xFB, 0x89, 0xF1, 0xCD, 0x80, 0x5B, 0xC3]))
+MAP_32BIT = 0x40  # i386 calls take 32-bit pointers: the code and its byte below 4 GB
+
+
+def int80_write():
+    import ctypes
+    import mmap
+    page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_32BIT,
+                     prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page[0:len(INT80_WRITE)] = INT80_WRITE
+    page[256:257] = ONE
+    base = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32)(base)
+    return page, call, base + 256
+
+
+def ia32_runs(write, buf):
+    # A kernel without i386 emulation kills the caller: try it in a child first.
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if write(DEVNULL, buf, 1) == 1 else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def compat_writes(write, buf):
+    return write(DEVNULL, buf, 1) + write(DEVNULL, buf, 1) + write(DEVNULL, buf, 1)
+
+
+def native_writes():
+    return os.write(DEVNULL, ONE)
+
+
+def compat(rounds):
+    import platform
+    if platform.machine() != "x86_64":
+        sys.stdout.write("no ia32\n")
+        return
+    page, write, buf = int80_write()
+    if not ia32_runs(write, buf):
+        sys.stdout.write("no ia32\n")
+        return
+    three = one = 0
+    for _ in range(rounds):
+        three += compat_writes(write, buf)
+        one += native_writes()
+        time.sleep(0.001)
+    sys.stdout.write("compat three=%d native=%d\n" % (three, one))
+
+
+def hand_over(ping, pong):
+    ping.release()
+    pong.acquire()
+
+
+def futex(seconds):
+    ping, pong = threading.Lock(), threading.Lock()
+    ping.acquire()
+    pong.acquire()
+
+    def partner():
+        while True:
+            ping.acquire()
+            pong.release()
+
+    thread = threading.Thread(target=partner)
+    thread.daemon = True
+    thread.start()
+    calls = 0
+    end = clock() + seconds
+    while clock() < end:
+        for _ in range(100):
+            hand_over(ping, pong)
+        calls += 100
+    times = os.times()
+    sys.stdout.write("calls %d cpu_s %.3f\n" % (calls, times[0] + times[1]))
+
+
 def main():
     mode = sys.argv[1]
+    pause_s = float(sys.argv[3]) if mode in ("counts", "bytes") and len(sys.argv) > 3 else 0.001
     if mode == "counts":
-        counts(int(sys.argv[2]))
+        counts(int(sys.argv[2]), pause_s)
     elif mode == "bytes":
-        byte_counts(int(sys.argv[2]))
+        byte_counts(int(sys.argv[2]), pause_s)
     elif mode == "latency":
         latency(int(sys.argv[2]))
     elif mode == "blockio":
         blockio(int(sys.argv[2]), sys.argv[3])
     elif mode == "spin":
         spin(float(sys.argv[2]))
+    elif mode == "compat":
+        compat(int(sys.argv[2]))
+    elif mode == "futex":
+        futex(float(sys.argv[2]))
     else:
-        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin ...")
+        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin|compat|futex ...")
 
 
 if __name__ == "__main__":

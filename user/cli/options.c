@@ -523,6 +523,7 @@ static int parse_syscalls(struct session_options *session, char *list, struct ar
 				     "recv and their kin; latency or a count weighs any call)",
 				     filter->text, name);
 		syscall_filter_add(filter, number);
+		syscall_filter_add_ia32(filter, name);
 	}
 	return 0;
 }
@@ -540,8 +541,6 @@ int options_parse_event(char *arg, struct session_options *session, struct optio
 		options_usage_error(state, "unknown event '%s' (%s)", arg, perf_event_names(names, sizeof(names)));
 	if (perf_event_is_syscalls(session->event))
 		return parse_syscalls(session, colon ? colon + 1 : NULL, state);
-	if (colon && perf_event_is_block_io(session->event))
-		argp_failure(state, EXIT_STATUS_USAGE, 0, "--event block-io takes no period: every block I/O is a sample");
 	if (colon && session->event->off_cpu) {
 		if (options_parse_count(colon + 1, 0, PERF_EVENT_MAX_OFF_CPU_US, &period) || period == 0)
 			options_usage_error(state, "invalid shortest block '%s' in --event %s:%s (1-%llu us)", colon + 1, arg,
@@ -578,8 +577,6 @@ const char *options_event_clash(const struct session_options *session, const str
 		return "--event NAME:PERIOD and --event-period both set the period: give one";
 	if (session->event->off_cpu && seen->period_option)
 		return "--event off-cpu:MIN_US gives its shortest block; --event-period is for perf events";
-	if (perf_event_is_tracepoint(session->event) && seen->period_option)
-		return "--event syscall and block-io sample every occurrence; --event-period is for perf events";
 	if (session->mode == SESSION_MODE_MEMORY)
 		return "--event weighs an event's occurrences, --mode memory the resident memory's change at every tick: give one";
 	if (session->mode == SESSION_MODE_EXCEPTION)

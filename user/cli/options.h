@@ -68,7 +68,8 @@ const char *options_mode_names(void);
 	"target thread issues, weighed in bytes"
 #define OPTIONS_EVENT_PERIOD_HELP                                                                                 \
 	"With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and "  \
-	"scheduling event, 10000 cache or branch misses, 10M cycles; not for off-cpu, syscall or block-io)"
+	"scheduling event, 10000 cache or branch misses, 10M cycles, every call or block I/O; syscall and "         \
+	"block-io: one in N on average, at random, each weighing N; not for off-cpu)"
 
 /* What the command line said about the event beyond what session_options keeps. */
 struct options_event_seen {

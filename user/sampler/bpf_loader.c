@@ -64,8 +64,11 @@ static void set_read_only_data(struct pyperf_bpf *skel, const struct bpf_load_sp
 	skel->rodata->time_samples = spec->time_samples;
 	skel->rodata->overhead_budget = spec->overhead_budget;
 	skel->rodata->off_cpu_min_ns = spec->off_cpu_min_ns;
+	skel->rodata->tracepoint_period = spec->tracepoint_period ? spec->tracepoint_period : 1;
 	if (spec->syscalls) {
 		memcpy((void *)skel->rodata->syscall_mask, spec->syscalls->mask, sizeof(spec->syscalls->mask));
+		memcpy((void *)skel->rodata->syscall_mask_ia32, spec->syscalls->mask_ia32,
+		       sizeof(spec->syscalls->mask_ia32));
 		skel->rodata->syscall_weight = spec->syscalls->weight;
 	}
 }

@@ -60,6 +60,7 @@ struct bpf_load_spec {
 	bool time_samples;
 	bool overhead_budget;
 	uint64_t off_cpu_min_ns;
+	uint64_t tracepoint_period; /* syscalls, block I/O: one occurrence in this many on average */
 	const struct syscall_filter *syscalls; /* NULL: no syscall tracing */
 	bool load[LOADER_PROG_COUNT];
 };

@@ -631,6 +631,7 @@ static struct bpf_load_spec load_spec(const struct bpf_sampler_options *options)
 		.time_samples = options->time_samples,
 		.overhead_budget = options->overhead_budget && !options->wall && !tracepoint,
 		.off_cpu_min_ns = off_cpu ? options->event_period * 1000 : 0,
+		.tracepoint_period = tracepoint && !off_cpu && options->event_period ? options->event_period : 1,
 		.syscalls = sampler_syscalls(options) ? options->syscalls : NULL,
 	};
 

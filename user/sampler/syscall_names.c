@@ -52,3 +52,17 @@ void syscall_filter_add(struct syscall_filter *filter, int number)
 	if (number >= 0 && number < PBP_SYSCALL_MAX)
 		filter->mask[number / 64] |= 1ull << (number % 64);
 }
+
+void syscall_filter_add_ia32(struct syscall_filter *filter, const char *name)
+{
+#if defined(__x86_64__)
+	/* libseccomp's i386 table, generated from the kernel's syscall_32.tbl */
+	int number = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, name);
+
+	if (number >= 0 && number < PBP_SYSCALL_MAX)
+		filter->mask_ia32[number / 64] |= 1ull << (number % 64);
+#else
+	(void)filter;
+	(void)name;
+#endif
+}

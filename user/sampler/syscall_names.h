@@ -17,7 +17,8 @@
 #define SYSCALL_FILTER_TEXT 256
 
 struct syscall_filter {
-	uint64_t mask[PBP_SYSCALL_MASK_WORDS]; /* the wanted calls, a bit by number */
+	uint64_t mask[PBP_SYSCALL_MASK_WORDS];      /* the wanted calls, a bit by number */
+	uint64_t mask_ia32[PBP_SYSCALL_MASK_WORDS]; /* the same calls by their i386 (compat) numbers */
 	enum pbp_syscall_weight weight;
 	char text[SYSCALL_FILTER_TEXT];        /* "syscall:write,read": the event's name in profiles */
 };
@@ -32,5 +33,8 @@ bool syscall_returns_bytes(const char *name);
 size_t syscall_known_names(const char **names, size_t max);
 /* Adds the call number to the filter. */
 void syscall_filter_add(struct syscall_filter *filter, int number);
+/* Adds the call's i386 number, where this is x86_64 and i386 has a call of that name: a compat
+ * task's calls (a 32-bit process, int $0x80) are numbered by i386's table. */
+void syscall_filter_add_ia32(struct syscall_filter *filter, const char *name);
 
 #endif

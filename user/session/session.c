@@ -674,11 +674,7 @@ static int set_up(struct session *session, int *failed_status)
 		bool tracepoint = perf_event_is_tracepoint(options->event);
 		enum perf_event_unit unit = session_event_unit(options);
 
-		/* off-cpu's period is its shortest block: each of its samples is one block; a call or
-		 * a block I/O is one sample too */
-		session->resolver.event_period = tracepoint		 ? 1
-						 : options->event_period ? options->event_period
-									 : options->event->default_period;
+		session->resolver.event_period = session_event_period(options);
 		session->resolver.event_blocked_ns = tracepoint && unit == PERF_EVENT_NANOSECONDS;
 		session->resolver.event_weight_bytes = tracepoint && unit == PERF_EVENT_BYTES;
 		session->resolver.event_bytes = options->event->page_sized ? (uint64_t)sysconf(_SC_PAGESIZE) : 0;
@@ -786,6 +782,15 @@ enum perf_event_unit session_event_unit(const struct session_options *options)
 	if (event->off_cpu || (perf_event_is_syscalls(event) && options->syscalls.weight == PBP_SYSCALL_LATENCY))
 		return PERF_EVENT_NANOSECONDS;
 	return PERF_EVENT_COUNT;
+}
+
+uint64_t session_event_period(const struct session_options *options)
+{
+	if (options->event->off_cpu)
+		return 1;
+	if (options->event_period)
+		return options->event_period;
+	return perf_event_is_tracepoint(options->event) ? 1 : options->event->default_period;
 }
 
 bool session_mode_on_ticks(enum session_mode mode)

@@ -104,6 +104,10 @@ const char *session_mode_name(enum session_mode mode);
  * its samples weigh. */
 const char *session_event_name(const struct session_options *options);
 enum perf_event_unit session_event_unit(const struct session_options *options);
+/* The occurrences one sample of the run's event stands for: the period given or the event's
+ * default; 1 for off-cpu (its number is the shortest block) and for syscalls and block I/O
+ * given none (every occurrence a sample). */
+uint64_t session_event_period(const struct session_options *options);
 /* Whether the mode samples on the perf events (the cpu-clock or --event), not the wall iterator. */
 bool session_mode_on_ticks(enum session_mode mode);
 

@@ -43,13 +43,8 @@ static void set_window_metadata(struct windows *windows)
 	snprintf(text, sizeof(text), "%u", 1000000u / windows->options->frequency_hz);
 	windows->ops->set_metadata(windows->state, "interval", text);
 	if (windows->options->event) {
-		const struct perf_event_spec *event = windows->options->event;
-
 		windows->ops->set_metadata(windows->state, "event", session_event_name(windows->options));
-		snprintf(text, sizeof(text), "%" PRIu64,
-			 perf_event_is_tracepoint(event)  ? 1
-			 : windows->options->event_period ? windows->options->event_period
-							  : event->default_period);
+		snprintf(text, sizeof(text), "%" PRIu64, session_event_period(windows->options));
 		windows->ops->set_metadata(windows->state, "event_period", text);
 		windows->ops->set_metadata(windows->state, "event_unit",
 					   perf_event_unit_name(session_event_unit(windows->options)));

@@ -592,7 +592,8 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 		.on_a_cpu = (record->flags & PBP_REC_ON_A_CPU) != 0,
 	};
 	if (resolver->event_period) {
-		sample->count = resolver->event_blocked_ns ? record->blocked_ns : resolver->event_period * sample->samples;
+		sample->count = resolver->event_period *
+				(resolver->event_blocked_ns ? record->blocked_ns : sample->samples);
 		sample->metrics = PF_METRIC_COUNT;
 		sample->time_us = 0;
 		if (resolver->event_bytes) {
@@ -600,8 +601,12 @@ static void fill_sample(const struct sample_resolver *resolver, const struct pbp
 			sample->memory = (int64_t)(sample->count * resolver->event_bytes);
 		}
 		if (resolver->event_weight_bytes) {
+			uint64_t bytes = record->event_weight > INT64_MAX / resolver->event_period
+						 ? INT64_MAX
+						 : record->event_weight * resolver->event_period;
+
 			sample->metrics |= PF_METRIC_MEMORY;
-			sample->memory = record->event_weight > INT64_MAX ? INT64_MAX : (int64_t)record->event_weight;
+			sample->memory = (int64_t)bytes;
 		}
 	}
 	if (resolver->memory_deltas) {

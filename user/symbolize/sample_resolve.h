@@ -83,7 +83,8 @@ struct sample_resolver {
 	uint64_t task_names_unknown;
 	uint64_t period_us;            /* the time one sample stands for */
 	/* Sampling on a kernel event (--event): the occurrences one sample stands for (0: the clock,
-	 * samples carry time), and the bytes one occurrence weighs (0: counted, not weighed). */
+	 * samples carry time; a weighed call or block I/O stands for this many like it), and the
+	 * bytes one occurrence weighs (0: counted, not weighed). */
 	uint64_t event_period;
 	uint64_t event_bytes;
 	/* --event off-cpu: a sample is one block, its count the nanoseconds blocked (the record's
