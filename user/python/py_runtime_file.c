@@ -2,6 +2,7 @@
 #include "python/py_runtime_file.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,6 +315,8 @@ struct py_runtime_file_cache {
 	size_t next_victim;
 	struct hash_index index;        /* key hash -> position in entries */
 	struct py_runtime_file_stats stats;
+	/* entries and index bytes, published for the thread that holds the target budget */
+	_Atomic uint64_t held_bytes;
 };
 
 int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacity)
@@ -439,6 +442,19 @@ static bool grow_entries(struct py_runtime_file_cache *cache)
 	return true;
 }
 
+/* What the cache's tables take now, for py_runtime_file_cache_held_bytes (another thread). */
+static void publish_held(struct py_runtime_file_cache *cache)
+{
+	atomic_store_explicit(&cache->held_bytes,
+			      cache->allocated * sizeof(*cache->entries) + cache->index.capacity * sizeof(struct hash_slot),
+			      memory_order_relaxed);
+}
+
+uint64_t py_runtime_file_cache_held_bytes(const struct py_runtime_file_cache *cache)
+{
+	return cache ? atomic_load_explicit(&cache->held_bytes, memory_order_relaxed) : 0;
+}
+
 static void remember(struct py_runtime_file_cache *cache, const struct file_key *key,
 		     const struct py_runtime_file *file)
 {
@@ -446,6 +462,7 @@ static void remember(struct py_runtime_file_cache *cache, const struct file_key 
 
 	if (cache->count == cache->allocated && cache->count < cache->capacity && !grow_entries(cache))
 		return; /* not remembered: examined again next time */
+	publish_held(cache);
 	if (cache->count < cache->capacity) {
 		position = cache->count;
 	} else {
@@ -466,6 +483,7 @@ static void remember(struct py_runtime_file_cache *cache, const struct file_key 
 	cache->entries[position].used = false;
 	if (position == cache->count)
 		cache->count++;
+	publish_held(cache);
 }
 
 /* What the worker says of fd's file; -ECHILD: the file is bad (the worker died on it, overran

@@ -139,5 +139,9 @@ int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const
 size_t py_runtime_file_prefetch(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *const *maps,
 				size_t count, size_t max_reads);
 void py_runtime_file_cache_stats(const struct py_runtime_file_cache *cache, struct py_runtime_file_stats *stats);
+/* The bytes the verdicts and their index take (at most the capacity's: 8192 entries of 264
+ * bytes and an index of 16384 slots of 16, 2.4 MiB), as last published by the thread that
+ * uses the cache: safe to read from any thread, for the target budget's summary. 0 for NULL. */
+uint64_t py_runtime_file_cache_held_bytes(const struct py_runtime_file_cache *cache);
 
 #endif
