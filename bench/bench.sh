@@ -186,7 +186,7 @@ sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.read()'
 host_files=$(mktemp)
 for py in "$versions"/2.7.18/bin/python "$versions"/3.8.18/bin/python "$versions"/3.12.1/bin/python /usr/bin/python3 \
 	"${sid_python:+chroot /var/cache/pybpfprof/sid /usr/bin/python3.15}"; do
-	[ -n "$py" ] || continue
+	command -v "${py%% *}" >/dev/null || continue
 	coproc host_python { exec $py -c "$host_imports" 2>/dev/null; }
 	read -r _ <&"${host_python[0]}" || true
 	# the Python's own pid (chroot execs it)

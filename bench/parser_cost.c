@@ -285,6 +285,13 @@ static int tables(struct parser_client *client, int count, char **paths)
 
 /* ---- a host's files: the whole set each way in a round ---- */
 
+/* Files of a host set timed one by one (wall time: pinned to one CPU with the worker, which
+ * inherits the bench's CPU and policy, a file's wall time is root's and the worker's CPU). */
+#define HOST_MAX_FILES 512
+enum { FILE_VERDICT_IN, FILE_VERDICT_WORKER, FILE_TABLE_IN, FILE_TABLE_WORKER, FILE_WAYS };
+static uint64_t file_wall_us[FILE_WAYS][HOST_MAX_FILES][ROUNDS];
+static int host_round;
+
 struct cost {
 	uint64_t wall_us, cpu_us;
 };
@@ -316,6 +323,7 @@ static void host_verdicts_in_process(int count, char **paths, struct cost *out)
 		int verdict;
 
 		verdict_in_process(paths[i], &wall, &cpu, &verdict);
+		file_wall_us[FILE_VERDICT_IN][i][host_round] = wall;
 	}
 	cost_end(NULL, &start, 0, out);
 }
@@ -331,6 +339,7 @@ static int host_verdicts_each(struct parser_client *client, int count, char **pa
 		struct py_runtime_file file;
 		void *payload;
 		size_t len;
+		uint64_t file_start = clock_monotonic_us();
 		int fd = open(paths[i], O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 		int err = fd < 0 ? -errno
 				 : parser_client_request(client, PARSER_REQUEST_PY_RUNTIME, fd, 0,
@@ -341,6 +350,7 @@ static int host_verdicts_each(struct parser_client *client, int count, char **pa
 		if (err || len != sizeof(struct parser_py_runtime) || py_runtime_file_from_wire(payload, &file))
 			return -1;
 		free(payload);
+		file_wall_us[FILE_VERDICT_WORKER][i][host_round] = clock_monotonic_us() - file_start;
 	}
 	cost_end(client, &start, worker_cpu, out);
 	return 0;
@@ -394,6 +404,7 @@ static void host_tables_in_process(int count, char **paths, struct cost *out)
 		size_t rows;
 
 		table_in_process(paths[i], &wall, &cpu, &rows);
+		file_wall_us[FILE_TABLE_IN][i][host_round] = wall;
 	}
 	cost_end(NULL, &start, 0, out);
 }
@@ -407,11 +418,13 @@ static int host_tables_in_worker(struct parser_client *client, int count, char *
 	for (int i = 0; i < count; i++) {
 		struct unwind_table table;
 		struct errbuf error;
+		uint64_t file_start = clock_monotonic_us();
 		int fd = open(paths[i], O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 		int err = fd < 0 ? -errno : unwind_table_from_worker(client, fd, &table, &error);
 
 		if (fd >= 0)
 			close(fd);
+		file_wall_us[FILE_TABLE_WORKER][i][host_round] = clock_monotonic_us() - file_start;
 		/* a file without unwind information has no table either way */
 		if (err == -ENOENT || err == -ENODATA || err == -ENOEXEC)
 			continue;
@@ -431,6 +444,28 @@ static void print_way(const char *what, uint64_t *wall, uint64_t *cpu, uint64_t 
 	       base_cpu ? (double)cpu_median / (double)base_cpu : 1.0);
 }
 
+/* The file of the set that the worker slows most, in, out: the ways compared; by the medians. */
+static void print_worst_file(const char *what, int count, char **paths, int in, int out)
+{
+	double worst = 0;
+	int worst_file = 0;
+	uint64_t worst_in = 0, worst_out = 0;
+
+	for (int i = 0; i < count; i++) {
+		uint64_t in_us = median(file_wall_us[in][i], ROUNDS), out_us = median(file_wall_us[out][i], ROUNDS);
+
+		if (in_us && (double)out_us / (double)in_us > worst) {
+			worst = (double)out_us / (double)in_us;
+			worst_file = i;
+			worst_in = in_us;
+			worst_out = out_us;
+		}
+	}
+	printf("worst %s: %s, %.3f ms in process, %.3f ms by the worker (%.2fx)\n", what,
+	       strrchr(paths[worst_file], '/') ? strrchr(paths[worst_file], '/') + 1 : paths[worst_file],
+	       worst_in / 1000.0, worst_out / 1000.0, worst);
+}
+
 /* The host's files each way, ROUNDS rounds; totals' medians and the CPU against in process. */
 static int host(struct parser_client *client, int count, char **paths)
 {
@@ -443,7 +478,10 @@ static int host(struct parser_client *client, int count, char **paths)
 	uint64_t wall[WAYS][ROUNDS], cpu[WAYS][ROUNDS], base;
 	struct cost way[WAYS];
 
+	if (count > HOST_MAX_FILES)
+		return fprintf(stderr, "parser_cost: at most %d files\n", HOST_MAX_FILES), 1;
 	for (int round = 0; round < ROUNDS; round++) {
+		host_round = round;
 		host_verdicts_in_process(count, paths, &way[VERDICTS_IN]);
 		if (host_verdicts_each(client, count, paths, &way[VERDICTS_EACH]) ||
 		    host_verdicts_batched(client, count, paths, &way[VERDICTS_BATCHED]))
@@ -469,6 +507,8 @@ static int host(struct parser_client *client, int count, char **paths)
 		base = median(cpu[baseline], ROUNDS);
 		print_way(names[w], wall[w], cpu[w], base);
 	}
+	print_worst_file("verdict (a file alone, one request)", count, paths, FILE_VERDICT_IN, FILE_VERDICT_WORKER);
+	print_worst_file("table", count, paths, FILE_TABLE_IN, FILE_TABLE_WORKER);
 	return 0;
 }
 
