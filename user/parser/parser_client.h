@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Root's side of the parser worker (parser_worker.h, doc/security.md): starts it (our own
- * binary again, with the hidden command), sends it one descriptor at a time with a request,
- * and reads its answer within a byte budget and a time budget. A worker that dies (a crash,
- * its memory limit, its seccomp filter) or overruns the time budget is killed and reaped;
+ * binary again, with the hidden command), sends it one request at a time with the descriptors
+ * it is about (one, or a batch of files each answered on its own), and reads each answer
+ * within a byte budget and a time budget. A worker that dies (a crash, its memory limit, its
+ * seccomp filter) or overruns the time budget is killed and reaped;
  * the request fails with -ECHILD (that file is bad: the caller does not ask again), and the
  * next request starts a fresh worker. Not thread-safe: one thread owns a client.
  */

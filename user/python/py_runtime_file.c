@@ -2,8 +2,8 @@
 #include "python/py_runtime_file.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
