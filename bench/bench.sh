@@ -171,8 +171,8 @@ printf '\nunwind table build time\n'
 
 # The parser worker (doc/security.md): a file's symbols, discovery's verdict on it and its unwind
 # table, read in it against in process (the goal: tables at most 20% slower, cpu_x <= 1.2).
-printf '\nnative symbols, discovery verdicts and unwind tables per file: in the parser worker against in process (ms; cpu: root + worker)\n'
-"$BUILD_DIR"/bench/parser_cost ./pybpfprof $libpython "$libc" $numpy_core $sid_python || true
+printf '\nnative symbols, discovery verdicts and unwind tables per file: in the parser worker against in process (ms; cpu: root + worker; pinned: chrt -f 50, one CPU)\n'
+chrt -f 50 taskset -c 1 "$BUILD_DIR"/bench/parser_cost ./pybpfprof $libpython "$libc" $numpy_core $sid_python || true
 
 # A normal host's discovery and tables (issue 21's acceptance: at most 20% slower): every
 # executable file that Pythons of several versions map with common modules imported (numpy
