@@ -793,10 +793,10 @@ struct forgetting {
 #define VERDICTS_AT_MOST_BYTES ((double)(5u << 19))
 
 /*
- * Discovery's verdicts (kept on its own thread under a fixed cap) are a store of the target
- * budget: the whole-host profiler's budget line shows what they take, at least a verdict's
- * bytes for each file examined, at most the cap, while attackers as nobody map files for it
- * to judge.
+ * Discovery's verdicts (kept on its own thread under a fixed cap) are a store on the target
+ * budget's line, outside its limit: the whole-host profiler's budget line shows what they
+ * take, at least a verdict's bytes for each file examined, at most the cap, while attackers
+ * as nobody map files for it to judge.
  */
 static void file_verdicts_count_in_the_target_budget(void **state)
 {
@@ -813,6 +813,8 @@ static void file_verdicts_count_in_the_target_budget(void **state)
 	line = strstr(err, "pybpfprof: discovery: ");
 	if (!line || sscanf(line, "pybpfprof: discovery: %llu files examined", &examined) != 1)
 		fail_msg("no discovery line in the summary: %s", err);
+	if (!strstr(err, "file verdicts ") || !strstr(strstr(err, "file verdicts "), "a fixed cap outside the limit"))
+		fail_msg("the file verdicts are not shown as a fixed cap: %s", err);
 	print_message("%llu files examined; their verdicts %.0f bytes held (peak %.0f)\n", examined, verdicts.held,
 		      verdicts.peak);
 	assert_true(examined >= 4 * 16);

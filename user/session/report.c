@@ -870,8 +870,9 @@ static void print_target_budget_summary(const struct session *session)
 	for (int i = 0; i < count; i++) {
 		format_size(stores[i].held, held, sizeof(held));
 		format_size(stores[i].peak, peak, sizeof(peak));
-		fprintf(stderr, "%s %s %s (peak %s), %" PRIu64 " evictions, %" PRIu64 " refused", i ? ";" : ":",
-			stores[i].name, held, peak, stores[i].evictions, stores[i].refusals);
+		fprintf(stderr, "%s %s %s (peak %s), %" PRIu64 " evictions, %" PRIu64 " refused%s", i ? ";" : ":",
+			stores[i].name, held, peak, stores[i].evictions, stores[i].refusals,
+			stores[i].fixed ? ", a fixed cap outside the limit" : "");
 	}
 	fputc('\n', stderr);
 }
