@@ -171,8 +171,34 @@ printf '\nunwind table build time\n'
 
 # The parser worker (doc/security.md): a file's symbols, discovery's verdict on it and its unwind
 # table, read in it against in process (the goal: tables at most 20% slower, cpu_x <= 1.2).
-printf '\nnative symbols, discovery verdicts and unwind tables per file: in the parser worker against in process (ms; cpu: root + worker)\n'
-"$BUILD_DIR"/bench/parser_cost ./pybpfprof $libpython "$libc" $numpy_core $sid_python || true
+printf '\nnative symbols, discovery verdicts and unwind tables per file: in the parser worker against in process (ms; cpu: root + worker; pinned: chrt -f 50, one CPU)\n'
+chrt -f 50 taskset -c 1 "$BUILD_DIR"/bench/parser_cost ./pybpfprof $libpython "$libc" $numpy_core $sid_python || true
+
+# A normal host's discovery and tables (issue 21's acceptance: at most 20% slower): every
+# executable file that Pythons of several versions map with common modules imported (numpy
+# where it is installed), each judged and its table built, the whole set each way.
+host_imports='import sys, json, decimal, ssl, sqlite3, ctypes, hashlib, socket, select, zlib, datetime, math
+try:
+    import numpy
+except Exception:
+    pass
+sys.stdout.write("ready\n"); sys.stdout.flush(); sys.stdin.read()'
+host_files=$(mktemp)
+for py in "$versions"/2.7.18/bin/python "$versions"/3.8.18/bin/python "$versions"/3.12.1/bin/python /usr/bin/python3 \
+	"${sid_python:+chroot /var/cache/pybpfprof/sid /usr/bin/python3.15}"; do
+	command -v "${py%% *}" >/dev/null || continue
+	coproc host_python { exec $py -c "$host_imports" 2>/dev/null; }
+	read -r _ <&"${host_python[0]}" || true
+	# the Python's own pid (chroot execs it)
+	awk '$2 ~ /x/ && $6 ~ /^\// { print $6 }' /proc/"$host_python_PID"/maps >>"$host_files" 2>/dev/null || true
+	exec {host_python[1]}>&-
+	wait "$host_python_PID" 2>/dev/null || true
+done
+mapfile -t host_set < <(sort -u "$host_files" | grep -v -e '(deleted)' -e '^/memfd:')
+rm -f "$host_files"
+printf '\na host'"'"'s discovery and tables: %d files from the executable mappings of Pythons 2.7, 3.8, 3.12, 3.11 (Debian)%s with common modules, pinned (chrt -f 50, one CPU)\n' \
+	"${#host_set[@]}" "${sid_python:+ and 3.15 (sid)}"
+chrt -f 50 taskset -c 1 "$BUILD_DIR"/bench/parser_cost --host ./pybpfprof "${host_set[@]}" || true
 
 # A host running 20 distinct Pythons: the distinct interpreter files here (each version's
 # libpython, or its binary when static), their tables summed, scaled to 20; libc once.

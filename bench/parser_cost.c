@@ -7,8 +7,12 @@
  * same for discovery's verdict on the file (is it a CPython runtime, which version), and for
  * its unwind table (built in process as the profiler once did, against root's whole way now:
  * its own code ranges read, the worker's build, the transfer, every row checked, the index).
- * Usage: parser_cost PYBPFPROF_BINARY FILE...
+ * With --host, the files are taken as a host's (the executable files its Pythons map): what
+ * discovery and the table builder do for each of them, the whole set each way in a round
+ * (discovery's verdicts one request a file, and batched as discovery asks them), as totals.
+ * Usage: parser_cost [--host] PYBPFPROF_BINARY FILE...
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -170,6 +174,9 @@ static int verdict_in_worker(struct parser_client *client, const char *path, uin
 /* Discovery's verdict on each file, both ways. */
 static int verdicts(struct parser_client *client, int count, char **paths)
 {
+	double worst = 0;
+	const char *worst_name = "";
+
 	printf("%-44s %9s %12s %12s %12s %12s\n", "verdict (median of 21)", "verdict", "inproc_ms", "worker_ms",
 	       "inproc_cpu", "worker_cpu");
 	for (int i = 0; i < count; i++) {
@@ -187,7 +194,12 @@ static int verdicts(struct parser_client *client, int count, char **paths)
 		printf("%-44s %9d %12.3f %12.3f %12.3f %12.3f%s\n", name, verdict_out, median(wall_in, ROUNDS) / 1000.0,
 		       median(wall_out, ROUNDS) / 1000.0, median(cpu_in, ROUNDS) / 1000.0,
 		       median(cpu_out, ROUNDS) / 1000.0, verdict_in == verdict_out ? "" : " (verdicts differ!)");
+		if (median(cpu_in, ROUNDS) && (double)median(cpu_out, ROUNDS) / (double)median(cpu_in, ROUNDS) > worst) {
+			worst = (double)median(cpu_out, ROUNDS) / (double)median(cpu_in, ROUNDS);
+			worst_name = name;
+		}
 	}
+	printf("worst verdict, a file alone (one request): %s, cpu %.2fx\n", worst_name, worst);
 	return 0;
 }
 
@@ -239,6 +251,9 @@ static int table_in_worker(struct parser_client *client, const char *path, uint6
 /* Each file's unwind table, both ways; "worker/inproc" is the ratio of the medians. */
 static int tables(struct parser_client *client, int count, char **paths)
 {
+	double worst = 0;
+	const char *worst_name = "";
+
 	printf("%-44s %9s %12s %12s %12s %12s %8s\n", "unwind table (median of 21)", "rows", "inproc_ms",
 	       "worker_ms", "inproc_cpu", "worker_cpu", "cpu_x");
 	for (int i = 0; i < count; i++) {
@@ -258,18 +273,259 @@ static int tables(struct parser_client *client, int count, char **paths)
 		printf("%-44s %9zu %12.2f %12.2f %12.2f %12.2f %8.2f%s\n", name, rows_out, median(wall_in, ROUNDS) / 1000.0,
 		       median(wall_out, ROUNDS) / 1000.0, cpu_in_ms / 1000.0, cpu_out_ms / 1000.0,
 		       cpu_in_ms ? (double)cpu_out_ms / (double)cpu_in_ms : 0.0, rows_in == rows_out ? "" : " (rows differ!)");
+		if (cpu_in_ms && (double)cpu_out_ms / (double)cpu_in_ms > worst) {
+			worst = (double)cpu_out_ms / (double)cpu_in_ms;
+			worst_name = name;
+		}
 	}
+	printf("worst table: %s, cpu %.2fx\n", worst_name, worst);
+	return 0;
+}
+
+
+/* ---- a host's files: the whole set each way in a round ---- */
+
+/* Files of a host set timed one by one (wall time: pinned to one CPU with the worker, which
+ * inherits the bench's CPU and policy, a file's wall time is root's and the worker's CPU). */
+#define HOST_MAX_FILES 512
+enum { FILE_VERDICT_IN, FILE_VERDICT_WORKER, FILE_TABLE_IN, FILE_TABLE_WORKER, FILE_WAYS };
+static uint64_t file_wall_us[FILE_WAYS][HOST_MAX_FILES][ROUNDS];
+static int host_round;
+
+struct cost {
+	uint64_t wall_us, cpu_us;
+};
+
+/* A way's start: the worker's CPU read first (reading /proc is the bench's cost, not the worker's). */
+static void cost_start(struct parser_client *client, struct cost *start, uint64_t *worker_cpu)
+{
+	*worker_cpu = client ? process_cpu_us(parser_client_worker_pid(client)) : 0;
+	start->wall_us = clock_monotonic_us();
+	start->cpu_us = own_cpu_us();
+}
+
+static void cost_end(struct parser_client *client, const struct cost *start, uint64_t worker_cpu, struct cost *out)
+{
+	out->wall_us = clock_monotonic_us() - start->wall_us;
+	out->cpu_us = own_cpu_us() - start->cpu_us;
+	if (client)
+		out->cpu_us += process_cpu_us(parser_client_worker_pid(client)) - worker_cpu;
+}
+
+static void host_verdicts_in_process(int count, char **paths, struct cost *out)
+{
+	struct cost start;
+	uint64_t unused;
+
+	cost_start(NULL, &start, &unused);
+	for (int i = 0; i < count; i++) {
+		uint64_t wall, cpu;
+		int verdict;
+
+		verdict_in_process(paths[i], &wall, &cpu, &verdict);
+		file_wall_us[FILE_VERDICT_IN][i][host_round] = wall;
+	}
+	cost_end(NULL, &start, 0, out);
+}
+
+/* One request a file, as discovery asked before batches. */
+static int host_verdicts_each(struct parser_client *client, int count, char **paths, struct cost *out)
+{
+	struct cost start;
+	uint64_t worker_cpu;
+
+	cost_start(client, &start, &worker_cpu);
+	for (int i = 0; i < count; i++) {
+		struct py_runtime_file file;
+		void *payload;
+		size_t len;
+		uint64_t file_start = clock_monotonic_us();
+		int fd = open(paths[i], O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		int err = fd < 0 ? -errno
+				 : parser_client_request(client, PARSER_REQUEST_PY_RUNTIME, fd, 0,
+							 sizeof(struct parser_py_runtime), &payload, &len);
+
+		if (fd >= 0)
+			close(fd);
+		if (err || len != sizeof(struct parser_py_runtime) || py_runtime_file_from_wire(payload, &file))
+			return -1;
+		free(payload);
+		file_wall_us[FILE_VERDICT_WORKER][i][host_round] = clock_monotonic_us() - file_start;
+	}
+	cost_end(client, &start, worker_cpu, out);
+	return 0;
+}
+
+/* As discovery asks now: up to PARSER_MAX_BATCH_FILES files a request. */
+static int host_verdicts_batched(struct parser_client *client, int count, char **paths, struct cost *out)
+{
+	struct parser_file_answer answers[PARSER_MAX_BATCH_FILES];
+	int fds[PARSER_MAX_BATCH_FILES];
+	struct cost start;
+	uint64_t worker_cpu;
+	int failed = 0;
+
+	cost_start(client, &start, &worker_cpu);
+	for (int first = 0; first < count && !failed; first += PARSER_MAX_BATCH_FILES) {
+		size_t batch = (size_t)(count - first) < PARSER_MAX_BATCH_FILES ? (size_t)(count - first)
+										 : PARSER_MAX_BATCH_FILES;
+		size_t answered = 0, opened = 0;
+
+		for (; opened < batch; opened++) {
+			fds[opened] = open(paths[first + opened], O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+			if (fds[opened] < 0)
+				break;
+		}
+		failed = opened < batch || parser_client_request_each(client, PARSER_REQUEST_PY_RUNTIMES, fds, batch,
+								      sizeof(struct parser_py_runtime), answers,
+								      &answered) || answered != batch;
+		for (size_t i = 0; i < answered; i++) {
+			struct py_runtime_file file;
+
+			failed |= answers[i].status || answers[i].len != sizeof(struct parser_py_runtime) ||
+				  py_runtime_file_from_wire(answers[i].payload, &file);
+			free(answers[i].payload);
+		}
+		for (size_t i = 0; i < opened; i++)
+			close(fds[i]);
+	}
+	cost_end(client, &start, worker_cpu, out);
+	return failed ? -1 : 0;
+}
+
+static void host_tables_in_process(int count, char **paths, struct cost *out)
+{
+	struct cost start;
+	uint64_t unused;
+
+	cost_start(NULL, &start, &unused);
+	for (int i = 0; i < count; i++) {
+		uint64_t wall, cpu;
+		size_t rows;
+
+		table_in_process(paths[i], &wall, &cpu, &rows);
+		file_wall_us[FILE_TABLE_IN][i][host_round] = wall;
+	}
+	cost_end(NULL, &start, 0, out);
+}
+
+static int host_tables_in_worker(struct parser_client *client, int count, char **paths, struct cost *out)
+{
+	struct cost start;
+	uint64_t worker_cpu;
+
+	cost_start(client, &start, &worker_cpu);
+	for (int i = 0; i < count; i++) {
+		struct unwind_table table;
+		struct errbuf error;
+		uint64_t file_start = clock_monotonic_us();
+		int fd = open(paths[i], O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		int err = fd < 0 ? -errno : unwind_table_from_worker(client, fd, &table, &error);
+
+		if (fd >= 0)
+			close(fd);
+		file_wall_us[FILE_TABLE_WORKER][i][host_round] = clock_monotonic_us() - file_start;
+		/* a file without unwind information has no table either way */
+		if (err == -ENOENT || err == -ENODATA || err == -ENOEXEC)
+			continue;
+		if (err)
+			return -1;
+		unwind_table_free(&table);
+	}
+	cost_end(client, &start, worker_cpu, out);
+	return 0;
+}
+
+static void print_way(const char *what, uint64_t *wall, uint64_t *cpu, uint64_t base_cpu)
+{
+	uint64_t cpu_median = median(cpu, ROUNDS);
+
+	printf("%-40s %10.2f %10.2f %8.2f\n", what, median(wall, ROUNDS) / 1000.0, cpu_median / 1000.0,
+	       base_cpu ? (double)cpu_median / (double)base_cpu : 1.0);
+}
+
+/* The file of the set that the worker slows most, in, out: the ways compared; by the medians. */
+static void print_worst_file(const char *what, int count, char **paths, int in, int out)
+{
+	double worst = 0;
+	int worst_file = 0;
+	uint64_t worst_in = 0, worst_out = 0;
+
+	for (int i = 0; i < count; i++) {
+		uint64_t in_us = median(file_wall_us[in][i], ROUNDS), out_us = median(file_wall_us[out][i], ROUNDS);
+
+		if (in_us && (double)out_us / (double)in_us > worst) {
+			worst = (double)out_us / (double)in_us;
+			worst_file = i;
+			worst_in = in_us;
+			worst_out = out_us;
+		}
+	}
+	printf("worst %s: %s, %.3f ms in process, %.3f ms by the worker (%.2fx)\n", what,
+	       strrchr(paths[worst_file], '/') ? strrchr(paths[worst_file], '/') + 1 : paths[worst_file],
+	       worst_in / 1000.0, worst_out / 1000.0, worst);
+}
+
+/* The host's files each way, ROUNDS rounds; totals' medians and the CPU against in process. */
+static int host(struct parser_client *client, int count, char **paths)
+{
+	enum { VERDICTS_IN, VERDICTS_EACH, VERDICTS_BATCHED, TABLES_IN, TABLES_WORKER, BOTH_IN, BOTH_WORKER, WAYS };
+	static const char *const names[WAYS] = {
+		"discovery verdicts, in process", "discovery verdicts, worker, a file each",
+		"discovery verdicts, worker, batched", "unwind tables, in process", "unwind tables, worker",
+		"verdicts + tables, in process", "verdicts (batched) + tables, worker",
+	};
+	uint64_t wall[WAYS][ROUNDS], cpu[WAYS][ROUNDS], base;
+	struct cost way[WAYS];
+
+	if (count > HOST_MAX_FILES)
+		return fprintf(stderr, "parser_cost: at most %d files\n", HOST_MAX_FILES), 1;
+	for (int round = 0; round < ROUNDS; round++) {
+		host_round = round;
+		host_verdicts_in_process(count, paths, &way[VERDICTS_IN]);
+		if (host_verdicts_each(client, count, paths, &way[VERDICTS_EACH]) ||
+		    host_verdicts_batched(client, count, paths, &way[VERDICTS_BATCHED]))
+			return fprintf(stderr, "parser_cost: the worker did not judge every file\n"), 1;
+		host_tables_in_process(count, paths, &way[TABLES_IN]);
+		if (host_tables_in_worker(client, count, paths, &way[TABLES_WORKER]))
+			return fprintf(stderr, "parser_cost: the worker built not every table\n"), 1;
+		way[BOTH_IN] = (struct cost){ way[VERDICTS_IN].wall_us + way[TABLES_IN].wall_us,
+					      way[VERDICTS_IN].cpu_us + way[TABLES_IN].cpu_us };
+		way[BOTH_WORKER] = (struct cost){ way[VERDICTS_BATCHED].wall_us + way[TABLES_WORKER].wall_us,
+						  way[VERDICTS_BATCHED].cpu_us + way[TABLES_WORKER].cpu_us };
+		for (int w = 0; w < WAYS; w++) {
+			wall[w][round] = way[w].wall_us;
+			cpu[w][round] = way[w].cpu_us;
+		}
+	}
+	printf("host: %d files, each judged and its table built (median of %d rounds; cpu: root + worker)\n", count,
+	       ROUNDS);
+	printf("%-40s %10s %10s %8s\n", "way", "wall_ms", "cpu_ms", "cpu_x");
+	for (int w = 0; w < WAYS; w++) {
+		int baseline = w <= VERDICTS_BATCHED ? VERDICTS_IN : w <= TABLES_WORKER ? TABLES_IN : BOTH_IN;
+
+		base = median(cpu[baseline], ROUNDS);
+		print_way(names[w], wall[w], cpu[w], base);
+	}
+	print_worst_file("verdict (a file alone, one request)", count, paths, FILE_VERDICT_IN, FILE_VERDICT_WORKER);
+	print_worst_file("table", count, paths, FILE_TABLE_IN, FILE_TABLE_WORKER);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct parser_client_options options = { .executable = argc > 1 ? argv[1] : NULL };
+	bool host_files = argc > 1 && !strcmp(argv[1], "--host");
+	struct parser_client_options options;
 	struct parser_client *client;
 	uint64_t start_us[ROUNDS];
 
+	if (host_files) {
+		argc--;
+		argv++;
+	}
+	options = (struct parser_client_options){ .executable = argc > 1 ? argv[1] : NULL };
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s PYBPFPROF_BINARY FILE...\n", argv[0]);
+		fprintf(stderr, "usage: parser_cost [--host] PYBPFPROF_BINARY FILE...\n");
 		return 2;
 	}
 	for (int round = 0; round < ROUNDS; round++) {
@@ -286,6 +542,12 @@ int main(int argc, char **argv)
 	       ROUNDS);
 	if (parser_client_new(&options, &client) || parser_client_prepare(client))
 		return 1;
+	if (host_files) {
+		int err = host(client, argc - 2, argv + 2);
+
+		parser_client_free(client);
+		return err;
+	}
 	printf("%-44s %9s %12s %12s %12s %12s\n", "file (median of 21)", "functions", "inproc_ms", "worker_ms",
 	       "inproc_cpu", "worker_cpu");
 	for (int i = 2; i < argc; i++) {

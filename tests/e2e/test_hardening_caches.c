@@ -16,6 +16,7 @@
 #include "symbolize/sample_resolve.h"
 #include "symbolize/symbolize_py.h"
 #include "python/py_offsets.h"
+#include "python/py_runtime_file.h"
 #include "python/target_set.h"
 #include "unwind/unwind_cache.h"
 #include "util/target_budget.h"
@@ -763,6 +764,66 @@ struct forgetting {
 	size_t forgotten;
 };
 
+
+/* Four processes as nobody, each mapping 16 tiny ELF files of its own named like libpython
+ * (discovery reads up to 16 such files of a process, whatever holds its runtime), in dir. */
+#define VERDICTS_ATTACK                                                                                        \
+	"import mmap, os, struct, sys, time\n"                                                                 \
+	"d = '%s'\n"                                                                                           \
+	"elf = bytearray(4096)\n"                                                                              \
+	"elf[0:64] = struct.pack('<4sBBBBB7xHHIQQQIHHHHHH', b'\\x7fELF', 2, 1, 1, 0, 0, 3, 62, 1, 0, 64, 0, 0, 64, " \
+	"56, 1, 64, 0, 0)\n"                                                                                   \
+	"elf[64:120] = struct.pack('<IIQQQQQQ', 1, 5, 0, 0, 0, 4096, 4096, 4096)\n"                            \
+	"for _ in range(3):\n"                                                                                 \
+	"    if os.fork() == 0:\n"                                                                             \
+	"        break\n"                                                                                      \
+	"keep = []\n"                                                                                          \
+	"for i in range(16):\n"                                                                                \
+	"    name = os.path.join(d, 'libpython3.99-%%d-%%d.so' %% (os.getpid(), i))\n"                         \
+	"    with open(name, 'wb') as f: f.write(elf)\n"                                                       \
+	"    fd = os.open(name, os.O_RDONLY)\n"                                                                \
+	"    keep.append(mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_EXEC))\n" \
+	"    os.close(fd)\n"                                                                                   \
+	"os.write(1, b'ready\\n')\n"                                                                           \
+	"while True:\n"                                                                                        \
+	"    time.sleep(1)\n"
+
+/* What discovery's verdicts may take at most: 8192 entries and an index of 16384 slots
+ * (py_runtime_file.h), with room for the entries' keys. */
+#define VERDICTS_AT_MOST_BYTES ((double)(5u << 19))
+
+/*
+ * Discovery's verdicts (kept on its own thread under a fixed cap) are a store on the target
+ * budget's line, outside its limit: the whole-host profiler's budget line shows what they
+ * take, at least a verdict's bytes for each file examined, at most the cap, while attackers
+ * as nobody map files for it to judge.
+ */
+static void file_verdicts_count_in_the_target_budget(void **state)
+{
+	char err[32768], dir[64], attack[2048], command[128];
+	struct summary_store verdicts;
+	unsigned long long examined = 0;
+	const char *line;
+	double limit;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(attack, VERDICTS_ATTACK, dir);
+	run_under_target_budget(attack, 8, "4", "file verdicts", &verdicts, &limit, err, sizeof(err));
+	line = strstr(err, "pybpfprof: discovery: ");
+	if (!line || sscanf(line, "pybpfprof: discovery: %llu files examined", &examined) != 1)
+		fail_msg("no discovery line in the summary: %s", err);
+	if (!strstr(err, "file verdicts ") || !strstr(strstr(err, "file verdicts "), "a fixed cap outside the limit"))
+		fail_msg("the file verdicts are not shown as a fixed cap: %s", err);
+	print_message("%llu files examined; their verdicts %.0f bytes held (peak %.0f)\n", examined, verdicts.held,
+		      verdicts.peak);
+	assert_true(examined >= 4 * 16);
+	assert_true(verdicts.peak >= (double)examined * sizeof(struct py_runtime_file));
+	assert_true(verdicts.peak <= VERDICTS_AT_MOST_BYTES);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -775,6 +836,7 @@ int main(void)
 		cmocka_unit_test(a_run_with_attackers_stays_within_its_target_budget),
 		cmocka_unit_test(distinct_stacks_stay_within_the_target_budget),
 		cmocka_unit_test(executable_mappings_stay_within_the_target_budget),
+		cmocka_unit_test(file_verdicts_count_in_the_target_budget),
 	};
 
 	if (getenv("TEST_FILTER"))

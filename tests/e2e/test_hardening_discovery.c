@@ -9,6 +9,7 @@
  */
 #include "testlib.h"
 
+#include "parser/parser_client.h"
 #include "parser/parser_protocol.h"
 #include "proc/proc_maps.h"
 #include "python/py_runtime_file.h"
@@ -417,6 +418,134 @@ static void bad_file_stays_bad_when_touched(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+
+/* A file a --selftest worker dies on (parser_protocol.h): a 64-bit ELF header, then the mark. */
+static void write_selftest_file(const char *path, const char *mark)
+{
+	Elf64_Ehdr header;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+	assert_true(fd >= 0);
+	elf_header(&header, 0, 0, 0);
+	header.e_phoff = 0;
+	header.e_phnum = 0;
+	write_at(fd, &header, sizeof(header), 0);
+	write_at(fd, mark, strlen(mark), PARSER_SELFTEST_FILE_OFFSET);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	close(fd);
+}
+
+static void *map_executable(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *mapped;
+
+	assert_true(fd >= 0);
+	mapped = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	assert_true(mapped != MAP_FAILED);
+	close(fd);
+	return mapped;
+}
+
+static bool path_listed(const struct proc_map *const *list, size_t count, const char *path)
+{
+	for (size_t i = 0; i < count; i++)
+		if (!strcmp(list[i]->path, path))
+			return true;
+	return false;
+}
+
+/* What a user would compare of two verdicts on one file. */
+static bool same_verdict(const struct py_runtime_file *a, const struct py_runtime_file *b)
+{
+	return a->verdict == b->verdict && a->unread == b->unread && a->major == b->major && a->minor == b->minor &&
+	       a->sym.runtime == b->sym.runtime && a->sym.interp_head == b->sym.interp_head;
+}
+
+/*
+ * Discovery asks about a process's files in one request. Among this process's own files (up
+ * to a full batch), one that kills the worker, one that has it run out of memory and the note
+ * bomb: each other file is judged as a worker of its own judges it, the two the worker died
+ * on are bad and read no more, and the batch took three round trips (the files after each
+ * death asked again), not one a file.
+ */
+static void batch_costs_only_the_files_the_worker_dies_on(void **state)
+{
+	enum { CRASH, BLOAT, NOTES, HOSTILE };
+	static const size_t positions[HOSTILE] = { 2, 7, 4 };
+	const struct proc_map *list[PARSER_MAX_BATCH_FILES];
+	struct py_runtime_file expected[PARSER_MAX_BATCH_FILES], verdict;
+	struct py_runtime_file_cache *cache;
+	struct py_runtime_file_stats stats;
+	struct proc_maps maps;
+	char dir[64], paths[HOSTILE][128], command[256];
+	void *mapped[HOSTILE];
+	size_t count = 0, read;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(paths[CRASH], "%s/libcrash.so", dir);
+	FORMAT(paths[BLOAT], "%s/libbloat.so", dir);
+	FORMAT(paths[NOTES], "%s/libnotes.so", dir);
+	write_selftest_file(paths[CRASH], PARSER_SELFTEST_FILE_CRASH);
+	write_selftest_file(paths[BLOAT], PARSER_SELFTEST_FILE_BLOAT);
+	write_note_bomb(paths[NOTES]);
+	for (int i = 0; i < HOSTILE; i++)
+		mapped[i] = map_executable(paths[i]);
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	for (size_t i = 0; i < maps.count && count < PARSER_MAX_BATCH_FILES - HOSTILE; i++) {
+		const struct proc_map *map = &maps.maps[i];
+
+		if (map->path[0] == '/' && strchr(map->perms, 'x') && strncmp(map->path, dir, strlen(dir)) &&
+		    !path_listed(list, count, map->path))
+			list[count++] = map;
+	}
+	assert_true(count >= positions[BLOAT]);
+	for (int k = 0; k < HOSTILE; k++) {
+		size_t at = positions[k];
+
+		memmove(&list[at + 1], &list[at], (count - at) * sizeof(list[0]));
+		list[at] = mapping_of(&maps, paths[k]);
+		count++;
+	}
+	/* each file alone, by a worker of its own, as the reference */
+	for (size_t i = 0; i < count; i++)
+		if (list[i] != mapping_of(&maps, paths[CRASH]) && list[i] != mapping_of(&maps, paths[BLOAT]))
+			assert_int_equal(py_runtime_file_lookup(NULL, getpid(), list[i], &expected[i]), 0);
+
+	assert_int_equal(py_runtime_file_cache_new(&cache, 64), 0);
+	assert_int_equal(py_runtime_file_cache_set_worker(
+				 cache, &(struct parser_client_options){ .memory_bytes = 96 << 20, .selftest = true }),
+			 0);
+	read = py_runtime_file_prefetch(cache, getpid(), list, count, 64);
+	py_runtime_file_cache_stats(cache, &stats);
+	print_message("%zu files: %zu read in %" PRIu64 " requests, %" PRIu64 " bad\n", count, read, stats.requests,
+		      stats.bad);
+	assert_int_equal(read, count);
+	assert_int_equal(stats.examined, count);
+	assert_int_equal(stats.bad, 2);
+	assert_int_equal(stats.requests, 3);
+	for (size_t i = 0; i < count; i++) {
+		bool died_on = list[i] == mapping_of(&maps, paths[CRASH]) || list[i] == mapping_of(&maps, paths[BLOAT]);
+
+		assert_int_equal(py_runtime_file_lookup(cache, getpid(), list[i], &verdict), 0);
+		if (died_on)
+			assert_int_equal(verdict.unread, -ECHILD);
+		else if (!same_verdict(&verdict, &expected[i]))
+			fail_msg("%s: verdict %d unread %d in the batch, %d unread %d alone", list[i]->path,
+				 (int)verdict.verdict, verdict.unread, (int)expected[i].verdict, expected[i].unread);
+	}
+	py_runtime_file_cache_stats(cache, &stats);
+	assert_int_equal(stats.examined, count);
+	assert_int_equal(stats.requests, 3);
+	py_runtime_file_cache_free(cache);
+	proc_maps_free(&maps);
+	for (int i = 0; i < HOSTILE; i++)
+		munmap(mapped[i], 4096);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 /*
  * The drain attacker, as nobody: 2,000 tiny ELF files named like libpython (discovery
  * reads every such file, whatever their number), and a stream of Python children, each of
@@ -658,6 +787,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sparse_tables_are_not_read),
 		cmocka_unit_test(bad_file_stays_bad_when_touched),
+		cmocka_unit_test(batch_costs_only_the_files_the_worker_dies_on),
 		cmocka_unit_test(note_bomb_costs_the_profiler_nothing),
 		cmocka_unit_test(sparse_files_cost_the_profiler_nothing),
 		cmocka_unit_test(churning_mappers_leave_the_drain_free),

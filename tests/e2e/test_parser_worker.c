@@ -173,6 +173,74 @@ static void test_worker_is_sandboxed(void **state)
 	parser_client_free(client);
 }
 
+
+/* A file that crashes a --selftest worker when it is among a batch's (parser_protocol.h). */
+static int crash_file_fd(const char *path)
+{
+	unsigned char header[PARSER_SELFTEST_FILE_OFFSET] = { 0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, EV_CURRENT };
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, header, sizeof(header)), (ssize_t)sizeof(header));
+	assert_int_equal(write(fd, PARSER_SELFTEST_FILE_CRASH, strlen(PARSER_SELFTEST_FILE_CRASH)),
+			 (ssize_t)strlen(PARSER_SELFTEST_FILE_CRASH));
+	return fd;
+}
+
+/* Each answer of a batch is a verdict of its own: libz's, the same every time. */
+static void check_libz_verdicts(const struct parser_file_answer *answers, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		assert_int_equal(answers[i].status, 0);
+		assert_int_equal(answers[i].len, sizeof(struct parser_py_runtime));
+		assert_memory_equal(answers[i].payload, answers[0].payload, sizeof(struct parser_py_runtime));
+	}
+}
+
+/*
+ * A batch of files in one request: each answered on its own, in order; a worker that dies on
+ * the second file costs that file (-ECHILD) and leaves the ones after it unasked, and a fresh
+ * worker answers them when asked again.
+ */
+static void test_batch_death_costs_one_file(void **state)
+{
+	struct parser_client *client = new_client(0, 0, true);
+	struct parser_file_answer answers[4];
+	struct parser_client_stats stats;
+	char path[PATH_MAX];
+	size_t answered = 0;
+	int fds[4];
+
+	(void)state;
+	FORMAT(path, "%s/crash.%d.so", test_tmpdir(), (int)getpid());
+	fds[0] = libz_fd();
+	fds[1] = crash_file_fd(path);
+	fds[2] = libz_fd();
+	fds[3] = libz_fd();
+	assert_int_equal(parser_client_request_each(client, PARSER_REQUEST_PY_RUNTIMES, fds, 4,
+						    sizeof(struct parser_py_runtime), answers, &answered),
+			 0);
+	assert_int_equal(answered, 2);
+	check_libz_verdicts(answers, 1);
+	assert_int_equal(answers[1].status, -ECHILD);
+	assert_int_equal(parser_client_request_each(client, PARSER_REQUEST_PY_RUNTIMES, fds + 2, 2,
+						    sizeof(struct parser_py_runtime), &answers[2], &answered),
+			 0);
+	assert_int_equal(answered, 2);
+	check_libz_verdicts(answers + 2, 2);
+	assert_memory_equal(answers[2].payload, answers[0].payload, sizeof(struct parser_py_runtime));
+	parser_client_stats(client, &stats);
+	assert_int_equal(stats.requests, 2);
+	assert_int_equal(stats.lost_files, 1);
+	assert_int_equal(stats.worker_starts, 2);
+	for (int i = 0; i < 4; i++) {
+		free(answers[i].payload);
+		close(fds[i]);
+	}
+	unlink(path);
+	parser_client_free(client);
+}
+
 /* A worker that crashes on a request costs that request; the next file gets a fresh worker. */
 static void test_crash_costs_one_request(void **state)
 {
@@ -704,6 +772,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_worker_is_sandboxed),
 		cmocka_unit_test(test_crash_costs_one_request),
+		cmocka_unit_test(test_batch_death_costs_one_file),
 		cmocka_unit_test(test_bloat_stops_at_the_memory_limit),
 		cmocka_unit_test(test_overrun_is_cut),
 		cmocka_unit_test(test_selftest_kinds_refused_in_production),

@@ -244,6 +244,32 @@ static void a_budget_counted_past_its_limit_takes_no_charge(void **state)
 	target_budget_free(budget);
 }
 
+/* A store under a fixed cap of its own is shown with the others but outside the limit: a
+ * full budget evicts nothing for it, and its bytes are not in what the limit holds. */
+static void a_fixed_store_is_shown_outside_the_limit(void **state)
+{
+	struct target_budget *budget;
+	struct fake_store lines;
+	int verdicts;
+
+	(void)state;
+	assert_int_equal(target_budget_new(1000, &budget), 0);
+	fake_register(budget, &lines, "line tables");
+	verdicts = target_budget_register(budget, "file verdicts", NULL, NULL, NULL);
+	assert_true(verdicts >= 0);
+	assert_int_equal(fake_add(&lines, 0, 900), 0);
+	target_budget_set_fixed(budget, verdicts, 5000);
+	target_budget_set_fixed(budget, verdicts, 3000);
+	assert_int_equal(target_budget_held(budget), 900);
+	assert_int_equal(lines.evict_calls, 0);
+	assert_int_equal(stats_of(budget, verdicts).held, 3000);
+	assert_int_equal(stats_of(budget, verdicts).peak, 5000);
+	assert_true(stats_of(budget, verdicts).fixed);
+	assert_false(stats_of(budget, lines.id).fixed);
+	assert_int_equal(stats_of(budget, verdicts).refusals, 0);
+	target_budget_free(budget);
+}
+
 static void stores_past_the_most_are_refused(void **state)
 {
 	struct target_budget *budget;
@@ -266,6 +292,7 @@ int main(void)
 		cmocka_unit_test(a_counted_store_makes_room_and_is_held_even_when_refused),
 		cmocka_unit_test(a_budget_counted_past_its_limit_takes_no_charge),
 		cmocka_unit_test(stores_past_the_most_are_refused),
+		cmocka_unit_test(a_fixed_store_is_shown_outside_the_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -316,33 +316,41 @@ static int start_worker(struct parser_client *client)
 	return err;
 }
 
-static int send_request(struct parser_client *client, const struct parser_request *request, int fd)
+static int send_request_files(struct parser_client *client, const struct parser_request *request, const int *fds,
+			      size_t count)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * PARSER_MAX_BATCH_FILES)];
 		struct cmsghdr align;
 	} control;
 	struct iovec part = { (void *)request, sizeof(*request) };
 	struct msghdr message = { .msg_iov = &part, .msg_iovlen = 1 };
 	ssize_t sent;
 
-	if (fd >= 0) {
+	if (count > PARSER_MAX_BATCH_FILES)
+		return -EINVAL;
+	if (count) {
 		struct cmsghdr *cmsg;
 
 		memset(&control, 0, sizeof(control));
 		message.msg_control = control.buf;
-		message.msg_controllen = sizeof(control.buf);
+		message.msg_controllen = CMSG_SPACE(sizeof(int) * count);
 		cmsg = CMSG_FIRSTHDR(&message);
 		cmsg->cmsg_level = SOL_SOCKET;
 		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+		cmsg->cmsg_len = CMSG_LEN(sizeof(int) * count);
+		memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * count);
 	}
 	/* a request is small: the worker's socket buffer takes it whole, or the worker is gone */
 	do
 		sent = sendmsg(client->socket, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (sent < 0 && errno == EINTR);
 	return sent == (ssize_t)sizeof(*request) ? 0 : -EPIPE;
+}
+
+static int send_request(struct parser_client *client, const struct parser_request *request, int fd)
+{
+	return send_request_files(client, request, &fd, fd >= 0 ? 1 : 0);
 }
 
 /* The worker failed this request (died, overran, said nonsense): it is replaced. */
@@ -454,4 +462,105 @@ int parser_client_request(struct parser_client *client, enum parser_request_kind
 	if (send_request(client, &request, fd))
 		return lose_worker(client, -EPIPE);
 	return read_reply(client, request.id, reply_budget, payload, len);
+}
+
+/* The replies to a request about several files, as they come: up to a reply (head and the
+ * largest payload) per file unread, so that one read takes all that have arrived. */
+struct reply_stream {
+	uint8_t *bytes;
+	size_t capacity, have, used;
+};
+
+/* The next reply's head and payload in the stream, read before deadline_ms as need be:
+ * 0, or the worker's failure (-ETIMEDOUT, -EPIPE, -EPROTO). */
+static int next_reply(struct parser_client *client, struct reply_stream *stream, uint32_t id, uint32_t reply_budget,
+		      uint64_t deadline_ms, struct parser_file_answer *answer, bool *out_of_memory)
+{
+	struct parser_reply_head head;
+	size_t got;
+	int err;
+
+	if (stream->have - stream->used < sizeof(head)) {
+		err = read_at_least(client->socket, stream->bytes + stream->have,
+				    sizeof(head) - (stream->have - stream->used), stream->capacity - stream->have,
+				    deadline_ms, &got);
+		if (err)
+			return err;
+		stream->have += got;
+	}
+	memcpy(&head, stream->bytes + stream->used, sizeof(head));
+	if (head.magic != PARSER_PROTOCOL_MAGIC || head.id != id || head.length > reply_budget ||
+	    (head.status && head.length) || head.status > 0 || head.status < -4095 ||
+	    stream->used + sizeof(head) + head.length > stream->capacity)
+		return -EPROTO;
+	stream->used += sizeof(head);
+	if (stream->have - stream->used < head.length) {
+		err = read_at_least(client->socket, stream->bytes + stream->have,
+				    head.length - (stream->have - stream->used), stream->capacity - stream->have,
+				    deadline_ms, &got);
+		if (err)
+			return err;
+		stream->have += got;
+	}
+	*out_of_memory = head.status == -ENOMEM;
+	answer->status = head.status;
+	answer->len = head.length;
+	answer->payload = NULL;
+	if (!head.status) {
+		answer->payload = malloc(head.length ? head.length : 1);
+		if (!answer->payload)
+			answer->status = -ENOMEM;
+		else
+			memcpy(answer->payload, stream->bytes + stream->used, head.length);
+	}
+	stream->used += head.length;
+	return 0;
+}
+
+int parser_client_request_each(struct parser_client *client, enum parser_request_kind kind, const int *fds,
+			       size_t count, uint32_t reply_budget, struct parser_file_answer *answers,
+			       size_t *answered)
+{
+	struct parser_request request = { .magic = PARSER_PROTOCOL_MAGIC, .kind = kind, .arg = count,
+					  .reply_budget = reply_budget };
+	struct reply_stream stream = { 0 };
+	int err;
+
+	*answered = 0;
+	if (!count || count > PARSER_MAX_BATCH_FILES || reply_budget > SMALL_REPLY_BYTES)
+		return -EINVAL;
+	err = parser_client_prepare(client);
+	if (err)
+		return err;
+	stream.capacity = count * (sizeof(struct parser_reply_head) + reply_budget);
+	stream.bytes = malloc(stream.capacity);
+	if (!stream.bytes)
+		return -ENOMEM;
+	client->stats.requests++;
+	request.id = client->next_id + 1;
+	client->next_id += (uint32_t)count;
+	err = send_request_files(client, &request, fds, count) ? -EPIPE : 0;
+	while (!err && *answered < count) {
+		bool out_of_memory = false;
+
+		/* each file has the time one request has, from the answer before it */
+		err = next_reply(client, &stream, request.id + (uint32_t)*answered, reply_budget,
+				 clock_monotonic_ms() + client->options.timeout_ms, &answers[*answered], &out_of_memory);
+		if (err)
+			break;
+		++*answered;
+		if (out_of_memory) {
+			/* it exits after this answer: reaped now, the rest asked of the next worker */
+			client->stats.out_of_memory++;
+			stop_worker(client);
+			break;
+		}
+	}
+	if (err) {
+		/* the file being answered is the one it died on, overran or garbled */
+		answers[*answered] = (struct parser_file_answer){ .status = lose_worker(client, err) };
+		++*answered;
+	}
+	free(stream.bytes);
+	return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Root's side of the parser worker (parser_worker.h, doc/security.md): starts it (our own
- * binary again, with the hidden command), sends it one descriptor at a time with a request,
- * and reads its answer within a byte budget and a time budget. A worker that dies (a crash,
- * its memory limit, its seccomp filter) or overruns the time budget is killed and reaped;
+ * binary again, with the hidden command), sends it one request at a time with the descriptors
+ * it is about (one, or a batch of files each answered on its own), and reads each answer
+ * within a byte budget and a time budget. A worker that dies (a crash, its memory limit, its
+ * seccomp filter) or overruns the time budget is killed and reaped;
  * the request fails with -ECHILD (that file is bad: the caller does not ask again), and the
  * next request starts a fresh worker. Not thread-safe: one thread owns a client.
  */
@@ -63,6 +64,25 @@ void parser_client_free(struct parser_client *client);
  */
 int parser_client_request(struct parser_client *client, enum parser_request_kind kind, int fd, uint64_t arg,
 			  uint32_t reply_budget, void **payload, size_t *len);
+
+/* One file's answer in a request about several (parser_client_request_each). */
+struct parser_file_answer {
+	int status;    /* as parser_client_request's */
+	void *payload; /* malloc'd, unchecked, at status 0 */
+	size_t len;
+};
+
+/*
+ * One request (a kind about several files, PARSER_REQUEST_PY_RUNTIMES) about count files (fds,
+ * not taken; 1 to PARSER_MAX_BATCH_FILES), each answered on its own within reply_budget
+ * bytes and the time budget (counted per file, from the answer before). *answered: how many of
+ * answers, in order, are set; those past it were not asked (the worker died on the last one
+ * answered, which reads -ECHILD: ask them again). 0, or -ENOSYS (no worker can be started:
+ * none answered), -EINVAL (count).
+ */
+int parser_client_request_each(struct parser_client *client, enum parser_request_kind kind, const int *fds,
+			       size_t count, uint32_t reply_budget, struct parser_file_answer *answers,
+			       size_t *answered);
 
 /* The last answer did not check out (the caller's check of its payload): the worker that gave
  * it is killed and replaced at the next request, and the file counted as lost. */

@@ -52,12 +52,30 @@ enum parser_request_kind {
 	 * NUL-terminated strings: the RPATH, the RUNPATH ("" for none), then needed_count names.
 	 * arg: unused. */
 	PARSER_REQUEST_DYNAMIC_NAMES = 7,
+	/* PARSER_REQUEST_PY_RUNTIME for each of arg descriptors sent with the one request (1 to
+	 * PARSER_MAX_BATCH_FILES), each file judged on its own: one reply per file, in the order
+	 * sent, the i-th with id request id + i, as PY_RUNTIME's (reply_budget is per file). A
+	 * round trip for a process's files rather than one each; a worker that dies on one costs
+	 * that file: those answered before it stand, those after it are asked again. */
+	PARSER_REQUEST_PY_RUNTIMES = 8,
 	/* Test-only kinds, refused unless root started the worker with --selftest (tests do):
 	 * how a worker that crashes, outgrows its memory limit or never answers costs one file. */
 	PARSER_REQUEST_SELFTEST_CRASH = 0x7f01,
 	PARSER_REQUEST_SELFTEST_BLOAT = 0x7f02,
 	PARSER_REQUEST_SELFTEST_SPIN = 0x7f03,
 };
+
+/* Test-only files, heeded only by a worker started with --selftest: a file of a
+ * PARSER_REQUEST_PY_RUNTIMES with one of these at PARSER_SELFTEST_FILE_OFFSET (after a 64-bit
+ * ELF header) kills the worker or has it run out of memory on that file, as a hostile file
+ * would: how a batch costs the file it dies on and no other. */
+#define PARSER_SELFTEST_FILE_OFFSET 64
+#define PARSER_SELFTEST_FILE_CRASH "pybpfprof-selftest-crash"
+#define PARSER_SELFTEST_FILE_BLOAT "pybpfprof-selftest-bloat"
+
+/* Descriptors one PARSER_REQUEST_PY_RUNTIMES carries at most (the worker's file limit has
+ * room for them besides its own). */
+#define PARSER_MAX_BATCH_FILES 32u
 
 struct parser_request {
 	uint32_t magic;

@@ -217,17 +217,45 @@ static int no_runtime(struct discovery *d, const struct search *search)
 			     (int)d->pid, searched);
 }
 
+/*
+ * The verdicts on one rank's files read together, those the cache does not know (up to what
+ * the search may still read): one round trip to the parser worker rather than one a file. The
+ * lookups of examine() then find them known.
+ */
+static void prefetch_rank(struct discovery *d, unsigned rank, struct search *search)
+{
+	size_t limit = rank < 2 ? PY_DISCOVER_MAX_NAMED_READS : PY_DISCOVER_MAX_UNNAMED_READS;
+	size_t done = rank < 2 ? search->examined_named : search->examined, count = 0, read;
+	const struct proc_map **maps;
+
+	if (!d->cache || done >= limit)
+		return;
+	maps = malloc(d->maps->count * sizeof(*maps));
+	if (!maps)
+		return; /* each lookup reads its own */
+	for (size_t i = 0; i < d->maps->count; i++)
+		if (is_code_of_file(&d->maps->maps[i]) && name_rank(d->maps->maps[i].path) == rank)
+			maps[count++] = &d->maps->maps[i];
+	read = py_runtime_file_prefetch(d->cache, d->pid, maps, count, limit - done);
+	free(maps);
+	search->examined += read;
+	if (rank < 2)
+		search->examined_named += read;
+}
+
 static int find_runtime_file(struct discovery *d)
 {
 	struct search search = { 0 };
 
-	for (unsigned rank = 0; rank < 3; rank++)
+	for (unsigned rank = 0; rank < 3; rank++) {
+		prefetch_rank(d, rank, &search);
 		for (size_t i = 0; i < d->maps->count; i++) {
 			const struct proc_map *map = &d->maps->maps[i];
 
 			if (is_code_of_file(map) && name_rank(map->path) == rank && examine(d, map, &search))
 				return 0;
 		}
+	}
 	return no_runtime(d, &search);
 }
 

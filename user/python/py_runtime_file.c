@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +344,8 @@ struct py_runtime_file_cache {
 	size_t next_victim;
 	struct hash_index index;        /* key hash -> position in entries */
 	struct py_runtime_file_stats stats;
+	/* entries and index bytes, published for the thread that holds the target budget */
+	_Atomic uint64_t held_bytes;
 };
 
 int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacity)
@@ -363,16 +366,21 @@ fail:
 	return -ENOMEM;
 }
 
-int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms)
+int py_runtime_file_cache_set_worker(struct py_runtime_file_cache *cache, const struct parser_client_options *options)
 {
 	struct parser_client *parser;
-	int err = parser_client_new(&(struct parser_client_options){ .timeout_ms = timeout_ms }, &parser);
+	int err = parser_client_new(options, &parser);
 
 	if (err)
 		return err;
 	parser_client_free(cache->parser);
 	cache->parser = parser;
 	return 0;
+}
+
+int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms)
+{
+	return py_runtime_file_cache_set_worker(cache, &(struct parser_client_options){ .timeout_ms = timeout_ms });
 }
 
 void py_runtime_file_cache_prepare(struct py_runtime_file_cache *cache)
@@ -463,6 +471,19 @@ static bool grow_entries(struct py_runtime_file_cache *cache)
 	return true;
 }
 
+/* What the cache's tables take now, for py_runtime_file_cache_held_bytes (another thread). */
+static void publish_held(struct py_runtime_file_cache *cache)
+{
+	atomic_store_explicit(&cache->held_bytes,
+			      cache->allocated * sizeof(*cache->entries) + cache->index.capacity * sizeof(struct hash_slot),
+			      memory_order_relaxed);
+}
+
+uint64_t py_runtime_file_cache_held_bytes(const struct py_runtime_file_cache *cache)
+{
+	return cache ? atomic_load_explicit(&cache->held_bytes, memory_order_relaxed) : 0;
+}
+
 static void remember(struct py_runtime_file_cache *cache, const struct file_key *key,
 		     const struct py_runtime_file *file)
 {
@@ -470,6 +491,7 @@ static void remember(struct py_runtime_file_cache *cache, const struct file_key 
 
 	if (cache->count == cache->allocated && cache->count < cache->capacity && !grow_entries(cache))
 		return; /* not remembered: examined again next time */
+	publish_held(cache);
 	if (cache->count < cache->capacity) {
 		position = cache->count;
 	} else {
@@ -490,6 +512,7 @@ static void remember(struct py_runtime_file_cache *cache, const struct file_key 
 	cache->entries[position].used = false;
 	if (position == cache->count)
 		cache->count++;
+	publish_held(cache);
 }
 
 /* What the worker says of fd's file; -ECHILD: the file is bad (the worker died on it, overran
@@ -506,7 +529,8 @@ static int ask_worker(struct parser_client *parser, int fd, struct py_runtime_fi
 		err = -ECHILD;
 	}
 	free(payload);
-	return err;
+	/* a file that took all of the worker's memory is as bad as one it died on */
+	return err == -ENOMEM ? -ECHILD : err;
 }
 
 /*
@@ -540,6 +564,143 @@ static int examine_mapping(struct parser_client *parser, pid_t pid, const struct
 		return 0;
 	}
 	return err;
+}
+
+/* A verdict examined: counted and remembered (a bad file under its bad key). */
+static void note_examined(struct py_runtime_file_cache *cache, struct file_key *key, bool keyed,
+			  const struct py_runtime_file *file)
+{
+	cache->stats.examined++;
+	cache->stats.runtimes += file->verdict == PY_RUNTIME_HERE;
+	if (file->unread == -ECHILD) {
+		cache->stats.bad++;
+		if (keyed)
+			*key = bad_key(key);
+	}
+	if (keyed)
+		remember(cache, key, file);
+}
+
+/* A file of a batch: its descriptor (root's, checked) and its key as opened. */
+struct batch_file {
+	int fd;
+	struct file_key key;
+};
+
+/*
+ * What one worker answer says of a file: true with *file set, the worker's failure on it
+ * (died, overran, out of memory, nonsense) being a bad file; false for any other error (the
+ * file is left to py_runtime_file_lookup, which reports it).
+ */
+static bool take_answer(struct parser_client *parser, struct parser_file_answer *answer, struct py_runtime_file *file)
+{
+	int err = answer->status;
+
+	if (!err && (answer->len != sizeof(struct parser_py_runtime) ||
+		     py_runtime_file_from_wire(answer->payload, file))) {
+		parser_client_distrust(parser);
+		err = -ECHILD;
+	}
+	free(answer->payload);
+	answer->payload = NULL;
+	if (err == -ECHILD || err == -ENOMEM) {
+		memset(file, 0, sizeof(*file));
+		file->unread = -ECHILD;
+		return true;
+	}
+	return !err;
+}
+
+/* Has the worker judge files (count, at most PARSER_MAX_BATCH_FILES) in as few round trips as
+ * it survives: those after a file it dies on are asked again. Closes them; the files read. */
+static size_t judge_batch(struct py_runtime_file_cache *cache, struct batch_file *files, size_t count)
+{
+	struct parser_file_answer answers[PARSER_MAX_BATCH_FILES];
+	int fds[PARSER_MAX_BATCH_FILES];
+	size_t start = 0, read = 0;
+
+	while (start < count) {
+		size_t answered = 0, i;
+
+		for (i = start; i < count; i++)
+			fds[i - start] = files[i].fd;
+		if (parser_client_request_each(cache->parser, PARSER_REQUEST_PY_RUNTIMES, fds, count - start,
+					       sizeof(struct parser_py_runtime), answers, &answered) ||
+		    !answered)
+			break; /* no worker: each lookup says so */
+		for (i = 0; i < answered; i++) {
+			struct py_runtime_file file;
+			bool lied = false;
+
+			if (!take_answer(cache->parser, &answers[i], &file))
+				continue;
+			lied = answers[i].status == 0 && file.unread == -ECHILD;
+			note_examined(cache, &files[start + i].key, true, &file);
+			read++;
+			if (lied) {
+				/* the rest of a lying worker's answers are not taken: asked again */
+				for (size_t j = i + 1; j < answered; j++)
+					free(answers[j].payload);
+				answered = i + 1;
+			}
+		}
+		start += answered;
+	}
+	for (size_t i = 0; i < count; i++)
+		close(files[i].fd);
+	return read;
+}
+
+static bool in_batch(const struct batch_file *files, size_t count, const struct file_key *key)
+{
+	for (size_t i = 0; i < count; i++)
+		if (!memcmp(&files[i].key, key, sizeof(*key)))
+			return true;
+	return false;
+}
+
+/* The file behind map opened for a batch, unless its verdict is known or already asked for. */
+static bool add_to_batch(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *map,
+			 struct batch_file *files, size_t *count)
+{
+	struct file_key key, bad;
+	struct stat info;
+	int fd;
+
+	if (stat_mapping(pid, map, &key))
+		return false;
+	bad = bad_key(&key);
+	if (find_key(cache, &key) >= 0 || find_key(cache, &bad) >= 0 || in_batch(files, *count, &key))
+		return false;
+	fd = elf_file_map_fd(pid, map);
+	if (fd < 0)
+		return false; /* what it is (unread, gone) is the lookup's to say */
+	if (fstat(fd, &info) || (key_from_stat(&info, &key), in_batch(files, *count, &key))) {
+		close(fd);
+		return false;
+	}
+	files[*count] = (struct batch_file){ .fd = fd, .key = key };
+	++*count;
+	return true;
+}
+
+size_t py_runtime_file_prefetch(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *const *maps,
+				size_t count, size_t max_reads)
+{
+	struct batch_file files[PARSER_MAX_BATCH_FILES];
+	size_t pending = 0, read = 0;
+
+	if (!cache)
+		return 0;
+	for (size_t i = 0; i < count && read + pending < max_reads; i++) {
+		if (!add_to_batch(cache, pid, maps[i], files, &pending) || pending < PARSER_MAX_BATCH_FILES)
+			continue;
+		read += judge_batch(cache, files, pending);
+		pending = 0;
+	}
+	if (pending)
+		read += judge_batch(cache, files, pending);
+	return read;
 }
 
 /* Without a cache (one-shot discovery): a worker for this file alone. */
@@ -583,15 +744,7 @@ int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const
 	err = examine_mapping(cache->parser, pid, map, out, &key, &keyed);
 	if (err)
 		return err;
-	cache->stats.examined++;
-	cache->stats.runtimes += out->verdict == PY_RUNTIME_HERE;
-	if (out->unread == -ECHILD) {
-		cache->stats.bad++;
-		if (keyed)
-			key = bad_key(&key);
-	}
-	if (keyed)
-		remember(cache, &key, out);
+	note_examined(cache, &key, keyed, out);
 	return 0;
 }
 
@@ -603,10 +756,14 @@ void py_runtime_file_cache_count_skipped(struct py_runtime_file_cache *cache, si
 
 void py_runtime_file_cache_stats(const struct py_runtime_file_cache *cache, struct py_runtime_file_stats *stats)
 {
+	struct parser_client_stats parser;
+
 	memset(stats, 0, sizeof(*stats));
 	if (!cache)
 		return;
 	*stats = cache->stats;
+	parser_client_stats(cache->parser, &parser);
+	stats->requests = parser.requests;
 	stats->files = cache->count;
 	stats->capacity = cache->capacity;
 }

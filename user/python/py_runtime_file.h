@@ -112,6 +112,7 @@ struct py_runtime_file_stats {
 	uint64_t evicted;   /* verdicts dropped to stay within the capacity */
 	uint64_t bad;       /* ... files the parser worker died on or overran its time on */
 	uint64_t skipped;   /* mappings left unread: past a process's share of one discovery */
+	uint64_t requests;  /* round trips to the parser worker (a batch of files is one) */
 	size_t files;       /* verdicts held now */
 	size_t capacity;
 };
@@ -123,6 +124,9 @@ int py_runtime_file_cache_new(struct py_runtime_file_cache **out, size_t capacit
 /* The time the worker has for one file (PY_RUNTIME_FILE_TIMEOUT_MS by default): a new worker
  * starts at the next file. 0 or -ENOMEM. */
 int py_runtime_file_cache_set_timeout(struct py_runtime_file_cache *cache, unsigned timeout_ms);
+/* The cache's parser worker as options say (its memory, time, tests' --selftest). 0 or -ENOMEM. */
+struct parser_client_options;
+int py_runtime_file_cache_set_worker(struct py_runtime_file_cache *cache, const struct parser_client_options *options);
 /* Starts the cache's parser worker now if none runs (else the first file waits for it). */
 void py_runtime_file_cache_prepare(struct py_runtime_file_cache *cache);
 void py_runtime_file_cache_free(struct py_runtime_file_cache *cache);
@@ -134,6 +138,20 @@ void py_runtime_file_cache_free(struct py_runtime_file_cache *cache);
  */
 int py_runtime_file_lookup(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *map,
 			   struct py_runtime_file *out);
+/*
+ * Has the verdicts on the files behind maps (count executable mappings of pid) that the cache
+ * does not know yet read at once, at most max_reads files: one request to the parser worker
+ * for up to PARSER_MAX_BATCH_FILES files (a round trip each costs more than a small file's
+ * verdict), each file judged on its own, a file the worker dies on bad and the files after it
+ * asked again. The lookups that follow find them known; a file that could not be opened or
+ * judged is left to its lookup, which says why. The files read (0 without a cache).
+ */
+size_t py_runtime_file_prefetch(struct py_runtime_file_cache *cache, pid_t pid, const struct proc_map *const *maps,
+				size_t count, size_t max_reads);
 void py_runtime_file_cache_stats(const struct py_runtime_file_cache *cache, struct py_runtime_file_stats *stats);
+/* The bytes the verdicts and their index take (at most the capacity's: 8192 entries of 264
+ * bytes and an index of 16384 slots of 16, 2.4 MiB), as last published by the thread that
+ * uses the cache: safe to read from any thread, for the target budget's summary. 0 for NULL. */
+uint64_t py_runtime_file_cache_held_bytes(const struct py_runtime_file_cache *cache);
 
 #endif

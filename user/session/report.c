@@ -870,8 +870,9 @@ static void print_target_budget_summary(const struct session *session)
 	for (int i = 0; i < count; i++) {
 		format_size(stores[i].held, held, sizeof(held));
 		format_size(stores[i].peak, peak, sizeof(peak));
-		fprintf(stderr, "%s %s %s (peak %s), %" PRIu64 " evictions, %" PRIu64 " refused", i ? ";" : ":",
-			stores[i].name, held, peak, stores[i].evictions, stores[i].refusals);
+		fprintf(stderr, "%s %s %s (peak %s), %" PRIu64 " evictions, %" PRIu64 " refused%s", i ? ";" : ":",
+			stores[i].name, held, peak, stores[i].evictions, stores[i].refusals,
+			stores[i].fixed ? ", a fixed cap outside the limit" : "");
 	}
 	fputc('\n', stderr);
 }
@@ -921,9 +922,10 @@ static void print_discovery_summary(const struct session *session)
 		return;
 	py_runtime_file_cache_stats(session->targets.runtime_files, &stats);
 	fprintf(stderr, "pybpfprof: discovery: %" PRIu64 " files examined (%" PRIu64 " with a Python runtime) for %"
-			PRIu64 " mappings; %" PRIu64 " verdicts evicted; %" PRIu64 " files bad (the parser worker died"
-			" on them or overran); %" PRIu64 " left unread (past a process's share)\n",
-		stats.examined, stats.runtimes, stats.lookups, stats.evicted, stats.bad, stats.skipped);
+			PRIu64 " mappings in %" PRIu64 " requests to the parser worker; %" PRIu64 " verdicts evicted; %"
+			PRIu64 " files bad (the parser worker died on them or overran); %" PRIu64
+			" left unread (past a process's share)\n",
+		stats.examined, stats.runtimes, stats.lookups, stats.requests, stats.evicted, stats.bad, stats.skipped);
 }
 
 /* What the loop that drains the ring spent per record, and what it handed to discovery's thread

@@ -251,6 +251,10 @@ static void count_held_in_budget(struct session *session, uint64_t now_ms)
 	target_budget_set_held(session->budget, session->pending_budget_store,
 			       session->pending_capacity + late_unwind_held_bytes(session) + discovery_held_bytes(session) +
 				       native_stacks_held_bytes(session));
+	/* discovery's thread keeps them under their fixed cap, outside the limit, and publishes
+	 * what they take */
+	target_budget_set_fixed(session->budget, session->verdicts_budget_store,
+				py_runtime_file_cache_held_bytes(session->targets.runtime_files));
 	freed = target_budget_freed_total(session->budget);
 	if (freed - session->budget_freed_at_trim >= TRIM_AFTER_FREED_BYTES &&
 	    now_ms - session->budget_trim_ms >= TRIM_INTERVAL_MS) {
@@ -655,6 +659,9 @@ static int open_budget(struct session *session)
 	if (err >= 0)
 		err = session->pending_budget_store = target_budget_register(session->budget, "records held", NULL,
 									     NULL, NULL);
+	if (err >= 0)
+		err = session->verdicts_budget_store = target_budget_register(session->budget, "file verdicts", NULL,
+									      NULL, NULL);
 	return err < 0 ? err : 0;
 }
 

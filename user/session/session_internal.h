@@ -57,7 +57,7 @@ struct session {
 	 * line tables and native symbol tables charge it and are evicted by it; the output
 	 * tables and the records held for a drain are counted in it as they are. */
 	struct target_budget *budget;
-	int outputs_budget_store, pending_budget_store;
+	int outputs_budget_store, pending_budget_store, verdicts_budget_store;
 	uint64_t budget_freed_at_trim, budget_trim_ms; /* the last heap trim for what it freed */
 	struct bpf_sampler *sampler;
 	struct native_stacks *native; /* NULL: native stacks off */

@@ -10,6 +10,7 @@ struct budget_store {
 	target_budget_evict_fn *evict;
 	void *context;
 	uint64_t held, peak, evictions, evicted_bytes, refusals;
+	bool fixed; /* target_budget_set_fixed's: outside the limit */
 };
 
 struct target_budget {
@@ -172,6 +173,16 @@ void target_budget_set_held(struct target_budget *budget, int store_id, uint64_t
 		budget->peak = budget->held;
 }
 
+void target_budget_set_fixed(struct target_budget *budget, int store_id, uint64_t bytes)
+{
+	struct budget_store *store = &budget->stores[store_id];
+
+	store->fixed = true;
+	store->held = bytes;
+	if (bytes > store->peak)
+		store->peak = bytes;
+}
+
 void target_budget_refuse(struct target_budget *budget, int store_id)
 {
 	budget->stores[store_id].refusals++;
@@ -219,6 +230,7 @@ int target_budget_stats(const struct target_budget *budget, struct target_budget
 		out[i] = (struct target_budget_store_stats){ .name = store->name,
 							      .held = store->held,
 							      .peak = store->peak,
+							      .fixed = store->fixed,
 							      .evictions = store->evictions,
 							      .evicted_bytes = store->evicted_bytes,
 							      .refusals = store->refusals };

@@ -39,6 +39,7 @@ struct target_budget_store_stats {
 	uint64_t evictions; /* calls of its evict that freed something */
 	uint64_t evicted_bytes;
 	uint64_t refusals;  /* charges refused: the object is over budget */
+	bool fixed;         /* a store under a fixed cap of its own, outside the limit (set_fixed) */
 };
 
 struct target_budget;
@@ -64,6 +65,13 @@ uint64_t *target_budget_clock(struct target_budget *budget);
  * make room, as for a charge; what still does not fit counts as a refusal, but is held.
  */
 void target_budget_set_held(struct target_budget *budget, int store, uint64_t bytes);
+
+/*
+ * What a store under a fixed cap of its own holds now (a table whose bytes the profiler chose,
+ * kept by another thread that publishes them): shown with the other stores, outside the limit
+ * (neither charged nor making others evict). Use it alone for such a store.
+ */
+void target_budget_set_fixed(struct target_budget *budget, int store, uint64_t bytes);
 
 /*
  * bytes more for store: 0 when they fit, after evicting the least recently used objects of any

@@ -36,8 +36,8 @@
 #define WORKER_EXIT_SETUP 70         /* the sandbox could not be set up: nothing was read */
 #define WORKER_EXIT_OUT_OF_MEMORY 71 /* a request ran out of memory: a fresh worker takes the next */
 
-/* Descriptors: 0-2 (/dev/null), the socket, the file of the request; a few to spare. */
-#define WORKER_MAX_FILES 16
+/* Descriptors: 0-2 (/dev/null), the socket, the files of the request; a few to spare. */
+#define WORKER_MAX_FILES (16 + PARSER_MAX_BATCH_FILES)
 
 struct worker_options {
 	uid_t uid;
@@ -253,11 +253,12 @@ static bool answer(uint32_t id, int status, const void *payload, size_t len)
 	return answer_parts(id, status, payload, len, NULL, 0);
 }
 
-/* One request and the descriptor sent with it (-1: none); false at EOF or on a malformed message. */
-static bool receive_request(struct parser_request *request, int *fd)
+/* One request and the descriptors sent with it (at most PARSER_MAX_BATCH_FILES; *count of them
+ * into fds); false at EOF or on a malformed message (what came is closed). */
+static bool receive_request(struct parser_request *request, int *fds, size_t *count)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * PARSER_MAX_BATCH_FILES)];
 		struct cmsghdr align;
 	} control;
 	struct iovec part = { request, sizeof(*request) };
@@ -266,16 +267,23 @@ static bool receive_request(struct parser_request *request, int *fd)
 	struct cmsghdr *cmsg;
 	ssize_t got;
 
-	*fd = -1;
+	*count = 0;
 	do
 		got = recvmsg(PARSER_WORKER_SOCKET_FD, &message, MSG_WAITALL | MSG_CMSG_CLOEXEC);
 	while (got < 0 && errno == EINTR);
 	cmsg = got > 0 ? CMSG_FIRSTHDR(&message) : NULL;
 	if (cmsg && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS &&
-	    cmsg->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(fd, CMSG_DATA(cmsg), sizeof(int));
-	return got == (ssize_t)sizeof(*request) && request->magic == PARSER_PROTOCOL_MAGIC &&
-	       !(message.msg_flags & MSG_CTRUNC);
+	    cmsg->cmsg_len >= CMSG_LEN(sizeof(int))) {
+		*count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		memcpy(fds, CMSG_DATA(cmsg), *count * sizeof(int));
+	}
+	if (got == (ssize_t)sizeof(*request) && request->magic == PARSER_PROTOCOL_MAGIC &&
+	    !(message.msg_flags & MSG_CTRUNC))
+		return true;
+	for (size_t i = 0; i < *count; i++)
+		close(fds[i]);
+	*count = 0;
+	return false;
 }
 
 /* The payload being built: the head filled by the kind, then build_symbols_payload. */
@@ -457,6 +465,53 @@ static int py_runtime(const struct parser_request *request, int fd)
 	return err;
 }
 
+/* With --selftest, a file marked to crash the worker or exhaust its memory does (parser_protocol.h):
+ * -ENOMEM then, else 0. */
+static int selftest_file(int fd, const struct worker_options *options)
+{
+	struct parser_request request = { .kind = 0 };
+	char mark[sizeof(PARSER_SELFTEST_FILE_CRASH)] = { 0 };
+
+	if (!options->selftest ||
+	    pread(fd, mark, sizeof(mark) - 1, PARSER_SELFTEST_FILE_OFFSET) != (ssize_t)sizeof(mark) - 1)
+		return 0;
+	if (!strcmp(mark, PARSER_SELFTEST_FILE_CRASH))
+		request.kind = PARSER_REQUEST_SELFTEST_CRASH;
+	else if (!strcmp(mark, PARSER_SELFTEST_FILE_BLOAT))
+		request.kind = PARSER_REQUEST_SELFTEST_BLOAT;
+	return request.kind ? selftest(&request) : 0;
+}
+
+/* Each file of a PARSER_REQUEST_PY_RUNTIMES on its own, one reply each (ids from the request's);
+ * -ENOMEM when one ran out of memory (the worker then exits: the rest are asked again). */
+static int py_runtimes(const struct parser_request *request, int *fds, size_t count,
+		       const struct worker_options *options)
+{
+	struct parser_request one = *request;
+	int err = 0;
+	size_t i;
+
+	if (request->arg != count || !count) {
+		for (i = 0; i < count; i++)
+			close(fds[i]);
+		answer(request->id, -EBADF, NULL, 0);
+		return -EBADF;
+	}
+	for (i = 0; i < count && err != -ENOMEM; i++) {
+		one.id = request->id + (uint32_t)i;
+		err = selftest_file(fds[i], options);
+		if (err) {
+			close(fds[i]);
+			answer(one.id, err, NULL, 0);
+		} else {
+			err = py_runtime(&one, fds[i]);
+		}
+	}
+	for (; i < count; i++)
+		close(fds[i]);
+	return err == -ENOMEM ? err : 0;
+}
+
 /* The file's compact unwind table (worker/unwind_build.h): its head, then its rows as BPF loads
  * them. Root checks each and builds the page index itself (unwind/file_table.h). */
 static int unwind_rows(const struct parser_request *request, int fd)
@@ -581,15 +636,24 @@ static int dynamic_names(const struct parser_request *request, int fd)
 	return err;
 }
 
-/* One request about fd (taken over); the status answered. */
-static int serve(const struct parser_request *request, int fd, const struct worker_options *options)
+/* One request about fds (count of them, taken over); the status answered. */
+static int serve(const struct parser_request *request, int *fds, size_t count, const struct worker_options *options)
 {
+	int fd = count == 1 ? fds[0] : -1;
 	struct symbols_answer symbols = { .head = { .build_id_len = 0 } };
 	struct elf_file elf, inner = { .fd = -1 };
 	char *names = NULL, *payload = NULL;
 	size_t payload_len = 0;
 	int err;
 
+	if (request->kind == PARSER_REQUEST_PY_RUNTIMES)
+		return py_runtimes(request, fds, count, options);
+	if (count > 1) {
+		for (size_t i = 0; i < count; i++)
+			close(fds[i]);
+		answer(request->id, -EBADF, NULL, 0);
+		return -EBADF;
+	}
 	if (request->kind >= PARSER_REQUEST_SELFTEST_CRASH) {
 		if (fd >= 0)
 			close(fd);
@@ -641,7 +705,8 @@ int parser_worker_main(int argc, char **argv)
 {
 	struct worker_options options;
 	struct parser_request request;
-	int fd;
+	int fds[PARSER_MAX_BATCH_FILES];
+	size_t count;
 
 	if (parse_options(argc, argv, &options) || enter_sandbox(&options))
 		return WORKER_EXIT_SETUP;
@@ -652,13 +717,11 @@ int parser_worker_main(int argc, char **argv)
 	/* ready: root sends no descriptor before this */
 	if (!answer(0, 0, NULL, 0))
 		return WORKER_EXIT_DONE;
-	while (receive_request(&request, &fd)) {
+	while (receive_request(&request, fds, &count)) {
 		/* A library that ran out of memory may have left its state half-freed: the next
 		 * file gets a fresh worker. */
-		if (serve(&request, fd, &options) == -ENOMEM)
+		if (serve(&request, fds, count, &options) == -ENOMEM)
 			return WORKER_EXIT_OUT_OF_MEMORY;
 	}
-	if (fd >= 0)
-		close(fd);
 	return WORKER_EXIT_DONE;
 }
