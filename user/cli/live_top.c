@@ -53,10 +53,6 @@ struct row_counts {
 	uint64_t own_all;
 	uint64_t total_all;
 	uint64_t idle_all;     /* threads: samples that found it waiting */
-	/* memory mode: the bytes released (samples of negative weight), as the leaf and anywhere in
-	 * the stack, since the start */
-	uint64_t released_own_all;
-	uint64_t released_total_all;
 	uint64_t last_sample;  /* the sample that last added to total: once per stack */
 };
 
@@ -95,7 +91,6 @@ struct live_top {
 	struct recent_weight active_weight;
 	bool waiting_sampled;
 	uint64_t all_weight;
-	uint64_t released_all; /* memory mode: bytes released since the start */
 	uint64_t started_ms;
 	uint64_t drawn_ms;
 	enum view_kind view;
@@ -111,7 +106,6 @@ struct live_top {
 	const char *event;
 	const char *event_unit;
 	const struct weight_unit *unit;
-	bool memory; /* --mode memory: releases shown apart from growth */
 };
 
 static int64_t row_of(struct row_table *table, const char *label, size_t len)
@@ -181,20 +175,16 @@ static size_t frame_label(const struct pf_frame *frame, char *out, size_t len)
 	return used < 0 ? 0 : (size_t)used < len ? (size_t)used : len - 1;
 }
 
-/* A sample's growth (weight) or release (released, memory mode's negative weights) to a row. */
-static void add_weight(struct row_counts *counts, uint64_t weight, uint64_t released, bool own, bool total,
-		       uint64_t sample)
+static void add_weight(struct row_counts *counts, uint64_t weight, bool own, bool total, uint64_t sample)
 {
 	if (own) {
 		counts->own_recent.this_second += weight;
 		counts->own_all += weight;
-		counts->released_own_all += released;
 	}
 	if (total && counts->last_sample != sample) {
 		counts->last_sample = sample;
 		counts->total_recent.this_second += weight;
 		counts->total_all += weight;
-		counts->released_total_all += released;
 	}
 }
 
@@ -203,7 +193,6 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 	struct live_top *top = ctx;
 	int64_t signed_weight = pf_sample_weight(sample);
 	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
-	uint64_t released = signed_weight < 0 ? -(uint64_t)signed_weight : 0;
 	char label[LABEL_MAX];
 	int64_t id;
 	int len;
@@ -211,7 +200,6 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 	top->samples++;
 	top->recent_weight.this_second += weight;
 	top->all_weight += weight;
-	top->released_all += released;
 	if (sample->status & PF_STATUS_GIL_KNOWN) {
 		top->gil_known_weight.this_second += weight;
 		if (sample->status & PF_STATUS_HAS_GIL)
@@ -224,19 +212,19 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 
 		id = row_of(&top->tables[VIEW_FUNCTIONS], label, label_len);
 		if (id >= 0)
-			add_weight(&top->tables[VIEW_FUNCTIONS].counts[id], weight, released,
-				   i + 1 == sample->frame_count, true, top->samples);
+			add_weight(&top->tables[VIEW_FUNCTIONS].counts[id], weight, i + 1 == sample->frame_count, true,
+				   top->samples);
 	}
 	len = snprintf(label, sizeof(label), "%" PRIu32 " %s", sample->pid,
 		       sample->process_name ? sample->process_name : "");
 	id = row_of(&top->tables[VIEW_PROCESSES], label, (size_t)len < sizeof(label) ? (size_t)len : sizeof(label) - 1);
 	if (id >= 0)
-		add_weight(&top->tables[VIEW_PROCESSES].counts[id], weight, released, true, true, top->samples);
+		add_weight(&top->tables[VIEW_PROCESSES].counts[id], weight, true, true, top->samples);
 	len = snprintf(label, sizeof(label), "%" PRIu32 "/%" PRIu64 " %s", sample->pid, sample->tid,
 		       sample->thread_name ? sample->thread_name : "");
 	id = row_of(&top->tables[VIEW_THREADS], label, (size_t)len < sizeof(label) ? (size_t)len : sizeof(label) - 1);
 	if (id >= 0) {
-		add_weight(&top->tables[VIEW_THREADS].counts[id], weight, released, true, true, top->samples);
+		add_weight(&top->tables[VIEW_THREADS].counts[id], weight, true, true, top->samples);
 		if (sample->status & PF_STATUS_IDLE)
 			top->tables[VIEW_THREADS].counts[id].idle_all++;
 	}
@@ -280,24 +268,12 @@ static enum sort_key sorting_key;
 static double sorting_recent_weight;
 static const struct weight_unit *sorting_unit;
 
-/* A row's release as its column shows it, in hundredths of the unit (memory mode; 0 otherwise). */
-static int64_t shown_released(uint64_t released, const struct weight_unit *unit)
-{
-	return llround((double)released / unit->per_hundredth);
-}
-
-/* Descending by the key, then by its tie key; then (memory mode) by own and total release, so that
- * a row that only frees comes before rows that neither grow nor free; then by label, so that equal
- * rows keep their places. */
+/* Descending by the key, then by its tie key; then by label, so that equal rows keep their places. */
 static int compare_rows(const void *a, const void *b)
 {
 	uint32_t left_id = *(const uint32_t *)a, right_id = *(const uint32_t *)b;
 	const struct row_counts *left = &sorting_table->counts[left_id], *right = &sorting_table->counts[right_id];
 	enum sort_key keys[] = { sorting_key, tie_key(sorting_key) };
-	int64_t left_released[] = { shown_released(left->released_own_all, sorting_unit),
-				    shown_released(left->released_total_all, sorting_unit) };
-	int64_t right_released[] = { shown_released(right->released_own_all, sorting_unit),
-				     shown_released(right->released_total_all, sorting_unit) };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		int64_t left_value = shown_value(left, keys[i], sorting_recent_weight, sorting_unit);
@@ -306,9 +282,6 @@ static int compare_rows(const void *a, const void *b)
 		if (left_value != right_value)
 			return left_value < right_value ? 1 : -1;
 	}
-	for (size_t i = 0; i < sizeof(left_released) / sizeof(left_released[0]); i++)
-		if (left_released[i] != right_released[i])
-			return left_released[i] < right_released[i] ? 1 : -1;
 	return strcmp(intern_key(&sorting_table->labels, left_id, NULL),
 		      intern_key(&sorting_table->labels, right_id, NULL));
 }
@@ -329,7 +302,6 @@ static void draw_header(const struct live_top *top, uint64_t now_ms)
 	static const char *const view_names[] = { "functions", "processes", "threads" };
 	static const char *const sort_names[] = { "own %", "total %", "own time", "total time" };
 	static const char *const event_sort_names[] = { "own %", "total %", "own weight", "total weight" };
-	static const char *const memory_sort_names[] = { "own %", "total %", "own growth", "total growth" };
 	double seconds = (double)(now_ms - top->started_ms) / 1000.0;
 
 	attron(A_BOLD);
@@ -342,11 +314,8 @@ static void draw_header(const struct live_top *top, uint64_t now_ms)
 			 event_sort_names[top->sort], top->paused ? "  PAUSED" : "");
 	else
 		mvprintw(1, 0, "%.1f s  %" PRIu64 " samples  %u Hz %s  view: %s  sorted by %s%s", seconds,
-			 top->samples, top->rate_hz, top->mode, view_names[top->view],
-			 (top->memory ? memory_sort_names : sort_names)[top->sort], top->paused ? "  PAUSED" : "");
-	/* memory: both totals since the start, in the columns' megabytes */
-	if (top->memory)
-		printw("  grown %.2fM released %.2fM", (double)top->all_weight / 1e6, (double)top->released_all / 1e6);
+			 top->samples, top->rate_hz, top->mode, view_names[top->view], sort_names[top->sort],
+			 top->paused ? "  PAUSED" : "");
 	/* Of the last seconds, as the rows; each only where the samples say it (a process whose GIL
 	 * could not be read is not in the GIL's share; cpu mode samples running threads only). */
 	if (top->gil_known_weight.recent > 0)
@@ -363,7 +332,7 @@ static void draw_rows(struct live_top *top)
 {
 	const struct row_table *table = &top->tables[top->view];
 	uint32_t *order = malloc((table->count ? table->count : 1) * sizeof(*order));
-	int rows = LINES - 5, width = COLS, label_x = top->memory ? 62 : 39;
+	int rows = LINES - 5, width = COLS;
 	double recent_weight = top->recent_weight.recent;
 	const struct weight_unit *unit = top->unit;
 
@@ -377,10 +346,8 @@ static void draw_rows(struct live_top *top)
 	sorting_unit = unit;
 	qsort(order, table->count, sizeof(*order), compare_rows);
 	attron(A_BOLD);
-	mvprintw(4, 0, "%7s %7s %10s %10s  ", "%Own", "%Total", unit->own_title, unit->total_title);
-	if (top->memory)
-		printw("%10s %10s  ", "OwnFreed", "TotFreed");
-	printw("%s", top->view == VIEW_FUNCTIONS ? "Function (file:line)" : top->view == VIEW_PROCESSES ? "Process" : "Thread");
+	mvprintw(4, 0, "%7s %7s %10s %10s  %s", "%Own", "%Total", unit->own_title, unit->total_title,
+		 top->view == VIEW_FUNCTIONS ? "Function (file:line)" : top->view == VIEW_PROCESSES ? "Process" : "Thread");
 	attroff(A_BOLD);
 	for (int r = 0; r < rows && (size_t)r < table->count; r++) {
 		const struct row_counts *counts = &table->counts[order[r]];
@@ -391,12 +358,8 @@ static void draw_rows(struct live_top *top)
 			 (double)shown_value(counts, SORT_TOTAL_RECENT, recent_weight, unit) / 10.0,
 			 (double)shown_value(counts, SORT_OWN_ALL, recent_weight, unit) / 100.0, unit->suffix,
 			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight, unit) / 100.0, unit->suffix);
-		if (top->memory)
-			printw("%9.2f%c %9.2f%c  ", (double)shown_released(counts->released_own_all, unit) / 100.0,
-			       unit->suffix, (double)shown_released(counts->released_total_all, unit) / 100.0,
-			       unit->suffix);
-		/* under its title: the columns before it are 39 wide (62 with memory's releases) */
-		put_label(5 + r, label_x, label, width - label_x);
+		/* under its title: the columns before it are 39 wide */
+		put_label(5 + r, 39, label, width - 39);
 		/* idle: of the clock's ticks, in microseconds as they are; an event's samples are neither
 		 * (an off-cpu block is a waiting thread by nature) */
 		if (top->view == VIEW_THREADS && !top->event && counts->own_all)
@@ -503,8 +466,7 @@ int live_top_run(struct session_options *options, const char *scope)
 	struct live_top top = { .scope = scope, .rate_hz = options->frequency_hz,
 				.mode = options_mode_name(options->mode),
 				.waiting_sampled = !session_mode_on_ticks(options->mode),
-				.unit = options->mode == SESSION_MODE_MEMORY ? &growth_unit : &clock_unit,
-				.memory = options->mode == SESSION_MODE_MEMORY };
+				.unit = options->mode == SESSION_MODE_MEMORY ? &growth_unit : &clock_unit };
 	struct session_view view = { .ctx = &top, .add_sample = live_top_add_sample, .tick = live_top_tick };
 	int status;
 
