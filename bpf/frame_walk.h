@@ -343,9 +343,12 @@ static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, cons
  * plain ones: inside the window copied already, run by the thread (no shim, no coroutine
  * whose task is looked for), their code object's identity the previous frame's or settled in
  * this epoch (hot_codes). The first frame that is not stops it, for the full step to take.
- * Several frames a call: a bpf_loop iteration costs more than such a frame.
+ * Several frames a call: a bpf_loop iteration costs more than such a frame. Returns whether
+ * it stopped only because it took its PBP_FAST_FRAMES: the next call goes on where it left
+ * off, with no full step between (one costs several times a fast frame, its identity a
+ * lookup in verified_code where the frame's own would be in hot_codes).
  */
-static __always_inline void pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
+static __always_inline bool pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 {
 	const struct py_offsets *off = &ctx->config->off;
 	struct pbp_cpu_scratch *scratch = ctx->scratch;
@@ -362,9 +365,10 @@ static __always_inline void pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 	__u32 instr_offset;
 	__u8 owner;
 	long checksum;
+	bool more = false;
 
 	if (size == 0 || size > PBP_FRAME_MAX_READ)
-		return;
+		return false;
 	for (__u32 i = 0; i < PBP_FAST_FRAMES; i++) {
 		if (addr < start || addr - start > len || addr - start + size > len ||
 		    addr - start > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ || count >= PBP_MAX_PY_FRAMES)
@@ -395,11 +399,13 @@ static __always_inline void pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 		addr = *(const __u64 *)(frame + (off->frame_previous & (PBP_FRAME_MAX_READ - 1)));
 		if (addr == 0)
 			break;
+		more = i == PBP_FAST_FRAMES - 1;
 	}
 	walk->frame_addr = addr;
 	walk->frame_count = count;
 	walk->last_code_addr = last_code_addr;
 	walk->last_checksum = last_checksum;
+	return more;
 }
 
 static long pbp_frame_step(__u32 index, void *opaque)
@@ -420,7 +426,8 @@ static long pbp_frame_step(__u32 index, void *opaque)
 
 	(void)index;
 	if (ctx->hot) {
-		pbp_fast_frames(ctx);
+		if (pbp_fast_frames(ctx))
+			return 0;
 		addr = walk->frame_addr;
 	}
 	if (addr == 0)
