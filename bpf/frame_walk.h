@@ -294,39 +294,43 @@ static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 cod
 	walk->new_code = 1;
 }
 
-/* The first slot of the pair of hot_codes where the code object at code_addr would be. */
-static __always_inline __u32 pbp_hot_pair(__u64 code_addr)
+/* The set of hot_codes where the code object at code_addr would be. */
+static __always_inline __u32 pbp_hot_set(__u64 code_addr)
 {
-	return (__u32)((code_addr * 0x9e3779b97f4a7c15ull) >> 40) & (PBP_HOT_CODES - 2);
+	return (__u32)((code_addr * 0x9e3779b97f4a7c15ull) >> 40) & (PBP_HOT_CODE_SETS - 1);
 }
 
 /* The checksum hot_codes holds for the code object at code_addr in this epoch, else -1. */
 static __always_inline long pbp_hot_checksum(const struct pbp_hot_codes *hot, __u64 code_addr, __u32 epoch)
 {
-	__u32 pair = pbp_hot_pair(code_addr);
-	const struct pbp_hot_code *first = &hot->slot[pair & (PBP_HOT_CODES - 1)];
-	const struct pbp_hot_code *second = &hot->slot[(pair | 1) & (PBP_HOT_CODES - 1)];
+	const struct pbp_hot_code_set *set = &hot->set[pbp_hot_set(code_addr) & (PBP_HOT_CODE_SETS - 1)];
 
-	if (first->code_addr == code_addr && first->epoch == epoch)
-		return first->checksum;
-	if (second->code_addr == code_addr && second->epoch == epoch)
-		return second->checksum;
+	for (__u32 i = 0; i < PBP_HOT_CODE_WAYS; i++) {
+		if (set->way[i].code_addr == code_addr && set->way[i].epoch == epoch)
+			return set->way[i].checksum;
+	}
 	return -1;
 }
 
-/* Keeps a checksum settled in this epoch: in the pair's first slot unless it holds another
- * code object of this epoch. */
+/* Keeps a checksum settled in this epoch: in a way of its set that no code object of this epoch
+ * holds, else in the last way. The others keep theirs: where more code objects of one stack
+ * meet in a set than it has ways, the first ones stay and only the last way changes hands
+ * (replacing in turn would miss every one of them on every walk of that stack). */
 static __always_inline void pbp_hot_remember(struct pbp_hot_codes *hot, __u64 code_addr, __u32 epoch,
 					     __u32 checksum)
 {
-	__u32 pair = pbp_hot_pair(code_addr);
-	struct pbp_hot_code *slot = &hot->slot[pair & (PBP_HOT_CODES - 1)];
+	struct pbp_hot_code_set *set = &hot->set[pbp_hot_set(code_addr) & (PBP_HOT_CODE_SETS - 1)];
+	struct pbp_hot_code *way = &set->way[PBP_HOT_CODE_WAYS - 1];
 
-	if (slot->epoch == epoch && slot->code_addr != code_addr)
-		slot = &hot->slot[(pair | 1) & (PBP_HOT_CODES - 1)];
-	slot->code_addr = code_addr;
-	slot->checksum = checksum;
-	slot->epoch = epoch;
+	for (__u32 i = 0; i < PBP_HOT_CODE_WAYS - 1; i++) {
+		if (set->way[i].epoch != epoch || set->way[i].code_addr == code_addr) {
+			way = &set->way[i];
+			break;
+		}
+	}
+	way->code_addr = code_addr;
+	way->checksum = checksum;
+	way->epoch = epoch;
 }
 
 static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, const __u8 *frame, __u64 code_addr)
@@ -343,9 +347,12 @@ static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, cons
  * plain ones: inside the window copied already, run by the thread (no shim, no coroutine
  * whose task is looked for), their code object's identity the previous frame's or settled in
  * this epoch (hot_codes). The first frame that is not stops it, for the full step to take.
- * Several frames a call: a bpf_loop iteration costs more than such a frame.
+ * Several frames a call: a bpf_loop iteration costs more than such a frame. Returns whether
+ * it stopped only because it took its PBP_FAST_FRAMES: the next call goes on where it left
+ * off, with no full step between (one costs several times a fast frame, its identity a
+ * lookup in verified_code where the frame's own would be in hot_codes).
  */
-static __always_inline void pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
+static __always_inline bool pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 {
 	const struct py_offsets *off = &ctx->config->off;
 	struct pbp_cpu_scratch *scratch = ctx->scratch;
@@ -362,9 +369,10 @@ static __always_inline void pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 	__u32 instr_offset;
 	__u8 owner;
 	long checksum;
+	bool more = false;
 
 	if (size == 0 || size > PBP_FRAME_MAX_READ)
-		return;
+		return false;
 	for (__u32 i = 0; i < PBP_FAST_FRAMES; i++) {
 		if (addr < start || addr - start > len || addr - start + size > len ||
 		    addr - start > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ || count >= PBP_MAX_PY_FRAMES)
@@ -395,11 +403,13 @@ static __always_inline void pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 		addr = *(const __u64 *)(frame + (off->frame_previous & (PBP_FRAME_MAX_READ - 1)));
 		if (addr == 0)
 			break;
+		more = i == PBP_FAST_FRAMES - 1;
 	}
 	walk->frame_addr = addr;
 	walk->frame_count = count;
 	walk->last_code_addr = last_code_addr;
 	walk->last_checksum = last_checksum;
+	return more;
 }
 
 static long pbp_frame_step(__u32 index, void *opaque)
@@ -420,7 +430,8 @@ static long pbp_frame_step(__u32 index, void *opaque)
 
 	(void)index;
 	if (ctx->hot) {
-		pbp_fast_frames(ctx);
+		if (pbp_fast_frames(ctx))
+			return 0;
 		addr = walk->frame_addr;
 	}
 	if (addr == 0)
@@ -566,7 +577,7 @@ static long pbp_hot_clear_step(__u32 index, void *opaque)
 {
 	struct pbp_hot_codes *hot = *(struct pbp_hot_codes **)opaque;
 
-	hot->slot[index & (PBP_HOT_CODES - 1)].epoch = 0;
+	hot->set[(index / PBP_HOT_CODE_WAYS) & (PBP_HOT_CODE_SETS - 1)].way[index & (PBP_HOT_CODE_WAYS - 1)].epoch = 0;
 	return 0;
 }
 

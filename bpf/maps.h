@@ -241,22 +241,30 @@ struct {
 
 /*
  * The code identities this CPU's walks settled lately, for the frame walk's fast path
- * (bpf/frame_walk.h): by code object address, two slots a pair, each valid in one epoch. An
- * epoch is a run of walks with the same process, interpreter, pbp_code_generation and
- * code-object counter (a nonzero one): within it no code object was made, so none took the
- * address of the one a slot names, and the checksum the slot holds is the one a full walk
- * would take. Small enough to stay in the CPU's cache, where verified_code is not: a hit
- * costs a load and two compares, not a set of ways scattered over a large table.
+ * (bpf/frame_walk.h): by code object address, in sets of PBP_HOT_CODE_WAYS (one cache line),
+ * each way valid in one epoch. An epoch is a run of walks with the same process, interpreter,
+ * pbp_code_generation and code-object counter (a nonzero one): within it no code object was
+ * made, so none took the address of the one a way names, and the checksum the way holds is
+ * the one a full walk would take. Small enough to stay in the CPU's cache, where
+ * verified_code is not: a hit costs a load and a few compares, not a set of ways scattered
+ * over a large table. Four ways, not pairs: the 900 code objects of a deep stack overflowed
+ * some 50 pairs of 1024 (each overflow a miss on every walk), and overflow some 20 sets of 512.
  */
 #define PBP_HOT_CODES 2048
+#define PBP_HOT_CODE_WAYS 4
+#define PBP_HOT_CODE_SETS (PBP_HOT_CODES / PBP_HOT_CODE_WAYS)
 struct pbp_hot_code {
 	__u64 code_addr;
 	__u32 checksum;
 	__u32 epoch;     /* 0: empty */
 };
-struct pbp_hot_codes {
-	struct pbp_hot_code slot[PBP_HOT_CODES];
+struct pbp_hot_code_set {
+	struct pbp_hot_code way[PBP_HOT_CODE_WAYS];
 };
+struct pbp_hot_codes {
+	struct pbp_hot_code_set set[PBP_HOT_CODE_SETS];
+};
+_Static_assert(sizeof(struct pbp_hot_code_set) == 64, "a set of hot_codes is one cache line");
 _Static_assert(sizeof(struct pbp_hot_codes) <= 32768, "a per-CPU map value is capped at 32 KiB");
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
