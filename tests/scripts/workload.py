@@ -97,29 +97,35 @@ def phase_deep_split():
     recurse(900, split_leaf)
 
 
-def spin(seconds):
-    end = time.time() + seconds
-    while time.time() < end:
+# The threads phase ends when the process has spent PHASE_SECONDS of CPU since it began (the
+# threads take turns at the GIL, so each gets about a quarter): on a starved machine it lasts
+# longer, and each thread is still sampled as often as on a quiet one.
+threads_phase_end = [0.0]
+
+
+def spin():
+    while cpu_seconds() < threads_phase_end[0]:
         pass
 
 
 def worker_0():
-    spin(PHASE_SECONDS)
+    spin()
 
 
 def worker_1():
-    spin(PHASE_SECONDS)
+    spin()
 
 
 def worker_2():
-    spin(PHASE_SECONDS)
+    spin()
 
 
 def worker_3():
-    spin(PHASE_SECONDS)
+    spin()
 
 
 def phase_threads():
+    threads_phase_end[0] = cpu_seconds() + PHASE_SECONDS
     threads = [threading.Thread(target=f) for f in (worker_0, worker_1, worker_2, worker_3)]
     for thread in threads:
         thread.start()
