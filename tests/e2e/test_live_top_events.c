@@ -45,19 +45,22 @@ static bool row_holds(const char *pane, int n, const char *text, double *own)
 	return strstr(row, text) && (!end || strstr(row, text) < end);
 }
 
-/* Waits until the view's first two rows are first and second (and the pane holds every other of
- * texts); returns the pane then, failing with it past the limit. */
+/* Waits until the view's first two rows are first and second, the first's own share above the
+ * second's (a tie is ordered by name, not ranked), and the pane holds every other of texts; returns
+ * the pane then, failing with it past the limit. */
 static void wait_for_order(const char *first, const char *second, const char *const *texts, size_t count, char *pane,
 			   size_t len)
 {
 	for (int tries = 0;; tries++) {
+		double own_first = 0, own_second = 0;
 		bool all = true;
 
 		usleep(500 * 1000);
 		live_top_capture(tmux_session, pane, len);
 		for (size_t i = 0; i < count; i++)
 			all &= strstr(pane, texts[i]) != NULL;
-		if (tries >= 5 && all && row_holds(pane, 0, first, NULL) && row_holds(pane, 1, second, NULL))
+		if (tries >= 5 && all && row_holds(pane, 0, first, &own_first) && row_holds(pane, 1, second, &own_second) &&
+		    own_first > own_second)
 			return;
 		if (tries >= SHOW_LIMIT_S * 2)
 			fail_msg("no %s above %s in %d s:\n%s", first, second, SHOW_LIMIT_S, pane);
