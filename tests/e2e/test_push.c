@@ -200,6 +200,8 @@ static void file_windows(void **state)
 	const struct test_python *python = pick_python(pythons, test_pythons(pythons, 16));
 	char script[PATH_MAX], output[PATH_MAX], path[PATH_MAX + 16], command[PATH_MAX * 4];
 	char *argv[32], *top[] = { (char *)pybpfprof_binary(), "top", path, NULL };
+	char duration[32];
+	unsigned long long durations_us[100] = { 0 };
 	int windows = 0, spin_out;
 	pid_t spin;
 
@@ -223,11 +225,17 @@ static void file_windows(void **state)
 		/* every window, the last (half) one too */
 		if (!strstr(out_text, "push_spin"))
 			fail_msg("window %d has no push_spin:\n%s", n, out_text);
-		windows++;
+		test_profile_metadata(path, "duration", duration, sizeof(duration));
+		durations_us[windows++] = strtoull(duration, NULL, 10);
 	}
-	print_message("%d window files\n", windows);
+	print_message("%d window files, the first lasting %llu us\n", windows, durations_us[0]);
 	/* 3.5 s in 1 s windows: three whole ones and the rest */
 	assert_true(windows >= 3);
+	assert_true(windows <= 4);
+	/* each but the last lasted its second (MOJO's duration is in microseconds) */
+	for (int n = 0; n + 1 < windows; n++)
+		if (durations_us[n] < 1000000)
+			fail_msg("window %d lasted %llu us of its 1 s", n + 1, durations_us[n]);
 }
 
 /* Starts the hostile endpoint as nobody, answering every push with status; its port. */

@@ -379,6 +379,18 @@ static void keep_overhead_budget(struct session *session, uint64_t now_ms)
 	overhead_budget_look_end(&session->overhead, now_ms * 1000);
 }
 
+/*
+ * Whether the file window in progress (--window without --push) has lasted its length. In
+ * microseconds on both sides: the loop's time in milliseconds is truncated, and read within
+ * the millisecond a window began it lies before that start, which unsigned arithmetic took for
+ * a window long over (windows of a few microseconds, cut one after another).
+ */
+static bool file_window_due(const struct session *session, uint64_t now_us)
+{
+	return session->window_index && now_us >= session->window_start_us &&
+	       now_us - session->window_start_us >= (uint64_t)(session->options->window_s * 1e6);
+}
+
 static void run_loop(struct session *session)
 {
 	const struct session_options *options = session->options;
@@ -442,8 +454,7 @@ static void run_loop(struct session *session)
 			late_unwind_flush_now(session);
 			windows_tick(session->windows, now);
 		}
-		if (session->window_index &&
-		    now * 1000 - session->window_start_us >= (uint64_t)(options->window_s * 1e6)) {
+		if (file_window_due(session, clock_monotonic_us())) {
 			uint64_t counters[PBP_CNT_MAX] = { 0 };
 
 			bpf_sampler_counters(session->sampler, counters);
