@@ -541,8 +541,6 @@ static __always_inline __u64 pbp_current_frame(const struct py_proc_config *conf
 static __always_inline void pbp_find_data_stack(const struct py_offsets *off, struct pbp_frame_walk *walk,
 						__u64 tstate_addr, struct task_struct *task)
 {
-	__u64 chunk_and_top[2];
-
 	walk->stack_lo = 0;
 	walk->stack_hi = 0;
 	walk->prev_lo = 0;
@@ -550,14 +548,15 @@ static __always_inline void pbp_find_data_stack(const struct py_offsets *off, st
 	if (off->tstate_datastack_chunk == PY_OFF_NONE ||
 	    off->tstate_datastack_top != off->tstate_datastack_chunk + sizeof(__u64))
 		return;
-	if (pbp_read_target(chunk_and_top, sizeof(chunk_and_top), tstate_addr + off->tstate_datastack_chunk,
-			    task) != 0)
+	/* The chunk and its top side by side, read straight into stack_lo and stack_hi (the
+	 * stack has no room to spare for a copy: wall mode's reads nest three calls deep). */
+	if (pbp_read_target(&walk->stack_lo, 2 * sizeof(__u64), tstate_addr + off->tstate_datastack_chunk,
+			    task) == 0 &&
+	    walk->stack_lo != 0 && walk->stack_hi >= walk->stack_lo &&
+	    walk->stack_hi - walk->stack_lo <= PBP_DATA_STACK_MAX)
 		return;
-	if (chunk_and_top[0] == 0 || chunk_and_top[1] < chunk_and_top[0] ||
-	    chunk_and_top[1] - chunk_and_top[0] > PBP_DATA_STACK_MAX)
-		return;
-	walk->stack_lo = chunk_and_top[0];
-	walk->stack_hi = chunk_and_top[1];
+	walk->stack_lo = 0;
+	walk->stack_hi = 0;
 }
 
 /* The main interpreter's code-object counter now, 0 where it is not known (or the thread is in

@@ -55,7 +55,7 @@ struct pbp_frame_walk {
 	/* 3.11+: the used part of the data-stack chunk the walk is in, [stack_lo, stack_hi)
 	 * (stack_hi 0: unknown), and of the chunk before it once looked up (prev_hi 0: not yet). */
 	__u64 stack_lo;
-	__u64 stack_hi;
+	__u64 stack_hi;        /* right after stack_lo: one read fills both */
 	__u64 prev_lo;
 	__u64 prev_hi;
 	/* The main interpreter's code-object counter at this sample's start (config's
@@ -238,6 +238,37 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pbp_cpu_window);
 } cpu_window SEC(".maps");
+
+/* The thread's state, as the kernel's scheduler holds it, at one moment. */
+struct pbp_task_moment {
+	__u64 switches; /* context switches so far: equal twice, the thread stayed put between */
+	__u32 state;    /* __state */
+	__u32 on_cpu;
+};
+
+/* Wall mode: the frames of a running thread's previous read of its Python stack, against which
+ * the next read is checked (bpf/pyperf.bpf.c, pbp_read_settled_python_stack). */
+struct pbp_saved_walk {
+	__u64 hashes[PBP_STACK_READS]; /* of each read so far (0: none) */
+	__u64 hash;                    /* of the read in the record, but its leaf's instruction */
+	__u32 saved_count, now_count;  /* frames of the previous read (in py) and of the record's */
+	__u32 saved_flags;             /* the previous read's record flags */
+	__u32 from_leaf;               /* compared leaf first (both cut at the root), else root first */
+	__u32 agreed;                  /* frames equal so far, from where the comparison started */
+	__u32 settled;                 /* the stack is known: read with the thread put, or twice alike */
+	__u32 stayed_put;              /* the thread stayed off the CPUs through the first read */
+	__u32 new_code;                /* an earlier read met a code object new to this CPU */
+	struct pbp_task_moment before; /* the thread's moment as the first read began */
+	struct pbp_task_moment after;  /* and as it ended (on the stack, it would take the room of a call) */
+	struct pbp_py_frame py[PBP_MAX_PY_FRAMES]; /* the previous read's frames */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pbp_saved_walk);
+} saved_walk SEC(".maps");
 
 /*
  * The code identities this CPU's walks settled lately, for the frame walk's fast path

@@ -98,10 +98,29 @@ static __always_inline void pbp_fill_gil(const struct py_proc_config *config, st
 		rec->flags |= PBP_REC_HAS_GIL;
 }
 
-/* task: the sampled thread, NULL for the current task. False: the sample is not wanted (gil mode, a
- * thread not holding the GIL), nothing walked. */
-static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
-					    struct pbp_cpu_scratch *scratch, struct task_struct *task)
+/* The thread's running task and its Python frames, read in the order a walk needs them. */
+static __always_inline void pbp_read_python_stack(const struct py_proc_config *config,
+						  struct pbp_cpu_scratch *scratch, struct task_struct *task)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+
+	pbp_fill_running_task(config, scratch, task);
+	rec->py_frame_count = pbp_walk_frames(config, scratch, rec->tstate_addr, task);
+	pbp_find_current_task(config, scratch, task);
+}
+
+/* What pbp_fill_thread found of a thread. */
+enum pbp_thread_fill {
+	PBP_THREAD_UNWANTED = -1, /* not sampled (gil mode, a thread not holding the GIL) */
+	PBP_THREAD_NO_STATE = 0,  /* sampled, with no thread state to walk */
+	PBP_THREAD_WALKABLE = 1,  /* sampled, its frames to walk */
+};
+
+/* The thread's state but its stack: thread state, GIL, exception, GC. task: the sampled thread,
+ * NULL for the current task. */
+static __always_inline enum pbp_thread_fill pbp_fill_thread(const struct py_proc_config *config,
+							    struct pbp_cpu_scratch *scratch,
+							    struct task_struct *task)
 {
 	struct pbp_record *rec = &scratch->out.rec;
 	__u64 tstate_addr = pbp_find_tstate(config, &scratch->tswalk, rec, task);
@@ -109,27 +128,42 @@ static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
 	if (tstate_addr == 0) {
 		rec->flags |= PBP_REC_NO_TSTATE;
 		pbp_count(PBP_CNT_NO_TSTATE);
-		return !gil_only && !exceptions_only;
+		return gil_only || exceptions_only ? PBP_THREAD_UNWANTED : PBP_THREAD_NO_STATE;
 	}
 	rec->tstate_addr = tstate_addr;
 	pbp_fill_gil(config, scratch, rec, task);
 	if (gil_only && !(rec->flags & PBP_REC_HAS_GIL))
-		return false;
+		return PBP_THREAD_UNWANTED;
 	if (exceptions_only) {
 		if (!pbp_thread_has_exception(config, tstate_addr, task))
-			return false;
+			return PBP_THREAD_UNWANTED;
 		rec->flags |= PBP_REC_EXCEPTION;
 	}
 	pbp_fill_gil_request(config, rec, task);
 	pbp_fill_gc(config, rec, task);
-	pbp_fill_running_task(config, scratch, task);
-	rec->py_frame_count = pbp_walk_frames(config, scratch, tstate_addr, task);
-	pbp_find_current_task(config, scratch, task);
-	rec->flags |= scratch->walk.flags;
-	if (scratch->walk.flags & PBP_REC_READ_FAULT)
+	return PBP_THREAD_WALKABLE;
+}
+
+/* The counters of what the record's walk met. */
+static __always_inline void pbp_count_walk(const struct pbp_record *rec)
+{
+	if (rec->flags & PBP_REC_READ_FAULT)
 		pbp_count(PBP_CNT_READ_FAULTS);
-	if (scratch->walk.flags & PBP_REC_PY_TRUNCATED)
+	if (rec->flags & PBP_REC_PY_TRUNCATED)
 		pbp_count(PBP_CNT_TRUNCATED);
+}
+
+/* The current task's thread and stack. False: the sample is not wanted, nothing walked. */
+static __always_inline bool pbp_fill_python(const struct py_proc_config *config,
+					    struct pbp_cpu_scratch *scratch)
+{
+	enum pbp_thread_fill fill = pbp_fill_thread(config, scratch, NULL);
+
+	if (fill != PBP_THREAD_WALKABLE)
+		return fill == PBP_THREAD_NO_STATE;
+	pbp_read_python_stack(config, scratch, NULL);
+	scratch->out.rec.flags |= scratch->walk.flags;
+	pbp_count_walk(&scratch->out.rec);
 	return true;
 }
 
@@ -351,7 +385,7 @@ static __always_inline void pbp_sample_target(struct bpf_perf_event_data *ctx, c
 	if (memory_deltas)
 		rec->rss_delta = pbp_rss_delta(pid_tgid, page_bytes);
 
-	if (config->flags & PY_PROC_PENDING ? gil_only || exceptions_only : !pbp_fill_python(config, scratch, NULL))
+	if (config->flags & PY_PROC_PENDING ? gil_only || exceptions_only : !pbp_fill_python(config, scratch))
 		return;
 	if (native_stacks)
 		pbp_walk_native(ctx, scratch, user_mode);
@@ -398,13 +432,6 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
  * (bpf_copy_from_user_task). The perf event program is not attached in wall
  * mode, so the per-CPU scratch is this program's alone.
  */
-
-/* The thread's state, as the kernel's scheduler holds it, at one moment. */
-struct pbp_task_moment {
-	__u64 switches; /* context switches so far: equal twice, the thread stayed put between */
-	__u32 state;    /* __state */
-	__u32 on_cpu;
-};
 
 static __always_inline void pbp_read_task_moment(struct task_struct *task, struct pbp_task_moment *moment)
 {
@@ -515,25 +542,279 @@ static __always_inline void pbp_wall_kernel_moment(struct task_struct *task, str
 	rec->kernel_frame_count = frames;
 }
 
-/* One wall-mode record of a target's thread, running or not. */
-static __always_inline void pbp_wall_target(struct task_struct *task, const struct py_proc_config *config)
+/*
+ * A thread that runs while another CPU reads its memory changes its frames under the walk: a
+ * frame returned from can be reused by the next call before the walk reaches it, and the walk
+ * then joins the callers of one moment to the callees of another (a stack the thread never
+ * had). Such a thread's stack is read again until a read gives the same frames as one before it
+ * (the leaf's instruction aside, which a running thread moves on), PBP_STACK_READS at most.
+ */
+#define PBP_WALK_FLAGS (PBP_REC_PY_TRUNCATED | PBP_REC_READ_FAULT | PBP_REC_NO_FRAME | PBP_REC_ASYNC_TASK)
+
+/* What the reads of one thread's stack share on the stack (bpf_loop's context must be there):
+ * kept small, as a read's walk is three calls deep; the rest is in saved_walk. */
+struct pbp_reread_ctx {
+	const struct py_proc_config *config;
+	struct task_struct *task;
+};
+
+/* This CPU's record and saved read, looked up where a callback needs them (an inlined array
+ * lookup: cheaper than the stack room pointers would take). */
+static __always_inline bool pbp_reread_buffers(struct pbp_cpu_scratch **scratch, struct pbp_saved_walk **saved)
+{
+	__u32 zero = 0;
+
+	*scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
+	*saved = bpf_map_lookup_elem(&saved_walk, &zero);
+	return *scratch && *saved;
+}
+
+static long pbp_save_frame_step(__u32 index, void *opaque)
 {
 	struct pbp_cpu_scratch *scratch;
+	struct pbp_saved_walk *saved;
+
+	(void)opaque;
+	if (!pbp_reread_buffers(&scratch, &saved))
+		return 1;
+	saved->py[index & (PBP_MAX_PY_FRAMES - 1)] = scratch->out.py[index & (PBP_MAX_PY_FRAMES - 1)];
+	return 0;
+}
+
+static long pbp_hash_frame_step(__u32 index, void *opaque)
+{
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_saved_walk *saved;
+	const struct pbp_py_frame *frame;
+	__u64 hash;
+
+	(void)opaque;
+	if (!pbp_reread_buffers(&scratch, &saved))
+		return 1;
+	frame = &scratch->out.py[index & (PBP_MAX_PY_FRAMES - 1)];
+	hash = (saved->hash ^ frame->code_addr) * 0x100000001b3ull;
+	hash = (hash ^ frame->checksum) * 0x100000001b3ull;
+	if (index != 0)
+		hash = (hash ^ frame->instr_offset) * 0x100000001b3ull;
+	saved->hash = hash;
+	return 0;
+}
+
+/* A hash of the read in the record, never 0: equal for two reads that gave the same frames. */
+static __always_inline __u64 pbp_read_hash(struct pbp_reread_ctx *ctx, struct pbp_cpu_scratch *scratch,
+					   struct pbp_saved_walk *saved)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+
+	(void)ctx;
+	if (rec->py_frame_count > PBP_MAX_PY_FRAMES)
+		return 0;
+	saved->hash = 0xcbf29ce484222325ull ^ (rec->flags & PBP_WALK_FLAGS) ^ ((__u64)rec->py_frame_count << 32);
+	bpf_loop(rec->py_frame_count, pbp_hash_frame_step, NULL, 0);
+	return saved->hash | 1;
+}
+
+static long pbp_agree_step(__u32 k, void *opaque)
+{
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_saved_walk *saved;
+	const struct pbp_py_frame *a, *b;
+	__u32 i, j;
+
+	(void)opaque;
+	if (!pbp_reread_buffers(&scratch, &saved))
+		return 1;
+	i = saved->from_leaf ? k : saved->saved_count - 1 - k;
+	j = saved->from_leaf ? k : saved->now_count - 1 - k;
+	a = &saved->py[i & (PBP_MAX_PY_FRAMES - 1)];
+	b = &scratch->out.py[j & (PBP_MAX_PY_FRAMES - 1)];
+	if (a->code_addr != b->code_addr || a->checksum != b->checksum ||
+	    (i != 0 && j != 0 && a->instr_offset != b->instr_offset))
+		return 1;
+	saved->agreed = k + 1;
+	return 0;
+}
+
+/* Moves the agreed root-side frames (the last `agreed` of now_count) to the record's start. */
+static long pbp_keep_root_step(__u32 index, void *opaque)
+{
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_saved_walk *saved;
+
+	(void)opaque;
+	if (!pbp_reread_buffers(&scratch, &saved))
+		return 1;
+	scratch->out.py[index & (PBP_MAX_PY_FRAMES - 1)] =
+		scratch->out.py[(saved->now_count - saved->agreed + index) & (PBP_MAX_PY_FRAMES - 1)];
+	return 0;
+}
+
+/* How many frames the previous read and the record's agree on, from the root (none if both were
+ * cut at the root, where only whole reads compare). */
+static __always_inline __u32 pbp_reads_agreed(struct pbp_cpu_scratch *scratch, struct pbp_saved_walk *saved)
+{
+	__u32 shorter;
+
+	saved->now_count = scratch->out.rec.py_frame_count;
+	shorter = saved->saved_count < saved->now_count ? saved->saved_count : saved->now_count;
+	saved->from_leaf = (saved->saved_flags & scratch->out.rec.flags & PBP_REC_PY_TRUNCATED) != 0;
+	saved->agreed = 0;
+	if (shorter > PBP_MAX_PY_FRAMES)
+		return 0;
+	bpf_loop(shorter, pbp_agree_step, NULL, 0);
+	return saved->from_leaf ? 0 : saved->agreed;
+}
+
+/*
+ * One read of the thread's stack into the record (the one before it kept for comparison). Stops
+ * the loop once the stack is known: the first read if the thread stayed off the CPUs through it,
+ * else a read that gave the frames of one before it; or once one cannot be compared.
+ */
+static long pbp_stack_read_step(__u32 read, void *opaque)
+{
+	struct pbp_reread_ctx *ctx = opaque;
+	struct pbp_cpu_scratch *scratch;
+	struct pbp_saved_walk *saved;
+	struct pbp_record *rec;
+
+	if (!pbp_reread_buffers(&scratch, &saved))
+		return 1;
+	rec = &scratch->out.rec;
+	saved->new_code = scratch->walk.new_code;
+	saved->saved_count = rec->py_frame_count;
+	if (saved->saved_count > PBP_MAX_PY_FRAMES || read >= PBP_STACK_READS)
+		return 1;
+	if (read > 0) {
+		bpf_loop(saved->saved_count, pbp_save_frame_step, NULL, 0);
+		pbp_count(PBP_CNT_STACK_REREADS);
+	}
+	saved->saved_flags = rec->flags;
+	rec->flags &= ~PBP_WALK_FLAGS;
+	scratch->task_coro_code = 0;
+	rec->py_frame_count = pbp_walk_frames(ctx->config, scratch, rec->tstate_addr, ctx->task);
+	rec->flags |= scratch->walk.flags;
+	/* a code object an earlier read met is still owed the consumer's early read */
+	scratch->walk.new_code |= saved->new_code;
+	if (read == 0) {
+		pbp_read_task_moment(ctx->task, &saved->after);
+		if (!saved->before.on_cpu && pbp_same_moment(&saved->before, &saved->after)) {
+			saved->settled = 1;
+			saved->stayed_put = 1;
+			return 1;
+		}
+	}
+	/* Keeps the mask that clang would drop after the test above, for the verifier. */
+	barrier_var(read);
+	saved->hash = pbp_read_hash(ctx, scratch, saved);
+	saved->hashes[read & (PBP_STACK_READS - 1)] = saved->hash;
+	/* The same frames as a read before: the stack of a moment, read twice. (Only the read just
+	 * before would take a thread whose leaf moves every few microseconds many more reads;
+	 * a read the thread tore the same way twice is rarer than its tearing once.) */
+	for (__u32 earlier = 0; earlier < read && earlier < PBP_STACK_READS; earlier++) {
+		if (saved->hashes[earlier] == saved->hash) {
+			saved->settled = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The thread's Python stack into the record, as one moment had it. A thread that ran while it
+ * was read (it was on a CPU, or woke or slept meanwhile: before is its moment as the first read
+ * began) is read again. Returns whether the thread stayed put through the first read.
+ */
+static __always_inline bool pbp_read_settled_python_stack(const struct py_proc_config *config,
+							  struct pbp_cpu_scratch *scratch, struct task_struct *task,
+							  struct pbp_saved_walk *saved)
+{
+	struct pbp_record *rec = &scratch->out.rec;
+	struct pbp_reread_ctx ctx = { .config = config, .task = task };
+	__u32 agreed;
+
+	saved->settled = 0;
+	saved->stayed_put = 0;
+	/* The running task is read before the frames, as pbp_read_python_stack does; 3.11-3.13
+	 * find it from the outermost coroutine of the frames that are kept. */
+	pbp_fill_running_task(config, scratch, task);
+	bpf_loop(PBP_STACK_READS, pbp_stack_read_step, &ctx, 0);
+	if (saved->settled) {
+		pbp_find_current_task(config, scratch, task);
+		return saved->stayed_put;
+	}
+	/* Never the same twice: only the frames the last two reads agree on from the root are known. */
+	pbp_count(PBP_CNT_STACK_CHANGING);
+	agreed = pbp_reads_agreed(scratch, saved);
+	if (agreed > saved->now_count)
+		agreed = 0;
+	saved->agreed = agreed;
+	bpf_loop(agreed, pbp_keep_root_step, NULL, 0);
+	rec->py_frame_count = agreed;
+	rec->flags = (rec->flags & ~(PBP_REC_PY_TRUNCATED | PBP_REC_ASYNC_TASK)) | PBP_REC_PY_CHANGING;
+	rec->running_task = 0;
+	scratch->has_task_name = 0;
+	return false;
+}
+
+/* One wall-mode record of a target's thread, running or not. */
+/* A wall-mode thread's state but its stack (pbp_fill_thread), in a callback of its own: its
+ * stack then does not add to that of the Python stack's reads, three calls deep. */
+struct pbp_wall_thread {
+	const struct py_proc_config *config;
+	struct task_struct *task;
+	enum pbp_thread_fill fill;
+};
+
+static long pbp_wall_thread_step(__u32 index, void *opaque)
+{
+	struct pbp_wall_thread *thread = opaque;
+	struct pbp_cpu_scratch *scratch;
 	__u32 zero = 0;
-	bool off_cpu, running_now;
+
+	(void)index;
+	thread->fill = PBP_THREAD_UNWANTED;
+	scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
+	if (scratch)
+		thread->fill = pbp_fill_thread(thread->config, scratch, thread->task);
+	return 1;
+}
+
+static __always_inline void pbp_wall_target(struct task_struct *task, const struct py_proc_config *config)
+{
+	struct pbp_wall_thread thread;
+	struct pbp_cpu_scratch *scratch;
+	__u32 zero = 0;
+	/* the thread's moment as its reads begin: kept off the stack, which its walks fill */
+	struct pbp_saved_walk *saved = bpf_map_lookup_elem(&saved_walk, &zero);
+	struct pbp_task_moment *before;
+	enum pbp_thread_fill fill;
+	bool stayed_put;
 
 	scratch = bpf_map_lookup_elem(&cpu_scratch, &zero);
-	if (!scratch)
+	if (!scratch || !saved)
 		return;
+	before = &saved->before;
 	pbp_count(PBP_CNT_SAMPLES);
-	off_cpu = BPF_CORE_READ(task, __state) != PBP_TASK_RUNNING;
-	/* A thread running on another CPU has no saved user registers worth unwinding from. */
-	running_now = BPF_CORE_READ(task, on_cpu) != 0;
+	pbp_read_task_moment(task, before);
 	pbp_begin_record(scratch, wall_pass_ns, task->tgid, task->pid, BPF_CORE_READ(task, thread_info.cpu),
-			 off_cpu ? PBP_REC_OFF_CPU : 0);
-	if (config->flags & PY_PROC_PENDING ? gil_only : !pbp_fill_python(config, scratch, task))
-		return;
-	if (native_stacks && !running_now)
+			 before->state != PBP_TASK_RUNNING ? PBP_REC_OFF_CPU : 0);
+	if (config->flags & PY_PROC_PENDING) {
+		if (gil_only)
+			return;
+		stayed_put = !before->on_cpu;
+	} else {
+		thread.config = config;
+		thread.task = task;
+		bpf_loop(1, pbp_wall_thread_step, &thread, 0);
+		fill = thread.fill;
+		if (fill == PBP_THREAD_UNWANTED)
+			return;
+		stayed_put = fill == PBP_THREAD_NO_STATE ? !before->on_cpu
+							 : pbp_read_settled_python_stack(config, scratch, task, saved);
+		pbp_count_walk(&scratch->out.rec);
+	}
+	/* A thread that ran meanwhile has no saved user registers worth unwinding from. */
+	if (native_stacks && stayed_put)
 		pbp_walk_native_of(NULL, task, scratch, false);
 	pbp_wall_kernel_moment(task, scratch);
 	pbp_send_sample(scratch, task);
@@ -693,7 +974,7 @@ static __always_inline bool pbp_off_cpu_begin(void *ctx, struct task_struct *pre
 	rec = pbp_begin_record(scratch, now_ns, tgid, tid, bpf_get_smp_processor_id(), PBP_REC_OFF_CPU);
 	rec->task_state = pbp_task_state_letter(prev_state);
 	if (!(config->flags & PY_PROC_PENDING))
-		pbp_fill_python(config, scratch, NULL);
+		pbp_fill_python(config, scratch);
 	if (native_stacks)
 		pbp_walk_native_of(NULL, NULL, scratch, false);
 	if (kernel_stacks)
@@ -838,7 +1119,7 @@ static __always_inline struct pbp_cpu_scratch *pbp_event_record(void *ctx, const
 	rec = pbp_begin_record(scratch, now_ns, pid_tgid >> 32, (__u32)pid_tgid, bpf_get_smp_processor_id(), 0);
 	rec->event_weight = weight;
 	if (!(config->flags & PY_PROC_PENDING))
-		pbp_fill_python(config, scratch, NULL);
+		pbp_fill_python(config, scratch);
 	if (native_stacks)
 		pbp_walk_native_of(NULL, NULL, scratch, false);
 	if (kernel_stacks)

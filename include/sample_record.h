@@ -65,6 +65,14 @@
  * addresses and before any stack copy): a task that ends before userspace drains the record
  * keeps its name, and a task whose address another took by then is not named after that one. */
 #define PBP_REC_TASK_NAME     0x2000u
+/* Wall mode: the thread ran while its Python stack was read, and PBP_STACK_READS reads of it
+ * never agreed: its frames are the root-side part the last two agreed on (none if the walks were
+ * cut at the root), the rest unknown. */
+#define PBP_REC_PY_CHANGING   0x4000u
+/* How often wall mode reads the Python stack of a thread that ran while it was read, at most:
+ * a read is believed when the one before it gave the same frames. */
+#define PBP_STACK_READS 8
+_Static_assert((PBP_STACK_READS & (PBP_STACK_READS - 1)) == 0, "BPF indexes the reads with a mask");
 
 /*
  * pbp_py_frame.instr_offset's top bit: this frame is the last (outermost) one
@@ -272,7 +280,9 @@ enum pbp_counter {
 	PBP_CNT_STACK_COPIES = 9, /* records sent with a stack copy (PBP_REC_STACK_COPY) */
 	PBP_CNT_COPY_NS = 10,     /* with time_samples: ns spent copying stacks and sending those records */
 	PBP_CNT_COPIES_DROPPED = 11, /* stack copies not sent, the ring a quarter full or more (their records went without) */
-	PBP_CNT_MAX = 12,         /* number of counters, the size of the counters map */
+	PBP_CNT_STACK_REREADS = 12, /* wall mode: Python stacks read again, their thread ran while they were read */
+	PBP_CNT_STACK_CHANGING = 13, /* wall mode: of those, stacks whose reads never agreed (PBP_REC_PY_CHANGING) */
+	PBP_CNT_MAX = 14,         /* number of counters, the size of the counters map */
 };
 
 #endif

@@ -11,7 +11,8 @@
  * (MOJO's mode and time metric, Tachyon's mode and status bits) and CPython
  * 3.15's own reader replays the Tachyon file. The spinner, running Python
  * code, never shows the kernel's way back to user space (the interrupt that
- * preempted it) as a kernel stack on top of its frames.
+ * preempted it) as a kernel stack on top of its frames. A thread read while it
+ * runs, alternating between two call chains, never shows frames of both.
  */
 #include "testlib.h"
 
@@ -19,6 +20,7 @@
 #include "profile/profile.h"
 
 #include <math.h>
+#include <sched.h>
 
 #define SCRIPT "wall_threads.py"
 #define MAX_PYTHONS 32
@@ -289,10 +291,104 @@ static void wall_duty_cycle(void **state)
 			 100 * share, 100 * truth);
 }
 
+/* ---- a thread that runs while it is read shows only stacks it had ---- */
+
+#define ALTERNATE_HZ_TEXT "1000"
+#define ALTERNATE_SECONDS_TEXT "4"
+#define ALTERNATE_SAMPLES_MIN 1000
+/* Of the alternating thread's samples, at most this share may be left with the root side of its
+ * stack only (a chain changes every 0.05 ms, a read takes microseconds). */
+#define ALTERNATE_CHANGING_MAX 0.10
+
+struct alternate_tally {
+	unsigned long long whole, torn, changing;
+	char torn_stack[512];
+};
+
+/* The lowest CPU this process may run on. */
+static int first_allowed_cpu(void)
+{
+	cpu_set_t allowed;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return 0;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &allowed))
+			return cpu;
+	return 0;
+}
+
+static void tally_alternating(const char *path, struct alternate_tally *tally)
+{
+	FILE *file = fopen(path, "r");
+	char line[8192];
+
+	memset(tally, 0, sizeof(*tally));
+	if (!file)
+		fail_msg("%s: cannot open", path);
+	while (fgets(line, sizeof(line), file)) {
+		char *space = strrchr(line, ' ');
+		bool a = strstr(line, ":chain_a_") != NULL, b = strstr(line, ":chain_b_") != NULL;
+		unsigned long long weight;
+
+		if (!space || !strstr(line, ":alternate:"))
+			continue;
+		weight = strtoull(space + 1, NULL, 10) / 1000;
+		if (strstr(line, "<stack changed while read>"))
+			tally->changing += weight;
+		else if (a && b) {
+			tally->torn += weight;
+			if (!tally->torn_stack[0])
+				snprintf(tally->torn_stack, sizeof(tally->torn_stack), "%.*s", (int)(space - line), line);
+		} else if (a || b)
+			tally->whole += weight;
+	}
+	fclose(file);
+}
+
+/*
+ * Wall mode reads a thread's frames from another CPU while the thread may be running: one call
+ * chain returns and the other takes its frames' places in the middle of the read. The profile may
+ * show only stacks the thread had: never frames of both chains in one stack. The thread keeps to
+ * the last CPU it may use and the profiler to the first, so that the reads meet it running.
+ */
+static void wall_whole_stacks(void **state)
+{
+	const struct test_python *python = wanted_python(state);
+	char path[PATH_MAX], command[PATH_MAX * 2], err[4096], *argv[32];
+	struct alternate_tally tally;
+	struct test_target target;
+	unsigned long long samples;
+	int status;
+
+	FORMAT(path, "%s/alternate-%s.collapsed", test_tmpdir(), python->label);
+	start_target(python, "alternate", &target);
+	FORMAT(command, "taskset -c %d %s -q --mode wall -F %s -d %s -p %d -o %s", first_allowed_cpu(),
+	       pybpfprof_binary(), ALTERNATE_HZ_TEXT, ALTERNATE_SECONDS_TEXT, (int)target.pid, path);
+	split_command(command, argv, 32);
+	status = run_capture(argv, err, sizeof(err));
+	test_stop_target(&target);
+	if (status != 0)
+		fail_msg("%s: pybpfprof --mode wall exited %d: %s", python->label, status, err);
+	tally_alternating(path, &tally);
+	samples = tally.whole + tally.torn + tally.changing;
+	print_message("%s alternate: %llu samples, %llu of one chain, %llu of both, %llu left at the root side\n",
+		      python->label, samples, tally.whole, tally.torn, tally.changing);
+	if (samples < ALTERNATE_SAMPLES_MIN)
+		fail_msg("%s: %llu samples of the alternating thread, not %d", python->label, samples,
+			 ALTERNATE_SAMPLES_MIN);
+	if (tally.torn)
+		fail_msg("%s: %llu samples hold frames of both chains, e.g. %s", python->label, tally.torn,
+			 tally.torn_stack);
+	if ((double)tally.changing > ALTERNATE_CHANGING_MAX * (double)samples)
+		fail_msg("%s: %llu of %llu samples without their leaf side", python->label, tally.changing, samples);
+}
+
 int main(void)
 {
 	static const struct test_per_python kinds[] = { { "wall_threads_", wall_waiting_threads },
-							{ "wall_duty_", wall_duty_cycle } };
+							{ "wall_duty_", wall_duty_cycle },
+							{ "wall_whole_stacks_", wall_whole_stacks } };
 
 	python_count = test_pythons(pythons, MAX_PYTHONS);
 	return test_run_per_python("test_wall", wall_labels, sizeof(wall_labels) / sizeof(wall_labels[0]), kinds,

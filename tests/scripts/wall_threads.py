@@ -4,6 +4,10 @@
 #   duty:  one thread that sleeps 0.3 s and spins 0.1 s, over and over.
 #   flicker: one thread that spins 1 ms and sleeps 1 ms, over and over (tests/e2e/test_stacks.c:
 #          its state changes while it is read).
+#   alternate: one thread that spins 0.05 ms at the end of one call chain, then of another, over
+#          and over: frames of each chain take the other's places on the data stack, while a
+#          wall-mode read from another CPU may be going on (tests/e2e/test_wall.c). The process
+#          keeps to its last allowed CPU (3.3+).
 # Prints "ready" once every thread runs, then lives until killed, or for SECONDS if given
 # (the second argument); then duty prints on stderr the wall time its thread spent in
 # duty_sleep and in the whole cycle ("duty-truth SLEEP TOTAL", seconds): the profile's truth.
@@ -51,6 +55,42 @@ def flicker():
         time.sleep(0.001)
 
 
+def alternate_spin():
+    end = time.time() + 0.00005
+    while time.time() < end:
+        pass
+
+
+def chain_a_leaf():
+    alternate_spin()
+
+
+def chain_a_middle():
+    chain_a_leaf()
+
+
+def chain_a_root():
+    chain_a_middle()
+
+
+def chain_b_leaf():
+    alternate_spin()
+
+
+def chain_b_middle():
+    chain_b_leaf()
+
+
+def chain_b_root():
+    chain_b_middle()
+
+
+def alternate():
+    while True:
+        chain_a_root()
+        chain_b_root()
+
+
 duty_seconds = [0.0, 0.0]  # in duty_sleep, in complete cycles
 
 
@@ -87,6 +127,11 @@ if __name__ == "__main__":
         start(wait_on_lock, held)
     elif sys.argv[1] == "flicker":
         start(flicker)
+    elif sys.argv[1] == "alternate":
+        # On the last CPU, so that a profiler kept off it reads the thread while it runs.
+        if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1:
+            os.sched_setaffinity(0, [max(os.sched_getaffinity(0))])
+        start(alternate)
     else:
         start(duty_cycle)
     time.sleep(0.2)

@@ -1030,6 +1030,11 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 	if (counters[PBP_CNT_TRUNCATED])
 		add_problem(line, sizeof(line), "%" PRIu64 " stack%s cut at the root side (too deep)",
 			    counters[PBP_CNT_TRUNCATED], plural(counters[PBP_CNT_TRUNCATED], "s"));
+	if (counters[PBP_CNT_STACK_CHANGING])
+		add_problem(line, sizeof(line),
+			    "%" PRIu64 " stack%s of running threads changed under every read (leaf side shown as %s)",
+			    counters[PBP_CNT_STACK_CHANGING], plural(counters[PBP_CNT_STACK_CHANGING], "s"),
+			    SAMPLE_RESOLVE_CHANGING_NAME);
 	if (unresolved && unresolved * UNRESOLVED_PROBLEM_PER_SAMPLES >= session->samples_written)
 		add_problem(line, sizeof(line), "%" PRIu64 " Python frame%s unresolved", unresolved, plural(unresolved, "s"));
 	if (bpf_sampler_error_counts(session->sampler, read_errors) == 0)
@@ -1197,6 +1202,11 @@ static void print_counts(const struct session *session, const uint64_t counters[
 			" unresolved frames%s%s\n",
 		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED], session->resolver.unresolved_frames,
 		read_errors[0] ? "; failed reads: " : "", read_errors);
+	if (counters[PBP_CNT_STACK_REREADS])
+		fprintf(stderr, "pybpfprof: %" PRIu64 " Python stack%s read again, their thread running meanwhile; %" PRIu64
+				" never read the same twice\n",
+			counters[PBP_CNT_STACK_REREADS], plural(counters[PBP_CNT_STACK_REREADS], "s"),
+			counters[PBP_CNT_STACK_CHANGING]);
 	if (counters[PBP_CNT_LOST])
 		fprintf(stderr, "pybpfprof: the %zu KiB ring buffer was full %" PRIu64 " time%s: a lower -F, or fewer "
 				"targets, loses none\n",

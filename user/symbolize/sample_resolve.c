@@ -420,6 +420,7 @@ struct stack_key_head {
 #define STACK_KEY_KEEP_ALL 0x2u
 #define STACK_KEY_LEAF     0x4u /* without native stacks: a native leaf frame */
 #define STACK_KEY_PLUMBING 0x8u /* a task chain's event loop frames kept */
+#define STACK_KEY_CHANGING 0x10u /* the thread's reads never agreed: a marker after the agreed frames */
 _Static_assert(sizeof(struct stack_key_head) == 16, "a key's head has no padding");
 
 /* One named native frame as keys hold it (every byte set: compared as bytes). */
@@ -480,7 +481,8 @@ static void build_stack_key(struct sample_resolver *resolver, const struct pbp_r
 		.python_minor = python ? (uint8_t)python->minor : 0,
 		.lasti_kind = python ? (uint8_t)python->config.off.lasti_kind : 0,
 		.shape = (uint8_t)((mixed ? STACK_KEY_MIXED : 0) | (resolver->native_keep_all ? STACK_KEY_KEEP_ALL : 0) |
-				   (leaf ? STACK_KEY_LEAF : 0) | (resolver->async_plumbing ? STACK_KEY_PLUMBING : 0)),
+				   (leaf ? STACK_KEY_LEAF : 0) | (resolver->async_plumbing ? STACK_KEY_PLUMBING : 0) |
+				   ((record->flags & PBP_REC_PY_CHANGING) ? STACK_KEY_CHANGING : 0)),
 	};
 	struct native_key *natives = (struct native_key *)(resolver->stack_key + sizeof(head));
 	size_t native_count = 0;
@@ -725,6 +727,10 @@ static size_t resolve_frames(struct sample_resolver *resolver, const struct pbp_
 			python_frame(resolver, (pid_t)record->pid, python, &py_frames[i],
 				     &resolver->frames[count++], incomplete);
 		}
+		/* the frames two reads agreed on are the root side: where the thread ran is unknown */
+		if (record->flags & PBP_REC_PY_CHANGING)
+			resolver->frames[count++] = pf_frame_unlocated(PF_FRAME_PYTHON, SAMPLE_RESOLVE_CHANGING_FILE,
+								       SAMPLE_RESOLVE_CHANGING_NAME);
 		if (leaf)
 			resolver->frames[count++] = resolver->native_leaf;
 	}

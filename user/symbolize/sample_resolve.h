@@ -50,6 +50,10 @@ struct native_pc_entry {
  * target budget, sample_resolve_set_budget, its least recently used go sooner when the budget
  * is full).
  */
+/* The frame that ends the stack of a thread that ran while it was read, and whose reads never
+ * agreed (PBP_REC_PY_CHANGING): the frames before it are the part they agreed on, from the root. */
+#define SAMPLE_RESOLVE_CHANGING_FILE "<sampler>"
+#define SAMPLE_RESOLVE_CHANGING_NAME "<stack changed while read>"
 #define SAMPLE_RESOLVE_STACKS_MAX 8192
 #define SAMPLE_RESOLVE_STACKS_MAX_BYTES ((size_t)16 << 20)
 /* Under a target budget, the share of its limit (percent) the resolved stacks may hold (the
@@ -99,7 +103,7 @@ struct sample_resolver {
 	struct intern_table kernel_addresses; /* address -> position in kernel_name_of */
 	const char **kernel_name_of;          /* by address id: its name in kernel_names */
 	size_t kernel_name_capacity;
-	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + UNWIND_MAX_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES +
+	struct pf_frame frames[1 + PBP_MAX_PY_FRAMES + 1 + UNWIND_MAX_FRAMES + 1 + PBP_MAX_KERNEL_FRAMES +
 			       ASYNC_TASKS_MAX_FRAMES];
 	/* A mixed stack's parts, leaf first, before they are merged into frames. */
 	struct pf_frame python_frames[PBP_MAX_PY_FRAMES];
