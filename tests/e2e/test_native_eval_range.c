@@ -12,6 +12,7 @@
  * qsort -> Python), run with LD_LIBRARY_PATH naming the stripped copy of the interpreter's
  * libpython; its comparator's samples must show caller;ffi_call;qsort;comparator in order.
  */
+#include "sample_frames.h"
 #include "testlib.h"
 
 #include "elf/elf_file.h"
@@ -22,43 +23,12 @@
 #define MAX_PYTHONS 32
 #define SCRIPT "native_qsort_callback.py"
 #define SCRIPT_CPU_SECONDS "2" /* the script's own CPU time: some 2000 samples however loaded */
-#define NO_FRAME ((size_t)-1)
 
 /* pyenv's shared builds before 3.12, whose activations only the merge tells apart. */
 static const char *const labels[] = { "2.7", "3.8", "3.10" };
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
-
-/* The first frame at or after from of that kind whose name holds part; NO_FRAME if none. */
-static size_t named_after(const struct pf_sample *sample, size_t from, enum pf_frame_kind kind, const char *part)
-{
-	for (size_t i = from; from != NO_FRAME && i < sample->frame_count; i++)
-		if (sample->frames[i].kind == kind && sample->frames[i].name && strstr(sample->frames[i].name, part))
-			return i;
-	return NO_FRAME;
-}
-
-struct qsort_findings {
-	size_t samples;
-	size_t compare_samples; /* samples in the comparator */
-	size_t whole_chain;     /* ... whose stack holds caller, ffi_call, qsort, comparator, root first */
-};
-
-static void note_qsort(const struct pf_sample *sample, struct qsort_findings *found)
-{
-	size_t caller = named_after(sample, 0, PF_FRAME_PYTHON, "sort_through_qsort");
-	size_t ffi = named_after(sample, caller, PF_FRAME_NATIVE, "ffi_call");
-	size_t qsort_at = named_after(sample, ffi, PF_FRAME_NATIVE, "qsort");
-
-	found->samples++;
-	if (named_after(sample, 0, PF_FRAME_PYTHON, "qsort_compare") == NO_FRAME)
-		return;
-	found->compare_samples++;
-	if (qsort_at == NO_FRAME)
-		qsort_at = named_after(sample, ffi, PF_FRAME_NATIVE, "msort");
-	found->whole_chain += named_after(sample, qsort_at, PF_FRAME_PYTHON, "qsort_compare") != NO_FRAME;
-}
 
 /* The interpreter's libpython (pyenv: PREFIX/lib next to PREFIX/bin), NULL-free: false if none. */
 static bool find_libpython(const struct test_python *python, char *path, size_t len)
@@ -117,7 +87,8 @@ static void stripped_symtab(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	char libpython[PATH_MAX], dir[PATH_MAX], mojo[PATH_MAX], command[PATH_MAX * 3], err[8192], failures[32];
-	struct qsort_findings found = { 0 };
+	struct qsort_chain found = { 0 };
+	size_t samples = 0;
 	struct pf_reader *reader;
 	struct pf_sample sample;
 	unsigned long merge_failures;
@@ -139,8 +110,8 @@ static void stripped_symtab(void **state)
 	if (status != 0)
 		fail_msg("%s: pybpfprof -- %s exited %d: %s", python->label, SCRIPT, status, err);
 	reader = test_open_profile(mojo);
-	while ((got = pf_reader_next_sample(reader, &sample)) > 0)
-		note_qsort(&sample, &found);
+	for (; (got = pf_reader_next_sample(reader, &sample)) > 0; samples++)
+		qsort_chain_note(&sample, &found);
 	if (got < 0)
 		fail_msg("%s: %s", mojo, pf_reader_error(reader));
 	pf_reader_close(reader);
@@ -148,12 +119,12 @@ static void stripped_symtab(void **state)
 	merge_failures = strtoul(failures, NULL, 10);
 	print_message("%s, .symtab stripped: %zu of %zu comparator samples show caller;ffi_call;qsort;comparator; "
 		      "%lu of %zu samples' merges disagreed\n",
-		      python->label, found.whole_chain, found.compare_samples, merge_failures, found.samples);
+		      python->label, found.whole_chain, found.compare_samples, merge_failures, samples);
 	assert_true(found.compare_samples >= 200);
 	/* As tests/e2e/test_record_native.c's native_qsort_callback asks of an interpreter with its
 	 * names: the frames lost to a table built late (a busy host) are not this test's. */
 	assert_true(found.whole_chain * 2 >= found.compare_samples);
-	assert_true(merge_failures * 5 <= found.samples);
+	assert_true(merge_failures * 5 <= samples);
 }
 
 int main(void)

@@ -7,6 +7,7 @@
  * and deep stacks grow the ring buffer.
  */
 #include "record_run.h"
+#include "sample_frames.h"
 
 #include "formats/format_registry.h"
 #include "profile/profile.h"
@@ -196,35 +197,9 @@ static void native_stacks_mixed(void **state)
 
 /* ---- native stacks as a user reads them: one script, one interpreter, one profile ---- */
 
-#define NO_FRAME SIZE_MAX
-
 /* The interpreters the native-stack tests run on: one per frame layout and linkage (static,
  * shared libpython, pyenv, Debian, sid). */
 static const char *const native_labels[] = { "2.7", "3.8", "3.11-static", "3.12", "3.13", "3.14", "3.15" };
-
-/* The first frame at or after from of that kind whose name (or, in_file, file) holds part; NO_FRAME if none. */
-static size_t frame_after(const struct pf_sample *sample, size_t from, enum pf_frame_kind kind, const char *part,
-			  bool in_file)
-{
-	for (size_t i = from; i < sample->frame_count; i++) {
-		const struct pf_frame *frame = &sample->frames[i];
-		const char *text = in_file ? frame->file : frame->name;
-
-		if (frame->kind == kind && text && strstr(text, part))
-			return i;
-	}
-	return NO_FRAME;
-}
-
-static size_t named_after(const struct pf_sample *sample, size_t from, enum pf_frame_kind kind, const char *part)
-{
-	return from == NO_FRAME ? NO_FRAME : frame_after(sample, from, kind, part, false);
-}
-
-static size_t in_file_after(const struct pf_sample *sample, size_t from, enum pf_frame_kind kind, const char *part)
-{
-	return from == NO_FRAME ? NO_FRAME : frame_after(sample, from, kind, part, true);
-}
 
 /* One recorded run of a script: its profile, the profiler's summary and the native-walk metadata. */
 struct native_run {
@@ -477,24 +452,9 @@ static void deep_stacks_grow_the_ring(void **state)
 }
 
 /* b. ctypes qsort with a Python comparator: Python -> libffi -> qsort -> Python. */
-struct qsort_findings {
-	size_t compare_samples;  /* samples in the comparator */
-	size_t whole_chain;      /* ... whose stack holds caller, ffi_call, qsort, comparator in that order */
-};
-
 static void note_qsort(void *findings, const struct pf_sample *sample)
 {
-	struct qsort_findings *found = findings;
-	size_t caller = named_after(sample, 0, PF_FRAME_PYTHON, "sort_through_qsort");
-	size_t ffi = named_after(sample, caller, PF_FRAME_NATIVE, "ffi_call");
-	size_t qsort_at = named_after(sample, ffi, PF_FRAME_NATIVE, "qsort");
-
-	if (named_after(sample, 0, PF_FRAME_PYTHON, "qsort_compare") == NO_FRAME)
-		return;
-	found->compare_samples++;
-	if (qsort_at == NO_FRAME)
-		qsort_at = named_after(sample, ffi, PF_FRAME_NATIVE, "msort");
-	found->whole_chain += named_after(sample, qsort_at, PF_FRAME_PYTHON, "qsort_compare") != NO_FRAME;
+	qsort_chain_note(sample, findings);
 }
 
 static void native_qsort_callback(void **state)
@@ -502,7 +462,7 @@ static void native_qsort_callback(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(native_labels); i++) {
 		const struct test_python *python = native_python(native_labels[i]);
-		struct qsort_findings found = { 0 };
+		struct qsort_chain found = { 0 };
 		struct native_run run;
 
 		if (!python)

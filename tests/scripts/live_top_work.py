@@ -6,6 +6,11 @@
 #   exceptions: round after round, parse_a() three times and parse_b() once, each raising a
 #           ValueError and spinning in its except block, then settle() spins as long with no
 #           exception in flight (exception mode: parse_a 3 times parse_b's samples, settle none).
+#   memory: round after round, grow_a() maps 32 MB and touches every page of it, free_b() unmaps
+#           it; each then spins in its own body, so that the tick after a step's change of
+#           resident memory lands in the function that made it (memory mode: grow_a grows,
+#           free_b releases, 32 MB a round each).
+import mmap
 import sys
 import time
 
@@ -48,6 +53,30 @@ def settle():
         i += 1
 
 
+MEMORY_STEP_BYTES = 32 << 20
+MEMORY_SPIN_STEPS = 500000
+
+
+def grow_a():
+    buffer = mmap.mmap(-1, MEMORY_STEP_BYTES)
+    offset = 0
+    while offset < MEMORY_STEP_BYTES: buffer[offset:offset + 1] = b"\x01"; offset += mmap.PAGESIZE  # noqa: E702
+    i = 0
+    while i < MEMORY_SPIN_STEPS: i += 1  # noqa: E701 (one line: one row in top)
+    return buffer
+
+
+def free_b(buffer):
+    buffer.close()
+    i = 0
+    while i < MEMORY_SPIN_STEPS: i += 1  # noqa: E701 (one line: one row in top)
+
+
+def memory():
+    while True:
+        free_b(grow_a())
+
+
 def exceptions():
     while True:
         for _ in range(3):
@@ -61,5 +90,7 @@ if __name__ == "__main__" and sys.argv[1] == "sleeps":
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sleeps()
+elif __name__ == "__main__" and sys.argv[1] == "memory":
+    memory()
 elif __name__ == "__main__":
     exceptions()

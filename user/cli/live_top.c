@@ -38,7 +38,8 @@
 #define RECENT_DECAY_PER_SECOND 0.70710678
 
 enum view_kind { VIEW_FUNCTIONS, VIEW_PROCESSES, VIEW_THREADS };
-enum sort_key { SORT_OWN_RECENT, SORT_TOTAL_RECENT, SORT_OWN_ALL, SORT_TOTAL_ALL };
+/* The freed keys are memory mode's only: what a row released since the start. */
+enum sort_key { SORT_OWN_RECENT, SORT_TOTAL_RECENT, SORT_OWN_ALL, SORT_TOTAL_ALL, SORT_OWN_FREED, SORT_TOTAL_FREED };
 
 /* A weight over the last few seconds: this second's, added to the earlier ones decayed. */
 struct recent_weight {
@@ -53,6 +54,10 @@ struct row_counts {
 	uint64_t own_all;
 	uint64_t total_all;
 	uint64_t idle_all;     /* threads: samples that found it waiting */
+	/* memory mode: the bytes released (samples of negative weight) since the start, as the leaf
+	 * and anywhere in the stack */
+	uint64_t freed_own_all;
+	uint64_t freed_total_all;
 	uint64_t last_sample;  /* the sample that last added to total: once per stack */
 };
 
@@ -91,6 +96,7 @@ struct live_top {
 	struct recent_weight active_weight;
 	bool waiting_sampled;
 	uint64_t all_weight;
+	uint64_t freed_all; /* memory mode: bytes released since the start */
 	uint64_t started_ms;
 	uint64_t drawn_ms;
 	enum view_kind view;
@@ -106,6 +112,7 @@ struct live_top {
 	const char *event;
 	const char *event_unit;
 	const struct weight_unit *unit;
+	bool memory; /* --mode memory: releases in columns of their own, and keys to rank by them */
 };
 
 static int64_t row_of(struct row_table *table, const char *label, size_t len)
@@ -175,16 +182,20 @@ static size_t frame_label(const struct pf_frame *frame, char *out, size_t len)
 	return used < 0 ? 0 : (size_t)used < len ? (size_t)used : len - 1;
 }
 
-static void add_weight(struct row_counts *counts, uint64_t weight, bool own, bool total, uint64_t sample)
+/* A sample's weight (growth, in memory mode) and release (memory mode's negative weights) to a row. */
+static void add_weight(struct row_counts *counts, uint64_t weight, uint64_t freed, bool own, bool total,
+		       uint64_t sample)
 {
 	if (own) {
 		counts->own_recent.this_second += weight;
 		counts->own_all += weight;
+		counts->freed_own_all += freed;
 	}
 	if (total && counts->last_sample != sample) {
 		counts->last_sample = sample;
 		counts->total_recent.this_second += weight;
 		counts->total_all += weight;
+		counts->freed_total_all += freed;
 	}
 }
 
@@ -193,6 +204,7 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 	struct live_top *top = ctx;
 	int64_t signed_weight = pf_sample_weight(sample);
 	uint64_t weight = signed_weight > 0 ? (uint64_t)signed_weight : 0;
+	uint64_t freed = signed_weight < 0 ? -(uint64_t)signed_weight : 0;
 	char label[LABEL_MAX];
 	int64_t id;
 	int len;
@@ -200,6 +212,7 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 	top->samples++;
 	top->recent_weight.this_second += weight;
 	top->all_weight += weight;
+	top->freed_all += freed;
 	if (sample->status & PF_STATUS_GIL_KNOWN) {
 		top->gil_known_weight.this_second += weight;
 		if (sample->status & PF_STATUS_HAS_GIL)
@@ -212,19 +225,19 @@ static void live_top_add_sample(void *ctx, const struct pf_sample *sample)
 
 		id = row_of(&top->tables[VIEW_FUNCTIONS], label, label_len);
 		if (id >= 0)
-			add_weight(&top->tables[VIEW_FUNCTIONS].counts[id], weight, i + 1 == sample->frame_count, true,
-				   top->samples);
+			add_weight(&top->tables[VIEW_FUNCTIONS].counts[id], weight, freed,
+				   i + 1 == sample->frame_count, true, top->samples);
 	}
 	len = snprintf(label, sizeof(label), "%" PRIu32 " %s", sample->pid,
 		       sample->process_name ? sample->process_name : "");
 	id = row_of(&top->tables[VIEW_PROCESSES], label, (size_t)len < sizeof(label) ? (size_t)len : sizeof(label) - 1);
 	if (id >= 0)
-		add_weight(&top->tables[VIEW_PROCESSES].counts[id], weight, true, true, top->samples);
+		add_weight(&top->tables[VIEW_PROCESSES].counts[id], weight, freed, true, true, top->samples);
 	len = snprintf(label, sizeof(label), "%" PRIu32 "/%" PRIu64 " %s", sample->pid, sample->tid,
 		       sample->thread_name ? sample->thread_name : "");
 	id = row_of(&top->tables[VIEW_THREADS], label, (size_t)len < sizeof(label) ? (size_t)len : sizeof(label) - 1);
 	if (id >= 0) {
-		add_weight(&top->tables[VIEW_THREADS].counts[id], weight, true, true, top->samples);
+		add_weight(&top->tables[VIEW_THREADS].counts[id], weight, freed, true, true, top->samples);
 		if (sample->status & PF_STATUS_IDLE)
 			top->tables[VIEW_THREADS].counts[id].idle_all++;
 	}
@@ -235,8 +248,9 @@ static double share(double part, double whole)
 	return whole > 0 ? 100.0 * part / whole : 0.0;
 }
 
-/* A row's value for a sort key as the screen shows it, in tenths of a percent or hundredths of a
- * second: rows sort by what they show, so rows that look equal are equal and go by the next key. */
+/* A row's value for a sort key as the screen shows it, in tenths of a percent or hundredths of the
+ * unit (a second, a megabyte): rows sort by what they show, so rows that look equal are equal and
+ * go by the next key. */
 static int64_t shown_value(const struct row_counts *counts, enum sort_key sort, double recent_weight,
 			   const struct weight_unit *unit)
 {
@@ -247,6 +261,10 @@ static int64_t shown_value(const struct row_counts *counts, enum sort_key sort, 
 		return llround((double)counts->own_all / unit->per_hundredth);
 	case SORT_TOTAL_ALL:
 		return llround((double)counts->total_all / unit->per_hundredth);
+	case SORT_OWN_FREED:
+		return llround((double)counts->freed_own_all / unit->per_hundredth);
+	case SORT_TOTAL_FREED:
+		return llround((double)counts->freed_total_all / unit->per_hundredth);
 	default:
 		return llround(10.0 * share(counts->own_recent.recent, recent_weight));
 	}
@@ -258,7 +276,9 @@ static enum sort_key tie_key(enum sort_key sort)
 	static const enum sort_key ties[] = { [SORT_OWN_RECENT] = SORT_TOTAL_RECENT,
 					      [SORT_TOTAL_RECENT] = SORT_OWN_RECENT,
 					      [SORT_OWN_ALL] = SORT_TOTAL_ALL,
-					      [SORT_TOTAL_ALL] = SORT_OWN_ALL };
+					      [SORT_TOTAL_ALL] = SORT_OWN_ALL,
+					      [SORT_OWN_FREED] = SORT_TOTAL_FREED,
+					      [SORT_TOTAL_FREED] = SORT_OWN_FREED };
 
 	return ties[sort];
 }
@@ -302,6 +322,8 @@ static void draw_header(const struct live_top *top, uint64_t now_ms)
 	static const char *const view_names[] = { "functions", "processes", "threads" };
 	static const char *const sort_names[] = { "own %", "total %", "own time", "total time" };
 	static const char *const event_sort_names[] = { "own %", "total %", "own weight", "total weight" };
+	static const char *const memory_sort_names[] = { "own %", "total %", "own growth",
+							 "total growth", "own freed", "total freed" };
 	double seconds = (double)(now_ms - top->started_ms) / 1000.0;
 
 	attron(A_BOLD);
@@ -314,8 +336,11 @@ static void draw_header(const struct live_top *top, uint64_t now_ms)
 			 event_sort_names[top->sort], top->paused ? "  PAUSED" : "");
 	else
 		mvprintw(1, 0, "%.1f s  %" PRIu64 " samples  %u Hz %s  view: %s  sorted by %s%s", seconds,
-			 top->samples, top->rate_hz, top->mode, view_names[top->view], sort_names[top->sort],
-			 top->paused ? "  PAUSED" : "");
+			 top->samples, top->rate_hz, top->mode, view_names[top->view],
+			 (top->memory ? memory_sort_names : sort_names)[top->sort], top->paused ? "  PAUSED" : "");
+	/* memory: both totals since the start, in the columns' megabytes */
+	if (top->memory)
+		printw("  grown %.2fM released %.2fM", (double)top->all_weight / 1e6, (double)top->freed_all / 1e6);
 	/* Of the last seconds, as the rows; each only where the samples say it (a process whose GIL
 	 * could not be read is not in the GIL's share; cpu mode samples running threads only). */
 	if (top->gil_known_weight.recent > 0)
@@ -323,8 +348,12 @@ static void draw_header(const struct live_top *top, uint64_t now_ms)
 	if (top->waiting_sampled && top->recent_weight.recent > 0)
 		printw("  active %.1f%%", share(top->active_weight.recent, top->recent_weight.recent));
 	attron(A_REVERSE);
-	mvprintw(2, 0, "keys: q quit  1 own%%  2 total%%  3 own time  4 total time  f functions  p processes  "
-		       "t threads  space pause");
+	if (top->memory)
+		mvprintw(2, 0, "keys: q quit  1 own%%  2 total%%  3 own growth  4 total growth  5 own freed  "
+			       "6 total freed  f functions  p processes  t threads  space pause");
+	else
+		mvprintw(2, 0, "keys: q quit  1 own%%  2 total%%  3 own time  4 total time  f functions  p processes  "
+			       "t threads  space pause");
 	attroff(A_REVERSE);
 }
 
@@ -332,7 +361,7 @@ static void draw_rows(struct live_top *top)
 {
 	const struct row_table *table = &top->tables[top->view];
 	uint32_t *order = malloc((table->count ? table->count : 1) * sizeof(*order));
-	int rows = LINES - 5, width = COLS;
+	int rows = LINES - 5, width = COLS, label_x = top->memory ? 61 : 39;
 	double recent_weight = top->recent_weight.recent;
 	const struct weight_unit *unit = top->unit;
 
@@ -346,8 +375,13 @@ static void draw_rows(struct live_top *top)
 	sorting_unit = unit;
 	qsort(order, table->count, sizeof(*order), compare_rows);
 	attron(A_BOLD);
-	mvprintw(4, 0, "%7s %7s %10s %10s  %s", "%Own", "%Total", unit->own_title, unit->total_title,
-		 top->view == VIEW_FUNCTIONS ? "Function (file:line)" : top->view == VIEW_PROCESSES ? "Process" : "Thread");
+	mvprintw(4, 0, "%7s %7s %10s %10s  ", "%Own", "%Total", unit->own_title, unit->total_title);
+	if (top->memory)
+		printw("%10s %10s ", "OwnFreed", "TotFreed");
+	if (top->view == VIEW_FUNCTIONS)
+		printw("Function (file:line)");
+	else
+		printw("%s", top->view == VIEW_PROCESSES ? "Process" : "Thread");
 	attroff(A_BOLD);
 	for (int r = 0; r < rows && (size_t)r < table->count; r++) {
 		const struct row_counts *counts = &table->counts[order[r]];
@@ -358,8 +392,12 @@ static void draw_rows(struct live_top *top)
 			 (double)shown_value(counts, SORT_TOTAL_RECENT, recent_weight, unit) / 10.0,
 			 (double)shown_value(counts, SORT_OWN_ALL, recent_weight, unit) / 100.0, unit->suffix,
 			 (double)shown_value(counts, SORT_TOTAL_ALL, recent_weight, unit) / 100.0, unit->suffix);
-		/* under its title: the columns before it are 39 wide */
-		put_label(5 + r, 39, label, width - 39);
+		if (top->memory)
+			printw("%9.2f%c %9.2f%c ", (double)shown_value(counts, SORT_OWN_FREED, recent_weight, unit) / 100.0,
+			       unit->suffix, (double)shown_value(counts, SORT_TOTAL_FREED, recent_weight, unit) / 100.0,
+			       unit->suffix);
+		/* under its title: the columns before it are 39 wide (61 with memory's releases) */
+		put_label(5 + r, label_x, label, width - label_x);
 		/* idle: of the clock's ticks, in microseconds as they are; an event's samples are neither
 		 * (an off-cpu block is a waiting thread by nature) */
 		if (top->view == VIEW_THREADS && !top->event && counts->own_all)
@@ -410,6 +448,12 @@ static bool handle_key(struct live_top *top, int key)
 	case '4':
 		top->sort = (enum sort_key)(key - '1');
 		return true;
+	case '5':
+	case '6':
+		/* what was released: memory mode's only */
+		if (top->memory)
+			top->sort = (enum sort_key)(key - '1');
+		return top->memory;
 	case 'f':
 		top->view = VIEW_FUNCTIONS;
 		return true;
@@ -466,7 +510,8 @@ int live_top_run(struct session_options *options, const char *scope)
 	struct live_top top = { .scope = scope, .rate_hz = options->frequency_hz,
 				.mode = options_mode_name(options->mode),
 				.waiting_sampled = !session_mode_on_ticks(options->mode),
-				.unit = options->mode == SESSION_MODE_MEMORY ? &growth_unit : &clock_unit };
+				.unit = options->mode == SESSION_MODE_MEMORY ? &growth_unit : &clock_unit,
+				.memory = options->mode == SESSION_MODE_MEMORY && !options->event };
 	struct session_view view = { .ctx = &top, .add_sample = live_top_add_sample, .tick = live_top_tick };
 	int status;
 

@@ -395,7 +395,7 @@ static const char top_doc[] =
 	"  pybpfprof top --event off-cpu -p PID     live, by blocked time"
 	"\v"
 	"Live keys: q quit, 1-4 sort (own %, total %, own time, total time), f/p/t functions, "
-	"processes, threads, space pause.\n"
+	"processes, threads, space pause; --mode memory: 5-6 sort by own, total release.\n"
 	"Exit status: 0; 64 a usage error; 66 FILE missing or not a valid profile, or no such "
 	"process; 69 cannot profile here (not root).";
 
