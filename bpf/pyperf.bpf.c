@@ -691,6 +691,9 @@ static long pbp_stack_read_step(__u32 read, void *opaque)
 	saved->saved_flags = rec->flags;
 	rec->flags &= ~PBP_WALK_FLAGS;
 	scratch->task_coro_code = 0;
+	/* 3.11-3.13: the walk leaves its outermost coroutine there (3.14+ read the task before) */
+	if (ctx->config->flags & PY_PROC_CORO_FROM_FRAMES)
+		rec->running_task = 0;
 	rec->py_frame_count = pbp_walk_frames(ctx->config, scratch, rec->tstate_addr, ctx->task);
 	rec->flags |= scratch->walk.flags;
 	/* a code object an earlier read met is still owed the consumer's early read */
