@@ -27,13 +27,27 @@ workers_kib() {
 	echo "$total $count"
 }
 
-# ARGS SECONDS [BUSY_COUNT] [attach]: busy 32-frame Pythons; attach: profile the first with -p.
+# Two idle Pythons of every version pyenv holds (2.7, 3.6-3.13), each with zlib and json loaded:
+# a host's population of distinct interpreters, whose unwind and symbol tables whole-host runs hold.
+start_idle_pythons() {
+	local version
+	for version in "$versions"/*/bin/python; do
+		for _ in 1 2; do
+			"$version" -c 'import time, zlib, json
+while True: time.sleep(0.5); sum(range(20000))' & busy+=($!)
+		done
+	done
+}
+
+# ARGS SECONDS [BUSY_COUNT] [attach|host]: busy 32-frame Pythons; attach: profile the first with
+# -p; host: idle Pythons of every version beside them (start_idle_pythons).
 rss_of_run() {
 	local args=$1 seconds=$2 busy_count=${3:-1} attach=${4:-} profiler rss hwm workers busy=()
 	for _ in $(seq "$busy_count"); do
 		"$python" bench/depth_work.py 32 $((seconds + 5)) >/dev/null & busy+=($!)
 	done
-	[ -n "$attach" ] && args="$args -p ${busy[0]}"
+	[ "$attach" = host ] && start_idle_pythons
+	[ "$attach" = attach ] && args="$args -p ${busy[0]}"
 	sleep 0.3
 	# shellcheck disable=SC2086
 	"$profiler_bin" --bpf-stats $args -d "$seconds" -o "$out/rss.mojo" 2>"$out/rss.log" & profiler=$!
@@ -46,16 +60,18 @@ rss_of_run() {
 	awk -v r="${rss:-0}" -v h="${hwm:-0}" -v w="$workers" \
 	    -v l="$(sed -n 's/.*the BPF loader (a child, ended before sampling) \([0-9.]*\) MiB.*/\1/p' "$out/rss.log")" \
 	    -v n="$(sed -n 's/^pybpfprof: \([0-9]*\) samples in.* from \([0-9]*\) Python process.*/\1 \2/p' "$out/rss.log")" \
+	    -v g="$(sed -n 's/^pybpfprof: ring buffer: \([0-9]*\) KiB.*/\1/p' "$out/rss.log")" \
 	    'BEGIN { split(w, wk, " "); split(n, nn, " ")
-		printf "%9.1f %9.1f %10s %9.1f %8d %9d %8d", r / 1024, h / 1024, l == "" ? "-" : sprintf("%.1f", l),
-			wk[1] / 1024, wk[2], nn[1], nn[2] }'
+		printf "%9.1f %9.1f %10s %9.1f %8d %9d %8d %8s", r / 1024, h / 1024, l == "" ? "-" : sprintf("%.1f", l),
+			wk[1] / 1024, wk[2], nn[1], nn[2], g == "" ? "-" : sprintf("%.0f", g / 1024) }'
 }
 
 printf 'profiler memory (MiB): the profiler a second before the end of the run; its BPF loader; its parser workers\n'
-printf '%-38s %9s %9s %10s %9s %8s %9s %8s\n' run rss peak loader_peak workers workers_n samples pythons
+printf '%-38s %9s %9s %10s %9s %8s %9s %8s %8s\n' run rss peak loader_peak workers workers_n samples pythons ring_mib
 printf '%-38s %s\n' "1 kHz, -p a busy 3.12, native, 20 s" "$(rss_of_run '-F 1000' 20 1 attach)"
 printf '%-38s %s\n' "1 kHz, whole host, --no-native, 20 s" "$(rss_of_run '-F 1000 --no-native' 20)"
 printf '%-38s %s\n' "1 kHz, whole host, native, 20 s" "$(rss_of_run '-F 1000' 20)"
+printf '%-38s %s\n' "1 kHz, whole host + 18 idle, native" "$(rss_of_run '-F 1000' 20 1 host)"
 printf '%-38s %s\n' "20 kHz, whole host, --no-native, 25 s" "$(rss_of_run '-F 20000 --no-native' 25)"
 printf '%-38s %s\n' "20 kHz, whole host, native, 25 s" "$(rss_of_run '-F 20000' 25)"
 # A million samples at 1 kHz: a busy Python on each of the 2 CPUs for 510 s (the longest row).
@@ -65,5 +81,7 @@ rss, peak: the profiler's VmRSS and VmHWM. loader_peak: the peak resident memory
   loaded the BPF programs (libbpf's parse of the kernel's BTF; it ends before sampling starts).
   workers: the parser workers' VmHWM summed (workers_n of them; unprivileged, each capped).
   pythons: the Python processes profiled (whole host: every one on the machine, others' too).
-  The record ring is sized from the rate and the CPUs (its size is in each file's ring_buffer_bytes).
+  "+ 18 idle": a busy 3.12 and two idle Pythons of each of the 9 pyenv versions, 20 s.
+  ring_mib: the record ring's size at the end (sized from the rate and the CPUs, grown from the
+  records' mean size; every page resident and mapped twice, so twice this counts in rss).
 TXT

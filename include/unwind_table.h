@@ -95,8 +95,9 @@ enum unwind_stop {
  *
  * The rows live in the `unwind_rows` ARRAY_OF_MAPS: chunks, each an mmapable ARRAY
  * that userspace creates when a table needs room and frees when its last table
- * goes. Every page of a chunk is resident (the profiler maps it to write rows
- * without a syscall each), so chunks are small, UNWIND_CHUNK_ROWS rows (1 MiB),
+ * goes. Every page of a chunk is resident (kernel memory; the profiler maps a
+ * table's pages only to write them, or to read them for a late walk), so chunks
+ * are small, UNWIND_CHUNK_ROWS rows (1 MiB),
  * and a table whose slots exceed that gets a chunk of its own, the power of two
  * of rows that fits it: memory follows the tables placed. The sizes of all chunks
  * held at once never exceed the rows asked for (UNWIND_ROWS_DEFAULT unless the

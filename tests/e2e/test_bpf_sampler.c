@@ -1501,6 +1501,68 @@ static void test_table_outside_its_chunk_is_refused(void **state)
 	bpf_sampler_close(native);
 }
 
+/* This process's mappings of BPF maps (a chunk kept mapped, a table's rows mapped to be read). */
+static size_t bpf_map_mappings(void)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	size_t count = 0;
+	char line[512];
+
+	assert_non_null(maps);
+	while (fgets(line, sizeof(line), maps))
+		count += strstr(line, "anon_inode:bpf-map") != NULL;
+	fclose(maps);
+	return count;
+}
+
+/*
+ * The rows chunks are BPF's: the profiler does not keep them mapped (each would stay resident
+ * in it). Tables written into three chunks read back as written, through more tables than stay
+ * mapped at once, each at its own rows (not an offset page's), and nothing of them stays
+ * mapped once unmapped.
+ */
+static void test_chunks_are_not_kept_mapped(void **state)
+{
+	enum { TABLES = 2 * UNWIND_MAPS_VIEWS + 1, ROWS = 700 };
+	struct bpf_sampler *native = open_native_sampler();
+	struct unwind_maps *maps = bpf_sampler_unwind_maps(native);
+	struct unwind_table_ref refs[TABLES];
+	static struct unwind_row rows[ROWS];
+	size_t sampler_mappings = bpf_map_mappings(); /* the ring's, the sampler's own */
+
+	(void)state;
+	for (uint32_t chunk = 0; chunk < 3; chunk++)
+		assert_int_equal(unwind_maps_add_chunk(maps, chunk, UNWIND_CHUNK_ROWS), 0);
+	for (uint32_t t = 0; t < TABLES; t++) {
+		/* odd first rows: tables that start and end inside a page */
+		refs[t] = (struct unwind_table_ref){ .chunk = t % 3, .first_row = 1 + (t / 3) * (ROWS + 13),
+						     .row_count = ROWS };
+		for (uint32_t i = 0; i < ROWS; i++)
+			rows[i] = (struct unwind_row){ .pc = t * 100000 + i, .cfa_offset8 = (uint16_t)t, .kind = UNWIND_ROW_CFA_RSP };
+		assert_int_equal(unwind_maps_write_table(maps, &refs[t], rows, NULL), 0);
+	}
+	assert_int_equal(bpf_map_mappings(), sampler_mappings);
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t t = 0; t < TABLES; t++) {
+			const struct unwind_row *read = unwind_maps_table_rows(maps, &refs[t]);
+
+			assert_non_null(read);
+			assert_int_equal(read[0].pc, t * 100000);
+			assert_int_equal(read[ROWS - 1].pc, t * 100000 + ROWS - 1);
+			assert_int_equal(read[ROWS / 2].cfa_offset8, t);
+			assert_true(bpf_map_mappings() <= sampler_mappings + UNWIND_MAPS_VIEWS);
+		}
+	}
+	unwind_maps_unmap_tables(maps);
+	assert_int_equal(bpf_map_mappings(), sampler_mappings);
+	/* BPF's copy is the one read: the rows are still there after the views went */
+	assert_int_equal(unwind_maps_table_rows(maps, &refs[TABLES - 1])[ROWS - 1].pc, (TABLES - 1) * 100000 + ROWS - 1);
+	unwind_maps_remove_chunk(maps, refs[TABLES - 1].chunk);
+	assert_null(unwind_maps_table_rows(maps, &refs[TABLES - 1]));
+	assert_int_equal(bpf_map_mappings(), sampler_mappings);
+	bpf_sampler_close(native);
+}
+
 /* The chunks' sizes summed stay within the rows asked for; a removed chunk's room is free again. */
 static void test_chunks_stay_within_the_budget(void **state)
 {
@@ -1717,6 +1779,7 @@ int main(void)
 						stop_running_child),
 		cmocka_unit_test_setup_teardown(test_table_outside_its_chunk_is_refused, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_chunks_stay_within_the_budget, require_sampler, stop_running_child),
+		cmocka_unit_test_setup_teardown(test_chunks_are_not_kept_mapped, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_chunk_updates_in_a_burst, require_sampler, stop_running_child),
 		cmocka_unit_test_setup_teardown(test_native_walks_in_a_chunk_larger_than_the_default, require_sampler,
 						stop_running_child),

@@ -6,6 +6,7 @@
 #include "util/array.h"
 #include "util/errbuf.h"
 #include "util/hash.h"
+#include "util/intern.h"
 #include "util/pace.h"
 #include "util/text_quote.h"
 
@@ -250,6 +251,49 @@ static void pace_refills_steadily_after_a_burst(void **state)
 	assert_int_equal(taken, 5);
 }
 
+/* A writer keeps tables per process, and a whole host has hundreds of processes with a few keys
+ * each: what a table holds (its storage counted, as the budget charges it) follows its keys. */
+static void intern_holds_what_its_keys_need(void **state)
+{
+	struct intern_table small, large;
+	static char big[100 * 1024];
+	uint64_t tid = 4242;
+	char key[32];
+
+	(void)state;
+	intern_init(&small);
+	assert_int_equal(intern_add(&small, &tid, sizeof(tid), NULL), 0);
+	/* its key, the hash slots' minimum and the id index: not a 64 KiB chunk */
+	assert_true(intern_held_bytes(&small) <= 4096);
+	intern_free(&small);
+
+	/* many keys across many chunks, one larger than any chunk: each kept, found and in place */
+	intern_init(&large);
+	memset(big, 'x', sizeof(big));
+	for (int i = 0; i < 20000; i++) {
+		int len = snprintf(key, sizeof(key), "key-%d-%.*s", i, i % 13, "abcdefghijklm");
+
+		assert_int_equal(intern_add(&large, key, (size_t)len, NULL), i);
+	}
+	assert_int_equal(intern_add(&large, big, sizeof(big), NULL), 20000);
+	assert_int_equal(intern_add(&large, "after", 5, NULL), 20001);
+	assert_int_equal(intern_find(&large, big, sizeof(big)), 20000);
+	assert_string_equal(intern_key(&large, 20001, NULL), "after");
+	for (int i = 0; i < 20000; i++) {
+		int len = snprintf(key, sizeof(key), "key-%d-%.*s", i, i % 13, "abcdefghijklm");
+		size_t stored_len;
+		const char *stored = intern_key(&large, (uint32_t)i, &stored_len);
+
+		assert_int_equal(stored_len, (size_t)len);
+		assert_memory_equal(stored, key, (size_t)len);
+		assert_int_equal(stored[len], 0);
+		assert_int_equal(intern_find(&large, key, (size_t)len), i);
+	}
+	/* the storage stays within twice the keys' bytes (each with its NUL) and one last chunk */
+	assert_true(large.chunk_bytes <= 2 * (large.bytes + intern_count(&large)) + 64 * 1024);
+	intern_free(&large);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +305,7 @@ int main(void)
 		cmocka_unit_test(hash_index_finds_what_it_holds_after_removals),
 		cmocka_unit_test(hash_index_tells_colliding_keys_apart),
 		cmocka_unit_test(hashes_mix_every_bit),
+		cmocka_unit_test(intern_holds_what_its_keys_need),
 		cmocka_unit_test(pace_refills_steadily_after_a_burst),
 		cmocka_unit_test(errbuf_returns_the_error_it_describes),
 	};

@@ -375,6 +375,7 @@ static void flush_with(struct session *session, int give_up)
 		pop_and_write(session);
 	}
 	late->stats.held_now = late->count - late->head;
+	native_stacks_unmap_tables(session);
 }
 
 void late_unwind_flush(struct session *session)

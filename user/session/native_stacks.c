@@ -627,6 +627,12 @@ int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint
 	return 0;
 }
 
+void native_stacks_unmap_tables(struct session *session)
+{
+	if (session->native)
+		unwind_maps_unmap_tables(session->native->maps);
+}
+
 void native_stacks_stats(const struct session *session, struct unwind_cache_stats *stats)
 {
 	if (session->native)

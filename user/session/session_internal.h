@@ -223,6 +223,8 @@ size_t native_stacks_held_bytes(const struct session *session);
  * and now wanted first; or a pc in no mapping of a maps read older than the sample, at sample_ns). */
 int native_stacks_table_at(struct session *session, pid_t pid, uint64_t pc, uint64_t sample_ns,
 			   const struct unwind_table **table, uint64_t *bias);
+/* Unmaps the rows native_stacks_table_at mapped: BPF alone needs them between late walks. */
+void native_stacks_unmap_tables(struct session *session);
 /* How many times native_stacks_table_at said to wait for a read of maps on its way (a walk that
  * moved it waited for one). */
 uint64_t native_stacks_read_waits(const struct session *session);

@@ -20,8 +20,6 @@ struct chunk_update {
 	uint32_t chunk;
 	bool insert;
 	int fd;          /* the chunk's map; a removal closes it once it is out */
-	void *memory;    /* a removal's: unmapped once the chunk is out */
-	size_t bytes;
 };
 
 /* A table set while its chunk's update was not done: BPF is pointed at it after. */
@@ -30,14 +28,26 @@ struct deferred_table {
 	struct unwind_table_ref ref;
 };
 
+/* A table's pages mapped for reading (unwind_maps_table_rows). */
+struct table_view {
+	uint32_t chunk, first_row, slots; /* slots 0: none */
+	void *mapping;
+	size_t bytes;
+	const struct unwind_row *rows;    /* the table's first row, inside mapping */
+	uint64_t used;                    /* when last handed out (the views' clock) */
+};
+
 struct unwind_maps {
 	int rows_fd, tables_fd, procs_fd;
-	/* The caller's thread only: the chunks held, each mapped read-write. */
-	struct unwind_row *chunks[UNWIND_MAX_CHUNKS];
+	/* The caller's thread only: the chunks held. Only BPF reads them all the time, so they are not
+	 * kept mapped here (each would stay resident in the profiler, 1 MiB or more): a table's pages
+	 * are mapped to write it, and to read it while late walks need it. */
 	int chunk_fds[UNWIND_MAX_CHUNKS];
 	uint32_t chunk_rows[UNWIND_MAX_CHUNKS]; /* each chunk's size; 0: none */
 	size_t rows_held;          /* the chunks' sizes summed */
 	size_t row_capacity;       /* the most they may sum to */
+	struct table_view views[UNWIND_MAPS_VIEWS];
+	uint64_t view_clock;
 	uint32_t generation;       /* of the table placed last (struct unwind_table_ref) */
 	/* Shared with the update thread, under lock. */
 	pthread_mutex_t lock;
@@ -52,9 +62,18 @@ struct unwind_maps {
 	bool thread_started;
 };
 
-static size_t chunk_bytes(uint32_t rows)
+static void unmap_view(struct table_view *view)
 {
-	return (size_t)rows * sizeof(struct unwind_row);
+	if (view->slots)
+		munmap(view->mapping, view->bytes);
+	*view = (struct table_view){ 0 };
+}
+
+static void unmap_views_in(struct unwind_maps *maps, uint32_t chunk)
+{
+	for (size_t i = 0; i < UNWIND_MAPS_VIEWS; i++)
+		if (maps->views[i].slots && maps->views[i].chunk == chunk)
+			unmap_view(&maps->views[i]);
 }
 
 int unwind_maps_new(struct unwind_maps **out, int rows_fd, int tables_fd, int procs_fd, size_t row_capacity)
@@ -113,7 +132,6 @@ static int apply_update(struct unwind_maps *maps, const struct chunk_update *upd
 	/* A program still walking the chunk keeps its map until it returns (the outer map's RCU). */
 	if (bpf_map_delete_elem(maps->rows_fd, &update->chunk) && errno != ENOENT)
 		err = -errno;
-	munmap(update->memory, update->bytes);
 	close(update->fd);
 	return err;
 }
@@ -203,18 +221,14 @@ void unwind_maps_free(struct unwind_maps *maps)
 	while ((item = work_queue_pop(&maps->updates))) {
 		struct chunk_update *update = update_of(item);
 
-		if (!update->insert) {
-			munmap(update->memory, update->bytes);
+		if (!update->insert)
 			close(update->fd);
-		}
 		free(update);
 	}
-	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++) {
-		if (maps->chunks[i])
-			munmap(maps->chunks[i], chunk_bytes(maps->chunk_rows[i]));
+	unwind_maps_unmap_tables(maps);
+	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
 		if (maps->chunk_fds[i] >= 0)
 			close(maps->chunk_fds[i]);
-	}
 	free(maps->deferred);
 	pthread_cond_destroy(&maps->settled);
 	work_queue_destroy(&maps->updates);
@@ -231,13 +245,11 @@ int unwind_maps_add_chunk(struct unwind_maps *maps, uint32_t chunk, uint32_t row
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
 	struct chunk_update *update;
-	size_t bytes = chunk_bytes(rows);
 	int fd, err;
-	void *memory;
 
 	if (chunk >= UNWIND_MAX_CHUNKS || rows == 0 || rows > UNWIND_CHUNK_MAX_ROWS)
 		return -ERANGE;
-	if (maps->chunks[chunk])
+	if (maps->chunk_rows[chunk])
 		return -EEXIST;
 	if (rows > maps->row_capacity - maps->rows_held)
 		return -ENOSPC;
@@ -251,22 +263,13 @@ int unwind_maps_add_chunk(struct unwind_maps *maps, uint32_t chunk, uint32_t row
 		free(update);
 		return err;
 	}
-	memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (memory == MAP_FAILED) {
-		err = -errno;
-		close(fd);
-		free(update);
-		return err;
-	}
 	*update = (struct chunk_update){ .chunk = chunk, .insert = true, .fd = fd };
 	err = queue_update(maps, update);
 	if (err) {
-		munmap(memory, bytes);
 		close(fd);
 		free(update);
 		return err;
 	}
-	maps->chunks[chunk] = memory;
 	maps->chunk_fds[chunk] = fd;
 	maps->chunk_rows[chunk] = rows;
 	maps->rows_held += rows;
@@ -277,10 +280,10 @@ void unwind_maps_remove_chunk(struct unwind_maps *maps, uint32_t chunk)
 {
 	struct chunk_update taken, *update;
 
-	if (chunk >= UNWIND_MAX_CHUNKS || !maps->chunks[chunk])
+	if (chunk >= UNWIND_MAX_CHUNKS || !maps->chunk_rows[chunk])
 		return;
-	taken = (struct chunk_update){ .chunk = chunk, .fd = maps->chunk_fds[chunk], .memory = maps->chunks[chunk],
-				       .bytes = chunk_bytes(maps->chunk_rows[chunk]) };
+	unmap_views_in(maps, chunk);
+	taken = (struct chunk_update){ .chunk = chunk, .fd = maps->chunk_fds[chunk] };
 	update = malloc(sizeof(*update));
 	if (update) {
 		*update = taken;
@@ -294,7 +297,6 @@ void unwind_maps_remove_chunk(struct unwind_maps *maps, uint32_t chunk)
 		unwind_maps_settle(maps);
 		apply_update(maps, &taken);
 	}
-	maps->chunks[chunk] = NULL;
 	maps->chunk_fds[chunk] = -1;
 	maps->rows_held -= maps->chunk_rows[chunk];
 	maps->chunk_rows[chunk] = 0;
@@ -314,25 +316,90 @@ static bool range_fits(const struct unwind_maps *maps, const struct unwind_table
 	return ref->first_row <= rows && slots <= rows - ref->first_row;
 }
 
+/* Maps the pages of chunk that hold slots rows from first_row (inside the chunk): the mapping
+ * (*mapping, *bytes, for munmap) and where the first row lies in it; NULL with errno set. */
+static struct unwind_row *map_rows(const struct unwind_maps *maps, uint32_t chunk, uint32_t first_row,
+				   uint32_t slots, int prot, void **mapping, size_t *bytes)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t start = (size_t)first_row * sizeof(struct unwind_row);
+	size_t end = start + (size_t)slots * sizeof(struct unwind_row);
+	size_t offset = start - start % page;
+
+	*bytes = (end - offset + page - 1) / page * page;
+	*mapping = mmap(NULL, *bytes, prot, MAP_SHARED, maps->chunk_fds[chunk], (off_t)offset);
+	if (*mapping == MAP_FAILED)
+		return NULL;
+	return (struct unwind_row *)((char *)*mapping + (start - offset));
+}
+
 int unwind_maps_write_table(struct unwind_maps *maps, const struct unwind_table_ref *ref,
 			    const struct unwind_row *rows, const uint32_t *pages)
 {
 	struct unwind_row *place;
+	void *mapping;
+	size_t bytes;
 
-	if (ref->row_count == 0 || !range_fits(maps, ref) || (ref->page_count && !pages))
+	if (ref->row_count == 0 || !range_fits(maps, ref) || !maps->chunk_rows[ref->chunk] ||
+	    (ref->page_count && !pages))
 		return -ERANGE;
-	place = maps->chunks[ref->chunk] + ref->first_row;
+	place = map_rows(maps, ref->chunk, ref->first_row, unwind_table_slots(ref->row_count, ref->page_count),
+			 PROT_READ | PROT_WRITE, &mapping, &bytes);
+	if (!place)
+		return -errno;
 	memcpy(place, rows, ref->row_count * sizeof(*rows));
 	if (ref->page_count)
 		memcpy(place + ref->row_count, pages, ref->page_count * sizeof(*pages));
+	munmap(mapping, bytes);
 	return 0;
 }
 
-const struct unwind_row *unwind_maps_table_rows(const struct unwind_maps *maps, const struct unwind_table_ref *ref)
+static bool view_holds(const struct table_view *view, const struct unwind_table_ref *ref, uint32_t slots)
 {
-	if (ref->row_count == 0 || !range_fits(maps, ref) || !maps->chunks[ref->chunk])
+	return view->slots == slots && view->chunk == ref->chunk && view->first_row == ref->first_row;
+}
+
+/* The view to map a new table into: an empty one, else the least recently handed out. */
+static struct table_view *view_to_reuse(struct unwind_maps *maps)
+{
+	struct table_view *reuse = &maps->views[0];
+
+	for (size_t i = 1; i < UNWIND_MAPS_VIEWS && reuse->slots; i++)
+		if (!maps->views[i].slots || maps->views[i].used < reuse->used)
+			reuse = &maps->views[i];
+	return reuse;
+}
+
+const struct unwind_row *unwind_maps_table_rows(struct unwind_maps *maps, const struct unwind_table_ref *ref)
+{
+	uint32_t slots = unwind_table_slots(ref->row_count, ref->page_count);
+	struct table_view *view;
+	struct unwind_row *rows;
+	void *mapping;
+	size_t bytes;
+
+	if (ref->row_count == 0 || !range_fits(maps, ref) || !maps->chunk_rows[ref->chunk])
 		return NULL;
-	return maps->chunks[ref->chunk] + ref->first_row;
+	for (size_t i = 0; i < UNWIND_MAPS_VIEWS; i++) {
+		if (view_holds(&maps->views[i], ref, slots)) {
+			maps->views[i].used = ++maps->view_clock;
+			return maps->views[i].rows;
+		}
+	}
+	rows = map_rows(maps, ref->chunk, ref->first_row, slots, PROT_READ, &mapping, &bytes);
+	if (!rows)
+		return NULL;
+	view = view_to_reuse(maps);
+	unmap_view(view);
+	*view = (struct table_view){ .chunk = ref->chunk, .first_row = ref->first_row, .slots = slots,
+				     .mapping = mapping, .bytes = bytes, .rows = rows, .used = ++maps->view_clock };
+	return rows;
+}
+
+void unwind_maps_unmap_tables(struct unwind_maps *maps)
+{
+	for (size_t i = 0; i < UNWIND_MAPS_VIEWS; i++)
+		unmap_view(&maps->views[i]);
 }
 
 size_t unwind_maps_chunk_count(const struct unwind_maps *maps)
@@ -340,7 +407,7 @@ size_t unwind_maps_chunk_count(const struct unwind_maps *maps)
 	size_t count = 0;
 
 	for (size_t i = 0; i < UNWIND_MAX_CHUNKS; i++)
-		count += maps->chunks[i] != NULL;
+		count += maps->chunk_rows[i] != 0;
 	return count;
 }
 

@@ -28,6 +28,10 @@
 
 struct unwind_maps;
 
+/* Tables mapped for reading at once (unwind_maps_table_rows): a walk goes through a few files
+ * (the executable, libpython, libc, an extension). */
+#define UNWIND_MAPS_VIEWS 4
+
 /* The maps by fd (the outer map of chunks, the table refs, the processes): 0 or -ENOMEM. */
 int unwind_maps_new(struct unwind_maps **out, int rows_fd, int tables_fd, int procs_fd, size_t row_capacity);
 /* Waits for a chunk update in progress, drops those not started, frees every chunk. */
@@ -36,14 +40,21 @@ void unwind_maps_free(struct unwind_maps *maps);
 size_t unwind_maps_row_capacity(const struct unwind_maps *maps);
 int unwind_maps_add_chunk(struct unwind_maps *maps, uint32_t chunk, uint32_t rows);
 void unwind_maps_remove_chunk(struct unwind_maps *maps, uint32_t chunk);
-/* Chunks held now, and their memory (every page of it resident). */
+/* Chunks held now, and their memory (the kernel's, every page of it resident: not mapped here but
+ * while a table is written or read). */
 size_t unwind_maps_chunk_count(const struct unwind_maps *maps);
 size_t unwind_maps_chunk_bytes(const struct unwind_maps *maps);
 int unwind_maps_write_table(struct unwind_maps *maps, const struct unwind_table_ref *ref,
 			    const struct unwind_row *rows, const uint32_t *pages);
-/* The rows of a table written here (its page index right after them), as BPF reads them; NULL
- * where ref holds no rows or lies outside the chunks held. Valid until its chunk is removed. */
-const struct unwind_row *unwind_maps_table_rows(const struct unwind_maps *maps, const struct unwind_table_ref *ref);
+/* The rows of a table written here (its page index right after them), as BPF reads them, mapped
+ * for reading; NULL where ref holds no rows, lies outside the chunks held, or cannot be mapped.
+ * The chunks are not kept mapped (BPF alone reads them as it samples): up to UNWIND_MAPS_VIEWS
+ * tables stay mapped, the least recently asked for giving way, so a view is valid until
+ * UNWIND_MAPS_VIEWS other tables are asked for, its chunk is removed or
+ * unwind_maps_unmap_tables() is called. */
+const struct unwind_row *unwind_maps_table_rows(struct unwind_maps *maps, const struct unwind_table_ref *ref);
+/* Unmaps the tables unwind_maps_table_rows() mapped (once no walk needs them). */
+void unwind_maps_unmap_tables(struct unwind_maps *maps);
 int unwind_maps_set_table(struct unwind_maps *maps, uint32_t table_id, const struct unwind_table_ref *ref);
 int unwind_maps_set_proc(struct unwind_maps *maps, pid_t tgid, const struct unwind_proc *proc);
 int unwind_maps_forget_proc(struct unwind_maps *maps, pid_t tgid);

@@ -14,7 +14,11 @@ struct intern_chunk {
 	uint8_t data[];
 };
 
-#define CHUNK_MIN (64 * 1024)
+/* Chunks grow from CHUNK_FIRST, doubling, to CHUNK_MAX: a writer keeps tables per process, and a
+ * whole-host run meets hundreds of processes with a few keys each (a 64 KiB first chunk each
+ * was most of the profiler's heap). */
+#define CHUNK_FIRST 256
+#define CHUNK_MAX (64 * 1024)
 
 void intern_init(struct intern_table *table)
 {
@@ -48,6 +52,7 @@ void intern_clear(struct intern_table *table)
 		free_chunks(table->chunks->next);
 		table->chunks->next = NULL;
 		table->chunks->used = 0;
+		table->chunk_bytes = table->chunks->size;
 	}
 	table->count = 0;
 	table->bytes = 0;
@@ -59,7 +64,10 @@ static const uint8_t *store_key(struct intern_table *table, const void *key, siz
 	uint8_t *copy;
 
 	if (!chunk || chunk->size - chunk->used < len + 1) {
-		size_t size = len + 1 > CHUNK_MIN ? len + 1 : CHUNK_MIN;
+		size_t size = !chunk ? CHUNK_FIRST : chunk->size < CHUNK_MAX / 2 ? chunk->size * 2 : CHUNK_MAX;
+
+		if (size < len + 1)
+			size = len + 1;
 
 		chunk = malloc(sizeof(*chunk) + size);
 		if (!chunk)
@@ -68,6 +76,7 @@ static const uint8_t *store_key(struct intern_table *table, const void *key, siz
 		chunk->used = 0;
 		chunk->next = table->chunks;
 		table->chunks = chunk;
+		table->chunk_bytes += size;
 	}
 	copy = chunk->data + chunk->used;
 	memcpy(copy, key, len);

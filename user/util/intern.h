@@ -27,6 +27,7 @@ struct intern_table {
 	size_t keys_capacity;
 	struct intern_chunk *chunks; /* key storage: never moves */
 	size_t bytes;                /* total key bytes held */
+	size_t chunk_bytes;          /* the key storage's size: its chunks' summed */
 };
 
 void intern_init(struct intern_table *table);
@@ -39,10 +40,10 @@ int64_t intern_add(struct intern_table *table, const void *key, size_t len, bool
 int64_t intern_find(const struct intern_table *table, const void *key, size_t len);
 const void *intern_key(const struct intern_table *table, uint32_t id, size_t *len);
 static inline size_t intern_count(const struct intern_table *table) { return table->count; }
-/* What the table holds on the heap: its keys' bytes, their index and the hash slots. */
+/* What the table holds on the heap: its keys' storage, their index and the hash slots. */
 static inline size_t intern_held_bytes(const struct intern_table *table)
 {
-	return table->bytes + table->keys_capacity * sizeof(*table->keys) +
+	return table->chunk_bytes + table->keys_capacity * sizeof(*table->keys) +
 	       table->index.capacity * sizeof(*table->index.slots);
 }
 
