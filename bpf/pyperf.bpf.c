@@ -847,16 +847,33 @@ int pbp_wall(struct bpf_iter__task *ctx)
 /*
  * Names kernel addresses for userspace with the kernel's own symbol lookup: modules and BPF
  * programs loaded at any time included, and no read of all of /proc/kallsyms (120k lines, some
- * 50 ms of a start-up) for the few hundred addresses a profile holds.
+ * 50 ms of a start-up) for the few hundred addresses a profile holds. A task iterator over the
+ * profiler's own process, printing for its first thread only: kernels that refuse an iterator
+ * over a map's elements (EPERM on this project's VMs) take task iterators, which wall mode
+ * needs anyway.
  */
-SEC("iter/bpf_map_elem")
-int pbp_ksym_names(struct bpf_iter__bpf_map_elem *ctx)
-{
-	__u64 *address = ctx->value;
+struct pbp_ksym_print {
+	struct seq_file *seq;
+};
 
-	if (!address || !*address)
+static long pbp_ksym_print_step(__u32 slot, void *opaque)
+{
+	struct pbp_ksym_print *print = opaque;
+	__u64 *address = bpf_map_lookup_elem(&ksym_addrs, &slot);
+
+	if (address && *address)
+		BPF_SEQ_PRINTF(print->seq, "%llx %ps\n", *address, (void *)*address);
+	return 0;
+}
+
+SEC("iter/task")
+int pbp_ksym_names(struct bpf_iter__task *ctx)
+{
+	struct pbp_ksym_print print = { .seq = ctx->meta->seq };
+
+	if (!ctx->task || ctx->meta->seq_num != 0)
 		return 0;
-	BPF_SEQ_PRINTF(ctx->meta->seq, "%llx %ps\n", *address, (void *)*address);
+	bpf_loop(PBP_KSYM_BATCH, pbp_ksym_print_step, &print, 0);
 	return 0;
 }
 

@@ -29,6 +29,10 @@
  * holds it), and a newline.
  */
 #define PBP_KSYM_BATCH PBP_MAX_KERNEL_FRAMES
+/* Addresses userspace names in one pass of the iterator: a pass prints all its lines for one
+ * object, which must fit the kernel's 8-page iterator buffer (a line is at most 16 + 1 + 512
+ * + 59 + 1 bytes: address, space, KSYM_NAME_LEN, " [module]", newline). */
+#define PBP_KSYM_PASS 48
 /* The record ring buffer's size where the rate does not size it (a power of two). */
 #define PBP_RINGBUF_DEFAULT_BYTES (16u << 20)
 /* The size of the inner-map template of the record ring (bpf/maps.h): no ring has it. */

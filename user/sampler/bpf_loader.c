@@ -128,6 +128,29 @@ static int send_reply(int sock, const struct loader_reply *reply, const int *fds
 	return sendmsg(sock, &message, MSG_NOSIGNAL) == (ssize_t)sizeof(*reply) ? 0 : -errno;
 }
 
+/* Opens the object and loads the programs spec asks for into *skel (destroyed on failure);
+ * their handles in progs. 0 or a negative errno, libbpf's last message in last_libbpf_message. */
+static int open_and_load(const struct bpf_load_spec *spec, struct pyperf_bpf **skel,
+			 struct bpf_program *progs[LOADER_PROG_COUNT])
+{
+	int err;
+
+	*skel = pyperf_bpf__open();
+	if (!*skel)
+		return errno ? -errno : -EINVAL;
+	set_read_only_data(*skel, spec);
+	skeleton_programs(*skel, progs);
+	/* Each mode loads only the programs it runs: verifying the others would only cost time. */
+	for (size_t i = 0; i < LOADER_PROG_COUNT; i++)
+		bpf_program__set_autoload(progs[i], spec->load[i]);
+	err = pyperf_bpf__load(*skel);
+	if (err) {
+		pyperf_bpf__destroy(*skel);
+		*skel = NULL;
+	}
+	return err;
+}
+
 /* The child's work: load, answer on sock. Its exit status is 0 once the answer is sent. */
 static int load_and_send(const struct bpf_load_spec *spec, int sock)
 {
@@ -136,23 +159,20 @@ static int load_and_send(const struct bpf_load_spec *spec, int sock)
 	struct bpf_program *progs[LOADER_PROG_COUNT];
 	int fds[LOADER_FD_COUNT];
 	size_t fd_count = 0;
+	struct bpf_load_spec without_names = *spec;
 	struct pyperf_bpf *skel;
 	int err;
 
 	heap_warm(LOAD_HEAP_BYTES);
-	skel = pyperf_bpf__open();
-	if (!skel) {
-		err = errno ? -errno : -EINVAL;
-		reply.err = errbuf_format(reply.message, sizeof(reply.message), err, "opening the BPF object: %s",
-					  strerror(-err));
-		return send_reply(sock, &reply, NULL, 0);
+	err = open_and_load(spec, &skel, progs);
+	if (err && spec->load[LOADER_PROG_KSYM_NAMES]) {
+		/* Kernel frames can go by address: a kernel that refuses only the namer still samples. */
+		without_names.load[LOADER_PROG_KSYM_NAMES] = false;
+		if (open_and_load(&without_names, &skel, progs) == 0) {
+			spec = &without_names;
+			err = 0;
+		}
 	}
-	set_read_only_data(skel, spec);
-	skeleton_programs(skel, progs);
-	/* Each mode loads only the programs it runs: verifying the others would only cost time. */
-	for (size_t i = 0; i < LOADER_PROG_COUNT; i++)
-		bpf_program__set_autoload(progs[i], spec->load[i]);
-	err = pyperf_bpf__load(skel);
 	if (err) {
 		reply.err = errbuf_format(reply.message, sizeof(reply.message), err, "loading the BPF programs: %s (%s)",
 					  strerror(-err), last_libbpf_message);

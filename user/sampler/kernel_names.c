@@ -14,7 +14,7 @@
 /* One line per address: 16 hex digits, a space, the kernel's symbol (KSYM_NAME_LEN 512 at
  * most), " [module]" (MODULE_NAME_LEN 56), a newline; rounded up. */
 #define LINE_MAX_BYTES 640u
-#define TEXT_BYTES (PBP_KSYM_BATCH * LINE_MAX_BYTES)
+#define TEXT_BYTES (PBP_KSYM_PASS * LINE_MAX_BYTES)
 
 struct kernel_names {
 	int link;            /* the iterator's BPF link */
@@ -25,7 +25,8 @@ struct kernel_names {
 
 int kernel_names_open(struct kernel_names **out, int names_prog, int addresses)
 {
-	union bpf_iter_link_info link_info = { .map = { .map_fd = (__u32)addresses } };
+	/* The iterator prints once, for the first thread of the profiler's own process. */
+	union bpf_iter_link_info link_info = { .task = { .pid = (__u32)getpid() } };
 	DECLARE_LIBBPF_OPTS(bpf_link_create_opts, opts, .iter_info = &link_info, .iter_info_len = sizeof(link_info));
 	struct kernel_names *names = calloc(1, sizeof(*names));
 	int err;
@@ -93,15 +94,12 @@ static void parse_lines(char *text, kernel_name_fn found, void *context)
 	}
 }
 
-int kernel_names_lookup(struct kernel_names *names, const uint64_t *addresses, size_t count, kernel_name_fn found,
-			void *context)
+/* One pass: names up to PBP_KSYM_PASS addresses. */
+static int lookup_pass(struct kernel_names *names, const uint64_t *addresses, size_t count, kernel_name_fn found,
+		       void *context)
 {
 	ssize_t length;
 
-	if (count > PBP_KSYM_BATCH)
-		return -E2BIG;
-	if (count == 0)
-		return 0;
 	memcpy(names->slots, addresses, count * sizeof(*addresses));
 	if (names->slots_used > count)
 		memset(names->slots + count, 0, (names->slots_used - count) * sizeof(*addresses));
@@ -111,6 +109,19 @@ int kernel_names_lookup(struct kernel_names *names, const uint64_t *addresses, s
 		return (int)length;
 	parse_lines(names->text, found, context);
 	return 0;
+}
+
+int kernel_names_lookup(struct kernel_names *names, const uint64_t *addresses, size_t count, kernel_name_fn found,
+			void *context)
+{
+	int err = 0;
+
+	if (count > PBP_KSYM_BATCH)
+		return -E2BIG;
+	for (size_t done = 0; done < count && !err; done += PBP_KSYM_PASS)
+		err = lookup_pass(names, addresses + done, count - done < PBP_KSYM_PASS ? count - done : PBP_KSYM_PASS,
+				  found, context);
+	return err;
 }
 
 void kernel_names_close(struct kernel_names *names)

@@ -15,7 +15,8 @@ struct kernel_names;
 /* Called for each address the kernel names: "symbol" or "symbol [module]" (valid for the call). */
 typedef void (*kernel_name_fn)(void *context, uint64_t address, const char *name);
 
-/* Attaches the iterator program to the addresses map (both loaded, by descriptor) and maps the map. */
+/* Attaches the iterator program to the profiler's own process and maps the addresses map (both
+ * loaded, by descriptor). */
 int kernel_names_open(struct kernel_names **out, int names_prog, int addresses);
 /* Names up to PBP_KSYM_BATCH addresses in one pass (more: -E2BIG): found() is called for those
  * the kernel has a symbol for, the others are left out. 0 or -errno. */
