@@ -23,6 +23,9 @@
  *    test's tmp dir, else the checkout's build folder; skipped, saying so, where neither is):
  *    at least 90% of the process's block I/O bytes are under it, and they are at least 80% of
  *    the bytes it wrote; launched, and running before the profiler (-p).
+ *  - block-io:10: direct_writes() makes 25600 O_DIRECT writes of 4 KiB, each a bio it queues
+ *    itself: the bytes under it are those written within 6% (over 5 sd of the sampling's
+ *    spread), each sample weighs 10 bios of 4 KiB, and event_period says 10.
  *  - a period (--event-period 10): write_three() and write_one() as fast as they go, PERIOD_ROUNDS
  *    rounds; about one call in 10 is a sample weighing 10: the split still 3:1 within 2 points
  *    (some 20000 samples: the gaps are drawn at random, so no loop falls in step with them), the
@@ -78,6 +81,15 @@
 #define PERIOD_ROUNDS 50000
 /* The weighed total against the truth: 10 sd of the count of samples at PERIOD_ROUNDS. */
 #define PERIOD_TOTAL_TOLERANCE 0.05
+/* Direct writes of 4 KiB (100 MiB) for block-io:PERIOD: some 2560 samples. */
+#define DIRECT_WRITES 25600
+#define DIRECT_BLOCK 4096
+/*
+ * Gaps of 1 to 2P-1 (uniform: variance about P^2/3) make the samples in M occurrences a renewal
+ * count of mean M/P and variance about M/(3P): a relative sd of sqrt(P/(3M)), 1.14% at P = 10,
+ * M = 25600. 6% is over 5 sd; a period not multiplied in is off by 90%.
+ */
+#define BLOCK_PERIOD_TOLERANCE 0.06
 
 static const char *const syscall_labels[] = { "2.7", "3.12", "3.13", "3.15" };
 /* The interpreter of the tests run once. */
@@ -585,6 +597,42 @@ static void block_io_attach(void **state)
 	remove_block_io_dir(dir);
 }
 
+/*
+ * block-io:PERIOD: direct_writes() queues DIRECT_WRITES bios of 4 KiB itself (O_DIRECT, no page
+ * cache, no writeback thread between); about one in PERIOD is a sample weighing PERIOD times its
+ * bytes, so the bytes under it are the bytes written, within the sampling's spread.
+ */
+static void block_io_period(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char dir[PATH_MAX], mojo[PATH_MAX], options[PATH_MAX + 64], mode[PATH_MAX + 32], out[4096];
+	unsigned long long written = 0;
+	struct split split;
+
+	block_io_dir(python, "block-io-period", dir, sizeof(dir));
+	FORMAT(mojo, "%s/io.mojo", dir);
+	FORMAT(options, "--event block-io:%d -o %s", PERIOD, mojo);
+	FORMAT(mode, "blockdirect %d %s", DIRECT_WRITES, dir);
+	run_workload(python, options, mode, out, sizeof(out));
+	if (strstr(out, "no direct io"))
+		fail_msg("%s: %s is on a block device but refused O_DIRECT", python->label, dir);
+	if (sscanf(out, "direct %llu", &written) != 1)
+		fail_msg("the workload did not say what it wrote: '%s'", out);
+	sum_split(mojo, 0, "direct_writes", "blockdirect", &split);
+	print_message("%s: wrote %llu bytes in %d direct writes; profile %.0f bytes (%+.2f%%) in %zu samples under "
+		      "direct_writes, %.0f in all\n",
+		      python->label, written, DIRECT_WRITES, split.first, 100 * (split.first / (double)written - 1),
+		      split.first_samples, split.total);
+	assert_true(written == (unsigned long long)DIRECT_WRITES * DIRECT_BLOCK);
+	assert_true(split.metrics == PF_METRIC_MEMORY);
+	/* each sample one bio of 4 KiB, standing for PERIOD of them */
+	assert_true(split.first == (double)(split.first_samples * PERIOD * DIRECT_BLOCK));
+	assert_true(fabs(split.first - (double)written) <= BLOCK_PERIOD_TOLERANCE * (double)written);
+	assert_metadata(mojo, "event_period", "10");
+	test_assert_top_ranks(mojo, "own block-io bytes (where the I/O was issued)", "direct_writes");
+	remove_block_io_dir(dir);
+}
+
 /* ---- the command line ---- */
 
 /* Names as this machine numbers them, the calls :bytes takes, the list suggestions come from. */
@@ -658,6 +706,7 @@ int main(void)
 	static const struct test_per_python once[] = { { "whole_host_", whole_host },
 						       { "block_io_", block_io },
 						       { "block_io_attach_", block_io_attach },
+						       { "block_io_period_", block_io_period },
 						       { "period_counts_", period_counts },
 						       { "period_bytes_", period_bytes },
 						       { "compat_calls_", compat_calls } };

@@ -13,6 +13,10 @@
 #   blockio ROUNDS DIR: ROUNDS times, fsync_writes() rewrites 256 KiB of DIR/syscall_work.data and
 #            fsyncs it (the caller's own writeback); "wrote N" (bytes). ROUNDS 0: "ready" after the
 #            first round, then on until killed, 20 ms between rounds.
+#   blockdirect WRITES DIR: direct_writes() writes WRITES blocks of 4 KiB with O_DIRECT to
+#            DIR/syscall_work.direct (1 MiB, written and synced first, then rewritten in turn):
+#            each write is one bio of 4 KiB queued by the caller; "direct N" (bytes written), or
+#            "no direct io" where DIR's filesystem refuses O_DIRECT (Python 3).
 #   spin SECONDS: write_one() as fast as it can for SECONDS: "calls N cpu_s S" (S: user+system
 #            CPU seconds of the process): bench/syscalls.sh's syscall-heavy load.
 #   compat ROUNDS: ROUNDS times, compat_writes() writes 1 byte to /dev/null three times through
@@ -143,6 +147,42 @@ def blockio(rounds, directory):
     sys.stdout.write("wrote %d\n" % written)
 
 
+DIRECT_BLOCK = 4096
+DIRECT_FILE_BLOCKS = 256
+
+
+def direct_writes(fd, block, writes):
+    written = 0
+    for done in range(writes):
+        if done % DIRECT_FILE_BLOCKS == 0:
+            os.lseek(fd, 0, os.SEEK_SET)
+        written += os.write(fd, block)
+    return written
+
+
+def blockdirect(writes, directory):
+    import mmap
+    path = os.path.join(directory, "syscall_work.direct")
+    # Its blocks allocated and on disk before: the direct writes rewrite them, nothing else.
+    with open(path, "wb") as setup:
+        setup.write(b"d" * (DIRECT_BLOCK * DIRECT_FILE_BLOCKS))
+        setup.flush()
+        os.fsync(setup.fileno())
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+    except OSError:
+        os.unlink(path)
+        sys.stdout.write("no direct io\n")
+        return
+    # O_DIRECT takes a buffer aligned to the device's blocks: an anonymous page is.
+    block = mmap.mmap(-1, DIRECT_BLOCK)
+    block.write(b"D" * DIRECT_BLOCK)
+    written = direct_writes(fd, block, writes)
+    os.close(fd)
+    os.unlink(path)
+    sys.stdout.write("direct %d\n" % written)
+
+
 def spin(seconds):
     calls = 0
     end = clock() + seconds
@@ -244,6 +284,8 @@ def main():
         latency(int(sys.argv[2]))
     elif mode == "blockio":
         blockio(int(sys.argv[2]), sys.argv[3])
+    elif mode == "blockdirect":
+        blockdirect(int(sys.argv[2]), sys.argv[3])
     elif mode == "spin":
         spin(float(sys.argv[2]))
     elif mode == "compat":
@@ -251,7 +293,7 @@ def main():
     elif mode == "futex":
         futex(float(sys.argv[2]))
     else:
-        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin|compat|futex ...")
+        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|blockdirect|spin|compat|futex ...")
 
 
 if __name__ == "__main__":
