@@ -23,6 +23,10 @@
 #            int $0x80 (i386's write, number 4: x86_64's stat) and native_writes() once through
 #            os.write, 1 ms between rounds; "compat three=N native=N" (calls that wrote their
 #            byte), or "no ia32" where this kernel runs no i386 call (x86_64 only, Python 3).
+#   compatonly ROUNDS LIBRARY: ROUNDS times, compat_socketcalls() makes 3 socketcalls through
+#            int $0x80 (i386's 102, which is x86_64's getuid) in LIBRARY, tests/scripts/compat_calls.c
+#            built by the test, and native_getuids() calls getuid once (x86_64's 102), 1 ms between
+#            rounds; "compatonly socketcall=N getuid=N" (socketcalls answered as i386's are).
 #   futex SECONDS: hand_over() passes a turn to a partner thread and waits for it back, through
 #            two locks, for SECONDS: each hand-over is futex(2) calls in both threads (the locks'
 #            and the GIL's); "calls N cpu_s S" (N: hand-overs): bench/syscalls.sh's futex-heavy
@@ -245,6 +249,26 @@ def compat(rounds):
     sys.stdout.write("compat three=%d native=%d\n" % (three, one))
 
 
+def compat_socketcalls(library):
+    return library.compat_socketcalls(3)
+
+
+def native_getuids():
+    os.getuid()
+    return 1
+
+
+def compatonly(rounds, library_path):
+    import ctypes
+    library = ctypes.CDLL(library_path)
+    socketcalls = getuids = 0
+    for _ in range(rounds):
+        socketcalls += compat_socketcalls(library)
+        getuids += native_getuids()
+        time.sleep(0.001)
+    sys.stdout.write("compatonly socketcall=%d getuid=%d\n" % (socketcalls, getuids))
+
+
 def hand_over(ping, pong):
     ping.release()
     pong.acquire()
@@ -290,10 +314,12 @@ def main():
         spin(float(sys.argv[2]))
     elif mode == "compat":
         compat(int(sys.argv[2]))
+    elif mode == "compatonly":
+        compatonly(int(sys.argv[2]), sys.argv[3])
     elif mode == "futex":
         futex(float(sys.argv[2]))
     else:
-        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|blockdirect|spin|compat|futex ...")
+        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|blockdirect|spin|compat|compatonly|futex ...")
 
 
 if __name__ == "__main__":
