@@ -23,6 +23,9 @@
  *    test's tmp dir, else the checkout's build folder; skipped, saying so, where neither is):
  *    at least 90% of the process's block I/O bytes are under it, and they are at least 80% of
  *    the bytes it wrote; launched, and running before the profiler (-p).
+ *  - block-io:10: direct_writes() makes 25600 O_DIRECT writes of 4 KiB, each a bio it queues
+ *    itself: the bytes under it are those written within 6% (over 5 sd of the sampling's
+ *    spread), each sample weighs 10 bios of 4 KiB, and event_period says 10.
  *  - a period (--event-period 10): write_three() and write_one() as fast as they go, PERIOD_ROUNDS
  *    rounds; about one call in 10 is a sample weighing 10: the split still 3:1 within 2 points
  *    (some 20000 samples: the gaps are drawn at random, so no loop falls in step with them), the
@@ -34,8 +37,13 @@
  *    which is x86_64's stat) for native_writes()' once through write: --event syscall:write
  *    counts both, 3:1 within 2 points, nearly every call; --event syscall:stat counts none of
  *    them. Skipped, saying so, where the kernel runs no i386 call.
- *  - names: write, openat and futex are this machine's numbers; a 32-bit-only name is unknown;
- *    i386's numbers of write and openat (4, 295) go to the compat bitmap.
+ *  - compat only: socketcall, a name of i386 alone (102, x86_64's getuid), made through int $0x80
+ *    from C (tests/scripts/compat_calls.c, built here) 1800 times beside 600 getuids: the file of
+ *    --event syscall:socketcall weighs 1800 calls, none of them under the getuids; that of
+ *    syscall:getuid has the getuids, none of the socketcalls. Skipped, saying so, as compat's.
+ *  - names: write, openat and futex are this machine's numbers; a 32-bit-only name is not, but is
+ *    i386's (socketcall 102, _llseek 140, mmap2 192); i386's numbers of write and openat (4, 295)
+ *    go to the compat bitmap.
  *  - mistakes: an unknown call (with its likely spelling), :bytes on a call that moves none, an
  *    unknown weight, a period on off-cpu: one line each and the usage status.
  */
@@ -46,8 +54,10 @@
 #include "sampler/syscall_names.h"
 #include "util/exit_status.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <math.h>
 #include <sys/stat.h>
@@ -78,6 +88,15 @@
 #define PERIOD_ROUNDS 50000
 /* The weighed total against the truth: 10 sd of the count of samples at PERIOD_ROUNDS. */
 #define PERIOD_TOTAL_TOLERANCE 0.05
+/* Direct writes of 4 KiB (100 MiB) for block-io:PERIOD: some 2560 samples. */
+#define DIRECT_WRITES 25600
+#define DIRECT_BLOCK 4096
+/*
+ * Gaps of 1 to 2P-1 (uniform: variance about P^2/3) make the samples in M occurrences a renewal
+ * count of mean M/P and variance about M/(3P): a relative sd of sqrt(P/(3M)), 1.14% at P = 10,
+ * M = 25600. 6% is over 5 sd; a period not multiplied in is off by 90%.
+ */
+#define BLOCK_PERIOD_TOLERANCE 0.06
 
 static const char *const syscall_labels[] = { "2.7", "3.12", "3.13", "3.15" };
 /* The interpreter of the tests run once. */
@@ -360,6 +379,87 @@ static void compat_calls(void **state)
 	assert_int_equal(split.first_samples + split.second_samples, 0);
 }
 
+/* ---- calls of i386 only ---- */
+
+/* tests/scripts/compat_calls.c built as a shared library in the test's tmp dir, at library. */
+static void build_compat_library(char *library, size_t len)
+{
+	char source[PATH_MAX], err[1024] = "";
+	char *argv[] = { "cc", "-shared", "-fPIC", "-O1", "-o", library, source, NULL };
+
+	snprintf(library, len, "%s/libcompat_calls.so", test_tmpdir());
+	FORMAT(source, "%s/tests/scripts/compat_calls.c", test_source_dir());
+	if (run_capture(argv, err, sizeof(err)) != 0)
+		fail_msg("building %s: %s", library, err);
+}
+
+/* Whether this kernel runs int $0x80 (i386 emulation): one socketcall through the library, in a
+ * child, as a kernel without it kills the caller. */
+static bool compat_calls_run(const char *library)
+{
+	pid_t child = fork();
+	int status;
+
+	assert_true(child >= 0);
+	if (child == 0) {
+		void *handle = dlopen(library, RTLD_NOW);
+		int (*socketcalls)(int) = handle ? (int (*)(int))dlsym(handle, "compat_socketcalls") : NULL;
+
+		_exit(socketcalls && socketcalls(1) == 1 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * A name only i386 has: compat_socketcalls() makes socketcall (i386's 102) through int $0x80 three
+ * times for native_getuids()' getuid (x86_64's 102) once. --event syscall:socketcall counts every
+ * socketcall and nothing else: the file's weight is the socketcalls made, none under
+ * native_getuids; --event syscall:getuid the other way round.
+ */
+static void compat_only_calls(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char dir[PATH_MAX], library[PATH_MAX], mojo[PATH_MAX], getuid_mojo[PATH_MAX], options[PATH_MAX + 64];
+	char mode[PATH_MAX + 32], out[4096];
+	unsigned long long socketcalls = 0, getuids = 0;
+	struct split split;
+
+	build_compat_library(library, sizeof(library));
+	if (!compat_calls_run(library)) {
+		print_message("%s: this kernel runs no i386 call (int $0x80): skipped\n", python->label);
+		skip();
+	}
+	snprintf(dir, sizeof(dir), "%s/syscall-compat-only-%s", test_tmpdir(), python->label);
+	mkdir(dir, 0755);
+	FORMAT(mojo, "%s/s.mojo", dir);
+	FORMAT(getuid_mojo, "%s/g.mojo", dir);
+	FORMAT(options, "--event syscall:socketcall -o %s", mojo);
+	FORMAT(mode, "compatonly %d %s", COUNT_ROUNDS, library);
+	run_workload(python, options, mode, out, sizeof(out));
+	if (sscanf(out, "compatonly socketcall=%llu getuid=%llu", &socketcalls, &getuids) != 2)
+		fail_msg("the workload did not say its calls: '%s'", out);
+	/* every int $0x80 call was answered as i386's socketcall, not as a getuid */
+	assert_true(socketcalls == 3ull * COUNT_ROUNDS && getuids == COUNT_ROUNDS);
+	sum_split(mojo, 0, "compat_socketcalls", "native_getuids", &split);
+	print_message("%s: %llu socketcalls (int $0x80) + %llu getuids; syscall:socketcall: %.0f calls in all, %zu + "
+		      "%zu under the two\n",
+		      python->label, socketcalls, getuids, split.total, split.first_samples, split.second_samples);
+	assert_true(split.total == (double)socketcalls);
+	assert_true((double)split.first_samples >= CALLS_SEEN_MIN * (double)socketcalls);
+	assert_int_equal(split.second_samples, 0);
+	assert_metadata(mojo, "event", "syscall:socketcall");
+	test_assert_top_ranks(mojo, "own syscalls (where the calls were made)", "compat_socketcalls");
+
+	FORMAT(options, "--event syscall:getuid -o %s", getuid_mojo);
+	run_workload(python, options, mode, out, sizeof(out));
+	sum_split(getuid_mojo, 0, "compat_socketcalls", "native_getuids", &split);
+	print_message("%s: syscall:getuid: %zu + %zu calls under the two\n", python->label, split.first_samples,
+		      split.second_samples);
+	assert_int_equal(split.first_samples, 0);
+	assert_true((double)split.second_samples >= CALLS_SEEN_MIN * (double)getuids);
+}
+
 /* ---- latency ---- */
 
 static void latency(void **state)
@@ -585,6 +685,42 @@ static void block_io_attach(void **state)
 	remove_block_io_dir(dir);
 }
 
+/*
+ * block-io:PERIOD: direct_writes() queues DIRECT_WRITES bios of 4 KiB itself (O_DIRECT, no page
+ * cache, no writeback thread between); about one in PERIOD is a sample weighing PERIOD times its
+ * bytes, so the bytes under it are the bytes written, within the sampling's spread.
+ */
+static void block_io_period(void **state)
+{
+	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	char dir[PATH_MAX], mojo[PATH_MAX], options[PATH_MAX + 64], mode[PATH_MAX + 32], out[4096];
+	unsigned long long written = 0;
+	struct split split;
+
+	block_io_dir(python, "block-io-period", dir, sizeof(dir));
+	FORMAT(mojo, "%s/io.mojo", dir);
+	FORMAT(options, "--event block-io:%d -o %s", PERIOD, mojo);
+	FORMAT(mode, "blockdirect %d %s", DIRECT_WRITES, dir);
+	run_workload(python, options, mode, out, sizeof(out));
+	if (strstr(out, "no direct io"))
+		fail_msg("%s: %s is on a block device but refused O_DIRECT", python->label, dir);
+	if (sscanf(out, "direct %llu", &written) != 1)
+		fail_msg("the workload did not say what it wrote: '%s'", out);
+	sum_split(mojo, 0, "direct_writes", "blockdirect", &split);
+	print_message("%s: wrote %llu bytes in %d direct writes; profile %.0f bytes (%+.2f%%) in %zu samples under "
+		      "direct_writes, %.0f in all\n",
+		      python->label, written, DIRECT_WRITES, split.first, 100 * (split.first / (double)written - 1),
+		      split.first_samples, split.total);
+	assert_true(written == (unsigned long long)DIRECT_WRITES * DIRECT_BLOCK);
+	assert_true(split.metrics == PF_METRIC_MEMORY);
+	/* each sample one bio of 4 KiB, standing for PERIOD of them */
+	assert_true(split.first == (double)(split.first_samples * PERIOD * DIRECT_BLOCK));
+	assert_true(fabs(split.first - (double)written) <= BLOCK_PERIOD_TOLERANCE * (double)written);
+	assert_metadata(mojo, "event_period", "10");
+	test_assert_top_ranks(mojo, "own block-io bytes (where the I/O was issued)", "direct_writes");
+	remove_block_io_dir(dir);
+}
+
 /* ---- the command line ---- */
 
 /* Names as this machine numbers them, the calls :bytes takes, the list suggestions come from. */
@@ -601,6 +737,8 @@ static void names(void **state)
 	assert_int_equal(syscall_number("no_such_call"), -ENOENT);
 	/* a 32-bit architecture's call, which x86_64 has not */
 	assert_int_equal(syscall_number("socketcall"), -ENOENT);
+	assert_int_equal(syscall_number_compat_only("write"), -ENOENT);
+	assert_int_equal(syscall_number_compat_only("no_such_call"), -ENOENT);
 	assert_true(syscall_returns_bytes("write") && syscall_returns_bytes("recvfrom"));
 	assert_false(syscall_returns_bytes("openat") || syscall_returns_bytes("futex"));
 	assert_true(count > 300);
@@ -616,6 +754,10 @@ static void names(void **state)
 		syscall_filter_add_ia32(&filter, "openat");
 		assert_true(filter.mask_ia32[0] == 1ull << 4);
 		assert_true(filter.mask_ia32[295 / 64] == 1ull << (295 % 64));
+		/* i386's own: socketcall 102 (x86_64's getuid), _llseek 140, mmap2 192 */
+		assert_int_equal(syscall_number_compat_only("socketcall"), 102);
+		assert_int_equal(syscall_number_compat_only("_llseek"), 140);
+		assert_int_equal(syscall_number_compat_only("mmap2"), 192);
 	}
 #endif
 }
@@ -658,9 +800,11 @@ int main(void)
 	static const struct test_per_python once[] = { { "whole_host_", whole_host },
 						       { "block_io_", block_io },
 						       { "block_io_attach_", block_io_attach },
+						       { "block_io_period_", block_io_period },
 						       { "period_counts_", period_counts },
 						       { "period_bytes_", period_bytes },
-						       { "compat_calls_", compat_calls } };
+						       { "compat_calls_", compat_calls },
+						       { "compat_only_calls_", compat_only_calls } };
 	static const char *const one_label[] = { ONE_PYTHON };
 	static const struct CMUnitTest cli_tests[] = { cmocka_unit_test(names), cmocka_unit_test(mistakes) };
 	int failed;

@@ -13,12 +13,20 @@
 #   blockio ROUNDS DIR: ROUNDS times, fsync_writes() rewrites 256 KiB of DIR/syscall_work.data and
 #            fsyncs it (the caller's own writeback); "wrote N" (bytes). ROUNDS 0: "ready" after the
 #            first round, then on until killed, 20 ms between rounds.
+#   blockdirect WRITES DIR: direct_writes() writes WRITES blocks of 4 KiB with O_DIRECT to
+#            DIR/syscall_work.direct (1 MiB, written and synced first, then rewritten in turn):
+#            each write is one bio of 4 KiB queued by the caller; "direct N" (bytes written), or
+#            "no direct io" where DIR's filesystem refuses O_DIRECT (Python 3).
 #   spin SECONDS: write_one() as fast as it can for SECONDS: "calls N cpu_s S" (S: user+system
 #            CPU seconds of the process): bench/syscalls.sh's syscall-heavy load.
 #   compat ROUNDS: ROUNDS times, compat_writes() writes 1 byte to /dev/null three times through
 #            int $0x80 (i386's write, number 4: x86_64's stat) and native_writes() once through
 #            os.write, 1 ms between rounds; "compat three=N native=N" (calls that wrote their
 #            byte), or "no ia32" where this kernel runs no i386 call (x86_64 only, Python 3).
+#   compatonly ROUNDS LIBRARY: ROUNDS times, compat_socketcalls() makes 3 socketcalls through
+#            int $0x80 (i386's 102, which is x86_64's getuid) in LIBRARY, tests/scripts/compat_calls.c
+#            built by the test, and native_getuids() calls getuid once (x86_64's 102), 1 ms between
+#            rounds; "compatonly socketcall=N getuid=N" (socketcalls answered as i386's are).
 #   futex SECONDS: hand_over() passes a turn to a partner thread and waits for it back, through
 #            two locks, for SECONDS: each hand-over is futex(2) calls in both threads (the locks'
 #            and the GIL's); "calls N cpu_s S" (N: hand-overs): bench/syscalls.sh's futex-heavy
@@ -143,6 +151,42 @@ def blockio(rounds, directory):
     sys.stdout.write("wrote %d\n" % written)
 
 
+DIRECT_BLOCK = 4096
+DIRECT_FILE_BLOCKS = 256
+
+
+def direct_writes(fd, block, writes):
+    written = 0
+    for done in range(writes):
+        if done % DIRECT_FILE_BLOCKS == 0:
+            os.lseek(fd, 0, os.SEEK_SET)
+        written += os.write(fd, block)
+    return written
+
+
+def blockdirect(writes, directory):
+    import mmap
+    path = os.path.join(directory, "syscall_work.direct")
+    # Its blocks allocated and on disk before: the direct writes rewrite them, nothing else.
+    with open(path, "wb") as setup:
+        setup.write(b"d" * (DIRECT_BLOCK * DIRECT_FILE_BLOCKS))
+        setup.flush()
+        os.fsync(setup.fileno())
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+    except OSError:
+        os.unlink(path)
+        sys.stdout.write("no direct io\n")
+        return
+    # O_DIRECT takes a buffer aligned to the device's blocks: an anonymous page is.
+    block = mmap.mmap(-1, DIRECT_BLOCK)
+    block.write(b"D" * DIRECT_BLOCK)
+    written = direct_writes(fd, block, writes)
+    os.close(fd)
+    os.unlink(path)
+    sys.stdout.write("direct %d\n" % written)
+
+
 def spin(seconds):
     calls = 0
     end = clock() + seconds
@@ -205,6 +249,26 @@ def compat(rounds):
     sys.stdout.write("compat three=%d native=%d\n" % (three, one))
 
 
+def compat_socketcalls(library):
+    return library.compat_socketcalls(3)
+
+
+def native_getuids():
+    os.getuid()
+    return 1
+
+
+def compatonly(rounds, library_path):
+    import ctypes
+    library = ctypes.CDLL(library_path)
+    socketcalls = getuids = 0
+    for _ in range(rounds):
+        socketcalls += compat_socketcalls(library)
+        getuids += native_getuids()
+        time.sleep(0.001)
+    sys.stdout.write("compatonly socketcall=%d getuid=%d\n" % (socketcalls, getuids))
+
+
 def hand_over(ping, pong):
     ping.release()
     pong.acquire()
@@ -244,14 +308,18 @@ def main():
         latency(int(sys.argv[2]))
     elif mode == "blockio":
         blockio(int(sys.argv[2]), sys.argv[3])
+    elif mode == "blockdirect":
+        blockdirect(int(sys.argv[2]), sys.argv[3])
     elif mode == "spin":
         spin(float(sys.argv[2]))
     elif mode == "compat":
         compat(int(sys.argv[2]))
+    elif mode == "compatonly":
+        compatonly(int(sys.argv[2]), sys.argv[3])
     elif mode == "futex":
         futex(float(sys.argv[2]))
     else:
-        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|spin|compat|futex ...")
+        sys.exit("usage: syscall_work.py counts|bytes|latency|blockio|blockdirect|spin|compat|compatonly|futex ...")
 
 
 if __name__ == "__main__":

@@ -515,7 +515,9 @@ static int parse_syscalls(struct session_options *session, char *list, struct ar
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
 		int number = syscall_number(name);
 
-		if (number < 0)
+		/* a name of i386 only (socketcall, mmap2) still matches x86_64's 32-bit callers: it
+		 * goes to the compat bitmap alone, below */
+		if (number < 0 && syscall_number_compat_only(name) < 0)
 			unknown_syscall(name, strlen(name), filter->text + strlen("syscall:"), state);
 		if (filter->weight == PBP_SYSCALL_BYTES && !syscall_returns_bytes(name))
 			argp_failure(state, EXIT_STATUS_USAGE, 0,

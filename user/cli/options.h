@@ -64,7 +64,8 @@ const char *options_mode_names(void);
 	"branches, branch-misses, ... (counted); off-cpu: every block of a thread, weighed in the nanoseconds it "     \
 	"waited (off-cpu:MIN_US: only blocks of at least MIN_US microseconds); syscall:NAME[,NAME...]: every call "   \
 	"of a target thread to these system calls, counted (syscall:NAME:bytes: weighed in the bytes it returned, "   \
-	"read/write/send/recv kin; syscall:NAME:latency: in the nanoseconds it took); block-io: every block I/O a "   \
+	"read/write/send/recv kin; syscall:NAME:latency: in the nanoseconds it took; a name only i386 has, such as "  \
+	"socketcall or mmap2, matches only 32-bit callers); block-io: every block I/O a "                            \
 	"target thread issues, weighed in bytes"
 #define OPTIONS_EVENT_PERIOD_HELP                                                                                 \
 	"With --event: one sample every N occurrences (perf's -c; default: 16 page faults, every major fault and "  \

@@ -14,6 +14,20 @@ int syscall_number(const char *name)
 	return number >= 0 && number < PBP_SYSCALL_MAX ? number : -ENOENT;
 }
 
+int syscall_number_compat_only(const char *name)
+{
+#if defined(__x86_64__)
+	int number = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, name);
+
+	if (syscall_number(name) >= 0)
+		return -ENOENT;
+	return number >= 0 && number < PBP_SYSCALL_MAX ? number : -ENOENT;
+#else
+	(void)name;
+	return -ENOENT;
+#endif
+}
+
 bool syscall_returns_bytes(const char *name)
 {
 	static const char *const moving[] = {

@@ -25,6 +25,10 @@ struct syscall_filter {
 
 /* The number of the system call name, or -ENOENT if this architecture has none of that name. */
 int syscall_number(const char *name);
+/* The i386 number of a call only i386's table has (socketcall, ipc, _llseek, mmap2, ...), which
+ * x86_64's 32-bit (compat) callers make; -ENOENT where this is not x86_64, the name is this
+ * architecture's own, or i386 has none of that name. */
+int syscall_number_compat_only(const char *name);
 /* Whether the call's positive return value is the bytes it moved (the read, write, send and
  * recv families, sendfile, splice, copy_file_range, getrandom): what :bytes weighs. */
 bool syscall_returns_bytes(const char *name);
