@@ -23,7 +23,10 @@
 #define SCRIPT "twin_stacks.py"
 #define DEPTH "200"       /* levels of each twin: several of BPF's window copies */
 #define RATE "1000"
-#define SECONDS "3"
+/* Each twin's CPU time the recording lasts (some 1500 samples of each at 1 kHz, fewer as the
+ * profiler starts), however loaded the machine; and a bound on its wall time. */
+#define TWIN_CPU_MS 1500
+#define RECORD_WALL_MS_MAX 120000
 #define SAMPLES_MIN 200   /* of each twin: the check is not vacuous */
 #define SWITCHES_MIN 20   /* records of one twin right after the other's, on their one CPU */
 #define SHOWN_MAX 5
@@ -135,10 +138,30 @@ static void tally_profile(const char *path, const pid_t pids[2], struct twin_tal
 	free(stamps);
 }
 
+/* Both twins recorded into tachyon until each has run TWIN_CPU_MS since the profiler started
+ * (or RECORD_WALL_MS_MAX passed), then stopped as a user stops it; the profiler's exit status. */
+static int record_twins(char pid_text[2][16], const pid_t pids[2], const char *tachyon, const char *err_path)
+{
+	char *argv[] = { (char *)pybpfprof_binary(), "-q", "-F", RATE, "-p", pid_text[0], "-p", pid_text[1],
+			 "-o", (char *)tachyon, NULL };
+	uint64_t cpu_before[2] = { test_cpu_ms(pids[0]), test_cpu_ms(pids[1]) };
+	pid_t profiler = test_spawn(argv, NULL, err_path);
+
+	assert_true(profiler > 0);
+	for (int waited_ms = 0; waited_ms < RECORD_WALL_MS_MAX; waited_ms += 100) {
+		if (test_cpu_ms(pids[0]) - cpu_before[0] >= TWIN_CPU_MS &&
+		    test_cpu_ms(pids[1]) - cpu_before[1] >= TWIN_CPU_MS)
+			break;
+		usleep(100 * 1000);
+	}
+	kill(profiler, SIGINT);
+	return test_wait_status(profiler);
+}
+
 static void twin_stacks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
-	char tachyon[PATH_MAX], pid_text[2][16], err[4096];
+	char tachyon[PATH_MAX], err_path[PATH_MAX], pid_text[2][16];
 	struct twin twins[2];
 	struct twin_tally tally;
 	pid_t pids[2];
@@ -151,17 +174,18 @@ static void twin_stacks(void **state)
 		snprintf(pid_text[i], sizeof(pid_text[i]), "%d", (int)pids[i]);
 	}
 	FORMAT(tachyon, "%s/twins-%s.bin", test_tmpdir(), python->label);
-	{
-		char *argv[] = { (char *)pybpfprof_binary(), "-q", "-F", RATE, "-p", pid_text[0], "-p", pid_text[1],
-				 "-d", SECONDS, "-o", tachyon, NULL };
-
-		status = run_capture(argv, err, sizeof(err));
-	}
+	FORMAT(err_path, "%s/twins-%s.err", test_tmpdir(), python->label);
+	status = record_twins(pid_text, pids, tachyon, err_path);
 	same_addresses = strcmp(twins[0].ready, twins[1].ready) == 0;
 	for (int i = 0; i < 2; i++)
 		test_stop_target(&twins[i].target);
-	if (status != 0)
-		fail_msg("%s: pybpfprof -p %s -p %s exited %d: %s", python->label, pid_text[0], pid_text[1], status, err);
+	if (status != 0) {
+		size_t len = 0;
+		char *text = (char *)read_whole_file(err_path, &len);
+
+		fail_msg("%s: pybpfprof -p %s -p %s exited %d: %s", python->label, pid_text[0], pid_text[1], status,
+			 text ? text : "");
+	}
 	/* Otherwise no identity of one could pass for the other's: the test would prove nothing. */
 	if (!same_addresses)
 		fail_msg("%s: the twins' code objects are not at the same addresses ('%s' against '%s')", python->label,
