@@ -364,6 +364,7 @@ static __always_inline bool pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 	__u32 last_checksum = walk->last_checksum, count = walk->frame_count, epoch = walk->hot_epoch;
 	__u32 size = off->frame_read_size;
 	__u8 generator_owned = (ctx->config->flags & PY_PROC_CORO_FROM_FRAMES) ? PY_FRAME_OWNED_BY_GENERATOR : 0xff;
+	const struct pbp_py_frame *prev;
 	struct pbp_py_frame *out;
 	const __u8 *frame;
 	__u32 instr_offset;
@@ -385,7 +386,14 @@ static __always_inline bool pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 		if (code_addr == 0)
 			break;
 		if (code_addr != last_code_addr) {
-			if (epoch == 0 || (checksum = pbp_hot_checksum(hot, code_addr, epoch)) < 0)
+			/* The previous record's frame at this index, where it ran the same code
+			 * object: a stack sampled again is mostly the one before it. The barrier
+			 * keeps the mask, as below. */
+			barrier_var(count);
+			prev = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
+			if (count < walk->prev_kept && prev->code_addr == code_addr)
+				checksum = prev->checksum;
+			else if (epoch == 0 || (checksum = pbp_hot_checksum(hot, code_addr, epoch)) < 0)
 				break;
 			last_code_addr = code_addr;
 			last_checksum = (__u32)checksum;
@@ -617,6 +625,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	struct pbp_cpu_window *window = bpf_map_lookup_elem(&cpu_window, &zero);
 	struct pbp_frame_walk_ctx ctx = { .config = config, .scratch = scratch, .task = task };
 	struct pbp_frame_walk *walk = &scratch->walk;
+	__u32 prev_kept;
 
 	walk->frame_addr = pbp_current_frame(config, &scratch->out.rec, tstate_addr, task);
 	walk->window_start = 0;
@@ -630,6 +639,11 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->new_code = 0;
 	walk->shim_count = 0;
 	walk->frames_past_cut = 0;
+	/* out.py is this walk's from here: the previous walk's frames count only for the test
+	 * below, and only those this walk has not written over by its end. */
+	walk->prev_kept = 0;
+	prev_kept = scratch->hot.kept_frames;
+	scratch->hot.kept_frames = 0;
 	if (walk->frame_addr == 0) {
 		walk->flags = PBP_REC_NO_FRAME;
 		return 0;
@@ -646,9 +660,16 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 		if (ctx.hot)
 			walk->hot_epoch = pbp_hot_epoch(scratch, ctx.hot);
 	}
+	/* Their identities hold in the epoch they were settled in, and only there (another
+	 * process, image or code object made since: another epoch). */
+	if (walk->hot_epoch != 0 && walk->hot_epoch == scratch->hot.kept_epoch)
+		walk->prev_kept = prev_kept;
 	bpf_loop(PBP_MAX_PY_FRAMES + PBP_MAX_SKIPPED_FRAMES + PBP_CUT_SHIM_SEARCH_FRAMES, pbp_frame_step, &ctx, 0);
 	if (walk->frame_addr != 0 && !(walk->flags & PBP_REC_READ_FAULT))
 		walk->flags |= PBP_REC_PY_TRUNCATED;
+	/* Every frame written has its identity from this walk, a fault's frames before it too. */
+	scratch->hot.kept_epoch = walk->hot_epoch;
+	scratch->hot.kept_frames = walk->hot_epoch != 0 ? walk->frame_count : 0;
 	return walk->frame_count;
 }
 

@@ -63,6 +63,11 @@ struct pbp_frame_walk {
 	__u32 code_stamp;
 	/* The epoch of hot_codes this walk's identities belong to, 0: hot_codes is not used. */
 	__u32 hot_epoch;
+	/* Leaf-first frames of out.py, as the previous walk on this CPU left them, whose identities
+	 * this walk may take where the code address at the same index matches (pbp_hot_epoch
+	 * found it in the epoch they were settled in; 0: none). */
+	__u32 prev_kept;
+	__u32 reserved;
 };
 
 /* What the current epoch of this CPU's hot_codes stands for, and its number (0: none yet). */
@@ -72,6 +77,12 @@ struct pbp_hot_epoch {
 	__u32 generation;
 	__u32 stamp;
 	__u32 epoch;
+	/* The leaf-first frames at the start of out.py whose (code address, checksum) pairs were
+	 * settled in kept_epoch by the last walk on this CPU: set as a walk ends, cut to the
+	 * frames its record kept as the next record begins (the words after them hold its native
+	 * and kernel stacks), 0 while a walk writes out.py. */
+	__u32 kept_frames;
+	__u32 kept_epoch;
 	__u32 reserved;
 };
 

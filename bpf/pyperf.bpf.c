@@ -338,6 +338,10 @@ static __always_inline struct pbp_record *pbp_begin_record(struct pbp_cpu_scratc
 {
 	struct pbp_record *rec = &scratch->out.rec;
 
+	/* The previous record's frames stay for the next walk (bpf/frame_walk.h) but for those it
+	 * did not keep: its native pcs and kernel stack went in after the ones it kept. */
+	if (scratch->hot.kept_frames > rec->py_frame_count)
+		scratch->hot.kept_frames = rec->py_frame_count;
 	rec->time_ns = time_ns;
 	rec->tstate_addr = 0;
 	rec->pid = tgid;
@@ -635,7 +639,9 @@ static long pbp_agree_step(__u32 k, void *opaque)
 	return 0;
 }
 
-/* Moves the agreed root-side frames (the last `agreed` of now_count) to the record's start. */
+/* Moves the agreed root-side frames (the last `agreed` of now_count) to the record's start.
+ * Each stays a pair of the last read's (code address, checksum): the next walk may still take
+ * them by index (pbp_begin_record cuts the hot epoch's kept_frames to the record's count). */
 static long pbp_keep_root_step(__u32 index, void *opaque)
 {
 	struct pbp_cpu_scratch *scratch;
