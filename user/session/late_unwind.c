@@ -15,7 +15,7 @@
  * it, so the outputs see each thread's samples (and their time stamps) in order and their time
  * deltas never go back. The wait is bounded: by LATE_UNWIND_WAIT_MS per record, by
  * LATE_UNWIND_MAX_BYTES for the whole queue (the oldest record then goes as it is), by its
- * process's exit or exec (its records go before the event), and by the end of the run (a last,
+ * process's exit or exec (its records, and only its, go before the event), and by the end of the run (a last,
  * bounded chance for the tables being built). A record that goes without its table keeps the
  * native frames BPF found and says why in the summary.
  */
@@ -325,28 +325,33 @@ static bool names_settled(struct session *session, struct late_entry *entry, int
 	return true;
 }
 
-static void pop_and_write(struct session *session)
+/* Writes the entry at slot i (which the caller then drops from the queue): unwound if its
+ * tables are there, else as BPF sent it (give_up says why). */
+static void write_entry(struct session *session, size_t i, enum late_unwind_loss give_up)
 {
 	struct late_unwind *late = session->late;
-	struct late_entry *entry = late->entries[late->head++];
+	struct late_entry *entry;
 
+	if (late->entries[i]->waiting)
+		resolve(session, &late->entries[i], give_up);
+	entry = late->entries[i];
+	late->stats.names_missed += entry->waiting_names;
 	late->bytes -= sizeof(*entry) + entry->size;
 	if (entry->size)
 		session_write_record(session, (const struct pbp_record *)entry->record, entry->size);
 	free(entry);
-	if (late->head == late->count)
-		late->head = late->count = 0;
+	late->entries[i] = NULL;
 }
 
-/* Lets the oldest record go: unwound if its tables are there, else as BPF sent it (give_up says why). */
+/* Lets the oldest record go: unwound if its tables are there, else as BPF sent it (give_up says
+ * why, for one still waiting). */
 static void pop_one(struct session *session, enum late_unwind_loss give_up)
 {
 	struct late_unwind *late = session->late;
 
-	if (late->entries[late->head]->waiting)
-		resolve(session, &late->entries[late->head], give_up);
-	late->stats.names_missed += late->entries[late->head]->waiting_names;
-	pop_and_write(session);
+	write_entry(session, late->head++, give_up);
+	if (late->head == late->count)
+		late->head = late->count = 0;
 }
 
 /* Writes the records at the head that are ready; give_up: the cause a waiting head goes with
@@ -372,7 +377,7 @@ static void flush_with(struct session *session, int give_up)
 		}
 		if ((*slot)->waiting_names && !names_settled(session, *slot, give_up, now_ms))
 			break;
-		pop_and_write(session);
+		pop_one(session, LATE_LOST_IN_TIME); /* ready: neither waits */
 	}
 	late->stats.held_now = late->count - late->head;
 	native_stacks_unmap_tables(session);
@@ -485,25 +490,29 @@ static void wait_for_tables(struct session *session, uint64_t bound_ms)
 
 /*
  * What pid's records mean changes at its exit or exec (its image, its mappings): they go now, with
- * the tables placed so far, and with them the records before them (whose order they keep). No wait
- * here: this runs in the drain, and a host where processes come and go would stall it. Those of
- * pid still waiting lose their native frames; so do the others', whose wait is cut short.
+ * the tables placed so far. No wait here: this runs in the drain, and a host where processes come
+ * and go would stall it. Those of pid still waiting lose their native frames. Other processes'
+ * records keep their places and their wait: the order that matters is each thread's, and on a
+ * busy host some process exits every few milliseconds, which would cut every wait short.
  */
 void late_unwind_settle_pid(struct session *session, pid_t pid)
 {
 	struct late_unwind *late = session->late;
-	size_t end;
+	size_t end, kept;
 
-	if (!late || end_of_pid(late, pid) == late->head)
+	if (!late || (end = end_of_pid(late, pid)) == late->head)
 		return;
 	native_stacks_poll(session);
-	for (end = end_of_pid(late, pid); late->head < end;) {
-		bool ours = record_of(late->entries[late->head])->pid == (uint32_t)pid;
-
-		pop_one(session, ours ? LATE_LOST_GONE : LATE_LOST_IN_TIME);
-		if (late->head == 0)
-			break; /* the queue emptied (its indexes start again) */
+	kept = late->head;
+	for (size_t i = late->head; i < late->count; i++) {
+		if (i < end && record_of(late->entries[i])->pid == (uint32_t)pid)
+			write_entry(session, i, LATE_LOST_GONE);
+		else
+			late->entries[kept++] = late->entries[i];
 	}
+	late->count = kept;
+	if (late->head == late->count)
+		late->head = late->count = 0;
 	late->stats.held_now = late->count - late->head;
 }
 
