@@ -348,13 +348,48 @@ static int add_frame(struct symbolize_py_cache *cache, const struct frame_slot *
 	return 0;
 }
 
+/* The slots that stay once pid's go (none of an evicted code object's stay either). */
+static size_t frames_kept_without(const struct symbolize_py_cache *cache, pid_t pid)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < cache->frames_capacity; i++) {
+		const struct frame_slot *slot = &cache->frames[i];
+
+		kept += slot->used && slot->pid != pid && !slot->code->evicted;
+	}
+	return kept;
+}
+
+/*
+ * The table's size for kept slots: as it is, unless they fill an eighth of it or less; then
+ * the smallest that they fill a quarter of at most (room to grow before the next doubling).
+ * A whole host's exited processes take their frames with them, and a table that kept the size
+ * of the busiest moment (an attacker's thousands of frames) stayed resident for the run.
+ */
+static size_t frames_capacity_for(const struct symbolize_py_cache *cache, size_t kept)
+{
+	size_t capacity = cache->frames_capacity;
+
+	if (kept * 8 > capacity)
+		return capacity;
+	while (capacity / 2 >= SYMBOLIZE_PY_INITIAL_CAPACITY && kept * 4 <= capacity / 2)
+		capacity /= 2;
+	return capacity;
+}
+
 void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid)
 {
+	size_t before = cache->frames_capacity;
+	size_t capacity = frames_capacity_for(cache, frames_kept_without(cache, pid));
+
 	/* Frame slots point at code entries: drop them first. On ENOMEM keep the old frame table and
 	 * clear it instead, so nothing dangles. */
-	if (rebuild_frames(cache, cache->frames_capacity, pid) < 0) {
+	if (rebuild_frames(cache, capacity, pid) < 0) {
 		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
 		cache->frames_count = 0;
+	} else if (cache->budget && capacity < before) {
+		target_budget_release(cache->budget, cache->frames_store, (before - capacity) * sizeof(*cache->frames));
 	}
 	drop_codes_of(cache, pid);
 }
