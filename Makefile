@@ -159,6 +159,11 @@ $(BUILD)/tests/unit/test_util_heap_warm: tests/unit/test_util_heap_warm.c $(TEST
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -Itests/lib -o $@ $< $(TESTLIB) $(BUILD)/libpybpfprof.a $(LDLIBS) -lcmocka
 
+# So is bulk_alloc's test: what it checks is that the blocks stay out of glibc's heap.
+$(BUILD)/tests/unit/test_util_bulk_alloc: tests/unit/test_util_bulk_alloc.c $(TESTLIB) $(BUILD)/libpybpfprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -Itests/lib -o $@ $< $(TESTLIB) $(BUILD)/libpybpfprof.a $(LDLIBS) -lcmocka
+
 # The fuzzing corpora's regression run: the harnesses linked into a cmocka test.
 $(BUILD)/tests/unit/test_fuzz_corpus: tests/unit/test_fuzz_corpus.c $(FUZZ_SAN_OBJS) $(TESTLIB_SAN) \
 				       $(BUILD)/san/libpybpfprof.a

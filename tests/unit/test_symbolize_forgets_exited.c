@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The symbolizer's state per process: 200 short processes (fake CPython 3.11 objects built in
- * this process's memory), each symbolized and then gone, leave the set and the cache empty.
+ * this process's memory), each symbolized and then gone, leave the set and the cache empty; and
+ * the decoded frame table that grew for a few busy processes goes back to its first size once
+ * they are gone, its bytes back in the target budget.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +18,7 @@
 #include "util/target_budget.h"
 
 #define CHURNED_PROCESSES 200
+#define BUSY_PROCESSES 8
 
 struct forgetting {
 	struct symbolize_py_cache *cache;
@@ -90,10 +93,70 @@ static void exited_processes_are_forgotten(void **state)
 	free_fake_target(&fake);
 }
 
+/* What the target budget's "decoded frames" store holds now. */
+static uint64_t decoded_frames_held(const struct target_budget *budget)
+{
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	int count = target_budget_stats(budget, stores);
+
+	for (int i = 0; i < count; i++)
+		if (strcmp(stores[i].name, "decoded frames") == 0)
+			return stores[i].held;
+	fail_msg("no decoded frames store in the budget");
+	return 0;
+}
+
+static void the_frame_table_shrinks_when_its_processes_go(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct target_budget *budget;
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	pid_t pids[BUSY_PROCESSES];
+	uint64_t first, grown;
+
+	(void)state;
+	assert_int_equal(target_budget_new(0, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(cache, budget), 0);
+	first = decoded_frames_held(budget);
+	build_fake_target(&fake, 64);
+	for (int i = 0; i < BUSY_PROCESSES; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			pause();
+			_exit(0);
+		}
+		/* the fork has our memory: the same fake objects at the same addresses */
+		for (int code = 0; code < FAKE_CODES; code++)
+			assert_int_equal(resolve(cache, pids[i], &fake, code, &frame), 0);
+	}
+	symbolize_py_cache_stats(cache, &stats);
+	assert_int_equal(stats.frames, BUSY_PROCESSES * FAKE_CODES);
+	grown = decoded_frames_held(budget);
+	assert_true(grown >= 4 * first);
+	for (int i = 0; i < BUSY_PROCESSES; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+		symbolize_py_forget_pid(cache, pids[i]);
+	}
+	symbolize_py_cache_stats(cache, &stats);
+	print_message("decoded frames: %" PRIu64 " bytes at first, %" PRIu64 " for %d x %d frames, %" PRIu64
+		      " once their processes went\n",
+		      first, grown, BUSY_PROCESSES, FAKE_CODES, decoded_frames_held(budget));
+	assert_int_equal(stats.frames, 0);
+	assert_int_equal(decoded_frames_held(budget), first);
+	symbolize_py_cache_free(cache);
+	target_budget_free(budget);
+	free_fake_target(&fake);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(exited_processes_are_forgotten),
+		cmocka_unit_test(the_frame_table_shrinks_when_its_processes_go),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "symbolize/py_linetable.h"
 #include "proc/target_mem.h"
 #include "util/array.h"
+#include "util/bulk_alloc.h"
 #include "util/hash.h"
 #include "util/intern.h"
 #include "util/target_budget.h"
@@ -118,7 +119,7 @@ struct symbolize_py_cache *symbolize_py_cache_new(void)
 static void code_entry_free(struct code_entry *entry)
 {
 	if (entry) {
-		free(entry->linetable);
+		bulk_free(entry->linetable);
 		free(entry);
 	}
 }
@@ -174,7 +175,7 @@ static void uncount_code(struct symbolize_py_cache *cache, const struct code_ent
  * never read again. The caller settles the table's bytes with the cache and the budget. */
 static void forget_linetable(struct symbolize_py_cache *cache, struct code_entry *entry)
 {
-	free(entry->linetable);
+	bulk_free(entry->linetable);
 	entry->linetable = NULL;
 	entry->linetable_len = 0;
 	entry->linetable_missing = true;
@@ -347,13 +348,48 @@ static int add_frame(struct symbolize_py_cache *cache, const struct frame_slot *
 	return 0;
 }
 
+/* The slots that stay once pid's go (none of an evicted code object's stay either). */
+static size_t frames_kept_without(const struct symbolize_py_cache *cache, pid_t pid)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < cache->frames_capacity; i++) {
+		const struct frame_slot *slot = &cache->frames[i];
+
+		kept += slot->used && slot->pid != pid && !slot->code->evicted;
+	}
+	return kept;
+}
+
+/*
+ * The table's size for kept slots: as it is, unless they fill an eighth of it or less; then
+ * the smallest that they fill a quarter of at most (room to grow before the next doubling).
+ * A whole host's exited processes take their frames with them, and a table that kept the size
+ * of the busiest moment (an attacker's thousands of frames) stayed resident for the run.
+ */
+static size_t frames_capacity_for(const struct symbolize_py_cache *cache, size_t kept)
+{
+	size_t capacity = cache->frames_capacity;
+
+	if (kept * 8 > capacity)
+		return capacity;
+	while (capacity / 2 >= SYMBOLIZE_PY_INITIAL_CAPACITY && kept * 4 <= capacity / 2)
+		capacity /= 2;
+	return capacity;
+}
+
 void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid)
 {
+	size_t before = cache->frames_capacity;
+	size_t capacity = frames_capacity_for(cache, frames_kept_without(cache, pid));
+
 	/* Frame slots point at code entries: drop them first. On ENOMEM keep the old frame table and
 	 * clear it instead, so nothing dangles. */
-	if (rebuild_frames(cache, cache->frames_capacity, pid) < 0) {
+	if (rebuild_frames(cache, capacity, pid) < 0) {
 		memset(cache->frames, 0, cache->frames_capacity * sizeof(*cache->frames));
 		cache->frames_count = 0;
+	} else if (cache->budget && capacity < before) {
+		target_budget_release(cache->budget, cache->frames_store, (before - capacity) * sizeof(*cache->frames));
 	}
 	drop_codes_of(cache, pid);
 }
@@ -725,12 +761,11 @@ int symbolize_py_read_str(pid_t pid, const struct py_offsets *off, uint64_t addr
 	return read_unicode_within(pid, off, addr, max_chars, text, len);
 }
 
-/* A bytes object (2.7 str) into a malloc'd buffer, NUL-terminated; at most max_len bytes. */
-static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, size_t max_len, bool truncate,
-		      uint8_t **data, size_t *len)
+/* How many bytes a bytes object holds (at most max_len of them if truncate, else -E2BIG past it). */
+static int bytes_object_len(pid_t pid, const struct py_offsets *off, uint64_t addr, size_t max_len, bool truncate,
+			    size_t *len)
 {
 	int64_t size;
-	uint8_t *buffer;
 	int err;
 
 	err = read_header_field(pid, addr, off->bytes_size, &size, sizeof(size));
@@ -743,17 +778,52 @@ static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, si
 			return -E2BIG;
 		size = (int64_t)max_len;
 	}
-	buffer = malloc((size_t)size + 1);
+	*len = (size_t)size;
+	return 0;
+}
+
+/* A bytes object (2.7 str) into a malloc'd buffer, NUL-terminated; at most max_len bytes. */
+static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, size_t max_len, bool truncate,
+		      uint8_t **data, size_t *len)
+{
+	uint8_t *buffer;
+	int err = bytes_object_len(pid, off, addr, max_len, truncate, len);
+
+	if (err < 0)
+		return err;
+	buffer = malloc(*len + 1);
 	if (!buffer)
 		return -ENOMEM;
-	err = target_mem_read(pid, addr + off->bytes_data, buffer, (size_t)size);
+	err = target_mem_read(pid, addr + off->bytes_data, buffer, *len);
 	if (err < 0) {
 		free(buffer);
 		return err;
 	}
-	buffer[size] = 0;
+	buffer[*len] = 0;
 	*data = buffer;
-	*len = (size_t)size;
+	return 0;
+}
+
+/* A code object's line table (a bytes object) into a block of bulk_alloc: an attacker's are a
+ * megabyte each, by the dozen, until the budget evicts them (util/bulk_alloc.h). */
+static int read_linetable(struct code_entry *entry, const struct py_offsets *off, uint64_t addr)
+{
+	size_t len;
+	uint8_t *table;
+	int err = bytes_object_len(entry->pid, off, addr, SYMBOLIZE_PY_MAX_LINETABLE_BYTES, false, &len);
+
+	if (err < 0)
+		return err;
+	table = bulk_alloc(len);
+	if (!table)
+		return -ENOMEM;
+	err = target_mem_read(entry->pid, addr + off->bytes_data, table, len);
+	if (err < 0) {
+		bulk_free(table);
+		return err;
+	}
+	entry->linetable = table;
+	entry->linetable_len = len;
 	return 0;
 }
 
@@ -887,8 +957,7 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 	if (err == 0)
 		err = read_name(cache, entry->pid, off, pointer_at(object, name_offset), &entry->name);
 	if (err == 0)
-		err = read_bytes(entry->pid, off, pointer_at(object, off->code_linetable),
-				SYMBOLIZE_PY_MAX_LINETABLE_BYTES, false, &entry->linetable, &entry->linetable_len);
+		err = read_linetable(entry, off, pointer_at(object, off->code_linetable));
 	if (err == -E2BIG) {
 		/* Still worth a name; re-reading would not make the table smaller. */
 		entry->linetable_missing = true;
@@ -983,7 +1052,7 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 	}
 	if (err == -ESTALE) {
 		/* The object BPF saw is gone for good: remember the refusal, not the new object. */
-		free(entry->linetable);
+		bulk_free(entry->linetable);
 		entry->linetable = NULL;
 		entry->linetable_len = 0;
 		entry->status = -ESTALE;
