@@ -24,7 +24,13 @@
 #include "proc/target_mem.h"
 
 #define SCRIPT "tests/scripts/marker_threads.py"
-#define SID_ROOT "/var/cache/pybpfprof/sid"
+/* The sid chroot, where tests/pythons/provision-sid.sh puts it (PYBPFPROF_SID_DIR, as there). */
+static const char *sid_root(void)
+{
+	const char *dir = getenv("PYBPFPROF_SID_DIR");
+
+	return dir && *dir ? dir : "/var/cache/pybpfprof/sid";
+}
 #define RUN_IN_SID "tests/pythons/run-python.sh"
 /* Bounds on walks of target memory: far above what the script creates. */
 #define MAX_INTERPS 16
@@ -96,12 +102,12 @@ static const struct interpreter interpreters[] = {
 /* The interpreter's path, or 0 if it is not on this machine. */
 static int find_interpreter(const struct interpreter *interp, char *path, size_t pathlen)
 {
-	char pattern[512];
+	char pattern[512], stamp[512];
 	glob_t found;
 	int ok;
 
 	snprintf(pattern, sizeof(pattern), "%s%s",
-		 interp->launch == LAUNCH_SID_CHROOT ? SID_ROOT
+		 interp->launch == LAUNCH_SID_CHROOT ? sid_root()
 		 : interp->launch == LAUNCH_PYENV    ? test_pyenv_versions()
 						     : "",
 		 interp->path_glob);
@@ -111,8 +117,9 @@ static int find_interpreter(const struct interpreter *interp, char *path, size_t
 	if (ok)
 		snprintf(path, pathlen, "%s", found.gl_pathv[0]);
 	globfree(&found);
+	snprintf(stamp, sizeof(stamp), "%s.stamp", sid_root());
 	if (ok && interp->launch == LAUNCH_SID_CHROOT)
-		ok = access(SID_ROOT ".stamp", F_OK) == 0 && access(RUN_IN_SID, X_OK) == 0;
+		ok = access(stamp, F_OK) == 0 && access(RUN_IN_SID, X_OK) == 0;
 	return ok;
 }
 

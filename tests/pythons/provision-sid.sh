@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Provision (once, cached) a Debian sid chroot holding real CPython 3.14 and 3.15
+# Provision (once, cached) a Debian sid chroot holding real CPython 3.13, 3.14 and 3.15
 # interpreters for the pybpfprof tests.
 #
 # Usage: tests/pythons/provision-sid.sh [--force]
@@ -17,7 +17,7 @@ set -euo pipefail
 
 DIR="${PYBPFPROF_SID_DIR:-/var/cache/pybpfprof/sid}"
 SUITE=sid
-PYTHONS=(python3.14 python3.15)
+PYTHONS=(python3.13 python3.14 python3.15)
 STAMP="$DIR.stamp"
 LOCK="$DIR.lock"
 LOG="$DIR.log"
