@@ -16,7 +16,7 @@
 #   for the profiler to attach and the budget to settle).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-versions=$(tools/pyenv-versions.sh)
+pyenv=$(tools/pyenv-versions.sh)
 
 read -r -a versions <<<"${PYTHONS:-3.12.1 3.13.0}"
 depth=${DEPTH:-900}
@@ -25,7 +25,6 @@ budget=${BUDGET:-1}
 rounds=${ROUNDS:-6000}
 repeat=${REPEAT:-3}
 wait_s=${WAIT:-2}
-pyenv=$versions
 out=$(mktemp -d /tmp/pybpfprof-budget.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
