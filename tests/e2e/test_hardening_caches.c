@@ -396,6 +396,40 @@ static void attackers_fit_in_the_target_budget_beside_other_stores(void **state)
 	target_budget_free(budget);
 }
 
+/*
+ * Code objects whose 1 MiB line tables the target budget cannot take (output tables hold all
+ * but half a MiB of it): each is named, remembered as over budget, and not one byte of its table
+ * is read, so that an attacker's tables cost the draining loop no copying once refused.
+ */
+static void refused_line_tables_are_never_read(void **state)
+{
+	struct symbolize_py_cache *cache = symbolize_py_cache_new();
+	struct target_budget *budget;
+	struct symbolize_py_stats stats;
+	struct fake_target fake;
+	struct pf_frame frame;
+	int outputs;
+
+	(void)state;
+	assert_int_equal(target_budget_new(SMALL_BUDGET, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(cache, budget), 0);
+	outputs = target_budget_register(budget, "output tables", NULL, NULL, NULL);
+	assert_true(outputs >= 0);
+	target_budget_set_held(budget, outputs, SMALL_BUDGET - (SYMBOLIZE_PY_MAX_LINETABLE_BYTES / 2));
+	build_fake_target(&fake, SYMBOLIZE_PY_MAX_LINETABLE_BYTES);
+	for (int i = 0; i < FAKE_CODES; i++) {
+		assert_int_equal(resolve(cache, getpid(), &fake, i, &frame), 0);
+		assert_string_equal(frame.name, "fake");
+	}
+	symbolize_py_cache_stats(cache, &stats);
+	assert_int_equal(stats.codes, FAKE_CODES);
+	assert_int_equal(stats.lines_over_budget, FAKE_CODES);
+	assert_int_equal(stats.linetable_bytes_read, 0);
+	symbolize_py_cache_free(cache);
+	free_fake_target(&fake);
+	target_budget_free(budget);
+}
+
 /* A size as the summary prints it ("8.0 MiB", "596.8 KiB", "12 B") in bytes; -1 if none. */
 static double summary_size(const char *text)
 {
@@ -833,6 +867,7 @@ int main(void)
 		cmocka_unit_test(code_objects_stay_within_the_target_budget),
 		cmocka_unit_test(decoded_frames_stay_within_the_target_budget),
 		cmocka_unit_test(attackers_fit_in_the_target_budget_beside_other_stores),
+		cmocka_unit_test(refused_line_tables_are_never_read),
 		cmocka_unit_test(a_run_with_attackers_stays_within_its_target_budget),
 		cmocka_unit_test(distinct_stacks_stay_within_the_target_budget),
 		cmocka_unit_test(executable_mappings_stay_within_the_target_budget),

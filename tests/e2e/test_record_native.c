@@ -646,6 +646,17 @@ static void native_odd_code(void **state)
 				      python->label, cases[c].phase, found.spin_samples, run.samples, cases[c].spinner,
 				      found.with_kernel, run.stops);
 			assert_true(found.spin_samples * 10 >= run.samples * 7);
+			/* In the sid chroot (no /proc/self/fd) the copy is unlinked only after dlopen mapped
+			 * it: a profiler that read the maps in between built its table, rightly, and then
+			 * the walks go through the library to the root. */
+			if (strcmp(cases[c].phase, "deleted") == 0 && strcmp(python->kind, "chroot") == 0 &&
+			    !strstr(run.stops, cases[c].stop)) {
+				print_message("%s: the library's table was built before it was unlinked; %.1f%% of walks "
+					      "reached the root\n",
+					      python->label, 100.0 * run.root_share);
+				assert_true(run.root_share >= 0.9);
+				continue;
+			}
 			assert_non_null(strstr(run.stops, cases[c].stop));
 			/* the anonymous code calls getpid on every turn: some samples land in the kernel */
 			if (strcmp(cases[c].phase, "anonymous") == 0)

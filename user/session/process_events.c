@@ -185,6 +185,7 @@ static void forget_process(void *ctx, const struct target *target)
 	if (session->resolver.native)
 		symbolize_native_forget_pid(session->resolver.native, target->pid);
 	native_stacks_detach(session, target->pid);
+	threads_seen_forget_pid(&session->threads, (uint64_t)target->pid);
 	/* The outputs' per-process tables (MOJO's definitions) too: a whole-host run sees
 	 * thousands of short processes. */
 	for (size_t i = 0; i < session->writer_count; i++)

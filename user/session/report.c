@@ -108,25 +108,16 @@ void report_flush_writers(struct session *session)
 const char *report_thread_name(struct session *session, const struct pf_sample *sample,
 			       const struct py_target *python, uint64_t tstate_addr)
 {
-	struct { uint64_t pid, tid; } thread = { sample->pid, sample->tid };
-	bool is_new = false;
-	int64_t id = intern_add(&session->threads, &thread, sizeof(thread), &is_new);
+	struct thread_seen *thread = threads_seen_get(&session->threads, sample->pid, sample->tid);
 
-	if (id < 0)
+	if (!thread)
 		return NULL;
-	if (is_new && !ARRAY_RESERVE(session->thread_names, session->thread_names_capacity, (size_t)id + 1)) {
-		char *name = session->thread_names[id];
-
-		/* slots of ids whose reserve failed stay unnamed */
-		while (session->thread_names_count < (size_t)id)
-			session->thread_names[session->thread_names_count++][0] = 0;
-		if (!python || !tstate_addr || py_thread_name_read(python, tstate_addr, name, PY_THREAD_NAME_MAX))
-			proc_identity_thread_name((pid_t)sample->pid, (pid_t)sample->tid, name);
-		session->thread_names_count = (size_t)id + 1;
+	if (!thread->named) {
+		if (!python || !tstate_addr || py_thread_name_read(python, tstate_addr, thread->name, PY_THREAD_NAME_MAX))
+			proc_identity_thread_name((pid_t)sample->pid, (pid_t)sample->tid, thread->name);
+		thread->named = true;
 	}
-	if ((size_t)id >= session->thread_names_count || !session->thread_names[id][0])
-		return NULL;
-	return session->thread_names[id];
+	return thread->name[0] ? thread->name : NULL;
 }
 
 void report_write_sample(struct session *session, struct pf_sample *sample)
@@ -318,8 +309,8 @@ static void print_scope(const struct session *session, uint64_t now_ms)
 			fprintf(stderr, " (%zu descendant%s)", live - live_named_processes(session),
 				plural(live - live_named_processes(session), "s"));
 	}
-	fprintf(stderr, "  %zu thread%s", intern_count(&session->python_threads),
-		plural(intern_count(&session->python_threads), "s"));
+	fprintf(stderr, "  %" PRIu64 " thread%s", session->threads.python_threads,
+		plural(session->threads.python_threads, "s"));
 	if (options->duration_s > 0) {
 		double left = options->duration_s - (double)(now_ms - session->start_ms) / 1000.0;
 
@@ -984,9 +975,9 @@ static void print_bpf_cost(uint64_t run_ns, uint64_t runs, const uint64_t counte
 static void print_totals(const struct session *session, const uint64_t counters[PBP_CNT_MAX], double seconds)
 {
 	size_t processes = target_set_python_count(&session->targets);
-	size_t threads = intern_count(&session->python_threads);
+	uint64_t threads = session->threads.python_threads;
 
-	fprintf(stderr, "pybpfprof: %" PRIu64 " samples in %.1f s from %zu Python process%s, %zu thread%s; %" PRIu64
+	fprintf(stderr, "pybpfprof: %" PRIu64 " samples in %.1f s from %zu Python process%s, %" PRIu64 " thread%s; %" PRIu64
 			" lost\n",
 		session->samples_written, seconds, processes, plural(processes, "es"), threads, plural(threads, "s"),
 		counters[PBP_CNT_LOST]);
@@ -1135,28 +1126,6 @@ static void print_next(struct session *session)
 	fputc('\n', stderr);
 }
 
-/* Names listed in the -v line on processes that ran no Python. */
-#define OTHER_NAMES_SHOWN 4
-
-struct named_count {
-	const char *name;
-	size_t processes;
-};
-
-/* Counts a process under its name among names[*count] (a new name while there is room); false if none was left. */
-static bool count_name(struct named_count *names, size_t *count, const char *name)
-{
-	for (size_t i = 0; i < *count; i++)
-		if (strcmp(names[i].name, name) == 0) {
-			names[i].processes++;
-			return true;
-		}
-	if (*count == OTHER_NAMES_SHOWN)
-		return false;
-	names[(*count)++] = (struct named_count){ name, 1 };
-	return true;
-}
-
 /*
  * -v: the processes sampled while they ran no Python (a launcher's shells: a pyenv shim runs
  * dozens), apart from the Python ones the totals count: their samples, processes (main
@@ -1164,30 +1133,20 @@ static bool count_name(struct named_count *names, size_t *count, const char *nam
  */
 static void print_other_processes(const struct session *session)
 {
-	struct named_count names[OTHER_NAMES_SHOWN];
-	size_t processes = 0, name_count = 0;
-	bool more = false;
+	struct threads_seen_name names[THREADS_SEEN_OTHER_NAMES];
+	size_t name_count;
+	bool more;
+	uint64_t processes;
 
 	if (!session->other_samples)
 		return;
-	for (size_t id = 0; id < intern_count(&session->threads); id++) {
-		uint64_t key[2]; /* pid, tid */
-
-		memcpy(key, intern_key(&session->threads, (uint32_t)id, NULL), sizeof(key));
-		if (key[0] != key[1] || intern_find(&session->python_threads, key, sizeof(key)) >= 0)
-			continue;
-		processes++;
-		more |= !count_name(names, &name_count,
-				    id < session->thread_names_count && session->thread_names[id][0]
-					    ? session->thread_names[id]
-					    : "?");
-	}
-	fprintf(stderr, "pybpfprof: also %" PRIu64 " sample%s of %zu process%s running no Python",
+	processes = threads_seen_other_processes(&session->threads, names, &name_count, &more);
+	fprintf(stderr, "pybpfprof: also %" PRIu64 " sample%s of %" PRIu64 " process%s running no Python",
 		session->other_samples, plural(session->other_samples, "s"), processes, plural(processes, "es"));
 	for (size_t i = 0; i < name_count; i++) {
 		fputs(i ? ", " : " (", stderr);
 		fput_escaped(stderr, names[i].name); /* the target's to choose */
-		fprintf(stderr, " x%zu", names[i].processes);
+		fprintf(stderr, " x%" PRIu64, names[i].processes);
 	}
 	fputs(!name_count ? "\n" : more ? ", ...)\n" : ")\n", stderr);
 }

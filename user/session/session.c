@@ -86,7 +86,7 @@ static const struct py_target *python_of_record(struct session *session, const s
 static void count_python_sample(struct session *session, const struct pbp_record *record, struct target *target,
 				bool ran_python)
 {
-	struct { uint64_t pid, tid; } thread = { record->pid, record->tid };
+	struct thread_seen *thread;
 
 	if (!ran_python) {
 		session->other_samples++;
@@ -94,7 +94,9 @@ static void count_python_sample(struct session *session, const struct pbp_record
 	}
 	if (target)
 		target->python_samples++;
-	(void)intern_add(&session->python_threads, &thread, sizeof(thread), NULL);
+	thread = threads_seen_get(&session->threads, record->pid, record->tid);
+	if (thread)
+		threads_seen_mark_python(&session->threads, thread);
 }
 
 /* The task the record's thread ran, 0 if none: 3.11-3.13's BPF may give its coroutine. */
@@ -250,7 +252,7 @@ static void count_held_in_budget(struct session *session, uint64_t now_ms)
 	target_budget_set_held(session->budget, session->outputs_budget_store, outputs);
 	target_budget_set_held(session->budget, session->pending_budget_store,
 			       session->pending_capacity + late_unwind_held_bytes(session) + discovery_held_bytes(session) +
-				       native_stacks_held_bytes(session));
+				       native_stacks_held_bytes(session) + threads_seen_held_bytes(&session->threads));
 	/* discovery's thread keeps them under their fixed cap, outside the limit, and publishes
 	 * what they take */
 	target_budget_set_fixed(session->budget, session->verdicts_budget_store,
@@ -568,10 +570,8 @@ static void release(struct session *session)
 	sample_resolve_free(&session->resolver);
 	py_runtime_file_cache_free(session->targets.runtime_files);
 	target_set_free(&session->targets);
-	intern_free(&session->threads);
+	threads_seen_free(&session->threads);
 	overhead_budget_free(&session->overhead);
-	intern_free(&session->python_threads);
-	free(session->thread_names);
 	intern_free(&session->containers);
 	free(session->container_counts);
 	free(session->pending_records);
@@ -892,8 +892,7 @@ int session_run(const struct session_options *options)
 	int status, err;
 
 	target_set_init(&session.targets);
-	intern_init(&session.threads);
-	intern_init(&session.python_threads);
+	threads_seen_init(&session.threads);
 	intern_init(&session.containers);
 	session.system_wide = options->pid_count == 0 && !options->command;
 	start_overhead_budget(&session);

@@ -19,6 +19,7 @@
 #include "session/overhead_budget.h"
 #include "push/push_client.h"
 #include "session/session.h"
+#include "session/threads_seen.h"
 #include "symbolize/sample_resolve.h"
 #include "proc/launch.h"
 #include "python/py_thread_name.h"
@@ -96,12 +97,8 @@ struct session {
 	 * the end tells whether their CPU was mostly in the children left out. */
 	uint64_t named_ticks_start;
 	uint64_t descendant_ticks_start;
-	struct intern_table threads; /* (pid, tid) pairs seen */
-	struct intern_table python_threads; /* ... seen running Python (the summary counts these) */
+	struct threads_seen threads; /* the live processes' threads seen: names, Python or not */
 	uint64_t other_samples;      /* samples of processes not running Python (a launcher's shells) */
-	char (*thread_names)[PY_THREAD_NAME_MAX]; /* by thread id above, read when first seen */
-	size_t thread_names_count;   /* ids with a name slot ("" unknown) */
-	size_t thread_names_capacity;
 	/* The targets' cgroups (containers) by number, with their processes and samples. */
 	struct intern_table containers;
 	struct container_counts *container_counts;

@@ -182,15 +182,15 @@ static void forget_linetable(struct symbolize_py_cache *cache, struct code_entry
 	cache->stats.lines_over_budget++;
 }
 
-/* A line table's bytes into the target budget; refused (the budget is full of objects used
- * more recently, or the table is larger than it), the table goes and its code object is
- * remembered as over budget: lines unknown, never read again. */
-static void charge_linetable(struct symbolize_py_cache *cache, struct code_entry *entry)
+/* Whether the target budget takes a line table of len bytes, before it is read; refused (the
+ * budget is full of objects used more recently, or the table is larger than it), the code
+ * object is remembered as over budget: lines unknown, never read at all. */
+static bool charge_linetable(struct symbolize_py_cache *cache, struct code_entry *entry, size_t len)
 {
-	if (!cache->budget || !entry->linetable_len ||
-	    target_budget_charge(cache->budget, cache->budget_store, entry->linetable_len) == 0)
-		return;
+	if (!cache->budget || !len || target_budget_charge(cache->budget, cache->budget_store, len) == 0)
+		return true;
 	forget_linetable(cache, entry);
+	return false;
 }
 
 /* --- the code object table --- */
@@ -805,8 +805,10 @@ static int read_bytes(pid_t pid, const struct py_offsets *off, uint64_t addr, si
 }
 
 /* A code object's line table (a bytes object) into a block of bulk_alloc: an attacker's are a
- * megabyte each, by the dozen, until the budget evicts them (util/bulk_alloc.h). */
-static int read_linetable(struct code_entry *entry, const struct py_offsets *off, uint64_t addr)
+ * megabyte each, by the dozen, until the budget evicts them (util/bulk_alloc.h). Charged to
+ * the budget from the object's header, so that a refused table costs no read. */
+static int read_linetable(struct symbolize_py_cache *cache, struct code_entry *entry, const struct py_offsets *off,
+			  uint64_t addr)
 {
 	size_t len;
 	uint8_t *table;
@@ -814,14 +816,17 @@ static int read_linetable(struct code_entry *entry, const struct py_offsets *off
 
 	if (err < 0)
 		return err;
+	if (!charge_linetable(cache, entry, len))
+		return 0;
 	table = bulk_alloc(len);
-	if (!table)
-		return -ENOMEM;
-	err = target_mem_read(entry->pid, addr + off->bytes_data, table, len);
+	err = table ? target_mem_read(entry->pid, addr + off->bytes_data, table, len) : -ENOMEM;
 	if (err < 0) {
 		bulk_free(table);
+		if (cache->budget && len)
+			target_budget_release(cache->budget, cache->budget_store, len);
 		return err;
 	}
+	cache->stats.linetable_bytes_read += len;
 	entry->linetable = table;
 	entry->linetable_len = len;
 	return 0;
@@ -957,7 +962,7 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 	if (err == 0)
 		err = read_name(cache, entry->pid, off, pointer_at(object, name_offset), &entry->name);
 	if (err == 0)
-		err = read_linetable(entry, off, pointer_at(object, off->code_linetable));
+		err = read_linetable(cache, entry, off, pointer_at(object, off->code_linetable));
 	if (err == -E2BIG) {
 		/* Still worth a name; re-reading would not make the table smaller. */
 		entry->linetable_missing = true;
@@ -1046,18 +1051,19 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 	err = read_code_object(cache, config, entry);
 	if (err < 0 && err != -ESTALE) {
 		/* Not remembered: a failed read may succeed later (-ESRCH ends with symbolize_py_forget_pid). */
+		release_linetable(cache, entry);
 		code_entry_free(entry);
 		cache->stats.read_errors++;
 		return err;
 	}
 	if (err == -ESTALE) {
 		/* The object BPF saw is gone for good: remember the refusal, not the new object. */
+		release_linetable(cache, entry);
 		bulk_free(entry->linetable);
 		entry->linetable = NULL;
 		entry->linetable_len = 0;
 		entry->status = -ESTALE;
 	}
-	charge_linetable(cache, entry);
 	entry->last_used = ++*cache->clock;
 	if (!charge_entry(cache)) {
 		release_linetable(cache, entry);

@@ -104,7 +104,8 @@ struct symbolize_py_stats {
 	uint64_t read_errors; /* code objects that could not be read */
 	uint64_t stale;       /* frames refused with -ESTALE */
 	uint64_t evicted;     /* code objects evicted by the count budget */
-	uint64_t lines_over_budget; /* line tables dropped by the byte budget */
+	uint64_t lines_over_budget; /* line tables dropped by the byte budget, or refused unread */
+	uint64_t linetable_bytes_read; /* line tables' bytes read from targets */
 	uint64_t names_over_budget; /* names replaced by SYMBOLIZE_PY_NAME_OVER_BUDGET */
 	/* What is held now: */
 	size_t codes;         /* code objects */
