@@ -342,6 +342,43 @@ static __always_inline __u32 pbp_instr_offset(const struct py_offsets *off, cons
 	return (__u32)*(const __s32 *)lasti;
 }
 
+/* Below a thread's stack pointer, this much of its C stack is taken for that of returned calls. */
+#define PBP_DEAD_STACK_SPAN (64u << 10)
+
+/*
+ * The thread's user stack pointer where it is exact, 0 where not: the current task's (the
+ * registers saved as the interrupt or the system call entered the kernel), or those of a task
+ * that is not on a CPU. A running task's saved registers are from its last entry, long gone.
+ */
+static __always_inline __u64 pbp_exact_user_sp(struct task_struct *task)
+{
+	struct task_struct *thread = task ? task : bpf_get_current_task_btf();
+	struct pt_regs *regs;
+
+	if ((task && task->on_cpu) || !thread->mm)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(thread);
+	if (!regs || (regs->cs & 3) != 3)
+		return 0;
+	return regs->sp;
+}
+
+/*
+ * Whether the link from the leaf frame to its caller (next) is a leftover. 3.12's CALL makes a
+ * new frame current a few instructions before it writes the frame's link (the compiler moved
+ * the store; tests/e2e/test_code_identity.c met it), so a frame that has not started yet may
+ * still hold the link its slot held before: often the shim of a C call that has returned since,
+ * in the C stack below the stack pointer, where no live frame is. Only a leaf not started
+ * is asked: a frame that ran was linked before it did.
+ */
+static __always_inline bool pbp_leaf_link_stale(const struct py_offsets *off, const struct pbp_frame_walk *walk,
+						__u32 instr_offset, __u64 next)
+{
+	if (walk->user_sp == 0 || off->lasti_kind != PY_LASTI_PTR || instr_offset > off->code_code_adaptive)
+		return false;
+	return next < walk->user_sp && walk->user_sp - next <= PBP_DEAD_STACK_SPAN;
+}
+
 /*
  * 3.11+: frames taken as a full step (pbp_frame_step) would take them, as long as they are
  * plain ones: inside the window copied already, run by the thread (no shim, no coroutine
@@ -399,6 +436,9 @@ static __always_inline bool pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 			last_checksum = (__u32)checksum;
 		}
 		instr_offset = pbp_instr_offset(off, frame, code_addr);
+		/* A leaf not started yet: the full step checks its link (pbp_leaf_link_stale). */
+		if (count == 0 && instr_offset <= off->code_code_adaptive)
+			break;
 		if (off->frame_is_entry != PY_OFF_NONE && frame[off->frame_is_entry & (PBP_FRAME_MAX_READ - 1)])
 			instr_offset |= PBP_PY_FRAME_ENTRY;
 		/* Keeps the mask that clang would drop after the test above, for the verifier. */
@@ -433,7 +473,7 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	struct pbp_py_frame *out;
 	__u64 rel, code_addr;
 	const __u8 *frame;
-	__u32 count;
+	__u32 count, instr_offset;
 	long checksum;
 
 	(void)index;
@@ -515,14 +555,20 @@ static long pbp_frame_step(__u32 index, void *opaque)
 		if (ctx->config->flags & PY_PROC_CORO_FROM_FRAMES)
 			scratch->out.rec.running_task = addr - ctx->config->gen_iframe;
 	}
+	instr_offset = pbp_instr_offset(off, frame, code_addr);
 	out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
 	out->code_addr = code_addr;
-	out->instr_offset = pbp_instr_offset(off, frame, code_addr);
+	out->instr_offset = instr_offset;
 	/* 3.11: the frame says itself whether it is its activation's outermost. */
 	if (off->frame_is_entry != PY_OFF_NONE && frame[off->frame_is_entry & (PBP_FRAME_MAX_READ - 1)])
 		out->instr_offset |= PBP_PY_FRAME_ENTRY;
 	out->checksum = (__u32)checksum;
 	walk->frame_count = count + 1;
+	/* The leaf is kept; what its leftover link leads to would be another call's frames. */
+	if (count == 0 && pbp_leaf_link_stale(off, walk, instr_offset, walk->frame_addr)) {
+		site = PBP_ERR_STALE_LINK;
+		goto fault;
+	}
 	return 0;
 
 fault:
@@ -639,6 +685,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->new_code = 0;
 	walk->shim_count = 0;
 	walk->frames_past_cut = 0;
+	walk->user_sp = config->off.frame_owner != PY_OFF_NONE ? pbp_exact_user_sp(task) : 0;
 	/* out.py is this walk's from here: the previous walk's frames count only for the test
 	 * below, and only those this walk has not written over by its end. */
 	walk->prev_kept = 0;

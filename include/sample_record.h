@@ -212,7 +212,8 @@ struct pbp_stack_copy {
 	X(GC, 15, "gc")                            /* the interpreter's GC collecting flag */  \
 	X(GIL_REQUESTED, 16, "gil_requested")      /* PyThreadState.gil_requested */           \
 	X(TSTATE_STATUS, 17, "tstate_status")      /* PyThreadState._status of a thread state of the thread, walking the thread list */ \
-	X(RUNNING_TASK, 18, "running_task")        /* the asyncio running task: the thread state's (3.14+), _current_tasks (3.11-3.13) */
+	X(RUNNING_TASK, 18, "running_task")        /* the asyncio running task: the thread state's (3.14+), _current_tasks (3.11-3.13) */ \
+	X(STALE_LINK, 19, "stale_link")            /* not a read: a leaf not started links below the thread's stack pointer (bpf/frame_walk.h) */
 
 #define PBP_ERROR_ENUMERATOR(name, value, text) PBP_ERR_##name = value,
 #define PBP_ERROR_PLUS_ONE(name, value, text) +1
