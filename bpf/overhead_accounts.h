@@ -66,6 +66,13 @@ static __always_inline void pbp_budget_charge(struct pbp_budget_usage *usage, __
 	usage->spent_ns += spent_ns;
 }
 
+/* A tick skipped by the stride costs its lookups: charged apart, so that the stride allows for
+ * them (user/session/overhead_budget.c). */
+static __always_inline void pbp_budget_charge_skip(struct pbp_budget_usage *usage, __u64 spent_ns)
+{
+	usage->skipped_ns += spent_ns;
+}
+
 /* The target's process ended: its accounts go (a reused pid starts unthrottled). */
 static __always_inline void pbp_budget_forget(__u32 tgid)
 {

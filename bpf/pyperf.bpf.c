@@ -420,6 +420,8 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 		pbp_sample_target(ctx, config, pid_tgid, timed ? start_ns : bpf_ktime_get_ns(), weight);
 		if (usage)
 			pbp_budget_charge(usage, bpf_ktime_get_ns() - start_ns);
+	} else if (usage) {
+		pbp_budget_charge_skip(usage, bpf_ktime_get_ns() - start_ns);
 	}
 	if (time_samples)
 		pbp_count_add(config ? PBP_CNT_TARGET_NS : PBP_CNT_OTHER_NS, bpf_ktime_get_ns() - start_ns);

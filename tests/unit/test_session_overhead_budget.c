@@ -71,6 +71,30 @@ static void stride_follows_the_cost_down_past_noise(void **state)
 	assert_int_equal(overhead_budget_stride(&idle, 1000000000ull, 0.01, 10000, 66), 1);
 }
 
+static void skipped_ticks_come_off_the_budget_first(void **state)
+{
+	/* 10000 ticks a second at 60 us a walk, seen at stride 66 with skips of 0.5 us: the skips
+	 * alone take 0.5% of a CPU (10000 x 0.5 us), so the walks' 59.5 us over a skip get the
+	 * other 0.5%: one tick in 131 (and a tenth more), where without the skips it would be 66. */
+	struct pbp_budget_usage delta = account(10000, 151, 60000);
+	uint32_t stride;
+
+	(void)state;
+	delta.skipped_ns = (10000 - 151) * 500ull;
+	assert_true(overhead_budget_skip_ns(&delta) == 500.0);
+	stride = overhead_budget_stride(&delta, 1000000000ull, 0.01, 10000, 66);
+	assert_int_equal(stride, 131);
+	/* What a second then costs is within the 1%. */
+	assert_true((10000.0 / stride * 60e-6 + 10000.0 * (1 - 1.0 / stride) * 0.5e-6) <= 0.01);
+	/* Skips that alone fill the budget (1.2 us at 10 kHz: 1.2%): the largest stride. */
+	delta.skipped_ns = (10000 - 151) * 1200ull;
+	assert_int_equal(overhead_budget_stride(&delta, 1000000000ull, 0.01, 10000, 66), PBP_BUDGET_MAX_STRIDE);
+	/* None skipped yet (stride 1): nothing known of a skip, the walks alone decide. */
+	delta = account(10000, 10000, 60000);
+	assert_true(overhead_budget_skip_ns(&delta) == 0.0);
+	assert_int_equal(overhead_budget_stride(&delta, 1000000000ull, 0.01, 10000, 1), 66);
+}
+
 static void nothing_learned_keeps_the_stride(void **state)
 {
 	struct pbp_budget_usage none = account(5000, 0, 0), huge = account(100000, 100, 10000000);
@@ -169,6 +193,7 @@ int main(void)
 		cmocka_unit_test(over_budget_thins_to_fit),
 		cmocka_unit_test(share_of_its_own_cpu_time_and_of_a_cpu),
 		cmocka_unit_test(stride_follows_the_cost_down_past_noise),
+		cmocka_unit_test(skipped_ticks_come_off_the_budget_first),
 		cmocka_unit_test(nothing_learned_keeps_the_stride),
 		cmocka_unit_test(weights_hold_in_every_format),
 	};

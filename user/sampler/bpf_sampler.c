@@ -831,6 +831,7 @@ int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp
 			usage->ticks += per_cpu[cpu].ticks;
 			usage->kept += per_cpu[cpu].kept;
 			usage->spent_ns += per_cpu[cpu].spent_ns;
+			usage->skipped_ns += per_cpu[cpu].skipped_ns;
 		}
 	}
 	free(per_cpu);

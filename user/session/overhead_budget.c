@@ -22,17 +22,32 @@ static double unthrottled_share(double walk_ns, uint64_t ticks, uint64_t elapsed
 	return walk_ns * (ticks_per_s > frequency_hz ? ticks_per_s : (double)frequency_hz) / 1e9;
 }
 
+double overhead_budget_skip_ns(const struct pbp_budget_usage *delta)
+{
+	return delta->ticks > delta->kept ? (double)delta->skipped_ns / (double)(delta->ticks - delta->kept) : 0;
+}
+
 uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
 				unsigned frequency_hz, uint32_t current)
 {
-	double walk_ns, want;
+	double walk_ns, skip_ns, skips_share, want;
 
 	if (current < 1)
 		current = 1;
 	if (!delta->kept || !delta->ticks || !elapsed_ns || !(share > 0))
 		return current;
 	walk_ns = (double)delta->spent_ns / (double)delta->kept;
-	want = ceil(unthrottled_share(walk_ns, delta->ticks, elapsed_ns, frequency_hz) / share * RAISE_HEADROOM);
+	/* At stride N a second costs ticks/N walks and the other ticks' skips: what the skips would
+	 * take at any stride comes off the share first, and the walks' excess over a skip gets the rest. */
+	skip_ns = overhead_budget_skip_ns(delta);
+	if (skip_ns > walk_ns)
+		skip_ns = walk_ns;
+	skips_share = unthrottled_share(skip_ns, delta->ticks, elapsed_ns, frequency_hz);
+	if (skips_share >= share)
+		want = PBP_BUDGET_MAX_STRIDE;
+	else
+		want = ceil(unthrottled_share(walk_ns - skip_ns, delta->ticks, elapsed_ns, frequency_hz) /
+			    (share - skips_share) * RAISE_HEADROOM);
 	if (want < 1)
 		want = 1;
 	if (want > PBP_BUDGET_MAX_STRIDE)
@@ -167,13 +182,16 @@ void overhead_budget_look_at(struct overhead_budget *budget, struct bpf_sampler 
 	target->live = true;
 	target->samples = samples;
 	delta = (struct pbp_budget_usage){ usage.ticks - target->last.ticks, usage.kept - target->last.kept,
-					   usage.spent_ns - target->last.spent_ns };
+					   usage.spent_ns - target->last.spent_ns,
+					   usage.skipped_ns - target->last.skipped_ns };
 	if (delta.kept < OVERHEAD_BUDGET_MIN_WALKS)
 		return;
 	elapsed_ns = (now_us - target->last_us) * 1000;
 	if (!elapsed_ns)
 		return;
 	target->walk_us = (double)delta.spent_ns / (double)delta.kept / 1000.0;
+	if (delta.ticks > delta.kept)
+		target->skip_us = overhead_budget_skip_ns(&delta) / 1000.0;
 	target->unthrottled_share = unthrottled_share(target->walk_us * 1000.0, delta.ticks, elapsed_ns,
 						      budget->frequency_hz);
 	set_stride(budget, sampler, target,

@@ -38,6 +38,10 @@ struct bpf_sampler;
  */
 uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
 				unsigned frequency_hz, uint32_t current);
+/* What a skipped tick cost in the account, in ns (0: none was skipped). The stride allows for
+ * it: at stride N the other N - 1 ticks of each N still pay it, so the skips' own share comes
+ * off the budget before the walks are fitted in (none left: the largest stride). */
+double overhead_budget_skip_ns(const struct pbp_budget_usage *delta);
 
 /* What the budget did to one target. */
 struct overhead_budget_target {
@@ -53,6 +57,7 @@ struct overhead_budget_target {
 	uint64_t released_us;       /* when last back to every tick (0: throttled still, or never) */
 	uint64_t ended_us;          /* when a look first missed it among the targets (0: live) */
 	double walk_us;             /* a walk's cost, at the last look that learned */
+	double skip_us;             /* a skipped tick's, at the last look that saw one (0: none yet) */
 	double unthrottled_share;   /* of one CPU, or of its own CPU time if more, its walks would take
 				     * at every tick, then */
 };

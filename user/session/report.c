@@ -747,20 +747,20 @@ static void describe_throttling(const struct session *session, const struct over
 	if (session->options->event) {
 		/* An event's rate is the process's own: the strides are what is known. */
 		snprintf(out, len,
-			 "from %.1f s%s: 1 sample in %u %s, 1 in %u at the least; a walk took %.1f us: every sample walked, "
-			 "%.1f%% of its CPU time (or of one CPU, if more)",
+			 "from %.1f s%s: 1 sample in %u %s, 1 in %u at the least; a walk took %.1f us, a skipped tick "
+			 "%.2f us: every sample walked, %.1f%% of its CPU time (or of one CPU, if more)",
 			 run_seconds_at(session, target->throttled_us), until, target->stride,
 			 target->ended_us ? "at its end" : session->stop_us ? "at the end" : "now", target->max_stride,
-			 target->walk_us, 100.0 * target->unthrottled_share);
+			 target->walk_us, target->skip_us, 100.0 * target->unthrottled_share);
 		return;
 	}
 	snprintf(out, len,
-		 "from %.1f s%s: %.0f samples/s (1 tick in %u) %s, %.0f/s at the least (1 in %u); a walk took %.1f us: "
-		 "every tick walked, %.1f%% of its CPU time (or of one CPU, if more)",
+		 "from %.1f s%s: %.0f samples/s (1 tick in %u) %s, %.0f/s at the least (1 in %u); a walk took %.1f us, "
+		 "a skipped tick %.2f us: every tick walked, %.1f%% of its CPU time (or of one CPU, if more)",
 		 run_seconds_at(session, target->throttled_us), until, overhead_budget_rate_hz(budget, target),
 		 target->stride, target->ended_us ? "at its end" : session->stop_us ? "at the end" : "now",
 		 (double)budget->frequency_hz / (double)target->max_stride, target->max_stride, target->walk_us,
-		 100.0 * target->unthrottled_share);
+		 target->skip_us, 100.0 * target->unthrottled_share);
 }
 
 /* --max-overhead into the metadata: the budget, and every target it throttled ("throttled.PID"). */
