@@ -13,6 +13,10 @@
 #define RAISE_HEADROOM 1.1
 /* A lower stride is taken once the need with headroom is this far below the stride. */
 #define LOWER_BELOW 0.8
+/* Of the share, what the walks get at least, however much the skips take: skips that alone fill
+ * the budget (events at a high rate, a small budget) cannot be thinned, and the largest stride
+ * would leave a CPU's few ticks unwalked, their weight lost. */
+#define WALKS_SHARE_MIN 0.5
 
 /* Of one CPU, or of the target's own CPU time if more, what walks of walk_ns would take at every tick. */
 static double unthrottled_share(double walk_ns, uint64_t ticks, uint64_t elapsed_ns, unsigned frequency_hz)
@@ -30,7 +34,7 @@ double overhead_budget_skip_ns(const struct pbp_budget_usage *delta)
 uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
 				unsigned frequency_hz, uint32_t current)
 {
-	double walk_ns, skip_ns, skips_share, want;
+	double walk_ns, skip_ns, walks_share, want;
 
 	if (current < 1)
 		current = 1;
@@ -38,16 +42,16 @@ uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t e
 		return current;
 	walk_ns = (double)delta->spent_ns / (double)delta->kept;
 	/* At stride N a second costs ticks/N walks and the other ticks' skips: what the skips would
-	 * take at any stride comes off the share first, and the walks' excess over a skip gets the rest. */
+	 * take at any stride comes off the share first, and the walks' excess over a skip gets the
+	 * rest, or WALKS_SHARE_MIN of the share where the skips leave less. */
 	skip_ns = overhead_budget_skip_ns(delta);
 	if (skip_ns > walk_ns)
 		skip_ns = walk_ns;
-	skips_share = unthrottled_share(skip_ns, delta->ticks, elapsed_ns, frequency_hz);
-	if (skips_share >= share)
-		want = PBP_BUDGET_MAX_STRIDE;
-	else
-		want = ceil(unthrottled_share(walk_ns - skip_ns, delta->ticks, elapsed_ns, frequency_hz) /
-			    (share - skips_share) * RAISE_HEADROOM);
+	walks_share = share - unthrottled_share(skip_ns, delta->ticks, elapsed_ns, frequency_hz);
+	if (walks_share < share * WALKS_SHARE_MIN)
+		walks_share = share * WALKS_SHARE_MIN;
+	want = ceil(unthrottled_share(walk_ns - skip_ns, delta->ticks, elapsed_ns, frequency_hz) / walks_share *
+		    RAISE_HEADROOM);
 	if (want < 1)
 		want = 1;
 	if (want > PBP_BUDGET_MAX_STRIDE)

@@ -40,7 +40,7 @@ uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t e
 				unsigned frequency_hz, uint32_t current);
 /* What a skipped tick cost in the account, in ns (0: none was skipped). The stride allows for
  * it: at stride N the other N - 1 ticks of each N still pay it, so the skips' own share comes
- * off the budget before the walks are fitted in (none left: the largest stride). */
+ * off the budget before the walks are fitted in (into half of it at least). */
 double overhead_budget_skip_ns(const struct pbp_budget_usage *delta);
 
 /* What the budget did to one target. */
