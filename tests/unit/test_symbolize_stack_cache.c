@@ -17,6 +17,8 @@
 
 #include "fake_python.h"
 #include "formats/format_registry.h"
+#include "formats/known_stacks.h"
+#include "profile/profile.h"
 #include "symbolize/sample_resolve.h"
 #include "symbolize/symbolize_native.h"
 #include "symbolize/symbolize_py.h"
@@ -320,6 +322,44 @@ static void test_memo_cache_under_a_target_budget(void **state)
 	target_budget_free(budget);
 }
 
+
+/* Once the resolver forgets its stacks their ids never come back: a writer's known stacks let
+ * everything go (a whole-host run forgets them with every process), and keep what comes after. */
+static void test_known_stacks_let_dead_ids_go(void **state)
+{
+	struct known_stacks known;
+	uint64_t first = sample_resolve_new_stack_id(), second = sample_resolve_new_stack_id();
+	size_t len = 0, empty;
+	uint32_t id = 0;
+	void *kept;
+
+	(void)state;
+	known_stacks_init(&known, KNOWN_STACKS_ID_BYTES);
+	empty = known_stacks_held_bytes(&known);
+	kept = known_stacks_put(&known, first, 1, 100);
+	assert_non_null(kept);
+	memset(kept, 0xab, 100);
+	known_stacks_put_id(&known, second, 42);
+	assert_non_null(known_stacks_find(&known, first, 1, &len));
+	assert_int_equal(len, 100);
+	assert_true(known_stacks_find_id(&known, second, &id));
+	assert_int_equal(id, 42);
+	assert_true(known_stacks_held_bytes(&known) > empty + 100);
+
+	pf_stack_ids_die_below(second + 1);
+	assert_null(known_stacks_find(&known, first, 1, &len));
+	assert_false(known_stacks_find_id(&known, second, &id));
+	assert_int_equal(known.cache.count, 0);
+	assert_int_equal(known.cache.bytes, 0);
+
+	/* an id given after they died is kept as before */
+	first = sample_resolve_new_stack_id();
+	known_stacks_put_id(&known, first, 7);
+	assert_true(known_stacks_find_id(&known, first, &id));
+	assert_int_equal(id, 7);
+	known_stacks_free(&known);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_unresolved_stacks_are_not_kept),
 		cmocka_unit_test(test_memo_cache),
 		cmocka_unit_test(test_memo_cache_under_a_target_budget),
+		cmocka_unit_test(test_known_stacks_let_dead_ids_go),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "formats/known_stacks.h"
 
+#include "profile/profile.h"
+
 #include <string.h>
 
 struct known_key {
@@ -11,6 +13,18 @@ struct known_key {
 void known_stacks_init(struct known_stacks *known, size_t max_bytes)
 {
 	memo_cache_init(&known->cache, KNOWN_STACKS_MAX, max_bytes);
+	known->dead_below = pf_stack_ids_dead_below();
+}
+
+/* Every entry was put before the ids died (each put looks first): all of them are dead. */
+static void drop_dead(struct known_stacks *known)
+{
+	uint64_t dead_below = pf_stack_ids_dead_below();
+
+	if (dead_below == known->dead_below)
+		return;
+	memo_cache_clear(&known->cache);
+	known->dead_below = dead_below;
 }
 
 void known_stacks_free(struct known_stacks *known)
@@ -24,6 +38,7 @@ const void *known_stacks_find(struct known_stacks *known, uint64_t stack_id, uin
 
 	if (!stack_id)
 		return NULL;
+	drop_dead(known);
 	return memo_cache_find(&known->cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), len);
 }
 
@@ -33,6 +48,7 @@ void *known_stacks_put(struct known_stacks *known, uint64_t stack_id, uint64_t e
 
 	if (!stack_id)
 		return NULL;
+	drop_dead(known);
 	return memo_cache_put(&known->cache, memo_cache_hash(&key, sizeof(key)), &key, sizeof(key), len);
 }
 
@@ -53,4 +69,12 @@ void known_stacks_put_id(struct known_stacks *known, uint64_t stack_id, uint32_t
 
 	if (kept)
 		memcpy(kept, &value, sizeof(value));
+}
+
+size_t known_stacks_held_bytes(const struct known_stacks *known)
+{
+	const struct memo_cache *cache = &known->cache;
+
+	return cache->bytes + cache->capacity * sizeof(*cache->entries) +
+	       cache->index.capacity * sizeof(*cache->index.slots);
 }

@@ -3,7 +3,9 @@
  * What a writer derived from a stack it has written (its frame ids, its encoded references),
  * kept by the stack's pf_sample.stack_id so that the stack's next samples skip the work per
  * frame. A writer whose ids can be forgotten (MOJO's tables start over) gives an epoch that
- * changes with them. Bounded: past the budget the least used go (util/memo_cache.h).
+ * changes with them. Bounded: past the budget the least used go (util/memo_cache.h); and when
+ * stack ids die (profile.h's pf_stack_ids_dead_below: a whole-host run's resolver forgets its
+ * stacks each time a process is forgotten) everything goes, as nothing kept can be asked again.
  */
 #ifndef PYBPFPROF_KNOWN_STACKS_H
 #define PYBPFPROF_KNOWN_STACKS_H
@@ -19,6 +21,7 @@
 
 struct known_stacks {
 	struct memo_cache cache; /* (stack id, epoch) -> what the writer keeps */
+	uint64_t dead_below;     /* pf_stack_ids_dead_below() when the cache last dropped the dead */
 };
 
 void known_stacks_init(struct known_stacks *known, size_t max_bytes);
@@ -31,5 +34,7 @@ void *known_stacks_put(struct known_stacks *known, uint64_t stack_id, uint64_t e
 /* A uint32_t kept for the stack (a table's id of it): true and *value if known. */
 bool known_stacks_find_id(struct known_stacks *known, uint64_t stack_id, uint32_t *value);
 void known_stacks_put_id(struct known_stacks *known, uint64_t stack_id, uint32_t value);
+/* What the cache holds: its entries, their index, keys and values. */
+size_t known_stacks_held_bytes(const struct known_stacks *known);
 
 #endif

@@ -826,3 +826,17 @@ const char *pf_frame_kind_name(enum pf_frame_kind kind)
 		return "invalid";
 	}
 }
+
+/* Stack ids die as their resolver's kept stacks are forgotten, all at once: one mark says which. */
+static uint64_t stack_ids_dead_below;
+
+uint64_t pf_stack_ids_dead_below(void)
+{
+	return stack_ids_dead_below;
+}
+
+void pf_stack_ids_die_below(uint64_t first_live)
+{
+	if (first_live > stack_ids_dead_below)
+		stack_ids_dead_below = first_live;
+}

@@ -138,6 +138,14 @@ struct pf_writer_options {
  * it carries a count, else 1 (a sample count).
  */
 int64_t pf_sample_weight(const struct pf_sample *sample);
+
+/*
+ * Stack ids (pf_sample.stack_id) below this mark will never be given to a sample again: their
+ * resolver forgot the stacks (symbolize/sample_resolve.c). What a writer keeps by them can go
+ * (formats/known_stacks.c). 0 while none has died. Raised by the resolver, only ever up.
+ */
+uint64_t pf_stack_ids_dead_below(void);
+void pf_stack_ids_die_below(uint64_t first_live);
 /*
  * The label `top` ranks a frame's function by, and diff names it by: "name (file)", a
  * kernel function "name [kernel]", a cut stack's marker "[truncated stack]". Into label (cut

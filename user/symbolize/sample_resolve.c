@@ -514,6 +514,8 @@ static void drop_stale_stacks(struct sample_resolver *resolver)
 	memo_cache_clear(&resolver->stacks);
 	memo_cache_clear(&resolver->python_stacks);
 	resolver->stacks_generation = generation;
+	/* The same stacks get new ids from here: what writers keep by the old ones is dead weight. */
+	pf_stack_ids_die_below(last_stack_id + 1);
 }
 
 /* Whether every code object of the record's Python frames is in the cache (seen so); or else, with

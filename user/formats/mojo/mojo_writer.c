@@ -380,12 +380,14 @@ static int writer_forget_pid(void *state, uint32_t pid)
 	return 0;
 }
 
-/* What the pids' tables hold: the part of the writer that grows with the processes seen. */
+/* What the pids' tables and the known stacks hold: the part of the writer that grows with the
+ * processes and stacks seen. */
 static size_t writer_held_bytes(const void *state)
 {
 	const struct mojo_writer *writer = state;
 	size_t bytes = writer->pid_capacity * sizeof(*writer->pids) +
-		       writer->pid_index.capacity * sizeof(*writer->pid_index.slots);
+		       writer->pid_index.capacity * sizeof(*writer->pid_index.slots) +
+		       known_stacks_held_bytes(&writer->known_stacks);
 
 	for (size_t i = 0; i < writer->pid_count; i++)
 		bytes += sizeof(*writer->pids[i]) + intern_held_bytes(&writer->pids[i]->strings) +

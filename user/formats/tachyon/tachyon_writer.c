@@ -1047,7 +1047,8 @@ static size_t writer_held_bytes(const void *state)
 {
 	const struct tachyon_writer *w = state;
 	size_t bytes = intern_held_bytes(&w->strings) + intern_held_bytes(&w->frames) +
-		       intern_held_bytes(&w->thread_ids) + w->thread_capacity * sizeof(*w->threads);
+		       intern_held_bytes(&w->thread_ids) + w->thread_capacity * sizeof(*w->threads) +
+		       known_stacks_held_bytes(&w->known_stacks);
 
 	for (size_t i = 0; i < intern_count(&w->thread_ids); i++)
 		if (w->threads[i])
