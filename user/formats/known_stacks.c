@@ -71,6 +71,11 @@ void known_stacks_put_id(struct known_stacks *known, uint64_t stack_id, uint32_t
 		memcpy(kept, &value, sizeof(value));
 }
 
+void known_stacks_clear(struct known_stacks *known)
+{
+	memo_cache_clear(&known->cache);
+}
+
 size_t known_stacks_held_bytes(const struct known_stacks *known)
 {
 	const struct memo_cache *cache = &known->cache;

@@ -34,6 +34,8 @@ void *known_stacks_put(struct known_stacks *known, uint64_t stack_id, uint64_t e
 /* A uint32_t kept for the stack (a table's id of it): true and *value if known. */
 bool known_stacks_find_id(struct known_stacks *known, uint64_t stack_id, uint32_t *value);
 void known_stacks_put_id(struct known_stacks *known, uint64_t stack_id, uint32_t value);
+/* Forget every stack (the entry array and index stay). */
+void known_stacks_clear(struct known_stacks *known);
 /* What the cache holds: its entries, their index, keys and values. */
 size_t known_stacks_held_bytes(const struct known_stacks *known);
 

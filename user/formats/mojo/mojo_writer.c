@@ -368,6 +368,10 @@ static int writer_forget_pid(void *state, uint32_t pid)
 		return 0;
 	hash_index_remove(&writer->pid_index, hash, (uint32_t)found);
 	free_tables(writer->pids[found]);
+	/* Its stacks' references are dead (their epoch's tables are gone), and the memory is not
+	 * held for them: the others' stacks, mostly given new ids as the resolver forgets its
+	 * stacks with the process (profile.h's pf_stack_ids_dead_below), are encoded again. */
+	known_stacks_clear(&writer->known_stacks);
 	if ((size_t)found != last) {
 		uint64_t moved_hash = hash_mix64(writer->pids[last]->pid);
 
