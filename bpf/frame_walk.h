@@ -369,14 +369,19 @@ static __always_inline __u64 pbp_exact_user_sp(struct task_struct *task)
  * the store; tests/e2e/test_code_identity.c met it), so a frame that has not started yet may
  * still hold the link its slot held before: often the shim of a C call that has returned since,
  * in the C stack below the stack pointer, where no live frame is. Only a leaf not started
- * is asked: a frame that ran was linked before it did.
+ * is asked (a frame that ran was linked before it did), so the stack pointer is read only
+ * then: about one walk in thousands.
  */
-static __always_inline bool pbp_leaf_link_stale(const struct py_offsets *off, const struct pbp_frame_walk *walk,
+static __always_inline bool pbp_leaf_link_stale(const struct py_offsets *off, struct task_struct *task,
 						__u32 instr_offset, __u64 next)
 {
-	if (walk->user_sp == 0 || off->lasti_kind != PY_LASTI_PTR || instr_offset > off->code_code_adaptive)
+	__u64 user_sp;
+
+	if (off->frame_owner == PY_OFF_NONE || off->lasti_kind != PY_LASTI_PTR ||
+	    instr_offset > off->code_code_adaptive)
 		return false;
-	return next < walk->user_sp && walk->user_sp - next <= PBP_DEAD_STACK_SPAN;
+	user_sp = pbp_exact_user_sp(task);
+	return user_sp != 0 && next < user_sp && user_sp - next <= PBP_DEAD_STACK_SPAN;
 }
 
 /*
@@ -565,7 +570,7 @@ static long pbp_frame_step(__u32 index, void *opaque)
 	out->checksum = (__u32)checksum;
 	walk->frame_count = count + 1;
 	/* The leaf is kept; what its leftover link leads to would be another call's frames. */
-	if (count == 0 && pbp_leaf_link_stale(off, walk, instr_offset, walk->frame_addr)) {
+	if (count == 0 && pbp_leaf_link_stale(off, ctx->task, instr_offset, walk->frame_addr)) {
 		site = PBP_ERR_STALE_LINK;
 		goto fault;
 	}
@@ -685,7 +690,6 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->new_code = 0;
 	walk->shim_count = 0;
 	walk->frames_past_cut = 0;
-	walk->user_sp = config->off.frame_owner != PY_OFF_NONE ? pbp_exact_user_sp(task) : 0;
 	/* out.py is this walk's from here: the previous walk's frames count only for the test
 	 * below, and only those this walk has not written over by its end. */
 	walk->prev_kept = 0;

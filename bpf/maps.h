@@ -68,9 +68,6 @@ struct pbp_frame_walk {
 	 * found it in the epoch they were settled in; 0: none). */
 	__u32 prev_kept;
 	__u32 reserved;
-	/* The thread's user stack pointer where it is exact (pbp_exact_user_sp), 0 where not: the
-	 * C stack below it belongs to calls that have returned. */
-	__u64 user_sp;
 };
 
 /* What the current epoch of this CPU's hot_codes stands for, and its number (0: none yet). */
