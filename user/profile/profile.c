@@ -827,16 +827,22 @@ const char *pf_frame_kind_name(enum pf_frame_kind kind)
 	}
 }
 
-/* Stack ids die as their resolver's kept stacks are forgotten, all at once: one mark says which. */
+/* Stack ids are never reused in the process, whoever gives them; they die all at once, as the
+ * resolver forgets its kept stacks: one mark says which. */
+static uint64_t last_stack_id;
 static uint64_t stack_ids_dead_below;
+
+uint64_t pf_stack_id_new(void)
+{
+	return ++last_stack_id;
+}
 
 uint64_t pf_stack_ids_dead_below(void)
 {
 	return stack_ids_dead_below;
 }
 
-void pf_stack_ids_die_below(uint64_t first_live)
+void pf_stack_ids_die(void)
 {
-	if (first_live > stack_ids_dead_below)
-		stack_ids_dead_below = first_live;
+	stack_ids_dead_below = last_stack_id + 1;
 }

@@ -140,12 +140,15 @@ struct pf_writer_options {
 int64_t pf_sample_weight(const struct pf_sample *sample);
 
 /*
- * Stack ids (pf_sample.stack_id) below this mark will never be given to a sample again: their
- * resolver forgot the stacks (symbolize/sample_resolve.c). What a writer keeps by them can go
- * (formats/known_stacks.c). 0 while none has died. Raised by the resolver, only ever up.
+ * Stack ids (pf_sample.stack_id): a new one for each stack kept (symbolize/sample_resolve.c) or
+ * built elsewhere (an asyncio task's), never reused. When the resolver forgets its kept stacks
+ * every id given so far dies (pf_stack_ids_die): ids below pf_stack_ids_dead_below() will not
+ * be given to a sample again, and what a writer keeps by them can go (formats/known_stacks.c).
+ * The mark is 0 while none has died and only ever moves up.
  */
+uint64_t pf_stack_id_new(void);
 uint64_t pf_stack_ids_dead_below(void);
-void pf_stack_ids_die_below(uint64_t first_live);
+void pf_stack_ids_die(void);
 /*
  * The label `top` ranks a frame's function by, and diff names it by: "name (file)", a
  * kernel function "name [kernel]", a cut stack's marker "[truncated stack]". Into label (cut

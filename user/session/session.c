@@ -151,7 +151,7 @@ static void write_pending_tasks(struct session *session, const struct py_target 
 			continue;
 		/* the same stack again while the task waits where it did: writers reuse its encoding */
 		if (!chain->stack_id)
-			chain->stack_id = sample_resolve_new_stack_id();
+			chain->stack_id = pf_stack_id_new();
 		task.frames = chain->frames;
 		task.frame_count = chain->frame_count;
 		task.stack_id = chain->stack_id;

@@ -446,14 +446,6 @@ struct kept_stack {
 	struct pf_frame frames[];
 };
 
-/* Stack ids are never reused in the process, whichever resolver gives them. */
-static uint64_t last_stack_id;
-
-uint64_t sample_resolve_new_stack_id(void)
-{
-	return ++last_stack_id;
-}
-
 static struct native_key native_key_of(const struct pf_frame *frame, uint8_t role)
 {
 	return (struct native_key){ .file = frame->file, .name = frame->name, .line = frame->line,
@@ -515,7 +507,7 @@ static void drop_stale_stacks(struct sample_resolver *resolver)
 	memo_cache_clear(&resolver->python_stacks);
 	resolver->stacks_generation = generation;
 	/* The same stacks get new ids from here: what writers keep by the old ones is dead weight. */
-	pf_stack_ids_die_below(last_stack_id + 1);
+	pf_stack_ids_die();
 }
 
 /* Whether every code object of the record's Python frames is in the cache (seen so); or else, with
@@ -628,7 +620,7 @@ static uint64_t keep_stack(struct sample_resolver *resolver, uint64_t hash, cons
 
 	if (!kept)
 		return 0;
-	kept->stack_id = sample_resolve_new_stack_id();
+	kept->stack_id = pf_stack_id_new();
 	kept->frame_count = frame_count;
 	kept->merge_failed = merge_failed;
 	memcpy(kept->frames, frames, frame_count * sizeof(*frames));

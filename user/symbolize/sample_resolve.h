@@ -157,8 +157,6 @@ void sample_resolve_forget_native(struct sample_resolver *resolver);
  * nothing it depends on was forgotten (symbolize_py_generation); the frames are
  * the same as resolving it again would give.
  */
-/* A stack id no resolved stack has (pf_sample.stack_id), for a stack built elsewhere. */
-uint64_t sample_resolve_new_stack_id(void);
 
 int sample_resolve_record(struct sample_resolver *resolver, const struct pbp_record *record, size_t size,
 			  const struct py_target *python, struct pf_sample *sample);
