@@ -108,8 +108,13 @@ void report_flush_writers(struct session *session)
 const char *report_thread_name(struct session *session, const struct pf_sample *sample,
 			       const struct py_target *python, uint64_t tstate_addr)
 {
-	struct thread_seen *thread = threads_seen_get(&session->threads, sample->pid, sample->tid);
+	struct thread_seen *thread;
 
+	/* A record that arrives after its process was forgotten would make a slot that nothing
+	 * forgets again (threads_seen.h): its thread goes unnamed. */
+	if (!target_set_find(&session->targets, (pid_t)sample->pid))
+		return NULL;
+	thread = threads_seen_get(&session->threads, sample->pid, sample->tid);
 	if (!thread)
 		return NULL;
 	if (!thread->named) {
