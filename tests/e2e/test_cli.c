@@ -327,9 +327,12 @@ static char *own_time_section(void)
 static void tachyon_and_mojo_read_back_alike(void **state)
 {
 	/* The collector off: MOJO says a sample in the GC by a status and Tachyon by a "<GC>" leaf
-	 * frame (doc/modes.md), which `top` ranks apart by design. */
-	static const char script_text[] = "import gc, threading, time\n"
+	 * frame (doc/modes.md), which `top` ranks apart by design. Off before any import, and no
+	 * finalization: it collects whatever gc.disable() says (_PyGC_CollectNoFail: a fresh-clone
+	 * run had 2 samples of it). */
+	static const char script_text[] = "import gc\n"
 					  "gc.disable()\n"
+					  "import os, threading, time\n"
 					  "def nap_spin():\n"
 					  "    t = time.time()\n"
 					  "    while time.time() - t < 0.005: pass\n"
@@ -340,7 +343,8 @@ static void tachyon_and_mojo_read_back_alike(void **state)
 					  "    t = time.time()\n"
 					  "    while time.time() - t < 2.5: pass\n"
 					  "threading.Thread(target=napper, daemon=True).start()\n"
-					  "spin()\n";
+					  "spin()\n"
+					  "os._exit(0)\n";
 	struct test_python pythons[16];
 	size_t count = test_pythons(pythons, 16);
 	char script[PATH_MAX], mojo[PATH_MAX], tachyon[PATH_MAX], command[PATH_MAX * 4], *argv[32];
