@@ -2,6 +2,8 @@
 /* The shared test helpers of testlib.h, compiled once and linked into every test. */
 #include "testlib.h"
 
+#include <ftw.h>
+
 #include "parser/parser_client.h"
 
 const char *testdata_dir(void)
@@ -16,16 +18,41 @@ void testdata_path(char *out, size_t len, const char *relative)
 	snprintf(out, len, "%s/%s", testdata_dir(), relative);
 }
 
+static char tmpdir_path[64];
+static pid_t tmpdir_owner;
+
+static int remove_entry(const char *path, const struct stat *info, int type, struct FTW *walk)
+{
+	(void)info;
+	(void)walk;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* At the test binary's exit: its scratch directory goes when every test passed, and stays for
+ * a look (its path on stderr) when one failed. A forked child that exits leaves it alone. */
+static void remove_tmpdir(int status, void *unused)
+{
+	(void)unused;
+	if (getpid() != tmpdir_owner)
+		return;
+	if (status != 0) {
+		fprintf(stderr, "test scratch directory kept: %s\n", tmpdir_path);
+		return;
+	}
+	if (nftw(tmpdir_path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		fprintf(stderr, "test scratch directory %s: not all removed: %s\n", tmpdir_path, strerror(errno));
+}
+
 const char *test_tmpdir(void)
 {
-	static char dir[64];
-
-	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "/tmp/pybpfprof-test.XXXXXX");
-		if (!mkdtemp(dir))
+	if (!tmpdir_path[0]) {
+		snprintf(tmpdir_path, sizeof(tmpdir_path), "/tmp/pybpfprof-test.XXXXXX");
+		if (!mkdtemp(tmpdir_path))
 			abort();
+		tmpdir_owner = getpid();
+		on_exit(remove_tmpdir, NULL);
 	}
-	return dir;
+	return tmpdir_path;
 }
 
 uint8_t *read_whole_file(const char *path, size_t *len)

@@ -29,7 +29,7 @@ const char *testdata_dir(void);
 
 void testdata_path(char *out, size_t len, const char *relative);
 
-/* A fresh scratch directory for one test binary (removed by the OS's tmp cleaning). */
+/* A fresh scratch directory for one test binary: removed at its exit if every test passed. */
 const char *test_tmpdir(void);
 
 /* Whole file into a malloc'd buffer (NUL-terminated); NULL if unreadable. */
