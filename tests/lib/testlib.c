@@ -29,7 +29,8 @@ static int remove_entry(const char *path, const struct stat *info, int type, str
 }
 
 /* At the test binary's exit: its scratch directory goes when every test passed, and stays for
- * a look (its path on stderr) when one failed. A forked child that exits leaves it alone. */
+ * a look (its path on stderr) when one failed. A forked child that exits leaves it alone; a
+ * file system a test left mounted in it is not entered (its mount point stays). */
 static void remove_tmpdir(int status, void *unused)
 {
 	(void)unused;
@@ -39,7 +40,7 @@ static void remove_tmpdir(int status, void *unused)
 		fprintf(stderr, "test scratch directory kept: %s\n", tmpdir_path);
 		return;
 	}
-	if (nftw(tmpdir_path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+	if (nftw(tmpdir_path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
 		fprintf(stderr, "test scratch directory %s: not all removed: %s\n", tmpdir_path, strerror(errno));
 }
 
