@@ -99,13 +99,16 @@ static void test_a_reused_pid_starts_over(void **state)
 
 	(void)state;
 	threads_seen_init(&seen);
+	assert_null(threads_seen_find(&seen, 77, 78)); /* finding makes no slot */
 	thread = threads_seen_get(&seen, 77, 78);
+	assert_ptr_equal(threads_seen_find(&seen, 77, 78), thread);
 	snprintf(thread->name, sizeof(thread->name), "old");
 	thread->named = true;
 	threads_seen_mark_python(&seen, thread);
 	assert_ptr_equal(threads_seen_get(&seen, 77, 78), thread);
 	threads_seen_forget_pid(&seen, 77);
 	threads_seen_forget_pid(&seen, 77); /* twice: nothing left to forget */
+	assert_null(threads_seen_find(&seen, 77, 78));
 	thread = threads_seen_get(&seen, 77, 78);
 	assert_false(thread->named);
 	assert_false(thread->python);

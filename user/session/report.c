@@ -108,15 +108,18 @@ void report_flush_writers(struct session *session)
 const char *report_thread_name(struct session *session, const struct pf_sample *sample,
 			       const struct py_target *python, uint64_t tstate_addr)
 {
-	struct thread_seen *thread;
+	struct thread_seen *thread = threads_seen_find(&session->threads, sample->pid, sample->tid);
 
 	/* A record that arrives after its process was forgotten would make a slot that nothing
-	 * forgets again (threads_seen.h): its thread goes unnamed. */
-	if (!target_set_find(&session->targets, (pid_t)sample->pid))
-		return NULL;
-	thread = threads_seen_get(&session->threads, sample->pid, sample->tid);
-	if (!thread)
-		return NULL;
+	 * forgets again (threads_seen.h): its thread goes unnamed. Only a new slot needs the
+	 * check, so a thread's later samples skip it. */
+	if (!thread) {
+		if (!target_set_find(&session->targets, (pid_t)sample->pid))
+			return NULL;
+		thread = threads_seen_get(&session->threads, sample->pid, sample->tid);
+		if (!thread)
+			return NULL;
+	}
 	if (!thread->named) {
 		if (!python || !tstate_addr || py_thread_name_read(python, tstate_addr, thread->name, PY_THREAD_NAME_MAX))
 			proc_identity_thread_name((pid_t)sample->pid, (pid_t)sample->tid, thread->name);

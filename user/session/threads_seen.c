@@ -84,17 +84,23 @@ static void give_back_slot(struct threads_seen *seen, uint32_t slot)
 	seen->free_slot = slot;
 }
 
-struct thread_seen *threads_seen_get(struct threads_seen *seen, uint64_t pid, uint64_t tid)
+struct thread_seen *threads_seen_find(const struct threads_seen *seen, uint64_t pid, uint64_t tid)
 {
 	struct thread_key key = { pid, tid };
+	int64_t found = hash_index_find(&seen->by_thread, thread_hash(pid, tid), slot_is_thread, seen, &key);
+
+	return found < 0 ? NULL : slot_at(seen, (uint32_t)found);
+}
+
+struct thread_seen *threads_seen_get(struct threads_seen *seen, uint64_t pid, uint64_t tid)
+{
 	uint64_t hash = thread_hash(pid, tid), pid_hash = hash_mix64(pid);
-	int64_t found = hash_index_find(&seen->by_thread, hash, slot_is_thread, seen, &key);
+	struct thread_seen *thread = threads_seen_find(seen, pid, tid);
 	int64_t first;
-	struct thread_seen *thread;
 	uint32_t slot;
 
-	if (found >= 0)
-		return slot_at(seen, (uint32_t)found);
+	if (thread)
+		return thread;
 	slot = take_slot(seen);
 	if (slot == NO_SLOT)
 		return NULL;

@@ -51,6 +51,8 @@ struct threads_seen {
 
 void threads_seen_init(struct threads_seen *seen);
 void threads_seen_free(struct threads_seen *seen);
+/* The thread's slot if it has one, else NULL. */
+struct thread_seen *threads_seen_find(const struct threads_seen *seen, uint64_t pid, uint64_t tid);
 /* The thread's slot, made on first sight (not named yet, no Python); NULL on ENOMEM. It stays
  * where it is until its process is forgotten. */
 struct thread_seen *threads_seen_get(struct threads_seen *seen, uint64_t pid, uint64_t tid);
