@@ -143,6 +143,7 @@ void symbolize_py_cache_stats(const struct symbolize_py_cache *cache, struct sym
 	stats->codes = cache->code_count;
 	stats->code_bytes = cache->bytes;
 	stats->name_bytes = cache->strings.bytes;
+	stats->name_table_bytes = intern_held_bytes(&cache->strings);
 	stats->frames = cache->frames_count;
 }
 
@@ -524,6 +525,8 @@ size_t symbolize_py_refresh_opcodes(struct symbolize_py_cache *cache, size_t max
 	return changed;
 }
 
+static void true_up_names(struct symbolize_py_cache *cache);
+
 int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct target_budget *budget)
 {
 	int store = target_budget_register(budget, "line tables", oldest_linetable, evict_linetables, cache);
@@ -539,8 +542,9 @@ int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct targe
 	cache->names_store = names;
 	cache->frames_store = frames;
 	cache->clock = target_budget_clock(budget);
-	/* the table it starts with */
+	/* the tables it starts with */
 	target_budget_set_held(budget, frames, cache->frames_capacity * sizeof(*cache->frames));
+	true_up_names(cache);
 	return 0;
 }
 
@@ -832,18 +836,34 @@ static int read_linetable(struct symbolize_py_cache *cache, struct code_entry *e
 	return 0;
 }
 
-/* Whether the target budget takes a name not interned yet (its bytes, as interned). Names can
- * never be evicted: they may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit at most, so
- * that they never crowd out what can (every new code object would evict the last). */
+/* What a new name adds to the intern table beside its bytes and NUL, at most: its entry in
+ * the keys array and its hash slots, each up to twice its size (both grow by doubling; the
+ * index is at most half full). A short name costs several times its bytes. */
+#define NAME_ENTRY_BYTES (2 * sizeof(struct intern_key) + 4 * sizeof(struct hash_slot))
+
+/* Whether the target budget takes a name not interned yet (what it may add to the table).
+ * Names can never be evicted: the table may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit
+ * at most, so that they never crowd out what can (every new code object would evict the
+ * last). */
 static bool charge_name(struct symbolize_py_cache *cache, const char *text, size_t len)
 {
+	size_t cost = len + 1 + NAME_ENTRY_BYTES;
+
 	if (!cache->budget || intern_find(&cache->strings, text, len + 1) >= 0)
 		return true;
-	if (cache->strings.bytes + len + 1 > target_budget_limit(cache->budget) / SYMBOLIZE_PY_NAMES_BUDGET_SHARE) {
+	if (intern_held_bytes(&cache->strings) + cost > target_budget_limit(cache->budget) / SYMBOLIZE_PY_NAMES_BUDGET_SHARE) {
 		target_budget_refuse(cache->budget, cache->names_store);
 		return false;
 	}
-	return target_budget_charge(cache->budget, cache->names_store, len + 1) == 0;
+	return target_budget_charge(cache->budget, cache->names_store, cost) == 0;
+}
+
+/* The names' store holds what the table holds now: the charge was at most that, bar a step of
+ * the key storage's chunks. */
+static void true_up_names(struct symbolize_py_cache *cache)
+{
+	if (cache->budget)
+		target_budget_set_held(cache->budget, cache->names_store, intern_held_bytes(&cache->strings));
 }
 
 /* A name or file name, interned in the cache. */
@@ -870,6 +890,7 @@ static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct p
 	} else {
 		*out = intern_string(cache, text, len);
 	}
+	true_up_names(cache);
 	free(text);
 	return *out ? 0 : -ENOMEM;
 }

@@ -111,6 +111,7 @@ struct symbolize_py_stats {
 	size_t codes;         /* code objects */
 	size_t code_bytes;    /* their entries and line tables, against SYMBOLIZE_PY_MAX_BYTES */
 	size_t name_bytes;    /* interned names, against SYMBOLIZE_PY_MAX_NAME_BYTES */
+	size_t name_table_bytes; /* their intern table on the heap: keys, key index, hash slots */
 	size_t frames;        /* decoded (code object, offset) slots */
 };
 
