@@ -294,6 +294,31 @@ static void intern_holds_what_its_keys_need(void **state)
 	intern_free(&large);
 }
 
+/* A budget charges a new key before it is added: what intern_add_growth says is exactly what
+ * the table then holds more, through every doubling and new chunk, a key past a chunk too. */
+static void intern_growth_is_known_before_the_add(void **state)
+{
+	static char big[70 * 1024];
+	struct intern_table table;
+	char key[48];
+
+	(void)state;
+	intern_init(&table);
+	memset(big, 'y', sizeof(big));
+	for (int i = 0; i < 5000; i++) {
+		int len = i == 2500 ? (int)sizeof(big)
+				    : snprintf(key, sizeof(key), "name-%d-%.*s", i, i % 29, "abcdefghijklmnopqrstuvwxyz012");
+		const char *added = i == 2500 ? big : key;
+		size_t before = intern_held_bytes(&table), growth = intern_add_growth(&table, (size_t)len);
+
+		assert_int_equal(intern_add(&table, added, (size_t)len, NULL), i);
+		assert_int_equal(intern_held_bytes(&table) - before, growth);
+	}
+	/* a key already there adds nothing */
+	assert_int_equal(intern_add(&table, "name-7-abcdefg", 14, NULL), 7);
+	intern_free(&table);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +331,7 @@ int main(void)
 		cmocka_unit_test(hash_index_tells_colliding_keys_apart),
 		cmocka_unit_test(hashes_mix_every_bit),
 		cmocka_unit_test(intern_holds_what_its_keys_need),
+		cmocka_unit_test(intern_growth_is_known_before_the_add),
 		cmocka_unit_test(pace_refills_steadily_after_a_burst),
 		cmocka_unit_test(errbuf_returns_the_error_it_describes),
 	};

@@ -836,21 +836,17 @@ static int read_linetable(struct symbolize_py_cache *cache, struct code_entry *e
 	return 0;
 }
 
-/* What a new name adds to the intern table beside its bytes and NUL, at most: its entry in
- * the keys array and its hash slots, each up to twice its size (both grow by doubling; the
- * index is at most half full). A short name costs several times its bytes. */
-#define NAME_ENTRY_BYTES (2 * sizeof(struct intern_key) + 4 * sizeof(struct hash_slot))
-
-/* Whether the target budget takes a name not interned yet (what it may add to the table).
- * Names can never be evicted: the table may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit
- * at most, so that they never crowd out what can (every new code object would evict the
- * last). */
+/* Whether the target budget takes a name not interned yet: what it adds to the table, its
+ * index and hash slots with its bytes (a short name costs several times its bytes). Names can
+ * never be evicted: the table may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit at most,
+ * so that they never crowd out what can (every new code object would evict the last). */
 static bool charge_name(struct symbolize_py_cache *cache, const char *text, size_t len)
 {
-	size_t cost = len + 1 + NAME_ENTRY_BYTES;
+	size_t cost;
 
 	if (!cache->budget || intern_find(&cache->strings, text, len + 1) >= 0)
 		return true;
+	cost = intern_add_growth(&cache->strings, len + 1);
 	if (intern_held_bytes(&cache->strings) + cost > target_budget_limit(cache->budget) / SYMBOLIZE_PY_NAMES_BUDGET_SHARE) {
 		target_budget_refuse(cache->budget, cache->names_store);
 		return false;
@@ -858,8 +854,8 @@ static bool charge_name(struct symbolize_py_cache *cache, const char *text, size
 	return target_budget_charge(cache->budget, cache->names_store, cost) == 0;
 }
 
-/* The names' store holds what the table holds now: the charge was at most that, bar a step of
- * the key storage's chunks. */
+/* The names' store holds what the table holds now (the placeholder, interned past the budget,
+ * is not charged before). */
 static void true_up_names(struct symbolize_py_cache *cache)
 {
 	if (cache->budget)

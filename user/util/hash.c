@@ -80,11 +80,23 @@ static int grow(struct hash_index *index)
 	return 0;
 }
 
+static bool insert_grows(const struct hash_index *index)
+{
+	return (index->count + 1) * 2 > index->capacity;
+}
+
+size_t hash_index_insert_growth(const struct hash_index *index)
+{
+	if (!insert_grows(index))
+		return 0;
+	return (index->capacity ? index->capacity : HASH_INDEX_MIN_CAPACITY) * sizeof(*index->slots);
+}
+
 int hash_index_insert(struct hash_index *index, uint64_t hash, uint32_t position)
 {
 	int err;
 
-	if ((index->count + 1) * 2 > index->capacity) {
+	if (insert_grows(index)) {
 		err = grow(index);
 		if (err)
 			return err;

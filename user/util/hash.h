@@ -56,6 +56,8 @@ int64_t hash_index_find(const struct hash_index *index, uint64_t hash, hash_matc
 			const void *context, const void *key);
 /* Adds (hash, position); the caller has checked it is absent. 0 or -ENOMEM. */
 int hash_index_insert(struct hash_index *index, uint64_t hash, uint32_t position);
+/* What the next insert adds to the slots' bytes: 0, or the doubling of the table. */
+size_t hash_index_insert_growth(const struct hash_index *index);
 /* Removes the entry of (hash, position) if present (backward-shift: no tombstones). */
 void hash_index_remove(struct hash_index *index, uint64_t hash, uint32_t position);
 

@@ -58,17 +58,25 @@ void intern_clear(struct intern_table *table)
 	table->bytes = 0;
 }
 
+/* The size of the chunk a key of len bytes (and its NUL) would take, 0 if it fits the last. */
+static size_t next_chunk_size(const struct intern_table *table, size_t len)
+{
+	const struct intern_chunk *chunk = table->chunks;
+	size_t size;
+
+	if (chunk && chunk->size - chunk->used >= len + 1)
+		return 0;
+	size = !chunk ? CHUNK_FIRST : chunk->size < CHUNK_MAX / 2 ? chunk->size * 2 : CHUNK_MAX;
+	return size < len + 1 ? len + 1 : size;
+}
+
 static const uint8_t *store_key(struct intern_table *table, const void *key, size_t len)
 {
 	struct intern_chunk *chunk = table->chunks;
+	size_t size = next_chunk_size(table, len);
 	uint8_t *copy;
 
-	if (!chunk || chunk->size - chunk->used < len + 1) {
-		size_t size = !chunk ? CHUNK_FIRST : chunk->size < CHUNK_MAX / 2 ? chunk->size * 2 : CHUNK_MAX;
-
-		if (size < len + 1)
-			size = len + 1;
-
+	if (size) {
 		chunk = malloc(sizeof(*chunk) + size);
 		if (!chunk)
 			return NULL;
@@ -123,6 +131,16 @@ int64_t intern_add(struct intern_table *table, const void *key, size_t len, bool
 		return -ENOMEM;
 	table->keys[table->count] = (struct intern_key){ .data = copy, .len = len };
 	return (int64_t)table->count++;
+}
+
+size_t intern_add_growth(const struct intern_table *table, size_t len)
+{
+	size_t growth = next_chunk_size(table, len) + hash_index_insert_growth(&table->index);
+
+	/* ARRAY_RESERVE: 16 keys first, then doubling */
+	if (table->count + 1 > table->keys_capacity)
+		growth += (table->keys_capacity ? table->keys_capacity : 16) * sizeof(*table->keys);
+	return growth;
 }
 
 const void *intern_key(const struct intern_table *table, uint32_t id, size_t *len)

@@ -39,6 +39,10 @@ int64_t intern_add(struct intern_table *table, const void *key, size_t len, bool
 /* The id of key, or -1 if absent. */
 int64_t intern_find(const struct intern_table *table, const void *key, size_t len);
 const void *intern_key(const struct intern_table *table, uint32_t id, size_t *len);
+/* What adding a new key of len bytes adds to intern_held_bytes: the key storage's next chunk
+ * if the key does not fit the last, and the doubling of the keys' index or of the hash slots
+ * when they are full. A table whose owner charges a budget charges this before the add. */
+size_t intern_add_growth(const struct intern_table *table, size_t len);
 static inline size_t intern_count(const struct intern_table *table) { return table->count; }
 /* What the table holds on the heap: its keys' storage, their index and the hash slots. */
 static inline size_t intern_held_bytes(const struct intern_table *table)
