@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "symbolize/symbolize_native.h"
+#include "util/target_budget.h"
 
 static uint64_t code_address(void (*function)(void))
 {
@@ -169,6 +170,60 @@ static void test_names_pending_while_a_file_is_read(void **state)
 	symbolize_native_free(symbolizer);
 }
 
+#define NAME_BUDGET 4096
+#define LIBC_PCS 2000
+
+/* A target can make root meet any number of distinct native names (its files' paths, their
+ * symbols, offsets of unnamed functions), all kept for the run: past their budget a new name
+ * reads as its file's bracket name, a name handed out before still reads, and the names hold
+ * no more than the budget, as the target budget counts them. */
+static void test_names_within_their_budget(void **state)
+{
+	uint64_t libz_pc = code_address((void (*)(void))deflateInit2_) + 1;
+	uint64_t libc_pc = code_address((void (*)(void))getppid);
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	struct symbolize_native_stats stats;
+	struct target_budget *budget;
+	int named = 0, stand_ins = 0, count;
+	const char *libz_name;
+
+	(void)state;
+	assert_non_null(symbolizer);
+	assert_int_equal(target_budget_new((uint64_t)64 << 20, &budget), 0);
+	symbolize_native_set_name_budget(symbolizer, NAME_BUDGET);
+	assert_int_equal(symbolize_native_set_target_budget(symbolizer, budget), 0);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	libz_name = found.frame.name;
+	assert_string_equal(libz_name, "deflateInit2_");
+	/* libc's functions around getppid, 256 bytes apart: hundreds of distinct names */
+	for (int i = 0; i < LIBC_PCS; i++) {
+		if (symbolize_native_lookup(symbolizer, getpid(), NULL, libc_pc - LIBC_PCS / 2 * 256 + (uint64_t)i * 256,
+					    &found) != 1)
+			continue;
+		named++;
+		stand_ins += strcmp(found.frame.name, "[libc.so.6]") == 0;
+		assert_non_null(strstr(found.frame.file, "libc.so"));
+	}
+	symbolize_native_stats(symbolizer, &stats);
+	count = target_budget_stats(budget, stores);
+	print_message("%d libc pcs named, %d as the stand-in; names %" PRIu64 " bytes (budget %d), %" PRIu64
+		      " past it\n", named, stand_ins, stats.name_table_bytes, NAME_BUDGET, stats.names_over_budget);
+	assert_true(named > LIBC_PCS / 2);
+	assert_true(stand_ins > 0 && stats.names_over_budget > 0);
+	assert_true(stats.name_table_bytes <= NAME_BUDGET);
+	assert_int_equal(count, 2);
+	assert_string_equal(stores[1].name, "native names");
+	assert_int_equal(stores[1].held, stats.name_table_bytes);
+	/* the first name still reads, and is still the name of its pc */
+	assert_string_equal(libz_name, "deflateInit2_");
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	assert_ptr_equal(found.frame.name, libz_name);
+	symbolize_native_free(symbolizer);
+	target_budget_free(budget);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_unnamed_function_named_by_its_start),
 		cmocka_unit_test(test_symbol_tables_within_their_budget),
 		cmocka_unit_test(test_names_pending_while_a_file_is_read),
+		cmocka_unit_test(test_names_within_their_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,11 +109,17 @@ struct symbolize_native {
 	uint64_t symbol_budget; /* past it, the least recently used tables are dropped */
 	uint64_t tables_evicted;
 	struct intern_table offset_names; /* every string a frame points to: names, paths */
+	uint64_t name_budget;   /* what offset_names may hold */
+	int names_store;        /* the target budget's store of offset_names */
+	uint64_t names_over_budget;
+	const char *name_over_budget, *path_over_budget; /* the stand-ins, interned first */
 	/* NULL: maps are read here; else asked of it, and adopted (symbolize_native_adopt_maps) */
 	symbolize_native_ask_maps_fn ask_maps;
 	void *ask_maps_context;
 	uint64_t maps_asked, maps_adopted, maps_read_here;
 };
+
+static int intern_stand_ins(struct symbolize_native *symbolizer);
 
 struct symbolize_native *symbolize_native_new(void)
 {
@@ -121,6 +127,7 @@ struct symbolize_native *symbolize_native_new(void)
 
 	if (symbolizer) {
 		intern_init(&symbolizer->offset_names);
+		symbolizer->name_budget = SYMBOLIZE_NATIVE_NAME_BYTES;
 		symbolizer->debug_dir = DEBUG_FILE_DIR;
 		symbolizer->wait_ms = SYMBOLIZE_NATIVE_DEFAULT_WAIT_MS;
 		symbolizer->symbol_budget = SYMBOLIZE_NATIVE_SYMBOL_BYTES;
@@ -129,6 +136,11 @@ struct symbolize_native *symbolize_native_new(void)
 			.reply_bytes = SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES,
 			.debug_bytes = SYMBOLIZE_NATIVE_DEBUG_BYTES,
 		};
+		if (intern_stand_ins(symbolizer)) {
+			intern_free(&symbolizer->offset_names);
+			free(symbolizer);
+			return NULL;
+		}
 	}
 	return symbolizer;
 }
@@ -148,6 +160,11 @@ void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t 
 {
 	symbolizer->symbol_budget = symbol_bytes;
 	symbolizer->loader_options.reply_bytes = file_symbol_bytes;
+}
+
+void symbolize_native_set_name_budget(struct symbolize_native *symbolizer, uint64_t name_bytes)
+{
+	symbolizer->name_budget = name_bytes;
 }
 
 void symbolize_native_set_maps_source(struct symbolize_native *symbolizer, symbolize_native_ask_maps_fn ask,
@@ -207,6 +224,8 @@ void symbolize_native_stats(struct symbolize_native *symbolizer, struct symboliz
 		.maps_asked = symbolizer->maps_asked,
 		.maps_adopted = symbolizer->maps_adopted,
 		.maps_read_here = symbolizer->maps_read_here,
+		.names_over_budget = symbolizer->names_over_budget,
+		.name_table_bytes = intern_held_bytes(&symbolizer->offset_names),
 	};
 }
 
@@ -397,6 +416,48 @@ static const char *interned(struct symbolize_native *symbolizer, const char *tex
 	return id < 0 ? NULL : intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
 }
 
+/* The stand-ins for names past the budget, interned before any name (and not charged: a few
+ * bytes, before a budget is attached); -ENOMEM. */
+static int intern_stand_ins(struct symbolize_native *symbolizer)
+{
+	if (!symbolizer->name_over_budget)
+		symbolizer->name_over_budget = interned(symbolizer, SYMBOLIZE_NATIVE_NAME_OVER_BUDGET);
+	if (!symbolizer->path_over_budget)
+		symbolizer->path_over_budget = interned(symbolizer, SYMBOLIZE_NATIVE_PATH_OVER_BUDGET);
+	return symbolizer->name_over_budget && symbolizer->path_over_budget ? 0 : -ENOMEM;
+}
+
+/*
+ * text as a string kept as long as the symbolizer, or stand_in when it is new and past the
+ * names' budget: a target can make root meet any number of distinct names (its files' paths,
+ * their symbols), and they are never dropped. NULL: -ENOMEM.
+ */
+static const char *name_within_budget(struct symbolize_native *symbolizer, const char *text, const char *stand_in)
+{
+	size_t len = strlen(text) + 1;
+	int64_t id = intern_find(&symbolizer->offset_names, text, len);
+	size_t growth;
+	const char *name;
+
+	if (id >= 0)
+		return intern_key(&symbolizer->offset_names, (uint32_t)id, NULL);
+	growth = intern_add_growth(&symbolizer->offset_names, len);
+	if (intern_held_bytes(&symbolizer->offset_names) + growth > symbolizer->name_budget) {
+		if (symbolizer->budget)
+			target_budget_refuse(symbolizer->budget, symbolizer->names_store);
+		symbolizer->names_over_budget++;
+		return stand_in;
+	}
+	if (symbolizer->budget && target_budget_charge(symbolizer->budget, symbolizer->names_store, growth)) {
+		symbolizer->names_over_budget++;
+		return stand_in;
+	}
+	name = interned(symbolizer, text);
+	if (!name && symbolizer->budget)
+		target_budget_release(symbolizer->budget, symbolizer->names_store, growth);
+	return name;
+}
+
 static size_t file_index_slot(uint64_t inode, uint32_t dev_major, uint32_t dev_minor)
 {
 	uint64_t key = inode * 0x9e3779b97f4a7c15ull ^ ((uint64_t)dev_major << 32 | dev_minor);
@@ -519,12 +580,16 @@ static uint64_t evict_tables(void *context, uint64_t bytes, uint64_t older_than)
 int symbolize_native_set_target_budget(struct symbolize_native *symbolizer, struct target_budget *budget)
 {
 	int store = target_budget_register(budget, "symbol tables", oldest_table, evict_tables, symbolizer);
+	int names = store < 0 ? store : target_budget_register(budget, "native names", NULL, NULL, NULL);
 
-	if (store < 0)
-		return store;
+	if (names < 0)
+		return names;
 	symbolizer->budget = budget;
 	symbolizer->budget_store = store;
+	symbolizer->names_store = names;
 	symbolizer->clock = target_budget_clock(budget);
+	/* the stand-ins, and any name met before */
+	target_budget_set_held(budget, names, intern_held_bytes(&symbolizer->offset_names));
 	return 0;
 }
 
@@ -646,8 +711,8 @@ static struct mapped_file *new_file(struct symbolize_native *symbolizer, const s
 	file->inode = map->inode;
 	file->dev_major = map->dev_major;
 	file->dev_minor = map->dev_minor;
-	file->frame_path = file->path ? interned(symbolizer, file->path) : NULL;
-	file->bracket_name = interned(symbolizer, bracket);
+	file->frame_path = file->path ? name_within_budget(symbolizer, file->path, symbolizer->path_over_budget) : NULL;
+	file->bracket_name = name_within_budget(symbolizer, bracket, symbolizer->name_over_budget);
 	free(bracket);
 	if (!file->frame_path || !file->bracket_name) {
 		mapped_file_free(file);
@@ -739,13 +804,14 @@ static const char *display_name(struct symbolize_native *symbolizer, struct mapp
 	if (!file->display_names) {
 		file->display_names = calloc(file->loaded.symbols.count, sizeof(*file->display_names));
 		if (!file->display_names)
-			return interned(symbolizer, function->name);
+			return name_within_budget(symbolizer, function->name, file->bracket_name);
 	}
 	if (file->display_names[index])
 		return file->display_names[index];
 	demangled = strncmp(function->name, "_Z", 2) == 0 ? __cxa_demangle(function->name, NULL, NULL, &status)
 							   : NULL;
-	name = interned(symbolizer, status == 0 && demangled ? demangled : function->name);
+	name = name_within_budget(symbolizer, status == 0 && demangled ? demangled : function->name,
+				  file->bracket_name);
 	free(demangled);
 	file->display_names[index] = name;
 	return name;
@@ -830,7 +896,7 @@ static const char *offset_name(struct symbolize_native *symbolizer, const struct
 	if (range)
 		offset -= *addr - range->start;
 	snprintf(text, sizeof(text), "[%s+0x%" PRIx64 "]", proc_maps_basename(map->path), offset);
-	return interned(symbolizer, text);
+	return name_within_budget(symbolizer, text, file ? file->bracket_name : symbolizer->name_over_budget);
 }
 
 void symbolize_native_note_pc(struct symbolize_native *symbolizer, pid_t pid, uint64_t pc)
@@ -879,7 +945,7 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	out->symbol = function ? display_name(symbolizer, file, function) : NULL;
 	out->provisional = !file || file_waits_for_symbols(file);
 	name = out->symbol ? out->symbol : offset_name(symbolizer, file, map, pc, addr_known ? &addr : NULL);
-	path = file ? file->frame_path : interned(symbolizer, map->path);
+	path = file ? file->frame_path : name_within_budget(symbolizer, map->path, symbolizer->path_over_budget);
 	if (!name || !path)
 		return -ENOMEM;
 	out->frame = pf_frame_unlocated(PF_FRAME_NATIVE, path, name);

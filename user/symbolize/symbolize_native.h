@@ -24,6 +24,12 @@
  * more is left unnamed: libpython's is about 1 MiB, a large C++ library's tens). */
 #define SYMBOLIZE_NATIVE_SYMBOL_BYTES ((uint64_t)64 << 20)
 #define SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES ((uint32_t)32 << 20)
+/* What the names handed out may hold (function names, offset names, file paths): they are kept
+ * for the run (frames point at them), so past it a new name reads as its file's bracket name
+ * ("[libfoo.so]"), or SYMBOLIZE_NATIVE_NAME_OVER_BUDGET; charged to the target budget too. */
+#define SYMBOLIZE_NATIVE_NAME_BYTES ((uint64_t)8 << 20)
+#define SYMBOLIZE_NATIVE_NAME_OVER_BUDGET "[name over budget]"
+#define SYMBOLIZE_NATIVE_PATH_OVER_BUDGET "<path over budget>"
 
 struct symbolize_native;
 
@@ -41,6 +47,8 @@ struct symbolize_native_stats {
 	uint64_t maps_asked;            /* reads of maps asked of the maps source */
 	uint64_t maps_adopted;          /* reads of maps taken from it */
 	uint64_t maps_read_here;        /* maps the symbolizer read itself (on its caller's thread) */
+	uint64_t names_over_budget;     /* new names given a stand-in past the names' budget */
+	uint64_t name_table_bytes;      /* what the names hold now: keys, key index, hash slots */
 };
 
 struct symbolize_native *symbolize_native_new(void);
@@ -53,6 +61,8 @@ void symbolize_native_set_wait_ms(struct symbolize_native *symbolizer, unsigned 
 /* The symbol tables' byte budgets (SYMBOLIZE_NATIVE_SYMBOL_BYTES, ..._FILE_SYMBOL_BYTES); before the first lookup. */
 void symbolize_native_set_budgets(struct symbolize_native *symbolizer, uint64_t symbol_bytes,
 				  uint32_t file_symbol_bytes);
+/* The names' byte budget (SYMBOLIZE_NATIVE_NAME_BYTES); before the first lookup. */
+void symbolize_native_set_name_budget(struct symbolize_native *symbolizer, uint64_t name_bytes);
 struct target_budget;
 /* The symbol tables are charged to budget too (util/target_budget.h, outliving the
  * symbolizer's use), and stamped with its clock; before the first lookup. 0 or -ENOSPC. */
