@@ -420,10 +420,8 @@ static const char *interned(struct symbolize_native *symbolizer, const char *tex
  * bytes, before a budget is attached); -ENOMEM. */
 static int intern_stand_ins(struct symbolize_native *symbolizer)
 {
-	if (!symbolizer->name_over_budget)
-		symbolizer->name_over_budget = interned(symbolizer, SYMBOLIZE_NATIVE_NAME_OVER_BUDGET);
-	if (!symbolizer->path_over_budget)
-		symbolizer->path_over_budget = interned(symbolizer, SYMBOLIZE_NATIVE_PATH_OVER_BUDGET);
+	symbolizer->name_over_budget = interned(symbolizer, SYMBOLIZE_NATIVE_NAME_OVER_BUDGET);
+	symbolizer->path_over_budget = interned(symbolizer, SYMBOLIZE_NATIVE_PATH_OVER_BUDGET);
 	return symbolizer->name_over_budget && symbolizer->path_over_budget ? 0 : -ENOMEM;
 }
 
