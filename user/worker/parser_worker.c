@@ -286,6 +286,16 @@ static bool receive_request(struct parser_request *request, int *fds, size_t *co
 	return false;
 }
 
+/* Whether a request waits on the socket (peeked: nothing is taken, no descriptor installed). */
+static bool request_waiting(void)
+{
+	char byte;
+	struct iovec part = { &byte, 1 };
+	struct msghdr message = { .msg_iov = &part, .msg_iovlen = 1 };
+
+	return recvmsg(PARSER_WORKER_SOCKET_FD, &message, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 /* The payload being built: the head filled by the kind, then build_symbols_payload. */
 struct symbols_answer {
 	struct parser_symbols_head head;
@@ -711,7 +721,8 @@ int parser_worker_main(int argc, char **argv)
 	if (parse_options(argc, argv, &options) || enter_sandbox(&options))
 		return WORKER_EXIT_SETUP;
 	/* One file's tables (some hundreds of KiB each) come and go per request: kept on the heap,
-	 * not mapped and unmapped (page faults every time), and not given back between requests. */
+	 * not mapped and unmapped (page faults every time), and not given back between requests
+	 * of a burst; given back once none waits, so that an idle worker holds little. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	/* ready: root sends no descriptor before this */
@@ -722,6 +733,8 @@ int parser_worker_main(int argc, char **argv)
 		 * file gets a fresh worker. */
 		if (serve(&request, fds, count, &options) == -ENOMEM)
 			return WORKER_EXIT_OUT_OF_MEMORY;
+		if (!request_waiting())
+			malloc_trim(0);
 	}
 	return WORKER_EXIT_DONE;
 }
