@@ -767,6 +767,67 @@ static void test_unwind_bomb_costs_one_file_in_a_run(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/* The private bytes of the worker's heap ([heap] in /proc/PID/smaps), KiB; -1 if unreadable. */
+static long heap_private_kib(pid_t pid)
+{
+	char path[64], line[512];
+	bool in_heap = false;
+	long kib = -1, value;
+	FILE *smaps;
+
+	FORMAT(path, "/proc/%d/smaps", (int)pid);
+	smaps = fopen(path, "r");
+	if (!smaps)
+		return -1;
+	while (fgets(line, sizeof(line), smaps)) {
+		unsigned long start, end;
+
+		/* a mapping's line ("start-end perms ... [heap]"), then its fields */
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2)
+			in_heap = strstr(line, "[heap]") != NULL;
+		else if (in_heap && sscanf(line, "Private_Dirty: %ld kB", &value) == 1)
+			kib = value;
+	}
+	fclose(smaps);
+	return kib;
+}
+
+/* A worker keeps its heap across a burst of files (no page faults each time), and gives it
+ * back once no request has come for a moment: an idle worker holds little. */
+static void test_idle_worker_gives_its_heap_back(void **state)
+{
+	struct parser_client *client = new_client(256 << 20, 10000, false);
+	long busy_kib, idle_kib = -1;
+	void *payload;
+	size_t len;
+	pid_t pid;
+	int fd;
+
+	(void)state;
+	/* libc's unwind rows: a table of some 28,000 rows built on the worker's heap */
+	fd = open("/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(parser_client_request(client, PARSER_REQUEST_UNWIND_ROWS, fd, 0, 64 << 20, &payload, &len), 0);
+	close(fd);
+	free(payload);
+	pid = parser_client_worker_pid(client);
+	assert_true(pid > 0);
+	busy_kib = heap_private_kib(pid);
+	/* given back within a second of idling; waited for as long as a loaded machine needs */
+	for (int tries = 0; tries < 600; tries++) {
+		idle_kib = heap_private_kib(pid);
+		if (idle_kib >= 0 && idle_kib < busy_kib / 2)
+			break;
+		usleep(50 * 1000);
+	}
+	print_message("worker heap, private: %ld KiB after the table, %ld KiB idle\n", busy_kib, idle_kib);
+	assert_true(busy_kib >= 512);
+	assert_true(idle_kib >= 0 && idle_kib < busy_kib / 2);
+	/* and it still answers */
+	check_reads_libz(client);
+	parser_client_free(client);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -782,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_symbol_table_bomb_stays_in_the_worker),
 		cmocka_unit_test(test_unwind_bomb_costs_one_file_in_a_run),
 		cmocka_unit_test(test_profiler_as_a_service_takes_no_terminal),
+		cmocka_unit_test(test_idle_worker_gives_its_heap_back),
 	};
 
 	if (getenv("TEST_FILTER"))

@@ -169,6 +169,11 @@ static int install_seccomp(void)
 	if (!err)
 		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1,
 				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD, 0));
+	/* the wait for the next request: timed while the heap is still to be given back */
+	if (!err)
+		err = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(setsockopt), 3,
+				       SCMP_A0(SCMP_CMP_EQ, PARSER_WORKER_SOCKET_FD, 0),
+				       SCMP_A1(SCMP_CMP_EQ, SOL_SOCKET, 0), SCMP_A2(SCMP_CMP_EQ, SO_RCVTIMEO, 0));
 	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		err = -errno;
 	if (!err)
@@ -253,9 +258,28 @@ static bool answer(uint32_t id, int status, const void *payload, size_t len)
 	return answer_parts(id, status, payload, len, NULL, 0);
 }
 
+enum received {
+	RECEIVED_REQUEST,
+	RECEIVED_NOTHING, /* the wait timed out (arm_idle_wait) */
+	RECEIVED_END,     /* EOF, or a malformed message */
+};
+
+/* How long the worker waits for a request before it counts as idle. */
+#define IDLE_AFTER_MS 1000
+
+/* The wait for the next request ends after IDLE_AFTER_MS (armed), or never. */
+static void arm_idle_wait(bool armed)
+{
+	struct timeval wait = { .tv_sec = armed ? IDLE_AFTER_MS / 1000 : 0,
+				.tv_usec = armed ? IDLE_AFTER_MS % 1000 * 1000 : 0 };
+
+	/* best effort: unarmed, the heap is only given back later */
+	setsockopt(PARSER_WORKER_SOCKET_FD, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+}
+
 /* One request and the descriptors sent with it (at most PARSER_MAX_BATCH_FILES; *count of them
- * into fds); false at EOF or on a malformed message (what came is closed). */
-static bool receive_request(struct parser_request *request, int *fds, size_t *count)
+ * into fds); the end at EOF or on a malformed message (what came is closed). */
+static enum received receive_request(struct parser_request *request, int *fds, size_t *count)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * PARSER_MAX_BATCH_FILES)];
@@ -271,6 +295,8 @@ static bool receive_request(struct parser_request *request, int *fds, size_t *co
 	do
 		got = recvmsg(PARSER_WORKER_SOCKET_FD, &message, MSG_WAITALL | MSG_CMSG_CLOEXEC);
 	while (got < 0 && errno == EINTR);
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return RECEIVED_NOTHING;
 	cmsg = got > 0 ? CMSG_FIRSTHDR(&message) : NULL;
 	if (cmsg && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS &&
 	    cmsg->cmsg_len >= CMSG_LEN(sizeof(int))) {
@@ -279,11 +305,11 @@ static bool receive_request(struct parser_request *request, int *fds, size_t *co
 	}
 	if (got == (ssize_t)sizeof(*request) && request->magic == PARSER_PROTOCOL_MAGIC &&
 	    !(message.msg_flags & MSG_CTRUNC))
-		return true;
+		return RECEIVED_REQUEST;
 	for (size_t i = 0; i < *count; i++)
 		close(fds[i]);
 	*count = 0;
-	return false;
+	return RECEIVED_END;
 }
 
 /* The payload being built: the head filled by the kind, then build_symbols_payload. */
@@ -706,22 +732,39 @@ int parser_worker_main(int argc, char **argv)
 	struct worker_options options;
 	struct parser_request request;
 	int fds[PARSER_MAX_BATCH_FILES];
+	bool heap_to_give_back = false;
 	size_t count;
 
 	if (parse_options(argc, argv, &options) || enter_sandbox(&options))
 		return WORKER_EXIT_SETUP;
 	/* One file's tables (some hundreds of KiB each) come and go per request: kept on the heap,
-	 * not mapped and unmapped (page faults every time), and not given back between requests. */
+	 * not mapped and unmapped (page faults every time), and not given back between requests;
+	 * given back once none came for IDLE_AFTER_MS, so that an idle worker holds little. Root
+	 * asks one file at a time, so "none waiting" would trim after every file (tables 10% more
+	 * CPU, bench/parser_cost.c). */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	/* ready: root sends no descriptor before this */
 	if (!answer(0, 0, NULL, 0))
 		return WORKER_EXIT_DONE;
-	while (receive_request(&request, fds, &count)) {
+	for (;;) {
+		enum received received = receive_request(&request, fds, &count);
+
+		if (received == RECEIVED_END)
+			return WORKER_EXIT_DONE;
+		if (received == RECEIVED_NOTHING) {
+			malloc_trim(0);
+			heap_to_give_back = false;
+			arm_idle_wait(false);
+			continue;
+		}
+		if (!heap_to_give_back) {
+			heap_to_give_back = true;
+			arm_idle_wait(true);
+		}
 		/* A library that ran out of memory may have left its state half-freed: the next
 		 * file gets a fresh worker. */
 		if (serve(&request, fds, count, &options) == -ENOMEM)
 			return WORKER_EXIT_OUT_OF_MEMORY;
 	}
-	return WORKER_EXIT_DONE;
 }
