@@ -326,30 +326,18 @@ static char *own_time_section(void)
  */
 static void tachyon_and_mojo_read_back_alike(void **state)
 {
-	/* The collector off: MOJO says a sample in the GC by a status and Tachyon by a "<GC>" leaf
-	 * frame (doc/modes.md), which `top` ranks apart by design. Off before any import, and no
-	 * finalization: it collects whatever gc.disable() says (_PyGC_CollectNoFail: a fresh-clone
-	 * run had 2 samples of it). */
-	static const char script_text[] = "import gc\n"
-					  "gc.disable()\n"
-					  "import os, threading, time\n"
-					  "def nap_spin():\n"
-					  "    t = time.time()\n"
-					  "    while time.time() - t < 0.005: pass\n"
-					  "def napper():\n"
-					  "    while True:\n"
-					  "        time.sleep(0.4); nap_spin()\n"
-					  "def spin():\n"
-					  "    t = time.time()\n"
-					  "    while time.time() - t < 2.5: pass\n"
-					  "threading.Thread(target=napper, daemon=True).start()\n"
-					  "spin()\n"
-					  "os._exit(0)\n";
+	/* Attached once the script says ready, its collector off (tests/scripts/napper.py): a
+	 * collection is a GC sample, which MOJO records by a status and Tachyon by a "<GC>" leaf
+	 * frame, so `top` ranks them apart by design (doc/modes.md). A launch would sample the
+	 * interpreter's start-up, whose imports collect before any script can turn it off (a
+	 * fresh-clone run had 2 such samples). */
 	struct test_python pythons[16];
 	size_t count = test_pythons(pythons, 16);
-	char script[PATH_MAX], mojo[PATH_MAX], tachyon[PATH_MAX], command[PATH_MAX * 4], *argv[32];
+	char mojo[PATH_MAX], tachyon[PATH_MAX];
 	char *from_mojo, *from_tachyon, *nap;
 	const struct test_python *python = NULL;
+	int out_fd, status;
+	pid_t pid;
 
 	(void)state;
 	for (size_t i = 0; i < count && !python; i++)
@@ -359,14 +347,14 @@ static void tachyon_and_mojo_read_back_alike(void **state)
 		python = &pythons[0];
 	if (!python)
 		skip();
-	FORMAT(script, "%s/napper.py", test_tmpdir());
 	FORMAT(mojo, "%s/napper.mojo", test_tmpdir());
 	FORMAT(tachyon, "%s/napper.bin", test_tmpdir());
-	assert_int_equal(write_whole_file(script, script_text, sizeof(script_text) - 1), 0);
-	FORMAT(command, "%s -q -F 1000 -o %s -o %s -- %s %s", pybpfprof_binary(), mojo, tachyon, python->command,
-	       script);
-	split_command(command, argv, 32);
-	assert_int_equal(run_capture_both(argv, out_text, sizeof(out_text), err_text, sizeof(err_text)), 0);
+	pid = test_start_ready_script(python, "napper.py", "4", &out_fd);
+	test_record_pid(python->label, "cpu", "1000", pid, "2.5", mojo, tachyon);
+	close(out_fd);
+	status = test_wait_status(pid);
+	if (status != 0)
+		fail_msg("%s: napper.py exited %d", python->label, status);
 
 	assert_int_equal(run_pybpfprof("top", "-n", "8", mojo, NULL), EXIT_STATUS_OK);
 	from_mojo = own_time_section();
