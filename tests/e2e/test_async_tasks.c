@@ -544,6 +544,7 @@ static void record_async_tasks(const struct test_python *python, const char *opt
 static void wall_pending_tasks(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
+	unsigned long long waiting_gathered, waiting_grouped, running_gathered, running_grouped;
 	char path[PATH_MAX];
 
 	FORMAT(path, "%s/async-wall-%s.collapsed", test_tmpdir(), python->label);
@@ -551,8 +552,10 @@ static void wall_pending_tasks(void **state)
 
 	/* a worker waiting in sleep while its sibling crunches: under its task and the main one */
 	assert_true(weight_holding(path, "<asyncio>:<task Task-1>:0;", "<asyncio>:<task gathered-") > 0);
-	assert_true(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:") > 0);
-	assert_true(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:") > 0);
+	waiting_gathered = weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:");
+	waiting_grouped = weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:");
+	assert_true(waiting_gathered > 0);
+	assert_true(waiting_grouped > 0);
 	/* the main task itself, suspended in its round's await */
 	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;", ":gather_round:") > 0);
 	assert_true(weight_ending(path, "<asyncio>:<task Task-1>:0;",
@@ -560,12 +563,19 @@ static void wall_pending_tasks(void **state)
 	/* a pending task is where it waits, never in the crunch its sibling runs */
 	assert_int_equal(weight_holding(path, ":sleep:", ":spin:"), 0);
 
-	/* by default (--async-mode running) threads only */
+	/* by default (--async-mode running) threads only: a task is in sleep's frame only while it
+	 * runs its first lines (making the future it then waits on), microseconds a call, which
+	 * a tick now and then lands in (a fresh-clone run: one sample of 3.14's); never the whole
+	 * wait, as above */
 	FORMAT(path, "%s/async-wall-running-%s.collapsed", test_tmpdir(), python->label);
 	record_async_tasks(python, "--mode wall", path);
 	assert_true(weight_holding(path, "<task gathered-", ":crunch_gathered:") > 0);
-	assert_int_equal(weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:"), 0);
-	assert_int_equal(weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:"), 0);
+	running_gathered = weight_ending(path, "<task gathered-", "asyncio/tasks.py:sleep:");
+	running_grouped = weight_ending(path, "<task grouped-", "asyncio/tasks.py:sleep:");
+	print_message("%s: in sleep, waiting (all tasks) %llu and %llu us, running (default) %llu and %llu us\n",
+		      python->label, waiting_gathered, waiting_grouped, running_gathered, running_grouped);
+	assert_true(running_gathered * 4 < waiting_gathered);
+	assert_true(running_grouped * 4 < waiting_grouped);
 }
 
 /* How close the share of db_call in the requests' samples must be to what they measured (a
