@@ -3,9 +3,12 @@
  * The symbolizer's state per process: 200 short processes (fake CPython 3.11 objects built in
  * this process's memory), each symbolized and then gone, leave the set and the cache empty; and
  * the decoded frame table that grew for a few busy processes goes back to its first size once
- * they are gone, its bytes back in the target budget.
+ * they are gone, its bytes back in the target budget; and the names of processes gone leave
+ * the table when it is compacted, while a live process's frames keep theirs.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -152,11 +155,168 @@ static void the_frame_table_shrinks_when_its_processes_go(void **state)
 	free_fake_target(&fake);
 }
 
+/* Processes that each name all of their functions anew, as a host's short scripts do. */
+#define NAMING_PROCESSES 24
+
+/* The fake's code objects named "<prefix>_<i>" each (file and function), in this process's memory:
+ * a fork made now sees them so. */
+static void name_codes(struct fake_target *fake, uint8_t **names, const char *prefix)
+{
+	const struct py_offsets *off = &fake->config.off;
+
+	for (int i = 0; i < FAKE_CODES; i++) {
+		char text[64];
+
+		snprintf(text, sizeof(text), "%s_function_number_%d", prefix, i);
+		free(names[i]);
+		names[i] = fake_str(off, text);
+		put_pointer(fake->codes[i], off->code_filename, names[i]);
+		put_pointer(fake->codes[i], off->code_name, names[i]);
+		put_pointer(fake->codes[i], off->code_qualname, names[i]);
+	}
+}
+
+/* Code object i as name_codes named it, resolved as pid's (resolve() for one name per code object). */
+static int resolve_named(struct symbolize_py_cache *cache, pid_t pid, const struct fake_target *fake,
+			 uint8_t *const *names, int i, struct pf_frame *frame)
+{
+	const struct py_offsets *off = &fake->config.off;
+	uint8_t span[PY_STRING_SPAN_MAX + 8] = { 0 };
+	uint64_t name_hash, name = (uint64_t)(uintptr_t)names[i];
+	uint32_t checksum;
+
+	memcpy(span, names[i] + py_string_span_low(off), py_string_span(off));
+	name_hash = py_string_identity(off, span);
+	checksum = py_code_checksum(i + 1, 0, name, name, name_hash, name_hash);
+	return symbolize_py_resolve(cache, pid, &fake->config, (uint64_t)(uintptr_t)fake->codes[i], checksum, 0, frame);
+}
+
+static pid_t paused_fork(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void end_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static uint64_t store_held(const struct target_budget *budget, const char *name)
+{
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	int count = target_budget_stats(budget, stores);
+
+	for (int i = 0; i < count; i++)
+		if (strcmp(stores[i].name, name) == 0)
+			return stores[i].held;
+	fail_msg("no %s store in the budget", name);
+	return 0;
+}
+
+/* Every code object of the kept process still names its frame "kept_function_number_<i>". */
+static void kept_names_hold(struct symbolize_py_cache *cache, pid_t kept, const struct fake_target *fake,
+			    uint8_t *const *names)
+{
+	for (int i = 0; i < FAKE_CODES; i++) {
+		struct pf_frame frame;
+		char want[64];
+
+		snprintf(want, sizeof(want), "kept_function_number_%d", i);
+		assert_int_equal(resolve_named(cache, kept, fake, names, i, &frame), 0);
+		assert_string_equal(frame.name, want);
+		assert_string_equal(frame.file, want);
+	}
+}
+
+/*
+ * One process lives through the run while 24 others come, name 200 functions each, and go. Without
+ * compaction their names stay for the run; with it (between drains, as the session calls it) the
+ * table holds a bounded multiple of what the live process uses, the budget's store says the same,
+ * and the live process's frames keep their names.
+ */
+static void names_of_processes_gone_leave_on_compaction(void **state)
+{
+	struct symbolize_py_cache *compacted = symbolize_py_cache_new(), *kept_all = symbolize_py_cache_new();
+	struct symbolize_py_stats stats, control;
+	struct target_budget *budget;
+	struct fake_target fake;
+	uint8_t *kept_names[FAKE_CODES] = { 0 }, *names[FAKE_CODES] = { 0 };
+	struct pf_frame frame;
+	uint64_t generation;
+	size_t after_first = 0;
+	pid_t kept;
+
+	(void)state;
+	assert_int_equal(target_budget_new(0, &budget), 0);
+	assert_int_equal(symbolize_py_cache_set_budget(compacted, budget), 0);
+	build_fake_target(&fake, 64);
+	name_codes(&fake, kept_names, "kept");
+	kept = paused_fork();
+	for (int i = 0; i < FAKE_CODES; i++) {
+		assert_int_equal(resolve_named(compacted, kept, &fake, kept_names, i, &frame), 0);
+		assert_int_equal(resolve_named(kept_all, kept, &fake, kept_names, i, &frame), 0);
+	}
+	for (int process = 0; process < NAMING_PROCESSES; process++) {
+		char prefix[32];
+		pid_t pid;
+
+		snprintf(prefix, sizeof(prefix), "gone%d", process);
+		name_codes(&fake, names, prefix);
+		pid = paused_fork();
+		for (int i = 0; i < FAKE_CODES; i++) {
+			assert_int_equal(resolve_named(compacted, pid, &fake, names, i, &frame), 0);
+			assert_int_equal(resolve_named(kept_all, pid, &fake, names, i, &frame), 0);
+		}
+		end_child(pid);
+		symbolize_py_forget_pid(compacted, pid);
+		symbolize_py_forget_pid(kept_all, pid);
+		generation = symbolize_py_generation(compacted);
+		if (symbolize_py_compact_names(compacted) > 0) {
+			/* what frames hold by then is invalid: the generation says so */
+			assert_true(symbolize_py_generation(compacted) != generation);
+			symbolize_py_cache_stats(compacted, &stats);
+			if (!after_first)
+				after_first = stats.name_table_bytes;
+		}
+		symbolize_py_cache_stats(compacted, &stats);
+		assert_int_equal(store_held(budget, "code names"), stats.name_table_bytes);
+	}
+	kept_names_hold(compacted, kept, &fake, kept_names);
+	symbolize_py_cache_stats(compacted, &stats);
+	symbolize_py_cache_stats(kept_all, &control);
+	print_message("names' table: %zu bytes compacted %" PRIu64 " times (%zu after the first), %zu kept for "
+		      "the run, for %d processes of %d names each\n",
+		      stats.name_table_bytes, stats.name_compactions, after_first, control.name_table_bytes,
+		      NAMING_PROCESSES + 1, FAKE_CODES);
+	assert_true(stats.name_compactions >= 1);
+	assert_true(stats.name_table_bytes * 2 < control.name_table_bytes);
+	/* the live process's names, and the room to double, at most */
+	assert_true(stats.name_table_bytes < 2 * after_first + SYMBOLIZE_PY_COMPACT_MIN_BYTES);
+	end_child(kept);
+	for (int i = 0; i < FAKE_CODES; i++) {
+		free(kept_names[i]);
+		free(names[i]);
+	}
+	symbolize_py_cache_free(compacted);
+	symbolize_py_cache_free(kept_all);
+	target_budget_free(budget);
+	free_fake_target(&fake);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(exited_processes_are_forgotten),
 		cmocka_unit_test(the_frame_table_shrinks_when_its_processes_go),
+		cmocka_unit_test(names_of_processes_gone_leave_on_compaction),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

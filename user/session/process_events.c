@@ -192,6 +192,18 @@ static void forget_process(void *ctx, const struct target *target)
 		pf_writer_forget_pid(session->writers[i], (uint32_t)target->pid);
 }
 
+/*
+ * The names of the code objects forgotten go once they are most of the table: a whole host's
+ * processes each name their own functions. Between drains, where only the resolver's kept
+ * stacks (dropped with the generation) and the task chains hold names; never while `stacks`
+ * collects frames to print.
+ */
+static void forget_unused_names(struct session *session)
+{
+	if (!session->stacks && symbolize_py_compact_names(session->resolver.python) > 0 && session->resolver.tasks)
+		async_tasks_forget_chains(session->resolver.tasks);
+}
+
 void process_events_check_liveness(struct session *session)
 {
 	for (size_t i = 0; i < session->targets.count; i++) {
@@ -203,6 +215,7 @@ void process_events_check_liveness(struct session *session)
 	/* What BPF's exit hook missed, and the state of exited targets (both pace themselves). */
 	bpf_sampler_reconcile_targets(session->sampler, clock_monotonic_ms());
 	target_set_forget_exited(&session->targets, clock_monotonic_ms(), forget_process, session);
+	forget_unused_names(session);
 }
 
 /* A new process, or a target that exec'd: start over with what it runs now. */

@@ -848,10 +848,11 @@ static void print_budget_summary(const struct session *session, const uint64_t c
 		return;
 	fprintf(stderr, "pybpfprof: budgets: %" PRIu64 " process notices lost, %" PRIu64 " stale BPF entries swept, "
 			"%" PRIu64 " exited processes forgotten; code objects: %" PRIu64 " evicted, %" PRIu64
-			" line tables and %" PRIu64 " names over budget; output tables: %zu KB held, %" PRIu64
-			" frames written past their bound\n",
+			" line tables and %" PRIu64 " names over budget, names compacted %" PRIu64
+			" times; output tables: %zu KB held, %" PRIu64 " frames written past their bound\n",
 		counters[PBP_CNT_PROC_EVENTS_LOST], swept, session->targets.forgotten, python.evicted,
-		python.lines_over_budget, python.names_over_budget, (outputs_held + 1023) / 1024, frames_past_budget);
+		python.lines_over_budget, python.names_over_budget, python.name_compactions, (outputs_held + 1023) / 1024,
+		frames_past_budget);
 }
 
 /* -v: the one budget of what targets make us hold (util/target_budget.h), store by store. */

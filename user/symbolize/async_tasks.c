@@ -339,6 +339,16 @@ static void drop_older_chains(struct async_tasks *tasks)
 	target_budget_note_eviction(tasks->budget, tasks->budget_store, freed);
 }
 
+void async_tasks_forget_chains(struct async_tasks *tasks)
+{
+	for (size_t i = 0; i < ASYNC_TASKS_SLOTS; i++) {
+		if (tasks->slots[i].chain)
+			drop_chain(tasks, &tasks->slots[i]);
+		if (tasks->pending[i].chain)
+			drop_chain(tasks, &tasks->pending[i]);
+	}
+}
+
 /*
  * bytes for a chain, charged to the target budget. Chains are dropped by this table alone,
  * never for another store's bytes (a chain returned stays valid until the next call): refused,

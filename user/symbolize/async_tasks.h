@@ -91,6 +91,9 @@ struct target_budget;
  * store "task chains"; past it the least recently used half goes, and a chain that still does
  * not fit is not kept (read again when next sampled). Before the first read. 0 or -ENOSPC. */
 int async_tasks_set_budget(struct async_tasks *tasks, struct target_budget *budget);
+/* Every chain read from a task goes (read again when next sampled): its frames' names are
+ * the code-object cache's, and about to go (symbolize_py_compact_names). */
+void async_tasks_forget_chains(struct async_tasks *tasks);
 
 /*
  * Reads the chain of the task at task_addr in target (its asyncio layout known), sampled at

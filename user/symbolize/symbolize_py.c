@@ -75,6 +75,7 @@ struct symbolize_py_cache {
 	int names_store;             /* and of their interned names (charged; refused: the placeholder) */
 	int frames_store;            /* and of the decoded frame table (refused: it starts over) */
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
+	size_t names_compacted_bytes; /* what the names' table held after its last compaction */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
 	struct symbolize_py_stats stats;
 };
@@ -837,8 +838,8 @@ static int read_linetable(struct symbolize_py_cache *cache, struct code_entry *e
 }
 
 /* Whether the target budget takes a name not interned yet: what it adds to the table, its
- * index and hash slots with its bytes (a short name costs several times its bytes). Names can
- * never be evicted: the table may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit at most,
+ * index and hash slots with its bytes (a short name costs several times its bytes). Names are
+ * never evicted (those of forgotten code objects go when the table is compacted): the table may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit at most,
  * so that they never crowd out what can (every new code object would evict the last). */
 static bool charge_name(struct symbolize_py_cache *cache, const char *text, size_t len)
 {
@@ -862,6 +863,61 @@ static void true_up_names(struct symbolize_py_cache *cache)
 		target_budget_set_held(cache->budget, cache->names_store, intern_held_bytes(&cache->strings));
 }
 
+/* A name in use, as the table fresh (which holds it) stores it. */
+static const char *rehomed_name(const struct intern_table *fresh, const char *name)
+{
+	int64_t id;
+
+	if (!name)
+		return NULL;
+	id = intern_find(fresh, name, strlen(name) + 1);
+	return id < 0 ? NULL : intern_key(fresh, (uint32_t)id, NULL);
+}
+
+/* Every name a kept code object uses, into fresh: 0 or -ENOMEM. */
+static int intern_names_in_use(const struct symbolize_py_cache *cache, struct intern_table *fresh)
+{
+	for (size_t i = 0; i < cache->code_count; i++) {
+		const char *names[] = { cache->codes[i]->file, cache->codes[i]->name };
+
+		for (size_t j = 0; j < 2; j++)
+			if (names[j] && intern_add(fresh, names[j], strlen(names[j]) + 1, NULL) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+int symbolize_py_compact_names(struct symbolize_py_cache *cache)
+{
+	size_t held = intern_held_bytes(&cache->strings);
+	struct intern_table fresh;
+	int err;
+
+	if (held < SYMBOLIZE_PY_COMPACT_MIN_BYTES || held < 2 * cache->names_compacted_bytes)
+		return 0;
+	/* Every name is copied before any entry moves to the new table: a failed copy leaves all
+	 * of them where they were. */
+	intern_init(&fresh);
+	err = intern_names_in_use(cache, &fresh);
+	if (err) {
+		intern_free(&fresh);
+		return err;
+	}
+	for (size_t i = 0; i < cache->code_count; i++) {
+		struct code_entry *entry = cache->codes[i];
+
+		entry->file = rehomed_name(&fresh, entry->file);
+		entry->name = rehomed_name(&fresh, entry->name);
+	}
+	intern_free(&cache->strings);
+	cache->strings = fresh;
+	cache->names_compacted_bytes = intern_held_bytes(&cache->strings);
+	cache->stats.name_compactions++;
+	cache->generation++;
+	true_up_names(cache);
+	return 1;
+}
+
 /* A name or file name, interned in the cache. */
 static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct py_offsets *off, uint64_t addr,
 		     const char **out)
@@ -877,7 +933,7 @@ static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct p
 	if (err < 0)
 		return err;
 	len = strlen(text); /* an embedded NUL ends the name */
-	/* Names cannot be evicted (frames hold them until the cache is freed): past the budget,
+	/* Names cannot be evicted (frames hold them until symbolize_py_compact_names): past the budget,
 	 * a name not already known is replaced, and its code object keeps the placeholder. */
 	if ((cache->strings.bytes + len > SYMBOLIZE_PY_MAX_NAME_BYTES || !charge_name(cache, text, len)) &&
 	    intern_find(&cache->strings, text, len + 1) < 0) {

@@ -62,7 +62,7 @@ int symbolize_py_cache_set_budget(struct symbolize_py_cache *cache, struct targe
 
 /*
  * Fill *frame (kind PF_FRAME_PYTHON; file/name strings owned by the cache,
- * valid until symbolize_py_cache_free). Cached per (pid, code_addr, checksum): the
+ * valid until symbolize_py_compact_names compacts or symbolize_py_cache_free). Cached per (pid, code_addr, checksum): the
  * code object is read once (filename, co_qualname from 3.11 else co_name,
  * firstlineno, argcount, the line table); the checksum recomputed from the
  * object read must match the one BPF sent, else -ESTALE (the code object was
@@ -92,8 +92,19 @@ int symbolize_py_read_str(pid_t pid, const struct py_offsets *off, uint64_t addr
 /* The process is gone or was replaced (exec): drop its entries. Frames filled before stay valid. */
 void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid);
 /*
+ * The names of forgotten code objects stay in the cache's table (frames filled before point
+ * into it), so on a host whose processes each name their own functions the table grows with
+ * every process the run meets. Once it holds twice what it held after the last compaction
+ * (and at least SYMBOLIZE_PY_COMPACT_MIN_BYTES), a new table takes the names the kept code
+ * objects use and the old one goes: every name of a frame filled before is then invalid, and
+ * the generation changes (symbolize_py_generation). Call it where no such frame is held.
+ * 1 if it compacted, 0 if there was no need, -ENOMEM (the old table stays, valid).
+ */
+#define SYMBOLIZE_PY_COMPACT_MIN_BYTES ((size_t)256 << 10)
+int symbolize_py_compact_names(struct symbolize_py_cache *cache);
+/*
  * Changes whenever code objects are dropped (symbolize_py_forget_pid, a target over its
- * budget of code objects) or a frame's instruction was read changed: while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
+ * budget of code objects), names are compacted, or a frame's instruction was read changed: while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
  * resolves again to the same frame, which is what lets a caller keep whole resolved stacks.
  */
 uint64_t symbolize_py_generation(const struct symbolize_py_cache *cache);
@@ -107,6 +118,7 @@ struct symbolize_py_stats {
 	uint64_t lines_over_budget; /* line tables dropped by the byte budget, or refused unread */
 	uint64_t linetable_bytes_read; /* line tables' bytes read from targets */
 	uint64_t names_over_budget; /* names replaced by SYMBOLIZE_PY_NAME_OVER_BUDGET */
+	uint64_t name_compactions;  /* tables of names replaced by one of the names in use */
 	/* What is held now: */
 	size_t codes;         /* code objects */
 	size_t code_bytes;    /* their entries and line tables, against SYMBOLIZE_PY_MAX_BYTES */
