@@ -694,6 +694,76 @@ static void test_symbol_table_bomb_stays_in_the_worker(void **state)
 	assert_int_equal(system(command), 0);
 }
 
+/* A C++ name of levels templates, each the last one twice (B<B<A, A>, B<A, A>>, ...): 300 bytes
+ * that read as 2^levels times more. */
+static void write_demangling_bomb_name(char *name, size_t size, int levels)
+{
+	int used = snprintf(name, size, "_Z1fI1A1BIS0_S0_E");
+
+	for (int level = 0; level < levels; level++) {
+		char id[8], digits[8];
+		int value = level + 2, count = 0;
+
+		/* substitution ids are base 36 */
+		do {
+			int digit = value % 36;
+
+			digits[count++] = (char)(digit < 10 ? '0' + digit : 'A' + digit - 10);
+			value /= 36;
+		} while (value);
+		for (int i = 0; i < count; i++)
+			id[i] = digits[count - 1 - i];
+		id[count] = 0;
+		used += snprintf(name + used, size - (size_t)used, "S1_IS%s_S%s_E", id, id);
+	}
+	snprintf(name + used, size - (size_t)used, "EvT_");
+}
+
+/* A library (nobody's) whose one function's C++ name reads as 1.7 GB: the worker demangles it
+ * under its own limits, root's memory stays where it was, and the next file is named. */
+static void test_demangling_bomb_stays_in_the_worker(void **state)
+{
+	char dir[64], source[128], library[128], command[512], bomb_name[512];
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	long before, after;
+	void *handle, *bomb;
+	FILE *out;
+
+	(void)state;
+	test_make_sticky_dir(dir, sizeof(dir));
+	FORMAT(source, "%s/bomb.c", dir);
+	FORMAT(library, "%s/libbomb.so", dir);
+	write_demangling_bomb_name(bomb_name, sizeof(bomb_name), 26);
+	out = fopen(source, "w");
+	assert_non_null(out);
+	fprintf(out, "void bomb(void) __asm__(\"%s\");\nvoid bomb(void) { }\n", bomb_name);
+	fclose(out);
+	FORMAT(command, "cc -shared -fPIC -O0 -o %s %s", library, source);
+	assert_int_equal(system(command), 0);
+	assert_int_equal(chown(library, 65534, 65534), 0);
+	handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(handle);
+	bomb = dlsym(handle, bomb_name);
+	assert_non_null(bomb);
+	before = peak_rss_kib();
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, (uint64_t)(uintptr_t)bomb, &found), 1);
+	/* by its file (the worker died on it) or as mangled (the demangler gave up), never expanded */
+	print_message("the bomb's frame: %.80s in %s\n", found.frame.name, found.frame.file);
+	assert_true(strlen(found.frame.name) <= strlen(bomb_name) + 64);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL,
+						 (uint64_t)(uintptr_t)deflateInit2_ + 1, &found), 1);
+	assert_non_null(found.symbol);
+	assert_string_equal(found.symbol, "deflateInit2_");
+	after = peak_rss_kib();
+	print_message("peak RSS %ld KiB before, %ld KiB after\n", before, after);
+	assert_true(after - before < 100 << 10);
+	symbolize_native_free(symbolizer);
+	dlclose(handle);
+	FORMAT(command, "rm -rf %s", dir);
+	assert_int_equal(system(command), 0);
+}
+
 /* Whether a sample has a native frame in a file whose path holds name. */
 static bool has_native_frame_in(const struct pf_sample *sample, const void *name)
 {
@@ -841,6 +911,7 @@ int main(void)
 		cmocka_unit_test(test_lying_answers_refused),
 		cmocka_unit_test(test_debuglink_to_a_terminal_is_not_opened),
 		cmocka_unit_test(test_symbol_table_bomb_stays_in_the_worker),
+		cmocka_unit_test(test_demangling_bomb_stays_in_the_worker),
 		cmocka_unit_test(test_unwind_bomb_costs_one_file_in_a_run),
 		cmocka_unit_test(test_profiler_as_a_service_takes_no_terminal),
 		cmocka_unit_test(test_idle_worker_gives_its_heap_back),

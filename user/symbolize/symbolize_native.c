@@ -25,9 +25,6 @@
 #include "util/intern.h"
 #include "util/target_budget.h"
 
-/* libstdc++'s demangler (the Itanium C++ ABI's): C++ extensions' names read as their source. */
-char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *length, int *status);
-
 /* Processes whose maps are kept; beyond this the oldest is dropped (and read again if needed). */
 #define SYMBOLIZE_NATIVE_MAX_PIDS 64
 /* Mappings kept, all processes together (some 100 bytes each): a process may map 65,000 files,
@@ -81,7 +78,7 @@ struct mapped_file {
 	uint32_t dev_major, dev_minor; /* with the inode and path: which file (its debug data too) */
 	enum mapped_file_state state;
 	struct native_symbols loaded;
-	const char **display_names; /* by function, interned: demangled, or the name itself; NULL: not yet */
+	const char **display_names; /* by function, its name interned (C++ names come demangled); NULL: not yet */
 	uint64_t bytes;             /* what its table holds, of the symbol budget */
 	uint64_t used;              /* the symbolizer's clock when last used */
 };
@@ -790,29 +787,21 @@ static const struct proc_map *mapping_of(struct symbolize_native *symbolizer, pi
 	return map && (map->path[0] == '/' || vdso_is_map_name(map->path)) ? map : NULL;
 }
 
-/* The function's name as a reader knows it: C++ names demangled, once per function, interned. */
+/* The function's name as a reader knows it (C++ names come demangled from the parser worker,
+ * worker/parser_worker.c), interned once per function. */
 static const char *display_name(struct symbolize_native *symbolizer, struct mapped_file *file,
 				const struct elf_function *function)
 {
 	size_t index = (size_t)(function - file->loaded.symbols.functions);
-	const char *name;
-	char *demangled;
-	int status = -1;
 
 	if (!file->display_names) {
 		file->display_names = calloc(file->loaded.symbols.count, sizeof(*file->display_names));
 		if (!file->display_names)
 			return name_within_budget(symbolizer, function->name, file->bracket_name);
 	}
-	if (file->display_names[index])
-		return file->display_names[index];
-	demangled = strncmp(function->name, "_Z", 2) == 0 ? __cxa_demangle(function->name, NULL, NULL, &status)
-							   : NULL;
-	name = name_within_budget(symbolizer, status == 0 && demangled ? demangled : function->name,
-				  file->bracket_name);
-	free(demangled);
-	file->display_names[index] = name;
-	return name;
+	if (!file->display_names[index])
+		file->display_names[index] = name_within_budget(symbolizer, function->name, file->bracket_name);
+	return file->display_names[index];
 }
 
 /* The link-time address of pc in file, mapped at map; false when the file's ELF is unknown. */

@@ -321,21 +321,79 @@ struct symbols_answer {
 	size_t function_count;
 };
 
+/*
+ * C++ names as their source reads them (libstdc++'s demangler, the Itanium C++ ABI's), made
+ * here: a mangled name is the target's, and a 300-byte one can expand to gigabytes (each back
+ * reference doubling what came before), which costs this worker its memory limit or its time
+ * and the file its names, never root. A longer result than this keeps the mangled name.
+ */
+#define WORKER_DEMANGLED_MAX 4096
+char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *length, int *status);
+
+/* The functions' names as shown, by function: a demangled copy, or NULL for the name itself. */
+struct shown_names {
+	char **demangled;
+};
+
+static void shown_names_free(struct shown_names *shown, size_t count)
+{
+	if (!shown->demangled)
+		return;
+	for (size_t i = 0; i < count; i++)
+		if (!i || shown->demangled[i] != shown->demangled[i - 1])
+			free(shown->demangled[i]);
+	free(shown->demangled);
+	shown->demangled = NULL;
+}
+
+/* Each _Z name demangled (neighbours sharing a name share its result); 0 or -ENOMEM. A name the
+ * demangler refuses, or that reads longer than WORKER_DEMANGLED_MAX, stays as it is. */
+static int demangle_functions(const struct elf_function *functions, size_t count, struct shown_names *shown)
+{
+	shown->demangled = calloc(count ? count : 1, sizeof(*shown->demangled));
+	if (!shown->demangled)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		char *demangled;
+		int status = -1;
+
+		if (i && functions[i].name == functions[i - 1].name) {
+			shown->demangled[i] = shown->demangled[i - 1];
+			continue;
+		}
+		if (strncmp(functions[i].name, "_Z", 2) != 0)
+			continue;
+		demangled = __cxa_demangle(functions[i].name, NULL, NULL, &status);
+		if (status == 0 && demangled && strlen(demangled) <= WORKER_DEMANGLED_MAX)
+			shown->demangled[i] = demangled;
+		else
+			free(demangled);
+	}
+	return 0;
+}
+
+static const char *shown_name(const struct elf_function *functions, const struct shown_names *shown, size_t i)
+{
+	return shown && shown->demangled && shown->demangled[i] ? shown->demangled[i] : functions[i].name;
+}
+
 /* Bytes of the names the functions use, each once where neighbours share a name. */
-static uint64_t names_bytes(const struct elf_function *functions, size_t count)
+static uint64_t names_bytes(const struct elf_function *functions, size_t count, const struct shown_names *shown)
 {
 	uint64_t total = 0;
 
 	for (size_t i = 0; i < count; i++)
 		if (!i || functions[i].name != functions[i - 1].name)
-			total += strlen(functions[i].name) + 1;
+			total += strlen(shown_name(functions, shown, i)) + 1;
 	return total;
 }
 
-/* The answer laid out as parser_protocol.h says, at most budget bytes. 0, -E2BIG, -ENOMEM. */
-static int build_symbols_payload(struct symbols_answer *answer, uint32_t budget, char **out, size_t *out_len)
+/* The answer laid out as parser_protocol.h says, its names as shown (NULL: as the file has them),
+ * at most budget bytes. 0, -E2BIG, -ENOMEM. */
+static int build_symbols_payload(struct symbols_answer *answer, const struct shown_names *shown, uint32_t budget,
+				 char **out, size_t *out_len)
 {
-	uint64_t names_len = names_bytes(answer->functions, answer->function_count);
+	uint64_t names_len = names_bytes(answer->functions, answer->function_count, shown);
 	uint64_t total = sizeof(answer->head) + answer->segment_count * sizeof(struct parser_segment) +
 			 (uint64_t)answer->function_count * sizeof(struct parser_function) + names_len;
 	struct parser_segment *segments;
@@ -364,9 +422,10 @@ static int build_symbols_payload(struct symbols_answer *answer, uint32_t budget,
 		if (i && function->name == answer->functions[i - 1].name) {
 			functions[i] = functions[i - 1];
 		} else {
-			size_t len = strlen(function->name) + 1;
+			const char *name = shown_name(answer->functions, shown, i);
+			size_t len = strlen(name) + 1;
 
-			memcpy(names + name_at, function->name, len);
+			memcpy(names + name_at, name, len);
 			functions[i] = (struct parser_function){ .name_offset = name_at };
 			name_at += (uint32_t)len;
 		}
@@ -376,6 +435,21 @@ static int build_symbols_payload(struct symbols_answer *answer, uint32_t budget,
 	*out = payload;
 	*out_len = (size_t)total;
 	return 0;
+}
+
+/* The answer with its C++ names demangled; where those do not fit the budget (they read
+ * longer), with the names as the file has them. */
+static int build_shown_symbols_payload(struct symbols_answer *answer, uint32_t budget, char **out, size_t *out_len)
+{
+	struct shown_names shown = { NULL };
+	int err = demangle_functions(answer->functions, answer->function_count, &shown);
+
+	if (!err)
+		err = build_symbols_payload(answer, &shown, budget, out, out_len);
+	shown_names_free(&shown, answer->function_count);
+	if (err == -E2BIG)
+		err = build_symbols_payload(answer, NULL, budget, out, out_len);
+	return err;
 }
 
 /* The functions of elf into answer (none is no error: a file may have no symbol table). */
@@ -715,7 +789,7 @@ static int serve(const struct parser_request *request, int *fds, size_t count, c
 		else
 			err = -EINVAL;
 		if (!err)
-			err = build_symbols_payload(&symbols, request->reply_budget, &payload, &payload_len);
+			err = build_shown_symbols_payload(&symbols, request->reply_budget, &payload, &payload_len);
 		if (inner.elf)
 			elf_file_close(&inner);
 		elf_file_close(&elf);
