@@ -21,16 +21,20 @@ status_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/nu
 # pages shared with the profiler counted once between them), 0 if the process is gone.
 rollup_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
 
-# The parser workers' VmHWM summed, their count, and their Pss now summed: "KiB count KiB".
+# The parser workers' VmHWM summed, their count, their Pss now summed, and their own pages now
+# summed (Private_Clean + Private_Dirty: pages no other process maps, what the workers add to the
+# profiler's own RSS, which counts the pages they share with it already): "KiB count KiB KiB".
 workers_kib() {
-	local total=0 count=0 pss=0 pid kib
+	local total=0 count=0 pss=0 own=0 pid kib
 	for pid in $(pgrep -P "$1" -x pybpfprof-parse || true); do
 		kib=$(status_kib "$pid" VmHWM)
 		total=$((total + ${kib:-0})) count=$((count + 1))
 		kib=$(rollup_kib "$pid" Pss)
 		pss=$((pss + ${kib:-0}))
+		kib=$(( $(rollup_kib "$pid" Private_Clean) + $(rollup_kib "$pid" Private_Dirty) ))
+		own=$((own + kib))
 	done
-	echo "$total $count $pss"
+	echo "$total $count $pss $own"
 }
 
 # Two idle Pythons of every version pyenv holds (2.7, 3.6-3.13), each with zlib and json loaded:
@@ -68,12 +72,12 @@ rss_of_run() {
 	    -v n="$(sed -n 's/^pybpfprof: \([0-9]*\) samples in.* from \([0-9]*\) Python process.*/\1 \2/p' "$out/rss.log")" \
 	    -v g="$(sed -n 's/^pybpfprof: ring buffer: \([0-9]*\) KiB.*/\1/p' "$out/rss.log")" \
 	    'BEGIN { split(w, wk, " "); split(n, nn, " ")
-		printf "%9.1f %9.1f %10s %9.1f %8d %11.1f %9d %8d %8s", r / 1024, h / 1024, l == "" ? "-" : sprintf("%.1f", l),
-			wk[1] / 1024, wk[2], wk[3] / 1024, nn[1], nn[2], g == "" ? "-" : sprintf("%.0f", g / 1024) }'
+		printf "%9.1f %9.1f %10s %9.1f %8d %11.1f %11.1f %9d %8d %8s", r / 1024, h / 1024, l == "" ? "-" : sprintf("%.1f", l),
+			wk[1] / 1024, wk[2], wk[3] / 1024, wk[4] / 1024, nn[1], nn[2], g == "" ? "-" : sprintf("%.0f", g / 1024) }'
 }
 
 printf 'profiler memory (MiB): the profiler a second before the end of the run; its BPF loader; its parser workers\n'
-printf '%-38s %9s %9s %10s %9s %8s %11s %9s %8s %8s\n' run rss peak loader_peak workers workers_n workers_pss samples pythons ring_mib
+printf '%-38s %9s %9s %10s %9s %8s %11s %11s %9s %8s %8s\n' run rss peak loader_peak workers workers_n workers_pss workers_own samples pythons ring_mib
 printf '%-38s %s\n' "1 kHz, -p a busy 3.12, native, 20 s" "$(rss_of_run '-F 1000' 20 1 attach)"
 printf '%-38s %s\n' "1 kHz, whole host, --no-native, 20 s" "$(rss_of_run '-F 1000 --no-native' 20)"
 printf '%-38s %s\n' "1 kHz, whole host, native, 20 s" "$(rss_of_run '-F 1000' 20)"
@@ -88,6 +92,8 @@ rss, peak: the profiler's VmRSS and VmHWM. loader_peak: the peak resident memory
   workers: the parser workers' VmHWM summed (workers_n of them; unprivileged, each capped).
   workers_pss: their Pss summed a second before the end: what they hold then, a library's pages
   shared with the profiler counted once between them (an idle worker gives its heap back).
+  workers_own: the pages only the workers map (private clean and dirty), summed: what they add
+  to the profiler's rss, which counts in full the library pages they share with it.
   pythons: the Python processes profiled (whole host: every one on the machine, others' too).
   "+ 18 idle": a busy 3.12 and two idle Pythons of each of the 9 pyenv versions, 20 s.
   ring_mib: the record ring's size at the end (sized from the rate and the CPUs, grown from the
