@@ -29,6 +29,7 @@
 #include "elf/elf_file.h"
 #include "elf/minidebuginfo.h"
 #include "python/py_runtime_file.h"
+#include "util/clock.h"
 #include "worker/unwind_build.h"
 
 /* Exit statuses: what root's summary may tell apart from a crash. */
@@ -328,6 +329,11 @@ struct symbols_answer {
  * and the file its names, never root. A longer result than this keeps the mangled name.
  */
 #define WORKER_DEMANGLED_MAX 4096
+/* Demangling a file's names stops after this long (ms; the rest stay mangled): a few us a name,
+ * a C++ library of a million names would otherwise overrun the request's time budget, and lose
+ * all its names. Looked at every WORKER_DEMANGLE_CLOCK_EVERY names. */
+#define WORKER_DEMANGLE_MS 1000
+#define WORKER_DEMANGLE_CLOCK_EVERY 256
 char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *length, int *status);
 
 /* The functions' names as shown, by function: a demangled copy, or NULL for the name itself. */
@@ -350,6 +356,8 @@ static void shown_names_free(struct shown_names *shown, size_t count)
  * demangler refuses, or that reads longer than WORKER_DEMANGLED_MAX, stays as it is. */
 static int demangle_functions(const struct elf_function *functions, size_t count, struct shown_names *shown)
 {
+	uint64_t stop_ms = clock_monotonic_ms() + WORKER_DEMANGLE_MS;
+
 	shown->demangled = calloc(count ? count : 1, sizeof(*shown->demangled));
 	if (!shown->demangled)
 		return -ENOMEM;
@@ -357,6 +365,8 @@ static int demangle_functions(const struct elf_function *functions, size_t count
 		char *demangled;
 		int status = -1;
 
+		if (i % WORKER_DEMANGLE_CLOCK_EVERY == 0 && clock_monotonic_ms() > stop_ms)
+			break;
 		if (i && functions[i].name == functions[i - 1].name) {
 			shown->demangled[i] = shown->demangled[i - 1];
 			continue;
