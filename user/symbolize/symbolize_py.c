@@ -839,8 +839,9 @@ static int read_linetable(struct symbolize_py_cache *cache, struct code_entry *e
 
 /* Whether the target budget takes a name not interned yet: what it adds to the table, its
  * index and hash slots with its bytes (a short name costs several times its bytes). Names are
- * never evicted (those of forgotten code objects go when the table is compacted): the table may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit at most,
- * so that they never crowd out what can (every new code object would evict the last). */
+ * never evicted (those of forgotten code objects go when the table is compacted): the table
+ * may take SYMBOLIZE_PY_NAMES_BUDGET_SHARE of the limit at most, so that they never crowd out
+ * what can (every new code object would evict the last). */
 static bool charge_name(struct symbolize_py_cache *cache, const char *text, size_t len)
 {
 	size_t cost;

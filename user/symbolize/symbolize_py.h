@@ -104,8 +104,9 @@ void symbolize_py_forget_pid(struct symbolize_py_cache *cache, pid_t pid);
 int symbolize_py_compact_names(struct symbolize_py_cache *cache);
 /*
  * Changes whenever code objects are dropped (symbolize_py_forget_pid, a target over its
- * budget of code objects), names are compacted, or a frame's instruction was read changed: while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved
- * resolves again to the same frame, which is what lets a caller keep whole resolved stacks.
+ * budget of code objects), names are compacted, or a frame's instruction was read changed:
+ * while it stays the same, a (pid, code_addr, checksum, instr_offset) that resolved resolves
+ * again to the same frame, which is what lets a caller keep whole resolved stacks.
  */
 uint64_t symbolize_py_generation(const struct symbolize_py_cache *cache);
 
