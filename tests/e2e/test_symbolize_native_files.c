@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -174,7 +176,7 @@ static void test_names_pending_while_a_file_is_read(void **state)
 #define LIBC_PCS 2000
 
 /* A target can make root meet any number of distinct native names (its files' paths, their
- * symbols, offsets of unnamed functions), all kept for the run: past their budget a new name
+ * symbols, offsets of unnamed functions), kept until compacted: past their budget a new name
  * reads as its file's bracket name, a name handed out before still reads, and the names hold
  * no more than the budget, as the target budget counts them. */
 static void test_names_within_their_budget(void **state)
@@ -224,6 +226,79 @@ static void test_names_within_their_budget(void **state)
 	target_budget_free(budget);
 }
 
+/* Every pc of the test's own executable mappings, 64 bytes apart (at most `cap` a mapping): the
+ * names of thousands of functions of a dozen libraries. Returns the pcs named. */
+static int name_every_mapped_function(struct symbolize_native *symbolizer, int cap)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int named = 0;
+
+	assert_non_null(maps);
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long long start, end;
+		char perms[8];
+		struct symbolize_native_frame found;
+
+		if (sscanf(line, "%llx-%llx %7s", &start, &end, perms) != 3 || perms[2] != 'x' || !strchr(line, '/'))
+			continue;
+		for (int i = 0; i < cap && start + (uint64_t)i * 64 < end; i++)
+			named += symbolize_native_lookup(symbolizer, getpid(), NULL, start + (uint64_t)i * 64, &found) == 1;
+	}
+	fclose(maps);
+	return named;
+}
+
+/* A whole host keeps meeting files of new names: the names of files whose tables went (past
+ * the tables' budget) leave once they are most of the table, the names of the files kept stay
+ * (and read right, under ASan), and the budget's store holds what the table holds. */
+static void test_names_of_dropped_tables_leave_on_compaction(void **state)
+{
+	uint64_t libz_pc = code_address((void (*)(void))deflateInit2_) + 1;
+	uint64_t libc_pc = code_address((void (*)(void))getppid) + 1;
+	struct target_budget_store_stats stores[TARGET_BUDGET_MAX_STORES];
+	struct symbolize_native *symbolizer = symbolize_native_new();
+	struct symbolize_native_frame found;
+	struct symbolize_native_stats before, after;
+	struct target_budget *budget;
+	int named;
+
+	(void)state;
+	assert_non_null(symbolizer);
+	assert_int_equal(target_budget_new((uint64_t)64 << 20, &budget), 0);
+	assert_int_equal(symbolize_native_set_target_budget(symbolizer, budget), 0);
+	/* room for libz's or libc's table, not both: each library's goes when the next comes */
+	symbolize_native_set_budgets(symbolizer, table_bytes_for(libz_pc) > table_bytes_for(libc_pc)
+							 ? table_bytes_for(libz_pc) + 1 : table_bytes_for(libc_pc) + 1,
+				     SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES);
+	named = name_every_mapped_function(symbolizer, 4096);
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	assert_string_equal(found.frame.name, "deflateInit2_");
+	symbolize_native_stats(symbolizer, &before);
+	assert_int_equal(symbolize_native_compact_names(symbolizer), 1);
+	symbolize_native_stats(symbolizer, &after);
+	target_budget_stats(budget, stores);
+	print_message("%d pcs named; names %" PRIu64 " bytes, %" PRIu64 " after compaction; %" PRIu64
+		      " tables dropped\n", named, before.name_table_bytes, after.name_table_bytes, before.tables_evicted);
+	assert_true(before.name_table_bytes >= SYMBOLIZE_NATIVE_COMPACT_MIN_BYTES);
+	assert_true(before.tables_evicted > 0);
+	assert_true(after.name_table_bytes < before.name_table_bytes / 4);
+	assert_int_equal(after.name_compactions, 1);
+	assert_string_equal(stores[1].name, "native names");
+	assert_int_equal(stores[1].held, after.name_table_bytes);
+	/* the kept file's names read from the new table; a dropped one's come back with its table */
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libz_pc, &found), 1);
+	assert_string_equal(found.frame.name, "deflateInit2_");
+	assert_non_null(strstr(found.frame.file, "/libz.so"));
+	assert_int_equal(symbolize_native_lookup(symbolizer, getpid(), NULL, libc_pc, &found), 1);
+	assert_non_null(found.symbol);
+	assert_non_null(strstr(found.symbol, "getppid"));
+	/* not again until the table has doubled */
+	assert_int_equal(symbolize_native_compact_names(symbolizer), 0);
+	symbolize_native_free(symbolizer);
+	target_budget_free(budget);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_symbol_tables_within_their_budget),
 		cmocka_unit_test(test_names_pending_while_a_file_is_read),
 		cmocka_unit_test(test_names_within_their_budget),
+		cmocka_unit_test(test_names_of_dropped_tables_leave_on_compaction),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -193,15 +193,19 @@ static void forget_process(void *ctx, const struct target *target)
 }
 
 /*
- * The names of the code objects forgotten go once they are most of the table: a whole host's
- * processes each name their own functions. Between drains, where only the resolver's kept
- * stacks (dropped with the generation) and the task chains hold names; never while `stacks`
- * collects frames to print.
+ * The names of the code objects and files forgotten go once they are most of their tables: a
+ * whole host's processes each name their own functions, and keep making files of new names.
+ * Between drains, where only the resolver's kept stacks and named pcs and the task chains hold
+ * names; never while `stacks` collects frames to print.
  */
 static void forget_unused_names(struct session *session)
 {
-	if (!session->stacks && symbolize_py_compact_names(session->resolver.python) > 0 && session->resolver.tasks)
+	if (session->stacks)
+		return;
+	if (symbolize_py_compact_names(session->resolver.python) > 0 && session->resolver.tasks)
 		async_tasks_forget_chains(session->resolver.tasks);
+	if (session->resolver.native && symbolize_native_compact_names(session->resolver.native) > 0)
+		sample_resolve_forget_names(&session->resolver);
 }
 
 void process_events_check_liveness(struct session *session)

@@ -665,13 +665,14 @@ static void print_parser_summary(const struct session *session)
 	fprintf(stderr, "pybpfprof: parser worker: %" PRIu64 " files read, %" PRIu64 " bad (%" PRIu64
 			" lost to a worker that died, %" PRIu64 " overran, %" PRIu64 " past its memory); %" PRIu64
 			" worker start%s%s; symbol tables %s, %" PRIu64 " dropped for room; names %s, %" PRIu64
-			" past their budget; %" PRIu64
+			" past their budget, compacted %" PRIu64 " times; %" PRIu64
 			" debug file candidates refused (not a regular file); maps: %" PRIu64 " reads asked of the maps thread, %"
 			PRIu64 " taken from it, %" PRIu64 " read on the draining thread\n",
 		stats.files_loaded, stats.files_bad, stats.worker_lost_files - stats.worker_timeouts,
 		stats.worker_timeouts, stats.worker_out_of_memory, stats.worker_starts,
 		stats.worker_starts == 1 ? "" : "s", stats.worker_start_failures ? " (some failed)" : "", held,
-		stats.tables_evicted, names, stats.names_over_budget, stats.debug_candidates_refused, stats.maps_asked, stats.maps_adopted, stats.maps_read_here);
+		stats.tables_evicted, names, stats.names_over_budget, stats.name_compactions,
+		stats.debug_candidates_refused, stats.maps_asked, stats.maps_adopted, stats.maps_read_here);
 }
 
 /* Wall mode: the iterator passes run, and those skipped because the one before overran. */

@@ -277,6 +277,14 @@ void sample_resolve_forget_native(struct sample_resolver *resolver)
 	resolver->native_pc_count = 0;
 }
 
+void sample_resolve_forget_names(struct sample_resolver *resolver)
+{
+	sample_resolve_forget_native(resolver);
+	memo_cache_clear(&resolver->stacks);
+	/* The same stacks get new ids from here (drop_stale_stacks). */
+	pf_stack_ids_die();
+}
+
 /* Keeps a named pc for the next samples (nothing happens when memory is short). */
 static void remember_native_pc(struct sample_resolver *resolver, const struct native_pc_key *key,
 			       const struct pf_frame *frame, uint8_t role)

@@ -148,6 +148,9 @@ void sample_resolve_prefetch(struct sample_resolver *resolver, const struct pbp_
 			     const struct py_target *python);
 /* A process exec'd or exited: what its native pcs meant no longer holds. */
 void sample_resolve_forget_native(struct sample_resolver *resolver);
+/* The native names were compacted (symbolize_native_compact_names): the named pcs and kept stacks
+ * that point at them go. */
+void sample_resolve_forget_names(struct sample_resolver *resolver);
 /*
  * python: the target's runtime description, or NULL while it is pending
  * (then only kernel frames are expected). Returns 0, -EINVAL for a malformed

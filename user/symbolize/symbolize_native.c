@@ -79,6 +79,7 @@ struct mapped_file {
 	enum mapped_file_state state;
 	struct native_symbols loaded;
 	const char **display_names; /* by function, its name interned (C++ names come demangled); NULL: not yet */
+	size_t display_count;       /* display_names' length: the functions when it was made */
 	uint64_t bytes;             /* what its table holds, of the symbol budget */
 	uint64_t used;              /* the symbolizer's clock when last used */
 };
@@ -107,6 +108,8 @@ struct symbolize_native {
 	uint64_t tables_evicted;
 	struct intern_table offset_names; /* every string a frame points to: names, paths */
 	uint64_t name_budget;   /* what offset_names may hold */
+	uint64_t names_compacted_bytes; /* what offset_names held after its last compaction */
+	uint64_t name_compactions;
 	int names_store;        /* the target budget's store of offset_names */
 	uint64_t names_over_budget;
 	const char *name_over_budget, *path_over_budget; /* the stand-ins, interned first */
@@ -223,6 +226,7 @@ void symbolize_native_stats(struct symbolize_native *symbolizer, struct symboliz
 		.maps_read_here = symbolizer->maps_read_here,
 		.names_over_budget = symbolizer->names_over_budget,
 		.name_table_bytes = intern_held_bytes(&symbolizer->offset_names),
+		.name_compactions = symbolizer->name_compactions,
 	};
 }
 
@@ -405,7 +409,7 @@ static const struct elf_function *function_at(const struct mapped_file *file, ui
 	return function && addr - function->addr < function->size ? function : NULL;
 }
 
-/* A string kept as long as the symbolizer; NULL: -ENOMEM. */
+/* A string kept until the names are compacted (symbolize_native_compact_names); NULL: -ENOMEM. */
 static const char *interned(struct symbolize_native *symbolizer, const char *text)
 {
 	int64_t id = intern_add(&symbolizer->offset_names, text, strlen(text) + 1, NULL);
@@ -423,9 +427,9 @@ static int intern_stand_ins(struct symbolize_native *symbolizer)
 }
 
 /*
- * text as a string kept as long as the symbolizer, or stand_in when it is new and past the
+ * text as a string kept until the names are compacted, or stand_in when it is new and past the
  * names' budget: a target can make root meet any number of distinct names (its files' paths,
- * their symbols), and they are never dropped. NULL: -ENOMEM.
+ * their symbols), and those of the files it keeps mapped are never dropped. NULL: -ENOMEM.
  */
 static const char *name_within_budget(struct symbolize_native *symbolizer, const char *text, const char *stand_in)
 {
@@ -798,6 +802,7 @@ static const char *display_name(struct symbolize_native *symbolizer, struct mapp
 		file->display_names = calloc(file->loaded.symbols.count, sizeof(*file->display_names));
 		if (!file->display_names)
 			return name_within_budget(symbolizer, function->name, file->bracket_name);
+		file->display_count = file->loaded.symbols.count;
 	}
 	if (!file->display_names[index])
 		file->display_names[index] = name_within_budget(symbolizer, function->name, file->bracket_name);
@@ -937,5 +942,74 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 		return -ENOMEM;
 	out->frame = pf_frame_unlocated(PF_FRAME_NATIVE, path, name);
 	out->in_interpreter = proc_map_is_file(map, interpreter) || is_main_executable(maps, map);
+	return 1;
+}
+
+/* A name in use, as the table fresh (which holds it) stores it. */
+static const char *rehomed_name(const struct intern_table *fresh, const char *name)
+{
+	int64_t id;
+
+	if (!name)
+		return NULL;
+	id = intern_find(fresh, name, strlen(name) + 1);
+	return id < 0 ? NULL : intern_key(fresh, (uint32_t)id, NULL);
+}
+
+static int intern_into(struct intern_table *fresh, const char *name)
+{
+	return name && intern_add(fresh, name, strlen(name) + 1, NULL) < 0 ? -ENOMEM : 0;
+}
+
+/* The stand-ins and every name a known file uses, into fresh: 0 or -ENOMEM. */
+static int intern_names_in_use(const struct symbolize_native *symbolizer, struct intern_table *fresh)
+{
+	if (intern_into(fresh, symbolizer->name_over_budget) || intern_into(fresh, symbolizer->path_over_budget))
+		return -ENOMEM;
+	for (size_t i = 0; i < symbolizer->file_count; i++) {
+		const struct mapped_file *file = symbolizer->files[i];
+
+		if (intern_into(fresh, file->frame_path) || intern_into(fresh, file->bracket_name))
+			return -ENOMEM;
+		for (size_t j = 0; file->display_names && j < file->display_count; j++)
+			if (intern_into(fresh, file->display_names[j]))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+int symbolize_native_compact_names(struct symbolize_native *symbolizer)
+{
+	size_t held = intern_held_bytes(&symbolizer->offset_names);
+	struct intern_table fresh;
+	int err;
+
+	if (held < SYMBOLIZE_NATIVE_COMPACT_MIN_BYTES || held < 2 * symbolizer->names_compacted_bytes)
+		return 0;
+	/* Every name is copied before any pointer moves to the new table: a failed copy leaves all
+	 * of them where they were. */
+	intern_init(&fresh);
+	err = intern_names_in_use(symbolizer, &fresh);
+	if (err) {
+		intern_free(&fresh);
+		return err;
+	}
+	symbolizer->name_over_budget = rehomed_name(&fresh, symbolizer->name_over_budget);
+	symbolizer->path_over_budget = rehomed_name(&fresh, symbolizer->path_over_budget);
+	for (size_t i = 0; i < symbolizer->file_count; i++) {
+		struct mapped_file *file = symbolizer->files[i];
+
+		file->frame_path = rehomed_name(&fresh, file->frame_path);
+		file->bracket_name = rehomed_name(&fresh, file->bracket_name);
+		for (size_t j = 0; file->display_names && j < file->display_count; j++)
+			file->display_names[j] = rehomed_name(&fresh, file->display_names[j]);
+	}
+	intern_free(&symbolizer->offset_names);
+	symbolizer->offset_names = fresh;
+	symbolizer->names_compacted_bytes = intern_held_bytes(&symbolizer->offset_names);
+	symbolizer->name_compactions++;
+	if (symbolizer->budget)
+		target_budget_set_held(symbolizer->budget, symbolizer->names_store,
+				       intern_held_bytes(&symbolizer->offset_names));
 	return 1;
 }

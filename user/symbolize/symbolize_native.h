@@ -25,9 +25,12 @@
 #define SYMBOLIZE_NATIVE_SYMBOL_BYTES ((uint64_t)64 << 20)
 #define SYMBOLIZE_NATIVE_FILE_SYMBOL_BYTES ((uint32_t)32 << 20)
 /* What the names handed out may hold (function names, offset names, file paths): they are kept
- * for the run (frames point at them), so past it a new name reads as its file's bracket name
- * ("[libfoo.so]"), or SYMBOLIZE_NATIVE_NAME_OVER_BUDGET; charged to the target budget too. */
+ * until the table is compacted (symbolize_native_compact_names), so past it a new name reads as
+ * its file's bracket name ("[libfoo.so]"), or SYMBOLIZE_NATIVE_NAME_OVER_BUDGET; charged to the
+ * target budget too. */
 #define SYMBOLIZE_NATIVE_NAME_BYTES ((uint64_t)8 << 20)
+/* The names are not compacted below this (the Python names' threshold, symbolize_py.h). */
+#define SYMBOLIZE_NATIVE_COMPACT_MIN_BYTES ((uint64_t)256 << 10)
 #define SYMBOLIZE_NATIVE_NAME_OVER_BUDGET "[name over budget]"
 #define SYMBOLIZE_NATIVE_PATH_OVER_BUDGET "<path over budget>"
 
@@ -49,6 +52,7 @@ struct symbolize_native_stats {
 	uint64_t maps_read_here;        /* maps the symbolizer read itself (on its caller's thread) */
 	uint64_t names_over_budget;     /* new names given a stand-in past the names' budget */
 	uint64_t name_table_bytes;      /* what the names hold now: keys, key index, hash slots */
+	uint64_t name_compactions;      /* symbolize_native_compact_names that built a new table */
 };
 
 struct symbolize_native *symbolize_native_new(void);
@@ -99,7 +103,7 @@ void symbolize_native_forget_pid(struct symbolize_native *symbolizer, pid_t pid)
  * interpreter itself, which the Python frames already describe; NULL: none) or outside every file
  * mapping (anonymous memory, [vdso]) or in a process whose maps cannot be read (they are
  * read again at most every 100 ms), -ENOMEM.
- * The frame's strings live as long as the symbolizer.
+ * The frame's strings live until symbolize_native_compact_names builds a new table.
  */
 int symbolize_native_resolve(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *skip,
 			     uint64_t ip, struct pf_frame *frame);
@@ -131,9 +135,20 @@ struct symbolize_native_frame {
  * no symbol covers is named "[libfoo.so.1+0x1234]": the file's basename and the
  * pc's file offset), 0 outside every file mapping, -ENOMEM. interpreter
  * (NULL: none) is the file that holds the runtime (libpython, or the python
- * executable of a static build). The strings live as long as the symbolizer.
+ * executable of a static build). The strings live until symbolize_native_compact_names builds
+ * a new table.
  */
 int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, const struct proc_file_id *interpreter,
 			    uint64_t pc, struct symbolize_native_frame *out);
+
+/*
+ * Drops the names no known file uses (those of files evicted or of processes gone, offset names)
+ * once the table holds twice what it held after its last compaction (and at least
+ * SYMBOLIZE_NATIVE_COMPACT_MIN_BYTES): a whole host keeps meeting files of new names. Every
+ * name handed out before is then gone: the caller drops what holds them before the next lookup
+ * (the resolver's kept stacks and named pcs: sample_resolve_forget_names). 1 when a new table was
+ * built, 0 when not needed, -ENOMEM (nothing changed).
+ */
+int symbolize_native_compact_names(struct symbolize_native *symbolizer);
 
 #endif
