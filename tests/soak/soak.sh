@@ -383,7 +383,7 @@ read -r verdict figures < <(awk -v tps="$ticks_per_s" '
 		last = floor_of(n - q + 1, n)
 		base_cpu = cpu_median(q + 1, 2 * q)
 		last_cpu = cpu_median(n - q + 1, n)
-		rss_ok = last <= base * 1.10 + 4096
+		rss_ok = last <= base * 1.10
 		cpu_ok = last_cpu <= base_cpu * 1.5 + 3
 		printf "%s rss_kib second_quarter_floor=%d last_quarter_floor=%d first=%d max=%d; cpu_percent median second_quarter=%.2f last_quarter=%.2f (means %.2f %.2f, whole run %.2f)\n",
 			(rss_ok && cpu_ok) ? "ok" : (!rss_ok ? "rss" : "cpu"), base, last, rss[1], max, base_cpu, last_cpu,
