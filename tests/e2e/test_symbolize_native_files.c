@@ -6,13 +6,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "proc/proc_maps.h"
 #include "symbolize/symbolize_native.h"
 #include "util/target_budget.h"
 
@@ -230,22 +229,21 @@ static void test_names_within_their_budget(void **state)
  * names of thousands of functions of a dozen libraries. Returns the pcs named. */
 static int name_every_mapped_function(struct symbolize_native *symbolizer, int cap)
 {
-	FILE *maps = fopen("/proc/self/maps", "r");
-	char line[4096];
+	struct proc_maps maps;
+	struct symbolize_native_frame found;
 	int named = 0;
 
-	assert_non_null(maps);
-	while (fgets(line, sizeof(line), maps)) {
-		unsigned long long start, end;
-		char perms[8];
-		struct symbolize_native_frame found;
+	assert_int_equal(proc_maps_read(getpid(), &maps), 0);
+	for (size_t m = 0; m < maps.count; m++) {
+		const struct proc_map *map = &maps.maps[m];
 
-		if (sscanf(line, "%llx-%llx %7s", &start, &end, perms) != 3 || perms[2] != 'x' || !strchr(line, '/'))
+		if (map->perms[2] != 'x' || map->path[0] != '/')
 			continue;
-		for (int i = 0; i < cap && start + (uint64_t)i * 64 < end; i++)
-			named += symbolize_native_lookup(symbolizer, getpid(), NULL, start + (uint64_t)i * 64, &found) == 1;
+		for (int i = 0; i < cap && map->start + (uint64_t)i * 64 < map->end; i++)
+			named += symbolize_native_lookup(symbolizer, getpid(), NULL, map->start + (uint64_t)i * 64,
+							 &found) == 1;
 	}
-	fclose(maps);
+	proc_maps_free(&maps);
 	return named;
 }
 

@@ -945,34 +945,19 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	return 1;
 }
 
-/* A name in use, as the table fresh (which holds it) stores it. */
-static const char *rehomed_name(const struct intern_table *fresh, const char *name)
-{
-	int64_t id;
-
-	if (!name)
-		return NULL;
-	id = intern_find(fresh, name, strlen(name) + 1);
-	return id < 0 ? NULL : intern_key(fresh, (uint32_t)id, NULL);
-}
-
-static int intern_into(struct intern_table *fresh, const char *name)
-{
-	return name && intern_add(fresh, name, strlen(name) + 1, NULL) < 0 ? -ENOMEM : 0;
-}
-
 /* The stand-ins and every name a known file uses, into fresh: 0 or -ENOMEM. */
 static int intern_names_in_use(const struct symbolize_native *symbolizer, struct intern_table *fresh)
 {
-	if (intern_into(fresh, symbolizer->name_over_budget) || intern_into(fresh, symbolizer->path_over_budget))
+	if (intern_add_string(fresh, symbolizer->name_over_budget) ||
+	    intern_add_string(fresh, symbolizer->path_over_budget))
 		return -ENOMEM;
 	for (size_t i = 0; i < symbolizer->file_count; i++) {
 		const struct mapped_file *file = symbolizer->files[i];
 
-		if (intern_into(fresh, file->frame_path) || intern_into(fresh, file->bracket_name))
+		if (intern_add_string(fresh, file->frame_path) || intern_add_string(fresh, file->bracket_name))
 			return -ENOMEM;
 		for (size_t j = 0; file->display_names && j < file->display_count; j++)
-			if (intern_into(fresh, file->display_names[j]))
+			if (intern_add_string(fresh, file->display_names[j]))
 				return -ENOMEM;
 	}
 	return 0;
@@ -984,7 +969,7 @@ int symbolize_native_compact_names(struct symbolize_native *symbolizer)
 	struct intern_table fresh;
 	int err;
 
-	if (held < SYMBOLIZE_NATIVE_COMPACT_MIN_BYTES || held < 2 * symbolizer->names_compacted_bytes)
+	if (!intern_compaction_due(held, SYMBOLIZE_NATIVE_COMPACT_MIN_BYTES, symbolizer->names_compacted_bytes))
 		return 0;
 	/* Every name is copied before any pointer moves to the new table: a failed copy leaves all
 	 * of them where they were. */
@@ -994,15 +979,15 @@ int symbolize_native_compact_names(struct symbolize_native *symbolizer)
 		intern_free(&fresh);
 		return err;
 	}
-	symbolizer->name_over_budget = rehomed_name(&fresh, symbolizer->name_over_budget);
-	symbolizer->path_over_budget = rehomed_name(&fresh, symbolizer->path_over_budget);
+	symbolizer->name_over_budget = intern_string_in(&fresh, symbolizer->name_over_budget);
+	symbolizer->path_over_budget = intern_string_in(&fresh, symbolizer->path_over_budget);
 	for (size_t i = 0; i < symbolizer->file_count; i++) {
 		struct mapped_file *file = symbolizer->files[i];
 
-		file->frame_path = rehomed_name(&fresh, file->frame_path);
-		file->bracket_name = rehomed_name(&fresh, file->bracket_name);
+		file->frame_path = intern_string_in(&fresh, file->frame_path);
+		file->bracket_name = intern_string_in(&fresh, file->bracket_name);
 		for (size_t j = 0; file->display_names && j < file->display_count; j++)
-			file->display_names[j] = rehomed_name(&fresh, file->display_names[j]);
+			file->display_names[j] = intern_string_in(&fresh, file->display_names[j]);
 	}
 	intern_free(&symbolizer->offset_names);
 	symbolizer->offset_names = fresh;

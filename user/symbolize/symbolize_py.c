@@ -864,17 +864,6 @@ static void true_up_names(struct symbolize_py_cache *cache)
 		target_budget_set_held(cache->budget, cache->names_store, intern_held_bytes(&cache->strings));
 }
 
-/* A name in use, as the table fresh (which holds it) stores it. */
-static const char *rehomed_name(const struct intern_table *fresh, const char *name)
-{
-	int64_t id;
-
-	if (!name)
-		return NULL;
-	id = intern_find(fresh, name, strlen(name) + 1);
-	return id < 0 ? NULL : intern_key(fresh, (uint32_t)id, NULL);
-}
-
 /* Every name a kept code object uses, into fresh: 0 or -ENOMEM. */
 static int intern_names_in_use(const struct symbolize_py_cache *cache, struct intern_table *fresh)
 {
@@ -882,7 +871,7 @@ static int intern_names_in_use(const struct symbolize_py_cache *cache, struct in
 		const char *names[] = { cache->codes[i]->file, cache->codes[i]->name };
 
 		for (size_t j = 0; j < 2; j++)
-			if (names[j] && intern_add(fresh, names[j], strlen(names[j]) + 1, NULL) < 0)
+			if (intern_add_string(fresh, names[j]))
 				return -ENOMEM;
 	}
 	return 0;
@@ -894,7 +883,7 @@ int symbolize_py_compact_names(struct symbolize_py_cache *cache)
 	struct intern_table fresh;
 	int err;
 
-	if (held < SYMBOLIZE_PY_COMPACT_MIN_BYTES || held < 2 * cache->names_compacted_bytes)
+	if (!intern_compaction_due(held, SYMBOLIZE_PY_COMPACT_MIN_BYTES, cache->names_compacted_bytes))
 		return 0;
 	/* Every name is copied before any entry moves to the new table: a failed copy leaves all
 	 * of them where they were. */
@@ -907,8 +896,8 @@ int symbolize_py_compact_names(struct symbolize_py_cache *cache)
 	for (size_t i = 0; i < cache->code_count; i++) {
 		struct code_entry *entry = cache->codes[i];
 
-		entry->file = rehomed_name(&fresh, entry->file);
-		entry->name = rehomed_name(&fresh, entry->name);
+		entry->file = intern_string_in(&fresh, entry->file);
+		entry->name = intern_string_in(&fresh, entry->name);
 	}
 	intern_free(&cache->strings);
 	cache->strings = fresh;

@@ -151,3 +151,18 @@ const void *intern_key(const struct intern_table *table, uint32_t id, size_t *le
 		*len = table->keys[id].len;
 	return table->keys[id].data;
 }
+
+int intern_add_string(struct intern_table *table, const char *text)
+{
+	return text && intern_add(table, text, strlen(text) + 1, NULL) < 0 ? -ENOMEM : 0;
+}
+
+const char *intern_string_in(const struct intern_table *table, const char *text)
+{
+	int64_t id;
+
+	if (!text)
+		return NULL;
+	id = intern_find(table, text, strlen(text) + 1);
+	return id < 0 ? NULL : intern_key(table, (uint32_t)id, NULL);
+}

@@ -51,4 +51,20 @@ static inline size_t intern_held_bytes(const struct intern_table *table)
 	       table->index.capacity * sizeof(*table->index.slots);
 }
 
+/*
+ * Compacting a table of strings that pointers are held into (intern_key's storage never moves):
+ * the strings still in use are added to a fresh table with intern_add_string, every holder
+ * takes its string's copy from intern_string_in, and the old table goes.
+ */
+/* Whether a table holding held bytes is to be compacted: min_bytes at least, and twice what it
+ * held after its last compaction (so that compactions cost in proportion to what they free). */
+static inline bool intern_compaction_due(size_t held, size_t min_bytes, size_t held_after_last)
+{
+	return held >= min_bytes && held >= 2 * held_after_last;
+}
+/* text (NUL included) into table; NULL adds nothing. 0 or -ENOMEM. */
+int intern_add_string(struct intern_table *table, const char *text);
+/* table's copy of text, NULL if it has none (or text is NULL). */
+const char *intern_string_in(const struct intern_table *table, const char *text);
+
 #endif
