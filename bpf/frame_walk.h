@@ -385,11 +385,11 @@ static __always_inline bool pbp_leaf_link_stale(const struct py_offsets *off, st
 }
 
 /*
- * Where a frame's fields lie, for the fast path (pbp_fast_frames). The frame layouts of
- * CPython's releases are compiled in as constants: a frame then costs a few loads from the
- * window, where offsets read from the process's config cost a load and a mask (for the
- * verifier) each, on every frame. Any other layout (a debug build's, say) gets the same code
- * with the config's offsets.
+ * Where a frame's fields lie, for the fast path (pbp_fast_frames). Where 3.12-3.15 keep a
+ * frame's code object, link and instruction (0, 8, 56) is compiled in: those loads then take an
+ * instruction each, where an offset from the process's config costs a load and a mask (for the
+ * verifier) on every frame. Any other layout (3.11's, a debug build's) gets the same loop with
+ * the config's offsets.
  */
 enum pbp_frame_layout {
 	PBP_LAYOUT_CONFIG = 0, /* the config's offsets */
@@ -418,7 +418,7 @@ static __always_inline __u32 pbp_frame_layout_of(const struct py_offsets *off)
  * off, with no full step between (one costs several times a fast frame, its identity a
  * lookup in verified_code where the frame's own would be in hot_codes).
  * The offsets (code_off ... entry_off, below PBP_FRAME_MAX_READ), size (the bytes they span),
- * boundary and code_mask are constants where a layout is compiled in (pbp_frame_layout).
+ * boundary and code_mask are constants where the caller passes them so (pbp_frame_layout).
  */
 static __always_inline bool pbp_fast_frames_laid(struct pbp_frame_walk_ctx *ctx, __u32 code_off, __u32 prev_off,
 						 __u32 lasti_off, __u32 owner_off, __u32 entry_off, __u32 size,
