@@ -385,30 +385,6 @@ static __always_inline bool pbp_leaf_link_stale(const struct py_offsets *off, st
 }
 
 /*
- * Where a frame's fields lie, for the fast path (pbp_fast_frames). Where 3.12-3.15 keep a
- * frame's code object, link and instruction (0, 8, 56) is compiled in: those loads then take an
- * instruction each, where an offset from the process's config costs a load and a mask (for the
- * verifier) on every frame. Any other layout (3.11's, a debug build's) gets the same loop with
- * the config's offsets.
- */
-enum pbp_frame_layout {
-	PBP_LAYOUT_CONFIG = 0, /* the config's offsets */
-	PBP_LAYOUT_312,        /* 3.12-3.15: the owner's offset and the code pointer's tag from the config */
-};
-
-/* The layout of a 3.11+ process's frames: PBP_LAYOUT_312 where the code object, the link and
- * the instruction lie where 3.12-3.15 have them, else PBP_LAYOUT_CONFIG. (One layout: each costs
- * the verifier a copy of the loop.) */
-static __always_inline __u32 pbp_frame_layout_of(const struct py_offsets *off)
-{
-	if (off->lasti_kind != PY_LASTI_PTR || off->frame_is_entry != PY_OFF_NONE || off->owner_boundary != 3 ||
-	    off->frame_code != 0 || off->frame_previous != 8 || off->frame_lasti != 56 ||
-	    off->frame_owner >= PBP_FRAME_MAX_READ)
-		return PBP_LAYOUT_CONFIG;
-	return PBP_LAYOUT_312;
-}
-
-/*
  * 3.11+: frames taken as a full step (pbp_frame_step) would take them, as long as they are
  * plain ones: inside the window copied already, run by the thread (no shim, no coroutine
  * whose task is looked for), their code object's identity the previous frame's or settled in
@@ -417,12 +393,8 @@ static __always_inline __u32 pbp_frame_layout_of(const struct py_offsets *off)
  * it stopped only because it took its PBP_FAST_FRAMES: the next call goes on where it left
  * off, with no full step between (one costs several times a fast frame, its identity a
  * lookup in verified_code where the frame's own would be in hot_codes).
- * The offsets (code_off ... entry_off, below PBP_FRAME_MAX_READ), size (the bytes they span),
- * boundary and code_mask are constants where the caller passes them so (pbp_frame_layout).
  */
-static __always_inline bool pbp_fast_frames_laid(struct pbp_frame_walk_ctx *ctx, __u32 code_off, __u32 prev_off,
-						 __u32 lasti_off, __u32 owner_off, __u32 entry_off, __u32 size,
-						 __u8 boundary, __u64 code_mask)
+static __always_inline bool pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
 {
 	const struct py_offsets *off = &ctx->config->off;
 	struct pbp_cpu_scratch *scratch = ctx->scratch;
@@ -430,10 +402,11 @@ static __always_inline bool pbp_fast_frames_laid(struct pbp_frame_walk_ctx *ctx,
 	const struct pbp_hot_codes *hot = ctx->hot;
 	const __u8 *window = ctx->window->bytes;
 	__u64 addr = walk->frame_addr, start = walk->window_start, len = walk->window_len;
-	__u64 last_code_addr = walk->last_code_addr, code_addr, rel;
+	__u64 last_code_addr = walk->last_code_addr, code_addr;
 	__u32 last_checksum = walk->last_checksum, count = walk->frame_count, epoch = walk->hot_epoch;
-	__u32 prev_kept = walk->prev_kept;
+	__u32 size = off->frame_read_size;
 	__u8 generator_owned = (ctx->config->flags & PY_PROC_CORO_FROM_FRAMES) ? PY_FRAME_OWNED_BY_GENERATOR : 0xff;
+	const struct pbp_py_frame *prev;
 	struct pbp_py_frame *out;
 	const __u8 *frame;
 	__u32 instr_offset;
@@ -441,45 +414,46 @@ static __always_inline bool pbp_fast_frames_laid(struct pbp_frame_walk_ctx *ctx,
 	long checksum;
 	bool more = false;
 
-	if (size == 0 || size > PBP_FRAME_MAX_READ || len < size)
+	if (size == 0 || size > PBP_FRAME_MAX_READ)
 		return false;
 	for (__u32 i = 0; i < PBP_FAST_FRAMES; i++) {
-		/* Below start rel wraps past any window. */
-		rel = addr - start;
-		if (rel > len - size || rel > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ || count >= PBP_MAX_PY_FRAMES)
+		if (addr < start || addr - start > len || addr - start + size > len ||
+		    addr - start > PBP_WINDOW_BYTES + PBP_FRAME_MAX_READ || count >= PBP_MAX_PY_FRAMES)
 			break;
-		frame = window + rel;
-		owner = frame[owner_off & (PBP_FRAME_MAX_READ - 1)];
-		if (owner >= boundary || owner == generator_owned)
+		frame = window + (addr - start);
+		owner = frame[off->frame_owner & (PBP_FRAME_MAX_READ - 1)];
+		if (owner >= off->owner_boundary || owner == generator_owned)
 			break;
-		code_addr = *(const __u64 *)(frame + (code_off & (PBP_FRAME_MAX_READ - 1))) & code_mask;
+		code_addr = *(const __u64 *)(frame + (off->frame_code & (PBP_FRAME_MAX_READ - 1))) & off->code_ptr_mask;
 		if (code_addr == 0)
 			break;
-		/* Keeps the mask that clang would drop after the test above, for the verifier. */
-		barrier_var(count);
-		out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
 		if (code_addr != last_code_addr) {
 			/* The previous record's frame at this index, where it ran the same code
-			 * object: a stack sampled again is mostly the one before it. */
-			if (count < prev_kept && out->code_addr == code_addr)
-				checksum = out->checksum;
+			 * object: a stack sampled again is mostly the one before it. The barrier
+			 * keeps the mask, as below. */
+			barrier_var(count);
+			prev = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
+			if (count < walk->prev_kept && prev->code_addr == code_addr)
+				checksum = prev->checksum;
 			else if (epoch == 0 || (checksum = pbp_hot_checksum(hot, code_addr, epoch)) < 0)
 				break;
 			last_code_addr = code_addr;
 			last_checksum = (__u32)checksum;
 		}
-		/* 3.11+ keeps a pointer into the code object's bytecode. */
-		instr_offset = (__u32)(*(const __u64 *)(frame + (lasti_off & (PBP_FRAME_MAX_READ - 1))) - code_addr);
+		instr_offset = pbp_instr_offset(off, frame, code_addr);
 		/* A leaf not started yet: the full step checks its link (pbp_leaf_link_stale). */
 		if (count == 0 && instr_offset <= off->code_code_adaptive)
 			break;
-		if (entry_off != PY_OFF_NONE && frame[entry_off & (PBP_FRAME_MAX_READ - 1)])
+		if (off->frame_is_entry != PY_OFF_NONE && frame[off->frame_is_entry & (PBP_FRAME_MAX_READ - 1)])
 			instr_offset |= PBP_PY_FRAME_ENTRY;
+		/* Keeps the mask that clang would drop after the test above, for the verifier. */
+		barrier_var(count);
+		out = &scratch->out.py[count & (PBP_MAX_PY_FRAMES - 1)];
 		out->code_addr = code_addr;
 		out->instr_offset = instr_offset;
 		out->checksum = last_checksum;
 		count++;
-		addr = *(const __u64 *)(frame + (prev_off & (PBP_FRAME_MAX_READ - 1)));
+		addr = *(const __u64 *)(frame + (off->frame_previous & (PBP_FRAME_MAX_READ - 1)));
 		if (addr == 0)
 			break;
 		more = i == PBP_FAST_FRAMES - 1;
@@ -489,24 +463,6 @@ static __always_inline bool pbp_fast_frames_laid(struct pbp_frame_walk_ctx *ctx,
 	walk->last_code_addr = last_code_addr;
 	walk->last_checksum = last_checksum;
 	return more;
-}
-
-static __always_inline bool pbp_fast_frames(struct pbp_frame_walk_ctx *ctx)
-{
-	const struct py_offsets *off = &ctx->config->off;
-
-	switch (ctx->scratch->walk.frame_layout) {
-	case PBP_LAYOUT_312:
-		return pbp_fast_frames_laid(ctx, 0, 8, 56, off->frame_owner, PY_OFF_NONE, off->frame_read_size, 3,
-					    off->code_ptr_mask);
-	default:
-		/* Only 3.11+ takes the fast path: its instruction is a pointer. */
-		if (off->lasti_kind != PY_LASTI_PTR)
-			return false;
-		return pbp_fast_frames_laid(ctx, off->frame_code, off->frame_previous, off->frame_lasti,
-					    off->frame_owner, off->frame_is_entry, off->frame_read_size,
-					    off->owner_boundary, off->code_ptr_mask);
-	}
 }
 
 static long pbp_frame_step(__u32 index, void *opaque)
@@ -734,7 +690,6 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->new_code = 0;
 	walk->shim_count = 0;
 	walk->frames_past_cut = 0;
-	walk->frame_layout = pbp_frame_layout_of(&config->off);
 	/* out.py is this walk's from here: the previous walk's frames count only for the test
 	 * below, and only those this walk has not written over by its end. */
 	walk->prev_kept = 0;

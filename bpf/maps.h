@@ -67,7 +67,7 @@ struct pbp_frame_walk {
 	 * this walk may take where the code address at the same index matches (pbp_hot_epoch
 	 * found it in the epoch they were settled in; 0: none). */
 	__u32 prev_kept;
-	__u32 frame_layout;    /* enum pbp_frame_layout: the fast path's offsets */
+	__u32 reserved;
 };
 
 /* What the current epoch of this CPU's hot_codes stands for, and its number (0: none yet). */
