@@ -4,6 +4,13 @@
 # An argument ending in ':' ("unit:", "e2e:") names the group of the binaries after it;
 # each group closes with its own line "GROUP: N passed, N failed, N skipped".
 set -u
+# Job control: every background job gets its own process group.
+set -m
+log=$(mktemp) || exit 1
+job=
+trap 'rm -f "$log"' EXIT
+# Interrupted, the running binary's group goes too (it is not in the terminal's group).
+trap '[ -z "$job" ] || kill -KILL -- "-$job" 2>/dev/null; exit 130' INT TERM HUP
 passed=0 failed=0 skipped=0 broken=()
 group= group_passed=0 group_failed=0 group_skipped=0
 
@@ -19,8 +26,18 @@ for test in "$@"; do
 		continue
 	fi
 	echo "=== ${test##*/}"
-	out=$("$test" 2>&1); rc=$?
+	# Each binary runs as a job of its own process group, its output to a file: a target a
+	# failed test left running neither holds the output open (the suite would wait on it for
+	# good) nor outlives its binary (it is killed with the group, and named here).
+	"$test" > "$log" 2>&1 < /dev/null &
+	job=$!
+	wait "$job"; rc=$?
+	left=$(pgrep -g "$job" -d, -l)
+	kill -KILL -- "-$job" 2>/dev/null
+	job=
+	out=$(cat "$log")
 	printf '%s\n' "$out"
+	[ -z "$left" ] || echo "${test##*/}: processes outlived it, killed: $left"
 	p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
 	f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
 	s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END {print s+0}')
