@@ -694,25 +694,34 @@ static void wait_for(struct symbolize_native *symbolizer, const struct mapped_fi
 		collect_done(symbolizer, deadline);
 }
 
+/* "[basename]", the name of a file's pcs no symbol names, within the names' budget (else its
+ * stand-in); NULL: -ENOMEM. */
+static const char *bracket_name_of(struct symbolize_native *symbolizer, const char *path)
+{
+	size_t name_len = strlen(proc_maps_basename(path)) + 3;
+	char *bracket = malloc(name_len);
+	const char *name;
+
+	if (!bracket)
+		return NULL;
+	snprintf(bracket, name_len, "[%s]", proc_maps_basename(path));
+	name = name_within_budget(symbolizer, bracket, symbolizer->name_over_budget);
+	free(bracket);
+	return name;
+}
+
 static struct mapped_file *new_file(struct symbolize_native *symbolizer, const struct proc_map *map)
 {
 	struct mapped_file *file = calloc(1, sizeof(*file));
-	size_t name_len = strlen(proc_maps_basename(map->path)) + 3;
-	char *bracket = malloc(name_len);
 
-	if (!file || !bracket) {
-		free(file);
-		free(bracket);
+	if (!file)
 		return NULL;
-	}
-	snprintf(bracket, name_len, "[%s]", proc_maps_basename(map->path));
 	file->path = strdup(map->path);
 	file->inode = map->inode;
 	file->dev_major = map->dev_major;
 	file->dev_minor = map->dev_minor;
 	file->frame_path = file->path ? name_within_budget(symbolizer, file->path, symbolizer->path_over_budget) : NULL;
-	file->bracket_name = name_within_budget(symbolizer, bracket, symbolizer->name_over_budget);
-	free(bracket);
+	file->bracket_name = file->path ? bracket_name_of(symbolizer, file->path) : NULL;
 	if (!file->frame_path || !file->bracket_name) {
 		mapped_file_free(file);
 		return NULL;
@@ -945,6 +954,27 @@ int symbolize_native_lookup(struct symbolize_native *symbolizer, pid_t pid, cons
 	return 1;
 }
 
+/* Kept files whose path or [name] stood in past the budget are named within the room a
+ * compaction made (their functions' names, reset by it, follow at their next pcs). */
+static void name_stand_in_files(struct symbolize_native *symbolizer)
+{
+	for (size_t i = 0; i < symbolizer->file_count; i++) {
+		struct mapped_file *file = symbolizer->files[i];
+		const char *name;
+
+		if (file->path && file->frame_path == symbolizer->path_over_budget) {
+			name = name_within_budget(symbolizer, file->path, symbolizer->path_over_budget);
+			if (name)
+				file->frame_path = name;
+		}
+		if (file->bracket_name == symbolizer->name_over_budget) {
+			name = bracket_name_of(symbolizer, file->path);
+			if (name)
+				file->bracket_name = name;
+		}
+	}
+}
+
 /* The stand-ins and every name a known file uses, into fresh: 0 or -ENOMEM. */
 static int intern_names_in_use(const struct symbolize_native *symbolizer, struct intern_table *fresh)
 {
@@ -983,18 +1013,24 @@ int symbolize_native_compact_names(struct symbolize_native *symbolizer)
 	symbolizer->path_over_budget = intern_string_in(&fresh, symbolizer->path_over_budget);
 	for (size_t i = 0; i < symbolizer->file_count; i++) {
 		struct mapped_file *file = symbolizer->files[i];
+		const char *stand_in = file->bracket_name;
 
 		file->frame_path = intern_string_in(&fresh, file->frame_path);
 		file->bracket_name = intern_string_in(&fresh, file->bracket_name);
+		/* A function that stood in as its file's [name] (past the budget) is named again
+		 * at its next pc, within the room this compaction made. */
 		for (size_t j = 0; file->display_names && j < file->display_count; j++)
-			file->display_names[j] = intern_string_in(&fresh, file->display_names[j]);
+			file->display_names[j] = file->display_names[j] == stand_in
+							 ? NULL
+							 : intern_string_in(&fresh, file->display_names[j]);
 	}
 	intern_free(&symbolizer->offset_names);
 	symbolizer->offset_names = fresh;
-	symbolizer->names_compacted_bytes = intern_held_bytes(&symbolizer->offset_names);
-	symbolizer->name_compactions++;
 	if (symbolizer->budget)
 		target_budget_set_held(symbolizer->budget, symbolizer->names_store,
 				       intern_held_bytes(&symbolizer->offset_names));
+	name_stand_in_files(symbolizer);
+	symbolizer->names_compacted_bytes = intern_held_bytes(&symbolizer->offset_names);
+	symbolizer->name_compactions++;
 	return 1;
 }
