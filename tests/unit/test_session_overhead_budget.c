@@ -97,6 +97,24 @@ static void skipped_ticks_come_off_the_budget_first(void **state)
 	assert_int_equal(overhead_budget_stride(&delta, 1000000000ull, 0.01, 10000, 1), 66);
 }
 
+static void walks_charged_what_the_target_pays(void **state)
+{
+	/* 10000 ticks a second at 40 us of BPF time a walk: the target pays 60 us a walk (its
+	 * caches refilled after), 60% of a CPU, and 1% of it takes one tick in 66, where the BPF
+	 * time alone would ask for 44. Skips are charged as they are. */
+	struct pbp_budget_usage delta = account(10000, 10000, 40000), charged;
+
+	(void)state;
+	delta.skipped_ns = 1234;
+	charged = overhead_budget_charged(&delta);
+	assert_int_equal(charged.spent_ns, 10000ull * 60000);
+	assert_int_equal(charged.skipped_ns, 1234);
+	assert_int_equal(charged.ticks, delta.ticks);
+	assert_int_equal(charged.kept, delta.kept);
+	assert_int_equal(overhead_budget_stride(&delta, 1000000000ull, 0.01, 10000, 1), 44);
+	assert_int_equal(overhead_budget_stride(&charged, 1000000000ull, 0.01, 10000, 1), 66);
+}
+
 static void nothing_learned_keeps_the_stride(void **state)
 {
 	struct pbp_budget_usage none = account(5000, 0, 0), huge = account(100000, 100, 10000000);
@@ -196,6 +214,7 @@ int main(void)
 		cmocka_unit_test(share_of_its_own_cpu_time_and_of_a_cpu),
 		cmocka_unit_test(stride_follows_the_cost_down_past_noise),
 		cmocka_unit_test(skipped_ticks_come_off_the_budget_first),
+		cmocka_unit_test(walks_charged_what_the_target_pays),
 		cmocka_unit_test(nothing_learned_keeps_the_stride),
 		cmocka_unit_test(weights_hold_in_every_format),
 	};

@@ -17,6 +17,14 @@
  * the budget (events at a high rate, a small budget) cannot be thinned, and the largest stride
  * would leave a CPU's few ticks unwalked, their weight lost. */
 #define WALKS_SHARE_MIN 0.5
+/*
+ * What a walk costs the target, over its BPF time: after the program returns, the target
+ * fetches again the cache lines the walk's copies evicted (a 900-frame walk copies some 94 KB).
+ * bench/budget.sh measured 1.2-1.7 times the BPF time at depth 900, 10 kHz (the unbudgeted
+ * slowdown over the floor's, per walk; bench/results/budget-latest.md): the budget charges a
+ * walk 1.5 times its BPF time, so that the slowdown it holds is the target's, not BPF's alone.
+ */
+#define WALK_TARGET_COST 1.5
 
 /* Of one CPU, or of the target's own CPU time if more, what walks of walk_ns would take at every tick. */
 static double unthrottled_share(double walk_ns, uint64_t ticks, uint64_t elapsed_ns, unsigned frequency_hz)
@@ -29,6 +37,14 @@ static double unthrottled_share(double walk_ns, uint64_t ticks, uint64_t elapsed
 double overhead_budget_skip_ns(const struct pbp_budget_usage *delta)
 {
 	return delta->ticks > delta->kept ? (double)delta->skipped_ns / (double)(delta->ticks - delta->kept) : 0;
+}
+
+struct pbp_budget_usage overhead_budget_charged(const struct pbp_budget_usage *delta)
+{
+	struct pbp_budget_usage charged = *delta;
+
+	charged.spent_ns = (uint64_t)((double)delta->spent_ns * WALK_TARGET_COST);
+	return charged;
 }
 
 uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
@@ -159,7 +175,7 @@ void overhead_budget_look_at(struct overhead_budget *budget, struct bpf_sampler 
 			     const char *name, uint64_t samples, uint64_t now_us)
 {
 	struct overhead_budget_target *target = find_target(budget, pid);
-	struct pbp_budget_usage usage, delta;
+	struct pbp_budget_usage usage, delta, charged;
 	uint64_t elapsed_ns;
 
 	if (target && !target->ended_us && target->samples == samples) {
@@ -198,8 +214,9 @@ void overhead_budget_look_at(struct overhead_budget *budget, struct bpf_sampler 
 		target->skip_us = overhead_budget_skip_ns(&delta) / 1000.0;
 	target->unthrottled_share = unthrottled_share(target->walk_us * 1000.0, delta.ticks, elapsed_ns,
 						      budget->frequency_hz);
+	charged = overhead_budget_charged(&delta);
 	set_stride(budget, sampler, target,
-		   overhead_budget_stride(&delta, elapsed_ns, budget->share, budget->frequency_hz, target->stride),
+		   overhead_budget_stride(&charged, elapsed_ns, budget->share, budget->frequency_hz, target->stride),
 		   now_us);
 	target->last = usage;
 	target->last_us = now_us;

@@ -38,6 +38,9 @@ struct bpf_sampler;
  */
 uint32_t overhead_budget_stride(const struct pbp_budget_usage *delta, uint64_t elapsed_ns, double share,
 				unsigned frequency_hz, uint32_t current);
+/* The account as the target pays it: its walks' BPF time times what a walk costs it after
+ * (the cache lines refilled, measured in bench/budget.sh), its skips' as they are. */
+struct pbp_budget_usage overhead_budget_charged(const struct pbp_budget_usage *delta);
 /* What a skipped tick cost in the account, in ns (0: none was skipped). The stride allows for
  * it: at stride N the other N - 1 ticks of each N still pay it, so the skips' own share comes
  * off the budget before the walks are fitted in (into half of it at least). */
