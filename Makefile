@@ -69,7 +69,8 @@ FUZZ_BINS     := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
 # protobuf-c and pprof's .proto build the pprof writer; go and jsonschema: test_export;
 # the servers, broker and load generator of test_services and bench/service.sh, for
 # /usr/bin/python3.11: gunicorn, Flask, uvicorn, FastAPI, uWSGI and its python3 plugin,
-# Celery, Redis and its client, wrk, uvloop).
+# Celery, Redis and its client, wrk, uvloop; procps: pgrep and pkill, for the test runner's
+# leftover processes and the soak's).
 DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zlib1g-dev \
 		pkg-config libcmocka-dev python3 debootstrap zstd \
 		libdw-dev python3-numpy linux-perf libstdc++-12-dev libncurses-dev tmux \
@@ -77,7 +78,7 @@ DEB_PACKAGES := make gcc clang llvm libbpf-dev bpftool libelf-dev libzstd-dev zl
 		python3-jsonschema chromium chromium-driver python3-selenium libcurl4-openssl-dev \
 		liblzma-dev xz-utils binutils libclang-rt-14-dev libseccomp-dev \
 		gunicorn python3-flask uvicorn python3-fastapi uwsgi-core uwsgi-plugin-python3 \
-		python3-celery python3-redis redis-server wrk gdb python3-uvloop
+		python3-celery python3-redis redis-server wrk gdb python3-uvloop procps
 
 .PHONY: all deps demo unit check bench bench-peers bench-flood soak clean vmlinux pythons gen-offsets install uninstall fuzz
 .DELETE_ON_ERROR:
