@@ -967,7 +967,7 @@ static void name_stand_in_files(struct symbolize_native *symbolizer)
 			if (name)
 				file->frame_path = name;
 		}
-		if (file->bracket_name == symbolizer->name_over_budget) {
+		if (file->path && file->bracket_name == symbolizer->name_over_budget) {
 			name = bracket_name_of(symbolizer, file->path);
 			if (name)
 				file->bracket_name = name;
