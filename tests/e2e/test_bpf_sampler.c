@@ -137,7 +137,7 @@ static void drain(void)
 {
 	struct recorded ignored = { 0 };
 
-	assert_true(bpf_sampler_consume(sampler, on_record, on_proc, &ignored) >= 0);
+	assert_true(bpf_sampler_consume(sampler, 0, on_record, on_proc, &ignored) >= 0);
 	recorded_free(&ignored);
 }
 
@@ -145,7 +145,7 @@ static void collect(struct recorded *rec, long ms)
 {
 	for (long waited = 0; waited < ms; waited += 100) {
 		sleep_ms(100);
-		assert_true(bpf_sampler_consume(sampler, on_record, on_proc, rec) >= 0);
+		assert_true(bpf_sampler_consume(sampler, 0, on_record, on_proc, rec) >= 0);
 	}
 }
 
@@ -681,7 +681,7 @@ static void test_counters_match_records(void **state)
 	assert_int_equal(bpf_sampler_counters(sampler, before), 0);
 	sample_script("3.11.7", "bpf_spin.py", NULL, &child, &rec);
 	/* Samples taken between remove_target and the last consume are still in the ring. */
-	assert_true(bpf_sampler_consume(sampler, on_record, NULL, &rec) >= 0);
+	assert_true(bpf_sampler_consume(sampler, 0, on_record, NULL, &rec) >= 0);
 	assert_int_equal(bpf_sampler_counters(sampler, after), 0);
 	samples = after[PBP_CNT_SAMPLES] - before[PBP_CNT_SAMPLES];
 	lost = after[PBP_CNT_LOST] - before[PBP_CNT_LOST];
@@ -746,7 +746,7 @@ static void sample_spoiled(void (*spoil)(struct py_proc_config *config), struct 
 	assert_int_equal(bpf_sampler_add_target(sampler, child.pid, &config), 0);
 	collect(rec, 700);
 	assert_int_equal(bpf_sampler_remove_target(sampler, child.pid), 0);
-	assert_true(bpf_sampler_consume(sampler, on_record, NULL, rec) >= 0);
+	assert_true(bpf_sampler_consume(sampler, 0, on_record, NULL, rec) >= 0);
 	assert_int_equal(bpf_sampler_error_counts(sampler, after), 0);
 	stop_child(child.pid);
 	for (unsigned code = 0; code < PBP_ERR_COUNT; code++)
@@ -899,7 +899,7 @@ static void test_exec_and_exit_of_a_target_are_reported(void **state)
 	waitpid(pid, NULL, 0);
 	for (int tick = 0; tick < 20 && rec.exit_events == 0; tick++) {
 		bpf_sampler_wait(sampler, 100);
-		assert_true(bpf_sampler_consume(sampler, on_record, on_proc, &rec) >= 0);
+		assert_true(bpf_sampler_consume(sampler, 0, on_record, on_proc, &rec) >= 0);
 	}
 	bpf_sampler_remove_target(sampler, pid);
 	assert_true(rec.exec_events >= 1);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "fake_target.h"
@@ -470,10 +471,14 @@ static long peak_rss_kib_of(pid_t pid)
 	return profiler ? kib : 0;
 }
 
+/* Every run here asks -d of 10 s at most: one still running this long after its start will not
+ * end (a consumer that fell behind its samples once never left its drain), and is killed. */
+#define RUN_OVERDUE_S 180
+
 /*
  * Runs the pybpfprof command argv to the end, its stderr into err; its exit status, and its
  * peak RSS in KiB as /proc last showed it (not wait4's ru_maxrss: that counts this test's
- * fork before the exec).
+ * fork before the exec). A run overdue is killed (status 128 + SIGKILL).
  */
 static int run_measured(char *const argv[], char *err, size_t errlen, long *peak_kib)
 {
@@ -482,6 +487,7 @@ static int run_measured(char *const argv[], char *err, size_t errlen, long *peak
 	uint8_t *text;
 	int status = 0;
 	pid_t pid;
+	time_t overdue = time(NULL) + RUN_OVERDUE_S;
 
 	FORMAT(err_path, "%s/measured.%d", test_tmpdir(), (int)getpid());
 	pid = test_spawn(argv, NULL, err_path);
@@ -492,6 +498,8 @@ static int run_measured(char *const argv[], char *err, size_t errlen, long *peak
 
 		if (kib > *peak_kib)
 			*peak_kib = kib;
+		if (time(NULL) > overdue)
+			kill(pid, SIGKILL);
 		usleep(50 * 1000);
 	}
 	text = read_whole_file(err_path, &len);
@@ -748,6 +756,32 @@ static void distinct_stacks_stay_within_the_target_budget(void **state)
 	assert_true(stacks.evictions + stacks.refused > 0);
 }
 
+/*
+ * The same attack at 5 kHz unthrottled, the target budget 1 MiB: the profiler resolves records
+ * far slower than they come (each one's code objects read again, the budget keeping none), so
+ * its drains never found the ring empty, and a run asked for 4 s went on until killed. It ends
+ * now, says that it fell behind, and counts what the ring dropped meanwhile.
+ */
+static void a_run_behind_its_samples_still_ends(void **state)
+{
+	char out[PATH_MAX], err[32768];
+	char *profile[] = { (char *)pybpfprof_binary(), "-v", "-F", "5000", "--max-overhead", "0",
+			    "--target-budget", "1", "-d", "4", "-o", out, NULL };
+	int status;
+
+	(void)state;
+	if (geteuid() != 0 || access(HOSTILE_PYTHON, X_OK))
+		skip();
+	FORMAT(out, "%s/behind.%d.collapsed", test_tmpdir(), (int)getpid());
+	status = run_against_attack(DISTINCT_STACKS_ATTACK, 4, profile, err, sizeof(err));
+	if (status)
+		fail_msg("the profiler exited %d (137: killed, %d s after its start): %s", status, RUN_OVERDUE_S, err);
+	if (!strstr(err, "drains stopped at their time limit"))
+		fail_msg("the summary does not say the profiler fell behind: %s", err);
+	assert_true(profile_has_function(out, "benign_work"));
+	unlink(out);
+}
+
 /* Four processes, each with 12,000 executable mappings (anonymous pages made executable one in
  * two, so that none merge): 192 KB of ranges each that the unwinder keeps per process, 768 KB
  * together, more than their share of a 1 MiB budget whatever the other stores hold. */
@@ -872,6 +906,7 @@ int main(void)
 		cmocka_unit_test(refused_line_tables_are_never_read),
 		cmocka_unit_test(a_run_with_attackers_stays_within_its_target_budget),
 		cmocka_unit_test(distinct_stacks_stay_within_the_target_budget),
+		cmocka_unit_test(a_run_behind_its_samples_still_ends),
 		cmocka_unit_test(executable_mappings_stay_within_the_target_budget),
 		cmocka_unit_test(file_verdicts_count_in_the_target_budget),
 	};

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <sys/mman.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
@@ -73,6 +74,12 @@ struct bpf_sampler {
 	bpf_sampler_proc_fn on_proc;
 	void *callback_ctx;
 	int callback_error;
+	/* The consume() call in progress stops after the record that ends past this (coarse clock,
+	 * ms; 0: no end), so that a consumer slower than the samples still gets back to its loop. */
+	uint64_t consume_until_ms;
+	bool consume_cut;                 /* it did */
+	uint64_t consumed_now;            /* its records so far */
+	uint64_t consumes_cut;            /* how many consume() calls were cut, over the run */
 	uint64_t next_reconcile_ms;
 	uint64_t reconciled;              /* map entries of gone processes deleted */
 	/* Wall mode: the iterator links (one per -p process, or one over every task) and the
@@ -469,9 +476,17 @@ static int on_ring_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(struct pbp_record) || !sampler->on_record)
 		return 0;
 	err = sampler->on_record(sampler->callback_ctx, data, size);
-	if (err < 0)
+	sampler->consumed_now++;
+	if (err < 0) {
 		sampler->callback_error = err;
-	return err < 0 ? err : 0;
+		return err;
+	}
+	/* A negative return stops libbpf's consume after this record, which it has consumed. */
+	if (sampler->consume_until_ms && clock_coarse_ms() >= sampler->consume_until_ms) {
+		sampler->consume_cut = true;
+		return -ETIME;
+	}
+	return 0;
 }
 
 static int on_ring_proc_event(void *ctx, void *data, size_t size)
@@ -1030,7 +1045,10 @@ static void retire_ring(struct bpf_sampler *sampler)
 	}
 	if (clock_monotonic_ms() - sampler->retiring_since_ms < RING_RETIRE_MS)
 		return;
+	/* Cut short, the old ring may still hold records: it is retired at a later drain. */
 	ring_buffer__consume(sampler->rings);
+	if (sampler->consume_cut)
+		return;
 	rings = ring_buffer__new(sampler->ring_fd, on_ring_record, sampler, NULL);
 	if (!rings)
 		return;
@@ -1044,7 +1062,7 @@ static void retire_ring(struct bpf_sampler *sampler)
 	sampler->retiring_ring_fd = -1;
 }
 
-int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,
+int bpf_sampler_consume(struct bpf_sampler *sampler, uint64_t until_ms, bpf_sampler_record_fn on_record,
 			bpf_sampler_proc_fn on_proc, void *ctx)
 {
 	int consumed;
@@ -1053,17 +1071,27 @@ int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_re
 	sampler->on_proc = on_proc;
 	sampler->callback_ctx = ctx;
 	sampler->callback_error = 0;
+	sampler->consume_until_ms = until_ms;
+	sampler->consume_cut = false;
+	sampler->consumed_now = 0;
 	consumed = ring_buffer__consume(sampler->rings);
-	if (consumed >= 0 && !sampler->callback_error) {
+	if (!sampler->consume_cut && consumed >= 0 && !sampler->callback_error) {
 		retire_ring(sampler);
 		grow_ring(sampler);
 	}
+	sampler->consumes_cut += sampler->consume_cut;
 	sampler->on_record = NULL;
 	sampler->on_proc = NULL;
 	sampler->callback_ctx = NULL;
+	sampler->consume_until_ms = 0;
 	if (sampler->callback_error)
 		return sampler->callback_error;
-	return consumed;
+	return sampler->consumed_now > INT_MAX ? INT_MAX : (int)sampler->consumed_now;
+}
+
+uint64_t bpf_sampler_consumes_cut(const struct bpf_sampler *sampler)
+{
+	return sampler->consumes_cut;
 }
 
 int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms)

@@ -111,10 +111,15 @@ struct bpf_sampler_loader_cost {
 	double cpu_s;    /* its user + system CPU */
 };
 void bpf_sampler_loader_cost(const struct bpf_sampler *sampler, struct bpf_sampler_loader_cost *cost);
-/* Drains both ring buffers without blocking; returns the number of records consumed or -errno.
- * on_proc may be NULL. */
-int bpf_sampler_consume(struct bpf_sampler *sampler, bpf_sampler_record_fn on_record,
+/* Drains both ring buffers without blocking, until they are empty or, once the coarse clock
+ * (clock_coarse_ms) reaches until_ms (0: never), after the record being handled then; returns the
+ * number of records consumed or -errno. on_proc may be NULL. */
+int bpf_sampler_consume(struct bpf_sampler *sampler, uint64_t until_ms, bpf_sampler_record_fn on_record,
 			bpf_sampler_proc_fn on_proc, void *ctx);
+/* How many consume() calls stopped at their until_ms: the consumer fell behind. The record ring
+ * comes first in each call, so one stopped leaves the process events for a later call (lost
+ * ones, if the overload lasts, are counted and their processes swept, bpf_sampler_reconcile_targets). */
+uint64_t bpf_sampler_consumes_cut(const struct bpf_sampler *sampler);
 /* Blocks up to timeout_ms until a proc event arrives or the record buffer fills past its
  * wakeup mark; returns > 0 if there is something to consume, 0 on timeout, -errno. */
 int bpf_sampler_wait(struct bpf_sampler *sampler, int timeout_ms);

@@ -943,6 +943,10 @@ static void print_drain_summary(const struct session *session)
 		session->drained_records,
 		session->drained_records ? (double)session->drain_us / (double)session->drained_records : 0.0,
 		(double)session->longest_drain_us / 1e3, session->longest_drain_records);
+	if (bpf_sampler_consumes_cut(session->sampler))
+		fprintf(stderr, "pybpfprof: drain: %" PRIu64 " drains stopped at their time limit, the samples coming faster"
+				" than they were resolved (what the ring could not hold is counted lost)\n",
+			bpf_sampler_consumes_cut(session->sampler));
 	if (session->native) {
 		struct native_maps_stats maps;
 

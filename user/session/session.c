@@ -31,6 +31,15 @@
  */
 #define TICK_FAST_MS 10
 #define TICK_SLOW_MS 50
+/*
+ * A drain ends after this long even with records left: a consumer slower than the samples (a
+ * whole host whose users show a deep stack never seen before at every sample, and whose code
+ * objects the target budget does not let it keep) otherwise never returned to its loop, and the
+ * run outlived its -d and its Ctrl-C. What the ring cannot hold meanwhile BPF drops, counted.
+ * The last drain of a run or a window gets longer, to take what was sampled before its end.
+ */
+#define DRAIN_SLICE_MS 100
+#define DRAIN_LAST_MS 1000
 /* A launched command gets this long to end on SIGINT when the live view quits. */
 #define VIEW_QUIT_GRACE_MS 2000
 #define LIVENESS_EVERY_MS 200
@@ -331,11 +340,11 @@ static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
 	process_events_on_proc_event(ctx, event);
 }
 
-static void drain(struct session *session)
+static void drain(struct session *session, unsigned slice_ms)
 {
 	uint64_t start_us = clock_monotonic_us(), records = session->drained_records, took_us;
 
-	bpf_sampler_consume(session->sampler, on_record, on_proc_event, session);
+	bpf_sampler_consume(session->sampler, clock_coarse_ms() + slice_ms, on_record, on_proc_event, session);
 	write_pending_records(session);
 	late_unwind_flush(session);
 	took_us = clock_monotonic_us() - start_us;
@@ -350,7 +359,7 @@ static int finish(struct session *session)
 {
 	uint64_t counters[PBP_CNT_MAX] = { 0 };
 
-	drain(session);
+	drain(session, DRAIN_LAST_MS);
 	/* The counts of the run, before the held samples' last wait (sampling goes on meanwhile:
 	 * what BPF sends then is not the run's). */
 	bpf_sampler_counters(session->sampler, counters);
@@ -419,7 +428,7 @@ static void run_loop(struct session *session)
 		bpf_sampler_wait_or_wake(session->sampler, session->wake_fd,
 					 process_events_wait_budget_ms(session, tick_ms, clock_monotonic_ms()));
 		symbolize_py_cache_stats(session->resolver.python, &before);
-		drain(session);
+		drain(session, DRAIN_SLICE_MS);
 		native_stacks_poll(session);
 		late_unwind_flush(session);
 		discovery_poll(session);
@@ -460,7 +469,7 @@ static void run_loop(struct session *session)
 			uint64_t counters[PBP_CNT_MAX] = { 0 };
 
 			bpf_sampler_counters(session->sampler, counters);
-			drain(session);
+			drain(session, DRAIN_LAST_MS);
 			late_unwind_flush_now(session);
 			if (report_next_file_window(session, counters) != EXIT_STATUS_OK && !session->write_error)
 				session->write_error = errbuf_set(&session->write_error_text, -EIO,
@@ -842,7 +851,7 @@ static int run_stacks(struct session *session)
 		report_error("pid %d: reading its threads: %s", (int)pid, strerror(-err));
 		return EXIT_STATUS_FAILED;
 	}
-	drain(session);
+	drain(session, DRAIN_LAST_MS);
 	late_unwind_finish(session);
 	if (session->write_error) {
 		report_error("%s", strerror(-session->write_error));
