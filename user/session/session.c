@@ -36,7 +36,8 @@
  * whole host whose users show a deep stack never seen before at every sample, and whose code
  * objects the target budget does not let it keep) otherwise never returned to its loop, and the
  * run outlived its -d and its Ctrl-C. What the ring cannot hold meanwhile BPF drops, counted.
- * The last drain of a run or a window gets longer, to take what was sampled before its end.
+ * The last drain of a run or a window gets longer, to take what was sampled before its end;
+ * `stacks`' one pass, which nothing follows, is drained whole.
  */
 #define DRAIN_SLICE_MS 100
 #define DRAIN_LAST_MS 1000
@@ -340,11 +341,13 @@ static void on_proc_event(void *ctx, const struct pbp_proc_event *event)
 	process_events_on_proc_event(ctx, event);
 }
 
+/* The records in the ring, until it is empty or for slice_ms (0: until it is empty). */
 static void drain(struct session *session, unsigned slice_ms)
 {
 	uint64_t start_us = clock_monotonic_us(), records = session->drained_records, took_us;
 
-	bpf_sampler_consume(session->sampler, clock_coarse_ms() + slice_ms, on_record, on_proc_event, session);
+	bpf_sampler_consume(session->sampler, slice_ms ? clock_coarse_ms() + slice_ms : 0, on_record, on_proc_event,
+			    session);
 	write_pending_records(session);
 	late_unwind_flush(session);
 	took_us = clock_monotonic_us() - start_us;
@@ -851,7 +854,8 @@ static int run_stacks(struct session *session)
 		report_error("pid %d: reading its threads: %s", (int)pid, strerror(-err));
 		return EXIT_STATUS_FAILED;
 	}
-	drain(session, DRAIN_LAST_MS);
+	/* every thread's record, however long: nothing is sampled after the pass */
+	drain(session, 0);
 	late_unwind_finish(session);
 	if (session->write_error) {
 		report_error("%s", strerror(-session->write_error));
