@@ -239,6 +239,7 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	__u64 filename_addr, name_addr, filename_identity, name_identity;
 	long checksum;
 
+	scratch->note_read = 0;
 	/* Userspace refuses layouts where this does not hold (frame_layout_fits). */
 	if (span > PBP_CODE_SPAN_MAX)
 		return -PBP_ERR_LAYOUT;
@@ -271,13 +272,21 @@ static __always_inline long pbp_code_checksum(struct pbp_cpu_scratch *scratch,
 	if (pbp_string_identity(off, name_addr, scratch->code_buf, &name_identity, task) != 0)
 		return -PBP_ERR_CODE_OBJECT;
 	checksum = py_code_checksum(firstlineno, argcount, filename_addr, name_addr, filename_identity, name_identity);
+	scratch->note.filename_addr = filename_addr;
+	scratch->note.name_addr = name_addr;
+	scratch->note.filename_identity = filename_identity;
+	scratch->note.name_identity = name_identity;
+	scratch->note.firstlineno = firstlineno;
+	scratch->note.argcount = argcount;
+	scratch->note_read = 1;
 	if (verified)
 		pbp_remember_verified(verified, code_addr, version, &scratch->out.rec, generation, (__u32)checksum,
 				      walk->code_stamp);
 	return checksum;
 }
 
-static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 code_addr, __u32 checksum)
+/* Marks the walk when this CPU has not sent the code object before; true then. */
+static __always_inline bool pbp_note_code(struct pbp_frame_walk *walk, __u64 code_addr, __u32 checksum)
 {
 	__u64 identity = code_addr ^ ((__u64)checksum << 32);
 	__u64 mixed = identity * 0x9e3779b97f4a7c15ull;
@@ -285,13 +294,85 @@ static __always_inline void pbp_note_code(struct pbp_frame_walk *walk, __u64 cod
 	struct pbp_seen_code_set *set = bpf_map_lookup_elem(&seen_code, &index);
 
 	if (!set)
-		return;
+		return false;
 	if (set->identity[0] == identity || set->identity[1] == identity || set->identity[2] == identity ||
 	    set->identity[3] == identity)
-		return;
+		return false;
 	set->identity[set->next_way & (PBP_SEEN_CODE_WAYS - 1)] = identity;
 	set->next_way += 1;
 	walk->new_code = 1;
+	return true;
+}
+
+/*
+ * The length of the string at string_addr, with its text's last (tail) or first bytes copied to
+ * out, at most cap of them; -1 where its text is not inline ASCII (a 3.x str of other characters:
+ * userspace reads it at its address) or cannot be read.
+ */
+static __always_inline long pbp_note_text(const struct py_offsets *off, __u64 string_addr, __u8 *span_buf,
+					  __u8 *out, __u32 cap, bool tail, struct task_struct *task)
+{
+	__u32 span = py_string_span(off), low = py_string_span_low(off), data, count;
+	__u64 length, start = 0;
+
+	if (span == 0 || span > PY_STRING_SPAN_MAX)
+		return -1;
+	barrier_var(span);
+	span &= 2 * PY_STRING_SPAN_MAX - 1;
+	if (pbp_read_target(span_buf, span, string_addr + low, task) != 0)
+		return -1;
+	length = py_span_u64(span_buf, 0);
+	if (off->string_kind == PY_STRING_UNICODE) {
+		__u64 state = py_span_u64(span_buf, off->unicode_state - low);
+
+		if (!(state & PY_UNICODE_ASCII_BIT) || !(state & PY_UNICODE_COMPACT_BIT))
+			return -1;
+		data = off->unicode_ascii_data;
+	} else {
+		data = off->bytes_data;
+	}
+	if (length > 0x7fffffff)
+		return -1;
+	count = length < cap ? (__u32)length : cap;
+	if (tail)
+		start = length - count;
+	barrier_var(count);
+	if (count > cap)
+		return -1;
+	if (count != 0 && pbp_read_target(out, count, string_addr + data + start, task) != 0)
+		return -1;
+	return (long)length;
+}
+
+/* Saves what pbp_code_checksum just read of a code object new to this CPU, with its strings' text
+ * (code_notes), for userspace to name it by if it is freed before it is read. */
+static __always_inline void pbp_save_code_note(struct pbp_cpu_scratch *scratch, const struct py_offsets *off,
+					       __u64 code_addr, __u32 checksum, struct task_struct *task)
+{
+	struct pbp_code_note *note = &scratch->note;
+	long length;
+
+	if (!scratch->note_read || scratch->notes_saved >= PBP_CODE_NOTES_PER_WALK)
+		return;
+	scratch->notes_saved++;
+	note->flags = 0;
+	note->reserved = 0;
+	length = pbp_note_text(off, note->filename_addr, scratch->code_buf, note->file_tail, PBP_NOTE_FILE_BYTES,
+			       true, task);
+	if (length >= 0) {
+		note->filename_len = (__u32)length;
+		note->flags |= PBP_NOTE_FILE_TEXT;
+	}
+	length = pbp_note_text(off, note->name_addr, scratch->code_buf, note->name_head, PBP_NOTE_NAME_BYTES, false,
+			       task);
+	if (length >= 0) {
+		note->name_len = (__u32)length;
+		note->flags |= PBP_NOTE_NAME_TEXT;
+	}
+	scratch->note_key.code_addr = code_addr;
+	scratch->note_key.tgid = scratch->out.rec.pid;
+	scratch->note_key.checksum = checksum;
+	bpf_map_update_elem(&code_notes, &scratch->note_key, note, BPF_ANY);
 }
 
 /* The set of hot_codes where the code object at code_addr would be. */
@@ -548,7 +629,8 @@ static long pbp_frame_step(__u32 index, void *opaque)
 		}
 		walk->last_code_addr = code_addr;
 		walk->last_checksum = (__u32)checksum;
-		pbp_note_code(walk, code_addr, (__u32)checksum);
+		if (pbp_note_code(walk, code_addr, (__u32)checksum))
+			pbp_save_code_note(scratch, off, code_addr, (__u32)checksum, ctx->task);
 		if (ctx->hot && walk->hot_epoch != 0)
 			pbp_hot_remember(ctx->hot, code_addr, walk->hot_epoch, (__u32)checksum);
 	}
@@ -688,6 +770,7 @@ static __always_inline __u32 pbp_walk_frames(const struct py_proc_config *config
 	walk->frame_count = 0;
 	walk->flags = 0;
 	walk->new_code = 0;
+	scratch->notes_saved = 0;
 	walk->shim_count = 0;
 	walk->frames_past_cut = 0;
 	/* out.py is this walk's from here: the previous walk's frames count only for the test

@@ -156,6 +156,12 @@ struct pbp_cpu_scratch {
 	__u64 shim_addr[PBP_MAX_SHIMS];
 	struct pbp_tstate_walk tswalk;
 	__u8 code_buf[PBP_CODE_SPAN_MAX + 8]; /* a code object's identity fields, then its strings' */
+	/* The identity fields of the code object pbp_code_checksum read last, for its note (code_notes);
+	 * note_read says they are of the object just checked (0: its checksum came from a cache). */
+	struct pbp_code_note_key note_key;
+	struct pbp_code_note note;
+	__u32 note_read;
+	__u32 notes_saved;           /* notes this walk saved: at most PBP_CODE_NOTES_PER_WALK */
 	__u8 gil_buf[PBP_GIL_SPAN_MAX + 8];
 	/* The native walk's copy of the stack it is unwinding (slack: a masked offset plus a read). */
 	__u8 stack_window[PBP_NATIVE_WINDOW_BYTES + 16];
@@ -336,6 +342,24 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pbp_seen_code_set);
 } seen_code SEC(".maps");
+
+/*
+ * What userspace needs to name a code object that is freed before it reads it (include/
+ * py_proc_config.h, struct pbp_code_note): saved when a CPU sends a code object it had not sent
+ * before (seen_code), so once per object and CPU in a steady run. Least recently used entries go:
+ * a process making code objects without end pushes out only notes of objects long read. A walk
+ * saves at most PBP_CODE_NOTES_PER_WALK (its leafmost new ones: a module body being imported is
+ * the one new frame of its stack), so that a stack of a thousand new objects costs a few updates,
+ * not a thousand.
+ */
+#define PBP_CODE_NOTES 8192
+#define PBP_CODE_NOTES_PER_WALK 8
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PBP_CODE_NOTES);
+	__type(key, struct pbp_code_note_key);
+	__type(value, struct pbp_code_note);
+} code_notes SEC(".maps");
 
 /*
  * Code objects whose identity this CPU has read in full (their fields and strings), by

@@ -315,4 +315,40 @@ static inline __u32 py_code_checksum(__s32 firstlineno, __s32 argcount, __u64 fi
 	return (__u32)mixed;
 }
 
+/*
+ * A code object as BPF read it the first time a CPU met it (bpf/maps.h, code_notes), by process,
+ * address and checksum: its identity fields and the text of its file name and name. A module body
+ * is freed as soon as its import ends, often before userspace reads the records that ran it (on a
+ * busy host, or whenever the profiler is late), and its memory goes to the next module's; 2.7
+ * gives every code object a file name string of its own, freed with it. So userspace names such a
+ * frame from the note (user/symbolize/symbolize_py.c): from its text where BPF copied it (an ASCII
+ * str, a 2.7 str), else from the strings it points at, if they still hold. The line table went
+ * with the object: those frames have no line.
+ */
+#define PBP_NOTE_FILE_BYTES 256u /* the file name's last bytes: a long path keeps its own name */
+#define PBP_NOTE_NAME_BYTES 128u /* the name's first bytes */
+#define PBP_NOTE_FILE_TEXT 0x1u  /* file_tail holds the last min(filename_len, PBP_NOTE_FILE_BYTES) */
+#define PBP_NOTE_NAME_TEXT 0x2u  /* name_head holds the first min(name_len, PBP_NOTE_NAME_BYTES) */
+struct pbp_code_note_key {
+	__u64 code_addr;
+	__u32 tgid;
+	__u32 checksum;
+};
+struct pbp_code_note {
+	__u64 filename_addr;
+	__u64 name_addr;          /* the shown name's (py_code_shown_name) */
+	__u64 filename_identity;  /* py_string_identity of each */
+	__u64 name_identity;
+	__s32 firstlineno;
+	__s32 argcount;
+	__u32 filename_len;       /* in characters (bytes: ASCII or 2.7) */
+	__u32 name_len;
+	__u32 flags;              /* PBP_NOTE_* */
+	__u32 reserved;
+	__u8 file_tail[PBP_NOTE_FILE_BYTES];
+	__u8 name_head[PBP_NOTE_NAME_BYTES];
+};
+_Static_assert((PBP_NOTE_FILE_BYTES & (PBP_NOTE_FILE_BYTES - 1)) == 0, "PBP_NOTE_FILE_BYTES is a power of two");
+_Static_assert((PBP_NOTE_NAME_BYTES & (PBP_NOTE_NAME_BYTES - 1)) == 0, "PBP_NOTE_NAME_BYTES is a power of two");
+
 #endif

@@ -5,11 +5,16 @@
 # the module's file name string alive after the body is freed (a module with
 # no function or class leaves nothing of itself: one shaped exactly like the
 # module before it can take over its addresses and be given its name).
+# With the argument "gated" it prints "ready", spins in wait_for_go until SIGUSR1, imports,
+# prints "imported" and then sleeps until it is killed (the test ends the profiler first, while
+# the strings its module bodies pointed at are still there to be read).
 # Runs on 2.7 and 3.6-3.15.
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import time
 
 COUNT = 20
 SECONDS = 0.008
@@ -29,7 +34,21 @@ while _cpu() < _end:
 """
 
 
-def main():
+go = []
+
+
+def cpu_seconds():
+    return (getattr(time, "process_time", None) or time.clock)()
+
+
+def wait_for_go():
+    while not go:
+        end = cpu_seconds() + 0.01
+        while cpu_seconds() < end:
+            pass
+
+
+def main(gated):
     directory = tempfile.mkdtemp(prefix="pybpfprof-imports-")
     sys.dont_write_bytecode = True
     try:
@@ -37,10 +56,20 @@ def main():
             with open(os.path.join(directory, "startup_mod_%d.py" % index), "w") as module:
                 module.write(BODY % (index, SECONDS))
         sys.path.insert(0, directory)
+        if gated:
+            signal.signal(signal.SIGUSR1, lambda number, frame: go.append(number))
+            sys.stdout.write("ready\n")
+            sys.stdout.flush()
+            wait_for_go()
         for index in range(COUNT):
             __import__("startup_mod_%d" % index)
     finally:
         shutil.rmtree(directory)
+    if gated:
+        sys.stdout.write("imported\n")
+        sys.stdout.flush()
+        while True:
+            time.sleep(1)
 
 
-main()
+main(sys.argv[1:] == ["gated"])

@@ -87,6 +87,7 @@ static void skeleton_maps(struct pyperf_bpf *skel, struct bpf_map *maps[LOADER_M
 	maps[LOADER_MAP_READ_ERRORS] = skel->maps.read_errors;
 	maps[LOADER_MAP_UNWIND_STOPS] = skel->maps.unwind_stops;
 	maps[LOADER_MAP_KSYM_ADDRS] = skel->maps.ksym_addrs;
+	maps[LOADER_MAP_CODE_NOTES] = skel->maps.code_notes;
 	maps[LOADER_MAP_BSS] = skel->maps.bss;
 }
 

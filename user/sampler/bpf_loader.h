@@ -29,6 +29,7 @@ enum bpf_loader_map {
 	LOADER_MAP_READ_ERRORS,
 	LOADER_MAP_UNWIND_STOPS,
 	LOADER_MAP_KSYM_ADDRS,
+	LOADER_MAP_CODE_NOTES,    /* code objects' identity fields, for the freed ones */
 	LOADER_MAP_BSS,           /* the programs' .bss: mapped with bpf_loader_map_bss */
 	LOADER_MAP_COUNT
 };

@@ -853,6 +853,16 @@ int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp
 	return err;
 }
 
+int bpf_sampler_code_note(struct bpf_sampler *sampler, pid_t tgid, uint64_t code_addr, uint32_t checksum,
+			  struct pbp_code_note *note)
+{
+	struct pbp_code_note_key key = { .code_addr = code_addr, .tgid = (uint32_t)tgid, .checksum = checksum };
+
+	if (bpf_map_lookup_elem(map_fd(sampler, LOADER_MAP_CODE_NOTES), &key, note))
+		return -errno;
+	return 0;
+}
+
 int bpf_sampler_set_budget_stride(struct bpf_sampler *sampler, pid_t tgid, uint32_t stride)
 {
 	uint32_t key = (uint32_t)tgid;

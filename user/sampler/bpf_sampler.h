@@ -96,6 +96,10 @@ size_t bpf_sampler_reconcile_targets(struct bpf_sampler *sampler, uint64_t now_m
 /* --max-overhead: tgid's account so far, summed over CPUs (all zero before its first tick).
  * 0, or a negative errno. */
 int bpf_sampler_budget_usage(struct bpf_sampler *sampler, pid_t tgid, struct pbp_budget_usage *usage);
+/* The note BPF saved of the code object at code_addr of tgid with that checksum (bpf/maps.h,
+ * code_notes). 0, -ENOENT (none, or pushed out), or a negative errno. */
+int bpf_sampler_code_note(struct bpf_sampler *sampler, pid_t tgid, uint64_t code_addr, uint32_t checksum,
+			  struct pbp_code_note *note);
 /* From now on BPF walks one in stride of tgid's ticks, each record weighing stride (1: every
  * tick; at most PBP_BUDGET_MAX_STRIDE). 0, or a negative errno. */
 int bpf_sampler_set_budget_stride(struct bpf_sampler *sampler, pid_t tgid, uint32_t stride);

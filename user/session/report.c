@@ -1170,12 +1170,15 @@ static void print_other_processes(const struct session *session)
 /* -v: every count of the run, zeros included, and why samples were lost. */
 static void print_counts(const struct session *session, const uint64_t counters[PBP_CNT_MAX])
 {
+	struct symbolize_py_stats python;
 	char read_errors[512];
 
+	symbolize_py_cache_stats(session->resolver.python, &python);
 	format_read_errors(session->sampler, " ", ", ", read_errors, sizeof(read_errors));
 	fprintf(stderr, "pybpfprof: counts: %" PRIu64 " lost; %" PRIu64 " truncated stacks; %" PRIu64
-			" unresolved frames%s%s\n",
-		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED], session->resolver.unresolved_frames,
+			" unresolved frames; %" PRIu64 " code objects gone before they were read, named from"
+			" BPF's notes (lines unknown)%s%s\n",
+		counters[PBP_CNT_LOST], counters[PBP_CNT_TRUNCATED], session->resolver.unresolved_frames, python.noted,
 		read_errors[0] ? "; failed reads: " : "", read_errors);
 	if (counters[PBP_CNT_STACK_REREADS])
 		fprintf(stderr, "pybpfprof: %" PRIu64 " Python stack%s read again, their thread running meanwhile; %" PRIu64

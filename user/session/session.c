@@ -549,6 +549,12 @@ static int name_kernel_addresses(void *context, const uint64_t *addresses, size_
 	return bpf_sampler_name_kernel_addresses(context, addresses, count, found, found_context);
 }
 
+/* The Python cache's notes: BPF's, of code objects freed before they were read (bpf/maps.h). */
+static int code_note_of(void *context, pid_t pid, uint64_t code_addr, uint32_t checksum, struct pbp_code_note *note)
+{
+	return bpf_sampler_code_note(context, pid, code_addr, checksum, note);
+}
+
 /* Kernel frames by name when the sampler can ask the kernel for them, else by address. */
 static bool open_kernel_names(struct session *session)
 {
@@ -728,6 +734,7 @@ static int set_up(struct session *session, int *failed_status)
 	}
 	session->resolver.async_plumbing = options->async_plumbing;
 	symbolize_py_cache_set_opcodes(session->resolver.python, options->opcodes);
+	symbolize_py_cache_set_notes(session->resolver.python, code_note_of, session->sampler);
 	if (!err && options->native_stacks) {
 		session->resolver.native_stacks = true;
 		session->resolver.native_keep_all = options->native_keep_all;

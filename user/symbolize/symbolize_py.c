@@ -28,6 +28,7 @@ struct code_entry {
 	uint8_t *linetable;
 	size_t linetable_len;
 	bool linetable_missing; /* too large to read, or dropped over budget: lines unknown (never re-read) */
+	bool noted;             /* named from BPF's note: the object was gone, its bytes are not to be read */
 	bool evicted;           /* chosen by an eviction in progress */
 	uint64_t last_used;     /* *cache->clock at its last use: the least recent is evicted first */
 };
@@ -77,6 +78,8 @@ struct symbolize_py_cache {
 	uint64_t generation;         /* counts drops of code objects (symbolize_py_generation) */
 	size_t names_compacted_bytes; /* what the names' table held after its last compaction */
 	size_t bytes;                /* every code object's bytes (code_entry_bytes) */
+	symbolize_py_note_fn note_of;   /* NULL: code objects are named only from the live object */
+	void *note_context;
 	struct symbolize_py_stats stats;
 };
 
@@ -491,6 +494,12 @@ static uint64_t evict_linetables(void *context, uint64_t bytes, uint64_t older_t
 	}
 	free(sorted);
 	return freed;
+}
+
+void symbolize_py_cache_set_notes(struct symbolize_py_cache *cache, symbolize_py_note_fn note_of, void *context)
+{
+	cache->note_of = note_of;
+	cache->note_context = context;
 }
 
 void symbolize_py_cache_set_opcodes(struct symbolize_py_cache *cache, bool opcodes)
@@ -908,7 +917,25 @@ int symbolize_py_compact_names(struct symbolize_py_cache *cache)
 	return 1;
 }
 
-/* A name or file name, interned in the cache. */
+/* A name or file name (NUL-terminated: an embedded NUL ends it), interned in the cache. */
+static int keep_name(struct symbolize_py_cache *cache, const char *text, const char **out)
+{
+	size_t len = strlen(text);
+
+	/* Names cannot be evicted (frames hold them until symbolize_py_compact_names): past the budget,
+	 * a name not already known is replaced, and its code object keeps the placeholder. */
+	if ((cache->strings.bytes + len > SYMBOLIZE_PY_MAX_NAME_BYTES || !charge_name(cache, text, len)) &&
+	    intern_find(&cache->strings, text, len + 1) < 0) {
+		cache->stats.names_over_budget++;
+		*out = intern_string(cache, SYMBOLIZE_PY_NAME_OVER_BUDGET, strlen(SYMBOLIZE_PY_NAME_OVER_BUDGET));
+	} else {
+		*out = intern_string(cache, text, len);
+	}
+	true_up_names(cache);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* A name or file name read from the target, interned in the cache. */
 static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct py_offsets *off, uint64_t addr,
 		     const char **out)
 {
@@ -922,19 +949,9 @@ static int read_name(struct symbolize_py_cache *cache, pid_t pid, const struct p
 		err = read_bytes(pid, off, addr, SYMBOLIZE_PY_MAX_STRING_CHARS, true, (uint8_t **)&text, &len);
 	if (err < 0)
 		return err;
-	len = strlen(text); /* an embedded NUL ends the name */
-	/* Names cannot be evicted (frames hold them until symbolize_py_compact_names): past the budget,
-	 * a name not already known is replaced, and its code object keeps the placeholder. */
-	if ((cache->strings.bytes + len > SYMBOLIZE_PY_MAX_NAME_BYTES || !charge_name(cache, text, len)) &&
-	    intern_find(&cache->strings, text, len + 1) < 0) {
-		cache->stats.names_over_budget++;
-		*out = intern_string(cache, SYMBOLIZE_PY_NAME_OVER_BUDGET, strlen(SYMBOLIZE_PY_NAME_OVER_BUDGET));
-	} else {
-		*out = intern_string(cache, text, len);
-	}
-	true_up_names(cache);
+	err = keep_name(cache, text, out);
 	free(text);
-	return *out ? 0 : -ENOMEM;
+	return err;
 }
 
 static bool field_in(uint32_t offset, size_t width, size_t span)
@@ -1034,6 +1051,100 @@ static int read_code_object(struct symbolize_py_cache *cache, const struct py_pr
 	return err;
 }
 
+/* Text BPF copied into a note (up to cap bytes of a string len long; the file name's tail, the name's
+ * head), with "..." where it was cut, into out (4 + cap bytes at least). */
+static void note_text(const uint8_t *copied, uint32_t len, size_t cap, bool tail, char *out)
+{
+	size_t count = len < cap ? len : cap, at = 0;
+
+	if (tail && len > cap) {
+		memcpy(out, "...", 3);
+		at = 3;
+	}
+	memcpy(out + at, copied, count);
+	at += count;
+	if (!tail && len > cap) {
+		memcpy(out + at, "...", 3);
+		at += 3;
+	}
+	out[at] = 0;
+}
+
+/* One of the note's strings as its text, or else read at its address if it is still the string BPF
+ * saw (its identity), interned. */
+static int noted_name(struct symbolize_py_cache *cache, pid_t pid, const struct py_offsets *off, bool copied,
+		      const uint8_t *text, uint32_t len, size_t cap, bool tail, uint64_t addr, uint64_t identity,
+		      const char **out)
+{
+	char shown[PBP_NOTE_FILE_BYTES + 8];
+	uint64_t identity_now;
+	int err;
+
+	_Static_assert(PBP_NOTE_NAME_BYTES <= PBP_NOTE_FILE_BYTES, "shown holds either text");
+	if (copied) {
+		note_text(text, len, cap, tail, shown);
+		return keep_name(cache, shown, out);
+	}
+	err = read_string_identity(pid, off, addr, &identity_now);
+	if (err < 0)
+		return err;
+	if (identity_now != identity)
+		return -ESTALE;
+	return read_name(cache, pid, off, addr, out);
+}
+
+/*
+ * Fill entry from BPF's note of the code object (struct pbp_code_note): its object is gone (or
+ * another took its address), so its line table too: lines unknown. The note is checked to be of
+ * the object the record ran (its checksum).
+ */
+static int read_noted_code(struct symbolize_py_cache *cache, const struct py_proc_config *config,
+			   struct code_entry *entry)
+{
+	const struct py_offsets *off = &config->off;
+	struct pbp_code_note note;
+	int err;
+
+	if (!cache->note_of)
+		return -ENOENT;
+	err = cache->note_of(cache->note_context, entry->pid, entry->code_addr, entry->checksum, &note);
+	if (err < 0)
+		return err;
+	if (py_code_checksum(note.firstlineno, note.argcount, note.filename_addr, note.name_addr, note.filename_identity,
+			     note.name_identity) != entry->checksum)
+		return -ESTALE;
+	err = noted_name(cache, entry->pid, off, note.flags & PBP_NOTE_FILE_TEXT, note.file_tail, note.filename_len,
+			 PBP_NOTE_FILE_BYTES, true, note.filename_addr, note.filename_identity, &entry->file);
+	if (err == 0)
+		err = noted_name(cache, entry->pid, off, note.flags & PBP_NOTE_NAME_TEXT, note.name_head, note.name_len,
+				 PBP_NOTE_NAME_BYTES, false, note.name_addr, note.name_identity, &entry->name);
+	if (err < 0)
+		return err;
+	entry->firstlineno = note.firstlineno;
+	entry->linetable_missing = true;
+	entry->noted = true;
+	cache->stats.noted++;
+	return 0;
+}
+
+/* The live object's read failed (err): drop what it left, and name the object from its note if
+ * BPF saved one that still holds; else err stays. */
+static int read_code_or_note(struct symbolize_py_cache *cache, const struct py_proc_config *config,
+			     struct code_entry *entry)
+{
+	int err = read_code_object(cache, config, entry);
+
+	if (err == 0 || err == -ENOMEM || err == -EINVAL)
+		return err;
+	release_linetable(cache, entry);
+	bulk_free(entry->linetable);
+	entry->linetable = NULL;
+	entry->linetable_len = 0;
+	entry->linetable_missing = false;
+	entry->file = entry->name = NULL;
+	return read_noted_code(cache, config, entry) == 0 ? 0 : err;
+}
+
 int symbolize_py_code_checksum(pid_t pid, const struct py_offsets *off, uint64_t code_addr, uint32_t *checksum)
 {
 	uint8_t object[SYMBOLIZE_PY_MAX_CODE_READ];
@@ -1111,7 +1222,7 @@ static int code_for(struct symbolize_py_cache *cache, pid_t pid, const struct py
 	entry->checksum = checksum;
 	entry->major = (config->version_hex >> 24) & 0xff;
 	entry->minor = (config->version_hex >> 16) & 0xff;
-	err = read_code_object(cache, config, entry);
+	err = read_code_or_note(cache, config, entry);
 	if (err < 0 && err != -ESTALE) {
 		/* Not remembered: a failed read may succeed later (-ESRCH ends with symbolize_py_forget_pid). */
 		release_linetable(cache, entry);
@@ -1166,7 +1277,7 @@ static int16_t read_opcode(const struct symbolize_py_cache *cache, pid_t pid, co
 	int16_t opcode = -1;
 	size_t at = 0;
 
-	if (!cache->opcodes || off->lasti_kind != PY_LASTI_PTR || byte_offset < 0 ||
+	if (!cache->opcodes || code->noted || off->lasti_kind != PY_LASTI_PTR || byte_offset < 0 ||
 	    byte_offset > SYMBOLIZE_PY_MAX_OPCODE_SCAN || !py_opcode_version_known(code->major, code->minor))
 		return -1;
 	bytes = malloc((size_t)byte_offset + 2);

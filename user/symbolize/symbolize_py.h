@@ -47,6 +47,14 @@ void symbolize_py_cache_free(struct symbolize_py_cache *cache);
  */
 void symbolize_py_cache_set_opcodes(struct symbolize_py_cache *cache, bool opcodes);
 /*
+ * Where BPF's notes of code objects are (struct pbp_code_note): a code object that can no longer
+ * be read as BPF saw it (freed: a module body once imported) is named from its note, if the
+ * strings it points at still hold, without a line. note_of returns 0 or a negative errno.
+ */
+typedef int (*symbolize_py_note_fn)(void *context, pid_t pid, uint64_t code_addr, uint32_t checksum,
+				    struct pbp_code_note *note);
+void symbolize_py_cache_set_notes(struct symbolize_py_cache *cache, symbolize_py_note_fn note_of, void *context);
+/*
  * Reads again the instruction byte of up to max_reads resolved frames, going on round the
  * table from the last call: an instruction specialises (or deoptimises) after the frame was
  * first seen, the first time its code ran. A change counts as a drop of code objects
@@ -115,6 +123,7 @@ struct symbolize_py_stats {
 	uint64_t misses;      /* frames that needed decoding (and maybe a read) */
 	uint64_t read_errors; /* code objects that could not be read */
 	uint64_t stale;       /* frames refused with -ESTALE */
+	uint64_t noted;       /* code objects gone before they were read, named from BPF's notes */
 	uint64_t evicted;     /* code objects evicted by the count budget */
 	uint64_t lines_over_budget; /* line tables dropped by the byte budget, or refused unread */
 	uint64_t linetable_bytes_read; /* line tables' bytes read from targets */
