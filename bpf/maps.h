@@ -346,13 +346,16 @@ struct {
 /*
  * What userspace needs to name a code object that is freed before it reads it (include/
  * py_proc_config.h, struct pbp_code_note): saved when a CPU sends a code object it had not sent
- * before (seen_code), so once per object and CPU in a steady run. Least recently used entries go:
- * a process making code objects without end pushes out only notes of objects long read. A walk
- * saves at most PBP_CODE_NOTES_PER_WALK (its leafmost new ones: a module body being imported is
- * the one new frame of its stack), so that a stack of a thousand new objects costs a few updates,
- * not a thousand.
+ * before (seen_code), so once per object and CPU in a steady run. A note is needed only until
+ * userspace has read the records that ran its object, so least recently used entries go: a
+ * process making code objects without end pushes out notes of objects long read (or, with the
+ * profiler later than that many new objects, notes still wanted: those frames stay unresolved).
+ * 2048 notes of some 500 bytes: 1 MiB of kernel memory. A walk saves at most
+ * PBP_CODE_NOTES_PER_WALK (its leafmost new ones: a module body being imported is the one new
+ * frame of its stack), so that a stack of a thousand new objects costs a few updates, not a
+ * thousand.
  */
-#define PBP_CODE_NOTES 8192
+#define PBP_CODE_NOTES 2048
 #define PBP_CODE_NOTES_PER_WALK 8
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -5,8 +5,9 @@
  * freed as soon as its import ends, and its memory taken by the next module's). Here the
  * profiler is made as late as a host can make it: once it samples the script, every one of its
  * threads is moved to the script's CPU under SCHED_IDLE, so it runs only when the script
- * sleeps, after all twenty imports. Every module body must still be named, from the note BPF
- * saved of it when it first met it (bpf/maps.h, code_notes).
+ * sleeps, after all twenty imports (then it is given back its CPUs and ended). Every module
+ * body must still be named, from the note BPF saved of it when it first met it (bpf/maps.h,
+ * code_notes).
  */
 #include "record_run.h"
 
@@ -71,11 +72,10 @@ static void pin(pid_t tid, int cpu)
 	assert_int_equal(sched_setaffinity(tid, sizeof(one), &one), 0);
 }
 
-/* Every thread of pid onto cpu under SCHED_IDLE (threads it makes later inherit both). */
-static void starve(pid_t pid, int cpu)
+/* Every thread of pid onto the CPUs given under policy (threads it makes later inherit both). */
+static void schedule_threads(pid_t pid, const cpu_set_t *cpus, int policy)
 {
 	struct sched_param none = { 0 };
-	cpu_set_t one;
 	char path[64];
 	struct dirent *entry;
 	size_t threads = 0;
@@ -87,16 +87,32 @@ static void starve(pid_t pid, int cpu)
 	while ((entry = readdir(tasks))) {
 		pid_t tid = (pid_t)atoi(entry->d_name);
 
-		if (tid <= 0)
-			continue;
-		CPU_ZERO(&one);
-		CPU_SET(cpu, &one);
 		/* a thread that ended meanwhile is no matter */
-		if (sched_setaffinity(tid, sizeof(one), &one) == 0 && sched_setscheduler(tid, SCHED_IDLE, &none) == 0)
+		if (tid > 0 && sched_setaffinity(tid, sizeof(*cpus), cpus) == 0 &&
+		    sched_setscheduler(tid, policy, &none) == 0)
 			threads++;
 	}
 	closedir(tasks);
 	assert_true(threads > 0);
+}
+
+/* The profiler runs only when the script's CPU has nothing else to run. */
+static void starve(pid_t pid, int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	schedule_threads(pid, &one, SCHED_IDLE);
+}
+
+/* As it was started: what it has left to do does not wait on a busy CPU. */
+static void feed(pid_t pid)
+{
+	cpu_set_t allowed;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+	schedule_threads(pid, &allowed, SCHED_OTHER);
 }
 
 /* Waits for the script's line (bounded). */
@@ -160,7 +176,9 @@ static void module_bodies_named_by_a_starved_profiler(void **state)
 	assert_int_equal(kill(target.pid, SIGUSR1), 0);
 	read_line(target.out_fd, python->label, line, sizeof(line));
 	assert_true(strncmp(line, "imported", 8) == 0);
-	/* the script sleeps now: the profiler gets the CPU and ends while the script's strings are there */
+	/* the imports are over, every body freed: the profiler gets the CPU back and ends while the
+	 * script sleeps (its strings still there to read) */
+	feed(profiler);
 	assert_int_equal(kill(profiler, SIGINT), 0);
 	assert_int_equal(test_wait_status(profiler), 0);
 	test_stop_target(&target);
