@@ -9,6 +9,7 @@
  * body must still be named, from the note BPF saved of it when it first met it (bpf/maps.h,
  * code_notes).
  */
+#include "gated_run.h"
 #include "record_run.h"
 
 #include "formats/format_registry.h"
@@ -21,7 +22,6 @@
 #include <sys/wait.h>
 
 #define MAX_PYTHONS 32
-#define MODULES 20
 /* Safety nets only (a hung run fails rather than hangs): nothing is measured against them. */
 #define STARTUP_LIMIT_S 300
 #define RUN_LIMIT_S 600
@@ -32,23 +32,6 @@ static const char *const labels[] = {
 
 static struct test_python pythons[MAX_PYTHONS];
 static size_t python_count;
-
-/* Samples of wait_for_go by pid in the MOJO file written so far (0 while it holds none, or ends
- * mid-record). */
-static size_t waiting_samples(const char *path, pid_t pid)
-{
-	struct pf_reader *reader = NULL;
-	struct pf_sample sample;
-	char err[512];
-	size_t count = 0;
-
-	if (access(path, R_OK) != 0 || format_registry_open_reader(&reader, path, err, sizeof(err)))
-		return 0;
-	while (pf_reader_next_sample(reader, &sample) == 1)
-		count += sample.pid == (uint32_t)pid && test_has_python_frame(&sample, "wait_for_go");
-	pf_reader_close(reader);
-	return count;
-}
 
 /* The first CPU this test may run on. */
 static int first_cpu(void)
@@ -127,26 +110,12 @@ static void read_line(int fd, const char *label, char *line, size_t len)
 	line[got > 0 ? got : 0] = 0;
 }
 
-/* The module index of a frame in a startup_mod_N.py module body, or -1. */
-static int startup_module_of(const struct pf_frame *frame)
-{
-	const char *base = frame->file ? strrchr(frame->file, '/') : NULL;
-	int index = -1;
-
-	if (!base || strcmp(frame->name, "<module>") != 0 || sscanf(base, "/startup_mod_%d.py", &index) != 1)
-		return -1;
-	return index;
-}
-
 static void module_bodies_named_by_a_starved_profiler(void **state)
 {
 	const struct test_python *python = test_wanted_python(state, pythons, python_count);
 	char mojo[PATH_MAX], log[PATH_MAX], pid_text[16], limit[16], line[64];
-	size_t modules_seen = 0, module_samples = 0, unresolved_samples = 0;
-	bool seen[MODULES] = { false };
+	struct module_bodies found;
 	struct test_target target;
-	struct pf_reader *reader;
-	struct pf_sample sample;
 	int cpu = first_cpu();
 	pid_t profiler;
 
@@ -165,7 +134,7 @@ static void module_bodies_named_by_a_starved_profiler(void **state)
 		profiler = test_spawn(argv, NULL, log);
 	}
 	assert_true(profiler > 0);
-	for (int waited = 0; waiting_samples(mojo, target.pid) == 0; waited++) {
+	for (int waited = 0; gated_run_waiting_samples(mojo, target.pid) == 0; waited++) {
 		if (waitpid(profiler, NULL, WNOHANG) == profiler || waited >= STARTUP_LIMIT_S * 10) {
 			test_stop_target(&target);
 			fail_msg("%s: no samples of wait_for_go", python->label);
@@ -183,27 +152,7 @@ static void module_bodies_named_by_a_starved_profiler(void **state)
 	assert_int_equal(test_wait_status(profiler), 0);
 	test_stop_target(&target);
 
-	reader = test_open_profile(mojo);
-	while (pf_reader_next_sample(reader, &sample) > 0) {
-		bool in_module = false;
-
-		if (sample.pid != (uint32_t)target.pid)
-			continue;
-		for (size_t f = 0; f < sample.frame_count; f++) {
-			int index = startup_module_of(&sample.frames[f]);
-
-			if (index >= 0 && index < MODULES) {
-				modules_seen += !seen[index];
-				seen[index] = true;
-				in_module = true;
-			}
-		}
-		module_samples += in_module;
-		unresolved_samples += count_named(&sample, "<unresolved>") > 0;
-	}
-	pf_reader_close(reader);
-	print_message("%s: %zu of %d module bodies named in %zu samples; %zu samples with unresolved frames\n",
-		      python->label, modules_seen, MODULES, module_samples, unresolved_samples);
+	count_module_bodies(mojo, (uint32_t)target.pid, python->label, &found);
 	{
 		size_t len = 0;
 		char *text = (char *)read_whole_file(log, &len);
@@ -214,8 +163,8 @@ static void module_bodies_named_by_a_starved_profiler(void **state)
 		free(text);
 	}
 	/* Some 8 samples a body: each body is in the profile, and none of its frames is unnamed. */
-	assert_int_equal(modules_seen, MODULES);
-	assert_true(unresolved_samples * 20 <= module_samples);
+	assert_int_equal(found.named, MODULE_BODIES);
+	assert_true(found.unresolved_samples * 20 <= found.samples);
 }
 
 int main(void)

@@ -542,17 +542,6 @@ static void forked_children_are_profiled(void **state)
 	}
 }
 
-/* The module index of a frame in a startup_mod_N.py module body, or -1. */
-static int startup_module_of(const struct pf_frame *frame)
-{
-	const char *base = frame->file ? strrchr(frame->file, '/') : NULL;
-	int index = -1;
-
-	if (!base || strcmp(frame->name, "<module>") != 0 || sscanf(base, "/startup_mod_%d.py", &index) != 1)
-		return -1;
-	return index;
-}
-
 /* Startup: module bodies are freed when their import ends, yet each one is named. */
 static void imported_module_bodies_are_named(void **state)
 {
@@ -560,10 +549,7 @@ static void imported_module_bodies_are_named(void **state)
 	for (size_t i = 0; i < python_count; i++) {
 		const struct test_python *python = &pythons[i];
 		char command[1400], script[PATH_MAX], out[PATH_MAX], err[4096];
-		bool seen[20] = { false };
-		size_t modules_seen = 0, module_samples = 0, unresolved_samples = 0;
-		struct pf_reader *reader;
-		struct pf_sample sample;
+		struct module_bodies found;
 		char *argv[32];
 		int status;
 
@@ -574,28 +560,10 @@ static void imported_module_bodies_are_named(void **state)
 		status = run_capture(argv, err, sizeof(err));
 		if (status != 0)
 			fail_msg("%s: pybpfprof exited %d: %s", python->label, status, err);
-		assert_int_equal(format_registry_open_reader(&reader, out, err, sizeof(err)), 0);
-		while (pf_reader_next_sample(reader, &sample) > 0) {
-			bool in_module = false;
-
-			for (size_t f = 0; f < sample.frame_count; f++) {
-				int index = startup_module_of(&sample.frames[f]);
-
-				if (index >= 0 && index < 20) {
-					modules_seen += !seen[index];
-					seen[index] = true;
-					in_module = true;
-				}
-			}
-			module_samples += in_module;
-			unresolved_samples += count_named(&sample, "<unresolved>") > 0;
-		}
-		pf_reader_close(reader);
-		print_message("%s: %zu of 20 module bodies named in %zu samples; %zu samples with unresolved frames\n",
-			      python->label, modules_seen, module_samples, unresolved_samples);
+		count_module_bodies(out, 0, python->label, &found);
 		/* About 8 samples a body: a body is missed only if every one of its samples is. */
-		assert_true(modules_seen >= 18);
-		assert_true(unresolved_samples * 10 <= module_samples + unresolved_samples);
+		assert_true(found.named >= 18);
+		assert_true(found.unresolved_samples * 10 <= found.samples + found.unresolved_samples);
 	}
 }
 

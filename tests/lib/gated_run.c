@@ -18,9 +18,7 @@
 #define STARTUP_LIMIT_S 300
 #define RUN_LIMIT_S 900
 
-/* Samples of wait_for_go by pid in the MOJO file written so far (0 while it is not there or holds
- * none: a file being written may end mid-record, so a reader error ends the count, not the test). */
-static size_t waiting_samples(const char *path, pid_t pid)
+size_t gated_run_waiting_samples(const char *path, pid_t pid)
 {
 	struct pf_reader *reader = NULL;
 	struct pf_sample sample;
@@ -95,7 +93,7 @@ pid_t gated_run(const struct test_python *python, const struct gated_run *run, c
 	target.pid = test_start_ready_script(python, run->script, run->args, &target.out_fd);
 	profiler = start_profiler(run, target.pid, mojo, log);
 	assert_true(profiler > 0);
-	for (int waited = 0; waiting_samples(mojo, target.pid) < WAIT_SAMPLES_MIN; waited++) {
+	for (int waited = 0; gated_run_waiting_samples(mojo, target.pid) < WAIT_SAMPLES_MIN; waited++) {
 		int profiler_status = 0;
 		pid_t ended = waitpid(profiler, &profiler_status, WNOHANG);
 

@@ -24,6 +24,10 @@ struct gated_run {
 	bool whole_host;              /* no -p: the profiler is ended (SIGINT) once the script is */
 };
 
+/* Samples of wait_for_go by pid in the MOJO file written so far (0 while it is not there or holds
+ * none: a file being written may end mid-record, so a reader error ends the count, not the test). */
+size_t gated_run_waiting_samples(const char *path, pid_t pid);
+
 /*
  * Runs it: the script's truth line (what it printed after "ready") into truth, its pid returned
  * (the samples to keep on the whole host, where other processes are sampled too). Fails the

@@ -6,6 +6,8 @@
 #include "record_run.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,6 +17,46 @@ void script_path(char *out, size_t len, const char *name)
 {
 	if ((size_t)snprintf(out, len, "%s/tests/scripts/%s", test_source_dir(), name) >= len)
 		fail_msg("path too long");
+}
+
+int startup_module_of(const struct pf_frame *frame)
+{
+	const char *base = frame->file ? strrchr(frame->file, '/') : NULL;
+	int index = -1;
+
+	if (!base || !frame->name || strcmp(frame->name, "<module>") != 0 ||
+	    sscanf(base, "/startup_mod_%d.py", &index) != 1)
+		return -1;
+	return index;
+}
+
+void count_module_bodies(const char *path, uint32_t pid, const char *label, struct module_bodies *found)
+{
+	struct pf_reader *reader = test_open_profile(path);
+	bool seen[MODULE_BODIES] = { false };
+	struct pf_sample sample;
+
+	*found = (struct module_bodies){ 0 };
+	while (pf_reader_next_sample(reader, &sample) > 0) {
+		bool in_module = false;
+
+		if (pid && sample.pid != pid)
+			continue;
+		for (size_t f = 0; f < sample.frame_count; f++) {
+			int index = startup_module_of(&sample.frames[f]);
+
+			if (index >= 0 && index < MODULE_BODIES) {
+				found->named += !seen[index];
+				seen[index] = true;
+				in_module = true;
+			}
+		}
+		found->samples += in_module;
+		found->unresolved_samples += count_named(&sample, "<unresolved>") > 0;
+	}
+	pf_reader_close(reader);
+	print_message("%s: %zu of %d module bodies named in %zu samples; %zu samples with unresolved frames\n", label,
+		      found->named, MODULE_BODIES, found->samples, found->unresolved_samples);
 }
 
 const struct pf_frame *python_leaf(const struct pf_sample *sample)

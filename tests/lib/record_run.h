@@ -17,6 +17,18 @@ void script_path(char *out, size_t len, const char *name);
 const struct pf_frame *python_leaf(const struct pf_sample *sample);
 /* How many of the sample's frames are named name. */
 size_t count_named(const struct pf_sample *sample, const char *name);
+/* The module index of a frame in a startup_mod_N.py module body (tests/scripts/import_modules.py),
+ * or -1. */
+int startup_module_of(const struct pf_frame *frame);
+/* What a profile holds of tests/scripts/import_modules.py's COUNT module bodies. */
+#define MODULE_BODIES 20
+struct module_bodies {
+	size_t named;              /* bodies named in at least one sample */
+	size_t samples;            /* samples in a module body */
+	size_t unresolved_samples; /* samples with an <unresolved> frame */
+};
+/* Of process pid (0: any) in the profile at path; printed, labelled. */
+void count_module_bodies(const char *path, uint32_t pid, const char *label, struct module_bodies *found);
 /* How many of the sample's frames are of one kind. */
 size_t count_kind(const struct pf_sample *sample, enum pf_frame_kind kind);
 

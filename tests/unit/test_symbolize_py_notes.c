@@ -90,129 +90,130 @@ static int resolve_code_0(struct fake_python *fake, struct pbp_py_frame frame, s
 	return err;
 }
 
-static struct pbp_py_frame started_frame(const struct fake_python *fake)
+/* One test's code objects, code object 0's frame as BPF sent it, and the note BPF saved of it. */
+struct noted_case {
+	struct fake_python fake;
+	struct pbp_py_frame code_0;
+	struct note_answer answer;
+	struct symbolize_py_stats stats;
+	struct pf_frame frame;
+};
+
+static int set_up(void **state, bool text)
 {
-	return fake_python_frame(fake, 0, fake->python.config.off.code_code_adaptive + 4);
+	struct noted_case *test = calloc(1, sizeof(*test));
+
+	if (!test)
+		return -1;
+	fake_python_init(&test->fake, 2);
+	/* started: a line is looked for */
+	test->code_0 = fake_python_frame(&test->fake, 0, test->fake.python.config.off.code_code_adaptive + 4);
+	test->answer = answer_for(&test->fake, 0, text);
+	*state = test;
+	return 0;
+}
+
+static int set_up_with_text(void **state)
+{
+	return set_up(state, true);
+}
+
+static int set_up_without_text(void **state)
+{
+	return set_up(state, false);
+}
+
+static int tear_down(void **state)
+{
+	struct noted_case *test = *state;
+
+	fake_python_free(&test->fake);
+	free(test);
+	return 0;
+}
+
+static int resolve(struct noted_case *test)
+{
+	return resolve_code_0(&test->fake, test->code_0, &test->answer, &test->frame, &test->stats);
 }
 
 static void a_live_object_needs_no_note(void **state)
 {
-	struct fake_python fake;
-	struct note_answer answer;
-	struct symbolize_py_stats stats;
-	struct pf_frame frame;
+	struct noted_case *test = *state;
 
-	(void)state;
-	fake_python_init(&fake, 2);
-	answer = answer_for(&fake, 0, true);
-	assert_int_equal(resolve_code_0(&fake, started_frame(&fake), &answer, &frame, &stats), 0);
-	assert_string_equal(frame.file, "fake_0.py");
-	assert_int_equal(answer.asked, 0);
-	assert_int_equal(stats.noted, 0);
-	fake_python_free(&fake);
+	assert_int_equal(resolve(test), 0);
+	assert_string_equal(test->frame.file, "fake_0.py");
+	assert_int_equal(test->answer.asked, 0);
+	assert_int_equal(test->stats.noted, 0);
 }
 
 static void a_gone_object_is_named_from_its_text(void **state)
 {
-	struct pbp_py_frame code_0;
-	struct fake_python fake;
-	struct note_answer answer;
-	struct symbolize_py_stats stats;
-	struct pf_frame frame;
+	struct noted_case *test = *state;
+	uint32_t header = test->fake.python.config.off.unicode_ascii_data;
 
-	(void)state;
-	fake_python_init(&fake, 2);
-	code_0 = started_frame(&fake);
-	answer = answer_for(&fake, 0, true);
-	take_over_code_0(&fake);
+	take_over_code_0(&test->fake);
 	/* the strings are gone too (2.7 frees a code object's file name with it): the text is enough */
-	memset(fake.files[0], 0, fake.python.config.off.unicode_ascii_data);
-	memset(fake.names[0], 0, fake.python.config.off.unicode_ascii_data);
-	assert_int_equal(resolve_code_0(&fake, code_0, &answer, &frame, &stats), 0);
-	assert_string_equal(frame.file, "fake_0.py");
-	assert_string_equal(frame.name, "function_0");
-	assert_int_equal(frame.line, -1);
-	assert_int_equal(frame.function_line, 1);
-	assert_int_equal(stats.noted, 1);
-	fake_python_free(&fake);
+	memset(test->fake.files[0], 0, header);
+	memset(test->fake.names[0], 0, header);
+	assert_int_equal(resolve(test), 0);
+	assert_string_equal(test->frame.file, "fake_0.py");
+	assert_string_equal(test->frame.name, "function_0");
+	assert_int_equal(test->frame.line, -1);
+	assert_int_equal(test->frame.function_line, 1);
+	assert_int_equal(test->stats.noted, 1);
 }
 
 static void a_long_file_name_keeps_its_end(void **state)
 {
+	struct noted_case *test = *state;
 	char path[400], shown[PBP_NOTE_FILE_BYTES + 8];
-	struct pbp_py_frame code_0;
-	struct fake_python fake;
-	struct note_answer answer;
-	struct symbolize_py_stats stats;
-	struct pf_frame frame;
 
-	(void)state;
-	fake_python_init(&fake, 2);
-	code_0 = started_frame(&fake);
-	answer = answer_for(&fake, 0, true);
 	memset(path, 'd', sizeof(path));
 	snprintf(path + 300, sizeof(path) - 300, "/module.py");
-	answer.note.filename_len = (uint32_t)strlen(path);
-	memcpy(answer.note.file_tail, path + strlen(path) - PBP_NOTE_FILE_BYTES, PBP_NOTE_FILE_BYTES);
-	take_over_code_0(&fake);
-	assert_int_equal(resolve_code_0(&fake, code_0, &answer, &frame, &stats), 0);
+	test->answer.note.filename_len = (uint32_t)strlen(path);
+	memcpy(test->answer.note.file_tail, path + strlen(path) - PBP_NOTE_FILE_BYTES, PBP_NOTE_FILE_BYTES);
+	take_over_code_0(&test->fake);
+	assert_int_equal(resolve(test), 0);
 	snprintf(shown, sizeof(shown), "...%s", path + strlen(path) - PBP_NOTE_FILE_BYTES);
-	assert_string_equal(frame.file, shown);
-	fake_python_free(&fake);
+	assert_string_equal(test->frame.file, shown);
 }
 
 static void strings_without_text_are_read_while_they_hold(void **state)
 {
-	struct pbp_py_frame code_0;
-	struct fake_python fake;
-	struct note_answer answer;
-	struct symbolize_py_stats stats;
-	struct pf_frame frame;
+	struct noted_case *test = *state;
 
-	(void)state;
-	fake_python_init(&fake, 2);
-	code_0 = started_frame(&fake);
-	answer = answer_for(&fake, 0, false);
-	take_over_code_0(&fake);
-	assert_int_equal(resolve_code_0(&fake, code_0, &answer, &frame, &stats), 0);
-	assert_string_equal(frame.file, "fake_0.py");
-	assert_string_equal(frame.name, "function_0");
-	assert_int_equal(frame.line, -1);
+	take_over_code_0(&test->fake);
+	assert_int_equal(resolve(test), 0);
+	assert_string_equal(test->frame.file, "fake_0.py");
+	assert_string_equal(test->frame.name, "function_0");
+	assert_int_equal(test->frame.line, -1);
 	/* the file name's string taken by another: not named from it */
-	memcpy(fake.files[0] + fake.python.config.off.unicode_ascii_data, "other", 5);
-	assert_int_equal(resolve_code_0(&fake, code_0, &answer, &frame, &stats), -ESTALE);
-	fake_python_free(&fake);
+	memcpy(test->fake.files[0] + test->fake.python.config.off.unicode_ascii_data, "other", 5);
+	assert_int_equal(resolve(test), -ESTALE);
 }
 
 static void a_note_of_another_object_is_refused(void **state)
 {
-	struct pbp_py_frame code_0;
-	struct fake_python fake;
-	struct note_answer answer;
-	struct symbolize_py_stats stats;
-	struct pf_frame frame;
+	struct noted_case *test = *state;
 
-	(void)state;
-	fake_python_init(&fake, 2);
-	code_0 = started_frame(&fake);
-	answer = answer_for(&fake, 0, true);
-	answer.note.firstlineno = 7; /* not what the checksum was taken of */
-	take_over_code_0(&fake);
-	assert_int_equal(resolve_code_0(&fake, code_0, &answer, &frame, &stats), -ESTALE);
-	assert_int_equal(stats.noted, 0);
-	answer.have = false; /* no note at all (pushed out): as before notes */
-	assert_int_equal(resolve_code_0(&fake, code_0, &answer, &frame, &stats), -ESTALE);
-	fake_python_free(&fake);
+	test->answer.note.firstlineno = 7; /* not what the checksum was taken of */
+	take_over_code_0(&test->fake);
+	assert_int_equal(resolve(test), -ESTALE);
+	assert_int_equal(test->stats.noted, 0);
+	test->answer.have = false; /* no note at all (pushed out): as before notes */
+	assert_int_equal(resolve(test), -ESTALE);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(a_live_object_needs_no_note),
-		cmocka_unit_test(a_gone_object_is_named_from_its_text),
-		cmocka_unit_test(a_long_file_name_keeps_its_end),
-		cmocka_unit_test(strings_without_text_are_read_while_they_hold),
-		cmocka_unit_test(a_note_of_another_object_is_refused),
+		cmocka_unit_test_setup_teardown(a_live_object_needs_no_note, set_up_with_text, tear_down),
+		cmocka_unit_test_setup_teardown(a_gone_object_is_named_from_its_text, set_up_with_text, tear_down),
+		cmocka_unit_test_setup_teardown(a_long_file_name_keeps_its_end, set_up_with_text, tear_down),
+		cmocka_unit_test_setup_teardown(strings_without_text_are_read_while_they_hold, set_up_without_text,
+						tear_down),
+		cmocka_unit_test_setup_teardown(a_note_of_another_object_is_refused, set_up_with_text, tear_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
