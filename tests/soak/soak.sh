@@ -26,7 +26,7 @@
 #    process notices are lost whatever the profiler does (a shared machine's other builds
 #    and tests; its own CPU share is judged apart);
 #  - memory is flat: the floor of the last quarter's RSS (its tenth percentile) is at most
-#    10% + 4 MiB above the second quarter's (the first quarter is warm-up: tables, caches and
+#    10% above the second quarter's, no slack (the first quarter is warm-up: tables, caches and
 #    buffers reach their working size). The floor, not the median: the line table attackers
 #    fill the target budget for seconds at a time, 30-60 MiB freed again within a second
 #    (the peak check bounds those), and a median moves with how many of those spikes a
