@@ -1034,6 +1034,13 @@ static void print_problems(struct session *session, const uint64_t counters[PBP_
 	if (counters[PBP_CNT_LOST])
 		add_problem(line, sizeof(line), "%" PRIu64 " sample%s lost, the ring buffer full (a lower -F loses none)",
 			    counters[PBP_CNT_LOST], plural(counters[PBP_CNT_LOST], "s"));
+	/* Drains cut short: the samples came faster than they were resolved. What the ring then
+	 * dropped is counted lost above; what it still held when the run ended is not in the file. */
+	if (bpf_sampler_consumes_cut(session->sampler))
+		add_problem(line, sizeof(line),
+			    "resolving fell behind the samples (%" PRIu64 " drain%s stopped at their time limit; the last "
+			    "samples may be missing)",
+			    bpf_sampler_consumes_cut(session->sampler), plural(bpf_sampler_consumes_cut(session->sampler), "s"));
 	if (counters[PBP_CNT_TRUNCATED])
 		add_problem(line, sizeof(line), "%" PRIu64 " stack%s cut at the root side (too deep)",
 			    counters[PBP_CNT_TRUNCATED], plural(counters[PBP_CNT_TRUNCATED], "s"));
